@@ -1,0 +1,8 @@
+customer_id          = "umbrella"
+account_id           = "777788889999"
+region               = "ap-southeast-2"
+vpc_cidr             = "10.80.0.0/16"
+availability_zones   = ["a", "b"]
+kubernetes_version   = "1.31"
+gpu_families         = []
+control_plane_region = "ap-southeast-2"

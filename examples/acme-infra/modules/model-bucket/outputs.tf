@@ -1,0 +1,9 @@
+output "bucket_name" {
+  value       = local.bucket_name
+  description = "The bucket's name."
+}
+
+output "retention_days" {
+  value       = var.retention_days
+  description = "Days superseded model versions are kept."
+}

@@ -1,0 +1,109 @@
+//! The bundle config: the JSON document a bundle manifest's `config` points at.
+//! It says what the bundle holds and where it came from, and it is covered by the
+//! signature (through the manifest), so every file digest in it is signed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Digest;
+use crate::interface::Interface;
+
+/// Version of the config document's own format.
+pub const CONFIG_FORMAT: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleConfig {
+    /// [`CONFIG_FORMAT`].
+    pub format: u32,
+    pub stack: String,
+    pub version: semver::Version,
+    pub source: Source,
+    /// RFC 3339, UTC: the source commit's time, so that builds are reproducible.
+    pub created: String,
+    pub engine: Engine,
+    /// Where the stack sits inside the archive (`stacks/<stack>`): the folder the
+    /// engine runs in. Vendored modules keep their repository paths beside it, so
+    /// relative `source` paths resolve unchanged.
+    pub entrypoint: String,
+    pub interface: Interface,
+    /// Local modules vendored into the bundle, sorted by path.
+    pub modules: Vec<ModuleEntry>,
+    /// Every file in the stack layer, sorted by path.
+    pub files: Vec<FileEntry>,
+}
+
+/// Where the bundle was built from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    /// The repository's address, without credentials.
+    pub repository: String,
+    pub commit: String,
+    pub branch: String,
+}
+
+/// The engine the stack needs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Engine {
+    /// `terraform`, `tofu`, or absent when either works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The `required_version` constraint, if the stack declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_constraint: Option<String>,
+}
+
+/// A vendored local module.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModuleEntry {
+    pub name: String,
+    /// Path inside the archive, as in the repository (`modules/network`).
+    pub path: String,
+    /// The module's published version, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Digest over the module's file list (see [`tree_digest`]).
+    pub digest: Digest,
+}
+
+/// One file in the stack layer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileEntry {
+    pub path: String,
+    pub digest: Digest,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub executable: bool,
+}
+
+/// The digest of a tree of files: SHA-256 over `<path>\0<digest>\n` lines in path
+/// order. Two trees with the same files and contents have the same digest, wherever
+/// and whenever they were packed.
+pub fn tree_digest<'a>(files: impl IntoIterator<Item = (&'a str, &'a Digest)>) -> Digest {
+    let mut entries: Vec<_> = files.into_iter().collect();
+    entries.sort();
+    let mut hasher = crate::digest::Sha256Hasher::new();
+    for (path, digest) in entries {
+        hasher.update(path.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(digest.to_string().as_bytes());
+        hasher.update(b"\n");
+    }
+    hasher.finish()
+}
+
+impl BundleConfig {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("config serialisation cannot fail")
+    }
+
+    pub fn file(&self, path: &str) -> Option<&FileEntry> {
+        self.files
+            .binary_search_by(|entry| entry.path.as_str().cmp(path))
+            .ok()
+            .map(|index| &self.files[index])
+    }
+}

@@ -1,0 +1,26 @@
+//! The shared language of Stackpack.
+//!
+//! A short tour:
+//!
+//! - [`media_type`] names every media type and artifact type we write or read.
+//! - [`digest`] is the `sha256:<hex>` content address, with a streaming hasher.
+//! - [`oci`] holds the OCI image-spec types (descriptor, manifest, index, layout).
+//! - [`bundle`] is the bundle config: what a bundle contains and where it came from.
+//! - [`interface`] is a stack's public API: inputs, outputs, kinds of resource.
+//! - [`signature`] is the signed payload, keys, key ids, signing and verifying.
+//! - [`version`] holds the version rules: branch slugs, next stable and prerelease.
+//! - [`reference`] parses `stack@version` references.
+//!
+//! This crate does no I/O: callers hand it bytes and get values back, so that the
+//! packager, the runner and the registry agree by construction.
+
+pub mod bundle;
+pub mod digest;
+pub mod interface;
+pub mod media_type;
+pub mod oci;
+pub mod reference;
+pub mod signature;
+pub mod version;
+
+pub use digest::Digest;

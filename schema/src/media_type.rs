@@ -1,0 +1,57 @@
+//! Media types and artifact types. One place, so that no two parts spell them apart.
+
+/// `artifactType` of a bundle manifest.
+pub const BUNDLE_ARTIFACT: &str = "application/vnd.stackpack.bundle.v1";
+/// Media type of a bundle's config blob.
+pub const BUNDLE_CONFIG: &str = "application/vnd.stackpack.bundle.config.v1+json";
+/// Media type of the stack layer: the stack and its vendored modules as tar+gzip.
+pub const STACK_LAYER: &str = "application/vnd.stackpack.stack.v1.tar+gzip";
+/// Media type of the optional provider mirror layer for airgapped installs.
+pub const PROVIDER_MIRROR_LAYER: &str = "application/vnd.stackpack.providers.v1.tar+gzip";
+/// `artifactType` of a signature manifest.
+pub const SIGNATURE_ARTIFACT: &str = "application/vnd.stackpack.signature.v1";
+/// Media type of the signature layer: a JSON [`crate::signature::SignatureEnvelope`].
+pub const SIGNATURE_LAYER: &str = "application/vnd.stackpack.signature.v1+json";
+
+/// `artifactType` of an OpenTofu module package.
+pub const OPENTOFU_MODULE_ARTIFACT: &str = "application/vnd.opentofu.modulepkg";
+/// Layer media type of an OpenTofu module package.
+pub const ZIP_ARCHIVE: &str = "archive/zip";
+
+/// OCI image manifest.
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+/// OCI image index.
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// The OCI empty descriptor's media type (`{}`).
+pub const OCI_EMPTY: &str = "application/vnd.oci.empty.v1+json";
+/// Docker schema 2 manifest, read when other tools push it.
+pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+/// Docker manifest list.
+pub const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// The content of the OCI empty blob.
+pub const EMPTY_BLOB: &[u8] = b"{}";
+
+/// Standard annotation keys.
+pub mod annotation {
+    pub const VERSION: &str = "org.opencontainers.image.version";
+    pub const REVISION: &str = "org.opencontainers.image.revision";
+    pub const SOURCE: &str = "org.opencontainers.image.source";
+    pub const CREATED: &str = "org.opencontainers.image.created";
+    pub const TITLE: &str = "org.opencontainers.image.title";
+    pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
+    /// Our own: the stack (or module) name, on index entries of an image layout.
+    pub const STACK: &str = "dev.stackpack.stack";
+    /// Our own: the kind of artifact (`bundle`, `signature`, `module`) on layout entries.
+    pub const KIND: &str = "dev.stackpack.kind";
+}
+
+/// True for the manifest media types we can parse as an image manifest.
+pub fn is_image_manifest(media_type: &str) -> bool {
+    media_type == OCI_MANIFEST || media_type == DOCKER_MANIFEST
+}
+
+/// True for the manifest media types that are indexes.
+pub fn is_index(media_type: &str) -> bool {
+    media_type == OCI_INDEX || media_type == DOCKER_MANIFEST_LIST
+}
