@@ -1,1 +1,30 @@
-fn main() {}
+//! `stackpack`: the CI side of Stackpack.
+
+mod cli;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`stackpack inspect … | head`), as Unix tools do,
+    // instead of panicking on the next write.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = cli::Cli::parse();
+    output::init(&cli.global);
+    let result = match &cli.command {
+        cli::Command::Keygen(args) => commands::keygen::run(args, &cli.global),
+        cli::Command::Version(args) => commands::version::run(args, &cli.global),
+        cli::Command::Build(args) => commands::build::run(args, &cli.global),
+        cli::Command::Inspect(args) => commands::inspect::run(args, &cli.global),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => ExitCode::from(output::report_error(&error)),
+    }
+}

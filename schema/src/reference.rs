@@ -10,7 +10,9 @@ use semver::Version;
 pub enum ReferenceError {
     #[error("`{0}` is not a valid name: use lowercase letters, digits, and `-`, `_` or `.` between them")]
     InvalidName(String),
-    #[error("`{0}` is not a valid version: expected semver such as `1.4.0` or `1.4.0-my-branch.2`")]
+    #[error(
+        "`{0}` is not a valid version: expected semver such as `1.4.0` or `1.4.0-my-branch.2`"
+    )]
     InvalidVersion(String),
 }
 

@@ -17,7 +17,7 @@ use std::fmt;
 use base64::Engine as _;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
-use ed25519_dalek::{Signer, Verifier};
+use ed25519_dalek::Signer;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::{Digest, Sha256Hasher};
@@ -205,7 +205,9 @@ impl SignatureEnvelope {
             .decode(&self.signature)
             .ok()
             .and_then(|bytes| bytes.try_into().ok())
-            .ok_or_else(|| SignatureError::Malformed("`signature` is not 64 base64 bytes".into()))?;
+            .ok_or_else(|| {
+                SignatureError::Malformed("`signature` is not 64 base64 bytes".into())
+            })?;
         let signature = ed25519_dalek::Signature::from_bytes(&bytes);
         public_key
             .key
@@ -286,7 +288,10 @@ mod tests {
     fn a_signature_verifies_with_its_trusted_key_and_not_with_another() {
         let signer = key(1);
         let envelope = signer.sign(payload());
-        assert_eq!(envelope.verify(&[signer.public_key()]).unwrap(), signer.public_key());
+        assert_eq!(
+            envelope.verify(&[signer.public_key()]).unwrap(),
+            signer.public_key()
+        );
         assert_eq!(
             envelope.verify(&[key(2).public_key()]),
             Err(SignatureError::Untrusted(signer.public_key().key_id()))
@@ -298,7 +303,10 @@ mod tests {
         let signer = key(1);
         let mut envelope = signer.sign(payload());
         envelope.payload.version = "9.9.9".into();
-        assert_eq!(envelope.verify(&[signer.public_key()]), Err(SignatureError::Invalid));
+        assert_eq!(
+            envelope.verify(&[signer.public_key()]),
+            Err(SignatureError::Invalid)
+        );
     }
 
     #[test]
@@ -309,7 +317,10 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD;
         envelope.public_key = b64.encode(attacker.public_key().to_der());
         envelope.payload.key_id = attacker.public_key().key_id();
-        assert_eq!(envelope.verify(&[attacker.public_key()]), Err(SignatureError::Invalid));
+        assert_eq!(
+            envelope.verify(&[attacker.public_key()]),
+            Err(SignatureError::Invalid)
+        );
     }
 
     #[test]

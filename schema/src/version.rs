@@ -205,7 +205,16 @@ mod tests {
 
     #[test]
     fn every_slug_makes_a_valid_prerelease() {
-        for branch in ["a", "UPPER", "dots.and_underscores", "0", "007", "-x-", "a/b/c", "ß"] {
+        for branch in [
+            "a",
+            "UPPER",
+            "dots.and_underscores",
+            "0",
+            "007",
+            "-x-",
+            "a/b/c",
+            "ß",
+        ] {
             let slug = branch_slug(branch);
             Prerelease::new(&format!("{slug}.1")).unwrap_or_else(|_| panic!("{branch}"));
         }
@@ -223,17 +232,32 @@ mod tests {
     #[test]
     fn prerelease_numbers_are_per_base_and_slug() {
         let existing = vec![v("1.3.0-feat.4"), v("1.3.0-other.9"), v("1.2.0-feat.7")];
-        assert_eq!(next_prerelease(&v("1.3.0"), "feat", &existing), v("1.3.0-feat.5"));
-        assert_eq!(next_prerelease(&v("1.4.0"), "feat", &existing), v("1.4.0-feat.1"));
+        assert_eq!(
+            next_prerelease(&v("1.3.0"), "feat", &existing),
+            v("1.3.0-feat.5")
+        );
+        assert_eq!(
+            next_prerelease(&v("1.4.0"), "feat", &existing),
+            v("1.4.0-feat.1")
+        );
         // A slug that is a prefix of another is its own line.
-        assert_eq!(next_prerelease(&v("1.3.0"), "fea", &existing), v("1.3.0-fea.1"));
+        assert_eq!(
+            next_prerelease(&v("1.3.0"), "fea", &existing),
+            v("1.3.0-fea.1")
+        );
     }
 
     #[test]
     fn next_stable_bumps_the_highest_stable_by_precedence() {
         let existing = vec![v("1.9.0"), v("1.10.0"), v("2.0.0-rc.1")];
-        assert_eq!(next_stable(&existing, Bump::Patch, &v("0.1.0")), v("1.10.1"));
-        assert_eq!(next_stable(&existing, Bump::Minor, &v("0.1.0")), v("1.11.0"));
+        assert_eq!(
+            next_stable(&existing, Bump::Patch, &v("0.1.0")),
+            v("1.10.1")
+        );
+        assert_eq!(
+            next_stable(&existing, Bump::Minor, &v("0.1.0")),
+            v("1.11.0")
+        );
         assert_eq!(next_stable(&existing, Bump::Major, &v("0.1.0")), v("2.0.0"));
         assert_eq!(next_stable(&[], Bump::Major, &v("0.1.0")), v("0.1.0"));
     }
@@ -242,7 +266,13 @@ mod tests {
     fn channel_picks_stable_or_prerelease() {
         let existing = vec![v("1.0.0"), v("1.0.1-x.1")];
         let pre = Channel::Prerelease { slug: "x".into() };
-        assert_eq!(next_version(&existing, Bump::Patch, &v("0.1.0"), &Channel::Stable), v("1.0.1"));
-        assert_eq!(next_version(&existing, Bump::Patch, &v("0.1.0"), &pre), v("1.0.1-x.2"));
+        assert_eq!(
+            next_version(&existing, Bump::Patch, &v("0.1.0"), &Channel::Stable),
+            v("1.0.1")
+        );
+        assert_eq!(
+            next_version(&existing, Bump::Patch, &v("0.1.0"), &pre),
+            v("1.0.1-x.2")
+        );
     }
 }

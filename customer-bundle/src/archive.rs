@@ -1,0 +1,466 @@
+//! Reading and unpacking stack layers (`tar+gzip`) safely.
+//!
+//! A bundle's archive is untrusted input until its signature and digests are checked,
+//! and even a validly signed bundle may have been built from a hostile repository, so
+//! every entry is checked before a byte is written:
+//!
+//! - only regular files and folders; symbolic links, hard links, devices and FIFOs are
+//!   refused (the packager resolves in-repository links into plain files);
+//! - paths are relative, made only of plain components (no `/` prefix, no `..`,
+//!   no `.`), valid UTF-8, of bounded length and depth, and never repeated;
+//! - entry count, each file's size, and the total size are capped, and the unpacked
+//!   size may not exceed [`Limits::max_ratio`] times the compressed size, checked on
+//!   the sizes the headers declare, before the bytes are inflated.
+
+use std::collections::HashSet;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use stackpack_schema::digest::{Digest, Sha256Hasher};
+
+/// Bounds on what an archive may hold.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub max_entries: u64,
+    pub max_file_bytes: u64,
+    pub max_total_bytes: u64,
+    pub max_path_bytes: usize,
+    pub max_depth: usize,
+    /// Unpacked bytes allowed per compressed byte, once past [`Limits::ratio_grace_bytes`].
+    pub max_ratio: u64,
+    pub ratio_grace_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_entries: 100_000,
+            max_file_bytes: 4 << 30,
+            max_total_bytes: 8 << 30,
+            max_path_bytes: 1024,
+            max_depth: 64,
+            max_ratio: 200,
+            ratio_grace_bytes: 64 << 20,
+        }
+    }
+}
+
+/// One file found in an archive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchiveFile {
+    pub path: String,
+    pub size: u64,
+    pub digest: Digest,
+    pub executable: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("archive entry `{path}` is refused: {reason}")]
+    UnsafePath { path: String, reason: &'static str },
+    #[error("archive entry `{path}` is a {kind}; bundles hold only regular files and folders")]
+    NotAFile { path: String, kind: &'static str },
+    #[error("archive entry `{path}` appears twice")]
+    Duplicate { path: String },
+    #[error("the archive has more than {limit} entries")]
+    TooManyEntries { limit: u64 },
+    #[error(
+        "archive entry `{path}` is {size} bytes, over the limit of {limit} bytes for one file"
+    )]
+    FileTooLarge { path: String, size: u64, limit: u64 },
+    #[error("the archive unpacks to more than {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("the archive would unpack to {unpacked} bytes from {compressed} compressed bytes, a ratio over {ratio}: refused as a decompression bomb")]
+    Bomb {
+        unpacked: u64,
+        compressed: u64,
+        ratio: u64,
+    },
+    #[error("the archive is corrupt: {0}")]
+    Corrupt(String),
+    #[error("cannot write `{path}`: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Reads every entry, hashing each file, writing nothing.
+pub fn scan<R: Read>(
+    compressed: R,
+    compressed_size: Option<u64>,
+    limits: &Limits,
+) -> Result<Vec<ArchiveFile>, ArchiveError> {
+    walk(compressed, compressed_size, limits, |_, content| {
+        io::copy(content, &mut io::sink())?;
+        Ok(())
+    })
+}
+
+/// Unpacks into `destination`, which must not exist yet (it is created). On any
+/// error, the partly written `destination` is removed, so nothing half-unpacked stays.
+pub fn unpack<R: Read>(
+    compressed: R,
+    compressed_size: Option<u64>,
+    destination: &Path,
+    limits: &Limits,
+) -> Result<Vec<ArchiveFile>, ArchiveError> {
+    fs::create_dir(destination).map_err(|source| ArchiveError::Write {
+        path: destination.to_path_buf(),
+        source,
+    })?;
+    let result = walk(compressed, compressed_size, limits, |file, content| {
+        let target = destination.join(&file.path);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(if file.executable { 0o755 } else { 0o644 });
+            // Never follow a link at the last component, even though none can exist.
+            options.custom_flags(libc::O_NOFOLLOW);
+        }
+        let mut out = io::BufWriter::new(options.open(&target)?);
+        io::copy(content, &mut out)?;
+        out.flush()?;
+        Ok(())
+    });
+    if result.is_err() {
+        let _ = fs::remove_dir_all(destination);
+    }
+    result
+}
+
+/// The core of [`scan`] and [`unpack`]: checks each entry, then hands its content to
+/// `sink` through a hashing reader.
+fn walk<R: Read>(
+    compressed: R,
+    compressed_size: Option<u64>,
+    limits: &Limits,
+    mut sink: impl FnMut(&ArchiveFile, &mut dyn Read) -> io::Result<()>,
+) -> Result<Vec<ArchiveFile>, ArchiveError> {
+    let decoder = flate2::read::GzDecoder::new(compressed);
+    let mut archive = tar::Archive::new(decoder);
+    let mut files = Vec::new();
+    let mut seen = HashSet::new();
+    let mut entries_count = 0u64;
+    let mut total = 0u64;
+    let entries = archive
+        .entries()
+        .map_err(|e| ArchiveError::Corrupt(e.to_string()))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| ArchiveError::Corrupt(e.to_string()))?;
+        entries_count += 1;
+        if entries_count > limits.max_entries {
+            return Err(ArchiveError::TooManyEntries {
+                limit: limits.max_entries,
+            });
+        }
+        let raw_path = entry.path_bytes().into_owned();
+        let path = check_path(&raw_path, limits)?;
+        let kind = entry.header().entry_type();
+        match kind {
+            tar::EntryType::Regular | tar::EntryType::Continuous => {}
+            tar::EntryType::Directory => {
+                if !seen.insert(path.clone()) {
+                    return Err(ArchiveError::Duplicate { path });
+                }
+                continue;
+            }
+            tar::EntryType::XGlobalHeader => continue,
+            tar::EntryType::Symlink => {
+                return Err(ArchiveError::NotAFile {
+                    path,
+                    kind: "symbolic link",
+                })
+            }
+            tar::EntryType::Link => {
+                return Err(ArchiveError::NotAFile {
+                    path,
+                    kind: "hard link",
+                })
+            }
+            tar::EntryType::Char | tar::EntryType::Block => {
+                return Err(ArchiveError::NotAFile {
+                    path,
+                    kind: "device file",
+                })
+            }
+            tar::EntryType::Fifo => return Err(ArchiveError::NotAFile { path, kind: "FIFO" }),
+            _ => {
+                return Err(ArchiveError::NotAFile {
+                    path,
+                    kind: "special entry",
+                })
+            }
+        }
+        if !seen.insert(path.clone()) {
+            return Err(ArchiveError::Duplicate { path });
+        }
+        let size = entry
+            .header()
+            .size()
+            .map_err(|e| ArchiveError::Corrupt(e.to_string()))?;
+        if size > limits.max_file_bytes {
+            return Err(ArchiveError::FileTooLarge {
+                path,
+                size,
+                limit: limits.max_file_bytes,
+            });
+        }
+        total = total.saturating_add(size);
+        if total > limits.max_total_bytes {
+            return Err(ArchiveError::TooLarge {
+                limit: limits.max_total_bytes,
+            });
+        }
+        if let Some(compressed) = compressed_size {
+            let allowed = limits
+                .ratio_grace_bytes
+                .max(compressed.saturating_mul(limits.max_ratio));
+            if total > allowed {
+                return Err(ArchiveError::Bomb {
+                    unpacked: total,
+                    compressed,
+                    ratio: limits.max_ratio,
+                });
+            }
+        }
+        let mode = entry.header().mode().unwrap_or(0o644);
+        let mut file = ArchiveFile {
+            path,
+            size,
+            digest: Digest::of(b""),
+            executable: mode & 0o111 != 0,
+        };
+        let mut hashing = HashingReader {
+            inner: (&mut entry).take(size),
+            hasher: Sha256Hasher::new(),
+        };
+        sink(&file, &mut hashing).map_err(|source| match source.kind() {
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => {
+                ArchiveError::Corrupt(source.to_string())
+            }
+            _ => ArchiveError::Write {
+                path: PathBuf::from(&file.path),
+                source,
+            },
+        })?;
+        if hashing.hasher.len() != size {
+            return Err(ArchiveError::Corrupt(format!(
+                "entry `{}` ends early: {} of {size} bytes",
+                file.path,
+                hashing.hasher.len()
+            )));
+        }
+        file.digest = hashing.hasher.finish();
+        files.push(file);
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
+}
+
+fn check_path(raw: &[u8], limits: &Limits) -> Result<String, ArchiveError> {
+    let lossy = || String::from_utf8_lossy(raw).into_owned();
+    let unsafe_path = |reason| ArchiveError::UnsafePath {
+        path: lossy(),
+        reason,
+    };
+    let text = std::str::from_utf8(raw).map_err(|_| unsafe_path("its name is not UTF-8"))?;
+    if text.is_empty() {
+        return Err(unsafe_path("its name is empty"));
+    }
+    if raw.len() > limits.max_path_bytes {
+        return Err(unsafe_path("its name is too long"));
+    }
+    if text.starts_with('/') || text.starts_with('\\') {
+        return Err(unsafe_path("it is an absolute path"));
+    }
+    let trimmed = text.strip_suffix('/').unwrap_or(text);
+    let mut depth = 0;
+    for component in Path::new(trimmed).components() {
+        match component {
+            Component::Normal(_) => depth += 1,
+            Component::ParentDir => return Err(unsafe_path("it contains `..`")),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(unsafe_path("it is an absolute path"))
+            }
+            Component::CurDir => return Err(unsafe_path("it contains `.`")),
+        }
+    }
+    if trimmed
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return Err(unsafe_path("it has an empty, `.` or `..` component"));
+    }
+    if depth > limits.max_depth {
+        return Err(unsafe_path("it is nested too deeply"));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// A reader that hashes what passes through it.
+pub struct HashingReader<R> {
+    pub inner: R,
+    pub hasher: Sha256Hasher,
+}
+
+impl<R: Read> HashingReader<R> {
+    pub fn new(inner: R) -> Self {
+        HashingReader {
+            inner,
+            hasher: Sha256Hasher::new(),
+        }
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.hasher.update(&buf[..read]);
+        Ok(read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds a tar.gz by hand, with headers the `tar` crate's safe API would refuse.
+    fn archive(entries: &[(&str, tar::EntryType, &[u8], Option<&str>)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::fast(),
+        ));
+        for (path, kind, content, link) in entries {
+            let mut header = tar::Header::new_gnu();
+            // Write the name bytes directly so that `..` and `/` survive.
+            let name = &mut header.as_gnu_mut().unwrap().name;
+            name[..path.len()].copy_from_slice(path.as_bytes());
+            header.set_entry_type(*kind);
+            header.set_size(content.len() as u64);
+            header.set_mode(0o644);
+            if let Some(link) = link {
+                header.set_link_name(link).unwrap();
+            }
+            header.set_cksum();
+            builder.append(&header, *content).unwrap();
+        }
+        builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    fn regular(path: &str) -> (&str, tar::EntryType, &'static [u8], Option<&'static str>) {
+        (path, tar::EntryType::Regular, b"x", None)
+    }
+
+    #[test]
+    fn a_plain_archive_unpacks_with_digests() {
+        let bytes = archive(&[regular("stacks/a/main.tf"), regular("modules/b/x.tf")]);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let files = unpack(
+            &bytes[..],
+            Some(bytes.len() as u64),
+            &out,
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(files.len(), 2);
+        assert_eq!(files[0].path, "modules/b/x.tf");
+        assert_eq!(files[0].digest, Digest::of(b"x"));
+        assert_eq!(fs::read(out.join("stacks/a/main.tf")).unwrap(), b"x");
+    }
+
+    #[test]
+    fn hostile_entries_are_refused_and_nothing_is_left_behind() {
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("parent", archive(&[regular("../evil")])),
+            ("nested parent", archive(&[regular("a/../../evil")])),
+            ("absolute", archive(&[regular("/tmp/evil")])),
+            ("dot", archive(&[regular("./a")])),
+            (
+                "symlink",
+                archive(&[("link", tar::EntryType::Symlink, b"", Some("/etc"))]),
+            ),
+            (
+                "hardlink",
+                archive(&[("link", tar::EntryType::Link, b"", Some("../../etc/passwd"))]),
+            ),
+            (
+                "device",
+                archive(&[("dev", tar::EntryType::Char, b"", None)]),
+            ),
+            (
+                "fifo",
+                archive(&[("fifo", tar::EntryType::Fifo, b"", None)]),
+            ),
+            ("duplicate", archive(&[regular("a"), regular("a")])),
+        ];
+        for (name, bytes) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("out");
+            let result = unpack(&bytes[..], None, &out, &Limits::default());
+            assert!(result.is_err(), "{name} was accepted");
+            assert!(!out.exists(), "{name} left files behind");
+            assert!(!dir.path().join("evil").exists());
+        }
+    }
+
+    #[test]
+    fn a_decompression_bomb_is_refused_before_it_is_inflated() {
+        // 64 MiB of zeros compresses to about 64 KiB.
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::best(),
+        ));
+        let mut header = tar::Header::new_gnu();
+        header.set_size(64 << 20);
+        header.set_mode(0o644);
+        builder
+            .append_data(&mut header, "zeros", io::repeat(0).take(64 << 20))
+            .unwrap();
+        let bytes = builder.into_inner().unwrap().finish().unwrap();
+        let limits = Limits {
+            ratio_grace_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        let err = scan(&bytes[..], Some(bytes.len() as u64), &limits).unwrap_err();
+        assert!(matches!(err, ArchiveError::Bomb { .. }), "{err}");
+        let limits = Limits {
+            max_total_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            scan(&bytes[..], None, &limits).unwrap_err(),
+            ArchiveError::FileTooLarge { .. } | ArchiveError::TooLarge { .. }
+        ));
+    }
+
+    #[test]
+    fn too_many_entries_are_refused() {
+        let names: Vec<String> = (0..20).map(|i| format!("f{i}")).collect();
+        let entries: Vec<_> = names.iter().map(|n| regular(n)).collect();
+        let bytes = archive(&entries);
+        let limits = Limits {
+            max_entries: 10,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            scan(&bytes[..], None, &limits).unwrap_err(),
+            ArchiveError::TooManyEntries { limit: 10 }
+        ));
+    }
+
+    #[test]
+    fn garbage_is_reported_as_corrupt_not_a_panic() {
+        for bytes in [&b""[..], b"not gzip at all", &[0x1f, 0x8b, 8, 0, 0, 0][..]] {
+            assert!(scan(bytes, None, &Limits::default()).is_err());
+        }
+    }
+}

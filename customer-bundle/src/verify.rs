@@ -1,0 +1,454 @@
+//! Verifying a bundle held in an image layout, end to end.
+//!
+//! Order matters: the signature is checked first (cheap, and an untrusted bundle
+//! should cost nothing more), then the config, then the layers are streamed through
+//! a hasher and the archive walker at once, so a 1 GB layer is read once, in constant
+//! memory. Every file in the archive must match the signed config's list, and the
+//! config must match the reference asked for, so nothing unsigned can slip in.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use semver::Version;
+use stackpack_schema::bundle::BundleConfig;
+use stackpack_schema::digest::Digest;
+use stackpack_schema::media_type;
+use stackpack_schema::oci::{Descriptor, ImageManifest};
+use stackpack_schema::signature::{PublicKey, SignatureEnvelope, SignatureError, SignaturePayload};
+
+use crate::archive::{self, ArchiveError, ArchiveFile, HashingReader, Limits};
+use crate::layout::{ImageLayout, LayoutError, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
+
+/// Largest signature layer read.
+const MAX_SIGNATURE_SIZE: u64 = 1024 * 1024;
+
+/// Whose signatures count.
+#[derive(Clone, Debug)]
+pub enum Trust {
+    /// At least one valid signature by one of these keys is required.
+    Keys(Vec<PublicKey>),
+    /// Signatures are checked for integrity and reported, but no key is trusted.
+    /// Only for showing a bundle (`stackpack inspect` without `--trust`); anything
+    /// that runs a bundle uses [`Trust::Keys`].
+    ReportOnly,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("bundle `{stack}@{version}` is not in `{layout}`")]
+    NotFound {
+        stack: String,
+        version: Version,
+        layout: String,
+    },
+    #[error("the {what} of the bundle does not match its digest: expected `{expected}`, the content hashes to `{actual}`")]
+    DigestMismatch {
+        what: String,
+        expected: Digest,
+        actual: Digest,
+    },
+    #[error("the {what} of the bundle is {actual} bytes, but its descriptor says {expected}")]
+    SizeMismatch {
+        what: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("the {what} of the bundle is missing: blob `{digest}` is not in the layout")]
+    MissingBlob { what: String, digest: Digest },
+    #[error("not a Stackpack bundle: {0}")]
+    NotABundle(String),
+    #[error("the bundle's signed config says `{found}`, but `{expected}` was asked for")]
+    WrongBundle { expected: String, found: String },
+    #[error("bundle `{reference}` has no signature")]
+    Unsigned { reference: String },
+    #[error("bundle `{reference}` is signed by key {keys}, which is not trusted")]
+    Untrusted { reference: String, keys: String },
+    #[error("the signature of bundle `{reference}` is invalid: {reason}")]
+    BadSignature { reference: String, reason: String },
+    #[error("the bundle's archive does not match its signed file list: {0}")]
+    FileMismatch(String),
+    #[error("the bundle's archive is unsafe or corrupt: {0}")]
+    Archive(#[from] ArchiveError),
+    #[error(transparent)]
+    Layout(LayoutError),
+}
+
+/// One signature found for a bundle, and what checking it found.
+#[derive(Clone, Debug)]
+pub struct SignatureCheck {
+    pub manifest_digest: Digest,
+    pub key_id: Option<String>,
+    pub payload: Option<SignaturePayload>,
+    /// `Ok(trusted)` when the signature is valid; the error otherwise.
+    pub outcome: Result<bool, String>,
+}
+
+/// What verification established.
+#[derive(Clone, Debug)]
+pub struct VerifiedBundle {
+    pub manifest_descriptor: Descriptor,
+    pub manifest: ImageManifest,
+    pub config: BundleConfig,
+    pub signatures: Vec<SignatureCheck>,
+    /// The trusted key that signed it (`None` only with [`Trust::ReportOnly`]).
+    pub signer: Option<PublicKey>,
+    pub stack_layer: Descriptor,
+}
+
+/// Finds `stack@version` in the layout and verifies it.
+pub fn verify_bundle(
+    layout: &ImageLayout,
+    stack: &str,
+    version: &Version,
+    trust: &Trust,
+    limits: &Limits,
+) -> Result<VerifiedBundle, VerifyError> {
+    let descriptor = layout
+        .find_bundle(stack, version)
+        .map_err(VerifyError::Layout)?
+        .ok_or_else(|| VerifyError::NotFound {
+            stack: stack.to_string(),
+            version: version.clone(),
+            layout: layout.root().display().to_string(),
+        })?;
+    verify_manifest(layout, &descriptor, stack, version, trust, limits)
+}
+
+/// Verifies the bundle whose manifest `descriptor` points at.
+pub fn verify_manifest(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+    stack: &str,
+    version: &Version,
+    trust: &Trust,
+    limits: &Limits,
+) -> Result<VerifiedBundle, VerifyError> {
+    let reference = format!("{stack}@{version}");
+    let manifest_bytes = read_checked(layout, descriptor, "manifest", MAX_MANIFEST_SIZE)?;
+    let manifest: ImageManifest = serde_json::from_slice(&manifest_bytes)
+        .map_err(|e| VerifyError::NotABundle(format!("the manifest is not valid JSON: {e}")))?;
+    if manifest.artifact_type.as_deref() != Some(media_type::BUNDLE_ARTIFACT) {
+        return Err(VerifyError::NotABundle(format!(
+            "the manifest's artifactType is `{}`, not `{}`",
+            manifest.artifact_type.as_deref().unwrap_or("(none)"),
+            media_type::BUNDLE_ARTIFACT
+        )));
+    }
+
+    // 1. Signatures: before anything else is read.
+    let (signatures, signer) = check_signatures(layout, &descriptor.digest, stack, version, trust)?;
+    if let Trust::Keys(_) = trust {
+        if signer.is_none() {
+            return Err(signature_failure(&reference, &signatures));
+        }
+    }
+
+    // 2. Config.
+    if manifest.config.media_type != media_type::BUNDLE_CONFIG {
+        return Err(VerifyError::NotABundle(format!(
+            "the config's media type is `{}`, not `{}`",
+            manifest.config.media_type,
+            media_type::BUNDLE_CONFIG
+        )));
+    }
+    let config_bytes = read_checked(layout, &manifest.config, "config", MAX_CONFIG_SIZE)?;
+    let config: BundleConfig = serde_json::from_slice(&config_bytes)
+        .map_err(|e| VerifyError::NotABundle(format!("the config is not valid: {e}")))?;
+    if config.stack != stack || &config.version != version {
+        return Err(VerifyError::WrongBundle {
+            expected: reference,
+            found: format!("{}@{}", config.stack, config.version),
+        });
+    }
+
+    // 3. Layers, streamed.
+    let mut stack_layer = None;
+    for layer in &manifest.layers {
+        if layer.media_type == media_type::STACK_LAYER {
+            if stack_layer.is_some() {
+                return Err(VerifyError::NotABundle("it has two stack layers".into()));
+            }
+            let files = verify_stack_layer(layout, layer, limits)?;
+            compare_files(&config, &files)?;
+            stack_layer = Some(layer.clone());
+        } else {
+            verify_blob_stream(layout, layer, &format!("layer `{}`", layer.media_type))?;
+        }
+    }
+    let stack_layer =
+        stack_layer.ok_or_else(|| VerifyError::NotABundle("it has no stack layer".into()))?;
+
+    Ok(VerifiedBundle {
+        manifest_descriptor: descriptor.clone(),
+        manifest,
+        config,
+        signatures,
+        signer,
+        stack_layer,
+    })
+}
+
+fn signature_failure(reference: &str, signatures: &[SignatureCheck]) -> VerifyError {
+    if signatures.is_empty() {
+        return VerifyError::Unsigned {
+            reference: reference.to_string(),
+        };
+    }
+    let untrusted: Vec<String> = signatures
+        .iter()
+        .filter(|check| check.outcome == Ok(false))
+        .filter_map(|check| check.key_id.as_ref().map(|id| format!("`{id}`")))
+        .collect();
+    if !untrusted.is_empty() {
+        return VerifyError::Untrusted {
+            reference: reference.to_string(),
+            keys: untrusted.join(", "),
+        };
+    }
+    let reason = signatures
+        .iter()
+        .filter_map(|check| check.outcome.as_ref().err().cloned())
+        .collect::<Vec<_>>()
+        .join("; ");
+    VerifyError::BadSignature {
+        reference: reference.to_string(),
+        reason,
+    }
+}
+
+fn check_signatures(
+    layout: &ImageLayout,
+    subject: &Digest,
+    stack: &str,
+    version: &Version,
+    trust: &Trust,
+) -> Result<(Vec<SignatureCheck>, Option<PublicKey>), VerifyError> {
+    let mut checks = Vec::new();
+    let mut signer = None;
+    for descriptor in layout
+        .signatures_for(subject)
+        .map_err(VerifyError::Layout)?
+    {
+        let mut check = SignatureCheck {
+            manifest_digest: descriptor.digest.clone(),
+            key_id: None,
+            payload: None,
+            outcome: Err(String::new()),
+        };
+        check.outcome = (|| -> Result<bool, String> {
+            let envelope = read_signature(layout, &descriptor, subject)?;
+            check.key_id = Some(envelope.payload.key_id.clone());
+            check.payload = Some(envelope.payload.clone());
+            let payload = &envelope.payload;
+            if &payload.manifest_digest != subject {
+                return Err(format!(
+                    "it signs manifest `{}`, not this one",
+                    payload.manifest_digest
+                ));
+            }
+            if payload.version != version.to_string() {
+                return Err(format!(
+                    "it signs version `{}`, not `{version}`",
+                    payload.version
+                ));
+            }
+            let repository_ok = payload.repository == format!("stacks/{stack}")
+                || payload.repository.ends_with(&format!("/stacks/{stack}"));
+            if !repository_ok {
+                return Err(format!(
+                    "it signs repository `{}`, not stack `{stack}`",
+                    payload.repository
+                ));
+            }
+            match trust {
+                Trust::ReportOnly => envelope
+                    .verify_integrity()
+                    .map(|_| false)
+                    .map_err(|e| e.to_string()),
+                Trust::Keys(keys) => match envelope.verify(keys) {
+                    Ok(key) => {
+                        signer.get_or_insert(key);
+                        Ok(true)
+                    }
+                    Err(SignatureError::Untrusted(_)) => Ok(false),
+                    Err(e) => Err(e.to_string()),
+                },
+            }
+        })();
+        checks.push(check);
+    }
+    Ok((checks, signer))
+}
+
+fn read_signature(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+    subject: &Digest,
+) -> Result<SignatureEnvelope, String> {
+    let bytes = read_checked(layout, descriptor, "signature manifest", MAX_MANIFEST_SIZE)
+        .map_err(|e| e.to_string())?;
+    let manifest: ImageManifest = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("the signature manifest is not valid JSON: {e}"))?;
+    if manifest.artifact_type.as_deref() != Some(media_type::SIGNATURE_ARTIFACT) {
+        return Err("the signature manifest has the wrong artifactType".into());
+    }
+    if manifest.subject.as_ref().map(|s| &s.digest) != Some(subject) {
+        return Err("the signature manifest's subject is another manifest".into());
+    }
+    let layer = manifest
+        .layers
+        .iter()
+        .find(|layer| layer.media_type == media_type::SIGNATURE_LAYER)
+        .ok_or("the signature manifest has no signature layer")?;
+    let bytes =
+        read_checked(layout, layer, "signature", MAX_SIGNATURE_SIZE).map_err(|e| e.to_string())?;
+    SignatureEnvelope::from_bytes(&bytes).map_err(|e| e.to_string())
+}
+
+/// Reads a small blob, checking its digest and size against `descriptor`.
+fn read_checked(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+    what: &str,
+    limit: u64,
+) -> Result<Vec<u8>, VerifyError> {
+    let bytes = layout
+        .read_blob(&descriptor.digest, limit)
+        .map_err(|e| match e {
+            LayoutError::DigestMismatch { expected, actual } => VerifyError::DigestMismatch {
+                what: what.to_string(),
+                expected,
+                actual,
+            },
+            LayoutError::MissingBlob { digest, .. } => VerifyError::MissingBlob {
+                what: what.to_string(),
+                digest,
+            },
+            LayoutError::TooLarge { actual, .. } => VerifyError::SizeMismatch {
+                what: what.to_string(),
+                expected: descriptor.size,
+                actual,
+            },
+            other => VerifyError::Layout(other),
+        })?;
+    if bytes.len() as u64 != descriptor.size {
+        return Err(VerifyError::SizeMismatch {
+            what: what.to_string(),
+            expected: descriptor.size,
+            actual: bytes.len() as u64,
+        });
+    }
+    Ok(bytes)
+}
+
+fn open_layer(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+    what: &str,
+) -> Result<std::fs::File, VerifyError> {
+    layout.open_blob(&descriptor.digest).map_err(|e| match e {
+        LayoutError::MissingBlob { digest, .. } => VerifyError::MissingBlob {
+            what: what.to_string(),
+            digest,
+        },
+        other => VerifyError::Layout(other),
+    })
+}
+
+fn check_digest(
+    what: &str,
+    descriptor: &Descriptor,
+    hashed: HashingReader<impl io::Read>,
+) -> Result<(), VerifyError> {
+    let size = hashed.hasher.len();
+    let actual = hashed.hasher.finish();
+    if actual != descriptor.digest {
+        return Err(VerifyError::DigestMismatch {
+            what: what.to_string(),
+            expected: descriptor.digest.clone(),
+            actual,
+        });
+    }
+    if size != descriptor.size {
+        return Err(VerifyError::SizeMismatch {
+            what: what.to_string(),
+            expected: descriptor.size,
+            actual: size,
+        });
+    }
+    Ok(())
+}
+
+fn verify_blob_stream(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+    what: &str,
+) -> Result<(), VerifyError> {
+    let file = open_layer(layout, descriptor, what)?;
+    let mut hashing = HashingReader::new(io::BufReader::with_capacity(1 << 20, file));
+    io::copy(&mut hashing, &mut io::sink()).map_err(|e| {
+        VerifyError::Layout(LayoutError::Io {
+            context: "cannot read",
+            path: layout.blob_path(&descriptor.digest),
+            source: e,
+        })
+    })?;
+    check_digest(what, descriptor, hashing)
+}
+
+/// Streams the stack layer once: hashing the compressed bytes and walking the archive.
+/// A digest mismatch is reported in preference to an archive error, since a tampered
+/// layer usually also breaks the archive.
+fn verify_stack_layer(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+    limits: &Limits,
+) -> Result<Vec<ArchiveFile>, VerifyError> {
+    let what = "stack layer";
+    let file = open_layer(layout, descriptor, what)?;
+    let mut hashing = HashingReader::new(io::BufReader::with_capacity(1 << 20, file));
+    let scanned = archive::scan(&mut hashing, Some(descriptor.size), limits);
+    // Drain what the archive reader left (the end of the gzip stream), so the whole
+    // blob is hashed.
+    let drained = io::copy(&mut hashing, &mut io::sink());
+    check_digest(what, descriptor, hashing)?;
+    drained.map_err(|e| VerifyError::Archive(ArchiveError::Corrupt(e.to_string())))?;
+    Ok(scanned?)
+}
+
+fn compare_files(config: &BundleConfig, files: &[ArchiveFile]) -> Result<(), VerifyError> {
+    let signed: BTreeMap<&str, _> = config.files.iter().map(|f| (f.path.as_str(), f)).collect();
+    for file in files {
+        let Some(entry) = signed.get(file.path.as_str()) else {
+            return Err(VerifyError::FileMismatch(format!(
+                "`{}` is in the archive but not in the signed file list",
+                file.path
+            )));
+        };
+        if entry.digest != file.digest || entry.size != file.size {
+            return Err(VerifyError::FileMismatch(format!(
+                "`{}` differs from its signed digest",
+                file.path
+            )));
+        }
+        if entry.executable != file.executable {
+            return Err(VerifyError::FileMismatch(format!(
+                "`{}` has a different executable bit than signed",
+                file.path
+            )));
+        }
+    }
+    if files.len() != signed.len() {
+        let present: std::collections::HashSet<&str> =
+            files.iter().map(|f| f.path.as_str()).collect();
+        let missing = signed
+            .keys()
+            .find(|path| !present.contains(*path))
+            .copied()
+            .unwrap_or("?");
+        return Err(VerifyError::FileMismatch(format!(
+            "`{missing}` is in the signed file list but not in the archive"
+        )));
+    }
+    Ok(())
+}

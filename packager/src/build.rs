@@ -1,0 +1,235 @@
+//! Turning a stack's plan into a signed bundle in an image layout.
+//!
+//! Blobs are written first (layer, config, manifest, signature), each visible only
+//! once whole; then the bundle and its signature enter `index.json` in one atomic
+//! update. A failure at any point leaves the layout as it was, apart from
+//! unreferenced blobs that nothing lists.
+
+use semver::Version;
+use stackpack_customer_bundle::layout::{
+    bundle_entry_annotations, signature_entry_annotations, ImageLayout,
+};
+use stackpack_schema::bundle::{tree_digest, BundleConfig, Engine, ModuleEntry, Source};
+use stackpack_schema::interface::Interface;
+use stackpack_schema::media_type::{self, annotation};
+use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
+use stackpack_schema::signature::{PrivateKey, SignaturePayload};
+
+use crate::error::{Error, Result};
+use crate::interface_summary::read_interface;
+use crate::pack;
+use crate::plan::{Plan, StackPlan};
+use crate::repository::Repository;
+
+/// What a build made.
+#[derive(Clone, Debug)]
+pub struct BuiltBundle {
+    pub stack: String,
+    pub version: Version,
+    pub manifest: Descriptor,
+    pub layer: Descriptor,
+    pub signature: Descriptor,
+    pub config: BundleConfig,
+}
+
+/// RFC 3339 UTC of a Unix time.
+pub fn rfc3339(seconds: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(seconds)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// The repository path a stack is published under, without the registry host.
+pub fn stack_repository(namespace: Option<&str>, stack: &str) -> String {
+    match namespace
+        .map(|n| n.trim_matches('/'))
+        .filter(|n| !n.is_empty())
+    {
+        Some(namespace) => format!("{namespace}/stacks/{stack}"),
+        None => format!("stacks/{stack}"),
+    }
+}
+
+/// Builds, signs and stores one planned stack.
+pub fn build_stack(
+    repo: &Repository,
+    plan: &Plan,
+    stack_plan: &StackPlan,
+    version: &Version,
+    namespace: Option<&str>,
+    key: &PrivateKey,
+    layout: &ImageLayout,
+) -> Result<BuiltBundle> {
+    let stack = &stack_plan.stack;
+    let created = rfc3339(plan.commit_time);
+
+    // The layer, streamed into the layout.
+    let writer = layout.blob_writer()?;
+    let (files, writer) = pack::write_layer(&stack_plan.files, writer)?;
+    if files != stack_plan.entries {
+        return Err(Error::refused(format!(
+            "files of stack `{}` changed during the build",
+            stack.name
+        ))
+        .hint("run the build again when nothing else writes to the repository"));
+    }
+    let (layer_digest, layer_size) = writer.commit()?;
+    let layer = Descriptor::new(media_type::STACK_LAYER, layer_digest, layer_size);
+
+    // The config.
+    let interface: Interface = read_interface(&repo.root, &stack.path)?;
+    let modules = stack
+        .modules
+        .iter()
+        .map(|module| {
+            let prefix = format!("{}/", module.path);
+            let digest = tree_digest(
+                files
+                    .iter()
+                    .filter(|f| f.path.starts_with(&prefix))
+                    .map(|f| (f.path.as_str(), &f.digest)),
+            );
+            ModuleEntry {
+                name: module.name.clone(),
+                path: module.path.clone(),
+                version: None,
+                digest,
+            }
+        })
+        .collect();
+    let commit = if plan.dirty {
+        format!("{}-dirty", plan.commit)
+    } else {
+        plan.commit.clone()
+    };
+    let config = BundleConfig {
+        format: stackpack_schema::bundle::CONFIG_FORMAT,
+        stack: stack.name.clone(),
+        version: version.clone(),
+        source: Source {
+            repository: repo.source_address(),
+            commit: commit.clone(),
+            branch: plan.branch.clone(),
+        },
+        created: created.clone(),
+        engine: Engine {
+            name: stack.config.engine.clone(),
+            version_constraint: interface.required_version.clone(),
+        },
+        entrypoint: stack.path.clone(),
+        interface,
+        modules,
+        files,
+    };
+    let config_bytes = config.to_bytes();
+    let (config_digest, config_size) = layout.write_blob(&config_bytes)?;
+
+    // The manifest.
+    let mut annotations = Annotations::new();
+    annotations.insert(annotation::VERSION.into(), version.to_string());
+    annotations.insert(annotation::REVISION.into(), commit);
+    annotations.insert(annotation::SOURCE.into(), config.source.repository.clone());
+    annotations.insert(annotation::CREATED.into(), created.clone());
+    annotations.insert(annotation::TITLE.into(), stack.name.clone());
+    let manifest = ImageManifest {
+        schema_version: 2,
+        media_type: Some(media_type::OCI_MANIFEST.into()),
+        artifact_type: Some(media_type::BUNDLE_ARTIFACT.into()),
+        config: Descriptor::new(media_type::BUNDLE_CONFIG, config_digest, config_size),
+        layers: vec![layer.clone()],
+        subject: None,
+        annotations: Some(annotations),
+    };
+    let manifest_bytes = manifest.to_bytes();
+    let (manifest_digest, manifest_size) = layout.write_blob(&manifest_bytes)?;
+    let mut manifest_descriptor = Descriptor::new(
+        media_type::OCI_MANIFEST,
+        manifest_digest.clone(),
+        manifest_size,
+    );
+    manifest_descriptor.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
+
+    // The signature.
+    let signature_manifest = sign_manifest(
+        &manifest_descriptor,
+        &stack_repository(namespace, &stack.name),
+        version,
+        &created,
+        key,
+        layout,
+    )?;
+
+    // Both entries in one atomic index update.
+    let mut bundle_entry = manifest_descriptor.clone();
+    bundle_entry.annotations = Some(bundle_entry_annotations(&stack.name, version));
+    let mut signature_entry = signature_manifest.clone();
+    signature_entry.annotations = Some(signature_entry_annotations(&manifest_digest));
+    layout.update_index(|index| {
+        let bundle_ref = bundle_entry
+            .annotation(annotation::REF_NAME)
+            .map(str::to_string);
+        index.manifests.retain(|existing| {
+            existing.digest != bundle_entry.digest
+                && existing.digest != signature_entry.digest
+                && (bundle_ref.is_none()
+                    || existing.annotation(annotation::REF_NAME) != bundle_ref.as_deref())
+        });
+        index.manifests.push(bundle_entry);
+        index.manifests.push(signature_entry);
+    })?;
+
+    Ok(BuiltBundle {
+        stack: stack.name.clone(),
+        version: version.clone(),
+        manifest: manifest_descriptor,
+        layer,
+        signature: signature_manifest,
+        config,
+    })
+}
+
+/// Writes a signature artifact for `subject` and returns its manifest's descriptor.
+pub fn sign_manifest(
+    subject: &Descriptor,
+    repository: &str,
+    version: &Version,
+    signed_at: &str,
+    key: &PrivateKey,
+    layout: &ImageLayout,
+) -> Result<Descriptor> {
+    let envelope = key.sign(SignaturePayload {
+        manifest_digest: subject.digest.clone(),
+        repository: repository.to_string(),
+        version: version.to_string(),
+        key_id: String::new(),
+        signed_at: signed_at.to_string(),
+    });
+    let (envelope_digest, envelope_size) = layout.write_blob(&envelope.to_bytes())?;
+    layout.write_blob(media_type::EMPTY_BLOB)?;
+    let mut subject_descriptor = Descriptor::new(
+        subject.media_type.clone(),
+        subject.digest.clone(),
+        subject.size,
+    );
+    subject_descriptor.artifact_type = subject.artifact_type.clone();
+    let mut annotations = Annotations::new();
+    annotations.insert(annotation::CREATED.into(), signed_at.to_string());
+    let manifest = ImageManifest {
+        schema_version: 2,
+        media_type: Some(media_type::OCI_MANIFEST.into()),
+        artifact_type: Some(media_type::SIGNATURE_ARTIFACT.into()),
+        config: Descriptor::empty(),
+        layers: vec![Descriptor::new(
+            media_type::SIGNATURE_LAYER,
+            envelope_digest,
+            envelope_size,
+        )],
+        subject: Some(subject_descriptor),
+        annotations: Some(annotations),
+    };
+    let (digest, size) = layout.write_blob(&manifest.to_bytes())?;
+    let mut descriptor = Descriptor::new(media_type::OCI_MANIFEST, digest, size);
+    descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+    Ok(descriptor)
+}

@@ -1,0 +1,111 @@
+//! Every flag of `stackpack`, in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use stackpack_schema::version::Bump;
+
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 refused or failed (a check found a breaking change, verification failed); 2 the command was wrong (bad flags, missing file).";
+
+/// Package Terraform/OpenTofu stacks into signed, versioned bundles.
+#[derive(Parser, Debug)]
+#[command(name = "stackpack", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct GlobalArgs {
+    /// Print nothing but results and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print more about what happens.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Make an ed25519 signing key pair.
+    Keygen(KeygenArgs),
+    /// Show, for every stack, whether it changed and the version a build would get.
+    Version(VersionArgs),
+    /// Build, sign and store the changed (or named) stacks in an image layout.
+    Build(BuildArgs),
+    /// Show a bundle (or every bundle) in an image layout, and verify it.
+    Inspect(InspectArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct KeygenArgs {
+    /// Path prefix: writes `<PREFIX>.key` (private, mode 0600) and `<PREFIX>.pub`.
+    #[arg(long, short = 'o', value_name = "PREFIX")]
+    pub out: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What selects stacks and versions; shared by `version` and `build`.
+#[derive(Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// The vendor repository (the folder holding `stackpack.toml`).
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub repo: PathBuf,
+    /// Detect changes since this git ref instead of since each stack's latest release.
+    #[arg(long, value_name = "REF")]
+    pub base: Option<String>,
+    /// The branch being built [default: from CI variables, then git].
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// Ask for at least this bump (`patch`, `minor`, `major`).
+    #[arg(long, value_name = "BUMP")]
+    pub bump: Option<Bump>,
+    /// Only these stacks (repeatable); they are built even if git shows no change.
+    #[arg(long = "stack", value_name = "NAME")]
+    pub stacks: Vec<String>,
+    /// The image layout holding earlier builds [default: `<repo>/.stackpack/bundles`].
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Pack uncommitted changes too (for local tries; never in CI).
+    #[arg(long)]
+    pub allow_dirty: bool,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct VersionArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// The private signing key [default: `[signing] key` in `stackpack.toml`].
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct InspectArgs {
+    /// `LAYOUT` to list its bundles, or `LAYOUT:STACK@VERSION` for one bundle.
+    pub target: String,
+    /// A trusted public key (repeatable); without one, signatures are checked but
+    /// not trusted.
+    #[arg(long = "trust", value_name = "FILE")]
+    pub trust: Vec<PathBuf>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,243 @@
+use std::path::PathBuf;
+
+use stackpack_customer_bundle::archive::Limits;
+use stackpack_customer_bundle::layout::{EntryKind, ImageLayout};
+use stackpack_customer_bundle::verify::{verify_bundle, Trust, VerifiedBundle};
+use stackpack_packager::keys::read_public_key;
+use stackpack_packager::Error;
+use stackpack_schema::reference::StackRef;
+
+use crate::cli::{GlobalArgs, InspectArgs};
+use crate::output;
+
+/// Splits `LAYOUT[:STACK@VERSION]`; a layout path may itself contain `:`.
+fn parse_target(target: &str) -> (PathBuf, Option<StackRef>) {
+    if let Some((path, reference)) = target.rsplit_once(':') {
+        if let Ok(reference) = reference.parse::<StackRef>() {
+            if reference.version.is_some() {
+                return (PathBuf::from(path), Some(reference));
+            }
+        }
+    }
+    (PathBuf::from(target), None)
+}
+
+pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
+    let (path, reference) = parse_target(&args.target);
+    let layout = ImageLayout::open(&path).map_err(|e| {
+        Error::usage(e.to_string()).hint("pass the folder `stackpack build` wrote (`--out`)")
+    })?;
+    let trusted = args
+        .trust
+        .iter()
+        .map(|p| read_public_key(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(reference) = reference else {
+        return list(&layout, args.json);
+    };
+    let version = reference
+        .version
+        .clone()
+        .expect("parse_target requires a version");
+    let trust = if trusted.is_empty() {
+        Trust::ReportOnly
+    } else {
+        Trust::Keys(trusted)
+    };
+    let verified = verify_bundle(
+        &layout,
+        &reference.stack,
+        &version,
+        &trust,
+        &Limits::default(),
+    )
+    .map_err(|e| {
+        Error::refused(format!("bundle `{reference}` failed verification: {e}"))
+            .at(path.display())
+            .hint(match e {
+                stackpack_customer_bundle::verify::VerifyError::Untrusted { .. } => {
+                    "pass the vendor's public key with `--trust FILE`"
+                }
+                stackpack_customer_bundle::verify::VerifyError::NotFound { .. } => {
+                    "run `stackpack inspect LAYOUT` to list the bundles it holds"
+                }
+                _ => "do not use this bundle: rebuild it, or get it again from its source",
+            })
+    })?;
+    let integrity_ok = verified.signatures.iter().any(|s| s.outcome.is_ok());
+    if args.json {
+        output::print_json(&to_json(&verified, &trust));
+    } else {
+        print_bundle(&verified, &trust);
+    }
+    Ok(if integrity_ok { 0 } else { 1 })
+}
+
+fn list(layout: &ImageLayout, json: bool) -> anyhow::Result<u8> {
+    let mut bundles = Vec::new();
+    for (kind, descriptor) in layout.entries()? {
+        if let EntryKind::Bundle { stack, version } = kind {
+            let signatures = layout.signatures_for(&descriptor.digest)?.len();
+            bundles.push((stack, version, descriptor, signatures));
+        }
+    }
+    bundles.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp_precedence(&b.1)));
+    if json {
+        let items: Vec<_> = bundles
+            .iter()
+            .map(|(stack, version, descriptor, signatures)| {
+                serde_json::json!({
+                    "stack": stack,
+                    "version": version.to_string(),
+                    "digest": descriptor.digest,
+                    "signatures": signatures,
+                })
+            })
+            .collect();
+        output::print_json(&serde_json::json!({ "bundles": items }));
+    } else {
+        let rows: Vec<Vec<String>> = bundles
+            .iter()
+            .map(|(stack, version, descriptor, signatures)| {
+                vec![
+                    stack.clone(),
+                    version.to_string(),
+                    descriptor.digest.short(),
+                    signatures.to_string(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            output::table(&["STACK", "VERSION", "DIGEST", "SIGNATURES"], &rows)
+        );
+    }
+    Ok(0)
+}
+
+fn signature_state(
+    check: &stackpack_customer_bundle::verify::SignatureCheck,
+    trust: &Trust,
+) -> String {
+    match (&check.outcome, trust) {
+        (Ok(true), _) => "valid, trusted".into(),
+        (Ok(false), Trust::ReportOnly) => "valid (trust not checked: pass `--trust`)".into(),
+        (Ok(false), Trust::Keys(_)) => "valid, NOT trusted".into(),
+        (Err(e), _) => format!("INVALID: {e}"),
+    }
+}
+
+fn print_bundle(bundle: &VerifiedBundle, trust: &Trust) {
+    let config = &bundle.config;
+    println!("bundle   {}@{}", config.stack, config.version);
+    println!("digest   {}", bundle.manifest_descriptor.digest);
+    println!(
+        "source   {} @ {} ({})",
+        if config.source.repository.is_empty() {
+            "-"
+        } else {
+            &config.source.repository
+        },
+        config.source.commit,
+        config.source.branch
+    );
+    println!("created  {}", config.created);
+    println!(
+        "engine   {} {}",
+        config.engine.name.as_deref().unwrap_or("terraform or tofu"),
+        config.engine.version_constraint.as_deref().unwrap_or("")
+    );
+    println!(
+        "layer    {} ({})",
+        bundle.stack_layer.digest.short(),
+        output::human_size(bundle.stack_layer.size)
+    );
+    for check in &bundle.signatures {
+        println!(
+            "signed   key `{}`: {}",
+            check.key_id.as_deref().unwrap_or("?"),
+            signature_state(check, trust)
+        );
+    }
+    println!();
+    let inputs: Vec<Vec<String>> = config
+        .interface
+        .inputs
+        .iter()
+        .map(|input| {
+            vec![
+                input.name.clone(),
+                input.type_constraint.clone(),
+                if input.required {
+                    "required".into()
+                } else {
+                    input
+                        .default
+                        .as_ref()
+                        .map_or("(computed)".into(), |d| d.to_string())
+                },
+                if input.sensitive { "sensitive" } else { "" }.to_string(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        output::table(&["INPUT", "TYPE", "DEFAULT", ""], &inputs)
+    );
+    println!();
+    let outputs: Vec<Vec<String>> = config
+        .interface
+        .outputs
+        .iter()
+        .map(|o| {
+            vec![
+                o.name.clone(),
+                if o.sensitive { "sensitive" } else { "" }.into(),
+            ]
+        })
+        .collect();
+    print!("{}", output::table(&["OUTPUT", ""], &outputs));
+    println!();
+    let modules: Vec<Vec<String>> = config
+        .modules
+        .iter()
+        .map(|m| vec![m.name.clone(), m.path.clone(), m.digest.short()])
+        .collect();
+    print!("{}", output::table(&["MODULE", "PATH", "DIGEST"], &modules));
+    println!();
+    let files: Vec<Vec<String>> = config
+        .files
+        .iter()
+        .map(|f| vec![f.path.clone(), output::human_size(f.size), f.digest.short()])
+        .collect();
+    print!("{}", output::table(&["FILE", "SIZE", "DIGEST"], &files));
+}
+
+fn to_json(bundle: &VerifiedBundle, trust: &Trust) -> serde_json::Value {
+    let signatures: Vec<_> = bundle
+        .signatures
+        .iter()
+        .map(|check| {
+            serde_json::json!({
+                "manifestDigest": check.manifest_digest,
+                "keyId": check.key_id,
+                "valid": check.outcome.is_ok(),
+                "trusted": match (&check.outcome, trust) {
+                    (Ok(trusted), Trust::Keys(_)) => Some(*trusted),
+                    _ => None,
+                },
+                "error": check.outcome.as_ref().err(),
+                "payload": check.payload,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "stack": bundle.config.stack,
+        "version": bundle.config.version.to_string(),
+        "digest": bundle.manifest_descriptor.digest,
+        "manifest": bundle.manifest,
+        "config": bundle.config,
+        "signatures": signatures,
+        "verified": bundle.signer.is_some(),
+    })
+}

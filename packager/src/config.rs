@@ -1,0 +1,146 @@
+//! `stackpack.toml` (the repository) and `stack.toml` (one stack).
+
+use std::path::{Path, PathBuf};
+
+use semver::Version;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// `stackpack.toml`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RepoConfig {
+    /// `HOST[:PORT]/NAMESPACE`.
+    pub registry: Option<String>,
+    /// The repository address recorded in bundles.
+    pub repository: Option<String>,
+    #[serde(default = "default_main_branch")]
+    pub main_branch: String,
+    #[serde(default = "default_stack_globs")]
+    pub stacks: Vec<String>,
+    #[serde(default = "default_module_globs")]
+    pub modules: Vec<String>,
+    #[serde(default)]
+    pub environments: Vec<String>,
+    #[serde(default)]
+    pub signing: Signing,
+    /// Per-rule levels for the interface checker and lints (`rule = "major"`).
+    #[serde(default)]
+    pub rules: toml::Table,
+    /// Policy settings read by later stages.
+    #[serde(default)]
+    pub policy: toml::Table,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Signing {
+    /// A path, or `env:VAR` naming a variable that holds the path.
+    pub key: Option<String>,
+}
+
+fn default_main_branch() -> String {
+    "main".to_string()
+}
+
+fn default_stack_globs() -> Vec<String> {
+    vec!["stacks/*".to_string()]
+}
+
+fn default_module_globs() -> Vec<String> {
+    vec!["modules/*".to_string()]
+}
+
+impl RepoConfig {
+    /// Reads `<root>/stackpack.toml`.
+    pub fn load(root: &Path) -> Result<Self> {
+        let path = root.join("stackpack.toml");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Error::usage(format!("cannot read `stackpack.toml`: {e}"))
+                .at(path.display())
+                .hint("run stackpack in the root of the vendor repository, or pass `--repo DIR`")
+        })?;
+        toml::from_str(&text).map_err(|e| {
+            Error::usage(format!("`stackpack.toml` is invalid: {}", e.message())).at(location_of(
+                &path,
+                &text,
+                e.span(),
+            ))
+        })
+    }
+
+    /// The namespace part of `registry` (`acme` in `127.0.0.1:5000/acme`).
+    pub fn namespace(&self) -> Option<&str> {
+        let registry = self.registry.as_deref()?;
+        registry.split_once('/').map(|(_, namespace)| namespace)
+    }
+
+    /// The signing key's path, from `[signing] key`.
+    pub fn signing_key_path(&self, root: &Path) -> Result<Option<PathBuf>> {
+        let Some(key) = &self.signing.key else {
+            return Ok(None);
+        };
+        if let Some(variable) = key.strip_prefix("env:") {
+            return match std::env::var_os(variable) {
+                Some(value) if !value.is_empty() => Ok(Some(PathBuf::from(value))),
+                _ => Ok(None),
+            };
+        }
+        Ok(Some(root.join(key)))
+    }
+}
+
+/// `stacks/<name>/stack.toml`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct StackConfig {
+    pub description: Option<String>,
+    /// `terraform` or `tofu`; absent when either works.
+    pub engine: Option<String>,
+    /// The version of the first release (default `0.1.0`).
+    pub initial_version: Option<Version>,
+}
+
+impl StackConfig {
+    pub fn load(path: &Path, display: &str) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::usage(format!("cannot read `{display}`: {e}")).at(display))?;
+        let config: StackConfig = toml::from_str(&text).map_err(|e| {
+            Error::usage(format!("`{display}` is invalid: {}", e.message())).at(location_of(
+                Path::new(display),
+                &text,
+                e.span(),
+            ))
+        })?;
+        if let Some(engine) = &config.engine {
+            if engine != "terraform" && engine != "tofu" {
+                return Err(
+                    Error::usage(format!("`{display}`: engine `{engine}` is not known"))
+                        .at(display)
+                        .hint(
+                            "use `engine = \"terraform\"` or `engine = \"tofu\"`, or leave it out",
+                        ),
+                );
+            }
+        }
+        Ok(config)
+    }
+
+    pub fn initial_version(&self) -> Version {
+        self.initial_version
+            .clone()
+            .unwrap_or_else(|| Version::new(0, 1, 0))
+    }
+}
+
+/// `path:line` for a byte span in a file.
+pub fn location_of(path: &Path, text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("{}:{line}", path.display())
+        }
+        None => path.display().to_string(),
+    }
+}

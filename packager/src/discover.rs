@@ -1,0 +1,359 @@
+//! Finding stacks and the local modules each one uses.
+//!
+//! A stack uses a module when one of its `.tf` (or `.tf.json`) files has a `module`
+//! block whose `source` is a local path (`./…` or `../…`). Modules can use modules,
+//! so the set is followed transitively. A source outside the repository, a missing
+//! folder, and a cycle are errors that name the file and line.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use stackpack_schema::reference::validate_name;
+
+use crate::config::{RepoConfig, StackConfig};
+use crate::error::{Error, Result};
+
+/// A local module a stack uses.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LocalModule {
+    /// The folder's name (`network` for `modules/network`).
+    pub name: String,
+    /// Path relative to the repository root, with `/`.
+    pub path: String,
+}
+
+/// A deployable stack.
+#[derive(Clone, Debug)]
+pub struct Stack {
+    pub name: String,
+    /// Path relative to the repository root (`stacks/data-plane`).
+    pub path: String,
+    pub config: StackConfig,
+    /// Every local module used, directly or through other modules, sorted by path.
+    pub modules: Vec<LocalModule>,
+}
+
+impl Stack {
+    /// The stack's folder and its modules' folders: everything packed.
+    pub fn packed_paths(&self) -> Vec<&str> {
+        std::iter::once(self.path.as_str())
+            .chain(self.modules.iter().map(|m| m.path.as_str()))
+            .collect()
+    }
+}
+
+/// Expands `stacks/*`-style patterns (a `*` stands for one whole path component)
+/// into folders, relative to `root`, sorted.
+pub fn expand_globs(root: &Path, patterns: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for pattern in patterns {
+        let mut current = vec![String::new()];
+        for part in pattern.trim_matches('/').split('/') {
+            let mut next = Vec::new();
+            for base in &current {
+                if part == "*" {
+                    let Ok(entries) = std::fs::read_dir(root.join(base)) else {
+                        continue;
+                    };
+                    for entry in entries.flatten() {
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        if entry.path().is_dir() && !name.starts_with('.') {
+                            next.push(join(base, &name));
+                        }
+                    }
+                } else if root.join(base).join(part).is_dir() {
+                    next.push(join(base, part));
+                }
+            }
+            current = next;
+        }
+        found.extend(current.into_iter().filter(|p| !p.is_empty()));
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn join(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.to_string()
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
+/// Finds every stack in the repository.
+pub fn discover_stacks(root: &Path, config: &RepoConfig) -> Result<Vec<Stack>> {
+    let mut stacks = Vec::new();
+    for path in expand_globs(root, &config.stacks) {
+        let manifest = root.join(&path).join("stack.toml");
+        let display = format!("{path}/stack.toml");
+        if !manifest.is_file() {
+            if has_terraform_files(&root.join(&path)) {
+                return Err(Error::usage(format!(
+                    "stack folder `{path}` has no `stack.toml`"
+                ))
+                .at(&path)
+                .hint(format!(
+                    "create `{display}` (it may hold just `description = \"…\"`), or move the folder out of the stack globs in `stackpack.toml`"
+                )));
+            }
+            continue;
+        }
+        let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+        validate_name(&name).map_err(|e| {
+            Error::usage(e.to_string())
+                .at(&path)
+                .hint("rename the stack folder: its name becomes a registry repository name")
+        })?;
+        let config = StackConfig::load(&manifest, &display)?;
+        let modules = local_modules(root, &path)?;
+        stacks.push(Stack {
+            name,
+            path,
+            config,
+            modules,
+        });
+    }
+    let mut seen = BTreeMap::new();
+    for stack in &stacks {
+        if let Some(other) = seen.insert(stack.name.clone(), stack.path.clone()) {
+            return Err(Error::usage(format!(
+                "two stacks are named `{}`: `{other}` and `{}`",
+                stack.name, stack.path
+            ))
+            .hint("stack names must be unique; rename one of the folders"));
+        }
+    }
+    Ok(stacks)
+}
+
+fn has_terraform_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries.flatten().any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.ends_with(".tf") || name.ends_with(".tf.json")
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// A `module` block's local source, with where it was written.
+#[derive(Clone, Debug)]
+pub struct ModuleCall {
+    pub source: String,
+    /// `file:line`, relative to the repository root.
+    pub location: String,
+}
+
+/// Local module calls in one folder's `.tf` and `.tf.json` files.
+pub fn local_module_calls(root: &Path, dir: &str) -> Result<Vec<ModuleCall>> {
+    let mut calls = Vec::new();
+    let mut names: Vec<String> = std::fs::read_dir(root.join(dir))
+        .map_err(|e| Error::usage(format!("cannot read folder `{dir}`: {e}")).at(dir))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tf") || n.ends_with(".tf.json"))
+        .collect();
+    names.sort();
+    for name in names {
+        let display = format!("{dir}/{name}");
+        let text = std::fs::read_to_string(root.join(&display))
+            .map_err(|e| Error::usage(format!("cannot read `{display}`: {e}")).at(&display))?;
+        let sources = if name.ends_with(".json") {
+            json_module_sources(&text).map_err(|message| {
+                Error::usage(format!(
+                    "`{display}` is not valid Terraform JSON: {message}"
+                ))
+                .at(&display)
+            })?
+        } else {
+            hcl_module_sources(&text).map_err(|message| {
+                Error::usage(format!("`{display}` cannot be parsed: {message}")).at(&display)
+            })?
+        };
+        for source in sources {
+            if source.starts_with("./") || source.starts_with("../") {
+                let line = text
+                    .find(&format!("\"{source}\""))
+                    .map(|at| text[..at].matches('\n').count() + 1)
+                    .unwrap_or(1);
+                calls.push(ModuleCall {
+                    source,
+                    location: format!("{display}:{line}"),
+                });
+            }
+        }
+    }
+    Ok(calls)
+}
+
+fn hcl_module_sources(text: &str) -> std::result::Result<Vec<String>, String> {
+    let body: hcl::Body = hcl::from_str(text).map_err(|e| e.to_string())?;
+    Ok(body
+        .blocks()
+        .filter(|block| block.identifier() == "module")
+        .filter_map(|block| {
+            block
+                .body()
+                .attributes()
+                .find(|attribute| attribute.key() == "source")
+                .and_then(|attribute| match attribute.expr() {
+                    hcl::Expression::String(source) => Some(source.clone()),
+                    _ => None,
+                })
+        })
+        .collect())
+}
+
+fn json_module_sources(text: &str) -> std::result::Result<Vec<String>, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut sources = Vec::new();
+    let mut visit_calls = |calls: &serde_json::Value| {
+        if let Some(calls) = calls.as_object() {
+            for call in calls.values() {
+                let bodies = match call {
+                    serde_json::Value::Array(items) => items.iter().collect(),
+                    other => vec![other],
+                };
+                for body in bodies {
+                    if let Some(source) = body.get("source").and_then(|s| s.as_str()) {
+                        sources.push(source.to_string());
+                    }
+                }
+            }
+        }
+    };
+    match value.get("module") {
+        Some(serde_json::Value::Array(blocks)) => blocks.iter().for_each(&mut visit_calls),
+        Some(block) => visit_calls(block),
+        None => {}
+    }
+    Ok(sources)
+}
+
+/// Joins a relative source to the folder it was written in, lexically. `None` when
+/// the result leaves the repository.
+pub fn resolve_source(dir: &str, source: &str) -> Option<String> {
+    let mut parts: Vec<String> = dir
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect();
+    for component in Path::new(source).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+/// Every local module `dir` uses, transitively.
+pub fn local_modules(root: &Path, dir: &str) -> Result<Vec<LocalModule>> {
+    let mut found = BTreeMap::new();
+    let mut trail = vec![dir.to_string()];
+    visit(root, dir, &mut trail, &mut found)?;
+    let mut modules: Vec<LocalModule> = found.into_values().collect();
+    modules.sort();
+    Ok(modules)
+}
+
+fn visit(
+    root: &Path,
+    dir: &str,
+    trail: &mut Vec<String>,
+    found: &mut BTreeMap<String, LocalModule>,
+) -> Result<()> {
+    for call in local_module_calls(root, dir)? {
+        let Some(path) = resolve_source(dir, &call.source) else {
+            return Err(Error::usage(format!(
+                "module source `{}` points outside the repository",
+                call.source
+            ))
+            .at(&call.location)
+            .hint("bundles vendor local modules, so they must live in the repository: move the module under `modules/`"));
+        };
+        if !root.join(&path).is_dir() {
+            return Err(Error::usage(format!(
+                "module source `{}` points to `{path}`, which does not exist",
+                call.source
+            ))
+            .at(&call.location)
+            .hint("fix the `source` path, or commit the module folder"));
+        }
+        if let Some(start) = trail.iter().position(|p| p == &path) {
+            let mut cycle: Vec<String> = trail[start..].iter().map(|p| format!("`{p}`")).collect();
+            cycle.push(format!("`{path}`"));
+            return Err(
+                Error::usage(format!("modules form a cycle: {}", cycle.join(" → ")))
+                    .at(&call.location)
+                    .hint(
+                        "a module cannot use itself, directly or through others: break the cycle",
+                    ),
+            );
+        }
+        if found.contains_key(&path) {
+            continue;
+        }
+        let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+        found.insert(
+            path.clone(),
+            LocalModule {
+                name,
+                path: path.clone(),
+            },
+        );
+        trail.push(path.clone());
+        visit(root, &path, trail, found)?;
+        trail.pop();
+    }
+    Ok(())
+}
+
+/// Converts a path to the repository-relative `/` form.
+pub fn relative(root: &Path, path: &Path) -> Option<String> {
+    let relative: PathBuf = path.strip_prefix(root).ok()?.to_path_buf();
+    Some(relative.to_string_lossy().replace('\\', "/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_resolve_lexically_and_never_leave_the_repository() {
+        assert_eq!(
+            resolve_source("stacks/data-plane", "../../modules/network").as_deref(),
+            Some("modules/network")
+        );
+        assert_eq!(
+            resolve_source("stacks/a", "./sub/../inner").as_deref(),
+            Some("stacks/a/inner")
+        );
+        assert_eq!(resolve_source("stacks/a", "../../../outside"), None);
+        assert_eq!(resolve_source("stacks/a", "../.."), None);
+    }
+
+    #[test]
+    fn module_sources_are_read_from_hcl_and_json() {
+        let hcl = r#"
+            module "net" { source = "../../modules/network" }
+            module "reg" { source = "terraform-aws-modules/vpc/aws" }
+            resource "x" "y" {}
+        "#;
+        assert_eq!(hcl_module_sources(hcl).unwrap().len(), 2);
+        let json = r#"{"module": {"net": {"source": "../m"}, "b": [{"source": "./n"}]}}"#;
+        let mut sources = json_module_sources(json).unwrap();
+        sources.sort();
+        assert_eq!(sources, vec!["../m", "./n"]);
+    }
+}

@@ -1,0 +1,88 @@
+//! Signing keys: making them and reading them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use stackpack_schema::signature::{PrivateKey, PublicKey};
+
+use crate::error::{Error, Result};
+
+/// Paths of a key pair made by [`generate`].
+pub struct KeyPair {
+    pub private_path: PathBuf,
+    pub public_path: PathBuf,
+    pub key_id: String,
+}
+
+/// Writes `<prefix>.key` (PKCS#8 PEM, mode 0600) and `<prefix>.pub` (SPKI PEM).
+/// Refuses to overwrite an existing key: a lost signing key cannot be recovered.
+pub fn generate(prefix: &Path) -> Result<KeyPair> {
+    let private_path = with_suffix(prefix, "key");
+    let public_path = with_suffix(prefix, "pub");
+    for path in [&private_path, &public_path] {
+        if path.exists() {
+            return Err(Error::usage(format!("`{}` already exists", path.display()))
+                .hint("choose another `--out` prefix; stackpack never overwrites a key"));
+        }
+    }
+    let mut secret = [0u8; 32];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut secret);
+    let key = PrivateKey::from_secret_bytes(secret);
+    secret.fill(0);
+    if let Some(parent) = private_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::usage(format!("cannot create `{}`: {e}", parent.display())))?;
+    }
+    write_new(&private_path, key.to_pem().as_bytes(), 0o600)?;
+    write_new(&public_path, key.public_key().to_pem().as_bytes(), 0o644)?;
+    Ok(KeyPair {
+        private_path,
+        public_path,
+        key_id: key.public_key().key_id(),
+    })
+}
+
+fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
+    let mut name = prefix.as_os_str().to_owned();
+    name.push(".");
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(mode);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut file = options
+        .open(path)
+        .map_err(|e| Error::usage(format!("cannot write `{}`: {e}", path.display())))?;
+    file.write_all(bytes)
+        .and_then(|_| file.sync_all())
+        .map_err(|e| Error::usage(format!("cannot write `{}`: {e}", path.display())))
+}
+
+/// Reads a private signing key.
+pub fn read_private_key(path: &Path) -> Result<PrivateKey> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::usage(format!("cannot read signing key `{}`: {e}", path.display()))
+            .hint("pass the private key made by `stackpack keygen` with `--key FILE`")
+    })?;
+    PrivateKey::from_pem(&text).map_err(|e| {
+        Error::usage(format!("signing key `{}` is unusable: {e}", path.display())).hint(
+            "make one with `stackpack keygen --out NAME` or `openssl genpkey -algorithm ed25519`",
+        )
+    })
+}
+
+/// Reads a public key.
+pub fn read_public_key(path: &Path) -> Result<PublicKey> {
+    stackpack_customer_bundle::trust::read_public_key(path).map_err(|e| {
+        Error::usage(e.to_string()).hint("pass the `.pub` file made by `stackpack keygen`")
+    })
+}

@@ -1,0 +1,31 @@
+//! The packager: from a vendor repository to signed bundles.
+//!
+//! A short tour, in the order a build runs:
+//!
+//! - [`config`] reads `stackpack.toml` and each `stack.toml`.
+//! - [`git`] asks git about commits, changed files, tracked files and the branch.
+//! - [`discover`] finds stacks and the local modules each one uses, transitively,
+//!   refusing sources outside the repository, missing folders and cycles.
+//! - [`releases`] is the boundary to where versions already exist: an image layout
+//!   now, a registry later.
+//! - [`plan`] decides, per stack, whether it changed and which version it gets.
+//! - [`pack`] writes the deterministic `tar+gzip` stack layer, streaming.
+//! - [`build`] turns a plan into a signed bundle in an image layout.
+//! - [`keys`] makes and reads signing keys.
+//! - [`error`] is the one user-facing error: what, where, and a hint.
+//!
+//! The binary's `commands/` are thin wrappers over these.
+
+pub mod build;
+pub mod config;
+pub mod discover;
+pub mod error;
+pub mod git;
+pub mod interface_summary;
+pub mod keys;
+pub mod pack;
+pub mod plan;
+pub mod releases;
+pub mod repository;
+
+pub use error::{Error, Result};

@@ -1,0 +1,261 @@
+//! Deciding, per stack, whether it changed and which version a build gets.
+//!
+//! A stack changed when its files, or those of any local module it uses, differ from
+//! its latest release on this channel (the branch's prerelease line, falling back to
+//! the latest stable), or, with `--base`, when git shows a change since that commit.
+//! A stack whose files are identical to an existing release is never given a new
+//! version: publishing the same commit twice publishes nothing new.
+
+use semver::Version;
+use stackpack_schema::bundle::FileEntry;
+use stackpack_schema::version::{self, branch_slug, Bump, Channel};
+
+use crate::discover::Stack;
+use crate::error::{Error, Result};
+use crate::git;
+use crate::pack::{self, SourceFile};
+use crate::releases::{Release, ReleaseSource};
+use crate::repository::Repository;
+
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    /// Compare against this commit instead of the latest release.
+    pub base: Option<String>,
+    /// The branch being built; CI's variables and then git when absent.
+    pub branch: Option<String>,
+    /// A bump asked for by a human; never lower than the required one.
+    pub bump: Option<Bump>,
+    pub allow_dirty: bool,
+    /// Only these stacks (and they are planned even when git shows no change).
+    pub stacks: Vec<String>,
+}
+
+/// The plan for one stack.
+#[derive(Clone, Debug)]
+pub struct StackPlan {
+    pub stack: Stack,
+    pub files: Vec<SourceFile>,
+    pub entries: Vec<FileEntry>,
+    /// True when a build would make a new version.
+    pub changed: bool,
+    pub reason: String,
+    pub last_stable: Option<Version>,
+    /// The latest release of this stack on this channel, if any.
+    pub previous: Option<Release>,
+    /// The version a build gets (`None` when unchanged).
+    pub next: Option<Version>,
+    pub bump: Bump,
+}
+
+/// The plan for a whole repository at one commit.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub commit: String,
+    /// Seconds since the epoch: the commit's time.
+    pub commit_time: i64,
+    pub branch: String,
+    pub channel: Channel,
+    pub dirty: bool,
+    pub stacks: Vec<StackPlan>,
+}
+
+/// Resolves the branch: the flag, then CI's variables, then git.
+pub fn resolve_branch(repo: &Repository, flag: Option<&str>) -> Result<String> {
+    flag.map(str::to_string)
+        .or_else(git::branch_from_ci_environment)
+        .or_else(|| repo.git.current_branch())
+        .ok_or_else(|| {
+            Error::usage("cannot tell which branch this build is for: HEAD is detached and no CI variable names it")
+                .hint("pass `--branch NAME`")
+        })
+}
+
+pub fn plan(
+    repo: &Repository,
+    releases: &dyn ReleaseSource,
+    options: &PlanOptions,
+) -> Result<Plan> {
+    let commit = repo.git.head()?;
+    let commit_time = repo.git.commit_time(&commit)?;
+    let branch = resolve_branch(repo, options.branch.as_deref())?;
+    let channel = if branch == repo.config.main_branch {
+        Channel::Stable
+    } else {
+        Channel::Prerelease {
+            slug: branch_slug(&branch),
+        }
+    };
+    for name in &options.stacks {
+        repo.stack(name)?;
+    }
+    let base = match &options.base {
+        Some(base) => Some(repo.git.resolve(base).ok_or_else(|| {
+            Error::usage(format!("`--base {base}` does not name a commit"))
+                .hint("fetch enough history (`git fetch --unshallow`) or pass another ref")
+        })?),
+        None => None,
+    };
+    let changed_since_base = match &base {
+        Some(base) => Some(repo.git.changed_files(base, options.allow_dirty)?),
+        None => None,
+    };
+
+    let mut dirty = false;
+    let mut stacks = Vec::new();
+    for stack in &repo.stacks {
+        if !options.stacks.is_empty() && !options.stacks.contains(&stack.name) {
+            continue;
+        }
+        let dirty_files = repo.git.dirty_files(&stack.packed_paths())?;
+        if !dirty_files.is_empty() {
+            if !options.allow_dirty {
+                let shown: Vec<String> = dirty_files
+                    .iter()
+                    .take(5)
+                    .map(|f| format!("`{f}`"))
+                    .collect();
+                return Err(Error::refused(format!(
+                    "stack `{}` has uncommitted changes: {}{}",
+                    stack.name,
+                    shown.join(", "),
+                    if dirty_files.len() > 5 { ", …" } else { "" }
+                ))
+                .at(repo.root.display())
+                .hint("commit or stash them: bundles are built from commits (`--allow-dirty` packs them anyway, for local tries only)"));
+            }
+            dirty = true;
+        }
+        let files = pack::collect_files(&repo.git, stack)?;
+        let entries = pack::hash_files(&files)?;
+        let existing = releases.versions(&stack.name)?;
+        let last_stable = version::latest_stable(&existing).cloned();
+        let previous_version = latest_on_channel(&existing, &channel);
+        let previous = match &previous_version {
+            Some(v) => releases.release(&stack.name, v)?,
+            None => None,
+        };
+        let bump = options.bump.unwrap_or(Bump::Patch);
+        let named = options.stacks.contains(&stack.name);
+
+        let (changed, reason) = match (&previous, &changed_since_base) {
+            (Some(previous), _) if previous.config.files == entries => (
+                false,
+                format!("unchanged: same files as `{}`", previous.version),
+            ),
+            (None, _) => (true, "first release".to_string()),
+            (Some(_), Some(changed)) if !named => {
+                let touched: Vec<&String> = changed
+                    .iter()
+                    .filter(|path| stack.packed_paths().iter().any(|dir| under(path, dir)))
+                    .collect();
+                if touched.is_empty() {
+                    (
+                        false,
+                        format!(
+                            "unchanged since `{}`",
+                            options.base.as_deref().unwrap_or("")
+                        ),
+                    )
+                } else {
+                    (
+                        true,
+                        describe_changes(stack, touched.into_iter().cloned().collect()),
+                    )
+                }
+            }
+            (Some(previous), _) => {
+                let paths = differing_paths(&previous.config.files, &entries);
+                (true, describe_changes(stack, paths))
+            }
+        };
+        let next = changed.then(|| {
+            version::next_version(&existing, bump, &stack.config.initial_version(), &channel)
+        });
+        stacks.push(StackPlan {
+            stack: stack.clone(),
+            files,
+            entries,
+            changed,
+            reason,
+            last_stable,
+            previous,
+            next,
+            bump,
+        });
+    }
+    Ok(Plan {
+        commit,
+        commit_time,
+        branch,
+        channel,
+        dirty,
+        stacks,
+    })
+}
+
+/// The latest version on the channel's line: the branch's prereleases (any base),
+/// else the latest stable.
+fn latest_on_channel(existing: &[Version], channel: &Channel) -> Option<Version> {
+    if let Channel::Prerelease { slug } = channel {
+        let on_line = existing.iter().filter(|v| {
+            v.pre
+                .as_str()
+                .rsplit_once('.')
+                .is_some_and(|(head, n)| head == slug && n.parse::<u64>().is_ok())
+        });
+        if let Some(latest) = version::latest(on_line) {
+            return Some(latest.clone());
+        }
+    }
+    version::latest_stable(existing).cloned()
+}
+
+fn under(path: &str, dir: &str) -> bool {
+    path == dir || path.starts_with(&format!("{dir}/"))
+}
+
+fn differing_paths(old: &[FileEntry], new: &[FileEntry]) -> Vec<String> {
+    let old_map: std::collections::BTreeMap<&str, &FileEntry> =
+        old.iter().map(|e| (e.path.as_str(), e)).collect();
+    let new_map: std::collections::BTreeMap<&str, &FileEntry> =
+        new.iter().map(|e| (e.path.as_str(), e)).collect();
+    let mut paths: Vec<String> = old_map
+        .keys()
+        .chain(new_map.keys())
+        .filter(|path| old_map.get(*path) != new_map.get(*path))
+        .map(|path| path.to_string())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+fn describe_changes(stack: &Stack, paths: Vec<String>) -> String {
+    let modules: Vec<&str> = stack
+        .modules
+        .iter()
+        .filter(|m| paths.iter().any(|p| under(p, &m.path)))
+        .map(|m| m.name.as_str())
+        .collect();
+    let own = paths.iter().filter(|p| under(p, &stack.path)).count();
+    let mut parts = Vec::new();
+    if own > 0 {
+        parts.push(format!(
+            "{own} file{} changed",
+            if own == 1 { "" } else { "s" }
+        ));
+    }
+    if !modules.is_empty() {
+        let names: Vec<String> = modules.iter().map(|m| format!("`{m}`")).collect();
+        parts.push(format!(
+            "module{} {} changed",
+            if modules.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        "changed".to_string()
+    } else {
+        parts.join("; ")
+    }
+}
