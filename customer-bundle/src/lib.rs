@@ -16,5 +16,7 @@
 
 pub mod archive;
 pub mod layout;
+pub mod remote;
+pub mod transfer;
 pub mod trust;
 pub mod verify;

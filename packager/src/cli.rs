@@ -37,6 +37,56 @@ pub enum Command {
     Build(BuildArgs),
     /// Show a bundle (or every bundle) in an image layout, and verify it.
     Inspect(InspectArgs),
+    /// Version, build, sign and push every changed stack to an OCI registry.
+    Publish(PublishArgs),
+    /// Write bundles and their signatures to an OCI image layout tar, for airgaps.
+    Export(ExportArgs),
+}
+
+/// Where a registry is and how to reach it.
+#[derive(Args, Debug, Clone)]
+pub struct RegistryArgs {
+    /// `HOST[:PORT]/NAMESPACE` [default: `registry` in `stackpack.toml`].
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub registry: Option<String>,
+    /// Plain HTTP, for registries on this machine's loopback only.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct PublishArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// The private signing key [default: `[signing] key` in `stackpack.toml`].
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct ExportArgs {
+    /// Bundles to export, as `STACK@VERSION` (repeatable).
+    #[arg(required = true, value_name = "STACK@VERSION")]
+    pub bundles: Vec<String>,
+    /// The tar file to write.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+    /// Read from this image layout [default: `.stackpack/bundles`].
+    #[arg(long, value_name = "DIR", conflicts_with = "registry")]
+    pub from: Option<PathBuf>,
+    /// Read from this registry instead (`HOST[:PORT]/NAMESPACE`).
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub registry: Option<String>,
+    /// Plain HTTP, for registries on this machine's loopback only.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -25,6 +25,7 @@ pub mod interface_summary;
 pub mod keys;
 pub mod pack;
 pub mod plan;
+pub mod publish;
 pub mod releases;
 pub mod repository;
 

@@ -22,6 +22,8 @@ fn main() -> ExitCode {
         cli::Command::Version(args) => commands::version::run(args, &cli.global),
         cli::Command::Build(args) => commands::build::run(args, &cli.global),
         cli::Command::Inspect(args) => commands::inspect::run(args, &cli.global),
+        cli::Command::Publish(args) => commands::publish::run(args, &cli.global),
+        cli::Command::Export(args) => commands::export::run(args, &cli.global),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -76,3 +76,75 @@ impl ReleaseSource for NoReleases {
         "no release source".to_string()
     }
 }
+
+/// Releases in a registry: versions from the tag list (every page), configs from the
+/// manifests. A fresh CI runner with no local history sees exactly what exists.
+pub struct RegistryReleases<'a> {
+    pub remote: &'a stackpack_customer_bundle::remote::Remote,
+    pub address: &'a stackpack_customer_bundle::remote::RegistryAddress,
+}
+
+fn remote_error(e: stackpack_customer_bundle::remote::RemoteError) -> Error {
+    let hint = e.hint();
+    let error = Error::refused(e.to_string());
+    match hint {
+        Some(hint) => error.hint(hint),
+        None => error,
+    }
+}
+
+impl ReleaseSource for RegistryReleases<'_> {
+    fn versions(&self, stack: &str) -> Result<Vec<Version>> {
+        let tags = self
+            .remote
+            .tags(&self.address.stack_repository(stack))
+            .map_err(remote_error)?;
+        Ok(tags
+            .iter()
+            .filter_map(|tag| Version::parse(tag).ok())
+            .collect())
+    }
+
+    fn release(&self, stack: &str, version: &Version) -> Result<Option<Release>> {
+        let repository = self.address.stack_repository(stack);
+        let Some((bytes, digest)) = self
+            .remote
+            .pull_manifest(&repository, &version.to_string())
+            .map_err(remote_error)?
+        else {
+            return Ok(None);
+        };
+        let manifest: ImageManifest = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::refused(format!(
+                "the manifest of `{repository}:{version}` is invalid: {e}"
+            ))
+        })?;
+        if manifest.artifact_type.as_deref() != Some(stackpack_schema::media_type::BUNDLE_ARTIFACT)
+        {
+            return Ok(None);
+        }
+        let config_bytes = self
+            .remote
+            .pull_blob_bytes(&repository, &manifest.config, MAX_CONFIG_SIZE)
+            .map_err(remote_error)?;
+        let config: BundleConfig = serde_json::from_slice(&config_bytes).map_err(|e| {
+            Error::refused(format!(
+                "the config of `{repository}:{version}` is invalid: {e}"
+            ))
+        })?;
+        Ok(Some(Release {
+            version: version.clone(),
+            manifest_digest: digest,
+            config,
+        }))
+    }
+
+    fn describe(&self) -> String {
+        format!("registry `{}`", self.address)
+    }
+}
+
+/// Converts a transport error into the packager's error, keeping its hint.
+pub fn from_remote(e: stackpack_customer_bundle::remote::RemoteError) -> Error {
+    remote_error(e)
+}

@@ -2,26 +2,18 @@ use stackpack_customer_bundle::archive::Limits;
 use stackpack_customer_bundle::layout::ImageLayout;
 use stackpack_customer_bundle::verify::{verify_bundle, Trust};
 use stackpack_packager::build::build_stack;
-use stackpack_packager::keys::read_private_key;
 use stackpack_packager::plan::{plan, PlanOptions};
 use stackpack_packager::repository::Repository;
 use stackpack_packager::Error;
 
 use crate::cli::{BuildArgs, GlobalArgs};
-use crate::commands::layout_path;
 use crate::commands::version::{channel_name, plan_options};
+use crate::commands::{layout_path, signing_key};
 use crate::output;
 
 pub fn run(args: &BuildArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
     let repo = Repository::open(&args.plan.repo)?;
-    let key_path = match &args.key {
-        Some(path) => path.clone(),
-        None => repo.config.signing_key_path(&repo.root)?.ok_or_else(|| {
-            Error::usage("no signing key: bundles are always signed")
-                .hint("pass `--key FILE` (make one with `stackpack keygen --out NAME`), or set `[signing] key` in `stackpack.toml`")
-        })?,
-    };
-    let key = read_private_key(&key_path)?;
+    let key = signing_key(&repo, args.key.as_deref())?;
     let layout_dir = layout_path(&repo, &args.plan);
     let layout = ImageLayout::create(&layout_dir)?;
     let options: PlanOptions = plan_options(&args.plan);

@@ -1,8 +1,10 @@
 //! One module per subcommand; each is a thin wrapper over the library.
 
 pub mod build;
+pub mod export;
 pub mod inspect;
 pub mod keygen;
+pub mod publish;
 pub mod version;
 
 use std::path::PathBuf;
@@ -22,4 +24,50 @@ pub fn layout_path(repo: &Repository, args: &PlanArgs) -> PathBuf {
 /// Opens the layout if it exists; builds create it.
 pub fn existing_layout(path: &std::path::Path) -> Option<ImageLayout> {
     ImageLayout::open(path).ok()
+}
+
+/// The signing key: `--key`, else `[signing] key` in `stackpack.toml`.
+pub fn signing_key(
+    repo: &Repository,
+    flag: Option<&std::path::Path>,
+) -> anyhow::Result<stackpack_schema::signature::PrivateKey> {
+    let path = match flag {
+        Some(path) => path.to_path_buf(),
+        None => repo.config.signing_key_path(&repo.root)?.ok_or_else(|| {
+            stackpack_packager::Error::usage("no signing key: bundles are always signed")
+                .hint("pass `--key FILE` (make one with `stackpack keygen --out NAME`), or set `[signing] key` in `stackpack.toml`")
+        })?,
+    };
+    Ok(stackpack_packager::keys::read_private_key(&path)?)
+}
+
+/// Parses a registry address, explaining a bad one.
+pub fn registry_address(
+    flag: Option<&str>,
+    repo_config: Option<&stackpack_packager::config::RepoConfig>,
+) -> anyhow::Result<stackpack_customer_bundle::remote::RegistryAddress> {
+    let text = flag
+        .map(str::to_string)
+        .or_else(|| repo_config.and_then(|c| c.registry.clone()))
+        .ok_or_else(|| {
+            stackpack_packager::Error::usage("no registry given").hint(
+                "pass `--registry HOST[:PORT]/NAMESPACE`, or set `registry` in `stackpack.toml`",
+            )
+        })?;
+    text.parse()
+        .map_err(|e: stackpack_customer_bundle::remote::RemoteError| {
+            let hint = e.hint().unwrap_or_default().to_string();
+            stackpack_packager::Error::usage(e.to_string())
+                .hint(hint)
+                .into()
+        })
+}
+
+/// Connects to a registry host, explaining refusals.
+pub fn connect(
+    host: &str,
+    insecure: bool,
+) -> anyhow::Result<stackpack_customer_bundle::remote::Remote> {
+    stackpack_customer_bundle::remote::Remote::new(host, insecure)
+        .map_err(|e| stackpack_packager::releases::from_remote(e).into())
 }

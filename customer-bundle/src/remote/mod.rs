@@ -1,0 +1,766 @@
+//! Talking to OCI registries: a blocking facade over `oci-client`.
+//!
+//! `oci-client` does the protocol (bearer-token challenges, chunked and monolithic
+//! uploads, ranged downloads, the referrers API with the tag-schema fallback on
+//! reads). This module adds what it leaves out: streaming blobs from and into an
+//! image layout with digest checks, resumable downloads whose partial files never
+//! count as present, tag lists followed across pages, the referrers tag-schema
+//! fallback on *writes* (registries such as CNCF Distribution 2.8 have no referrers
+//! API), and errors that name the registry and say what to do.
+//!
+//! The programs that use it are synchronous, so each [`Remote`] owns a small tokio
+//! runtime and blocks on it.
+
+pub mod credentials;
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Reference, RegistryOperation};
+use stackpack_schema::digest::{Digest, Sha256Hasher};
+use stackpack_schema::media_type;
+use stackpack_schema::oci::{Descriptor, ImageIndex};
+
+use crate::layout::{ImageLayout, LayoutError};
+pub use credentials::Credentials;
+
+/// Manifests accepted when reading.
+const MANIFEST_TYPES: &[&str] = &[
+    media_type::OCI_MANIFEST,
+    media_type::OCI_INDEX,
+    media_type::DOCKER_MANIFEST,
+    media_type::DOCKER_MANIFEST_LIST,
+];
+
+/// Page size asked for when listing tags.
+const TAG_PAGE: usize = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("`{0}` is not a registry address: expected `HOST[:PORT]/NAMESPACE`")]
+    BadAddress(String),
+    #[error("`--insecure` (plain HTTP) is only allowed for loopback registries, not `{0}`")]
+    InsecureNotLoopback(String),
+    #[error("cannot reach registry `{host}`: {detail}")]
+    Unreachable { host: String, detail: String },
+    #[error("registry `{host}` refused {credentials} for `{repository}`: {detail}")]
+    Unauthorized {
+        host: String,
+        repository: String,
+        credentials: &'static str,
+        detail: String,
+    },
+    #[error("registry `{host}` denied the request for `{repository}`: {detail}")]
+    Denied {
+        host: String,
+        repository: String,
+        detail: String,
+    },
+    #[error("registry `{host}` failed: {detail}")]
+    Server { host: String, detail: String },
+    #[error("`{what}` from registry `{host}` does not match its digest: expected `{expected}`, got `{actual}`")]
+    DigestMismatch {
+        host: String,
+        what: String,
+        expected: Digest,
+        actual: Digest,
+    },
+    #[error("registry `{host}` sent an invalid {what}: {detail}")]
+    Invalid {
+        host: String,
+        what: String,
+        detail: String,
+    },
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("cannot start the network runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+impl RemoteError {
+    /// A hint for people.
+    pub fn hint(&self) -> Option<&'static str> {
+        Some(match self {
+            RemoteError::BadAddress(_) => "write the registry as `registry.example.com/acme` or `127.0.0.1:5000/acme`",
+            RemoteError::InsecureNotLoopback(_) => "use HTTPS for remote registries; `--insecure` exists for local test registries only",
+            RemoteError::Unreachable { .. } => "check the address and that the registry is running; then run the same command again (it resumes)",
+            RemoteError::Unauthorized { .. } => "set `STACKPACK_REGISTRY_USERNAME`/`STACKPACK_REGISTRY_PASSWORD` or `STACKPACK_REGISTRY_TOKEN`, or log in with `docker login`",
+            RemoteError::Denied { .. } => "ask the registry's administrator for push or pull rights on that repository",
+            RemoteError::Server { .. } => "the registry failed; run the same command again: nothing is duplicated",
+            RemoteError::DigestMismatch { .. } => "the registry or the network altered the content; do not use it",
+            _ => return None,
+        })
+    }
+}
+
+/// `HOST[:PORT]/NAMESPACE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryAddress {
+    pub host: String,
+    pub namespace: String,
+}
+
+impl std::str::FromStr for RegistryAddress {
+    type Err = RemoteError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let trimmed = s
+            .trim_start_matches("https://")
+            .trim_start_matches("http://")
+            .trim_start_matches("oci://")
+            .trim_end_matches('/');
+        let (host, namespace) = trimmed
+            .split_once('/')
+            .ok_or_else(|| RemoteError::BadAddress(s.to_string()))?;
+        let valid_namespace = namespace
+            .split('/')
+            .all(|part| stackpack_schema::reference::validate_name(part).is_ok());
+        if host.is_empty() || !valid_namespace {
+            return Err(RemoteError::BadAddress(s.to_string()));
+        }
+        Ok(RegistryAddress {
+            host: host.to_string(),
+            namespace: namespace.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for RegistryAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.host, self.namespace)
+    }
+}
+
+impl RegistryAddress {
+    pub fn stack_repository(&self, stack: &str) -> String {
+        format!("{}/stacks/{stack}", self.namespace)
+    }
+
+    pub fn module_repository(&self, module: &str) -> String {
+        format!("{}/modules/{module}", self.namespace)
+    }
+}
+
+/// True for `localhost`, `127.x.x.x` and `[::1]`, with or without a port.
+pub fn is_loopback(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(name, _)| name)
+    };
+    name == "localhost"
+        || name == "::1"
+        || name
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Called with the bytes moved so far, for progress bars.
+pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
+
+/// One registry host.
+pub struct Remote {
+    runtime: tokio::runtime::Runtime,
+    client: oci_client::Client,
+    auth: RegistryAuth,
+    credentials: Credentials,
+    host: String,
+    insecure: bool,
+}
+
+impl Remote {
+    /// Connects (lazily) to `host` with the credentials found for it.
+    pub fn new(host: &str, insecure: bool) -> Result<Self, RemoteError> {
+        Self::with_credentials(host, insecure, credentials::resolve(host))
+    }
+
+    pub fn with_credentials(
+        host: &str,
+        insecure: bool,
+        credentials: Credentials,
+    ) -> Result<Self, RemoteError> {
+        if insecure && !is_loopback(host) {
+            return Err(RemoteError::InsecureNotLoopback(host.to_string()));
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(RemoteError::Runtime)?;
+        let config = ClientConfig {
+            protocol: if insecure {
+                ClientProtocol::Http
+            } else {
+                ClientProtocol::Https
+            },
+            use_monolithic_push: true,
+            connect_timeout: Some(std::time::Duration::from_secs(10)),
+            read_timeout: Some(std::time::Duration::from_secs(120)),
+            ..Default::default()
+        };
+        let auth = match &credentials {
+            Credentials::Anonymous => RegistryAuth::Anonymous,
+            Credentials::Basic { username, password } => {
+                RegistryAuth::Basic(username.clone(), password.clone())
+            }
+            Credentials::Bearer(token) => RegistryAuth::Bearer(token.clone()),
+        };
+        Ok(Remote {
+            runtime,
+            client: oci_client::Client::new(config),
+            auth,
+            credentials,
+            host: host.to_string(),
+            insecure,
+        })
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn reference(&self, repository: &str, tag: &str) -> Reference {
+        Reference::with_tag(self.host.clone(), repository.to_string(), tag.to_string())
+    }
+
+    fn digest_reference(&self, repository: &str, digest: &Digest) -> Reference {
+        Reference::with_digest(
+            self.host.clone(),
+            repository.to_string(),
+            digest.to_string(),
+        )
+    }
+
+    fn map_error(&self, repository: &str, error: OciDistributionError) -> RemoteError {
+        let host = self.host.clone();
+        let repository = repository.to_string();
+        match error {
+            OciDistributionError::RequestError(e) => {
+                let mut detail = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(inner) = source {
+                    detail = format!("{detail}: {inner}");
+                    source = inner.source();
+                }
+                RemoteError::Unreachable { host, detail }
+            }
+            OciDistributionError::UnauthorizedError { .. } => RemoteError::Unauthorized {
+                host,
+                repository,
+                credentials: self.credentials.describe(),
+                detail: "401 Unauthorized".into(),
+            },
+            OciDistributionError::AuthenticationFailure(detail) => RemoteError::Unauthorized {
+                host,
+                repository,
+                credentials: self.credentials.describe(),
+                detail,
+            },
+            OciDistributionError::RegistryError { envelope, .. } => {
+                let detail = envelope
+                    .errors
+                    .iter()
+                    .map(|e| format!("{:?}: {}", e.code, e.message))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let denied = envelope
+                    .errors
+                    .iter()
+                    .any(|e| matches!(e.code, oci_client::errors::OciErrorCode::Denied));
+                let unauthorized = envelope
+                    .errors
+                    .iter()
+                    .any(|e| matches!(e.code, oci_client::errors::OciErrorCode::Unauthorized));
+                if unauthorized {
+                    RemoteError::Unauthorized {
+                        host,
+                        repository,
+                        credentials: self.credentials.describe(),
+                        detail,
+                    }
+                } else if denied {
+                    RemoteError::Denied {
+                        host,
+                        repository,
+                        detail,
+                    }
+                } else {
+                    RemoteError::Server { host, detail }
+                }
+            }
+            OciDistributionError::ServerError { code, message, .. } if code == 401 => {
+                RemoteError::Unauthorized {
+                    host,
+                    repository,
+                    credentials: self.credentials.describe(),
+                    detail: message,
+                }
+            }
+            OciDistributionError::ServerError { code, message, .. } if code == 403 => {
+                RemoteError::Denied {
+                    host,
+                    repository,
+                    detail: format!("403 Forbidden {message}").trim().to_string(),
+                }
+            }
+            OciDistributionError::ServerError { code, message, .. } => RemoteError::Server {
+                host,
+                detail: format!("HTTP {code} {message}").trim().to_string(),
+            },
+            other => RemoteError::Server {
+                host,
+                detail: other.to_string(),
+            },
+        }
+    }
+
+    /// Authenticates for `operation` on `repository` up front, so that wrong
+    /// credentials fail with a clear error before any work.
+    pub fn authenticate(&self, repository: &str, push: bool) -> Result<(), RemoteError> {
+        let reference = self.reference(repository, "latest");
+        let operation = if push {
+            RegistryOperation::Push
+        } else {
+            RegistryOperation::Pull
+        };
+        self.runtime
+            .block_on(self.client.auth(&reference, &self.auth, operation))
+            .map(|_| ())
+            .map_err(|e| self.map_error(repository, e))
+    }
+
+    /// Every tag of `repository`, following pages (`n`/`last`). A repository that does
+    /// not exist yet has no tags.
+    pub fn tags(&self, repository: &str) -> Result<Vec<String>, RemoteError> {
+        let reference = self.reference(repository, "latest");
+        let mut tags: Vec<String> = Vec::new();
+        let mut last: Option<String> = None;
+        loop {
+            let page = self.runtime.block_on(self.client.list_tags(
+                &reference,
+                &self.auth,
+                Some(TAG_PAGE),
+                last.as_deref(),
+            ));
+            let page = match page {
+                Ok(page) => page,
+                Err(OciDistributionError::RegistryError { envelope, .. })
+                    if envelope.errors.iter().any(|e| {
+                        matches!(e.code, oci_client::errors::OciErrorCode::NameUnknown)
+                    }) =>
+                {
+                    return Ok(tags)
+                }
+                Err(OciDistributionError::ServerError { code: 404, .. }) => return Ok(tags),
+                Err(e) => return Err(self.map_error(repository, e)),
+            };
+            let count = page.tags.len();
+            let next = page.tags.last().cloned();
+            tags.extend(page.tags);
+            // A short page is the last; a registry that ignores `n` returns everything.
+            if count < TAG_PAGE || next.is_none() || next == last {
+                break;
+            }
+            last = next;
+        }
+        tags.sort();
+        tags.dedup();
+        Ok(tags)
+    }
+
+    /// The digest a tag points at, if the tag exists.
+    pub fn tag_digest(&self, repository: &str, tag: &str) -> Result<Option<Digest>, RemoteError> {
+        match self.pull_manifest(repository, tag)? {
+            Some((_, digest)) => Ok(Some(digest)),
+            None => Ok(None),
+        }
+    }
+
+    /// A manifest's bytes and digest, by tag or digest; `None` when absent. The bytes
+    /// are checked against the digest.
+    pub fn pull_manifest(
+        &self,
+        repository: &str,
+        reference: &str,
+    ) -> Result<Option<(Vec<u8>, Digest)>, RemoteError> {
+        let expected: Option<Digest> = reference.parse().ok();
+        let oci_reference = match &expected {
+            Some(digest) => self.digest_reference(repository, digest),
+            None => self.reference(repository, reference),
+        };
+        let result = self.runtime.block_on(self.client.pull_manifest_raw(
+            &oci_reference,
+            &self.auth,
+            MANIFEST_TYPES,
+        ));
+        let (bytes, _) = match result {
+            Ok(found) => found,
+            Err(OciDistributionError::ImageManifestNotFoundError(_))
+            | Err(OciDistributionError::ServerError { code: 404, .. }) => return Ok(None),
+            Err(OciDistributionError::RegistryError { envelope, .. })
+                if envelope.errors.iter().any(|e| {
+                    matches!(
+                        e.code,
+                        oci_client::errors::OciErrorCode::ManifestUnknown
+                            | oci_client::errors::OciErrorCode::NameUnknown
+                            | oci_client::errors::OciErrorCode::NotFound
+                    )
+                }) =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(self.map_error(repository, e)),
+        };
+        if bytes.len() as u64 > crate::layout::MAX_MANIFEST_SIZE {
+            return Err(RemoteError::Invalid {
+                host: self.host.clone(),
+                what: "manifest".into(),
+                detail: "larger than 4 MiB".into(),
+            });
+        }
+        let actual = Digest::of(&bytes);
+        if let Some(expected) = expected {
+            if expected != actual {
+                return Err(RemoteError::DigestMismatch {
+                    host: self.host.clone(),
+                    what: format!("{repository}@{expected}"),
+                    expected,
+                    actual,
+                });
+            }
+        }
+        Ok(Some((bytes.to_vec(), actual)))
+    }
+
+    /// Puts a manifest under a tag or its digest.
+    pub fn push_manifest(
+        &self,
+        repository: &str,
+        reference: &str,
+        bytes: &[u8],
+        media_type: &str,
+    ) -> Result<(), RemoteError> {
+        let oci_reference = match reference.parse::<Digest>() {
+            Ok(digest) => self.digest_reference(repository, &digest),
+            Err(_) => self.reference(repository, reference),
+        };
+        let content_type = media_type.parse().map_err(|_| RemoteError::Invalid {
+            host: self.host.clone(),
+            what: "media type".into(),
+            detail: media_type.to_string(),
+        })?;
+        self.runtime
+            .block_on(
+                self.client
+                    .push_manifest_raw(&oci_reference, bytes.to_vec(), content_type),
+            )
+            .map(|_| ())
+            .map_err(|e| self.map_error(repository, e))
+    }
+
+    pub fn blob_exists(&self, repository: &str, digest: &Digest) -> Result<bool, RemoteError> {
+        let reference = self.reference(repository, "latest");
+        self.runtime
+            .block_on(self.client.blob_exists(&reference, &digest.to_string()))
+            .map_err(|e| self.map_error(repository, e))
+    }
+
+    /// Uploads a blob from the layout, streamed, unless the registry has it already.
+    /// Returns the bytes sent (0 when skipped).
+    pub fn push_blob(
+        &self,
+        repository: &str,
+        layout: &ImageLayout,
+        descriptor: &Descriptor,
+        progress: Option<Progress>,
+    ) -> Result<u64, RemoteError> {
+        if self.blob_exists(repository, &descriptor.digest)? {
+            return Ok(0);
+        }
+        let path = layout.blob_path(&descriptor.digest);
+        let reference = self.reference(repository, "latest");
+        let size = descriptor.size;
+        let result = self.runtime.block_on(async {
+            let file = tokio::fs::File::open(&path).await?;
+            let mut sent = 0u64;
+            let stream =
+                tokio_util::io::ReaderStream::with_capacity(file, 1 << 20).map(move |chunk| {
+                    let chunk = chunk?;
+                    sent += chunk.len() as u64;
+                    if let Some(progress) = &progress {
+                        progress(sent);
+                    }
+                    Ok::<_, OciDistributionError>(chunk)
+                });
+            self.client
+                .push_blob_stream(
+                    &reference,
+                    stream,
+                    &descriptor.digest.to_string(),
+                    Some(size),
+                )
+                .await
+        });
+        result.map_err(|e| self.map_error(repository, e))?;
+        Ok(size)
+    }
+
+    /// Downloads a blob into the layout, streamed and digest-checked. An interrupted
+    /// download leaves `.partial-<hex>` beside the blobs and the next call resumes it
+    /// with a range request; the blob appears under its name only once whole and
+    /// verified. Returns the bytes received.
+    pub fn pull_blob(
+        &self,
+        repository: &str,
+        descriptor: &Descriptor,
+        layout: &ImageLayout,
+        progress: Option<Progress>,
+    ) -> Result<u64, RemoteError> {
+        if layout.has_blob(&descriptor.digest) {
+            return Ok(0);
+        }
+        let digest = &descriptor.digest;
+        let partial: PathBuf = layout
+            .root()
+            .join("blobs")
+            .join("sha256")
+            .join(format!(".partial-{}", digest.hex()));
+        let io_error = |source: std::io::Error| {
+            RemoteError::Layout(LayoutError::Io {
+                context: "cannot write",
+                path: partial.clone(),
+                source,
+            })
+        };
+        std::fs::create_dir_all(partial.parent().expect("has a parent")).map_err(io_error)?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(&partial)
+            .map_err(io_error)?;
+        let mut offset = file.metadata().map_err(io_error)?.len();
+        if offset > descriptor.size {
+            file.set_len(0).map_err(io_error)?;
+            offset = 0;
+        }
+        let reference = self.digest_reference(repository, digest);
+        let digest_text = digest.to_string();
+        let received = self.runtime.block_on(async {
+            let response = if offset > 0 && offset < descriptor.size {
+                self.client
+                    .pull_blob_stream_partial(&reference, digest_text.as_str(), offset, None)
+                    .await?
+            } else {
+                oci_client::client::BlobResponse::Full(
+                    self.client
+                        .pull_blob_stream(&reference, digest_text.as_str())
+                        .await?,
+                )
+            };
+            let mut stream = match response {
+                oci_client::client::BlobResponse::Partial(stream) => stream.stream,
+                oci_client::client::BlobResponse::Full(stream) => {
+                    // The registry sent everything: start over.
+                    file.set_len(0)?;
+                    file.seek(SeekFrom::Start(0))?;
+                    offset = 0;
+                    stream.stream
+                }
+            };
+            let mut received = 0u64;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk?;
+                if offset + received + chunk.len() as u64 > descriptor.size {
+                    return Err(OciDistributionError::GenericError(Some(
+                        "the registry sent more bytes than the descriptor's size".into(),
+                    )));
+                }
+                file.write_all(&chunk)?;
+                received += chunk.len() as u64;
+                if let Some(progress) = &progress {
+                    progress(offset + received);
+                }
+            }
+            file.sync_all()?;
+            Ok::<_, OciDistributionError>(received)
+        });
+        let received = received.map_err(|e| self.map_error(repository, e))?;
+        // Hash the whole file (resumed downloads included) before it counts.
+        let mut hasher = Sha256Hasher::new();
+        let mut reader = std::fs::File::open(&partial).map_err(io_error)?;
+        std::io::copy(&mut reader, &mut hasher).map_err(io_error)?;
+        let size = hasher.len();
+        let actual = hasher.finish();
+        if &actual != digest || size != descriptor.size {
+            let _ = std::fs::remove_file(&partial);
+            return Err(RemoteError::DigestMismatch {
+                host: self.host.clone(),
+                what: format!("{repository}@{digest}"),
+                expected: digest.clone(),
+                actual,
+            });
+        }
+        std::fs::rename(&partial, layout.blob_path(digest)).map_err(io_error)?;
+        Ok(received)
+    }
+
+    /// A small blob (a config) read whole, refused past `limit` bytes, digest-checked.
+    pub fn pull_blob_bytes(
+        &self,
+        repository: &str,
+        descriptor: &Descriptor,
+        limit: u64,
+    ) -> Result<Vec<u8>, RemoteError> {
+        let invalid = |detail: String| RemoteError::Invalid {
+            host: self.host.clone(),
+            what: format!("blob `{}`", descriptor.digest),
+            detail,
+        };
+        if descriptor.size > limit {
+            return Err(invalid(format!(
+                "{} bytes is over the limit of {limit}",
+                descriptor.size
+            )));
+        }
+        let reference = self.digest_reference(repository, &descriptor.digest);
+        let digest_text = descriptor.digest.to_string();
+        let bytes = self.runtime.block_on(async {
+            let mut stream = self
+                .client
+                .pull_blob_stream(&reference, digest_text.as_str())
+                .await?
+                .stream;
+            let mut bytes = Vec::with_capacity(descriptor.size as usize);
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk?;
+                if (bytes.len() + chunk.len()) as u64 > limit {
+                    return Err(OciDistributionError::GenericError(Some(
+                        "blob larger than its limit".into(),
+                    )));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok::<_, OciDistributionError>(bytes)
+        });
+        let bytes = bytes.map_err(|e| self.map_error(repository, e))?;
+        let actual = Digest::of(&bytes);
+        if actual != descriptor.digest {
+            return Err(RemoteError::DigestMismatch {
+                host: self.host.clone(),
+                what: format!("{repository}@{}", descriptor.digest),
+                expected: descriptor.digest.clone(),
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Manifests that refer to `subject`, through the referrers API or its tag-schema
+    /// fallback, optionally of one artifact type.
+    pub fn referrers(
+        &self,
+        repository: &str,
+        subject: &Digest,
+        artifact_type: Option<&str>,
+    ) -> Result<Vec<Descriptor>, RemoteError> {
+        let reference = self.digest_reference(repository, subject);
+        let index = self
+            .runtime
+            .block_on(self.client.pull_referrers(&reference, artifact_type))
+            .map_err(|e| self.map_error(repository, e))?;
+        let json = serde_json::to_vec(&index).map_err(|e| RemoteError::Invalid {
+            host: self.host.clone(),
+            what: "referrers index".into(),
+            detail: e.to_string(),
+        })?;
+        let index: ImageIndex =
+            serde_json::from_slice(&json).map_err(|e| RemoteError::Invalid {
+                host: self.host.clone(),
+                what: "referrers index".into(),
+                detail: e.to_string(),
+            })?;
+        Ok(index
+            .manifests
+            .into_iter()
+            .filter(|d| artifact_type.is_none() || d.artifact_type.as_deref() == artifact_type)
+            .collect())
+    }
+
+    /// True when the registry answers the referrers API (`GET /v2/<name>/referrers/<digest>`).
+    pub fn has_referrers_api(
+        &self,
+        repository: &str,
+        subject: &Digest,
+    ) -> Result<bool, RemoteError> {
+        let scheme = if self.is_http() { "http" } else { "https" };
+        let url = format!(
+            "{scheme}://{}/v2/{repository}/referrers/{subject}",
+            self.host
+        );
+        // `oci-client` hides whether its answer came from the API or the fallback, so
+        // ask directly, with the token it already holds.
+        let reference = self.digest_reference(repository, subject);
+        let token = self
+            .runtime
+            .block_on(
+                self.client
+                    .auth(&reference, &self.auth, RegistryOperation::Pull),
+            )
+            .ok()
+            .flatten();
+        let status = self.runtime.block_on(async {
+            let http = reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .build()?;
+            let mut request = http.get(&url).header("Accept", media_type::OCI_INDEX);
+            request = match (&token, &self.credentials) {
+                (Some(token), _) => request.bearer_auth(token),
+                (None, Credentials::Basic { username, password }) => {
+                    request.basic_auth(username, Some(password))
+                }
+                (None, Credentials::Bearer(token)) => request.bearer_auth(token),
+                (None, Credentials::Anonymous) => request,
+            };
+            request.send().await.map(|r| r.status().as_u16())
+        });
+        match status {
+            Ok(200) => Ok(true),
+            Ok(_) => Ok(false),
+            Err(e) => Err(RemoteError::Unreachable {
+                host: self.host.clone(),
+                detail: e.to_string(),
+            }),
+        }
+    }
+
+    fn is_http(&self) -> bool {
+        // `Remote::with_credentials` only allows plain HTTP for loopback hosts.
+        self.insecure
+    }
+
+    /// Adds `referrer` to the referrers tag-schema index of `subject`
+    /// (`<alg>-<hex>` tag), as the distribution spec asks clients to do on registries
+    /// without the referrers API. Read, add, write: the same referrer is never listed twice.
+    pub fn add_to_referrers_fallback(
+        &self,
+        repository: &str,
+        subject: &Digest,
+        referrer: &Descriptor,
+    ) -> Result<(), RemoteError> {
+        let tag = subject.referrers_tag();
+        let mut index = match self.pull_manifest(repository, &tag)? {
+            Some((bytes, _)) => serde_json::from_slice::<ImageIndex>(&bytes)
+                .unwrap_or_else(|_| ImageIndex::new(vec![])),
+            None => ImageIndex::new(vec![]),
+        };
+        if index.manifests.iter().any(|d| d.digest == referrer.digest) {
+            return Ok(());
+        }
+        index.manifests.push(referrer.clone());
+        self.push_manifest(repository, &tag, &index.to_bytes(), media_type::OCI_INDEX)
+    }
+}

@@ -1,0 +1,302 @@
+//! Moving bundles between registries, image layouts and tar files.
+//!
+//! - [`pull_bundle`]: a bundle and its signatures from a registry into a layout
+//!   (usually a staging layout the caller verifies before trusting it);
+//! - [`push_bundle`]: a bundle's blobs and manifest from a layout to a registry;
+//! - [`export_bundles`]: bundles and their signatures from a layout into an OCI image
+//!   layout tar, for carrying into an airgapped account.
+//!
+//! None of these verify signatures: they move bytes, checking every digest on the
+//! way. Verification is [`crate::verify`]'s job, always done before use.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+use semver::Version;
+use stackpack_schema::digest::Digest;
+use stackpack_schema::media_type;
+use stackpack_schema::oci::{Descriptor, ImageIndex, ImageLayoutMarker, ImageManifest};
+
+use crate::layout::{
+    bundle_entry_annotations, signature_entry_annotations, ImageLayout, LayoutError,
+    MAX_MANIFEST_SIZE,
+};
+use crate::remote::{Progress, Remote, RemoteError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransferError {
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("`{reference}` is not in registry `{host}`")]
+    NotFound { reference: String, host: String },
+    #[error("`{reference}` is not a Stackpack bundle: {detail}")]
+    NotABundle { reference: String, detail: String },
+    #[error("cannot write `{path}`: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn parse_manifest(bytes: &[u8], reference: &str) -> Result<ImageManifest, TransferError> {
+    serde_json::from_slice(bytes).map_err(|e| TransferError::NotABundle {
+        reference: reference.to_string(),
+        detail: format!("its manifest is not an OCI image manifest: {e}"),
+    })
+}
+
+/// What a pull brought.
+#[derive(Clone, Debug)]
+pub struct Pulled {
+    pub manifest: Descriptor,
+    pub signatures: Vec<Descriptor>,
+    pub bytes_received: u64,
+}
+
+/// Pulls `stack@version` from `repository` (`<namespace>/stacks/<stack>`) into
+/// `layout`, with every signature the registry lists for it.
+pub fn pull_bundle(
+    remote: &Remote,
+    repository: &str,
+    stack: &str,
+    version: &Version,
+    layout: &ImageLayout,
+    progress: Option<Progress>,
+) -> Result<Pulled, TransferError> {
+    let reference = format!("{}/{repository}:{version}", remote.host());
+    let (bytes, digest) = remote
+        .pull_manifest(repository, &version.to_string())?
+        .ok_or_else(|| TransferError::NotFound {
+            reference: reference.clone(),
+            host: remote.host().to_string(),
+        })?;
+    let manifest = parse_manifest(&bytes, &reference)?;
+    if manifest.artifact_type.as_deref() != Some(media_type::BUNDLE_ARTIFACT) {
+        return Err(TransferError::NotABundle {
+            reference,
+            detail: format!(
+                "its artifactType is `{}`",
+                manifest.artifact_type.as_deref().unwrap_or("(none)")
+            ),
+        });
+    }
+    let mut received = bytes.len() as u64;
+    for blob in std::iter::once(&manifest.config).chain(&manifest.layers) {
+        received += remote.pull_blob(repository, blob, layout, progress.clone())?;
+    }
+    layout.write_blob(&bytes)?;
+    let mut manifest_descriptor =
+        Descriptor::new(media_type::OCI_MANIFEST, digest.clone(), bytes.len() as u64);
+    manifest_descriptor.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
+
+    let mut signatures = Vec::new();
+    for referrer in remote.referrers(repository, &digest, Some(media_type::SIGNATURE_ARTIFACT))? {
+        let Some((bytes, signature_digest)) =
+            remote.pull_manifest(repository, &referrer.digest.to_string())?
+        else {
+            continue;
+        };
+        let signature = parse_manifest(&bytes, &format!("{reference} signature"))?;
+        for blob in std::iter::once(&signature.config).chain(&signature.layers) {
+            if blob.size > MAX_MANIFEST_SIZE {
+                continue;
+            }
+            received += remote.pull_blob(repository, blob, layout, None)?;
+        }
+        layout.write_blob(&bytes)?;
+        received += bytes.len() as u64;
+        let mut descriptor = Descriptor::new(
+            media_type::OCI_MANIFEST,
+            signature_digest,
+            bytes.len() as u64,
+        );
+        descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+        signatures.push(descriptor);
+    }
+
+    let mut bundle_entry = manifest_descriptor.clone();
+    bundle_entry.annotations = Some(bundle_entry_annotations(stack, version));
+    let signature_entries: Vec<Descriptor> = signatures
+        .iter()
+        .map(|d| {
+            let mut entry = d.clone();
+            entry.annotations = Some(signature_entry_annotations(&digest));
+            entry
+        })
+        .collect();
+    layout.update_index(|index| {
+        let keep: BTreeSet<Digest> = std::iter::once(bundle_entry.digest.clone())
+            .chain(signature_entries.iter().map(|d| d.digest.clone()))
+            .collect();
+        let name = bundle_entry
+            .annotation(media_type::annotation::REF_NAME)
+            .map(str::to_string);
+        index.manifests.retain(|d| {
+            !keep.contains(&d.digest)
+                && (name.is_none()
+                    || d.annotation(media_type::annotation::REF_NAME) != name.as_deref())
+        });
+        index.manifests.push(bundle_entry);
+        index.manifests.extend(signature_entries);
+    })?;
+    Ok(Pulled {
+        manifest: manifest_descriptor,
+        signatures,
+        bytes_received: received,
+    })
+}
+
+/// What a push sent.
+#[derive(Clone, Debug, Default)]
+pub struct Pushed {
+    pub bytes_sent: u64,
+    pub blobs_skipped: usize,
+}
+
+/// Pushes the blobs of a manifest (config, layers) that the registry lacks, then the
+/// manifest itself under `reference` (a tag, or its digest).
+pub fn push_manifest_with_blobs(
+    remote: &Remote,
+    repository: &str,
+    layout: &ImageLayout,
+    manifest: &Descriptor,
+    reference: &str,
+    progress: Option<Progress>,
+) -> Result<Pushed, TransferError> {
+    let bytes = layout.read_blob(&manifest.digest, MAX_MANIFEST_SIZE)?;
+    let parsed = parse_manifest(&bytes, &manifest.digest.to_string())?;
+    let mut pushed = Pushed::default();
+    for blob in std::iter::once(&parsed.config).chain(&parsed.layers) {
+        let sent = remote.push_blob(repository, layout, blob, progress.clone())?;
+        if sent == 0 {
+            pushed.blobs_skipped += 1;
+        }
+        pushed.bytes_sent += sent;
+    }
+    remote.push_manifest(repository, reference, &bytes, &manifest.media_type)?;
+    pushed.bytes_sent += bytes.len() as u64;
+    Ok(pushed)
+}
+
+/// Pushes a signature manifest (by digest, untagged) and makes it findable: through
+/// the registry's referrers API when it has one, else by adding it to the
+/// `sha256-<hex>` fallback index.
+pub fn push_signature(
+    remote: &Remote,
+    repository: &str,
+    layout: &ImageLayout,
+    signature: &Descriptor,
+    subject: &Digest,
+) -> Result<Pushed, TransferError> {
+    let pushed = push_manifest_with_blobs(
+        remote,
+        repository,
+        layout,
+        signature,
+        &signature.digest.to_string(),
+        None,
+    )?;
+    if !remote.has_referrers_api(repository, subject)? {
+        let mut descriptor = signature.clone();
+        descriptor.annotations = None;
+        descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+        remote.add_to_referrers_fallback(repository, subject, &descriptor)?;
+    }
+    Ok(pushed)
+}
+
+/// Every blob a manifest needs, the manifest included.
+fn blobs_of(layout: &ImageLayout, manifest: &Descriptor) -> Result<Vec<Descriptor>, TransferError> {
+    let bytes = layout.read_blob(&manifest.digest, MAX_MANIFEST_SIZE)?;
+    let parsed = parse_manifest(&bytes, &manifest.digest.to_string())?;
+    let mut blobs = vec![manifest.clone(), parsed.config.clone()];
+    blobs.extend(parsed.layers.iter().cloned());
+    Ok(blobs)
+}
+
+/// Writes `bundles` (manifest descriptors found in `layout`) and their signatures as
+/// an OCI image layout tar at `out`: entries sorted, times and owners fixed, so the
+/// same bundles give the same file. Written to a temporary name and renamed, so a
+/// failed export never leaves a half-written tar.
+pub fn export_bundles(
+    layout: &ImageLayout,
+    bundles: &[Descriptor],
+    out: &Path,
+) -> Result<u64, TransferError> {
+    let mut entries: Vec<Descriptor> = Vec::new();
+    let mut blobs: Vec<Descriptor> = Vec::new();
+    let all = layout.entries()?;
+    for bundle in bundles {
+        let entry = all
+            .iter()
+            .find(|(_, d)| d.digest == bundle.digest)
+            .map(|(_, d)| d.clone())
+            .unwrap_or_else(|| bundle.clone());
+        blobs.extend(blobs_of(layout, &entry)?);
+        entries.push(entry);
+        for signature in layout.signatures_for(&bundle.digest)? {
+            blobs.extend(blobs_of(layout, &signature)?);
+            entries.push(signature);
+        }
+    }
+    blobs.sort_by(|a, b| a.digest.cmp(&b.digest));
+    blobs.dedup_by(|a, b| a.digest == b.digest);
+    let index = ImageIndex::new(entries);
+
+    let directory = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let write_error = |source: io::Error| TransferError::Write {
+        path: out.display().to_string(),
+        source,
+    };
+    let temporary = tempfile::Builder::new()
+        .prefix(".stackpack-export-")
+        .tempfile_in(directory)
+        .map_err(write_error)?;
+    let mut builder = tar::Builder::new(io::BufWriter::new(temporary.as_file()));
+    let mut append = |path: &str, size: u64, reader: &mut dyn io::Read| -> io::Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(size);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        builder.append_data(&mut header, path, reader)
+    };
+    let marker = serde_json::to_vec(&ImageLayoutMarker::default()).expect("serialises");
+    append("oci-layout", marker.len() as u64, &mut &marker[..]).map_err(write_error)?;
+    let index_bytes = index.to_bytes();
+    append(
+        "index.json",
+        index_bytes.len() as u64,
+        &mut &index_bytes[..],
+    )
+    .map_err(write_error)?;
+    for blob in &blobs {
+        let mut file = layout.open_blob(&blob.digest)?;
+        let size = file.metadata().map_err(write_error)?.len();
+        append(
+            &format!("blobs/sha256/{}", blob.digest.hex()),
+            size,
+            &mut file,
+        )
+        .map_err(write_error)?;
+    }
+    let writer = builder.into_inner().map_err(write_error)?;
+    let file: &File = writer
+        .into_inner()
+        .map_err(|e| write_error(e.into_error()))?;
+    file.sync_all().map_err(write_error)?;
+    let size = file.metadata().map_err(write_error)?.len();
+    let mut file = temporary.persist(out).map_err(|e| write_error(e.error))?;
+    file.flush().map_err(write_error)?;
+    Ok(size)
+}

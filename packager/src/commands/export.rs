@@ -1,0 +1,109 @@
+use stackpack_customer_bundle::layout::ImageLayout;
+use stackpack_customer_bundle::transfer::{export_bundles, pull_bundle};
+use stackpack_packager::releases::from_remote;
+use stackpack_packager::Error;
+use stackpack_schema::reference::StackRef;
+
+use crate::cli::{ExportArgs, GlobalArgs};
+use crate::commands::{connect, registry_address};
+use crate::output;
+
+pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
+    let mut references = Vec::new();
+    for text in &args.bundles {
+        let reference: StackRef =
+            text.parse()
+                .map_err(|e: stackpack_schema::reference::ReferenceError| {
+                    Error::usage(e.to_string())
+                        .hint("name bundles as `STACK@VERSION`, such as `data-plane@1.4.0`")
+                })?;
+        if reference.version.is_none() {
+            return Err(Error::usage(format!("`{text}` has no version"))
+                .hint("name bundles as `STACK@VERSION`, such as `data-plane@1.4.0`")
+                .into());
+        }
+        references.push(reference);
+    }
+
+    // From a registry: pull into a temporary layout first.
+    let staging;
+    let layout = if let Some(registry) = &args.registry {
+        let address = registry_address(Some(registry), None)?;
+        let remote = connect(&address.host, args.insecure)?;
+        staging = tempfile::tempdir()?;
+        let layout = ImageLayout::create(staging.path())?;
+        for reference in &references {
+            let version = reference.version.as_ref().expect("checked above");
+            output::status(&format!("pulling `{reference}` from `{address}`"));
+            pull_bundle(
+                &remote,
+                &address.stack_repository(&reference.stack),
+                &reference.stack,
+                version,
+                &layout,
+                None,
+            )
+            .map_err(|e| match e {
+                stackpack_customer_bundle::transfer::TransferError::Remote(r) => from_remote(r),
+                other => Error::refused(other.to_string()),
+            })?;
+        }
+        layout
+    } else {
+        let path = args
+            .from
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from(".stackpack/bundles"));
+        ImageLayout::open(&path).map_err(|e| {
+            Error::usage(e.to_string())
+                .hint("pass the layout `stackpack build` wrote with `--from DIR`, or `--registry`")
+        })?
+    };
+
+    let mut manifests = Vec::new();
+    for reference in &references {
+        let version = reference.version.as_ref().expect("checked above");
+        let descriptor = layout
+            .find_bundle(&reference.stack, version)?
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "bundle `{reference}` is not in `{}`",
+                    layout.root().display()
+                ))
+                .hint("list what is there with `stackpack inspect DIR`")
+            })?;
+        if layout.signatures_for(&descriptor.digest)?.is_empty() {
+            return Err(
+                Error::refused(format!("bundle `{reference}` has no signature"))
+                    .hint(
+                        "only signed bundles are exported; rebuild it with `stackpack build --key`",
+                    )
+                    .into(),
+            );
+        }
+        manifests.push(descriptor);
+    }
+    let size = export_bundles(&layout, &manifests, &args.out)
+        .map_err(|e| Error::refused(e.to_string()).at(args.out.display()))?;
+    if args.json {
+        output::print_json(&serde_json::json!({
+            "file": args.out,
+            "size": size,
+            "bundles": references.iter().zip(&manifests).map(|(r, d)| serde_json::json!({
+                "stack": r.stack,
+                "version": r.version.as_ref().map(|v| v.to_string()),
+                "digest": d.digest,
+            })).collect::<Vec<_>>(),
+        }));
+    } else {
+        println!("{}", args.out.display());
+        output::status(&format!(
+            "exported {} bundle{} ({}) to `{}`",
+            manifests.len(),
+            if manifests.len() == 1 { "" } else { "s" },
+            output::human_size(size),
+            args.out.display()
+        ));
+    }
+    Ok(0)
+}
