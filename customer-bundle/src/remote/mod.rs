@@ -291,21 +291,21 @@ impl Remote {
                     RemoteError::Server { host, detail }
                 }
             }
-            OciDistributionError::ServerError { code, message, .. } if code == 401 => {
-                RemoteError::Unauthorized {
-                    host,
-                    repository,
-                    credentials: self.credentials.describe(),
-                    detail: message,
-                }
-            }
-            OciDistributionError::ServerError { code, message, .. } if code == 403 => {
-                RemoteError::Denied {
-                    host,
-                    repository,
-                    detail: format!("403 Forbidden {message}").trim().to_string(),
-                }
-            }
+            OciDistributionError::ServerError {
+                code: 401, message, ..
+            } => RemoteError::Unauthorized {
+                host,
+                repository,
+                credentials: self.credentials.describe(),
+                detail: message,
+            },
+            OciDistributionError::ServerError {
+                code: 403, message, ..
+            } => RemoteError::Denied {
+                host,
+                repository,
+                detail: format!("403 Forbidden {message}").trim().to_string(),
+            },
             OciDistributionError::ServerError { code, message, .. } => RemoteError::Server {
                 host,
                 detail: format!("HTTP {code} {message}").trim().to_string(),
