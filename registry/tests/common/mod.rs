@@ -260,6 +260,7 @@ impl Resp {
 thread_local! {
     static AGENT: ureq::Agent = ureq::AgentBuilder::new()
         .redirects(0)
+        .max_idle_connections(0)
         .timeout(Duration::from_secs(60))
         .build();
 }
