@@ -32,7 +32,10 @@ impl Run<'_> {
         body: Option<&[u8]>,
         required: &[&'static str],
     ) -> Resp {
-        let r = self.client.req(method, path, headers, body);
+        let r = self
+            .client
+            .try_req(method, path, headers, body)
+            .unwrap_or_else(|e| panic!("{step} against {}: {e}", self.client.base));
         let missing_headers = required
             .iter()
             .copied()

@@ -281,6 +281,51 @@ pub fn empty(status: axum::http::StatusCode, headers: &[(&str, String)]) -> Resp
     response
 }
 
+/// Reads and drops what is left of a refused body (up to `cap` bytes), so that the
+/// client, still sending, gets to read the error instead of a broken pipe.
+pub async fn drain(body: Body, cap: u64) {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut seen = 0u64;
+    let deadline = tokio::time::sleep(std::time::Duration::from_secs(10));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            chunk = stream.next() => match chunk {
+                Some(Ok(chunk)) => {
+                    seen += chunk.len() as u64;
+                    if seen > cap {
+                        return;
+                    }
+                }
+                _ => return,
+            },
+            _ = &mut deadline => return,
+        }
+    }
+}
+
+/// How much of a refused body is read before the connection is given up.
+pub const DRAIN_CAP: u64 = 64 * 1024 * 1024;
+
+/// Reads a JSON API body of at most `limit` bytes.
+pub async fn read_limited(body: Body, limit: u64, what: &str) -> Result<axum::body::Bytes> {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| Error::new(Code::BadRequest, format!("{what} was cut off: {e}")))?;
+        if bytes.len() as u64 + chunk.len() as u64 > limit {
+            let rest = Body::from_stream(stream);
+            drain(rest, DRAIN_CAP).await;
+            return Err(Error::too_large(what, limit));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

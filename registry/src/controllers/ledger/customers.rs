@@ -1,7 +1,7 @@
 //! Customers: `GET /api/v1/customers`, `POST /api/v1/customers` (admin),
 //! `GET /api/v1/customers/{id}` (what it runs and its recent receipts).
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -10,8 +10,8 @@ use utoipa::ToSchema;
 
 use crate::api::{Customer, Deployment, NewCustomer, Running};
 use crate::auth::Action;
-use crate::controllers::context;
 use crate::controllers::ledger::{reply, running};
+use crate::controllers::{context, read_limited};
 use crate::db;
 use crate::error::{Code, Error};
 use crate::state::SharedState;
@@ -55,16 +55,11 @@ pub async fn create(
     State(state): State<SharedState>,
     headers: HeaderMap,
     uri: Uri,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    let result = (|| {
+    let result = async {
         context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        if body.len() as u64 > state.config.max_json_bytes {
-            return Err(Error::too_large(
-                "the request body",
-                state.config.max_json_bytes,
-            ));
-        }
+        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
         let new: NewCustomer = serde_json::from_slice(&body).map_err(|e| {
             Error::new(Code::BadRequest, format!("the body is not a customer: {e}"))
         })?;
@@ -75,7 +70,8 @@ pub async fn create(
             db::ledger::upsert_customer(tx, &new.id, new.name.as_deref(), &now)?;
             Ok(db::ledger::customer(tx, &new.id)?)
         })
-    })();
+    }
+    .await;
     match result {
         Ok(customer) => (StatusCode::CREATED, axum::Json(customer)).into_response(),
         Err(e) => e.into_response(),
