@@ -121,7 +121,7 @@ fn malformed_manifests_are_refused_and_nothing_is_stored() {
         ("array", b"[]".to_vec(), OCI_MANIFEST, "MANIFEST_INVALID"),
         ("schema 1", br#"{"schemaVersion":1,"config":{}}"#.to_vec(), OCI_MANIFEST, "MANIFEST_INVALID"),
         ("no config", br#"{"schemaVersion":2,"layers":[]}"#.to_vec(), OCI_MANIFEST, "MANIFEST_INVALID"),
-        ("bad digest in config", format!(r#"{{"schemaVersion":2,"config":{{"mediaType":"a","digest":"sha256:zz","size":2}},"layers":[]}}"#).into_bytes(), OCI_MANIFEST, "MANIFEST_INVALID"),
+        ("bad digest in config", br#"{"schemaVersion":2,"config":{"mediaType":"a","digest":"sha256:zz","size":2},"layers":[]}"#.to_vec(), OCI_MANIFEST, "MANIFEST_INVALID"),
         ("negative size", format!(r#"{{"schemaVersion":2,"config":{{"mediaType":"a","digest":"{config}","size":-2}},"layers":[]}}"#).into_bytes(), OCI_MANIFEST, "MANIFEST_INVALID"),
         ("type mismatch", good.clone(), OCI_INDEX, "MANIFEST_INVALID"),
         ("unknown type", good.clone(), "application/x-whatever", "MANIFEST_INVALID"),
