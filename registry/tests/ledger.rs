@@ -378,6 +378,13 @@ fn releases_deployments_and_support_questions() {
             .status,
         404
     );
+
+    // Metrics saw all of it.
+    let metrics = String::from_utf8(support.req("GET", "/metrics", &[], None).body).unwrap();
+    assert!(metrics.contains("stackpack_registry_requests_total{route=\"manifests\",method=\"PUT\",status=\"201\"} 5"), "{metrics}");
+    assert!(metrics
+        .contains("stackpack_registry_request_duration_seconds_bucket{route=\"api\",le=\"+Inf\"}"));
+    assert!(!metrics.contains("stackpack_registry_blob_bytes_received_total 0\n"));
 }
 
 #[test]
