@@ -86,7 +86,7 @@ impl Target {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let target = |i: usize| Target {
+    let target = |_client: usize| Target {
         base: args[1].clone(),
         token: (args[2] != "-").then(|| args[2].clone()),
         agent: ureq::AgentBuilder::new().redirects(0).build(),

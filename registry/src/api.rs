@@ -108,3 +108,20 @@ pub struct Stack {
     pub latest: Option<String>,
     pub releases: u64,
 }
+
+/// Body of `POST /api/v1/releases`: a bundle published to another OCI registry
+/// (ECR, Harbor), recorded here so the ledger knows it.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewRelease {
+    pub stack: String,
+    pub version: String,
+    /// Where the bundle lives (`registry.example/acme/stacks/data-plane`).
+    pub repository: String,
+    /// The bundle manifest's digest.
+    pub digest: String,
+    #[serde(default)]
+    pub source: Source,
+    /// When the source commit was made.
+    pub created: Option<String>,
+}

@@ -459,6 +459,83 @@ fn receipts_import_cli_openapi_and_gc() {
         );
     }
 
+    // A bundle kept in another registry (ECR, Harbor) is recorded through the API.
+    let elsewhere = |version: &str, digest: &str| {
+        serde_json::to_vec(&serde_json::json!({
+            "stack": "data-plane", "version": version, "digest": digest,
+            "repository": "123456789.dkr.ecr.example/acme/stacks/data-plane",
+            "source": {"repository": "https://git.example/acme/infra", "commit": "abc", "branch": "main"}
+        }))
+        .unwrap()
+    };
+    let ecr_digest = sha256(b"bundle in ecr");
+    let reader = Client::new(server.url(), Some(server.token("reader", None)));
+    assert_eq!(
+        reader
+            .req(
+                "POST",
+                "/api/v1/releases",
+                &[],
+                Some(&elsewhere("1.1.0", &ecr_digest))
+            )
+            .status,
+        403
+    );
+    assert_eq!(
+        publisher
+            .req(
+                "POST",
+                "/api/v1/releases",
+                &[],
+                Some(&elsewhere("1.1.0", &ecr_digest))
+            )
+            .status,
+        201
+    );
+    assert_eq!(
+        publisher
+            .req(
+                "POST",
+                "/api/v1/releases",
+                &[],
+                Some(&elsewhere("1.1.0", &ecr_digest))
+            )
+            .status,
+        201,
+        "idempotent"
+    );
+    let r = publisher.req(
+        "POST",
+        "/api/v1/releases",
+        &[],
+        Some(&elsewhere("1.1.0", &sha256(b"other"))),
+    );
+    assert_eq!((r.status, r.error_code().as_str()), (409, "CONFLICT"));
+    assert_eq!(
+        publisher
+            .req(
+                "POST",
+                "/api/v1/releases",
+                &[],
+                Some(&elsewhere("1.1", &ecr_digest))
+            )
+            .status,
+        400
+    );
+    assert_eq!(
+        publisher
+            .req(
+                "POST",
+                "/api/v1/releases",
+                &[],
+                Some(&elsewhere("1.2.0", "sha256:nope"))
+            )
+            .status,
+        400
+    );
+    let stacks = support.req("GET", "/api/v1/stacks", &[], None).json();
+    assert_eq!(stacks[0]["latestStable"], "1.1.0");
+
     // A receipt file carried out of an airgapped site.
     let mut runner = Runner {
         key: PrivateKey::from_secret_bytes([5; 32]),

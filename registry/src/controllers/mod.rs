@@ -244,7 +244,10 @@ pub fn router(state: SharedState) -> Router {
         .route("/healthz", get(health::healthz::handle))
         .route("/metrics", get(health::metrics::handle))
         .route("/api/v1/openapi.json", get(ledger::openapi::handle))
-        .route("/api/v1/releases", get(ledger::releases::handle))
+        .route(
+            "/api/v1/releases",
+            get(ledger::releases::handle).post(ledger::releases::create),
+        )
         .route("/api/v1/stacks", get(ledger::stacks::handle))
         .route(
             "/api/v1/customers",

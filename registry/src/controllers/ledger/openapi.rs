@@ -27,6 +27,7 @@ impl Modify for BearerAuth {
     ),
     paths(
         ledger::releases::handle,
+        ledger::releases::create,
         ledger::stacks::handle,
         ledger::customers::list,
         ledger::customers::create,
@@ -40,6 +41,7 @@ impl Modify for BearerAuth {
     ),
     components(schemas(
         api::Release,
+        api::NewRelease,
         api::Source,
         api::Customer,
         api::NewCustomer,
