@@ -225,6 +225,16 @@ fn every_endpoint_answers_every_role_as_designed() {
             [401, 401, 403, 403, 403, 403, 403, 201],
         ),
         (
+            "record release",
+            "POST",
+            "/api/v1/releases".into(),
+            Some(
+                br#"{"stack":"app","version":"1.0.0","repository":"ecr.example/acme/stacks/app","digest":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}"#
+                    .to_vec(),
+            ),
+            [401, 401, 201, 403, 403, 403, 403, 201],
+        ),
+        (
             "report",
             "POST",
             "/api/v1/receipts".into(),
