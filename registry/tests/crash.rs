@@ -250,3 +250,59 @@ fn sigterm_shuts_down_cleanly() {
         200
     );
 }
+
+/// A reader that hands out its bytes slowly, so a request is still in flight when
+/// the server is told to stop.
+struct Slow {
+    data: Vec<u8>,
+    at: usize,
+}
+
+impl std::io::Read for Slow {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at >= self.data.len() {
+            return Ok(0);
+        }
+        std::thread::sleep(Duration::from_millis(15));
+        let n = buf.len().min(64 * 1024).min(self.data.len() - self.at);
+        buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn sigterm_lets_an_upload_in_flight_finish() {
+    let mut server = Server::start();
+    let token = server.token("publisher", None);
+    let client = Client::new(server.url(), Some(token.clone()));
+    let r = client.req("POST", "/v2/t/app/blobs/uploads/", &[], None);
+    let location = absolute(&client.base, r.header("location").unwrap());
+    let data = bytes(5, 640 * 1024);
+    let digest = sha256(&data);
+    let url = format!("{location}?digest={digest}");
+    let body = data.clone();
+    let upload = std::thread::spawn(move || {
+        ureq::put(&url)
+            .set("Authorization", &format!("Bearer {token}"))
+            .set("Content-Length", &body.len().to_string())
+            .send(Slow { data: body, at: 0 })
+            .map(|r| r.status())
+            .unwrap_or_else(|e| match e {
+                ureq::Error::Status(code, _) => code,
+                e => panic!("upload: {e}"),
+            })
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let status = server.terminate();
+    assert_eq!(upload.join().unwrap(), 201, "the upload in flight finished");
+    assert!(status.success());
+    server.spawn();
+    let client = Client::new(server.url(), client.token.clone());
+    assert_eq!(
+        client
+            .req("GET", &format!("/v2/t/app/blobs/{digest}"), &[], None)
+            .body,
+        data
+    );
+}
