@@ -137,6 +137,9 @@ fn unsupported(method: &Method) -> Error {
 
 async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    // Handlers take the body when they are ready to read it; one that refuses first
+    // leaves it here, and it is drained so the client, still sending, reads the error.
+    let mut body = Some(body);
     let path = parts.uri.path().to_string();
     let rest = path.strip_prefix("/v2/").unwrap_or("");
     let result = async {
@@ -158,7 +161,7 @@ async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Resp
             V2Route::Manifest(name, reference) => match *method {
                 Method::GET => manifests::get::handle(ctx, name, reference, false).await,
                 Method::HEAD => manifests::get::handle(ctx, name, reference, true).await,
-                Method::PUT => manifests::put::handle(ctx, name, reference, body).await,
+                Method::PUT => manifests::put::handle(ctx, name, reference, &mut body).await,
                 Method::DELETE => manifests::delete::handle(ctx, name, reference).await,
                 _ => Err(unsupported(method)),
             },
@@ -166,12 +169,12 @@ async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Resp
                 referrers::list::handle(ctx, name, digest).await
             }
             V2Route::Uploads(name, None) if method == Method::POST => {
-                uploads::start::handle(ctx, name, body).await
+                uploads::start::handle(ctx, name, &mut body).await
             }
             V2Route::Uploads(name, Some(id)) => match *method {
                 Method::GET => uploads::status::handle(ctx, name, id).await,
-                Method::PATCH => uploads::append::handle(ctx, name, id, body).await,
-                Method::PUT => uploads::finish::handle(ctx, name, id, body).await,
+                Method::PATCH => uploads::append::handle(ctx, name, id, &mut body).await,
+                Method::PUT => uploads::finish::handle(ctx, name, id, &mut body).await,
                 Method::DELETE => uploads::cancel::handle(ctx, name, id).await,
                 _ => Err(unsupported(method)),
             },
@@ -185,6 +188,11 @@ async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Resp
         }
     }
     .await;
+    if result.is_err() {
+        if let Some(body) = body.take() {
+            drain(body, DRAIN_CAP).await;
+        }
+    }
     result.unwrap_or_else(IntoResponse::into_response)
 }
 

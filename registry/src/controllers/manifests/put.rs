@@ -193,10 +193,15 @@ async fn read_release(
     })
 }
 
-pub async fn handle(ctx: Ctx, name: &str, reference: &str, body: Body) -> Result<Response> {
+pub async fn handle(
+    ctx: Ctx,
+    name: &str,
+    reference: &str,
+    body: &mut Option<Body>,
+) -> Result<Response> {
     ctx.authorize(Action::Push(name))?;
     let reference = Reference::parse(reference)?;
-    let bytes = read_body(&ctx, body).await?;
+    let bytes = read_body(&ctx, body.take().unwrap_or_default()).await?;
     let checked = check(ctx.header(header::CONTENT_TYPE), &bytes)?;
     let digest = Digest::of(&bytes);
     if let Reference::Digest(expected) = &reference {
