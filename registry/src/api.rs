@@ -125,3 +125,20 @@ pub struct NewRelease {
     /// When the source commit was made.
     pub created: Option<String>,
 }
+
+/// Body of `POST /api/v1/customers/{id}/keys`: another installation key of the
+/// customer (a new runner, or a rotated key).
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewInstallationKey {
+    /// The public key as SPKI PEM (`-----BEGIN PUBLIC KEY-----`).
+    pub public_key_pem: String,
+}
+
+/// An installation key the ledger trusts for a customer's receipts.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallationKey {
+    pub customer: String,
+    pub key_id: String,
+}

@@ -306,6 +306,44 @@ fn releases_deployments_and_support_questions() {
         (403, "DENIED"),
         "a key other than the pinned one"
     );
+    // An admin trusts the new key (a second runner); then it is accepted.
+    let admin = Client::new(server.url(), Some(server.token("admin", None)));
+    let pem = PrivateKey::from_secret_bytes([7; 32]).public_key().to_pem();
+    let body = serde_json::to_vec(&serde_json::json!({ "publicKeyPem": pem })).unwrap();
+    assert_eq!(
+        support
+            .req("POST", "/api/v1/customers/globex/keys", &[], Some(&body))
+            .status,
+        403
+    );
+    assert_eq!(
+        admin
+            .req("POST", "/api/v1/customers/nobody/keys", &[], Some(&body))
+            .status,
+        404
+    );
+    assert_eq!(
+        admin
+            .req(
+                "POST",
+                "/api/v1/customers/globex/keys",
+                &[],
+                Some(br#"{"publicKeyPem":"junk"}"#)
+            )
+            .status,
+        400
+    );
+    let r = admin.req("POST", "/api/v1/customers/globex/keys", &[], Some(&body));
+    assert_eq!(r.status, 201);
+    assert_eq!(
+        r.json()["keyId"],
+        PrivateKey::from_secret_bytes([7; 32]).public_key().key_id()
+    );
+    let mut second = stranger.receipt.clone();
+    second.id = "globex-second-runner".into();
+    second.kind = ReceiptKind::Plan;
+    let second = SignedReceipt::sign(second, &PrivateKey::from_secret_bytes([7; 32]));
+    assert_eq!(post(&globex, &second).status, 201);
     let mut reused = globex_runner.receipt(
         "globex",
         "data-plane",
@@ -366,7 +404,7 @@ fn releases_deployments_and_support_questions() {
         .json();
     assert_eq!(detail["customer"]["id"], "globex");
     assert_eq!(detail["running"].as_array().unwrap().len(), 2);
-    assert_eq!(detail["recent"].as_array().unwrap().len(), 5);
+    assert_eq!(detail["recent"].as_array().unwrap().len(), 6);
     let deployments = support
         .req("GET", "/api/v1/deployments?customer=initech", &[], None)
         .json();

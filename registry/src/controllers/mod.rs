@@ -262,6 +262,10 @@ pub fn router(state: SharedState) -> Router {
             get(ledger::customers::list).post(ledger::customers::create),
         )
         .route("/api/v1/customers/{id}", get(ledger::customers::show))
+        .route(
+            "/api/v1/customers/{id}/keys",
+            post(ledger::customers::add_key),
+        )
         .route("/api/v1/deployments", get(ledger::deployments::handle))
         .route("/api/v1/receipts", post(ledger::receipts::create))
         .route("/api/v1/support/versions", get(ledger::support::versions))
