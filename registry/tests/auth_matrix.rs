@@ -225,6 +225,18 @@ fn every_endpoint_answers_every_role_as_designed() {
             [401, 401, 403, 403, 403, 403, 403, 201],
         ),
         (
+            "trust installation key",
+            "POST",
+            "/api/v1/customers/globex/keys".into(),
+            Some(
+                serde_json::to_vec(&serde_json::json!({
+                    "publicKeyPem": PrivateKey::from_secret_bytes([8; 32]).public_key().to_pem()
+                }))
+                .unwrap(),
+            ),
+            [401, 401, 403, 403, 403, 403, 403, 201],
+        ),
+        (
             "record release",
             "POST",
             "/api/v1/releases".into(),
