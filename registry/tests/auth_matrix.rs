@@ -230,7 +230,7 @@ fn every_endpoint_answers_every_role_as_designed() {
             "/api/v1/customers/globex/keys".into(),
             Some(
                 serde_json::to_vec(&serde_json::json!({
-                    "publicKeyPem": PrivateKey::from_secret_bytes([8; 32]).public_key().to_pem()
+                    "publicKeyPem": PrivateKey::from_secret_bytes([9; 32]).public_key().to_pem()
                 }))
                 .unwrap(),
             ),
