@@ -108,3 +108,37 @@ pub struct Stack {
     pub latest: Option<String>,
     pub releases: u64,
 }
+
+/// Body of `POST /api/v1/releases`: a bundle published to another OCI registry
+/// (ECR, Harbor), recorded here so the ledger knows it.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewRelease {
+    pub stack: String,
+    pub version: String,
+    /// Where the bundle lives (`registry.example/acme/stacks/data-plane`).
+    pub repository: String,
+    /// The bundle manifest's digest.
+    pub digest: String,
+    #[serde(default)]
+    pub source: Source,
+    /// When the source commit was made.
+    pub created: Option<String>,
+}
+
+/// Body of `POST /api/v1/customers/{id}/keys`: another installation key of the
+/// customer (a new runner, or a rotated key).
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewInstallationKey {
+    /// The public key as SPKI PEM (`-----BEGIN PUBLIC KEY-----`).
+    pub public_key_pem: String,
+}
+
+/// An installation key the ledger trusts for a customer's receipts.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallationKey {
+    pub customer: String,
+    pub key_id: String,
+}

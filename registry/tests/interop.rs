@@ -96,6 +96,32 @@ fn skopeo_copies_in_and_out_byte_for_byte_and_inspects() {
     ]);
     same_tree(&src, &back);
 
+    // Docker schema 2 as well: skopeo converts on the way in.
+    let docker = format!("docker://{}/acme/stacks/app:docker", server.host());
+    skopeo(&[
+        "copy",
+        "--format",
+        "v2s2",
+        "--dest-tls-verify=false",
+        "--dest-creds",
+        &creds,
+        &format!("oci:{}:v1", src.display()),
+        &docker,
+    ]);
+    let raw = skopeo(&[
+        "inspect",
+        "--raw",
+        "--tls-verify=false",
+        "--creds",
+        &read_creds,
+        &docker,
+    ]);
+    let raw: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(
+        raw["mediaType"],
+        "application/vnd.docker.distribution.manifest.v2+json"
+    );
+
     // Copy between two repositories of the same registry (cross-repository mount).
     let again = format!("docker://{}/acme/stacks/other:1.0.0", server.host());
     skopeo(&[

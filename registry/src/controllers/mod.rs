@@ -137,6 +137,9 @@ fn unsupported(method: &Method) -> Error {
 
 async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    // Handlers take the body when they are ready to read it; one that refuses first
+    // leaves it here, and it is drained so the client, still sending, reads the error.
+    let mut body = Some(body);
     let path = parts.uri.path().to_string();
     let rest = path.strip_prefix("/v2/").unwrap_or("");
     let result = async {
@@ -158,7 +161,7 @@ async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Resp
             V2Route::Manifest(name, reference) => match *method {
                 Method::GET => manifests::get::handle(ctx, name, reference, false).await,
                 Method::HEAD => manifests::get::handle(ctx, name, reference, true).await,
-                Method::PUT => manifests::put::handle(ctx, name, reference, body).await,
+                Method::PUT => manifests::put::handle(ctx, name, reference, &mut body).await,
                 Method::DELETE => manifests::delete::handle(ctx, name, reference).await,
                 _ => Err(unsupported(method)),
             },
@@ -166,12 +169,12 @@ async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Resp
                 referrers::list::handle(ctx, name, digest).await
             }
             V2Route::Uploads(name, None) if method == Method::POST => {
-                uploads::start::handle(ctx, name, body).await
+                uploads::start::handle(ctx, name, &mut body).await
             }
             V2Route::Uploads(name, Some(id)) => match *method {
                 Method::GET => uploads::status::handle(ctx, name, id).await,
-                Method::PATCH => uploads::append::handle(ctx, name, id, body).await,
-                Method::PUT => uploads::finish::handle(ctx, name, id, body).await,
+                Method::PATCH => uploads::append::handle(ctx, name, id, &mut body).await,
+                Method::PUT => uploads::finish::handle(ctx, name, id, &mut body).await,
                 Method::DELETE => uploads::cancel::handle(ctx, name, id).await,
                 _ => Err(unsupported(method)),
             },
@@ -185,6 +188,11 @@ async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Resp
         }
     }
     .await;
+    if result.is_err() {
+        if let Some(body) = body.take() {
+            drain(body, DRAIN_CAP).await;
+        }
+    }
     result.unwrap_or_else(IntoResponse::into_response)
 }
 
@@ -244,13 +252,20 @@ pub fn router(state: SharedState) -> Router {
         .route("/healthz", get(health::healthz::handle))
         .route("/metrics", get(health::metrics::handle))
         .route("/api/v1/openapi.json", get(ledger::openapi::handle))
-        .route("/api/v1/releases", get(ledger::releases::handle))
+        .route(
+            "/api/v1/releases",
+            get(ledger::releases::handle).post(ledger::releases::create),
+        )
         .route("/api/v1/stacks", get(ledger::stacks::handle))
         .route(
             "/api/v1/customers",
             get(ledger::customers::list).post(ledger::customers::create),
         )
         .route("/api/v1/customers/{id}", get(ledger::customers::show))
+        .route(
+            "/api/v1/customers/{id}/keys",
+            post(ledger::customers::add_key),
+        )
         .route("/api/v1/deployments", get(ledger::deployments::handle))
         .route("/api/v1/receipts", post(ledger::receipts::create))
         .route("/api/v1/support/versions", get(ledger::support::versions))
@@ -279,6 +294,51 @@ pub fn empty(status: axum::http::StatusCode, headers: &[(&str, String)]) -> Resp
         }
     }
     response
+}
+
+/// Reads and drops what is left of a refused body (up to `cap` bytes), so that the
+/// client, still sending, gets to read the error instead of a broken pipe.
+pub async fn drain(body: Body, cap: u64) {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut seen = 0u64;
+    let deadline = tokio::time::sleep(std::time::Duration::from_secs(10));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            chunk = stream.next() => match chunk {
+                Some(Ok(chunk)) => {
+                    seen += chunk.len() as u64;
+                    if seen > cap {
+                        return;
+                    }
+                }
+                _ => return,
+            },
+            _ = &mut deadline => return,
+        }
+    }
+}
+
+/// How much of a refused body is read before the connection is given up.
+pub const DRAIN_CAP: u64 = 64 * 1024 * 1024;
+
+/// Reads a JSON API body of at most `limit` bytes.
+pub async fn read_limited(body: Body, limit: u64, what: &str) -> Result<axum::body::Bytes> {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| Error::new(Code::BadRequest, format!("{what} was cut off: {e}")))?;
+        if bytes.len() as u64 + chunk.len() as u64 > limit {
+            let rest = Body::from_stream(stream);
+            drain(rest, DRAIN_CAP).await;
+            return Err(Error::too_large(what, limit));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes.into())
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ pub fn referenced_in_repo(conn: &Connection, repo: &str, digest: &str) -> rusqli
 pub fn delete_unreferenced(conn: &Connection, before: i64) -> rusqlite::Result<Vec<String>> {
     let digests: Vec<String> = conn
         .prepare(
-            "SELECT digest FROM blobs b WHERE created < ?1 AND NOT EXISTS (
+            "SELECT digest FROM blobs b WHERE created <= ?1 AND NOT EXISTS (
                  SELECT 1 FROM manifest_refs m WHERE m.child = b.digest AND m.kind = 'blob')",
         )?
         .query_map(params![before], |r| r.get(0))?

@@ -13,7 +13,7 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
              digest = excluded.digest, source_repository = excluded.source_repository,
              source_commit = excluded.source_commit, source_branch = excluded.source_branch,
              created = excluded.created, published_at = excluded.published_at
-         WHERE releases.digest <> excluded.digest",
+         WHERE releases.digest <> excluded.digest AND releases.prerelease = 1",
         params![
             r.stack,
             r.version,
@@ -45,6 +45,17 @@ fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
         published_at: r.get(8)?,
         prerelease: r.get(9)?,
     })
+}
+
+/// The digest recorded for a stack version, if any.
+pub fn release_digest(
+    conn: &Connection,
+    stack: &str,
+    version: &str,
+) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT digest FROM releases WHERE stack = ?1 AND version = ?2")?
+        .query_row(params![stack, version], |r| r.get(0))
+        .optional()
 }
 
 pub fn releases(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Release>> {

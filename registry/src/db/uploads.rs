@@ -43,10 +43,10 @@ pub fn delete(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
 /// Deletes sessions last touched before `before`; returns their ids.
 pub fn delete_expired(conn: &Connection, before: i64) -> rusqlite::Result<Vec<String>> {
     let ids: Vec<String> = conn
-        .prepare("SELECT id FROM uploads WHERE updated < ?1")?
+        .prepare("SELECT id FROM uploads WHERE updated <= ?1")?
         .query_map(params![before], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    conn.execute("DELETE FROM uploads WHERE updated < ?1", params![before])?;
+    conn.execute("DELETE FROM uploads WHERE updated <= ?1", params![before])?;
     Ok(ids)
 }
 

@@ -260,12 +260,23 @@ impl Resp {
 thread_local! {
     static AGENT: ureq::Agent = ureq::AgentBuilder::new()
         .redirects(0)
+        .max_idle_connections(0)
         .timeout(Duration::from_secs(60))
         .build();
 }
 
 /// Sends one request; never follows redirects; any status is an answer.
 pub fn send(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Resp {
+    try_send(method, url, headers, body).unwrap_or_else(|e| panic!("{method} {url}: {e}"))
+}
+
+/// Like [`send`], but a transport failure (server gone) is an `Err`.
+pub fn try_send(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Result<Resp, String> {
     AGENT.with(|agent| {
         let mut request = agent.request(method, url);
         for (name, value) in headers {
@@ -278,7 +289,7 @@ pub fn send(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&[u8
         let response = match result {
             Ok(r) => r,
             Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => panic!("{method} {url}: {e}"),
+            Err(e) => return Err(e.to_string()),
         };
         let status = response.status();
         let mut map = HashMap::new();
@@ -288,12 +299,17 @@ pub fn send(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&[u8
             }
         }
         let mut body = Vec::new();
-        let _ = response.into_reader().take(1 << 30).read_to_end(&mut body);
-        Resp {
+        let read = response.into_reader().take(1 << 30).read_to_end(&mut body);
+        // Distribution 2.8 announces a longer body than it sends on some 416s; a short
+        // body only matters on success.
+        if status < 300 {
+            read.map_err(|e| e.to_string())?;
+        }
+        Ok(Resp {
             status,
             headers: map,
             body,
-        }
+        })
     })
 }
 
@@ -316,6 +332,17 @@ impl Client {
         headers: &[(&str, &str)],
         body: Option<&[u8]>,
     ) -> Resp {
+        self.try_req(method, path, headers, body)
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+    }
+
+    pub fn try_req(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Result<Resp, String> {
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let mut all: Vec<(&str, &str)> = headers.to_vec();
         if let Some(a) = &auth {
@@ -326,7 +353,7 @@ impl Client {
         } else {
             format!("{}{}", self.base, path)
         };
-        send(method, &url, &all, body)
+        try_send(method, &url, &all, body)
     }
 
     /// Monolithic push: POST then PUT with the whole body. Returns the digest.

@@ -1,17 +1,19 @@
 //! Customers: `GET /api/v1/customers`, `POST /api/v1/customers` (admin),
 //! `GET /api/v1/customers/{id}` (what it runs and its recent receipts).
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::api::{Customer, Deployment, NewCustomer, Running};
+use base64::Engine as _;
+
+use crate::api::{Customer, Deployment, InstallationKey, NewCustomer, NewInstallationKey, Running};
 use crate::auth::Action;
-use crate::controllers::context;
 use crate::controllers::ledger::{reply, running};
+use crate::controllers::{context, read_limited};
 use crate::db;
 use crate::error::{Code, Error};
 use crate::state::SharedState;
@@ -55,16 +57,11 @@ pub async fn create(
     State(state): State<SharedState>,
     headers: HeaderMap,
     uri: Uri,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    let result = (|| {
+    let result = async {
         context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        if body.len() as u64 > state.config.max_json_bytes {
-            return Err(Error::too_large(
-                "the request body",
-                state.config.max_json_bytes,
-            ));
-        }
+        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
         let new: NewCustomer = serde_json::from_slice(&body).map_err(|e| {
             Error::new(Code::BadRequest, format!("the body is not a customer: {e}"))
         })?;
@@ -75,7 +72,8 @@ pub async fn create(
             db::ledger::upsert_customer(tx, &new.id, new.name.as_deref(), &now)?;
             Ok(db::ledger::customer(tx, &new.id)?)
         })
-    })();
+    }
+    .await;
     match result {
         Ok(customer) => (StatusCode::CREATED, axum::Json(customer)).into_response(),
         Err(e) => e.into_response(),
@@ -116,4 +114,58 @@ pub async fn show(
             recent,
         })
     })())
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/customers/{id}/keys",
+    params(("id" = String, Path, description = "Customer id")),
+    request_body = NewInstallationKey,
+    responses(
+        (status = 201, description = "The key is trusted for the customer's receipts", body = InstallationKey),
+        (status = 400, description = "Not an ed25519 public key in SPKI PEM"),
+        (status = 404, description = "No such customer"),
+    ),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+/// Trusts another installation key for a customer (admin). Without any, the first
+/// key a customer reports with is pinned.
+pub async fn add_key(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let result: crate::error::Result<InstallationKey> = async {
+        context(&state, &headers, &uri)?.authorize(Action::Admin)?;
+        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
+        let new: NewInstallationKey = serde_json::from_slice(&body)
+            .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a key: {e}")))?;
+        let key = stackpack_schema::signature::PublicKey::from_pem(&new.public_key_pem)
+            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+        let key_id = key.key_id();
+        let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
+        let now = db::now_rfc3339();
+        state.db.write(|tx| {
+            if db::ledger::customer(tx, &id)?.is_none() {
+                return Err(Error::new(
+                    Code::NotFound,
+                    format!("customer `{id}` is not known"),
+                ));
+            }
+            db::ledger::add_installation_key(tx, &id, &key_id, &der, &now)?;
+            Ok(())
+        })?;
+        Ok(InstallationKey {
+            customer: id,
+            key_id,
+        })
+    }
+    .await;
+    match result {
+        Ok(key) => (StatusCode::CREATED, axum::Json(key)).into_response(),
+        Err(e) => e.into_response(),
+    }
 }

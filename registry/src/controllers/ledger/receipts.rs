@@ -1,6 +1,6 @@
 //! `POST /api/v1/receipts`: a runner reports a deployment with a signed receipt.
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -8,7 +8,7 @@ use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::ReceiptAccepted;
 use crate::auth::Action;
-use crate::controllers::context;
+use crate::controllers::{context, read_limited};
 use crate::error::{Code, Error};
 use crate::state::SharedState;
 
@@ -34,19 +34,18 @@ pub async fn create(
     State(state): State<SharedState>,
     headers: HeaderMap,
     uri: Uri,
-    body: Bytes,
+    body: Body,
 ) -> Response {
-    let result = (|| {
+    let result: crate::error::Result<(bool, String)> = async {
         let ctx = context(&state, &headers, &uri)?;
-        if body.len() as u64 > state.config.max_json_bytes {
-            return Err(Error::too_large("the receipt", state.config.max_json_bytes));
-        }
+        let body = read_limited(body, state.config.max_json_bytes, "the receipt").await?;
         let signed = SignedReceipt::from_bytes(&body)
             .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
         ctx.authorize(Action::Report(&signed.receipt.customer))?;
         let created = crate::receipts::record(&state.db, &signed)?;
         Ok((created, signed.receipt.id))
-    })();
+    }
+    .await;
     match result {
         Ok((created, receipt_id)) => (
             if created {

@@ -6,11 +6,17 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 
-use crate::api::Release;
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+
+use crate::api::{NewRelease, Release};
 use crate::auth::Action;
 use crate::controllers::context;
 use crate::controllers::ledger::reply;
+use crate::controllers::read_limited;
 use crate::db;
+use crate::error::{Code, Error};
 use crate::state::SharedState;
 
 #[utoipa::path(
@@ -36,4 +42,71 @@ pub async fn handle(
         let stack = query.get("stack").map(String::as_str);
         state.db.read(|c| db::ledger::releases(c, stack))
     })())
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/releases",
+    request_body = NewRelease,
+    responses(
+        (status = 201, description = "Recorded (or already recorded with the same digest)", body = Release),
+        (status = 400, description = "Malformed stack, version or digest"),
+        (status = 409, description = "This stable version is recorded with another digest"),
+    ),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+/// Records a release published elsewhere (the registry records its own pushes itself).
+pub async fn create(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    let result: crate::error::Result<Release> = async {
+        let ctx = context(&state, &headers, &uri)?;
+        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
+        let new: NewRelease = serde_json::from_slice(&body)
+            .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a release: {e}")))?;
+        ctx.authorize(Action::Push(&new.repository))?;
+        stackpack_schema::reference::validate_name(&new.stack)
+            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+        let version = semver::Version::parse(&new.version).map_err(|_| {
+            Error::new(Code::BadRequest, format!("`{}` is not a semver version", new.version))
+        })?;
+        let digest = crate::names::parse_digest(&new.digest)
+            .map_err(|e| Error::new(Code::BadRequest, e.message))?
+            .to_string();
+        let release = Release {
+            stack: new.stack,
+            prerelease: !version.pre.is_empty(),
+            version: version.to_string(),
+            repository: new.repository,
+            digest,
+            source: new.source,
+            created: new.created,
+            published_at: db::now_rfc3339(),
+        };
+        state.db.write(|tx| {
+            if let Some(existing) = db::ledger::release_digest(tx, &release.stack, &release.version)? {
+                if existing != release.digest && !release.prerelease {
+                    return Err(Error::new(
+                        Code::Conflict,
+                        format!(
+                            "`{}@{}` is already recorded with digest `{existing}`; stable versions never change",
+                            release.stack, release.version
+                        ),
+                    ));
+                }
+            }
+            db::ledger::upsert_release(tx, &release)?;
+            Ok(())
+        })?;
+        Ok(release)
+    }
+    .await;
+    match result {
+        Ok(release) => (StatusCode::CREATED, axum::Json(release)).into_response(),
+        Err(e) => e.into_response(),
+    }
 }

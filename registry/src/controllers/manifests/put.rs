@@ -119,6 +119,7 @@ async fn read_body(ctx: &Ctx, body: Body) -> Result<Vec<u8>> {
         .and_then(|v| v.parse::<u64>().ok())
     {
         if length > limit {
+            crate::controllers::drain(body, crate::controllers::DRAIN_CAP).await;
             return Err(Error::too_large("the manifest", limit));
         }
     }
@@ -127,6 +128,8 @@ async fn read_body(ctx: &Ctx, body: Body) -> Result<Vec<u8>> {
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| invalid(format!("the manifest was cut off: {e}")))?;
         if bytes.len() as u64 + chunk.len() as u64 > limit {
+            crate::controllers::drain(Body::from_stream(stream), crate::controllers::DRAIN_CAP)
+                .await;
             return Err(Error::too_large("the manifest", limit));
         }
         bytes.extend_from_slice(&chunk);
@@ -190,10 +193,15 @@ async fn read_release(
     })
 }
 
-pub async fn handle(ctx: Ctx, name: &str, reference: &str, body: Body) -> Result<Response> {
+pub async fn handle(
+    ctx: Ctx,
+    name: &str,
+    reference: &str,
+    body: &mut Option<Body>,
+) -> Result<Response> {
     ctx.authorize(Action::Push(name))?;
     let reference = Reference::parse(reference)?;
-    let bytes = read_body(&ctx, body).await?;
+    let bytes = read_body(&ctx, body.take().unwrap_or_default()).await?;
     let checked = check(ctx.header(header::CONTENT_TYPE), &bytes)?;
     let digest = Digest::of(&bytes);
     if let Reference::Digest(expected) = &reference {

@@ -20,7 +20,7 @@ fn parse_content_range(value: &str) -> Option<(u64, u64)> {
     (first <= last).then_some((first, last))
 }
 
-pub async fn handle(ctx: Ctx, name: &str, id: &str, body: Body) -> Result<Response> {
+pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> Result<Response> {
     ctx.authorize(Action::Push(name))?;
     check_session(&ctx, name, id)?;
     let lock = ctx.state.upload_lock(id);
@@ -53,6 +53,7 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: Body) -> Result<Respon
             }
         }
     }
+    let body = body.take().unwrap_or_default();
     let size = append_body(&ctx.state, &path, body, &mut progress).await?;
     ctx.state
         .db

@@ -10,7 +10,7 @@ use crate::controllers::uploads::{append_body, check_session, commit, digest_par
 use crate::controllers::{empty, Ctx};
 use crate::error::{Code, Error, Result};
 
-pub async fn handle(ctx: Ctx, name: &str, id: &str, body: Body) -> Result<Response> {
+pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> Result<Response> {
     ctx.authorize(Action::Push(name))?;
     check_session(&ctx, name, id)?;
     let Some(digest) = digest_param(&ctx)? else {
@@ -24,6 +24,7 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: Body) -> Result<Respon
     // The session may have finished while this request waited for the lock.
     check_session(&ctx, name, id)?;
     let path = ctx.state.storage.upload_path(id);
+    let body = body.take().unwrap_or_default();
     append_body(&ctx.state, &path, body, &mut progress).await?;
     let result = commit(&ctx.state, name, &path, &digest, &mut progress, Some(id)).await;
     drop(progress);

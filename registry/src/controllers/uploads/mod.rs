@@ -98,6 +98,11 @@ pub async fn append_body(
             })?;
             size += chunk.len() as u64;
             if size > limit {
+                let rest = Body::from_stream(std::mem::replace(
+                    &mut stream,
+                    Body::empty().into_data_stream(),
+                ));
+                crate::controllers::drain(rest, crate::controllers::DRAIN_CAP).await;
                 return Err(Error::too_large("the blob", limit));
             }
             writer.write_all(&chunk).await?;

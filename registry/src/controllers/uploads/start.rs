@@ -25,7 +25,7 @@ fn created(name: &str, digest: &str) -> Response {
     )
 }
 
-pub async fn handle(ctx: Ctx, name: &str, body: Body) -> Result<Response> {
+pub async fn handle(ctx: Ctx, name: &str, body: &mut Option<Body>) -> Result<Response> {
     ctx.authorize(Action::Push(name))?;
     if let (Some(mount), Some(from)) = (ctx.query("mount"), ctx.query("from")) {
         let digest = parse_digest(mount)?.to_string();
@@ -51,6 +51,7 @@ pub async fn handle(ctx: Ctx, name: &str, body: Body) -> Result<Response> {
         let path = ctx.state.storage.upload_path(&id);
         let mut progress = UploadProgress::default();
         let result = async {
+            let body = body.take().unwrap_or_default();
             super::append_body(&ctx.state, &path, body, &mut progress).await?;
             commit(&ctx.state, name, &path, &digest, &mut progress, None).await
         }
