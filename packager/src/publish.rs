@@ -26,6 +26,9 @@ use crate::repository::Repository;
 /// How many prerelease numbers to try when racing other publishers.
 const MAX_ATTEMPTS: usize = 20;
 
+/// Makes a progress callback for one stack's uploads.
+pub type ProgressFactory<'a> = &'a dyn Fn(&str) -> Progress;
+
 /// What happened to one stack.
 #[derive(Clone, Debug)]
 pub struct PublishedStack {
@@ -51,7 +54,7 @@ pub fn publish(
     address: &RegistryAddress,
     key: &PrivateKey,
     layout: &ImageLayout,
-    progress: Option<&dyn Fn(&str, u64) -> Progress>,
+    progress: Option<ProgressFactory<'_>>,
 ) -> Result<Vec<PublishedStack>> {
     let mut results = Vec::new();
     for stack_plan in &plan.stacks {
@@ -72,7 +75,7 @@ pub fn publish(
             });
             continue;
         };
-        let progress_for = progress.map(|make| make(&stack_plan.stack.name, 0));
+        let progress_for = progress.map(|make| make(&stack_plan.stack.name));
         results.push(publish_stack(
             repo,
             plan,

@@ -32,7 +32,7 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     let layout = ImageLayout::create(layout_path(&repo, &args.plan))?;
 
     let bars = !global.quiet && std::io::stderr().is_terminal();
-    let make_progress = |stack: &str, _: u64| -> Progress {
+    let make_progress = |stack: &str| -> Progress {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
