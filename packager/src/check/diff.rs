@@ -210,11 +210,42 @@ pub fn diff_module(
         };
         out.push(finding("input-removed", &var.name, &dir_loc, &loc, message));
     }
+    // An alias whose default moved to its new name (`null` now, the old default on
+    // the new input) still gives callers who set neither the same value.
+    let mut moved_defaults: BTreeSet<&str> = BTreeSet::new();
+    for var in &new.variables {
+        if old.variable(&var.name).is_some() {
+            continue;
+        }
+        if let Some(from) = rename_source(old, new, var) {
+            let (Some(old_alias), Some(new_alias)) = (old.variable(from), new.variable(from))
+            else {
+                continue;
+            };
+            if new_alias.effective_default() == Some(Value::Null)
+                && old_alias.effective_default().is_some()
+                && var.effective_default() == old_alias.effective_default()
+            {
+                moved_defaults.insert(from);
+            }
+        }
+    }
     for new_var in &new.variables {
         let Some(old_var) = old.variable(&new_var.name) else {
             continue;
         };
+        let mark = out.len();
         compare_variable(old_var, new_var, dir, out);
+        if moved_defaults.contains(new_var.name.as_str()) {
+            let mut i = mark;
+            while i < out.len() {
+                if out[i].rule == "default-changed" && out[i].item == new_var.name {
+                    out.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
     }
 
     for o in &new.outputs {
