@@ -249,11 +249,9 @@ fn a_new_resource_kind_in_a_module_is_major_for_every_stack_using_it() {
             "  cidr               = var.vpc_cidr\n  flow_logs          = true\n",
         )
     });
+    let snapshot = check::Snapshot::at(&repo.root, &before).unwrap();
     let report = check::compare_dirs(
-        &check::Snapshot::at(&repo.root, &before)
-            .unwrap()
-            .path()
-            .to_path_buf(),
+        snapshot.path(),
         &repo.root,
         "stacks/control-plane",
         &RuleConfig::default(),
