@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::diff::join;
-use super::{CheckError, Finding, RuleConfig, Severity};
-use crate::interface::{extract_module, DefaultValue};
+use super::{Cache, CheckError, Finding, RuleConfig, Severity};
+use crate::interface::DefaultValue;
 
 pub const LINT_RULES: &[&str] = &[
     "no-environment-names",
@@ -84,6 +84,15 @@ fn lint_finding(
 
 /// Runs every lint over the repository.
 pub fn lint(repo_root: &Path, options: &LintOptions) -> Result<Vec<Finding>, CheckError> {
+    lint_with(repo_root, options, &mut Cache::default())
+}
+
+/// [`lint`], reusing interfaces already in `cache`.
+pub fn lint_with(
+    repo_root: &Path,
+    options: &LintOptions,
+    cache: &mut Cache,
+) -> Result<Vec<Finding>, CheckError> {
     let mut findings = Vec::new();
     let customers = customer_ids(repo_root);
     let mut names: Vec<(String, &str)> = customers
@@ -137,7 +146,7 @@ pub fn lint(repo_root: &Path, options: &LintOptions) -> Result<Vec<Finding>, Che
         if !path.is_dir() {
             continue;
         }
-        let module = extract_module(&path)?;
+        let module = cache.get(&path)?;
         for var in &module.variables {
             let file = join(dir, &var.location.file);
             let line = var.location.line;

@@ -21,8 +21,8 @@ use serde::Serialize;
 use stackpack_schema::version::Bump;
 
 pub use diff::{default_bump, RULES};
-pub use lint::{lint, LintOptions, LINT_RULES};
-pub use tree::Tree;
+pub use lint::{lint, lint_with, LintOptions, LINT_RULES};
+pub use tree::{Cache, Tree};
 
 use crate::interface::InterfaceError;
 
@@ -252,8 +252,19 @@ pub fn compare_dirs(
     dir: &str,
     rules: &RuleConfig,
 ) -> Result<CheckReport, CheckError> {
-    let old = Tree::load(old_base, dir)?;
-    let new = Tree::load(new_base, dir)?;
+    compare_dirs_with(old_base, new_base, dir, rules, &mut Cache::default())
+}
+
+/// [`compare_dirs`], reusing interfaces already in `cache`.
+pub fn compare_dirs_with(
+    old_base: &Path,
+    new_base: &Path,
+    dir: &str,
+    rules: &RuleConfig,
+    cache: &mut Cache,
+) -> Result<CheckReport, CheckError> {
+    let old = Tree::load_with(old_base, dir, cache)?;
+    let new = Tree::load_with(new_base, dir, cache)?;
     Ok(compare_trees(&old, &new, rules))
 }
 
@@ -357,6 +368,17 @@ pub fn check_units(
     requested: Option<Bump>,
     rules: &RuleConfig,
 ) -> Result<Vec<render::UnitReport>, CheckError> {
+    check_units_with(repo_root, units, requested, rules, &mut Cache::default())
+}
+
+/// [`check_units`], reusing interfaces already in `cache`.
+pub fn check_units_with(
+    repo_root: &Path,
+    units: &[Unit],
+    requested: Option<Bump>,
+    rules: &RuleConfig,
+    cache: &mut Cache,
+) -> Result<Vec<render::UnitReport>, CheckError> {
     let mut snapshots: BTreeMap<String, Snapshot> = BTreeMap::new();
     let mut out = Vec::new();
     for unit in units {
@@ -365,9 +387,19 @@ pub fn check_units(
                 if !snapshots.contains_key(commit) {
                     snapshots.insert(commit.clone(), Snapshot::at(repo_root, commit)?);
                 }
-                compare_dirs(snapshots[commit].path(), repo_root, &unit.path, rules)?
+                compare_dirs_with(
+                    snapshots[commit].path(),
+                    repo_root,
+                    &unit.path,
+                    rules,
+                    cache,
+                )?
             }
-            None => compare_trees(&Tree::default(), &Tree::load(repo_root, &unit.path)?, rules),
+            None => compare_trees(
+                &Tree::default(),
+                &Tree::load_with(repo_root, &unit.path, cache)?,
+                rules,
+            ),
         };
         out.push(render::UnitReport {
             path: unit.path.clone(),
@@ -417,7 +449,17 @@ pub fn changed_files(repo_root: &Path, commit: &str) -> Result<Vec<String>, Chec
 
 /// Does any changed file sit in `dir` or in one of the local modules it uses?
 pub fn unit_changed(repo_root: &Path, dir: &str, changed: &[String]) -> Result<bool, CheckError> {
-    let tree = Tree::load(repo_root, dir)?;
+    unit_changed_with(repo_root, dir, changed, &mut Cache::default())
+}
+
+/// [`unit_changed`], reusing interfaces already in `cache`.
+pub fn unit_changed_with(
+    repo_root: &Path,
+    dir: &str,
+    changed: &[String],
+    cache: &mut Cache,
+) -> Result<bool, CheckError> {
+    let tree = Tree::load_with(repo_root, dir, cache)?;
     let mut dirs: Vec<&String> = tree.modules.keys().collect();
     dirs.push(&tree.root_dir);
     Ok(changed

@@ -1,8 +1,9 @@
 //! A stack (or module) with every local module it uses, transitively: what a bundle
 //! vendors, and so what its callers feel.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::interface::{extract_module, InterfaceError, ModuleCall, ModuleInterface};
 
@@ -10,7 +11,26 @@ use crate::interface::{extract_module, InterfaceError, ModuleCall, ModuleInterfa
 #[derive(Debug, Default)]
 pub struct Tree {
     pub root_dir: String,
-    pub modules: BTreeMap<String, ModuleInterface>,
+    pub modules: BTreeMap<String, Arc<ModuleInterface>>,
+}
+
+/// Interfaces already read, by folder: one check reads each folder once, however many
+/// stacks use it.
+#[derive(Debug, Default)]
+pub struct Cache {
+    map: HashMap<PathBuf, Arc<ModuleInterface>>,
+}
+
+impl Cache {
+    /// The interface of the module in `path`, read on first use.
+    pub fn get(&mut self, path: &Path) -> Result<Arc<ModuleInterface>, InterfaceError> {
+        if let Some(m) = self.map.get(path) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(extract_module(path)?);
+        self.map.insert(path.to_path_buf(), m.clone());
+        Ok(m)
+    }
 }
 
 /// `a/b/../c` → `a/c`; `None` when it climbs out of the repository.
@@ -32,6 +52,11 @@ impl Tree {
     /// Reads `dir` under `base` and every local module it calls. A folder that does not
     /// exist is left out (an old release may not have it yet).
     pub fn load(base: &Path, dir: &str) -> Result<Tree, InterfaceError> {
+        Tree::load_with(base, dir, &mut Cache::default())
+    }
+
+    /// [`Tree::load`], reusing interfaces already in `cache`.
+    pub fn load_with(base: &Path, dir: &str, cache: &mut Cache) -> Result<Tree, InterfaceError> {
         let mut tree = Tree {
             root_dir: normalise(dir).unwrap_or_default(),
             modules: BTreeMap::new(),
@@ -45,7 +70,7 @@ impl Tree {
             if !path.is_dir() {
                 continue;
             }
-            let module = extract_module(&path)?;
+            let module = cache.get(&path)?;
             for call in &module.module_calls {
                 if let Some(callee) = resolve(&dir, call) {
                     queue.push(callee);
@@ -60,6 +85,7 @@ impl Tree {
         static EMPTY: std::sync::OnceLock<ModuleInterface> = std::sync::OnceLock::new();
         self.modules
             .get(&self.root_dir)
+            .map(|m| &**m)
             .unwrap_or_else(|| EMPTY.get_or_init(ModuleInterface::default))
     }
 

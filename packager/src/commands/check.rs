@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use stackpack_packager::check::render::{self, CheckOutput};
-use stackpack_packager::check::{self, lint, LintOptions, RuleConfig, Severity, Unit};
+use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Severity, Unit};
 use stackpack_packager::config::RepoConfig;
 use stackpack_packager::discover::expand_globs;
 use stackpack_packager::releases::ReleaseSource;
@@ -125,6 +125,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         args.paths.is_empty() || args.paths.iter().any(|s| s.trim_end_matches('/') == p)
     };
 
+    let mut cache = Cache::default();
     let mut units = Vec::new();
     let mut against_label = None;
     if args.against == "last-release" {
@@ -134,7 +135,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
             let changed = match &commit {
                 Some(c) => {
                     args.paths.contains(stack)
-                        || check::unit_changed(root, stack, &check::changed_files(root, c)?)?
+                        || check::unit_changed_with(
+                            root,
+                            stack,
+                            &check::changed_files(root, c)?,
+                            &mut cache,
+                        )?
                 }
                 None => true,
             };
@@ -162,7 +168,9 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
             if !selected(path) {
                 continue;
             }
-            if args.paths.contains(path) || check::unit_changed(root, path, &changed)? {
+            if args.paths.contains(path)
+                || check::unit_changed_with(root, path, &changed, &mut cache)?
+            {
                 units.push(Unit {
                     path: path.clone(),
                     kind: kind.into(),
@@ -172,7 +180,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         }
     }
 
-    let reports = check::check_units(root, &units, args.bump, &rules)?;
+    let reports = check::check_units_with(root, &units, args.bump, &rules, &mut cache)?;
     let lints = if args.no_lint {
         Vec::new()
     } else {
@@ -182,7 +190,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
             environments: config.environments.clone(),
             rules: rules.clone(),
         };
-        lint(root, &options)?
+        lint_with(root, &options, &mut cache)?
     };
     let refused = reports.iter().any(|r| r.refused);
     let lint_failed = lints.iter().any(|f| f.severity == Severity::Error);
