@@ -273,8 +273,10 @@ fn main() {
             });
         }
     }
+    let find_time = start.elapsed();
     let reports =
         check::check_units_with(root, &units, None, &RuleConfig::default(), &mut cache).unwrap();
+    let compare_time = start.elapsed() - find_time;
     let options = LintOptions::discover(
         root,
         vec!["production".into(), "staging".into()],
@@ -282,6 +284,7 @@ fn main() {
     );
     let lints = lint_with(root, &options, &mut cache).unwrap();
     let check_time = start.elapsed();
+    let lint_time = check_time - find_time - compare_time;
     let majors = reports
         .iter()
         .filter(|r| r.required == stackpack_schema::version::Bump::Major)
@@ -301,6 +304,15 @@ fn main() {
         .collect();
     check::check_units(root, &all, None, &RuleConfig::default()).unwrap();
     let all_time = start.elapsed();
+
+    let start = Instant::now();
+    let snapshot = check::Snapshot::at(root, &old).unwrap();
+    let unpack_time = start.elapsed();
+    drop(snapshot);
+    println!(
+        "(git archive read into memory alone: {:.1} ms)",
+        unpack_time.as_secs_f64() * 1000.0
+    );
 
     let terraform = ["/usr/local/bin/terraform", "terraform", "tofu"]
         .into_iter()
@@ -334,6 +346,12 @@ fn main() {
     println!(
         "stackpack check (changed units + lint): {:>8.1} ms",
         check_time.as_secs_f64() * 1000.0
+    );
+    println!(
+        "  of which: find changed {:.1} ms, read old commit + compare {:.1} ms, lint {:.1} ms",
+        find_time.as_secs_f64() * 1000.0,
+        compare_time.as_secs_f64() * 1000.0,
+        lint_time.as_secs_f64() * 1000.0
     );
     println!(
         "stackpack check (all {} units):        {:>8.1} ms",

@@ -250,11 +250,12 @@ fn a_new_resource_kind_in_a_module_is_major_for_every_stack_using_it() {
         )
     });
     let snapshot = check::Snapshot::at(&repo.root, &before).unwrap();
-    let report = check::compare_dirs(
-        snapshot.path(),
+    let report = check::compare_snapshot_with(
+        &snapshot,
         &repo.root,
         "stacks/control-plane",
         &RuleConfig::default(),
+        &mut check::Cache::default(),
     )
     .unwrap();
     assert_eq!(report.bump, Bump::Major, "{:?}", report.findings);

@@ -268,15 +268,18 @@ pub fn compare_dirs_with(
     Ok(compare_trees(&old, &new, rules))
 }
 
-/// The repository's files at one commit, unpacked into a temporary folder that lives
-/// as long as this value. Unpack once, compare many stacks.
+/// The `.tf` and `.tf.json` files of the repository at one commit, read from
+/// `git archive` into memory: nothing is written to disk, and the old tree is read
+/// once however many stacks are compared with it.
+#[derive(Debug)]
 pub struct Snapshot {
-    dir: tempfile::TempDir,
     pub commit: String,
+    /// Repository-relative path → text.
+    files: BTreeMap<String, String>,
 }
 
 impl Snapshot {
-    /// `git archive <commit>` into a temporary folder.
+    /// Reads the files at `commit` (any ref git understands).
     pub fn at(repo_root: &Path, commit: &str) -> Result<Snapshot, CheckError> {
         let git_error = |message: String| CheckError::Git {
             repo: repo_root.to_path_buf(),
@@ -294,28 +297,68 @@ impl Snapshot {
                 String::from_utf8_lossy(&output.stderr).trim().to_string(),
             ));
         }
-        let dir = tempfile::Builder::new()
-            .prefix("stackpack-check-")
-            .tempdir()
-            .map_err(|source| CheckError::Unpack {
-                commit: commit.to_string(),
-                source,
-            })?;
-        tar::Archive::new(output.stdout.as_slice())
-            .unpack(dir.path())
-            .map_err(|source| CheckError::Unpack {
-                commit: commit.to_string(),
-                source,
-            })?;
-        Ok(Snapshot {
-            dir,
+        let unpack = |source: std::io::Error| CheckError::Unpack {
             commit: commit.to_string(),
+            source,
+        };
+        let mut files = BTreeMap::new();
+        let mut archive = tar::Archive::new(output.stdout.as_slice());
+        for entry in archive.entries().map_err(unpack)? {
+            let mut entry = entry.map_err(unpack)?;
+            if entry.header().entry_type() != tar::EntryType::Regular {
+                continue;
+            }
+            let path = entry
+                .path()
+                .map_err(unpack)?
+                .to_string_lossy()
+                .replace('\\', "/");
+            if !(path.ends_with(".tf") || path.ends_with(".tf.json")) {
+                continue;
+            }
+            let mut text = String::new();
+            if std::io::Read::read_to_string(&mut entry, &mut text).is_ok() {
+                files.insert(path, text);
+            }
+        }
+        Ok(Snapshot {
+            commit: commit.to_string(),
+            files,
         })
     }
 
-    pub fn path(&self) -> &Path {
-        self.dir.path()
+    /// The files directly in `dir` (names and texts, sorted), or `None` when the
+    /// commit has no `.tf` file there.
+    pub fn module_files(&self, dir: &str) -> Option<Vec<(String, String)>> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", dir.trim_end_matches('/'))
+        };
+        let files: Vec<(String, String)> = self
+            .files
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .filter_map(|(p, text)| {
+                let name = &p[prefix.len()..];
+                (!name.contains('/')).then(|| (name.to_string(), text.clone()))
+            })
+            .collect();
+        (!files.is_empty()).then_some(files)
     }
+}
+
+/// Compares `dir` at a commit with `dir` in the working tree at `repo_root`.
+pub fn compare_snapshot_with(
+    snapshot: &Snapshot,
+    repo_root: &Path,
+    dir: &str,
+    rules: &RuleConfig,
+    cache: &mut Cache,
+) -> Result<CheckReport, CheckError> {
+    let old = Tree::load_from(tree::Source::Snapshot(snapshot), dir, cache)?;
+    let new = Tree::load_with(repo_root, dir, cache)?;
+    Ok(compare_trees(&old, &new, rules))
 }
 
 /// The bump `stack_dir_rel` (a stack or module folder, relative to the repository)
@@ -337,7 +380,13 @@ pub fn required_bump_with(
     rules: &RuleConfig,
 ) -> Result<CheckReport, CheckError> {
     let snapshot = Snapshot::at(repo_root, old_commit)?;
-    compare_dirs(snapshot.path(), repo_root, stack_dir_rel, rules)
+    compare_snapshot_with(
+        &snapshot,
+        repo_root,
+        stack_dir_rel,
+        rules,
+        &mut Cache::default(),
+    )
 }
 
 impl fmt::Display for Severity {
@@ -387,13 +436,7 @@ pub fn check_units_with(
                 if !snapshots.contains_key(commit) {
                     snapshots.insert(commit.clone(), Snapshot::at(repo_root, commit)?);
                 }
-                compare_dirs_with(
-                    snapshots[commit].path(),
-                    repo_root,
-                    &unit.path,
-                    rules,
-                    cache,
-                )?
+                compare_snapshot_with(&snapshots[commit], repo_root, &unit.path, rules, cache)?
             }
             None => compare_trees(
                 &Tree::default(),

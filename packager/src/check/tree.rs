@@ -5,7 +5,17 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::interface::{extract_module, InterfaceError, ModuleCall, ModuleInterface};
+use super::Snapshot;
+use crate::interface::{
+    extract_files, extract_module, InterfaceError, ModuleCall, ModuleInterface,
+};
+
+/// Where a tree's files come from: a folder on disk, or a commit read from git.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    Dir(&'a Path),
+    Snapshot(&'a Snapshot),
+}
 
 /// Interfaces by repository-relative folder (`stacks/data-plane`, `modules/network`).
 #[derive(Debug, Default)]
@@ -30,6 +40,36 @@ impl Cache {
         let m = Arc::new(extract_module(path)?);
         self.map.insert(path.to_path_buf(), m.clone());
         Ok(m)
+    }
+
+    /// The module in `dir` of `source`; `None` when the folder does not exist there.
+    pub fn module(
+        &mut self,
+        source: Source,
+        dir: &str,
+    ) -> Result<Option<Arc<ModuleInterface>>, InterfaceError> {
+        match source {
+            Source::Dir(base) => {
+                let path = base.join(dir);
+                if path.is_dir() {
+                    self.get(&path).map(Some)
+                } else {
+                    Ok(None)
+                }
+            }
+            Source::Snapshot(snapshot) => {
+                let key = PathBuf::from(format!("{}:{dir}", snapshot.commit));
+                if let Some(m) = self.map.get(&key) {
+                    return Ok(Some(m.clone()));
+                }
+                let Some(files) = snapshot.module_files(dir) else {
+                    return Ok(None);
+                };
+                let m = Arc::new(extract_files(&key, &files)?);
+                self.map.insert(key, m.clone());
+                Ok(Some(m))
+            }
+        }
     }
 }
 
@@ -57,6 +97,11 @@ impl Tree {
 
     /// [`Tree::load`], reusing interfaces already in `cache`.
     pub fn load_with(base: &Path, dir: &str, cache: &mut Cache) -> Result<Tree, InterfaceError> {
+        Tree::load_from(Source::Dir(base), dir, cache)
+    }
+
+    /// Reads `dir` and the local modules it calls from `source`.
+    pub fn load_from(source: Source, dir: &str, cache: &mut Cache) -> Result<Tree, InterfaceError> {
         let mut tree = Tree {
             root_dir: normalise(dir).unwrap_or_default(),
             modules: BTreeMap::new(),
@@ -66,11 +111,9 @@ impl Tree {
             if tree.modules.contains_key(&dir) {
                 continue;
             }
-            let path = base.join(&dir);
-            if !path.is_dir() {
+            let Some(module) = cache.module(source, &dir)? else {
                 continue;
-            }
-            let module = cache.get(&path)?;
+            };
             for call in &module.module_calls {
                 if let Some(callee) = resolve(&dir, call) {
                     queue.push(callee);

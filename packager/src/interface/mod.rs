@@ -336,9 +336,9 @@ pub fn extract_module(dir: &Path) -> Result<ModuleInterface, InterfaceError> {
         }
     }
     files.sort();
-    let mut module = ModuleInterface::default();
-    for path in &files {
-        let text = std::fs::read_to_string(path).map_err(|source| InterfaceError::Io {
+    let mut texts = Vec::with_capacity(files.len());
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|source| InterfaceError::Io {
             path: path.clone(),
             source,
         })?;
@@ -346,26 +346,31 @@ pub fn extract_module(dir: &Path) -> Result<ModuleInterface, InterfaceError> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        texts.push((name, text));
+    }
+    extract_files(dir, &texts)
+}
+
+/// Reads the interface of a module from its files' names and texts (already read,
+/// from disk or from git), in the order given. `dir` names the folder in errors.
+pub fn extract_files(
+    dir: &Path,
+    files: &[(String, String)],
+) -> Result<ModuleInterface, InterfaceError> {
+    let mut module = ModuleInterface::default();
+    for (name, text) in files {
+        let error = |(line, column, message): parse::ParseError| InterfaceError::Parse {
+            path: dir.join(name),
+            line,
+            column,
+            message,
+        };
         if name.ends_with(".tf.json") {
-            parse::json_file(&mut module, &name, &text).map_err(|(line, column, message)| {
-                InterfaceError::Parse {
-                    path: path.clone(),
-                    line,
-                    column,
-                    message,
-                }
-            })?;
+            parse::json_file(&mut module, name, text).map_err(error)?;
         } else {
-            parse::hcl_file(&mut module, &name, &text).map_err(|(line, column, message)| {
-                InterfaceError::Parse {
-                    path: path.clone(),
-                    line,
-                    column,
-                    message,
-                }
-            })?;
+            parse::hcl_file(&mut module, name, text).map_err(error)?;
         }
-        module.files.push(name);
+        module.files.push(name.clone());
     }
     module.variables.sort_by(|a, b| a.name.cmp(&b.name));
     module.outputs.sort_by(|a, b| a.name.cmp(&b.name));
