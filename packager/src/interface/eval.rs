@@ -111,6 +111,10 @@ pub struct Evaluator<'a> {
     locals: &'a BTreeMap<String, Expression>,
     scope: Vec<(String, Value)>,
     depth: usize,
+    /// Set when evaluation met something only a plan knows (a resource attribute, a
+    /// required input, an unsupported function), as opposed to an error in known
+    /// values; `try` and `can` need the difference.
+    unknown: bool,
 }
 
 impl<'a> Evaluator<'a> {
@@ -123,6 +127,7 @@ impl<'a> Evaluator<'a> {
             locals,
             scope: Vec::new(),
             depth: 0,
+            unknown: false,
         }
     }
 
@@ -164,11 +169,10 @@ impl<'a> Evaluator<'a> {
             Expression::Parenthesis(p) => self.eval(p.inner())?,
             Expression::Variable(ident) => {
                 let name = ident.as_str();
-                self.scope
-                    .iter()
-                    .rev()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.clone())?
+                match self.scope.iter().rev().find(|(n, _)| n == name) {
+                    Some((_, v)) => v.clone(),
+                    None => return self.unknowable(),
+                }
             }
             Expression::Conditional(c) => match self.eval(&c.cond_expr)? {
                 Value::Bool(true) => self.eval(&c.true_expr)?,
@@ -186,19 +190,33 @@ impl<'a> Evaluator<'a> {
             Expression::Traversal(t) => self.traversal(t)?,
             Expression::FuncCall(call) => {
                 if !call.name.namespace.is_empty() {
-                    return None;
+                    // Provider-defined functions run only inside a plan.
+                    return self.unknowable();
                 }
                 let name = call.name.name.as_str();
                 let args: Vec<&Expression> = call.args.iter().collect();
                 match name {
-                    "try" => return args.iter().find_map(|a| self.eval(a)),
+                    "try" => {
+                        for a in &args {
+                            match self.attempt(a) {
+                                Attempt::Value(v) => return Some(v),
+                                Attempt::Unknown => return self.unknowable(),
+                                Attempt::Error => {}
+                            }
+                        }
+                        return None;
+                    }
                     "can" => {
-                        return args
-                            .first()
-                            .and_then(|a| self.eval(a))
-                            .map(|_| Value::Bool(true))
+                        return match self.attempt(args.first()?) {
+                            Attempt::Value(_) => Some(Value::Bool(true)),
+                            Attempt::Error => Some(Value::Bool(false)),
+                            Attempt::Unknown => self.unknowable(),
+                        }
                     }
                     _ => {}
+                }
+                if !FUNCTIONS.contains(&name) {
+                    return self.unknowable();
                 }
                 let values = args
                     .iter()
@@ -264,10 +282,31 @@ impl<'a> Evaluator<'a> {
             match element {
                 Element::Literal(s) => out.push_str(s.value()),
                 Element::Interpolation(i) => out.push_str(&as_string(&self.eval(&i.expr)?)?),
-                Element::Directive(_) => return None,
+                Element::Directive(_) => {
+                    self.unknown = true;
+                    return None;
+                }
             }
         }
         Some(out)
+    }
+
+    fn unknowable(&mut self) -> Option<Value> {
+        self.unknown = true;
+        None
+    }
+
+    /// Evaluates `expr`, telling an error in known values from an unknown value.
+    fn attempt(&mut self, expr: &Expression) -> Attempt {
+        let before = std::mem::replace(&mut self.unknown, false);
+        let result = self.eval(expr);
+        let unknown = self.unknown;
+        self.unknown = before;
+        match result {
+            Some(v) => Attempt::Value(v),
+            None if unknown => Attempt::Unknown,
+            None => Attempt::Error,
+        }
     }
 
     fn traversal(&mut self, t: &hcl_edit::expr::Traversal) -> Option<Value> {
@@ -278,9 +317,14 @@ impl<'a> Evaluator<'a> {
                     return None;
                 };
                 if root.as_str() == "var" {
-                    self.vars.get(name.as_str())?.clone()
+                    match self.vars.get(name.as_str()) {
+                        Some(v) => v.clone(),
+                        None => return self.unknowable(),
+                    }
                 } else {
-                    let expr = self.locals.get(name.as_str())?;
+                    let Some(expr) = self.locals.get(name.as_str()) else {
+                        return self.unknowable();
+                    };
                     // Locals see no iteration variables of the caller.
                     let saved = std::mem::take(&mut self.scope);
                     let v = self.eval(expr);
@@ -299,7 +343,7 @@ impl<'a> Evaluator<'a> {
                     _ => return None,
                 },
                 TraversalOperator::LegacyIndex(i) => value.get(*i.value() as usize)?.clone(),
-                _ => return None,
+                _ => return self.unknowable(),
             };
         }
         Some(value)
@@ -343,6 +387,49 @@ impl<'a> Evaluator<'a> {
         })
     }
 }
+
+enum Attempt {
+    Value(Value),
+    Unknown,
+    Error,
+}
+
+/// The functions [`function`] evaluates.
+const FUNCTIONS: &[&str] = &[
+    "length",
+    "tolist",
+    "tomap",
+    "tostring",
+    "sensitive",
+    "nonsensitive",
+    "toset",
+    "distinct",
+    "tonumber",
+    "tobool",
+    "lower",
+    "upper",
+    "trimspace",
+    "concat",
+    "merge",
+    "flatten",
+    "compact",
+    "keys",
+    "values",
+    "contains",
+    "lookup",
+    "coalesce",
+    "coalescelist",
+    "join",
+    "split",
+    "min",
+    "max",
+    "abs",
+    "one",
+    "element",
+    "range",
+    "zipmap",
+    "jsonencode",
+];
 
 /// A value as a template would print it.
 pub fn as_string(value: &Value) -> Option<String> {
@@ -549,6 +636,28 @@ mod tests {
             Some(json!(["a", "b"]))
         );
         assert_eq!(eval("3.0", json!({})), Some(json!(3)));
+        // `try` and `can` tell an error in known values from an unknown value.
+        assert_eq!(
+            eval("try(var.cfg.enabled, false)", json!({"cfg": {}})),
+            Some(json!(false))
+        );
+        assert_eq!(
+            eval(
+                "try(var.cfg.enabled, false)",
+                json!({"cfg": {"enabled": true}})
+            ),
+            Some(json!(true))
+        );
+        assert_eq!(eval("try(aws_vpc.this[0].id, \"\")", json!({})), None);
+        assert_eq!(
+            eval("can(var.m[\"x\"])", json!({"m": {}})),
+            Some(json!(false))
+        );
+        assert_eq!(
+            eval("can(provider::aws::arn_parse(var.a))", json!({"a": "x"})),
+            None
+        );
+        assert_eq!(eval("var.required ? 1 : 0", json!({})), None);
     }
 
     #[test]
