@@ -2,92 +2,16 @@
 //! `examples/acme-infra`, real commits, and `check::required_bump` against the commit
 //! before each change. Then the lints on the same repository.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use stackpack_packager::check::{
     self, lint, required_bump, LintOptions, RuleConfig, Severity, Unit,
 };
 use stackpack_schema::version::Bump;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+mod common;
 
-fn git(repo: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args([
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.invalid",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
-struct Repo {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Repo {
-    fn new() -> Repo {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("acme-infra");
-        copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/acme-infra"),
-            &root,
-        );
-        git(&root, &["init", "-q", "-b", "main"]);
-        git(&root, &["add", "-A"]);
-        git(&root, &["commit", "-q", "-m", "initial"]);
-        Repo { _tmp: tmp, root }
-    }
-
-    fn edit(&self, file: &str, f: impl FnOnce(String) -> String) {
-        let path = self.root.join(file);
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        std::fs::write(&path, f(text)).unwrap();
-    }
-
-    /// Commits the working tree; returns the commit before it.
-    fn commit(&self, message: &str) -> String {
-        let before = git(&self.root, &["rev-parse", "HEAD"]);
-        git(&self.root, &["add", "-A"]);
-        git(&self.root, &["commit", "-q", "-m", message]);
-        before
-    }
-
-    fn bump(&self, stack: &str, before: &str) -> (Bump, Vec<String>) {
-        let report = required_bump(&self.root, stack, before).unwrap();
-        let rules = report
-            .findings
-            .iter()
-            .map(|f| format!("{} {} {}", f.rule, f.item, f.location()))
-            .collect();
-        (report.bump, rules)
-    }
-}
+use common::{git, Repo};
 
 #[test]
 fn adding_an_input_with_a_default_is_minor() {

@@ -214,9 +214,13 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
             unit.required,
             unit.requested.map_or("-".to_string(), |b| b.to_string())
         );
-        if let Some(first) = unit.findings.iter().find(|f| f.bump == Some(unit.required)) {
-            eprintln!("  --> {}: {}", first.location(), first.message);
-            eprintln!("  rule: {}", first.rule);
+        for f in unit.findings.iter().filter(|f| f.bump > unit.requested) {
+            eprintln!("  --> `{}`: {}", f.location(), f.message);
+            eprintln!(
+                "      rule: {} (requires a {} release)",
+                f.rule,
+                f.bump.map_or("-".to_string(), |b| b.to_string())
+            );
         }
         eprintln!(
             "hint: release with `--bump {}`, or undo the change",
