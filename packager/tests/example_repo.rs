@@ -31,6 +31,25 @@ fn adding_an_input_with_a_default_is_minor() {
 }
 
 #[test]
+fn a_vendor_repository_inside_a_larger_git_repository() {
+    let repo = Repo::nested();
+    let first = git(&repo.root, &["rev-parse", "HEAD"]);
+    repo.edit("stacks/control-plane/variables.tf", |t| {
+        t.replace("\"10.100.0.0/16\"", "\"10.200.0.0/16\"")
+    });
+    assert_eq!(
+        check::changed_files(&repo.root, &first).unwrap(),
+        vec!["stacks/control-plane/variables.tf"]
+    );
+    let (bump, findings) = repo.bump("stacks/control-plane", &first);
+    assert_eq!(bump, Bump::Major);
+    assert_eq!(
+        findings,
+        vec!["default-changed vpc_cidr stacks/control-plane/variables.tf:16"]
+    );
+}
+
+#[test]
 fn changing_a_default_is_major() {
     let repo = Repo::new();
     repo.edit("stacks/control-plane/variables.tf", |t| {

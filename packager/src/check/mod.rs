@@ -286,6 +286,8 @@ impl Snapshot {
             commit: commit.to_string(),
             message,
         };
+        // Run in `repo_root`: when the vendor repository is a sub-folder of the git
+        // repository, `git archive` holds only that folder, with paths relative to it.
         let output = Command::new("git")
             .arg("-C")
             .arg(repo_root)
@@ -483,7 +485,15 @@ pub fn changed_files(repo_root: &Path, commit: &str) -> Result<Vec<String>, Chec
             .map(str::to_string)
             .collect())
     };
-    let mut files = git(&["diff", "--name-only", "--no-renames", commit, "--", "."])?;
+    let mut files = git(&[
+        "diff",
+        "--name-only",
+        "--no-renames",
+        "--relative",
+        commit,
+        "--",
+        ".",
+    ])?;
     files.extend(git(&["ls-files", "--others", "--exclude-standard"])?);
     files.sort();
     files.dedup();

@@ -49,15 +49,26 @@ pub struct Repo {
 
 impl Repo {
     pub fn new() -> Repo {
+        Repo::at("acme-infra", "acme-infra")
+    }
+
+    /// The vendor repository in `examples/acme-infra` of a larger git repository.
+    pub fn nested() -> Repo {
+        Repo::at("monorepo", "monorepo/examples/acme-infra")
+    }
+
+    fn at(git_root: &str, vendor_root: &str) -> Repo {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("acme-infra");
+        let root = tmp.path().join(vendor_root);
         copy_dir(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/acme-infra"),
             &root,
         );
-        git(&root, &["init", "-q", "-b", "main"]);
-        git(&root, &["add", "-A"]);
-        git(&root, &["commit", "-q", "-m", "initial"]);
+        let top = tmp.path().join(git_root);
+        std::fs::write(top.join("README.md"), "monorepo\n").unwrap();
+        git(&top, &["init", "-q", "-b", "main"]);
+        git(&top, &["add", "-A"]);
+        git(&top, &["commit", "-q", "-m", "initial"]);
         Repo { _tmp: tmp, root }
     }
 
