@@ -517,3 +517,120 @@ fn a_stack_feels_the_defaults_of_the_modules_it_uses() {
         )]
     );
 }
+
+/// A stack `stacks/s` calling `modules/m`, before and after.
+fn compare_stack(
+    module_old: &str,
+    module_new: &str,
+    stack_old: &str,
+    stack_new: &str,
+) -> CheckReport {
+    let tmp = tempfile::tempdir().unwrap();
+    for (side, module, stack) in [
+        ("old", module_old, stack_old),
+        ("new", module_new, stack_new),
+    ] {
+        write(&tmp.path().join(side), &[("variables.tf", module)]);
+        let s = tmp.path().join(side).join("stacks/s");
+        std::fs::create_dir_all(&s).unwrap();
+        std::fs::write(s.join("main.tf"), stack).unwrap();
+    }
+    compare_dirs(
+        &tmp.path().join("old"),
+        &tmp.path().join("new"),
+        "stacks/s",
+        &RuleConfig::default(),
+    )
+    .unwrap()
+}
+
+fn summary(report: &CheckReport) -> Vec<(String, String, String)> {
+    report
+        .findings
+        .iter()
+        .map(|f| (f.rule.clone(), f.item.clone(), f.location()))
+        .collect()
+}
+
+#[test]
+fn module_changes_seen_through_the_calls_of_a_stack() {
+    let stack = r#"variable "size" {
+  type        = number
+  default     = 2
+  description = "Size."
+}
+
+module "m" {
+  source = "../../modules/m"
+  size   = var.size
+}
+"#;
+    // A required input the stack does not set.
+    let report = compare_stack(
+        "variable \"size\" {\n  type = number\n}\n",
+        "variable \"size\" {\n  type = number\n}\n\nvariable \"zone\" {\n  type = string\n}\n",
+        stack,
+        stack,
+    );
+    assert_eq!(report.bump, Bump::Major);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "module-input-required".into(),
+            "module.m.zone".into(),
+            "modules/m/variables.tf:5".into()
+        )]
+    );
+
+    // A validation added on an input the stack passes through from its callers.
+    let report = compare_stack(
+        "variable \"size\" {\n  type = number\n}\n",
+        "variable \"size\" {\n  type = number\n  validation {\n    condition     = var.size < 5\n    error_message = \"Small.\"\n  }\n}\n",
+        stack,
+        stack,
+    );
+    assert_eq!(report.bump, Bump::Major);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "module-input-narrowed".into(),
+            "module.m.size".into(),
+            "modules/m/variables.tf:1".into()
+        )]
+    );
+
+    // The same validation on a value the stack fixes itself is its own business.
+    let fixed = stack.replace("size   = var.size", "size   = 2");
+    let report = compare_stack(
+        "variable \"size\" {\n  type = number\n}\n",
+        "variable \"size\" {\n  type = number\n  validation {\n    condition     = var.size < 5\n    error_message = \"Small.\"\n  }\n}\n",
+        &fixed,
+        &fixed,
+    );
+    assert_eq!(report.bump, Bump::Patch, "{:?}", summary(&report));
+
+    // A resource gated by a module input: off by the module's default, but this stack
+    // turns it on from its own default, so its callers get it.
+    let module_old = "variable \"size\" {\n  type = number\n}\n";
+    let module_new = "variable \"size\" {\n  type = number\n}\n\nresource \"aws_instance\" \"extra\" {\n  count = var.size > 1 ? 1 : 0\n}\n";
+    let report = compare_stack(module_old, module_new, stack, stack);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "resource-kind-added-by-default".into(),
+            "aws_instance".into(),
+            "modules/m/variables.tf:5".into()
+        )]
+    );
+    let small = stack.replace("default     = 2", "default     = 1");
+    let report = compare_stack(module_old, module_new, &small, &small);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "resource-kind-added-gated".into(),
+            "aws_instance".into(),
+            "modules/m/variables.tf:5".into()
+        )]
+    );
+    assert_eq!(report.bump, Bump::Minor);
+}
