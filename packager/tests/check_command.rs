@@ -3,10 +3,10 @@
 
 #[path = "../src/commands/check.rs"]
 mod check_command;
-mod common;
+mod acme;
 
 use clap::Parser;
-use common::Repo;
+use acme::Repo;
 
 #[derive(Parser)]
 struct Cli {

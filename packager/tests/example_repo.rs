@@ -9,9 +9,9 @@ use stackpack_packager::check::{
 };
 use stackpack_schema::version::Bump;
 
-mod common;
+mod acme;
 
-use common::{git, Repo};
+use acme::{git, Repo};
 
 #[test]
 fn adding_an_input_with_a_default_is_minor() {
