@@ -62,11 +62,9 @@ impl RepoConfig {
                 .hint("run stackpack in the root of the vendor repository, or pass `--repo DIR`")
         })?;
         toml::from_str(&text).map_err(|e| {
-            Error::usage(format!("`stackpack.toml` is invalid: {}", e.message())).at(location_of(
-                &path,
-                &text,
-                e.span(),
-            ))
+            Error::usage(format!("`stackpack.toml` is invalid: {}", e.message()))
+                .at(location_of(&path, &text, e.span()))
+                .hint("fix the value; every setting is described in `docs/configuration.md`")
         })
     }
 
@@ -107,11 +105,9 @@ impl StackConfig {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::usage(format!("cannot read `{display}`: {e}")).at(display))?;
         let config: StackConfig = toml::from_str(&text).map_err(|e| {
-            Error::usage(format!("`{display}` is invalid: {}", e.message())).at(location_of(
-                Path::new(display),
-                &text,
-                e.span(),
-            ))
+            Error::usage(format!("`{display}` is invalid: {}", e.message()))
+                .at(location_of(Path::new(display), &text, e.span()))
+                .hint("`stack.toml` takes `description`, `engine` and `initial-version`; see `docs/configuration.md`")
         })?;
         if let Some(engine) = &config.engine {
             if engine != "terraform" && engine != "tofu" {

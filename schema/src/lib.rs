@@ -9,6 +9,7 @@
 //! - [`interface`] is a stack's public API: inputs, outputs, kinds of resource.
 //! - [`signature`] is the signed payload, keys, key ids, signing and verifying.
 //! - [`version`] holds the version rules: branch slugs, next stable and prerelease.
+//! - [`receipt`] is the signed deployment receipt a runner reports to the registry.
 //! - [`reference`] parses `stack@version` references.
 //!
 //! This crate does no I/O: callers hand it bytes and get values back, so that the
@@ -19,6 +20,7 @@ pub mod digest;
 pub mod interface;
 pub mod media_type;
 pub mod oci;
+pub mod receipt;
 pub mod reference;
 pub mod signature;
 pub mod version;

@@ -16,7 +16,7 @@ use std::fmt;
 
 use base64::Engine as _;
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
-use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
 use ed25519_dalek::Signer;
 use serde::{Deserialize, Serialize};
 
@@ -136,12 +136,19 @@ impl PrivateKey {
             .map_err(|_| KeyError::PrivateKey)
     }
 
-    /// PKCS#8 PEM, as `openssl genpkey -algorithm ed25519` writes it.
+    /// PKCS#8 v1 PEM, byte for byte as `openssl genpkey -algorithm ed25519` writes it.
+    /// (The v2 form with the public key embedded is not readable by OpenSSL 3.0.)
     pub fn to_pem(&self) -> String {
-        self.key
-            .to_pkcs8_pem(LineEnding::LF)
-            .expect("an ed25519 key always encodes")
-            .to_string()
+        // SEQUENCE { INTEGER 0, SEQUENCE { OID 1.3.101.112 }, OCTET STRING { OCTET STRING (32) } }
+        const PREFIX: [u8; 16] = [
+            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
+            0x04, 0x20,
+        ];
+        let mut der = PREFIX.to_vec();
+        der.extend_from_slice(self.key.as_bytes());
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&der);
+        der.fill(0);
+        format!("-----BEGIN PRIVATE KEY-----\n{encoded}\n-----END PRIVATE KEY-----\n")
     }
 
     pub fn public_key(&self) -> PublicKey {
@@ -340,6 +347,7 @@ mod tests {
         let private = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIO8s7f+cVMEHjiMZIQkQom3zAoCQlVKs5DX+s3GHWDa1\n-----END PRIVATE KEY-----\n";
         let public = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAJi8FeG73UREC3ywaksliWoGXaWsDPOgpLXCuJHNUx3A=\n-----END PUBLIC KEY-----\n";
         let key = PrivateKey::from_pem(private).unwrap();
+        assert_eq!(key.to_pem(), private, "we write what openssl writes");
         let public = PublicKey::from_pem(public).unwrap();
         assert_eq!(public, key.public_key());
         assert_eq!(public.key_id(), "874dc42fd5d99973");

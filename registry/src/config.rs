@@ -1,0 +1,49 @@
+//! What the server is told at start: where its data lives, who may do what without a
+//! token, how tags behave and how large things may be.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How tags other than stable `X.Y.Z` ones behave on a second push with another digest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TagPolicy {
+    /// They move to the new manifest.
+    #[default]
+    Mutable,
+    /// They are refused with `DENIED`, like stable tags.
+    Immutable,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub data: PathBuf,
+    /// Anyone may pull without a token.
+    pub anonymous_pull: bool,
+    /// How semver prerelease tags (`1.4.0-feat.2`) behave.
+    pub prerelease_tags: TagPolicy,
+    /// How other tags (`latest`, `sha256-<hex>`) behave.
+    pub other_tags: TagPolicy,
+    pub max_manifest_bytes: u64,
+    pub max_blob_bytes: u64,
+    pub max_json_bytes: u64,
+    /// An upload session not touched for this long is gone.
+    pub upload_lifetime: Duration,
+    /// The address clients use, for `WWW-Authenticate` realms; else taken from `Host`.
+    pub public_url: Option<String>,
+}
+
+impl Config {
+    pub fn new(data: impl Into<PathBuf>) -> Self {
+        Config {
+            data: data.into(),
+            anonymous_pull: false,
+            prerelease_tags: TagPolicy::Mutable,
+            other_tags: TagPolicy::Mutable,
+            max_manifest_bytes: 4 * 1024 * 1024,
+            max_blob_bytes: 16 * 1024 * 1024 * 1024,
+            max_json_bytes: 1024 * 1024,
+            upload_lifetime: Duration::from_secs(3600),
+            public_url: None,
+        }
+    }
+}

@@ -1,0 +1,2 @@
+pub mod healthz;
+pub mod metrics;

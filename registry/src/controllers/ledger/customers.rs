@@ -1,0 +1,119 @@
+//! Customers: `GET /api/v1/customers`, `POST /api/v1/customers` (admin),
+//! `GET /api/v1/customers/{id}` (what it runs and its recent receipts).
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::api::{Customer, Deployment, NewCustomer, Running};
+use crate::auth::Action;
+use crate::controllers::context;
+use crate::controllers::ledger::{reply, running};
+use crate::db;
+use crate::error::{Code, Error};
+use crate::state::SharedState;
+
+/// One customer in detail.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomerDetail {
+    pub customer: Customer,
+    pub running: Vec<Running>,
+    /// The latest receipts, newest first.
+    pub recent: Vec<Deployment>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/customers",
+    responses((status = 200, description = "Every customer", body = Vec<Customer>)),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+pub async fn list(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
+    reply((|| {
+        context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
+        state.db.read(db::ledger::customers)
+    })())
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/customers",
+    request_body = NewCustomer,
+    responses(
+        (status = 201, description = "Created or updated", body = Customer),
+        (status = 400, description = "Malformed body or customer id"),
+    ),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+pub async fn create(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let result = (|| {
+        context(&state, &headers, &uri)?.authorize(Action::Admin)?;
+        if body.len() as u64 > state.config.max_json_bytes {
+            return Err(Error::too_large(
+                "the request body",
+                state.config.max_json_bytes,
+            ));
+        }
+        let new: NewCustomer = serde_json::from_slice(&body).map_err(|e| {
+            Error::new(Code::BadRequest, format!("the body is not a customer: {e}"))
+        })?;
+        stackpack_schema::reference::validate_name(&new.id)
+            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+        let now = db::now_rfc3339();
+        state.db.write(|tx| {
+            db::ledger::upsert_customer(tx, &new.id, new.name.as_deref(), &now)?;
+            Ok(db::ledger::customer(tx, &new.id)?)
+        })
+    })();
+    match result {
+        Ok(customer) => (StatusCode::CREATED, axum::Json(customer)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/customers/{id}",
+    params(("id" = String, Path, description = "Customer id")),
+    responses(
+        (status = 200, description = "The customer, what it runs, and its recent receipts", body = CustomerDetail),
+        (status = 404, description = "No such customer"),
+    ),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+pub async fn show(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    reply((|| {
+        context(&state, &headers, &uri)?.authorize(Action::CustomerRead(&id))?;
+        let Some(customer) = state.db.read(|c| db::ledger::customer(c, &id))? else {
+            return Err(Error::new(
+                Code::NotFound,
+                format!("customer `{id}` is not known"),
+            ));
+        };
+        let recent = state
+            .db
+            .read(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
+        Ok(CustomerDetail {
+            customer,
+            running: running(&state, Some(&id))?,
+            recent,
+        })
+    })())
+}

@@ -1,0 +1,58 @@
+//! `GET /api/v1/openapi.json`: the ledger API's OpenAPI document.
+
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::api;
+use crate::controllers::ledger;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "stackpack-registry ledger",
+        description = "Releases, customers, deployments and support's questions. Errors use the OCI distribution error body: `{\"errors\":[{\"code\",\"message\",\"detail\"}]}`."
+    ),
+    paths(
+        ledger::releases::handle,
+        ledger::stacks::handle,
+        ledger::customers::list,
+        ledger::customers::create,
+        ledger::customers::show,
+        ledger::deployments::handle,
+        ledger::receipts::create,
+        ledger::support::versions,
+        ledger::support::behind,
+        ledger::support::prerelease,
+        ledger::support::drifted,
+    ),
+    components(schemas(
+        api::Release,
+        api::Source,
+        api::Customer,
+        api::NewCustomer,
+        api::Deployment,
+        api::Running,
+        api::ReceiptAccepted,
+        api::Stack,
+        ledger::customers::CustomerDetail,
+    )),
+    modifiers(&BearerAuth)
+)]
+pub struct ApiDoc;
+
+pub async fn handle() -> Response {
+    axum::Json(ApiDoc::openapi()).into_response()
+}

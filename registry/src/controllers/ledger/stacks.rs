@@ -1,0 +1,45 @@
+//! `GET /api/v1/stacks`: each stack with its latest stable and latest version.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+use semver::Version;
+
+use crate::api::Stack;
+use crate::auth::Action;
+use crate::controllers::context;
+use crate::controllers::ledger::reply;
+use crate::db;
+use crate::state::SharedState;
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/stacks",
+    responses((status = 200, description = "Stacks with their latest versions", body = Vec<Stack>)),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
+    reply((|| {
+        context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
+        let releases = state.db.read(|c| db::ledger::releases(c, None))?;
+        let mut by_stack: BTreeMap<String, Vec<Version>> = BTreeMap::new();
+        for r in &releases {
+            if let Ok(v) = Version::parse(&r.version) {
+                by_stack.entry(r.stack.clone()).or_default().push(v);
+            }
+        }
+        Ok(by_stack
+            .into_iter()
+            .map(|(stack, versions)| Stack {
+                latest_stable: stackpack_schema::version::latest_stable(&versions)
+                    .map(ToString::to_string),
+                latest: stackpack_schema::version::latest(&versions).map(ToString::to_string),
+                releases: versions.len() as u64,
+                stack,
+            })
+            .collect::<Vec<_>>())
+    })())
+}

@@ -1,0 +1,5 @@
+//! Manifests by tag or digest: image manifests and indexes (OCI and Docker v2).
+
+pub mod delete;
+pub mod get;
+pub mod put;

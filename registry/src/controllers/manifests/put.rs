@@ -1,0 +1,362 @@
+//! `PUT /v2/<name>/manifests/<reference>`: checks and stores a manifest.
+//!
+//! The body must be a manifest of the type `Content-Type` names, at most the
+//! configured size (4 MiB by default); every blob it references must already be in
+//! the repository, and every manifest an index lists too. A digest reference must
+//! match the body. A stable `X.Y.Z` tag never moves to another digest. A bundle
+//! manifest (`artifactType` `application/vnd.stackpack.bundle.v1`) is also recorded
+//! as a release in the ledger, from its config blob, in the same transaction.
+
+use axum::body::Body;
+use axum::http::{header, StatusCode};
+use axum::response::Response;
+use futures_util::StreamExt;
+use serde::Deserialize;
+use stackpack_schema::media_type;
+use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
+use stackpack_schema::Digest;
+
+use crate::api::{Release, Source};
+use crate::auth::Action;
+use crate::config::TagPolicy;
+use crate::controllers::{empty, Ctx};
+use crate::db;
+use crate::error::{Code, Error, Result};
+use crate::names::{is_prerelease_version_tag, is_stable_version_tag, Reference};
+
+/// What a manifest says, once checked.
+#[derive(Debug)]
+pub struct Checked {
+    pub media_type: String,
+    pub artifact_type: Option<String>,
+    pub subject: Option<Descriptor>,
+    pub annotations: Option<String>,
+    pub blobs: Vec<Descriptor>,
+    pub manifests: Vec<Descriptor>,
+    pub config: Option<Descriptor>,
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::new(Code::ManifestInvalid, message)
+}
+
+/// Parses and checks a manifest body against its declared media type. Pure: no I/O,
+/// so it can be fuzzed.
+pub fn check(content_type: Option<&str>, bytes: &[u8]) -> Result<Checked> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| invalid(format!("the manifest is not JSON: {e}")))?;
+    let object = value
+        .as_object()
+        .ok_or_else(|| invalid("the manifest is not a JSON object"))?;
+    if object.get("schemaVersion").and_then(|v| v.as_u64()) != Some(2) {
+        return Err(invalid("`schemaVersion` must be 2"));
+    }
+    let declared = object.get("mediaType").and_then(|v| v.as_str());
+    let content_type = content_type
+        .map(|c| c.split(';').next().unwrap_or("").trim())
+        .filter(|c| !c.is_empty());
+    let media_type = match (content_type, declared) {
+        (Some(c), Some(d)) if c != d => {
+            return Err(invalid(format!(
+                "`Content-Type` is `{c}` but the manifest's `mediaType` is `{d}`"
+            )))
+        }
+        (Some(c), _) => c.to_string(),
+        (None, Some(d)) => d.to_string(),
+        (None, None) => stackpack_schema::oci::sniff_manifest_media_type(bytes)
+            .ok_or_else(|| invalid("the manifest's type cannot be told"))?,
+    };
+    if media_type::is_image_manifest(&media_type) {
+        let manifest: ImageManifest = serde_json::from_value(value)
+            .map_err(|e| invalid(format!("not a valid image manifest: {e}")))?;
+        let mut blobs = vec![manifest.config.clone()];
+        // Layers with `urls` (foreign layers) are fetched from elsewhere.
+        blobs.extend(
+            manifest
+                .layers
+                .iter()
+                .filter(|l| l.urls.as_ref().is_none_or(|u| u.is_empty()))
+                .cloned(),
+        );
+        Ok(Checked {
+            artifact_type: Some(manifest.effective_artifact_type().to_string()),
+            annotations: manifest
+                .annotations
+                .as_ref()
+                .map(|a| serde_json::to_string(a).expect("annotations serialise")),
+            subject: manifest.subject.clone(),
+            config: Some(manifest.config.clone()),
+            blobs,
+            manifests: Vec::new(),
+            media_type,
+        })
+    } else if media_type::is_index(&media_type) {
+        let index: ImageIndex = serde_json::from_value(value)
+            .map_err(|e| invalid(format!("not a valid image index: {e}")))?;
+        Ok(Checked {
+            artifact_type: index.artifact_type.clone(),
+            annotations: index
+                .annotations
+                .as_ref()
+                .map(|a| serde_json::to_string(a).expect("annotations serialise")),
+            subject: index.subject.clone(),
+            config: None,
+            blobs: Vec::new(),
+            manifests: index.manifests.clone(),
+            media_type,
+        })
+    } else {
+        Err(invalid(format!(
+            "manifest type `{media_type}` is not supported: use an OCI or Docker v2 image manifest or index"
+        )))
+    }
+}
+
+async fn read_body(ctx: &Ctx, body: Body) -> Result<Vec<u8>> {
+    let limit = ctx.state.config.max_manifest_bytes;
+    if let Some(length) = ctx
+        .header(header::CONTENT_LENGTH)
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        if length > limit {
+            return Err(Error::too_large("the manifest", limit));
+        }
+    }
+    let mut bytes = Vec::new();
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| invalid(format!("the manifest was cut off: {e}")))?;
+        if bytes.len() as u64 + chunk.len() as u64 > limit {
+            return Err(Error::too_large("the manifest", limit));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// The part of a bundle config the ledger reads. Loose on purpose: a newer config
+/// format with more fields still records its release.
+#[derive(Deserialize)]
+struct BundleConfigHead {
+    stack: String,
+    version: String,
+    #[serde(default)]
+    source: Option<SourceHead>,
+    #[serde(default)]
+    created: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct SourceHead {
+    repository: Option<String>,
+    commit: Option<String>,
+    branch: Option<String>,
+}
+
+async fn read_release(
+    ctx: &Ctx,
+    name: &str,
+    digest: &Digest,
+    config: &Descriptor,
+) -> Option<Release> {
+    if config.media_type != media_type::BUNDLE_CONFIG || config.size > 4 * 1024 * 1024 {
+        return None;
+    }
+    let bytes = tokio::fs::read(ctx.state.storage.blob_path(&config.digest))
+        .await
+        .ok()?;
+    let head: BundleConfigHead = match serde_json::from_slice(&bytes) {
+        Ok(head) => head,
+        Err(e) => {
+            tracing::warn!(repository = name, %digest, error = %e, "bundle config unreadable; no release recorded");
+            return None;
+        }
+    };
+    let version = semver::Version::parse(&head.version).ok()?;
+    let source = head.source.map(|s| Source {
+        repository: s.repository,
+        commit: s.commit,
+        branch: s.branch,
+    });
+    Some(Release {
+        stack: head.stack,
+        prerelease: !version.pre.is_empty(),
+        version: version.to_string(),
+        repository: name.to_string(),
+        digest: digest.to_string(),
+        source: source.unwrap_or_default(),
+        created: head.created,
+        published_at: db::now_rfc3339(),
+    })
+}
+
+pub async fn handle(ctx: Ctx, name: &str, reference: &str, body: Body) -> Result<Response> {
+    ctx.authorize(Action::Push(name))?;
+    let reference = Reference::parse(reference)?;
+    let bytes = read_body(&ctx, body).await?;
+    let checked = check(ctx.header(header::CONTENT_TYPE), &bytes)?;
+    let digest = Digest::of(&bytes);
+    if let Reference::Digest(expected) = &reference {
+        if expected != &digest {
+            return Err(Error::new(
+                Code::DigestInvalid,
+                format!("the manifest has digest `{digest}`, not `{expected}`"),
+            ));
+        }
+    }
+    let release = match (&checked.artifact_type, &checked.config) {
+        (Some(artifact), Some(config)) if artifact == media_type::BUNDLE_ARTIFACT => {
+            read_release(&ctx, name, &digest, config).await
+        }
+        _ => None,
+    };
+    let key = digest.to_string();
+    let policy = |tag: &str| {
+        if is_stable_version_tag(tag) {
+            TagPolicy::Immutable
+        } else if is_prerelease_version_tag(tag) {
+            ctx.state.config.prerelease_tags
+        } else {
+            ctx.state.config.other_tags
+        }
+    };
+    let blob_keys: Vec<String> = checked.blobs.iter().map(|d| d.digest.to_string()).collect();
+    let manifest_keys: Vec<String> = checked
+        .manifests
+        .iter()
+        .map(|d| d.digest.to_string())
+        .collect();
+    let subject = checked.subject.as_ref().map(|s| s.digest.to_string());
+    ctx.state.db.write(|tx| {
+        for blob in &checked.blobs {
+            let key = blob.digest.to_string();
+            match db::blobs::size_in_repo(tx, name, &key)? {
+                None => {
+                    return Err(Error::new(
+                        Code::ManifestBlobUnknown,
+                        format!("blob `{key}` is not in repository `{name}`; push it first"),
+                    )
+                    .with_detail(serde_json::json!({ "digest": key })))
+                }
+                Some(size) if size != blob.size => {
+                    return Err(invalid(format!(
+                        "blob `{key}` has {size} bytes, but the manifest says {}",
+                        blob.size
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        for child in &manifest_keys {
+            if !db::manifests::exists(tx, name, child)? {
+                return Err(Error::new(
+                    Code::ManifestBlobUnknown,
+                    format!("manifest `{child}` is not in repository `{name}`; push it first"),
+                )
+                .with_detail(serde_json::json!({ "digest": child })));
+            }
+        }
+        if let Reference::Tag(tag) = &reference {
+            if let Some(current) = db::manifests::tag_digest(tx, name, tag)? {
+                if current != key && policy(tag) == TagPolicy::Immutable {
+                    return Err(Error::new(
+                        Code::Denied,
+                        format!("tag `{tag}` already points at `{current}` and is immutable"),
+                    )
+                    .with_detail(serde_json::json!({ "tag": tag, "digest": current })));
+                }
+            }
+        }
+        let now = db::now_unix();
+        db::manifests::insert(
+            tx,
+            &db::manifests::NewManifest {
+                repo: name,
+                digest: &key,
+                media_type: &checked.media_type,
+                artifact_type: checked.artifact_type.as_deref(),
+                subject: subject.as_deref(),
+                annotations: checked.annotations.as_deref(),
+                content: &bytes,
+                blobs: &blob_keys,
+                manifests: &manifest_keys,
+            },
+            now,
+        )?;
+        if let Reference::Tag(tag) = &reference {
+            db::manifests::set_tag(tx, name, tag, &key, now)?;
+        }
+        if let Some(release) = &release {
+            db::ledger::upsert_release(tx, release)?;
+        }
+        Ok(())
+    })?;
+    if let Some(release) = &release {
+        tracing::info!(stack = %release.stack, version = %release.version, digest = %key, "release recorded");
+    }
+    let mut headers = vec![
+        ("Location", format!("/v2/{name}/manifests/{key}")),
+        ("Docker-Content-Digest", key.clone()),
+        ("Content-Length", "0".to_string()),
+    ];
+    if let Some(subject) = subject {
+        headers.push(("OCI-Subject", subject));
+    }
+    Ok(empty(StatusCode::CREATED, &headers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn garbage_is_manifest_invalid_never_a_panic() {
+        let samples: &[&[u8]] = &[
+            b"",
+            b"null",
+            b"[]",
+            b"{}",
+            b"{\"schemaVersion\":1}",
+            b"{\"schemaVersion\":2}",
+            b"{\"schemaVersion\":2,\"config\":{}}",
+            b"{\"schemaVersion\":2,\"config\":{\"mediaType\":\"x\",\"digest\":\"sha256:zz\",\"size\":1}}",
+            b"{\"schemaVersion\":2,\"manifests\":[{\"digest\":1}]}",
+            b"\xff\xfe",
+        ];
+        for sample in samples {
+            for content_type in [None, Some("application/vnd.oci.image.manifest.v1+json")] {
+                let error = check(content_type, sample).unwrap_err();
+                assert_eq!(error.code, crate::error::Code::ManifestInvalid);
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_fuzz_of_mutated_manifests_never_panics() {
+        let good = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.empty.v1+json","digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","size":2},"layers":[]}"#;
+        assert!(check(None, good).is_ok());
+        // Deterministic xorshift so the test is repeatable.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let mut bytes = good.to_vec();
+            for _ in 0..(next() % 4 + 1) {
+                let at = (next() % bytes.len() as u64) as usize;
+                match next() % 3 {
+                    0 => bytes[at] = next() as u8,
+                    1 => {
+                        bytes.remove(at);
+                    }
+                    _ => bytes.insert(at, b"{}[]\",:0a\\"[(next() % 10) as usize]),
+                }
+            }
+            let _ = check(None, &bytes);
+            let _ = check(Some("application/vnd.oci.image.index.v1+json"), &bytes);
+        }
+    }
+}

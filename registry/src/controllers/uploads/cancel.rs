@@ -1,0 +1,24 @@
+//! `DELETE /v2/<name>/blobs/uploads/<id>`: drops the session and its bytes.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use crate::auth::Action;
+use crate::controllers::uploads::check_session;
+use crate::controllers::{empty, Ctx};
+use crate::db;
+use crate::error::Result;
+
+pub async fn handle(ctx: Ctx, name: &str, id: &str) -> Result<Response> {
+    ctx.authorize(Action::Push(name))?;
+    check_session(&ctx, name, id)?;
+    let lock = ctx.state.upload_lock(id);
+    let _progress = lock.lock().await;
+    ctx.state.db.write(|tx| Ok(db::uploads::delete(tx, id)?))?;
+    let _ = tokio::fs::remove_file(ctx.state.storage.upload_path(id)).await;
+    ctx.state.forget_upload(id);
+    Ok(empty(
+        StatusCode::NO_CONTENT,
+        &[("Content-Length", "0".into())],
+    ))
+}

@@ -1,0 +1,70 @@
+//! `POST /v2/<name>/blobs/uploads/`: mount from another repository
+//! (`?mount=<digest>&from=<repo>`), upload whole (`?digest=<digest>` with the body),
+//! or open a session for `PATCH`/`PUT`.
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use crate::auth::Action;
+use crate::controllers::uploads::{commit, digest_param, new_id, progress_headers};
+use crate::controllers::{empty, Ctx};
+use crate::db;
+use crate::error::Result;
+use crate::names::{parse_digest, validate_repository};
+use crate::state::UploadProgress;
+
+fn created(name: &str, digest: &str) -> Response {
+    empty(
+        StatusCode::CREATED,
+        &[
+            ("Location", format!("/v2/{name}/blobs/{digest}")),
+            ("Docker-Content-Digest", digest.to_string()),
+            ("Content-Length", "0".to_string()),
+        ],
+    )
+}
+
+pub async fn handle(ctx: Ctx, name: &str, body: Body) -> Result<Response> {
+    ctx.authorize(Action::Push(name))?;
+    if let (Some(mount), Some(from)) = (ctx.query("mount"), ctx.query("from")) {
+        let digest = parse_digest(mount)?.to_string();
+        // Mount only what the caller could pull from the source; otherwise fall back
+        // to an ordinary upload, as the spec allows.
+        let from_ok =
+            validate_repository(from).is_ok() && ctx.authorize(Action::Pull(from)).is_ok();
+        if from_ok {
+            let mounted = ctx.state.db.write(|tx| {
+                if db::blobs::size_in_repo(tx, from, &digest)?.is_some() {
+                    db::blobs::link(tx, name, &digest)?;
+                    Ok(true)
+                } else {
+                    Ok(false)
+                }
+            })?;
+            if mounted {
+                return Ok(created(name, &digest));
+            }
+        }
+    } else if let Some(digest) = digest_param(&ctx)? {
+        let id = new_id();
+        let path = ctx.state.storage.upload_path(&id);
+        let mut progress = UploadProgress::default();
+        let result = async {
+            super::append_body(&ctx.state, &path, body, &mut progress).await?;
+            commit(&ctx.state, name, &path, &digest, &mut progress, None).await
+        }
+        .await;
+        if result.is_err() {
+            let _ = tokio::fs::remove_file(&path).await;
+        }
+        result?;
+        return Ok(created(name, &digest.to_string()));
+    }
+    let id = new_id();
+    tokio::fs::write(ctx.state.storage.upload_path(&id), b"").await?;
+    ctx.state
+        .db
+        .write(|tx| Ok(db::uploads::create(tx, &id, name, db::now_unix())?))?;
+    Ok(empty(StatusCode::ACCEPTED, &progress_headers(name, &id, 0)))
+}

@@ -1,0 +1,230 @@
+//! The ledger: releases, customers, installation keys and receipts.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::api::{Customer, Deployment, Release, Source};
+
+pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO releases (stack, version, repository, digest, source_repository,
+             source_commit, source_branch, created, published_at, prerelease)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (stack, version) DO UPDATE SET repository = excluded.repository,
+             digest = excluded.digest, source_repository = excluded.source_repository,
+             source_commit = excluded.source_commit, source_branch = excluded.source_branch,
+             created = excluded.created, published_at = excluded.published_at
+         WHERE releases.digest <> excluded.digest",
+        params![
+            r.stack,
+            r.version,
+            r.repository,
+            r.digest,
+            r.source.repository,
+            r.source.commit,
+            r.source.branch,
+            r.created,
+            r.published_at,
+            r.prerelease
+        ],
+    )?;
+    Ok(())
+}
+
+fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
+    Ok(Release {
+        stack: r.get(0)?,
+        version: r.get(1)?,
+        repository: r.get(2)?,
+        digest: r.get(3)?,
+        source: Source {
+            repository: r.get(4)?,
+            commit: r.get(5)?,
+            branch: r.get(6)?,
+        },
+        created: r.get(7)?,
+        published_at: r.get(8)?,
+        prerelease: r.get(9)?,
+    })
+}
+
+pub fn releases(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Release>> {
+    conn.prepare_cached(
+        "SELECT stack, version, repository, digest, source_repository, source_commit,
+                source_branch, created, published_at, prerelease
+         FROM releases WHERE (?1 IS NULL OR stack = ?1) ORDER BY stack, published_at",
+    )?
+    .query_map(params![stack], release_row)?
+    .collect()
+}
+
+pub fn delete_release_by_digest(
+    conn: &Connection,
+    repo: &str,
+    digest: &str,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "DELETE FROM releases WHERE repository = ?1 AND digest = ?2",
+        params![repo, digest],
+    )?;
+    Ok(())
+}
+
+/// Creates the customer if new; sets the name when one is given.
+pub fn upsert_customer(
+    conn: &Connection,
+    id: &str,
+    name: Option<&str>,
+    now: &str,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO customers (id, name, created) VALUES (?1, ?2, ?3)
+         ON CONFLICT (id) DO UPDATE SET name = COALESCE(excluded.name, customers.name)",
+        params![id, name, now],
+    )?;
+    Ok(())
+}
+
+pub fn customers(conn: &Connection) -> rusqlite::Result<Vec<Customer>> {
+    conn.prepare_cached("SELECT id, name, created FROM customers ORDER BY id")?
+        .query_map([], |r| {
+            Ok(Customer {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                created: r.get(2)?,
+            })
+        })?
+        .collect()
+}
+
+pub fn customer(conn: &Connection, id: &str) -> rusqlite::Result<Option<Customer>> {
+    conn.prepare_cached("SELECT id, name, created FROM customers WHERE id = ?1")?
+        .query_row(params![id], |r| {
+            Ok(Customer {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                created: r.get(2)?,
+            })
+        })
+        .optional()
+}
+
+/// The public keys (base64 DER) registered for a customer's installations.
+pub fn installation_keys(
+    conn: &Connection,
+    customer: &str,
+) -> rusqlite::Result<Vec<(String, String)>> {
+    conn.prepare_cached("SELECT key_id, public_key FROM installation_keys WHERE customer = ?1")?
+        .query_map(params![customer], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+pub fn add_installation_key(
+    conn: &Connection,
+    customer: &str,
+    key_id: &str,
+    public_key: &str,
+    now: &str,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT OR IGNORE INTO installation_keys (customer, key_id, public_key, first_seen)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![customer, key_id, public_key, now],
+    )?;
+    Ok(())
+}
+
+/// The stored document of a receipt id, if any.
+pub fn receipt_document(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT document FROM receipts WHERE id = ?1")?
+        .query_row(params![id], |r| r.get(0))
+        .optional()
+}
+
+pub fn insert_receipt(conn: &Connection, d: &Deployment, document: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
+             started_at, finished_at, key_id, document, received_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![
+            d.receipt_id,
+            d.customer,
+            d.stack,
+            d.version,
+            d.digest,
+            d.kind,
+            d.outcome,
+            d.started_at,
+            d.finished_at,
+            d.key_id,
+            document,
+            d.received_at
+        ],
+    )?;
+    Ok(())
+}
+
+fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
+    Ok(Deployment {
+        receipt_id: r.get(0)?,
+        customer: r.get(1)?,
+        stack: r.get(2)?,
+        version: r.get(3)?,
+        digest: r.get(4)?,
+        kind: r.get(5)?,
+        outcome: r.get(6)?,
+        started_at: r.get(7)?,
+        finished_at: r.get(8)?,
+        key_id: r.get(9)?,
+        received_at: r.get(10)?,
+    })
+}
+
+const DEPLOYMENT_COLUMNS: &str = "id, customer, stack, version, digest, kind, outcome, started_at, finished_at, key_id, received_at";
+
+/// Receipts, newest first.
+pub fn deployments(
+    conn: &Connection,
+    customer: Option<&str>,
+    stack: Option<&str>,
+    limit: u64,
+) -> rusqlite::Result<Vec<Deployment>> {
+    conn.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts
+         WHERE (?1 IS NULL OR customer = ?1) AND (?2 IS NULL OR stack = ?2)
+         ORDER BY finished_at DESC, id LIMIT ?3"
+    ))?
+    .query_map(params![customer, stack, limit as i64], deployment_row)?
+    .collect()
+}
+
+/// For each customer and stack, the last apply or rollback that left a version in
+/// place (`succeeded` or `no-changes`).
+pub fn current(conn: &Connection, customer: Option<&str>) -> rusqlite::Result<Vec<Deployment>> {
+    conn.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS} FROM (
+             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
+                                          ORDER BY finished_at DESC, received_at DESC, id) AS n
+             FROM receipts
+             WHERE kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes')
+               AND (?1 IS NULL OR customer = ?1))
+         WHERE n = 1 ORDER BY customer, stack"
+    ))?
+    .query_map(params![customer], deployment_row)?
+    .collect()
+}
+
+/// For each customer and stack, the latest receipt that says something about drift:
+/// a drift check, or an apply or rollback that succeeded (which clears drift).
+pub fn latest_drift_evidence(conn: &Connection) -> rusqlite::Result<Vec<Deployment>> {
+    conn.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS} FROM (
+             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
+                                          ORDER BY finished_at DESC, received_at DESC, id) AS n
+             FROM receipts
+             WHERE kind = 'drift'
+                OR (kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes')))
+         WHERE n = 1 ORDER BY customer, stack"
+    ))?
+    .query_map([], deployment_row)?
+    .collect()
+}

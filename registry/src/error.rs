@@ -1,0 +1,180 @@
+//! One error type for every request. It becomes the distribution spec's JSON error
+//! body (`{"errors":[{"code","message","detail"}]}`) with the spec's status code, on
+//! the OCI routes and on the ledger API alike.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// The spec's error codes, plus our own for the ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    BlobUnknown,
+    BlobUploadInvalid,
+    BlobUploadUnknown,
+    DigestInvalid,
+    ManifestBlobUnknown,
+    ManifestInvalid,
+    ManifestUnknown,
+    NameInvalid,
+    NameUnknown,
+    SizeInvalid,
+    Unauthorized,
+    Denied,
+    Unsupported,
+    TooManyRequests,
+    RangeInvalid,
+    /// Ledger: the request body or query is wrong.
+    BadRequest,
+    /// Ledger: no such customer, release or receipt.
+    NotFound,
+    /// Ledger: the thing exists already with other content.
+    Conflict,
+    Internal,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::BlobUnknown => "BLOB_UNKNOWN",
+            Code::BlobUploadInvalid => "BLOB_UPLOAD_INVALID",
+            Code::BlobUploadUnknown => "BLOB_UPLOAD_UNKNOWN",
+            Code::DigestInvalid => "DIGEST_INVALID",
+            Code::ManifestBlobUnknown => "MANIFEST_BLOB_UNKNOWN",
+            Code::ManifestInvalid => "MANIFEST_INVALID",
+            Code::ManifestUnknown => "MANIFEST_UNKNOWN",
+            Code::NameInvalid => "NAME_INVALID",
+            Code::NameUnknown => "NAME_UNKNOWN",
+            Code::SizeInvalid => "SIZE_INVALID",
+            Code::Unauthorized => "UNAUTHORIZED",
+            Code::Denied => "DENIED",
+            Code::Unsupported => "UNSUPPORTED",
+            Code::TooManyRequests => "TOOMANYREQUESTS",
+            Code::RangeInvalid => "RANGE_INVALID",
+            Code::BadRequest => "BAD_REQUEST",
+            Code::NotFound => "NOT_FOUND",
+            Code::Conflict => "CONFLICT",
+            Code::Internal => "INTERNAL_ERROR",
+        }
+    }
+
+    pub fn status(self) -> StatusCode {
+        match self {
+            Code::BlobUnknown
+            | Code::BlobUploadUnknown
+            | Code::ManifestUnknown
+            | Code::NameUnknown
+            | Code::NotFound => StatusCode::NOT_FOUND,
+            Code::BlobUploadInvalid
+            | Code::DigestInvalid
+            | Code::ManifestBlobUnknown
+            | Code::ManifestInvalid
+            | Code::NameInvalid
+            | Code::SizeInvalid
+            | Code::BadRequest => StatusCode::BAD_REQUEST,
+            Code::Unauthorized => StatusCode::UNAUTHORIZED,
+            Code::Denied => StatusCode::FORBIDDEN,
+            Code::Unsupported => StatusCode::METHOD_NOT_ALLOWED,
+            Code::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Code::RangeInvalid => StatusCode::RANGE_NOT_SATISFIABLE,
+            Code::Conflict => StatusCode::CONFLICT,
+            Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// A failed request: what, and the status and headers it answers with.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub code: Code,
+    pub message: String,
+    /// Overrides the code's usual status (413 for oversize bodies, 416 for ranges).
+    pub status: Option<StatusCode>,
+    pub headers: Vec<(header::HeaderName, HeaderValue)>,
+    pub detail: Option<serde_json::Value>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            status: None,
+            headers: Vec::new(),
+            detail: None,
+        }
+    }
+
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    pub fn with_header(mut self, name: header::HeaderName, value: &str) -> Self {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            self.headers.push((name, value));
+        }
+        self
+    }
+
+    pub fn with_detail(mut self, detail: serde_json::Value) -> Self {
+        self.detail = Some(detail);
+        self
+    }
+
+    pub fn internal(what: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %what, "internal error");
+        Error::new(
+            Code::Internal,
+            "the registry failed to complete the request; see its log",
+        )
+    }
+
+    pub fn too_large(what: &str, limit: u64) -> Self {
+        Error::new(
+            Code::SizeInvalid,
+            format!("{what} is larger than the limit of {limit} bytes"),
+        )
+        .with_status(StatusCode::PAYLOAD_TOO_LARGE)
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status.unwrap_or_else(|| self.code.status())
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::internal(format!("database: {e}"))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::internal(format!("storage: {e}"))
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut error = json!({ "code": self.code.as_str(), "message": self.message });
+        if let Some(detail) = self.detail {
+            error["detail"] = detail;
+        }
+        let body = serde_json::to_vec(&json!({ "errors": [error] })).unwrap_or_default();
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        for (name, value) in self.headers {
+            headers.append(name, value);
+        }
+        response
+    }
+}

@@ -1,0 +1,108 @@
+//! Repository names, tags and references, checked against the distribution spec's
+//! grammar before they reach the database or the file system.
+
+use stackpack_schema::Digest;
+
+use crate::error::{Code, Error};
+
+/// Longest repository name accepted (the spec's hosts commonly cap at 255).
+pub const MAX_NAME_LEN: usize = 255;
+
+/// `<component>(/<component>)*`, each `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`.
+pub fn validate_repository(name: &str) -> Result<(), Error> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .split('/')
+            .all(|component| stackpack_schema::reference::validate_name(component).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(
+            Code::NameInvalid,
+            format!("`{name}` is not a valid repository name"),
+        )
+        .with_detail(serde_json::json!({ "name": name })))
+    }
+}
+
+/// `[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}`.
+pub fn is_tag(tag: &str) -> bool {
+    let bytes = tag.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 128
+        && (bytes[0].is_ascii_alphanumeric() || bytes[0] == b'_')
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+}
+
+/// A manifest reference: a tag or a digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reference {
+    Tag(String),
+    Digest(Digest),
+}
+
+impl Reference {
+    pub fn parse(reference: &str) -> Result<Reference, Error> {
+        if reference.contains(':') {
+            parse_digest(reference).map(Reference::Digest)
+        } else if is_tag(reference) {
+            Ok(Reference::Tag(reference.to_string()))
+        } else {
+            Err(Error::new(
+                Code::ManifestInvalid,
+                format!("`{reference}` is neither a tag nor a digest"),
+            ))
+        }
+    }
+}
+
+/// Parses a digest from a path or query, as `DIGEST_INVALID` when it is not one.
+pub fn parse_digest(digest: &str) -> Result<Digest, Error> {
+    digest
+        .parse::<Digest>()
+        .map_err(|e| Error::new(Code::DigestInvalid, e.to_string()))
+}
+
+/// True for `X.Y.Z` stable semver tags, the ones that never move.
+pub fn is_stable_version_tag(tag: &str) -> bool {
+    semver::Version::parse(tag).is_ok_and(|v| stackpack_schema::version::is_stable(&v))
+}
+
+/// True for semver prerelease tags (`1.4.0-feat.2`).
+pub fn is_prerelease_version_tag(tag: &str) -> bool {
+    semver::Version::parse(tag).is_ok_and(|v| !v.pre.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_names_follow_the_spec() {
+        for good in ["a", "acme/stacks/data-plane", "a/b__c/d-e.f", "x0/1y"] {
+            validate_repository(good).unwrap();
+        }
+        for bad in [
+            "", "A", "a//b", "/a", "a/", "a/../b", "a/./b", "a b", "-a", "a/b-",
+        ] {
+            assert!(validate_repository(bad).is_err(), "{bad}");
+        }
+        assert!(validate_repository(&"a".repeat(256)).is_err());
+    }
+
+    #[test]
+    fn tags_and_references() {
+        assert!(is_tag("1.4.0-feat.2"));
+        assert!(is_tag("_x"));
+        assert!(!is_tag(".x"));
+        assert!(!is_tag(&"a".repeat(129)));
+        assert!(Reference::parse("sha256:abc").is_err());
+        assert!(is_stable_version_tag("1.2.3"));
+        assert!(!is_stable_version_tag("1.2.3-rc.1"));
+        assert!(!is_stable_version_tag("latest"));
+        assert!(is_prerelease_version_tag("1.2.3-rc.1"));
+    }
+}

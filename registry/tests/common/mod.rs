@@ -1,0 +1,479 @@
+//! Test harness: starts the real `stackpack-registry` binary (and, for the
+//! differential test, CNCF Distribution's `docker-registry`) on 127.0.0.1 in a
+//! temporary data folder, and speaks raw HTTP to it.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest as _, Sha256};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_stackpack-registry");
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// Deterministic pseudo-random bytes.
+pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+/// Whether an external tool is on PATH (tests that need it say so and skip if not,
+/// unless `STACKPACK_REQUIRE_TOOLS` is set, as CI sets it).
+pub fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found && std::env::var_os("STACKPACK_REQUIRE_TOOLS").is_some() {
+        panic!("`{tool}` is required but not on PATH");
+    }
+    if !found {
+        eprintln!("skipping: `{tool}` is not on PATH");
+    }
+    found
+}
+
+pub struct Server {
+    pub data: PathBuf,
+    pub port: u16,
+    pub args: Vec<String>,
+    child: Option<Child>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    pub fn start_with(args: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let mut server = Server {
+            data,
+            port: 0,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            child: None,
+            _dir: Some(dir),
+        };
+        server.spawn();
+        server
+    }
+
+    /// Starts the binary on the data folder, on a fresh port, and waits for `/healthz`.
+    pub fn spawn(&mut self) {
+        let port = free_port();
+        let child = Command::new(BIN)
+            .arg("serve")
+            .arg("--data")
+            .arg(&self.data)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .args(&self.args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        self.port = port;
+        self.child = Some(child);
+        wait_ready(&format!("http://127.0.0.1:{port}/healthz"));
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// SIGKILL: no chance to clean up.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM, then wait for a graceful exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        unsafe_kill(child.id(), "TERM");
+        child.wait().unwrap()
+    }
+
+    pub fn token(&self, role: &str, customer: Option<&str>) -> String {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["token", "create", "--role", role, "--data"])
+            .arg(&self.data);
+        if let Some(c) = customer {
+            cmd.args(["--customer", c]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn unsafe_kill(pid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+pub fn wait_ready(url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if ureq::get(url).call().is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    panic!("{url} did not come up");
+}
+
+/// CNCF Distribution (`docker-registry`), deletes enabled, no auth.
+pub struct Distribution {
+    pub port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Distribution {
+    pub fn start() -> Option<Distribution> {
+        let bin = ["docker-registry", "registry"]
+            .into_iter()
+            .find(|b| have_quiet(b))?;
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n  cache:\n    blobdescriptor: inmemory\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                dir.path().join("data").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(bin)
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_ready(&format!("http://127.0.0.1:{port}/v2/"));
+        Some(Distribution {
+            port,
+            child,
+            _dir: dir,
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Distribution {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn have_quiet(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HashMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The first error code of a spec error body.
+    pub fn error_code(&self) -> String {
+        self.json()["errors"][0]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+thread_local! {
+    static AGENT: ureq::Agent = ureq::AgentBuilder::new()
+        .redirects(0)
+        .timeout(Duration::from_secs(60))
+        .build();
+}
+
+/// Sends one request; never follows redirects; any status is an answer.
+pub fn send(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Resp {
+    AGENT.with(|agent| {
+        let mut request = agent.request(method, url);
+        for (name, value) in headers {
+            request = request.set(name, value);
+        }
+        let result = match body {
+            Some(body) => request.send_bytes(body),
+            None => request.call(),
+        };
+        let response = match result {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {url}: {e}"),
+        };
+        let status = response.status();
+        let mut map = HashMap::new();
+        for name in response.headers_names() {
+            if let Some(v) = response.header(&name) {
+                map.insert(name.to_ascii_lowercase(), v.to_string());
+            }
+        }
+        let mut body = Vec::new();
+        let _ = response.into_reader().take(1 << 30).read_to_end(&mut body);
+        Resp {
+            status,
+            headers: map,
+            body,
+        }
+    })
+}
+
+/// A client bound to one registry and one token.
+#[derive(Clone)]
+pub struct Client {
+    pub base: String,
+    pub token: Option<String>,
+}
+
+impl Client {
+    pub fn new(base: String, token: Option<String>) -> Self {
+        Client { base, token }
+    }
+
+    pub fn req(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Resp {
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut all: Vec<(&str, &str)> = headers.to_vec();
+        if let Some(a) = &auth {
+            all.push(("Authorization", a));
+        }
+        let url = if path.starts_with("http") {
+            path.to_string()
+        } else {
+            format!("{}{}", self.base, path)
+        };
+        send(method, &url, &all, body)
+    }
+
+    /// Monolithic push: POST then PUT with the whole body. Returns the digest.
+    pub fn push_blob(&self, repo: &str, data: &[u8]) -> String {
+        let digest = sha256(data);
+        let r = self.req("POST", &format!("/v2/{repo}/blobs/uploads/"), &[], None);
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        let location = absolute(&self.base, r.header("location").unwrap());
+        let sep = if location.contains('?') { '&' } else { '?' };
+        let r = self.req(
+            "PUT",
+            &format!("{location}{sep}digest={digest}"),
+            &[("Content-Type", "application/octet-stream")],
+            Some(data),
+        );
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        digest
+    }
+
+    /// Pushes an image manifest with the given config and layers; returns its digest.
+    pub fn push_manifest(
+        &self,
+        repo: &str,
+        reference: &str,
+        manifest: &[u8],
+        media_type: &str,
+    ) -> Resp {
+        self.req(
+            "PUT",
+            &format!("/v2/{repo}/manifests/{reference}"),
+            &[("Content-Type", media_type)],
+            Some(manifest),
+        )
+    }
+
+    /// Pushes a small image (config + one layer) tagged `tag`; returns the manifest
+    /// bytes and digest.
+    pub fn push_image(&self, repo: &str, tag: &str, seed: u64) -> (Vec<u8>, String) {
+        let config = format!("{{\"seed\":{seed}}}").into_bytes();
+        let layer = bytes(seed, 1000 + (seed as usize % 5000));
+        let config_digest = self.push_blob(repo, &config);
+        let layer_digest = self.push_blob(repo, &layer);
+        let manifest = image_manifest(
+            &config_digest,
+            config.len(),
+            &[(layer_digest, layer.len())],
+            None,
+            None,
+        );
+        let r = self.push_manifest(repo, tag, &manifest, OCI_MANIFEST);
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        let digest = sha256(&manifest);
+        (manifest, digest)
+    }
+}
+
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+pub fn image_manifest(
+    config_digest: &str,
+    config_size: usize,
+    layers: &[(String, usize)],
+    artifact_type: Option<&str>,
+    subject: Option<(&str, usize)>,
+) -> Vec<u8> {
+    let mut m = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest, "size": config_size},
+        "layers": layers.iter().map(|(d, s)| serde_json::json!({
+            "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": d, "size": s
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(a) = artifact_type {
+        m["artifactType"] = a.into();
+    }
+    if let Some((d, s)) = subject {
+        m["subject"] = serde_json::json!({"mediaType": OCI_MANIFEST, "digest": d, "size": s});
+    }
+    serde_json::to_vec(&m).unwrap()
+}
+
+pub fn absolute(base: &str, location: &str) -> String {
+    if location.starts_with("http") {
+        location.to_string()
+    } else {
+        format!("{base}{location}")
+    }
+}
+
+/// Writes an OCI image layout with one image (config + `layers` random layers).
+/// Returns the blob digests.
+pub fn write_layout(root: &Path, tag: &str, seed: u64, layer_sizes: &[usize]) -> Vec<String> {
+    std::fs::create_dir_all(root.join("blobs/sha256")).unwrap();
+    let write = |data: &[u8]| {
+        let d = sha256(data);
+        std::fs::write(root.join("blobs/sha256").join(&d[7..]), data).unwrap();
+        d
+    };
+    let mut digests = Vec::new();
+    let mut layers = Vec::new();
+    for (i, size) in layer_sizes.iter().enumerate() {
+        let data = bytes(seed + i as u64, *size);
+        let d = write(&data);
+        digests.push(d.clone());
+        layers.push((d, *size));
+    }
+    let config =
+        format!("{{\"architecture\":\"amd64\",\"os\":\"linux\",\"seed\":{seed}}}").into_bytes();
+    let config_digest = write(&config);
+    digests.push(config_digest.clone());
+    let manifest = image_manifest(&config_digest, config.len(), &layers, None, None);
+    let manifest_digest = write(&manifest);
+    digests.push(manifest_digest.clone());
+    std::fs::write(
+        root.join("index.json"),
+        serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "manifests": [{"mediaType": OCI_MANIFEST, "digest": manifest_digest, "size": manifest.len(),
+                "annotations": {"org.opencontainers.image.ref.name": tag}}]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("oci-layout"),
+        br#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .unwrap();
+    digests
+}
+
+/// Reads lines from a child's stdout until one matches.
+pub fn read_until(reader: &mut impl BufRead, needle: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            panic!("ended before `{needle}`");
+        }
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+pub fn buf<R: Read>(r: R) -> BufReader<R> {
+    BufReader::new(r)
+}

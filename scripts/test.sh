@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs the whole test suite from a fresh machine: installs what the tests need, checks
+# formatting and lints, builds every binary, then runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-test-deps.sh
+STACKPACK_TEST_TERRAFORM="$(scripts/terraform-path.sh)"
+chmod +x "$STACKPACK_TEST_TERRAFORM"
+export STACKPACK_TEST_TERRAFORM
+export CHECKPOINT_DISABLE=1
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The cross-program scenarios in `tests/` run the built binaries.
+cargo build --workspace --bins --quiet
+
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast --failure-output final
+else
+  cargo test --workspace --no-fail-fast
+fi
