@@ -1,12 +1,12 @@
 //! `stackpack check` as the CLI runs it (the command module compiled into this test,
 //! since `main.rs` dispatches to it): exit codes and formats on the example repository.
 
+mod acme;
 #[path = "../src/commands/check.rs"]
 mod check_command;
-mod acme;
 
-use clap::Parser;
 use acme::Repo;
+use clap::Parser;
 
 #[derive(Parser)]
 struct Cli {
