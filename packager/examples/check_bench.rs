@@ -314,8 +314,11 @@ fn main() {
         unpack_time.as_secs_f64() * 1000.0
     );
 
-    let terraform = ["/usr/local/bin/terraform", "terraform", "tofu"]
+    let from_env = std::env::var("STACKPACK_TEST_TERRAFORM").ok();
+    let terraform = from_env
+        .as_deref()
         .into_iter()
+        .chain(["/usr/local/bin/terraform", "terraform", "tofu"])
         .find(|t| {
             Command::new(t)
                 .arg("version")
