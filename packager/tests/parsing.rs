@@ -355,3 +355,72 @@ fn agrees_with_python_hcl2() {
         "compared {compared_defaults} defaults"
     );
 }
+
+/// Copies a fixture module to `<tmp>/<side>/modules/m`, editing one file.
+fn fixture_copy(tmp: &Path, side: &str, name: &str, edit: impl Fn(&str, String) -> String) {
+    let dir = tmp.join(side).join("modules/m");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(fixture(name)).unwrap().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        std::fs::write(dir.join(&file), edit(&file, text)).unwrap();
+    }
+}
+
+/// The kind of "minor" release real maintainers ship: harmless changes a text diff
+/// would flag, mixed with a changed default and a narrowed provider constraint that
+/// break callers. The checker must tell them apart.
+#[test]
+fn a_realistic_minor_release_of_a_vpc_module() {
+    use stackpack_packager::check::{compare_dirs, RuleConfig};
+    use stackpack_schema::version::Bump;
+
+    let tmp = tempfile::tempdir().unwrap();
+    fixture_copy(tmp.path(), "old", "vpc", |_, t| t);
+    fixture_copy(tmp.path(), "new", "vpc", |file, t| {
+        match file {
+        "variables.tf" => t
+            // Harmless: a description edit, and the same default written differently.
+            .replace("Controls if VPC should be created (it affects almost all resources)", "Whether to create the VPC.")
+            .replace("  default     = 600\n", "  default     = \"600\"\n")
+            // Breaking: a changed default.
+            .replace(
+                "variable \"enable_dns_hostnames\" {\n  description = \"Should be true to enable DNS hostnames in the VPC\"\n  type        = bool\n  default     = true",
+                "variable \"enable_dns_hostnames\" {\n  description = \"Should be true to enable DNS hostnames in the VPC\"\n  type        = bool\n  default     = false",
+            )
+            // Widened: a map of strings becomes any.
+            .replace("variable \"nat_gateway_tags\" {\n  description = \"Additional tags for the NAT gateways\"\n  type        = map(string)", "variable \"nat_gateway_tags\" {\n  description = \"Additional tags for the NAT gateways\"\n  type        = any")
+            // A new gated feature.
+            + "\nvariable \"enable_flow_log\" {\n  description = \"Whether to record flow logs.\"\n  type        = bool\n  default     = false\n}\n",
+        "main.tf" => t
+            .replace("version = \">= 5.46\"", "version = \">= 5.79\"")
+            .replace("required_version = \">= 1.8\"", "required_version = \">= 1.5.7\"")
+            + "\nresource \"aws_flow_log\" \"this\" {\n  count = local.create_vpc && var.enable_flow_log ? 1 : 0\n\n  vpc_id = local.vpc_id\n}\n",
+        _ => t,
+    }
+    });
+    let report = compare_dirs(
+        &tmp.path().join("old"),
+        &tmp.path().join("new"),
+        "modules/m",
+        &RuleConfig::default(),
+    )
+    .unwrap();
+    let got: Vec<String> = report
+        .findings
+        .iter()
+        .map(|f| format!("{} {} {} {}", f.bump.unwrap(), f.rule, f.item, f.location()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            "patch engine-constraint-widened required_version modules/m/main.tf:90",
+            "major provider-constraint-narrowed aws modules/m/main.tf:93",
+            "minor resource-kind-added-gated aws_flow_log modules/m/main.tf:100",
+            "major default-changed enable_dns_hostnames modules/m/variables.tf:51",
+            "minor type-widened nat_gateway_tags modules/m/variables.tf:104",
+            "minor input-added-with-default enable_flow_log modules/m/variables.tf:180",
+        ]
+    );
+    assert_eq!(report.bump, Bump::Major);
+}

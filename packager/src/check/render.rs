@@ -36,6 +36,33 @@ pub struct UnitReport {
     pub warnings: Vec<String>,
 }
 
+/// The error for a requested bump lower than the required one, in the house style:
+/// what, every finding that needs more (where, what, rule), and one hint. For
+/// `stackpack check`, and for `version`/`publish` when they refuse a `--bump`.
+pub fn refusal(
+    path: &str,
+    required: Bump,
+    requested: Option<Bump>,
+    findings: &[Finding],
+) -> String {
+    let mut out = format!(
+        "error: `{path}` needs a {required} release, but `--bump {}` was asked for\n",
+        requested.map_or("-".to_string(), |b| b.to_string())
+    );
+    for f in findings.iter().filter(|f| f.bump > requested) {
+        out.push_str(&format!("  --> `{}`: {}\n", f.location(), f.message));
+        out.push_str(&format!(
+            "      rule: {} (requires a {} release)\n",
+            f.rule,
+            f.bump.map_or("-".to_string(), |b| b.to_string())
+        ));
+    }
+    out.push_str(&format!(
+        "hint: release with `--bump {required}`, or undo the change\n"
+    ));
+    out
+}
+
 /// One JSON document.
 pub fn json(output: &CheckOutput) -> String {
     serde_json::to_string_pretty(output).expect("check output serialises")
@@ -207,6 +234,35 @@ mod tests {
         assert_eq!(
             github_annotation(&f, "error"),
             "::error file=modules/a%2Cb/variables.tf,line=3,title=default-changed (major)::100%25 changed%0Asecond line"
+        );
+    }
+
+    #[test]
+    fn refusals_name_every_finding_that_needs_more() {
+        let finding = |rule: &str, bump| Finding {
+            rule: rule.into(),
+            item: "x".into(),
+            file: "stacks/a/variables.tf".into(),
+            line: 4,
+            bump: Some(bump),
+            severity: Severity::Info,
+            message: format!("{rule} happened"),
+        };
+        let text = refusal(
+            "stacks/a",
+            Bump::Major,
+            Some(Bump::Minor),
+            &[
+                finding("output-added", Bump::Minor),
+                finding("default-changed", Bump::Major),
+            ],
+        );
+        assert_eq!(
+            text,
+            "error: `stacks/a` needs a major release, but `--bump minor` was asked for\n  \
+             --> `stacks/a/variables.tf:4`: default-changed happened\n      \
+             rule: default-changed (requires a major release)\n\
+             hint: release with `--bump major`, or undo the change\n"
         );
     }
 

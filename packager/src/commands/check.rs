@@ -208,23 +208,9 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         Format::Human => print!("{}", render::human(&output)),
     }
     for unit in output.units.iter().filter(|u| u.refused) {
-        eprintln!(
-            "error: `{}` needs a {} release, but `--bump {}` was asked for",
-            unit.path,
-            unit.required,
-            unit.requested.map_or("-".to_string(), |b| b.to_string())
-        );
-        for f in unit.findings.iter().filter(|f| f.bump > unit.requested) {
-            eprintln!("  --> `{}`: {}", f.location(), f.message);
-            eprintln!(
-                "      rule: {} (requires a {} release)",
-                f.rule,
-                f.bump.map_or("-".to_string(), |b| b.to_string())
-            );
-        }
-        eprintln!(
-            "hint: release with `--bump {}`, or undo the change",
-            unit.required
+        eprint!(
+            "{}",
+            render::refusal(&unit.path, unit.required, unit.requested, &unit.findings)
         );
     }
     if lint_failed && format == Format::Human {
