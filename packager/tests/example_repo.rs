@@ -341,3 +341,26 @@ fn lints_find_names_secrets_defaults_and_missing_docs() {
         ]
     );
 }
+
+#[test]
+fn the_interface_recorded_in_a_bundle_config() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/acme-infra");
+    let tree = check::Tree::load(&root, "stacks/data-plane").unwrap();
+    // The stack and the four modules it vendors.
+    assert_eq!(tree.modules.len(), 5);
+    let schema = tree.to_schema();
+    assert_eq!(schema.inputs.len(), 8);
+    assert_eq!(
+        schema.input("availability_zones").unwrap().default,
+        Some(serde_json::json!(["a", "b", "c"]))
+    );
+    assert_eq!(
+        schema.input("availability_zones").unwrap().type_constraint,
+        "list(string)"
+    );
+    assert!(schema.input("customer_id").unwrap().required);
+    assert_eq!(schema.input("customer_id").unwrap().validations.len(), 1);
+    assert_eq!(schema.outputs.len(), 7);
+    assert_eq!(schema.required_version.as_deref(), Some(">= 0.15.0"));
+    assert!(schema.resource_kinds.is_empty());
+}
