@@ -424,3 +424,125 @@ fn a_realistic_minor_release_of_a_vpc_module() {
     );
     assert_eq!(report.bump, Bump::Major);
 }
+
+#[test]
+fn reads_every_kind_of_block_real_modules_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("main.tf"),
+        r#"terraform {
+  required_version = ">= 1.10"
+  backend "s3" {}
+  required_providers {
+    aws = { source = "hashicorp/aws", version = "~> 5.0" }
+    random = "~> 3.0"
+  }
+}
+
+provider "aws" {
+  alias  = "west"
+  region = "us-west-2"
+}
+
+ephemeral "aws_secretsmanager_secret_version" "db" {
+  secret_id = "x"
+}
+
+import {
+  to = aws_s3_bucket.logs
+  id = "logs"
+}
+
+resource "aws_s3_bucket" "logs" {
+  provider = aws.west
+  for_each = { for k, v in var.buckets : k => v if v.enabled }
+  bucket   = "%{ if each.value.prefix != "" }${each.value.prefix}-%{ endif }${each.key}"
+
+  dynamic "lifecycle_rule" {
+    for_each = each.value.rules
+    content {
+      id = lifecycle_rule.value.id
+    }
+  }
+
+  lifecycle {
+    ignore_changes = all
+    precondition {
+      condition     = length(var.buckets) < 100
+      error_message = "Too many buckets."
+    }
+  }
+  depends_on = [aws_iam_role.this]
+}
+
+resource "aws_iam_role" "this" {
+  count              = 1
+  assume_role_policy = jsonencode({ Statement = [for s in ["a"] : { Sid = s }] })
+  tags               = { for t in aws_s3_bucket.logs[*].id : t => t }
+}
+
+moved {
+  from = aws_iam_role.old
+  to   = aws_iam_role.this[0]
+}
+
+removed {
+  from = aws_sqs_queue.legacy
+  lifecycle {
+    destroy = false
+  }
+}
+
+check "health" {
+  data "http" "ping" {
+    url = "https://example.invalid"
+  }
+  assert {
+    condition     = data.http.ping.status_code == 200
+    error_message = "Down."
+  }
+}
+
+variable "buckets" {
+  type = map(object({
+    enabled = optional(bool, true)
+    prefix  = optional(string, "")
+    rules   = optional(list(object({ id = string })), [])
+  }))
+  default = {}
+}
+
+output "ids" {
+  value     = [for b in aws_s3_bucket.logs : b.id]
+  sensitive = true
+}
+"#,
+    )
+    .unwrap();
+    let m = extract_module(tmp.path()).unwrap();
+    let kinds: Vec<&str> = m.resources.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        vec!["aws_s3_bucket", "aws_iam_role"],
+        "ephemeral, import and check-scoped data are not managed"
+    );
+    assert_eq!(
+        m.required_providers["random"].version.as_deref(),
+        Some("~> 3.0")
+    );
+    assert_eq!(
+        m.required_providers["aws"].version.as_deref(),
+        Some("~> 5.0")
+    );
+    assert!(!m.required_providers.contains_key("west"));
+    assert_eq!(m.moved[0].from, "aws_iam_role.old");
+    assert_eq!(m.moved[0].to, "aws_iam_role.this[0]");
+    assert_eq!(m.removed[0].from, "aws_sqs_queue.legacy");
+    assert_eq!(
+        m.conditions.len(),
+        2,
+        "the precondition and the check assertion"
+    );
+    assert!(m.output("ids").unwrap().sensitive);
+    assert_eq!(m.required_version.as_ref().unwrap().0, ">= 1.10");
+}
