@@ -213,8 +213,19 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
             render::refusal(&unit.path, unit.required, unit.requested, &unit.findings)
         );
     }
-    if lint_failed && format == Format::Human {
-        eprintln!("error: lints failed; fix them, or add `# stackpack:ignore <rule> reason: <why>` on the line");
+    if lint_failed {
+        let failed = output
+            .lints
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count();
+        eprintln!(
+            "error: {failed} lint finding{} failed the check",
+            if failed == 1 { "" } else { "s" }
+        );
+        eprintln!(
+            "hint: fix it, or add `# stackpack:ignore <rule> reason: <why>` on or above the line"
+        );
     }
     Ok(if output.ok { 0 } else { 1 })
 }
