@@ -634,3 +634,52 @@ module "m" {
     );
     assert_eq!(report.bump, Bump::Minor);
 }
+
+#[test]
+fn a_vendored_module_narrowing_its_constraints_narrows_the_stack() {
+    let stack = "terraform {\n  required_version = \">= 1.3\"\n}\n\nmodule \"m\" {\n  source = \"../../modules/m\"\n}\n";
+    let module = |engine: &str, aws: &str| {
+        format!(
+            "terraform {{\n  required_version = \"{engine}\"\n  required_providers {{\n    aws = {{\n      source  = \"hashicorp/aws\"\n      version = \"{aws}\"\n    }}\n  }}\n}}\n"
+        )
+    };
+    // The provider: the stack says nothing, the module narrows.
+    let report = compare_stack(
+        &module(">= 1.0", ">= 5.0"),
+        &module(">= 1.0", ">= 5.46"),
+        stack,
+        stack,
+    );
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "provider-constraint-narrowed".into(),
+            "aws".into(),
+            "modules/m/variables.tf:4".into()
+        )]
+    );
+    assert_eq!(report.bump, Bump::Major);
+    // The engine: the module now needs more than the stack's own `>= 1.3`.
+    let report = compare_stack(
+        &module(">= 1.0", ">= 5.0"),
+        &module(">= 1.5", ">= 5.0"),
+        stack,
+        stack,
+    );
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "engine-constraint-narrowed".into(),
+            "required_version".into(),
+            "modules/m/variables.tf:2".into()
+        )]
+    );
+    // Still within what the stack already requires: no change for its callers.
+    let report = compare_stack(
+        &module(">= 1.0", ">= 5.0"),
+        &module(">= 1.2", ">= 5.0"),
+        stack,
+        stack,
+    );
+    assert_eq!(report.bump, Bump::Patch, "{:?}", summary(&report));
+}

@@ -282,36 +282,7 @@ pub fn diff_module(
         }
     }
 
-    let old_rv = old.required_version.as_ref().map(|(v, _)| v.as_str());
-    let new_rv = new.required_version.as_ref().map(|(v, _)| v.as_str());
-    let rv_loc = new
-        .required_version
-        .as_ref()
-        .or(old.required_version.as_ref())
-        .map(|(_, l)| l.clone())
-        .unwrap_or_default();
     let show_c = |c: Option<&str>| c.map_or("none".to_string(), |c| format!("`{c}`"));
-    match compare_text(old_rv, new_rv) {
-        SetChange::Narrowed => out.push(finding(
-            "engine-constraint-narrowed",
-            "required_version",
-            dir,
-            &rv_loc,
-            format!(
-                "`required_version` changed from {} to {}: some engine versions allowed before no longer are",
-                show_c(old_rv),
-                show_c(new_rv)
-            ),
-        )),
-        SetChange::Widened => out.push(finding(
-            "engine-constraint-widened",
-            "required_version",
-            dir,
-            &rv_loc,
-            format!("`required_version` widened from {} to {}", show_c(old_rv), show_c(new_rv)),
-        )),
-        SetChange::Same => {}
-    }
     for (name, p) in &new.required_providers {
         let Some(prev) = old.required_providers.get(name) else {
             continue;
@@ -337,31 +308,6 @@ pub fn diff_module(
                     show_c(p.source.as_deref())
                 ),
             ));
-        }
-        match compare_text(prev.version.as_deref(), p.version.as_deref()) {
-            SetChange::Narrowed => out.push(finding(
-                "provider-constraint-narrowed",
-                name,
-                dir,
-                &p.location,
-                format!(
-                    "provider `{name}` constraint changed from {} to {}: some versions allowed before no longer are",
-                    show_c(prev.version.as_deref()),
-                    show_c(p.version.as_deref())
-                ),
-            )),
-            SetChange::Widened => out.push(finding(
-                "provider-constraint-widened",
-                name,
-                dir,
-                &p.location,
-                format!(
-                    "provider `{name}` constraint widened from {} to {}",
-                    show_c(prev.version.as_deref()),
-                    show_c(p.version.as_deref())
-                ),
-            )),
-            SetChange::Same => {}
         }
     }
 
@@ -766,6 +712,120 @@ fn merge_site(out: &mut BTreeMap<String, KindSite>, kind: &str, site: KindSite) 
                 *existing = site;
             }
         }
+    }
+}
+
+/// The constraint every module of a tree puts together on the engine, or on one
+/// provider: all of them must hold at once.
+fn combined(tree: &Tree, pick: &dyn Fn(&ModuleInterface) -> Option<String>) -> Option<String> {
+    let mut parts: Vec<String> = tree.modules.values().filter_map(|m| pick(m)).collect();
+    parts.sort();
+    parts.dedup();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Where a tree's constraint changed: the first module whose own constraint differs.
+fn changed_site(
+    old: &Tree,
+    new: &Tree,
+    pick: &dyn Fn(&ModuleInterface) -> Option<String>,
+    locate: &dyn Fn(&ModuleInterface) -> Option<Location>,
+) -> (String, Location) {
+    for (dir, module) in &new.modules {
+        let before = old.modules.get(dir).and_then(|m| pick(m));
+        if pick(module) != before {
+            return (dir.clone(), locate(module).unwrap_or_default());
+        }
+    }
+    for (dir, module) in &old.modules {
+        if !new.modules.contains_key(dir) && pick(module).is_some() {
+            return (dir.clone(), locate(module).unwrap_or_default());
+        }
+    }
+    (new.root_dir.clone(), locate(new.root()).unwrap_or_default())
+}
+
+/// Engine and provider constraints, as the whole tree (the stack and every module it
+/// vendors) states them: a vendored module that narrows its provider constraint
+/// narrows the stack's too.
+pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
+    let show = |c: &Option<String>| {
+        c.as_deref()
+            .map_or("none".to_string(), |c| format!("`{c}`"))
+    };
+    let engine = |m: &ModuleInterface| m.required_version.as_ref().map(|(v, _)| v.clone());
+    let engine_at = |m: &ModuleInterface| m.required_version.as_ref().map(|(_, l)| l.clone());
+    let (before, after) = (combined(old, &engine), combined(new, &engine));
+    let change = compare_text(before.as_deref(), after.as_deref());
+    if change != SetChange::Same {
+        let (dir, loc) = changed_site(old, new, &engine, &engine_at);
+        let (rule, how) = match change {
+            SetChange::Narrowed => (
+                "engine-constraint-narrowed",
+                "some engine versions allowed before no longer are",
+            ),
+            _ => (
+                "engine-constraint-widened",
+                "every engine version allowed before still is",
+            ),
+        };
+        out.push(finding(
+            rule,
+            "required_version",
+            &dir,
+            &loc,
+            format!(
+                "`required_version` changed from {} to {}: {how}",
+                show(&before),
+                show(&after)
+            ),
+        ));
+    }
+    let names: BTreeSet<&String> = old
+        .modules
+        .values()
+        .flat_map(|m| m.required_providers.keys())
+        .filter(|n| {
+            new.modules
+                .values()
+                .any(|m| m.required_providers.contains_key(*n))
+        })
+        .collect();
+    for name in names {
+        let version = |m: &ModuleInterface| {
+            m.required_providers
+                .get(name)
+                .and_then(|p| p.version.clone())
+        };
+        let version_at =
+            |m: &ModuleInterface| m.required_providers.get(name).map(|p| p.location.clone());
+        let (before, after) = (combined(old, &version), combined(new, &version));
+        let change = compare_text(before.as_deref(), after.as_deref());
+        if change == SetChange::Same {
+            continue;
+        }
+        let (dir, loc) = changed_site(old, new, &version, &version_at);
+        let (rule, how) = match change {
+            SetChange::Narrowed => (
+                "provider-constraint-narrowed",
+                "some versions allowed before no longer are",
+            ),
+            _ => (
+                "provider-constraint-widened",
+                "every version allowed before still is",
+            ),
+        };
+        out.push(finding(
+            rule,
+            name.as_str(),
+            &dir,
+            &loc,
+            format!(
+                "provider `{name}` constraint changed from {} to {}: {how}",
+                show(&before),
+                show(&after)
+            ),
+        ));
     }
 }
 

@@ -211,6 +211,7 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
             diff::diff_call(caller, call, &callee, old_callee, new_callee, &mut findings);
         }
         diff::diff_kinds(old, new, &mut findings);
+        diff::diff_constraints(old, new, &mut findings);
     }
     let mut findings = rules.apply(findings);
     findings.sort_by(|a, b| {
