@@ -467,7 +467,6 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
             return None;
         }
     }
-    let first = args.first();
     Some(match (name, args.as_slice()) {
         ("length", [v]) => Value::from(match v {
             Value::Array(a) => a.len(),
@@ -582,10 +581,7 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
                 .collect::<Option<serde_json::Map<_, _>>>()?,
         ),
         ("jsonencode", [v]) => Value::String(serde_json::to_string(v).ok()?),
-        _ => {
-            let _ = first;
-            return None;
-        }
+        _ => return None,
     })
 }
 
