@@ -683,3 +683,23 @@ fn a_vendored_module_narrowing_its_constraints_narrows_the_stack() {
     );
     assert_eq!(report.bump, Bump::Patch, "{:?}", summary(&report));
 }
+
+#[test]
+fn a_resource_renamed_inside_a_vendored_module_is_destroyed_for_the_stack() {
+    let stack = "module \"m\" {\n  source = \"../../modules/m\"\n}\n";
+    let old = "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n";
+    let renamed = "resource \"aws_s3_bucket\" \"main\" {\n  bucket = \"b\"\n}\n";
+    let report = compare_stack(old, renamed, stack, stack);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "resource-address-removed".into(),
+            "aws_s3_bucket.this".into(),
+            "modules/m/variables.tf:1".into()
+        )]
+    );
+    let moved = format!(
+        "{renamed}\nmoved {{\n  from = aws_s3_bucket.this\n  to   = aws_s3_bucket.main\n}}\n"
+    );
+    assert_eq!(compare_stack(old, &moved, stack, stack).bump, Bump::Patch);
+}

@@ -311,8 +311,18 @@ pub fn diff_module(
         }
     }
 
-    // A resource address that disappears is destroyed (and, if renamed, re-created),
-    // unless a `moved` block carries it over.
+    diff_addresses(old, new, dir, out);
+}
+
+/// A resource address that disappears is destroyed (and, if renamed, re-created),
+/// unless a `moved` block carries it over. Run for the root and for every vendored
+/// module, whose resources the stack's callers own just the same.
+pub fn diff_addresses(
+    old: &ModuleInterface,
+    new: &ModuleInterface,
+    dir: &str,
+    out: &mut Vec<Finding>,
+) {
     let new_addresses: BTreeSet<String> = new.resources.iter().map(|r| r.address()).collect();
     let new_kinds: BTreeSet<&str> = new.resources.iter().map(|r| r.kind.as_str()).collect();
     for r in &old.resources {

@@ -210,6 +210,14 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
             };
             diff::diff_call(caller, call, &callee, old_callee, new_callee, &mut findings);
         }
+        for (dir, module) in &new.modules {
+            if *dir == new.root_dir {
+                continue;
+            }
+            if let Some(before) = old.modules.get(dir) {
+                diff::diff_addresses(before, module, dir, &mut findings);
+            }
+        }
         diff::diff_kinds(old, new, &mut findings);
         diff::diff_constraints(old, new, &mut findings);
     }
