@@ -16,7 +16,6 @@ use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
 
 use crate::error::{Error, Result};
-use crate::interface_summary::read_interface;
 use crate::pack;
 use crate::plan::{Plan, StackPlan};
 use crate::repository::Repository;
@@ -78,7 +77,9 @@ pub fn build_stack(
     let layer = Descriptor::new(media_type::STACK_LAYER, layer_digest, layer_size);
 
     // The config.
-    let interface: Interface = read_interface(&repo.root, &stack.path)?;
+    let interface: Interface = crate::check::Tree::load(&repo.root, &stack.path)
+        .map_err(|e| Error::usage(e.to_string()).at(&stack.path))?
+        .to_schema();
     let modules = stack
         .modules
         .iter()

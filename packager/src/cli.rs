@@ -41,6 +41,8 @@ pub enum Command {
     Publish(PublishArgs),
     /// Write bundles and their signatures to an OCI image layout tar, for airgaps.
     Export(ExportArgs),
+    /// Check the interface contract of changed stacks and modules, and lint the repository.
+    Check(crate::commands::check::CheckArgs),
 }
 
 /// Where a registry is and how to reach it.

@@ -13,15 +13,19 @@
 //! - [`build`] turns a plan into a signed bundle in an image layout.
 //! - [`keys`] makes and reads signing keys.
 //! - [`error`] is the one user-facing error: what, where, and a hint.
+//! - [`interface`] reads a module's public interface from its `.tf` files, and
+//!   [`check`] compares two releases' interfaces under the interface rules (the
+//!   required version bump) and runs the repository lints.
 //!
 //! The binary's `commands/` are thin wrappers over these.
 
 pub mod build;
+pub mod check;
 pub mod config;
 pub mod discover;
 pub mod error;
 pub mod git;
-pub mod interface_summary;
+pub mod interface;
 pub mod keys;
 pub mod pack;
 pub mod plan;

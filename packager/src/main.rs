@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         cli::Command::Inspect(args) => commands::inspect::run(args, &cli.global),
         cli::Command::Publish(args) => commands::publish::run(args, &cli.global),
         cli::Command::Export(args) => commands::export::run(args, &cli.global),
+        cli::Command::Check(args) => commands::check::run(args).map(|code| code as u8),
     };
     match result {
         Ok(code) => ExitCode::from(code),

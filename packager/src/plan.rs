@@ -10,6 +10,7 @@ use semver::Version;
 use stackpack_schema::bundle::FileEntry;
 use stackpack_schema::version::{self, branch_slug, Bump, Channel};
 
+use crate::check::{self, Finding, RuleConfig};
 use crate::discover::Stack;
 use crate::error::{Error, Result};
 use crate::git;
@@ -44,7 +45,13 @@ pub struct StackPlan {
     pub previous: Option<Release>,
     /// The version a build gets (`None` when unchanged).
     pub next: Option<Version>,
+    /// The bump this build gets: the larger of what the interface changes require
+    /// and what was asked for.
     pub bump: Bump,
+    /// The bump the interface changes since the last stable release require.
+    pub required_bump: Bump,
+    /// What the interface checker found since the last stable release.
+    pub findings: Vec<Finding>,
 }
 
 /// The plan for a whole repository at one commit.
@@ -100,6 +107,11 @@ pub fn plan(
         None => None,
     };
 
+    let rules = RuleConfig::from_table(&repo.config.rules).map_err(|message| {
+        Error::usage(format!("`stackpack.toml` `[rules]`: {message}"))
+            .at(repo.root.join("stackpack.toml").display())
+            .hint("levels are `major`, `minor`, `patch` or `off` (lints: `error`, `warn`, `off`); see `docs/check.md`")
+    })?;
     let mut dirty = false;
     let mut stacks = Vec::new();
     for stack in &repo.stacks {
@@ -134,7 +146,6 @@ pub fn plan(
             Some(v) => releases.release(&stack.name, v)?,
             None => None,
         };
-        let bump = options.bump.unwrap_or(Bump::Patch);
         let named = options.stacks.contains(&stack.name);
 
         let (changed, reason) = match (&previous, &changed_since_base) {
@@ -168,6 +179,16 @@ pub fn plan(
                 (true, describe_changes(stack, paths))
             }
         };
+        let (required_bump, findings) = match (&last_stable, changed) {
+            (Some(last), true) => required_bump(repo, releases, stack, last, &rules)?,
+            _ => (Bump::Patch, Vec::new()),
+        };
+        if let Some(requested) = options.bump {
+            if changed && requested < required_bump {
+                return Err(refuse_bump(stack, required_bump, requested, &findings));
+            }
+        }
+        let bump = options.bump.map_or(required_bump, |b| b.max(required_bump));
         let next = changed.then(|| {
             version::next_version(&existing, bump, &stack.config.initial_version(), &channel)
         });
@@ -181,6 +202,8 @@ pub fn plan(
             previous,
             next,
             bump,
+            required_bump,
+            findings,
         });
     }
     Ok(Plan {
@@ -258,4 +281,54 @@ fn describe_changes(stack: &Stack, paths: Vec<String>) -> String {
     } else {
         parts.join("; ")
     }
+}
+
+/// What the interface changes since `last` (a stable release) require.
+fn required_bump(
+    repo: &Repository,
+    releases: &dyn ReleaseSource,
+    stack: &Stack,
+    last: &Version,
+    rules: &RuleConfig,
+) -> Result<(Bump, Vec<Finding>)> {
+    let Some(release) = releases.release(&stack.name, last)? else {
+        return Ok((Bump::Patch, Vec::new()));
+    };
+    let commit = release.config.source.commit.trim_end_matches("-dirty");
+    if repo.git.resolve(commit).is_none() {
+        return Err(Error::refused(format!(
+            "cannot compare `{}` with its last release `{last}`: its commit `{}` is not in this clone",
+            stack.name,
+            &commit[..12.min(commit.len())]
+        ))
+        .hint("fetch the full history (`git fetch --unshallow`, or `fetch-depth: 0` in GitHub Actions)"));
+    }
+    let report =
+        check::required_bump_with(&repo.root, &stack.path, commit, rules).map_err(|e| {
+            Error::refused(format!(
+                "cannot check the interface of `{}`: {e}",
+                stack.name
+            ))
+            .at(&stack.path)
+        })?;
+    Ok((report.bump, report.findings))
+}
+
+fn refuse_bump(stack: &Stack, required: Bump, requested: Bump, findings: &[Finding]) -> Error {
+    let mut message = format!(
+        "stack `{}` needs a {required} release, but `--bump {requested}` was asked for",
+        stack.name
+    );
+    for finding in findings.iter().filter(|f| f.bump > Some(requested)) {
+        message.push_str(&format!(
+            "\n  --> `{}`: {}\n      rule: {} (requires a {} release)",
+            finding.location(),
+            finding.message,
+            finding.rule,
+            finding.bump.map_or("-".to_string(), |b| b.to_string())
+        ));
+    }
+    Error::refused(message).hint(format!(
+        "publish with `--bump {required}`, or undo the change"
+    ))
 }

@@ -259,3 +259,55 @@ impl EmptyCommit for TestRepo {
         common::git(&self.dir, &["commit", "-q", "--allow-empty", "-m", message]);
     }
 }
+
+#[test]
+fn interface_changes_choose_the_bump_and_a_smaller_requested_bump_is_refused() {
+    let repo = TestRepo::new();
+    repo.build(&[]);
+
+    // An input with a default: minor for the stack that gains it.
+    repo.append(
+        "stacks/data-plane/variables.tf",
+        "\nvariable \"log_retention_days\" {\n  type        = number\n  default     = 30\n  description = \"Days to keep logs.\"\n}\n",
+    );
+    repo.commit("data-plane: log retention input");
+    assert_eq!(
+        TestRepo::built(&repo.build(&[])),
+        pairs(&[("data-plane", "0.2.0")])
+    );
+
+    // A module default that no stack sets: a different plan for every caller.
+    let variables = std::fs::read_to_string(repo.dir.join("modules/cluster/variables.tf")).unwrap();
+    repo.write(
+        "modules/cluster/variables.tf",
+        &variables.replace("default     = 3", "default     = 5"),
+    );
+    repo.commit("cluster: five system nodes");
+    let refused = repo.run(&[
+        "build",
+        "--bump",
+        "minor",
+        "--key",
+        repo.key.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("needs a major release"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("modules/cluster/variables.tf:"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("hint: publish with `--bump major`"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        TestRepo::built(&repo.build(&[])),
+        pairs(&[("control-plane", "1.0.0"), ("data-plane", "1.0.0")])
+    );
+}

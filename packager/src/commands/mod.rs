@@ -1,6 +1,7 @@
 //! One module per subcommand; each is a thin wrapper over the library.
 
 pub mod build;
+pub mod check;
 pub mod export;
 pub mod inspect;
 pub mod keygen;

@@ -51,6 +51,8 @@ pub fn run(args: &VersionArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
                     "current": s.previous.as_ref().map(|r| r.version.to_string()),
                     "next": s.next.as_ref().map(|v| v.to_string()),
                     "bump": s.bump,
+                    "requiredBump": s.required_bump,
+                    "findings": s.findings,
                     "modules": s.stack.modules.iter().map(|m| &m.path).collect::<Vec<_>>(),
                 })
             })

@@ -1,0 +1,900 @@
+//! The interface rules: comparing an old and a new interface, finding by finding.
+//!
+//! Each function here looks at one kind of change and says which rule it falls under
+//! and what bump it needs before the repository's rule levels are applied.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+use stackpack_schema::version::Bump;
+
+use super::tree::Tree;
+use super::{Finding, Severity};
+use crate::interface::constraint::{compare_text, SetChange};
+use crate::interface::eval::Evaluator;
+use crate::interface::{DefaultValue, Location, ModuleCall, ModuleInterface, Variable};
+
+/// Every rule of the interface table, with the bump it needs by default.
+pub const RULES: &[(&str, Bump)] = &[
+    ("input-added-with-default", Bump::Minor),
+    ("input-added-without-default", Bump::Major),
+    ("input-default-added", Bump::Minor),
+    ("input-default-removed", Bump::Major),
+    ("default-changed", Bump::Major),
+    ("input-removed", Bump::Major),
+    ("input-renamed-with-alias", Bump::Minor),
+    ("input-renamed-unguarded", Bump::Major),
+    ("type-narrowed", Bump::Major),
+    ("type-widened", Bump::Minor),
+    ("nullable-tightened", Bump::Major),
+    ("nullable-loosened", Bump::Minor),
+    ("validation-added", Bump::Major),
+    ("validation-removed", Bump::Minor),
+    ("output-removed", Bump::Major),
+    ("output-sensitivity-changed", Bump::Major),
+    ("output-added", Bump::Minor),
+    ("resource-kind-added-by-default", Bump::Major),
+    ("resource-kind-added-gated", Bump::Minor),
+    ("resource-kind-removed", Bump::Major),
+    ("resource-address-removed", Bump::Major),
+    ("engine-constraint-narrowed", Bump::Major),
+    ("engine-constraint-widened", Bump::Patch),
+    ("provider-constraint-narrowed", Bump::Major),
+    ("provider-constraint-widened", Bump::Patch),
+    ("provider-source-changed", Bump::Major),
+    ("module-default-changed", Bump::Major),
+    ("module-input-required", Bump::Major),
+    ("module-input-narrowed", Bump::Major),
+];
+
+/// The default bump of an interface rule.
+pub fn default_bump(rule: &str) -> Option<Bump> {
+    RULES.iter().find(|(r, _)| *r == rule).map(|(_, b)| *b)
+}
+
+fn finding(
+    rule: &str,
+    item: impl Into<String>,
+    dir: &str,
+    loc: &Location,
+    message: String,
+) -> Finding {
+    Finding {
+        rule: rule.to_string(),
+        item: item.into(),
+        file: join(dir, &loc.file),
+        line: loc.line,
+        bump: default_bump(rule),
+        severity: Severity::Info,
+        message,
+    }
+}
+
+/// `dir/file`, or `file` when `dir` is empty.
+pub fn join(dir: &str, file: &str) -> String {
+    if dir.is_empty() || dir == "." {
+        file.to_string()
+    } else {
+        format!("{}/{file}", dir.trim_end_matches('/'))
+    }
+}
+
+fn show(value: &Option<Value>) -> String {
+    match value {
+        Some(v) => format!("`{v}`"),
+        None => "no default".to_string(),
+    }
+}
+
+fn show_default(d: &DefaultValue, v: &Variable) -> String {
+    match d {
+        DefaultValue::Required => "no default".to_string(),
+        DefaultValue::Value(_) => show(&v.effective_default()),
+        DefaultValue::Expression(e) => format!("`{e}`"),
+    }
+}
+
+/// Is there a condition anywhere in the module that reads both inputs (so setting
+/// both can be refused)?
+fn guarded(module: &ModuleInterface, a: &str, b: &str) -> bool {
+    let refers = |text: &str, name: &str| {
+        let needle = format!("var.{name}");
+        text.match_indices(&needle).any(|(i, _)| {
+            !text[i + needle.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        })
+    };
+    module
+        .conditions
+        .iter()
+        .any(|c| refers(&c.text, a) && refers(&c.text, b))
+}
+
+/// The old name a new input replaces, when the rename is declared: a
+/// `stackpack:renamed-from` annotation, or an old input (kept, now `deprecated`) whose
+/// deprecation message names the new one.
+fn rename_source<'a>(
+    old: &'a ModuleInterface,
+    new: &'a ModuleInterface,
+    var: &Variable,
+) -> Option<&'a str> {
+    if let Some(from) = &var.renamed_from {
+        return old.variable(from).map(|v| v.name.as_str());
+    }
+    new.variables.iter().find_map(|alias| {
+        let message = alias.deprecated.as_deref()?;
+        let mentions = message
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .any(|w| w == var.name);
+        (mentions && old.variable(&alias.name).is_some() && alias.name != var.name)
+            .then_some(alias.name.as_str())
+    })
+}
+
+/// Compares one module's own interface: inputs, outputs, constraints, addresses.
+pub fn diff_module(
+    old: &ModuleInterface,
+    new: &ModuleInterface,
+    dir: &str,
+    out: &mut Vec<Finding>,
+) {
+    let mut renamed_old: BTreeSet<&str> = BTreeSet::new();
+    for var in &new.variables {
+        if old.variable(&var.name).is_some() {
+            continue;
+        }
+        if let Some(from) = rename_source(old, new, var) {
+            renamed_old.insert(from);
+            if new.variable(from).is_some() {
+                if guarded(new, from, &var.name) {
+                    out.push(finding(
+                        "input-renamed-with-alias",
+                        &var.name,
+                        dir,
+                        &var.location,
+                        format!("input `{from}` was renamed `{}`; the old name stays as a deprecated alias", var.name),
+                    ));
+                } else {
+                    out.push(finding(
+                        "input-renamed-unguarded",
+                        &var.name,
+                        dir,
+                        &var.location,
+                        format!(
+                            "input `{from}` was renamed `{}` and kept as an alias, but nothing refuses setting both \
+                             (add a validation or precondition that reads `var.{from}` and `var.{}`)",
+                            var.name, var.name
+                        ),
+                    ));
+                }
+                continue;
+            }
+        }
+        let rule = if var.is_required() {
+            "input-added-without-default"
+        } else {
+            "input-added-with-default"
+        };
+        let message = if var.is_required() {
+            format!(
+                "input `{}` was added without a default: every caller must now set it",
+                var.name
+            )
+        } else {
+            format!(
+                "input `{}` was added with default {}",
+                var.name,
+                show_default(&var.default, var)
+            )
+        };
+        out.push(finding(rule, &var.name, dir, &var.location, message));
+    }
+    for var in &old.variables {
+        if new.variable(&var.name).is_some() {
+            continue;
+        }
+        let renamed = new.renamed_to(&var.name).map(|v| v.name.clone());
+        let message = match renamed {
+            Some(to) => format!(
+                "input `{}` was renamed `{to}` without keeping the old name as a deprecated alias",
+                var.name
+            ),
+            None => format!("input `{}` was removed", var.name),
+        };
+        // Point at the new name when there is one, else at the old declaration.
+        let (dir_loc, loc) = match new.renamed_to(&var.name) {
+            Some(v) => (dir.to_string(), v.location.clone()),
+            None => (dir.to_string(), var.location.clone()),
+        };
+        out.push(finding("input-removed", &var.name, &dir_loc, &loc, message));
+    }
+    // An alias whose default moved to its new name (`null` now, the old default on
+    // the new input) still gives callers who set neither the same value.
+    let mut moved_defaults: BTreeSet<&str> = BTreeSet::new();
+    for var in &new.variables {
+        if old.variable(&var.name).is_some() {
+            continue;
+        }
+        if let Some(from) = rename_source(old, new, var) {
+            let (Some(old_alias), Some(new_alias)) = (old.variable(from), new.variable(from))
+            else {
+                continue;
+            };
+            if new_alias.effective_default() == Some(Value::Null)
+                && old_alias.effective_default().is_some()
+                && var.effective_default() == old_alias.effective_default()
+            {
+                moved_defaults.insert(from);
+            }
+        }
+    }
+    for new_var in &new.variables {
+        let Some(old_var) = old.variable(&new_var.name) else {
+            continue;
+        };
+        let mark = out.len();
+        compare_variable(old_var, new_var, dir, out);
+        if moved_defaults.contains(new_var.name.as_str()) {
+            let mut i = mark;
+            while i < out.len() {
+                if out[i].rule == "default-changed" && out[i].item == new_var.name {
+                    out.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    for o in &new.outputs {
+        match old.output(&o.name) {
+            None => out.push(finding(
+                "output-added",
+                &o.name,
+                dir,
+                &o.location,
+                format!("output `{}` was added", o.name),
+            )),
+            Some(prev) if prev.sensitive != o.sensitive => out.push(finding(
+                "output-sensitivity-changed",
+                &o.name,
+                dir,
+                &o.location,
+                format!(
+                    "output `{}` changed `sensitive` from `{}` to `{}`",
+                    o.name, prev.sensitive, o.sensitive
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+    for o in &old.outputs {
+        if new.output(&o.name).is_none() {
+            out.push(finding(
+                "output-removed",
+                &o.name,
+                dir,
+                &o.location,
+                format!("output `{}` was removed", o.name),
+            ));
+        }
+    }
+
+    let show_c = |c: Option<&str>| c.map_or("none".to_string(), |c| format!("`{c}`"));
+    for (name, p) in &new.required_providers {
+        let Some(prev) = old.required_providers.get(name) else {
+            continue;
+        };
+        let norm = |s: &Option<String>| {
+            s.as_deref().map(|s| {
+                s.to_lowercase()
+                    .trim_start_matches("registry.terraform.io/")
+                    .to_string()
+            })
+        };
+        if norm(&prev.source).unwrap_or_else(|| format!("hashicorp/{name}"))
+            != norm(&p.source).unwrap_or_else(|| format!("hashicorp/{name}"))
+        {
+            out.push(finding(
+                "provider-source-changed",
+                name,
+                dir,
+                &p.location,
+                format!(
+                    "provider `{name}` changed its source from {} to {}",
+                    show_c(prev.source.as_deref()),
+                    show_c(p.source.as_deref())
+                ),
+            ));
+        }
+    }
+
+    diff_addresses(old, new, dir, out);
+}
+
+/// A resource address that disappears is destroyed (and, if renamed, re-created),
+/// unless a `moved` block carries it over. Run for the root and for every vendored
+/// module, whose resources the stack's callers own just the same.
+pub fn diff_addresses(
+    old: &ModuleInterface,
+    new: &ModuleInterface,
+    dir: &str,
+    out: &mut Vec<Finding>,
+) {
+    let new_addresses: BTreeSet<String> = new.resources.iter().map(|r| r.address()).collect();
+    let new_kinds: BTreeSet<&str> = new.resources.iter().map(|r| r.kind.as_str()).collect();
+    for r in &old.resources {
+        let address = r.address();
+        if new_addresses.contains(&address) || !new_kinds.contains(r.kind.as_str()) {
+            // Whole kinds that go away are reported once, as `resource-kind-removed`.
+            continue;
+        }
+        if new.moved.iter().any(|m| m.from == address) {
+            continue;
+        }
+        let loc = new
+            .removed
+            .iter()
+            .find(|m| m.from == address)
+            .map_or(r.location.clone(), |m| m.location.clone());
+        out.push(finding(
+            "resource-address-removed",
+            &address,
+            dir,
+            &loc,
+            format!("resource `{address}` is no longer declared and no `moved` block carries it over: it would be destroyed"),
+        ));
+    }
+}
+
+fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Finding>) {
+    let name = &new.name;
+    match (&old.default, &new.default) {
+        (DefaultValue::Required, DefaultValue::Required) => {}
+        (DefaultValue::Required, _) => out.push(finding(
+            "input-default-added",
+            name,
+            dir,
+            &new.location,
+            format!(
+                "input `{name}` now has default {}",
+                show_default(&new.default, new)
+            ),
+        )),
+        (_, DefaultValue::Required) => out.push(finding(
+            "input-default-removed",
+            name,
+            dir,
+            &new.location,
+            format!(
+                "input `{name}` lost its default {}: callers who never set it now fail",
+                show_default(&old.default, old)
+            ),
+        )),
+        (a, b) => {
+            let differs = match (a, b) {
+                (DefaultValue::Value(_), DefaultValue::Value(_)) => {
+                    old.effective_default() != new.effective_default()
+                }
+                _ => a != b,
+            };
+            if differs {
+                out.push(finding(
+                    "default-changed",
+                    name,
+                    dir,
+                    &new.location,
+                    format!(
+                        "input `{name}` changed its default from {} to {}",
+                        show_default(a, old),
+                        show_default(b, new)
+                    ),
+                ));
+            }
+        }
+    }
+    let (o, n) = (&old.type_expr, &new.type_expr);
+    let wider = o.accepted_by(n);
+    let narrower = n.accepted_by(o);
+    if !(wider && narrower) {
+        let rule = if wider {
+            "type-widened"
+        } else {
+            "type-narrowed"
+        };
+        out.push(finding(
+            rule,
+            name,
+            dir,
+            &new.location,
+            format!("input `{name}` changed its type from `{o}` to `{n}`"),
+        ));
+    }
+    let mut attr_defaults = Vec::new();
+    o.changed_optional_defaults(n, name, &mut attr_defaults);
+    for (path, od, nd) in attr_defaults {
+        out.push(finding(
+            "default-changed",
+            &path,
+            dir,
+            &new.location,
+            format!(
+                "optional attribute `{path}` changed its default from {} to {}",
+                show(&od),
+                show(&nd)
+            ),
+        ));
+    }
+    if old.nullable && !new.nullable {
+        out.push(finding(
+            "nullable-tightened",
+            name,
+            dir,
+            &new.location,
+            format!("input `{name}` no longer accepts `null` (`nullable = false`)"),
+        ));
+    } else if !old.nullable && new.nullable {
+        let mut f = finding(
+            "nullable-loosened",
+            name,
+            dir,
+            &new.location,
+            format!("input `{name}` now accepts `null` (`nullable = true`)"),
+        );
+        // A caller passing `null` used to get the default; now gets `null`.
+        if new.effective_default().is_some_and(|d| d != Value::Null) {
+            f.bump = Some(Bump::Major);
+            f.message
+                .push_str(": callers passing `null` now get `null` instead of the default");
+        }
+        out.push(f);
+    }
+    let old_conditions: BTreeSet<&str> = old
+        .validations
+        .iter()
+        .map(|v| v.canonical.as_str())
+        .collect();
+    let new_conditions: BTreeSet<&str> = new
+        .validations
+        .iter()
+        .map(|v| v.canonical.as_str())
+        .collect();
+    for v in &new.validations {
+        if !old_conditions.contains(v.canonical.as_str()) {
+            out.push(finding(
+                "validation-added",
+                name,
+                dir,
+                &v.location,
+                format!(
+                    "input `{name}` has a new or changed validation: `{}`",
+                    one_line(&v.condition)
+                ),
+            ));
+        }
+    }
+    for v in &old.validations {
+        if !new_conditions.contains(v.canonical.as_str())
+            && new.validations.len() < old.validations.len()
+        {
+            out.push(finding(
+                "validation-removed",
+                name,
+                dir,
+                &new.location,
+                format!(
+                    "input `{name}` dropped the validation `{}`",
+                    one_line(&v.condition)
+                ),
+            ));
+        }
+    }
+}
+
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.chars().count() > 80 {
+        format!("{}…", joined.chars().take(79).collect::<String>())
+    } else {
+        joined
+    }
+}
+
+/// What a changed module does to the caller of one `module` block: defaults the caller
+/// relies on that changed, new inputs it does not set, narrowed inputs it passes
+/// through from its own callers.
+pub fn diff_call(
+    caller_dir: &str,
+    call: &ModuleCall,
+    callee_dir: &str,
+    old: &ModuleInterface,
+    new: &ModuleInterface,
+    out: &mut Vec<Finding>,
+) {
+    let prefix = format!("module.{}", call.name);
+    for var in &new.variables {
+        let set = call.args.contains_key(&var.name);
+        let Some(prev) = old.variable(&var.name) else {
+            if var.is_required() && !set && rename_source(old, new, var).is_none() {
+                out.push(finding(
+                    "module-input-required",
+                    format!("{prefix}.{}", var.name),
+                    callee_dir,
+                    &var.location,
+                    format!(
+                        "module `{callee_dir}` gained the required input `{}`, which `{}` does not set",
+                        var.name,
+                        join(caller_dir, &call.location.to_string())
+                    ),
+                ));
+            }
+            continue;
+        };
+        if !set {
+            let mut changes = Vec::new();
+            if prev.effective_default() != var.effective_default()
+                || prev.default != var.default && !matches!(var.default, DefaultValue::Value(_))
+            {
+                changes.push((
+                    var.name.clone(),
+                    show_default(&prev.default, prev),
+                    show_default(&var.default, var),
+                ));
+            }
+            let mut attrs = Vec::new();
+            prev.type_expr
+                .changed_optional_defaults(&var.type_expr, &var.name, &mut attrs);
+            changes.extend(attrs.into_iter().map(|(p, a, b)| (p, show(&a), show(&b))));
+            for (path, a, b) in changes {
+                out.push(finding(
+                    "module-default-changed",
+                    format!("{prefix}.{path}"),
+                    callee_dir,
+                    &var.location,
+                    format!(
+                        "module `{callee_dir}` changed the default of `{path}` from {a} to {b}, and `{}` does not set it: \
+                         callers of this stack get a different plan",
+                        join(caller_dir, &call.location.to_string())
+                    ),
+                ));
+            }
+        } else if call
+            .args
+            .get(&var.name)
+            .is_some_and(|e| e.to_string().contains("var."))
+        {
+            // The caller passes its own callers' values through: a narrower input
+            // reaches them.
+            let narrowed = !prev.type_expr.accepted_by(&var.type_expr)
+                || (prev.nullable && !var.nullable)
+                || var
+                    .validations
+                    .iter()
+                    .any(|v| !prev.validations.iter().any(|p| p.canonical == v.canonical));
+            if narrowed {
+                out.push(finding(
+                    "module-input-narrowed",
+                    format!("{prefix}.{}", var.name),
+                    callee_dir,
+                    &var.location,
+                    format!(
+                        "module `{callee_dir}` accepts less for `{}` (type, nullability or validation), and `{}` passes \
+                         its callers' value to it",
+                        var.name,
+                        join(caller_dir, &call.location.to_string())
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// Where a kind of resource is declared, and whether it is created by default.
+#[derive(Clone, Debug)]
+pub struct KindSite {
+    pub address: String,
+    pub file: String,
+    pub line: usize,
+    pub on_by_default: bool,
+    /// False when a `count`/`for_each` on the way could not be evaluated.
+    pub known: bool,
+}
+
+/// Every kind of resource in the tree, with where it is first created by default.
+pub fn kinds(tree: &Tree) -> BTreeMap<String, KindSite> {
+    let mut out = BTreeMap::new();
+    let inputs = tree.root().default_inputs();
+    walk_kinds(tree, &tree.root_dir, &inputs, "", true, true, 0, &mut out);
+    out
+}
+
+/// Is a `count` or `for_each` on? `Some(true)` for a non-zero count or a non-empty
+/// collection, `None` when unknown.
+fn gate(
+    count: Option<&hcl_edit::expr::Expression>,
+    for_each: Option<&hcl_edit::expr::Expression>,
+    vars: &BTreeMap<String, Value>,
+    locals: &BTreeMap<String, hcl_edit::expr::Expression>,
+) -> Option<bool> {
+    let mut ev = Evaluator::new(vars, locals);
+    if let Some(c) = count {
+        return match ev.eval(c)? {
+            Value::Number(n) => Some(n.as_f64()? > 0.0),
+            Value::String(s) => Some(s.parse::<f64>().ok()? > 0.0),
+            Value::Bool(b) => Some(b),
+            _ => None,
+        };
+    }
+    if let Some(f) = for_each {
+        return match ev.eval(f)? {
+            Value::Array(a) => Some(!a.is_empty()),
+            Value::Object(m) => Some(!m.is_empty()),
+            Value::Null => Some(false),
+            _ => None,
+        };
+    }
+    Some(true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_kinds(
+    tree: &Tree,
+    dir: &str,
+    inputs: &BTreeMap<String, Value>,
+    path: &str,
+    on: bool,
+    known: bool,
+    depth: usize,
+    out: &mut BTreeMap<String, KindSite>,
+) {
+    let Some(module) = tree.modules.get(dir) else {
+        return;
+    };
+    if depth > 16 {
+        return;
+    }
+    for r in &module.resources {
+        let g = gate(
+            r.count.as_ref(),
+            r.for_each.as_ref(),
+            inputs,
+            &module.locals,
+        );
+        let site = KindSite {
+            address: format!("{path}{}", r.address()),
+            file: join(dir, &r.location.file),
+            line: r.location.line,
+            on_by_default: on && g.unwrap_or(true),
+            known: known && g.is_some(),
+        };
+        merge_site(out, &r.kind, site);
+    }
+    for call in &module.module_calls {
+        let Some(callee) = tree.callee(dir, call) else {
+            continue;
+        };
+        let Some(callee_module) = tree.modules.get(&callee) else {
+            continue;
+        };
+        let g = gate(
+            call.count.as_ref(),
+            call.for_each.as_ref(),
+            inputs,
+            &module.locals,
+        );
+        let mut callee_inputs = callee_module.default_inputs();
+        let mut ev = Evaluator::new(inputs, &module.locals);
+        for (name, expr) in &call.args {
+            match ev.eval(expr) {
+                Some(v) => {
+                    let v = callee_module.variable(name).map_or(v.clone(), |var| {
+                        crate::interface::types::convert(&v, &var.type_expr)
+                    });
+                    callee_inputs.insert(name.clone(), v);
+                }
+                None => {
+                    callee_inputs.remove(name);
+                }
+            }
+        }
+        walk_kinds(
+            tree,
+            &callee,
+            &callee_inputs,
+            &format!("{path}module.{}.", call.name),
+            on && g.unwrap_or(true),
+            known && g.is_some(),
+            depth + 1,
+            out,
+        );
+    }
+}
+
+fn merge_site(out: &mut BTreeMap<String, KindSite>, kind: &str, site: KindSite) {
+    match out.get_mut(kind) {
+        None => {
+            out.insert(kind.to_string(), site);
+        }
+        Some(existing) => {
+            if site.on_by_default && !existing.on_by_default {
+                *existing = site;
+            }
+        }
+    }
+}
+
+/// The constraint every module of a tree puts together on the engine, or on one
+/// provider: all of them must hold at once.
+fn combined(tree: &Tree, pick: &dyn Fn(&ModuleInterface) -> Option<String>) -> Option<String> {
+    let mut parts: Vec<String> = tree.modules.values().filter_map(|m| pick(m)).collect();
+    parts.sort();
+    parts.dedup();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Where a tree's constraint changed: the first module whose own constraint differs.
+fn changed_site(
+    old: &Tree,
+    new: &Tree,
+    pick: &dyn Fn(&ModuleInterface) -> Option<String>,
+    locate: &dyn Fn(&ModuleInterface) -> Option<Location>,
+) -> (String, Location) {
+    for (dir, module) in &new.modules {
+        let before = old.modules.get(dir).and_then(|m| pick(m));
+        if pick(module) != before {
+            return (dir.clone(), locate(module).unwrap_or_default());
+        }
+    }
+    for (dir, module) in &old.modules {
+        if !new.modules.contains_key(dir) && pick(module).is_some() {
+            return (dir.clone(), locate(module).unwrap_or_default());
+        }
+    }
+    (new.root_dir.clone(), locate(new.root()).unwrap_or_default())
+}
+
+/// Engine and provider constraints, as the whole tree (the stack and every module it
+/// vendors) states them: a vendored module that narrows its provider constraint
+/// narrows the stack's too.
+pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
+    let show = |c: &Option<String>| {
+        c.as_deref()
+            .map_or("none".to_string(), |c| format!("`{c}`"))
+    };
+    let engine = |m: &ModuleInterface| m.required_version.as_ref().map(|(v, _)| v.clone());
+    let engine_at = |m: &ModuleInterface| m.required_version.as_ref().map(|(_, l)| l.clone());
+    let (before, after) = (combined(old, &engine), combined(new, &engine));
+    let change = compare_text(before.as_deref(), after.as_deref());
+    if change != SetChange::Same {
+        let (dir, loc) = changed_site(old, new, &engine, &engine_at);
+        let (rule, how) = match change {
+            SetChange::Narrowed => (
+                "engine-constraint-narrowed",
+                "some engine versions allowed before no longer are",
+            ),
+            _ => (
+                "engine-constraint-widened",
+                "every engine version allowed before still is",
+            ),
+        };
+        out.push(finding(
+            rule,
+            "required_version",
+            &dir,
+            &loc,
+            format!(
+                "`required_version` changed from {} to {}: {how}",
+                show(&before),
+                show(&after)
+            ),
+        ));
+    }
+    let names: BTreeSet<&String> = old
+        .modules
+        .values()
+        .flat_map(|m| m.required_providers.keys())
+        .filter(|n| {
+            new.modules
+                .values()
+                .any(|m| m.required_providers.contains_key(*n))
+        })
+        .collect();
+    for name in names {
+        let version = |m: &ModuleInterface| {
+            m.required_providers
+                .get(name)
+                .and_then(|p| p.version.clone())
+        };
+        let version_at =
+            |m: &ModuleInterface| m.required_providers.get(name).map(|p| p.location.clone());
+        let (before, after) = (combined(old, &version), combined(new, &version));
+        let change = compare_text(before.as_deref(), after.as_deref());
+        if change == SetChange::Same {
+            continue;
+        }
+        let (dir, loc) = changed_site(old, new, &version, &version_at);
+        let (rule, how) = match change {
+            SetChange::Narrowed => (
+                "provider-constraint-narrowed",
+                "some versions allowed before no longer are",
+            ),
+            _ => (
+                "provider-constraint-widened",
+                "every version allowed before still is",
+            ),
+        };
+        out.push(finding(
+            rule,
+            name.as_str(),
+            &dir,
+            &loc,
+            format!(
+                "provider `{name}` constraint changed from {} to {}: {how}",
+                show(&before),
+                show(&after)
+            ),
+        ));
+    }
+}
+
+/// New and removed kinds of resource between two trees.
+pub fn diff_kinds(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
+    let old_kinds = kinds(old);
+    let new_kinds = kinds(new);
+    for (kind, site) in &new_kinds {
+        if old_kinds.contains_key(kind) {
+            continue;
+        }
+        let loc = Location {
+            file: site.file.clone(),
+            line: site.line,
+        };
+        if site.on_by_default {
+            let mut message = format!(
+                "`{}` adds the resource kind `{kind}`, created with every input at its default",
+                site.address
+            );
+            if !site.known {
+                message.push_str(
+                    " (its `count`/`for_each` could not be evaluated, so it counts as on)",
+                );
+            }
+            out.push(finding(
+                "resource-kind-added-by-default",
+                kind,
+                "",
+                &loc,
+                message,
+            ));
+        } else {
+            out.push(finding(
+                "resource-kind-added-gated",
+                kind,
+                "",
+                &loc,
+                format!(
+                    "`{}` adds the resource kind `{kind}`, off unless an input turns it on",
+                    site.address
+                ),
+            ));
+        }
+    }
+    for (kind, site) in &old_kinds {
+        if new_kinds.contains_key(kind) || !site.on_by_default {
+            continue;
+        }
+        let loc = Location {
+            file: site.file.clone(),
+            line: site.line,
+        };
+        out.push(finding(
+            "resource-kind-removed",
+            kind,
+            "",
+            &loc,
+            format!("the resource kind `{kind}` (`{}`) is no longer managed: existing ones would be destroyed", site.address),
+        ));
+    }
+}

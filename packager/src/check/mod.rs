@@ -1,0 +1,530 @@
+//! The interface contract: which version bump a change needs, and the repository lints.
+//!
+//! [`required_bump`] compares a stack (or module) in the working tree with the same
+//! folder at an older commit, with every local module it vendors, and applies the
+//! interface rules of `DESIGN.md`: each [`Finding`] names its rule, the item, the
+//! `file:line` and the bump it needs; the report's bump is the largest. [`lint`] runs
+//! the repository lints, and [`render`] prints findings for people, CI and scripts.
+
+mod diff;
+pub mod lint;
+pub mod render;
+pub mod tree;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::str::FromStr;
+
+use serde::Serialize;
+use stackpack_schema::version::Bump;
+
+pub use diff::{default_bump, RULES};
+pub use lint::{lint, lint_with, LintOptions, LINT_RULES};
+pub use tree::{Cache, Tree};
+
+use crate::interface::InterfaceError;
+
+/// How loud a finding is. Interface findings are `info`: their weight is their bump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+/// One thing the checker found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    /// The rule's id, such as `default-changed` or `no-secret-literals`.
+    pub rule: String,
+    /// What it is about: an input, an output, a resource kind, a provider.
+    pub item: String,
+    /// Repository-relative path.
+    pub file: String,
+    /// 1-based; 0 when unknown.
+    pub line: usize,
+    /// The bump an interface finding requires; absent for lints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bump: Option<Bump>,
+    pub severity: Severity,
+    pub message: String,
+}
+
+impl Finding {
+    /// `file:line`.
+    pub fn location(&self) -> String {
+        if self.line == 0 {
+            self.file.clone()
+        } else {
+            format!("{}:{}", self.file, self.line)
+        }
+    }
+}
+
+/// What [`required_bump`] found for one stack or module.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckReport {
+    /// The smallest bump that respects every finding: patch when nothing is flagged.
+    pub bump: Bump,
+    pub findings: Vec<Finding>,
+    /// Advice that does not change the bump (an alias kept past one major release).
+    pub warnings: Vec<String>,
+}
+
+/// A configured rule level (`stackpack.toml` `[rules]`): interface rules take
+/// `major|minor|patch|off`, lints `error|warn|off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Major,
+    Minor,
+    Patch,
+    Error,
+    Warn,
+    Off,
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "major" => Level::Major,
+            "minor" => Level::Minor,
+            "patch" => Level::Patch,
+            "error" => Level::Error,
+            "warn" | "warning" => Level::Warn,
+            "off" => Level::Off,
+            other => return Err(format!("`{other}` is not a rule level")),
+        })
+    }
+}
+
+/// Rule levels per repository. Rules not named keep their defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RuleConfig {
+    pub levels: BTreeMap<String, Level>,
+}
+
+impl RuleConfig {
+    /// Reads a `[rules]` table: `rule-id = "major" | "minor" | "patch" | "off"` for
+    /// interface rules, `"error" | "warn" | "off"` for lints. The error names the key.
+    pub fn from_table(table: &toml::Table) -> Result<RuleConfig, String> {
+        let mut levels = BTreeMap::new();
+        for (rule, value) in table {
+            let Some(text) = value.as_str() else {
+                return Err(format!(
+                    "rule `{rule}` must be a string such as `\"major\"` or `\"off\"`"
+                ));
+            };
+            let level: Level = text.parse().map_err(|e| format!("rule `{rule}`: {e}"))?;
+            let interface = default_bump(rule).is_some();
+            let is_lint = LINT_RULES.contains(&rule.as_str());
+            match (interface, is_lint, level) {
+                (false, false, _) => {
+                    return Err(format!(
+                        "`{rule}` is not a rule (see `stackpack check --help` for the list)"
+                    ))
+                }
+                (true, _, Level::Error | Level::Warn) => {
+                    return Err(format!(
+                        "rule `{rule}` takes `major`, `minor`, `patch` or `off`, not `{text}`"
+                    ))
+                }
+                (_, true, Level::Major | Level::Minor | Level::Patch) => {
+                    return Err(format!(
+                        "lint `{rule}` takes `error`, `warn` or `off`, not `{text}`"
+                    ))
+                }
+                _ => {}
+            }
+            levels.insert(rule.clone(), level);
+        }
+        Ok(RuleConfig { levels })
+    }
+
+    pub fn level(&self, rule: &str) -> Option<Level> {
+        self.levels.get(rule).copied()
+    }
+
+    /// Applies the levels: drops rules turned off, sets configured bumps and severities.
+    pub fn apply(&self, findings: Vec<Finding>) -> Vec<Finding> {
+        findings
+            .into_iter()
+            .filter_map(|mut f| {
+                match self.level(&f.rule) {
+                    Some(Level::Off) => return None,
+                    Some(Level::Major) => f.bump = Some(Bump::Major),
+                    Some(Level::Minor) => f.bump = Some(Bump::Minor),
+                    Some(Level::Patch) => f.bump = Some(Bump::Patch),
+                    Some(Level::Error) => f.severity = Severity::Error,
+                    Some(Level::Warn) => f.severity = Severity::Warning,
+                    None => {}
+                }
+                Some(f)
+            })
+            .collect()
+    }
+}
+
+/// Why a check could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error(transparent)]
+    Interface(#[from] InterfaceError),
+    #[error("git could not read commit `{commit}` in `{}`: {message}", repo.display())]
+    Git {
+        repo: PathBuf,
+        commit: String,
+        message: String,
+    },
+    #[error("cannot unpack commit `{commit}`: {source}")]
+    Unpack {
+        commit: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Compares two loaded trees (old release, new) and returns the findings and bump.
+pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport {
+    let mut findings = Vec::new();
+    let mut warnings = Vec::new();
+    if !old.exists() {
+        warnings.push(format!(
+            "`{}` has no earlier release to compare with: this is its first",
+            new.root_dir
+        ));
+    } else {
+        diff::diff_module(old.root(), new.root(), &new.root_dir, &mut findings);
+        // What the vendored modules do to their callers.
+        for (caller, call, callee) in new.edges() {
+            let (Some(old_callee), Some(new_callee)) =
+                (old.modules.get(&callee), new.modules.get(&callee))
+            else {
+                continue;
+            };
+            diff::diff_call(caller, call, &callee, old_callee, new_callee, &mut findings);
+        }
+        for (dir, module) in &new.modules {
+            if *dir == new.root_dir {
+                continue;
+            }
+            if let Some(before) = old.modules.get(dir) {
+                diff::diff_addresses(before, module, dir, &mut findings);
+            }
+        }
+        diff::diff_kinds(old, new, &mut findings);
+        diff::diff_constraints(old, new, &mut findings);
+    }
+    let mut findings = rules.apply(findings);
+    findings.sort_by(|a, b| {
+        (&a.file, a.line, &a.rule, &a.item).cmp(&(&b.file, b.line, &b.rule, &b.item))
+    });
+    findings.dedup();
+    let bump = findings
+        .iter()
+        .filter_map(|f| f.bump)
+        .max()
+        .unwrap_or(Bump::Patch);
+    if bump == Bump::Major {
+        // An alias may outlive one major release, no more.
+        for var in &new.root().variables {
+            let was_alias = old
+                .root()
+                .variable(&var.name)
+                .is_some_and(|v| v.deprecated.is_some());
+            if var.deprecated.is_some() && was_alias {
+                warnings.push(format!(
+                    "input `{}` in `{}` was already a deprecated alias in the last release: remove it in this major release",
+                    var.name,
+                    diff::join(&new.root_dir, &var.location.to_string())
+                ));
+            }
+        }
+    }
+    CheckReport {
+        bump,
+        findings,
+        warnings,
+    }
+}
+
+/// Compares `dir` in two checked-out trees.
+pub fn compare_dirs(
+    old_base: &Path,
+    new_base: &Path,
+    dir: &str,
+    rules: &RuleConfig,
+) -> Result<CheckReport, CheckError> {
+    compare_dirs_with(old_base, new_base, dir, rules, &mut Cache::default())
+}
+
+/// [`compare_dirs`], reusing interfaces already in `cache`.
+pub fn compare_dirs_with(
+    old_base: &Path,
+    new_base: &Path,
+    dir: &str,
+    rules: &RuleConfig,
+    cache: &mut Cache,
+) -> Result<CheckReport, CheckError> {
+    let old = Tree::load_with(old_base, dir, cache)?;
+    let new = Tree::load_with(new_base, dir, cache)?;
+    Ok(compare_trees(&old, &new, rules))
+}
+
+/// The `.tf` and `.tf.json` files of the repository at one commit, read from
+/// `git archive` into memory: nothing is written to disk, and the old tree is read
+/// once however many stacks are compared with it.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub commit: String,
+    /// Repository-relative path → text.
+    files: BTreeMap<String, String>,
+}
+
+impl Snapshot {
+    /// Reads the files at `commit` (any ref git understands).
+    pub fn at(repo_root: &Path, commit: &str) -> Result<Snapshot, CheckError> {
+        let git_error = |message: String| CheckError::Git {
+            repo: repo_root.to_path_buf(),
+            commit: commit.to_string(),
+            message,
+        };
+        // Run in `repo_root`: when the vendor repository is a sub-folder of the git
+        // repository, `git archive` holds only that folder, with paths relative to it.
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(repo_root)
+            .args(["archive", "--format=tar", commit])
+            .output()
+            .map_err(|e| git_error(e.to_string()))?;
+        if !output.status.success() {
+            return Err(git_error(
+                String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            ));
+        }
+        let unpack = |source: std::io::Error| CheckError::Unpack {
+            commit: commit.to_string(),
+            source,
+        };
+        let mut files = BTreeMap::new();
+        let mut archive = tar::Archive::new(output.stdout.as_slice());
+        for entry in archive.entries().map_err(unpack)? {
+            let mut entry = entry.map_err(unpack)?;
+            if entry.header().entry_type() != tar::EntryType::Regular {
+                continue;
+            }
+            let path = entry
+                .path()
+                .map_err(unpack)?
+                .to_string_lossy()
+                .replace('\\', "/");
+            if !(path.ends_with(".tf") || path.ends_with(".tf.json")) {
+                continue;
+            }
+            let mut text = String::new();
+            if std::io::Read::read_to_string(&mut entry, &mut text).is_ok() {
+                files.insert(path, text);
+            }
+        }
+        Ok(Snapshot {
+            commit: commit.to_string(),
+            files,
+        })
+    }
+
+    /// The files directly in `dir` (names and texts, sorted), or `None` when the
+    /// commit has no `.tf` file there.
+    pub fn module_files(&self, dir: &str) -> Option<Vec<(String, String)>> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", dir.trim_end_matches('/'))
+        };
+        let files: Vec<(String, String)> = self
+            .files
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .filter_map(|(p, text)| {
+                let name = &p[prefix.len()..];
+                (!name.contains('/')).then(|| (name.to_string(), text.clone()))
+            })
+            .collect();
+        (!files.is_empty()).then_some(files)
+    }
+}
+
+/// Compares `dir` at a commit with `dir` in the working tree at `repo_root`.
+pub fn compare_snapshot_with(
+    snapshot: &Snapshot,
+    repo_root: &Path,
+    dir: &str,
+    rules: &RuleConfig,
+    cache: &mut Cache,
+) -> Result<CheckReport, CheckError> {
+    let old = Tree::load_from(tree::Source::Snapshot(snapshot), dir, cache)?;
+    let new = Tree::load_with(repo_root, dir, cache)?;
+    Ok(compare_trees(&old, &new, rules))
+}
+
+/// The bump `stack_dir_rel` (a stack or module folder, relative to the repository)
+/// needs from its state at `old_commit` to the working tree, with the findings behind
+/// it, under the default rule levels.
+pub fn required_bump(
+    repo_root: &Path,
+    stack_dir_rel: &str,
+    old_commit: &str,
+) -> Result<CheckReport, CheckError> {
+    required_bump_with(repo_root, stack_dir_rel, old_commit, &RuleConfig::default())
+}
+
+/// [`required_bump`] with the repository's rule levels.
+pub fn required_bump_with(
+    repo_root: &Path,
+    stack_dir_rel: &str,
+    old_commit: &str,
+    rules: &RuleConfig,
+) -> Result<CheckReport, CheckError> {
+    let snapshot = Snapshot::at(repo_root, old_commit)?;
+    compare_snapshot_with(
+        &snapshot,
+        repo_root,
+        stack_dir_rel,
+        rules,
+        &mut Cache::default(),
+    )
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// One folder to check, and the commit to compare it with (`None`: never released).
+#[derive(Clone, Debug)]
+pub struct Unit {
+    /// Repository-relative folder.
+    pub path: String,
+    /// `stack` or `module`.
+    pub kind: String,
+    pub against: Option<String>,
+}
+
+/// Checks many stacks and modules, unpacking each old commit once. `requested` is the
+/// bump asked for (`--bump`); a unit is refused when it is lower than required.
+pub fn check_units(
+    repo_root: &Path,
+    units: &[Unit],
+    requested: Option<Bump>,
+    rules: &RuleConfig,
+) -> Result<Vec<render::UnitReport>, CheckError> {
+    check_units_with(repo_root, units, requested, rules, &mut Cache::default())
+}
+
+/// [`check_units`], reusing interfaces already in `cache`.
+pub fn check_units_with(
+    repo_root: &Path,
+    units: &[Unit],
+    requested: Option<Bump>,
+    rules: &RuleConfig,
+    cache: &mut Cache,
+) -> Result<Vec<render::UnitReport>, CheckError> {
+    let mut snapshots: BTreeMap<String, Snapshot> = BTreeMap::new();
+    let mut out = Vec::new();
+    for unit in units {
+        let report = match &unit.against {
+            Some(commit) => {
+                if !snapshots.contains_key(commit) {
+                    snapshots.insert(commit.clone(), Snapshot::at(repo_root, commit)?);
+                }
+                compare_snapshot_with(&snapshots[commit], repo_root, &unit.path, rules, cache)?
+            }
+            None => compare_trees(
+                &Tree::default(),
+                &Tree::load_with(repo_root, &unit.path, cache)?,
+                rules,
+            ),
+        };
+        out.push(render::UnitReport {
+            path: unit.path.clone(),
+            kind: unit.kind.clone(),
+            required: report.bump,
+            requested,
+            refused: requested.is_some_and(|r| r < report.bump),
+            findings: report.findings,
+            warnings: report.warnings,
+        });
+    }
+    Ok(out)
+}
+
+/// Files changed between `commit` and the working tree (untracked ones included),
+/// repository-relative.
+pub fn changed_files(repo_root: &Path, commit: &str) -> Result<Vec<String>, CheckError> {
+    let git = |args: &[&str]| -> Result<Vec<String>, CheckError> {
+        let output = Command::new("git")
+            .arg("-C")
+            .arg(repo_root)
+            .args(args)
+            .output()
+            .map_err(|e| CheckError::Git {
+                repo: repo_root.to_path_buf(),
+                commit: commit.to_string(),
+                message: e.to_string(),
+            })?;
+        if !output.status.success() {
+            return Err(CheckError::Git {
+                repo: repo_root.to_path_buf(),
+                commit: commit.to_string(),
+                message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    };
+    let mut files = git(&[
+        "diff",
+        "--name-only",
+        "--no-renames",
+        "--relative",
+        commit,
+        "--",
+        ".",
+    ])?;
+    files.extend(git(&["ls-files", "--others", "--exclude-standard"])?);
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// Does any changed file sit in `dir` or in one of the local modules it uses?
+pub fn unit_changed(repo_root: &Path, dir: &str, changed: &[String]) -> Result<bool, CheckError> {
+    unit_changed_with(repo_root, dir, changed, &mut Cache::default())
+}
+
+/// [`unit_changed`], reusing interfaces already in `cache`.
+pub fn unit_changed_with(
+    repo_root: &Path,
+    dir: &str,
+    changed: &[String],
+    cache: &mut Cache,
+) -> Result<bool, CheckError> {
+    let tree = Tree::load_with(repo_root, dir, cache)?;
+    let mut dirs: Vec<&String> = tree.modules.keys().collect();
+    dirs.push(&tree.root_dir);
+    Ok(changed
+        .iter()
+        .any(|f| dirs.iter().any(|d| f.starts_with(&format!("{d}/")))))
+}

@@ -1,0 +1,277 @@
+//! Findings for people (an aligned table), for CI (GitHub workflow annotations) and
+//! for scripts (one JSON document).
+
+use serde::Serialize;
+use stackpack_schema::version::Bump;
+
+use super::{Finding, Severity};
+
+/// The result of checking a repository: one report per stack or module, and the lints.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckOutput {
+    /// The commit compared against.
+    pub against: Option<String>,
+    pub units: Vec<UnitReport>,
+    pub lints: Vec<Finding>,
+    /// False when a requested bump is lower than required, or a lint failed.
+    pub ok: bool,
+}
+
+/// One stack or module's result.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnitReport {
+    /// Repository-relative folder.
+    pub path: String,
+    /// `stack` or `module`.
+    pub kind: String,
+    pub required: Bump,
+    /// The bump asked for with `--bump`, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested: Option<Bump>,
+    /// True when a requested bump is lower than the required one.
+    pub refused: bool,
+    pub findings: Vec<Finding>,
+    pub warnings: Vec<String>,
+}
+
+/// The error for a requested bump lower than the required one, in the house style:
+/// what, every finding that needs more (where, what, rule), and one hint. For
+/// `stackpack check`, and for `version`/`publish` when they refuse a `--bump`.
+pub fn refusal(
+    path: &str,
+    required: Bump,
+    requested: Option<Bump>,
+    findings: &[Finding],
+) -> String {
+    let mut out = format!(
+        "error: `{path}` needs a {required} release, but `--bump {}` was asked for\n",
+        requested.map_or("-".to_string(), |b| b.to_string())
+    );
+    for f in findings.iter().filter(|f| f.bump > requested) {
+        out.push_str(&format!("  --> `{}`: {}\n", f.location(), f.message));
+        out.push_str(&format!(
+            "      rule: {} (requires a {} release)\n",
+            f.rule,
+            f.bump.map_or("-".to_string(), |b| b.to_string())
+        ));
+    }
+    out.push_str(&format!(
+        "hint: release with `--bump {required}`, or undo the change\n"
+    ));
+    out
+}
+
+/// One JSON document.
+pub fn json(output: &CheckOutput) -> String {
+    serde_json::to_string_pretty(output).expect("check output serialises")
+}
+
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// One GitHub workflow annotation: `::error file=F,line=L,title=T::message`.
+pub fn github_annotation(finding: &Finding, level: &str) -> String {
+    let title = match finding.bump {
+        Some(b) => format!("{} ({b})", finding.rule),
+        None => finding.rule.clone(),
+    };
+    let mut props = format!("file={}", escape_property(&finding.file));
+    if finding.line > 0 {
+        props.push_str(&format!(",line={}", finding.line));
+    }
+    props.push_str(&format!(",title={}", escape_property(&title)));
+    format!("::{level} {props}::{}", escape_data(&finding.message))
+}
+
+/// Every finding as an annotation: errors for lint errors and for the findings of a
+/// refused unit, warnings for lint warnings and for breaking changes, notices otherwise.
+pub fn github(output: &CheckOutput) -> String {
+    let mut out = String::new();
+    for unit in &output.units {
+        for f in &unit.findings {
+            let level = match (unit.refused, f.bump) {
+                (true, Some(b)) if Some(b) > unit.requested => "error",
+                (_, Some(Bump::Major)) => "warning",
+                _ => "notice",
+            };
+            out.push_str(&github_annotation(f, level));
+            out.push('\n');
+        }
+    }
+    for f in &output.lints {
+        let level = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "notice",
+        };
+        out.push_str(&github_annotation(f, level));
+        out.push('\n');
+    }
+    out
+}
+
+/// Aligned columns, no borders, widest column last.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0; columns];
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The findings of one list as a table: level, rule, location, message.
+pub fn findings_table(findings: &[Finding]) -> String {
+    let mut rows = vec![vec![
+        "LEVEL".to_string(),
+        "RULE".to_string(),
+        "LOCATION".to_string(),
+        "FINDING".to_string(),
+    ]];
+    for f in findings {
+        rows.push(vec![
+            f.bump
+                .map_or_else(|| f.severity.to_string(), |b| b.to_string()),
+            f.rule.clone(),
+            f.location(),
+            f.message.clone(),
+        ]);
+    }
+    table(&rows)
+}
+
+/// The whole output for a person.
+pub fn human(output: &CheckOutput) -> String {
+    let mut out = String::new();
+    if let Some(against) = &output.against {
+        out.push_str(&format!("compared with `{against}`\n\n"));
+    }
+    let mut rows = vec![vec![
+        "KIND".to_string(),
+        "PATH".to_string(),
+        "REQUIRED".to_string(),
+        "REQUESTED".to_string(),
+    ]];
+    for unit in &output.units {
+        rows.push(vec![
+            unit.kind.clone(),
+            unit.path.clone(),
+            unit.required.to_string(),
+            match (unit.requested, unit.refused) {
+                (Some(r), true) => format!("{r} (too small)"),
+                (Some(r), false) => r.to_string(),
+                (None, _) => "-".to_string(),
+            },
+        ]);
+    }
+    if output.units.is_empty() {
+        out.push_str("no stack or module changed\n");
+    } else {
+        out.push_str(&table(&rows));
+    }
+    for unit in &output.units {
+        if unit.findings.is_empty() && unit.warnings.is_empty() {
+            continue;
+        }
+        out.push_str(&format!(
+            "\n{} `{}` needs a {} release:\n",
+            unit.kind, unit.path, unit.required
+        ));
+        if !unit.findings.is_empty() {
+            out.push_str(&findings_table(&unit.findings));
+        }
+        for w in &unit.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+    }
+    if !output.lints.is_empty() {
+        out.push_str("\nlints:\n");
+        out.push_str(&findings_table(&output.lints));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_escape_their_fields() {
+        let f = Finding {
+            rule: "default-changed".into(),
+            item: "x".into(),
+            file: "modules/a,b/variables.tf".into(),
+            line: 3,
+            bump: Some(Bump::Major),
+            severity: Severity::Info,
+            message: "100% changed\nsecond line".into(),
+        };
+        assert_eq!(
+            github_annotation(&f, "error"),
+            "::error file=modules/a%2Cb/variables.tf,line=3,title=default-changed (major)::100%25 changed%0Asecond line"
+        );
+    }
+
+    #[test]
+    fn refusals_name_every_finding_that_needs_more() {
+        let finding = |rule: &str, bump| Finding {
+            rule: rule.into(),
+            item: "x".into(),
+            file: "stacks/a/variables.tf".into(),
+            line: 4,
+            bump: Some(bump),
+            severity: Severity::Info,
+            message: format!("{rule} happened"),
+        };
+        let text = refusal(
+            "stacks/a",
+            Bump::Major,
+            Some(Bump::Minor),
+            &[
+                finding("output-added", Bump::Minor),
+                finding("default-changed", Bump::Major),
+            ],
+        );
+        assert_eq!(
+            text,
+            "error: `stacks/a` needs a major release, but `--bump minor` was asked for\n  \
+             --> `stacks/a/variables.tf:4`: default-changed happened\n      \
+             rule: default-changed (requires a major release)\n\
+             hint: release with `--bump major`, or undo the change\n"
+        );
+    }
+
+    #[test]
+    fn tables_align_and_put_the_widest_last() {
+        let t = table(&[
+            vec!["a".into(), "bbb".into(), "long text".into()],
+            vec!["ccc".into(), "d".into(), "x".into()],
+        ]);
+        assert_eq!(t, "a    bbb  long text\nccc  d    x\n");
+    }
+}

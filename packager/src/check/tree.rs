@@ -1,0 +1,178 @@
+//! A stack (or module) with every local module it uses, transitively: what a bundle
+//! vendors, and so what its callers feel.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::Snapshot;
+use crate::interface::{
+    extract_files, extract_module, InterfaceError, ModuleCall, ModuleInterface,
+};
+
+/// Where a tree's files come from: a folder on disk, or a commit read from git.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    Dir(&'a Path),
+    Snapshot(&'a Snapshot),
+}
+
+/// Interfaces by repository-relative folder (`stacks/data-plane`, `modules/network`).
+#[derive(Debug, Default)]
+pub struct Tree {
+    pub root_dir: String,
+    pub modules: BTreeMap<String, Arc<ModuleInterface>>,
+}
+
+/// Interfaces already read, by folder: one check reads each folder once, however many
+/// stacks use it.
+#[derive(Debug, Default)]
+pub struct Cache {
+    map: HashMap<PathBuf, Arc<ModuleInterface>>,
+}
+
+impl Cache {
+    /// The interface of the module in `path`, read on first use.
+    pub fn get(&mut self, path: &Path) -> Result<Arc<ModuleInterface>, InterfaceError> {
+        if let Some(m) = self.map.get(path) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(extract_module(path)?);
+        self.map.insert(path.to_path_buf(), m.clone());
+        Ok(m)
+    }
+
+    /// The module in `dir` of `source`; `None` when the folder does not exist there.
+    pub fn module(
+        &mut self,
+        source: Source,
+        dir: &str,
+    ) -> Result<Option<Arc<ModuleInterface>>, InterfaceError> {
+        match source {
+            Source::Dir(base) => {
+                let path = base.join(dir);
+                if path.is_dir() {
+                    self.get(&path).map(Some)
+                } else {
+                    Ok(None)
+                }
+            }
+            Source::Snapshot(snapshot) => {
+                let key = PathBuf::from(format!("{}:{dir}", snapshot.commit));
+                if let Some(m) = self.map.get(&key) {
+                    return Ok(Some(m.clone()));
+                }
+                let Some(files) = snapshot.module_files(dir) else {
+                    return Ok(None);
+                };
+                let m = Arc::new(extract_files(&key, &files)?);
+                self.map.insert(key, m.clone());
+                Ok(Some(m))
+            }
+        }
+    }
+}
+
+/// `a/b/../c` → `a/c`; `None` when it climbs out of the repository.
+pub fn normalise(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+impl Tree {
+    /// Reads `dir` under `base` and every local module it calls. A folder that does not
+    /// exist is left out (an old release may not have it yet).
+    pub fn load(base: &Path, dir: &str) -> Result<Tree, InterfaceError> {
+        Tree::load_with(base, dir, &mut Cache::default())
+    }
+
+    /// [`Tree::load`], reusing interfaces already in `cache`.
+    pub fn load_with(base: &Path, dir: &str, cache: &mut Cache) -> Result<Tree, InterfaceError> {
+        Tree::load_from(Source::Dir(base), dir, cache)
+    }
+
+    /// Reads `dir` and the local modules it calls from `source`.
+    pub fn load_from(source: Source, dir: &str, cache: &mut Cache) -> Result<Tree, InterfaceError> {
+        let mut tree = Tree {
+            root_dir: normalise(dir).unwrap_or_default(),
+            modules: BTreeMap::new(),
+        };
+        let mut queue = vec![tree.root_dir.clone()];
+        while let Some(dir) = queue.pop() {
+            if tree.modules.contains_key(&dir) {
+                continue;
+            }
+            let Some(module) = cache.module(source, &dir)? else {
+                continue;
+            };
+            for call in &module.module_calls {
+                if let Some(callee) = resolve(&dir, call) {
+                    queue.push(callee);
+                }
+            }
+            tree.modules.insert(dir, module);
+        }
+        Ok(tree)
+    }
+
+    pub fn root(&self) -> &ModuleInterface {
+        static EMPTY: std::sync::OnceLock<ModuleInterface> = std::sync::OnceLock::new();
+        self.modules
+            .get(&self.root_dir)
+            .map(|m| &**m)
+            .unwrap_or_else(|| EMPTY.get_or_init(ModuleInterface::default))
+    }
+
+    pub fn exists(&self) -> bool {
+        self.modules.contains_key(&self.root_dir)
+    }
+
+    /// The folder a local module call points at, if it is in this tree.
+    pub fn callee(&self, dir: &str, call: &ModuleCall) -> Option<String> {
+        resolve(dir, call).filter(|d| self.modules.contains_key(d))
+    }
+
+    /// Every local call edge: (caller folder, call, callee folder).
+    pub fn edges(&self) -> Vec<(&str, &ModuleCall, String)> {
+        let mut out = Vec::new();
+        for (dir, module) in &self.modules {
+            for call in &module.module_calls {
+                if let Some(callee) = self.callee(dir, call) {
+                    out.push((dir.as_str(), call, callee));
+                }
+            }
+        }
+        out
+    }
+
+    /// The interface recorded in a bundle config: the root's inputs and outputs, with
+    /// the kinds of resource of every vendored module.
+    pub fn to_schema(&self) -> stackpack_schema::interface::Interface {
+        let mut interface = self.root().to_schema();
+        let mut kinds: Vec<String> = self
+            .modules
+            .values()
+            .flat_map(|m| m.resources.iter().map(|r| r.kind.clone()))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        interface.resource_kinds = kinds;
+        interface
+    }
+}
+
+fn resolve(dir: &str, call: &ModuleCall) -> Option<String> {
+    if !call.is_local() {
+        return None;
+    }
+    normalise(&format!("{dir}/{}", call.source.as_deref()?))
+}

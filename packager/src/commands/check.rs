@@ -1,0 +1,228 @@
+//! `stackpack check`: the interface contract of every changed stack and module, and
+//! the repository lints.
+//!
+//! Exit codes: 0 when every change fits its version and no lint failed; 1 when a
+//! requested bump (`--bump`) is lower than a change requires, or a lint failed; 2 when
+//! the command itself was wrong (bad flags, unknown ref, invalid `stackpack.toml`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use stackpack_packager::check::render::{self, CheckOutput};
+use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Severity, Unit};
+use stackpack_packager::config::RepoConfig;
+use stackpack_packager::discover::expand_globs;
+use stackpack_packager::releases::ReleaseSource;
+use stackpack_packager::Error;
+use stackpack_schema::version::{latest_stable, Bump};
+
+/// How to print findings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned tables.
+    Human,
+    /// GitHub workflow annotations (`::error file=…,line=…::…`).
+    Github,
+    /// One JSON document (same as `--json`).
+    Json,
+}
+
+/// Check the interface contract of changed stacks and modules, and lint the repository.
+#[derive(clap::Args, Debug, Clone)]
+#[command(
+    after_help = "Exit codes: 0 every change fits its version; 1 a requested bump is too small or a lint failed; 2 the command was wrong."
+)]
+pub struct CheckArgs {
+    /// The vendor repository (the folder holding `stackpack.toml`).
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub repo: PathBuf,
+    /// Compare with this git ref, or with each stack's last stable release.
+    #[arg(long, default_value = "last-release", value_name = "REF|last-release")]
+    pub against: String,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    /// The bump you intend to release; refused (exit 1) when a change needs more.
+    #[arg(long, value_name = "BUMP")]
+    pub bump: Option<Bump>,
+    /// Only these stack or module folders (repeatable), changed or not.
+    #[arg(long = "path", value_name = "DIR")]
+    pub paths: Vec<String>,
+    /// Skip the lints.
+    #[arg(long)]
+    pub no_lint: bool,
+}
+
+/// The hook for `--against last-release`: the commit a stack's last stable release
+/// was built from, or `None` when it has none. It reads the image layout of earlier
+/// builds (`<repo>/.stackpack/bundles`); the lead swaps in the registry lookup here.
+pub fn last_release_commit(repo_root: &Path, stack_path: &str) -> anyhow::Result<Option<String>> {
+    let layout_dir = repo_root.join(".stackpack").join("bundles");
+    let Ok(layout) = stackpack_customer_bundle::layout::ImageLayout::open(&layout_dir) else {
+        return Ok(None);
+    };
+    let name = stack_name(repo_root, stack_path);
+    let versions = ReleaseSource::versions(&layout, &name)?;
+    let Some(last) = latest_stable(&versions) else {
+        return Ok(None);
+    };
+    Ok(ReleaseSource::release(&layout, &name, last)?.map(|r| r.config.source.commit))
+}
+
+/// A stack's name: `name` in its `stack.toml`, else its folder's name.
+fn stack_name(repo_root: &Path, stack_path: &str) -> String {
+    let folder = stack_path
+        .rsplit('/')
+        .next()
+        .unwrap_or(stack_path)
+        .to_string();
+    std::fs::read_to_string(repo_root.join(stack_path).join("stack.toml"))
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| t.get("name").and_then(|n| n.as_str()).map(str::to_string))
+        .unwrap_or(folder)
+}
+
+fn resolve_ref(repo_root: &Path, reference: &str) -> anyhow::Result<String> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(repo_root)
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{reference}^{{commit}}"),
+        ])
+        .output()?;
+    if !output.status.success() {
+        return Err(
+            Error::usage(format!("`{reference}` is not a commit in this repository"))
+                .at(repo_root.display())
+                .hint("pass a branch, tag or commit to `--against`, or `last-release`")
+                .into(),
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// Runs the check; returns the exit code.
+pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
+    let root = args.repo.as_path();
+    let config = RepoConfig::load(root)?;
+    let rules = RuleConfig::from_table(&config.rules).map_err(|e| {
+        Error::usage(format!("`[rules]` in `stackpack.toml`: {e}"))
+            .at(root.join("stackpack.toml").display())
+    })?;
+    let stacks = expand_globs(root, &config.stacks);
+    let modules = expand_globs(root, &config.modules);
+    let selected = |p: &String| {
+        args.paths.is_empty() || args.paths.iter().any(|s| s.trim_end_matches('/') == p)
+    };
+
+    let mut cache = Cache::default();
+    let mut units = Vec::new();
+    let mut against_label = None;
+    if args.against == "last-release" {
+        against_label = Some("each stack's last release".to_string());
+        for stack in stacks.iter().filter(|p| selected(p)) {
+            let commit = last_release_commit(root, stack)?;
+            let changed = match &commit {
+                Some(c) => {
+                    args.paths.contains(stack)
+                        || check::unit_changed_with(
+                            root,
+                            stack,
+                            &check::changed_files(root, c)?,
+                            &mut cache,
+                        )?
+                }
+                None => true,
+            };
+            if changed {
+                units.push(Unit {
+                    path: stack.clone(),
+                    kind: "stack".into(),
+                    against: commit,
+                });
+            }
+        }
+    } else {
+        let commit = resolve_ref(root, &args.against)?;
+        against_label = against_label.or(Some(format!(
+            "{} ({})",
+            args.against,
+            &commit[..commit.len().min(12)]
+        )));
+        let changed = check::changed_files(root, &commit)?;
+        for (path, kind) in stacks
+            .iter()
+            .map(|s| (s, "stack"))
+            .chain(modules.iter().map(|m| (m, "module")))
+        {
+            if !selected(path) {
+                continue;
+            }
+            if args.paths.contains(path)
+                || check::unit_changed_with(root, path, &changed, &mut cache)?
+            {
+                units.push(Unit {
+                    path: path.clone(),
+                    kind: kind.into(),
+                    against: Some(commit.clone()),
+                });
+            }
+        }
+    }
+
+    let reports = check::check_units_with(root, &units, args.bump, &rules, &mut cache)?;
+    let lints = if args.no_lint {
+        Vec::new()
+    } else {
+        let options = LintOptions {
+            modules,
+            stacks,
+            environments: config.environments.clone(),
+            rules: rules.clone(),
+        };
+        lint_with(root, &options, &mut cache)?
+    };
+    let refused = reports.iter().any(|r| r.refused);
+    let lint_failed = lints.iter().any(|f| f.severity == Severity::Error);
+    let output = CheckOutput {
+        against: against_label,
+        units: reports,
+        lints,
+        ok: !refused && !lint_failed,
+    };
+
+    let format = if args.json { Format::Json } else { args.format };
+    match format {
+        Format::Json => println!("{}", render::json(&output)),
+        Format::Github => print!("{}", render::github(&output)),
+        Format::Human => print!("{}", render::human(&output)),
+    }
+    for unit in output.units.iter().filter(|u| u.refused) {
+        eprint!(
+            "{}",
+            render::refusal(&unit.path, unit.required, unit.requested, &unit.findings)
+        );
+    }
+    if lint_failed {
+        let failed = output
+            .lints
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count();
+        eprintln!(
+            "error: {failed} lint finding{} failed the check",
+            if failed == 1 { "" } else { "s" }
+        );
+        eprintln!(
+            "hint: fix it, or add `# stackpack:ignore <rule> reason: <why>` on or above the line"
+        );
+    }
+    Ok(if output.ok { 0 } else { 1 })
+}

@@ -1,0 +1,705 @@
+//! One case per interface rule: a module before and after, written to disk, and the
+//! exact finding (rule, item, file:line) and bump the checker must report. Then the
+//! changes that must not be flagged beyond patch.
+
+use std::path::Path;
+
+use stackpack_packager::check::{compare_dirs, CheckReport, RuleConfig};
+use stackpack_schema::version::Bump;
+
+const DIR: &str = "modules/m";
+
+fn write(base: &Path, files: &[(&str, &str)]) {
+    let dir = base.join(DIR);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+}
+
+fn compare(old: &[(&str, &str)], new: &[(&str, &str)]) -> CheckReport {
+    let tmp = tempfile::tempdir().unwrap();
+    write(&tmp.path().join("old"), old);
+    write(&tmp.path().join("new"), new);
+    compare_dirs(
+        &tmp.path().join("old"),
+        &tmp.path().join("new"),
+        DIR,
+        &RuleConfig::default(),
+    )
+    .unwrap()
+}
+
+const BASE: &str = r#"variable "name" {
+  type        = string
+  description = "Name."
+}
+"#;
+
+struct Case {
+    rule: &'static str,
+    old: &'static str,
+    new: &'static str,
+    item: &'static str,
+    /// `file:line`, relative to the module folder.
+    at: &'static str,
+    bump: Bump,
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            rule: "input-added-with-default",
+            old: BASE,
+            new: concat!(
+                "variable \"name\" {\n  type        = string\n  description = \"Name.\"\n}\n",
+                "\nvariable \"size\" {\n  type    = number\n  default = 3\n}\n"
+            ),
+            item: "size",
+            at: "variables.tf:6",
+            bump: Bump::Minor,
+        },
+        Case {
+            rule: "input-added-without-default",
+            old: BASE,
+            new: concat!(
+                "variable \"name\" {\n  type        = string\n  description = \"Name.\"\n}\n",
+                "\nvariable \"size\" {\n  type = number\n}\n"
+            ),
+            item: "size",
+            at: "variables.tf:6",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "default-changed",
+            old: "variable \"size\" {\n  type    = number\n  default = 3\n}\n",
+            new: "variable \"size\" {\n  type    = number\n  default = 4\n}\n",
+            item: "size",
+            at: "variables.tf:1",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "default-changed",
+            old: "variable \"cfg\" {\n  type = object({\n    a = optional(number, 1)\n  })\n  default = {}\n}\n",
+            new: "variable \"cfg\" {\n  type = object({\n    a = optional(number, 2)\n  })\n  default = {}\n}\n",
+            item: "cfg.a",
+            at: "variables.tf:1",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "input-default-removed",
+            old: "variable \"size\" {\n  type    = number\n  default = 3\n}\n",
+            new: "variable \"size\" {\n  type = number\n}\n",
+            item: "size",
+            at: "variables.tf:1",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "input-default-added",
+            old: "variable \"size\" {\n  type = number\n}\n",
+            new: "variable \"size\" {\n  type    = number\n  default = 3\n}\n",
+            item: "size",
+            at: "variables.tf:1",
+            bump: Bump::Minor,
+        },
+        Case {
+            rule: "input-removed",
+            old: concat!(
+                "variable \"name\" {\n  type        = string\n  description = \"Name.\"\n}\n",
+                "\nvariable \"size\" {\n  type    = number\n  default = 3\n}\n"
+            ),
+            new: BASE,
+            item: "size",
+            at: "variables.tf:6",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "input-renamed-with-alias",
+            old: "variable \"cluster_size\" {\n  type    = number\n  default = 3\n}\n",
+            new: r#"variable "cluster_size" {
+  type       = number
+  default    = null
+  deprecated = "Use node_count."
+}
+
+# stackpack:renamed-from = "cluster_size"
+variable "node_count" {
+  type    = number
+  default = 3
+
+  validation {
+    condition     = var.cluster_size == null || var.node_count == 3
+    error_message = "Set node_count or cluster_size, not both."
+  }
+}
+"#,
+            item: "node_count",
+            at: "variables.tf:8",
+            bump: Bump::Minor,
+        },
+        Case {
+            rule: "input-renamed-with-alias",
+            // No annotation: the deprecation message names the new input; the guard
+            // is a `check` block.
+            old: "variable \"cluster_size\" {\n  type    = number\n  default = 3\n}\n",
+            new: r#"variable "cluster_size" {
+  type       = number
+  default    = 3
+  deprecated = "Renamed: use `node_count` instead."
+}
+
+variable "node_count" {
+  type    = number
+  default = null
+}
+
+check "one_of_node_count_or_cluster_size" {
+  assert {
+    condition     = !(var.node_count != null && var.cluster_size != 3)
+    error_message = "Set node_count or cluster_size, not both."
+  }
+}
+"#,
+            item: "node_count",
+            at: "variables.tf:7",
+            bump: Bump::Minor,
+        },
+        Case {
+            rule: "input-renamed-unguarded",
+            old: "variable \"cluster_size\" {\n  type    = number\n  default = 3\n}\n",
+            new: r#"variable "cluster_size" {
+  type       = number
+  default    = null
+  deprecated = "Use node_count."
+}
+
+# stackpack:renamed-from = "cluster_size"
+variable "node_count" {
+  type    = number
+  default = 3
+}
+"#,
+            item: "node_count",
+            at: "variables.tf:8",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "type-narrowed",
+            old: "variable \"tags\" {\n  type    = any\n  default = {}\n}\n",
+            new: "variable \"tags\" {\n  type    = map(string)\n  default = {}\n}\n",
+            item: "tags",
+            at: "variables.tf:1",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "type-narrowed",
+            old: "variable \"cfg\" {\n  type = object({ a = optional(string) })\n}\n",
+            new: "variable \"cfg\" {\n  type = object({ a = string })\n}\n",
+            item: "cfg",
+            at: "variables.tf:1",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "type-widened",
+            old: "variable \"tags\" {\n  type    = map(string)\n  default = {}\n}\n",
+            new: "variable \"tags\" {\n  type    = any\n  default = {}\n}\n",
+            item: "tags",
+            at: "variables.tf:1",
+            bump: Bump::Minor,
+        },
+        Case {
+            rule: "type-widened",
+            old: "variable \"cfg\" {\n  type = object({ a = string })\n}\n",
+            new: "variable \"cfg\" {\n  type = object({ a = string, b = optional(bool, false) })\n}\n",
+            item: "cfg",
+            at: "variables.tf:1",
+            bump: Bump::Minor,
+        },
+        Case {
+            rule: "nullable-tightened",
+            old: "variable \"size\" {\n  type    = number\n  default = 3\n}\n",
+            new: "variable \"size\" {\n  type     = number\n  default  = 3\n  nullable = false\n}\n",
+            item: "size",
+            at: "variables.tf:1",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "validation-added",
+            old: "variable \"size\" {\n  type    = number\n  default = 3\n}\n",
+            new: "variable \"size\" {\n  type    = number\n  default = 3\n\n  validation {\n    condition     = var.size <= 10\n    error_message = \"At most 10.\"\n  }\n}\n",
+            item: "size",
+            at: "variables.tf:5",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "validation-added",
+            // Tightened: the condition changed.
+            old: "variable \"size\" {\n  type = number\n  validation {\n    condition     = var.size <= 10\n    error_message = \"At most 10.\"\n  }\n}\n",
+            new: "variable \"size\" {\n  type = number\n  validation {\n    condition     = var.size <= 8\n    error_message = \"At most 8.\"\n  }\n}\n",
+            item: "size",
+            at: "variables.tf:3",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "output-removed",
+            old: "output \"id\" {\n  value = \"x\"\n}\n\noutput \"arn\" {\n  value = \"y\"\n}\n",
+            new: "output \"id\" {\n  value = \"x\"\n}\n",
+            item: "arn",
+            at: "variables.tf:5",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "output-sensitivity-changed",
+            old: "output \"id\" {\n  value = \"x\"\n}\n",
+            new: "output \"id\" {\n  value     = \"x\"\n  sensitive = true\n}\n",
+            item: "id",
+            at: "variables.tf:1",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "output-added",
+            old: "output \"id\" {\n  value = \"x\"\n}\n",
+            new: "output \"id\" {\n  value = \"x\"\n}\n\noutput \"arn\" {\n  value = \"y\"\n}\n",
+            item: "arn",
+            at: "variables.tf:5",
+            bump: Bump::Minor,
+        },
+        Case {
+            rule: "resource-kind-added-by-default",
+            old: "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n",
+            new: "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n\nresource \"aws_route53_record\" \"this\" {\n  name = \"b\"\n}\n",
+            item: "aws_route53_record",
+            at: "variables.tf:5",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "resource-kind-added-by-default",
+            // On by default through a local and an existing input's default.
+            old: "variable \"zones\" {\n  type    = list(string)\n  default = [\"a\"]\n}\n",
+            new: "variable \"zones\" {\n  type    = list(string)\n  default = [\"a\"]\n}\n\nlocals {\n  dns = length(var.zones) > 0\n}\n\nresource \"aws_route53_zone\" \"this\" {\n  count = local.dns ? 1 : 0\n  name  = \"x\"\n}\n",
+            item: "aws_route53_zone",
+            at: "variables.tf:10",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "resource-kind-added-gated",
+            old: "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n",
+            new: "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n\nvariable \"create_dns\" {\n  type    = bool\n  default = false\n}\n\nresource \"aws_route53_record\" \"this\" {\n  for_each = var.create_dns ? toset([\"a\"]) : toset([])\n  name     = each.key\n}\n",
+            item: "aws_route53_record",
+            at: "variables.tf:10",
+            bump: Bump::Minor,
+        },
+        Case {
+            rule: "resource-kind-removed",
+            old: "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n\nresource \"aws_route53_record\" \"this\" {\n  name = \"b\"\n}\n",
+            new: "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n",
+            item: "aws_route53_record",
+            at: "variables.tf:5",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "resource-address-removed",
+            old: "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n",
+            new: "resource \"aws_s3_bucket\" \"main\" {\n  bucket = \"b\"\n}\n",
+            item: "aws_s3_bucket.this",
+            at: "variables.tf:1",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "engine-constraint-narrowed",
+            old: "terraform {\n  required_version = \">= 1.0\"\n}\n",
+            new: "terraform {\n  required_version = \">= 1.5.0\"\n}\n",
+            item: "required_version",
+            at: "variables.tf:2",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "engine-constraint-widened",
+            old: "terraform {\n  required_version = \"~> 1.5\"\n}\n",
+            new: "terraform {\n  required_version = \">= 1.3, < 2.0\"\n}\n",
+            item: "required_version",
+            at: "variables.tf:2",
+            bump: Bump::Patch,
+        },
+        Case {
+            rule: "provider-constraint-narrowed",
+            old: "terraform {\n  required_providers {\n    aws = {\n      source  = \"hashicorp/aws\"\n      version = \"~> 5.0\"\n    }\n  }\n}\n",
+            new: "terraform {\n  required_providers {\n    aws = {\n      source  = \"hashicorp/aws\"\n      version = \">= 5.46, < 6.0\"\n    }\n  }\n}\n",
+            item: "aws",
+            at: "variables.tf:3",
+            bump: Bump::Major,
+        },
+        Case {
+            rule: "provider-constraint-widened",
+            old: "terraform {\n  required_providers {\n    aws = {\n      source  = \"hashicorp/aws\"\n      version = \">= 5.46, < 6.0\"\n    }\n  }\n}\n",
+            new: "terraform {\n  required_providers {\n    aws = {\n      source  = \"hashicorp/aws\"\n      version = \">= 5.0, < 7.0\"\n    }\n  }\n}\n",
+            item: "aws",
+            at: "variables.tf:3",
+            bump: Bump::Patch,
+        },
+    ]
+}
+
+#[test]
+fn every_rule_reports_its_exact_finding_and_bump() {
+    let mut failures = Vec::new();
+    for (i, case) in cases().iter().enumerate() {
+        let report = compare(&[("variables.tf", case.old)], &[("variables.tf", case.new)]);
+        let expected_at = format!("{DIR}/{}", case.at);
+        let found = report
+            .findings
+            .iter()
+            .any(|f| f.rule == case.rule && f.item == case.item && f.location() == expected_at);
+        if !found || report.bump != case.bump {
+            failures.push(format!(
+                "case {i} `{}`: expected `{}` at `{expected_at}` with bump {}, got bump {} and {:#?}",
+                case.rule, case.item, case.bump, report.bump, report.findings
+            ));
+        }
+        // Every finding of a case carries the rule's own bump, or less.
+        for f in &report.findings {
+            assert!(
+                f.bump.is_some(),
+                "case {i}: interface findings carry a bump"
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn harmless_changes_are_patch() {
+    let old = r#"variable "size" {
+  type        = number
+  default     = 3
+  description = "How many."
+}
+
+variable "zones" {
+  type    = set(string)
+  default = ["b", "a"]
+}
+
+variable "kind" {
+  type    = "list"
+  default = []
+}
+
+terraform {
+  required_version = "~> 1.5"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "~> 5.0"
+    }
+  }
+}
+
+output "id" {
+  value = var.size
+}
+"#;
+    // Description edit, reordering, formatting, comments, the same default written
+    // differently, the same type and constraints spelled differently.
+    let new = r#"# Outputs first now.
+output "id" {
+  value = var.size # the size
+}
+
+terraform {
+  required_version = ">= 1.5.0, < 2.0.0"
+  required_providers {
+    aws = { source = "hashicorp/aws", version = ">= 5.0, < 6.0" }
+  }
+}
+
+variable "kind" {
+  type    = list(any)
+  default = [ ]
+}
+
+/* zones, sorted */
+variable "zones" {
+  type    = set(string)
+  default = ["a", "b", "a"]
+}
+
+variable "size" {
+  description = "How many nodes to run."
+  default     = "3"
+  type        = number
+}
+"#;
+    let report = compare(&[("main.tf", old)], &[("main.tf", new)]);
+    assert_eq!(report.bump, Bump::Patch, "{:#?}", report.findings);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+
+    // Moving a declaration to another file is also nothing.
+    let report = compare(&[("main.tf", old)], &[("a.tf", new)]);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+}
+
+#[test]
+fn a_moved_block_keeps_a_renamed_resource() {
+    let old = "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n";
+    let new = "resource \"aws_s3_bucket\" \"main\" {\n  bucket = \"b\"\n}\n\nmoved {\n  from = aws_s3_bucket.this\n  to   = aws_s3_bucket.main\n}\n";
+    let report = compare(&[("main.tf", old)], &[("main.tf", new)]);
+    assert_eq!(report.bump, Bump::Patch, "{:#?}", report.findings);
+}
+
+#[test]
+fn rule_levels_are_configurable() {
+    let table: toml::Table =
+        toml::from_str("default-changed = \"minor\"\noutput-added = \"off\"").unwrap();
+    let rules = RuleConfig::from_table(&table).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("old"),
+        &[("v.tf", "variable \"a\" {\n  default = 1\n}\n")],
+    );
+    write(
+        &tmp.path().join("new"),
+        &[(
+            "v.tf",
+            "variable \"a\" {\n  default = 2\n}\noutput \"o\" {\n  value = 1\n}\n",
+        )],
+    );
+    let report = compare_dirs(
+        &tmp.path().join("old"),
+        &tmp.path().join("new"),
+        DIR,
+        &rules,
+    )
+    .unwrap();
+    assert_eq!(report.bump, Bump::Minor);
+    assert_eq!(report.findings.len(), 1);
+
+    let bad: toml::Table = toml::from_str("default-changed = \"error\"").unwrap();
+    assert!(RuleConfig::from_table(&bad)
+        .unwrap_err()
+        .contains("default-changed"));
+    let unknown: toml::Table = toml::from_str("no-such-rule = \"off\"").unwrap();
+    assert!(RuleConfig::from_table(&unknown).is_err());
+}
+
+#[test]
+fn a_stack_feels_the_defaults_of_the_modules_it_uses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let module_old = "variable \"size\" {\n  type    = number\n  default = 3\n}\nvariable \"name\" {\n  type    = string\n  default = \"a\"\n}\n";
+    let module_new = "variable \"size\" {\n  type    = number\n  default = 4\n}\nvariable \"name\" {\n  type    = string\n  default = \"b\"\n}\n";
+    let stack = "module \"m\" {\n  source = \"../../modules/m\"\n  name   = \"fixed\"\n}\n";
+    for (side, module) in [("old", module_old), ("new", module_new)] {
+        write(&tmp.path().join(side), &[("variables.tf", module)]);
+        let s = tmp.path().join(side).join("stacks/s");
+        std::fs::create_dir_all(&s).unwrap();
+        std::fs::write(s.join("main.tf"), stack).unwrap();
+    }
+    let report = compare_dirs(
+        &tmp.path().join("old"),
+        &tmp.path().join("new"),
+        "stacks/s",
+        &RuleConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(report.bump, Bump::Major);
+    let rules: Vec<(&str, &str, String)> = report
+        .findings
+        .iter()
+        .map(|f| (f.rule.as_str(), f.item.as_str(), f.location()))
+        .collect();
+    // `size` is not set by the stack: its callers feel the change. `name` is set.
+    assert_eq!(
+        rules,
+        vec![(
+            "module-default-changed",
+            "module.m.size",
+            "modules/m/variables.tf:1".to_string()
+        )]
+    );
+}
+
+/// A stack `stacks/s` calling `modules/m`, before and after.
+fn compare_stack(
+    module_old: &str,
+    module_new: &str,
+    stack_old: &str,
+    stack_new: &str,
+) -> CheckReport {
+    let tmp = tempfile::tempdir().unwrap();
+    for (side, module, stack) in [
+        ("old", module_old, stack_old),
+        ("new", module_new, stack_new),
+    ] {
+        write(&tmp.path().join(side), &[("variables.tf", module)]);
+        let s = tmp.path().join(side).join("stacks/s");
+        std::fs::create_dir_all(&s).unwrap();
+        std::fs::write(s.join("main.tf"), stack).unwrap();
+    }
+    compare_dirs(
+        &tmp.path().join("old"),
+        &tmp.path().join("new"),
+        "stacks/s",
+        &RuleConfig::default(),
+    )
+    .unwrap()
+}
+
+fn summary(report: &CheckReport) -> Vec<(String, String, String)> {
+    report
+        .findings
+        .iter()
+        .map(|f| (f.rule.clone(), f.item.clone(), f.location()))
+        .collect()
+}
+
+#[test]
+fn module_changes_seen_through_the_calls_of_a_stack() {
+    let stack = r#"variable "size" {
+  type        = number
+  default     = 2
+  description = "Size."
+}
+
+module "m" {
+  source = "../../modules/m"
+  size   = var.size
+}
+"#;
+    // A required input the stack does not set.
+    let report = compare_stack(
+        "variable \"size\" {\n  type = number\n}\n",
+        "variable \"size\" {\n  type = number\n}\n\nvariable \"zone\" {\n  type = string\n}\n",
+        stack,
+        stack,
+    );
+    assert_eq!(report.bump, Bump::Major);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "module-input-required".into(),
+            "module.m.zone".into(),
+            "modules/m/variables.tf:5".into()
+        )]
+    );
+
+    // A validation added on an input the stack passes through from its callers.
+    let report = compare_stack(
+        "variable \"size\" {\n  type = number\n}\n",
+        "variable \"size\" {\n  type = number\n  validation {\n    condition     = var.size < 5\n    error_message = \"Small.\"\n  }\n}\n",
+        stack,
+        stack,
+    );
+    assert_eq!(report.bump, Bump::Major);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "module-input-narrowed".into(),
+            "module.m.size".into(),
+            "modules/m/variables.tf:1".into()
+        )]
+    );
+
+    // The same validation on a value the stack fixes itself is its own business.
+    let fixed = stack.replace("size   = var.size", "size   = 2");
+    let report = compare_stack(
+        "variable \"size\" {\n  type = number\n}\n",
+        "variable \"size\" {\n  type = number\n  validation {\n    condition     = var.size < 5\n    error_message = \"Small.\"\n  }\n}\n",
+        &fixed,
+        &fixed,
+    );
+    assert_eq!(report.bump, Bump::Patch, "{:?}", summary(&report));
+
+    // A resource gated by a module input: off by the module's default, but this stack
+    // turns it on from its own default, so its callers get it.
+    let module_old = "variable \"size\" {\n  type = number\n}\n";
+    let module_new = "variable \"size\" {\n  type = number\n}\n\nresource \"aws_instance\" \"extra\" {\n  count = var.size > 1 ? 1 : 0\n}\n";
+    let report = compare_stack(module_old, module_new, stack, stack);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "resource-kind-added-by-default".into(),
+            "aws_instance".into(),
+            "modules/m/variables.tf:5".into()
+        )]
+    );
+    let small = stack.replace("default     = 2", "default     = 1");
+    let report = compare_stack(module_old, module_new, &small, &small);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "resource-kind-added-gated".into(),
+            "aws_instance".into(),
+            "modules/m/variables.tf:5".into()
+        )]
+    );
+    assert_eq!(report.bump, Bump::Minor);
+}
+
+#[test]
+fn a_vendored_module_narrowing_its_constraints_narrows_the_stack() {
+    let stack = "terraform {\n  required_version = \">= 1.3\"\n}\n\nmodule \"m\" {\n  source = \"../../modules/m\"\n}\n";
+    let module = |engine: &str, aws: &str| {
+        format!(
+            "terraform {{\n  required_version = \"{engine}\"\n  required_providers {{\n    aws = {{\n      source  = \"hashicorp/aws\"\n      version = \"{aws}\"\n    }}\n  }}\n}}\n"
+        )
+    };
+    // The provider: the stack says nothing, the module narrows.
+    let report = compare_stack(
+        &module(">= 1.0", ">= 5.0"),
+        &module(">= 1.0", ">= 5.46"),
+        stack,
+        stack,
+    );
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "provider-constraint-narrowed".into(),
+            "aws".into(),
+            "modules/m/variables.tf:4".into()
+        )]
+    );
+    assert_eq!(report.bump, Bump::Major);
+    // The engine: the module now needs more than the stack's own `>= 1.3`.
+    let report = compare_stack(
+        &module(">= 1.0", ">= 5.0"),
+        &module(">= 1.5", ">= 5.0"),
+        stack,
+        stack,
+    );
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "engine-constraint-narrowed".into(),
+            "required_version".into(),
+            "modules/m/variables.tf:2".into()
+        )]
+    );
+    // Still within what the stack already requires: no change for its callers.
+    let report = compare_stack(
+        &module(">= 1.0", ">= 5.0"),
+        &module(">= 1.2", ">= 5.0"),
+        stack,
+        stack,
+    );
+    assert_eq!(report.bump, Bump::Patch, "{:?}", summary(&report));
+}
+
+#[test]
+fn a_resource_renamed_inside_a_vendored_module_is_destroyed_for_the_stack() {
+    let stack = "module \"m\" {\n  source = \"../../modules/m\"\n}\n";
+    let old = "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n";
+    let renamed = "resource \"aws_s3_bucket\" \"main\" {\n  bucket = \"b\"\n}\n";
+    let report = compare_stack(old, renamed, stack, stack);
+    assert_eq!(
+        summary(&report),
+        vec![(
+            "resource-address-removed".into(),
+            "aws_s3_bucket.this".into(),
+            "modules/m/variables.tf:1".into()
+        )]
+    );
+    let moved = format!(
+        "{renamed}\nmoved {{\n  from = aws_s3_bucket.this\n  to   = aws_s3_bucket.main\n}}\n"
+    );
+    assert_eq!(compare_stack(old, &moved, stack, stack).bump, Bump::Patch);
+}
