@@ -671,3 +671,79 @@ fn credentials_come_from_the_docker_config_when_no_variable_is_set() {
         vec![("control-plane".into(), "0.1.0".into())]
     );
 }
+
+#[test]
+fn an_interrupted_pull_resumes_and_a_partial_file_never_counts_as_present() {
+    let registry = Distribution::start();
+    let repo = TestRepo::new();
+    // A large, incompressible file so the layer is worth resuming.
+    let noise: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(repo.dir.join("stacks/data-plane/mirror.bin"), &noise).unwrap();
+    repo.commit("provider mirror");
+    publish(&repo, &registry.host(), &["--stack", "data-plane"]).ok();
+    let client = remote(&registry.host());
+    let (bytes, _) = client
+        .pull_manifest("acme/stacks/data-plane", "0.1.0")
+        .unwrap()
+        .unwrap();
+    let manifest: stackpack_schema::oci::ImageManifest = serde_json::from_slice(&bytes).unwrap();
+    let layer = &manifest.layers[0];
+    let original =
+        std::fs::read(repo.layout().join("blobs/sha256").join(layer.digest.hex())).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let layout = stackpack_customer_bundle::layout::ImageLayout::create(dir.path()).unwrap();
+    let partial = dir
+        .path()
+        .join("blobs/sha256")
+        .join(format!(".partial-{}", layer.digest.hex()));
+    // A download cut off halfway.
+    std::fs::write(&partial, &original[..original.len() / 2]).unwrap();
+    assert!(
+        !layout.has_blob(&layer.digest),
+        "a partial file must not count"
+    );
+    let received = client
+        .pull_blob("acme/stacks/data-plane", layer, &layout, None)
+        .unwrap();
+    assert_eq!(
+        received as usize,
+        original.len() - original.len() / 2,
+        "only the rest is fetched"
+    );
+    assert_eq!(
+        std::fs::read(layout.blob_path(&layer.digest)).unwrap(),
+        original
+    );
+    assert!(!partial.exists());
+
+    // A corrupted partial file is caught by the digest check and thrown away.
+    let dir = tempfile::tempdir().unwrap();
+    let layout = stackpack_customer_bundle::layout::ImageLayout::create(dir.path()).unwrap();
+    let partial = dir
+        .path()
+        .join("blobs/sha256")
+        .join(format!(".partial-{}", layer.digest.hex()));
+    let mut corrupt = original[..1000].to_vec();
+    corrupt[10] ^= 0xff;
+    std::fs::write(&partial, &corrupt).unwrap();
+    let error = client
+        .pull_blob("acme/stacks/data-plane", layer, &layout, None)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("does not match its digest"),
+        "{error}"
+    );
+    assert!(!layout.has_blob(&layer.digest));
+    assert!(!partial.exists());
+    // And the next attempt starts over and succeeds.
+    client
+        .pull_blob("acme/stacks/data-plane", layer, &layout, None)
+        .unwrap();
+    assert_eq!(
+        std::fs::read(layout.blob_path(&layer.digest)).unwrap(),
+        original
+    );
+}
