@@ -16,5 +16,6 @@
 
 pub mod archive;
 pub mod layout;
+pub mod runner;
 pub mod trust;
 pub mod verify;
