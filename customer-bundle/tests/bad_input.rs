@@ -292,10 +292,11 @@ fn a_second_runner_on_the_same_stack_is_refused_clearly_or_waits() {
     let reference = imported(&vendor, &runner);
     let inputs = globex_inputs();
     let inputs = inputs.to_str().unwrap();
+    let first_err = scratch.path().join("first.err");
     let first = runner
         .command(&["apply", &reference, "--inputs", inputs, "--yes"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(&first_err).unwrap())
         .spawn()
         .unwrap();
     // Wait until the first holds the lock.
@@ -337,6 +338,12 @@ fn a_second_runner_on_the_same_stack_is_refused_clearly_or_waits() {
     );
     let first = common::Run::from(first.wait_with_output().unwrap()).ok();
     assert!(first.stdout.contains("applied"), "{}", first.stdout);
+    let first_err = std::fs::read_to_string(&first_err).unwrap();
+    assert!(
+        first_err.len() < 32 * 1024,
+        "the engine's debug log leaked: {} bytes",
+        first_err.len()
+    );
     let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
     let outcomes: Vec<_> = receipts["receipts"]
         .as_array()

@@ -7,7 +7,7 @@
 //! either before or after gzip, unpacks it, and checks the properties that matter:
 //! no panic; on refusal the destination is gone; on success everything under the
 //! destination is a plain file or folder; and nothing ever appears outside it.
-//! `STACKPACK_FUZZ_ROUNDS` sets the number of rounds (default 3000).
+//! `STACKPACK_FUZZ_ROUNDS` sets the number of rounds (default 1500).
 
 use std::io::Write;
 use std::path::Path;
@@ -115,7 +115,7 @@ fn the_unpacker_never_panics_never_escapes_and_never_leaves_half_a_tree() {
     let rounds: usize = std::env::var("STACKPACK_FUZZ_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+        .unwrap_or(1500);
     let seeds = seeds();
     let mut rng = Rng(0x5eed_5eed_1234_5678);
     let root = tempfile::tempdir().unwrap();

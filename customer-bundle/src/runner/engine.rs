@@ -148,8 +148,16 @@ impl Engine {
         let stderr = child.stderr.take().expect("piped");
         let verbose = self.verbose;
         let errors = std::thread::spawn(move || {
+            // A debug log entry may run over many lines (graph dumps); it lasts until
+            // the next line that starts a diagnostic.
+            let mut in_log = false;
             for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-                if verbose || !is_debug_log(&line) {
+                if is_debug_log(&line) {
+                    in_log = true;
+                } else if is_diagnostic(&line) {
+                    in_log = false;
+                }
+                if verbose || !in_log {
                     eprintln!("{line}");
                 }
             }
@@ -244,10 +252,24 @@ impl Engine {
     }
 }
 
+/// A log line: `[LEVEL] …`, or `<timestamp> [LEVEL] …` as Terraform writes with `TF_LOG`.
 fn is_debug_log(line: &str) -> bool {
-    ["[TRACE]", "[DEBUG]", "[INFO]", "[WARN]", "[ERR] Checkpoint"]
-        .iter()
-        .any(|prefix| line.starts_with(prefix))
+    let levels = ["[TRACE]", "[DEBUG]", "[INFO]", "[WARN]", "[ERROR]", "[ERR]"];
+    let rest = match line.split_once(' ') {
+        Some((first, rest)) if first.starts_with(|c: char| c.is_ascii_digit()) => rest,
+        _ => line,
+    };
+    levels.iter().any(|level| rest.starts_with(level))
+}
+
+/// The first line of an engine diagnostic (`Error: …`, `Warning: …`, or the box
+/// Terraform ≥ 1.0 draws around them).
+fn is_diagnostic(line: &str) -> bool {
+    [
+        "Error", "Warning", "\u{256d}", "\u{2577}", "\u{2502}", "\u{2575}",
+    ]
+    .iter()
+    .any(|start| line.starts_with(start))
 }
 
 /// Removes the `o:` prefix some vendor builds put on stdout lines.
@@ -343,6 +365,15 @@ pub fn backend_setup(home: &Home, stack: &str) -> Result<(String, Vec<String>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_logs_are_told_from_diagnostics() {
+        assert!(is_debug_log("[TRACE] graph after …:"));
+        assert!(is_debug_log("2026-01-01T00:00:00.000Z [DEBUG] provider"));
+        assert!(!is_debug_log("Error: the cloud said no"));
+        assert!(is_diagnostic("Error: the cloud said no"));
+        assert!(is_diagnostic("\u{2577}"));
+    }
 
     #[test]
     fn versions_are_read_from_either_form() {
