@@ -39,9 +39,10 @@ pub enum Command {
     /// Import bundles from an image layout (a folder or a tar file), verifying every
     /// one before anything enters the store.
     Import(ImportArgs),
-    // `pull STACK@VERSION --registry URL`: fetching from an OCI registry into the store
-    // goes here, next to `import`, once the OCI client lands; it must end in
-    // `runner::store::import_layout`-style verification before anything is stored.
+    // `pull STACK@VERSION --registry URL [--token T]` goes here, next to `import`, once
+    // the OCI client lands: download the bundle and its signatures into
+    // `runner::store::staging(&home)`, then `runner::store::import_layout(&home, &staged)`
+    // verifies them and copies them into the store, exactly as `import` does.
     /// Verify a bundle in the store: signature by a trusted key, every digest, archive safety.
     Verify(VerifyArgs),
     /// Check an inputs file against a bundle's interface.

@@ -358,3 +358,65 @@ fn a_second_runner_on_the_same_stack_is_refused_clearly_or_waits() {
         .collect();
     assert_eq!(outcomes, ["succeeded", "succeeded"]);
 }
+
+#[test]
+fn a_prerelease_needs_a_policy_that_allows_it() {
+    let vendor = Vendor::new();
+    vendor.build();
+    common::git(
+        &vendor.dir,
+        &["checkout", "-q", "-b", "feature/bigger-subnets"],
+    );
+    vendor.change("stacks/data-plane/main.tf", "\n# a change on a branch\n");
+    let run = common::Run::from(
+        std::process::Command::new(common::stackpack_bin())
+            .current_dir(&vendor.dir)
+            .args([
+                "build",
+                "--json",
+                "--key",
+                vendor.key.to_str().unwrap(),
+                "--branch",
+                "feature/bigger-subnets",
+            ])
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    let version = run.json()["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["built"] == true)
+        .unwrap()["version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(version.contains('-'), "{version}");
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+        .run(&["import", vendor.layout().to_str().unwrap()])
+        .ok();
+    let reference = format!("data-plane@{version}");
+    let inputs = globex_inputs();
+    let refused = runner
+        .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
+        .code(1);
+    assert!(
+        refused.stderr.contains("is a prerelease"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("allow-prereleases"),
+        "{}",
+        refused.stderr
+    );
+    runner.set_config("allow-prereleases = false", "allow-prereleases = true");
+    runner
+        .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
+        .ok();
+}

@@ -446,6 +446,33 @@ mod tests {
     }
 
     #[test]
+    fn the_inputs_hash_never_holds_a_sensitive_value_but_still_changes_with_it() {
+        let mut interface = Interface::default();
+        interface.inputs.push(Input {
+            name: "password".into(),
+            type_constraint: "string".into(),
+            required: true,
+            default: None,
+            sensitive: true,
+            nullable: true,
+            ephemeral: false,
+            description: None,
+            deprecated: None,
+            alias_of: None,
+            validations: vec![],
+        });
+        let one = parse("password = \"hunter2\"\n", "a.tfvars").unwrap();
+        let two = parse("password = \"hunter3\"\n", "a.tfvars").unwrap();
+        assert_ne!(inputs_hash(&one, &interface), inputs_hash(&two, &interface));
+        let findings = check(&parse("password = [1]\n", "a.tfvars").unwrap(), &interface);
+        assert!(
+            findings[0].message.contains("(sensitive value)"),
+            "{findings:?}"
+        );
+        assert!(!findings[0].message.contains("[1]"), "{findings:?}");
+    }
+
+    #[test]
     fn near_names_are_suggested() {
         assert_eq!(
             did_you_mean("vpc_cdir", &["vpc_cidr", "region"]),

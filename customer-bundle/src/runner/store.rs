@@ -105,6 +105,18 @@ fn verify_error(
     }
 }
 
+/// A fresh, empty staging layout inside the home (removed when dropped): where
+/// `pull` downloads a bundle and its signatures before [`import_layout`] verifies
+/// them and copies them into the store.
+pub fn staging(home: &Home) -> Result<(tempfile::TempDir, ImageLayout)> {
+    let dir = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(&home.root)
+        .map_err(|e| io("create a staging folder in", &home.root, e))?;
+    let layout = ImageLayout::create(dir.path())?;
+    Ok((dir, layout))
+}
+
 /// Imports every bundle of the layout at `source` (a folder, or a tar file of one).
 pub fn import(home: &Home, source: &Path) -> Result<Vec<Imported>> {
     let metadata = std::fs::metadata(source)
@@ -113,10 +125,7 @@ pub fn import(home: &Home, source: &Path) -> Result<Vec<Imported>> {
         let staged = ImageLayout::open(source).map_err(|e| Error::usage(e.to_string()))?;
         import_layout(home, &staged)
     } else {
-        let staging = tempfile::Builder::new()
-            .prefix(".staging-")
-            .tempdir_in(&home.root)
-            .map_err(|e| io("create a staging folder in", &home.root, e))?;
+        let (staging, _) = staging(home)?;
         let staged = unpack_layout_tar(source, staging.path())?;
         import_layout(home, &staged)
     }
