@@ -6,12 +6,15 @@
 #
 #   customer-bundle/bench/verify.sh              # 1024 MB, debug binaries (dependencies are optimised)
 #   SIZE_MB=256 PROFILE=release customer-bundle/bench/verify.sh
+#   SKIP_BUILD=1 …                               # use the binaries already built
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIZE_MB="${SIZE_MB:-1024}"
 PROFILE="${PROFILE:-debug}"
 
-if [ "$PROFILE" = release ]; then
+if [ -n "${SKIP_BUILD:-}" ]; then
+  :
+elif [ "$PROFILE" = release ]; then
   cargo build --release -q -p stackpack-packager -p stackpack-customer-bundle --bins
 else
   cargo build -q -p stackpack-packager -p stackpack-customer-bundle --bins

@@ -420,3 +420,110 @@ fn a_prerelease_needs_a_policy_that_allows_it() {
         .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
         .ok();
 }
+
+/// A small tmpfs, unmounted when dropped. `None` where mounting is not allowed.
+struct TinyDisk {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TinyDisk {
+    fn mount(size: &str) -> Option<TinyDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("disk");
+        std::fs::create_dir(&path).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            assert!(
+                std::env::var_os("STACKPACK_REQUIRE_TOOLS").is_none(),
+                "cannot mount a tmpfs to test a full disk"
+            );
+            eprintln!("skipping: cannot mount a tmpfs (needs root) to test a full disk");
+            return None;
+        }
+        Some(TinyDisk { path, _dir: dir })
+    }
+
+    /// Writes until the disk is full.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let filler = self.path.join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![0u8; 4096];
+        while file.write_all(&chunk).is_ok() {}
+        filler
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.path)
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_fails_the_apply_cleanly_and_it_is_recorded() {
+    let Some(disk) = TinyDisk::mount("2m") else {
+        return;
+    };
+    let vendor = Vendor::new();
+    let runner = Runner::new("globex");
+    let reference = imported(&vendor, &runner);
+    runner.set_config(
+        "[engine]",
+        &format!(
+            "work = \"{}\"\n\n[engine]",
+            disk.path.join("work").display()
+        ),
+    );
+    let filler = disk.fill();
+    let inputs = globex_inputs();
+    let run = runner
+        .run(&[
+            "apply",
+            &reference,
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .code(1);
+    assert!(
+        run.stderr.contains("No space left on device"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("outcome `failed`"), "{}", run.stderr);
+    let status = runner.run(&["status", "--json"]).ok().json();
+    assert!(status["stacks"].as_array().unwrap().is_empty(), "{status}");
+    // With room again, the same apply goes through.
+    std::fs::remove_file(filler).unwrap();
+    runner
+        .run(&[
+            "apply",
+            &reference,
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .ok();
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let outcomes: Vec<_> = receipts["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["receipt"]["receipt"]["outcome"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(outcomes, ["failed", "succeeded"]);
+}

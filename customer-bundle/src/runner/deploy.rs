@@ -386,7 +386,19 @@ pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Res
             "the stack layer changed after it was verified: it now hashes to `{digest}`"
         )));
     }
-    let files = unpacked.map_err(|e| refuse(format!("the bundle's archive is refused: {e}")))?;
+    let files = unpacked.map_err(|e| match e {
+        archive::ArchiveError::Write { path, source } => {
+            let _ = std::fs::remove_dir_all(&destination);
+            Error::refused(format!(
+                "cannot unpack the bundle into the work folder: `{}`: {source}",
+                path.display()
+            ))
+            .hint(
+                "free space in the work folder, or set `work` in `runner.toml` to a roomier place",
+            )
+        }
+        other => refuse(format!("the bundle's archive is refused: {other}")),
+    })?;
     let signed: BTreeMap<&str, _> = bundle
         .config
         .files
