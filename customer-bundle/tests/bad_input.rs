@@ -527,3 +527,65 @@ fn a_full_disk_fails_the_apply_cleanly_and_it_is_recorded() {
         .collect();
     assert_eq!(outcomes, ["failed", "succeeded"]);
 }
+
+#[test]
+fn apply_on_a_terminal_shows_the_plan_and_asks_and_only_yes_applies() {
+    if !common::have("script") {
+        return;
+    }
+    let vendor = Vendor::new();
+    let runner = Runner::new("globex");
+    let reference = imported(&vendor, &runner);
+    let inputs = globex_inputs();
+    // `script` gives the runner a terminal; the answer comes in on it.
+    let on_terminal = |answer: &str| {
+        let command = format!(
+            "{} apply {reference} --inputs {}",
+            env!("CARGO_BIN_EXE_stackpack-runner"),
+            inputs.display()
+        );
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("STACKPACK_RUNNER_HOME", &runner.home)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{answer}\n").as_bytes())
+            .unwrap();
+        common::Run::from(child.wait_with_output().unwrap())
+    };
+    let declined = on_terminal("no");
+    assert!(
+        declined.stdout.contains("Changes to Outputs"),
+        "{}",
+        declined.stdout
+    );
+    assert!(
+        declined.stdout.contains("apply this plan?"),
+        "{}",
+        declined.stdout
+    );
+    assert!(
+        declined.stdout.contains("nothing was applied"),
+        "{}",
+        declined.stdout
+    );
+    assert!(!runner.state_file("data-plane").exists());
+    let status = runner.run(&["status", "--json"]).ok().json();
+    assert!(status["stacks"].as_array().unwrap().is_empty());
+    let accepted = on_terminal("yes");
+    assert!(
+        accepted.stdout.contains("applied `data-plane@"),
+        "{}",
+        accepted.stdout
+    );
+    assert!(runner.state_file("data-plane").exists());
+}

@@ -68,6 +68,25 @@ pub fn stackpack_bin() -> PathBuf {
     path
 }
 
+/// Whether a tool is on `PATH`; says so when skipping, and fails instead when
+/// `STACKPACK_REQUIRE_TOOLS` is set (as CI sets it).
+pub fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found || std::env::var_os("STACKPACK_REQUIRE_TOOLS").is_none(),
+        "`{tool}` is required but not on PATH"
+    );
+    if !found {
+        eprintln!("skipping: `{tool}` is not on PATH");
+    }
+    found
+}
+
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
