@@ -125,6 +125,13 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
         .json();
     assert_eq!(rolled["version"], v1.as_str());
     assert_eq!(rolled["kind"], "rollback");
+    // Rolled back from the first version there is nowhere further back to go.
+    let refused = runner.run(&["rollback", "data-plane", "--yes"]).code(1);
+    assert!(
+        refused.stderr.contains("no earlier version"),
+        "{}",
+        refused.stderr
+    );
 
     let status = runner.run(&["status", "--json"]).ok().json();
     let stacks = status["stacks"].as_array().unwrap();

@@ -91,16 +91,15 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
         }
         ReceiptKind::Rollback => {
             let current = current.clone().ok_or_else(|| not_deployed(&stack))?;
-            let target = ledger
-                .history(&stack)?
-                .into_iter()
-                .find(|d| d.version != current.version)
-                .ok_or_else(|| {
-                    Error::refused(format!(
-                        "stack `{stack}` has no earlier version to roll back to: only `{}` was ever applied here",
-                        current.version
-                    ))
-                })?;
+            let target = ledger.rollback_target(&stack)?.ok_or_else(|| {
+                Error::refused(format!(
+                    "stack `{stack}` has no earlier version to roll back to from `{}`",
+                    current.version
+                ))
+                .hint(format!(
+                    "to go to another version, run `stackpack-runner apply {stack}@VERSION --allow-downgrade`"
+                ))
+            })?;
             let inputs = request
                 .inputs
                 .clone()
@@ -201,6 +200,7 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             if request.kind.changes_deployment() {
                 let saved = save_inputs(home, &signed.receipt.id, &stack, &text)?;
                 ledger.add_deployment(&Deployment {
+                    kind: signed.receipt.kind.as_str().to_string(),
                     stack: stack.clone(),
                     version: version.clone(),
                     digest: signed.receipt.bundle_digest.to_string(),

@@ -16,6 +16,8 @@ pub struct Ledger {
 /// One deployment: a successful apply or rollback.
 #[derive(Clone, Debug)]
 pub struct Deployment {
+    /// `apply` or `rollback`.
+    pub kind: String,
     pub stack: String,
     pub version: Version,
     pub digest: String,
@@ -45,6 +47,7 @@ CREATE TABLE IF NOT EXISTS receipts (
 );
 CREATE TABLE IF NOT EXISTS deployments (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
     stack TEXT NOT NULL,
     version TEXT NOT NULL,
     digest TEXT NOT NULL,
@@ -85,8 +88,8 @@ impl Ledger {
 
     pub fn add_deployment(&self, deployment: &Deployment) -> Result<()> {
         self.conn.execute(
-            "INSERT INTO deployments (stack, version, digest, receipt_id, inputs_file, applied_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO deployments (kind, stack, version, digest, receipt_id, inputs_file, applied_at)
+             VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?6)",
             params![
                 deployment.stack,
                 deployment.version.to_string(),
@@ -94,6 +97,7 @@ impl Ledger {
                 deployment.receipt_id,
                 deployment.inputs_file,
                 deployment.applied_at,
+                deployment.kind,
             ],
         )?;
         Ok(())
@@ -105,7 +109,7 @@ impl Ledger {
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<Deployment>> {
         let mut statement = self.conn.prepare(&format!(
-            "SELECT stack, version, digest, receipt_id, inputs_file, applied_at
+            "SELECT stack, version, digest, receipt_id, inputs_file, applied_at, kind
              FROM deployments {filter} ORDER BY seq DESC"
         ))?;
         let rows = statement.query_map(args, |row| {
@@ -116,15 +120,17 @@ impl Ledger {
                 row.get::<_, String>(3)?,
                 row.get::<_, String>(4)?,
                 row.get::<_, String>(5)?,
+                row.get::<_, String>(6)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (stack, version, digest, receipt_id, inputs_file, applied_at) = row?;
+            let (stack, version, digest, receipt_id, inputs_file, applied_at, kind) = row?;
             let version = Version::parse(&version).map_err(|_| {
                 Error::refused(format!("the ledger holds a bad version `{version}`"))
             })?;
             out.push(Deployment {
+                kind,
                 stack,
                 version,
                 digest,
@@ -139,6 +145,38 @@ impl Ledger {
     /// Deployments of `stack`, newest first.
     pub fn history(&self, stack: &str) -> Result<Vec<Deployment>> {
         self.deployments_where("WHERE stack = ?1", &[&stack])
+    }
+
+    /// Where `rollback` goes: the deployment below the current one once every earlier
+    /// rollback is taken into account. An apply puts a version on top (replacing the
+    /// top when it is the same version); a rollback takes the top off. So rolling back
+    /// twice after two upgrades goes back two versions, not back and forth.
+    pub fn rollback_target(&self, stack: &str) -> Result<Option<Deployment>> {
+        let mut history = self.history(stack)?;
+        history.reverse();
+        let mut applied: Vec<Deployment> = Vec::new();
+        for deployment in history {
+            if deployment.kind == "rollback" {
+                while applied
+                    .last()
+                    .is_some_and(|top| top.version != deployment.version)
+                {
+                    applied.pop();
+                }
+                if applied.is_empty() {
+                    applied.push(deployment);
+                }
+            } else if applied
+                .last()
+                .is_some_and(|top| top.version == deployment.version)
+            {
+                *applied.last_mut().expect("not empty") = deployment;
+            } else {
+                applied.push(deployment);
+            }
+        }
+        applied.pop();
+        Ok(applied.pop())
     }
 
     /// What runs now: the newest deployment of `stack`.
@@ -216,5 +254,50 @@ impl Ledger {
             params![id, at],
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deploy(ledger: &Ledger, kind: &str, version: &str) {
+        ledger
+            .add_deployment(&Deployment {
+                kind: kind.into(),
+                stack: "net".into(),
+                version: Version::parse(version).unwrap(),
+                digest: String::new(),
+                receipt_id: format!("{kind}-{version}"),
+                inputs_file: String::new(),
+                applied_at: String::new(),
+            })
+            .unwrap();
+    }
+
+    fn target(ledger: &Ledger) -> Option<String> {
+        ledger
+            .rollback_target("net")
+            .unwrap()
+            .map(|d| d.version.to_string())
+    }
+
+    #[test]
+    fn rollback_walks_back_through_upgrades_and_never_bounces() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(&dir.path().join("ledger.sqlite")).unwrap();
+        assert_eq!(target(&ledger), None);
+        deploy(&ledger, "apply", "1.0.0");
+        assert_eq!(target(&ledger), None);
+        deploy(&ledger, "apply", "1.1.0");
+        deploy(&ledger, "apply", "1.1.0");
+        deploy(&ledger, "apply", "1.2.0");
+        assert_eq!(target(&ledger).as_deref(), Some("1.1.0"));
+        deploy(&ledger, "rollback", "1.1.0");
+        assert_eq!(target(&ledger).as_deref(), Some("1.0.0"));
+        deploy(&ledger, "rollback", "1.0.0");
+        assert_eq!(target(&ledger), None);
+        deploy(&ledger, "apply", "1.3.0");
+        assert_eq!(target(&ledger).as_deref(), Some("1.0.0"));
     }
 }
