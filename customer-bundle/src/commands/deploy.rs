@@ -137,6 +137,19 @@ fn run(
     deploy::run(home, request, &mut ui)
 }
 
+/// Outputs as the engine gave them, with the value of every sensitive output removed.
+fn redacted(outputs: &Option<serde_json::Value>) -> Option<serde_json::Value> {
+    let mut outputs = outputs.clone()?;
+    if let Some(map) = outputs.as_object_mut() {
+        for output in map.values_mut() {
+            if output["sensitive"] == true {
+                output["value"] = serde_json::Value::Null;
+            }
+        }
+    }
+    Some(outputs)
+}
+
 fn print_report(report: &Report, json: bool) {
     let r = &report.receipt.receipt;
     if json {
@@ -152,7 +165,7 @@ fn print_report(report: &Report, json: bool) {
                 "destroy": report.plan.summary.destroy,
                 "outputChanges": report.plan.output_changes,
             },
-            "outputs": report.outputs,
+            "outputs": redacted(&report.outputs),
             "receipt": report.receipt,
         }));
         return;

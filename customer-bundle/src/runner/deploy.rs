@@ -275,6 +275,14 @@ fn execute(
 ) -> Result<Step> {
     let engine = Engine::locate(home, ui.verbose)?;
     receipt.engine.version = engine.version.clone();
+    if let Some(wanted) = bundle.config.engine.name.as_deref() {
+        if wanted != engine.name {
+            (ui.status)(&format!(
+                "warning: `{}@{}` was built for `{wanted}`, and this runner uses `{}`",
+                receipt.stack, receipt.version, engine.name
+            ));
+        }
+    }
     let work_root = home.work_root();
     std::fs::create_dir_all(&work_root).map_err(|e| io("create", &work_root, e))?;
     let work = tempfile::Builder::new()
