@@ -39,10 +39,10 @@ pub enum Command {
     /// Import bundles from an image layout (a folder or a tar file), verifying every
     /// one before anything enters the store.
     Import(ImportArgs),
-    // `pull STACK@VERSION --registry URL [--token T]` goes here, next to `import`, once
-    // the OCI client lands: download the bundle and its signatures into
-    // `runner::store::staging(&home)`, then `runner::store::import_layout(&home, &staged)`
-    // verifies them and copies them into the store, exactly as `import` does.
+    /// Pull a bundle and its signatures from a registry, verifying it before it enters
+    /// the store. Credentials: `STACKPACK_REGISTRY_TOKEN`, or
+    /// `STACKPACK_REGISTRY_USERNAME`/`STACKPACK_REGISTRY_PASSWORD`, or `docker login`.
+    Pull(PullArgs),
     /// Verify a bundle in the store: signature by a trusted key, every digest, archive safety.
     Verify(VerifyArgs),
     /// Check an inputs file against a bundle's interface.
@@ -113,6 +113,18 @@ pub enum TrustCommand {
 pub struct ImportArgs {
     /// An image layout folder, or a tar (or tar.gz) file of one.
     pub source: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct PullArgs {
+    /// `HOST[:PORT]/NAMESPACE/stacks/STACK:VERSION`.
+    pub reference: String,
+    /// Plain HTTP, for registries on this machine's loopback only.
+    #[arg(long)]
+    pub insecure: bool,
     #[arg(long)]
     pub json: bool,
 }

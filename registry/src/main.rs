@@ -363,22 +363,61 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Receipts(ReceiptsCommand::Import { file, data, json }) => {
             let bytes = std::fs::read(&file)
                 .map_err(|e| UsageError(format!("cannot read `{}`: {e}", file.display()), None))?;
-            let signed = stackpack_schema::receipt::SignedReceipt::from_bytes(&bytes)
-                .with_context(|| format!("`{}` is not a signed receipt", file.display()))?;
+            // One receipt, a JSON array of them (`stackpack-runner receipts export -o`),
+            // or JSON Lines. Every one is read before any is recorded.
+            let receipts = parse_receipts(&bytes).map_err(|e| {
+                UsageError(
+                    format!(
+                        "`{}` is not a signed receipt, an array of them, or JSON Lines: {e}",
+                        file.display()
+                    ),
+                    Some("pass the file `stackpack-runner receipts export` wrote".to_string()),
+                )
+            })?;
             let state = open(data)?;
-            let created = stackpack_registry::receipts::record(&state.db, &signed)
-                .with_context(|| format!("receipt `{}` was refused", signed.receipt.id))?;
+            let mut results = Vec::new();
+            for signed in &receipts {
+                let created = stackpack_registry::receipts::record(&state.db, signed)
+                    .with_context(|| format!("receipt `{}` was refused", signed.receipt.id))?;
+                results.push((signed.receipt.id.clone(), created));
+            }
             if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"receiptId": signed.receipt.id, "created": created})
-                );
-            } else if created {
-                println!("imported receipt `{}`", signed.receipt.id);
+                let items: Vec<_> = results
+                    .iter()
+                    .map(|(id, created)| serde_json::json!({"receiptId": id, "created": created}))
+                    .collect();
+                println!("{}", serde_json::json!({ "receipts": items }));
             } else {
-                println!("receipt `{}` was already imported", signed.receipt.id);
+                for (id, created) in &results {
+                    if *created {
+                        println!("imported receipt `{id}`");
+                    } else {
+                        println!("receipt `{id}` was already imported");
+                    }
+                }
             }
             Ok(())
         }
     }
+}
+
+/// Reads one signed receipt, a JSON array of them, or JSON Lines.
+fn parse_receipts(bytes: &[u8]) -> Result<Vec<stackpack_schema::receipt::SignedReceipt>, String> {
+    use stackpack_schema::receipt::SignedReceipt;
+    let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        return serde_json::from_str::<Vec<SignedReceipt>>(trimmed).map_err(|e| e.to_string());
+    }
+    if let Ok(one) = SignedReceipt::from_bytes(trimmed.as_bytes()) {
+        return Ok(vec![one]);
+    }
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .enumerate()
+        .map(|(index, line)| {
+            SignedReceipt::from_bytes(line.as_bytes())
+                .map_err(|e| format!("line {}: {e}", index + 1))
+        })
+        .collect()
 }

@@ -1,10 +1,15 @@
-//! `import` and `verify`.
+//! `import`, `pull` and `verify`.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
 
 use serde_json::json;
+use stackpack_customer_bundle::remote::Progress;
+use stackpack_customer_bundle::runner::pull::RemoteBundle;
 use stackpack_customer_bundle::runner::{store, Result};
 
-use super::{open_home, parse_bundle, print_json, status, table};
-use crate::cli::{GlobalArgs, ImportArgs, VerifyArgs};
+use super::{open_home, parse_bundle, print_json, quiet, status, table};
+use crate::cli::{GlobalArgs, ImportArgs, PullArgs, VerifyArgs};
 
 pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<u8> {
     let home = open_home(global)?;
@@ -13,7 +18,32 @@ pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<u8> {
         args.source.display()
     ));
     let imported = store::import(&home, &args.source)?;
-    if args.json {
+    show_imported(&imported, args.json);
+    Ok(0)
+}
+
+pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<u8> {
+    let home = open_home(global)?;
+    let bundle: RemoteBundle = args.reference.parse()?;
+    status(&format!("pulling `{}`", args.reference));
+    let progress: Option<Progress> = if quiet() || !std::io::stderr().is_terminal() {
+        None
+    } else {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {bytes:>10} {bytes_per_sec}")
+                .expect("valid template"),
+        );
+        Some(Arc::new(move |received| bar.set_position(received)))
+    };
+    let imported =
+        stackpack_customer_bundle::runner::pull::pull(&home, &bundle, args.insecure, progress)?;
+    show_imported(&imported, args.json);
+    Ok(0)
+}
+
+fn show_imported(imported: &[store::Imported], json: bool) {
+    if json {
         print_json(&json!({
             "imported": imported.iter().map(|i| json!({
                 "stack": i.stack,
@@ -48,7 +78,6 @@ pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<u8> {
             )
         );
     }
-    Ok(0)
 }
 
 pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<u8> {

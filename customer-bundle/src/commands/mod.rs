@@ -37,6 +37,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
             setup::trust_remove(g, key_id, *json)
         }
         Command::Import(args) => import::import(g, args),
+        Command::Pull(args) => import::pull(g, args),
         Command::Verify(args) => import::verify(g, args),
         Command::CheckInputs(args) => inputs::check_inputs(g, args),
         Command::Plan(args) => deploy::plan(g, args),

@@ -9,6 +9,7 @@
 //! - [`ledger`]: the local SQLite record of every receipt and deployment.
 //! - [`receipts`]: the installation key and signed receipts.
 //! - [`lock`]: one runner at a time per stack.
+//! - [`pull`]: a bundle from a registry into the store, verified first.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
 
 pub mod deploy;
@@ -18,6 +19,7 @@ pub mod home;
 pub mod inputs;
 pub mod ledger;
 pub mod lock;
+pub mod pull;
 pub mod receipts;
 pub mod store;
 
