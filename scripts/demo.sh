@@ -21,7 +21,7 @@ chmod +x "$terraform"
 export CHECKPOINT_DISABLE=1 NO_COLOR=${NO_COLOR:-}
 cargo build --quiet --bins
 bin=$root/target/debug
-demo=$root/target/demo
+demo=${STACKPACK_DEMO_DIR:-$root/target/demo}
 rm -rf "$demo"
 mkdir -p "$demo"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }

@@ -9,6 +9,8 @@ STACKPACK_TEST_TERRAFORM="$(scripts/terraform-path.sh)"
 chmod +x "$STACKPACK_TEST_TERRAFORM"
 export STACKPACK_TEST_TERRAFORM
 export CHECKPOINT_DISABLE=1
+# A test whose tool (skopeo, docker-registry, oras, mount) is missing fails instead of skipping.
+export STACKPACK_REQUIRE_TOOLS=1
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
