@@ -207,11 +207,23 @@ fn receipts_reach_the_registry_online_and_through_an_exported_file() {
         .registry(&["receipts", "import", files[0].to_str().unwrap(), "--json"])
         .ok()
         .json();
-    assert_eq!(imported["created"], true);
-    // Importing it again is harmless, and so is reporting it afterwards.
+    assert_eq!(imported["receipts"][0]["created"], true);
+    // Importing it again is harmless, and so is the array file `receipts export -o`
+    // writes, and so is reporting it afterwards.
     registry
         .registry(&["receipts", "import", files[0].to_str().unwrap()])
         .ok();
+    let array_file = dir.join("all.json");
+    runner
+        .run(&["receipts", "export", "-o", array_file.to_str().unwrap()])
+        .ok();
+    let again = registry
+        .registry(&["receipts", "import", array_file.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let receipts = again["receipts"].as_array().unwrap();
+    assert!(!receipts.is_empty());
+    assert!(receipts.iter().all(|r| r["created"] == false), "{again}");
     let late = runner
         .run(&[
             "report",

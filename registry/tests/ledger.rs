@@ -608,12 +608,12 @@ fn receipts_import_cli_openapi_and_gc() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["created"],
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["receipts"][0]["created"],
         true
     );
     let out = import(true);
     assert_eq!(
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["created"],
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["receipts"][0]["created"],
         false
     );
     let versions = support
