@@ -365,13 +365,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .map_err(|e| UsageError(format!("cannot read `{}`: {e}", file.display()), None))?;
             // One receipt, a JSON array of them (`stackpack-runner receipts export -o`),
             // or JSON Lines. Every one is read before any is recorded.
+            // A file that is not receipts is refused (exit 1), like a receipt whose
+            // signature does not check out.
             let receipts = parse_receipts(&bytes).map_err(|e| {
-                UsageError(
-                    format!(
-                        "`{}` is not a signed receipt, an array of them, or JSON Lines: {e}",
-                        file.display()
-                    ),
-                    Some("pass the file `stackpack-runner receipts export` wrote".to_string()),
+                anyhow::anyhow!(
+                    "`{}` is not a signed receipt, an array of them, or JSON Lines: {e}",
+                    file.display()
                 )
             })?;
             let state = open(data)?;
