@@ -5,7 +5,9 @@
 //! signature (with the referrers fallback index where needed), and only then the
 //! version tag. A stable tag that exists with another digest is an error, never an
 //! overwrite. Two publishes racing for the same prerelease number both notice (the
-//! tag is read before and after it is written) and the loser takes the next number.
+//! tag is read before it is written, and again after a short settle) and the one
+//! whose write was overwritten takes the next number. Registries that make tags
+//! immutable (ours with `--prerelease-tags immutable`) close the race completely.
 
 use semver::Version;
 use stackpack_customer_bundle::archive::Limits;
@@ -25,6 +27,9 @@ use crate::repository::Repository;
 
 /// How many prerelease numbers to try when racing other publishers.
 const MAX_ATTEMPTS: usize = 20;
+
+/// How long a written tag is left to settle before it is read back.
+const TAG_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Makes a progress callback for one stack's uploads.
 pub type ProgressFactory<'a> = &'a dyn Fn(&str) -> Progress;
@@ -198,6 +203,11 @@ fn publish_stack(
                 &built.manifest.media_type,
             )
             .map_err(from_remote)?;
+        // A rival that checked the tag just before we wrote it writes its own a moment
+        // later: plain registries have no compare-and-swap, so wait for such a write
+        // to land, then read the tag again. The later writer keeps the number; the
+        // earlier one sees the change here and takes the next.
+        std::thread::sleep(TAG_SETTLE);
         match remote.tag_digest(&repository, &tag).map_err(from_remote)? {
             Some(existing) if existing == digest => {
                 return Ok(done(
