@@ -11,12 +11,17 @@
 //!   key, the manifest, config and layer digests, and every file against the signed
 //!   config. The packager runs the same code on what it publishes.
 //! - [`trust`] loads the public keys a caller trusts.
+//! - [`remote`] talks to OCI registries; [`transfer`] moves bundles between
+//!   registries, layouts and tar files.
+//! - [`runner`] is what `stackpack-runner` does with verified bundles: its home,
+//!   store, engine runs, receipts and ledger.
 //!
 //! Verification always streams: memory does not grow with the size of a bundle.
 
 pub mod archive;
 pub mod layout;
 pub mod remote;
+pub mod runner;
 pub mod transfer;
 pub mod trust;
 pub mod verify;

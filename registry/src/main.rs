@@ -73,6 +73,23 @@ enum Command {
     /// Work with deployment receipts.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
+    /// Show which version of which stack every customer runs (support's view).
+    Fleet {
+        #[arg(long)]
+        data: PathBuf,
+        /// Only customers behind the latest stable version.
+        #[arg(long)]
+        behind: bool,
+        /// Only customers running a prerelease.
+        #[arg(long)]
+        prerelease: bool,
+        /// Only customers whose last drift check found drift.
+        #[arg(long)]
+        drifted: bool,
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -245,6 +262,77 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         .map(|c| format!(" for customer `{c}`"))
                         .unwrap_or_default()
                 );
+            }
+            Ok(())
+        }
+        Command::Fleet {
+            data,
+            behind,
+            prerelease,
+            drifted,
+            json,
+        } => {
+            let state = open(data)?;
+            let rows: Vec<_> = stackpack_registry::controllers::ledger::running(&state, None)?
+                .into_iter()
+                .filter(|r| {
+                    (!behind || r.behind)
+                        && (!prerelease || r.prerelease)
+                        && (!drifted || r.drifted)
+                })
+                .collect();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+                return Ok(());
+            }
+            let table: Vec<[String; 5]> = rows
+                .iter()
+                .map(|r| {
+                    let mut notes = Vec::new();
+                    if r.behind {
+                        notes.push(format!(
+                            "behind {}",
+                            r.latest_stable.as_deref().unwrap_or("?")
+                        ));
+                    }
+                    if r.prerelease {
+                        notes.push("prerelease".to_string());
+                    }
+                    if r.drifted {
+                        notes.push("drifted".to_string());
+                    }
+                    [
+                        r.customer.clone(),
+                        r.stack.clone(),
+                        r.version.clone(),
+                        r.since.clone(),
+                        notes.join(", "),
+                    ]
+                })
+                .collect();
+            let headers = ["CUSTOMER", "STACK", "VERSION", "SINCE", "NOTES"];
+            let mut widths = headers.map(str::len);
+            for row in &table {
+                for (width, cell) in widths.iter_mut().zip(row) {
+                    *width = (*width).max(cell.chars().count());
+                }
+            }
+            let line = |cells: [&str; 5]| {
+                let mut text = String::new();
+                for (index, cell) in cells.iter().enumerate() {
+                    text.push_str(cell);
+                    if index + 1 < cells.len() {
+                        text.push_str(&" ".repeat(widths[index] - cell.chars().count() + 2));
+                    }
+                }
+                println!("{}", text.trim_end());
+            };
+            line(headers);
+            for row in &table {
+                line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+            }
+            if table.is_empty() {
+                eprintln!("no deployments reported yet");
             }
             Ok(())
         }

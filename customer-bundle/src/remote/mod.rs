@@ -208,9 +208,14 @@ impl Remote {
             }
             Credentials::Bearer(token) => RegistryAuth::Bearer(token.clone()),
         };
+        let client = oci_client::Client::new(config);
+        // `oci-client` registers credentials only inside some calls (tag lists,
+        // manifests); register them now so that every call, `blob_exists` included,
+        // presents them.
+        runtime.block_on(client.store_auth_if_needed(host, &auth));
         Ok(Remote {
             runtime,
-            client: oci_client::Client::new(config),
+            client,
             auth,
             credentials,
             host: host.to_string(),
@@ -238,6 +243,26 @@ impl Remote {
         let host = self.host.clone();
         let repository = repository.to_string();
         match error {
+            OciDistributionError::RequestError(e) if e.status().is_some() => {
+                let status = e.status().expect("checked").as_u16();
+                match status {
+                    401 => RemoteError::Unauthorized {
+                        host,
+                        repository,
+                        credentials: self.credentials.describe(),
+                        detail: "401 Unauthorized".into(),
+                    },
+                    403 => RemoteError::Denied {
+                        host,
+                        repository,
+                        detail: "403 Forbidden".into(),
+                    },
+                    _ => RemoteError::Server {
+                        host,
+                        detail: format!("HTTP {status}"),
+                    },
+                }
+            }
             OciDistributionError::RequestError(e) => {
                 let mut detail = e.to_string();
                 let mut source = std::error::Error::source(&e);

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod servers;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -56,6 +58,10 @@ pub struct Run {
 }
 
 impl Run {
+    pub fn from_output(output: Output) -> Run {
+        Run::from(output)
+    }
+
     fn from(output: Output) -> Run {
         Run {
             code: output.status.code().unwrap_or(-1),

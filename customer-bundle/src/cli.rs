@@ -1,0 +1,236 @@
+//! Every flag of `stackpack-runner`, in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 refused or failed (verification failed, inputs refused, the engine failed, drift found by `drift`); 2 the command was wrong (bad flags, missing file, no runner home).";
+
+/// Verify and apply signed Stackpack bundles inside your own cloud account.
+#[derive(Parser, Debug)]
+#[command(name = "stackpack-runner", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct GlobalArgs {
+    /// The runner home [default: `$XDG_DATA_HOME/stackpack/runner`, or `~/.local/share/stackpack/runner`].
+    #[arg(long, global = true, env = "STACKPACK_RUNNER_HOME", value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Print nothing but results and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print more about what happens (including the engine's own debug log).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create a runner home: `runner.toml`, the store, the ledger, the installation key.
+    Init(InitArgs),
+    /// Manage the vendor keys this runner trusts.
+    #[command(subcommand)]
+    Trust(TrustCommand),
+    /// Import bundles from an image layout (a folder or a tar file), verifying every
+    /// one before anything enters the store.
+    Import(ImportArgs),
+    // `pull STACK@VERSION --registry URL [--token T]` goes here, next to `import`, once
+    // the OCI client lands: download the bundle and its signatures into
+    // `runner::store::staging(&home)`, then `runner::store::import_layout(&home, &staged)`
+    // verifies them and copies them into the store, exactly as `import` does.
+    /// Verify a bundle in the store: signature by a trusted key, every digest, archive safety.
+    Verify(VerifyArgs),
+    /// Check an inputs file against a bundle's interface.
+    CheckInputs(CheckInputsArgs),
+    /// Verify, then plan a bundle with your inputs (nothing is changed).
+    Plan(DeployArgs),
+    /// Verify, plan, show the plan, ask, and apply exactly that plan.
+    Apply(ApplyArgs),
+    /// Go back to the version applied before the current one, showing the plan first.
+    Rollback(RollbackArgs),
+    /// What runs here, since when, and which newer version the store holds.
+    Status(StatusArgs),
+    /// Plan against the installed version to find changes made outside the runner.
+    Drift(DriftArgs),
+    /// Send receipts the registry has not acknowledged yet.
+    Report(ReportArgs),
+    /// Work with receipts.
+    #[command(subcommand)]
+    Receipts(ReceiptsCommand),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct InitArgs {
+    /// Your customer id, as your vendor knows it.
+    #[arg(long)]
+    pub customer: String,
+    /// `terraform` or `tofu`.
+    #[arg(long, default_value = "terraform")]
+    pub engine: String,
+    /// The engine binary [default: looked up on `PATH` at each run].
+    #[arg(long, value_name = "FILE")]
+    pub engine_path: Option<PathBuf>,
+    /// Where work folders are made [default: `<home>/work`].
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
+    /// Allow prerelease versions (default: stable versions only).
+    #[arg(long)]
+    pub allow_prereleases: bool,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TrustCommand {
+    /// Trust a vendor public key (SPKI PEM, as `stackpack keygen` writes `.pub`).
+    Add {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List trusted keys.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop trusting a key, by key id.
+    Remove {
+        key_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct ImportArgs {
+    /// An image layout folder, or a tar (or tar.gz) file of one.
+    pub source: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct VerifyArgs {
+    /// `STACK@VERSION`.
+    pub bundle: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct CheckInputsArgs {
+    /// `STACK@VERSION`.
+    pub bundle: String,
+    /// The inputs file (`.tfvars`).
+    #[arg(long, value_name = "FILE")]
+    pub inputs: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct DeployArgs {
+    /// `STACK@VERSION`.
+    pub bundle: String,
+    /// The inputs file (`.tfvars`).
+    #[arg(long, value_name = "FILE")]
+    pub inputs: PathBuf,
+    /// Wait up to this many seconds for another runner working on the same stack.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub deploy: DeployArgs,
+    /// Apply without asking (required when there is no terminal to ask on).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Allow applying a version older than the installed one.
+    #[arg(long)]
+    pub allow_downgrade: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct RollbackArgs {
+    pub stack: String,
+    /// Inputs to use [default: the inputs saved when that version was applied].
+    #[arg(long, value_name = "FILE")]
+    pub inputs: Option<PathBuf>,
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct StatusArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct DriftArgs {
+    pub stack: String,
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct ReportArgs {
+    /// The registry's address, such as `https://registry.acme.example`.
+    #[arg(long, value_name = "URL")]
+    pub registry: String,
+    /// A `customer` token for this customer.
+    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
+    pub token: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReceiptsCommand {
+    /// Write receipts to a file for a registry this runner cannot reach.
+    Export {
+        /// One JSON array of signed receipts.
+        #[arg(short, long, value_name = "FILE", required_unless_present = "dir")]
+        out: Option<PathBuf>,
+        /// Or one `<receipt-id>.json` per receipt, each a file
+        /// `stackpack-registry receipts import` takes.
+        #[arg(long, value_name = "DIR", conflicts_with = "out")]
+        dir: Option<PathBuf>,
+        /// Only receipts the registry has not acknowledged.
+        #[arg(long)]
+        unreported: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List receipts.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,95 @@
+//! `import` and `verify`.
+
+use serde_json::json;
+use stackpack_customer_bundle::runner::{store, Result};
+
+use super::{open_home, parse_bundle, print_json, status, table};
+use crate::cli::{GlobalArgs, ImportArgs, VerifyArgs};
+
+pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<u8> {
+    let home = open_home(global)?;
+    status(&format!(
+        "verifying the bundles in `{}`",
+        args.source.display()
+    ));
+    let imported = store::import(&home, &args.source)?;
+    if args.json {
+        print_json(&json!({
+            "imported": imported.iter().map(|i| json!({
+                "stack": i.stack,
+                "version": i.version.to_string(),
+                "digest": i.digest.to_string(),
+                "keyId": i.key_id,
+                "added": i.added,
+            })).collect::<Vec<_>>()
+        }));
+    } else {
+        let rows: Vec<Vec<String>> = imported
+            .iter()
+            .map(|i| {
+                vec![
+                    i.stack.clone(),
+                    i.version.to_string(),
+                    if i.added {
+                        "imported".into()
+                    } else {
+                        "already in store".into()
+                    },
+                    i.key_id.clone(),
+                    i.digest.short(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            table(
+                &["STACK", "VERSION", "RESULT", "SIGNED BY", "DIGEST"],
+                &rows
+            )
+        );
+    }
+    Ok(0)
+}
+
+pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<u8> {
+    let home = open_home(global)?;
+    let (stack, version) = parse_bundle(&args.bundle)?;
+    let layout = home.store()?;
+    let bundle = store::verify_in(&home, &layout, &stack, &version)?;
+    let key_id = bundle
+        .signer
+        .as_ref()
+        .map(|k| k.key_id())
+        .unwrap_or_default();
+    if args.json {
+        print_json(&json!({
+            "stack": stack,
+            "version": version.to_string(),
+            "verified": true,
+            "digest": bundle.manifest_descriptor.digest.to_string(),
+            "keyId": key_id,
+            "files": bundle.config.files.len(),
+            "source": {
+                "repository": bundle.config.source.repository,
+                "commit": bundle.config.source.commit,
+                "branch": bundle.config.source.branch,
+            },
+            "created": bundle.config.created,
+        }));
+    } else {
+        println!("verified `{stack}@{version}`");
+        println!("digest     {}", bundle.manifest_descriptor.digest);
+        println!("signed by  {key_id}");
+        println!(
+            "files      {} (each matches its signed digest)",
+            bundle.config.files.len()
+        );
+        println!(
+            "source     {} {} ({})",
+            bundle.config.source.repository,
+            bundle.config.source.commit,
+            bundle.config.source.branch
+        );
+    }
+    Ok(0)
+}

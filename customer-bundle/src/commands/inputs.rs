@@ -1,0 +1,39 @@
+//! `check-inputs`.
+
+use serde_json::json;
+use stackpack_customer_bundle::runner::{deploy, inputs, store, Result};
+
+use super::{open_home, parse_bundle, print_json};
+use crate::cli::{CheckInputsArgs, GlobalArgs};
+
+pub fn check_inputs(global: &GlobalArgs, args: &CheckInputsArgs) -> Result<u8> {
+    let home = open_home(global)?;
+    let (stack, version) = parse_bundle(&args.bundle)?;
+    let layout = home.store()?;
+    let bundle = store::verify_in(&home, &layout, &stack, &version)?;
+    let (parsed, _) = inputs::read(&args.inputs)?;
+    let findings = inputs::check(&parsed, &bundle.config.interface);
+    if args.json {
+        print_json(&json!({
+            "stack": stack,
+            "version": version.to_string(),
+            "ok": findings.is_empty(),
+            "findings": findings.iter().map(|f| json!({
+                "location": f.location,
+                "input": f.input,
+                "message": f.message,
+                "hint": f.hint,
+            })).collect::<Vec<_>>(),
+        }));
+        return Ok(if findings.is_empty() { 0 } else { 1 });
+    }
+    if let Some(error) = deploy::findings_error(&findings) {
+        return Err(error);
+    }
+    println!(
+        "inputs `{}` fit `{stack}@{version}`: {} set, every required input present",
+        args.inputs.display(),
+        parsed.values.len()
+    );
+    Ok(0)
+}

@@ -1,0 +1,167 @@
+//! `report`, `receipts export` and `receipts list`.
+
+use std::path::Path;
+
+use serde_json::json;
+use stackpack_customer_bundle::runner::ledger::Ledger;
+use stackpack_customer_bundle::runner::{receipts, Error, Result};
+
+use super::{open_home, print_json, status, table};
+use crate::cli::{GlobalArgs, ReportArgs};
+
+pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<u8> {
+    let home = open_home(global)?;
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let pending = ledger.receipts(true)?;
+    let base = args.registry.trim_end_matches('/');
+    let url = format!("{base}/api/v1/receipts");
+    let agent = ureq::AgentBuilder::new()
+        .timeout(std::time::Duration::from_secs(60))
+        .build();
+    let mut sent = Vec::new();
+    for stored in &pending {
+        let id = &stored.signed.receipt.id;
+        let response = agent
+            .post(&url)
+            .set("Authorization", &format!("Bearer {}", args.token))
+            .set("Content-Type", "application/json")
+            .send_bytes(&stored.signed.to_bytes());
+        match response {
+            Ok(response) => {
+                let created = response.status() == 201;
+                ledger.mark_reported(id, &receipts::now())?;
+                sent.push((id.clone(), created));
+            }
+            Err(ureq::Error::Status(code, response)) => {
+                let body = response.into_string().unwrap_or_default();
+                let detail = serde_json::from_str::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| {
+                        v["errors"][0]["message"]
+                            .as_str()
+                            .or(v["message"].as_str())
+                            .or(v["error"].as_str())
+                            .map(str::to_string)
+                    })
+                    .unwrap_or_else(|| body.chars().take(200).collect());
+                let hint = match code {
+                    401 | 403 => "check the token: it must be a `customer` token for this customer",
+                    _ => "receipts already acknowledged stay acknowledged; run `report` again to send the rest",
+                };
+                return Err(Error::refused(format!(
+                    "the registry refused receipt `{id}` ({code}): {detail}; {} of {} sent",
+                    sent.len(),
+                    pending.len()
+                ))
+                .at(&url)
+                .hint(hint));
+            }
+            Err(error) => {
+                return Err(Error::refused(format!(
+                    "cannot reach the registry: {error}; {} of {} receipts sent",
+                    sent.len(),
+                    pending.len()
+                ))
+                .at(&url)
+                .hint("with no route to the registry, use `stackpack-runner receipts export -o FILE` and carry the file"));
+            }
+        }
+    }
+    if args.json {
+        print_json(&json!({
+            "sent": sent.iter().map(|(id, created)| json!({"receiptId": id, "created": created})).collect::<Vec<_>>(),
+            "pending": 0,
+        }));
+    } else if sent.is_empty() {
+        println!("nothing to report: the registry has every receipt");
+    } else {
+        println!("reported {} receipt(s) to `{base}`", sent.len());
+    }
+    Ok(0)
+}
+
+pub fn export(
+    global: &GlobalArgs,
+    out: Option<&Path>,
+    dir: Option<&Path>,
+    unreported: bool,
+    json: bool,
+) -> Result<u8> {
+    let home = open_home(global)?;
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let stored = ledger.receipts(unreported)?;
+    let signed: Vec<_> = stored.iter().map(|s| &s.signed).collect();
+    let written = if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::usage(format!("cannot create `{}`: {e}", dir.display())))?;
+        for receipt in &signed {
+            let path = dir.join(format!("{}.json", receipt.receipt.id));
+            stackpack_customer_bundle::layout::write_atomically(&path, &receipt.to_bytes())?;
+        }
+        dir.display().to_string()
+    } else {
+        let out = out.expect("clap requires `-o` or `--dir`");
+        let bytes = serde_json::to_vec_pretty(&signed).expect("receipts serialise");
+        if out
+            .parent()
+            .is_some_and(|p| !p.as_os_str().is_empty() && !p.is_dir())
+        {
+            return Err(Error::usage(format!(
+                "the folder of `{}` does not exist",
+                out.display()
+            )));
+        }
+        stackpack_customer_bundle::layout::write_atomically(out, &bytes)?;
+        out.display().to_string()
+    };
+    if json {
+        print_json(&json!({"receipts": signed.len(), "written": written}));
+    } else {
+        println!("wrote {} receipt(s) to `{written}`", signed.len());
+        status(
+            "each receipt is signed by this installation's key; the registry checks it on import",
+        );
+    }
+    Ok(0)
+}
+
+pub fn list(global: &GlobalArgs, json: bool) -> Result<u8> {
+    let home = open_home(global)?;
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let stored = ledger.receipts(false)?;
+    if json {
+        print_json(&json!({
+            "receipts": stored.iter().map(|s| json!({
+                "receipt": s.signed,
+                "reportedAt": s.reported_at,
+            })).collect::<Vec<_>>()
+        }));
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = stored
+        .iter()
+        .map(|s| {
+            let r = &s.signed.receipt;
+            vec![
+                r.finished_at.clone(),
+                r.kind.to_string(),
+                r.outcome.to_string(),
+                format!("{}@{}", r.stack, r.version),
+                if s.reported_at.is_some() {
+                    "yes".into()
+                } else {
+                    "no".into()
+                },
+                r.id.clone(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["FINISHED", "KIND", "OUTCOME", "BUNDLE", "REPORTED", "ID"],
+            &rows
+        )
+    );
+    Ok(0)
+}

@@ -1,0 +1,466 @@
+//! Plan, apply, rollback and drift: verify (always), check inputs, unpack into a fresh
+//! work folder, run the engine, and record a signed receipt of what happened.
+//!
+//! Once verification passed and the engine is about to run, every ending records a
+//! receipt: a failure is recorded as `failed`, and only an apply the engine finished
+//! is ever recorded as `succeeded`.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufReader};
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use semver::Version;
+use stackpack_schema::receipt::{
+    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt, RECEIPT_FORMAT,
+};
+
+use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
+use super::error::{io, Error, Result};
+use super::home::Home;
+use super::inputs;
+use super::ledger::{Deployment, Ledger};
+use super::lock::StackLock;
+use super::receipts;
+use super::store;
+use crate::archive::{self, HashingReader, Limits};
+use crate::verify::VerifiedBundle;
+
+/// The name of the inputs file inside the work folder.
+const INPUTS_FILE: &str = "stackpack.tfvars";
+
+/// How the caller talks to the person running it.
+pub struct Ui<'a> {
+    pub verbose: bool,
+    pub quiet: bool,
+    /// A progress line (stderr).
+    pub status: &'a dyn Fn(&str),
+    /// Asked after the plan of an apply or rollback; true to go ahead.
+    pub confirm: &'a mut dyn FnMut(&str, &PlanDetails) -> bool,
+}
+
+pub struct Request {
+    pub stack: String,
+    /// `None` for rollback and drift: taken from the ledger.
+    pub version: Option<Version>,
+    /// `None` for rollback and drift: the inputs saved with the deployment.
+    pub inputs: Option<PathBuf>,
+    pub kind: ReceiptKind,
+    pub allow_downgrade: bool,
+    /// How long to wait for another runner working on the same stack.
+    pub wait: Duration,
+}
+
+/// What a run did.
+pub struct Report {
+    pub receipt: SignedReceipt,
+    pub plan: PlanDetails,
+    pub outputs: Option<serde_json::Value>,
+    pub previous: Option<Version>,
+}
+
+/// Runs one plan, apply, rollback or drift check.
+pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let _lock = StackLock::acquire(&home.locks_dir(), &request.stack, request.wait, |who| {
+        (ui.status)(&format!(
+            "waiting for {who} to finish with stack `{}`…",
+            request.stack
+        ))
+    })?;
+    let current = ledger.current(&request.stack)?;
+    let stack = request.stack.clone();
+
+    // What to run, and with which inputs.
+    let (version, inputs_path, previous) = match request.kind {
+        ReceiptKind::Plan | ReceiptKind::Apply => {
+            let version = request
+                .version
+                .clone()
+                .expect("plan and apply name a version");
+            let inputs = request.inputs.clone().expect("plan and apply have inputs");
+            (version, inputs, current.as_ref().map(|d| d.version.clone()))
+        }
+        ReceiptKind::Drift => {
+            let current = current.clone().ok_or_else(|| not_deployed(&stack))?;
+            let inputs = request
+                .inputs
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&current.inputs_file));
+            (current.version.clone(), inputs, Some(current.version))
+        }
+        ReceiptKind::Rollback => {
+            let current = current.clone().ok_or_else(|| not_deployed(&stack))?;
+            let target = ledger.rollback_target(&stack)?.ok_or_else(|| {
+                Error::refused(format!(
+                    "stack `{stack}` has no earlier version to roll back to from `{}`",
+                    current.version
+                ))
+                .hint(format!(
+                    "to go to another version, run `stackpack-runner apply {stack}@VERSION --allow-downgrade`"
+                ))
+            })?;
+            let inputs = request
+                .inputs
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&target.inputs_file));
+            (target.version, inputs, Some(current.version))
+        }
+    };
+
+    // Policy.
+    if !version.pre.is_empty() && !home.config.policy.allow_prereleases {
+        return Err(Error::refused(format!(
+            "`{stack}@{version}` is a prerelease, and this runner's policy allows stable versions only"
+        ))
+        .at(format!("`{}`", home.root.join("runner.toml").display()))
+        .hint("set `allow-prereleases = true` under `[policy]` in `runner.toml` to allow prereleases"));
+    }
+    if request.kind == ReceiptKind::Apply {
+        if let Some(installed) = &previous {
+            if version.cmp_precedence(installed) == std::cmp::Ordering::Less
+                && !request.allow_downgrade
+            {
+                return Err(Error::refused(format!(
+                    "`{stack}@{version}` is older than the installed `{installed}`: refusing to downgrade"
+                ))
+                .hint(format!(
+                    "run `stackpack-runner rollback {stack}` to go back, or pass `--allow-downgrade`"
+                )));
+            }
+        }
+    }
+
+    // Verify, always.
+    let store_layout = home.store()?;
+    (ui.status)(&format!("verifying `{stack}@{version}`"));
+    let bundle = store::verify_in(home, &store_layout, &stack, &version)?;
+    (ui.status)(&format!(
+        "verified `{stack}@{version}` ({}), signed by key `{}`",
+        bundle.manifest_descriptor.digest.short(),
+        bundle
+            .signer
+            .as_ref()
+            .map(|k| k.key_id())
+            .unwrap_or_default()
+    ));
+
+    // Inputs.
+    let (parsed, text) = inputs::read(&inputs_path)?;
+    let findings = inputs::check(&parsed, &bundle.config.interface);
+    if let Some(error) = findings_error(&findings) {
+        return Err(error);
+    }
+    let inputs_hash = inputs::inputs_hash(&parsed, &bundle.config.interface);
+
+    // From here on every ending is recorded.
+    let started_at = receipts::now();
+    let key = receipts::installation_key(&home.key_path())?;
+    let mut receipt = Receipt {
+        format: RECEIPT_FORMAT,
+        id: receipts::new_id(),
+        customer: home.config.customer.clone(),
+        stack: stack.clone(),
+        version: version.clone(),
+        bundle_digest: bundle.manifest_descriptor.digest.clone(),
+        inputs_hash,
+        engine: EngineRun {
+            name: home.config.engine.name.clone(),
+            version: "unknown".into(),
+        },
+        plan: PlanSummary::default(),
+        kind: request.kind,
+        outcome: Outcome::Failed,
+        started_at,
+        finished_at: String::new(),
+        key_id: String::new(),
+    };
+    let mut plan = PlanDetails::default();
+    let mut work_kept = None;
+    let result = execute(
+        home,
+        &bundle,
+        &text,
+        &request,
+        ui,
+        &mut receipt,
+        &mut plan,
+        &mut work_kept,
+    );
+    receipt.plan = plan.summary;
+    receipt.finished_at = receipts::now();
+    match result {
+        Ok(Step::Declined) => Err(Error::refused(format!(
+            "nothing was applied: the plan for `{stack}@{version}` was not confirmed"
+        ))),
+        Ok(Step::Done(outcome, outputs)) => {
+            receipt.outcome = outcome;
+            let signed = receipts::sign(receipt, &key);
+            ledger.add_receipt(&signed)?;
+            if request.kind.changes_deployment() {
+                let saved = save_inputs(home, &signed.receipt.id, &stack, &text)?;
+                ledger.add_deployment(&Deployment {
+                    kind: signed.receipt.kind.as_str().to_string(),
+                    stack: stack.clone(),
+                    version: version.clone(),
+                    digest: signed.receipt.bundle_digest.to_string(),
+                    receipt_id: signed.receipt.id.clone(),
+                    inputs_file: saved.display().to_string(),
+                    applied_at: signed.receipt.finished_at.clone(),
+                })?;
+            }
+            Ok(Report {
+                receipt: signed,
+                plan,
+                outputs,
+                previous,
+            })
+        }
+        Err(error) => {
+            receipt.outcome = Outcome::Failed;
+            let signed = receipts::sign(receipt, &key);
+            ledger.add_receipt(&signed)?;
+            let mut error = error;
+            error.message = format!(
+                "{} (recorded as `{}` receipt `{}`, outcome `failed`)",
+                error.message, signed.receipt.kind, signed.receipt.id
+            );
+            if let Some(work) = work_kept {
+                error.location = Some(format!("work folder `{}`", Path::display(&work)));
+            }
+            Err(error)
+        }
+    }
+}
+
+enum Step {
+    Declined,
+    Done(Outcome, Option<serde_json::Value>),
+}
+
+fn not_deployed(stack: &str) -> Error {
+    Error::refused(format!(
+        "stack `{stack}` has never been applied by this runner"
+    ))
+    .hint(format!(
+        "apply it first with `stackpack-runner apply {stack}@VERSION --inputs FILE`"
+    ))
+}
+
+/// One error naming every finding; `None` when there are none.
+pub fn findings_error(findings: &[inputs::Finding]) -> Option<Error> {
+    let first = findings.first()?;
+    let mut message = first.message.clone();
+    for other in &findings[1..] {
+        message.push_str(&format!("\n  --> {}: {}", other.location, other.message));
+        if let Some(hint) = &other.hint {
+            message.push_str(&format!(" ({hint})"));
+        }
+    }
+    let mut error = Error::refused(message).at(&first.location);
+    error.hint = first.hint.clone();
+    Some(error)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    home: &Home,
+    bundle: &VerifiedBundle,
+    inputs_text: &str,
+    request: &Request,
+    ui: &mut Ui,
+    receipt: &mut Receipt,
+    plan: &mut PlanDetails,
+    work_kept: &mut Option<PathBuf>,
+) -> Result<Step> {
+    let engine = Engine::locate(home, ui.verbose)?;
+    receipt.engine.version = engine.version.clone();
+    if let Some(wanted) = bundle.config.engine.name.as_deref() {
+        if wanted != engine.name {
+            (ui.status)(&format!(
+                "warning: `{}@{}` was built for `{wanted}`, and this runner uses `{}`",
+                receipt.stack, receipt.version, engine.name
+            ));
+        }
+    }
+    let work_root = home.work_root();
+    std::fs::create_dir_all(&work_root).map_err(|e| io("create", &work_root, e))?;
+    let work = tempfile::Builder::new()
+        .prefix(&format!("{}-{}-", receipt.stack, receipt.version))
+        .tempdir_in(&work_root)
+        .map_err(|e| io("create a work folder in", &work_root, e))?;
+    let result = (|| {
+        let dir = unpack_verified(home, bundle, work.path())?;
+        write_private(&dir.join(INPUTS_FILE), inputs_text)?;
+        let (override_file, backend_args) = engine::backend_setup(home, &receipt.stack)?;
+        std::fs::write(dir.join("stackpack_backend_override.tf"), override_file)
+            .map_err(|e| io("write in", &dir, e))?;
+        let quiet = ui.quiet;
+        (ui.status)(&format!("{} init", engine.name));
+        let mut init = vec![
+            "init".to_string(),
+            "-input=false".into(),
+            "-no-color".into(),
+        ];
+        init.extend(backend_args);
+        engine.run_ok(&dir, &init, quiet, "init")?;
+        (ui.status)(&format!("{} plan", engine.name));
+        let mut plan_args = vec![
+            "plan".to_string(),
+            "-input=false".into(),
+            "-no-color".into(),
+            format!("-out={PLAN_FILE}"),
+            format!("-var-file={INPUTS_FILE}"),
+        ];
+        if request.kind == ReceiptKind::Drift {
+            plan_args.push("-detailed-exitcode".into());
+            let output = engine.run(&dir, &plan_args, quiet)?;
+            return match output.code {
+                Some(0) => Ok(Step::Done(Outcome::NoChanges, None)),
+                Some(2) => {
+                    *plan = engine.show_plan(&dir)?;
+                    Ok(Step::Done(Outcome::Drifted, None))
+                }
+                code => Err(Error::refused(format!(
+                    "`{} plan` failed ({})",
+                    engine.name,
+                    code.map(|c| format!("exit code {c}"))
+                        .unwrap_or_else(|| "killed by a signal".into())
+                ))
+                .hint("the engine's messages are above")),
+            };
+        }
+        engine.run_ok(&dir, &plan_args, quiet, "plan")?;
+        *plan = engine.show_plan(&dir)?;
+        if request.kind == ReceiptKind::Plan {
+            let outcome = if plan.is_empty() {
+                Outcome::NoChanges
+            } else {
+                Outcome::Succeeded
+            };
+            return Ok(Step::Done(outcome, None));
+        }
+        let reference = format!("{}@{}", receipt.stack, receipt.version);
+        if !(ui.confirm)(&reference, plan) {
+            return Ok(Step::Declined);
+        }
+        (ui.status)(&format!("{} apply", engine.name));
+        engine.run_ok(
+            &dir,
+            &[
+                "apply".into(),
+                "-input=false".into(),
+                "-no-color".into(),
+                PLAN_FILE.into(),
+            ],
+            quiet,
+            "apply",
+        )?;
+        let outputs = engine.outputs(&dir)?;
+        Ok(Step::Done(Outcome::Succeeded, Some(outputs)))
+    })();
+    if result.is_err() && !matches!(receipt.kind, ReceiptKind::Plan | ReceiptKind::Drift) {
+        // Keep a failed apply's work folder for the person who has to look into it.
+        *work_kept = Some(work.keep());
+    }
+    result
+}
+
+/// Unpacks the verified stack layer into `work/bundle`, hashing the compressed bytes
+/// on the way and checking every file against the signed list again, so that a blob
+/// changed between verification and unpacking is caught. Returns the entrypoint.
+pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Result<PathBuf> {
+    let store = home.store()?;
+    let layer = &bundle.stack_layer;
+    let destination = work.join("bundle");
+    let file = store.open_blob(&layer.digest)?;
+    let mut hashing = HashingReader::new(BufReader::with_capacity(1 << 20, file));
+    let unpacked = archive::unpack(
+        &mut hashing,
+        Some(layer.size),
+        &destination,
+        &Limits::default(),
+    );
+    let _ = io::copy(&mut hashing, &mut io::sink());
+    let size = hashing.hasher.len();
+    let digest = hashing.hasher.finish();
+    let refuse = |message: String| {
+        let _ = std::fs::remove_dir_all(&destination);
+        Error::refused(message)
+            .hint("the store was changed after verification; import the bundle again")
+    };
+    if digest != layer.digest || size != layer.size {
+        return Err(refuse(format!(
+            "the stack layer changed after it was verified: it now hashes to `{digest}`"
+        )));
+    }
+    let files = unpacked.map_err(|e| match e {
+        archive::ArchiveError::Write { path, source } => {
+            let _ = std::fs::remove_dir_all(&destination);
+            Error::refused(format!(
+                "cannot unpack the bundle into the work folder: `{}`: {source}",
+                path.display()
+            ))
+            .hint(
+                "free space in the work folder, or set `work` in `runner.toml` to a roomier place",
+            )
+        }
+        other => refuse(format!("the bundle's archive is refused: {other}")),
+    })?;
+    let signed: BTreeMap<&str, _> = bundle
+        .config
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f))
+        .collect();
+    if files.len() != signed.len()
+        || files.iter().any(|f| {
+            signed
+                .get(f.path.as_str())
+                .is_none_or(|s| s.digest != f.digest || s.size != f.size)
+        })
+    {
+        return Err(refuse(
+            "the unpacked files do not match the signed file list".into(),
+        ));
+    }
+    let entrypoint = &bundle.config.entrypoint;
+    if Path::new(entrypoint)
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Err(refuse(format!(
+            "the bundle's entrypoint `{entrypoint}` is not a plain relative path"
+        )));
+    }
+    let dir = destination.join(entrypoint);
+    if !dir.is_dir() {
+        return Err(refuse(format!(
+            "the bundle's entrypoint `{entrypoint}` is not a folder in it"
+        )));
+    }
+    Ok(dir)
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).map_err(|e| io("create", path, e))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| io("write", path, e))
+}
+
+/// Keeps the inputs a deployment used, so rollback and drift run with them.
+fn save_inputs(home: &Home, receipt_id: &str, stack: &str, text: &str) -> Result<PathBuf> {
+    let dir = home.inputs_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+    let path = dir.join(format!("{stack}-{receipt_id}.tfvars"));
+    write_private(&path, text)?;
+    Ok(path)
+}

@@ -1,0 +1,411 @@
+//! Running Terraform or OpenTofu.
+//!
+//! The engine runs in a throwaway work folder holding the unpacked, verified bundle;
+//! its state lives elsewhere (see [`super::home::BackendConfig`]), configured through
+//! a `stackpack_backend_override.tf` file and `-backend-config`, which works the same
+//! from Terraform 0.15 to OpenTofu. Output is streamed to stderr line by line. Some
+//! vendor builds prefix stdout lines with `o:` and write debug logs to stderr; the
+//! prefix is stripped and bare `[TRACE]`/`[DEBUG]`/`[INFO]` log lines are shown only
+//! with `--verbose`.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use stackpack_schema::receipt::PlanSummary;
+
+use super::error::{Error, Result};
+use super::home::Home;
+
+/// The plan file's name inside the work folder.
+pub const PLAN_FILE: &str = "stackpack.tfplan";
+
+#[derive(Clone, Debug)]
+pub struct Engine {
+    pub name: String,
+    pub path: PathBuf,
+    pub version: String,
+    pub verbose: bool,
+}
+
+/// What one engine run printed and how it ended.
+pub struct RunOutput {
+    pub code: Option<i32>,
+    pub stdout: String,
+}
+
+/// A plan's counts, and the outputs it changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlanDetails {
+    pub summary: PlanSummary,
+    pub output_changes: u64,
+}
+
+impl PlanDetails {
+    pub fn is_empty(&self) -> bool {
+        self.summary.add + self.summary.change + self.summary.destroy + self.output_changes == 0
+    }
+}
+
+impl Engine {
+    /// Finds the engine `runner.toml` names and asks it its version.
+    pub fn locate(home: &Home, verbose: bool) -> Result<Engine> {
+        let name = home.config.engine.name.clone();
+        let path = match &home.config.engine.path {
+            Some(path) => path.clone(),
+            None => find_on_path(&name).ok_or_else(|| {
+                Error::refused(format!("engine `{name}` is not on `PATH`"))
+                    .at(format!("`{}`", home.root.join("runner.toml").display()))
+                    .hint("install it, or set `path` under `[engine]` in `runner.toml`")
+            })?,
+        };
+        let config_file = home.root.join("runner.toml");
+        let missing = move |name: &str, path: &Path| {
+            Error::refused(format!(
+                "engine `{name}` was not found at `{}`",
+                path.display()
+            ))
+            .at(format!("`{}`", config_file.display()))
+            .hint("install it, or fix `path` under `[engine]` in `runner.toml`")
+        };
+        if !path.is_file() {
+            return Err(missing(&name, &path));
+        }
+        let mut engine = Engine {
+            name,
+            path,
+            version: String::new(),
+            verbose,
+        };
+        engine.version = engine.ask_version().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                missing(&engine.name, &engine.path)
+            }
+            _ => Error::refused(format!(
+                "engine `{}` at `{}` did not say its version: {e}",
+                engine.name,
+                engine.path.display()
+            )),
+        })?;
+        Ok(engine)
+    }
+
+    fn command(&self, dir: &Path) -> Command {
+        let mut command = Command::new(&self.path);
+        command
+            .current_dir(dir)
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// `version -json`, falling back to parsing `version` (`Terraform v1.2.3`).
+    fn ask_version(&self) -> std::io::Result<String> {
+        let output = self
+            .command(Path::new("."))
+            .args(["version", "-json"])
+            .stderr(Stdio::null())
+            .output()?;
+        let stdout = strip_prefixes(&String::from_utf8_lossy(&output.stdout));
+        if output.status.success() {
+            if let Ok(value) = serde_json::from_str::<serde_json::Value>(&stdout) {
+                if let Some(version) = value["terraform_version"].as_str() {
+                    return Ok(version.to_string());
+                }
+            }
+        }
+        let output = self
+            .command(Path::new("."))
+            .arg("version")
+            .stderr(Stdio::null())
+            .output()?;
+        let stdout = strip_prefixes(&String::from_utf8_lossy(&output.stdout));
+        parse_version_text(&stdout).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "`version` printed `{}`",
+                stdout.lines().next().unwrap_or("").trim()
+            ))
+        })
+    }
+
+    /// Runs the engine with `args` in `dir`, streaming its output to stderr.
+    pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
+        let mut child = self
+            .command(dir)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                Error::refused(format!(
+                    "cannot run engine `{}` at `{}`: {e}",
+                    self.name,
+                    self.path.display()
+                ))
+            })?;
+        let stderr = child.stderr.take().expect("piped");
+        let verbose = self.verbose;
+        let errors = std::thread::spawn(move || {
+            // A debug log entry may run over many lines (graph dumps); it lasts until
+            // the next line that starts a diagnostic.
+            let mut in_log = false;
+            for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                if is_debug_log(&line) {
+                    in_log = true;
+                } else if is_diagnostic(&line) {
+                    in_log = false;
+                }
+                if verbose || !in_log {
+                    eprintln!("{line}");
+                }
+            }
+        });
+        let mut stdout = String::new();
+        let mut reader = BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = (&mut reader)
+                .take(1 << 20)
+                .read_until(b'\n', &mut line)
+                .unwrap_or(0);
+            if read == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&line);
+            let text = text.strip_prefix("o:").unwrap_or(&text);
+            if !quiet {
+                eprint!("{text}");
+                if !text.ends_with('\n') {
+                    eprintln!();
+                }
+            }
+            stdout.push_str(text);
+        }
+        let status = child
+            .wait()
+            .map_err(|e| Error::refused(format!("engine `{}` failed: {e}", self.name)))?;
+        let _ = errors.join();
+        Ok(RunOutput {
+            code: status.code(),
+            stdout,
+        })
+    }
+
+    /// Runs and requires exit code 0.
+    pub fn run_ok(
+        &self,
+        dir: &Path,
+        args: &[String],
+        quiet: bool,
+        step: &str,
+    ) -> Result<RunOutput> {
+        let output = self.run(dir, args, quiet)?;
+        if output.code != Some(0) {
+            return Err(Error::refused(format!(
+                "`{} {step}` failed ({})",
+                self.name,
+                match output.code {
+                    Some(code) => format!("exit code {code}"),
+                    None => "killed by a signal".to_string(),
+                }
+            ))
+            .at(format!("work folder `{}`", dir.display()))
+            .hint("the engine's messages are above"));
+        }
+        Ok(output)
+    }
+
+    /// `show -json PLANFILE`, summarised.
+    pub fn show_plan(&self, dir: &Path) -> Result<PlanDetails> {
+        let output = self.run_ok(
+            dir,
+            &[
+                "show".into(),
+                "-no-color".into(),
+                "-json".into(),
+                PLAN_FILE.into(),
+            ],
+            true,
+            "show",
+        )?;
+        parse_plan_json(&output.stdout).map_err(|e| {
+            Error::refused(format!(
+                "cannot read the plan `{} show -json` printed: {e}",
+                self.name
+            ))
+        })
+    }
+
+    /// `output -json`.
+    pub fn outputs(&self, dir: &Path) -> Result<serde_json::Value> {
+        let output = self.run_ok(
+            dir,
+            &["output".into(), "-no-color".into(), "-json".into()],
+            true,
+            "output",
+        )?;
+        serde_json::from_str(output.stdout.trim())
+            .map_err(|e| Error::refused(format!("cannot read `{} output -json`: {e}", self.name)))
+    }
+}
+
+/// A log line: `[LEVEL] …`, or `<timestamp> [LEVEL] …` as Terraform writes with `TF_LOG`.
+fn is_debug_log(line: &str) -> bool {
+    let levels = ["[TRACE]", "[DEBUG]", "[INFO]", "[WARN]", "[ERROR]", "[ERR]"];
+    let rest = match line.split_once(' ') {
+        Some((first, rest)) if first.starts_with(|c: char| c.is_ascii_digit()) => rest,
+        _ => line,
+    };
+    levels.iter().any(|level| rest.starts_with(level))
+}
+
+/// The first line of an engine diagnostic (`Error: …`, `Warning: …`, or the box
+/// Terraform ≥ 1.0 draws around them).
+fn is_diagnostic(line: &str) -> bool {
+    [
+        "Error", "Warning", "\u{256d}", "\u{2577}", "\u{2502}", "\u{2575}",
+    ]
+    .iter()
+    .any(|start| line.starts_with(start))
+}
+
+/// Removes the `o:` prefix some vendor builds put on stdout lines.
+pub fn strip_prefixes(text: &str) -> String {
+    text.lines()
+        .map(|line| line.strip_prefix("o:").unwrap_or(line))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `Terraform v1.2.3` / `OpenTofu v1.8.0` → `1.2.3`.
+pub fn parse_version_text(text: &str) -> Option<String> {
+    let first = text.lines().find(|l| !l.trim().is_empty())?;
+    let word = first
+        .split_whitespace()
+        .find(|w| w.starts_with('v') && w[1..].starts_with(|c: char| c.is_ascii_digit()))?;
+    Some(word[1..].to_string())
+}
+
+/// Counts a `show -json` plan: resource changes by action, and output changes.
+pub fn parse_plan_json(text: &str) -> std::result::Result<PlanDetails, String> {
+    let value: serde_json::Value = serde_json::from_str(text.trim()).map_err(|e| e.to_string())?;
+    if !value.is_object() {
+        return Err("not a JSON object".into());
+    }
+    let mut details = PlanDetails::default();
+    for change in value["resource_changes"].as_array().into_iter().flatten() {
+        let actions: Vec<&str> = change["change"]["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str())
+            .collect();
+        match actions.as_slice() {
+            ["create"] => details.summary.add += 1,
+            ["update"] => details.summary.change += 1,
+            ["delete"] => details.summary.destroy += 1,
+            ["delete", "create"] | ["create", "delete"] => {
+                details.summary.add += 1;
+                details.summary.destroy += 1;
+            }
+            _ => {}
+        }
+    }
+    if let Some(outputs) = value["output_changes"].as_object() {
+        for change in outputs.values() {
+            let actions: Vec<&str> = change["actions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str())
+                .collect();
+            if !actions.iter().all(|a| *a == "no-op") {
+                details.output_changes += 1;
+            }
+        }
+    }
+    Ok(details)
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The backend override file and `-backend-config` arguments for `stack`.
+pub fn backend_setup(home: &Home, stack: &str) -> Result<(String, Vec<String>)> {
+    let backend = &home.config.backend;
+    let mut args = Vec::new();
+    if backend.kind == "local" {
+        let dir = home.state_dir(stack);
+        std::fs::create_dir_all(&dir).map_err(|e| super::error::io("create", &dir, e))?;
+        args.push(format!(
+            "-backend-config=path={}",
+            dir.join("terraform.tfstate").display()
+        ));
+    }
+    for (key, value) in &backend.config {
+        args.push(format!(
+            "-backend-config={key}={}",
+            value.replace("{stack}", stack)
+        ));
+    }
+    let file = format!(
+        "# Written by stackpack-runner: state lives outside the work folder.\nterraform {{\n  backend \"{}\" {{}}\n}}\n",
+        backend.kind
+    );
+    Ok((file, args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_logs_are_told_from_diagnostics() {
+        assert!(is_debug_log("[TRACE] graph after …:"));
+        assert!(is_debug_log("2026-01-01T00:00:00.000Z [DEBUG] provider"));
+        assert!(!is_debug_log("Error: the cloud said no"));
+        assert!(is_diagnostic("Error: the cloud said no"));
+        assert!(is_diagnostic("\u{2577}"));
+    }
+
+    #[test]
+    fn versions_are_read_from_either_form() {
+        assert_eq!(
+            parse_version_text("Terraform v0.15.0-rc2\non linux_amd64").as_deref(),
+            Some("0.15.0-rc2")
+        );
+        assert_eq!(
+            parse_version_text("OpenTofu v1.8.0\n").as_deref(),
+            Some("1.8.0")
+        );
+        assert_eq!(strip_prefixes("o:{\no:}"), "{\n}");
+    }
+
+    #[test]
+    fn plans_are_counted_by_action_and_output_only_plans_count_outputs() {
+        let plan = r#"{"resource_changes":[
+            {"change":{"actions":["create"]}},{"change":{"actions":["delete","create"]}},
+            {"change":{"actions":["update"]}},{"change":{"actions":["no-op"]}},{"change":{"actions":["read"]}}],
+            "output_changes":{"a":{"actions":["create"]},"b":{"actions":["no-op"]}}}"#;
+        let details = parse_plan_json(plan).unwrap();
+        assert_eq!(
+            (
+                details.summary.add,
+                details.summary.change,
+                details.summary.destroy
+            ),
+            (2, 1, 1)
+        );
+        assert_eq!(details.output_changes, 1);
+        assert!(parse_plan_json(r#"{"format_version":"0.1"}"#)
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -1,0 +1,299 @@
+//! The runner home: everything one installation keeps.
+//!
+//! ```text
+//! runner.toml            customer id, engine, work folder, backend, policy
+//! trusted/<key-id>.pub   trusted vendor public keys (SPKI PEM)
+//! store/                 the verified bundle store (an OCI image layout)
+//! ledger.sqlite          every receipt, and what is deployed
+//! installation.key       this installation's receipt signing key (mode 0600)
+//! state/<stack>/         engine state, when the backend is `local` (the default)
+//! inputs/                copies of the inputs each deployment used (mode 0600),
+//!                        so rollback and drift run with the same inputs
+//! work/                  throwaway work folders (unless `runner.toml` names another)
+//! locks/<stack>.lock     one runner at a time per stack
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use stackpack_schema::signature::PublicKey;
+
+use super::error::{io, Error, Result};
+
+pub const CONFIG_FILE: &str = "runner.toml";
+
+/// `runner.toml`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Config {
+    /// The customer id receipts are reported under.
+    pub customer: String,
+    #[serde(default)]
+    pub engine: EngineConfig,
+    /// Where throwaway work folders are made [default: `<home>/work`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<PathBuf>,
+    #[serde(default)]
+    pub backend: BackendConfig,
+    #[serde(default)]
+    pub policy: Policy,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct EngineConfig {
+    /// `terraform` or `tofu`.
+    pub name: String,
+    /// The engine binary [default: `name` looked up on `PATH`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            name: "terraform".into(),
+            path: None,
+        }
+    }
+}
+
+/// Where engine state lives. It never lives in the throwaway work folder, so an
+/// upgrade and a rollback see the same state.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BackendConfig {
+    /// `local` (state under `<home>/state/<stack>/`), or any backend the engine
+    /// knows (`s3`, `gcs`, `azurerm`, …), configured by `config`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `-backend-config` settings. `{stack}` in a value is replaced by the stack name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, String>,
+}
+
+impl Default for BackendConfig {
+    fn default() -> Self {
+        BackendConfig {
+            kind: "local".into(),
+            config: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Policy {
+    /// Allow prerelease versions (`1.4.0-feat.2`). Off: stable versions only.
+    #[serde(default)]
+    pub allow_prereleases: bool,
+}
+
+/// An opened runner home.
+#[derive(Clone, Debug)]
+pub struct Home {
+    pub root: PathBuf,
+    pub config: Config,
+}
+
+/// The default home: `$STACKPACK_RUNNER_HOME` is handled by the CLI; this is
+/// `$XDG_DATA_HOME/stackpack/runner`, else `~/.local/share/stackpack/runner`.
+pub fn default_root() -> Option<PathBuf> {
+    if let Some(data) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(data).join("stackpack").join("runner"));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|home| PathBuf::from(home).join(".local/share/stackpack/runner"))
+}
+
+impl Home {
+    /// Opens an initialised home.
+    pub fn open(root: &Path) -> Result<Home> {
+        let path = root.join(CONFIG_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::usage(format!(
+                    "`{}` is not a runner home: it has no `{CONFIG_FILE}`",
+                    root.display()
+                ))
+                .hint(
+                    "create one with `stackpack-runner init --customer <ID>`, or pass `--home DIR`",
+                ))
+            }
+            Err(e) => return Err(io("read", &path, e)),
+        };
+        let config: Config =
+            toml::from_str(&text).map_err(|e| {
+                Error::usage(format!("`{CONFIG_FILE}` is not valid: {}", e.message()))
+                    .at(location_of(&path, &text, e.span()))
+            })?;
+        check_config(&config).map_err(|e| e.at(path.display()))?;
+        Ok(Home {
+            root: root.to_path_buf(),
+            config,
+        })
+    }
+
+    /// Creates a home with `config`. Refuses to overwrite an existing `runner.toml`.
+    pub fn init(root: &Path, config: Config) -> Result<Home> {
+        check_config(&config)?;
+        let path = root.join(CONFIG_FILE);
+        if path.exists() {
+            return Err(Error::refused(format!(
+                "`{}` already has a `{CONFIG_FILE}`",
+                root.display()
+            ))
+            .hint("edit it, or choose another folder with `--home DIR`"));
+        }
+        for dir in ["trusted", "state", "inputs", "locks"] {
+            let dir = root.join(dir);
+            std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+        }
+        let text = format!(
+            "# stackpack-runner configuration. See `stackpack-runner init --help`.\n{}",
+            toml::to_string_pretty(&config).expect("config serialises")
+        );
+        crate::layout::write_atomically(&path, text.as_bytes())?;
+        let home = Home {
+            root: root.to_path_buf(),
+            config,
+        };
+        home.store()?;
+        Ok(home)
+    }
+
+    pub fn store_path(&self) -> PathBuf {
+        self.root.join("store")
+    }
+
+    pub fn store(&self) -> Result<crate::layout::ImageLayout> {
+        Ok(crate::layout::ImageLayout::create(self.store_path())?)
+    }
+
+    pub fn ledger_path(&self) -> PathBuf {
+        self.root.join("ledger.sqlite")
+    }
+
+    pub fn key_path(&self) -> PathBuf {
+        self.root.join("installation.key")
+    }
+
+    pub fn trusted_dir(&self) -> PathBuf {
+        self.root.join("trusted")
+    }
+
+    pub fn locks_dir(&self) -> PathBuf {
+        self.root.join("locks")
+    }
+
+    pub fn inputs_dir(&self) -> PathBuf {
+        self.root.join("inputs")
+    }
+
+    pub fn state_dir(&self, stack: &str) -> PathBuf {
+        self.root.join("state").join(stack)
+    }
+
+    pub fn work_root(&self) -> PathBuf {
+        match &self.config.work {
+            Some(work) if work.is_absolute() => work.clone(),
+            Some(work) => self.root.join(work),
+            None => self.root.join("work"),
+        }
+    }
+
+    /// Trusted keys, by key id.
+    pub fn trusted_keys(&self) -> Result<Vec<(String, PublicKey, PathBuf)>> {
+        let dir = self.trusted_dir();
+        let mut keys = Vec::new();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(keys),
+            Err(e) => return Err(io("read", &dir, e)),
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("pub") {
+                continue;
+            }
+            let key = crate::trust::read_public_key(&path).map_err(|e| {
+                Error::refused(e.to_string()).hint(format!(
+                    "remove it with `stackpack-runner trust remove {}`",
+                    path.file_stem().unwrap_or_default().to_string_lossy()
+                ))
+            })?;
+            keys.push((key.key_id(), key, path));
+        }
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(keys)
+    }
+
+    /// Adds a trusted key; returns its id and whether it was new.
+    pub fn trust_add(&self, file: &Path) -> Result<(String, bool)> {
+        let key = crate::trust::read_public_key(file).map_err(|e| {
+            Error::usage(e.to_string())
+                .hint("a vendor public key is the `.pub` file `stackpack keygen` wrote")
+        })?;
+        let id = key.key_id();
+        let dir = self.trusted_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+        let target = dir.join(format!("{id}.pub"));
+        let new = !target.exists();
+        crate::layout::write_atomically(&target, key.to_pem().as_bytes())?;
+        Ok((id, new))
+    }
+
+    /// Removes a trusted key by id (or a unique prefix of at least 4 characters).
+    pub fn trust_remove(&self, id: &str) -> Result<String> {
+        let keys = self.trusted_keys()?;
+        let matching: Vec<_> = keys
+            .iter()
+            .filter(|(key_id, _, _)| id.len() >= 4 && key_id.starts_with(id))
+            .collect();
+        match matching.as_slice() {
+            [(key_id, _, path)] => {
+                std::fs::remove_file(path).map_err(|e| io("remove", path, e))?;
+                Ok(key_id.clone())
+            }
+            [] => Err(Error::usage(format!("no trusted key has id `{id}`"))
+                .hint("list them with `stackpack-runner trust list`")),
+            _ => Err(Error::usage(format!("`{id}` matches several trusted keys"))
+                .hint("give more of the key id")),
+        }
+    }
+}
+
+fn check_config(config: &Config) -> Result<()> {
+    stackpack_schema::reference::validate_name(&config.customer)
+        .map_err(|e| Error::usage(format!("customer: {e}")))?;
+    if !matches!(config.engine.name.as_str(), "terraform" | "tofu") {
+        return Err(Error::usage(format!(
+            "engine `{}` is not supported: use `terraform` or `tofu`",
+            config.engine.name
+        )));
+    }
+    if config.backend.kind != "local" && config.backend.kind.is_empty() {
+        return Err(Error::usage("the backend type is empty"));
+    }
+    Ok(())
+}
+
+/// `file:line` of a byte offset in `text`.
+pub fn location_of(path: &Path, text: &str, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(span) => format!("{}:{}", path.display(), line_of(text, span.start)),
+        None => path.display().to_string(),
+    }
+}
+
+/// The 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}

@@ -1,0 +1,483 @@
+//! Checking a customer's inputs (`.tfvars`) against a bundle's interface, before the
+//! engine sees them: every required input present, no unknown input (with a "did you
+//! mean" for near names and for renamed inputs), values of the declared types, and a
+//! deprecated alias and its new name never both set. Every finding names the file,
+//! the line and the input.
+//!
+//! The inputs hash in a receipt is computed here too: SHA-256 over the canonical JSON
+//! of the inputs, with the value of every sensitive input replaced by the hash of
+//! that value alone — never the value itself.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use hcl::edit::Span;
+use stackpack_schema::digest::Digest;
+use stackpack_schema::interface::{Input, Interface};
+
+use super::error::{Error, Result};
+
+/// One value set in the inputs file.
+#[derive(Clone, Debug)]
+pub struct InputValue {
+    pub name: String,
+    pub line: usize,
+    pub value: serde_json::Value,
+}
+
+/// A problem with the inputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// `file:line`, or the file alone for a missing input.
+    pub location: String,
+    pub input: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// The parsed inputs file.
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    pub path: String,
+    pub values: Vec<InputValue>,
+}
+
+/// Reads a `.tfvars` file: attributes with literal values only. Returns the text too,
+/// so that exactly the bytes checked are the bytes the engine gets.
+pub fn read(path: &Path) -> Result<(Inputs, String)> {
+    let display = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("cannot read the inputs file `{display}`: {e}")))?;
+    Ok((parse(&text, &display)?, text))
+}
+
+/// Parses `.tfvars` text; `display` names it in errors.
+pub fn parse(text: &str, display: &str) -> Result<Inputs> {
+    let display = display.to_string();
+    let text = text.to_string();
+    let body = hcl::edit::parser::parse_body(&text).map_err(|e| {
+        Error::usage(format!("the inputs file is not valid HCL: {}", e.message()))
+            .at(format!(
+                "{display}:{}:{}",
+                e.location().line(),
+                e.location().column()
+            ))
+            .hint("a `.tfvars` file holds lines such as `name = \"value\"`")
+    })?;
+    let mut values = Vec::new();
+    let mut seen = BTreeMap::new();
+    for structure in body.iter() {
+        let line = structure
+            .span()
+            .map(|s| super::home::line_of(&text, s.start))
+            .unwrap_or(0);
+        let Some(attribute) = structure.as_attribute() else {
+            return Err(Error::usage(
+                "the inputs file holds a block; a `.tfvars` file holds only `name = value` lines",
+            )
+            .at(format!("{display}:{line}")));
+        };
+        let name = attribute.key.as_str().to_string();
+        if let Some(first) = seen.insert(name.clone(), line) {
+            return Err(Error::usage(format!(
+                "input `{name}` is set twice (first on line {first})"
+            ))
+            .at(format!("{display}:{line}")));
+        }
+        let expression = hcl::Expression::from(attribute.value.clone());
+        let value = literal(&expression).ok_or_else(|| {
+            Error::usage(format!("input `{name}` is not a literal value"))
+                .at(format!("{display}:{line}"))
+                .hint("a `.tfvars` file may not refer to variables or call functions")
+        })?;
+        values.push(InputValue { name, line, value });
+    }
+    Ok(Inputs {
+        path: display,
+        values,
+    })
+}
+
+fn literal(expression: &hcl::Expression) -> Option<serde_json::Value> {
+    use hcl::Expression as E;
+    Some(match expression {
+        E::Null => serde_json::Value::Null,
+        E::Bool(b) => serde_json::Value::Bool(*b),
+        E::Number(n) => serde_json::to_value(n).ok()?,
+        E::String(s) => serde_json::Value::String(s.clone()),
+        E::Array(items) => {
+            serde_json::Value::Array(items.iter().map(literal).collect::<Option<_>>()?)
+        }
+        E::Object(object) => {
+            let mut map = serde_json::Map::new();
+            for (key, value) in object {
+                let key = match key {
+                    hcl::ObjectKey::Identifier(id) => id.to_string(),
+                    hcl::ObjectKey::Expression(E::String(s)) => s.clone(),
+                    _ => return None,
+                };
+                map.insert(key, literal(value)?);
+            }
+            serde_json::Value::Object(map)
+        }
+        E::Parenthesis(inner) => literal(inner)?,
+        E::TemplateExpr(template) => {
+            use hcl::eval::Evaluate;
+            let value = E::TemplateExpr(template.clone())
+                .evaluate(&hcl::eval::Context::new())
+                .ok()?;
+            serde_json::to_value(value).ok()?
+        }
+        _ => return None,
+    })
+}
+
+/// Checks `inputs` against `interface`; returns every finding (empty when fine).
+pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let at = |line: usize| format!("{}:{line}", inputs.path);
+    let set: BTreeMap<&str, &InputValue> =
+        inputs.values.iter().map(|v| (v.name.as_str(), v)).collect();
+    // Renames: an alias names its new input; an input declared deprecated whose
+    // description or message names another input is also taken as an alias.
+    let alias_target = |input: &Input| -> Option<String> {
+        input.alias_of.clone().or_else(|| {
+            let message = input.deprecated.as_deref()?;
+            interface
+                .inputs
+                .iter()
+                .find(|other| {
+                    other.name != input.name && message.contains(&format!("`{}`", other.name))
+                })
+                .map(|other| other.name.clone())
+        })
+    };
+    for value in &inputs.values {
+        let Some(input) = interface.input(&value.name) else {
+            let names: Vec<&str> = interface.inputs.iter().map(|i| i.name.as_str()).collect();
+            let hint = did_you_mean(&value.name, &names).map(|near| {
+                let renamed = interface
+                    .input(near)
+                    .and_then(alias_target)
+                    .map(|to| format!(" (deprecated: renamed to `{to}`)"))
+                    .unwrap_or_default();
+                format!("did you mean `{near}`{renamed}?")
+            });
+            findings.push(Finding {
+                location: at(value.line),
+                input: value.name.clone(),
+                message: format!("input `{}` is not an input of this stack", value.name),
+                hint,
+            });
+            continue;
+        };
+        if let Some(target) = alias_target(input) {
+            if let Some(both) = set.get(target.as_str()) {
+                findings.push(Finding {
+                    location: at(value.line),
+                    input: value.name.clone(),
+                    message: format!(
+                        "input `{}` is a deprecated alias of `{target}`, and both are set (`{target}` on line {})",
+                        value.name, both.line
+                    ),
+                    hint: Some(format!("remove `{}` and keep `{target}`", value.name)),
+                });
+            }
+        }
+        if value.value.is_null() && !input.nullable {
+            findings.push(Finding {
+                location: at(value.line),
+                input: value.name.clone(),
+                message: format!("input `{}` may not be null", value.name),
+                hint: None,
+            });
+        } else if let Err(problem) = type_check(&value.value, &input.type_constraint) {
+            let shown = if input.sensitive {
+                "(sensitive value)".to_string()
+            } else {
+                short(&value.value)
+            };
+            findings.push(Finding {
+                location: at(value.line),
+                input: value.name.clone(),
+                message: format!(
+                    "input `{}` must be of type `{}`: {problem} (the value is {shown})",
+                    value.name,
+                    input
+                        .type_constraint
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                hint: None,
+            });
+        }
+    }
+    for input in &interface.inputs {
+        if !input.required || set.contains_key(input.name.as_str()) {
+            continue;
+        }
+        if input.deprecated.is_some() || input.alias_of.is_some() {
+            continue;
+        }
+        // A required input set through its deprecated alias is present.
+        let via_alias = interface.inputs.iter().any(|alias| {
+            alias_target(alias).as_deref() == Some(input.name.as_str())
+                && set.contains_key(alias.name.as_str())
+        });
+        if via_alias {
+            continue;
+        }
+        findings.push(Finding {
+            location: inputs.path.clone(),
+            input: input.name.clone(),
+            message: format!("required input `{}` is not set", input.name),
+            hint: Some(format!(
+                "add `{} = …`{}",
+                input.name,
+                input
+                    .description
+                    .as_deref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            )),
+        });
+    }
+    findings
+}
+
+fn short(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 40 {
+        format!("`{}…`", text.chars().take(40).collect::<String>())
+    } else {
+        format!("`{text}`")
+    }
+}
+
+/// The closest name, when it is close enough.
+pub fn did_you_mean<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(name, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// A Terraform type constraint.
+#[derive(Clone, Debug, PartialEq)]
+enum Type {
+    Any,
+    String,
+    Number,
+    Bool,
+    List(Box<Type>),
+    Map(Box<Type>),
+    Tuple(Vec<Type>),
+    Object(Vec<(String, Type, bool)>),
+}
+
+fn parse_type(text: &str) -> Option<Type> {
+    let expression = hcl::Expression::from(hcl::edit::parser::parse_expr(text.trim()).ok()?);
+    type_of(&expression)
+}
+
+fn type_of(expression: &hcl::Expression) -> Option<Type> {
+    use hcl::Expression as E;
+    match expression {
+        E::Variable(v) => match v.as_str() {
+            "any" => Some(Type::Any),
+            "string" => Some(Type::String),
+            "number" => Some(Type::Number),
+            "bool" => Some(Type::Bool),
+            _ => None,
+        },
+        E::FuncCall(call) => {
+            let arg = call.args.first()?;
+            match call.name.name.as_str() {
+                "list" | "set" => Some(Type::List(Box::new(type_of(arg)?))),
+                "map" => Some(Type::Map(Box::new(type_of(arg)?))),
+                "optional" => type_of(arg),
+                "tuple" => match arg {
+                    E::Array(items) => Some(Type::Tuple(
+                        items.iter().map(type_of).collect::<Option<_>>()?,
+                    )),
+                    _ => None,
+                },
+                "object" => match arg {
+                    E::Object(object) => {
+                        let mut attributes = Vec::new();
+                        for (key, value) in object {
+                            let key = match key {
+                                hcl::ObjectKey::Identifier(id) => id.to_string(),
+                                hcl::ObjectKey::Expression(E::String(s)) => s.clone(),
+                                _ => return None,
+                            };
+                            let optional = matches!(value, E::FuncCall(c) if c.name.name.as_str() == "optional");
+                            attributes.push((key, type_of(value)?, optional));
+                        }
+                        Some(Type::Object(attributes))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        E::Parenthesis(inner) => type_of(inner),
+        _ => None,
+    }
+}
+
+/// Checks a value against a type constraint with Terraform's conversions (a number
+/// or bool converts to a string, a numeric string to a number). An unreadable
+/// constraint accepts anything: the engine checks it again.
+pub fn type_check(value: &serde_json::Value, constraint: &str) -> std::result::Result<(), String> {
+    match parse_type(constraint) {
+        Some(ty) => conforms(value, &ty, ""),
+        None => Ok(()),
+    }
+}
+
+fn kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a bool",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+fn conforms(value: &serde_json::Value, ty: &Type, path: &str) -> std::result::Result<(), String> {
+    use serde_json::Value as V;
+    let here = |what: &str| {
+        if path.is_empty() {
+            format!("expected {what}, found {}", kind(value))
+        } else {
+            format!("`{path}`: expected {what}, found {}", kind(value))
+        }
+    };
+    match (ty, value) {
+        (_, V::Null) | (Type::Any, _) => Ok(()),
+        (Type::String, V::String(_) | V::Number(_) | V::Bool(_)) => Ok(()),
+        (Type::String, _) => Err(here("a string")),
+        (Type::Number, V::Number(_)) => Ok(()),
+        (Type::Number, V::String(s)) if s.trim().parse::<f64>().is_ok() => Ok(()),
+        (Type::Number, _) => Err(here("a number")),
+        (Type::Bool, V::Bool(_)) => Ok(()),
+        (Type::Bool, V::String(s)) if s == "true" || s == "false" => Ok(()),
+        (Type::Bool, _) => Err(here("a bool")),
+        (Type::List(element), V::Array(items)) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| conforms(item, element, &format!("{path}[{i}]"))),
+        (Type::List(_), _) => Err(here("a list")),
+        (Type::Tuple(types), V::Array(items)) if types.len() == items.len() => items
+            .iter()
+            .zip(types)
+            .enumerate()
+            .try_for_each(|(i, (item, ty))| conforms(item, ty, &format!("{path}[{i}]"))),
+        (Type::Tuple(types), _) => Err(here(&format!("a list of {} elements", types.len()))),
+        (Type::Map(element), V::Object(map)) => map.iter().try_for_each(|(k, v)| {
+            conforms(v, element, format!("{path}.{k}").trim_start_matches('.'))
+        }),
+        (Type::Map(_), _) => Err(here("a map")),
+        (Type::Object(attributes), V::Object(map)) => {
+            for (name, ty, optional) in attributes {
+                let child = format!("{path}.{name}").trim_start_matches('.').to_string();
+                match map.get(name) {
+                    Some(v) => conforms(v, ty, &child)?,
+                    None if *optional => {}
+                    None => return Err(format!("attribute `{child}` is required")),
+                }
+            }
+            Ok(())
+        }
+        (Type::Object(_), _) => Err(here("an object")),
+    }
+}
+
+/// The inputs hash for a receipt. Sensitive values enter only as their own hash.
+pub fn inputs_hash(inputs: &Inputs, interface: &Interface) -> Digest {
+    let mut map = serde_json::Map::new();
+    for value in &inputs.values {
+        let sensitive = interface
+            .input(&value.name)
+            .map(|i| i.sensitive)
+            .unwrap_or(false);
+        let recorded = if sensitive {
+            serde_json::Value::String(
+                Digest::of(&stackpack_schema::signature::canonical_json(&value.value)).to_string(),
+            )
+        } else {
+            value.value.clone()
+        };
+        map.insert(value.name.clone(), recorded);
+    }
+    Digest::of(&stackpack_schema::signature::canonical_json(
+        &serde_json::Value::Object(map),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn types_follow_terraform_conversions() {
+        assert!(type_check(&json!("x"), "string").is_ok());
+        assert!(type_check(&json!(3), "string").is_ok());
+        assert!(type_check(&json!(["a"]), "string").is_err());
+        assert!(type_check(&json!("3"), "number").is_ok());
+        assert!(type_check(&json!("three"), "number").is_err());
+        assert!(type_check(&json!(["a", "b"]), "list(string)").is_ok());
+        assert!(type_check(&json!("a"), "list(string)").is_err());
+        assert!(type_check(&json!([["a"]]), "list(string)").is_err());
+        assert!(type_check(&json!({"a": 1}), "map(number)").is_ok());
+        assert!(type_check(&json!({"a": "x"}), "map(number)").is_err());
+        let object = "object({\n  name = string\n  size = optional(number)\n})";
+        assert!(type_check(&json!({"name": "a"}), object).is_ok());
+        assert!(type_check(&json!({"size": 1}), object).is_err());
+        assert!(type_check(&json!([1, "a"]), "tuple([number, string])").is_ok());
+        assert!(type_check(&json!({"x": 1}), "any").is_ok());
+    }
+
+    #[test]
+    fn the_inputs_hash_never_holds_a_sensitive_value_but_still_changes_with_it() {
+        let mut interface = Interface::default();
+        interface.inputs.push(Input {
+            name: "password".into(),
+            type_constraint: "string".into(),
+            required: true,
+            default: None,
+            sensitive: true,
+            nullable: true,
+            ephemeral: false,
+            description: None,
+            deprecated: None,
+            alias_of: None,
+            validations: vec![],
+        });
+        let one = parse("password = \"hunter2\"\n", "a.tfvars").unwrap();
+        let two = parse("password = \"hunter3\"\n", "a.tfvars").unwrap();
+        assert_ne!(inputs_hash(&one, &interface), inputs_hash(&two, &interface));
+        let findings = check(&parse("password = [1]\n", "a.tfvars").unwrap(), &interface);
+        assert!(
+            findings[0].message.contains("(sensitive value)"),
+            "{findings:?}"
+        );
+        assert!(!findings[0].message.contains("[1]"), "{findings:?}");
+    }
+
+    #[test]
+    fn near_names_are_suggested() {
+        assert_eq!(
+            did_you_mean("vpc_cdir", &["vpc_cidr", "region"]),
+            Some("vpc_cidr")
+        );
+        assert_eq!(did_you_mean("zzz", &["vpc_cidr", "region"]), None);
+    }
+}

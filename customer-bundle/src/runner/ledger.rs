@@ -1,0 +1,303 @@
+//! The local ledger: every signed receipt, whether the registry acknowledged it, and
+//! the deployments (which version of which stack runs here, with which inputs).
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use semver::Version;
+use stackpack_schema::receipt::SignedReceipt;
+
+use super::error::{Error, Result};
+
+pub struct Ledger {
+    conn: Connection,
+}
+
+/// One deployment: a successful apply or rollback.
+#[derive(Clone, Debug)]
+pub struct Deployment {
+    /// `apply` or `rollback`.
+    pub kind: String,
+    pub stack: String,
+    pub version: Version,
+    pub digest: String,
+    pub receipt_id: String,
+    pub inputs_file: String,
+    pub applied_at: String,
+}
+
+/// A stored receipt with its report status.
+#[derive(Clone, Debug)]
+pub struct StoredReceipt {
+    pub signed: SignedReceipt,
+    pub reported_at: Option<String>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS receipts (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    stack TEXT NOT NULL,
+    version TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    document TEXT NOT NULL,
+    reported_at TEXT
+);
+CREATE TABLE IF NOT EXISTS deployments (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    stack TEXT NOT NULL,
+    version TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    receipt_id TEXT NOT NULL,
+    inputs_file TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+);
+";
+
+impl Ledger {
+    pub fn open(path: &Path) -> Result<Ledger> {
+        let conn = Connection::open(path).map_err(|e| {
+            Error::refused(format!("cannot open the ledger `{}`: {e}", path.display()))
+        })?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Ledger { conn })
+    }
+
+    pub fn add_receipt(&self, signed: &SignedReceipt) -> Result<()> {
+        let r = &signed.receipt;
+        self.conn.execute(
+            "INSERT INTO receipts (id, stack, version, kind, outcome, finished_at, document)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                r.id,
+                r.stack,
+                r.version.to_string(),
+                r.kind.as_str(),
+                r.outcome.as_str(),
+                r.finished_at,
+                String::from_utf8(signed.to_bytes()).expect("JSON is UTF-8"),
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn add_deployment(&self, deployment: &Deployment) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO deployments (kind, stack, version, digest, receipt_id, inputs_file, applied_at)
+             VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                deployment.stack,
+                deployment.version.to_string(),
+                deployment.digest,
+                deployment.receipt_id,
+                deployment.inputs_file,
+                deployment.applied_at,
+                deployment.kind,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn deployments_where(
+        &self,
+        filter: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<Deployment>> {
+        let mut statement = self.conn.prepare(&format!(
+            "SELECT stack, version, digest, receipt_id, inputs_file, applied_at, kind
+             FROM deployments {filter} ORDER BY seq DESC"
+        ))?;
+        let rows = statement.query_map(args, |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, String>(4)?,
+                row.get::<_, String>(5)?,
+                row.get::<_, String>(6)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (stack, version, digest, receipt_id, inputs_file, applied_at, kind) = row?;
+            let version = Version::parse(&version).map_err(|_| {
+                Error::refused(format!("the ledger holds a bad version `{version}`"))
+            })?;
+            out.push(Deployment {
+                kind,
+                stack,
+                version,
+                digest,
+                receipt_id,
+                inputs_file,
+                applied_at,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Deployments of `stack`, newest first.
+    pub fn history(&self, stack: &str) -> Result<Vec<Deployment>> {
+        self.deployments_where("WHERE stack = ?1", &[&stack])
+    }
+
+    /// Where `rollback` goes: the deployment below the current one once every earlier
+    /// rollback is taken into account. An apply puts a version on top (replacing the
+    /// top when it is the same version); a rollback takes the top off. So rolling back
+    /// twice after two upgrades goes back two versions, not back and forth.
+    pub fn rollback_target(&self, stack: &str) -> Result<Option<Deployment>> {
+        let mut history = self.history(stack)?;
+        history.reverse();
+        let mut applied: Vec<Deployment> = Vec::new();
+        for deployment in history {
+            if deployment.kind == "rollback" {
+                while applied
+                    .last()
+                    .is_some_and(|top| top.version != deployment.version)
+                {
+                    applied.pop();
+                }
+                if applied.is_empty() {
+                    applied.push(deployment);
+                }
+            } else if applied
+                .last()
+                .is_some_and(|top| top.version == deployment.version)
+            {
+                *applied.last_mut().expect("not empty") = deployment;
+            } else {
+                applied.push(deployment);
+            }
+        }
+        applied.pop();
+        Ok(applied.pop())
+    }
+
+    /// What runs now: the newest deployment of `stack`.
+    pub fn current(&self, stack: &str) -> Result<Option<Deployment>> {
+        Ok(self.history(stack)?.into_iter().next())
+    }
+
+    /// Since when the current version runs: the oldest deployment in the unbroken
+    /// run of the current version at the top of the history.
+    pub fn since(&self, stack: &str) -> Result<Option<String>> {
+        let history = self.history(stack)?;
+        let Some(current) = history.first() else {
+            return Ok(None);
+        };
+        Ok(history
+            .iter()
+            .take_while(|d| d.version == current.version)
+            .last()
+            .map(|d| d.applied_at.clone()))
+    }
+
+    /// The newest deployment of each stack.
+    pub fn current_all(&self) -> Result<Vec<Deployment>> {
+        let mut seen = std::collections::BTreeMap::new();
+        for deployment in self.deployments_where("", &[])? {
+            seen.entry(deployment.stack.clone()).or_insert(deployment);
+        }
+        Ok(seen.into_values().collect())
+    }
+
+    /// The newest receipt of `stack` of kind `kind`.
+    pub fn last_receipt(&self, stack: &str, kind: &str) -> Result<Option<SignedReceipt>> {
+        let document: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT document FROM receipts WHERE stack = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
+                params![stack, kind],
+                |row| row.get(0),
+            )
+            .optional()?;
+        document
+            .map(|d| {
+                SignedReceipt::from_bytes(d.as_bytes())
+                    .map_err(|e| Error::refused(format!("the ledger holds a bad receipt: {e}")))
+            })
+            .transpose()
+    }
+
+    /// Every receipt, oldest first.
+    pub fn receipts(&self, unreported_only: bool) -> Result<Vec<StoredReceipt>> {
+        let mut statement = self.conn.prepare(if unreported_only {
+            "SELECT document, reported_at FROM receipts WHERE reported_at IS NULL ORDER BY seq"
+        } else {
+            "SELECT document, reported_at FROM receipts ORDER BY seq"
+        })?;
+        let rows = statement.query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, Option<String>>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (document, reported_at) = row?;
+            let signed = SignedReceipt::from_bytes(document.as_bytes())
+                .map_err(|e| Error::refused(format!("the ledger holds a bad receipt: {e}")))?;
+            out.push(StoredReceipt {
+                signed,
+                reported_at,
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn mark_reported(&self, id: &str, at: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE receipts SET reported_at = ?2 WHERE id = ?1 AND reported_at IS NULL",
+            params![id, at],
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deploy(ledger: &Ledger, kind: &str, version: &str) {
+        ledger
+            .add_deployment(&Deployment {
+                kind: kind.into(),
+                stack: "net".into(),
+                version: Version::parse(version).unwrap(),
+                digest: String::new(),
+                receipt_id: format!("{kind}-{version}"),
+                inputs_file: String::new(),
+                applied_at: String::new(),
+            })
+            .unwrap();
+    }
+
+    fn target(ledger: &Ledger) -> Option<String> {
+        ledger
+            .rollback_target("net")
+            .unwrap()
+            .map(|d| d.version.to_string())
+    }
+
+    #[test]
+    fn rollback_walks_back_through_upgrades_and_never_bounces() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(&dir.path().join("ledger.sqlite")).unwrap();
+        assert_eq!(target(&ledger), None);
+        deploy(&ledger, "apply", "1.0.0");
+        assert_eq!(target(&ledger), None);
+        deploy(&ledger, "apply", "1.1.0");
+        deploy(&ledger, "apply", "1.1.0");
+        deploy(&ledger, "apply", "1.2.0");
+        assert_eq!(target(&ledger).as_deref(), Some("1.1.0"));
+        deploy(&ledger, "rollback", "1.1.0");
+        assert_eq!(target(&ledger).as_deref(), Some("1.0.0"));
+        deploy(&ledger, "rollback", "1.0.0");
+        assert_eq!(target(&ledger), None);
+        deploy(&ledger, "apply", "1.3.0");
+        assert_eq!(target(&ledger).as_deref(), Some("1.0.0"));
+    }
+}

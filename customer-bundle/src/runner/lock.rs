@@ -1,0 +1,79 @@
+//! One runner at a time per stack: an exclusive file lock under `<home>/locks/`.
+//! The holder writes its process id into the file, so the second runner can say who
+//! holds it. The operating system releases the lock when the holder exits, even on a
+//! crash, so a stale lock cannot block the next run.
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fs2::FileExt;
+
+use super::error::{io, Error, Result};
+
+pub struct StackLock {
+    file: File,
+}
+
+impl StackLock {
+    /// Takes the lock for `stack`, waiting up to `wait` for another runner to finish.
+    /// `on_wait` is called once when the lock is busy.
+    pub fn acquire(
+        dir: &Path,
+        stack: &str,
+        wait: Duration,
+        on_wait: impl FnOnce(&str),
+    ) -> Result<StackLock> {
+        std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+        let path = dir.join(format!("{stack}.lock"));
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io("open", &path, e))?;
+        let start = Instant::now();
+        let mut on_wait = Some(on_wait);
+        loop {
+            match file.try_lock_exclusive() {
+                Ok(()) => break,
+                Err(_) => {
+                    let mut holder = String::new();
+                    let _ = file.read_to_string(&mut holder);
+                    let _ = file.rewind();
+                    let holder = holder.trim().to_string();
+                    let who = if holder.is_empty() {
+                        "another runner".to_string()
+                    } else {
+                        format!("another runner (process {holder})")
+                    };
+                    if start.elapsed() >= wait {
+                        return Err(Error::refused(format!(
+                            "stack `{stack}` is busy: {who} is working on it"
+                        ))
+                        .at(path.display())
+                        .hint("wait for it to finish, or pass `--wait SECONDS` to wait for it"));
+                    }
+                    if let Some(on_wait) = on_wait.take() {
+                        on_wait(&who);
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+        file.set_len(0).map_err(|e| io("write", &path, e))?;
+        let _ = file.rewind();
+        let _ = write!(file, "{}", std::process::id());
+        let _ = file.flush();
+        Ok(StackLock { file })
+    }
+}
+
+impl Drop for StackLock {
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+        let _ = FileExt::unlock(&self.file);
+    }
+}

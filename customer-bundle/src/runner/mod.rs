@@ -1,0 +1,24 @@
+//! What `stackpack-runner` does with verified bundles, as a library the binary calls.
+//!
+//! - [`home`]: the runner home (`runner.toml`, trusted keys, the store, the ledger,
+//!   the installation key, engine state) and its configuration.
+//! - [`store`]: the verified bundle store, an OCI image layout inside the home, and
+//!   `import` of a layout (folder or tar) after every bundle in it is verified.
+//! - [`engine`]: running Terraform or OpenTofu in a throwaway work folder.
+//! - [`inputs`]: checking a customer's `.tfvars` against a bundle's interface.
+//! - [`ledger`]: the local SQLite record of every receipt and deployment.
+//! - [`receipts`]: the installation key and signed receipts.
+//! - [`lock`]: one runner at a time per stack.
+//! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
+
+pub mod deploy;
+pub mod engine;
+pub mod error;
+pub mod home;
+pub mod inputs;
+pub mod ledger;
+pub mod lock;
+pub mod receipts;
+pub mod store;
+
+pub use error::{Error, ErrorKind, Result};

