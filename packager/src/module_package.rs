@@ -74,6 +74,8 @@ pub struct ModulePlan {
     pub files: Vec<SourceFile>,
     pub entries: Vec<FileEntry>,
     pub tree_digest: Digest,
+    /// Uncommitted changes are packed (`--allow-dirty`); the revision says `-dirty`.
+    pub dirty: bool,
     /// Why the module is not published on its own (it uses modules outside its
     /// folder, or has no files). A warning, not an error.
     pub skipped: Option<String>,
@@ -156,6 +158,7 @@ fn plan_module(
         files: Vec::new(),
         entries: Vec::new(),
         tree_digest: tree_digest(std::iter::empty()),
+        dirty: false,
         skipped: None,
         changed: false,
         reason: String::new(),
@@ -180,6 +183,7 @@ fn plan_module(
         .at(repo.root.display())
         .hint("commit or stash them: module packages are built from commits (`--allow-dirty` packs them anyway, for local tries only)"));
     }
+    result.dirty = !dirty.is_empty();
     let files = module_files(repo, &module, &path)?;
     if files.is_empty() {
         let why = format!("`{path}` has no tracked files");
@@ -462,7 +466,7 @@ pub fn build_package(
     layout.write_blob(media_type::EMPTY_BLOB)?;
 
     let created = rfc3339(plan.commit_time);
-    let revision = if plan.dirty {
+    let revision = if module.dirty {
         format!("{}-dirty", plan.commit)
     } else {
         plan.commit.clone()
