@@ -48,12 +48,14 @@ print_results() {
   { printf "what\tseconds\tMB/s\tpeak RSS (MB)\n"; cat "$RESULTS"; } | column -t -s $'\t'
 }
 
-# make_tree DIR MB: a stack folder with many small `.tf` files (a tenth of the size)
+# make_tree DIR MB: a stack folder with many small `.tf` files (a tenth of the size,
+# or SMALL_MB)
 # and a few large random binary files (the rest), as a provider mirror would have.
 make_tree() {
   local dir=$1 mb=$2
   mkdir -p "$dir/mirror"
-  local small_mb=$(( mb / 10 )) big=4
+  # SMALL_MB fixes the `.tf` share, to grow only the binaries.
+  local small_mb=${SMALL_MB:-$(( mb / 10 ))} big=4
   local files=$(( small_mb * 1024 / 4 ))   # 4 KiB each
   local i
   local block; block=$(head -c 3000 /dev/urandom | base64 -w 76)
