@@ -77,6 +77,8 @@ sent=$(printf '%s' "$report" | python3 -c 'import json,sys; r=json.load(sys.stdi
 echo
 echo "== a $((layer_bytes / 1048576)) MiB bundle layer, to CNCF Distribution on $HOST, $(nproc) cores =="
 print_results
+awk -F'\t' -v b="$layer_bytes" 'NR == 1 { build = $2 } NR == 2 { push = $2 - build
+  if (push > 0) printf "our push alone (publish - build): %.2f s, %.0f MB/s\n", push, (b / 1048576) / push }' "$RESULTS"
 read -r bytes skipped version <<<"$sent"
 echo
 echo "new version $version after one small .tf change: $bytes bytes sent ($((bytes / 1048576)) MiB), $skipped blob(s) skipped"
