@@ -66,6 +66,9 @@ pub struct PublishArgs {
     /// The private signing key [default: `[signing] key` in `stackpack.toml`].
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Do not publish modules as OpenTofu module packages (`NAMESPACE/modules/<module>`).
+    #[arg(long)]
+    pub no_modules: bool,
 }
 
 #[derive(Args, Debug)]

@@ -27,6 +27,7 @@ pub mod error;
 pub mod git;
 pub mod interface;
 pub mod keys;
+pub mod module_package;
 pub mod pack;
 pub mod plan;
 pub mod publish;

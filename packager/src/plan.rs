@@ -218,7 +218,7 @@ pub fn plan(
 
 /// The latest version on the channel's line: the branch's prereleases (any base),
 /// else the latest stable.
-fn latest_on_channel(existing: &[Version], channel: &Channel) -> Option<Version> {
+pub fn latest_on_channel(existing: &[Version], channel: &Channel) -> Option<Version> {
     if let Channel::Prerelease { slug } = channel {
         let on_line = existing.iter().filter(|v| {
             v.pre

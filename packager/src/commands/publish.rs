@@ -3,6 +3,7 @@ use std::sync::Arc;
 
 use stackpack_customer_bundle::layout::ImageLayout;
 use stackpack_customer_bundle::remote::Progress;
+use stackpack_packager::module_package::{plan_modules, publish_modules, PublishedModule};
 use stackpack_packager::plan::plan;
 use stackpack_packager::publish::{publish, PublishedStack};
 use stackpack_packager::releases::{from_remote, RegistryReleases};
@@ -25,7 +26,14 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         remote: &remote,
         address: &address,
     };
-    let plan = plan(&repo, &releases, &plan_options(&args.plan))?;
+    let options = plan_options(&args.plan);
+    let plan = plan(&repo, &releases, &options)?;
+    // Modules are planned before anything is pushed, so their refusals come first.
+    let module_plans = if args.no_modules {
+        Vec::new()
+    } else {
+        plan_modules(&repo, &plan, &options, &remote, &address)?
+    };
     if plan.dirty {
         output::warning("publishing uncommitted changes (`--allow-dirty`)");
     }
@@ -62,13 +70,39 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         &layout,
         if bars { Some(&make_progress) } else { None },
     )?;
+    for module in &module_plans {
+        match (&module.skipped, &module.next) {
+            (Some(why), _) => output::warning(&format!("module `{}`: {why}", module.module)),
+            (None, Some(version)) => output::status(&format!(
+                "publishing module `{}@{version}` to `{address}`",
+                module.module
+            )),
+            (None, None) => {}
+        }
+    }
+    let modules = publish_modules(
+        &repo,
+        &plan,
+        &module_plans,
+        &remote,
+        &address,
+        &layout,
+        if bars { Some(&make_progress) } else { None },
+    )?;
 
     if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
         if !path.is_empty() {
-            append_step_summary(&path, &address.to_string(), &plan.branch, &results);
+            append_step_summary(
+                &path,
+                &address.to_string(),
+                &plan.branch,
+                &results,
+                &modules,
+            );
         }
     }
     let published = results.iter().filter(|r| r.published).count();
+    let published_modules = modules.iter().filter(|m| m.published).count();
     if args.plan.json {
         let stacks: Vec<_> = results
             .iter()
@@ -87,6 +121,24 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
                 })
             })
             .collect();
+        let module_rows: Vec<_> = modules
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "module": m.module,
+                    "path": m.path,
+                    "published": m.published,
+                    "skipped": m.skipped,
+                    "version": m.version.as_ref().map(|v| v.to_string()),
+                    "digest": m.digest,
+                    "reference": m.version.as_ref().map(|v| format!("{}/{}:{v}", address.host, address.module_repository(&m.module))),
+                    "bump": m.bump,
+                    "reason": m.reason,
+                    "bytesSent": m.bytes_sent,
+                    "collisions": m.collisions,
+                })
+            })
+            .collect();
         output::print_json(&serde_json::json!({
             "registry": address.to_string(),
             "commit": plan.commit,
@@ -94,6 +146,7 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
             "channel": channel_name(&plan.channel),
             "keyId": key.public_key().key_id(),
             "stacks": stacks,
+            "modules": module_rows,
         }));
     } else {
         let rows: Vec<Vec<String>> = results
@@ -124,12 +177,46 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
                 &rows
             )
         );
-        if published == 0 {
-            output::status("nothing new to publish: every stack matches a published version");
+        if !modules.is_empty() {
+            let rows: Vec<Vec<String>> = modules
+                .iter()
+                .map(|m| {
+                    vec![
+                        m.module.clone(),
+                        m.version.as_ref().map_or("-".into(), |v| v.to_string()),
+                        m.digest.as_ref().map_or("-".into(), |d| d.short()),
+                        if m.published {
+                            m.bump.to_string()
+                        } else {
+                            "-".into()
+                        },
+                        if m.published {
+                            output::human_size(m.bytes_sent)
+                        } else {
+                            "-".into()
+                        },
+                        m.reason.clone(),
+                    ]
+                })
+                .collect();
+            println!();
+            print!(
+                "{}",
+                output::table(
+                    &["MODULE", "VERSION", "DIGEST", "BUMP", "SENT", "REASON"],
+                    &rows
+                )
+            );
+        }
+        if published == 0 && published_modules == 0 {
+            output::status(
+                "nothing new to publish: every stack and module matches a published version",
+            );
         } else {
             output::status(&format!(
-                "published {published} bundle{} to `{address}`",
-                if published == 1 { "" } else { "s" }
+                "published {published} bundle{} and {published_modules} module package{} to `{address}`",
+                if published == 1 { "" } else { "s" },
+                if published_modules == 1 { "" } else { "s" }
             ));
         }
     }
@@ -138,7 +225,13 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
 
 /// Appends a markdown table to the GitHub Actions step summary. A failure to write it
 /// is a warning, never a failed publish.
-fn append_step_summary(path: &str, registry: &str, branch: &str, results: &[PublishedStack]) {
+fn append_step_summary(
+    path: &str,
+    registry: &str,
+    branch: &str,
+    results: &[PublishedStack],
+    modules: &[PublishedModule],
+) {
     let mut text = format!("### Stackpack publish to `{registry}` from `{branch}`\n\n");
     text.push_str("| stack | version | digest | bump | reason |\n|---|---|---|---|---|\n");
     for r in results {
@@ -158,6 +251,27 @@ fn append_step_summary(path: &str, registry: &str, branch: &str, results: &[Publ
             },
             r.reason.replace('|', "\\|"),
         ));
+    }
+    if !modules.is_empty() {
+        text.push_str("\n| module | version | digest | bump | reason |\n|---|---|---|---|---|\n");
+        for m in modules {
+            text.push_str(&format!(
+                "| {} | {} | `{}` | {} | {} |\n",
+                m.module,
+                match (&m.version, m.published) {
+                    (Some(v), true) => format!("**{v}** (new)"),
+                    (Some(v), false) => v.to_string(),
+                    (None, _) => "-".into(),
+                },
+                m.digest.as_ref().map_or("-".into(), |d| d.short()),
+                if m.published {
+                    m.bump.to_string()
+                } else {
+                    "-".into()
+                },
+                m.reason.replace('|', "\\|"),
+            ));
+        }
     }
     text.push('\n');
     let written = std::fs::OpenOptions::new()
