@@ -647,6 +647,8 @@ fn publish_module(
                 &built.manifest.media_type,
             )
             .map_err(from_remote)?;
+        // Read back after a settle, as stacks do (see `publish::TAG_SETTLE`).
+        std::thread::sleep(crate::publish::TAG_SETTLE);
         match remote.tag_digest(&repository, &tag).map_err(from_remote)? {
             Some(existing) if existing == digest => return done(version, bytes_sent, collisions),
             Some(existing) if version::is_stable(&version) => {

@@ -29,7 +29,7 @@ use crate::repository::Repository;
 const MAX_ATTEMPTS: usize = 20;
 
 /// How long a written tag is left to settle before it is read back.
-const TAG_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+pub const TAG_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Makes a progress callback for one stack's uploads.
 pub type ProgressFactory<'a> = &'a dyn Fn(&str) -> Progress;
