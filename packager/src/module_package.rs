@@ -49,6 +49,9 @@ use crate::discover::{self, Stack};
 use crate::error::{Error, Result};
 use crate::pack::{self, SourceFile};
 use crate::plan::{latest_on_channel, Plan, PlanOptions};
+use crate::publish::{
+    next_free_prerelease, stable_conflict, transfer_error, write_tag_and_read_back,
+};
 use crate::releases::from_remote;
 use crate::repository::Repository;
 
@@ -605,7 +608,11 @@ fn publish_module(
             Some(existing) => {
                 if version::is_stable(&version) {
                     return Err(stable_conflict(
-                        address, module, &version, &existing, &digest,
+                        address,
+                        &format!("module `{}`", module.module),
+                        &version,
+                        &existing,
+                        &digest,
                     ));
                 }
                 collisions += 1;
@@ -631,7 +638,11 @@ fn publish_module(
             if existing != digest {
                 if version::is_stable(&version) {
                     return Err(stable_conflict(
-                        address, module, &version, &existing, &digest,
+                        address,
+                        &format!("module `{}`", module.module),
+                        &version,
+                        &existing,
+                        &digest,
                     ));
                 }
                 collisions += 1;
@@ -639,21 +650,21 @@ fn publish_module(
                 continue;
             }
         }
-        remote
-            .push_manifest(
-                &repository,
-                &tag,
-                &manifest_bytes,
-                &built.manifest.media_type,
-            )
-            .map_err(from_remote)?;
-        // Read back after a settle, as stacks do (see `publish::TAG_SETTLE`).
-        std::thread::sleep(crate::publish::TAG_SETTLE);
-        match remote.tag_digest(&repository, &tag).map_err(from_remote)? {
+        match write_tag_and_read_back(
+            remote,
+            &repository,
+            &tag,
+            &manifest_bytes,
+            &built.manifest.media_type,
+        )? {
             Some(existing) if existing == digest => return done(version, bytes_sent, collisions),
             Some(existing) if version::is_stable(&version) => {
                 return Err(stable_conflict(
-                    address, module, &version, &existing, &digest,
+                    address,
+                    &format!("module `{}`", module.module),
+                    &version,
+                    &existing,
+                    &digest,
                 ));
             }
             _ => {
@@ -667,48 +678,6 @@ fn publish_module(
         module.module
     ))
     .hint("run publish again once the other pipelines have finished"))
-}
-
-/// The next prerelease number on the same line that no tag holds yet.
-fn next_free_prerelease(remote: &Remote, repository: &str, taken: &Version) -> Result<Version> {
-    let mut existing: Vec<Version> = remote
-        .tags(repository)
-        .map_err(from_remote)?
-        .iter()
-        .filter_map(|t| Version::parse(t).ok())
-        .collect();
-    existing.push(taken.clone());
-    let slug = taken
-        .pre
-        .as_str()
-        .rsplit_once('.')
-        .map(|(slug, _)| slug.to_string())
-        .unwrap_or_default();
-    let base = Version::new(taken.major, taken.minor, taken.patch);
-    Ok(version::next_prerelease(&base, &slug, &existing))
-}
-
-fn stable_conflict(
-    address: &RegistryAddress,
-    module: &ModulePlan,
-    version: &Version,
-    existing: &Digest,
-    ours: &Digest,
-) -> Error {
-    Error::refused(format!(
-        "module `{}@{version}` already exists in `{address}` as `{}`, and this build is `{}`: stable versions are never overwritten",
-        module.module,
-        existing.short(),
-        ours.short()
-    ))
-    .hint("another pipeline published this version from different content; rerun publish to get the next version")
-}
-
-fn transfer_error(e: transfer::TransferError) -> Error {
-    match e {
-        transfer::TransferError::Remote(remote) => from_remote(remote),
-        other => Error::refused(other.to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ use crate::repository::Repository;
 const MAX_ATTEMPTS: usize = 20;
 
 /// How long a written tag is left to settle before it is read back.
-pub const TAG_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+const TAG_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Makes a progress callback for one stack's uploads.
 pub type ProgressFactory<'a> = &'a dyn Fn(&str) -> Progress;
@@ -195,20 +195,13 @@ fn publish_stack(
                 continue;
             }
         }
-        remote
-            .push_manifest(
-                &repository,
-                &tag,
-                &manifest_bytes,
-                &built.manifest.media_type,
-            )
-            .map_err(from_remote)?;
-        // A rival that checked the tag just before we wrote it writes its own a moment
-        // later: plain registries have no compare-and-swap, so wait for such a write
-        // to land, then read the tag again. The later writer keeps the number; the
-        // earlier one sees the change here and takes the next.
-        std::thread::sleep(TAG_SETTLE);
-        match remote.tag_digest(&repository, &tag).map_err(from_remote)? {
+        match write_tag_and_read_back(
+            remote,
+            &repository,
+            &tag,
+            &manifest_bytes,
+            &built.manifest.media_type,
+        )? {
             Some(existing) if existing == digest => {
                 return Ok(done(
                     stack_plan,
@@ -258,7 +251,11 @@ fn done(
 }
 
 /// The next prerelease number on the same line that no tag holds yet.
-fn next_free_prerelease(remote: &Remote, repository: &str, taken: &Version) -> Result<Version> {
+pub(crate) fn next_free_prerelease(
+    remote: &Remote,
+    repository: &str,
+    taken: &Version,
+) -> Result<Version> {
     let mut existing: Vec<Version> = remote
         .tags(repository)
         .map_err(from_remote)?
@@ -276,22 +273,43 @@ fn next_free_prerelease(remote: &Remote, repository: &str, taken: &Version) -> R
     Ok(version::next_prerelease(&base, &slug, &existing))
 }
 
-fn stable_conflict(
+/// The error for a stable tag held by other content. `what` names the artifact
+/// (`` `data-plane` `` or ``module `network` ``).
+pub(crate) fn stable_conflict(
     address: &RegistryAddress,
-    stack: &str,
+    what: &str,
     version: &Version,
     existing: &Digest,
     ours: &Digest,
 ) -> Error {
     Error::refused(format!(
-        "`{stack}@{version}` already exists in `{address}` as `{}`, and this build is `{}`: stable versions are never overwritten",
+        "{what} `{version}` already exists in `{address}` as `{}`, and this build is `{}`: stable versions are never overwritten",
         existing.short(),
         ours.short()
     ))
     .hint("another pipeline published this version from different content; rerun publish to get the next version")
 }
 
-fn transfer_error(e: stackpack_customer_bundle::transfer::TransferError) -> Error {
+/// Writes `tag`, lets it settle, and reads it back: the digest it holds now.
+pub(crate) fn write_tag_and_read_back(
+    remote: &Remote,
+    repository: &str,
+    tag: &str,
+    manifest_bytes: &[u8],
+    media_type: &str,
+) -> Result<Option<Digest>> {
+    remote
+        .push_manifest(repository, tag, manifest_bytes, media_type)
+        .map_err(from_remote)?;
+    // A rival that checked the tag just before we wrote it writes its own a moment
+    // later: plain registries have no compare-and-swap, so wait for such a write
+    // to land, then read the tag again. The later writer keeps the number; the
+    // earlier one sees the change and takes the next.
+    std::thread::sleep(TAG_SETTLE);
+    remote.tag_digest(repository, tag).map_err(from_remote)
+}
+
+pub(crate) fn transfer_error(e: stackpack_customer_bundle::transfer::TransferError) -> Error {
     match e {
         stackpack_customer_bundle::transfer::TransferError::Remote(remote) => from_remote(remote),
         other => Error::refused(other.to_string()),
