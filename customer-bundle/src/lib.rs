@@ -11,6 +11,7 @@
 //!   key, the manifest, config and layer digests, and every file against the signed
 //!   config. The packager runs the same code on what it publishes.
 //! - [`trust`] loads the public keys a caller trusts.
+//! - [`error`] is the user-facing error both programs print: what, where, a hint.
 //! - [`remote`] talks to OCI registries; [`transfer`] moves bundles between
 //!   registries, layouts and tar files.
 //! - [`runner`] is what `stackpack-runner` does with verified bundles: its home,
@@ -19,6 +20,7 @@
 //! Verification always streams: memory does not grow with the size of a bundle.
 
 pub mod archive;
+pub mod error;
 pub mod layout;
 pub mod remote;
 pub mod runner;

@@ -57,7 +57,7 @@ pub fn report_error(error: &anyhow::Error) -> u8 {
         if let Some(hint) = &error.hint {
             eprintln!("{} {hint}", paint("1;36", "hint:"));
         }
-        return error.exit_code() as u8;
+        return error.exit_code();
     }
     eprintln!("{} {error}", paint("1;31", "error:"));
     for cause in error.chain().skip(1) {

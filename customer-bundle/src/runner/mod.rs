@@ -14,7 +14,6 @@
 
 pub mod deploy;
 pub mod engine;
-pub mod error;
 pub mod home;
 pub mod inputs;
 pub mod ledger;
@@ -23,4 +22,5 @@ pub mod pull;
 pub mod receipts;
 pub mod store;
 
-pub use error::{Error, ErrorKind, Result};
+pub use crate::error;
+pub use crate::error::{Error, ErrorKind, Result};

@@ -1,4 +1,5 @@
-//! The runner's one error type: what failed, where, and what to do next.
+//! The user-facing error of the runner and the packager: what failed, where, and
+//! what to do next. Both programs print it the same way (`error:`, `-->`, `hint:`).
 
 use std::fmt;
 
