@@ -49,9 +49,7 @@ use crate::discover::{self, Stack};
 use crate::error::{Error, Result};
 use crate::pack::{self, SourceFile};
 use crate::plan::{latest_on_channel, Plan, PlanOptions};
-use crate::publish::{
-    next_free_prerelease, stable_conflict, transfer_error, write_tag_and_read_back,
-};
+use crate::publish::{after_collision, transfer_error, write_tag_and_read_back};
 use crate::releases::from_remote;
 use crate::repository::Repository;
 
@@ -569,6 +567,7 @@ fn publish_module(
     progress: Option<Progress>,
 ) -> Result<PublishedModule> {
     let repository = address.module_repository(&module.module);
+    let what = format!("module `{}`", module.module);
     let mut collisions = 0;
     let mut bytes_sent = 0;
     // The zip does not depend on the version; the manifest does (its annotation).
@@ -606,17 +605,16 @@ fn publish_module(
             // Our own earlier, interrupted run.
             Some(existing) if existing == digest => return done(version, bytes_sent, collisions),
             Some(existing) => {
-                if version::is_stable(&version) {
-                    return Err(stable_conflict(
-                        address,
-                        &format!("module `{}`", module.module),
-                        &version,
-                        &existing,
-                        &digest,
-                    ));
-                }
+                version = after_collision(
+                    remote,
+                    &repository,
+                    address,
+                    &what,
+                    &version,
+                    &existing,
+                    &digest,
+                )?;
                 collisions += 1;
-                version = next_free_prerelease(remote, &repository, &version)?;
                 continue;
             }
             None => {}
@@ -636,17 +634,16 @@ fn publish_module(
         let manifest_bytes = layout.read_blob(&digest, MAX_MANIFEST_SIZE)?;
         if let Some(existing) = remote.tag_digest(&repository, &tag).map_err(from_remote)? {
             if existing != digest {
-                if version::is_stable(&version) {
-                    return Err(stable_conflict(
-                        address,
-                        &format!("module `{}`", module.module),
-                        &version,
-                        &existing,
-                        &digest,
-                    ));
-                }
+                version = after_collision(
+                    remote,
+                    &repository,
+                    address,
+                    &what,
+                    &version,
+                    &existing,
+                    &digest,
+                )?;
                 collisions += 1;
-                version = next_free_prerelease(remote, &repository, &version)?;
                 continue;
             }
         }
@@ -658,19 +655,20 @@ fn publish_module(
             &built.manifest.media_type,
         )? {
             Some(existing) if existing == digest => return done(version, bytes_sent, collisions),
-            Some(existing) if version::is_stable(&version) => {
-                return Err(stable_conflict(
+            Some(existing) => {
+                version = after_collision(
+                    remote,
+                    &repository,
                     address,
-                    &format!("module `{}`", module.module),
+                    &what,
                     &version,
                     &existing,
                     &digest,
-                ));
-            }
-            _ => {
+                )?;
                 collisions += 1;
-                version = next_free_prerelease(remote, &repository, &version)?;
             }
+            // The tag vanished right after our write: claim the same version again.
+            None => {}
         }
     }
     Err(Error::refused(format!(

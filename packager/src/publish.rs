@@ -110,6 +110,7 @@ fn publish_stack(
 ) -> Result<PublishedStack> {
     let stack = &stack_plan.stack.name;
     let repository = address.stack_repository(stack);
+    let what = format!("stack `{stack}`");
     let mut collisions = 0;
     let mut bytes_sent = 0;
     let mut blobs_skipped = 0;
@@ -150,13 +151,16 @@ fn publish_stack(
                 ));
             }
             Some(existing) => {
-                if version::is_stable(&version) {
-                    return Err(stable_conflict(
-                        address, stack, &version, &existing, &digest,
-                    ));
-                }
+                version = after_collision(
+                    remote,
+                    &repository,
+                    address,
+                    &what,
+                    &version,
+                    &existing,
+                    &digest,
+                )?;
                 collisions += 1;
-                version = next_free_prerelease(remote, &repository, &version)?;
                 continue;
             }
             None => {}
@@ -185,13 +189,16 @@ fn publish_stack(
         )?;
         if let Some(existing) = remote.tag_digest(&repository, &tag).map_err(from_remote)? {
             if existing != digest {
-                if version::is_stable(&version) {
-                    return Err(stable_conflict(
-                        address, stack, &version, &existing, &digest,
-                    ));
-                }
+                version = after_collision(
+                    remote,
+                    &repository,
+                    address,
+                    &what,
+                    &version,
+                    &existing,
+                    &digest,
+                )?;
                 collisions += 1;
-                version = next_free_prerelease(remote, &repository, &version)?;
                 continue;
             }
         }
@@ -212,15 +219,20 @@ fn publish_stack(
                     collisions,
                 ));
             }
-            Some(existing) if version::is_stable(&version) => {
-                return Err(stable_conflict(
-                    address, stack, &version, &existing, &digest,
-                ));
-            }
-            _ => {
+            Some(existing) => {
+                version = after_collision(
+                    remote,
+                    &repository,
+                    address,
+                    &what,
+                    &version,
+                    &existing,
+                    &digest,
+                )?;
                 collisions += 1;
-                version = next_free_prerelease(remote, &repository, &version)?;
             }
+            // The tag vanished right after our write: claim the same version again.
+            None => {}
         }
     }
     Err(Error::refused(format!(
@@ -251,11 +263,7 @@ fn done(
 }
 
 /// The next prerelease number on the same line that no tag holds yet.
-pub(crate) fn next_free_prerelease(
-    remote: &Remote,
-    repository: &str,
-    taken: &Version,
-) -> Result<Version> {
+fn next_free_prerelease(remote: &Remote, repository: &str, taken: &Version) -> Result<Version> {
     let mut existing: Vec<Version> = remote
         .tags(repository)
         .map_err(from_remote)?
@@ -274,8 +282,8 @@ pub(crate) fn next_free_prerelease(
 }
 
 /// The error for a stable tag held by other content. `what` names the artifact
-/// (`` `data-plane` `` or ``module `network` ``).
-pub(crate) fn stable_conflict(
+/// (``stack `data-plane` `` or ``module `network` ``).
+fn stable_conflict(
     address: &RegistryAddress,
     what: &str,
     version: &Version,
@@ -283,11 +291,28 @@ pub(crate) fn stable_conflict(
     ours: &Digest,
 ) -> Error {
     Error::refused(format!(
-        "{what} `{version}` already exists in `{address}` as `{}`, and this build is `{}`: stable versions are never overwritten",
+        "{what} version `{version}` already exists in `{address}` as `{}`, and this build is `{}`: stable versions are never overwritten",
         existing.short(),
         ours.short()
     ))
     .hint("another pipeline published this version from different content; rerun publish to get the next version")
+}
+
+/// `version`'s tag holds `existing`, not `ours`: an error for a stable version (it is
+/// never overwritten), else the next prerelease number no tag holds yet.
+pub(crate) fn after_collision(
+    remote: &Remote,
+    repository: &str,
+    address: &RegistryAddress,
+    what: &str,
+    version: &Version,
+    existing: &Digest,
+    ours: &Digest,
+) -> Result<Version> {
+    if version::is_stable(version) {
+        return Err(stable_conflict(address, what, version, existing, ours));
+    }
+    next_free_prerelease(remote, repository, version)
 }
 
 /// Writes `tag`, lets it settle, and reads it back: the digest it holds now.
