@@ -15,9 +15,9 @@ PROFILE="${PROFILE:-debug}"
 if [ -n "${SKIP_BUILD:-}" ]; then
   :
 elif [ "$PROFILE" = release ]; then
-  cargo build --release -q -p stackpack-packager -p stackpack-customer-bundle --bins
+  cargo build --release -q -p stackpack-packager -p stackpack-runner --bins
 else
-  cargo build -q -p stackpack-packager -p stackpack-customer-bundle --bins
+  cargo build -q -p stackpack-packager -p stackpack-runner --bins
 fi
 TARGET="${CARGO_TARGET_DIR:-target}/$PROFILE"
 STACKPACK="$PWD/$TARGET/stackpack"

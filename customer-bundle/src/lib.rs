@@ -1,29 +1,31 @@
-//! Bundles on the customer's side, and the library the packager shares with it.
+//! `stackpack-runner`: what the customer's runner does with verified bundles, as a
+//! library its binary's thin `commands/` call.
 //!
-//! A short tour:
+//! Bundles themselves (layouts, archives, verification, trust, transport) come from
+//! `stackpack-bundle`, shared with the packager; a stack's interface is read with
+//! `stackpack-interface`. This crate adds what only the customer's side needs:
 //!
-//! - [`layout`] reads and writes OCI image layouts: `oci-layout`, `index.json`,
-//!   `blobs/sha256/…`. Blobs are streamed to a temporary file, checked against their
-//!   digest, then renamed into place, so a blob is visible only once it is whole.
-//! - [`archive`] walks and unpacks a stack layer (`tar+gzip`) with explicit limits,
-//!   refusing absolute paths, `..`, links, devices and decompression bombs.
-//! - [`verify`] checks a bundle in a layout end to end: the signature by a trusted
-//!   key, the manifest, config and layer digests, and every file against the signed
-//!   config. The packager runs the same code on what it publishes.
-//! - [`trust`] loads the public keys a caller trusts.
-//! - [`error`] is the user-facing error both programs print: what, where, a hint.
-//! - [`remote`] talks to OCI registries; [`transfer`] moves bundles between
-//!   registries, layouts and tar files.
-//! - [`runner`] is what `stackpack-runner` does with verified bundles: its home,
-//!   store, engine runs, receipts and ledger.
-//!
-//! Verification always streams: memory does not grow with the size of a bundle.
+//! - [`home`]: the runner home (`runner.toml`, trusted keys, the store, the ledger,
+//!   the installation key, engine state) and its configuration.
+//! - [`store`]: the verified bundle store, an OCI image layout inside the home, and
+//!   `import` of a layout (folder or tar) after every bundle in it is verified.
+//! - [`engine`]: running Terraform or OpenTofu in a throwaway work folder.
+//! - [`inputs`]: checking a customer's `.tfvars` against a bundle's interface.
+//! - [`ledger`]: the local SQLite record of every receipt and deployment.
+//! - [`receipts`]: the installation key and signed receipts.
+//! - [`lock`]: one runner at a time per stack.
+//! - [`pull`]: a bundle from a registry into the store, verified first.
+//! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
 
-pub mod archive;
-pub mod error;
-pub mod layout;
-pub mod remote;
-pub mod runner;
-pub mod transfer;
-pub mod trust;
-pub mod verify;
+pub mod deploy;
+pub mod engine;
+pub mod home;
+pub mod inputs;
+pub mod ledger;
+pub mod lock;
+pub mod pull;
+pub mod receipts;
+pub mod store;
+
+pub use stackpack_bundle::error;
+pub use stackpack_bundle::error::{Error, ErrorKind, Result};

@@ -8,11 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    #[cfg(unix)]
-    unsafe {
-        // Die quietly on a closed pipe (`… | head`), as Unix tools do.
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    stackpack_terminal::die_quietly_on_closed_pipe();
     let cli = cli::Cli::parse();
     commands::init_output(&cli.global);
     match commands::run(&cli) {

@@ -120,11 +120,10 @@ fn a_deprecated_alias_and_its_new_name_may_not_both_be_set() {
         None,
     )]);
     let source =
-        stackpack_customer_bundle::layout::ImageLayout::create(scratch.path().join("layout"))
-            .unwrap();
+        stackpack_bundle::layout::ImageLayout::create(scratch.path().join("layout")).unwrap();
     let input = |name: &str, alias: Option<&str>| Input {
         name: name.into(),
-        type_constraint: "string".into(),
+        type_constraint: stackpack_schema::types::TypeExpr::String,
         required: alias.is_none(),
         default: alias.map(|_| serde_json::Value::Null),
         sensitive: false,

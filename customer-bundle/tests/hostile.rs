@@ -6,7 +6,7 @@
 mod common;
 
 use common::{raw_archive, write_signed_bundle, Runner};
-use stackpack_customer_bundle::layout::ImageLayout;
+use stackpack_bundle::layout::ImageLayout;
 use stackpack_schema::signature::PrivateKey;
 use tar::EntryType;
 

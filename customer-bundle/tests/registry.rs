@@ -4,108 +4,36 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use common::{globex_inputs, Runner, Vendor};
+use stackpack_test_support::servers::OurRegistry;
 
-use common::{globex_inputs, Run, Runner, Vendor};
-
-fn registry_bin() -> PathBuf {
-    let path =
-        PathBuf::from(env!("CARGO_BIN_EXE_stackpack-runner")).with_file_name("stackpack-registry");
-    if !path.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "-q",
-                "-p",
-                "stackpack-registry",
-                "--bin",
-                "stackpack-registry",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "cannot build `stackpack-registry`");
-    }
-    path
-}
-
-struct Registry {
-    child: Child,
-    data: PathBuf,
-    url: String,
-    _dir: tempfile::TempDir,
-}
+/// Our registry on 127.0.0.1, with the ledger query the tests need.
+struct Registry(OurRegistry);
 
 impl Registry {
     fn start() -> Registry {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(registry_bin())
-            .args(["serve", "--data"])
-            .arg(&data)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let url = format!("http://127.0.0.1:{port}");
-        let start = Instant::now();
-        while ureq::get(&format!("{url}/healthz")).call().is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the registry did not start"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Registry {
-            child,
-            data,
-            url,
-            _dir: dir,
-        }
+        Registry(OurRegistry::start())
     }
 
-    fn registry(&self, args: &[&str]) -> Run {
-        Run::from(
-            Command::new(registry_bin())
-                .args(args)
-                .arg("--data")
-                .arg(&self.data)
-                .output()
-                .unwrap(),
-        )
+    fn url(&self) -> String {
+        self.0.url()
+    }
+
+    fn registry(&self, args: &[&str]) -> common::Run {
+        self.0.run(args)
     }
 
     fn token(&self, role: &str, customer: Option<&str>) -> String {
-        let mut args = vec!["token", "create", "--role", role];
-        if let Some(customer) = customer {
-            args.extend(["--customer", customer]);
-        }
-        self.registry(&args).ok().stdout.trim().to_string()
+        self.0.token(role, customer)
     }
 
     fn deployments(&self, token: &str) -> String {
-        ureq::get(&format!("{}/api/v1/customers/globex", self.url))
+        ureq::get(&format!("{}/api/v1/customers/globex", self.url()))
             .set("Authorization", &format!("Bearer {token}"))
             .call()
             .unwrap()
             .into_string()
             .unwrap()
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -144,7 +72,7 @@ fn receipts_reach_the_registry_online_and_through_an_exported_file() {
         .run(&[
             "report",
             "--registry",
-            &registry.url,
+            &registry.url(),
             "--token",
             &token,
             "--json",
@@ -157,7 +85,7 @@ fn receipts_reach_the_registry_online_and_through_an_exported_file() {
         .run(&[
             "report",
             "--registry",
-            &registry.url,
+            &registry.url(),
             "--token",
             &token,
             "--json",
@@ -176,7 +104,7 @@ fn receipts_reach_the_registry_online_and_through_an_exported_file() {
         .run(&[
             "report",
             "--registry",
-            &registry.url,
+            &registry.url(),
             "--token",
             "not-a-token",
         ])
@@ -228,7 +156,7 @@ fn receipts_reach_the_registry_online_and_through_an_exported_file() {
         .run(&[
             "report",
             "--registry",
-            &registry.url,
+            &registry.url(),
             "--token",
             &token,
             "--json",

@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 
 use common::{fake_engine, globex_inputs, Runner, Vendor};
-use stackpack_customer_bundle::layout::ImageLayout;
+use stackpack_bundle::layout::ImageLayout;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::ImageManifest;
 
@@ -130,7 +130,7 @@ fn a_bundle_by_an_untrusted_key_is_refused_with_a_hint() {
     runner.run(&["verify", &reference]).ok();
     let keys = runner.run(&["trust", "list", "--json"]).ok().json();
     assert_eq!(keys["keys"].as_array().unwrap().len(), 2);
-    let vendor_key = stackpack_customer_bundle::trust::read_public_key(&vendor.public_key)
+    let vendor_key = stackpack_bundle::trust::read_public_key(&vendor.public_key)
         .unwrap()
         .key_id();
     runner.run(&["trust", "remove", &vendor_key]).ok();

@@ -16,8 +16,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+use stackpack_interface::extract_module;
 use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Unit};
-use stackpack_packager::interface::extract_module;
 
 fn module_files(i: usize, default_size: usize) -> Vec<(&'static str, String)> {
     let mut variables = String::new();

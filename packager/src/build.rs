@@ -6,7 +6,7 @@
 //! unreferenced blobs that nothing lists.
 
 use semver::Version;
-use stackpack_customer_bundle::layout::{
+use stackpack_bundle::layout::{
     bundle_entry_annotations, signature_entry_annotations, ImageLayout,
 };
 use stackpack_schema::bundle::{tree_digest, BundleConfig, Engine, ModuleEntry, Source};

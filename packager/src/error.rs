@@ -1,4 +1,4 @@
 //! The packager's user-facing error: the same type the runner uses, so both programs
 //! say what failed, where, and what to do next in the same way.
 
-pub use stackpack_customer_bundle::error::{Error, ErrorKind, Result};
+pub use stackpack_bundle::error::{Error, ErrorKind, Result};

@@ -49,6 +49,12 @@ impl Git {
     }
 
     fn run(&self, args: &[&str]) -> Result<String> {
+        let stdout = self.run_bytes(args)?;
+        String::from_utf8(stdout)
+            .map_err(|_| Error::refused(format!("`git {}` printed non-UTF-8", args.join(" "))))
+    }
+
+    fn run_bytes(&self, args: &[&str]) -> Result<Vec<u8>> {
         let output = Command::new("git")
             .arg("-C")
             .arg(&self.root)
@@ -68,8 +74,23 @@ impl Git {
                 stderr.trim()
             )));
         }
-        String::from_utf8(output.stdout)
-            .map_err(|_| Error::refused(format!("`git {}` printed non-UTF-8", args.join(" "))))
+        Ok(output.stdout)
+    }
+
+    /// The files of `commit` below the root, as a tar archive (`git archive`), with
+    /// paths relative to the root.
+    pub fn archive(&self, commit: &str) -> Result<Vec<u8>> {
+        self.run_bytes(&["archive", "--format=tar", commit])
+    }
+
+    /// Files git does not track and does not ignore, relative to the root.
+    pub fn untracked_files(&self) -> Result<Vec<String>> {
+        Ok(split_nul(&self.run(&[
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "-z",
+        ])?))
     }
 
     /// The full commit id `rev` names, if it names one.

@@ -82,7 +82,7 @@ pub fn read_private_key(path: &Path) -> Result<PrivateKey> {
 
 /// Reads a public key.
 pub fn read_public_key(path: &Path) -> Result<PublicKey> {
-    stackpack_customer_bundle::trust::read_public_key(path).map_err(|e| {
+    stackpack_bundle::trust::read_public_key(path).map_err(|e| {
         Error::usage(e.to_string()).hint("pass the `.pub` file made by `stackpack keygen`")
     })
 }

@@ -25,7 +25,6 @@ pub mod config;
 pub mod discover;
 pub mod error;
 pub mod git;
-pub mod interface;
 pub mod keys;
 pub mod module_package;
 pub mod pack;

@@ -9,12 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    // Die quietly on a closed pipe (`stackpack inspect … | head`), as Unix tools do,
-    // instead of panicking on the next write.
-    #[cfg(unix)]
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    stackpack_terminal::die_quietly_on_closed_pipe();
     let cli = cli::Cli::parse();
     output::init(&cli.global);
     let result = match &cli.command {

@@ -33,9 +33,9 @@ use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 
 use semver::Version;
-use stackpack_customer_bundle::layout::{ImageLayout, MAX_MANIFEST_SIZE};
-use stackpack_customer_bundle::remote::{Progress, RegistryAddress, Remote};
-use stackpack_customer_bundle::transfer;
+use stackpack_bundle::layout::{ImageLayout, MAX_MANIFEST_SIZE};
+use stackpack_bundle::remote::{Progress, RegistryAddress, Remote};
+use stackpack_bundle::transfer;
 use stackpack_schema::bundle::{tree_digest, FileEntry};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
@@ -397,7 +397,7 @@ pub fn write_zip<W: Write + Seek>(
             .unix_permissions(if file.executable { 0o755 } else { 0o644 })
             .large_file(size >= u32::MAX as u64);
         zip.start_file(name, options).map_err(zip_error)?;
-        let mut reader = stackpack_customer_bundle::archive::HashingReader::new(
+        let mut reader = stackpack_bundle::archive::HashingReader::new(
             io::BufReader::with_capacity(1 << 20, handle).take(size),
         );
         io::copy(&mut reader, &mut zip).map_err(read_error)?;

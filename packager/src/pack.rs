@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use stackpack_customer_bundle::archive::HashingReader;
+use stackpack_bundle::archive::HashingReader;
 use stackpack_schema::bundle::FileEntry;
 use stackpack_schema::digest::Sha256Hasher;
 
@@ -216,8 +216,7 @@ mod tests {
         assert_eq!(first, second);
         assert_eq!(entries, hash_files(&files).unwrap());
         let scanned =
-            stackpack_customer_bundle::archive::scan(&first[..], None, &Default::default())
-                .unwrap();
+            stackpack_bundle::archive::scan(&first[..], None, &Default::default()).unwrap();
         assert_eq!(scanned.len(), 2);
         assert!(scanned[1].executable);
     }

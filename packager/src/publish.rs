@@ -10,11 +10,11 @@
 //! immutable (ours with `--prerelease-tags immutable`) close the race completely.
 
 use semver::Version;
-use stackpack_customer_bundle::archive::Limits;
-use stackpack_customer_bundle::layout::ImageLayout;
-use stackpack_customer_bundle::remote::{Progress, RegistryAddress, Remote};
-use stackpack_customer_bundle::transfer;
-use stackpack_customer_bundle::verify::{verify_bundle, Trust};
+use stackpack_bundle::archive::Limits;
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::remote::{Progress, RegistryAddress, Remote};
+use stackpack_bundle::transfer;
+use stackpack_bundle::verify::{verify_bundle, Trust};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::signature::PrivateKey;
 use stackpack_schema::version::{self, Bump};
@@ -183,10 +183,8 @@ fn publish_stack(
         bytes_sent += signed.bytes_sent;
 
         // Tag last, then read the tag back: a racing publisher may have taken it.
-        let manifest_bytes = layout.read_blob(
-            &digest,
-            stackpack_customer_bundle::layout::MAX_MANIFEST_SIZE,
-        )?;
+        let manifest_bytes =
+            layout.read_blob(&digest, stackpack_bundle::layout::MAX_MANIFEST_SIZE)?;
         if let Some(existing) = remote.tag_digest(&repository, &tag).map_err(from_remote)? {
             if existing != digest {
                 version = after_collision(
@@ -334,9 +332,9 @@ pub(crate) fn write_tag_and_read_back(
     remote.tag_digest(repository, tag).map_err(from_remote)
 }
 
-pub(crate) fn transfer_error(e: stackpack_customer_bundle::transfer::TransferError) -> Error {
+pub(crate) fn transfer_error(e: stackpack_bundle::transfer::TransferError) -> Error {
     match e {
-        stackpack_customer_bundle::transfer::TransferError::Remote(remote) => from_remote(remote),
+        stackpack_bundle::transfer::TransferError::Remote(remote) => from_remote(remote),
         other => Error::refused(other.to_string()),
     }
 }

@@ -3,7 +3,7 @@
 //! (through the same trait) once publishing lands.
 
 use semver::Version;
-use stackpack_customer_bundle::layout::{ImageLayout, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
+use stackpack_bundle::layout::{ImageLayout, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
 use stackpack_schema::bundle::BundleConfig;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::ImageManifest;
@@ -80,11 +80,11 @@ impl ReleaseSource for NoReleases {
 /// Releases in a registry: versions from the tag list (every page), configs from the
 /// manifests. A fresh CI runner with no local history sees exactly what exists.
 pub struct RegistryReleases<'a> {
-    pub remote: &'a stackpack_customer_bundle::remote::Remote,
-    pub address: &'a stackpack_customer_bundle::remote::RegistryAddress,
+    pub remote: &'a stackpack_bundle::remote::Remote,
+    pub address: &'a stackpack_bundle::remote::RegistryAddress,
 }
 
-fn remote_error(e: stackpack_customer_bundle::remote::RemoteError) -> Error {
+fn remote_error(e: stackpack_bundle::remote::RemoteError) -> Error {
     let hint = e.hint();
     let error = Error::refused(e.to_string());
     match hint {
@@ -145,6 +145,6 @@ impl ReleaseSource for RegistryReleases<'_> {
 }
 
 /// Converts a transport error into the packager's error, keeping its hint.
-pub fn from_remote(e: stackpack_customer_bundle::remote::RemoteError) -> Error {
+pub fn from_remote(e: stackpack_bundle::remote::RemoteError) -> Error {
     remote_error(e)
 }

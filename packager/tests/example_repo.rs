@@ -355,7 +355,11 @@ fn the_interface_recorded_in_a_bundle_config() {
         Some(serde_json::json!(["a", "b", "c"]))
     );
     assert_eq!(
-        schema.input("availability_zones").unwrap().type_constraint,
+        schema
+            .input("availability_zones")
+            .unwrap()
+            .type_constraint
+            .to_string(),
         "list(string)"
     );
     assert!(schema.input("customer_id").unwrap().required);

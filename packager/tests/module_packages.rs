@@ -12,7 +12,7 @@ use std::process::Command;
 
 use common::servers::Distribution;
 use common::TestRepo;
-use stackpack_customer_bundle::remote::{Credentials, Remote};
+use stackpack_bundle::remote::{Credentials, Remote};
 use stackpack_schema::oci::ImageManifest;
 
 const MODULES: [&str; 4] = ["cluster", "gpu-pool", "model-bucket", "network"];
@@ -88,7 +88,7 @@ fn unzip(path: &Path) -> BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn every_module_is_published_once_and_only_a_changed_module_gets_a_new_version() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let host = registry.host();
     let repo = TestRepo::new();
 
@@ -204,7 +204,7 @@ fn every_module_is_published_once_and_only_a_changed_module_gets_a_new_version()
 
 #[test]
 fn a_module_that_uses_another_local_module_is_skipped_with_a_warning() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let repo = TestRepo::new();
     repo.write(
         "modules/platform/main.tf",
@@ -248,7 +248,7 @@ fn a_module_that_uses_another_local_module_is_skipped_with_a_warning() {
 
 #[test]
 fn the_zip_is_identical_across_builds_and_oras_pulls_it() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let host = registry.host();
     let first = TestRepo::new();
     // A second checkout elsewhere, a second later (another commit time), with other

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use stackpack_packager::interface::{extract_module, DefaultValue, ModuleInterface};
+use stackpack_interface::{extract_module, DefaultValue, ModuleInterface};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

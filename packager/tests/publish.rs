@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::servers::{Distribution, FaultProxy, OurRegistry};
 use common::{git, stackpack, TestRepo};
-use stackpack_customer_bundle::remote::{Credentials, Remote};
+use stackpack_bundle::remote::{Credentials, Remote};
 
 fn publish(repo: &TestRepo, host: &str, extra: &[&str]) -> common::Run {
     let registry = format!("{host}/acme");
@@ -61,7 +61,7 @@ fn blobs(layout: &Path) -> BTreeMap<String, Vec<u8>> {
 
 #[test]
 fn published_bundles_pull_back_byte_for_byte_with_their_signatures() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let repo = TestRepo::new();
     let report = publish(&repo, &registry.host(), &[]).ok().json();
     assert_eq!(
@@ -120,7 +120,7 @@ fn published_bundles_pull_back_byte_for_byte_with_their_signatures() {
 
 #[test]
 fn skopeo_reads_and_copies_what_we_publish_and_we_read_what_skopeo_pushes() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let repo = TestRepo::new();
     let report = publish(&repo, &registry.host(), &["--stack", "data-plane"])
         .ok()
@@ -186,7 +186,7 @@ fn skopeo_reads_and_copies_what_we_publish_and_we_read_what_skopeo_pushes() {
     assert_eq!(pulled_digest.to_string(), digest);
     let parsed: stackpack_schema::oci::ImageManifest = serde_json::from_slice(&bytes).unwrap();
     let target = tempfile::tempdir().unwrap();
-    let layout = stackpack_customer_bundle::layout::ImageLayout::create(target.path()).unwrap();
+    let layout = stackpack_bundle::layout::ImageLayout::create(target.path()).unwrap();
     client
         .pull_blob("acme/mirror/data-plane", &parsed.layers[0], &layout, None)
         .unwrap();
@@ -203,7 +203,7 @@ fn skopeo_reads_and_copies_what_we_publish_and_we_read_what_skopeo_pushes() {
 
 #[test]
 fn republishing_the_same_commit_publishes_nothing() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let repo = TestRepo::new();
     publish(&repo, &registry.host(), &[]).ok();
     let again = publish(&repo, &registry.host(), &[]).ok();
@@ -217,7 +217,7 @@ fn republishing_the_same_commit_publishes_nothing() {
 
 #[test]
 fn prerelease_numbers_come_from_the_registry_alone_on_a_fresh_clone() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let repo = TestRepo::new();
     repo.checkout_new("feature/gpu");
     for n in 1..=2 {
@@ -268,7 +268,7 @@ fn prerelease_numbers_come_from_the_registry_alone_on_a_fresh_clone() {
 
 #[test]
 fn concurrent_publishes_on_one_branch_never_claim_the_same_number() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let repo = TestRepo::new();
     repo.checkout_new("feature/race");
     let clones: Vec<_> = (0..3)
@@ -352,7 +352,7 @@ fn a_stable_tag_that_exists_with_another_digest_is_never_overwritten() {
     use stackpack_packager::releases::NoReleases;
     use stackpack_packager::repository::Repository;
 
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let first = TestRepo::new();
     publish(&first, &registry.host(), &["--stack", "data-plane"]).ok();
     let before = remote(&registry.host())
@@ -376,10 +376,10 @@ fn a_stable_tag_that_exists_with_another_digest_is_never_overwritten() {
         &std::fs::read_to_string(&second.key).unwrap(),
     )
     .unwrap();
-    let address: stackpack_customer_bundle::remote::RegistryAddress =
+    let address: stackpack_bundle::remote::RegistryAddress =
         format!("{}/acme", registry.host()).parse().unwrap();
     let layout_dir = tempfile::tempdir().unwrap();
-    let layout = stackpack_customer_bundle::layout::ImageLayout::create(layout_dir.path()).unwrap();
+    let layout = stackpack_bundle::layout::ImageLayout::create(layout_dir.path()).unwrap();
     let error = publish_library(
         &repository,
         &stale,
@@ -419,7 +419,7 @@ fn a_registry_that_is_down_gets_a_clear_error_naming_it() {
 
 #[test]
 fn a_500_mid_upload_fails_clearly_and_a_retry_duplicates_nothing() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     // The second blob upload (the stack layer or config of the first bundle) fails.
     let proxy = FaultProxy::start(registry.port, "PUT", "/blobs/uploads/", 2);
     let repo = TestRepo::new();
@@ -527,7 +527,7 @@ fn a_tag_list_longer_than_one_page_is_read_whole() {
     .unwrap();
     // 1,200 prerelease tags on the line `0.1.0-feature-long`: more than one page.
     let dir = tempfile::tempdir().unwrap();
-    let layout = stackpack_customer_bundle::layout::ImageLayout::create(dir.path()).unwrap();
+    let layout = stackpack_bundle::layout::ImageLayout::create(dir.path()).unwrap();
     let (config, size) = layout.write_blob(b"{}").unwrap();
     let manifest = stackpack_schema::oci::ImageManifest {
         schema_version: 2,
@@ -598,7 +598,7 @@ fn a_tag_list_longer_than_one_page_is_read_whole() {
 
 #[test]
 fn the_github_step_summary_lists_what_was_published() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let repo = TestRepo::new();
     let summary = repo.temp.path().join("summary.md");
     let output = Command::new(env!("CARGO_BIN_EXE_stackpack"))
@@ -674,7 +674,7 @@ fn credentials_come_from_the_docker_config_when_no_variable_is_set() {
 
 #[test]
 fn an_interrupted_pull_resumes_and_a_partial_file_never_counts_as_present() {
-    let registry = Distribution::start();
+    let registry = Distribution::require();
     let repo = TestRepo::new();
     // A large, incompressible file so the layer is worth resuming.
     let noise: Vec<u8> = (0..3_000_000u32)
@@ -694,7 +694,7 @@ fn an_interrupted_pull_resumes_and_a_partial_file_never_counts_as_present() {
         std::fs::read(repo.layout().join("blobs/sha256").join(layer.digest.hex())).unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let layout = stackpack_customer_bundle::layout::ImageLayout::create(dir.path()).unwrap();
+    let layout = stackpack_bundle::layout::ImageLayout::create(dir.path()).unwrap();
     let partial = dir
         .path()
         .join("blobs/sha256")
@@ -721,7 +721,7 @@ fn an_interrupted_pull_resumes_and_a_partial_file_never_counts_as_present() {
 
     // A corrupted partial file is caught by the digest check and thrown away.
     let dir = tempfile::tempdir().unwrap();
-    let layout = stackpack_customer_bundle::layout::ImageLayout::create(dir.path()).unwrap();
+    let layout = stackpack_bundle::layout::ImageLayout::create(dir.path()).unwrap();
     let partial = dir
         .path()
         .join("blobs/sha256")

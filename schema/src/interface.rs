@@ -43,9 +43,9 @@ impl Interface {
 #[serde(rename_all = "camelCase")]
 pub struct Input {
     pub name: String,
-    /// The type constraint, normalised (`any` when none is declared).
+    /// The type constraint, structured (`any` when none is declared).
     #[serde(rename = "type")]
-    pub type_constraint: String,
+    pub type_constraint: crate::types::TypeExpr,
     /// True when the input has no default: every caller must set it.
     pub required: bool,
     /// The default, evaluated to a value (`null` is a real default). Absent when

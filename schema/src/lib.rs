@@ -7,6 +7,7 @@
 //! - [`oci`] holds the OCI image-spec types (descriptor, manifest, index, layout).
 //! - [`bundle`] is the bundle config: what a bundle contains and where it came from.
 //! - [`interface`] is a stack's public API: inputs, outputs, kinds of resource.
+//! - [`types`] is the one model of Terraform type constraints, with value checks.
 //! - [`signature`] is the signed payload, keys, key ids, signing and verifying.
 //! - [`version`] holds the version rules: branch slugs, next stable and prerelease.
 //! - [`receipt`] is the signed deployment receipt a runner reports to the registry.
@@ -23,6 +24,7 @@ pub mod oci;
 pub mod receipt;
 pub mod reference;
 pub mod signature;
+pub mod types;
 pub mod version;
 
 pub use digest::Digest;

@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use stackpack_tests::repository_root;
+use stackpack_test_support::repository_root;
 
 #[test]
 fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {

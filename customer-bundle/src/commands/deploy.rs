@@ -4,9 +4,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
 use serde_json::json;
-use stackpack_customer_bundle::runner::deploy::{self, Report, Request, Ui};
-use stackpack_customer_bundle::runner::engine::PlanDetails;
-use stackpack_customer_bundle::runner::{Error, Result};
+use stackpack_runner::deploy::{self, Report, Request, Ui};
+use stackpack_runner::engine::PlanDetails;
+use stackpack_runner::{Error, Result};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use super::{open_home, parse_bundle, parse_stack, print_json, quiet, status, verbose};
@@ -108,11 +108,7 @@ fn require_confirmation_possible(yes: bool) -> Result<()> {
     ))
 }
 
-fn run(
-    home: &stackpack_customer_bundle::runner::home::Home,
-    request: Request,
-    yes: bool,
-) -> Result<Report> {
+fn run(home: &stackpack_runner::home::Home, request: Request, yes: bool) -> Result<Report> {
     let status_line = |line: &str| status(line);
     let mut confirm = |reference: &str, plan: &PlanDetails| -> bool {
         eprintln!(

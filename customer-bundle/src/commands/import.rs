@@ -4,9 +4,9 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use serde_json::json;
-use stackpack_customer_bundle::remote::Progress;
-use stackpack_customer_bundle::runner::pull::RemoteBundle;
-use stackpack_customer_bundle::runner::{store, Result};
+use stackpack_bundle::remote::Progress;
+use stackpack_runner::pull::RemoteBundle;
+use stackpack_runner::{store, Result};
 
 use super::{open_home, parse_bundle, print_json, quiet, status, table};
 use crate::cli::{GlobalArgs, ImportArgs, PullArgs, VerifyArgs};
@@ -36,8 +36,7 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<u8> {
         );
         Some(Arc::new(move |received| bar.set_position(received)))
     };
-    let imported =
-        stackpack_customer_bundle::runner::pull::pull(&home, &bundle, args.insecure, progress)?;
+    let imported = stackpack_runner::pull::pull(&home, &bundle, args.insecure, progress)?;
     show_imported(&imported, args.json);
     Ok(0)
 }

@@ -1,7 +1,7 @@
 //! `check-inputs`.
 
 use serde_json::json;
-use stackpack_customer_bundle::runner::{deploy, inputs, store, Result};
+use stackpack_runner::{deploy, inputs, store, Result};
 
 use super::{open_home, parse_bundle, print_json};
 use crate::cli::{CheckInputsArgs, GlobalArgs};

@@ -8,23 +8,19 @@ pub mod receipts;
 pub mod setup;
 pub mod status;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use semver::Version;
-use stackpack_customer_bundle::runner::home::{self, Home};
-use stackpack_customer_bundle::runner::{Error, Result};
+use stackpack_runner::home::{self, Home};
+use stackpack_runner::{Error, Result};
 use stackpack_schema::reference::StackRef;
 
 use crate::cli::{Cli, Command, GlobalArgs, ReceiptsCommand, TrustCommand};
 
-static QUIET: AtomicBool = AtomicBool::new(false);
-static VERBOSE: AtomicBool = AtomicBool::new(false);
+pub use stackpack_terminal::{print_json, quiet, status, table, verbose};
 
 pub fn init_output(global: &GlobalArgs) {
-    QUIET.store(global.quiet, Ordering::Relaxed);
-    VERBOSE.store(global.verbose, Ordering::Relaxed);
+    stackpack_terminal::Verbosity::from_flags(global.quiet, global.verbose).set();
 }
 
 pub fn run(cli: &Cli) -> Result<u8> {
@@ -87,75 +83,12 @@ pub fn parse_stack(text: &str) -> Result<String> {
     Ok(text.to_string())
 }
 
-pub fn quiet() -> bool {
-    QUIET.load(Ordering::Relaxed)
-}
-
-pub fn verbose() -> bool {
-    VERBOSE.load(Ordering::Relaxed)
-}
-
-fn colour() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
-}
-
-pub fn paint(code: &str, text: &str) -> String {
-    if colour() {
-        format!("\x1b[{code}m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
-}
-
-/// A progress line on stderr (not with `--quiet`).
-pub fn status(message: &str) {
-    if !quiet() {
-        eprintln!("{message}");
-    }
-}
-
 /// Prints `error: …`, `--> where`, `hint: …`; returns the exit code.
 pub fn report_error(error: &Error) -> u8 {
-    eprintln!("{} {}", paint("1;31", "error:"), error.message);
-    if let Some(location) = &error.location {
-        eprintln!("  --> {location}");
-    }
-    if let Some(hint) = &error.hint {
-        eprintln!("{} {hint}", paint("1;36", "hint:"));
-    }
-    error.exit_code()
-}
-
-/// Aligned columns; the last column is not padded.
-pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (index, cell) in row.iter().enumerate().take(widths.len()) {
-            widths[index] = widths[index].max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: Vec<&str>| {
-        let mut text = String::new();
-        for (index, cell) in cells.iter().enumerate() {
-            text.push_str(cell);
-            if index + 1 < cells.len() {
-                text.push_str(&" ".repeat(widths[index] - cell.chars().count() + 2));
-            }
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(headers.to_vec());
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
-    }
-    out
-}
-
-pub fn print_json(value: &serde_json::Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("JSON values serialise")
+    stackpack_terminal::print_error(
+        &error.message,
+        error.location.as_deref(),
+        error.hint.as_deref(),
     );
+    error.exit_code()
 }

@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use serde_json::json;
-use stackpack_customer_bundle::runner::ledger::Ledger;
-use stackpack_customer_bundle::runner::{receipts, Error, Result};
+use stackpack_bundle::remote::http::{self, HttpError};
+use stackpack_runner::ledger::Ledger;
+use stackpack_runner::{receipts, Error, Result};
 
 use super::{open_home, print_json, status, table};
 use crate::cli::{GlobalArgs, ReportArgs};
@@ -15,55 +16,38 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<u8> {
     let pending = ledger.receipts(true)?;
     let base = args.registry.trim_end_matches('/');
     let url = format!("{base}/api/v1/receipts");
-    let agent = ureq::AgentBuilder::new()
-        .timeout(std::time::Duration::from_secs(60))
-        .build();
     let mut sent = Vec::new();
     for stored in &pending {
         let id = &stored.signed.receipt.id;
-        let response = agent
-            .post(&url)
-            .set("Authorization", &format!("Bearer {}", args.token))
-            .set("Content-Type", "application/json")
-            .send_bytes(&stored.signed.to_bytes());
-        match response {
-            Ok(response) => {
-                let created = response.status() == 201;
+        let unsent = |sent: &Vec<(String, bool)>| {
+            format!("{} of {} receipts sent", sent.len(), pending.len())
+        };
+        let answer = http::post_json(&url, &args.token, stored.signed.to_bytes()).map_err(|error| {
+            let hint = match error {
+                HttpError::PlainHttpNotLoopback(_) => "use the registry's `https://` address",
+                _ => "with no route to the registry, use `stackpack-runner receipts export -o FILE` and carry the file",
+            };
+            Error::refused(format!("cannot report to the registry: {error}; {}", unsent(&sent)))
+                .at(&url)
+                .hint(hint)
+        })?;
+        match answer.status {
+            200..=299 => {
                 ledger.mark_reported(id, &receipts::now())?;
-                sent.push((id.clone(), created));
+                sent.push((id.clone(), answer.status == 201));
             }
-            Err(ureq::Error::Status(code, response)) => {
-                let body = response.into_string().unwrap_or_default();
-                let detail = serde_json::from_str::<serde_json::Value>(&body)
-                    .ok()
-                    .and_then(|v| {
-                        v["errors"][0]["message"]
-                            .as_str()
-                            .or(v["message"].as_str())
-                            .or(v["error"].as_str())
-                            .map(str::to_string)
-                    })
-                    .unwrap_or_else(|| body.chars().take(200).collect());
+            code => {
                 let hint = match code {
                     401 | 403 => "check the token: it must be a `customer` token for this customer",
                     _ => "receipts already acknowledged stay acknowledged; run `report` again to send the rest",
                 };
                 return Err(Error::refused(format!(
-                    "the registry refused receipt `{id}` ({code}): {detail}; {} of {} sent",
-                    sent.len(),
-                    pending.len()
+                    "the registry refused receipt `{id}` ({code}): {}; {}",
+                    refusal_detail(&answer.body),
+                    unsent(&sent)
                 ))
                 .at(&url)
                 .hint(hint));
-            }
-            Err(error) => {
-                return Err(Error::refused(format!(
-                    "cannot reach the registry: {error}; {} of {} receipts sent",
-                    sent.len(),
-                    pending.len()
-                ))
-                .at(&url)
-                .hint("with no route to the registry, use `stackpack-runner receipts export -o FILE` and carry the file"));
             }
         }
     }
@@ -96,7 +80,7 @@ pub fn export(
             .map_err(|e| Error::usage(format!("cannot create `{}`: {e}", dir.display())))?;
         for receipt in &signed {
             let path = dir.join(format!("{}.json", receipt.receipt.id));
-            stackpack_customer_bundle::layout::write_atomically(&path, &receipt.to_bytes())?;
+            stackpack_bundle::layout::write_atomically(&path, &receipt.to_bytes())?;
         }
         dir.display().to_string()
     } else {
@@ -111,7 +95,7 @@ pub fn export(
                 out.display()
             )));
         }
-        stackpack_customer_bundle::layout::write_atomically(out, &bytes)?;
+        stackpack_bundle::layout::write_atomically(out, &bytes)?;
         out.display().to_string()
     };
     if json {
@@ -164,4 +148,19 @@ pub fn list(global: &GlobalArgs, json: bool) -> Result<u8> {
         )
     );
     Ok(0)
+}
+
+/// The registry's own words from an error body (OCI `errors[0].message`, or the
+/// ledger's `message`/`error`), else the start of the body.
+fn refusal_detail(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v["errors"][0]["message"]
+                .as_str()
+                .or(v["message"].as_str())
+                .or(v["error"].as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| body.chars().take(200).collect())
 }

@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use serde_json::json;
-use stackpack_customer_bundle::runner::home::{BackendConfig, Config, EngineConfig, Home, Policy};
-use stackpack_customer_bundle::runner::receipts;
-use stackpack_customer_bundle::runner::Result;
+use stackpack_runner::home::{BackendConfig, Config, EngineConfig, Home, Policy};
+use stackpack_runner::receipts;
+use stackpack_runner::Result;
 
 use super::{home_root, open_home, print_json, status, table};
 use crate::cli::{GlobalArgs, InitArgs};

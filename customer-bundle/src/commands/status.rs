@@ -1,8 +1,8 @@
 //! `status`: what runs here, since when, and what newer version the store holds.
 
 use serde_json::json;
-use stackpack_customer_bundle::runner::ledger::Ledger;
-use stackpack_customer_bundle::runner::Result;
+use stackpack_runner::ledger::Ledger;
+use stackpack_runner::Result;
 
 use super::{open_home, print_json, status as progress, table};
 use crate::cli::{GlobalArgs, StatusArgs};

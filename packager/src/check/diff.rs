@@ -10,61 +10,100 @@ use stackpack_schema::version::Bump;
 
 use super::tree::Tree;
 use super::{Finding, Severity};
-use crate::interface::constraint::{compare_text, SetChange};
-use crate::interface::eval::Evaluator;
-use crate::interface::{DefaultValue, Location, ModuleCall, ModuleInterface, Variable};
+use stackpack_interface::constraint::{compare_text, SetChange};
+use stackpack_interface::eval::Evaluator;
+use stackpack_interface::{DefaultValue, Location, ModuleCall, ModuleInterface, Variable};
 
-/// Every rule of the interface table, with the bump it needs by default.
-pub const RULES: &[(&str, Bump)] = &[
-    ("input-added-with-default", Bump::Minor),
-    ("input-added-without-default", Bump::Major),
-    ("input-default-added", Bump::Minor),
-    ("input-default-removed", Bump::Major),
-    ("default-changed", Bump::Major),
-    ("input-removed", Bump::Major),
-    ("input-renamed-with-alias", Bump::Minor),
-    ("input-renamed-unguarded", Bump::Major),
-    ("type-narrowed", Bump::Major),
-    ("type-widened", Bump::Minor),
-    ("nullable-tightened", Bump::Major),
-    ("nullable-loosened", Bump::Minor),
-    ("validation-added", Bump::Major),
-    ("validation-removed", Bump::Minor),
-    ("output-removed", Bump::Major),
-    ("output-sensitivity-changed", Bump::Major),
-    ("output-added", Bump::Minor),
-    ("resource-kind-added-by-default", Bump::Major),
-    ("resource-kind-added-gated", Bump::Minor),
-    ("resource-kind-removed", Bump::Major),
-    ("resource-address-removed", Bump::Major),
-    ("engine-constraint-narrowed", Bump::Major),
-    ("engine-constraint-widened", Bump::Patch),
-    ("provider-constraint-narrowed", Bump::Major),
-    ("provider-constraint-widened", Bump::Patch),
-    ("provider-source-changed", Bump::Major),
-    ("module-default-changed", Bump::Major),
-    ("module-input-required", Bump::Major),
-    ("module-input-narrowed", Bump::Major),
-];
+/// Declares [`Rule`]: every rule of the interface table, its id as users write it
+/// (in output and in `stackpack.toml [rules]`) and the bump it needs by default. A
+/// finding can only be made from a variant, so a misspelt rule cannot lose its bump.
+macro_rules! interface_rules {
+    ($($variant:ident => ($id:literal, $bump:ident),)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Rule {
+            $($variant,)*
+        }
 
-/// The default bump of an interface rule.
+        impl Rule {
+            pub const ALL: &'static [Rule] = &[$(Rule::$variant,)*];
+
+            /// The rule's id, as in `stackpack.toml [rules]` and in findings.
+            pub fn id(self) -> &'static str {
+                match self {
+                    $(Rule::$variant => $id,)*
+                }
+            }
+
+            /// The bump the rule needs before the repository's levels apply.
+            pub fn default_bump(self) -> Bump {
+                match self {
+                    $(Rule::$variant => Bump::$bump,)*
+                }
+            }
+
+            pub fn from_id(id: &str) -> Option<Rule> {
+                Rule::ALL.iter().copied().find(|rule| rule.id() == id)
+            }
+        }
+    };
+}
+
+interface_rules! {
+    InputAddedWithDefault => ("input-added-with-default", Minor),
+    InputAddedWithoutDefault => ("input-added-without-default", Major),
+    InputDefaultAdded => ("input-default-added", Minor),
+    InputDefaultRemoved => ("input-default-removed", Major),
+    DefaultChanged => ("default-changed", Major),
+    InputRemoved => ("input-removed", Major),
+    InputRenamedWithAlias => ("input-renamed-with-alias", Minor),
+    InputRenamedUnguarded => ("input-renamed-unguarded", Major),
+    TypeNarrowed => ("type-narrowed", Major),
+    TypeWidened => ("type-widened", Minor),
+    NullableTightened => ("nullable-tightened", Major),
+    NullableLoosened => ("nullable-loosened", Minor),
+    ValidationAdded => ("validation-added", Major),
+    ValidationRemoved => ("validation-removed", Minor),
+    OutputRemoved => ("output-removed", Major),
+    OutputSensitivityChanged => ("output-sensitivity-changed", Major),
+    OutputAdded => ("output-added", Minor),
+    ResourceKindAddedByDefault => ("resource-kind-added-by-default", Major),
+    ResourceKindAddedGated => ("resource-kind-added-gated", Minor),
+    ResourceKindRemoved => ("resource-kind-removed", Major),
+    ResourceAddressRemoved => ("resource-address-removed", Major),
+    EngineConstraintNarrowed => ("engine-constraint-narrowed", Major),
+    EngineConstraintWidened => ("engine-constraint-widened", Patch),
+    ProviderConstraintNarrowed => ("provider-constraint-narrowed", Major),
+    ProviderConstraintWidened => ("provider-constraint-widened", Patch),
+    ProviderSourceChanged => ("provider-source-changed", Major),
+    ModuleDefaultChanged => ("module-default-changed", Major),
+    ModuleInputRequired => ("module-input-required", Major),
+    ModuleInputNarrowed => ("module-input-narrowed", Major),
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// The default bump of an interface rule, by id.
 pub fn default_bump(rule: &str) -> Option<Bump> {
-    RULES.iter().find(|(r, _)| *r == rule).map(|(_, b)| *b)
+    Rule::from_id(rule).map(Rule::default_bump)
 }
 
 fn finding(
-    rule: &str,
+    rule: Rule,
     item: impl Into<String>,
     dir: &str,
     loc: &Location,
     message: String,
 ) -> Finding {
     Finding {
-        rule: rule.to_string(),
+        rule: rule.id().to_string(),
         item: item.into(),
         file: join(dir, &loc.file),
         line: loc.line,
-        bump: default_bump(rule),
+        bump: Some(rule.default_bump()),
         severity: Severity::Info,
         message,
     }
@@ -150,7 +189,7 @@ pub fn diff_module(
             if new.variable(from).is_some() {
                 if guarded(new, from, &var.name) {
                     out.push(finding(
-                        "input-renamed-with-alias",
+                        Rule::InputRenamedWithAlias,
                         &var.name,
                         dir,
                         &var.location,
@@ -158,7 +197,7 @@ pub fn diff_module(
                     ));
                 } else {
                     out.push(finding(
-                        "input-renamed-unguarded",
+                        Rule::InputRenamedUnguarded,
                         &var.name,
                         dir,
                         &var.location,
@@ -173,9 +212,9 @@ pub fn diff_module(
             }
         }
         let rule = if var.is_required() {
-            "input-added-without-default"
+            Rule::InputAddedWithoutDefault
         } else {
-            "input-added-with-default"
+            Rule::InputAddedWithDefault
         };
         let message = if var.is_required() {
             format!(
@@ -208,7 +247,13 @@ pub fn diff_module(
             Some(v) => (dir.to_string(), v.location.clone()),
             None => (dir.to_string(), var.location.clone()),
         };
-        out.push(finding("input-removed", &var.name, &dir_loc, &loc, message));
+        out.push(finding(
+            Rule::InputRemoved,
+            &var.name,
+            &dir_loc,
+            &loc,
+            message,
+        ));
     }
     // An alias whose default moved to its new name (`null` now, the old default on
     // the new input) still gives callers who set neither the same value.
@@ -239,7 +284,7 @@ pub fn diff_module(
         if moved_defaults.contains(new_var.name.as_str()) {
             let mut i = mark;
             while i < out.len() {
-                if out[i].rule == "default-changed" && out[i].item == new_var.name {
+                if out[i].rule == Rule::DefaultChanged.id() && out[i].item == new_var.name {
                     out.remove(i);
                 } else {
                     i += 1;
@@ -251,14 +296,14 @@ pub fn diff_module(
     for o in &new.outputs {
         match old.output(&o.name) {
             None => out.push(finding(
-                "output-added",
+                Rule::OutputAdded,
                 &o.name,
                 dir,
                 &o.location,
                 format!("output `{}` was added", o.name),
             )),
             Some(prev) if prev.sensitive != o.sensitive => out.push(finding(
-                "output-sensitivity-changed",
+                Rule::OutputSensitivityChanged,
                 &o.name,
                 dir,
                 &o.location,
@@ -273,7 +318,7 @@ pub fn diff_module(
     for o in &old.outputs {
         if new.output(&o.name).is_none() {
             out.push(finding(
-                "output-removed",
+                Rule::OutputRemoved,
                 &o.name,
                 dir,
                 &o.location,
@@ -298,7 +343,7 @@ pub fn diff_module(
             != norm(&p.source).unwrap_or_else(|| format!("hashicorp/{name}"))
         {
             out.push(finding(
-                "provider-source-changed",
+                Rule::ProviderSourceChanged,
                 name,
                 dir,
                 &p.location,
@@ -340,7 +385,7 @@ pub fn diff_addresses(
             .find(|m| m.from == address)
             .map_or(r.location.clone(), |m| m.location.clone());
         out.push(finding(
-            "resource-address-removed",
+            Rule::ResourceAddressRemoved,
             &address,
             dir,
             &loc,
@@ -354,7 +399,7 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
     match (&old.default, &new.default) {
         (DefaultValue::Required, DefaultValue::Required) => {}
         (DefaultValue::Required, _) => out.push(finding(
-            "input-default-added",
+            Rule::InputDefaultAdded,
             name,
             dir,
             &new.location,
@@ -364,7 +409,7 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
             ),
         )),
         (_, DefaultValue::Required) => out.push(finding(
-            "input-default-removed",
+            Rule::InputDefaultRemoved,
             name,
             dir,
             &new.location,
@@ -382,7 +427,7 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
             };
             if differs {
                 out.push(finding(
-                    "default-changed",
+                    Rule::DefaultChanged,
                     name,
                     dir,
                     &new.location,
@@ -400,9 +445,9 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
     let narrower = n.accepted_by(o);
     if !(wider && narrower) {
         let rule = if wider {
-            "type-widened"
+            Rule::TypeWidened
         } else {
-            "type-narrowed"
+            Rule::TypeNarrowed
         };
         out.push(finding(
             rule,
@@ -416,7 +461,7 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
     o.changed_optional_defaults(n, name, &mut attr_defaults);
     for (path, od, nd) in attr_defaults {
         out.push(finding(
-            "default-changed",
+            Rule::DefaultChanged,
             &path,
             dir,
             &new.location,
@@ -429,7 +474,7 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
     }
     if old.nullable && !new.nullable {
         out.push(finding(
-            "nullable-tightened",
+            Rule::NullableTightened,
             name,
             dir,
             &new.location,
@@ -437,7 +482,7 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
         ));
     } else if !old.nullable && new.nullable {
         let mut f = finding(
-            "nullable-loosened",
+            Rule::NullableLoosened,
             name,
             dir,
             &new.location,
@@ -464,7 +509,7 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
     for v in &new.validations {
         if !old_conditions.contains(v.canonical.as_str()) {
             out.push(finding(
-                "validation-added",
+                Rule::ValidationAdded,
                 name,
                 dir,
                 &v.location,
@@ -480,7 +525,7 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
             && new.validations.len() < old.validations.len()
         {
             out.push(finding(
-                "validation-removed",
+                Rule::ValidationRemoved,
                 name,
                 dir,
                 &new.location,
@@ -519,7 +564,7 @@ pub fn diff_call(
         let Some(prev) = old.variable(&var.name) else {
             if var.is_required() && !set && rename_source(old, new, var).is_none() {
                 out.push(finding(
-                    "module-input-required",
+                    Rule::ModuleInputRequired,
                     format!("{prefix}.{}", var.name),
                     callee_dir,
                     &var.location,
@@ -549,7 +594,7 @@ pub fn diff_call(
             changes.extend(attrs.into_iter().map(|(p, a, b)| (p, show(&a), show(&b))));
             for (path, a, b) in changes {
                 out.push(finding(
-                    "module-default-changed",
+                    Rule::ModuleDefaultChanged,
                     format!("{prefix}.{path}"),
                     callee_dir,
                     &var.location,
@@ -575,7 +620,7 @@ pub fn diff_call(
                     .any(|v| !prev.validations.iter().any(|p| p.canonical == v.canonical));
             if narrowed {
                 out.push(finding(
-                    "module-input-narrowed",
+                    Rule::ModuleInputNarrowed,
                     format!("{prefix}.{}", var.name),
                     callee_dir,
                     &var.location,
@@ -690,7 +735,7 @@ fn walk_kinds(
             match ev.eval(expr) {
                 Some(v) => {
                     let v = callee_module.variable(name).map_or(v.clone(), |var| {
-                        crate::interface::types::convert(&v, &var.type_expr)
+                        stackpack_interface::types::convert(&v, &var.type_expr)
                     });
                     callee_inputs.insert(name.clone(), v);
                 }
@@ -771,11 +816,11 @@ pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
         let (dir, loc) = changed_site(old, new, &engine, &engine_at);
         let (rule, how) = match change {
             SetChange::Narrowed => (
-                "engine-constraint-narrowed",
+                Rule::EngineConstraintNarrowed,
                 "some engine versions allowed before no longer are",
             ),
             _ => (
-                "engine-constraint-widened",
+                Rule::EngineConstraintWidened,
                 "every engine version allowed before still is",
             ),
         };
@@ -817,11 +862,11 @@ pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
         let (dir, loc) = changed_site(old, new, &version, &version_at);
         let (rule, how) = match change {
             SetChange::Narrowed => (
-                "provider-constraint-narrowed",
+                Rule::ProviderConstraintNarrowed,
                 "some versions allowed before no longer are",
             ),
             _ => (
-                "provider-constraint-widened",
+                Rule::ProviderConstraintWidened,
                 "every version allowed before still is",
             ),
         };
@@ -862,7 +907,7 @@ pub fn diff_kinds(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
                 );
             }
             out.push(finding(
-                "resource-kind-added-by-default",
+                Rule::ResourceKindAddedByDefault,
                 kind,
                 "",
                 &loc,
@@ -870,7 +915,7 @@ pub fn diff_kinds(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
             ));
         } else {
             out.push(finding(
-                "resource-kind-added-gated",
+                Rule::ResourceKindAddedGated,
                 kind,
                 "",
                 &loc,
@@ -890,7 +935,7 @@ pub fn diff_kinds(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
             line: site.line,
         };
         out.push(finding(
-            "resource-kind-removed",
+            Rule::ResourceKindRemoved,
             kind,
             "",
             &loc,

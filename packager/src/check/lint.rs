@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::diff::join;
 use super::{Cache, CheckError, Finding, RuleConfig, Severity};
-use crate::interface::DefaultValue;
+use stackpack_interface::DefaultValue;
 
 pub const LINT_RULES: &[&str] = &[
     "no-environment-names",

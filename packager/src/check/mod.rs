@@ -14,17 +14,17 @@ pub mod tree;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::str::FromStr;
 
 use serde::Serialize;
 use stackpack_schema::version::Bump;
 
-pub use diff::{default_bump, RULES};
+pub use diff::{default_bump, Rule};
 pub use lint::{lint, lint_with, LintOptions, LINT_RULES};
 pub use tree::{Cache, Tree};
 
-use crate::interface::InterfaceError;
+use crate::git::Git;
+use stackpack_interface::InterfaceError;
 
 /// How loud a finding is. Interface findings are `info`: their weight is their bump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -297,23 +297,15 @@ impl Snapshot {
         };
         // Run in `repo_root`: when the vendor repository is a sub-folder of the git
         // repository, `git archive` holds only that folder, with paths relative to it.
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(repo_root)
-            .args(["archive", "--format=tar", commit])
-            .output()
-            .map_err(|e| git_error(e.to_string()))?;
-        if !output.status.success() {
-            return Err(git_error(
-                String::from_utf8_lossy(&output.stderr).trim().to_string(),
-            ));
-        }
+        let archive = Git::open(repo_root)
+            .and_then(|git| git.archive(commit))
+            .map_err(|e| git_error(e.message))?;
         let unpack = |source: std::io::Error| CheckError::Unpack {
             commit: commit.to_string(),
             source,
         };
         let mut files = BTreeMap::new();
-        let mut archive = tar::Archive::new(output.stdout.as_slice());
+        let mut archive = tar::Archive::new(archive.as_slice());
         for entry in archive.entries().map_err(unpack)? {
             let mut entry = entry.map_err(unpack)?;
             if entry.header().entry_type() != tar::EntryType::Regular {
@@ -471,39 +463,14 @@ pub fn check_units_with(
 /// Files changed between `commit` and the working tree (untracked ones included),
 /// repository-relative.
 pub fn changed_files(repo_root: &Path, commit: &str) -> Result<Vec<String>, CheckError> {
-    let git = |args: &[&str]| -> Result<Vec<String>, CheckError> {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(repo_root)
-            .args(args)
-            .output()
-            .map_err(|e| CheckError::Git {
-                repo: repo_root.to_path_buf(),
-                commit: commit.to_string(),
-                message: e.to_string(),
-            })?;
-        if !output.status.success() {
-            return Err(CheckError::Git {
-                repo: repo_root.to_path_buf(),
-                commit: commit.to_string(),
-                message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-            });
-        }
-        Ok(String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .map(str::to_string)
-            .collect())
+    let git_error = |e: crate::Error| CheckError::Git {
+        repo: repo_root.to_path_buf(),
+        commit: commit.to_string(),
+        message: e.message,
     };
-    let mut files = git(&[
-        "diff",
-        "--name-only",
-        "--no-renames",
-        "--relative",
-        commit,
-        "--",
-        ".",
-    ])?;
-    files.extend(git(&["ls-files", "--others", "--exclude-standard"])?);
+    let git = Git::open(repo_root).map_err(git_error)?;
+    let mut files = git.changed_files(commit, true).map_err(git_error)?;
+    files.extend(git.untracked_files().map_err(git_error)?);
     files.sort();
     files.dedup();
     Ok(files)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Snapshot;
-use crate::interface::{
+use stackpack_interface::{
     extract_files, extract_module, InterfaceError, ModuleCall, ModuleInterface,
 };
 

@@ -1,6 +1,6 @@
-use stackpack_customer_bundle::archive::Limits;
-use stackpack_customer_bundle::layout::ImageLayout;
-use stackpack_customer_bundle::verify::{verify_bundle, Trust};
+use stackpack_bundle::archive::Limits;
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::verify::{verify_bundle, Trust};
 use stackpack_packager::build::build_stack;
 use stackpack_packager::plan::{plan, PlanOptions};
 use stackpack_packager::repository::Repository;

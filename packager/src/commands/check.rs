@@ -6,7 +6,6 @@
 //! the command itself was wrong (bad flags, unknown ref, invalid `stackpack.toml`).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use stackpack_packager::check::render::{self, CheckOutput};
 use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Severity, Unit};
@@ -27,6 +26,26 @@ pub enum Format {
     Json,
 }
 
+/// What `check` compares the work tree with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Against {
+    /// Each stack's last stable release (the commit it was built from).
+    LastRelease,
+    /// One git ref for every stack and module.
+    Ref(String),
+}
+
+impl std::str::FromStr for Against {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text {
+            "last-release" => Against::LastRelease,
+            other => Against::Ref(other.to_string()),
+        })
+    }
+}
+
 /// Check the interface contract of changed stacks and modules, and lint the repository.
 #[derive(clap::Args, Debug, Clone)]
 #[command(
@@ -38,7 +57,7 @@ pub struct CheckArgs {
     pub repo: PathBuf,
     /// Compare with this git ref, or with each stack's last stable release.
     #[arg(long, default_value = "last-release", value_name = "REF|last-release")]
-    pub against: String,
+    pub against: Against,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -61,7 +80,7 @@ pub struct CheckArgs {
 /// builds (`<repo>/.stackpack/bundles`); the lead swaps in the registry lookup here.
 pub fn last_release_commit(repo_root: &Path, stack_path: &str) -> anyhow::Result<Option<String>> {
     let layout_dir = repo_root.join(".stackpack").join("bundles");
-    let Ok(layout) = stackpack_customer_bundle::layout::ImageLayout::open(&layout_dir) else {
+    let Ok(layout) = stackpack_bundle::layout::ImageLayout::open(&layout_dir) else {
         return Ok(None);
     };
     let name = stack_name(repo_root, stack_path);
@@ -87,25 +106,13 @@ fn stack_name(repo_root: &Path, stack_path: &str) -> String {
 }
 
 fn resolve_ref(repo_root: &Path, reference: &str) -> anyhow::Result<String> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(repo_root)
-        .args([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{reference}^{{commit}}"),
-        ])
-        .output()?;
-    if !output.status.success() {
-        return Err(
-            Error::usage(format!("`{reference}` is not a commit in this repository"))
-                .at(repo_root.display())
-                .hint("pass a branch, tag or commit to `--against`, or `last-release`")
-                .into(),
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    let git = stackpack_packager::git::Git::open(repo_root)?;
+    git.resolve(reference).ok_or_else(|| {
+        Error::usage(format!("`{reference}` is not a commit in this repository"))
+            .at(repo_root.display())
+            .hint("pass a branch, tag or commit to `--against`, or `last-release`")
+            .into()
+    })
 }
 
 /// Runs the check; returns the exit code.
@@ -118,64 +125,21 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     })?;
     let stacks = expand_globs(root, &config.stacks);
     let modules = expand_globs(root, &config.modules);
-    let selected = |p: &String| {
-        args.paths.is_empty() || args.paths.iter().any(|s| s.trim_end_matches('/') == p)
-    };
+    check_paths_exist(root, &args.paths, &stacks, &modules)?;
 
     let mut cache = Cache::default();
-    let mut units = Vec::new();
-    let mut against_label = None;
-    if args.against == "last-release" {
-        against_label = Some("each stack's last release".to_string());
-        for stack in stacks.iter().filter(|p| selected(p)) {
-            let commit = last_release_commit(root, stack)?;
-            let changed = match &commit {
-                Some(c) => {
-                    args.paths.contains(stack)
-                        || check::unit_changed_with(
-                            root,
-                            stack,
-                            &check::changed_files(root, c)?,
-                            &mut cache,
-                        )?
-                }
-                None => true,
-            };
-            if changed {
-                units.push(Unit {
-                    path: stack.clone(),
-                    kind: "stack".into(),
-                    against: commit,
-                });
-            }
+    let (units, against_label) = match &args.against {
+        Against::LastRelease => (
+            units_since_last_release(root, args, &stacks, &mut cache)?,
+            "each stack's last release".to_string(),
+        ),
+        Against::Ref(reference) => {
+            let commit = resolve_ref(root, reference)?;
+            let label = format!("{reference} ({})", &commit[..commit.len().min(12)]);
+            let units = units_since_commit(root, args, &commit, &stacks, &modules, &mut cache)?;
+            (units, label)
         }
-    } else {
-        let commit = resolve_ref(root, &args.against)?;
-        against_label = against_label.or(Some(format!(
-            "{} ({})",
-            args.against,
-            &commit[..commit.len().min(12)]
-        )));
-        let changed = check::changed_files(root, &commit)?;
-        for (path, kind) in stacks
-            .iter()
-            .map(|s| (s, "stack"))
-            .chain(modules.iter().map(|m| (m, "module")))
-        {
-            if !selected(path) {
-                continue;
-            }
-            if args.paths.contains(path)
-                || check::unit_changed_with(root, path, &changed, &mut cache)?
-            {
-                units.push(Unit {
-                    path: path.clone(),
-                    kind: kind.into(),
-                    against: Some(commit.clone()),
-                });
-            }
-        }
-    }
+    };
 
     let reports = check::check_units_with(root, &units, args.bump, &rules, &mut cache)?;
     let lints = if args.no_lint {
@@ -192,17 +156,111 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     let refused = reports.iter().any(|r| r.refused);
     let lint_failed = lints.iter().any(|f| f.severity == Severity::Error);
     let output = CheckOutput {
-        against: against_label,
+        against: Some(against_label),
         units: reports,
         lints,
         ok: !refused && !lint_failed,
     };
+    print(args, &output);
+    Ok(if output.ok { 0 } else { 1 })
+}
 
+/// `--path` names a folder that is neither a stack nor a module: say so, rather than
+/// "nothing changed".
+fn check_paths_exist(
+    root: &Path,
+    paths: &[String],
+    stacks: &[String],
+    modules: &[String],
+) -> anyhow::Result<()> {
+    for path in paths {
+        let path = path.trim_end_matches('/');
+        if !stacks.iter().chain(modules).any(|known| known == path) {
+            return Err(Error::usage(format!(
+                "`{path}` is neither a stack nor a module of this repository"
+            ))
+            .at(root.join("stackpack.toml").display())
+            .hint(format!(
+                "stacks: {}; modules: {}",
+                stacks.join(", "),
+                modules.join(", ")
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn selected(args: &CheckArgs, path: &str) -> bool {
+    args.paths.is_empty() || args.paths.iter().any(|s| s.trim_end_matches('/') == path)
+}
+
+/// Every selected stack that changed since its own last stable release (or has none).
+fn units_since_last_release(
+    root: &Path,
+    args: &CheckArgs,
+    stacks: &[String],
+    cache: &mut Cache,
+) -> anyhow::Result<Vec<Unit>> {
+    let mut units = Vec::new();
+    for stack in stacks.iter().filter(|p| selected(args, p)) {
+        let commit = last_release_commit(root, stack)?;
+        let changed = match &commit {
+            Some(c) => {
+                args.paths.contains(stack)
+                    || check::unit_changed_with(
+                        root,
+                        stack,
+                        &check::changed_files(root, c)?,
+                        cache,
+                    )?
+            }
+            None => true,
+        };
+        if changed {
+            units.push(Unit {
+                path: stack.clone(),
+                kind: "stack".into(),
+                against: commit,
+            });
+        }
+    }
+    Ok(units)
+}
+
+/// Every selected stack and module that changed since `commit`.
+fn units_since_commit(
+    root: &Path,
+    args: &CheckArgs,
+    commit: &str,
+    stacks: &[String],
+    modules: &[String],
+    cache: &mut Cache,
+) -> anyhow::Result<Vec<Unit>> {
+    let changed = check::changed_files(root, commit)?;
+    let mut units = Vec::new();
+    let all = stacks
+        .iter()
+        .map(|s| (s, "stack"))
+        .chain(modules.iter().map(|m| (m, "module")));
+    for (path, kind) in all.filter(|(path, _)| selected(args, path)) {
+        if args.paths.contains(path) || check::unit_changed_with(root, path, &changed, cache)? {
+            units.push(Unit {
+                path: path.clone(),
+                kind: kind.into(),
+                against: Some(commit.to_string()),
+            });
+        }
+    }
+    Ok(units)
+}
+
+fn print(args: &CheckArgs, output: &CheckOutput) {
     let format = if args.json { Format::Json } else { args.format };
     match format {
-        Format::Json => println!("{}", render::json(&output)),
-        Format::Github => print!("{}", render::github(&output)),
-        Format::Human => print!("{}", render::human(&output)),
+        Format::Json => println!("{}", render::json(output)),
+        Format::Github => print!("{}", render::github(output)),
+        Format::Human => print!("{}", render::human(output)),
     }
     for unit in output.units.iter().filter(|u| u.refused) {
         eprint!(
@@ -210,12 +268,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
             render::refusal(&unit.path, unit.required, unit.requested, &unit.findings)
         );
     }
-    if lint_failed {
-        let failed = output
-            .lints
-            .iter()
-            .filter(|f| f.severity == Severity::Error)
-            .count();
+    let failed = output
+        .lints
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    if failed > 0 {
         eprintln!(
             "error: {failed} lint finding{} failed the check",
             if failed == 1 { "" } else { "s" }
@@ -224,5 +282,4 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
             "hint: fix it, or add `# stackpack:ignore <rule> reason: <why>` on or above the line"
         );
     }
-    Ok(if output.ok { 0 } else { 1 })
 }

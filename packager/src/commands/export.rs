@@ -1,5 +1,5 @@
-use stackpack_customer_bundle::layout::ImageLayout;
-use stackpack_customer_bundle::transfer::{export_bundles, pull_bundle};
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::transfer::{export_bundles, pull_bundle};
 use stackpack_packager::releases::from_remote;
 use stackpack_packager::Error;
 use stackpack_schema::reference::StackRef;
@@ -44,7 +44,7 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
                 None,
             )
             .map_err(|e| match e {
-                stackpack_customer_bundle::transfer::TransferError::Remote(r) => from_remote(r),
+                stackpack_bundle::transfer::TransferError::Remote(r) => from_remote(r),
                 other => Error::refused(other.to_string()),
             })?;
         }

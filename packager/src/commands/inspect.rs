@@ -1,8 +1,8 @@
 use std::path::PathBuf;
 
-use stackpack_customer_bundle::archive::Limits;
-use stackpack_customer_bundle::layout::{EntryKind, ImageLayout};
-use stackpack_customer_bundle::verify::{verify_bundle, Trust, VerifiedBundle};
+use stackpack_bundle::archive::Limits;
+use stackpack_bundle::layout::{EntryKind, ImageLayout};
+use stackpack_bundle::verify::{verify_bundle, Trust, VerifiedBundle};
 use stackpack_packager::keys::read_public_key;
 use stackpack_packager::Error;
 use stackpack_schema::reference::StackRef;
@@ -55,10 +55,10 @@ pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
         Error::refused(format!("bundle `{reference}` failed verification: {e}"))
             .at(path.display())
             .hint(match e {
-                stackpack_customer_bundle::verify::VerifyError::Untrusted { .. } => {
+                stackpack_bundle::verify::VerifyError::Untrusted { .. } => {
                     "pass the vendor's public key with `--trust FILE`"
                 }
-                stackpack_customer_bundle::verify::VerifyError::NotFound { .. } => {
+                stackpack_bundle::verify::VerifyError::NotFound { .. } => {
                     "run `stackpack inspect LAYOUT` to list the bundles it holds"
                 }
                 _ => "do not use this bundle: rebuild it, or get it again from its source",
@@ -115,10 +115,7 @@ fn list(layout: &ImageLayout, json: bool) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn signature_state(
-    check: &stackpack_customer_bundle::verify::SignatureCheck,
-    trust: &Trust,
-) -> String {
+fn signature_state(check: &stackpack_bundle::verify::SignatureCheck, trust: &Trust) -> String {
     match (&check.outcome, trust) {
         (Ok(true), _) => "valid, trusted".into(),
         (Ok(false), Trust::ReportOnly) => "valid (trust not checked: pass `--trust`)".into(),
@@ -167,7 +164,7 @@ fn print_bundle(bundle: &VerifiedBundle, trust: &Trust) {
         .map(|input| {
             vec![
                 input.name.clone(),
-                input.type_constraint.clone(),
+                input.type_constraint.to_string(),
                 if input.required {
                     "required".into()
                 } else {

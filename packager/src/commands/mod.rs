@@ -10,7 +10,7 @@ pub mod version;
 
 use std::path::PathBuf;
 
-use stackpack_customer_bundle::layout::ImageLayout;
+use stackpack_bundle::layout::ImageLayout;
 use stackpack_packager::repository::Repository;
 
 use crate::cli::PlanArgs;
@@ -46,7 +46,7 @@ pub fn signing_key(
 pub fn registry_address(
     flag: Option<&str>,
     repo_config: Option<&stackpack_packager::config::RepoConfig>,
-) -> anyhow::Result<stackpack_customer_bundle::remote::RegistryAddress> {
+) -> anyhow::Result<stackpack_bundle::remote::RegistryAddress> {
     let text = flag
         .map(str::to_string)
         .or_else(|| repo_config.and_then(|c| c.registry.clone()))
@@ -56,7 +56,7 @@ pub fn registry_address(
             )
         })?;
     text.parse()
-        .map_err(|e: stackpack_customer_bundle::remote::RemoteError| {
+        .map_err(|e: stackpack_bundle::remote::RemoteError| {
             let hint = e.hint().unwrap_or_default().to_string();
             stackpack_packager::Error::usage(e.to_string())
                 .hint(hint)
@@ -65,10 +65,7 @@ pub fn registry_address(
 }
 
 /// Connects to a registry host, explaining refusals.
-pub fn connect(
-    host: &str,
-    insecure: bool,
-) -> anyhow::Result<stackpack_customer_bundle::remote::Remote> {
-    stackpack_customer_bundle::remote::Remote::new(host, insecure)
+pub fn connect(host: &str, insecure: bool) -> anyhow::Result<stackpack_bundle::remote::Remote> {
+    stackpack_bundle::remote::Remote::new(host, insecure)
         .map_err(|e| stackpack_packager::releases::from_remote(e).into())
 }

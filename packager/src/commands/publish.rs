@@ -1,8 +1,8 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use stackpack_customer_bundle::layout::ImageLayout;
-use stackpack_customer_bundle::remote::Progress;
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::remote::Progress;
 use stackpack_packager::module_package::{plan_modules, publish_modules, PublishedModule};
 use stackpack_packager::plan::plan;
 use stackpack_packager::publish::{publish, PublishedStack};

@@ -3,7 +3,7 @@
 //! that stands in for a registry failing mid-upload (named as such: it forwards to a
 //! real registry and answers one chosen request with a 500).
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -13,147 +13,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_for(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("nothing listens on 127.0.0.1:{port}");
-}
-
-/// CNCF Distribution 2.8, started from Debian's `docker-registry`.
-pub struct Distribution {
-    child: Child,
-    pub port: u16,
-    _data: tempfile::TempDir,
-}
-
-impl Distribution {
-    pub fn start() -> Distribution {
-        let data = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let config = data.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
-                data.path().join("storage").display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("`docker-registry` (Debian package docker-registry) must be installed: run scripts/install-test-deps.sh");
-        wait_for(port);
-        Distribution {
-            child,
-            port,
-            _data: data,
-        }
-    }
-
-    pub fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Distribution {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The built `stackpack-registry` binary, beside `stackpack`.
-pub fn registry_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_stackpack"))
-        .parent()
-        .unwrap()
-        .join("stackpack-registry");
-    if !path.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "stackpack-registry",
-                "--bin",
-                "stackpack-registry",
-            ])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    path
-}
-
-/// Our registry, with a publisher token.
-pub struct OurRegistry {
-    child: Child,
-    pub port: u16,
-    pub data: tempfile::TempDir,
-    pub publisher_token: String,
-}
-
-impl OurRegistry {
-    pub fn start() -> OurRegistry {
-        let data = tempfile::tempdir().unwrap();
-        let binary = registry_binary();
-        let output = Command::new(&binary)
-            .args(["token", "create", "--role", "publisher", "--json", "--data"])
-            .arg(data.path())
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let created: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        let publisher_token = created["token"].as_str().unwrap().to_string();
-        let port = free_port();
-        let child = Command::new(&binary)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data"])
-            .arg(data.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_for(port);
-        OurRegistry {
-            child,
-            port,
-            data,
-            publisher_token,
-        }
-    }
-
-    pub fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for OurRegistry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub use stackpack_test_support::servers::{
+    free_port, wait_for_port as wait_for, Distribution, OurRegistry,
+};
 
 /// A proxy in front of a real registry that answers the `fail_nth` request matching
 /// `method` and `path_contains` with `500 Internal Server Error` and forwards every

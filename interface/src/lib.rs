@@ -1,4 +1,11 @@
-//! Reading a Terraform/OpenTofu module's public interface from its files.
+//! Reading a Terraform/OpenTofu module's public interface from its files, shared by
+//! the packager (which judges version bumps with it) and the runner (which checks a
+//! customer's inputs with it before any engine runs).
+//!
+//! A short tour: [`extract_module`] reads a folder; [`types`] models type
+//! expressions and converts values to them; [`eval`] evaluates expressions (defaults,
+//! `count`/`for_each`, `validation` conditions) with a subset of Terraform's
+//! functions; [`constraint`] compares version constraints as sets of versions.
 //!
 //! [`extract_module`] parses every `*.tf` and `*.tf.json` file of one folder (not
 //! recursively) and keeps what a caller can see or feel: variables, outputs, the kinds
@@ -269,7 +276,7 @@ impl ModuleInterface {
             .iter()
             .map(|v| Input {
                 name: v.name.clone(),
-                type_constraint: v.type_expr.to_string(),
+                type_constraint: v.type_expr.clone(),
                 required: v.is_required(),
                 default: v.effective_default(),
                 sensitive: v.sensitive,

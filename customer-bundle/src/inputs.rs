@@ -191,7 +191,7 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
                 message: format!("input `{}` may not be null", value.name),
                 hint: None,
             });
-        } else if let Err(problem) = type_check(&value.value, &input.type_constraint) {
+        } else if let Err(problem) = input.type_constraint.check(&value.value) {
             let shown = if input.sensitive {
                 "(sensitive value)".to_string()
             } else {
@@ -202,12 +202,7 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
                 input: value.name.clone(),
                 message: format!(
                     "input `{}` must be of type `{}`: {problem} (the value is {shown})",
-                    value.name,
-                    input
-                        .type_constraint
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
+                    value.name, input.type_constraint
                 ),
                 hint: None,
             });
@@ -265,140 +260,6 @@ pub fn did_you_mean<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
         .map(|(_, c)| c)
 }
 
-/// A Terraform type constraint.
-#[derive(Clone, Debug, PartialEq)]
-enum Type {
-    Any,
-    String,
-    Number,
-    Bool,
-    List(Box<Type>),
-    Map(Box<Type>),
-    Tuple(Vec<Type>),
-    Object(Vec<(String, Type, bool)>),
-}
-
-fn parse_type(text: &str) -> Option<Type> {
-    let expression = hcl::Expression::from(hcl::edit::parser::parse_expr(text.trim()).ok()?);
-    type_of(&expression)
-}
-
-fn type_of(expression: &hcl::Expression) -> Option<Type> {
-    use hcl::Expression as E;
-    match expression {
-        E::Variable(v) => match v.as_str() {
-            "any" => Some(Type::Any),
-            "string" => Some(Type::String),
-            "number" => Some(Type::Number),
-            "bool" => Some(Type::Bool),
-            _ => None,
-        },
-        E::FuncCall(call) => {
-            let arg = call.args.first()?;
-            match call.name.name.as_str() {
-                "list" | "set" => Some(Type::List(Box::new(type_of(arg)?))),
-                "map" => Some(Type::Map(Box::new(type_of(arg)?))),
-                "optional" => type_of(arg),
-                "tuple" => match arg {
-                    E::Array(items) => Some(Type::Tuple(
-                        items.iter().map(type_of).collect::<Option<_>>()?,
-                    )),
-                    _ => None,
-                },
-                "object" => match arg {
-                    E::Object(object) => {
-                        let mut attributes = Vec::new();
-                        for (key, value) in object {
-                            let key = match key {
-                                hcl::ObjectKey::Identifier(id) => id.to_string(),
-                                hcl::ObjectKey::Expression(E::String(s)) => s.clone(),
-                                _ => return None,
-                            };
-                            let optional = matches!(value, E::FuncCall(c) if c.name.name.as_str() == "optional");
-                            attributes.push((key, type_of(value)?, optional));
-                        }
-                        Some(Type::Object(attributes))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
-        E::Parenthesis(inner) => type_of(inner),
-        _ => None,
-    }
-}
-
-/// Checks a value against a type constraint with Terraform's conversions (a number
-/// or bool converts to a string, a numeric string to a number). An unreadable
-/// constraint accepts anything: the engine checks it again.
-pub fn type_check(value: &serde_json::Value, constraint: &str) -> std::result::Result<(), String> {
-    match parse_type(constraint) {
-        Some(ty) => conforms(value, &ty, ""),
-        None => Ok(()),
-    }
-}
-
-fn kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a bool",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "a list",
-        serde_json::Value::Object(_) => "an object",
-    }
-}
-
-fn conforms(value: &serde_json::Value, ty: &Type, path: &str) -> std::result::Result<(), String> {
-    use serde_json::Value as V;
-    let here = |what: &str| {
-        if path.is_empty() {
-            format!("expected {what}, found {}", kind(value))
-        } else {
-            format!("`{path}`: expected {what}, found {}", kind(value))
-        }
-    };
-    match (ty, value) {
-        (_, V::Null) | (Type::Any, _) => Ok(()),
-        (Type::String, V::String(_) | V::Number(_) | V::Bool(_)) => Ok(()),
-        (Type::String, _) => Err(here("a string")),
-        (Type::Number, V::Number(_)) => Ok(()),
-        (Type::Number, V::String(s)) if s.trim().parse::<f64>().is_ok() => Ok(()),
-        (Type::Number, _) => Err(here("a number")),
-        (Type::Bool, V::Bool(_)) => Ok(()),
-        (Type::Bool, V::String(s)) if s == "true" || s == "false" => Ok(()),
-        (Type::Bool, _) => Err(here("a bool")),
-        (Type::List(element), V::Array(items)) => items
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, item)| conforms(item, element, &format!("{path}[{i}]"))),
-        (Type::List(_), _) => Err(here("a list")),
-        (Type::Tuple(types), V::Array(items)) if types.len() == items.len() => items
-            .iter()
-            .zip(types)
-            .enumerate()
-            .try_for_each(|(i, (item, ty))| conforms(item, ty, &format!("{path}[{i}]"))),
-        (Type::Tuple(types), _) => Err(here(&format!("a list of {} elements", types.len()))),
-        (Type::Map(element), V::Object(map)) => map.iter().try_for_each(|(k, v)| {
-            conforms(v, element, format!("{path}.{k}").trim_start_matches('.'))
-        }),
-        (Type::Map(_), _) => Err(here("a map")),
-        (Type::Object(attributes), V::Object(map)) => {
-            for (name, ty, optional) in attributes {
-                let child = format!("{path}.{name}").trim_start_matches('.').to_string();
-                match map.get(name) {
-                    Some(v) => conforms(v, ty, &child)?,
-                    None if *optional => {}
-                    None => return Err(format!("attribute `{child}` is required")),
-                }
-            }
-            Ok(())
-        }
-        (Type::Object(_), _) => Err(here("an object")),
-    }
-}
-
 /// The inputs hash for a receipt. Sensitive values enter only as their own hash.
 pub fn inputs_hash(inputs: &Inputs, interface: &Interface) -> Digest {
     let mut map = serde_json::Map::new();
@@ -424,6 +285,12 @@ pub fn inputs_hash(inputs: &Inputs, interface: &Interface) -> Digest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The runner checks values against the bundle's structured types; here the
+    /// types are read from their source text by the shared interface reader.
+    fn type_check(value: &serde_json::Value, text: &str) -> std::result::Result<(), String> {
+        stackpack_interface::types::from_string(text).check(value)
+    }
     use serde_json::json;
 
     #[test]
@@ -450,7 +317,7 @@ mod tests {
         let mut interface = Interface::default();
         interface.inputs.push(Input {
             name: "password".into(),
-            type_constraint: "string".into(),
+            type_constraint: stackpack_schema::types::TypeExpr::String,
             required: true,
             default: None,
             sensitive: true,

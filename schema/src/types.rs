@@ -1,17 +1,24 @@
-//! Type constraints: parsed from HCL, printed in one canonical form, compared by the
-//! sets of values they accept, and used to convert a default the way the engine does.
+//! Terraform/OpenTofu type constraints as one structured, serialisable model, shared
+//! by every program: the packager reads them from HCL (in `stackpack-interface`),
+//! records them in the bundle config as JSON, and the runner checks a customer's
+//! values against the same model. No program prints a type to text and parses it
+//! back.
+//!
+//! In JSON a primitive is its keyword (`"string"`), a collection names its element
+//! (`{"list": "string"}`), and an object lists its attributes with whether each is
+//! optional and its default (`{"object": {"size": {"type": "number", "optional":
+//! true, "default": 3}}}`). Sets stay sets.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use hcl_edit::expr::{Expression, ObjectKey};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use super::eval;
 
 /// A type constraint, normalised: old quoted types (`"list"`) and bare collection
 /// keywords (`list`) become their modern spelling (`list(any)`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum TypeExpr {
     Any,
     String,
@@ -22,57 +29,34 @@ pub enum TypeExpr {
     Map(Box<TypeExpr>),
     Tuple(Vec<TypeExpr>),
     Object(BTreeMap<String, ObjectAttr>),
-    /// Something we could not read, kept as canonical source text.
+    /// Something we could not read, kept as canonical source text. Accepts any value:
+    /// the engine checks it again.
     Unknown(String),
 }
 
 /// One attribute of an `object(...)` type.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ObjectAttr {
+    #[serde(rename = "type")]
     pub ty: TypeExpr,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
     /// The default of an `optional(T, default)` attribute, evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
 }
 
-impl TypeExpr {
-    /// Reads a type constraint expression.
-    pub fn parse(expr: &Expression) -> TypeExpr {
-        match expr {
-            Expression::Variable(ident) => keyword(ident.as_str()),
-            // 0.11 syntax: `type = "list"`; also `.tf.json`, where the type is a string.
-            Expression::String(s) => from_string(s.value()),
-            Expression::Parenthesis(p) => TypeExpr::parse(p.inner()),
-            Expression::FuncCall(call) if call.name.namespace.is_empty() => {
-                let args: Vec<&Expression> = call.args.iter().collect();
-                match (call.name.name.as_str(), args.as_slice()) {
-                    ("list", [t]) => TypeExpr::List(Box::new(TypeExpr::parse(t))),
-                    ("set", [t]) => TypeExpr::Set(Box::new(TypeExpr::parse(t))),
-                    ("map", [t]) => TypeExpr::Map(Box::new(TypeExpr::parse(t))),
-                    ("tuple", [Expression::Array(items)]) => {
-                        TypeExpr::Tuple(items.iter().map(TypeExpr::parse).collect())
-                    }
-                    ("object", [Expression::Object(obj)]) => {
-                        let mut attrs = BTreeMap::new();
-                        for (key, value) in obj.iter() {
-                            let name = match key {
-                                ObjectKey::Ident(ident) => ident.as_str().to_string(),
-                                ObjectKey::Expression(e) => match eval::static_value(e) {
-                                    Some(Value::String(s)) => s,
-                                    _ => eval::canonical_text(e),
-                                },
-                            };
-                            attrs.insert(name, ObjectAttr::parse(value.expr()));
-                        }
-                        TypeExpr::Object(attrs)
-                    }
-                    _ => TypeExpr::Unknown(eval::canonical_text(expr)),
-                }
-            }
-            _ => TypeExpr::Unknown(eval::canonical_text(expr)),
+impl ObjectAttr {
+    pub fn required(ty: TypeExpr) -> ObjectAttr {
+        ObjectAttr {
+            ty,
+            optional: false,
+            default: None,
         }
     }
+}
 
+impl TypeExpr {
     /// True for the types whose values are collections of one element type.
     fn element(&self) -> Option<&TypeExpr> {
         match self {
@@ -152,54 +136,12 @@ impl TypeExpr {
             }
         }
     }
-}
 
-impl ObjectAttr {
-    fn parse(expr: &Expression) -> ObjectAttr {
-        if let Expression::FuncCall(call) = expr {
-            if call.name.namespace.is_empty() && call.name.name.as_str() == "optional" {
-                let args: Vec<&Expression> = call.args.iter().collect();
-                if let Some(t) = args.first() {
-                    return ObjectAttr {
-                        ty: TypeExpr::parse(t),
-                        optional: true,
-                        default: args.get(1).and_then(|d| eval::static_value(d)),
-                    };
-                }
-            }
-        }
-        ObjectAttr {
-            ty: TypeExpr::parse(expr),
-            optional: false,
-            default: None,
-        }
-    }
-}
-
-fn keyword(word: &str) -> TypeExpr {
-    match word {
-        "any" => TypeExpr::Any,
-        "string" => TypeExpr::String,
-        "number" => TypeExpr::Number,
-        "bool" => TypeExpr::Bool,
-        "list" => TypeExpr::List(Box::new(TypeExpr::Any)),
-        "set" => TypeExpr::Set(Box::new(TypeExpr::Any)),
-        "map" => TypeExpr::Map(Box::new(TypeExpr::Any)),
-        other => TypeExpr::Unknown(other.to_string()),
-    }
-}
-
-/// A type written as a string: 0.11's `"string"`, `"list"`, `"map"`, or a `.tf.json`
-/// type expression such as `"list(string)"` or `"${map(string)}"`.
-pub fn from_string(text: &str) -> TypeExpr {
-    let text = text.trim();
-    let text = text
-        .strip_prefix("${")
-        .and_then(|t| t.strip_suffix('}'))
-        .unwrap_or(text);
-    match hcl_edit::parser::parse_expr(text) {
-        Ok(Expression::String(_)) | Err(_) => keyword(text),
-        Ok(expr) => TypeExpr::parse(&expr),
+    /// Checks a value against this type with the engine's conversions (a number or
+    /// bool converts to a string, a numeric string to a number, `"true"` to a bool).
+    /// The error names the path inside the value (`pools[1].size`).
+    pub fn check(&self, value: &Value) -> Result<(), String> {
+        conforms(value, self, "")
     }
 }
 
@@ -252,7 +194,7 @@ pub fn convert(value: &Value, ty: &TypeExpr) -> Value {
         (TypeExpr::String, Value::Number(n)) => Value::String(n.to_string()),
         (TypeExpr::String, Value::Bool(b)) => Value::String(b.to_string()),
         (TypeExpr::Number, Value::String(s)) => match s.parse::<f64>() {
-            Ok(n) => eval::number(n),
+            Ok(n) => number(n),
             Err(_) => value.clone(),
         },
         (TypeExpr::Bool, Value::String(s)) if s == "true" || s == "false" => {
@@ -301,7 +243,7 @@ pub fn convert(value: &Value, ty: &TypeExpr) -> Value {
 /// Integral floats made integers, recursively.
 pub fn normalise(value: &Value) -> Value {
     match value {
-        Value::Number(n) => n.as_f64().map_or(value.clone(), eval::number),
+        Value::Number(n) => n.as_f64().map_or(value.clone(), number),
         Value::Array(items) => Value::Array(items.iter().map(normalise).collect()),
         Value::Object(map) => {
             Value::Object(map.iter().map(|(k, v)| (k.clone(), normalise(v))).collect())
@@ -310,35 +252,163 @@ pub fn normalise(value: &Value) -> Value {
     }
 }
 
+/// A number as the engine prints it: integral values without a fraction.
+pub fn number(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        Value::from(n as i64)
+    } else {
+        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a bool",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn child(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+fn conforms(value: &Value, ty: &TypeExpr, path: &str) -> Result<(), String> {
+    let here = |what: &str| {
+        if path.is_empty() {
+            format!("expected {what}, found {}", kind(value))
+        } else {
+            format!("`{path}`: expected {what}, found {}", kind(value))
+        }
+    };
+    match (ty, value) {
+        (_, Value::Null) | (TypeExpr::Any | TypeExpr::Unknown(_), _) => Ok(()),
+        (TypeExpr::String, Value::String(_) | Value::Number(_) | Value::Bool(_)) => Ok(()),
+        (TypeExpr::String, _) => Err(here("a string")),
+        (TypeExpr::Number, Value::Number(_)) => Ok(()),
+        (TypeExpr::Number, Value::String(s)) if s.trim().parse::<f64>().is_ok() => Ok(()),
+        (TypeExpr::Number, _) => Err(here("a number")),
+        (TypeExpr::Bool, Value::Bool(_)) => Ok(()),
+        (TypeExpr::Bool, Value::String(s)) if s == "true" || s == "false" => Ok(()),
+        (TypeExpr::Bool, _) => Err(here("a bool")),
+        (TypeExpr::List(element) | TypeExpr::Set(element), Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| conforms(item, element, &format!("{path}[{i}]"))),
+        (TypeExpr::List(_), _) => Err(here("a list")),
+        (TypeExpr::Set(_), _) => Err(here("a set")),
+        (TypeExpr::Tuple(types), Value::Array(items)) if types.len() == items.len() => items
+            .iter()
+            .zip(types)
+            .enumerate()
+            .try_for_each(|(i, (item, ty))| conforms(item, ty, &format!("{path}[{i}]"))),
+        (TypeExpr::Tuple(types), _) => Err(here(&format!("a list of {} elements", types.len()))),
+        (TypeExpr::Map(element), Value::Object(map)) => map
+            .iter()
+            .try_for_each(|(k, v)| conforms(v, element, &child(path, k))),
+        (TypeExpr::Map(_), _) => Err(here("a map")),
+        (TypeExpr::Object(attributes), Value::Object(map)) => {
+            for (name, attribute) in attributes {
+                let at = child(path, name);
+                match map.get(name) {
+                    Some(v) => conforms(v, &attribute.ty, &at)?,
+                    None if attribute.optional => {}
+                    None => return Err(format!("attribute `{at}` is required")),
+                }
+            }
+            Ok(())
+        }
+        (TypeExpr::Object(_), _) => Err(here("an object")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn t(text: &str) -> TypeExpr {
-        TypeExpr::parse(&hcl_edit::parser::parse_expr(text).unwrap())
+    fn object(attrs: &[(&str, TypeExpr, bool, Option<Value>)]) -> TypeExpr {
+        TypeExpr::Object(
+            attrs
+                .iter()
+                .map(|(name, ty, optional, default)| {
+                    let attr = ObjectAttr {
+                        ty: ty.clone(),
+                        optional: *optional,
+                        default: default.clone(),
+                    };
+                    (name.to_string(), attr)
+                })
+                .collect(),
+        )
     }
 
     #[test]
-    fn normalises_spellings() {
-        assert_eq!(t("\"list\"").to_string(), "list(any)");
-        assert_eq!(t("map").to_string(), "map(any)");
+    fn the_json_form_is_structured_and_round_trips() {
+        let ty = TypeExpr::List(Box::new(object(&[
+            ("family", TypeExpr::String, false, None),
+            ("max", TypeExpr::Number, true, Some(json!(4))),
+            (
+                "zones",
+                TypeExpr::Set(Box::new(TypeExpr::String)),
+                true,
+                None,
+            ),
+        ])));
+        let text = serde_json::to_value(&ty).unwrap();
         assert_eq!(
-            t("object({ b = optional(number, 3), a = string })").to_string(),
-            "object({a = string, b = optional(number, 3)})"
+            text,
+            json!({"list": {"object": {
+                "family": {"type": "string"},
+                "max": {"type": "number", "optional": true, "default": 4},
+                "zones": {"type": {"set": "string"}, "optional": true}
+            }}})
         );
-        assert_eq!(from_string("${list(string)}").to_string(), "list(string)");
+        assert_eq!(serde_json::from_value::<TypeExpr>(text).unwrap(), ty);
+        assert_eq!(
+            ty.to_string(),
+            "list(object({family = string, max = optional(number, 4), zones = optional(set(string))}))"
+        );
     }
 
     #[test]
-    fn widening_and_narrowing() {
-        assert!(t("string").accepted_by(&t("any")));
-        assert!(!t("any").accepted_by(&t("string")));
-        let old = t("object({a = string})");
-        let new = t("object({a = string, b = optional(bool)})");
-        assert!(old.accepted_by(&new));
-        assert!(!new.accepted_by(&old));
-        let required = t("object({a = string, b = bool})");
-        assert!(!old.accepted_by(&required));
-        assert!(!t("object({a = optional(string)})").accepted_by(&t("object({a = string})")));
+    fn values_are_checked_with_the_engines_conversions() {
+        assert!(TypeExpr::String.check(&json!(3)).is_ok());
+        assert!(TypeExpr::Number.check(&json!("3.5")).is_ok());
+        assert!(TypeExpr::Bool.check(&json!("true")).is_ok());
+        assert_eq!(
+            TypeExpr::Number.check(&json!("three")).unwrap_err(),
+            "expected a number, found a string"
+        );
+        let pools = TypeExpr::List(Box::new(object(&[
+            ("family", TypeExpr::String, false, None),
+            ("max", TypeExpr::Number, true, None),
+        ])));
+        assert!(pools.check(&json!([{"family": "a100"}])).is_ok());
+        assert_eq!(
+            pools
+                .check(&json!([{"family": "a100"}, {"max": 2}]))
+                .unwrap_err(),
+            "attribute `[1].family` is required"
+        );
+        assert_eq!(
+            pools
+                .check(&json!([{"family": "a100", "max": []}]))
+                .unwrap_err(),
+            "`[0].max`: expected a number, found a list"
+        );
+    }
+
+    #[test]
+    fn a_set_is_converted_sorted_without_duplicates() {
+        let ty = TypeExpr::Set(Box::new(TypeExpr::String));
+        assert_eq!(convert(&json!(["b", "a", "b"]), &ty), json!(["a", "b"]));
     }
 }

@@ -12,6 +12,7 @@
 //! runtime and blocks on it.
 
 pub mod credentials;
+pub mod http;
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;

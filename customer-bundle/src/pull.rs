@@ -6,8 +6,8 @@ use semver::Version;
 use super::error::{Error, Result};
 use super::home::Home;
 use super::store::{import_layout, staging, Imported};
-use crate::remote::{Progress, Remote};
-use crate::transfer::{pull_bundle, TransferError};
+use stackpack_bundle::remote::{Progress, Remote};
+use stackpack_bundle::transfer::{pull_bundle, TransferError};
 
 /// `HOST[:PORT]/REPOSITORY:VERSION`, where the repository's last component is the
 /// stack (`registry.acme.example/acme/stacks/data-plane:1.4.0`).
@@ -83,7 +83,7 @@ pub fn pull(
     import_layout(home, &staged)
 }
 
-fn remote_error(e: crate::remote::RemoteError) -> Error {
+fn remote_error(e: stackpack_bundle::remote::RemoteError) -> Error {
     let hint = e.hint();
     let error = Error::refused(e.to_string());
     match hint {

@@ -23,8 +23,8 @@ use super::ledger::{Deployment, Ledger};
 use super::lock::StackLock;
 use super::receipts;
 use super::store;
-use crate::archive::{self, HashingReader, Limits};
-use crate::verify::VerifiedBundle;
+use stackpack_bundle::archive::{self, HashingReader, Limits};
+use stackpack_bundle::verify::VerifiedBundle;
 
 /// The name of the inputs file inside the work folder.
 const INPUTS_FILE: &str = "stackpack.tfvars";

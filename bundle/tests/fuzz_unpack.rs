@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use stackpack_customer_bundle::archive::{unpack, Limits};
+use stackpack_bundle::archive::{unpack, Limits};
 
 struct Rng(u64);
 

@@ -274,7 +274,7 @@ fn terraform_block(ctx: &Ctx, body: &Body, module: &mut ModuleInterface) {
 
 fn variable(ctx: &Ctx, name: &str, body: &Body, location: Location) -> Variable {
     let type_attr = attr(body, "type");
-    let type_expr = type_attr.map_or(TypeExpr::Any, TypeExpr::parse);
+    let type_expr = type_attr.map_or(TypeExpr::Any, types::parse);
     let default = match attr(body, "default") {
         None => DefaultValue::Required,
         Some(e) => match static_value(e) {

@@ -16,9 +16,9 @@ use stackpack_schema::signature::PublicKey;
 
 use super::error::{io, Error, Result};
 use super::home::Home;
-use crate::archive::Limits;
-use crate::layout::{self, EntryKind, ImageLayout, LayoutError, MAX_MANIFEST_SIZE};
-use crate::verify::{self, Trust, VerifiedBundle, VerifyError};
+use stackpack_bundle::archive::Limits;
+use stackpack_bundle::layout::{self, EntryKind, ImageLayout, LayoutError, MAX_MANIFEST_SIZE};
+use stackpack_bundle::verify::{self, Trust, VerifiedBundle, VerifyError};
 
 /// Largest `index.json` or `oci-layout` read from an imported tar.
 const MAX_SMALL_FILE: u64 = 4 * 1024 * 1024;

@@ -1,4 +1,4 @@
-//! The user-facing error of the runner and the packager: what failed, where, and
+//! The user-facing error of the runner and the packager (both depend on this crate): what failed, where, and
 //! what to do next. Both programs print it the same way (`error:`, `-->`, `hint:`).
 
 use std::fmt;
@@ -68,12 +68,6 @@ impl std::error::Error for Error {}
 impl From<crate::layout::LayoutError> for Error {
     fn from(e: crate::layout::LayoutError) -> Self {
         Error::refused(e.to_string())
-    }
-}
-
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Self {
-        Error::refused(format!("the runner's ledger failed: {e}"))
     }
 }
 

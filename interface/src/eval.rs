@@ -13,13 +13,7 @@ use hcl_edit::template::{Element, Template};
 use serde_json::Value;
 
 /// A JSON number from an `f64`, integral values as integers.
-pub fn number(n: f64) -> Value {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
-    }
-}
+pub use stackpack_schema::types::number;
 
 /// The value of an expression that references nothing.
 pub fn static_value(expr: &Expression) -> Option<Value> {
@@ -369,10 +363,10 @@ impl<'a> Evaluator<'a> {
         let r = self.eval(&op.rhs_expr)?;
         Some(match operator {
             Eq => Value::Bool(
-                crate::interface::types::normalise(&l) == crate::interface::types::normalise(&r),
+                stackpack_schema::types::normalise(&l) == stackpack_schema::types::normalise(&r),
             ),
             NotEq => Value::Bool(
-                crate::interface::types::normalise(&l) != crate::interface::types::normalise(&r),
+                stackpack_schema::types::normalise(&l) != stackpack_schema::types::normalise(&r),
             ),
             Less => Value::Bool(as_number(&l)? < as_number(&r)?),
             LessEq => Value::Bool(as_number(&l)? <= as_number(&r)?),

@@ -156,7 +156,7 @@ impl Home {
             "# stackpack-runner configuration. See `stackpack-runner init --help`.\n{}",
             toml::to_string_pretty(&config).expect("config serialises")
         );
-        crate::layout::write_atomically(&path, text.as_bytes())?;
+        stackpack_bundle::layout::write_atomically(&path, text.as_bytes())?;
         let home = Home {
             root: root.to_path_buf(),
             config,
@@ -169,8 +169,10 @@ impl Home {
         self.root.join("store")
     }
 
-    pub fn store(&self) -> Result<crate::layout::ImageLayout> {
-        Ok(crate::layout::ImageLayout::create(self.store_path())?)
+    pub fn store(&self) -> Result<stackpack_bundle::layout::ImageLayout> {
+        Ok(stackpack_bundle::layout::ImageLayout::create(
+            self.store_path(),
+        )?)
     }
 
     pub fn ledger_path(&self) -> PathBuf {
@@ -219,7 +221,7 @@ impl Home {
             if path.extension().and_then(|e| e.to_str()) != Some("pub") {
                 continue;
             }
-            let key = crate::trust::read_public_key(&path).map_err(|e| {
+            let key = stackpack_bundle::trust::read_public_key(&path).map_err(|e| {
                 Error::refused(e.to_string()).hint(format!(
                     "remove it with `stackpack-runner trust remove {}`",
                     path.file_stem().unwrap_or_default().to_string_lossy()
@@ -233,7 +235,7 @@ impl Home {
 
     /// Adds a trusted key; returns its id and whether it was new.
     pub fn trust_add(&self, file: &Path) -> Result<(String, bool)> {
-        let key = crate::trust::read_public_key(file).map_err(|e| {
+        let key = stackpack_bundle::trust::read_public_key(file).map_err(|e| {
             Error::usage(e.to_string())
                 .hint("a vendor public key is the `.pub` file `stackpack keygen` wrote")
         })?;
@@ -242,7 +244,7 @@ impl Home {
         std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
         let target = dir.join(format!("{id}.pub"));
         let new = !target.exists();
-        crate::layout::write_atomically(&target, key.to_pem().as_bytes())?;
+        stackpack_bundle::layout::write_atomically(&target, key.to_pem().as_bytes())?;
         Ok((id, new))
     }
 

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stackpack_customer_bundle::archive::{unpack, Limits};
+use stackpack_bundle::archive::{unpack, Limits};
 
 fuzz_target!(|data: &[u8]| {
     let root = tempfile::tempdir().unwrap();

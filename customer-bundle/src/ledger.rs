@@ -7,7 +7,30 @@ use rusqlite::{params, Connection, OptionalExtension};
 use semver::Version;
 use stackpack_schema::receipt::SignedReceipt;
 
-use super::error::{Error, Result};
+use crate::error::Error;
+
+/// What can go wrong in the ledger. Kept apart from the shared [`Error`] so that the
+/// bundle library, which the packager also compiles, knows nothing about SQLite.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("the runner's ledger failed: {0}")]
+    Database(#[from] rusqlite::Error),
+    #[error("cannot open the ledger `{path}`: {source}")]
+    Open {
+        path: std::path::PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("the ledger holds a bad {what}: {detail}")]
+    Corrupt { what: &'static str, detail: String },
+}
+
+impl From<LedgerError> for Error {
+    fn from(e: LedgerError) -> Self {
+        Error::refused(e.to_string())
+    }
+}
+
+type Result<T, E = LedgerError> = std::result::Result<T, E>;
 
 pub struct Ledger {
     conn: Connection,
@@ -59,8 +82,9 @@ CREATE TABLE IF NOT EXISTS deployments (
 
 impl Ledger {
     pub fn open(path: &Path) -> Result<Ledger> {
-        let conn = Connection::open(path).map_err(|e| {
-            Error::refused(format!("cannot open the ledger `{}`: {e}", path.display()))
+        let conn = Connection::open(path).map_err(|source| LedgerError::Open {
+            path: path.to_path_buf(),
+            source,
         })?;
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -126,8 +150,9 @@ impl Ledger {
         let mut out = Vec::new();
         for row in rows {
             let (stack, version, digest, receipt_id, inputs_file, applied_at, kind) = row?;
-            let version = Version::parse(&version).map_err(|_| {
-                Error::refused(format!("the ledger holds a bad version `{version}`"))
+            let version = Version::parse(&version).map_err(|_| LedgerError::Corrupt {
+                what: "version",
+                detail: format!("`{version}`"),
             })?;
             out.push(Deployment {
                 kind,
@@ -219,8 +244,10 @@ impl Ledger {
             .optional()?;
         document
             .map(|d| {
-                SignedReceipt::from_bytes(d.as_bytes())
-                    .map_err(|e| Error::refused(format!("the ledger holds a bad receipt: {e}")))
+                SignedReceipt::from_bytes(d.as_bytes()).map_err(|e| LedgerError::Corrupt {
+                    what: "receipt",
+                    detail: e.to_string(),
+                })
             })
             .transpose()
     }
@@ -238,8 +265,12 @@ impl Ledger {
         let mut out = Vec::new();
         for row in rows {
             let (document, reported_at) = row?;
-            let signed = SignedReceipt::from_bytes(document.as_bytes())
-                .map_err(|e| Error::refused(format!("the ledger holds a bad receipt: {e}")))?;
+            let signed = SignedReceipt::from_bytes(document.as_bytes()).map_err(|e| {
+                LedgerError::Corrupt {
+                    what: "receipt",
+                    detail: e.to_string(),
+                }
+            })?;
             out.push(StoredReceipt {
                 signed,
                 reported_at,

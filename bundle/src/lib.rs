@@ -1,0 +1,27 @@
+//! The bundle library that the packager and the runner share.
+//!
+//! A short tour:
+//!
+//! - [`layout`] reads and writes OCI image layouts: `oci-layout`, `index.json`,
+//!   `blobs/sha256/…`. Blobs are streamed to a temporary file, checked against their
+//!   digest, then renamed into place, so a blob is visible only once it is whole.
+//! - [`archive`] walks and unpacks a stack layer (`tar+gzip`) with explicit limits,
+//!   refusing absolute paths, `..`, links, devices and decompression bombs.
+//! - [`verify`] checks a bundle in a layout end to end: the signature by a trusted
+//!   key, the manifest, config and layer digests, and every file against the signed
+//!   config. The packager runs the same code on what it publishes.
+//! - [`trust`] loads the public keys a caller trusts.
+//! - [`error`] is the user-facing error both programs print: what, where, a hint.
+//! - [`remote`] talks to OCI registries (and, through [`remote::http`], to the
+//!   ledger's plain JSON API); [`transfer`] moves bundles between registries,
+//!   layouts and tar files.
+//!
+//! Verification always streams: memory does not grow with the size of a bundle.
+
+pub mod archive;
+pub mod error;
+pub mod layout;
+pub mod remote;
+pub mod transfer;
+pub mod trust;
+pub mod verify;

@@ -1,0 +1,184 @@
+//! Real registries on 127.0.0.1: CNCF Distribution (Debian's `docker-registry`) and
+//! our own `stackpack-registry`. Each stops when dropped.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A port nobody listens on at the moment of asking.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits (up to 20 s) until something accepts connections on `127.0.0.1:port`.
+pub fn wait_for_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("nothing listens on 127.0.0.1:{port}");
+}
+
+/// CNCF Distribution 2.8 from Debian's `docker-registry`: deletes enabled, no auth.
+pub struct Distribution {
+    child: Child,
+    pub port: u16,
+    _data: tempfile::TempDir,
+}
+
+impl Distribution {
+    /// Starts one, or returns `None` when `docker-registry` is missing (which fails
+    /// the test instead where `STACKPACK_REQUIRE_TOOLS` is set).
+    pub fn start() -> Option<Distribution> {
+        let binary = ["docker-registry", "registry"]
+            .into_iter()
+            .find(|b| super::on_path(b));
+        let Some(binary) = binary else {
+            super::have("docker-registry");
+            return None;
+        };
+        let data = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let config = data.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n  cache:\n    blobdescriptor: inmemory\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                data.path().join("storage").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(binary)
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("docker-registry starts");
+        wait_for_port(port);
+        Some(Distribution {
+            child,
+            port,
+            _data: data,
+        })
+    }
+
+    /// Starts one; a test that cannot run without it panics with the install hint.
+    pub fn require() -> Distribution {
+        Distribution::start().expect(
+            "`docker-registry` (Debian package docker-registry) must be installed: run scripts/install-test-deps.sh",
+        )
+    }
+
+    /// `127.0.0.1:PORT`, as `stackpack --registry` takes it.
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.host())
+    }
+}
+
+impl Drop for Distribution {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Our `stackpack-registry`, with a publisher token made before it starts.
+pub struct OurRegistry {
+    child: Child,
+    pub port: u16,
+    pub data: tempfile::TempDir,
+    pub publisher_token: String,
+}
+
+impl OurRegistry {
+    pub fn start() -> OurRegistry {
+        let data = tempfile::tempdir().unwrap();
+        let binary = super::binary("stackpack-registry");
+        let publisher_token = create_token(&binary, data.path(), "publisher");
+        let port = free_port();
+        let child = Command::new(&binary)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data"])
+            .arg(data.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("stackpack-registry starts");
+        wait_for_port(port);
+        OurRegistry {
+            child,
+            port,
+            data,
+            publisher_token,
+        }
+    }
+
+    /// A token of `role` for this registry (`--customer` where given).
+    pub fn token(&self, role: &str, customer: Option<&str>) -> String {
+        let mut command = Command::new(super::binary("stackpack-registry"));
+        command.args(["token", "create", "--role", role, "--json", "--data"]);
+        command.arg(self.data.path());
+        if let Some(customer) = customer {
+            command.args(["--customer", customer]);
+        }
+        token_from(command)
+    }
+
+    /// Runs `stackpack-registry ARGS --data <this registry's data>`.
+    pub fn run(&self, args: &[&str]) -> super::Run {
+        super::Run::from(
+            Command::new(super::binary("stackpack-registry"))
+                .args(args)
+                .arg("--data")
+                .arg(self.data.path())
+                .output()
+                .expect("stackpack-registry runs"),
+        )
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.host())
+    }
+}
+
+impl Drop for OurRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn create_token(binary: &Path, data: &Path, role: &str) -> String {
+    let mut command = Command::new(binary);
+    command.args(["token", "create", "--role", role, "--json", "--data"]);
+    command.arg(data);
+    token_from(command)
+}
+
+fn token_from(mut command: Command) -> String {
+    let output = command.output().expect("stackpack-registry runs");
+    assert!(
+        output.status.success(),
+        "token create: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let created: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    created["token"].as_str().unwrap().to_string()
+}
