@@ -95,6 +95,22 @@ pub struct VerifiedBundle {
     pub stack_layer: Descriptor,
 }
 
+impl VerifiedBundle {
+    /// The provider package for `source` and `version` on `platform`, if the bundle
+    /// carries one (its layer was verified with the rest).
+    pub fn provider(
+        &self,
+        source: &str,
+        version: &str,
+        platform: &str,
+    ) -> Option<&stackpack_schema::bundle::ProviderPackage> {
+        self.config
+            .providers
+            .iter()
+            .find(|p| p.source == source && p.version == version && p.platform == platform)
+    }
+}
+
 /// Finds `stack@version` in the layout and verifies it.
 pub fn verify_bundle(
     layout: &ImageLayout,
@@ -177,6 +193,7 @@ pub fn verify_manifest(
     }
     let stack_layer =
         stack_layer.ok_or_else(|| VerifyError::NotABundle("it has no stack layer".into()))?;
+    check_provider_layers(&config, &manifest)?;
 
     Ok(VerifiedBundle {
         manifest_descriptor: descriptor.clone(),
@@ -414,6 +431,39 @@ fn verify_stack_layer(
     check_digest(what, descriptor, hashing)?;
     drained.map_err(|e| VerifyError::Archive(ArchiveError::Corrupt(e.to_string())))?;
     Ok(scanned?)
+}
+
+/// Every provider package the signed config lists is a layer of the manifest, and
+/// every provider layer is listed: the two cannot be mixed and matched.
+fn check_provider_layers(
+    config: &BundleConfig,
+    manifest: &ImageManifest,
+) -> Result<(), VerifyError> {
+    let layers: Vec<&Descriptor> = manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == media_type::PROVIDER_PACKAGE)
+        .collect();
+    for package in &config.providers {
+        if !layers
+            .iter()
+            .any(|l| l.digest == package.digest && l.size == package.size)
+        {
+            return Err(VerifyError::NotABundle(format!(
+                "its config lists provider `{}` {} for `{}`, and no layer carries it",
+                package.source, package.version, package.platform
+            )));
+        }
+    }
+    for layer in layers {
+        if !config.providers.iter().any(|p| p.digest == layer.digest) {
+            return Err(VerifyError::NotABundle(format!(
+                "it carries a provider layer `{}` that its config does not list",
+                layer.digest
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn compare_files(config: &BundleConfig, files: &[ArchiveFile]) -> Result<(), VerifyError> {

@@ -273,8 +273,9 @@ fn execute(
     plan: &mut PlanDetails,
     work_kept: &mut Option<PathBuf>,
 ) -> Result<Step> {
-    let engine = Engine::locate(home, ui.verbose)?;
+    let mut engine = Engine::locate(home, ui.verbose)?;
     receipt.engine.version = engine.version.clone();
+    engine.check_required_version(bundle.config.engine.version_constraint.as_deref())?;
     if let Some(wanted) = bundle.config.engine.name.as_deref() {
         if wanted != engine.name {
             (ui.status)(&format!(
@@ -291,6 +292,16 @@ fn execute(
         .map_err(|e| io("create a work folder in", &work_root, e))?;
     let result = (|| {
         let dir = unpack_verified(home, bundle, work.path())?;
+        let providers = super::providers::prepare(home, bundle, &dir, work.path())?;
+        engine.cli_config = Some(providers.cli_config.clone());
+        for package in &providers.installed {
+            (ui.status)(&format!(
+                "provider `{}` {} from the bundle ({})",
+                package.source,
+                package.version,
+                package.digest.short()
+            ));
+        }
         write_private(&dir.join(INPUTS_FILE), inputs_text)?;
         let (override_file, backend_args) = engine::backend_setup(home, &receipt.stack)?;
         std::fs::write(dir.join("stackpack_backend_override.tf"), override_file)
@@ -302,6 +313,10 @@ fn execute(
             "-input=false".into(),
             "-no-color".into(),
         ];
+        if providers.locked {
+            // The lock file travelled signed in the bundle: `init` must not change it.
+            init.push("-lockfile=readonly".into());
+        }
         init.extend(backend_args);
         engine.run_ok(&dir, &init, quiet, "init")?;
         (ui.status)(&format!("{} plan", engine.name));

@@ -24,6 +24,9 @@ pub const PLAN_FILE: &str = "stackpack.tfplan";
 pub struct Engine {
     pub name: String,
     pub path: PathBuf,
+    /// The CLI configuration every run uses (`TF_CLI_CONFIG_FILE`): provider
+    /// installation only from the bundle's own packages.
+    pub cli_config: Option<PathBuf>,
     pub version: String,
     pub verbose: bool,
 }
@@ -71,9 +74,12 @@ impl Engine {
         if !path.is_file() {
             return Err(missing(&name, &path));
         }
+        // The engine runs in the work folder: a relative path would resolve there.
+        let path = std::path::absolute(&path).unwrap_or(path);
         let mut engine = Engine {
             name,
             path,
+            cli_config: None,
             version: String::new(),
             verbose,
         };
@@ -98,6 +104,15 @@ impl Engine {
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_INPUT", "0")
             .stdin(Stdio::null());
+        if let Some(config) = &self.cli_config {
+            // Ours alone: a plugin cache or a user's configuration could let `init`
+            // install something the bundle did not carry.
+            command
+                .env("TF_CLI_CONFIG_FILE", config)
+                .env_remove("TF_PLUGIN_CACHE_DIR")
+                .env_remove("TF_CLI_ARGS")
+                .env_remove("TF_CLI_ARGS_init");
+        }
         command
     }
 
@@ -128,6 +143,28 @@ impl Engine {
                 stdout.lines().next().unwrap_or("").trim()
             ))
         })
+    }
+
+    /// Refuses an engine whose version the stack's `required_version` excludes, before
+    /// `init` says so less clearly.
+    pub fn check_required_version(&self, constraint: Option<&str>) -> Result<()> {
+        let Some(text) = constraint else {
+            return Ok(());
+        };
+        let Some(parsed) = stackpack_interface::constraint::Constraint::parse(text) else {
+            return Ok(());
+        };
+        if parsed.allows_version(&self.version) == Some(false) {
+            return Err(Error::refused(format!(
+                "engine `{}` {} does not satisfy the stack's `required_version = \"{text}\"`",
+                self.name, self.version
+            ))
+            .at(format!("engine `{}`", self.path.display()))
+            .hint(
+                "install a version it allows, and set `path` under `[engine]` in `runner.toml`",
+            ));
+        }
+        Ok(())
     }
 
     /// Runs the engine with `args` in `dir`, streaming its output to stderr.

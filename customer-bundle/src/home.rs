@@ -97,6 +97,12 @@ pub struct Home {
     pub config: Config,
 }
 
+/// `path` made absolute against the current folder (without resolving links, so the
+/// path the user gave stays recognisable in messages).
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|e| io("find the absolute path of", path, e))
+}
+
 /// The default home: `$STACKPACK_RUNNER_HOME` is handled by the CLI; this is
 /// `$XDG_DATA_HOME/stackpack/runner`, else `~/.local/share/stackpack/runner`.
 pub fn default_root() -> Option<PathBuf> {
@@ -111,6 +117,10 @@ pub fn default_root() -> Option<PathBuf> {
 impl Home {
     /// Opens an initialised home.
     pub fn open(root: &Path) -> Result<Home> {
+        // Every path the home hands to the engine must be absolute: a relative one
+        // would resolve inside the throwaway work folder, and the state written there
+        // would vanish with it.
+        let root = &absolute(root)?;
         let path = root.join(CONFIG_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -140,6 +150,7 @@ impl Home {
     /// Creates a home with `config`. Refuses to overwrite an existing `runner.toml`.
     pub fn init(root: &Path, config: Config) -> Result<Home> {
         check_config(&config)?;
+        let root = &absolute(root)?;
         let path = root.join(CONFIG_FILE);
         if path.exists() {
             return Err(Error::refused(format!(

@@ -14,6 +14,7 @@
 //! - [`ledger`]: the local SQLite record of every receipt and deployment.
 //! - [`receipts`]: the installation key and signed receipts.
 //! - [`lock`]: one runner at a time per stack.
+//! - [`providers`]: the bundle's provider packages as the engine's only source.
 //! - [`pull`]: a bundle from a registry into the store, verified first.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
 
@@ -23,6 +24,7 @@ pub mod home;
 pub mod inputs;
 pub mod ledger;
 pub mod lock;
+pub mod providers;
 pub mod pull;
 pub mod receipts;
 pub mod store;

@@ -82,6 +82,12 @@ impl Constraint {
         Some(Constraint { atoms })
     }
 
+    /// Whether `version` (`1.15.5`, `v0.15.0-rc2`) satisfies the constraint; `None`
+    /// when the version cannot be read.
+    pub fn allows_version(&self, version: &str) -> Option<bool> {
+        triple(version).map(|(v, _)| self.allows(v))
+    }
+
     pub fn allows(&self, v: Triple) -> bool {
         self.atoms.iter().all(|a| match a {
             Atom::Eq(x) => v == *x,
@@ -156,6 +162,14 @@ pub fn compare_text(old: Option<&str>, new: Option<&str>) -> SetChange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_engine_version_is_checked_against_required_version() {
+        let constraint = Constraint::parse(">= 1.5.0").unwrap();
+        assert_eq!(constraint.allows_version("1.15.5"), Some(true));
+        assert_eq!(constraint.allows_version("v0.15.0-rc2"), Some(false));
+        assert_eq!(constraint.allows_version("not a version"), None);
+    }
 
     #[test]
     fn compares_as_sets() {

@@ -15,6 +15,7 @@
 
 pub mod constraint;
 pub mod eval;
+pub mod lockfile;
 mod parse;
 pub mod types;
 

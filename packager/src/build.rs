@@ -99,6 +99,10 @@ pub fn build_stack(
             }
         })
         .collect();
+    // Provider packages, checked against the lock file before anything is signed.
+    let providers =
+        crate::providers::collect(&repo.root, &stack.path, &interface, &repo.config.providers)?;
+    let provider_layers = crate::providers::write_layers(&providers, layout)?;
     let commit = if plan.dirty {
         format!("{}-dirty", plan.commit)
     } else {
@@ -122,6 +126,7 @@ pub fn build_stack(
         interface,
         modules,
         files,
+        providers: providers.into_iter().map(|p| p.package).collect(),
     };
     let config_bytes = config.to_bytes();
     let (config_digest, config_size) = layout.write_blob(&config_bytes)?;
@@ -138,7 +143,9 @@ pub fn build_stack(
         media_type: Some(media_type::OCI_MANIFEST.into()),
         artifact_type: Some(media_type::BUNDLE_ARTIFACT.into()),
         config: Descriptor::new(media_type::BUNDLE_CONFIG, config_digest, config_size),
-        layers: vec![layer.clone()],
+        layers: std::iter::once(layer.clone())
+            .chain(provider_layers)
+            .collect(),
         subject: None,
         annotations: Some(annotations),
     };

@@ -31,6 +31,35 @@ pub struct RepoConfig {
     /// Policy settings read by later stages.
     #[serde(default)]
     pub policy: toml::Table,
+    /// Where provider packages come from, and for which platforms.
+    #[serde(default)]
+    pub providers: ProviderSettings,
+}
+
+/// `[providers]`: the provider packages that travel inside bundles.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// A folder in the layout `terraform providers mirror` writes
+    /// (`<hostname>/<namespace>/<type>/terraform-provider-…zip`), relative to the
+    /// repository or absolute. Filled in CI; not committed.
+    pub mirror: Option<PathBuf>,
+    /// Target platforms, as Terraform names them.
+    #[serde(default = "default_platforms")]
+    pub platforms: Vec<String>,
+}
+
+impl Default for ProviderSettings {
+    fn default() -> Self {
+        ProviderSettings {
+            mirror: None,
+            platforms: default_platforms(),
+        }
+    }
+}
+
+fn default_platforms() -> Vec<String> {
+    vec!["linux_amd64".to_string()]
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

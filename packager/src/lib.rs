@@ -10,6 +10,8 @@
 //!   now, a registry later.
 //! - [`plan`] decides, per stack, whether it changed and which version it gets.
 //! - [`pack`] writes the deterministic `tar+gzip` stack layer, streaming.
+//! - [`providers`] finds the provider packages a stack's lock file pins and checks
+//!   them; each travels as a layer of its own.
 //! - [`build`] turns a plan into a signed bundle in an image layout.
 //! - [`keys`] makes and reads signing keys.
 //! - [`error`] is the one user-facing error: what, where, and a hint.
@@ -29,6 +31,7 @@ pub mod keys;
 pub mod module_package;
 pub mod pack;
 pub mod plan;
+pub mod providers;
 pub mod publish;
 pub mod releases;
 pub mod repository;

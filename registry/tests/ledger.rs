@@ -40,6 +40,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         interface: Default::default(),
         modules: vec![],
         files: vec![],
+        providers: vec![],
     }
     .to_bytes();
     let layer = bytes(version.len() as u64, 300);

@@ -30,6 +30,48 @@ pub struct BundleConfig {
     pub modules: Vec<ModuleEntry>,
     /// Every file in the stack layer, sorted by path.
     pub files: Vec<FileEntry>,
+    /// The provider packages the stack's `.terraform.lock.hcl` pins, one per target
+    /// platform, each carried as its own layer; sorted by source, version, platform.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<ProviderPackage>,
+}
+
+/// One provider package: the registry's own zip for one platform, stored as it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderPackage {
+    /// The provider's source address, fully qualified
+    /// (`registry.terraform.io/hashicorp/aws`).
+    pub source: String,
+    pub version: String,
+    /// `<os>_<arch>`, as Terraform names platforms (`linux_amd64`).
+    pub platform: String,
+    /// The hash the lock file pins it by that this package matched: `zh:<hex>` (the
+    /// SHA-256 of the zip) or `h1:<base64>` (the hash of its contents).
+    pub hash: String,
+    /// The layer that carries the zip; also the SHA-256 of the zip, so `zh:` again.
+    pub digest: Digest,
+    pub size: u64,
+}
+
+impl ProviderPackage {
+    /// The zip's name as registries and `terraform providers mirror` write it:
+    /// `terraform-provider-<type>_<version>_<platform>.zip`.
+    pub fn file_name(&self) -> String {
+        package_file_name(&self.source, &self.version, &self.platform)
+    }
+
+    /// Where the zip sits in a packed `filesystem_mirror`:
+    /// `<hostname>/<namespace>/<type>/<file name>`.
+    pub fn mirror_path(&self) -> String {
+        format!("{}/{}", self.source, self.file_name())
+    }
+}
+
+/// `terraform-provider-<type>_<version>_<platform>.zip` for a source address.
+pub fn package_file_name(source: &str, version: &str, platform: &str) -> String {
+    let kind = source.rsplit('/').next().unwrap_or(source);
+    format!("terraform-provider-{kind}_{version}_{platform}.zip")
 }
 
 /// Where the bundle was built from.

@@ -6,8 +6,9 @@ pub const BUNDLE_ARTIFACT: &str = "application/vnd.stackpack.bundle.v1";
 pub const BUNDLE_CONFIG: &str = "application/vnd.stackpack.bundle.config.v1+json";
 /// Media type of the stack layer: the stack and its vendored modules as tar+gzip.
 pub const STACK_LAYER: &str = "application/vnd.stackpack.stack.v1.tar+gzip";
-/// Media type of the optional provider mirror layer for airgapped installs.
-pub const PROVIDER_MIRROR_LAYER: &str = "application/vnd.stackpack.providers.v1.tar+gzip";
+/// Media type of a provider package layer: the registry's own zip for one platform,
+/// stored as it is (never compressed again).
+pub const PROVIDER_PACKAGE: &str = "application/vnd.stackpack.provider.v1.zip";
 /// `artifactType` of a signature manifest.
 pub const SIGNATURE_ARTIFACT: &str = "application/vnd.stackpack.signature.v1";
 /// Media type of the signature layer: a JSON [`crate::signature::SignatureEnvelope`].
@@ -44,6 +45,10 @@ pub mod annotation {
     pub const STACK: &str = "dev.stackpack.stack";
     /// Our own: the kind of artifact (`bundle`, `signature`, `module`) on layout entries.
     pub const KIND: &str = "dev.stackpack.kind";
+    /// Our own, on provider package layers: source address, version and platform.
+    pub const PROVIDER_SOURCE: &str = "dev.stackpack.provider.source";
+    pub const PROVIDER_VERSION: &str = "dev.stackpack.provider.version";
+    pub const PROVIDER_PLATFORM: &str = "dev.stackpack.provider.platform";
 }
 
 /// True for the manifest media types we can parse as an image manifest.

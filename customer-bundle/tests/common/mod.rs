@@ -268,6 +268,7 @@ pub fn write_signed_bundle_with(
         interface,
         modules: vec![],
         files,
+        providers: vec![],
     };
     let (config_digest, config_size) = layout.write_blob(&config.to_bytes()).unwrap();
     let manifest = ImageManifest {
