@@ -57,6 +57,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Plan against the installed version to find changes made outside the runner.
     Drift(DriftArgs),
+    /// Destroy everything a stack manages here, after the customer id is typed.
+    Destroy(DestroyArgs),
     /// Send receipts the registry has not acknowledged yet.
     Report(ReportArgs),
     /// Work with receipts.
@@ -196,6 +198,19 @@ pub struct RollbackArgs {
 #[derive(Args, Debug)]
 #[command(after_help = EXIT_CODES)]
 pub struct StatusArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct DestroyArgs {
+    pub stack: String,
+    /// The customer id of this runner, to destroy without being asked (scripts).
+    #[arg(long, value_name = "CUSTOMER")]
+    pub confirm: Option<String>,
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait: u64,
     #[arg(long)]
     pub json: bool,
 }

@@ -35,18 +35,46 @@ pub struct Ui<'a> {
     pub quiet: bool,
     /// A progress line (stderr).
     pub status: &'a dyn Fn(&str),
-    /// Asked after the plan of an apply or rollback; true to go ahead.
-    pub confirm: &'a mut dyn FnMut(&str, &PlanDetails) -> bool,
+    /// Asked after the plan of an apply, rollback or destroy; true to go ahead.
+    pub confirm: &'a mut dyn FnMut(&str, ReceiptKind, &PlanDetails) -> bool,
+}
+
+/// What to run, with what it needs and nothing else.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Plan `version` with `inputs`; nothing changes.
+    Plan { version: Version, inputs: PathBuf },
+    /// Apply `version` with `inputs`; an older version than the installed one only
+    /// with `allow_downgrade`.
+    Apply {
+        version: Version,
+        inputs: PathBuf,
+        allow_downgrade: bool,
+    },
+    /// Back to the version before the current one, with the inputs saved then (or
+    /// `inputs`).
+    Rollback { inputs: Option<PathBuf> },
+    /// Does what runs still match its plan?
+    Drift,
+    /// Destroy everything the current deployment manages.
+    Destroy,
+}
+
+impl Target {
+    pub fn kind(&self) -> ReceiptKind {
+        match self {
+            Target::Plan { .. } => ReceiptKind::Plan,
+            Target::Apply { .. } => ReceiptKind::Apply,
+            Target::Rollback { .. } => ReceiptKind::Rollback,
+            Target::Drift => ReceiptKind::Drift,
+            Target::Destroy => ReceiptKind::Destroy,
+        }
+    }
 }
 
 pub struct Request {
     pub stack: String,
-    /// `None` for rollback and drift: taken from the ledger.
-    pub version: Option<Version>,
-    /// `None` for rollback and drift: the inputs saved with the deployment.
-    pub inputs: Option<PathBuf>,
-    pub kind: ReceiptKind,
-    pub allow_downgrade: bool,
+    pub target: Target,
     /// How long to wait for another runner working on the same stack.
     pub wait: Duration,
 }
@@ -59,7 +87,14 @@ pub struct Report {
     pub previous: Option<Version>,
 }
 
-/// Runs one plan, apply, rollback or drift check.
+/// The version and inputs a run resolved to, and what ran before.
+struct Resolved {
+    version: Version,
+    inputs: PathBuf,
+    previous: Option<Version>,
+}
+
+/// Runs one plan, apply, rollback, drift check or destroy.
 pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     let ledger = Ledger::open(&home.ledger_path())?;
     let _lock = StackLock::acquire(&home.locks_dir(), &request.stack, request.wait, |who| {
@@ -68,73 +103,14 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             request.stack
         ))
     })?;
-    let current = ledger.current(&request.stack)?;
-    let stack = request.stack.clone();
+    let resolved = resolve(&ledger, &request)?;
+    check_policy(home, &request, &resolved)?;
+    let stack = &request.stack;
+    let version = &resolved.version;
 
-    // What to run, and with which inputs.
-    let (version, inputs_path, previous) = match request.kind {
-        ReceiptKind::Plan | ReceiptKind::Apply => {
-            let version = request
-                .version
-                .clone()
-                .expect("plan and apply name a version");
-            let inputs = request.inputs.clone().expect("plan and apply have inputs");
-            (version, inputs, current.as_ref().map(|d| d.version.clone()))
-        }
-        ReceiptKind::Drift => {
-            let current = current.clone().ok_or_else(|| not_deployed(&stack))?;
-            let inputs = request
-                .inputs
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&current.inputs_file));
-            (current.version.clone(), inputs, Some(current.version))
-        }
-        ReceiptKind::Rollback => {
-            let current = current.clone().ok_or_else(|| not_deployed(&stack))?;
-            let target = ledger.rollback_target(&stack)?.ok_or_else(|| {
-                Error::refused(format!(
-                    "stack `{stack}` has no earlier version to roll back to from `{}`",
-                    current.version
-                ))
-                .hint(format!(
-                    "to go to another version, run `stackpack-runner apply {stack}@VERSION --allow-downgrade`"
-                ))
-            })?;
-            let inputs = request
-                .inputs
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(&target.inputs_file));
-            (target.version, inputs, Some(current.version))
-        }
-    };
-
-    // Policy.
-    if !version.pre.is_empty() && !home.config.policy.allow_prereleases {
-        return Err(Error::refused(format!(
-            "`{stack}@{version}` is a prerelease, and this runner's policy allows stable versions only"
-        ))
-        .at(format!("`{}`", home.root.join("runner.toml").display()))
-        .hint("set `allow-prereleases = true` under `[policy]` in `runner.toml` to allow prereleases"));
-    }
-    if request.kind == ReceiptKind::Apply {
-        if let Some(installed) = &previous {
-            if version.cmp_precedence(installed) == std::cmp::Ordering::Less
-                && !request.allow_downgrade
-            {
-                return Err(Error::refused(format!(
-                    "`{stack}@{version}` is older than the installed `{installed}`: refusing to downgrade"
-                ))
-                .hint(format!(
-                    "run `stackpack-runner rollback {stack}` to go back, or pass `--allow-downgrade`"
-                )));
-            }
-        }
-    }
-
-    // Verify, always.
     let store_layout = home.store()?;
     (ui.status)(&format!("verifying `{stack}@{version}`"));
-    let bundle = store::verify_in(home, &store_layout, &stack, &version)?;
+    let bundle = store::verify_in(home, &store_layout, stack, version)?;
     (ui.status)(&format!(
         "verified `{stack}@{version}` ({}), signed by key `{}`",
         bundle.manifest_descriptor.digest.short(),
@@ -145,8 +121,7 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             .unwrap_or_default()
     ));
 
-    // Inputs.
-    let (parsed, text) = inputs::read(&inputs_path)?;
+    let (parsed, text) = inputs::read(&resolved.inputs)?;
     let findings = inputs::check(&parsed, &bundle.config.interface);
     if let Some(error) = findings_error(&findings) {
         return Err(error);
@@ -154,27 +129,8 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     let inputs_hash = inputs::inputs_hash(&parsed, &bundle.config.interface);
 
     // From here on every ending is recorded.
-    let started_at = receipts::now();
     let key = receipts::installation_key(&home.key_path())?;
-    let mut receipt = Receipt {
-        format: RECEIPT_FORMAT,
-        id: receipts::new_id(),
-        customer: home.config.customer.clone(),
-        stack: stack.clone(),
-        version: version.clone(),
-        bundle_digest: bundle.manifest_descriptor.digest.clone(),
-        inputs_hash,
-        engine: EngineRun {
-            name: home.config.engine.name.clone(),
-            version: "unknown".into(),
-        },
-        plan: PlanSummary::default(),
-        kind: request.kind,
-        outcome: Outcome::Failed,
-        started_at,
-        finished_at: String::new(),
-        key_id: String::new(),
-    };
+    let mut receipt = new_receipt(home, &request, &bundle, inputs_hash);
     let mut plan = PlanDetails::default();
     let mut work_kept = None;
     let result = execute(
@@ -189,47 +145,184 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     );
     receipt.plan = plan.summary;
     receipt.finished_at = receipts::now();
+    let ending = Ending {
+        home,
+        ledger: &ledger,
+        key: &key,
+        inputs_text: &text,
+    };
     match result {
         Ok(Step::Declined) => Err(Error::refused(format!(
-            "nothing was applied: the plan for `{stack}@{version}` was not confirmed"
+            "nothing was {}: the plan for `{stack}@{version}` was not confirmed",
+            match request.target {
+                Target::Destroy => "destroyed",
+                Target::Rollback { .. } => "rolled back",
+                _ => "applied",
+            }
         ))),
         Ok(Step::Done(outcome, outputs)) => {
             receipt.outcome = outcome;
-            let signed = receipts::sign(receipt, &key);
-            ledger.add_receipt(&signed)?;
-            if request.kind.changes_deployment() {
-                let saved = save_inputs(home, &signed.receipt.id, &stack, &text)?;
-                ledger.add_deployment(&Deployment {
-                    kind: signed.receipt.kind.as_str().to_string(),
-                    stack: stack.clone(),
-                    version: version.clone(),
-                    digest: signed.receipt.bundle_digest.to_string(),
-                    receipt_id: signed.receipt.id.clone(),
-                    inputs_file: saved.display().to_string(),
-                    applied_at: signed.receipt.finished_at.clone(),
-                })?;
-            }
+            let signed = ending.record_success(receipt)?;
             Ok(Report {
                 receipt: signed,
                 plan,
                 outputs,
-                previous,
+                previous: resolved.previous,
             })
         }
-        Err(error) => {
-            receipt.outcome = Outcome::Failed;
-            let signed = receipts::sign(receipt, &key);
-            ledger.add_receipt(&signed)?;
-            let mut error = error;
-            error.message = format!(
-                "{} (recorded as `{}` receipt `{}`, outcome `failed`)",
-                error.message, signed.receipt.kind, signed.receipt.id
-            );
-            if let Some(work) = work_kept {
-                error.location = Some(format!("work folder `{}`", Path::display(&work)));
+        Err(error) => Err(ending.record_failure(receipt, error, work_kept)?),
+    }
+}
+
+/// The version to run and the inputs to run it with, from the request or the ledger.
+fn resolve(ledger: &Ledger, request: &Request) -> Result<Resolved> {
+    let stack = &request.stack;
+    let current = ledger.current(stack)?;
+    let installed = current.as_ref().map(|d| d.version.clone());
+    let current_or_refuse = || current.clone().ok_or_else(|| not_deployed(stack));
+    Ok(match &request.target {
+        Target::Plan { version, inputs }
+        | Target::Apply {
+            version, inputs, ..
+        } => Resolved {
+            version: version.clone(),
+            inputs: inputs.clone(),
+            previous: installed,
+        },
+        Target::Drift | Target::Destroy => {
+            let current = current_or_refuse()?;
+            Resolved {
+                version: current.version.clone(),
+                inputs: PathBuf::from(&current.inputs_file),
+                previous: Some(current.version),
             }
-            Err(error)
         }
+        Target::Rollback { inputs } => {
+            let current = current_or_refuse()?;
+            let target = ledger.rollback_target(stack)?.ok_or_else(|| {
+                Error::refused(format!(
+                    "stack `{stack}` has no earlier version to roll back to from `{}`",
+                    current.version
+                ))
+                .hint(format!(
+                    "to go to another version, run `stackpack-runner apply {stack}@VERSION --allow-downgrade`"
+                ))
+            })?;
+            Resolved {
+                version: target.version,
+                inputs: inputs
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(&target.inputs_file)),
+                previous: Some(current.version),
+            }
+        }
+    })
+}
+
+/// Stable-only customers get no prerelease; nobody downgrades by accident.
+fn check_policy(home: &Home, request: &Request, resolved: &Resolved) -> Result<()> {
+    let stack = &request.stack;
+    let version = &resolved.version;
+    if !version.pre.is_empty() && !home.config.policy.allow_prereleases {
+        return Err(Error::refused(format!(
+            "`{stack}@{version}` is a prerelease, and this runner's policy allows stable versions only"
+        ))
+        .at(format!("`{}`", home.root.join("runner.toml").display()))
+        .hint("set `allow-prereleases = true` under `[policy]` in `runner.toml` to allow prereleases"));
+    }
+    if let (
+        Target::Apply {
+            allow_downgrade: false,
+            ..
+        },
+        Some(installed),
+    ) = (&request.target, &resolved.previous)
+    {
+        if version.cmp_precedence(installed) == std::cmp::Ordering::Less {
+            return Err(Error::refused(format!(
+                "`{stack}@{version}` is older than the installed `{installed}`: refusing to downgrade"
+            ))
+            .hint(format!(
+                "run `stackpack-runner rollback {stack}` to go back, or pass `--allow-downgrade`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn new_receipt(
+    home: &Home,
+    request: &Request,
+    bundle: &VerifiedBundle,
+    inputs_hash: stackpack_schema::digest::Digest,
+) -> Receipt {
+    Receipt {
+        format: RECEIPT_FORMAT,
+        id: receipts::new_id(),
+        customer: home.config.customer.clone(),
+        stack: request.stack.clone(),
+        version: bundle.config.version.clone(),
+        bundle_digest: bundle.manifest_descriptor.digest.clone(),
+        inputs_hash,
+        engine: EngineRun {
+            name: home.config.engine.name.clone(),
+            version: "unknown".into(),
+        },
+        plan: PlanSummary::default(),
+        kind: request.target.kind(),
+        outcome: Outcome::Failed,
+        started_at: receipts::now(),
+        finished_at: String::new(),
+        key_id: String::new(),
+    }
+}
+
+/// Records how a run ended: a signed receipt always, a deployment when it changed
+/// what runs.
+struct Ending<'a> {
+    home: &'a Home,
+    ledger: &'a Ledger,
+    key: &'a stackpack_schema::signature::PrivateKey,
+    inputs_text: &'a str,
+}
+
+impl Ending<'_> {
+    fn record_success(&self, receipt: Receipt) -> Result<SignedReceipt> {
+        let signed = receipts::sign(receipt, self.key);
+        self.ledger.add_receipt(&signed)?;
+        let r = &signed.receipt;
+        if r.kind.changes_deployment() {
+            let saved = save_inputs(self.home, &r.id, &r.stack, self.inputs_text)?;
+            self.ledger.add_deployment(&Deployment {
+                kind: r.kind,
+                stack: r.stack.clone(),
+                version: r.version.clone(),
+                digest: r.bundle_digest.to_string(),
+                receipt_id: r.id.clone(),
+                inputs_file: saved.display().to_string(),
+                applied_at: r.finished_at.clone(),
+            })?;
+        }
+        Ok(signed)
+    }
+
+    fn record_failure(
+        &self,
+        mut receipt: Receipt,
+        mut error: Error,
+        work_kept: Option<PathBuf>,
+    ) -> Result<Error> {
+        receipt.outcome = Outcome::Failed;
+        let signed = receipts::sign(receipt, self.key);
+        self.ledger.add_receipt(&signed)?;
+        error.message = format!(
+            "{} (recorded as `{}` receipt `{}`, outcome `failed`)",
+            error.message, signed.receipt.kind, signed.receipt.id
+        );
+        if let Some(work) = work_kept {
+            error.location = Some(format!("work folder `{}`", Path::display(&work)));
+        }
+        Ok(error)
     }
 }
 
@@ -290,95 +383,144 @@ fn execute(
         .prefix(&format!("{}-{}-", receipt.stack, receipt.version))
         .tempdir_in(&work_root)
         .map_err(|e| io("create a work folder in", &work_root, e))?;
-    let result = (|| {
-        let dir = unpack_verified(home, bundle, work.path())?;
-        let providers = super::providers::prepare(home, bundle, &dir, work.path())?;
-        engine.cli_config = Some(providers.cli_config.clone());
-        for package in &providers.installed {
-            (ui.status)(&format!(
-                "provider `{}` {} from the bundle ({})",
-                package.source,
-                package.version,
-                package.digest.short()
-            ));
-        }
-        write_private(&dir.join(INPUTS_FILE), inputs_text)?;
-        let (override_file, backend_args) = engine::backend_setup(home, &receipt.stack)?;
-        std::fs::write(dir.join("stackpack_backend_override.tf"), override_file)
-            .map_err(|e| io("write in", &dir, e))?;
-        let quiet = ui.quiet;
-        (ui.status)(&format!("{} init", engine.name));
-        let mut init = vec![
-            "init".to_string(),
-            "-input=false".into(),
-            "-no-color".into(),
-        ];
-        if providers.locked {
-            // The lock file travelled signed in the bundle: `init` must not change it.
-            init.push("-lockfile=readonly".into());
-        }
-        init.extend(backend_args);
-        engine.run_ok(&dir, &init, quiet, "init")?;
-        (ui.status)(&format!("{} plan", engine.name));
-        let mut plan_args = vec![
-            "plan".to_string(),
-            "-input=false".into(),
-            "-no-color".into(),
-            format!("-out={PLAN_FILE}"),
-            format!("-var-file={INPUTS_FILE}"),
-        ];
-        if request.kind == ReceiptKind::Drift {
-            plan_args.push("-detailed-exitcode".into());
-            let output = engine.run(&dir, &plan_args, quiet)?;
-            return match output.code {
-                Some(0) => Ok(Step::Done(Outcome::NoChanges, None)),
-                Some(2) => {
-                    *plan = engine.show_plan(&dir)?;
-                    Ok(Step::Done(Outcome::Drifted, None))
-                }
-                code => Err(Error::refused(format!(
-                    "`{} plan` failed ({})",
-                    engine.name,
-                    code.map(|c| format!("exit code {c}"))
-                        .unwrap_or_else(|| "killed by a signal".into())
-                ))
-                .hint("the engine's messages are above")),
-            };
-        }
-        engine.run_ok(&dir, &plan_args, quiet, "plan")?;
-        *plan = engine.show_plan(&dir)?;
-        if request.kind == ReceiptKind::Plan {
-            let outcome = if plan.is_empty() {
-                Outcome::NoChanges
-            } else {
-                Outcome::Succeeded
-            };
-            return Ok(Step::Done(outcome, None));
-        }
-        let reference = format!("{}@{}", receipt.stack, receipt.version);
-        if !(ui.confirm)(&reference, plan) {
-            return Ok(Step::Declined);
-        }
-        (ui.status)(&format!("{} apply", engine.name));
-        engine.run_ok(
-            &dir,
-            &[
-                "apply".into(),
-                "-input=false".into(),
-                "-no-color".into(),
-                PLAN_FILE.into(),
-            ],
-            quiet,
-            "apply",
-        )?;
-        let outputs = engine.outputs(&dir)?;
-        Ok(Step::Done(Outcome::Succeeded, Some(outputs)))
-    })();
-    if result.is_err() && !matches!(receipt.kind, ReceiptKind::Plan | ReceiptKind::Drift) {
+    let result = prepare_work(home, bundle, inputs_text, &mut engine, work.path(), ui).and_then(
+        |(dir, init)| {
+            (ui.status)(&format!("{} init", engine.name));
+            engine.run_ok(&dir, &init, ui.quiet, "init")?;
+            plan_and_apply(&engine, &dir, request, ui, receipt, plan)
+        },
+    );
+    if result.is_err()
+        && matches!(
+            request.target,
+            Target::Apply { .. } | Target::Rollback { .. } | Target::Destroy
+        )
+    {
         // Keep a failed apply's work folder for the person who has to look into it.
         *work_kept = Some(work.keep());
     }
     result
+}
+
+/// Unpacks the bundle, lays out its providers, writes the inputs and the backend
+/// override; returns the stack's folder and the `init` arguments.
+fn prepare_work(
+    home: &Home,
+    bundle: &VerifiedBundle,
+    inputs_text: &str,
+    engine: &mut Engine,
+    work: &Path,
+    ui: &mut Ui,
+) -> Result<(PathBuf, Vec<String>)> {
+    let dir = unpack_verified(home, bundle, work)?;
+    let providers = super::providers::prepare(home, bundle, &dir, work)?;
+    engine.cli_config = Some(providers.cli_config.clone());
+    for package in &providers.installed {
+        (ui.status)(&format!(
+            "provider `{}` {} from the bundle ({})",
+            package.source,
+            package.version,
+            package.digest.short()
+        ));
+    }
+    write_private(&dir.join(INPUTS_FILE), inputs_text)?;
+    let (override_file, backend_args) = engine::backend_setup(home, &bundle.config.stack)?;
+    std::fs::write(dir.join("stackpack_backend_override.tf"), override_file)
+        .map_err(|e| io("write in", &dir, e))?;
+    let mut init = vec![
+        "init".to_string(),
+        "-input=false".into(),
+        "-no-color".into(),
+    ];
+    if providers.locked {
+        // The lock file travelled signed in the bundle: `init` must not change it.
+        init.push("-lockfile=readonly".into());
+    }
+    init.extend(backend_args);
+    Ok((dir, init))
+}
+
+/// Plans (for destroy, a destroy plan), and for apply, rollback and destroy asks and
+/// applies exactly the plan file that was shown.
+fn plan_and_apply(
+    engine: &Engine,
+    dir: &Path,
+    request: &Request,
+    ui: &mut Ui,
+    receipt: &Receipt,
+    plan: &mut PlanDetails,
+) -> Result<Step> {
+    let quiet = ui.quiet;
+    (ui.status)(&format!("{} plan", engine.name));
+    let mut plan_args = vec![
+        "plan".to_string(),
+        "-input=false".into(),
+        "-no-color".into(),
+        format!("-out={PLAN_FILE}"),
+        format!("-var-file={INPUTS_FILE}"),
+    ];
+    match request.target {
+        Target::Drift => return drift(engine, dir, plan_args, quiet, plan),
+        Target::Destroy => plan_args.push("-destroy".into()),
+        _ => {}
+    }
+    engine.run_ok(dir, &plan_args, quiet, "plan")?;
+    *plan = engine.show_plan(dir)?;
+    if let Target::Plan { .. } = request.target {
+        let outcome = if plan.is_empty() {
+            Outcome::NoChanges
+        } else {
+            Outcome::Succeeded
+        };
+        return Ok(Step::Done(outcome, None));
+    }
+    let reference = format!("{}@{}", receipt.stack, receipt.version);
+    if !(ui.confirm)(&reference, request.target.kind(), plan) {
+        return Ok(Step::Declined);
+    }
+    (ui.status)(&format!("{} apply", engine.name));
+    engine.run_ok(
+        dir,
+        &[
+            "apply".into(),
+            "-input=false".into(),
+            "-no-color".into(),
+            PLAN_FILE.into(),
+        ],
+        quiet,
+        "apply",
+    )?;
+    let outputs = match request.target {
+        Target::Destroy => None,
+        _ => Some(engine.outputs(dir)?),
+    };
+    Ok(Step::Done(Outcome::Succeeded, outputs))
+}
+
+/// `plan -detailed-exitcode`: 0 nothing to do, 2 drifted.
+fn drift(
+    engine: &Engine,
+    dir: &Path,
+    mut plan_args: Vec<String>,
+    quiet: bool,
+    plan: &mut PlanDetails,
+) -> Result<Step> {
+    plan_args.push("-detailed-exitcode".into());
+    let output = engine.run(dir, &plan_args, quiet)?;
+    match output.code {
+        Some(0) => Ok(Step::Done(Outcome::NoChanges, None)),
+        Some(2) => {
+            *plan = engine.show_plan(dir)?;
+            Ok(Step::Done(Outcome::Drifted, None))
+        }
+        code => Err(Error::refused(format!(
+            "`{} plan` failed ({})",
+            engine.name,
+            code.map(|c| format!("exit code {c}"))
+                .unwrap_or_else(|| "killed by a signal".into())
+        ))
+        .hint("the engine's messages are above")),
+    }
 }
 
 /// Unpacks the verified stack layer into `work/bundle`, hashing the compressed bytes

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use semver::Version;
-use stackpack_schema::receipt::SignedReceipt;
+use stackpack_schema::receipt::{ReceiptKind, SignedReceipt};
 
 use crate::error::Error;
 
@@ -36,11 +36,11 @@ pub struct Ledger {
     conn: Connection,
 }
 
-/// One deployment: a successful apply or rollback.
+/// One deployment: a successful apply, rollback or destroy.
 #[derive(Clone, Debug)]
 pub struct Deployment {
-    /// `apply` or `rollback`.
-    pub kind: String,
+    /// Apply, rollback or destroy.
+    pub kind: ReceiptKind,
     pub stack: String,
     pub version: Version,
     pub digest: String,
@@ -121,7 +121,7 @@ impl Ledger {
                 deployment.receipt_id,
                 deployment.inputs_file,
                 deployment.applied_at,
-                deployment.kind,
+                deployment.kind.as_str(),
             ],
         )?;
         Ok(())
@@ -154,6 +154,12 @@ impl Ledger {
                 what: "version",
                 detail: format!("`{version}`"),
             })?;
+            let kind = kind
+                .parse::<ReceiptKind>()
+                .map_err(|detail| LedgerError::Corrupt {
+                    what: "deployment kind",
+                    detail,
+                })?;
             out.push(Deployment {
                 kind,
                 stack,
@@ -181,7 +187,12 @@ impl Ledger {
         history.reverse();
         let mut applied: Vec<Deployment> = Vec::new();
         for deployment in history {
-            if deployment.kind == "rollback" {
+            if deployment.kind == ReceiptKind::Destroy {
+                // Nothing of what ran before a destroy is there to go back to.
+                applied.clear();
+                continue;
+            }
+            if deployment.kind == ReceiptKind::Rollback {
                 while applied
                     .last()
                     .is_some_and(|top| top.version != deployment.version)
@@ -204,9 +215,13 @@ impl Ledger {
         Ok(applied.pop())
     }
 
-    /// What runs now: the newest deployment of `stack`.
+    /// What runs now: the newest deployment of `stack`, unless that destroyed it.
     pub fn current(&self, stack: &str) -> Result<Option<Deployment>> {
-        Ok(self.history(stack)?.into_iter().next())
+        Ok(self
+            .history(stack)?
+            .into_iter()
+            .next()
+            .filter(|d| d.kind != ReceiptKind::Destroy))
     }
 
     /// Since when the current version runs: the oldest deployment in the unbroken
@@ -229,7 +244,10 @@ impl Ledger {
         for deployment in self.deployments_where("", &[])? {
             seen.entry(deployment.stack.clone()).or_insert(deployment);
         }
-        Ok(seen.into_values().collect())
+        Ok(seen
+            .into_values()
+            .filter(|d| d.kind != ReceiptKind::Destroy)
+            .collect())
     }
 
     /// The newest receipt of `stack` of kind `kind`.
@@ -295,7 +313,7 @@ mod tests {
     fn deploy(ledger: &Ledger, kind: &str, version: &str) {
         ledger
             .add_deployment(&Deployment {
-                kind: kind.into(),
+                kind: kind.parse().unwrap(),
                 stack: "net".into(),
                 version: Version::parse(version).unwrap(),
                 digest: String::new(),
@@ -330,5 +348,26 @@ mod tests {
         assert_eq!(target(&ledger), None);
         deploy(&ledger, "apply", "1.3.0");
         assert_eq!(target(&ledger).as_deref(), Some("1.0.0"));
+    }
+
+    #[test]
+    fn a_destroyed_stack_runs_nothing_and_has_nothing_to_roll_back_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(&dir.path().join("ledger.sqlite")).unwrap();
+        deploy(&ledger, "apply", "1.0.0");
+        deploy(&ledger, "apply", "1.1.0");
+        deploy(&ledger, "destroy", "1.1.0");
+        assert!(ledger.current("net").unwrap().is_none());
+        assert!(ledger.current_all().unwrap().is_empty());
+        assert_eq!(target(&ledger), None);
+        deploy(&ledger, "apply", "1.1.0");
+        assert_eq!(
+            ledger
+                .current("net")
+                .unwrap()
+                .map(|d| d.version.to_string()),
+            Some("1.1.0".to_string())
+        );
+        assert_eq!(target(&ledger), None);
     }
 }

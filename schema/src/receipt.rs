@@ -30,21 +30,46 @@ pub enum ReceiptKind {
     Rollback,
     Drift,
     Plan,
+    /// Everything the stack manages was destroyed; nothing of it runs any more.
+    Destroy,
 }
 
 impl ReceiptKind {
+    pub const ALL: [ReceiptKind; 5] = [
+        ReceiptKind::Apply,
+        ReceiptKind::Rollback,
+        ReceiptKind::Drift,
+        ReceiptKind::Plan,
+        ReceiptKind::Destroy,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ReceiptKind::Apply => "apply",
             ReceiptKind::Rollback => "rollback",
             ReceiptKind::Drift => "drift",
             ReceiptKind::Plan => "plan",
+            ReceiptKind::Destroy => "destroy",
         }
     }
 
-    /// True for the kinds that change what runs (apply, rollback).
+    /// True for the kinds that change what runs (apply, rollback, destroy).
     pub fn changes_deployment(self) -> bool {
-        matches!(self, ReceiptKind::Apply | ReceiptKind::Rollback)
+        matches!(
+            self,
+            ReceiptKind::Apply | ReceiptKind::Rollback | ReceiptKind::Destroy
+        )
+    }
+}
+
+impl std::str::FromStr for ReceiptKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        ReceiptKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+            .ok_or_else(|| format!("`{text}` is not a receipt kind"))
     }
 }
 

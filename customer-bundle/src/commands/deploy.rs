@@ -1,32 +1,25 @@
-//! `plan`, `apply`, `rollback` and `drift`.
+//! `plan`, `apply`, `rollback`, `drift` and `destroy`.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
 use serde_json::json;
-use stackpack_runner::deploy::{self, Report, Request, Ui};
+use stackpack_runner::deploy::{self, Report, Request, Target, Ui};
 use stackpack_runner::engine::PlanDetails;
 use stackpack_runner::{Error, Result};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use super::{open_home, parse_bundle, parse_stack, print_json, quiet, status, verbose};
-use crate::cli::{ApplyArgs, DeployArgs, DriftArgs, GlobalArgs, RollbackArgs};
+use crate::cli::{ApplyArgs, DeployArgs, DestroyArgs, DriftArgs, GlobalArgs, RollbackArgs};
 
 pub fn plan(global: &GlobalArgs, args: &DeployArgs) -> Result<u8> {
     let home = open_home(global)?;
     let (stack, version) = parse_bundle(&args.bundle)?;
-    let report = run(
-        &home,
-        Request {
-            stack,
-            version: Some(version),
-            inputs: Some(args.inputs.clone()),
-            kind: ReceiptKind::Plan,
-            allow_downgrade: true,
-            wait: Duration::from_secs(args.wait),
-        },
-        false,
-    )?;
+    let target = Target::Plan {
+        version,
+        inputs: args.inputs.clone(),
+    };
+    let report = run(&home, request(stack, target, args.wait), Confirm::NotAsked)?;
     print_report(&report, args.json);
     Ok(0)
 }
@@ -34,19 +27,13 @@ pub fn plan(global: &GlobalArgs, args: &DeployArgs) -> Result<u8> {
 pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<u8> {
     let home = open_home(global)?;
     let (stack, version) = parse_bundle(&args.deploy.bundle)?;
-    require_confirmation_possible(args.yes)?;
-    let report = run(
-        &home,
-        Request {
-            stack,
-            version: Some(version),
-            inputs: Some(args.deploy.inputs.clone()),
-            kind: ReceiptKind::Apply,
-            allow_downgrade: args.allow_downgrade,
-            wait: Duration::from_secs(args.deploy.wait),
-        },
-        args.yes,
-    )?;
+    let confirm = Confirm::from_flag(args.yes)?;
+    let target = Target::Apply {
+        version,
+        inputs: args.deploy.inputs.clone(),
+        allow_downgrade: args.allow_downgrade,
+    };
+    let report = run(&home, request(stack, target, args.deploy.wait), confirm)?;
     print_report(&report, args.deploy.json);
     Ok(0)
 }
@@ -54,19 +41,11 @@ pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<u8> {
 pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<u8> {
     let home = open_home(global)?;
     let stack = parse_stack(&args.stack)?;
-    require_confirmation_possible(args.yes)?;
-    let report = run(
-        &home,
-        Request {
-            stack,
-            version: None,
-            inputs: args.inputs.clone(),
-            kind: ReceiptKind::Rollback,
-            allow_downgrade: true,
-            wait: Duration::from_secs(args.wait),
-        },
-        args.yes,
-    )?;
+    let confirm = Confirm::from_flag(args.yes)?;
+    let target = Target::Rollback {
+        inputs: args.inputs.clone(),
+    };
+    let report = run(&home, request(stack, target, args.wait), confirm)?;
     print_report(&report, args.json);
     Ok(0)
 }
@@ -76,15 +55,8 @@ pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<u8> {
     let stack = parse_stack(&args.stack)?;
     let report = run(
         &home,
-        Request {
-            stack,
-            version: None,
-            inputs: None,
-            kind: ReceiptKind::Drift,
-            allow_downgrade: true,
-            wait: Duration::from_secs(args.wait),
-        },
-        false,
+        request(stack, Target::Drift, args.wait),
+        Confirm::NotAsked,
     )?;
     print_report(&report, args.json);
     Ok(if report.receipt.receipt.outcome == Outcome::Drifted {
@@ -94,41 +66,105 @@ pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<u8> {
     })
 }
 
-/// Without `--yes`, the plan is confirmed on a terminal; with no terminal, refuse
-/// before doing anything.
-fn require_confirmation_possible(yes: bool) -> Result<()> {
-    if yes || std::io::stdin().is_terminal() {
-        return Ok(());
-    }
-    Err(Error::usage(
-        "there is no terminal to confirm the plan on, and `--yes` was not given: nothing was done",
-    )
-    .hint(
-        "review the plan with `stackpack-runner plan`, then pass `--yes` to apply without asking",
-    ))
+/// `destroy`: the person types the customer id (or passes it to `--confirm`), so
+/// that a stack is never destroyed in the wrong account by a slip of the keyboard.
+pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<u8> {
+    let home = open_home(global)?;
+    let stack = parse_stack(&args.stack)?;
+    let customer = home.config.customer.clone();
+    let confirm = match &args.confirm {
+        Some(given) if *given == customer => Confirm::Yes,
+        Some(given) => {
+            return Err(Error::usage(format!(
+                "`--confirm {given}` does not name this runner's customer: nothing was destroyed"
+            ))
+            .at(format!("`{}`", home.root.join("runner.toml").display()))
+            .hint(format!("pass `--confirm {customer}` to destroy `{stack}` here")))
+        }
+        None if std::io::stdin().is_terminal() => Confirm::TypeCustomer(customer),
+        None => {
+            return Err(Error::usage(
+                "there is no terminal to confirm the destroy on, and `--confirm CUSTOMER` was not given: nothing was destroyed",
+            )
+            .hint(format!("pass `--confirm {customer}` to destroy without asking")))
+        }
+    };
+    let report = run(&home, request(stack, Target::Destroy, args.wait), confirm)?;
+    print_report(&report, args.json);
+    Ok(0)
 }
 
-fn run(home: &stackpack_runner::home::Home, request: Request, yes: bool) -> Result<Report> {
-    let status_line = |line: &str| status(line);
-    let mut confirm = |reference: &str, plan: &PlanDetails| -> bool {
+fn request(stack: String, target: Target, wait: u64) -> Request {
+    Request {
+        stack,
+        target,
+        wait: Duration::from_secs(wait),
+    }
+}
+
+/// How a plan is confirmed before anything changes.
+enum Confirm {
+    /// Plans and drift checks change nothing.
+    NotAsked,
+    /// `--yes`.
+    Yes,
+    /// Ask on the terminal; only `yes` goes ahead.
+    Ask,
+    /// Ask on the terminal; only the customer id goes ahead.
+    TypeCustomer(String),
+}
+
+impl Confirm {
+    /// Without `--yes`, the plan is confirmed on a terminal; with no terminal, refuse
+    /// before doing anything.
+    fn from_flag(yes: bool) -> Result<Confirm> {
+        if yes {
+            return Ok(Confirm::Yes);
+        }
+        if std::io::stdin().is_terminal() {
+            return Ok(Confirm::Ask);
+        }
+        Err(Error::usage(
+            "there is no terminal to confirm the plan on, and `--yes` was not given: nothing was done",
+        )
+        .hint(
+            "review the plan with `stackpack-runner plan`, then pass `--yes` to apply without asking",
+        ))
+    }
+
+    fn ask(&self, reference: &str, kind: ReceiptKind, plan: &PlanDetails) -> bool {
         eprintln!(
-            "plan for `{reference}`: {} to add, {} to change, {} to destroy, {} output(s) changed",
+            "plan for `{reference}` ({kind}): {} to add, {} to change, {} to destroy, {} output(s) changed",
             plan.summary.add, plan.summary.change, plan.summary.destroy, plan.output_changes
         );
-        if yes {
-            return true;
-        }
-        eprint!("apply this plan? only `yes` is accepted: ");
+        let expected = match self {
+            Confirm::NotAsked | Confirm::Yes => return true,
+            Confirm::Ask => {
+                eprint!("apply this plan? only `yes` is accepted: ");
+                "yes"
+            }
+            Confirm::TypeCustomer(customer) => {
+                eprint!("this destroys everything `{reference}` manages; type the customer id `{customer}` to go ahead: ");
+                customer.as_str()
+            }
+        };
         let _ = std::io::stderr().flush();
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
-        answer.trim() == "yes"
+        answer.trim() == expected
+    }
+}
+
+fn run(home: &stackpack_runner::home::Home, request: Request, confirm: Confirm) -> Result<Report> {
+    let status_line = |line: &str| status(line);
+    let mut ask = |reference: &str, kind: ReceiptKind, plan: &PlanDetails| -> bool {
+        confirm.ask(reference, kind, plan)
     };
     let mut ui = Ui {
         verbose: verbose(),
         quiet: quiet(),
         status: &status_line,
-        confirm: &mut confirm,
+        confirm: &mut ask,
     };
     deploy::run(home, request, &mut ui)
 }
@@ -179,6 +215,9 @@ fn print_report(report: &Report, json: bool) {
         }
         (ReceiptKind::Drift, _) => println!("`{}@{}` has not drifted", r.stack, r.version),
         (ReceiptKind::Plan, _) => println!("planned `{}@{}`: {summary}", r.stack, r.version),
+        (ReceiptKind::Destroy, _) => {
+            println!("destroyed `{}@{}`: {summary}", r.stack, r.version)
+        }
         (kind, _) => {
             let verb = if kind == ReceiptKind::Rollback {
                 "rolled back to"

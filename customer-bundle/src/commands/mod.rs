@@ -40,6 +40,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         Command::Apply(args) => deploy::apply(g, args),
         Command::Rollback(args) => deploy::rollback(g, args),
         Command::Drift(args) => deploy::drift(g, args),
+        Command::Destroy(args) => deploy::destroy(g, args),
         Command::Status(args) => status::status(g, args),
         Command::Report(args) => receipts::report(g, args),
         Command::Receipts(ReceiptsCommand::Export {
