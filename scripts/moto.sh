@@ -14,16 +14,22 @@
 # AWS-managed IAM policies (arn:aws:iam::aws:policy/...) exist because it starts with
 # MOTO_IAM_LOAD_MANAGED_POLICIES=true. Every account id and credential is accepted;
 # resources belong to account 123456789012 unless MOTO_ACCOUNT_ID says otherwise.
+# It runs as scripts/moto-server.py: moto with two of its answers corrected to AWS's own
+# (see there), so that an unchanged stack plans no change.
 # Needs the PyPI package moto[server] (scripts/install-test-deps.sh installs it).
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
+here=$(cd "$(dirname "$0")" && pwd)
 usage() { sed -n '6,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 command=$1
 dir=$2
 
 alive() { # PID: true when it is the moto server we started
-  [ -n "$1" ] && kill -0 "$1" 2>/dev/null && tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -q 'moto.server'
+  [ -n "$1" ] && kill -0 "$1" 2>/dev/null && tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -q 'moto-server.py'
+}
+running() { # PID of our own child: true until it exits (its command line may still be changing)
+  kill -0 "$1" 2>/dev/null && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
 
 case "$command" in
@@ -36,13 +42,13 @@ case "$command" in
     port=${3:-$($PYTHON -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
     url=http://127.0.0.1:$port
     # Its own session, so that it outlives this script and a terminal's Ctrl-C.
-    MOTO_IAM_LOAD_MANAGED_POLICIES=true setsid "$PYTHON" -m moto.server -H 127.0.0.1 -p "$port" \
+    MOTO_IAM_LOAD_MANAGED_POLICIES=true setsid "$PYTHON" "$here/moto-server.py" -H 127.0.0.1 -p "$port" \
       < /dev/null > "$dir/moto.log" 2>&1 &
     pid=$!
     echo "$pid" > "$dir/moto.pid"
     # Ready when it answers its own API; give up after 60 s or when it dies.
     for _ in $(seq 1 600); do
-      if ! alive "$pid"; then
+      if ! running "$pid"; then
         echo "moto.sh: moto exited before answering on $url; its log:" >&2
         cat "$dir/moto.log" >&2
         rm -f "$dir/moto.pid"
