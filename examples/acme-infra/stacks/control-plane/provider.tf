@@ -9,34 +9,33 @@
 
 variable "aws_endpoint" {
   type        = string
-  default     = null
-  description = "URL of an AWS API emulator to use instead of AWS, such as http://127.0.0.1:5000. Leave unset for a real account."
+  default     = ""
+  description = "URL of an AWS API emulator to use instead of AWS, such as http://127.0.0.1:5000. Leave it empty for a real account."
 
   validation {
-    condition     = var.aws_endpoint == null ? true : can(regex("^(https?://[^[:space:]]+)?$", var.aws_endpoint))
-    error_message = "The aws_endpoint must be an http:// or https:// URL, or unset."
+    condition     = can(regex("^(https?://[^[:space:]]+)?$", var.aws_endpoint))
+    error_message = "The aws_endpoint must be an http:// or https:// URL, or empty."
   }
 }
 
-locals {
-  emulated = var.aws_endpoint != null && var.aws_endpoint != ""
-}
+# The provider reads `var.aws_endpoint` itself, not through a local: Terraform 0.15
+# evaluates no locals for the provider during `destroy` (fixed in 1.x).
 
 provider "aws" {
   region = var.region
 
-  skip_credentials_validation = local.emulated
-  skip_requesting_account_id  = local.emulated
-  skip_metadata_api_check     = local.emulated
-  s3_force_path_style         = local.emulated
+  skip_credentials_validation = var.aws_endpoint != ""
+  skip_requesting_account_id  = var.aws_endpoint != ""
+  skip_metadata_api_check     = var.aws_endpoint != ""
+  s3_force_path_style         = var.aws_endpoint != ""
 
-  # Every service this stack calls (null keeps AWS's own endpoint).
+  # Every service this stack calls (empty keeps AWS's own endpoint).
   endpoints {
-    ec2 = local.emulated ? var.aws_endpoint : null
-    eks = local.emulated ? var.aws_endpoint : null
-    iam = local.emulated ? var.aws_endpoint : null
-    s3  = local.emulated ? var.aws_endpoint : null
-    sts = local.emulated ? var.aws_endpoint : null
+    ec2 = var.aws_endpoint
+    eks = var.aws_endpoint
+    iam = var.aws_endpoint
+    s3  = var.aws_endpoint
+    sts = var.aws_endpoint
   }
 
   default_tags {
