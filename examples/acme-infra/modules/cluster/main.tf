@@ -1,8 +1,8 @@
-# A Kubernetes cluster's shape. The cluster itself is created by the platform's
-# provider resources in production; this module computes and validates its settings.
+# A Kubernetes cluster (EKS): its IAM roles (iam.tf), the control plane and a system
+# node group (eks.tf).
+
+data "aws_partition" "current" {}
 
 locals {
-  minor_version = tonumber(split(".", var.kubernetes_version)[1])
-  endpoint      = "https://${var.name}.${var.region}.k8s.internal"
-  node_subnets  = var.subnet_cidrs
+  policy_prefix = "arn:${data.aws_partition.current.partition}:iam::aws:policy"
 }

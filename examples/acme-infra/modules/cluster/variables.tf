@@ -28,3 +28,19 @@ variable "system_node_count" {
   default     = 3
   description = "Nodes in the system node group."
 }
+
+variable "subnet_ids" {
+  type        = list(string)
+  description = "Ids of the subnets the cluster and its nodes use (the subnets of subnet_cidrs)."
+}
+
+variable "security_group_id" {
+  type        = string
+  description = "Security group of the cluster's nodes; it also admits them to the API."
+}
+
+variable "system_node_instance_type" {
+  type        = string
+  default     = "m6i.large"
+  description = "Instance type of the system node group (a change replaces the group)."
+}

@@ -1,4 +1,5 @@
-# GPU node pools: one per requested GPU family, sized from the family's defaults.
+# GPU node pools: one per requested GPU family, sized from the family's defaults. Each
+# pool is a launch template and an EKS managed node group (node-groups.tf).
 
 locals {
   family_defaults = {

@@ -18,3 +18,19 @@ variable "max_nodes_per_pool" {
   default     = 4
   description = "Upper bound on nodes in each pool."
 }
+
+variable "node_role_arn" {
+  type        = string
+  description = "The IAM role the pools' nodes run as."
+}
+
+variable "subnet_ids" {
+  type        = list(string)
+  description = "Ids of the subnets the pools' nodes run in."
+}
+
+variable "root_volume_gb" {
+  type        = number
+  default     = 200
+  description = "Size of each GPU node's root volume in GiB (room for images and model caches)."
+}

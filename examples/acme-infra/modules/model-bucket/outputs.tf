@@ -7,3 +7,8 @@ output "retention_days" {
   value       = var.retention_days
   description = "Days superseded model versions are kept."
 }
+
+output "bucket_arn" {
+  value       = aws_s3_bucket.this.arn
+  description = "The bucket's ARN."
+}

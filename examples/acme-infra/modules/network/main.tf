@@ -1,5 +1,5 @@
 # Network layout for one environment: a VPC CIDR split into public and private
-# subnets, one pair per availability zone.
+# subnets, one pair per availability zone. The resources are in vpc.tf.
 
 locals {
   zone_count = length(var.availability_zones)

@@ -1,5 +1,12 @@
 terraform {
-  required_version = ">= 0.15.0"
+  required_version = ">= 1.5.0"
+
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "~> 3.39"
+    }
+  }
 }
 
 module "network" {
@@ -7,7 +14,7 @@ module "network" {
 
   name               = "${var.customer_id}-control"
   cidr               = var.vpc_cidr
-  availability_zones = var.availability_zones
+  availability_zones = [for suffix in var.availability_zones : "${var.region}${suffix}"]
 }
 
 module "cluster" {
@@ -17,4 +24,7 @@ module "cluster" {
   region             = var.region
   kubernetes_version = var.kubernetes_version
   subnet_cidrs       = module.network.private_subnets
+
+  subnet_ids        = module.network.private_subnet_ids
+  security_group_id = module.network.node_security_group_id
 }

@@ -1,5 +1,12 @@
 terraform {
-  required_version = ">= 0.15.0"
+  required_version = ">= 1.5.0"
+
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "~> 3.39"
+    }
+  }
 }
 
 locals {
@@ -21,13 +28,19 @@ module "cluster" {
   region             = var.region
   kubernetes_version = var.kubernetes_version
   subnet_cidrs       = module.network.private_subnets
+
+  subnet_ids        = module.network.private_subnet_ids
+  security_group_id = module.network.node_security_group_id
 }
 
 module "gpu_pool" {
   source = "../../modules/gpu-pool"
 
-  cluster_name = local.name
+  cluster_name = module.cluster.name
   gpu_families = var.gpu_families
+
+  node_role_arn = module.cluster.node_role_arn
+  subnet_ids    = module.network.private_subnet_ids
 }
 
 module "model_bucket" {

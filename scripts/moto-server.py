@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""moto, the emulator of the AWS cloud API, with two of its answers made AWS's own.
+
+    python3 scripts/moto-server.py -H 127.0.0.1 -p PORT    (the arguments of `python -m moto.server`)
+
+`scripts/moto.sh` starts it. Stock moto answers two calls differently from AWS, and
+Terraform's AWS provider 3.39 then plans a change on every run, so an unchanged stack
+would look drifted forever:
+
+1. EKS CreateNodegroup without `remoteAccess`: moto records a default SSH key
+   (`eksKeypair`); AWS records none. The provider plans to replace the node group.
+2. EC2 CreateLaunchTemplate with request-level `TagSpecifications` (the template's own
+   tags, which the provider sends for `tags` and `default_tags`): moto also copies them
+   into the template's launch data; AWS keeps them apart. The provider plans to drop a
+   `tag_specifications { resource_type = "launch-template" }` block on every run.
+
+3. EKS in-place updates: moto knows UpdateNodegroupConfig but not DescribeUpdate,
+   UpdateClusterVersion or UpdateNodegroupVersion. The provider waits on DescribeUpdate
+   after every update, so any in-place change to a cluster or node group (a Kubernetes
+   version, a node group's size, a new launch template version) would wait until its
+   60-minute timeout. Here they exist, and each update succeeds at once.
+
+Each fix is applied only when moto still has the code it corrects; otherwise the
+server starts as it is and says so on stderr.
+"""
+import copy
+import sys
+
+
+def fix_eks_remote_access():
+    import moto.eks.models as eks
+
+    if getattr(eks, "DEFAULT_REMOTE_ACCESS", None) != {"ec2SshKey": "eksKeypair"}:
+        return "moto.eks.models.DEFAULT_REMOTE_ACCESS changed"
+    eks.DEFAULT_REMOTE_ACCESS = None
+    return None
+
+
+def fix_launch_template_tags():
+    from moto.ec2.responses.launch_templates import LaunchTemplates
+
+    original = getattr(LaunchTemplates, "create_launch_template", None)
+    if original is None or getattr(original, "stackpack_fixed", False):
+        return "LaunchTemplates.create_launch_template missing"
+
+    def create_launch_template(self):
+        data = self._get_param("LaunchTemplateData", {}) or {}
+        # A copy: moto may hand the original the same parsed list, which it extends.
+        specs = copy.deepcopy(data.get("TagSpecifications"))
+        result = original(self)
+        template = self.ec2_backend.get_launch_template_by_name(self._get_param("LaunchTemplateName"))
+        for version in template.versions:
+            if specs is None:
+                version.data.pop("TagSpecifications", None)
+            else:
+                version.data["TagSpecifications"] = specs
+        return result
+
+    create_launch_template.stackpack_fixed = True
+    LaunchTemplates.create_launch_template = create_launch_template
+    return None
+
+
+def add_eks_updates():
+    import uuid
+
+    import moto.eks.urls as urls
+    from moto.core.responses import ActionResult
+    from moto.core.utils import utcnow
+    from moto.eks.responses import EKSResponse
+
+    if hasattr(EKSResponse, "describe_update"):
+        return "moto has DescribeUpdate already"
+    updates = {}  # update id -> update: every update this server has made
+
+    def record(kind, params):
+        update = {
+            "id": str(uuid.uuid4()),
+            "status": "Successful",
+            "type": kind,
+            "params": [{"type": key, "value": str(value)} for key, value in params.items() if value is not None],
+            "createdAt": utcnow(),
+            "errors": [],
+        }
+        updates[update["id"]] = update
+        return update
+
+    original_config = EKSResponse.update_nodegroup_config
+
+    def update_nodegroup_config(self):
+        result = original_config(self)
+        update = getattr(result, "result", None) or getattr(result, "_result", None) or {}
+        if isinstance(update, dict) and isinstance(update.get("update"), dict):
+            updates[update["update"]["id"]] = update["update"]
+        return result
+
+    def update_cluster_version(self):
+        cluster = self.eks_backend.describe_cluster(name=self._get_param("name"))
+        version = self._get_param("version")
+        cluster.version = version
+        return ActionResult({"update": record("VersionUpdate", {"Version": version, "PlatformVersion": cluster.platformVersion})})
+
+    def update_nodegroup_version(self):
+        group = self.eks_backend.describe_nodegroup(
+            cluster_name=self._get_param("name"), nodegroup_name=self._get_param("nodegroupName")
+        )
+        version = self._get_param("version")
+        release = self._get_param("releaseVersion")
+        template = self._get_param("launchTemplate")
+        if version:
+            group.version = version
+        if release:
+            group.release_version = release
+        if template and group.launch_template is not None:
+            group.launch_template.update({key: value for key, value in template.items() if value})
+        return ActionResult({"update": record("VersionUpdate", {"Version": version, "ReleaseVersion": release})})
+
+    def describe_update(self):
+        update = updates.get(self._get_param("updateId"))
+        if update is None:
+            from moto.eks.exceptions import ResourceNotFoundException
+
+            raise ResourceNotFoundException(
+                clusterName=self._get_param("name"),
+                nodegroupName=self._get_param("nodegroupName"),
+                fargateProfileName=None,
+                addonName=None,
+                message=f"No update found for ID: {self._get_param('updateId')}",
+            )
+        return ActionResult({"update": update})
+
+    EKSResponse.update_nodegroup_config = update_nodegroup_config
+    EKSResponse.update_cluster_version = update_cluster_version
+    EKSResponse.update_nodegroup_version = update_nodegroup_version
+    EKSResponse.describe_update = describe_update
+    dispatch = urls.response.dispatch
+    urls.url_paths.update({
+        "{0}/clusters/(?P<name>[^/]+)/updates$": dispatch,
+        "{0}/clusters/(?P<name>[^/]+)/updates/(?P<updateId>[^/]+)$": dispatch,
+        "{0}/clusters/(?P<name>[^/]+)/node-groups/(?P<nodegroupName>[^/]+)/update-version$": dispatch,
+    })
+    return None
+
+
+def main():
+    for fix in (fix_eks_remote_access, fix_launch_template_tags, add_eks_updates):
+        try:
+            problem = fix()
+        except Exception as error:  # a moto that moved its code: run it as it is
+            problem = f"{type(error).__name__}: {error}"
+        if problem:
+            print(f"moto-server.py: {fix.__name__} not applied ({problem})", file=sys.stderr)
+
+    from moto.server import main as serve
+
+    serve(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()
