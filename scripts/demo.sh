@@ -1,23 +1,52 @@
 #!/usr/bin/env bash
 # The main job, end to end, on the bundled example `examples/acme-infra`, all on
-# this machine's loopback:
+# this machine's loopback, building real AWS resources in an emulated AWS account:
 #
-#   1. the vendor's CI: a signing key, the embedded registry, `stackpack publish`;
-#   2. a second commit that adds an input: the packager computes a minor release;
-#   3. a connected customer (globex): the runner pulls, verifies, checks inputs,
-#      applies with real Terraform, and reports its receipt to the registry;
-#   4. an airgapped customer (initech): the vendor exports a tar, the runner imports
-#      it offline, applies, and the receipts travel back as a file;
-#   5. support asks the registry which version every customer runs.
+#   1. the vendor's CI: a signing key, a provider mirror, the embedded registry,
+#      `stackpack publish` (each bundle carries the AWS provider it locks);
+#   2. a connected customer (globex): the runner pulls, verifies, applies real
+#      resources, reports; then an upgrade changes a resource in place, a change
+#      made by hand is found by `drift`, `rollback` puts the earlier version back;
+#   3. a changed default that would replace a resource: the contract says major,
+#      and the plan shows the replacement;
+#   4. destroy and recreate globex's data plane from nothing, timed;
+#   5. an airgapped customer (initech): the vendor exports a tar; inside a network
+#      namespace with no network at all (root only), the runner imports it and
+#      applies, and `init` installs the provider from the bundle; receipts travel
+#      back as a file;
+#   6. support asks the registry which version every customer runs.
 #
+# The customer's AWS account is moto, an emulator of the AWS APIs on 127.0.0.1
+# (`scripts/moto.sh`): the only stand-in here, since no cloud is reachable.
 # Everything lives under `target/demo/` and is made afresh on each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
+if [ "${1:-}" = "--airgapped-customer" ]; then
+  # Run by ourselves under `unshare -n` (step 5): no network but a loopback.
+  shift
+  demo=$1 bin=$2 terraform=$3 version=$4
+  ip link set lo up
+  if python3 -c 'import socket; socket.create_connection(("pypi.org", 443), timeout=3)' 2> /dev/null; then
+    echo "demo.sh: the namespace reaches the network" >&2
+    exit 1
+  fi
+  echo "inside a network namespace: no network but 127.0.0.1"
+  url=$(scripts/moto.sh start "$demo/moto-initech")
+  trap 'scripts/moto.sh stop "$demo/moto-initech"' EXIT
+  export TF_VAR_aws_endpoint=$url AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
+  initech() { "$bin/stackpack-runner" --home "$demo/runner-initech" "$@"; }
+  initech init --customer initech --engine terraform --engine-path "$terraform"
+  initech trust add "$demo/vendor.pub"
+  initech import "$demo/initech-bundles.tar"
+  initech apply "data-plane@$version" --inputs "$demo/acme-infra/customers/initech/data-plane.tfvars" --yes
+  initech receipts export -o "$demo/initech-receipts.json"
+  exit 0
+fi
+
 scripts/install-test-deps.sh
 terraform=$(scripts/terraform-path.sh)
-chmod +x "$terraform"
 export CHECKPOINT_DISABLE=1 NO_COLOR=${NO_COLOR:-}
 cargo build --quiet --bins
 bin=$root/target/debug
@@ -25,67 +54,147 @@ demo=${STACKPACK_DEMO_DIR:-$root/target/demo}
 rm -rf "$demo"
 mkdir -p "$demo"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+seconds() { python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+  scripts/moto.sh stop "$demo/moto-globex" || true
+}
+trap cleanup EXIT
 
-step "the vendor's repository: a git repository with the example stacks"
+step "the vendor's repository: the example stacks, their lock files, a provider mirror"
 cp -r examples/acme-infra "$demo/acme-infra"
 cd "$demo/acme-infra"
 printf '.stackpack/\n' > .gitignore
+# What CI does before publishing: fill the mirror `stackpack.toml` names
+# (`terraform providers mirror` does the same with a network).
+"$root/scripts/provider-mirror.sh" .stackpack/providers 3.39.0 > /dev/null
 git init -q -b main
 git add -A
 git -c user.name=Acme -c user.email=ci@acme.example commit -qm "Acme infrastructure"
 "$bin/stackpack" keygen --out "$demo/vendor"
+commit() { git -c user.name=Acme -c user.email=ci@acme.example commit -qam "$1"; }
 
 step "the embedded registry on 127.0.0.1"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 registry_data=$demo/registry
+"$bin/stackpack-registry" init --data "$registry_data" > /dev/null 2>&1 || true
 token() { "$bin/stackpack-registry" token create --data "$registry_data" --json "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'; }
 publisher_token=$(token --role publisher)
 globex_token=$(token --role customer --customer globex)
 "$bin/stackpack-registry" serve --data "$registry_data" --listen "127.0.0.1:$port" > "$demo/registry.log" 2>&1 &
-registry_pid=$!
-trap 'kill $registry_pid 2>/dev/null || true' EXIT
+pids+=($!)
 for _ in $(seq 1 100); do
   curl -fs "http://127.0.0.1:$port/healthz" > /dev/null && break
   sleep 0.1
 done
 echo "listening on 127.0.0.1:$port (data in target/demo/registry)"
 registry=127.0.0.1:$port/acme
+# Publishes, shows what went out (with the bytes sent), and sets $version to the
+# data plane's version.
+publishes=0
+publish() {
+  publishes=$((publishes + 1))
+  local report=$demo/publish-$publishes.json
+  STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" publish --registry "$registry" --insecure --key "$demo/vendor.key" --json > "$report"
+  version=$(python3 - "$report" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+for stack in report["stacks"]:
+    state = "published" if stack["published"] else "unchanged"
+    print(f"  {stack['stack']:<14} {stack['version'] or '-':<10} {state:<10} {stack['bytesSent'] or 0:>12,} bytes sent  {stack['reason'] or ''}", file=sys.stderr)
+print(next(s["version"] for s in report["stacks"] if s["stack"] == "data-plane"))
+PY
+)
+}
 
 step "CI on main: check the interface contract, version, build, sign, publish"
 "$bin/stackpack" check || true
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" publish --registry "$registry" --insecure --key "$demo/vendor.key"
+publish
+first=$version
 
-step "a new input with a default: the packager computes a minor release"
-cat >> stacks/data-plane/variables.tf <<'TF'
-
-variable "log_retention_days" {
-  type        = number
-  default     = 30
-  description = "Days to keep cluster logs."
-}
-TF
-git -c user.name=Acme -c user.email=ci@acme.example commit -qam "data-plane: log retention"
-"$bin/stackpack" version
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" publish --registry "$registry" --insecure --key "$demo/vendor.key"
-
-step "globex (connected): pull, verify, check inputs, apply, report"
-globex() { "$bin/stackpack-runner" --home "$demo/runner-globex" "$@"; }
+step "globex's AWS account (the emulator) and runner: pull, verify, apply real resources, report"
+url=$(scripts/moto.sh start "$demo/moto-globex")
+echo "the AWS API emulator answers on $url"
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
+globex() { TF_VAR_aws_endpoint=$url "$bin/stackpack-runner" --home "$demo/runner-globex" "$@"; }
 globex init --customer globex --engine terraform --engine-path "$terraform"
 globex trust add "$demo/vendor.pub"
-STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:0.1.0" --insecure
-globex check-inputs data-plane@0.1.0 --inputs customers/globex/data-plane.tfvars
-globex apply data-plane@0.1.0 --inputs customers/globex/data-plane.tfvars --yes
-globex status
+STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:$first" --insecure
+globex check-inputs "data-plane@$first" --inputs customers/globex/data-plane.tfvars
+globex apply "data-plane@$first" --inputs customers/globex/data-plane.tfvars --yes
+python3 - "$url" <<'PY'
+import sys, boto3
+kw = dict(endpoint_url=sys.argv[1], region_name="us-east-1")
+ec2, eks, s3 = (boto3.client(s, **kw) for s in ("ec2", "eks", "s3"))
+vpcs = ec2.describe_vpcs(Filters=[{"Name": "cidr", "Values": ["10.40.0.0/16"]}])["Vpcs"]
+subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [v["VpcId"] for v in vpcs]}])["Subnets"]
+clusters = eks.list_clusters()["clusters"]
+groups = [g for c in clusters for g in eks.list_nodegroups(clusterName=c)["nodegroups"]]
+buckets = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+print(f"in the account now: {len(vpcs)} VPC, {len(subnets)} subnets, clusters {clusters}, node groups {groups}, buckets {buckets}")
+PY
 globex report --registry "http://127.0.0.1:$port" --token "$globex_token"
 
-step "initech (airgapped): export a tar, import offline, apply, carry receipts back"
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" export --registry "$registry" --insecure data-plane@0.2.0 -o "$demo/initech-bundles.tar"
-initech() { "$bin/stackpack-runner" --home "$demo/runner-initech" "$@"; }
-initech init --customer initech --engine terraform --engine-path "$terraform"
-initech trust add "$demo/vendor.pub"
-initech import "$demo/initech-bundles.tar"
-initech apply data-plane@0.2.0 --inputs customers/initech/data-plane.tfvars --yes
-initech receipts export -o "$demo/initech-receipts.json"
+step "an upgrade that changes a resource in place: model weights kept 30 days, not 90"
+cat >> stacks/data-plane/variables.tf <<'TF'
+
+variable "model_retention_days" {
+  type        = number
+  default     = 30
+  description = "Days to keep old versions of model weights."
+}
+TF
+sed -i 's|^  region      = var.region$|  region      = var.region\n\n  retention_days = var.model_retention_days|' stacks/data-plane/main.tf
+commit "data-plane: model retention"
+"$bin/stackpack" version
+publish
+second=$version
+echo "the new version moved only what changed: the provider layer was already there"
+STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:$second" --insecure
+globex apply "data-plane@$second" --inputs customers/globex/data-plane.tfvars --yes
+
+step "a change made by hand in globex's account is found by drift"
+python3 - "$url" <<'PY'
+import sys, boto3
+ec2 = boto3.client("ec2", endpoint_url=sys.argv[1], region_name="us-east-1")
+vpc = ec2.describe_vpcs(Filters=[{"Name": "cidr", "Values": ["10.40.0.0/16"]}])["Vpcs"][0]["VpcId"]
+ec2.create_tags(Resources=[vpc], Tags=[{"Key": "changed-by", "Value": "hand"}])
+print(f"tagged {vpc} changed-by=hand through the emulator's API")
+PY
+globex drift data-plane || echo "drift found (exit $?)"
+globex report --registry "http://127.0.0.1:$port" --token "$globex_token"
+
+step "rollback: the previous version's resources come back"
+globex rollback data-plane --yes
+globex status
+
+step "a changed default that would replace a resource: the contract says major"
+sed -i 's|default     = "m6i.large"|default     = "m6i.xlarge"|' modules/cluster/variables.tf
+commit "cluster: larger system nodes"
+"$bin/stackpack" check || echo "check: a major release is needed (exit $?)"
+publish
+third=$version
+STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:$third" --insecure
+globex plan "data-plane@$third" --inputs customers/globex/data-plane.tfvars 2>&1 | grep -E "must be replaced|^Plan:|planned" || true
+
+step "destroy globex's data plane, then recreate it from nothing (timed)"
+start=$(seconds)
+globex destroy data-plane --confirm globex
+middle=$(seconds)
+globex apply "data-plane@$second" --inputs customers/globex/data-plane.tfvars --yes --allow-downgrade
+end=$(seconds)
+python3 -c "import sys; a,b,c = map(float, sys.argv[1:]); print(f'destroyed in {b-a:.1f} s, recreated in {c-b:.1f} s, {c-a:.1f} s in all')" "$start" "$middle" "$end"
+globex report --registry "http://127.0.0.1:$port" --token "$globex_token"
+
+step "initech (airgapped): export a tar; import, verify and apply with no network at all"
+STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" export --registry "$registry" --insecure "data-plane@$second" -o "$demo/initech-bundles.tar"
+if [ "$(id -u)" -eq 0 ] && command -v unshare > /dev/null && command -v ip > /dev/null; then
+  unshare -n "$root/scripts/demo.sh" --airgapped-customer "$demo" "$bin" "$terraform" "$second"
+else
+  echo "(not root, or no unshare/ip: initech runs on this machine's network instead of a namespace)"
+  (cd "$root" && unset TF_VAR_aws_endpoint && scripts/demo.sh --airgapped-customer "$demo" "$bin" "$terraform" "$second") || true
+fi
 "$bin/stackpack-registry" receipts import "$demo/initech-receipts.json" --data "$registry_data"
 
 step "support: which version every customer runs"

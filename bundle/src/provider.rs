@@ -134,17 +134,26 @@ pub fn current_platform() -> String {
 }
 
 /// A CLI configuration that installs providers only from `mirror`, a packed
-/// `filesystem_mirror`, with direct installation from any registry excluded.
-pub fn mirror_cli_config(mirror: &Path) -> String {
-    let path = mirror
-        .display()
-        .to_string()
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"");
-    format!(
-        "# Written by stackpack-runner: providers come only from the verified bundle.\n\
-         provider_installation {{\n  filesystem_mirror {{\n    path    = \"{path}\"\n    include = [\"*/*/*\"]\n  }}\n  direct {{\n    exclude = [\"*/*/*\"]\n  }}\n}}\n"
-    )
+/// `filesystem_mirror`, with direct installation from any registry excluded; with
+/// `cache`, unpacked providers are kept there and linked into each work folder.
+pub fn mirror_cli_config(mirror: &Path, cache: Option<&Path>) -> String {
+    let quote = |path: &Path| {
+        path.display()
+            .to_string()
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+    };
+    let mut text = String::from(
+        "# Written by stackpack-runner: providers come only from the verified bundle.\n",
+    );
+    if let Some(cache) = cache {
+        text.push_str(&format!("plugin_cache_dir = \"{}\"\n", quote(cache)));
+    }
+    text.push_str(&format!(
+        "provider_installation {{\n  filesystem_mirror {{\n    path    = \"{}\"\n    include = [\"*/*/*\"]\n  }}\n  direct {{\n    exclude = [\"*/*/*\"]\n  }}\n}}\n",
+        quote(mirror)
+    ));
+    text
 }
 
 #[cfg(test)]
@@ -203,7 +212,7 @@ mod tests {
 
     #[test]
     fn the_cli_configuration_never_allows_direct_installation() {
-        let text = mirror_cli_config(Path::new("/home/runner/work/providers"));
+        let text = mirror_cli_config(Path::new("/home/runner/work/providers"), None);
         assert!(text.contains("path    = \"/home/runner/work/providers\""));
         assert!(text.contains("exclude = [\"*/*/*\"]"));
     }

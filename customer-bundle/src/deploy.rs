@@ -384,9 +384,11 @@ fn execute(
         .tempdir_in(&work_root)
         .map_err(|e| io("create a work folder in", &work_root, e))?;
     let result = prepare_work(home, bundle, inputs_text, &mut engine, work.path(), ui).and_then(
-        |(dir, init)| {
+        |(dir, init, providers)| {
             (ui.status)(&format!("{} init", engine.name));
             engine.run_ok(&dir, &init, ui.quiet, "init")?;
+            // The plugin cache is filled: other runners may use it now.
+            drop(providers.cache_lock);
             plan_and_apply(&engine, &dir, request, ui, receipt, plan)
         },
     );
@@ -403,7 +405,7 @@ fn execute(
 }
 
 /// Unpacks the bundle, lays out its providers, writes the inputs and the backend
-/// override; returns the stack's folder and the `init` arguments.
+/// override; returns the stack's folder, the `init` arguments, and the providers.
 fn prepare_work(
     home: &Home,
     bundle: &VerifiedBundle,
@@ -411,7 +413,7 @@ fn prepare_work(
     engine: &mut Engine,
     work: &Path,
     ui: &mut Ui,
-) -> Result<(PathBuf, Vec<String>)> {
+) -> Result<(PathBuf, Vec<String>, super::providers::ProviderSetup)> {
     let dir = unpack_verified(home, bundle, work)?;
     let providers = super::providers::prepare(home, bundle, &dir, work)?;
     engine.cli_config = Some(providers.cli_config.clone());
@@ -437,7 +439,7 @@ fn prepare_work(
         init.push("-lockfile=readonly".into());
     }
     init.extend(backend_args);
-    Ok((dir, init))
+    Ok((dir, init, providers))
 }
 
 /// Plans (for destroy, a destroy plan), and for apply, rollback and destroy asks and

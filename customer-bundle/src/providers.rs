@@ -3,12 +3,18 @@
 //! The stack's lock file names the provider packages `init` will want. Each must be a
 //! layer of the bundle for this machine's platform, already verified with the rest of
 //! the bundle and kept in the store, which is content-addressed. They are laid out as
-//! a packed `filesystem_mirror` in the work folder (hard links into the store where
-//! the file system allows, copies elsewhere), hashed again as the lock file pins
-//! them, and a CLI configuration is written that installs only from that mirror, with
-//! direct installation excluded for every provider. So `init` never reaches a
-//! network, and a bundle missing a package fails here, with our own error, before
-//! the engine runs.
+//! a packed `filesystem_mirror` in the home (`providers/mirror`: hard links into the
+//! store where the file system allows, copies elsewhere), hashed again as the lock
+//! file pins them, and a CLI configuration is written that installs only from that
+//! mirror, with direct installation excluded for every provider. So `init` never
+//! reaches a network, and a bundle missing a package fails here, with our own error,
+//! before the engine runs.
+//!
+//! Unpacked providers are kept in the engine's plugin cache (`providers/cache`), so a
+//! run links a provider into its work folder instead of unpacking hundreds of
+//! megabytes each time; the engine checks every cached provider against the lock
+//! file before it uses it. The cache is not safe for two engines filling it at once,
+//! so `init` runs under a home-wide lock ([`CacheLock`]).
 
 use std::path::{Path, PathBuf};
 
@@ -22,16 +28,42 @@ use crate::home::Home;
 
 /// What the engine runs need: the CLI configuration, and whether a lock file pins the
 /// providers (then `init` runs with `-lockfile=readonly`).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct ProviderSetup {
     pub cli_config: PathBuf,
     pub locked: bool,
     /// The packages laid out, for status lines.
     pub installed: Vec<ProviderPackage>,
+    /// Held until `init` has filled the plugin cache; dropped after.
+    pub cache_lock: CacheLock,
 }
 
-/// Lays out the providers the lock file in `stack_dir` pins and writes the CLI
-/// configuration, both in `work` (an absolute path).
+/// The home-wide lock over the provider mirror and the plugin cache.
+#[derive(Debug)]
+pub struct CacheLock {
+    _file: std::fs::File,
+}
+
+impl CacheLock {
+    fn acquire(home: &Home) -> Result<CacheLock> {
+        use fs2::FileExt;
+        let dir = home.locks_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+        let path = dir.join("providers.lock");
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io("open", &path, e))?;
+        // Another runner holds it only while its `init` links providers: wait.
+        file.lock_exclusive().map_err(|e| io("lock", &path, e))?;
+        Ok(CacheLock { _file: file })
+    }
+}
+
+/// Lays out the providers the lock file in `stack_dir` pins in the home's mirror, and
+/// writes the CLI configuration in `work` (an absolute path).
 pub fn prepare(
     home: &Home,
     bundle: &VerifiedBundle,
@@ -50,21 +82,26 @@ pub fn prepare(
     };
     let platform = current_platform();
     let packages = packages_for(bundle, &locked, &platform)?;
-    let mirror = work.join("providers");
-    std::fs::create_dir_all(&mirror).map_err(|e| io("create", &mirror, e))?;
+    let cache_lock = CacheLock::acquire(home)?;
+    let mirror = home.root.join("providers").join("mirror");
+    let cache = home.root.join("providers").join("cache");
+    for dir in [&mirror, &cache] {
+        std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+    }
     let store = home.store()?;
     for (provider, package) in locked.iter().zip(&packages) {
         let target = mirror.join(package.mirror_path());
-        place(&store.blob_path(&package.digest), &target)?;
+        place(&store.blob_path(&package.digest), &target, package)?;
         check_placed(&target, package, provider)?;
     }
     let cli_config = work.join("stackpack.tfrc");
-    std::fs::write(&cli_config, mirror_cli_config(&mirror))
+    std::fs::write(&cli_config, mirror_cli_config(&mirror, Some(&cache)))
         .map_err(|e| io("write", &cli_config, e))?;
     Ok(ProviderSetup {
         cli_config,
         locked: !locked.is_empty(),
         installed: packages,
+        cache_lock,
     })
 }
 
@@ -101,17 +138,24 @@ fn packages_for(
     )))
 }
 
-/// A hard link into the store when the file system allows it, a copy otherwise.
-fn place(blob: &Path, target: &Path) -> Result<()> {
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io("create", parent, e))?;
+/// A hard link into the store when the file system allows it, a copy otherwise;
+/// made beside and renamed into place, so the mirror never holds half a package.
+/// A package already there is kept when it is the same file as the store's blob.
+fn place(blob: &Path, target: &Path, package: &ProviderPackage) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let parent = target.parent().expect("mirror paths have a folder");
+    std::fs::create_dir_all(parent).map_err(|e| io("create", parent, e))?;
+    if let (Ok(a), Ok(b)) = (std::fs::metadata(blob), std::fs::metadata(target)) {
+        if a.ino() == b.ino() && a.dev() == b.dev() {
+            return Ok(());
+        }
     }
-    if std::fs::hard_link(blob, target).is_ok() {
-        return Ok(());
+    let staged = parent.join(format!(".{}.partial", package.file_name()));
+    let _ = std::fs::remove_file(&staged);
+    if std::fs::hard_link(blob, &staged).is_err() {
+        std::fs::copy(blob, &staged).map_err(|e| io("copy a provider package to", &staged, e))?;
     }
-    std::fs::copy(blob, target)
-        .map(|_| ())
-        .map_err(|e| io("copy a provider package to", target, e))
+    std::fs::rename(&staged, target).map_err(|e| io("place", target, e))
 }
 
 /// The package as placed still hashes to the verified layer, and to a hash the lock

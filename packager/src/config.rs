@@ -36,6 +36,9 @@ pub struct RepoConfig {
     pub providers: ProviderSettings,
 }
 
+/// Names a provider mirror that overrides `[providers] mirror`.
+pub const PROVIDER_MIRROR_VARIABLE: &str = "STACKPACK_PROVIDER_MIRROR";
+
 /// `[providers]`: the provider packages that travel inside bundles.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -90,11 +93,17 @@ impl RepoConfig {
                 .at(path.display())
                 .hint("run stackpack in the root of the vendor repository, or pass `--repo DIR`")
         })?;
-        toml::from_str(&text).map_err(|e| {
+        let mut config: RepoConfig = toml::from_str(&text).map_err(|e| {
             Error::usage(format!("`stackpack.toml` is invalid: {}", e.message()))
                 .at(location_of(&path, &text, e.span()))
                 .hint("fix the value; every setting is described in `docs/configuration.md`")
-        })
+        })?;
+        // CI often keeps the mirror outside the checkout (a cache shared between
+        // jobs): the variable names it without editing `stackpack.toml`.
+        if let Some(mirror) = std::env::var_os(PROVIDER_MIRROR_VARIABLE).filter(|v| !v.is_empty()) {
+            config.providers.mirror = Some(PathBuf::from(mirror));
+        }
+        Ok(config)
     }
 
     /// The namespace part of `registry` (`acme` in `127.0.0.1:5000/acme`).

@@ -349,7 +349,9 @@ fn the_interface_recorded_in_a_bundle_config() {
     // The stack and the four modules it vendors.
     assert_eq!(tree.modules.len(), 5);
     let schema = tree.to_schema();
-    assert_eq!(schema.inputs.len(), 8);
+    // Seven of the customer's, and the emulator endpoint real customers leave unset.
+    assert_eq!(schema.inputs.len(), 9);
+    assert!(!schema.input("aws_endpoint").unwrap().required);
     assert_eq!(
         schema.input("availability_zones").unwrap().default,
         Some(serde_json::json!(["a", "b", "c"]))
@@ -365,6 +367,17 @@ fn the_interface_recorded_in_a_bundle_config() {
     assert!(schema.input("customer_id").unwrap().required);
     assert_eq!(schema.input("customer_id").unwrap().validations.len(), 1);
     assert_eq!(schema.outputs.len(), 7);
-    assert_eq!(schema.required_version.as_deref(), Some(">= 0.15.0"));
-    assert!(schema.resource_kinds.is_empty());
+    assert_eq!(schema.required_version.as_deref(), Some(">= 1.5.0"));
+    for kind in [
+        "aws_vpc",
+        "aws_eks_cluster",
+        "aws_eks_node_group",
+        "aws_s3_bucket",
+    ] {
+        assert!(
+            schema.resource_kinds.iter().any(|k| k == kind),
+            "{kind} missing from {:?}",
+            schema.resource_kinds
+        );
+    }
 }

@@ -67,11 +67,19 @@ fn packager_bundles_publish_record_a_release_and_their_signatures_are_referrers(
         ])
         .current_dir(&repo));
     let key = work.path().join("signing");
+    // The AWS provider package the example's lock files pin, as CI fills a mirror.
+    let mirror = work.path().join("providers");
+    run(
+        Command::new(example.join("../../scripts/provider-mirror.sh"))
+            .arg(&mirror)
+            .arg("3.39.0"),
+    );
     run(Command::new(&stackpack).args(["keygen", "--out"]).arg(&key));
     run(Command::new(&stackpack)
         .args(["build", "--repo"])
         .arg(&repo)
-        .env("STACKPACK_SIGNING_KEY", key.with_extension("key")));
+        .env("STACKPACK_SIGNING_KEY", key.with_extension("key"))
+        .env("STACKPACK_PROVIDER_MIRROR", &mirror));
     let layout = repo.join(".stackpack/bundles");
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();

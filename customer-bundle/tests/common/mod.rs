@@ -16,7 +16,8 @@ use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
 
-pub use stackpack_test_support::{copy_dir, example_dir, have, terraform, Run};
+pub use stackpack_test_support::servers::Moto;
+pub use stackpack_test_support::{copy_dir, example_dir, have, provider_mirror, terraform, Run};
 
 pub fn globex_inputs() -> PathBuf {
     example_dir().join("customers/globex/data-plane.tfvars")
@@ -41,6 +42,7 @@ pub struct Vendor {
 
 impl Vendor {
     pub fn new() -> Vendor {
+        stackpack_test_support::use_provider_mirror();
         let temp = tempfile::tempdir().unwrap();
         let dir = temp.path().join("acme-infra");
         copy_dir(&example_dir(), &dir);
@@ -130,6 +132,8 @@ impl Vendor {
 pub struct Runner {
     pub temp: tempfile::TempDir,
     pub home: PathBuf,
+    /// The customer's AWS account, emulated: started on the first engine run.
+    moto: std::sync::OnceLock<Moto>,
 }
 
 impl Runner {
@@ -141,7 +145,11 @@ impl Runner {
     pub fn with_engine(customer: &str, engine: &Path) -> Runner {
         let temp = tempfile::tempdir().unwrap();
         let home = temp.path().join("home");
-        let runner = Runner { temp, home };
+        let runner = Runner {
+            temp,
+            home,
+            moto: std::sync::OnceLock::new(),
+        };
         runner
             .run(&[
                 "init",
@@ -161,7 +169,19 @@ impl Runner {
             .env("STACKPACK_RUNNER_HOME", &self.home)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
+        let runs_engine = matches!(
+            args.first().copied(),
+            Some("plan" | "apply" | "rollback" | "drift" | "destroy")
+        );
+        if runs_engine {
+            command.envs(self.moto().env());
+        }
         command
+    }
+
+    /// The emulated AWS account this runner applies to.
+    pub fn moto(&self) -> &Moto {
+        self.moto.get_or_init(Moto::start)
     }
 
     pub fn run(&self, args: &[&str]) -> Run {

@@ -202,6 +202,37 @@ fn print_bundle(bundle: &VerifiedBundle, trust: &Trust) {
         .collect();
     print!("{}", output::table(&["MODULE", "PATH", "DIGEST"], &modules));
     println!();
+    if !config.providers.is_empty() {
+        let providers: Vec<Vec<String>> = config
+            .providers
+            .iter()
+            .map(|p| {
+                vec![
+                    p.source.clone(),
+                    p.version.clone(),
+                    p.platform.clone(),
+                    output::human_size(p.size),
+                    p.hash.clone(),
+                    p.digest.short(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            output::table(
+                &[
+                    "PROVIDER",
+                    "VERSION",
+                    "PLATFORM",
+                    "SIZE",
+                    "LOCKED BY",
+                    "LAYER"
+                ],
+                &providers
+            )
+        );
+        println!();
+    }
     let files: Vec<Vec<String>> = config
         .files
         .iter()

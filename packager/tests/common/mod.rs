@@ -34,6 +34,7 @@ pub struct TestRepo {
 
 impl TestRepo {
     pub fn new() -> TestRepo {
+        stackpack_test_support::use_provider_mirror();
         let temp = tempfile::tempdir().unwrap();
         let dir = temp.path().join("acme-infra");
         copy_dir(&example_dir(), &dir);

