@@ -33,8 +33,8 @@ if [ "${1:-}" = "--airgapped-customer" ]; then
     exit 1
   fi
   echo "inside a network namespace: no network but 127.0.0.1"
-  url=$(scripts/moto.sh start "$demo/moto-initech")
-  trap 'scripts/moto.sh stop "$demo/moto-initech"' EXIT
+  url=$("$root"/scripts/moto.sh start "$demo/moto-initech")
+  trap '"$root/scripts/moto.sh" stop "$demo/moto-initech"' EXIT
   export TF_VAR_aws_endpoint=$url AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
   initech() { "$bin/stackpack-runner" --home "$demo/runner-initech" "$@"; }
   initech init --customer initech --engine terraform --engine-path "$terraform"
@@ -58,7 +58,7 @@ seconds() { python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-  scripts/moto.sh stop "$demo/moto-globex" || true
+  "$root"/scripts/moto.sh stop "$demo/moto-globex" || true
 }
 trap cleanup EXIT
 
@@ -114,7 +114,7 @@ publish
 first=$version
 
 step "globex's AWS account (the emulator) and runner: pull, verify, apply real resources, report"
-url=$(scripts/moto.sh start "$demo/moto-globex")
+url=$("$root"/scripts/moto.sh start "$demo/moto-globex")
 echo "the AWS API emulator answers on $url"
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
 globex() { TF_VAR_aws_endpoint=$url "$bin/stackpack-runner" --home "$demo/runner-globex" "$@"; }

@@ -333,7 +333,7 @@ enum Step {
 
 fn not_deployed(stack: &str) -> Error {
     Error::refused(format!(
-        "stack `{stack}` has never been applied by this runner"
+        "stack `{stack}` is not deployed by this runner: it was never applied, or was destroyed"
     ))
     .hint(format!(
         "apply it first with `stackpack-runner apply {stack}@VERSION --inputs FILE`"

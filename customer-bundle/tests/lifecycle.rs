@@ -141,12 +141,11 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
     let table = runner.run(&["status"]).ok().stdout;
     assert!(table.starts_with("STACK"), "{table}");
 
-    // Drift: none, then a hand edit of the state.
+    // Drift: none, then a change made by hand in the account, through the AWS API
+    // (the emulator's), as an operator at the console would.
     let clean = runner.run(&["drift", "data-plane", "--json"]).ok().json();
     assert_eq!(clean["outcome"], "no-changes");
-    let state = runner.state_file("data-plane");
-    let text = std::fs::read_to_string(&state).unwrap();
-    std::fs::write(&state, text.replace("\"10.40.0.0/16\"", "\"10.99.0.0/16\"")).unwrap();
+    runner.moto().python(TAG_THE_VPC_BY_HAND).ok();
     let drifted = runner
         .run(&["drift", "data-plane", "--json"])
         .code(1)
@@ -181,4 +180,95 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
         receipt.verify_integrity().unwrap();
         assert_eq!(receipt.receipt.key_id, receipts[0].receipt.key_id);
     }
+}
+
+/// Tags globex's VPC through the AWS API, outside the runner.
+const TAG_THE_VPC_BY_HAND: &str = r#"
+import boto3
+ec2 = boto3.client("ec2", endpoint_url=ENDPOINT, region_name="us-east-1")
+vpc = ec2.describe_vpcs(Filters=[{"Name": "cidr", "Values": ["10.40.0.0/16"]}])["Vpcs"][0]["VpcId"]
+ec2.create_tags(Resources=[vpc], Tags=[{"Key": "changed-by", "Value": "hand"}])
+"#;
+
+/// How many VPCs with globex's range the account holds.
+const COUNT_GLOBEX_VPCS: &str = r#"
+import boto3
+ec2 = boto3.client("ec2", endpoint_url=ENDPOINT, region_name="us-east-1")
+print(len(ec2.describe_vpcs(Filters=[{"Name": "cidr", "Values": ["10.40.0.0/16"]}])["Vpcs"]))
+"#;
+
+#[test]
+fn destroy_removes_the_customers_resources_only_for_the_right_customer_and_is_recorded() {
+    let vendor = Vendor::new();
+    let built = vendor.build();
+    let version = &built.iter().find(|(s, _)| s == "data-plane").unwrap().1;
+    let tar = vendor.export_tar("bundles.tar");
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner.run(&["import", tar.to_str().unwrap()]).ok();
+    let inputs = globex_inputs();
+    let reference = format!("data-plane@{version}");
+    runner
+        .run(&[
+            "apply",
+            &reference,
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .ok();
+    assert_eq!(
+        runner.moto().python(COUNT_GLOBEX_VPCS).ok().stdout.trim(),
+        "1"
+    );
+
+    // Without a terminal and without the customer id, nothing happens.
+    let refused = runner.run(&["destroy", "data-plane"]).code(2);
+    assert!(
+        refused.stderr.contains("--confirm globex"),
+        "{}",
+        refused.stderr
+    );
+    let wrong = runner
+        .run(&["destroy", "data-plane", "--confirm", "initech"])
+        .code(2);
+    assert!(
+        wrong
+            .stderr
+            .contains("does not name this runner's customer"),
+        "{}",
+        wrong.stderr
+    );
+    assert_eq!(
+        runner.moto().python(COUNT_GLOBEX_VPCS).ok().stdout.trim(),
+        "1"
+    );
+
+    let destroyed = runner
+        .run(&["destroy", "data-plane", "--confirm", "globex", "--json"])
+        .ok()
+        .json();
+    assert_eq!(destroyed["kind"], "destroy");
+    assert_eq!(destroyed["outcome"], "succeeded");
+    assert!(
+        destroyed["plan"]["destroy"].as_u64().unwrap() > 30,
+        "{destroyed}"
+    );
+    assert_eq!(
+        runner.moto().python(COUNT_GLOBEX_VPCS).ok().stdout.trim(),
+        "0"
+    );
+    let status = runner.run(&["status", "--json"]).ok().json();
+    assert!(status["stacks"].as_array().unwrap().is_empty(), "{status}");
+    // Nothing left to destroy, drift-check or roll back to.
+    let again = runner
+        .run(&["destroy", "data-plane", "--confirm", "globex"])
+        .code(1);
+    assert!(
+        again.stderr.contains("is not deployed by this runner"),
+        "{}",
+        again.stderr
+    );
 }

@@ -171,6 +171,10 @@ pub struct Remote {
     credentials: Credentials,
     host: String,
     insecure: bool,
+    /// Blobs this session saw in a repository of this host, so that the next
+    /// repository that needs one mounts it instead of uploading it again (two stacks
+    /// sharing a provider package send it once).
+    seen: std::sync::Mutex<std::collections::HashMap<Digest, String>>,
 }
 
 impl Remote {
@@ -221,6 +225,7 @@ impl Remote {
             credentials,
             host: host.to_string(),
             insecure,
+            seen: Default::default(),
         })
     }
 
@@ -494,8 +499,9 @@ impl Remote {
             .map_err(|e| self.map_error(repository, e))
     }
 
-    /// Uploads a blob from the layout, streamed, unless the registry has it already.
-    /// Returns the bytes sent (0 when skipped).
+    /// Uploads a blob from the layout, streamed, unless the registry has it already
+    /// in `repository`, or can mount it there from another repository this session
+    /// saw it in. Returns the bytes sent (0 when skipped or mounted).
     pub fn push_blob(
         &self,
         repository: &str,
@@ -504,8 +510,51 @@ impl Remote {
         progress: Option<Progress>,
     ) -> Result<u64, RemoteError> {
         if self.blob_exists(repository, &descriptor.digest)? {
+            self.saw(&descriptor.digest, repository);
             return Ok(0);
         }
+        if self.mount_from_seen(repository, &descriptor.digest) {
+            self.saw(&descriptor.digest, repository);
+            return Ok(0);
+        }
+        let sent = self.upload_blob(repository, layout, descriptor, progress)?;
+        self.saw(&descriptor.digest, repository);
+        Ok(sent)
+    }
+
+    fn saw(&self, digest: &Digest, repository: &str) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.entry(digest.clone())
+                .or_insert_with(|| repository.to_string());
+        }
+    }
+
+    /// A cross-repository mount (`POST …/blobs/uploads/?mount=…&from=…`). A registry
+    /// that declines (or does not know the source) is not an error: the caller then
+    /// uploads, as the distribution spec says.
+    fn mount_from_seen(&self, repository: &str, digest: &Digest) -> bool {
+        let source = match self.seen.lock() {
+            Ok(seen) => seen.get(digest).cloned(),
+            Err(_) => None,
+        };
+        let Some(source) = source.filter(|s| s != repository) else {
+            return false;
+        };
+        let target = self.reference(repository, "latest");
+        let from = self.reference(&source, "latest");
+        let mounted =
+            self.runtime
+                .block_on(self.client.mount_blob(&target, &from, &digest.to_string()));
+        mounted.is_ok() && self.blob_exists(repository, digest).unwrap_or(false)
+    }
+
+    fn upload_blob(
+        &self,
+        repository: &str,
+        layout: &ImageLayout,
+        descriptor: &Descriptor,
+        progress: Option<Progress>,
+    ) -> Result<u64, RemoteError> {
         let path = layout.blob_path(&descriptor.digest);
         let reference = self.reference(repository, "latest");
         let size = descriptor.size;
