@@ -176,6 +176,7 @@ pub fn verify_manifest(
             found: format!("{}@{}", config.stack, config.version),
         });
     }
+    check_entrypoint(&config)?;
 
     // 3. Layers, streamed.
     let mut stack_layer = None;
@@ -269,6 +270,7 @@ fn check_signatures(
                     payload.version
                 ));
             }
+            check_signed_at(&payload.signed_at)?;
             let repository_ok = payload.repository == format!("stacks/{stack}")
                 || payload.repository.ends_with(&format!("/stacks/{stack}"));
             if !repository_ok {
@@ -295,6 +297,41 @@ fn check_signatures(
         checks.push(check);
     }
     Ok((checks, signer))
+}
+
+/// How far a signature's time may be ahead of this machine's clock (clocks drift).
+const CLOCK_SKEW: time::Duration = time::Duration::minutes(10);
+
+/// A signature's `signedAt` must be a real RFC 3339 time, not in the future: a
+/// payload with a made-up time is not one our packager wrote.
+fn check_signed_at(signed_at: &str) -> Result<(), String> {
+    let at = time::OffsetDateTime::parse(signed_at, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| format!("its `signedAt` `{signed_at}` is not an RFC 3339 time"))?;
+    if at > time::OffsetDateTime::now_utc() + CLOCK_SKEW {
+        return Err(format!(
+            "its `signedAt` `{signed_at}` is in the future (this machine's clock says {})",
+            time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// The entrypoint is where the engine runs: a plain relative path inside the archive.
+fn check_entrypoint(config: &BundleConfig) -> Result<(), VerifyError> {
+    let entrypoint = std::path::Path::new(&config.entrypoint);
+    let plain = !config.entrypoint.is_empty()
+        && entrypoint
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !plain {
+        return Err(VerifyError::NotABundle(format!(
+            "its entrypoint `{}` is not a plain relative path inside the bundle",
+            config.entrypoint
+        )));
+    }
+    Ok(())
 }
 
 fn read_signature(

@@ -97,6 +97,39 @@ pub struct Home {
     pub config: Config,
 }
 
+/// Makes the home readable by its owner only. A home made before this rule, or with a
+/// loose umask, is repaired on the next start: the home, every folder in it and every
+/// file holding state, inputs, plans, keys or the ledger are made private.
+fn make_private(root: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(root) else {
+        return Ok(());
+    };
+    if meta.permissions().mode() & 0o077 == 0 {
+        return Ok(());
+    }
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        let mode = meta.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & 0o700))
+                .map_err(|e| io("make private", &path, e))?;
+        }
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                stack.extend(entries.flatten().map(|e| e.path()));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `path` made absolute against the current folder (without resolving links, so the
 /// path the user gave stays recognisable in messages).
 fn absolute(path: &Path) -> Result<PathBuf> {
@@ -121,6 +154,7 @@ impl Home {
         // would resolve inside the throwaway work folder, and the state written there
         // would vanish with it.
         let root = &absolute(root)?;
+        make_private(root)?;
         let path = root.join(CONFIG_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -173,6 +207,7 @@ impl Home {
             config,
         };
         home.store()?;
+        make_private(&home.root)?;
         Ok(home)
     }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{raw_archive, write_signed_bundle, Runner};
+use common::{raw_archive, write_signed_bundle, write_signed_bundle_tweaked, Runner, Tweaks};
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_schema::signature::PrivateKey;
 use tar::EntryType;
@@ -154,5 +154,63 @@ fn hostile_archives_signed_by_a_trusted_key_are_refused_and_nothing_is_written()
                 && !runner.temp.path().join("escaped").exists()
         );
         assert!(!ran.exists(), "{name}: the engine ran");
+    }
+}
+
+/// A validly signed bundle with `tweaks`, offered to a runner that trusts its key;
+/// returns what `import` said.
+fn import_tweaked(tweaks: Tweaks) -> common::Run {
+    let key = PrivateKey::from_secret_bytes([7; 32]);
+    let scratch = tempfile::tempdir().unwrap();
+    let public = scratch.path().join("vendor.pub");
+    std::fs::write(&public, key.public_key().to_pem()).unwrap();
+    let layer = raw_archive(&[]);
+    let layout = ImageLayout::create(scratch.path().join("layout")).unwrap();
+    write_signed_bundle_tweaked(
+        &layout,
+        &key,
+        "odd",
+        "1.0.0",
+        &layer,
+        vec![],
+        Default::default(),
+        tweaks,
+    );
+    let runner = Runner::new("globex");
+    runner.run(&["trust", "add", public.to_str().unwrap()]).ok();
+    let run = runner
+        .run(&["import", scratch.path().join("layout").to_str().unwrap()])
+        .code(1);
+    assert!(runner.store().entries().unwrap().is_empty());
+    run
+}
+
+#[test]
+fn a_signed_bundle_whose_entrypoint_leaves_the_bundle_is_refused_at_import() {
+    for entrypoint in ["/etc", "../stacks/x", "stacks/../../x", ""] {
+        let run = import_tweaked(Tweaks {
+            entrypoint: Some(entrypoint.into()),
+            ..Tweaks::default()
+        });
+        assert!(
+            run.stderr.contains("is not a plain relative path"),
+            "{entrypoint}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_signature_with_a_malformed_or_future_time_is_refused() {
+    for signed_at in ["not-a-time", "2099-01-01T00:00:00Z"] {
+        let run = import_tweaked(Tweaks {
+            signed_at: signed_at.into(),
+            ..Tweaks::default()
+        });
+        assert!(
+            run.stderr.contains(&format!("`signedAt` `{signed_at}`")),
+            "{signed_at}: {}",
+            run.stderr
+        );
     }
 }

@@ -268,6 +268,46 @@ pub fn write_signed_bundle_with(
     files: Vec<FileEntry>,
     interface: Interface,
 ) -> Digest {
+    write_signed_bundle_tweaked(
+        layout,
+        key,
+        stack,
+        version,
+        layer,
+        files,
+        interface,
+        Tweaks::default(),
+    )
+}
+
+/// What a hostile or broken packager might put in a validly signed bundle.
+pub struct Tweaks {
+    pub signed_at: String,
+    /// `None`: `stacks/<stack>`.
+    pub entrypoint: Option<String>,
+}
+
+impl Default for Tweaks {
+    fn default() -> Self {
+        Tweaks {
+            signed_at: "2026-01-01T00:00:00Z".into(),
+            entrypoint: None,
+        }
+    }
+}
+
+/// [`write_signed_bundle_with`], with [`Tweaks`].
+#[allow(clippy::too_many_arguments)]
+pub fn write_signed_bundle_tweaked(
+    layout: &ImageLayout,
+    key: &PrivateKey,
+    stack: &str,
+    version: &str,
+    layer: &[u8],
+    files: Vec<FileEntry>,
+    interface: Interface,
+    tweaks: Tweaks,
+) -> Digest {
     let version = Version::parse(version).unwrap();
     let (layer_digest, layer_size) = layout.write_blob(layer).unwrap();
     let config = BundleConfig {
@@ -284,7 +324,9 @@ pub fn write_signed_bundle_with(
             name: Some("terraform".into()),
             version_constraint: None,
         },
-        entrypoint: format!("stacks/{stack}"),
+        entrypoint: tweaks
+            .entrypoint
+            .unwrap_or_else(|| format!("stacks/{stack}")),
         interface,
         modules: vec![],
         files,
@@ -316,7 +358,7 @@ pub fn write_signed_bundle_with(
         repository: format!("acme/stacks/{stack}"),
         version: version.to_string(),
         key_id: String::new(),
-        signed_at: "2026-01-01T00:00:00Z".into(),
+        signed_at: tweaks.signed_at,
     });
     let (envelope_digest, envelope_size) = layout.write_blob(&envelope.to_bytes()).unwrap();
     layout.write_blob(media_type::EMPTY_BLOB).unwrap();
