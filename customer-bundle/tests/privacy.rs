@@ -11,7 +11,7 @@ use common::{globex_inputs, Run, Runner, Vendor};
 
 /// Runs the runner under `umask 022`, as a default login shell would.
 fn under_umask_022(runner: &Runner, args: &[&str]) -> Run {
-    let mut command = runner.command(args);
+    let command = runner.command(args);
     let program = command.get_program().to_owned();
     let mut shell = std::process::Command::new("sh");
     shell
