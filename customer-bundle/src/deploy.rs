@@ -126,10 +126,9 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     if let Some(error) = findings_error(&findings) {
         return Err(error);
     }
-    let inputs_hash = inputs::inputs_hash(&parsed, &bundle.config.interface);
-
     // From here on every ending is recorded.
     let key = receipts::installation_key(&home.key_path())?;
+    let inputs_hash = inputs::inputs_hash(&parsed, &receipts::inputs_secret(&key));
     let mut receipt = new_receipt(home, &request, &bundle, inputs_hash);
     let mut plan = PlanDetails::default();
     let mut work_kept = None;

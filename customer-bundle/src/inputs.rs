@@ -260,26 +260,42 @@ pub fn did_you_mean<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
         .map(|(_, c)| c)
 }
 
-/// The inputs hash for a receipt. Sensitive values enter only as their own hash.
-pub fn inputs_hash(inputs: &Inputs, interface: &Interface) -> Digest {
-    let mut map = serde_json::Map::new();
-    for value in &inputs.values {
-        let sensitive = interface
-            .input(&value.name)
-            .map(|i| i.sensitive)
-            .unwrap_or(false);
-        let recorded = if sensitive {
-            serde_json::Value::String(
-                Digest::of(&stackpack_schema::signature::canonical_json(&value.value)).to_string(),
-            )
-        } else {
-            value.value.clone()
-        };
-        map.insert(value.name.clone(), recorded);
+/// The inputs hash for a receipt: HMAC-SHA256 over the canonical JSON of every
+/// input, keyed by a secret that never leaves this installation (derived from its
+/// receipt-signing key). The same inputs on the same installation give the same hash,
+/// so support can see whether inputs changed between two runs; but nobody without
+/// the installation's secret (the vendor included, who knows the other inputs) can
+/// test guesses of a sensitive value against it.
+pub fn inputs_hash(inputs: &Inputs, secret: &[u8]) -> Digest {
+    let map: serde_json::Map<String, serde_json::Value> = inputs
+        .values
+        .iter()
+        .map(|value| (value.name.clone(), value.value.clone()))
+        .collect();
+    let message = stackpack_schema::signature::canonical_json(&serde_json::Value::Object(map));
+    Digest::from_sha256_bytes(hmac_sha256(secret, &message))
+}
+
+/// HMAC-SHA256 (RFC 2104).
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    use sha2::{Digest as _, Sha256};
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
     }
-    Digest::of(&stackpack_schema::signature::canonical_json(
-        &serde_json::Value::Object(map),
-    ))
+    let pad = |byte: u8| block.map(|k| k ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
 }
 
 #[cfg(test)]
@@ -330,13 +346,32 @@ mod tests {
         });
         let one = parse("password = \"hunter2\"\n", "a.tfvars").unwrap();
         let two = parse("password = \"hunter3\"\n", "a.tfvars").unwrap();
-        assert_ne!(inputs_hash(&one, &interface), inputs_hash(&two, &interface));
+        let secret = b"this installation's secret";
+        assert_ne!(inputs_hash(&one, secret), inputs_hash(&two, secret));
+        assert_eq!(inputs_hash(&one, secret), inputs_hash(&one, secret));
+        // Without the secret, a guess cannot be tested: the plain hash of the inputs,
+        // or the hash under another key, is not what the receipt holds.
+        let plain = Digest::of(&stackpack_schema::signature::canonical_json(
+            &serde_json::json!({"password": "hunter2"}),
+        ));
+        assert_ne!(inputs_hash(&one, secret), plain);
+        assert_ne!(inputs_hash(&one, secret), inputs_hash(&one, b"a guess"));
         let findings = check(&parse("password = [1]\n", "a.tfvars").unwrap(), &interface);
         assert!(
             findings[0].message.contains("(sensitive value)"),
             "{findings:?}"
         );
         assert!(!findings[0].message.contains("[1]"), "{findings:?}");
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_test_case_2() {
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 
     #[test]

@@ -9,6 +9,17 @@ use stackpack_schema::signature::PrivateKey;
 use super::error::{io, Error, Result};
 
 /// Reads the installation key, making one (mode 0600) if there is none yet.
+/// The key of the receipts' inputs hash: derived from the installation key, so it
+/// never leaves the home and needs no file of its own.
+pub fn inputs_secret(key: &PrivateKey) -> [u8; 32] {
+    use sha2::{Digest as _, Sha256};
+    Sha256::new()
+        .chain_update(b"stackpack-runner inputs hash v1\0")
+        .chain_update(key.to_pem().as_bytes())
+        .finalize()
+        .into()
+}
+
 pub fn installation_key(path: &Path) -> Result<PrivateKey> {
     match std::fs::read_to_string(path) {
         Ok(pem) => PrivateKey::from_pem(&pem).map_err(|_| {

@@ -7,7 +7,8 @@
 //! registry's `POST /api/v1/receipts`. The registry checks the signature with
 //! [`SignedReceipt::verify_integrity`], then decides whether it trusts the key for
 //! that customer. Receipt ids are unique, so posting the same receipt twice is
-//! harmless. A receipt never holds a secret value: inputs appear only as a hash.
+//! harmless. A receipt never holds a secret value: inputs appear only as a keyed hash
+//! (HMAC with a per-installation secret), which cannot be tested against guesses.
 
 use std::fmt;
 
@@ -137,7 +138,10 @@ pub struct Receipt {
     pub stack: String,
     pub version: semver::Version,
     pub bundle_digest: Digest,
-    /// SHA-256 over the customer's inputs (never the inputs themselves).
+    /// HMAC-SHA256 over the customer's inputs, keyed by a secret that never leaves the
+    /// installation (never the inputs themselves, and no plain hash a guess of a
+    /// sensitive value could be tested against). Equal on one installation for equal
+    /// inputs; not comparable across installations.
     pub inputs_hash: Digest,
     pub engine: EngineRun,
     pub plan: PlanSummary,
