@@ -202,7 +202,7 @@ impl<'a> Evaluator<'a> {
         let args: Vec<&Expression> = call.args.iter().collect();
         match name {
             "try" => {
-                for a in &args {
+                for a in args {
                     match self.attempt(a) {
                         Attempt::Value(v) => return Some(v),
                         Attempt::Unknown => return self.unknowable(),
@@ -472,13 +472,17 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
             return None;
         }
     }
-    Some(match (name, args.as_slice()) {
-        ("length", [v]) => Value::from(match v {
-            Value::Array(a) => a.len(),
-            Value::Object(m) => m.len(),
-            Value::String(s) => s.chars().count(),
-            _ => return None,
-        }),
+    let args = args.as_slice();
+    conversion_function(name, args)
+        .or_else(|| text_function(name, args))
+        .or_else(|| collection_function(name, args))
+        .or_else(|| numeric_function(name, args))
+}
+
+/// Type conversions, and the sensitivity markers that change nothing here. `None`
+/// for another function, or for arguments it refuses.
+fn conversion_function(name: &str, args: &[Value]) -> Option<Value> {
+    Some(match (name, args) {
         ("tolist" | "tomap" | "tostring" | "sensitive" | "nonsensitive", [v]) => v.clone(),
         ("toset" | "distinct", [Value::Array(a)]) => {
             let mut out: Vec<Value> = Vec::new();
@@ -494,19 +498,53 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
         }
         ("tonumber", [v]) => number(as_number(v)?),
         ("tobool", [v]) => Value::Bool(as_bool(v)?),
+        ("jsonencode", [v]) => Value::String(serde_json::to_string(v).ok()?),
+
+        _ => return None,
+    })
+}
+
+/// String functions. `None` for another function, or for arguments it refuses.
+fn text_function(name: &str, args: &[Value]) -> Option<Value> {
+    Some(match (name, args) {
         ("lower", [Value::String(s)]) => Value::String(s.to_lowercase()),
         ("upper", [Value::String(s)]) => Value::String(s.to_uppercase()),
         ("trimspace", [Value::String(s)]) => Value::String(s.trim().to_string()),
+        ("join", [Value::String(sep), Value::Array(a)]) => Value::String(
+            a.iter()
+                .map(as_string)
+                .collect::<Option<Vec<_>>>()?
+                .join(sep),
+        ),
+        ("split", [Value::String(sep), Value::String(s)]) => Value::Array(
+            s.split(sep.as_str())
+                .map(|p| Value::String(p.to_string()))
+                .collect(),
+        ),
+        _ => return None,
+    })
+}
+
+/// Functions over lists, sets, maps and their elements. `None` for another
+/// function, or for arguments it refuses.
+fn collection_function(name: &str, args: &[Value]) -> Option<Value> {
+    Some(match (name, args) {
+        ("length", [v]) => Value::from(match v {
+            Value::Array(a) => a.len(),
+            Value::Object(m) => m.len(),
+            Value::String(s) => s.chars().count(),
+            _ => return None,
+        }),
         ("concat", _) => {
             let mut out = Vec::new();
-            for a in &args {
+            for a in args {
                 out.extend(a.as_array()?.iter().cloned());
             }
             Value::Array(out)
         }
         ("merge", _) => {
             let mut out = serde_json::Map::new();
-            for a in &args {
+            for a in args {
                 match a {
                     Value::Object(m) => out.extend(m.clone()),
                     Value::Null => {}
@@ -549,27 +587,6 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
             .iter()
             .find(|v| v.as_array().is_some_and(|a| !a.is_empty()))?
             .clone(),
-        ("join", [Value::String(sep), Value::Array(a)]) => Value::String(
-            a.iter()
-                .map(as_string)
-                .collect::<Option<Vec<_>>>()?
-                .join(sep),
-        ),
-        ("split", [Value::String(sep), Value::String(s)]) => Value::Array(
-            s.split(sep.as_str())
-                .map(|p| Value::String(p.to_string()))
-                .collect(),
-        ),
-        ("min" | "max", _) if !args.is_empty() => {
-            let nums = args.iter().map(as_number).collect::<Option<Vec<_>>>()?;
-            let pick = if name == "min" {
-                nums.iter().copied().fold(f64::INFINITY, f64::min)
-            } else {
-                nums.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-            };
-            number(pick)
-        }
-        ("abs", [v]) => number(as_number(v)?.abs()),
         ("one", [Value::Array(a)]) => match a.len() {
             0 => Value::Null,
             1 => a[0].clone(),
@@ -585,7 +602,23 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
                 .map(|(k, v)| Some((as_string(k)?, v.clone())))
                 .collect::<Option<serde_json::Map<_, _>>>()?,
         ),
-        ("jsonencode", [v]) => Value::String(serde_json::to_string(v).ok()?),
+        _ => return None,
+    })
+}
+
+/// Numeric functions. `None` for another function, or for arguments it refuses.
+fn numeric_function(name: &str, args: &[Value]) -> Option<Value> {
+    Some(match (name, args) {
+        ("min" | "max", _) if !args.is_empty() => {
+            let nums = args.iter().map(as_number).collect::<Option<Vec<_>>>()?;
+            let pick = if name == "min" {
+                nums.iter().copied().fold(f64::INFINITY, f64::min)
+            } else {
+                nums.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            };
+            number(pick)
+        }
+        ("abs", [v]) => number(as_number(v)?.abs()),
         _ => return None,
     })
 }
