@@ -1,6 +1,7 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
+use serde::Serialize;
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::remote::{Progress, RegistryAddress, Remote};
 use stackpack_packager::module_package::{
@@ -10,7 +11,9 @@ use stackpack_packager::plan::{plan, Plan};
 use stackpack_packager::publish::{publish, Destination, PublishedStack};
 use stackpack_packager::releases::{from_remote, RegistryReleases};
 use stackpack_packager::repository::Repository;
+use stackpack_schema::digest::Digest;
 use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::version::Bump;
 
 use crate::cli::{GlobalArgs, PublishArgs};
 use crate::commands::version::{channel_name, plan_options};
@@ -132,57 +135,101 @@ fn announce_modules(module_plans: &[ModulePlan], address: &RegistryAddress) {
     }
 }
 
-fn json_document(published: &Published<'_>, key: &PrivateKey) -> serde_json::Value {
+/// The `--json` document: one object for the whole publish.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PublishReport<'a> {
+    registry: String,
+    commit: &'a str,
+    branch: &'a str,
+    channel: &'static str,
+    key_id: String,
+    stacks: Vec<StackReport<'a>>,
+    modules: Vec<ModuleReport<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StackReport<'a> {
+    stack: &'a str,
+    published: bool,
+    version: Option<String>,
+    digest: Option<&'a Digest>,
+    /// `HOST/REPOSITORY:VERSION`, what a runner pulls.
+    reference: Option<String>,
+    bump: Bump,
+    reason: &'a str,
+    bytes_sent: u64,
+    blobs_skipped: usize,
+    collisions: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ModuleReport<'a> {
+    module: &'a str,
+    path: &'a str,
+    published: bool,
+    skipped: bool,
+    version: Option<String>,
+    digest: Option<&'a Digest>,
+    /// `HOST/REPOSITORY:VERSION`, what an OpenTofu `source` names.
+    reference: Option<String>,
+    bump: Bump,
+    reason: &'a str,
+    bytes_sent: u64,
+    collisions: usize,
+}
+
+fn json_document<'a>(published: &'a Published<'_>, key: &PrivateKey) -> PublishReport<'a> {
     let address = published.address;
-    let reference = |repository: String, version: &semver::Version| {
-        format!("{}/{repository}:{version}", address.host)
+    let reference = |repository: String, version: &Option<semver::Version>| {
+        version
+            .as_ref()
+            .map(|v| format!("{}/{repository}:{v}", address.host))
     };
-    let stacks: Vec<_> = published
+    let stacks = published
         .stacks
         .iter()
-        .map(|r| {
-            serde_json::json!({
-                "stack": r.stack,
-                "published": r.published,
-                "version": r.version.as_ref().map(|v| v.to_string()),
-                "digest": r.digest,
-                "reference": r.version.as_ref().map(|v| reference(address.stack_repository(&r.stack), v)),
-                "bump": r.bump,
-                "reason": r.reason,
-                "bytesSent": r.bytes_sent,
-                "blobsSkipped": r.blobs_skipped,
-                "collisions": r.collisions,
-            })
+        .map(|r| StackReport {
+            stack: &r.stack,
+            published: r.published,
+            version: r.version.as_ref().map(|v| v.to_string()),
+            digest: r.digest.as_ref(),
+            reference: reference(address.stack_repository(&r.stack), &r.version),
+            bump: r.bump,
+            reason: &r.reason,
+            bytes_sent: r.bytes_sent,
+            blobs_skipped: r.blobs_skipped,
+            collisions: r.collisions,
         })
         .collect();
-    let modules: Vec<_> = published
+    let modules = published
         .modules
         .iter()
-        .map(|m| {
-            serde_json::json!({
-                "module": m.module,
-                "path": m.path,
-                "published": m.published,
-                "skipped": m.skipped,
-                "version": m.version.as_ref().map(|v| v.to_string()),
-                "digest": m.digest,
-                "reference": m.version.as_ref().map(|v| reference(address.module_repository(&m.module), v)),
-                "bump": m.bump,
-                "reason": m.reason,
-                "bytesSent": m.bytes_sent,
-                "collisions": m.collisions,
-            })
+        .map(|m| ModuleReport {
+            module: &m.module,
+            path: &m.path,
+            published: m.published,
+            skipped: m.skipped,
+            version: m.version.as_ref().map(|v| v.to_string()),
+            digest: m.digest.as_ref(),
+            reference: reference(address.module_repository(&m.module), &m.version),
+            bump: m.bump,
+            reason: &m.reason,
+            bytes_sent: m.bytes_sent,
+            collisions: m.collisions,
         })
         .collect();
-    serde_json::json!({
-        "registry": address.to_string(),
-        "commit": published.plan.commit,
-        "branch": published.plan.branch,
-        "channel": channel_name(&published.plan.channel),
-        "keyId": key.public_key().key_id(),
-        "stacks": stacks,
-        "modules": modules,
-    })
+    PublishReport {
+        registry: address.to_string(),
+        commit: &published.plan.commit,
+        branch: &published.plan.branch,
+        channel: channel_name(&published.plan.channel),
+        key_id: key.public_key().key_id(),
+        stacks,
+        modules,
+    }
 }
 
 /// One table row. `published` holds the bump and the bytes sent of a new version;
@@ -190,7 +237,7 @@ fn json_document(published: &Published<'_>, key: &PrivateKey) -> serde_json::Val
 fn row(
     name: &str,
     version: Option<&semver::Version>,
-    digest: Option<&stackpack_schema::digest::Digest>,
+    digest: Option<&Digest>,
     published: Option<(String, u64)>,
     reason: &str,
 ) -> Vec<String> {
@@ -276,7 +323,7 @@ fn print_totals(published: &Published<'_>) {
 fn summary_row(
     name: &str,
     version: Option<&semver::Version>,
-    digest: Option<&stackpack_schema::digest::Digest>,
+    digest: Option<&Digest>,
     bump: Option<String>,
     reason: &str,
 ) -> String {
