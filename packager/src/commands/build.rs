@@ -1,5 +1,6 @@
 use std::path::Path;
 
+use serde::Serialize;
 use stackpack_bundle::archive::Limits;
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::verify::{verify_bundle, Trust};
@@ -8,6 +9,7 @@ use stackpack_packager::plan::{plan, Plan, PlanOptions, StackPlan};
 use stackpack_packager::repository::Repository;
 use stackpack_packager::Error;
 use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::version::Bump;
 
 use crate::cli::{BuildArgs, GlobalArgs};
 use crate::commands::version::{channel_name, plan_options};
@@ -79,37 +81,69 @@ fn build_and_verify(
     Ok(Some(built))
 }
 
-fn json_document(
-    plan: &Plan,
-    results: &[Built<'_>],
-    layout_dir: &Path,
+/// The `--json` document: one object for the whole build.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BuildReport<'a> {
+    commit: &'a str,
+    branch: &'a str,
+    channel: &'static str,
+    layout: &'a Path,
+    key_id: String,
+    stacks: Vec<StackReport<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StackReport<'a> {
+    stack: &'a str,
+    built: bool,
+    /// The new version, or the existing one an unchanged stack keeps.
+    version: Option<String>,
+    digest: Option<String>,
+    layer_digest: Option<String>,
+    layer_size: Option<u64>,
+    bump: Bump,
+    reason: &'a str,
+}
+
+fn json_document<'a>(
+    plan: &'a Plan,
+    results: &'a [Built<'_>],
+    layout_dir: &'a Path,
     key: &PrivateKey,
-) -> serde_json::Value {
-    let stacks: Vec<serde_json::Value> = results
+) -> BuildReport<'a> {
+    let stacks = results
         .iter()
-        .map(|(plan, built)| {
-            serde_json::json!({
-                "stack": plan.stack.name,
-                "built": built.is_some(),
-                "version": built.as_ref().map(|b| b.version.to_string())
-                    .or_else(|| plan.previous.as_ref().map(|r| r.version.to_string())),
-                "digest": built.as_ref().map(|b| b.manifest.digest.to_string())
-                    .or_else(|| plan.previous.as_ref().map(|r| r.manifest_digest.to_string())),
-                "layerDigest": built.as_ref().map(|b| b.layer.digest.to_string()),
-                "layerSize": built.as_ref().map(|b| b.layer.size),
-                "bump": plan.bump,
-                "reason": plan.reason,
-            })
+        .map(|(plan, built)| StackReport {
+            stack: &plan.stack.name,
+            built: built.is_some(),
+            version: built
+                .as_ref()
+                .map(|b| b.version.to_string())
+                .or_else(|| plan.previous.as_ref().map(|r| r.version.to_string())),
+            digest: built
+                .as_ref()
+                .map(|b| b.manifest.digest.to_string())
+                .or_else(|| {
+                    plan.previous
+                        .as_ref()
+                        .map(|r| r.manifest_digest.to_string())
+                }),
+            layer_digest: built.as_ref().map(|b| b.layer.digest.to_string()),
+            layer_size: built.as_ref().map(|b| b.layer.size),
+            bump: plan.bump,
+            reason: &plan.reason,
         })
         .collect();
-    serde_json::json!({
-        "commit": plan.commit,
-        "branch": plan.branch,
-        "channel": channel_name(&plan.channel),
-        "layout": layout_dir,
-        "keyId": key.public_key().key_id(),
-        "stacks": stacks,
-    })
+    BuildReport {
+        commit: &plan.commit,
+        branch: &plan.branch,
+        channel: channel_name(&plan.channel),
+        layout: layout_dir,
+        key_id: key.public_key().key_id(),
+        stacks,
+    }
 }
 
 fn print_table(results: &[Built<'_>], layout_dir: &Path, key: &PrivateKey) {
