@@ -8,7 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use hcl_edit::expr::{BinaryOperator, Expression, ObjectKey, TraversalOperator, UnaryOperator};
+use hcl_edit::expr::{
+    BinaryOperator, Expression, ForExpr, FuncCall, Object, ObjectKey, TraversalOperator,
+    UnaryOperator,
+};
 use hcl_edit::template::{Element, Template};
 use serde_json::Value;
 
@@ -147,17 +150,7 @@ impl<'a> Evaluator<'a> {
                     .map(|e| self.eval(e))
                     .collect::<Option<Vec<_>>>()?,
             ),
-            Expression::Object(obj) => {
-                let mut map = serde_json::Map::new();
-                for (key, value) in obj.iter() {
-                    let key = match key {
-                        ObjectKey::Ident(ident) => ident.as_str().to_string(),
-                        ObjectKey::Expression(e) => as_string(&self.eval(e)?)?,
-                    };
-                    map.insert(key, self.eval(value.expr())?);
-                }
-                Value::Object(map)
-            }
+            Expression::Object(obj) => self.object(obj)?,
             Expression::StringTemplate(t) => Value::String(self.template(t)?),
             Expression::HeredocTemplate(h) => Value::String(self.template(&h.template)?),
             Expression::Parenthesis(p) => self.eval(p.inner())?,
@@ -182,91 +175,109 @@ impl<'a> Evaluator<'a> {
             }
             Expression::BinaryOp(op) => self.binary(op)?,
             Expression::Traversal(t) => self.traversal(t)?,
-            Expression::FuncCall(call) => {
-                if !call.name.namespace.is_empty() {
-                    // Provider-defined functions run only inside a plan.
-                    return self.unknowable();
-                }
-                let name = call.name.name.as_str();
-                let args: Vec<&Expression> = call.args.iter().collect();
-                match name {
-                    "try" => {
-                        for a in &args {
-                            match self.attempt(a) {
-                                Attempt::Value(v) => return Some(v),
-                                Attempt::Unknown => return self.unknowable(),
-                                Attempt::Error => {}
-                            }
-                        }
-                        return None;
+            Expression::FuncCall(call) => self.func_call(call)?,
+            Expression::ForExpr(f) => self.for_expr(f)?,
+        })
+    }
+
+    fn object(&mut self, obj: &Object) -> Option<Value> {
+        let mut map = serde_json::Map::new();
+        for (key, value) in obj.iter() {
+            let key = match key {
+                ObjectKey::Ident(ident) => ident.as_str().to_string(),
+                ObjectKey::Expression(e) => as_string(&self.eval(e)?)?,
+            };
+            map.insert(key, self.eval(value.expr())?);
+        }
+        Some(Value::Object(map))
+    }
+
+    /// A built-in function call; `try` and `can` see their arguments' failures.
+    fn func_call(&mut self, call: &FuncCall) -> Option<Value> {
+        if !call.name.namespace.is_empty() {
+            // Provider-defined functions run only inside a plan.
+            return self.unknowable();
+        }
+        let name = call.name.name.as_str();
+        let args: Vec<&Expression> = call.args.iter().collect();
+        match name {
+            "try" => {
+                for a in args {
+                    match self.attempt(a) {
+                        Attempt::Value(v) => return Some(v),
+                        Attempt::Unknown => return self.unknowable(),
+                        Attempt::Error => {}
                     }
-                    "can" => {
-                        return match self.attempt(args.first()?) {
-                            Attempt::Value(_) => Some(Value::Bool(true)),
-                            Attempt::Error => Some(Value::Bool(false)),
-                            Attempt::Unknown => self.unknowable(),
-                        }
-                    }
-                    _ => {}
                 }
-                if !FUNCTIONS.contains(&name) {
-                    return self.unknowable();
-                }
-                let values = args
-                    .iter()
-                    .map(|a| self.eval(a))
-                    .collect::<Option<Vec<_>>>()?;
-                function(name, &values, call.args.expand_final())?
+                return None;
             }
-            Expression::ForExpr(f) => {
-                let collection = self.eval(&f.intro.collection_expr)?;
-                let pairs: Vec<(Value, Value)> = match collection {
-                    Value::Array(items) => items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, v)| (Value::from(i), v))
-                        .collect(),
-                    Value::Object(map) => map
-                        .into_iter()
-                        .map(|(k, v)| (Value::String(k), v))
-                        .collect(),
-                    _ => return None,
-                };
-                let mut list = Vec::new();
-                let mut map = serde_json::Map::new();
-                for (k, v) in pairs {
-                    let mark = self.scope.len();
-                    if let Some(key_var) = &f.intro.key_var {
-                        self.scope.push((key_var.as_str().to_string(), k));
-                    }
-                    self.scope.push((f.intro.value_var.as_str().to_string(), v));
-                    let keep = match &f.cond {
-                        Some(cond) => self.eval(&cond.expr).and_then(|c| c.as_bool()),
-                        None => Some(true),
-                    };
-                    let item = match keep {
-                        Some(true) => match &f.key_expr {
-                            Some(key_expr) => self
-                                .eval(key_expr)
-                                .and_then(|k| as_string(&k))
-                                .zip(self.eval(&f.value_expr))
-                                .map(|(k, v)| {
-                                    map.insert(k, v);
-                                }),
-                            None => self.eval(&f.value_expr).map(|v| list.push(v)),
-                        },
-                        Some(false) => Some(()),
-                        None => None,
-                    };
-                    self.scope.truncate(mark);
-                    item?;
-                }
-                if f.key_expr.is_some() {
-                    Value::Object(map)
-                } else {
-                    Value::Array(list)
+            "can" => {
+                return match self.attempt(args.first()?) {
+                    Attempt::Value(_) => Some(Value::Bool(true)),
+                    Attempt::Error => Some(Value::Bool(false)),
+                    Attempt::Unknown => self.unknowable(),
                 }
             }
+            _ => {}
+        }
+        if !FUNCTIONS.contains(&name) {
+            return self.unknowable();
+        }
+        let values = args
+            .iter()
+            .map(|a| self.eval(a))
+            .collect::<Option<Vec<_>>>()?;
+        function(name, &values, call.args.expand_final())
+    }
+
+    /// `[for k, v in c : …]` or `{for k, v in c : k => …}`, with its `if` filter.
+    fn for_expr(&mut self, f: &ForExpr) -> Option<Value> {
+        let collection = self.eval(&f.intro.collection_expr)?;
+        let pairs: Vec<(Value, Value)> = match collection {
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Value::from(i), v))
+                .collect(),
+            Value::Object(map) => map
+                .into_iter()
+                .map(|(k, v)| (Value::String(k), v))
+                .collect(),
+            _ => return None,
+        };
+        let mut list = Vec::new();
+        let mut map = serde_json::Map::new();
+        for (k, v) in pairs {
+            let mark = self.scope.len();
+            if let Some(key_var) = &f.intro.key_var {
+                self.scope.push((key_var.as_str().to_string(), k));
+            }
+            self.scope.push((f.intro.value_var.as_str().to_string(), v));
+            let keep = match &f.cond {
+                Some(cond) => self.eval(&cond.expr).and_then(|c| c.as_bool()),
+                None => Some(true),
+            };
+            let item = match keep {
+                Some(true) => match &f.key_expr {
+                    Some(key_expr) => self
+                        .eval(key_expr)
+                        .and_then(|k| as_string(&k))
+                        .zip(self.eval(&f.value_expr))
+                        .map(|(k, v)| {
+                            map.insert(k, v);
+                        }),
+                    None => self.eval(&f.value_expr).map(|v| list.push(v)),
+                },
+                Some(false) => Some(()),
+                None => None,
+            };
+            self.scope.truncate(mark);
+            item?;
+        }
+        Some(if f.key_expr.is_some() {
+            Value::Object(map)
+        } else {
+            Value::Array(list)
         })
     }
 
@@ -461,13 +472,17 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
             return None;
         }
     }
-    Some(match (name, args.as_slice()) {
-        ("length", [v]) => Value::from(match v {
-            Value::Array(a) => a.len(),
-            Value::Object(m) => m.len(),
-            Value::String(s) => s.chars().count(),
-            _ => return None,
-        }),
+    let args = args.as_slice();
+    conversion_function(name, args)
+        .or_else(|| text_function(name, args))
+        .or_else(|| collection_function(name, args))
+        .or_else(|| numeric_function(name, args))
+}
+
+/// Type conversions, and the sensitivity markers that change nothing here. `None`
+/// for another function, or for arguments it refuses.
+fn conversion_function(name: &str, args: &[Value]) -> Option<Value> {
+    Some(match (name, args) {
         ("tolist" | "tomap" | "tostring" | "sensitive" | "nonsensitive", [v]) => v.clone(),
         ("toset" | "distinct", [Value::Array(a)]) => {
             let mut out: Vec<Value> = Vec::new();
@@ -483,19 +498,53 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
         }
         ("tonumber", [v]) => number(as_number(v)?),
         ("tobool", [v]) => Value::Bool(as_bool(v)?),
+        ("jsonencode", [v]) => Value::String(serde_json::to_string(v).ok()?),
+
+        _ => return None,
+    })
+}
+
+/// String functions. `None` for another function, or for arguments it refuses.
+fn text_function(name: &str, args: &[Value]) -> Option<Value> {
+    Some(match (name, args) {
         ("lower", [Value::String(s)]) => Value::String(s.to_lowercase()),
         ("upper", [Value::String(s)]) => Value::String(s.to_uppercase()),
         ("trimspace", [Value::String(s)]) => Value::String(s.trim().to_string()),
+        ("join", [Value::String(sep), Value::Array(a)]) => Value::String(
+            a.iter()
+                .map(as_string)
+                .collect::<Option<Vec<_>>>()?
+                .join(sep),
+        ),
+        ("split", [Value::String(sep), Value::String(s)]) => Value::Array(
+            s.split(sep.as_str())
+                .map(|p| Value::String(p.to_string()))
+                .collect(),
+        ),
+        _ => return None,
+    })
+}
+
+/// Functions over lists, sets, maps and their elements. `None` for another
+/// function, or for arguments it refuses.
+fn collection_function(name: &str, args: &[Value]) -> Option<Value> {
+    Some(match (name, args) {
+        ("length", [v]) => Value::from(match v {
+            Value::Array(a) => a.len(),
+            Value::Object(m) => m.len(),
+            Value::String(s) => s.chars().count(),
+            _ => return None,
+        }),
         ("concat", _) => {
             let mut out = Vec::new();
-            for a in &args {
+            for a in args {
                 out.extend(a.as_array()?.iter().cloned());
             }
             Value::Array(out)
         }
         ("merge", _) => {
             let mut out = serde_json::Map::new();
-            for a in &args {
+            for a in args {
                 match a {
                     Value::Object(m) => out.extend(m.clone()),
                     Value::Null => {}
@@ -538,27 +587,6 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
             .iter()
             .find(|v| v.as_array().is_some_and(|a| !a.is_empty()))?
             .clone(),
-        ("join", [Value::String(sep), Value::Array(a)]) => Value::String(
-            a.iter()
-                .map(as_string)
-                .collect::<Option<Vec<_>>>()?
-                .join(sep),
-        ),
-        ("split", [Value::String(sep), Value::String(s)]) => Value::Array(
-            s.split(sep.as_str())
-                .map(|p| Value::String(p.to_string()))
-                .collect(),
-        ),
-        ("min" | "max", _) if !args.is_empty() => {
-            let nums = args.iter().map(as_number).collect::<Option<Vec<_>>>()?;
-            let pick = if name == "min" {
-                nums.iter().copied().fold(f64::INFINITY, f64::min)
-            } else {
-                nums.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-            };
-            number(pick)
-        }
-        ("abs", [v]) => number(as_number(v)?.abs()),
         ("one", [Value::Array(a)]) => match a.len() {
             0 => Value::Null,
             1 => a[0].clone(),
@@ -574,7 +602,23 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
                 .map(|(k, v)| Some((as_string(k)?, v.clone())))
                 .collect::<Option<serde_json::Map<_, _>>>()?,
         ),
-        ("jsonencode", [v]) => Value::String(serde_json::to_string(v).ok()?),
+        _ => return None,
+    })
+}
+
+/// Numeric functions. `None` for another function, or for arguments it refuses.
+fn numeric_function(name: &str, args: &[Value]) -> Option<Value> {
+    Some(match (name, args) {
+        ("min" | "max", _) if !args.is_empty() => {
+            let nums = args.iter().map(as_number).collect::<Option<Vec<_>>>()?;
+            let pick = if name == "min" {
+                nums.iter().copied().fold(f64::INFINITY, f64::min)
+            } else {
+                nums.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            };
+            number(pick)
+        }
+        ("abs", [v]) => number(as_number(v)?.abs()),
         _ => return None,
     })
 }

@@ -367,11 +367,11 @@ pub fn extract_files(
 ) -> Result<ModuleInterface, InterfaceError> {
     let mut module = ModuleInterface::default();
     for (name, text) in files {
-        let error = |(line, column, message): parse::ParseError| InterfaceError::Parse {
+        let error = |e: parse::ParseError| InterfaceError::Parse {
             path: dir.join(name),
-            line,
-            column,
-            message,
+            line: e.line,
+            column: e.column,
+            message: e.message,
         };
         if name.ends_with(".tf.json") {
             parse::json_file(&mut module, name, text).map_err(error)?;

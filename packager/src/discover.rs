@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use stackpack_interface::{extract_files, InterfaceError};
 use stackpack_schema::reference::validate_name;
 
 use crate::config::{RepoConfig, StackConfig};
@@ -141,96 +142,87 @@ fn has_terraform_files(dir: &Path) -> bool {
 
 /// A `module` block's local source, with where it was written.
 #[derive(Clone, Debug)]
-pub struct ModuleCall {
+pub struct LocalCall {
     pub source: String,
     /// `file:line`, relative to the repository root.
     pub location: String,
 }
 
-/// Local module calls in one folder's `.tf` and `.tf.json` files.
-pub fn local_module_calls(root: &Path, dir: &str) -> Result<Vec<ModuleCall>> {
-    let mut calls = Vec::new();
+/// Local module calls in one folder's `.tf` and `.tf.json` files, read by the same
+/// reader that judges interfaces, so both agree on what a folder calls.
+pub fn local_module_calls(root: &Path, dir: &str) -> Result<Vec<LocalCall>> {
+    let files = terraform_files(root, dir)?;
+    let module = extract_files(Path::new(dir), &files).map_err(unparsable)?;
+    let calls = module
+        .module_calls
+        .iter()
+        .filter(|call| call.is_local())
+        .filter_map(|call| {
+            let source = call.source.clone()?;
+            let file = &call.location.file;
+            let text = &files.iter().find(|(name, _)| name == file)?.1;
+            Some(LocalCall {
+                location: format!("{dir}/{file}:{}", source_line(text, &source)),
+                source,
+            })
+        })
+        .collect();
+    Ok(calls)
+}
+
+/// The error for a folder whose files the interface reader refused.
+fn unparsable(error: InterfaceError) -> Error {
+    match error {
+        InterfaceError::Parse {
+            path,
+            line,
+            column,
+            message,
+        } => {
+            let file = path.to_string_lossy().replace('\\', "/");
+            let problem = if file.ends_with(".json") {
+                "is not valid Terraform JSON"
+            } else {
+                "cannot be parsed"
+            };
+            Error::usage(format!("`{file}` {problem}: {message}"))
+                .at(format!("{file}:{line}:{column}"))
+                .hint("fix the syntax there; `tofu validate` or `terraform validate` in that folder points at the same place")
+        }
+        // The files were read before parsing; nothing reads the disk again.
+        InterfaceError::Io { path, source } => {
+            Error::usage(format!("cannot read `{}`: {source}", path.display()))
+        }
+    }
+}
+
+/// The line that spells `source` out, which a reader fixing a bad path wants more
+/// than the line its block starts on.
+fn source_line(text: &str, source: &str) -> usize {
+    text.find(&format!("\"{source}\""))
+        .map(|at| text[..at].matches('\n').count() + 1)
+        .unwrap_or(1)
+}
+
+/// The names and texts of one folder's `.tf` and `.tf.json` files, sorted by name.
+fn terraform_files(root: &Path, dir: &str) -> Result<Vec<(String, String)>> {
     let mut names: Vec<String> = std::fs::read_dir(root.join(dir))
         .map_err(|e| Error::usage(format!("cannot read folder `{dir}`: {e}")).at(dir))?
         .flatten()
+        .filter(|e| e.path().is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".tf") || n.ends_with(".tf.json"))
         .collect();
     names.sort();
-    for name in names {
-        let display = format!("{dir}/{name}");
-        let text = std::fs::read_to_string(root.join(&display))
-            .map_err(|e| Error::usage(format!("cannot read `{display}`: {e}")).at(&display))?;
-        let sources = if name.ends_with(".json") {
-            json_module_sources(&text).map_err(|message| {
-                Error::usage(format!(
-                    "`{display}` is not valid Terraform JSON: {message}"
-                ))
-                .at(&display)
-            })?
-        } else {
-            hcl_module_sources(&text).map_err(|message| {
-                Error::usage(format!("`{display}` cannot be parsed: {message}")).at(&display)
-            })?
-        };
-        for source in sources {
-            if source.starts_with("./") || source.starts_with("../") {
-                let line = text
-                    .find(&format!("\"{source}\""))
-                    .map(|at| text[..at].matches('\n').count() + 1)
-                    .unwrap_or(1);
-                calls.push(ModuleCall {
-                    source,
-                    location: format!("{display}:{line}"),
-                });
-            }
-        }
-    }
-    Ok(calls)
-}
-
-fn hcl_module_sources(text: &str) -> std::result::Result<Vec<String>, String> {
-    let body: hcl::Body = hcl::from_str(text).map_err(|e| e.to_string())?;
-    Ok(body
-        .blocks()
-        .filter(|block| block.identifier() == "module")
-        .filter_map(|block| {
-            block
-                .body()
-                .attributes()
-                .find(|attribute| attribute.key() == "source")
-                .and_then(|attribute| match attribute.expr() {
-                    hcl::Expression::String(source) => Some(source.clone()),
-                    _ => None,
-                })
+    names
+        .into_iter()
+        .map(|name| {
+            let display = format!("{dir}/{name}");
+            let text = std::fs::read_to_string(root.join(&display))
+                .map_err(|e| Error::usage(format!("cannot read `{display}`: {e}")).at(&display))?;
+            Ok((name, text))
         })
-        .collect())
-}
-
-fn json_module_sources(text: &str) -> std::result::Result<Vec<String>, String> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let mut sources = Vec::new();
-    let mut visit_calls = |calls: &serde_json::Value| {
-        if let Some(calls) = calls.as_object() {
-            for call in calls.values() {
-                let bodies = match call {
-                    serde_json::Value::Array(items) => items.iter().collect(),
-                    other => vec![other],
-                };
-                for body in bodies {
-                    if let Some(source) = body.get("source").and_then(|s| s.as_str()) {
-                        sources.push(source.to_string());
-                    }
-                }
-            }
-        }
-    };
-    match value.get("module") {
-        Some(serde_json::Value::Array(blocks)) => blocks.iter().for_each(&mut visit_calls),
-        Some(block) => visit_calls(block),
-        None => {}
-    }
-    Ok(sources)
+        .collect()
 }
 
 /// Joins a relative source to the folder it was written in, lexically. `None` when
@@ -344,16 +336,51 @@ mod tests {
     }
 
     #[test]
-    fn module_sources_are_read_from_hcl_and_json() {
-        let hcl = r#"
-            module "net" { source = "../../modules/network" }
-            module "reg" { source = "terraform-aws-modules/vpc/aws" }
-            resource "x" "y" {}
-        "#;
-        assert_eq!(hcl_module_sources(hcl).unwrap().len(), 2);
-        let json = r#"{"module": {"net": {"source": "../m"}, "b": [{"source": "./n"}]}}"#;
-        let mut sources = json_module_sources(json).unwrap();
-        sources.sort();
-        assert_eq!(sources, vec!["../m", "./n"]);
+    fn local_module_calls_are_read_from_hcl_and_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let stack = dir.path().join("stacks/a");
+        std::fs::create_dir_all(&stack).unwrap();
+        std::fs::write(
+            stack.join("main.tf"),
+            "module \"net\" {\n  source = \"../../modules/network\"\n}\nmodule \"reg\" { source = \"terraform-aws-modules/vpc/aws\" }\nresource \"x\" \"y\" {}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            stack.join("more.tf.json"),
+            r#"{"module": {"m": {"source": "../m"}, "b": [{"source": "./n"}]}}"#,
+        )
+        .unwrap();
+        let calls = local_module_calls(dir.path(), "stacks/a").unwrap();
+        let mut found: Vec<(String, String)> =
+            calls.into_iter().map(|c| (c.source, c.location)).collect();
+        found.sort();
+        assert_eq!(
+            found,
+            vec![
+                ("../../modules/network".into(), "stacks/a/main.tf:2".into()),
+                ("../m".into(), "stacks/a/more.tf.json:1".into()),
+                ("./n".into(), "stacks/a/more.tf.json:1".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("m")).unwrap();
+        std::fs::write(
+            dir.path().join("m/main.tf"),
+            "module \"x\" {\n  source = \n",
+        )
+        .unwrap();
+        let error = local_module_calls(dir.path(), "m").unwrap_err();
+        let location = error.location.clone().unwrap_or_default();
+        assert!(location.starts_with("m/main.tf:"), "{location}");
+        assert!(error.message.contains("`m/main.tf`"), "{}", error.message);
+        assert!(
+            error.message.contains("cannot be parsed"),
+            "{}",
+            error.message
+        );
     }
 }

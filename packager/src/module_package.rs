@@ -33,9 +33,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 
 use semver::Version;
-use stackpack_bundle::layout::{ImageLayout, MAX_MANIFEST_SIZE};
-use stackpack_bundle::remote::{Progress, RegistryAddress, Remote};
-use stackpack_bundle::transfer;
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::remote::{RegistryAddress, Remote};
 use stackpack_schema::bundle::{tree_digest, FileEntry};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
@@ -49,15 +48,12 @@ use crate::discover::{self, Stack};
 use crate::error::{Error, Result};
 use crate::pack::{self, SourceFile};
 use crate::plan::{latest_on_channel, Plan, PlanOptions};
-use crate::publish::{after_collision, transfer_error, write_tag_and_read_back};
+use crate::publish::{claim_tag, Artifact, Claimed, Destination};
 use crate::releases::from_remote;
 use crate::repository::Repository;
 
 /// Our annotation on a module package's manifest: [`tree_digest`] of its files.
 pub const TREE_DIGEST_ANNOTATION: &str = "dev.stackpack.tree-digest";
-
-/// How many prerelease numbers to try when racing other publishers.
-const MAX_ATTEMPTS: usize = 20;
 
 /// The first version of a module.
 fn initial_version() -> Version {
@@ -153,48 +149,17 @@ fn plan_module(
     path: String,
 ) -> Result<ModulePlan> {
     let module = path.rsplit('/').next().unwrap_or(&path).to_string();
-    let mut result = ModulePlan {
-        module: module.clone(),
-        path: path.clone(),
-        files: Vec::new(),
-        entries: Vec::new(),
-        tree_digest: tree_digest(std::iter::empty()),
-        dirty: false,
-        skipped: None,
-        changed: false,
-        reason: String::new(),
-        previous: None,
-        last_stable: None,
-        next: None,
-        bump: Bump::Patch,
-        findings: Vec::new(),
-    };
     if let Some(why) = standalone_problem(repo, &module, &path) {
-        result.reason = why.clone();
-        result.skipped = Some(why);
-        return Ok(result);
+        return Ok(ModulePlan::skipped(module, path, why));
     }
-    let dirty = repo.git.dirty_files(&[path.as_str()])?;
-    if !dirty.is_empty() && !options.allow_dirty {
-        return Err(Error::refused(format!(
-            "module `{module}` has uncommitted changes: `{}`{}",
-            dirty[0],
-            if dirty.len() > 1 { ", …" } else { "" }
-        ))
-        .at(repo.root.display())
-        .hint("commit or stash them: module packages are built from commits (`--allow-dirty` packs them anyway, for local tries only)"));
-    }
-    result.dirty = !dirty.is_empty();
+    let dirty = uncommitted(repo, options, &module, &path)?;
     let files = module_files(repo, &module, &path)?;
     if files.is_empty() {
         let why = format!("`{path}` has no tracked files");
-        result.reason = why.clone();
-        result.skipped = Some(why);
-        return Ok(result);
+        return Ok(ModulePlan::skipped(module, path, why));
     }
     let entries = pack::hash_files(&files)?;
     let digest = tree_digest(entries.iter().map(|e| (e.path.as_str(), &e.digest)));
-    result.tree_digest = digest.clone();
 
     let repository = address.module_repository(&module);
     let existing: Vec<Version> = remote
@@ -208,44 +173,111 @@ fn plan_module(
         Some(v) => published_package(remote, &repository, &v)?.map(|p| (v, p)),
         None => None,
     };
-    let (changed, reason) = match &previous {
-        None => (true, "first release".to_string()),
-        Some((v, package)) if package.tree_digest.as_ref() == Some(&digest) => {
-            (false, format!("unchanged: same files as `{v}`"))
-        }
-        Some((v, _)) => (true, format!("files changed since `{v}`")),
-    };
+    let (changed, reason) = change_since(previous.as_ref(), &digest);
     let (required, findings) = match (&last_stable, changed) {
         (Some(last), true) => {
             required_bump(repo, &repository, remote, &module, &path, last, rules)?
         }
         _ => (Bump::Patch, Vec::new()),
     };
-    if let Some(requested) = options.bump {
-        if changed && requested < required {
-            return Err(Error::refused(format!(
-                "module `{module}` needs a {required} release, but `--bump {requested}` was asked for{}",
-                findings
-                    .iter()
-                    .filter(|f| f.bump > Some(requested))
-                    .map(|f| format!("\n  --> `{}`: {}\n      rule: {}", f.location(), f.message, f.rule))
-                    .collect::<String>()
-            ))
-            .hint(format!("publish with `--bump {required}`, or undo the change")));
-        }
+    if changed {
+        refuse_smaller_bump(&module, options.bump, required, &findings)?;
     }
     let bump = options.bump.map_or(required, |b| b.max(required));
-    result.next =
-        changed.then(|| version::next_version(&existing, bump, &initial_version(), &plan.channel));
-    result.files = files;
-    result.entries = entries;
-    result.changed = changed;
-    result.reason = reason;
-    result.previous = previous.map(|(v, p)| (v, p.digest));
-    result.last_stable = last_stable;
-    result.bump = bump;
-    result.findings = findings;
-    Ok(result)
+    Ok(ModulePlan {
+        next: changed
+            .then(|| version::next_version(&existing, bump, &initial_version(), &plan.channel)),
+        module,
+        path,
+        files,
+        entries,
+        tree_digest: digest,
+        dirty,
+        skipped: None,
+        changed,
+        reason,
+        previous: previous.map(|(v, p)| (v, p.digest)),
+        last_stable,
+        bump,
+        findings,
+    })
+}
+
+impl ModulePlan {
+    /// A module not published on its own, and why.
+    fn skipped(module: String, path: String, why: String) -> ModulePlan {
+        ModulePlan {
+            module,
+            path,
+            files: Vec::new(),
+            entries: Vec::new(),
+            tree_digest: tree_digest(std::iter::empty()),
+            dirty: false,
+            reason: why.clone(),
+            skipped: Some(why),
+            changed: false,
+            previous: None,
+            last_stable: None,
+            next: None,
+            bump: Bump::Patch,
+            findings: Vec::new(),
+        }
+    }
+}
+
+/// Whether the module has uncommitted changes: refused unless `--allow-dirty`.
+fn uncommitted(repo: &Repository, options: &PlanOptions, module: &str, path: &str) -> Result<bool> {
+    let dirty = repo.git.dirty_files(&[path])?;
+    if !dirty.is_empty() && !options.allow_dirty {
+        return Err(Error::refused(format!(
+            "module `{module}` has uncommitted changes: `{}`{}",
+            dirty[0],
+            if dirty.len() > 1 { ", …" } else { "" }
+        ))
+        .at(repo.root.display())
+        .hint("commit or stash them: module packages are built from commits (`--allow-dirty` packs them anyway, for local tries only)"));
+    }
+    Ok(!dirty.is_empty())
+}
+
+/// Whether the files differ from the latest version on the channel, and the reason
+/// the plan shows.
+fn change_since(previous: Option<&(Version, PublishedPackage)>, digest: &Digest) -> (bool, String) {
+    match previous {
+        None => (true, "first release".to_string()),
+        Some((v, package)) if package.tree_digest.as_ref() == Some(digest) => {
+            (false, format!("unchanged: same files as `{v}`"))
+        }
+        Some((v, _)) => (true, format!("files changed since `{v}`")),
+    }
+}
+
+/// Refuses a `--bump` smaller than the interface changes require, naming them.
+fn refuse_smaller_bump(
+    module: &str,
+    requested: Option<Bump>,
+    required: Bump,
+    findings: &[Finding],
+) -> Result<()> {
+    let Some(requested) = requested.filter(|r| *r < required) else {
+        return Ok(());
+    };
+    let reasons: String = findings
+        .iter()
+        .filter(|f| f.bump > Some(requested))
+        .map(|f| {
+            format!(
+                "\n  --> `{}`: {}\n      rule: {}",
+                f.location(),
+                f.message,
+                f.rule
+            )
+        })
+        .collect();
+    Err(Error::refused(format!(
+        "module `{module}` needs a {required} release, but `--bump {requested}` was asked for{reasons}"
+    ))
+    .hint(format!("publish with `--bump {required}`, or undo the change")))
 }
 
 /// Why a module cannot stand alone, if it cannot: it uses a local module outside
@@ -513,169 +545,113 @@ fn module_entry_annotations(module: &str, version: &Version) -> Annotations {
     annotations
 }
 
-/// Publishes the planned modules. `progress` makes a progress callback per module.
+impl PublishedModule {
+    /// An unchanged or skipped module: its latest version, if any, stays.
+    fn unchanged(module: &ModulePlan) -> Self {
+        PublishedModule {
+            module: module.module.clone(),
+            path: module.path.clone(),
+            version: module.previous.as_ref().map(|(v, _)| v.clone()),
+            digest: module.previous.as_ref().map(|(_, d)| d.clone()),
+            published: false,
+            skipped: module.skipped.is_some(),
+            bump: module.bump,
+            reason: module.reason.clone(),
+            bytes_sent: 0,
+            collisions: 0,
+        }
+    }
+
+    fn claimed(module: &ModulePlan, claimed: Claimed) -> Self {
+        PublishedModule {
+            module: module.module.clone(),
+            path: module.path.clone(),
+            version: Some(claimed.version),
+            digest: Some(claimed.digest),
+            published: true,
+            skipped: false,
+            bump: module.bump,
+            reason: module.reason.clone(),
+            bytes_sent: claimed.bytes_sent,
+            collisions: claimed.collisions,
+        }
+    }
+}
+
+/// Publishes the planned modules.
 pub fn publish_modules(
     repo: &Repository,
     plan: &Plan,
     modules: &[ModulePlan],
-    remote: &Remote,
-    address: &RegistryAddress,
-    layout: &ImageLayout,
-    progress: Option<crate::publish::ProgressFactory<'_>>,
+    destination: &Destination<'_>,
 ) -> Result<Vec<PublishedModule>> {
-    let mut results = Vec::new();
-    for module in modules {
-        let Some(first) = &module.next else {
-            results.push(PublishedModule {
-                module: module.module.clone(),
-                path: module.path.clone(),
-                version: module.previous.as_ref().map(|(v, _)| v.clone()),
-                digest: module.previous.as_ref().map(|(_, d)| d.clone()),
-                published: false,
-                skipped: module.skipped.is_some(),
-                bump: module.bump,
-                reason: module.reason.clone(),
-                bytes_sent: 0,
-                collisions: 0,
-            });
-            continue;
-        };
-        let progress = progress.map(|make| make(&module.module));
-        results.push(publish_module(
-            repo,
-            plan,
-            module,
-            first.clone(),
-            remote,
-            address,
-            layout,
-            progress,
-        )?);
-    }
-    Ok(results)
+    modules
+        .iter()
+        .map(|module| match &module.next {
+            None => Ok(PublishedModule::unchanged(module)),
+            Some(first_version) => {
+                let package = ModulePackage {
+                    repo,
+                    plan,
+                    module,
+                    layout: destination.layout,
+                };
+                publish_module(&package, destination, first_version.clone())
+            }
+        })
+        .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
 fn publish_module(
-    repo: &Repository,
-    plan: &Plan,
-    module: &ModulePlan,
-    mut version: Version,
-    remote: &Remote,
-    address: &RegistryAddress,
-    layout: &ImageLayout,
-    progress: Option<Progress>,
+    package: &ModulePackage<'_>,
+    destination: &Destination<'_>,
+    first_version: Version,
 ) -> Result<PublishedModule> {
-    let repository = address.module_repository(&module.module);
-    let what = format!("module `{}`", module.module);
-    let mut collisions = 0;
-    let mut bytes_sent = 0;
-    // The zip does not depend on the version; the manifest does (its annotation).
-    for _ in 0..MAX_ATTEMPTS {
-        let built = build_package(repo, plan, module, &version, layout)?;
-        let digest = built.manifest.digest.clone();
-        let tag = version.to_string();
-        let done =
-            |version: Version, bytes_sent: u64, collisions: usize| -> Result<PublishedModule> {
-                let mut entry = built.manifest.clone();
-                entry.annotations = Some(module_entry_annotations(&module.module, &version));
-                let name = entry.annotation(annotation::REF_NAME).map(str::to_string);
-                layout.update_index(|index| {
-                    index.manifests.retain(|existing| {
-                        existing.digest != entry.digest
-                            && existing.annotation(annotation::REF_NAME) != name.as_deref()
-                    });
-                    index.manifests.push(entry);
-                })?;
-                Ok(PublishedModule {
-                    module: module.module.clone(),
-                    path: module.path.clone(),
-                    version: Some(version),
-                    digest: Some(digest.clone()),
-                    published: true,
-                    skipped: false,
-                    bump: module.bump,
-                    reason: module.reason.clone(),
-                    bytes_sent,
-                    collisions,
-                })
-            };
+    let name = &package.module.module;
+    let options = destination.claim(
+        destination.address.module_repository(name),
+        name,
+        format!("module `{name}`"),
+    );
+    let claimed = claim_tag(&options, package, first_version)?;
+    Ok(PublishedModule::claimed(package.module, claimed))
+}
 
-        match remote.tag_digest(&repository, &tag).map_err(from_remote)? {
-            // Our own earlier, interrupted run.
-            Some(existing) if existing == digest => return done(version, bytes_sent, collisions),
-            Some(existing) => {
-                version = after_collision(
-                    remote,
-                    &repository,
-                    address,
-                    &what,
-                    &version,
-                    &existing,
-                    &digest,
-                )?;
-                collisions += 1;
-                continue;
-            }
-            None => {}
-        }
+/// One planned module, as the tag-claim loop builds and pushes it.
+struct ModulePackage<'a> {
+    repo: &'a Repository,
+    plan: &'a Plan,
+    module: &'a ModulePlan,
+    layout: &'a ImageLayout,
+}
 
-        // Blobs, then the manifest by digest (untagged), then the tag.
-        let pushed = transfer::push_manifest_with_blobs(
-            remote,
-            &repository,
-            layout,
-            &built.manifest,
-            &digest.to_string(),
-            progress.clone(),
-        )
-        .map_err(transfer_error)?;
-        bytes_sent += pushed.bytes_sent;
-        let manifest_bytes = layout.read_blob(&digest, MAX_MANIFEST_SIZE)?;
-        if let Some(existing) = remote.tag_digest(&repository, &tag).map_err(from_remote)? {
-            if existing != digest {
-                version = after_collision(
-                    remote,
-                    &repository,
-                    address,
-                    &what,
-                    &version,
-                    &existing,
-                    &digest,
-                )?;
-                collisions += 1;
-                continue;
-            }
-        }
-        match write_tag_and_read_back(
-            remote,
-            &repository,
-            &tag,
-            &manifest_bytes,
-            &built.manifest.media_type,
-        )? {
-            Some(existing) if existing == digest => return done(version, bytes_sent, collisions),
-            Some(existing) => {
-                version = after_collision(
-                    remote,
-                    &repository,
-                    address,
-                    &what,
-                    &version,
-                    &existing,
-                    &digest,
-                )?;
-                collisions += 1;
-            }
-            // The tag vanished right after our write: claim the same version again.
-            None => {}
-        }
+impl Artifact for ModulePackage<'_> {
+    type Built = BuiltPackage;
+
+    /// The zip does not depend on the version; the manifest does (its annotation).
+    fn build(&self, version: &Version) -> Result<BuiltPackage> {
+        build_package(self.repo, self.plan, self.module, version, self.layout)
     }
-    Err(Error::refused(format!(
-        "could not claim a prerelease number for module `{}` after {MAX_ATTEMPTS} tries: other publishes keep taking them",
-        module.module
-    ))
-    .hint("run publish again once the other pipelines have finished"))
+
+    fn manifest<'b>(&self, built: &'b BuiltPackage) -> &'b Descriptor {
+        &built.manifest
+    }
+
+    /// Names the claimed version in the layout's index, replacing older entries
+    /// for the same manifest or name.
+    fn claimed(&self, built: &BuiltPackage, version: &Version) -> Result<()> {
+        let mut entry = built.manifest.clone();
+        entry.annotations = Some(module_entry_annotations(&self.module.module, version));
+        let name = entry.annotation(annotation::REF_NAME).map(str::to_string);
+        self.layout.update_index(|index| {
+            index.manifests.retain(|existing| {
+                existing.digest != entry.digest
+                    && existing.annotation(annotation::REF_NAME) != name.as_deref()
+            });
+            index.manifests.push(entry);
+        })?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,14 @@
 //! Bad input gets a clear error naming the file and how to fix it, a non-zero exit
 //! code, and writes nothing.
+//!
+//! The messages are insta snapshots in `tests/snapshots/`, with temporary folders
+//! redacted. A changed message fails the test and leaves a `.snap.new` to review
+//! with `cargo insta review`; with `CI` set (or `INSTA_UPDATE=no`) nothing is
+//! written and the mismatch just fails.
 
 mod common;
+
+use std::path::Path;
 
 use common::{stackpack, TestRepo};
 
@@ -9,21 +16,14 @@ fn build(repo: &TestRepo) -> common::Run {
     repo.run(&["build", "--key", repo.key.to_str().unwrap()])
 }
 
-fn assert_refused(run: &common::Run, code: i32, needles: &[&str]) {
+/// Checks the exit code and returns stderr with `temporary` redacted, for a snapshot.
+fn refusal(run: &common::Run, code: i32, temporary: &Path) -> String {
     assert_eq!(
         run.code, code,
         "stdout:\n{}\nstderr:\n{}",
         run.stdout, run.stderr
     );
-    for needle in needles {
-        assert!(
-            run.stderr.contains(needle),
-            "missing `{needle}` in:\n{}",
-            run.stderr
-        );
-    }
-    assert!(run.stderr.contains("hint:"), "no hint in:\n{}", run.stderr);
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    run.stderr_redacted(temporary)
 }
 
 #[test]
@@ -32,7 +32,7 @@ fn a_stack_folder_without_stack_toml_is_named() {
     std::fs::remove_file(repo.dir.join("stacks/data-plane/stack.toml")).unwrap();
     repo.commit("remove stack.toml");
     let run = build(&repo);
-    assert_refused(&run, 2, &["`stacks/data-plane`", "stack.toml"]);
+    insta::assert_snapshot!(refusal(&run, 2, repo.temp.path()));
     assert!(!repo.layout().exists());
 }
 
@@ -45,15 +45,7 @@ fn a_module_source_outside_the_repository_is_refused_with_its_line() {
     );
     repo.commit("escape");
     let run = build(&repo);
-    assert_refused(
-        &run,
-        2,
-        &[
-            "`../../../outside`",
-            "outside the repository",
-            "stacks/control-plane/main.tf:",
-        ],
-    );
+    insta::assert_snapshot!(refusal(&run, 2, repo.temp.path()));
 }
 
 #[test]
@@ -65,15 +57,7 @@ fn a_module_source_to_a_missing_folder_is_refused() {
     );
     repo.commit("gone");
     let run = build(&repo);
-    assert_refused(
-        &run,
-        2,
-        &[
-            "`modules/gone`",
-            "does not exist",
-            "stacks/control-plane/main.tf:",
-        ],
-    );
+    insta::assert_snapshot!(refusal(&run, 2, repo.temp.path()));
 }
 
 #[test]
@@ -89,47 +73,63 @@ fn a_cycle_between_modules_is_refused_and_shown() {
     );
     repo.commit("cycle");
     let run = build(&repo);
-    assert_refused(
-        &run,
-        2,
-        &["cycle", "`modules/network`", "`modules/cluster`"],
-    );
+    insta::assert_snapshot!(refusal(&run, 2, repo.temp.path()));
 }
 
 #[test]
-fn an_unreadable_or_wrong_key_is_named() {
+fn a_missing_key_file_is_named() {
     let repo = TestRepo::new();
     let run = repo.run(&["build", "--key", "/nonexistent/key.pem"]);
-    assert_refused(&run, 2, &["`/nonexistent/key.pem`"]);
-    // A public key where the private key belongs.
-    let run = repo.run(&["build", "--key", repo.public_key.to_str().unwrap()]);
-    assert_refused(&run, 2, &["unusable", "PKCS#8"]);
-    let run = repo.run(&["build"]);
-    assert_refused(&run, 2, &["no signing key"]);
+    insta::assert_snapshot!(refusal(&run, 2, repo.temp.path()));
     assert!(!repo.layout().exists());
 }
 
 #[test]
-fn a_dirty_worktree_is_refused_unless_allowed_and_never_packed_silently() {
+fn a_public_key_where_the_private_key_belongs_is_unusable() {
+    let repo = TestRepo::new();
+    let run = repo.run(&["build", "--key", repo.public_key.to_str().unwrap()]);
+    insta::assert_snapshot!(refusal(&run, 2, repo.temp.path()));
+    assert!(!repo.layout().exists());
+}
+
+#[test]
+fn no_signing_key_at_all_says_how_to_make_one() {
+    let repo = TestRepo::new();
+    let run = repo.run(&["build"]);
+    insta::assert_snapshot!(refusal(&run, 2, repo.temp.path()));
+    assert!(!repo.layout().exists());
+}
+
+#[test]
+fn a_syntax_error_in_a_stack_names_the_file_and_line() {
+    let repo = TestRepo::new();
+    repo.append(
+        "stacks/control-plane/main.tf",
+        "\nmodule \"broken\" {\n  source = \n",
+    );
+    repo.commit("broken");
+    let run = build(&repo);
+    insta::assert_snapshot!(refusal(&run, 2, repo.temp.path()));
+}
+
+#[test]
+fn a_dirty_worktree_is_refused_and_nothing_is_built() {
     let repo = TestRepo::new();
     repo.append("modules/network/main.tf", "\n# uncommitted\n");
     let run = build(&repo);
-    assert_refused(
-        &run,
-        1,
-        &[
-            "uncommitted changes",
-            "`modules/network/main.tf`",
-            "--allow-dirty",
-        ],
-    );
+    insta::assert_snapshot!(refusal(&run, 1, repo.temp.path()));
     assert!(
         !repo.layout().join("index.json").exists()
             || std::fs::read_to_string(repo.layout().join("index.json"))
                 .unwrap()
                 .contains("\"manifests\":[]")
     );
+}
 
+#[test]
+fn allow_dirty_packs_uncommitted_changes_with_a_warning_and_a_dirty_revision() {
+    let repo = TestRepo::new();
+    repo.append("modules/network/main.tf", "\n# uncommitted\n");
     let run = repo
         .run(&[
             "build",
@@ -181,13 +181,18 @@ fn an_untracked_file_is_not_dirt_and_is_not_packed() {
 }
 
 #[test]
-fn not_a_repository_and_missing_config_are_usage_errors() {
+fn a_folder_without_stackpack_toml_is_a_usage_error() {
     let temp = tempfile::tempdir().unwrap();
     let run = stackpack(temp.path(), &["version"]);
-    assert_refused(&run, 2, &["stackpack.toml"]);
+    insta::assert_snapshot!(refusal(&run, 2, temp.path()));
+}
+
+#[test]
+fn an_invalid_stackpack_toml_is_a_usage_error() {
+    let temp = tempfile::tempdir().unwrap();
     std::fs::write(temp.path().join("stackpack.toml"), "registry = 5\n").unwrap();
     let run = stackpack(temp.path(), &["version"]);
-    assert_refused(&run, 2, &["stackpack.toml"]);
+    insta::assert_snapshot!(refusal(&run, 2, temp.path()));
 }
 
 #[test]

@@ -86,13 +86,18 @@ fn unzip(path: &Path) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
-#[test]
-fn every_module_is_published_once_and_only_a_changed_module_gets_a_new_version() {
+/// A registry, a repository, and every module published once at `0.1.0`.
+fn published_once() -> (Distribution, TestRepo, serde_json::Value) {
     let registry = Distribution::require();
-    let host = registry.host();
     let repo = TestRepo::new();
+    let first = publish(&repo, &registry.host(), "acme", &[]);
+    (registry, repo, first)
+}
 
-    let first = publish(&repo, &host, "acme", &[]);
+#[test]
+fn every_module_is_published_once_as_an_opentofu_module_package() {
+    let (registry, _repo, first) = published_once();
+    let host = registry.host();
     let expected: BTreeMap<String, String> = MODULES
         .iter()
         .map(|m| (m.to_string(), "0.1.0".to_string()))
@@ -126,9 +131,12 @@ fn every_module_is_published_once_and_only_a_changed_module_gets_a_new_version()
             Some(module)
         );
     }
+}
 
-    // The same commit again: nothing new, for modules as for stacks.
-    let again = publish(&repo, &host, "acme", &[]);
+#[test]
+fn republishing_the_same_commit_publishes_no_module() {
+    let (registry, repo, _) = published_once();
+    let again = publish(&repo, &registry.host(), "acme", &[]);
     assert!(published_modules(&again).is_empty(), "{again:#}");
     for module in again["modules"].as_array().unwrap() {
         assert_eq!(module["version"], "0.1.0");
@@ -137,19 +145,25 @@ fn every_module_is_published_once_and_only_a_changed_module_gets_a_new_version()
             "{module}"
         );
     }
+}
 
-    // A description changes in one module: only that module moves, by a patch.
+#[test]
+fn only_a_changed_module_moves_by_the_bump_its_interface_needs() {
+    let (registry, repo, _) = published_once();
+    let host = registry.host();
+
+    // A comment in one module: only that module moves, by a patch.
     let variables = std::fs::read_to_string(repo.dir.join("modules/network/variables.tf")).unwrap();
     repo.write(
         "modules/network/variables.tf",
         &format!("{variables}\n# The network's inputs.\n"),
     );
     repo.commit("comment in network");
-    let third = publish(&repo, &host, "acme", &[]);
+    let patch = publish(&repo, &host, "acme", &[]);
     assert_eq!(
-        published_modules(&third),
+        published_modules(&patch),
         BTreeMap::from([("network".to_string(), "0.1.1".to_string())]),
-        "{third:#}"
+        "{patch:#}"
     );
     let client = remote(&host);
     assert_eq!(
@@ -164,21 +178,25 @@ fn every_module_is_published_once_and_only_a_changed_module_gets_a_new_version()
         "\nvariable \"log_retention_days\" {\n  type    = number\n  default = 30\n}\n",
     );
     repo.commit("cluster: log retention input");
-    let fourth = publish(&repo, &host, "acme", &[]);
+    let minor = publish(&repo, &host, "acme", &[]);
     assert_eq!(
-        published_modules(&fourth),
+        published_modules(&minor),
         BTreeMap::from([("cluster".to_string(), "0.2.0".to_string())]),
-        "{fourth:#}"
+        "{minor:#}"
     );
-    let cluster = fourth["modules"]
+    let cluster = minor["modules"]
         .as_array()
         .unwrap()
         .iter()
         .find(|m| m["module"] == "cluster")
         .unwrap();
     assert_eq!(cluster["bump"], "minor");
+}
 
-    // On a branch: a prerelease of the next version, numbered from the registry.
+#[test]
+fn a_branch_publishes_module_prereleases_and_no_modules_leaves_them_alone() {
+    let (registry, repo, _) = published_once();
+    let host = registry.host();
     repo.checkout_new("feature/GPU_pool");
     repo.append("modules/gpu-pool/main.tf", "\n# spot instances next\n");
     repo.commit("gpu-pool comment");
@@ -191,13 +209,13 @@ fn every_module_is_published_once_and_only_a_changed_module_gets_a_new_version()
         )]),
         "{branch:#}"
     );
-    // `--no-modules` leaves modules alone.
+
     repo.append("modules/gpu-pool/main.tf", "\n# and more\n");
     repo.commit("gpu-pool comment 2");
     let skipped = publish(&repo, &host, "acme", &["--no-modules"]);
     assert!(skipped["modules"].as_array().unwrap().is_empty());
     assert_eq!(
-        client.tags("acme/modules/gpu-pool").unwrap(),
+        remote(&host).tags("acme/modules/gpu-pool").unwrap(),
         vec!["0.1.0", "0.1.1-feature-gpu-pool.1"]
     );
 }

@@ -380,16 +380,14 @@ fn a_stable_tag_that_exists_with_another_digest_is_never_overwritten() {
         format!("{}/acme", registry.host()).parse().unwrap();
     let layout_dir = tempfile::tempdir().unwrap();
     let layout = stackpack_bundle::layout::ImageLayout::create(layout_dir.path()).unwrap();
-    let error = publish_library(
-        &repository,
-        &stale,
-        &remote(&registry.host()),
-        &address,
-        &key,
-        &layout,
-        None,
-    )
-    .unwrap_err();
+    let client = remote(&registry.host());
+    let destination = stackpack_packager::publish::Destination {
+        remote: &client,
+        address: &address,
+        layout: &layout,
+        progress: None,
+    };
+    let error = publish_library(&repository, &stale, &destination, &key).unwrap_err();
     assert!(
         error.message.contains("never overwritten"),
         "{}",

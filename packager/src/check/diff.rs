@@ -179,102 +179,116 @@ pub fn diff_module(
     dir: &str,
     out: &mut Vec<Finding>,
 ) {
-    let mut renamed_old: BTreeSet<&str> = BTreeSet::new();
-    for var in &new.variables {
-        if old.variable(&var.name).is_some() {
-            continue;
-        }
-        if let Some(from) = rename_source(old, new, var) {
-            renamed_old.insert(from);
-            if new.variable(from).is_some() {
-                if guarded(new, from, &var.name) {
-                    out.push(finding(
-                        Rule::InputRenamedWithAlias,
-                        &var.name,
-                        dir,
-                        &var.location,
-                        format!("input `{from}` was renamed `{}`; the old name stays as a deprecated alias", var.name),
-                    ));
-                } else {
-                    out.push(finding(
-                        Rule::InputRenamedUnguarded,
-                        &var.name,
-                        dir,
-                        &var.location,
-                        format!(
-                            "input `{from}` was renamed `{}` and kept as an alias, but nothing refuses setting both \
-                             (add a validation or precondition that reads `var.{from}` and `var.{}`)",
-                            var.name, var.name
-                        ),
-                    ));
-                }
-                continue;
-            }
-        }
-        let rule = if var.is_required() {
-            Rule::InputAddedWithoutDefault
-        } else {
-            Rule::InputAddedWithDefault
-        };
-        let message = if var.is_required() {
+    added_inputs(old, new, dir, out);
+    removed_inputs(old, new, dir, out);
+    changed_inputs(old, new, dir, out);
+    diff_outputs(old, new, dir, out);
+    provider_sources(old, new, dir, out);
+    diff_addresses(old, new, dir, out);
+}
+
+/// Inputs that are new, or new names of renamed inputs.
+fn added_inputs(old: &ModuleInterface, new: &ModuleInterface, dir: &str, out: &mut Vec<Finding>) {
+    for var in new
+        .variables
+        .iter()
+        .filter(|v| old.variable(&v.name).is_none())
+    {
+        let renamed_with_alias =
+            rename_source(old, new, var).filter(|from| new.variable(from).is_some());
+        out.push(match renamed_with_alias {
+            Some(from) => renamed_input(new, from, var, dir),
+            None => added_input(var, dir),
+        });
+    }
+}
+
+/// An input renamed with its old name kept as an alias: safe only if setting both
+/// is refused.
+fn renamed_input(new: &ModuleInterface, from: &str, var: &Variable, dir: &str) -> Finding {
+    if guarded(new, from, &var.name) {
+        finding(
+            Rule::InputRenamedWithAlias,
+            &var.name,
+            dir,
+            &var.location,
+            format!(
+                "input `{from}` was renamed `{}`; the old name stays as a deprecated alias",
+                var.name
+            ),
+        )
+    } else {
+        finding(
+            Rule::InputRenamedUnguarded,
+            &var.name,
+            dir,
+            &var.location,
+            format!(
+                "input `{from}` was renamed `{}` and kept as an alias, but nothing refuses setting both \
+                 (add a validation or precondition that reads `var.{from}` and `var.{}`)",
+                var.name, var.name
+            ),
+        )
+    }
+}
+
+fn added_input(var: &Variable, dir: &str) -> Finding {
+    if var.is_required() {
+        finding(
+            Rule::InputAddedWithoutDefault,
+            &var.name,
+            dir,
+            &var.location,
             format!(
                 "input `{}` was added without a default: every caller must now set it",
                 var.name
-            )
-        } else {
+            ),
+        )
+    } else {
+        finding(
+            Rule::InputAddedWithDefault,
+            &var.name,
+            dir,
+            &var.location,
             format!(
                 "input `{}` was added with default {}",
                 var.name,
                 show_default(&var.default, var)
-            )
-        };
-        out.push(finding(rule, &var.name, dir, &var.location, message));
+            ),
+        )
     }
-    for var in &old.variables {
-        if new.variable(&var.name).is_some() {
-            continue;
-        }
-        let renamed = new.renamed_to(&var.name).map(|v| v.name.clone());
-        let message = match renamed {
+}
+
+/// Inputs that are gone, including renames that kept no alias.
+fn removed_inputs(old: &ModuleInterface, new: &ModuleInterface, dir: &str, out: &mut Vec<Finding>) {
+    for var in old
+        .variables
+        .iter()
+        .filter(|v| new.variable(&v.name).is_none())
+    {
+        let renamed_to = new.renamed_to(&var.name);
+        let message = match renamed_to {
             Some(to) => format!(
-                "input `{}` was renamed `{to}` without keeping the old name as a deprecated alias",
-                var.name
+                "input `{}` was renamed `{}` without keeping the old name as a deprecated alias",
+                var.name, to.name
             ),
             None => format!("input `{}` was removed", var.name),
         };
         // Point at the new name when there is one, else at the old declaration.
-        let (dir_loc, loc) = match new.renamed_to(&var.name) {
-            Some(v) => (dir.to_string(), v.location.clone()),
-            None => (dir.to_string(), var.location.clone()),
-        };
+        let location = renamed_to.map_or(&var.location, |v| &v.location);
         out.push(finding(
             Rule::InputRemoved,
             &var.name,
-            &dir_loc,
-            &loc,
+            dir,
+            location,
             message,
         ));
     }
-    // An alias whose default moved to its new name (`null` now, the old default on
-    // the new input) still gives callers who set neither the same value.
-    let mut moved_defaults: BTreeSet<&str> = BTreeSet::new();
-    for var in &new.variables {
-        if old.variable(&var.name).is_some() {
-            continue;
-        }
-        if let Some(from) = rename_source(old, new, var) {
-            let (Some(old_alias), Some(new_alias)) = (old.variable(from), new.variable(from))
-            else {
-                continue;
-            };
-            if new_alias.effective_default() == Some(Value::Null)
-                && old_alias.effective_default().is_some()
-                && var.effective_default() == old_alias.effective_default()
-            {
-                moved_defaults.insert(from);
-            }
-        }
-    }
+}
+
+/// Inputs in both versions, compared one by one.
+fn changed_inputs(old: &ModuleInterface, new: &ModuleInterface, dir: &str, out: &mut Vec<Finding>) {
+    let moved_defaults = moved_defaults(old, new);
     for new_var in &new.variables {
         let Some(old_var) = old.variable(&new_var.name) else {
             continue;
@@ -292,7 +306,34 @@ pub fn diff_module(
             }
         }
     }
+}
 
+/// Aliases whose default moved to their new name (`null` now, the old default on
+/// the new input): callers who set neither still get the same value.
+fn moved_defaults<'a>(old: &'a ModuleInterface, new: &'a ModuleInterface) -> BTreeSet<&'a str> {
+    let mut moved = BTreeSet::new();
+    for var in new
+        .variables
+        .iter()
+        .filter(|v| old.variable(&v.name).is_none())
+    {
+        let Some(from) = rename_source(old, new, var) else {
+            continue;
+        };
+        let (Some(old_alias), Some(new_alias)) = (old.variable(from), new.variable(from)) else {
+            continue;
+        };
+        if new_alias.effective_default() == Some(Value::Null)
+            && old_alias.effective_default().is_some()
+            && var.effective_default() == old_alias.effective_default()
+        {
+            moved.insert(from);
+        }
+    }
+    moved
+}
+
+fn diff_outputs(old: &ModuleInterface, new: &ModuleInterface, dir: &str, out: &mut Vec<Finding>) {
     for o in &new.outputs {
         match old.output(&o.name) {
             None => out.push(finding(
@@ -326,22 +367,32 @@ pub fn diff_module(
             ));
         }
     }
+}
 
-    let show_c = |c: Option<&str>| c.map_or("none".to_string(), |c| format!("`{c}`"));
+/// Providers whose source moved: another provider under the same local name.
+fn provider_sources(
+    old: &ModuleInterface,
+    new: &ModuleInterface,
+    dir: &str,
+    out: &mut Vec<Finding>,
+) {
+    let show_source = |c: Option<&str>| c.map_or("none".to_string(), |c| format!("`{c}`"));
     for (name, p) in &new.required_providers {
         let Some(prev) = old.required_providers.get(name) else {
             continue;
         };
-        let norm = |s: &Option<String>| {
-            s.as_deref().map(|s| {
-                s.to_lowercase()
-                    .trim_start_matches("registry.terraform.io/")
-                    .to_string()
-            })
+        // No source means `hashicorp/<name>` on the default registry.
+        let full_source = |s: &Option<String>| {
+            s.as_deref().map_or_else(
+                || format!("hashicorp/{name}"),
+                |s| {
+                    s.to_lowercase()
+                        .trim_start_matches("registry.terraform.io/")
+                        .to_string()
+                },
+            )
         };
-        if norm(&prev.source).unwrap_or_else(|| format!("hashicorp/{name}"))
-            != norm(&p.source).unwrap_or_else(|| format!("hashicorp/{name}"))
-        {
+        if full_source(&prev.source) != full_source(&p.source) {
             out.push(finding(
                 Rule::ProviderSourceChanged,
                 name,
@@ -349,14 +400,12 @@ pub fn diff_module(
                 &p.location,
                 format!(
                     "provider `{name}` changed its source from {} to {}",
-                    show_c(prev.source.as_deref()),
-                    show_c(p.source.as_deref())
+                    show_source(prev.source.as_deref()),
+                    show_source(p.source.as_deref())
                 ),
             ));
         }
     }
-
-    diff_addresses(old, new, dir, out);
 }
 
 /// A resource address that disappears is destroyed (and, if renamed, re-created),
@@ -394,7 +443,15 @@ pub fn diff_addresses(
     }
 }
 
+/// One input in both versions: its default, type, nullability and validations.
 fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Finding>) {
+    compare_default(old, new, dir, out);
+    compare_type(old, new, dir, out);
+    compare_nullable(old, new, dir, out);
+    compare_validations(old, new, dir, out);
+}
+
+fn compare_default(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Finding>) {
     let name = &new.name;
     match (&old.default, &new.default) {
         (DefaultValue::Required, DefaultValue::Required) => {}
@@ -440,6 +497,11 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
             }
         }
     }
+}
+
+/// The type, and the defaults of its optional attributes.
+fn compare_type(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Finding>) {
+    let name = &new.name;
     let (o, n) = (&old.type_expr, &new.type_expr);
     let wider = o.accepted_by(n);
     let narrower = n.accepted_by(o);
@@ -472,6 +534,10 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
             ),
         ));
     }
+}
+
+fn compare_nullable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Finding>) {
+    let name = &new.name;
     if old.nullable && !new.nullable {
         out.push(finding(
             Rule::NullableTightened,
@@ -496,6 +562,10 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
         }
         out.push(f);
     }
+}
+
+fn compare_validations(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Finding>) {
+    let name = &new.name;
     let old_conditions: BTreeSet<&str> = old
         .validations
         .iter()
@@ -558,82 +628,108 @@ pub fn diff_call(
     new: &ModuleInterface,
     out: &mut Vec<Finding>,
 ) {
-    let prefix = format!("module.{}", call.name);
+    let site = CallSite {
+        prefix: format!("module.{}", call.name),
+        caller: join(caller_dir, &call.location.to_string()),
+        callee_dir,
+    };
     for var in &new.variables {
-        let set = call.args.contains_key(&var.name);
-        let Some(prev) = old.variable(&var.name) else {
-            if var.is_required() && !set && rename_source(old, new, var).is_none() {
-                out.push(finding(
-                    Rule::ModuleInputRequired,
-                    format!("{prefix}.{}", var.name),
-                    callee_dir,
-                    &var.location,
-                    format!(
-                        "module `{callee_dir}` gained the required input `{}`, which `{}` does not set",
-                        var.name,
-                        join(caller_dir, &call.location.to_string())
-                    ),
-                ));
+        let passed = call.args.get(&var.name);
+        match (old.variable(&var.name), passed) {
+            (None, None) if var.is_required() && rename_source(old, new, var).is_none() => {
+                out.push(new_required_input(&site, var));
             }
-            continue;
-        };
-        if !set {
-            let mut changes = Vec::new();
-            if prev.effective_default() != var.effective_default()
-                || prev.default != var.default && !matches!(var.default, DefaultValue::Value(_))
-            {
-                changes.push((
-                    var.name.clone(),
-                    show_default(&prev.default, prev),
-                    show_default(&var.default, var),
-                ));
-            }
-            let mut attrs = Vec::new();
-            prev.type_expr
-                .changed_optional_defaults(&var.type_expr, &var.name, &mut attrs);
-            changes.extend(attrs.into_iter().map(|(p, a, b)| (p, show(&a), show(&b))));
-            for (path, a, b) in changes {
-                out.push(finding(
-                    Rule::ModuleDefaultChanged,
-                    format!("{prefix}.{path}"),
-                    callee_dir,
-                    &var.location,
-                    format!(
-                        "module `{callee_dir}` changed the default of `{path}` from {a} to {b}, and `{}` does not set it: \
-                         callers of this stack get a different plan",
-                        join(caller_dir, &call.location.to_string())
-                    ),
-                ));
-            }
-        } else if call
-            .args
-            .get(&var.name)
-            .is_some_and(|e| e.to_string().contains("var."))
-        {
+            (None, _) => {}
+            (Some(prev), None) => unset_default_changes(&site, prev, var, out),
             // The caller passes its own callers' values through: a narrower input
             // reaches them.
-            let narrowed = !prev.type_expr.accepted_by(&var.type_expr)
-                || (prev.nullable && !var.nullable)
-                || var
-                    .validations
-                    .iter()
-                    .any(|v| !prev.validations.iter().any(|p| p.canonical == v.canonical));
-            if narrowed {
-                out.push(finding(
-                    Rule::ModuleInputNarrowed,
-                    format!("{prefix}.{}", var.name),
-                    callee_dir,
-                    &var.location,
-                    format!(
-                        "module `{callee_dir}` accepts less for `{}` (type, nullability or validation), and `{}` passes \
-                         its callers' value to it",
-                        var.name,
-                        join(caller_dir, &call.location.to_string())
-                    ),
-                ));
+            (Some(prev), Some(value)) if value.to_string().contains("var.") => {
+                if narrowed(prev, var) {
+                    out.push(passed_through_narrowed(&site, var));
+                }
             }
+            (Some(_), Some(_)) => {}
         }
     }
+}
+
+/// One `module` block as the findings about it name it.
+struct CallSite<'a> {
+    /// `module.<name>`, the start of each finding's item.
+    prefix: String,
+    /// The block's `file:line`, repository-relative.
+    caller: String,
+    callee_dir: &'a str,
+}
+
+fn new_required_input(site: &CallSite, var: &Variable) -> Finding {
+    finding(
+        Rule::ModuleInputRequired,
+        format!("{}.{}", site.prefix, var.name),
+        site.callee_dir,
+        &var.location,
+        format!(
+            "module `{}` gained the required input `{}`, which `{}` does not set",
+            site.callee_dir, var.name, site.caller
+        ),
+    )
+}
+
+/// Defaults (of the input, or of its optional attributes) that changed under a
+/// caller who does not set the input.
+fn unset_default_changes(site: &CallSite, prev: &Variable, var: &Variable, out: &mut Vec<Finding>) {
+    let mut changes = Vec::new();
+    if prev.effective_default() != var.effective_default()
+        || prev.default != var.default && !matches!(var.default, DefaultValue::Value(_))
+    {
+        changes.push((
+            var.name.clone(),
+            show_default(&prev.default, prev),
+            show_default(&var.default, var),
+        ));
+    }
+    let mut attrs = Vec::new();
+    prev.type_expr
+        .changed_optional_defaults(&var.type_expr, &var.name, &mut attrs);
+    changes.extend(attrs.into_iter().map(|(p, a, b)| (p, show(&a), show(&b))));
+    for (path, a, b) in changes {
+        out.push(finding(
+            Rule::ModuleDefaultChanged,
+            format!("{}.{path}", site.prefix),
+            site.callee_dir,
+            &var.location,
+            format!(
+                "module `{}` changed the default of `{path}` from {a} to {b}, and `{}` does not set it: \
+                 callers of this stack get a different plan",
+                site.callee_dir, site.caller
+            ),
+        ));
+    }
+}
+
+/// Does `var` accept less than `prev` did: a narrower type, no more `null`, or a
+/// new validation?
+fn narrowed(prev: &Variable, var: &Variable) -> bool {
+    !prev.type_expr.accepted_by(&var.type_expr)
+        || (prev.nullable && !var.nullable)
+        || var
+            .validations
+            .iter()
+            .any(|v| !prev.validations.iter().any(|p| p.canonical == v.canonical))
+}
+
+fn passed_through_narrowed(site: &CallSite, var: &Variable) -> Finding {
+    finding(
+        Rule::ModuleInputNarrowed,
+        format!("{}.{}", site.prefix, var.name),
+        site.callee_dir,
+        &var.location,
+        format!(
+            "module `{}` accepts less for `{}` (type, nullability or validation), and `{}` passes \
+             its callers' value to it",
+            site.callee_dir, var.name, site.caller
+        ),
+    )
 }
 
 /// Where a kind of resource is declared, and whether it is created by default.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::diff::join;
 use super::{Cache, CheckError, Finding, RuleConfig, Severity};
-use stackpack_interface::DefaultValue;
+use stackpack_interface::{DefaultValue, Variable};
 
 pub const LINT_RULES: &[&str] = &[
     "no-environment-names",
@@ -93,41 +93,9 @@ pub fn lint_with(
     options: &LintOptions,
     cache: &mut Cache,
 ) -> Result<Vec<Finding>, CheckError> {
+    let names = forbidden_names(repo_root, options);
+    let texts = lintable_texts(repo_root, options);
     let mut findings = Vec::new();
-    let customers = customer_ids(repo_root);
-    let mut names: Vec<(String, &str)> = customers
-        .iter()
-        .map(|c| (c.to_lowercase(), "customer"))
-        .collect();
-    names.extend(
-        options
-            .environments
-            .iter()
-            .map(|e| (e.to_lowercase(), "environment")),
-    );
-    names.retain(|(n, _)| !n.is_empty());
-
-    let mut texts: BTreeMap<String, String> = BTreeMap::new();
-    let mut roots: Vec<&String> = options
-        .modules
-        .iter()
-        .chain(options.stacks.iter())
-        .collect();
-    let customers_dir = "customers".to_string();
-    roots.push(&customers_dir);
-    for root in roots {
-        for file in files_under(&repo_root.join(root)) {
-            let Ok(text) = std::fs::read_to_string(&file) else {
-                continue;
-            };
-            let rel = file
-                .strip_prefix(repo_root)
-                .map(|p| p.to_string_lossy().replace('\\', "/"))
-                .unwrap_or_default();
-            texts.insert(rel, text);
-        }
-    }
-
     for (rel, text) in &texts {
         secrets(rel, text, &mut findings);
         let in_module = options
@@ -140,7 +108,6 @@ pub fn lint_with(
             environment_names(rel, text, &names, &mut findings);
         }
     }
-
     for dir in options.modules.iter().chain(options.stacks.iter()) {
         let path = repo_root.join(dir);
         if !path.is_dir() {
@@ -148,73 +115,123 @@ pub fn lint_with(
         }
         let module = cache.get(&path)?;
         for var in &module.variables {
-            let file = join(dir, &var.location.file);
-            let line = var.location.line;
-            if var.sensitive && matches!(&var.default, DefaultValue::Value(v) if !v.is_null()) {
-                findings.push(lint_finding(
-                    "sensitive-input-default",
-                    &var.name,
-                    &file,
-                    line,
-                    format!("sensitive input `{}` has a default: a secret would be packed into every bundle", var.name),
-                ));
-            }
-            if !var.type_declared {
-                findings.push(lint_finding(
-                    "input-type-missing",
-                    &var.name,
-                    &file,
-                    line,
-                    format!("input `{}` has no `type`", var.name),
-                ));
-            }
-            if var
-                .description
-                .as_deref()
-                .is_none_or(|d| d.trim().is_empty())
-            {
-                findings.push(lint_finding(
-                    "input-description-missing",
-                    &var.name,
-                    &file,
-                    line,
-                    format!("input `{}` has no `description`", var.name),
-                ));
-            }
-            if secret_key(&var.name) {
-                if let DefaultValue::Value(serde_json::Value::String(s)) = &var.default {
-                    if looks_like_value(s) {
-                        findings.push(lint_finding(
-                            "no-secret-literals",
-                            &var.name,
-                            &file,
-                            line,
-                            format!(
-                                "input `{}` has a literal default that looks like a secret",
-                                var.name
-                            ),
-                        ));
-                    }
-                }
+            input_lints(dir, var, &mut findings);
+        }
+    }
+    let mut kept = options.rules.apply(apply_ignores(&texts, findings));
+    kept.sort_by(|a, b| (&a.file, a.line, &a.rule).cmp(&(&b.file, b.line, &b.rule)));
+    kept.dedup();
+    Ok(kept)
+}
+
+/// Customer ids and environment names, lower-cased, with what each one is: words
+/// a reusable module should not hard-code.
+fn forbidden_names(repo_root: &Path, options: &LintOptions) -> Vec<(String, &'static str)> {
+    let mut names: Vec<(String, &str)> = customer_ids(repo_root)
+        .iter()
+        .map(|c| (c.to_lowercase(), "customer"))
+        .collect();
+    names.extend(
+        options
+            .environments
+            .iter()
+            .map(|e| (e.to_lowercase(), "environment")),
+    );
+    names.retain(|(n, _)| !n.is_empty());
+    names
+}
+
+/// Every readable file under the modules, the stacks and `customers/`, by
+/// repository-relative path.
+fn lintable_texts(repo_root: &Path, options: &LintOptions) -> BTreeMap<String, String> {
+    let customers_dir = "customers".to_string();
+    let roots = options
+        .modules
+        .iter()
+        .chain(options.stacks.iter())
+        .chain(std::iter::once(&customers_dir));
+    let mut texts = BTreeMap::new();
+    for root in roots {
+        for file in files_under(&repo_root.join(root)) {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            let rel = file
+                .strip_prefix(repo_root)
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            texts.insert(rel, text);
+        }
+    }
+    texts
+}
+
+/// The lints on one input: a sensitive default, a missing type or description, a
+/// literal secret.
+fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
+    let file = join(dir, &var.location.file);
+    let line = var.location.line;
+    let mut add = |rule: &str, message: String| {
+        findings.push(lint_finding(rule, &var.name, &file, line, message));
+    };
+    if var.sensitive && matches!(&var.default, DefaultValue::Value(v) if !v.is_null()) {
+        add(
+            "sensitive-input-default",
+            format!(
+                "sensitive input `{}` has a default: a secret would be packed into every bundle",
+                var.name
+            ),
+        );
+    }
+    if !var.type_declared {
+        add(
+            "input-type-missing",
+            format!("input `{}` has no `type`", var.name),
+        );
+    }
+    if var
+        .description
+        .as_deref()
+        .is_none_or(|d| d.trim().is_empty())
+    {
+        add(
+            "input-description-missing",
+            format!("input `{}` has no `description`", var.name),
+        );
+    }
+    if secret_key(&var.name) {
+        if let DefaultValue::Value(serde_json::Value::String(s)) = &var.default {
+            if looks_like_value(s) {
+                add(
+                    "no-secret-literals",
+                    format!(
+                        "input `{}` has a literal default that looks like a secret",
+                        var.name
+                    ),
+                );
             }
         }
     }
+}
 
-    // Inline ignores, then the configured levels.
+/// Drops findings that an inline `stackpack:ignore RULE reason: …` on their line
+/// or the line above covers; an ignore without a reason is a finding itself.
+fn apply_ignores(texts: &BTreeMap<String, String>, findings: Vec<Finding>) -> Vec<Finding> {
     let mut kept = Vec::new();
     let mut ignores: BTreeMap<&str, Vec<Ignore>> = BTreeMap::new();
-    for (rel, text) in &texts {
+    for (rel, text) in texts {
         let found = parse_ignores(text);
-        for i in &found {
-            if i.reason.is_none() {
-                kept.push(lint_finding(
-                    "ignore-without-reason",
-                    &i.rule,
-                    rel,
-                    i.line,
-                    format!("`stackpack:ignore {}` must give a reason: `# stackpack:ignore {} reason: why`", i.rule, i.rule),
-                ));
-            }
+        for i in found.iter().filter(|i| i.reason.is_none()) {
+            kept.push(lint_finding(
+                "ignore-without-reason",
+                &i.rule,
+                rel,
+                i.line,
+                format!(
+                    "`stackpack:ignore {}` must give a reason: `# stackpack:ignore {} reason: why`",
+                    i.rule, i.rule
+                ),
+            ));
         }
         ignores.insert(rel.as_str(), found);
     }
@@ -228,10 +245,7 @@ pub fn lint_with(
             kept.push(f);
         }
     }
-    let mut kept = options.rules.apply(kept);
-    kept.sort_by(|a, b| (&a.file, a.line, &a.rule).cmp(&(&b.file, b.line, &b.rule)));
-    kept.dedup();
-    Ok(kept)
+    kept
 }
 
 /// Customer ids: the folder names under `customers/`.

@@ -1,11 +1,20 @@
 //! A stack (or module) with every local module it uses, transitively: what a bundle
 //! vendors, and so what its callers feel.
+//!
+//! This is [`crate::discover::local_modules`]'s walk, made to read releases: both
+//! read module calls with the interface reader and resolve sources with
+//! [`resolve_source`], but a tree reads from a folder or from any commit, and keeps
+//! each folder's whole interface. It also tolerates what discovery refuses (a
+//! missing folder, a source outside the repository): an old release may lack a
+//! module, and discovery has already refused the current tree's mistakes before any
+//! check runs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Snapshot;
+use crate::discover::resolve_source;
 use stackpack_interface::{
     extract_files, extract_module, InterfaceError, ModuleCall, ModuleInterface,
 };
@@ -174,5 +183,5 @@ fn resolve(dir: &str, call: &ModuleCall) -> Option<String> {
     if !call.is_local() {
         return None;
     }
-    normalise(&format!("{dir}/{}", call.source.as_deref()?))
+    resolve_source(dir, call.source.as_deref()?)
 }

@@ -1,88 +1,35 @@
+use std::path::Path;
+
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::transfer::{export_bundles, pull_bundle};
 use stackpack_packager::releases::from_remote;
 use stackpack_packager::Error;
+use stackpack_schema::oci::Descriptor;
 use stackpack_schema::reference::StackRef;
 
 use crate::cli::{ExportArgs, GlobalArgs};
-use crate::commands::{connect, registry_address};
+use crate::commands::{connect, registry_address, Transport};
 use crate::output;
 
 pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
-    let mut references = Vec::new();
-    for text in &args.bundles {
-        let reference: StackRef =
-            text.parse()
-                .map_err(|e: stackpack_schema::reference::ReferenceError| {
-                    Error::usage(e.to_string())
-                        .hint("name bundles as `STACK@VERSION`, such as `data-plane@1.4.0`")
-                })?;
-        if reference.version.is_none() {
-            return Err(Error::usage(format!("`{text}` has no version"))
-                .hint("name bundles as `STACK@VERSION`, such as `data-plane@1.4.0`")
-                .into());
-        }
-        references.push(reference);
-    }
-
-    // From a registry: pull into a temporary layout first.
+    let references = args
+        .bundles
+        .iter()
+        .map(|text| bundle_reference(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    // A registry's bundles are pulled into a temporary layout first.
     let staging;
-    let layout = if let Some(registry) = &args.registry {
-        let address = registry_address(Some(registry), None)?;
-        let remote = connect(&address.host, args.insecure)?;
-        staging = tempfile::tempdir()?;
-        let layout = ImageLayout::create(staging.path())?;
-        for reference in &references {
-            let version = reference.version.as_ref().expect("checked above");
-            output::status(&format!("pulling `{reference}` from `{address}`"));
-            pull_bundle(
-                &remote,
-                &address.stack_repository(&reference.stack),
-                &reference.stack,
-                version,
-                &layout,
-                None,
-            )
-            .map_err(|e| match e {
-                stackpack_bundle::transfer::TransferError::Remote(r) => from_remote(r),
-                other => Error::refused(other.to_string()),
-            })?;
+    let layout = match &args.registry {
+        Some(registry) => {
+            staging = tempfile::tempdir()?;
+            pull_into(staging.path(), registry, args, &references)?
         }
-        layout
-    } else {
-        let path = args
-            .from
-            .clone()
-            .unwrap_or_else(|| std::path::PathBuf::from(".stackpack/bundles"));
-        ImageLayout::open(&path).map_err(|e| {
-            Error::usage(e.to_string())
-                .hint("pass the layout `stackpack build` wrote with `--from DIR`, or `--registry`")
-        })?
+        None => local_layout(args)?,
     };
-
-    let mut manifests = Vec::new();
-    for reference in &references {
-        let version = reference.version.as_ref().expect("checked above");
-        let descriptor = layout
-            .find_bundle(&reference.stack, version)?
-            .ok_or_else(|| {
-                Error::usage(format!(
-                    "bundle `{reference}` is not in `{}`",
-                    layout.root().display()
-                ))
-                .hint("list what is there with `stackpack inspect DIR`")
-            })?;
-        if layout.signatures_for(&descriptor.digest)?.is_empty() {
-            return Err(
-                Error::refused(format!("bundle `{reference}` has no signature"))
-                    .hint(
-                        "only signed bundles are exported; rebuild it with `stackpack build --key`",
-                    )
-                    .into(),
-            );
-        }
-        manifests.push(descriptor);
-    }
+    let manifests = references
+        .iter()
+        .map(|reference| signed_manifest(&layout, reference))
+        .collect::<Result<Vec<_>, _>>()?;
     let size = export_bundles(&layout, &manifests, &args.out)
         .map_err(|e| Error::refused(e.to_string()).at(args.out.display()))?;
     if args.json {
@@ -106,4 +53,80 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
         ));
     }
     Ok(0)
+}
+
+/// `STACK@VERSION`; a version is required, since an export is a fixed set.
+fn bundle_reference(text: &str) -> Result<StackRef, Error> {
+    const HINT: &str = "name bundles as `STACK@VERSION`, such as `data-plane@1.4.0`";
+    let reference: StackRef =
+        text.parse()
+            .map_err(|e: stackpack_schema::reference::ReferenceError| {
+                Error::usage(e.to_string()).hint(HINT)
+            })?;
+    if reference.version.is_none() {
+        return Err(Error::usage(format!("`{text}` has no version")).hint(HINT));
+    }
+    Ok(reference)
+}
+
+/// Pulls the bundles from `registry` into a new layout in `staging`.
+fn pull_into(
+    staging: &Path,
+    registry: &str,
+    args: &ExportArgs,
+    references: &[StackRef],
+) -> anyhow::Result<ImageLayout> {
+    let address = registry_address(Some(registry), None)?;
+    let remote = connect(&address.host, Transport::from_insecure_flag(args.insecure))?;
+    let layout = ImageLayout::create(staging)?;
+    for reference in references {
+        let version = reference.version.as_ref().expect("checked above");
+        output::status(&format!("pulling `{reference}` from `{address}`"));
+        pull_bundle(
+            &remote,
+            &address.stack_repository(&reference.stack),
+            &reference.stack,
+            version,
+            &layout,
+            None,
+        )
+        .map_err(|e| match e {
+            stackpack_bundle::transfer::TransferError::Remote(r) => from_remote(r),
+            other => Error::refused(other.to_string()),
+        })?;
+    }
+    Ok(layout)
+}
+
+/// `--from`, or the layout `stackpack build` writes by default.
+fn local_layout(args: &ExportArgs) -> Result<ImageLayout, Error> {
+    let path = args
+        .from
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from(".stackpack/bundles"));
+    ImageLayout::open(&path).map_err(|e| {
+        Error::usage(e.to_string())
+            .hint("pass the layout `stackpack build` wrote with `--from DIR`, or `--registry`")
+    })
+}
+
+/// The bundle's manifest in `layout`; only signed bundles are exported.
+fn signed_manifest(layout: &ImageLayout, reference: &StackRef) -> Result<Descriptor, Error> {
+    let version = reference.version.as_ref().expect("checked above");
+    let descriptor = layout
+        .find_bundle(&reference.stack, version)?
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "bundle `{reference}` is not in `{}`",
+                layout.root().display()
+            ))
+            .hint("list what is there with `stackpack inspect DIR`")
+        })?;
+    if layout.signatures_for(&descriptor.digest)?.is_empty() {
+        return Err(
+            Error::refused(format!("bundle `{reference}` has no signature"))
+                .hint("only signed bundles are exported; rebuild it with `stackpack build --key`"),
+        );
+    }
+    Ok(descriptor)
 }

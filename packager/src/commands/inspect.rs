@@ -5,6 +5,7 @@ use stackpack_bundle::layout::{EntryKind, ImageLayout};
 use stackpack_bundle::verify::{verify_bundle, Trust, VerifiedBundle};
 use stackpack_packager::keys::read_public_key;
 use stackpack_packager::Error;
+use stackpack_schema::bundle::BundleConfig;
 use stackpack_schema::reference::StackRef;
 
 use crate::cli::{GlobalArgs, InspectArgs};
@@ -157,6 +158,11 @@ fn print_bundle(bundle: &VerifiedBundle, trust: &Trust) {
         );
     }
     println!();
+    print_contents(config);
+}
+
+/// The bundle's inputs, outputs, modules and files, one table each.
+fn print_contents(config: &BundleConfig) {
     let inputs: Vec<Vec<String>> = config
         .interface
         .inputs

@@ -64,8 +64,30 @@ pub fn registry_address(
         })
 }
 
+/// How the packager talks to a registry host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Https,
+    /// `--insecure`: plain HTTP, for registries on this machine's loopback only.
+    PlainHttp,
+}
+
+impl Transport {
+    /// The transport the `--insecure` flag asks for.
+    pub fn from_insecure_flag(insecure: bool) -> Self {
+        if insecure {
+            Transport::PlainHttp
+        } else {
+            Transport::Https
+        }
+    }
+}
+
 /// Connects to a registry host, explaining refusals.
-pub fn connect(host: &str, insecure: bool) -> anyhow::Result<stackpack_bundle::remote::Remote> {
-    stackpack_bundle::remote::Remote::new(host, insecure)
+pub fn connect(
+    host: &str,
+    transport: Transport,
+) -> anyhow::Result<stackpack_bundle::remote::Remote> {
+    stackpack_bundle::remote::Remote::new(host, transport == Transport::PlainHttp)
         .map_err(|e| stackpack_packager::releases::from_remote(e).into())
 }

@@ -1,59 +1,118 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
+use serde::Serialize;
 use stackpack_bundle::layout::ImageLayout;
-use stackpack_bundle::remote::Progress;
-use stackpack_packager::module_package::{plan_modules, publish_modules, PublishedModule};
-use stackpack_packager::plan::plan;
-use stackpack_packager::publish::{publish, PublishedStack};
+use stackpack_bundle::remote::{Progress, RegistryAddress, Remote};
+use stackpack_packager::module_package::{
+    plan_modules, publish_modules, ModulePlan, PublishedModule,
+};
+use stackpack_packager::plan::{plan, Plan};
+use stackpack_packager::publish::{publish, Destination, PublishedStack};
 use stackpack_packager::releases::{from_remote, RegistryReleases};
 use stackpack_packager::repository::Repository;
+use stackpack_schema::digest::Digest;
+use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::version::Bump;
 
 use crate::cli::{GlobalArgs, PublishArgs};
 use crate::commands::version::{channel_name, plan_options};
-use crate::commands::{connect, layout_path, registry_address, signing_key};
+use crate::commands::{connect, layout_path, registry_address, signing_key, Transport};
 use crate::output;
+
+/// What one publish did, for the step summary, the JSON document and the tables.
+struct Published<'a> {
+    address: &'a RegistryAddress,
+    plan: &'a Plan,
+    stacks: Vec<PublishedStack>,
+    modules: Vec<PublishedModule>,
+}
 
 pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     let repo = Repository::open(&args.plan.repo)?;
     let key = signing_key(&repo, args.key.as_deref())?;
     let address = registry_address(args.registry.registry.as_deref(), Some(&repo.config))?;
-    let remote = connect(&address.host, args.registry.insecure)?;
+    let remote = connect(
+        &address.host,
+        Transport::from_insecure_flag(args.registry.insecure),
+    )?;
+    // Ask for push rights before planning, so a missing login fails first.
     remote
         .authenticate(&address.stack_repository("probe"), true)
         .map_err(from_remote)?;
-    let releases = RegistryReleases {
-        remote: &remote,
-        address: &address,
-    };
-    let options = plan_options(&args.plan);
-    let plan = plan(&repo, &releases, &options)?;
-    // Modules are planned before anything is pushed, so their refusals come first.
-    let module_plans = if args.no_modules {
-        Vec::new()
-    } else {
-        plan_modules(&repo, &plan, &options, &remote, &address)?
-    };
+    let (plan, module_plans) = plan_stacks_and_modules(args, &repo, &remote, &address)?;
     if plan.dirty {
         output::warning("publishing uncommitted changes (`--allow-dirty`)");
     }
     let layout = ImageLayout::create(layout_path(&repo, &args.plan))?;
-
     let bars = !global.quiet && std::io::stderr().is_terminal();
-    let make_progress = |stack: &str| -> Progress {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{msg:20} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec}",
-            )
-            .expect("valid template"),
-        );
-        bar.set_message(stack.to_string());
-        Arc::new(move |sent| {
-            bar.set_length(bar.length().unwrap_or(0).max(sent));
-            bar.set_position(sent);
-        })
+    let destination = Destination {
+        remote: &remote,
+        address: &address,
+        layout: &layout,
+        progress: bars.then_some(&progress_bar),
     };
+
+    announce_stacks(&plan, &address);
+    let stacks = publish(&repo, &plan, &destination, &key)?;
+    announce_modules(&module_plans, &address);
+    let modules = publish_modules(&repo, &plan, &module_plans, &destination)?;
+
+    let published = Published {
+        address: &address,
+        plan: &plan,
+        stacks,
+        modules,
+    };
+    if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
+        if !path.is_empty() {
+            append_step_summary(&path, &published);
+        }
+    }
+    if args.plan.json {
+        output::print_json(&json_document(&published, &key));
+    } else {
+        print_tables(&published);
+    }
+    Ok(0)
+}
+
+/// Plans the stacks and then the modules. Modules are planned before anything is
+/// pushed, so their refusals come first.
+fn plan_stacks_and_modules(
+    args: &PublishArgs,
+    repo: &Repository,
+    remote: &Remote,
+    address: &RegistryAddress,
+) -> anyhow::Result<(Plan, Vec<ModulePlan>)> {
+    let releases = RegistryReleases { remote, address };
+    let options = plan_options(&args.plan);
+    let plan = plan(repo, &releases, &options)?;
+    let module_plans = if args.no_modules {
+        Vec::new()
+    } else {
+        plan_modules(repo, &plan, &options, remote, address)?
+    };
+    Ok((plan, module_plans))
+}
+
+/// A progress bar for one stack's or module's uploads.
+fn progress_bar(name: &str) -> Progress {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:20} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec}",
+        )
+        .expect("valid template"),
+    );
+    bar.set_message(name.to_string());
+    Arc::new(move |sent| {
+        bar.set_length(bar.length().unwrap_or(0).max(sent));
+        bar.set_position(sent);
+    })
+}
+
+fn announce_stacks(plan: &Plan, address: &RegistryAddress) {
     for stack in plan.stacks.iter().filter(|s| s.changed) {
         output::status(&format!(
             "publishing `{}@{}` to `{address}`",
@@ -61,16 +120,10 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
             stack.next.as_ref().expect("changed stacks have a version")
         ));
     }
-    let results = publish(
-        &repo,
-        &plan,
-        &remote,
-        &address,
-        &key,
-        &layout,
-        if bars { Some(&make_progress) } else { None },
-    )?;
-    for module in &module_plans {
+}
+
+fn announce_modules(module_plans: &[ModulePlan], address: &RegistryAddress) {
+    for module in module_plans {
         match (&module.skipped, &module.next) {
             (Some(why), _) => output::warning(&format!("module `{}`: {why}", module.module)),
             (None, Some(version)) => output::status(&format!(
@@ -80,196 +133,241 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
             (None, None) => {}
         }
     }
-    let modules = publish_modules(
-        &repo,
-        &plan,
-        &module_plans,
-        &remote,
-        &address,
-        &layout,
-        if bars { Some(&make_progress) } else { None },
-    )?;
+}
 
-    if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
-        if !path.is_empty() {
-            append_step_summary(
-                &path,
-                &address.to_string(),
-                &plan.branch,
-                &results,
-                &modules,
-            );
-        }
+/// The `--json` document: one object for the whole publish.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PublishReport<'a> {
+    registry: String,
+    commit: &'a str,
+    branch: &'a str,
+    channel: &'static str,
+    key_id: String,
+    stacks: Vec<StackReport<'a>>,
+    modules: Vec<ModuleReport<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StackReport<'a> {
+    stack: &'a str,
+    published: bool,
+    version: Option<String>,
+    digest: Option<&'a Digest>,
+    /// `HOST/REPOSITORY:VERSION`, what a runner pulls.
+    reference: Option<String>,
+    bump: Bump,
+    reason: &'a str,
+    bytes_sent: u64,
+    blobs_skipped: usize,
+    collisions: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ModuleReport<'a> {
+    module: &'a str,
+    path: &'a str,
+    published: bool,
+    skipped: bool,
+    version: Option<String>,
+    digest: Option<&'a Digest>,
+    /// `HOST/REPOSITORY:VERSION`, what an OpenTofu `source` names.
+    reference: Option<String>,
+    bump: Bump,
+    reason: &'a str,
+    bytes_sent: u64,
+    collisions: usize,
+}
+
+fn json_document<'a>(published: &'a Published<'_>, key: &PrivateKey) -> PublishReport<'a> {
+    let address = published.address;
+    let reference = |repository: String, version: &Option<semver::Version>| {
+        version
+            .as_ref()
+            .map(|v| format!("{}/{repository}:{v}", address.host))
+    };
+    let stacks = published
+        .stacks
+        .iter()
+        .map(|r| StackReport {
+            stack: &r.stack,
+            published: r.published,
+            version: r.version.as_ref().map(|v| v.to_string()),
+            digest: r.digest.as_ref(),
+            reference: reference(address.stack_repository(&r.stack), &r.version),
+            bump: r.bump,
+            reason: &r.reason,
+            bytes_sent: r.bytes_sent,
+            blobs_skipped: r.blobs_skipped,
+            collisions: r.collisions,
+        })
+        .collect();
+    let modules = published
+        .modules
+        .iter()
+        .map(|m| ModuleReport {
+            module: &m.module,
+            path: &m.path,
+            published: m.published,
+            skipped: m.skipped,
+            version: m.version.as_ref().map(|v| v.to_string()),
+            digest: m.digest.as_ref(),
+            reference: reference(address.module_repository(&m.module), &m.version),
+            bump: m.bump,
+            reason: &m.reason,
+            bytes_sent: m.bytes_sent,
+            collisions: m.collisions,
+        })
+        .collect();
+    PublishReport {
+        registry: address.to_string(),
+        commit: &published.plan.commit,
+        branch: &published.plan.branch,
+        channel: channel_name(&published.plan.channel),
+        key_id: key.public_key().key_id(),
+        stacks,
+        modules,
     }
-    let published = results.iter().filter(|r| r.published).count();
-    let published_modules = modules.iter().filter(|m| m.published).count();
-    if args.plan.json {
-        let stacks: Vec<_> = results
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "stack": r.stack,
-                    "published": r.published,
-                    "version": r.version.as_ref().map(|v| v.to_string()),
-                    "digest": r.digest,
-                    "reference": r.version.as_ref().map(|v| format!("{}/{}:{v}", address.host, address.stack_repository(&r.stack))),
-                    "bump": r.bump,
-                    "reason": r.reason,
-                    "bytesSent": r.bytes_sent,
-                    "blobsSkipped": r.blobs_skipped,
-                    "collisions": r.collisions,
-                })
-            })
-            .collect();
-        let module_rows: Vec<_> = modules
+}
+
+/// One table row. `published` holds the bump and the bytes sent of a new version;
+/// without one, those columns say `-`.
+fn row(
+    name: &str,
+    version: Option<&semver::Version>,
+    digest: Option<&Digest>,
+    published: Option<(String, u64)>,
+    reason: &str,
+) -> Vec<String> {
+    vec![
+        name.to_string(),
+        version.map_or("-".into(), |v| v.to_string()),
+        digest.map_or("-".into(), |d| d.short()),
+        published
+            .as_ref()
+            .map_or("-".into(), |(bump, _)| bump.clone()),
+        published.map_or("-".into(), |(_, sent)| output::human_size(sent)),
+        reason.to_string(),
+    ]
+}
+
+fn print_tables(published: &Published<'_>) {
+    let stack_rows: Vec<Vec<String>> = published
+        .stacks
+        .iter()
+        .map(|r| {
+            let sent = r.published.then(|| (r.bump.to_string(), r.bytes_sent));
+            row(
+                &r.stack,
+                r.version.as_ref(),
+                r.digest.as_ref(),
+                sent,
+                &r.reason,
+            )
+        })
+        .collect();
+    print!(
+        "{}",
+        output::table(
+            &["STACK", "VERSION", "DIGEST", "BUMP", "SENT", "REASON"],
+            &stack_rows
+        )
+    );
+    if !published.modules.is_empty() {
+        let module_rows: Vec<Vec<String>> = published
+            .modules
             .iter()
             .map(|m| {
-                serde_json::json!({
-                    "module": m.module,
-                    "path": m.path,
-                    "published": m.published,
-                    "skipped": m.skipped,
-                    "version": m.version.as_ref().map(|v| v.to_string()),
-                    "digest": m.digest,
-                    "reference": m.version.as_ref().map(|v| format!("{}/{}:{v}", address.host, address.module_repository(&m.module))),
-                    "bump": m.bump,
-                    "reason": m.reason,
-                    "bytesSent": m.bytes_sent,
-                    "collisions": m.collisions,
-                })
+                let sent = m.published.then(|| (m.bump.to_string(), m.bytes_sent));
+                row(
+                    &m.module,
+                    m.version.as_ref(),
+                    m.digest.as_ref(),
+                    sent,
+                    &m.reason,
+                )
             })
             .collect();
-        output::print_json(&serde_json::json!({
-            "registry": address.to_string(),
-            "commit": plan.commit,
-            "branch": plan.branch,
-            "channel": channel_name(&plan.channel),
-            "keyId": key.public_key().key_id(),
-            "stacks": stacks,
-            "modules": module_rows,
-        }));
-    } else {
-        let rows: Vec<Vec<String>> = results
-            .iter()
-            .map(|r| {
-                vec![
-                    r.stack.clone(),
-                    r.version.as_ref().map_or("-".into(), |v| v.to_string()),
-                    r.digest.as_ref().map_or("-".into(), |d| d.short()),
-                    if r.published {
-                        r.bump.to_string()
-                    } else {
-                        "-".into()
-                    },
-                    if r.published {
-                        output::human_size(r.bytes_sent)
-                    } else {
-                        "-".into()
-                    },
-                    r.reason.clone(),
-                ]
-            })
-            .collect();
+        println!();
         print!(
             "{}",
             output::table(
-                &["STACK", "VERSION", "DIGEST", "BUMP", "SENT", "REASON"],
-                &rows
+                &["MODULE", "VERSION", "DIGEST", "BUMP", "SENT", "REASON"],
+                &module_rows
             )
         );
-        if !modules.is_empty() {
-            let rows: Vec<Vec<String>> = modules
-                .iter()
-                .map(|m| {
-                    vec![
-                        m.module.clone(),
-                        m.version.as_ref().map_or("-".into(), |v| v.to_string()),
-                        m.digest.as_ref().map_or("-".into(), |d| d.short()),
-                        if m.published {
-                            m.bump.to_string()
-                        } else {
-                            "-".into()
-                        },
-                        if m.published {
-                            output::human_size(m.bytes_sent)
-                        } else {
-                            "-".into()
-                        },
-                        m.reason.clone(),
-                    ]
-                })
-                .collect();
-            println!();
-            print!(
-                "{}",
-                output::table(
-                    &["MODULE", "VERSION", "DIGEST", "BUMP", "SENT", "REASON"],
-                    &rows
-                )
-            );
-        }
-        if published == 0 && published_modules == 0 {
-            output::status(
-                "nothing new to publish: every stack and module matches a published version",
-            );
-        } else {
-            output::status(&format!(
-                "published {published} bundle{} and {published_modules} module package{} to `{address}`",
-                if published == 1 { "" } else { "s" },
-                if published_modules == 1 { "" } else { "s" }
-            ));
-        }
     }
-    Ok(0)
+    print_totals(published);
+}
+
+fn print_totals(published: &Published<'_>) {
+    let stacks = published.stacks.iter().filter(|r| r.published).count();
+    let modules = published.modules.iter().filter(|m| m.published).count();
+    if stacks == 0 && modules == 0 {
+        output::status(
+            "nothing new to publish: every stack and module matches a published version",
+        );
+    } else {
+        output::status(&format!(
+            "published {stacks} bundle{} and {modules} module package{} to `{}`",
+            if stacks == 1 { "" } else { "s" },
+            if modules == 1 { "" } else { "s" },
+            published.address
+        ));
+    }
+}
+
+/// One markdown summary row; a new version in bold.
+fn summary_row(
+    name: &str,
+    version: Option<&semver::Version>,
+    digest: Option<&Digest>,
+    bump: Option<String>,
+    reason: &str,
+) -> String {
+    format!(
+        "| {name} | {} | `{}` | {} | {} |\n",
+        match (version, bump.is_some()) {
+            (Some(v), true) => format!("**{v}** (new)"),
+            (Some(v), false) => v.to_string(),
+            (None, _) => "-".into(),
+        },
+        digest.map_or("-".into(), |d| d.short()),
+        bump.unwrap_or_else(|| "-".into()),
+        reason.replace('|', "\\|"),
+    )
 }
 
 /// Appends a markdown table to the GitHub Actions step summary. A failure to write it
 /// is a warning, never a failed publish.
-fn append_step_summary(
-    path: &str,
-    registry: &str,
-    branch: &str,
-    results: &[PublishedStack],
-    modules: &[PublishedModule],
-) {
-    let mut text = format!("### Stackpack publish to `{registry}` from `{branch}`\n\n");
+fn append_step_summary(path: &str, published: &Published<'_>) {
+    let mut text = format!(
+        "### Stackpack publish to `{}` from `{}`\n\n",
+        published.address, published.plan.branch
+    );
     text.push_str("| stack | version | digest | bump | reason |\n|---|---|---|---|---|\n");
-    for r in results {
-        text.push_str(&format!(
-            "| {} | {} | `{}` | {} | {} |\n",
-            r.stack,
-            match (&r.version, r.published) {
-                (Some(v), true) => format!("**{v}** (new)"),
-                (Some(v), false) => v.to_string(),
-                (None, _) => "-".into(),
-            },
-            r.digest.as_ref().map_or("-".into(), |d| d.short()),
-            if r.published {
-                r.bump.to_string()
-            } else {
-                "-".into()
-            },
-            r.reason.replace('|', "\\|"),
+    for r in &published.stacks {
+        let bump = r.published.then(|| r.bump.to_string());
+        text.push_str(&summary_row(
+            &r.stack,
+            r.version.as_ref(),
+            r.digest.as_ref(),
+            bump,
+            &r.reason,
         ));
     }
-    if !modules.is_empty() {
+    if !published.modules.is_empty() {
         text.push_str("\n| module | version | digest | bump | reason |\n|---|---|---|---|---|\n");
-        for m in modules {
-            text.push_str(&format!(
-                "| {} | {} | `{}` | {} | {} |\n",
-                m.module,
-                match (&m.version, m.published) {
-                    (Some(v), true) => format!("**{v}** (new)"),
-                    (Some(v), false) => v.to_string(),
-                    (None, _) => "-".into(),
-                },
-                m.digest.as_ref().map_or("-".into(), |d| d.short()),
-                if m.published {
-                    m.bump.to_string()
-                } else {
-                    "-".into()
-                },
-                m.reason.replace('|', "\\|"),
+        for m in &published.modules {
+            let bump = m.published.then(|| m.bump.to_string());
+            text.push_str(&summary_row(
+                &m.module,
+                m.version.as_ref(),
+                m.digest.as_ref(),
+                bump,
+                &m.reason,
             ));
         }
     }
