@@ -54,7 +54,7 @@ pub fn running(state: &AppState, customer: Option<&str>) -> Result<Vec<Running>>
         Ok((
             db::ledger::current(c, customer)?,
             db::ledger::releases(c, None)?,
-            db::ledger::latest_drift_evidence(c)?,
+            db::ledger::latest_drift_evidence(c, customer)?,
         ))
     })?;
     let latest = latest_stable(&releases);

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::ReceiptAccepted;
-use crate::auth::Action;
+use crate::auth::{Action, Role};
 use crate::controllers::{context, read_limited};
 use crate::error::{Code, Error};
 use crate::state::SharedState;
@@ -38,6 +38,7 @@ pub async fn create(
 ) -> Response {
     let result: crate::error::Result<(bool, String)> = async {
         let ctx = context(&state, &headers, &uri)?;
+        ctx.authorize_role(&[Role::Customer, Role::Admin], Action::Report(""))?;
         let body = read_limited(body, state.config.max_json_bytes, "the receipt").await?;
         let signed = SignedReceipt::from_bytes(&body)
             .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;

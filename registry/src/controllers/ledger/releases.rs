@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 use crate::api::{NewRelease, Release};
-use crate::auth::Action;
+use crate::auth::{Action, Role};
 use crate::controllers::context;
 use crate::controllers::ledger::reply;
 use crate::controllers::read_limited;
@@ -44,6 +44,23 @@ pub async fn handle(
     })())
 }
 
+/// The repository a release lives in, elsewhere perhaps (`123456789.dkr.ecr…/x`):
+/// not empty, not over 255 bytes, no spaces or control characters.
+fn check_repository(repository: &str) -> crate::error::Result<()> {
+    if repository.is_empty()
+        || repository.len() > 255
+        || repository
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(Error::new(
+            Code::BadRequest,
+            format!("`repository` `{repository}` must be 1 to 255 characters without spaces"),
+        ));
+    }
+    Ok(())
+}
+
 #[utoipa::path(
     post,
     path = "/api/v1/releases",
@@ -65,10 +82,21 @@ pub async fn create(
 ) -> Response {
     let result: crate::error::Result<Release> = async {
         let ctx = context(&state, &headers, &uri)?;
+        ctx.authorize_role(&[Role::Publisher, Role::Admin], Action::Push(""))?;
         let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
         let new: NewRelease = serde_json::from_slice(&body)
             .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a release: {e}")))?;
+        check_repository(&new.repository)?;
         ctx.authorize(Action::Push(&new.repository))?;
+        let created = new
+            .created
+            .as_deref()
+            .map(|value| {
+                db::utc_time(value).map(|(utc, _)| utc).ok_or_else(|| {
+                    Error::new(Code::BadRequest, format!("`created` `{value}` is not an RFC 3339 time"))
+                })
+            })
+            .transpose()?;
         stackpack_schema::reference::validate_name(&new.stack)
             .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
         let version = semver::Version::parse(&new.version).map_err(|_| {
@@ -84,7 +112,7 @@ pub async fn create(
             repository: new.repository,
             digest,
             source: new.source,
-            created: new.created,
+            created,
             published_at: db::now_rfc3339(),
         };
         state.db.write(|tx| {
