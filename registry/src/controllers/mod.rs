@@ -332,6 +332,12 @@ pub async fn drain(body: Body, cap: u64) {
     }
 }
 
+/// Answers now and reads what is left of a refused body in the background (without
+/// keeping it), so the client, still sending, reads the answer instead of a broken pipe.
+pub fn discard(body: Body) {
+    tokio::spawn(drain(body, DRAIN_CAP));
+}
+
 /// How much of a refused body is read before the connection is given up.
 pub const DRAIN_CAP: u64 = 64 * 1024 * 1024;
 

@@ -14,7 +14,7 @@ use crate::api::{NewRelease, Release};
 use crate::auth::{Action, Role};
 use crate::controllers::context;
 use crate::controllers::ledger::reply;
-use crate::controllers::read_limited;
+use crate::controllers::{discard, read_limited};
 use crate::db;
 use crate::error::{Code, Error};
 use crate::state::SharedState;
@@ -80,9 +80,18 @@ pub async fn create(
     uri: Uri,
     body: Body,
 ) -> Response {
+    // Who is asking is settled before a byte of the body is read.
+    let ctx = match context(&state, &headers, &uri).and_then(|ctx| {
+        ctx.authorize_role(&[Role::Publisher, Role::Admin], Action::Push(""))
+            .map(|()| ctx)
+    }) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            discard(body);
+            return e.into_response();
+        }
+    };
     let result: crate::error::Result<Release> = async {
-        let ctx = context(&state, &headers, &uri)?;
-        ctx.authorize_role(&[Role::Publisher, Role::Admin], Action::Push(""))?;
         let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
         let new: NewRelease = serde_json::from_slice(&body)
             .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a release: {e}")))?;
