@@ -9,6 +9,9 @@ use stackpack_registry::config::TagPolicy;
 
 /// An OCI registry with the release ledger: which version every customer runs.
 ///
+/// Only `init` and `serve` create a registry; the other commands refuse a `--data`
+/// folder that holds none (a mistyped path, say).
+///
 /// Exit codes: 0 success; 1 the request was refused or failed (also: no registry in
 /// the `--data` folder); 2 the command was wrong (bad flags, missing file).
 #[derive(Parser)]
@@ -20,8 +23,10 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Create a registry (its database and blob store) in a new `--data` folder.
+    Init(InitArgs),
     /// Serve the OCI distribution API, the ledger API, `/healthz` and `/metrics`.
-    /// The only command that creates a registry in a new `--data` folder.
+    /// Creates the registry if `--data` holds none yet.
     Serve(ServeArgs),
     /// Manage API tokens.
     #[command(subcommand)]
@@ -33,6 +38,13 @@ pub enum Command {
     Receipts(ReceiptsCommand),
     /// Show which version of which stack every customer runs (support's view).
     Fleet(FleetArgs),
+}
+
+#[derive(Args)]
+pub struct InitArgs {
+    /// The data folder to create the registry in.
+    #[arg(long)]
+    pub data: PathBuf,
 }
 
 #[derive(Args)]

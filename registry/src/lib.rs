@@ -3,20 +3,24 @@
 //! A short tour:
 //!
 //! - [`controllers`] holds the HTTP handlers, one file per action
-//!   (`controllers/<resource>/<action>.rs`), and the router. The OCI distribution
-//!   API lives under `/v2/`, the ledger under `/api/v1/`, health at `/healthz` and
-//!   `/metrics`.
-//! - [`db`] holds plain functions over SQLite (WAL): blobs, manifests and tags,
-//!   upload sessions, tokens, and the ledger (releases, customers, receipts).
+//!   (`controllers/<resource>/<action>.rs`), the request context, the router, the
+//!   metrics middleware and body helpers. The OCI distribution API lives under
+//!   `/v2/`, the ledger under `/api/v1/`, health at `/healthz` and `/metrics`.
+//! - [`db`] holds plain functions over SQLite (WAL, `synchronous=FULL`): blobs,
+//!   manifests and tags, upload sessions, tokens, and the ledger (releases,
+//!   customers, receipts); its schema is versioned (`user_version`) and migrated
+//!   forward on open. Database work runs off the async workers.
 //! - [`storage`] keeps blob files, content-addressed, written under a temporary name,
 //!   checked against their digest and renamed into place.
 //! - [`auth`] resolves bearer tokens (stored hashed) into roles and decides who may
 //!   do what; [`error`] is the one error type, rendered as the spec's JSON body.
 //! - [`receipts`] checks and records runners' signed receipts; [`gc`] collects
-//!   expired uploads and unreferenced blobs.
+//!   expired uploads and unreferenced blobs, safely beside a running server.
+//! - [`conn`] closes connections that go quiet.
 //!
-//! Everything a request needs is in [`state::AppState`]; [`serve`] runs the server
-//! until SIGINT or SIGTERM, letting requests in flight finish.
+//! Everything a request needs is in [`state::AppState`]; [`open`] creates or opens a
+//! data folder, [`open_existing`] only opens one; [`serve`] runs the server until
+//! SIGINT or SIGTERM, letting requests in flight finish, and sweeps expired uploads.
 
 pub mod api;
 pub mod auth;

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         }
     }
     let result = match &cli.command {
+        Command::Init(args) => commands::init::run(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Token(TokenCommand::Create(args)) => commands::token::create(args),
         Command::Gc(args) => commands::gc::run(args),

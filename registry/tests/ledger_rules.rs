@@ -248,6 +248,31 @@ fn commands_on_a_missing_data_folder_fail_and_create_nothing() {
         assert!(!data.join("registry.db").exists());
     }
     assert!(!dir.path().join("mistyped").exists());
+
+    // `init` creates one on purpose; then the commands work.
+    let data = dir.path().join("new");
+    for _ in 0..2 {
+        let out = Command::new(BIN)
+            .args(["init", "--data"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = Command::new(BIN)
+        .args(["token", "create", "--role", "admin", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `fleet … | head` and `receipts import … | head`: a closed stdout ends the command

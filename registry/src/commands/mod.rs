@@ -3,6 +3,7 @@
 
 pub mod fleet;
 pub mod gc;
+pub mod init;
 pub mod receipts;
 pub mod serve;
 pub mod token;
@@ -37,15 +38,15 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
-/// Opens the registry in `data`, which must exist: only `serve` creates one, so a
-/// mistyped `--data` is an error rather than a new, empty registry.
+/// Opens the registry in `data`, which must exist: only `init` and `serve` create
+/// one, so a mistyped `--data` is an error rather than a new, empty registry.
 pub fn open_existing(data: &Path) -> anyhow::Result<AppState> {
     match stackpack_registry::open_existing(Config::new(data)) {
         Ok(state) => Ok(state),
         Err(e @ OpenError::Missing(_)) => Err(Refused(
             e.to_string(),
             format!(
-                "check `--data`; only `stackpack-registry serve --data {}` creates a new registry",
+                "check `--data`; to start a new registry there, run `stackpack-registry init --data {}`",
                 data.display()
             ),
         )

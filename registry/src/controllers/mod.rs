@@ -1,5 +1,5 @@
 //! HTTP handlers, one file per action under `<resource>/<action>.rs`, and four
-//! helpers every handler shares: the request [`context`] (who asks, may they),
+//! helpers every handler shares: the request [context](mod@context) (who asks, may they),
 //! the [`routing`], the [`observe`] middleware (metrics and access log), and the
 //! [`body`] helpers.
 

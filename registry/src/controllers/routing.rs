@@ -1,5 +1,5 @@
 //! The router. OCI repository names contain slashes, so every `/v2/<name>/…`
-//! request goes through [`v2_dispatch`], which splits the path the way the
+//! request goes through `v2_dispatch`, which splits the path the way the
 //! distribution spec defines it and calls the action.
 
 use axum::extract::{Request, State};
