@@ -80,8 +80,8 @@ pub struct ServeArgs {
     /// Refuse writes while the data folder's disk has less free space than this.
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
     pub min_free_bytes: u64,
-    /// Seconds a connection may send nothing (request headers, or a body) before it
-    /// is closed.
+    /// Seconds a connection may stay silent, or take to send a request's headers,
+    /// before it is closed.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout_secs: u64,
     /// The address clients use (for `WWW-Authenticate` realms), e.g. `https://registry.example`.

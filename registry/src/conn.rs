@@ -1,12 +1,18 @@
-//! Connections that are closed when they go quiet.
+//! The accept loop, with the timeouts `axum::serve` does not set.
 //!
-//! `axum::serve` sets no timeouts of its own, so a client that opens a connection and
-//! sends nothing (or stops half way through its headers, or stops reading a
-//! response) would hold a socket and a task for ever. [`IdleTimeoutListener`] hands
-//! out streams that fail with `TimedOut` once no byte has moved in either direction
-//! for the idle timeout; hyper then drops the connection. Bytes flowing either way
-//! (a long download, a steady upload) keep it alive; a request body that trickles on
-//! without end is stopped by the upload deadline instead (see `controllers::uploads`).
+//! Without them a client that opens a connection and sends nothing, trickles its
+//! headers a byte at a time, or stops reading a response, holds a socket and a task
+//! for ever. So:
+//!
+//! - every connection is an [`IdleStream`], which fails with `TimedOut` once no byte
+//!   has moved in either direction for the idle timeout (hyper then drops it); bytes
+//!   flowing either way (a long download, a steady upload) keep it alive;
+//! - hyper's header-read timeout bounds how long a request's head may take, however
+//!   slowly it trickles;
+//! - a request body that trickles on without end is stopped by the upload deadline
+//!   (see `controllers::uploads`).
+//!
+//! On shutdown the loop stops accepting and lets the requests in flight finish.
 
 use std::future::Future;
 use std::io;
@@ -18,30 +24,57 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, Sleep};
 
-/// A TCP listener whose connections time out when idle.
-pub struct IdleTimeoutListener {
-    inner: TcpListener,
+/// Serves `app` on `listener` until `shutdown` resolves, then waits for the
+/// requests in flight. Connections idle for `idle` are closed, and a request's head
+/// must arrive within `idle` too.
+pub async fn serve(
+    listener: TcpListener,
+    app: axum::Router,
     idle: Duration,
+    shutdown: impl Future<Output = ()>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // HTTP/1.1 only, as before: every OCI client speaks it over plain TCP.
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(idle);
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let io = TokioIo::new(IdleStream::new(stream, idle));
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = graceful.watch(builder.serve_connection(io, service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::trace!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
-impl IdleTimeoutListener {
-    pub fn new(inner: TcpListener, idle: Duration) -> Self {
-        IdleTimeoutListener { inner, idle }
+/// A failed accept: one client's trouble is skipped; running out of file
+/// descriptors (or the like) waits a moment rather than spinning.
+async fn accept_failed(e: io::Error) {
+    use io::ErrorKind::*;
+    if matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset | Interrupted
+    ) {
+        return;
     }
-}
-
-impl axum::serve::Listener for IdleTimeoutListener {
-    type Io = IdleStream;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let (stream, addr) = axum::serve::Listener::accept(&mut self.inner).await;
-        (IdleStream::new(stream, self.idle), addr)
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.inner.local_addr()
-    }
+    tracing::warn!(error = %e, "accepting a connection failed; retrying in a second");
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// A TCP stream that fails with `TimedOut` after `idle` without progress.

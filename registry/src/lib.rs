@@ -85,11 +85,9 @@ pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::i
     let state = Arc::new(state);
     let sweeper = tokio::spawn(sweep_uploads(state.clone()));
     let app = controllers::router(state);
-    let result = axum::serve(conn::IdleTimeoutListener::new(listener, idle), app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await;
+    conn::serve(listener, app, idle, shutdown_signal()).await;
     sweeper.abort();
-    result
+    Ok(())
 }
 
 /// Deletes expired upload sessions and their files every half lifetime (between 1 s

@@ -269,6 +269,36 @@ fn idle_connections_are_closed() {
             started.elapsed()
         );
     }
+    // Headers trickled a byte at a time: the head must arrive within the timeout.
+    let mut stream = TcpStream::connect(server.host()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(6)))
+        .unwrap();
+    stream
+        .write_all(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = Instant::now();
+    let mut cut_off = false;
+    for byte in b"X-Slow: ".iter().cycle().take(40) {
+        std::thread::sleep(Duration::from_millis(200));
+        if stream.write_all(&[*byte]).is_err() {
+            cut_off = true;
+            break;
+        }
+        let mut probe = [0u8; 1];
+        stream.set_nonblocking(true).unwrap();
+        let closed = matches!(stream.read(&mut probe), Ok(0));
+        stream.set_nonblocking(false).unwrap();
+        if closed {
+            cut_off = true;
+            break;
+        }
+    }
+    assert!(
+        cut_off && started.elapsed() < Duration::from_secs(4),
+        "a connection trickling its headers was kept open for {:?}",
+        started.elapsed()
+    );
     // A client that keeps talking is not cut off.
     let client = Client::new(server.url(), None);
     assert_eq!(client.req("GET", "/healthz", &[], None).status, 200);
