@@ -16,8 +16,9 @@ for tool in wrk docker-registry; do
 done
 
 cargo build --release -q -p stackpack-registry --bin stackpack-registry --example loadgen
-OURS_BIN="$ROOT/target/release/stackpack-registry"
-LOADGEN="$ROOT/target/release/examples/loadgen"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+OURS_BIN="$TARGET/release/stackpack-registry"
+LOADGEN="$TARGET/release/examples/loadgen"
 
 WORK="$(mktemp -d)"
 PIDS=()
@@ -28,6 +29,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_up() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "error: $1 did not come up" >&2; exit 1; }
 
 OURS_PORT=$(free_port)
+"$OURS_BIN" init --data "$WORK/ours" 2>/dev/null
 TOKEN=$("$OURS_BIN" token create --role admin --data "$WORK/ours" 2>/dev/null)
 RUST_LOG=warn "$OURS_BIN" serve --data "$WORK/ours" --listen "127.0.0.1:$OURS_PORT" >/dev/null 2>&1 &
 PIDS+=($!)
@@ -101,4 +103,4 @@ for mode in push pull; do
     printf '%-34s %14s %14s %10s\n' "blob $mode MB/s, $clients client(s)" "${R[ours_${mode}_$clients]}" "${R[dist_${mode}_$clients]}" "$(ratio "${R[ours_${mode}_$clients]}" "${R[dist_${mode}_$clients]}")"
   done
 done
-echo "(ratio > 1 means stackpack is better; blobs are 16 MiB; stackpack fsyncs every blob before acknowledging it, Distribution does not)"
+echo "(ratio > 1 means stackpack is better; blobs are 16 MiB; stackpack fsyncs every blob and every database commit (synchronous=FULL) before acknowledging it, Distribution does not)"

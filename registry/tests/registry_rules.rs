@@ -303,3 +303,44 @@ fn idle_connections_are_closed() {
     let client = Client::new(server.url(), None);
     assert_eq!(client.req("GET", "/healthz", &[], None).status, 200);
 }
+
+/// A request whose handling outlasts the idle timeout (here: waiting for SQLite's
+/// write lock, held by another process) is answered, not cut off as idle, on a
+/// keep-alive connection.
+#[test]
+fn a_request_slower_than_the_idle_timeout_is_answered() {
+    let server = Server::start_with(&["--idle-timeout-secs", "1"]);
+    let token = server.token("publisher", None);
+    let client = Client::new(server.url(), Some(token.clone()));
+    let r = client.req("POST", "/v2/acme/slow/blobs/uploads/", &[], None);
+    let location = r.header("location").unwrap().to_string();
+    let mut holder = rusqlite::Connection::open(server.data.join("registry.db")).unwrap();
+    let lock = holder
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let host = server.host();
+    let waiting = std::thread::spawn(move || {
+        let mut stream = TcpStream::connect(&host).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(8)))
+            .unwrap();
+        let body = bytes(3, 4096);
+        let head = format!(
+            "PATCH {location} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(&body).unwrap();
+        let mut answer = [0u8; 64];
+        let n = stream.read(&mut answer).unwrap_or(0);
+        String::from_utf8_lossy(&answer[..n])
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    });
+    std::thread::sleep(Duration::from_millis(2500));
+    lock.rollback().unwrap();
+    let status_line = waiting.join().unwrap();
+    assert!(status_line.contains(" 202 "), "answered `{status_line}`");
+}

@@ -55,14 +55,41 @@ pub fn discard(body: Body) {
 /// How much of a refused body is read before the connection is given up.
 pub const DRAIN_CAP: u64 = 64 * 1024 * 1024;
 
-/// Reads a JSON API body of at most `limit` bytes.
-pub async fn read_limited(body: Body, limit: u64, what: &str) -> Result<axum::body::Bytes> {
+/// The next chunk of a request body, or `None` at its end. A body that sends
+/// nothing for `idle` is cut off (`code`), so a stalled client cannot hold its
+/// connection for ever: while a request is in flight the connection itself is
+/// never idle (see [`crate::conn`]).
+pub async fn next_chunk(
+    stream: &mut axum::body::BodyDataStream,
+    idle: std::time::Duration,
+    code: Code,
+    what: &str,
+) -> Result<Option<axum::body::Bytes>> {
     use futures_util::StreamExt;
+    match tokio::time::timeout(idle, stream.next()).await {
+        Err(_) => Err(Error::new(
+            code,
+            format!("{what} stalled: nothing arrived for {} s", idle.as_secs()),
+        )),
+        Ok(None) => Ok(None),
+        Ok(Some(chunk)) => chunk
+            .map(Some)
+            .map_err(|e| Error::new(code, format!("{what} was cut off: {e}"))),
+    }
+}
+
+/// Reads a JSON API body of at most `max_json_bytes`.
+pub async fn read_limited(
+    body: Body,
+    config: &crate::config::Config,
+    what: &str,
+) -> Result<axum::body::Bytes> {
+    let limit = config.max_json_bytes;
     let mut stream = body.into_data_stream();
     let mut bytes = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| Error::new(Code::BadRequest, format!("{what} was cut off: {e}")))?;
+    while let Some(chunk) =
+        next_chunk(&mut stream, config.idle_timeout, Code::BadRequest, what).await?
+    {
         if bytes.len() as u64 + chunk.len() as u64 > limit {
             let rest = Body::from_stream(stream);
             drain(rest, DRAIN_CAP).await;

@@ -61,7 +61,7 @@ pub async fn create(
 ) -> Response {
     let result = async {
         context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
+        let body = read_limited(body, &state.config, "the request body").await?;
         let new: NewCustomer = serde_json::from_slice(&body).map_err(|e| {
             Error::new(Code::BadRequest, format!("the body is not a customer: {e}"))
         })?;
@@ -140,7 +140,7 @@ pub async fn add_key(
 ) -> Response {
     let result: crate::error::Result<InstallationKey> = async {
         context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
+        let body = read_limited(body, &state.config, "the request body").await?;
         let new: NewInstallationKey = serde_json::from_slice(&body)
             .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a key: {e}")))?;
         let key = stackpack_schema::signature::PublicKey::from_pem(&new.public_key_pem)

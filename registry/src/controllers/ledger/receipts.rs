@@ -48,7 +48,7 @@ pub async fn create(
         }
     };
     let result: crate::error::Result<(bool, String)> = async {
-        let body = read_limited(body, state.config.max_json_bytes, "the receipt").await?;
+        let body = read_limited(body, &state.config, "the receipt").await?;
         let signed = SignedReceipt::from_bytes(&body)
             .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
         ctx.authorize(Action::Report(&signed.receipt.customer))?;

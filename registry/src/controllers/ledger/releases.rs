@@ -92,7 +92,7 @@ pub async fn create(
         }
     };
     let result: crate::error::Result<Release> = async {
-        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
+        let body = read_limited(body, &state.config, "the request body").await?;
         let new: NewRelease = serde_json::from_slice(&body)
             .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a release: {e}")))?;
         check_repository(&new.repository)?;

@@ -10,7 +10,6 @@
 use axum::body::Body;
 use axum::http::{header, StatusCode};
 use axum::response::Response;
-use futures_util::StreamExt;
 use serde::Deserialize;
 use stackpack_schema::media_type;
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
@@ -125,8 +124,15 @@ async fn read_body(ctx: &Ctx, body: Body) -> Result<Vec<u8>> {
     }
     let mut bytes = Vec::new();
     let mut stream = body.into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| invalid(format!("the manifest was cut off: {e}")))?;
+    let idle = ctx.state.config.idle_timeout;
+    while let Some(chunk) = crate::controllers::body::next_chunk(
+        &mut stream,
+        idle,
+        Code::ManifestInvalid,
+        "the manifest",
+    )
+    .await?
+    {
         if bytes.len() as u64 + chunk.len() as u64 > limit {
             crate::controllers::drain(Body::from_stream(stream), crate::controllers::DRAIN_CAP)
                 .await;
