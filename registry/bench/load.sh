@@ -91,6 +91,11 @@ for mode in push pull; do
   done
 done
 
+# Small objects: each push is two commits (session, blob), each synced (FULL).
+ops() { python3 -c 'import json,sys; print(round(json.loads(sys.stdin.read())["objectsPerSecond"]))'; }
+R[ours_small]=$("$LOADGEN" push "$OURS" "$TOKEN" 16 4k 50 | ops)
+R[dist_small]=$("$LOADGEN" push "$DIST" - 16 4k 50 | ops)
+
 ratio() { python3 -c 'import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f"{a/b:.2f}x" if b else "n/a")' "$1" "$2"; }
 inv_ratio() { python3 -c 'import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f"{b/a:.2f}x" if a else "n/a")' "$1" "$2"; }
 
@@ -103,4 +108,5 @@ for mode in push pull; do
     printf '%-34s %14s %14s %10s\n' "blob $mode MB/s, $clients client(s)" "${R[ours_${mode}_$clients]}" "${R[dist_${mode}_$clients]}" "$(ratio "${R[ours_${mode}_$clients]}" "${R[dist_${mode}_$clients]}")"
   done
 done
+printf '%-34s %14s %14s %10s\n' "4 KiB blob pushes/s, 16 clients" "${R[ours_small]}" "${R[dist_small]}" "$(ratio "${R[ours_small]}" "${R[dist_small]}")"
 echo "(ratio > 1 means stackpack is better; blobs are 16 MiB; stackpack fsyncs every blob and every database commit (synchronous=FULL) before acknowledging it, Distribution does not)"

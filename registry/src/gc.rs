@@ -98,7 +98,7 @@ pub fn sweep_uploads(
     // A session's file is written before its row, and every write to it makes it
     // young again, so an old file without a row belongs to no live session.
     let cutoff = SystemTime::now() - lifetime;
-    let live = db.read(db::uploads::all_ids)?;
+    let live = db.scan(db::uploads::all_ids)?;
     let stray: Vec<(String, PathBuf)> = std::fs::read_dir(storage.uploads_dir())?
         .flatten()
         .map(|entry| {
@@ -185,7 +185,7 @@ fn sweep_blob_files(
     let cutoff = SystemTime::now() - grace;
     // A first, lock-free pass by a snapshot; each candidate is checked again under
     // the write lock before it goes.
-    let known = db.read(db::blobs::all)?;
+    let known = db.scan(db::blobs::all)?;
     let mut stray = Vec::new();
     for prefix in std::fs::read_dir(storage.blobs_dir())?.flatten() {
         let Ok(files) = std::fs::read_dir(prefix.path()) else {

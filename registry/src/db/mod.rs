@@ -179,11 +179,50 @@ pub enum OpenError {
     Newer { found: u32, known: u32 },
 }
 
-/// One writer, a few readers: SQLite in WAL mode lets readers run beside the writer.
+/// One writer and two pools of readers: SQLite in WAL mode lets readers run beside
+/// the writer and never wait for it.
+///
+/// - [`Db::read`] is for quick, indexed lookups on the hot path (a manifest, a
+///   blob's size, a token). It runs inline: WAL readers take no lock a writer
+///   holds, and its pool is never held by a slow query.
+/// - [`Db::scan`] is for queries that may take a while (the ledger's fleet-wide
+///   answers, the catalog, gc's listings). Like [`Db::write`], it runs off the
+///   async workers, on a pool of its own.
 pub struct Db {
     writer: Mutex<Connection>,
-    readers: Vec<Mutex<Connection>>,
+    readers: Pool,
+    scanners: Pool,
+}
+
+/// A few reader connections, handed out round robin.
+struct Pool {
+    connections: Vec<Mutex<Connection>>,
     next: AtomicUsize,
+}
+
+impl Pool {
+    fn open(path: &Path, size: usize) -> rusqlite::Result<Pool> {
+        Ok(Pool {
+            connections: (0..size.max(1))
+                .map(|_| connect(path, false).map(Mutex::new))
+                .collect::<rusqlite::Result<_>>()?,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    fn run<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
+        let count = self.connections.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for offset in 0..count {
+            if let Ok(conn) = self.connections[(start + offset) % count].try_lock() {
+                return Ok(f(&conn)?);
+            }
+        }
+        let conn = self.connections[start % count]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(f(&conn)?)
+    }
 }
 
 fn connect(path: &Path, create: bool) -> rusqlite::Result<Connection> {
@@ -250,30 +289,21 @@ impl Db {
     fn open_with(path: &Path, readers: usize, create: bool) -> Result<Db, OpenError> {
         let mut writer = connect(path, create)?;
         migrate(&mut writer)?;
-        let readers = (0..readers.max(1))
-            .map(|_| connect(path, false).map(Mutex::new))
-            .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(Db {
             writer: Mutex::new(writer),
-            readers,
-            next: AtomicUsize::new(0),
+            readers: Pool::open(path, readers)?,
+            scanners: Pool::open(path, 2)?,
         })
     }
 
-    /// Runs `f` on a reader connection.
+    /// Runs a quick, indexed lookup `f` on a reader connection, inline.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
-        blocking(|| {
-            let start = self.next.fetch_add(1, Ordering::Relaxed);
-            for offset in 0..self.readers.len() {
-                if let Ok(conn) = self.readers[(start + offset) % self.readers.len()].try_lock() {
-                    return Ok(f(&conn)?);
-                }
-            }
-            let conn = self.readers[start % self.readers.len()]
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            Ok(f(&conn)?)
-        })
+        self.readers.run(f)
+    }
+
+    /// Runs a query `f` that may take a while, off the async workers.
+    pub fn scan<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
+        blocking(|| self.scanners.run(f))
     }
 
     /// Runs `f` in one immediate write transaction: all of it or none of it.
@@ -292,7 +322,7 @@ impl Db {
 
     /// `PRAGMA integrity_check`: `ok` when the file is sound.
     pub fn integrity_check(&self) -> Result<String, Error> {
-        self.read(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
+        self.scan(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
     }
 }
 

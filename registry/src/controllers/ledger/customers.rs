@@ -38,7 +38,7 @@ pub struct CustomerDetail {
 pub async fn list(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
     reply((|| {
         context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
-        state.db.read(db::ledger::customers)
+        state.db.scan(db::ledger::customers)
     })())
 }
 
@@ -99,7 +99,7 @@ pub async fn show(
 ) -> Response {
     reply((|| {
         context(&state, &headers, &uri)?.authorize(Action::CustomerRead(&id))?;
-        let Some(customer) = state.db.read(|c| db::ledger::customer(c, &id))? else {
+        let Some(customer) = state.db.scan(|c| db::ledger::customer(c, &id))? else {
             return Err(Error::new(
                 Code::NotFound,
                 format!("customer `{id}` is not known"),
@@ -107,7 +107,7 @@ pub async fn show(
         };
         let recent = state
             .db
-            .read(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
+            .scan(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
         Ok(CustomerDetail {
             customer,
             running: running(&state, Some(&id))?,

@@ -40,7 +40,7 @@ pub async fn handle(
     reply((|| {
         context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
         let stack = query.get("stack").map(String::as_str);
-        state.db.read(|c| db::ledger::releases(c, stack))
+        state.db.scan(|c| db::ledger::releases(c, stack))
     })())
 }
 
