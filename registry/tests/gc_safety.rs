@@ -181,7 +181,7 @@ fn add_unreferenced_blobs(data: &std::path::Path, count: usize) {
 fn gc_killed_midway_leaves_no_row_without_its_file() {
     let mut server = Server::start();
     server.kill();
-    add_unreferenced_blobs(&server.data, 8000);
+    add_unreferenced_blobs(&server.data, 5000);
     let mut finished = false;
     for delay_ms in [20, 40, 80, 120, 180, 260, 400] {
         let mut child = gc(&server.data, 0).spawn().unwrap();
