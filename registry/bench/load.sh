@@ -3,7 +3,8 @@
 # same machine, same run, same data, 127.0.0.1 only. Measured, never asserted.
 #
 #   manifest GET       wrk, 2 threads, 32 connections: requests/s and p99 latency
-#   blob push / pull   examples/loadgen.rs, 1 and 16 clients: MB/s
+#   blob push / pull   examples/loadgen.rs, 1 and 16 clients: MB/s (16 MiB blobs),
+#                      16 clients pulling 200 MiB blobs, 16 clients pushing 4 KiB ones
 #
 # Usage: registry/bench/load.sh [seconds-per-wrk-run]   (needs wrk and docker-registry)
 set -euo pipefail
@@ -16,8 +17,9 @@ for tool in wrk docker-registry; do
 done
 
 cargo build --release -q -p stackpack-registry --bin stackpack-registry --example loadgen
-OURS_BIN="$ROOT/target/release/stackpack-registry"
-LOADGEN="$ROOT/target/release/examples/loadgen"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+OURS_BIN="$TARGET/release/stackpack-registry"
+LOADGEN="$TARGET/release/examples/loadgen"
 
 WORK="$(mktemp -d)"
 PIDS=()
@@ -28,6 +30,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_up() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "error: $1 did not come up" >&2; exit 1; }
 
 OURS_PORT=$(free_port)
+"$OURS_BIN" init --data "$WORK/ours" 2>/dev/null
 TOKEN=$("$OURS_BIN" token create --role admin --data "$WORK/ours" 2>/dev/null)
 RUST_LOG=warn "$OURS_BIN" serve --data "$WORK/ours" --listen "127.0.0.1:$OURS_PORT" >/dev/null 2>&1 &
 PIDS+=($!)
@@ -89,6 +92,15 @@ for mode in push pull; do
   done
 done
 
+# Large blobs under concurrency: 16 clients each pull their own 200 MiB blob.
+R[ours_large]=$("$LOADGEN" pull "$OURS" "$TOKEN" 16 200 1 | mbps)
+R[dist_large]=$("$LOADGEN" pull "$DIST" - 16 200 1 | mbps)
+
+# Small objects: each push is two commits (session, blob), each synced (FULL).
+ops() { python3 -c 'import json,sys; print(round(json.loads(sys.stdin.read())["objectsPerSecond"]))'; }
+R[ours_small]=$("$LOADGEN" push "$OURS" "$TOKEN" 16 4k 50 | ops)
+R[dist_small]=$("$LOADGEN" push "$DIST" - 16 4k 50 | ops)
+
 ratio() { python3 -c 'import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f"{a/b:.2f}x" if b else "n/a")' "$1" "$2"; }
 inv_ratio() { python3 -c 'import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f"{b/a:.2f}x" if a else "n/a")' "$1" "$2"; }
 
@@ -101,4 +113,6 @@ for mode in push pull; do
     printf '%-34s %14s %14s %10s\n' "blob $mode MB/s, $clients client(s)" "${R[ours_${mode}_$clients]}" "${R[dist_${mode}_$clients]}" "$(ratio "${R[ours_${mode}_$clients]}" "${R[dist_${mode}_$clients]}")"
   done
 done
-echo "(ratio > 1 means stackpack is better; blobs are 16 MiB; stackpack fsyncs every blob before acknowledging it, Distribution does not)"
+printf '%-34s %14s %14s %10s\n' "200 MiB blob pull MB/s, 16 clients" "${R[ours_large]}" "${R[dist_large]}" "$(ratio "${R[ours_large]}" "${R[dist_large]}")"
+printf '%-34s %14s %14s %10s\n' "4 KiB blob pushes/s, 16 clients" "${R[ours_small]}" "${R[dist_small]}" "$(ratio "${R[ours_small]}" "${R[dist_small]}")"
+echo "(ratio > 1 means stackpack is better; blobs are 16 MiB; stackpack fsyncs every blob and every database commit (synchronous=FULL) before acknowledging it, Distribution does not)"

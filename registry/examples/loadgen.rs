@@ -7,7 +7,8 @@
 //! loadgen pull URL TOKEN CLIENTS MIB COUNT each client pulls its MIB MiB blob COUNT times
 //! ```
 //!
-//! `TOKEN` is `-` for none. Prints one line of JSON: `{"mbps": …, "seconds": …}`.
+//! `MIB` may be `<n>k` for KiB. `TOKEN` is `-` for none. Prints one line of JSON:
+//! `{"mbps": …, "objectsPerSecond": …, "seconds": …}`.
 
 use std::io::Read;
 use std::time::Instant;
@@ -113,7 +114,11 @@ fn main() {
         }
         mode @ ("push" | "pull") => {
             let clients: usize = args[3].parse().unwrap();
-            let size = args[4].parse::<usize>().unwrap() * 1024 * 1024;
+            // `16` is 16 MiB; `4k` is 4 KiB (small objects: what a commit costs).
+            let size = match args[4].strip_suffix('k') {
+                Some(kib) => kib.parse::<usize>().unwrap() * 1024,
+                None => args[4].parse::<usize>().unwrap() * 1024 * 1024,
+            };
             let count: usize = args[5].parse().unwrap();
             let salt = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -155,7 +160,12 @@ fn main() {
             let seconds = start.elapsed().as_secs_f64();
             println!(
                 "{}",
-                serde_json::json!({"mbps": total as f64 / 1e6 / seconds, "seconds": seconds, "bytes": total})
+                serde_json::json!({
+                    "mbps": total as f64 / 1e6 / seconds,
+                    "objectsPerSecond": (clients * count) as f64 / seconds,
+                    "seconds": seconds,
+                    "bytes": total,
+                })
             );
         }
         other => {

@@ -26,8 +26,15 @@ pub struct Config {
     pub max_manifest_bytes: u64,
     pub max_blob_bytes: u64,
     pub max_json_bytes: u64,
-    /// An upload session not touched for this long is gone.
+    /// An upload session not touched for this long is gone; one request may not take
+    /// longer either.
     pub upload_lifetime: Duration,
+    /// How many upload sessions one token (or all anonymous callers) may hold open.
+    pub max_sessions_per_token: u64,
+    /// Writes are refused while the data folder's disk has less free space than this.
+    pub min_free_bytes: u64,
+    /// A request body that sends nothing for this long is cut off.
+    pub idle_timeout: Duration,
     /// The address clients use, for `WWW-Authenticate` realms; else taken from `Host`.
     pub public_url: Option<String>,
 }
@@ -43,6 +50,9 @@ impl Config {
             max_blob_bytes: 16 * 1024 * 1024 * 1024,
             max_json_bytes: 1024 * 1024,
             upload_lifetime: Duration::from_secs(3600),
+            max_sessions_per_token: 256,
+            min_free_bytes: 1024 * 1024 * 1024,
+            idle_timeout: Duration::from_secs(60),
             public_url: None,
         }
     }

@@ -30,6 +30,8 @@ pub enum Code {
     NotFound,
     /// Ledger: the thing exists already with other content.
     Conflict,
+    /// The disk is nearly full: writes wait until space is freed.
+    InsufficientStorage,
     Internal,
 }
 
@@ -54,6 +56,7 @@ impl Code {
             Code::BadRequest => "BAD_REQUEST",
             Code::NotFound => "NOT_FOUND",
             Code::Conflict => "CONFLICT",
+            Code::InsufficientStorage => "INSUFFICIENT_STORAGE",
             Code::Internal => "INTERNAL_ERROR",
         }
     }
@@ -78,6 +81,7 @@ impl Code {
             Code::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             Code::RangeInvalid => StatusCode::RANGE_NOT_SATISFIABLE,
             Code::Conflict => StatusCode::CONFLICT,
+            Code::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

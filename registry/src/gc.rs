@@ -1,22 +1,32 @@
 //! Garbage collection: expired upload sessions, stray upload files, and blobs that no
 //! manifest references.
 //!
-//! A blob is deleted only when no manifest in any repository references it and it
-//! is older than the grace period (so a blob pushed just before its manifest is
-//! safe). Rows are deleted and files removed inside one write transaction; the
-//! server records new blobs inside write transactions too, so the two never
-//! interleave. Files on disk with no row (left by a crash between the rename and the
-//! commit) are removed once older than the grace period.
+//! Two rules keep it safe beside a running server (`gc` is often another process):
+//!
+//! - **Rows go first, files after.** Each batch of rows is deleted in its own
+//!   committed transaction, and only then are the files unlinked. A crash in between
+//!   leaves files without rows, which are garbage the next run sweeps; never a row
+//!   without its file, which would be corruption.
+//! - **A file is unlinked only while gc holds the write lock and the database says
+//!   it is not recorded.** The server renames a blob into place inside the write
+//!   transaction that records it, so no commit can slip between gc's check and its
+//!   unlink, even when the file's age (a rename keeps the upload's old mtime) says it
+//!   is stale. The same digest pushed again after its rows were deleted keeps its file.
+//!
+//! Work goes in batches of [`BATCH`] rows, so a reader or a push never waits long
+//! behind a large collection.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
-use stackpack_schema::Digest;
 
 use crate::db::{self, Db};
 use crate::error::Error;
 use crate::storage::Storage;
+
+/// Rows per transaction.
+pub const BATCH: usize = 256;
 
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -45,6 +55,8 @@ fn remove(path: &Path, report: &mut GcReport) -> bool {
     }
 }
 
+/// Collects everything: expired uploads, stray files, and unreferenced blobs older
+/// than `grace`.
 pub fn run(
     db: &Db,
     storage: &Storage,
@@ -52,57 +64,143 @@ pub fn run(
     grace: Duration,
 ) -> Result<GcReport, Error> {
     let mut report = GcReport::default();
-    let now = db::now_unix();
-    let upload_cutoff = SystemTime::now() - upload_lifetime;
-    let grace_cutoff = SystemTime::now() - grace;
+    sweep_uploads(db, storage, upload_lifetime, &mut report)?;
+    delete_unreferenced_blobs(db, storage, grace, &mut report)?;
+    sweep_blob_files(db, storage, grace, &mut report)?;
+    Ok(report)
+}
 
-    let expired = db.write(|tx| {
-        Ok(db::uploads::delete_expired(
-            tx,
-            now - upload_lifetime.as_secs() as i64,
-        )?)
-    })?;
-    for id in &expired {
-        remove(&storage.upload_path(id), &mut report);
-    }
-    report.expired_uploads = expired.len() as u64;
-
-    let live = db.read(db::uploads::all_ids)?;
-    for entry in std::fs::read_dir(storage.uploads_dir())?.flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        if !live.contains(&name)
-            && older_than(&entry.path(), upload_cutoff)
-            && remove(&entry.path(), &mut report)
-        {
-            report.stray_upload_files += 1;
+/// Deletes expired upload sessions and upload files no session owns. `serve` runs
+/// this in the background; `gc` runs it first.
+pub fn sweep_uploads(
+    db: &Db,
+    storage: &Storage,
+    lifetime: Duration,
+    report: &mut GcReport,
+) -> Result<(), Error> {
+    let before = db::now_unix() - lifetime.as_secs() as i64;
+    loop {
+        let ids = db.write(|tx| {
+            let ids = db::uploads::expired(tx, before, BATCH)?;
+            for id in &ids {
+                db::uploads::delete(tx, id)?;
+            }
+            Ok(ids)
+        })?;
+        for id in &ids {
+            remove(&storage.upload_path(id), report);
+        }
+        report.expired_uploads += ids.len() as u64;
+        if ids.len() < BATCH {
+            break;
         }
     }
+    // A session's file is written before its row, and every write to it makes it
+    // young again, so an old file without a row belongs to no live session.
+    let cutoff = SystemTime::now() - lifetime;
+    let live = db.scan(db::uploads::all_ids)?;
+    let stray: Vec<(String, PathBuf)> = std::fs::read_dir(storage.uploads_dir())?
+        .flatten()
+        .map(|entry| {
+            (
+                entry.file_name().to_string_lossy().to_string(),
+                entry.path(),
+            )
+        })
+        .filter(|(id, path)| !live.contains(id) && older_than(path, cutoff))
+        .collect();
+    for batch in stray.chunks(BATCH) {
+        db.write(|tx| {
+            for (id, path) in batch {
+                if db::uploads::get(tx, id)?.is_none() && remove(path, report) {
+                    report.stray_upload_files += 1;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
 
-    let before = now - grace.as_secs() as i64;
-    report.blobs_deleted = db.write(|tx| {
-        let digests = db::blobs::delete_unreferenced(tx, before)?;
-        for digest in &digests {
-            if let Ok(digest) = digest.parse::<Digest>() {
-                remove(&storage.blob_path(&digest), &mut report);
+/// Deletes the rows of unreferenced blobs older than `grace`, batch by batch, each
+/// batch committed before its files are unlinked.
+fn delete_unreferenced_blobs(
+    db: &Db,
+    storage: &Storage,
+    grace: Duration,
+    report: &mut GcReport,
+) -> Result<(), Error> {
+    let before = db::now_unix() - grace.as_secs() as i64;
+    loop {
+        let digests = db.write(|tx| {
+            let digests = db::blobs::unreferenced(tx, before, BATCH)?;
+            db::blobs::delete_rows(tx, &digests)?;
+            Ok(digests)
+        })?;
+        let files: Vec<(String, PathBuf)> = digests
+            .iter()
+            .filter_map(|d| Some((d.clone(), blob_file(storage, d)?)))
+            .collect();
+        unlink_unrecorded(db, &files, report)?;
+        report.blobs_deleted += digests.len() as u64;
+        if digests.len() < BATCH {
+            return Ok(());
+        }
+    }
+}
+
+fn blob_file(storage: &Storage, digest: &str) -> Option<PathBuf> {
+    digest
+        .parse::<stackpack_schema::Digest>()
+        .ok()
+        .map(|d| storage.blob_path(&d))
+}
+
+/// Unlinks each file whose digest has no row, holding the write lock so that no
+/// commit records one meanwhile. Returns how many were removed.
+fn unlink_unrecorded(
+    db: &Db,
+    files: &[(String, PathBuf)],
+    report: &mut GcReport,
+) -> Result<u64, Error> {
+    db.write(|tx| {
+        let mut removed = 0;
+        for (digest, path) in files {
+            if db::blobs::size(tx, digest)?.is_none() && remove(path, report) {
+                removed += 1;
             }
         }
-        Ok(digests.len() as u64)
-    })?;
+        Ok(removed)
+    })
+}
 
-    let known = db.read(db::blobs::all)?;
+/// Removes blob files that have no row (left by a crash between a rename and its
+/// commit, or between gc's commit and its unlink) and are older than `grace`.
+fn sweep_blob_files(
+    db: &Db,
+    storage: &Storage,
+    grace: Duration,
+    report: &mut GcReport,
+) -> Result<(), Error> {
+    let cutoff = SystemTime::now() - grace;
+    // A first, lock-free pass by a snapshot; each candidate is checked again under
+    // the write lock before it goes.
+    let known = db.scan(db::blobs::all)?;
+    let mut stray = Vec::new();
     for prefix in std::fs::read_dir(storage.blobs_dir())?.flatten() {
         let Ok(files) = std::fs::read_dir(prefix.path()) else {
             continue;
         };
         for file in files.flatten() {
-            let name = format!("sha256:{}", file.file_name().to_string_lossy());
-            if !known.contains(&name)
-                && older_than(&file.path(), grace_cutoff)
-                && remove(&file.path(), &mut report)
-            {
-                report.stray_blob_files += 1;
+            let digest = format!("sha256:{}", file.file_name().to_string_lossy());
+            if !known.contains(&digest) && older_than(&file.path(), cutoff) {
+                stray.push((digest, file.path()));
             }
         }
     }
-    Ok(report)
+    for batch in stray.chunks(BATCH) {
+        let removed = unlink_unrecorded(db, batch, report)?;
+        report.stray_blob_files += removed;
+    }
+    Ok(())
 }

@@ -3,24 +3,29 @@
 //! A short tour:
 //!
 //! - [`controllers`] holds the HTTP handlers, one file per action
-//!   (`controllers/<resource>/<action>.rs`), and the router. The OCI distribution
-//!   API lives under `/v2/`, the ledger under `/api/v1/`, health at `/healthz` and
-//!   `/metrics`.
-//! - [`db`] holds plain functions over SQLite (WAL): blobs, manifests and tags,
-//!   upload sessions, tokens, and the ledger (releases, customers, receipts).
+//!   (`controllers/<resource>/<action>.rs`), the request context, the router, the
+//!   metrics middleware and body helpers. The OCI distribution API lives under
+//!   `/v2/`, the ledger under `/api/v1/`, health at `/healthz` and `/metrics`.
+//! - [`db`] holds plain functions over SQLite (WAL, `synchronous=FULL`): blobs,
+//!   manifests and tags, upload sessions, tokens, and the ledger (releases,
+//!   customers, receipts); its schema is versioned (`user_version`) and migrated
+//!   forward on open. Database work runs off the async workers.
 //! - [`storage`] keeps blob files, content-addressed, written under a temporary name,
 //!   checked against their digest and renamed into place.
 //! - [`auth`] resolves bearer tokens (stored hashed) into roles and decides who may
 //!   do what; [`error`] is the one error type, rendered as the spec's JSON body.
 //! - [`receipts`] checks and records runners' signed receipts; [`gc`] collects
-//!   expired uploads and unreferenced blobs.
+//!   expired uploads and unreferenced blobs, safely beside a running server.
+//! - [`conn`] closes connections that go quiet.
 //!
-//! Everything a request needs is in [`state::AppState`]; [`serve`] runs the server
-//! until SIGINT or SIGTERM, letting requests in flight finish.
+//! Everything a request needs is in [`state::AppState`]; [`open`] creates or opens a
+//! data folder, [`open_existing`] only opens one; [`serve`] runs the server until
+//! SIGINT or SIGTERM, letting requests in flight finish, and sweeps expired uploads.
 
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod conn;
 pub mod controllers;
 pub mod db;
 pub mod error;
@@ -32,6 +37,7 @@ pub mod state;
 pub mod storage;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use config::Config;
 use state::AppState;
@@ -39,20 +45,79 @@ use state::AppState;
 /// The database file inside the data folder.
 pub const DB_FILE: &str = "registry.db";
 
-/// Opens the data folder: database (created and migrated if new) and blob store.
-pub fn open(config: Config) -> Result<AppState, error::Error> {
+/// Why a data folder cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// No registry lives there (a mistyped `--data`, say): nothing was created.
+    #[error("there is no registry in `{}`: `{}` does not exist", .0.display(), .0.join(DB_FILE).display())]
+    Missing(std::path::PathBuf),
+    #[error("cannot prepare the data folder: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("cannot open the database: {0}")]
+    Db(#[from] db::OpenError),
+}
+
+/// Opens the data folder, creating it (database and blob store) if new, and migrates
+/// the database forward. Only `serve` creates a registry.
+pub fn open(config: Config) -> Result<AppState, OpenError> {
     std::fs::create_dir_all(&config.data)?;
     let storage = storage::Storage::open(&config.data)?;
     let db = db::Db::open(&config.data.join(DB_FILE), 4)?;
     Ok(AppState::new(config, db, storage))
 }
 
+/// Opens an existing registry's data folder and migrates its database forward; a
+/// folder without one is [`OpenError::Missing`] and nothing is created in it.
+pub fn open_existing(config: Config) -> Result<AppState, OpenError> {
+    if !config.data.join(DB_FILE).is_file() {
+        return Err(OpenError::Missing(config.data.clone()));
+    }
+    let db = db::Db::open_existing(&config.data.join(DB_FILE), 2)?;
+    let storage = storage::Storage::open(&config.data)?;
+    Ok(AppState::new(config, db, storage))
+}
+
 /// Serves on `listener` until SIGINT or SIGTERM; requests in flight finish first.
+/// Connections idle longer than the configured timeout are closed, and expired
+/// upload sessions are swept in the background.
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    let app = controllers::router(Arc::new(state));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
+    let idle = state.config.idle_timeout;
+    let state = Arc::new(state);
+    let sweeper = tokio::spawn(sweep_uploads(state.clone()));
+    let app = controllers::router(state);
+    conn::serve(listener, app, idle, shutdown_signal()).await;
+    sweeper.abort();
+    Ok(())
+}
+
+/// Deletes expired upload sessions and their files every half lifetime (between 1 s
+/// and a minute), so abandoned uploads do not wait for someone to run `gc`.
+async fn sweep_uploads(state: Arc<AppState>) {
+    let lifetime = state.config.upload_lifetime;
+    let every = (lifetime / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut interval = tokio::time::interval(every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        let state = state.clone();
+        let swept = tokio::task::spawn_blocking(move || {
+            let mut report = gc::GcReport::default();
+            gc::sweep_uploads(&state.db, &state.storage, lifetime, &mut report).map(|()| report)
+        })
+        .await;
+        match swept {
+            Ok(Ok(report)) if report.expired_uploads + report.stray_upload_files > 0 => {
+                tracing::info!(
+                    expired = report.expired_uploads,
+                    stray_files = report.stray_upload_files,
+                    "swept expired upload sessions"
+                );
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "sweeping expired uploads failed"),
+            Err(e) => tracing::warn!(error = %e, "the upload sweep stopped"),
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -1,4 +1,4 @@
-//! Recording a signed deployment receipt, shared by `POST /api/v1/receipts` and
+//! Recording signed deployment receipts, shared by `POST /api/v1/receipts` and
 //! `stackpack-registry receipts import`.
 //!
 //! The signature must verify against the key the receipt carries. That key must be
@@ -6,91 +6,148 @@
 //! key pinned (trust on first use), and from then on a receipt signed by another key
 //! is refused until an admin registers it. Receipt ids are unique: the same receipt
 //! again is accepted and changes nothing; another receipt under a used id is refused.
+//!
+//! Times are stored as UTC, and receipts are ordered by the parsed finish time, so
+//! `+05:00` offsets, fractions and a lowercase `t`/`z` compare as the times they are.
 
+use rusqlite::Transaction;
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::Deployment;
 use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
 
-/// Checks and stores `signed`. True when it was new.
-pub fn record(db: &Db, signed: &SignedReceipt) -> Result<bool> {
+/// A receipt whose signature and fields were checked, ready to store.
+pub struct Checked {
+    pub deployment: Deployment,
+    pub finished_ns: i64,
+    document: String,
+    public_key_b64: String,
+}
+
+fn bad(message: impl Into<String>) -> Error {
+    Error::new(Code::BadRequest, message)
+}
+
+/// Checks what needs no database: signature, names, id and times.
+pub fn check(signed: &SignedReceipt) -> Result<Checked> {
     let receipt = &signed.receipt;
-    let public_key = signed
-        .verify_integrity()
-        .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+    let public_key = signed.verify_integrity().map_err(|e| bad(e.to_string()))?;
     stackpack_schema::reference::validate_name(&receipt.customer)
-        .map_err(|e| Error::new(Code::BadRequest, format!("customer: {e}")))?;
-    if receipt.id.is_empty() || receipt.id.len() > 128 {
-        return Err(Error::new(
-            Code::BadRequest,
-            "the receipt id must be 1 to 128 characters",
+        .map_err(|e| bad(format!("customer: {e}")))?;
+    stackpack_schema::reference::validate_name(&receipt.stack)
+        .map_err(|e| bad(format!("stack: {e}")))?;
+    if receipt.id.is_empty() || receipt.id.len() > 128 || receipt.id.chars().any(char::is_control) {
+        return Err(bad(
+            "the receipt id must be 1 to 128 characters, none of them control characters",
         ));
     }
-    for (what, value) in [
-        ("startedAt", &receipt.started_at),
-        ("finishedAt", &receipt.finished_at),
-    ] {
-        time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339)
-            .map_err(|_| {
-                Error::new(
-                    Code::BadRequest,
-                    format!("`{what}` `{value}` is not an RFC 3339 time"),
-                )
-            })?;
-    }
+    let time = |what: &str, value: &str| {
+        db::utc_time(value)
+            .ok_or_else(|| bad(format!("`{what}` `{value}` is not an RFC 3339 time")))
+    };
+    let (started_at, _) = time("startedAt", &receipt.started_at)?;
+    let (finished_at, finished_ns) = time("finishedAt", &receipt.finished_at)?;
     let document = String::from_utf8(stackpack_schema::signature::canonical_json(signed))
         .expect("JSON is UTF-8");
-    let now = db::now_rfc3339();
-    let key_id = public_key.key_id();
-    let public_key_b64 = signed.public_key.clone();
-    db.write(|tx| {
-        if let Some(existing) = db::ledger::receipt_document(tx, &receipt.id)? {
-            return if existing == document {
-                Ok(false)
-            } else {
-                Err(Error::new(
-                    Code::Conflict,
-                    format!("another receipt with id `{}` is already stored", receipt.id),
-                ))
-            };
-        }
-        db::ledger::upsert_customer(tx, &receipt.customer, None, &now)?;
-        let keys = db::ledger::installation_keys(tx, &receipt.customer)?;
-        if keys.is_empty() {
-            db::ledger::add_installation_key(
-                tx,
-                &receipt.customer,
-                &key_id,
-                &public_key_b64,
-                &now,
-            )?;
-        } else if !keys.iter().any(|(_, k)| k == &public_key_b64) {
-            return Err(Error::new(
-                Code::Denied,
-                format!(
-                    "key `{key_id}` is not an installation key of customer `{}`",
-                    receipt.customer
-                ),
-            ));
-        }
-        db::ledger::insert_receipt(
-            tx,
-            &Deployment {
-                receipt_id: receipt.id.clone(),
-                customer: receipt.customer.clone(),
-                stack: receipt.stack.clone(),
-                version: receipt.version.to_string(),
-                digest: receipt.bundle_digest.to_string(),
-                kind: receipt.kind.as_str().to_string(),
-                outcome: receipt.outcome.as_str().to_string(),
-                started_at: receipt.started_at.clone(),
-                finished_at: receipt.finished_at.clone(),
-                key_id: key_id.clone(),
-                received_at: now.clone(),
-            },
-            &document,
-        )?;
-        Ok(true)
+    Ok(Checked {
+        deployment: Deployment {
+            receipt_id: receipt.id.clone(),
+            customer: receipt.customer.clone(),
+            stack: receipt.stack.clone(),
+            version: receipt.version.to_string(),
+            digest: receipt.bundle_digest.to_string(),
+            kind: receipt.kind.as_str().to_string(),
+            outcome: receipt.outcome.as_str().to_string(),
+            started_at,
+            finished_at,
+            key_id: public_key.key_id(),
+            received_at: String::new(),
+        },
+        finished_ns,
+        document,
+        public_key_b64: signed.public_key.clone(),
     })
+}
+
+/// Stores a checked receipt inside the caller's transaction. True when it was new.
+pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
+    let d = &checked.deployment;
+    if let Some(existing) = db::ledger::receipt_document(tx, &d.receipt_id)? {
+        return if existing == checked.document {
+            Ok(false)
+        } else {
+            Err(Error::new(
+                Code::Conflict,
+                format!(
+                    "another receipt with id `{}` is already stored",
+                    d.receipt_id
+                ),
+            ))
+        };
+    }
+    db::ledger::upsert_customer(tx, &d.customer, None, now)?;
+    let keys = db::ledger::installation_keys(tx, &d.customer)?;
+    if keys.is_empty() {
+        db::ledger::add_installation_key(tx, &d.customer, &d.key_id, &checked.public_key_b64, now)?;
+    } else if !keys.iter().any(|(_, k)| k == &checked.public_key_b64) {
+        return Err(Error::new(
+            Code::Denied,
+            format!(
+                "key `{}` is not an installation key of customer `{}`",
+                d.key_id, d.customer
+            ),
+        ));
+    }
+    let deployment = Deployment {
+        received_at: now.to_string(),
+        ..d.clone()
+    };
+    db::ledger::insert_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
+    Ok(true)
+}
+
+/// Checks and stores `signed`. True when it was new.
+pub fn record(db: &Db, signed: &SignedReceipt) -> Result<bool> {
+    let checked = check(signed)?;
+    let now = db::now_rfc3339();
+    db.write(|tx| store(tx, &checked, &now))
+}
+
+/// What became of one receipt of a batch.
+pub struct Outcome {
+    pub receipt_id: String,
+    /// `Ok(true)` new, `Ok(false)` already stored, `Err` refused.
+    pub result: Result<bool>,
+}
+
+/// Records every receipt or none: each is checked (and tried, in order, inside one
+/// transaction), and if any is refused the transaction is rolled back. Returns
+/// whether all were recorded, and what became of each.
+pub fn record_all(db: &Db, receipts: &[SignedReceipt]) -> Result<(bool, Vec<Outcome>)> {
+    let now = db::now_rfc3339();
+    let checked: Vec<Result<Checked>> = receipts.iter().map(check).collect();
+    let mut outcomes = Vec::with_capacity(receipts.len());
+    let committed = db.write(|tx| {
+        for (signed, checked) in receipts.iter().zip(&checked) {
+            let result = match checked {
+                Ok(checked) => store(tx, checked, &now),
+                Err(e) => Err(Error::new(e.code, e.message.clone())),
+            };
+            outcomes.push(Outcome {
+                receipt_id: signed.receipt.id.clone(),
+                result,
+            });
+        }
+        if outcomes.iter().any(|o| o.result.is_err()) {
+            // Rolls the whole batch back; the outcomes say why.
+            return Err(Error::new(Code::BadRequest, "a receipt was refused"));
+        }
+        Ok(())
+    });
+    match committed {
+        Ok(()) => Ok((true, outcomes)),
+        Err(_) if outcomes.iter().any(|o| o.result.is_err()) => Ok((false, outcomes)),
+        Err(e) => Err(e),
+    }
 }

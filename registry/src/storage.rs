@@ -49,6 +49,11 @@ impl Storage {
         self.root.join("blobs/sha256")
     }
 
+    /// Bytes free for us on the data folder's disk.
+    pub fn free_bytes(&self) -> std::io::Result<u64> {
+        fs2::available_space(&self.root)
+    }
+
     /// Syncs the upload file so its bytes are on disk before anything points at it.
     pub async fn sync(upload: &Path) -> std::io::Result<()> {
         let file = tokio::fs::OpenOptions::new()
@@ -60,8 +65,8 @@ impl Storage {
 
     /// Renames a synced upload file into place as `digest` (replacing an existing
     /// copy, which has the same bytes) and makes the rename durable. Called inside
-    /// the database transaction that records the blob, so that `gc`, which deletes
-    /// inside its own transaction, never races it.
+    /// the write transaction that records the blob: `gc` unlinks only while it holds
+    /// the write lock and finds no row, so it never removes a file being committed.
     pub fn promote(&self, upload: &Path, digest: &Digest) -> std::io::Result<()> {
         let target = self.blob_path(digest);
         let parent = target.parent().expect("blob paths have a parent");

@@ -54,21 +54,27 @@ pub fn referenced_in_repo(conn: &Connection, repo: &str, digest: &str) -> rusqli
     .exists(params![repo, digest])
 }
 
-/// Deletes blob rows (and their links) that no manifest references and that are older
-/// than `before`; returns their digests. Runs inside the caller's transaction.
-pub fn delete_unreferenced(conn: &Connection, before: i64) -> rusqlite::Result<Vec<String>> {
-    let digests: Vec<String> = conn
-        .prepare(
-            "SELECT digest FROM blobs b WHERE created <= ?1 AND NOT EXISTS (
-                 SELECT 1 FROM manifest_refs m WHERE m.child = b.digest AND m.kind = 'blob')",
-        )?
-        .query_map(params![before], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    for digest in &digests {
-        conn.execute("DELETE FROM repo_blobs WHERE digest = ?1", params![digest])?;
-        conn.execute("DELETE FROM blobs WHERE digest = ?1", params![digest])?;
+/// Up to `limit` blobs that no manifest references and that were recorded at or
+/// before `before`.
+pub fn unreferenced(conn: &Connection, before: i64, limit: usize) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached(
+        "SELECT digest FROM blobs b WHERE created <= ?1 AND NOT EXISTS (
+             SELECT 1 FROM manifest_refs m WHERE m.child = b.digest AND m.kind = 'blob')
+         LIMIT ?2",
+    )?
+    .query_map(params![before, limit as i64], |r| r.get(0))?
+    .collect()
+}
+
+/// Deletes the rows (and repository links) of `digests`.
+pub fn delete_rows(conn: &Connection, digests: &[String]) -> rusqlite::Result<()> {
+    let mut links = conn.prepare_cached("DELETE FROM repo_blobs WHERE digest = ?1")?;
+    let mut rows = conn.prepare_cached("DELETE FROM blobs WHERE digest = ?1")?;
+    for digest in digests {
+        links.execute(params![digest])?;
+        rows.execute(params![digest])?;
     }
-    Ok(digests)
+    Ok(())
 }
 
 /// Every blob digest recorded.

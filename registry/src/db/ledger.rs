@@ -151,11 +151,17 @@ pub fn receipt_document(conn: &Connection, id: &str) -> rusqlite::Result<Option<
         .optional()
 }
 
-pub fn insert_receipt(conn: &Connection, d: &Deployment, document: &str) -> rusqlite::Result<()> {
+/// Stores a receipt; `finished_ns` (UTC nanoseconds) is what receipts are ordered by.
+pub fn insert_receipt(
+    conn: &Connection,
+    d: &Deployment,
+    finished_ns: i64,
+    document: &str,
+) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
-             started_at, finished_at, key_id, document, received_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             started_at, finished_at, key_id, document, received_at, finished_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             d.receipt_id,
             d.customer,
@@ -168,7 +174,8 @@ pub fn insert_receipt(conn: &Connection, d: &Deployment, document: &str) -> rusq
             d.finished_at,
             d.key_id,
             document,
-            d.received_at
+            d.received_at,
+            finished_ns
         ],
     )?;
     Ok(())
@@ -202,7 +209,7 @@ pub fn deployments(
     conn.prepare_cached(&format!(
         "SELECT {DEPLOYMENT_COLUMNS} FROM receipts
          WHERE (?1 IS NULL OR customer = ?1) AND (?2 IS NULL OR stack = ?2)
-         ORDER BY finished_at DESC, id LIMIT ?3"
+         ORDER BY finished_ns DESC, id LIMIT ?3"
     ))?
     .query_map(params![customer, stack, limit as i64], deployment_row)?
     .collect()
@@ -214,7 +221,7 @@ pub fn current(conn: &Connection, customer: Option<&str>) -> rusqlite::Result<Ve
     conn.prepare_cached(&format!(
         "SELECT {DEPLOYMENT_COLUMNS} FROM (
              SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
-                                          ORDER BY finished_at DESC, received_at DESC, id) AS n
+                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
              FROM receipts
              WHERE kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes')
                AND (?1 IS NULL OR customer = ?1))
@@ -225,17 +232,22 @@ pub fn current(conn: &Connection, customer: Option<&str>) -> rusqlite::Result<Ve
 }
 
 /// For each customer and stack, the latest receipt that says something about drift:
-/// a drift check, or an apply or rollback that succeeded (which clears drift).
-pub fn latest_drift_evidence(conn: &Connection) -> rusqlite::Result<Vec<Deployment>> {
+/// a drift check, or an apply or rollback that succeeded (which clears drift). Only
+/// `customer`'s when one is given, so one customer's page does not scan the fleet.
+pub fn latest_drift_evidence(
+    conn: &Connection,
+    customer: Option<&str>,
+) -> rusqlite::Result<Vec<Deployment>> {
     conn.prepare_cached(&format!(
         "SELECT {DEPLOYMENT_COLUMNS} FROM (
              SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
-                                          ORDER BY finished_at DESC, received_at DESC, id) AS n
+                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
              FROM receipts
-             WHERE kind = 'drift'
+             WHERE (kind = 'drift'
                 OR (kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes')))
+               AND (?1 IS NULL OR customer = ?1))
          WHERE n = 1 ORDER BY customer, stack"
     ))?
-    .query_map([], deployment_row)?
+    .query_map(params![customer], deployment_row)?
     .collect()
 }

@@ -156,12 +156,24 @@ pub fn delete(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<b
     Ok(deleted > 0)
 }
 
-/// True when an index in `repo` lists `digest`.
-pub fn is_child_of_index(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<bool> {
+/// Tags on `digest` or on any index that lists it, directly or through other
+/// indexes: deleting `digest` would break what each of them points at.
+pub fn tags_depending_on(
+    conn: &Connection,
+    repo: &str,
+    digest: &str,
+) -> rusqlite::Result<Vec<String>> {
     conn.prepare_cached(
-        "SELECT 1 FROM manifest_refs WHERE repo = ?1 AND child = ?2 AND kind = 'manifest' LIMIT 1",
+        "WITH RECURSIVE parents(digest) AS (
+             SELECT ?2
+             UNION
+             SELECT r.manifest FROM manifest_refs r JOIN parents p ON r.child = p.digest
+             WHERE r.repo = ?1 AND r.kind = 'manifest')
+         SELECT t.tag FROM tags t JOIN parents p ON t.digest = p.digest WHERE t.repo = ?1
+         ORDER BY t.tag",
     )?
-    .exists(params![repo, digest])
+    .query_map(params![repo, digest], |r| r.get(0))?
+    .collect()
 }
 
 /// True when the repository has any manifest, tag or blob.

@@ -16,7 +16,10 @@ use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::Error;
 
-const SCHEMA: &str = r#"
+/// Version 1: the schema before versioning. Databases made then have `user_version` 0
+/// and exactly these tables; every statement says `IF NOT EXISTS`, so running it on
+/// one of them changes nothing.
+const V1: &str = r#"
 CREATE TABLE IF NOT EXISTS blobs (
     digest TEXT PRIMARY KEY,
     size INTEGER NOT NULL,
@@ -112,74 +115,214 @@ CREATE TABLE IF NOT EXISTS receipts (
 CREATE INDEX IF NOT EXISTS receipts_customer ON receipts(customer, stack, finished_at);
 "#;
 
-/// One writer, a few readers: SQLite in WAL mode lets readers run beside the writer.
+/// Version 2: receipts are ordered by their parsed finish time (`finished_ns`, UTC
+/// nanoseconds), not by comparing time strings; upload sessions know which token
+/// opened them, so each token's open sessions can be capped.
+const V2: &str = r#"
+ALTER TABLE receipts ADD COLUMN finished_ns INTEGER NOT NULL DEFAULT 0;
+DROP INDEX IF EXISTS receipts_customer;
+CREATE INDEX receipts_current ON receipts(customer, stack, finished_ns);
+ALTER TABLE uploads ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX uploads_owner ON uploads(owner, updated);
+CREATE INDEX uploads_updated ON uploads(updated);
+"#;
+
+/// The schema, one step per version: a database at `user_version` N has had the
+/// first N steps. Opening runs the missing ones in order, each in one transaction
+/// with its version bump, so a crash leaves a database at one version or the next.
+const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
+    |tx| tx.execute_batch(V1),
+    |tx| {
+        tx.execute_batch(V2)?;
+        normalise_receipt_times(tx)
+    },
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// Rewrites stored receipt times as UTC and fills `finished_ns` (migration to v2).
+fn normalise_receipt_times(tx: &Transaction) -> rusqlite::Result<()> {
+    let rows: Vec<(String, String, String)> = tx
+        .prepare("SELECT id, started_at, finished_at FROM receipts")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = tx.prepare(
+        "UPDATE receipts SET started_at = ?2, finished_at = ?3, finished_ns = ?4 WHERE id = ?1",
+    )?;
+    for (id, started, finished) in rows {
+        // Stored times were checked as RFC 3339 on the way in; one that still does not
+        // parse keeps its text and sorts first rather than stopping the upgrade.
+        let (started, _) = utc_time(&started).unwrap_or((started, 0));
+        let (finished, ns) = utc_time(&finished).unwrap_or((finished, 0));
+        update.execute(rusqlite::params![id, started, finished, ns])?;
+    }
+    Ok(())
+}
+
+/// An RFC 3339 time (any offset, `t`/`z` in either case, any fraction) as UTC text
+/// and as nanoseconds since the epoch, so that times compare as times.
+pub fn utc_time(value: &str) -> Option<(String, i64)> {
+    use time::format_description::well_known::Rfc3339;
+    let parsed = time::OffsetDateTime::parse(value, &Rfc3339).ok()?;
+    let utc = parsed.to_offset(time::UtcOffset::UTC);
+    let nanos = i64::try_from(utc.unix_timestamp_nanos()).ok()?;
+    Some((utc.format(&Rfc3339).ok()?, nanos))
+}
+
+/// Why a data folder's database cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("the database is at schema version {found}, newer than this build's {known}")]
+    Newer { found: u32, known: u32 },
+}
+
+/// One writer and two pools of readers: SQLite in WAL mode lets readers run beside
+/// the writer and never wait for it.
+///
+/// - [`Db::read`] is for quick, indexed lookups on the hot path (a manifest, a
+///   blob's size, a token). It runs inline: WAL readers take no lock a writer
+///   holds, and its pool is never held by a slow query.
+/// - [`Db::scan`] is for queries that may take a while (the ledger's fleet-wide
+///   answers, the catalog, gc's listings). Like [`Db::write`], it runs off the
+///   async workers, on a pool of its own.
 pub struct Db {
     writer: Mutex<Connection>,
-    readers: Vec<Mutex<Connection>>,
+    readers: Pool,
+    scanners: Pool,
+}
+
+/// A few reader connections, handed out round robin.
+struct Pool {
+    connections: Vec<Mutex<Connection>>,
     next: AtomicUsize,
 }
 
-fn connect(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
+impl Pool {
+    fn open(path: &Path, size: usize) -> rusqlite::Result<Pool> {
+        Ok(Pool {
+            connections: (0..size.max(1))
+                .map(|_| connect(path, false).map(Mutex::new))
+                .collect::<rusqlite::Result<_>>()?,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    fn run<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
+        let count = self.connections.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for offset in 0..count {
+            if let Ok(conn) = self.connections[(start + offset) % count].try_lock() {
+                return Ok(f(&conn)?);
+            }
+        }
+        let conn = self.connections[start % count]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(f(&conn)?)
+    }
+}
+
+fn connect(path: &Path, create: bool) -> rusqlite::Result<Connection> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    // NORMAL in WAL mode survives a crash of the process (the kernel has the pages);
-    // only a power loss may lose the last transactions, never corrupt the file.
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // FULL: a write is on disk (the WAL synced) before we answer 201; NORMAL could
+    // lose the last acknowledged pushes on a power loss.
+    conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
 
+/// Brings the database up to [`SCHEMA_VERSION`], one step per transaction.
+fn migrate(conn: &mut Connection) -> Result<(), OpenError> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(OpenError::Newer {
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        let Some(step) = MIGRATIONS.get(version as usize) else {
+            return Ok(());
+        };
+        step(&tx)?;
+        tx.pragma_update(None, "user_version", version + 1)?;
+        tx.commit()?;
+    }
+}
+
+/// Runs blocking database work without stalling the async worker it is called from:
+/// on the multi-threaded runtime the worker hands its other tasks to another thread
+/// first, so `/healthz` and pulls keep answering while a writer waits for SQLite's
+/// lock (held by `gc` in another process, say). Elsewhere it simply runs.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
 impl Db {
-    /// Opens (creating if needed) the database at `path`.
-    pub fn open(path: &Path, readers: usize) -> rusqlite::Result<Db> {
-        let writer = connect(path)?;
-        writer.execute_batch(SCHEMA)?;
-        let readers = (0..readers.max(1))
-            .map(|_| connect(path).map(Mutex::new))
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+    /// Opens the database at `path`, creating it if needed, and migrates it forward.
+    pub fn open(path: &Path, readers: usize) -> Result<Db, OpenError> {
+        Db::open_with(path, readers, true)
+    }
+
+    /// Opens an existing database (a missing file is an error) and migrates it forward.
+    pub fn open_existing(path: &Path, readers: usize) -> Result<Db, OpenError> {
+        Db::open_with(path, readers, false)
+    }
+
+    fn open_with(path: &Path, readers: usize, create: bool) -> Result<Db, OpenError> {
+        let mut writer = connect(path, create)?;
+        migrate(&mut writer)?;
         Ok(Db {
             writer: Mutex::new(writer),
-            readers,
-            next: AtomicUsize::new(0),
+            readers: Pool::open(path, readers)?,
+            scanners: Pool::open(path, 2)?,
         })
     }
 
-    /// Runs `f` on a reader connection.
+    /// Runs a quick, indexed lookup `f` on a reader connection, inline.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        for offset in 0..self.readers.len() {
-            if let Ok(conn) = self.readers[(start + offset) % self.readers.len()].try_lock() {
-                return Ok(f(&conn)?);
-            }
-        }
-        let conn = self.readers[start % self.readers.len()]
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        Ok(f(&conn)?)
+        self.readers.run(f)
+    }
+
+    /// Runs a query `f` that may take a while, off the async workers.
+    pub fn scan<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
+        blocking(|| self.scanners.run(f))
     }
 
     /// Runs `f` in one immediate write transaction: all of it or none of it.
     pub fn write<T>(&self, f: impl FnOnce(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
-        let mut conn = self
-            .writer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = f(&tx)?;
-        tx.commit()?;
-        Ok(value)
+        blocking(|| {
+            let mut conn = self
+                .writer
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })
     }
 
     /// `PRAGMA integrity_check`: `ok` when the file is sound.
     pub fn integrity_check(&self) -> Result<String, Error> {
-        self.read(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
+        self.scan(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
     }
 }
 

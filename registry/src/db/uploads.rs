@@ -8,11 +8,18 @@ pub struct Upload {
     pub updated: i64,
 }
 
-pub fn create(conn: &Connection, id: &str, repo: &str, now: i64) -> rusqlite::Result<()> {
+/// Opens a session of `repo` for `owner` (the token id, or `anonymous`).
+pub fn create(
+    conn: &Connection,
+    id: &str,
+    repo: &str,
+    owner: &str,
+    now: i64,
+) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT INTO uploads (id, repo, created, updated) VALUES (?1, ?2, ?3, ?3)",
+        "INSERT INTO uploads (id, repo, owner, created, updated) VALUES (?1, ?2, ?3, ?4, ?4)",
     )?
-    .execute(params![id, repo, now])?;
+    .execute(params![id, repo, owner, now])?;
     Ok(())
 }
 
@@ -40,14 +47,17 @@ pub fn delete(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
         > 0)
 }
 
-/// Deletes sessions last touched before `before`; returns their ids.
-pub fn delete_expired(conn: &Connection, before: i64) -> rusqlite::Result<Vec<String>> {
-    let ids: Vec<String> = conn
-        .prepare("SELECT id FROM uploads WHERE updated <= ?1")?
-        .query_map(params![before], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    conn.execute("DELETE FROM uploads WHERE updated <= ?1", params![before])?;
-    Ok(ids)
+/// Up to `limit` sessions last touched at or before `before`.
+pub fn expired(conn: &Connection, before: i64, limit: usize) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached("SELECT id FROM uploads WHERE updated <= ?1 LIMIT ?2")?
+        .query_map(params![before, limit as i64], |r| r.get(0))?
+        .collect()
+}
+
+/// How many sessions `owner` has open that were touched after `after`.
+pub fn open_by_owner(conn: &Connection, owner: &str, after: i64) -> rusqlite::Result<u64> {
+    conn.prepare_cached("SELECT COUNT(*) FROM uploads WHERE owner = ?1 AND updated > ?2")?
+        .query_row(params![owner, after], |r| r.get(0))
 }
 
 pub fn all_ids(conn: &Connection) -> rusqlite::Result<std::collections::HashSet<String>> {

@@ -85,6 +85,19 @@ impl Server {
         server
     }
 
+    /// Starts the binary on an existing data folder (one made by an older build, say).
+    pub fn start_on(data: PathBuf) -> Server {
+        let mut server = Server {
+            data,
+            port: 0,
+            args: Vec::new(),
+            child: None,
+            _dir: None,
+        };
+        server.spawn();
+        server
+    }
+
     /// Starts the binary on the data folder, on a fresh port, and waits for `/healthz`.
     pub fn spawn(&mut self) {
         let port = free_port();

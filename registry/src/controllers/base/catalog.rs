@@ -20,7 +20,7 @@ pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: U
         let last = ctx.query("last");
         let mut repos = state
             .db
-            .read(|c| db::manifests::list_repositories(c, last, n.map(|n| n + 1)))?;
+            .scan(|c| db::manifests::list_repositories(c, last, n.map(|n| n + 1)))?;
         let mut more = false;
         if let Some(n) = n {
             if repos.len() as u64 > n {

@@ -38,7 +38,7 @@ pub struct CustomerDetail {
 pub async fn list(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
     reply((|| {
         context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
-        state.db.read(db::ledger::customers)
+        state.db.scan(db::ledger::customers)
     })())
 }
 
@@ -61,7 +61,7 @@ pub async fn create(
 ) -> Response {
     let result = async {
         context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
+        let body = read_limited(body, &state.config, "the request body").await?;
         let new: NewCustomer = serde_json::from_slice(&body).map_err(|e| {
             Error::new(Code::BadRequest, format!("the body is not a customer: {e}"))
         })?;
@@ -99,7 +99,7 @@ pub async fn show(
 ) -> Response {
     reply((|| {
         context(&state, &headers, &uri)?.authorize(Action::CustomerRead(&id))?;
-        let Some(customer) = state.db.read(|c| db::ledger::customer(c, &id))? else {
+        let Some(customer) = state.db.scan(|c| db::ledger::customer(c, &id))? else {
             return Err(Error::new(
                 Code::NotFound,
                 format!("customer `{id}` is not known"),
@@ -107,7 +107,7 @@ pub async fn show(
         };
         let recent = state
             .db
-            .read(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
+            .scan(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
         Ok(CustomerDetail {
             customer,
             running: running(&state, Some(&id))?,
@@ -140,7 +140,7 @@ pub async fn add_key(
 ) -> Response {
     let result: crate::error::Result<InstallationKey> = async {
         context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
+        let body = read_limited(body, &state.config, "the request body").await?;
         let new: NewInstallationKey = serde_json::from_slice(&body)
             .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a key: {e}")))?;
         let key = stackpack_schema::signature::PublicKey::from_pem(&new.public_key_pem)

@@ -49,6 +49,6 @@ pub async fn handle(
         let stack = query.get("stack").map(String::as_str);
         state
             .db
-            .read(|c| db::ledger::deployments(c, customer, stack, limit))
+            .scan(|c| db::ledger::deployments(c, customer, stack, limit))
     })())
 }

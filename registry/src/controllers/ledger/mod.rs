@@ -50,11 +50,11 @@ pub fn latest_stable(releases: &[Release]) -> HashMap<String, Version> {
 
 /// What every customer (or one) runs, with behind / prerelease / drifted worked out.
 pub fn running(state: &AppState, customer: Option<&str>) -> Result<Vec<Running>> {
-    let (current, releases, evidence) = state.db.read(|c| {
+    let (current, releases, evidence) = state.db.scan(|c| {
         Ok((
             db::ledger::current(c, customer)?,
             db::ledger::releases(c, None)?,
-            db::ledger::latest_drift_evidence(c)?,
+            db::ledger::latest_drift_evidence(c, customer)?,
         ))
     })?;
     let latest = latest_stable(&releases);

@@ -7,8 +7,8 @@ use axum::response::{IntoResponse, Response};
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::ReceiptAccepted;
-use crate::auth::Action;
-use crate::controllers::{context, read_limited};
+use crate::auth::{Action, Role};
+use crate::controllers::{context, discard, read_limited};
 use crate::error::{Code, Error};
 use crate::state::SharedState;
 
@@ -36,9 +36,19 @@ pub async fn create(
     uri: Uri,
     body: Body,
 ) -> Response {
+    // Who is asking is settled before a byte of the body is read.
+    let ctx = match context(&state, &headers, &uri).and_then(|ctx| {
+        ctx.authorize_role(&[Role::Customer, Role::Admin], Action::Report(""))
+            .map(|()| ctx)
+    }) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            discard(body);
+            return e.into_response();
+        }
+    };
     let result: crate::error::Result<(bool, String)> = async {
-        let ctx = context(&state, &headers, &uri)?;
-        let body = read_limited(body, state.config.max_json_bytes, "the receipt").await?;
+        let body = read_limited(body, &state.config, "the receipt").await?;
         let signed = SignedReceipt::from_bytes(&body)
             .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
         ctx.authorize(Action::Report(&signed.receipt.customer))?;

@@ -11,10 +11,10 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 use crate::api::{NewRelease, Release};
-use crate::auth::Action;
+use crate::auth::{Action, Role};
 use crate::controllers::context;
 use crate::controllers::ledger::reply;
-use crate::controllers::read_limited;
+use crate::controllers::{discard, read_limited};
 use crate::db;
 use crate::error::{Code, Error};
 use crate::state::SharedState;
@@ -40,8 +40,25 @@ pub async fn handle(
     reply((|| {
         context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
         let stack = query.get("stack").map(String::as_str);
-        state.db.read(|c| db::ledger::releases(c, stack))
+        state.db.scan(|c| db::ledger::releases(c, stack))
     })())
+}
+
+/// The repository a release lives in, elsewhere perhaps (`123456789.dkr.ecr…/x`):
+/// not empty, not over 255 bytes, no spaces or control characters.
+fn check_repository(repository: &str) -> crate::error::Result<()> {
+    if repository.is_empty()
+        || repository.len() > 255
+        || repository
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(Error::new(
+            Code::BadRequest,
+            format!("`repository` `{repository}` must be 1 to 255 characters without spaces"),
+        ));
+    }
+    Ok(())
 }
 
 #[utoipa::path(
@@ -63,12 +80,32 @@ pub async fn create(
     uri: Uri,
     body: Body,
 ) -> Response {
+    // Who is asking is settled before a byte of the body is read.
+    let ctx = match context(&state, &headers, &uri).and_then(|ctx| {
+        ctx.authorize_role(&[Role::Publisher, Role::Admin], Action::Push(""))
+            .map(|()| ctx)
+    }) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            discard(body);
+            return e.into_response();
+        }
+    };
     let result: crate::error::Result<Release> = async {
-        let ctx = context(&state, &headers, &uri)?;
-        let body = read_limited(body, state.config.max_json_bytes, "the request body").await?;
+        let body = read_limited(body, &state.config, "the request body").await?;
         let new: NewRelease = serde_json::from_slice(&body)
             .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a release: {e}")))?;
+        check_repository(&new.repository)?;
         ctx.authorize(Action::Push(&new.repository))?;
+        let created = new
+            .created
+            .as_deref()
+            .map(|value| {
+                db::utc_time(value).map(|(utc, _)| utc).ok_or_else(|| {
+                    Error::new(Code::BadRequest, format!("`created` `{value}` is not an RFC 3339 time"))
+                })
+            })
+            .transpose()?;
         stackpack_schema::reference::validate_name(&new.stack)
             .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
         let version = semver::Version::parse(&new.version).map_err(|_| {
@@ -84,7 +121,7 @@ pub async fn create(
             repository: new.repository,
             digest,
             source: new.source,
-            created: new.created,
+            created,
             published_at: db::now_rfc3339(),
         };
         state.db.write(|tx| {

@@ -24,7 +24,7 @@ use crate::state::SharedState;
 pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
     reply((|| {
         context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
-        let releases = state.db.read(|c| db::ledger::releases(c, None))?;
+        let releases = state.db.scan(|c| db::ledger::releases(c, None))?;
         let mut by_stack: BTreeMap<String, Vec<Version>> = BTreeMap::new();
         for r in &releases {
             if let Ok(v) = Version::parse(&r.version) {

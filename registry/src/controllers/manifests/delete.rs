@@ -1,5 +1,7 @@
 //! `DELETE /v2/<name>/manifests/<reference>`: by digest removes the manifest and its
-//! tags; by tag removes the tag. Stable `X.Y.Z` tags stay unless an admin asks.
+//! tags; by tag removes the tag. Stable `X.Y.Z` tags stay unless an admin asks, and
+//! so does every manifest a stable tag needs: the one it points at, and each one an
+//! index under a stable tag lists (directly or through nested indexes).
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -37,11 +39,17 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str) -> Result<Response> {
             Reference::Digest(digest) => {
                 let digest = digest.to_string();
                 if !admin {
-                    if let Some(tag) = db::manifests::tags_of(tx, name, &digest)?
+                    if let Some(tag) = db::manifests::tags_depending_on(tx, name, &digest)?
                         .into_iter()
                         .find(|t| is_stable_version_tag(t))
                     {
-                        return Err(stable_denied(&tag));
+                        return Err(Error::new(
+                            Code::Denied,
+                            format!(
+                                "manifest `{digest}` is part of stable release `{tag}`, which is immutable; only an admin token may delete it"
+                            ),
+                        )
+                        .with_detail(serde_json::json!({ "tag": tag, "digest": digest })));
                     }
                 }
                 if !db::manifests::delete(tx, name, &digest)? {

@@ -1,6 +1,11 @@
 //! `GET`/`HEAD /v2/<name>/manifests/<reference>`.
+//!
+//! `Accept` is honoured as Distribution does: a manifest whose media type the
+//! request's `Accept` does not admit answers `404 MANIFEST_UNKNOWN` (we convert
+//! nothing, so no other form exists). Unlike Distribution 2.8, a request without
+//! `Accept`, or with `*/*` or `application/*`, admits every type, as HTTP says.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 
 use crate::auth::Action;
@@ -8,6 +13,41 @@ use crate::controllers::{empty, Ctx};
 use crate::db;
 use crate::error::{Code, Error, Result};
 use crate::names::Reference;
+
+/// Whether the `Accept` headers admit `media_type`: each media range, parameters
+/// aside, `q=0` meaning "not this one"; no range at all admits everything.
+pub fn accepts(headers: &HeaderMap, media_type: &str) -> bool {
+    let mut any = false;
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let range = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            if range.is_empty() {
+                continue;
+            }
+            any = true;
+            let refused = parts.any(|p| {
+                let p = p.trim().replace(' ', "");
+                p == "q=0" || p.starts_with("q=0.") && p[4..].bytes().all(|b| b == b'0')
+            });
+            if refused {
+                continue;
+            }
+            let matches = match range.split_once('/') {
+                Some(("*", "*")) => true,
+                Some((kind, "*")) => media_type
+                    .split_once('/')
+                    .is_some_and(|(k, _)| k.eq_ignore_ascii_case(kind)),
+                _ => range.eq_ignore_ascii_case(media_type),
+            };
+            if matches {
+                return true;
+            }
+        }
+    }
+    !any
+}
 
 pub async fn handle(ctx: Ctx, name: &str, reference: &str, head: bool) -> Result<Response> {
     ctx.authorize(Action::Pull(name))?;
@@ -23,6 +63,18 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str, head: bool) -> Result
         )
         .with_detail(serde_json::json!({ "reference": reference })));
     };
+    if !accepts(&ctx.headers, &manifest.media_type) {
+        return Err(Error::new(
+            Code::ManifestUnknown,
+            format!(
+                "manifest `{reference}` is a `{}`, which the request's `Accept` does not include",
+                manifest.media_type
+            ),
+        )
+        .with_detail(
+            serde_json::json!({ "reference": reference, "mediaType": manifest.media_type }),
+        ));
+    }
     let headers = [
         ("Content-Type", manifest.media_type.clone()),
         ("Content-Length", manifest.content.len().to_string()),
@@ -34,4 +86,35 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str, head: bool) -> Result
         *response.body_mut() = manifest.content.into();
     }
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::accepts;
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    const OCI: &str = "application/vnd.oci.image.manifest.v1+json";
+    const DOCKER: &str = "application/vnd.docker.distribution.manifest.v2+json";
+
+    fn with(values: &[&str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            headers.append(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn accept_admits_only_the_types_it_names() {
+        assert!(accepts(&with(&[]), OCI));
+        assert!(accepts(&with(&[OCI]), OCI));
+        assert!(!accepts(&with(&[DOCKER]), OCI));
+        assert!(!accepts(&with(&[OCI]), DOCKER));
+        assert!(accepts(&with(&[DOCKER, OCI]), OCI));
+        assert!(accepts(&with(&[&format!("{DOCKER}, {OCI};q=0.5")]), OCI));
+        assert!(!accepts(&with(&[&format!("{OCI};q=0")]), OCI));
+        assert!(accepts(&with(&["*/*"]), OCI));
+        assert!(accepts(&with(&["application/*"]), DOCKER));
+        assert!(!accepts(&with(&["text/*"]), DOCKER));
+    }
 }

@@ -10,7 +10,6 @@
 use axum::body::Body;
 use axum::http::{header, StatusCode};
 use axum::response::Response;
-use futures_util::StreamExt;
 use serde::Deserialize;
 use stackpack_schema::media_type;
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
@@ -125,8 +124,15 @@ async fn read_body(ctx: &Ctx, body: Body) -> Result<Vec<u8>> {
     }
     let mut bytes = Vec::new();
     let mut stream = body.into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| invalid(format!("the manifest was cut off: {e}")))?;
+    let idle = ctx.state.config.idle_timeout;
+    while let Some(chunk) = crate::controllers::body::next_chunk(
+        &mut stream,
+        idle,
+        Code::ManifestInvalid,
+        "the manifest",
+    )
+    .await?
+    {
         if bytes.len() as u64 + chunk.len() as u64 > limit {
             crate::controllers::drain(Body::from_stream(stream), crate::controllers::DRAIN_CAP)
                 .await;
@@ -193,6 +199,71 @@ async fn read_release(
     })
 }
 
+/// Every blob the manifest needs is in the repository with the size it says, and
+/// every manifest an index lists is stored.
+fn check_references(
+    tx: &rusqlite::Transaction,
+    name: &str,
+    blobs: &[Descriptor],
+    manifests: &[String],
+) -> Result<()> {
+    for blob in blobs {
+        let key = blob.digest.to_string();
+        match db::blobs::size_in_repo(tx, name, &key)? {
+            None => {
+                return Err(Error::new(
+                    Code::ManifestBlobUnknown,
+                    format!("blob `{key}` is not in repository `{name}`; push it first"),
+                )
+                .with_detail(serde_json::json!({ "digest": key })))
+            }
+            Some(size) if size != blob.size => {
+                return Err(invalid(format!(
+                    "blob `{key}` has {size} bytes, but the manifest says {}",
+                    blob.size
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    for child in manifests {
+        if !db::manifests::exists(tx, name, child)? {
+            return Err(Error::new(
+                Code::ManifestBlobUnknown,
+                format!("manifest `{child}` is not in repository `{name}`; push it first"),
+            )
+            .with_detail(serde_json::json!({ "digest": child })));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses to move an immutable tag (stable `X.Y.Z` always; others by policy) to
+/// another digest.
+fn check_tag_move(
+    ctx: &Ctx,
+    tx: &rusqlite::Transaction,
+    name: &str,
+    tag: &str,
+    key: &str,
+) -> Result<()> {
+    let policy = if is_stable_version_tag(tag) {
+        TagPolicy::Immutable
+    } else if is_prerelease_version_tag(tag) {
+        ctx.state.config.prerelease_tags
+    } else {
+        ctx.state.config.other_tags
+    };
+    match db::manifests::tag_digest(tx, name, tag)? {
+        Some(current) if current != key && policy == TagPolicy::Immutable => Err(Error::new(
+            Code::Denied,
+            format!("tag `{tag}` already points at `{current}` and is immutable"),
+        )
+        .with_detail(serde_json::json!({ "tag": tag, "digest": current }))),
+        _ => Ok(()),
+    }
+}
+
 pub async fn handle(
     ctx: Ctx,
     name: &str,
@@ -219,15 +290,6 @@ pub async fn handle(
         _ => None,
     };
     let key = digest.to_string();
-    let policy = |tag: &str| {
-        if is_stable_version_tag(tag) {
-            TagPolicy::Immutable
-        } else if is_prerelease_version_tag(tag) {
-            ctx.state.config.prerelease_tags
-        } else {
-            ctx.state.config.other_tags
-        }
-    };
     let blob_keys: Vec<String> = checked.blobs.iter().map(|d| d.digest.to_string()).collect();
     let manifest_keys: Vec<String> = checked
         .manifests
@@ -236,44 +298,9 @@ pub async fn handle(
         .collect();
     let subject = checked.subject.as_ref().map(|s| s.digest.to_string());
     ctx.state.db.write(|tx| {
-        for blob in &checked.blobs {
-            let key = blob.digest.to_string();
-            match db::blobs::size_in_repo(tx, name, &key)? {
-                None => {
-                    return Err(Error::new(
-                        Code::ManifestBlobUnknown,
-                        format!("blob `{key}` is not in repository `{name}`; push it first"),
-                    )
-                    .with_detail(serde_json::json!({ "digest": key })))
-                }
-                Some(size) if size != blob.size => {
-                    return Err(invalid(format!(
-                        "blob `{key}` has {size} bytes, but the manifest says {}",
-                        blob.size
-                    )))
-                }
-                Some(_) => {}
-            }
-        }
-        for child in &manifest_keys {
-            if !db::manifests::exists(tx, name, child)? {
-                return Err(Error::new(
-                    Code::ManifestBlobUnknown,
-                    format!("manifest `{child}` is not in repository `{name}`; push it first"),
-                )
-                .with_detail(serde_json::json!({ "digest": child })));
-            }
-        }
+        check_references(tx, name, &checked.blobs, &manifest_keys)?;
         if let Reference::Tag(tag) = &reference {
-            if let Some(current) = db::manifests::tag_digest(tx, name, tag)? {
-                if current != key && policy(tag) == TagPolicy::Immutable {
-                    return Err(Error::new(
-                        Code::Denied,
-                        format!("tag `{tag}` already points at `{current}` and is immutable"),
-                    )
-                    .with_detail(serde_json::json!({ "tag": tag, "digest": current })));
-                }
-            }
+            check_tag_move(&ctx, tx, name, tag, &key)?;
         }
         let now = db::now_unix();
         db::manifests::insert(

@@ -6,7 +6,9 @@ use axum::http::{header, StatusCode};
 use axum::response::Response;
 
 use crate::auth::Action;
-use crate::controllers::uploads::{append_body, check_session, file_size, progress_headers};
+use crate::controllers::uploads::{
+    append_body, check_session, ensure_room_for_body, file_size, progress_headers,
+};
 use crate::controllers::{empty, Ctx};
 use crate::db;
 use crate::error::{Code, Error, Result};
@@ -23,6 +25,7 @@ fn parse_content_range(value: &str) -> Option<(u64, u64)> {
 pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> Result<Response> {
     ctx.authorize(Action::Push(name))?;
     check_session(&ctx, name, id)?;
+    ensure_room_for_body(&ctx)?;
     let lock = ctx.state.upload_lock(id);
     let mut progress = lock.lock().await;
     let path = ctx.state.storage.upload_path(id);

@@ -6,13 +6,16 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use crate::auth::Action;
-use crate::controllers::uploads::{append_body, check_session, commit, digest_param};
+use crate::controllers::uploads::{
+    append_body, check_session, commit, digest_param, ensure_room_for_body,
+};
 use crate::controllers::{empty, Ctx};
 use crate::error::{Code, Error, Result};
 
 pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> Result<Response> {
     ctx.authorize(Action::Push(name))?;
     check_session(&ctx, name, id)?;
+    ensure_room_for_body(&ctx)?;
     let Some(digest) = digest_param(&ctx)? else {
         return Err(Error::new(
             Code::DigestInvalid,

@@ -47,6 +47,67 @@ pub fn check_session(ctx: &Ctx, name: &str, id: &str) -> Result<()> {
     }
 }
 
+/// Who owns a session: the token id, or `anonymous`.
+pub fn owner(ctx: &Ctx) -> String {
+    match &ctx.principal {
+        crate::auth::Principal::Token { id, .. } => id.clone(),
+        crate::auth::Principal::Anonymous => "anonymous".to_string(),
+    }
+}
+
+/// Records a new session of `name` for `owner`, unless the owner already holds its
+/// share of open sessions (so one token cannot open sessions without end). Counted
+/// and recorded in one write transaction, so racing requests cannot overshoot.
+pub fn open_session(ctx: &Ctx, name: &str, owner: &str, id: &str) -> Result<()> {
+    let cap = ctx.state.config.max_sessions_per_token;
+    let now = db::now_unix();
+    let live_after = now - ctx.state.config.upload_lifetime.as_secs() as i64;
+    ctx.state.db.write(|tx| {
+        let open = db::uploads::open_by_owner(tx, owner, live_after)?;
+        if open >= cap {
+            return Err(Error::new(
+                Code::TooManyRequests,
+                format!(
+                    "token `{owner}` already has {open} upload sessions open, the most allowed; finish or cancel one, or wait for them to expire"
+                ),
+            ));
+        }
+        Ok(db::uploads::create(tx, id, name, owner, now)?)
+    })
+}
+
+/// Refuses a write whose `Content-Length` would cross the disk floor.
+pub fn ensure_room_for_body(ctx: &Ctx) -> Result<()> {
+    let declared = ctx
+        .header(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    ensure_room(&ctx.state, declared)
+}
+
+/// Refuses a write of `incoming` more bytes when it would leave less than the
+/// configured floor free on the data folder's disk: better a clear refusal now than
+/// a full disk that also stops the database.
+pub fn ensure_room(state: &AppState, incoming: u64) -> Result<()> {
+    let floor = state.config.min_free_bytes;
+    if floor == 0 {
+        return Ok(());
+    }
+    let free = state.storage.free_bytes()?;
+    if free < floor.saturating_add(incoming) {
+        return Err(Error::new(
+            Code::InsufficientStorage,
+            format!(
+                "the registry's disk has {free} bytes free and keeps at least {floor} free; this write is refused until space is freed (`stackpack-registry gc`)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// How often a streaming upload checks the disk floor again.
+const ROOM_CHECK_EVERY: u64 = 64 * 1024 * 1024;
+
 /// The headers every upload-progress answer carries.
 pub fn progress_headers(name: &str, id: &str, size: u64) -> Vec<(&'static str, String)> {
     vec![
@@ -74,6 +135,7 @@ pub async fn append_body(
     progress: &mut UploadProgress,
 ) -> Result<u64> {
     let mut size = file_size(path).await?;
+    ensure_room(state, 0)?;
     if progress.hasher.as_ref().is_some_and(|h| h.len() != size) {
         progress.hasher = None;
     }
@@ -88,8 +150,23 @@ pub async fn append_body(
     let mut writer = tokio::io::BufWriter::with_capacity(1024 * 1024, file);
     let mut stream = body.into_data_stream();
     let limit = state.config.max_blob_bytes;
+    // One request may not outlive a session (a body trickled past the lifetime would
+    // otherwise keep a session alive for ever), nor stall longer than the idle timeout.
+    let deadline = tokio::time::Instant::now() + state.config.upload_lifetime;
+    let idle = state.config.idle_timeout;
+    let mut since_room_check = 0u64;
     let result: Result<()> = async {
-        while let Some(chunk) = stream.next().await {
+        loop {
+            let wait_until = deadline.min(tokio::time::Instant::now() + idle);
+            let Ok(next) = tokio::time::timeout_at(wait_until, stream.next()).await else {
+                return Err(Error::new(
+                    Code::BlobUploadInvalid,
+                    "the upload was too slow: it stalled, or outlived its session; start again",
+                ));
+            };
+            let Some(chunk) = next else {
+                break;
+            };
             let chunk = chunk.map_err(|e| {
                 Error::new(
                     Code::BlobUploadInvalid,
@@ -104,6 +181,11 @@ pub async fn append_body(
                 ));
                 crate::controllers::drain(rest, crate::controllers::DRAIN_CAP).await;
                 return Err(Error::too_large("the blob", limit));
+            }
+            since_room_check += chunk.len() as u64;
+            if since_room_check >= ROOM_CHECK_EVERY {
+                since_room_check = 0;
+                ensure_room(state, ROOM_CHECK_EVERY)?;
             }
             writer.write_all(&chunk).await?;
             if let Some(hasher) = progress.hasher.as_mut() {

@@ -7,7 +7,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use crate::auth::Action;
-use crate::controllers::uploads::{commit, digest_param, new_id, progress_headers};
+use crate::controllers::uploads::{
+    commit, digest_param, ensure_room, ensure_room_for_body, new_id, open_session, owner,
+    progress_headers,
+};
 use crate::controllers::{empty, Ctx};
 use crate::db;
 use crate::error::Result;
@@ -47,6 +50,7 @@ pub async fn handle(ctx: Ctx, name: &str, body: &mut Option<Body>) -> Result<Res
             }
         }
     } else if let Some(digest) = digest_param(&ctx)? {
+        ensure_room_for_body(&ctx)?;
         let id = new_id();
         let path = ctx.state.storage.upload_path(&id);
         let mut progress = UploadProgress::default();
@@ -62,10 +66,13 @@ pub async fn handle(ctx: Ctx, name: &str, body: &mut Option<Body>) -> Result<Res
         result?;
         return Ok(created(name, &digest.to_string()));
     }
+    ensure_room(&ctx.state, 0)?;
     let id = new_id();
-    tokio::fs::write(ctx.state.storage.upload_path(&id), b"").await?;
-    ctx.state
-        .db
-        .write(|tx| Ok(db::uploads::create(tx, &id, name, db::now_unix())?))?;
+    let path = ctx.state.storage.upload_path(&id);
+    tokio::fs::write(&path, b"").await?;
+    if let Err(e) = open_session(&ctx, name, &owner(&ctx), &id) {
+        let _ = tokio::fs::remove_file(&path).await;
+        return Err(e);
+    }
     Ok(empty(StatusCode::ACCEPTED, &progress_headers(name, &id, 0)))
 }

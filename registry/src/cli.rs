@@ -1,0 +1,165 @@
+//! The command line's shape (clap types). What each command does lives in
+//! `commands/<verb>.rs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use stackpack_registry::auth::Role;
+use stackpack_registry::config::TagPolicy;
+
+/// An OCI registry with the release ledger: which version every customer runs.
+///
+/// Only `init` and `serve` create a registry; the other commands refuse a `--data`
+/// folder that holds none (a mistyped path, say).
+///
+/// Exit codes: 0 success; 1 the request was refused or failed (also: no registry in
+/// the `--data` folder); 2 the command was wrong (bad flags, missing file).
+#[derive(Parser)]
+#[command(name = "stackpack-registry", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Create a registry (its database and blob store) in a new `--data` folder.
+    Init(InitArgs),
+    /// Serve the OCI distribution API, the ledger API, `/healthz` and `/metrics`.
+    /// Creates the registry if `--data` holds none yet.
+    Serve(ServeArgs),
+    /// Manage API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Delete expired uploads and blobs that no manifest references.
+    Gc(GcArgs),
+    /// Work with deployment receipts.
+    #[command(subcommand)]
+    Receipts(ReceiptsCommand),
+    /// Show which version of which stack every customer runs (support's view).
+    Fleet(FleetArgs),
+}
+
+#[derive(Args)]
+pub struct InitArgs {
+    /// The data folder to create the registry in.
+    #[arg(long)]
+    pub data: PathBuf,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The data folder: `registry.db`, `blobs/`, `uploads/`. Created if new.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:5000")]
+    pub listen: String,
+    /// Let anyone pull without a token.
+    #[arg(long)]
+    pub anonymous_pull: bool,
+    /// Whether semver prerelease tags may move to another manifest.
+    #[arg(long, value_enum, default_value = "mutable")]
+    pub prerelease_tags: TagPolicy,
+    /// Whether other tags (`latest`, …) may move. Stable `X.Y.Z` tags never do.
+    #[arg(long, value_enum, default_value = "mutable")]
+    pub other_tags: TagPolicy,
+    /// Largest manifest accepted, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    pub max_manifest_bytes: u64,
+    /// Largest blob accepted, in bytes.
+    #[arg(long, default_value_t = 16 * 1024 * 1024 * 1024)]
+    pub max_blob_bytes: u64,
+    /// Seconds an upload session may sit untouched before it expires (and the longest
+    /// one upload request may take). Expired sessions are swept in the background.
+    #[arg(long, default_value_t = 3600)]
+    pub upload_lifetime_secs: u64,
+    /// Upload sessions one token may hold open at once.
+    #[arg(long, default_value_t = 256)]
+    pub max_upload_sessions_per_token: u64,
+    /// Refuse writes while the data folder's disk has less free space than this.
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    pub min_free_bytes: u64,
+    /// Seconds a connection may stay silent, or take to send a request's headers,
+    /// before it is closed.
+    #[arg(long, default_value_t = 60)]
+    pub idle_timeout_secs: u64,
+    /// The address clients use (for `WWW-Authenticate` realms), e.g. `https://registry.example`.
+    #[arg(long)]
+    pub public_url: Option<String>,
+}
+
+#[derive(Subcommand)]
+pub enum TokenCommand {
+    /// Create a token. It is printed once, on stdout; only its hash is stored.
+    Create(TokenCreateArgs),
+}
+
+#[derive(Args)]
+pub struct TokenCreateArgs {
+    #[arg(long, value_enum)]
+    pub role: Role,
+    /// The customer a `customer` token reports for.
+    #[arg(long)]
+    pub customer: Option<String>,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct GcArgs {
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Keep unreferenced blobs younger than this many seconds.
+    #[arg(long, default_value_t = 3600)]
+    pub grace_secs: u64,
+    /// Seconds after which an untouched upload session is expired.
+    #[arg(long, default_value_t = 3600)]
+    pub upload_lifetime_secs: u64,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum ReceiptsCommand {
+    /// Import signed receipts (carried out of an airgapped site): all of them, or none
+    /// if any is refused.
+    Import(ReceiptsImportArgs),
+}
+
+#[derive(Args)]
+pub struct ReceiptsImportArgs {
+    /// One signed receipt, a JSON array of them, or JSON Lines.
+    pub file: PathBuf,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct FleetArgs {
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Only customers behind the latest stable version.
+    #[arg(long)]
+    pub behind: bool,
+    /// Only customers running a prerelease.
+    #[arg(long)]
+    pub prerelease: bool,
+    /// Only customers whose last drift check found drift.
+    #[arg(long)]
+    pub drifted: bool,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}

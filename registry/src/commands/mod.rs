@@ -1,0 +1,57 @@
+//! One module per command; each is thin: read its arguments, call the library,
+//! print. Errors carry their exit code (see [`UsageError`] and [`Refused`]).
+
+pub mod fleet;
+pub mod gc;
+pub mod init;
+pub mod receipts;
+pub mod serve;
+pub mod token;
+
+use std::path::Path;
+
+use stackpack_registry::config::Config;
+use stackpack_registry::state::AppState;
+use stackpack_registry::OpenError;
+
+/// A usage mistake (exit 2) rather than a refusal (exit 1), with an optional hint.
+#[derive(Debug)]
+pub struct UsageError(pub String, pub Option<String>);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A refusal (exit 1) that knows what to do next.
+#[derive(Debug)]
+pub struct Refused(pub String, pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// Opens the registry in `data`, which must exist: only `init` and `serve` create
+/// one, so a mistyped `--data` is an error rather than a new, empty registry.
+pub fn open_existing(data: &Path) -> anyhow::Result<AppState> {
+    match stackpack_registry::open_existing(Config::new(data)) {
+        Ok(state) => Ok(state),
+        Err(e @ OpenError::Missing(_)) => Err(Refused(
+            e.to_string(),
+            format!(
+                "check `--data`; to start a new registry there, run `stackpack-registry init --data {}`",
+                data.display()
+            ),
+        )
+        .into()),
+        Err(e) => Err(anyhow::Error::new(e)
+            .context(format!("cannot open the registry in `{}`", data.display()))),
+    }
+}

@@ -1,0 +1,86 @@
+//! The request context: who is asking (credentials resolved), the challenge realm,
+//! headers and query, and the authorisation checks handlers make with them.
+
+use std::collections::HashMap;
+
+use axum::http::{header, HeaderMap, Uri};
+
+use crate::auth::{self, Action, Principal};
+use crate::error::{Code, Error, Result};
+use crate::state::SharedState;
+
+/// What a handler knows about its request besides the body.
+pub struct Ctx {
+    pub state: SharedState,
+    pub principal: Principal,
+    pub headers: HeaderMap,
+    pub query: HashMap<String, String>,
+    realm: String,
+}
+
+impl Ctx {
+    /// Checks that the caller may do `action`.
+    pub fn authorize(&self, action: Action<'_>) -> Result<()> {
+        auth::authorize(
+            &self.principal,
+            action,
+            self.state.config.anonymous_pull,
+            &self.realm,
+        )
+    }
+
+    /// Refuses, before any body is read, a caller whose role may never do `action`
+    /// whatever the body names: no token gets `401` at once, not a parse error.
+    pub fn authorize_role(&self, roles: &[auth::Role], action: Action<'_>) -> Result<()> {
+        match self.principal.role() {
+            Some(role) if roles.contains(&role) => Ok(()),
+            _ => auth::authorize(&self.principal, action, false, &self.realm).and(Err(Error::new(
+                Code::Denied,
+                "this token does not allow the request",
+            ))),
+        }
+    }
+
+    pub fn query(&self, key: &str) -> Option<&str> {
+        self.query.get(key).map(String::as_str)
+    }
+
+    pub fn header(&self, name: header::HeaderName) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+fn parse_query(uri: &Uri) -> HashMap<String, String> {
+    axum::extract::Query::<HashMap<String, String>>::try_from_uri(uri)
+        .map(|q| q.0)
+        .unwrap_or_default()
+}
+
+/// Builds the request context: credentials resolved, the challenge realm known.
+pub fn context(state: &SharedState, headers: &HeaderMap, uri: &Uri) -> Result<Ctx> {
+    let realm = match &state.config.public_url {
+        Some(url) => format!("{}/v2/token", url.trim_end_matches('/')),
+        None => {
+            let host = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("localhost");
+            format!("http://{host}/v2/token")
+        }
+    };
+    let principal = match auth::authenticate(&state.db, headers) {
+        Ok(principal) => principal,
+        Err(e) if e.code == Code::Unauthorized => {
+            return Err(auth::unauthorized(Action::Base, &realm)
+                .with_detail(serde_json::json!({"reason": "the presented token is not valid"})))
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(Ctx {
+        state: state.clone(),
+        principal,
+        headers: headers.clone(),
+        query: parse_query(uri),
+        realm,
+    })
+}
