@@ -78,7 +78,7 @@ commit() { git -c user.name=Acme -c user.email=ci@acme.example commit -qam "$1";
 step "the embedded registry on 127.0.0.1"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 registry_data=$demo/registry
-"$bin/stackpack-registry" init --data "$registry_data" > /dev/null 2>&1 || true
+"$bin/stackpack-registry" init --data "$registry_data" > /dev/null
 token() { "$bin/stackpack-registry" token create --data "$registry_data" --json "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'; }
 publisher_token=$(token --role publisher)
 globex_token=$(token --role customer --customer globex)

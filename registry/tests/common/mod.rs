@@ -2,11 +2,10 @@
 //! differential test, CNCF Distribution's `docker-registry`) on 127.0.0.1 in a
 //! temporary data folder, and speaks raw HTTP to it.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,13 +14,10 @@ use sha2::{Digest as _, Sha256};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_stackpack-registry");
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+// One policy for every suite: a missing tool skips here, fails where
+// `STACKPACK_REQUIRE_TOOLS` is set (CI).
+pub use stackpack_test_support::have;
+pub use stackpack_test_support::servers::{free_port, Distribution};
 
 pub fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
@@ -38,24 +34,6 @@ pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
             (state >> 24) as u8
         })
         .collect()
-}
-
-/// Whether an external tool is on PATH (tests that need it say so and skip if not,
-/// unless `STACKPACK_REQUIRE_TOOLS` is set, as CI sets it).
-pub fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found && std::env::var_os("STACKPACK_REQUIRE_TOOLS").is_some() {
-        panic!("`{tool}` is required but not on PATH");
-    }
-    if !found {
-        eprintln!("skipping: `{tool}` is not on PATH");
-    }
-    found
 }
 
 pub struct Server {
@@ -183,64 +161,6 @@ pub fn wait_ready(url: &str) {
 }
 
 /// CNCF Distribution (`docker-registry`), deletes enabled, no auth.
-pub struct Distribution {
-    pub port: u16,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Distribution {
-    pub fn start() -> Option<Distribution> {
-        let bin = ["docker-registry", "registry"]
-            .into_iter()
-            .find(|b| have_quiet(b))?;
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let config = dir.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n  cache:\n    blobdescriptor: inmemory\nhttp:\n  addr: 127.0.0.1:{port}\n",
-                dir.path().join("data").display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new(bin)
-            .arg("serve")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_ready(&format!("http://127.0.0.1:{port}/v2/"));
-        Some(Distribution {
-            port,
-            child,
-            _dir: dir,
-        })
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Distribution {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn have_quiet(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// An HTTP answer.
 #[derive(Debug)]
 pub struct Resp {

@@ -166,6 +166,14 @@ impl Drop for OurRegistry {
 }
 
 fn create_token(binary: &Path, data: &Path, role: &str) -> String {
+    // Only `init` (or `serve`) creates a registry: a mistyped `--data` never does.
+    let status = Command::new(binary)
+        .args(["init", "--data"])
+        .arg(data)
+        .stdout(Stdio::null())
+        .status()
+        .expect("stackpack-registry runs");
+    assert!(status.success(), "stackpack-registry init failed");
     let mut command = Command::new(binary);
     command.args(["token", "create", "--role", role, "--json", "--data"]);
     command.arg(data);
