@@ -703,3 +703,41 @@ fn receipts_import_cli_openapi_and_gc() {
         assert_eq!(sha256(&r.body), d["digest"].as_str().unwrap());
     }
 }
+
+#[test]
+fn a_destroyed_stack_no_longer_counts_as_running() {
+    let server = Server::start();
+    let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
+    let support = Client::new(server.url(), Some(server.token("support", None)));
+    let globex = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
+    let digest = push_bundle(&publisher, "data-plane", "1.4.0");
+    let mut runner = Runner {
+        key: PrivateKey::from_secret_bytes([4; 32]),
+        n: 0,
+    };
+    for kind in [ReceiptKind::Apply, ReceiptKind::Destroy] {
+        let receipt = runner.receipt(
+            "globex",
+            "data-plane",
+            "1.4.0",
+            &digest,
+            kind,
+            Outcome::Succeeded,
+        );
+        let posted = globex.req(
+            "POST",
+            "/api/v1/receipts",
+            &[("Content-Type", "application/json")],
+            Some(&receipt.to_bytes()),
+        );
+        assert_eq!(posted.status, 201, "{kind}");
+        let versions = support
+            .req("GET", "/api/v1/support/versions", &[], None)
+            .json();
+        let expected: Vec<String> = match kind {
+            ReceiptKind::Destroy => vec![],
+            _ => vec!["globex:data-plane@1.4.0".into()],
+        };
+        assert_eq!(names(&versions), expected, "after {kind}");
+    }
+}

@@ -216,16 +216,17 @@ pub fn deployments(
 }
 
 /// For each customer and stack, the last apply or rollback that left a version in
-/// place (`succeeded` or `no-changes`).
+/// place (`succeeded` or `no-changes`), unless a destroy came after it: a destroyed
+/// stack runs nothing.
 pub fn current(conn: &Connection, customer: Option<&str>) -> rusqlite::Result<Vec<Deployment>> {
     conn.prepare_cached(&format!(
         "SELECT {DEPLOYMENT_COLUMNS} FROM (
              SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
                                           ORDER BY finished_ns DESC, received_at DESC, id) AS n
              FROM receipts
-             WHERE kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes')
+             WHERE kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
                AND (?1 IS NULL OR customer = ?1))
-         WHERE n = 1 ORDER BY customer, stack"
+         WHERE n = 1 AND kind != 'destroy' ORDER BY customer, stack"
     ))?
     .query_map(params![customer], deployment_row)?
     .collect()
