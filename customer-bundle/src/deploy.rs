@@ -19,7 +19,7 @@ use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
 use super::error::{io, Error, Result};
 use super::home::Home;
 use super::inputs;
-use super::ledger::{Deployment, Ledger};
+use super::ledger::{Deployment, Ledger, StartedRun};
 use super::lock::StackLock;
 use super::receipts;
 use super::store;
@@ -97,7 +97,8 @@ struct Resolved {
 /// Runs one plan, apply, rollback, drift check or destroy.
 pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     let ledger = Ledger::open(&home.ledger_path())?;
-    let _lock = StackLock::acquire(&home.locks_dir(), &request.stack, request.wait, |who| {
+    warn_interrupted(&ledger, ui)?;
+    let lock = StackLock::acquire(&home.locks_dir(), &request.stack, request.wait, |who| {
         (ui.status)(&format!(
             "waiting for {who} to finish with stack `{}`…",
             request.stack
@@ -133,10 +134,14 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     let mut plan = PlanDetails::default();
     let mut work_kept = None;
     let result = execute(
-        home,
-        &bundle,
-        &text,
-        &request,
+        Context {
+            home,
+            bundle: &bundle,
+            inputs_text: &text,
+            request: &request,
+            ledger: &ledger,
+            lock_fd: lock.raw_fd(),
+        },
         ui,
         &mut receipt,
         &mut plan,
@@ -151,14 +156,17 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
         inputs_text: &text,
     };
     match result {
-        Ok(Step::Declined) => Err(Error::refused(format!(
-            "nothing was {}: the plan for `{stack}@{version}` was not confirmed",
-            match request.target {
-                Target::Destroy => "destroyed",
-                Target::Rollback { .. } => "rolled back",
-                _ => "applied",
-            }
-        ))),
+        Ok(Step::Declined) => Err({
+            ledger.finish_run(&receipt.id, stack)?;
+            Error::refused(format!(
+                "nothing was {}: the plan for `{stack}@{version}` was not confirmed",
+                match request.target {
+                    Target::Destroy => "destroyed",
+                    Target::Rollback { .. } => "rolled back",
+                    _ => "applied",
+                }
+            ))
+        }),
         Ok(Step::Done(outcome, outputs)) => {
             receipt.outcome = outcome;
             let signed = ending.record_success(receipt)?;
@@ -289,6 +297,8 @@ impl Ending<'_> {
     fn record_success(&self, receipt: Receipt) -> Result<SignedReceipt> {
         let signed = receipts::sign(receipt, self.key);
         self.ledger.add_receipt(&signed)?;
+        self.ledger
+            .finish_run(&signed.receipt.id, &signed.receipt.stack)?;
         let r = &signed.receipt;
         if r.kind.changes_deployment() {
             let saved = save_inputs(self.home, &r.id, &r.stack, self.inputs_text)?;
@@ -314,6 +324,8 @@ impl Ending<'_> {
         receipt.outcome = Outcome::Failed;
         let signed = receipts::sign(receipt, self.key);
         self.ledger.add_receipt(&signed)?;
+        self.ledger
+            .finish_run(&signed.receipt.id, &signed.receipt.stack)?;
         error.message = format!(
             "{} (recorded as `{}` receipt `{}`, outcome `failed`)",
             error.message, signed.receipt.kind, signed.receipt.id
@@ -354,18 +366,45 @@ pub fn findings_error(findings: &[inputs::Finding]) -> Option<Error> {
     Some(error)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What one run works with.
+struct Context<'a> {
+    home: &'a Home,
+    bundle: &'a VerifiedBundle,
+    inputs_text: &'a str,
+    request: &'a Request,
+    ledger: &'a Ledger,
+    lock_fd: std::os::fd::RawFd,
+}
+
+/// Says which earlier runs were interrupted (their process is gone and they never
+/// recorded an ending): the state of those stacks is unknown until someone plans.
+pub fn warn_interrupted(ledger: &Ledger, ui: &mut Ui) -> Result<()> {
+    for run in ledger.interrupted_runs()? {
+        (ui.status)(&format!(
+            "warning: `{}` of `{}@{}` started at {} was interrupted, state unknown — run `stackpack-runner plan`; its work folder `{}` is kept",
+            run.kind, run.stack, run.version, run.started_at, run.work
+        ));
+    }
+    Ok(())
+}
+
 fn execute(
-    home: &Home,
-    bundle: &VerifiedBundle,
-    inputs_text: &str,
-    request: &Request,
+    context: Context,
     ui: &mut Ui,
     receipt: &mut Receipt,
     plan: &mut PlanDetails,
     work_kept: &mut Option<PathBuf>,
 ) -> Result<Step> {
+    let Context {
+        home,
+        bundle,
+        inputs_text,
+        request,
+        ledger,
+        lock_fd,
+    } = context;
     let mut engine = Engine::locate(home, ui.verbose)?;
+    engine.inherit_fds.push(lock_fd);
     receipt.engine.version = engine.version.clone();
     engine.check_required_version(bundle.config.engine.version_constraint.as_deref())?;
     if let Some(wanted) = bundle.config.engine.name.as_deref() {
@@ -382,6 +421,15 @@ fn execute(
         .prefix(&format!("{}-{}-", receipt.stack, receipt.version))
         .tempdir_in(&work_root)
         .map_err(|e| io("create a work folder in", &work_root, e))?;
+    ledger.start_run(&StartedRun {
+        id: receipt.id.clone(),
+        stack: receipt.stack.clone(),
+        version: receipt.version.to_string(),
+        kind: receipt.kind.to_string(),
+        started_at: receipt.started_at.clone(),
+        pid: std::process::id(),
+        work: work.path().display().to_string(),
+    })?;
     let result = prepare_work(home, bundle, inputs_text, &mut engine, work.path(), ui).and_then(
         |(dir, init, providers)| {
             (ui.status)(&format!("{} init", engine.name));

@@ -27,6 +27,9 @@ pub struct Engine {
     /// The CLI configuration every run uses (`TF_CLI_CONFIG_FILE`): provider
     /// installation only from the bundle's own packages.
     pub cli_config: Option<PathBuf>,
+    /// Descriptors the engine inherits: the stack lock, so that it stays held for as
+    /// long as the engine runs, even if the runner is killed.
+    pub inherit_fds: Vec<std::os::fd::RawFd>,
     pub version: String,
     pub verbose: bool,
 }
@@ -80,6 +83,7 @@ impl Engine {
             name,
             path,
             cli_config: None,
+            inherit_fds: Vec::new(),
             version: String::new(),
             verbose,
         };
@@ -168,20 +172,30 @@ impl Engine {
     }
 
     /// Runs the engine with `args` in `dir`, streaming its output to stderr.
+    ///
+    /// The engine never outlives the runner: it gets SIGTERM when the runner dies
+    /// (the parent-death signal), runs in a process group of its own so that a
+    /// terminal's Ctrl-C reaches only the runner, which asks it once to stop, and
+    /// inherits the stack lock. A SIGINT or SIGTERM to the runner during the run is
+    /// passed on as one SIGINT, the engine is waited for, and the run fails as
+    /// interrupted.
     pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
-        let mut child = self
-            .command(dir)
+        let _signals = super::interrupt::Guard::install();
+        let mut command = self.command(dir);
+        command
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                Error::refused(format!(
-                    "cannot run engine `{}` at `{}`: {e}",
-                    self.name,
-                    self.path.display()
-                ))
-            })?;
+            .stderr(Stdio::piped());
+        self.tie_to_runner(&mut command);
+        let mut child = command.spawn().map_err(|e| {
+            Error::refused(format!(
+                "cannot run engine `{}` at `{}`: {e}",
+                self.name,
+                self.path.display()
+            ))
+        })?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let watcher = forward_interrupts(child.id(), stop.clone());
         let stderr = child.stderr.take().expect("piped");
         let verbose = self.verbose;
         let errors = std::thread::spawn(move || {
@@ -224,11 +238,39 @@ impl Engine {
         let status = child
             .wait()
             .map_err(|e| Error::refused(format!("engine `{}` failed: {e}", self.name)))?;
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = errors.join();
+        let _ = watcher.join();
+        if let Some(signal) = super::interrupt::received() {
+            return Err(Error::refused(format!(
+                "interrupted by {}: `{} {}` was asked to stop and has stopped; the state holds what it finished",
+                super::interrupt::name(signal),
+                self.name,
+                args.first().map(String::as_str).unwrap_or_default()
+            ))
+            .hint("run `stackpack-runner plan` to see where the stack stands"));
+        }
         Ok(RunOutput {
             code: status.code(),
             stdout,
         })
+    }
+
+    /// The parent-death signal, a process group of its own, and the inherited lock.
+    fn tie_to_runner(&self, command: &mut Command) {
+        use std::os::unix::process::CommandExt;
+        let inherit = self.inherit_fds.clone();
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                for fd in &inherit {
+                    libc::fcntl(*fd, libc::F_SETFD, 0);
+                }
+                Ok(())
+            });
+        }
     }
 
     /// Runs and requires exit code 0.
@@ -287,6 +329,29 @@ impl Engine {
         serde_json::from_str(output.stdout.trim())
             .map_err(|e| Error::refused(format!("cannot read `{} output -json`: {e}", self.name)))
     }
+}
+
+/// Passes one SIGINT on to the engine when the runner was interrupted, and keeps
+/// waiting: a second one would make the engine abandon what it has in flight.
+fn forward_interrupts(
+    pid: u32,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut forwarded = false;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            if !forwarded && super::interrupt::received().is_some() {
+                if let Ok(pid) = i32::try_from(pid) {
+                    // SAFETY: a signal to our own child.
+                    unsafe {
+                        libc::kill(pid, libc::SIGINT);
+                    }
+                }
+                forwarded = true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    })
 }
 
 /// A log line: `[LEVEL] …`, or `<timestamp> [LEVEL] …` as Terraform writes with `TF_LOG`.

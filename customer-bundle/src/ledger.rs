@@ -49,6 +49,19 @@ pub struct Deployment {
     pub applied_at: String,
 }
 
+/// A run the engine started: recorded before the engine runs, removed when its
+/// receipt is. One left behind by a process that is gone was interrupted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartedRun {
+    pub id: String,
+    pub stack: String,
+    pub version: String,
+    pub kind: String,
+    pub started_at: String,
+    pub pid: u32,
+    pub work: String,
+}
+
 /// A stored receipt with its report status.
 #[derive(Clone, Debug)]
 pub struct StoredReceipt {
@@ -67,6 +80,15 @@ CREATE TABLE IF NOT EXISTS receipts (
     finished_at TEXT NOT NULL,
     document TEXT NOT NULL,
     reported_at TEXT
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    stack TEXT NOT NULL,
+    version TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    work TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS deployments (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -108,6 +130,63 @@ impl Ledger {
             ],
         )?;
         Ok(())
+    }
+
+    pub fn start_run(&self, run: &StartedRun) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO runs (id, stack, version, kind, started_at, pid, work)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                run.id,
+                run.stack,
+                run.version,
+                run.kind,
+                run.started_at,
+                run.pid,
+                run.work
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Ends the run `id`, and forgets the interrupted runs of the same stack: a run
+    /// that recorded its ending has looked at the stack since.
+    pub fn finish_run(&self, id: &str, stack: &str) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM runs WHERE id = ?1", params![id])?;
+        for run in self.interrupted_runs()? {
+            if run.stack == stack {
+                self.conn
+                    .execute("DELETE FROM runs WHERE id = ?1", params![run.id])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs that started and never recorded an ending, whose process is gone.
+    pub fn interrupted_runs(&self) -> Result<Vec<StartedRun>> {
+        let mut statement = self.conn.prepare(
+            "SELECT id, stack, version, kind, started_at, pid, work FROM runs ORDER BY started_at",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok(StartedRun {
+                id: row.get(0)?,
+                stack: row.get(1)?,
+                version: row.get(2)?,
+                kind: row.get(3)?,
+                started_at: row.get(4)?,
+                pid: row.get(5)?,
+                work: row.get(6)?,
+            })
+        })?;
+        let mut gone = Vec::new();
+        for run in rows {
+            let run = run?;
+            if !process_alive(run.pid) {
+                gone.push(run);
+            }
+        }
+        Ok(gone)
     }
 
     pub fn add_deployment(&self, deployment: &Deployment) -> Result<()> {
@@ -304,6 +383,16 @@ impl Ledger {
         )?;
         Ok(())
     }
+}
+
+/// Whether a process with this id exists (another user's counts as existing).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let answer = unsafe { libc::kill(pid, 0) };
+    answer == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@
 //! - [`inputs`]: checking a customer's `.tfvars` against a bundle's interface.
 //! - [`ledger`]: the local SQLite record of every receipt and deployment.
 //! - [`receipts`]: the installation key and signed receipts.
-//! - [`lock`]: one runner at a time per stack.
+//! - [`lock`]: one runner at a time per stack, held until the engine has stopped.
+//! - [`interrupt`]: SIGINT/SIGTERM stop the engine gracefully and are recorded.
 //! - [`providers`]: the bundle's provider packages as the engine's only source.
 //! - [`pull`]: a bundle from a registry into the store, verified first.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
@@ -22,6 +23,7 @@ pub mod deploy;
 pub mod engine;
 pub mod home;
 pub mod inputs;
+pub mod interrupt;
 pub mod ledger;
 pub mod lock;
 pub mod providers;

@@ -1,7 +1,9 @@
 //! One runner at a time per stack: an exclusive file lock under `<home>/locks/`.
 //! The holder writes its process id into the file, so the second runner can say who
 //! holds it. The operating system releases the lock when the holder exits, even on a
-//! crash, so a stale lock cannot block the next run.
+//! crash, so a stale lock cannot block the next run. The engine inherits the lock's
+//! descriptor, so a runner killed mid-apply leaves the stack locked until its engine
+//! has stopped too.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -68,6 +70,15 @@ impl StackLock {
         let _ = write!(file, "{}", std::process::id());
         let _ = file.flush();
         Ok(StackLock { file })
+    }
+}
+
+impl StackLock {
+    /// The lock's file descriptor, for the engine to inherit: the lock is held until
+    /// the engine exits too, even when the runner itself is killed.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
     }
 }
 

@@ -64,7 +64,9 @@ pub struct PublishArgs {
     #[command(flatten)]
     pub registry: RegistryArgs,
     /// The private signing key [default: `[signing] key` in `stackpack.toml`].
-    #[arg(long, value_name = "FILE")]
+    // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
+    // that our own check refuses it without printing it, as clap's error would.
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub key: Option<PathBuf>,
     /// Do not publish modules as OpenTofu module packages (`NAMESPACE/modules/<module>`).
     #[arg(long)]
@@ -147,7 +149,9 @@ pub struct BuildArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
     /// The private signing key [default: `[signing] key` in `stackpack.toml`].
-    #[arg(long, value_name = "FILE")]
+    // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
+    // that our own check refuses it without printing it, as clap's error would.
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub key: Option<PathBuf>,
 }
 

@@ -112,19 +112,40 @@ impl RepoConfig {
         registry.split_once('/').map(|(_, namespace)| namespace)
     }
 
-    /// The signing key's path, from `[signing] key`.
-    pub fn signing_key_path(&self, root: &Path) -> Result<Option<PathBuf>> {
+    /// Where the signing key comes from, per `[signing] key`: a file, or `env:VAR`
+    /// holding either a path or the PEM itself (as CI secrets usually are).
+    pub fn signing_key_source(&self, root: &Path) -> Result<Option<KeySource>> {
         let Some(key) = &self.signing.key else {
             return Ok(None);
         };
-        if let Some(variable) = key.strip_prefix("env:") {
-            return match std::env::var_os(variable) {
-                Some(value) if !value.is_empty() => Ok(Some(PathBuf::from(value))),
-                _ => Ok(None),
-            };
+        let Some(variable) = key.strip_prefix("env:") else {
+            return Ok(Some(KeySource::File(root.join(key))));
+        };
+        match std::env::var(variable) {
+            Ok(value) if value.trim_start().starts_with("-----BEGIN") => Ok(Some(KeySource::Pem {
+                variable: variable.to_string(),
+                pem: value,
+            })),
+            Ok(value) if !value.is_empty() => Ok(Some(KeySource::File(PathBuf::from(value)))),
+            _ => Err(Error::usage(format!(
+                "`[signing] key` in `stackpack.toml` names `{key}`, and `{variable}` is not set"
+            ))
+            .at(root.join("stackpack.toml").display())
+            .hint(format!(
+                "set `{variable}` to the private key's path or to its PEM (make one with `stackpack keygen --out NAME`), or pass `--key FILE`"
+            ))),
         }
-        Ok(Some(root.join(key)))
     }
+}
+
+/// Where a signing key is read from. Its content is never printed.
+pub enum KeySource {
+    File(PathBuf),
+    /// The PEM, from the environment variable named.
+    Pem {
+        variable: String,
+        pem: String,
+    },
 }
 
 /// `stacks/<name>/stack.toml`.

@@ -69,15 +69,52 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
 
 /// Reads a private signing key.
 pub fn read_private_key(path: &Path) -> Result<PrivateKey> {
+    let shown = shown_path(path);
+    if looks_like_a_key(&path.to_string_lossy()) {
+        return Err(Error::usage(format!(
+            "the signing key path {shown}: a key's content was given where its path belongs"
+        ))
+        .hint("pass the key's file with `--key FILE`, or its PEM in the variable `[signing] key = \"env:VAR\"` names"));
+    }
     let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::usage(format!("cannot read signing key `{}`: {e}", path.display()))
+        Error::usage(format!("cannot read signing key {shown}: {e}"))
             .hint("pass the private key made by `stackpack keygen` with `--key FILE`")
     })?;
-    PrivateKey::from_pem(&text).map_err(|e| {
-        Error::usage(format!("signing key `{}` is unusable: {e}", path.display())).hint(
+    parse_private_key(&text, &format!("signing key {shown}"))
+}
+
+/// Reads a signing key from where `stackpack.toml` says, saying which was taken.
+pub fn read_key_source(source: &crate::config::KeySource) -> Result<PrivateKey> {
+    match source {
+        crate::config::KeySource::File(path) => read_private_key(path),
+        crate::config::KeySource::Pem { variable, pem } => {
+            parse_private_key(pem, &format!("the PEM signing key in `{variable}`"))
+        }
+    }
+}
+
+fn parse_private_key(text: &str, what: &str) -> Result<PrivateKey> {
+    PrivateKey::from_pem(text).map_err(|e| {
+        Error::usage(format!("{what} is unusable: {e}")).hint(
             "make one with `stackpack keygen --out NAME` or `openssl genpkey -algorithm ed25519`",
         )
     })
+}
+
+/// True for text that is a key rather than a path (a PEM block, or base64 too long
+/// for a file name): such text is never printed.
+fn looks_like_a_key(text: &str) -> bool {
+    text.contains("-----BEGIN") || text.contains('\n') || text.len() > 1024
+}
+
+/// A path in backticks, or a note that it is not shown when it looks like a key.
+fn shown_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if looks_like_a_key(&text) {
+        "(not shown: it looks like a key)".to_string()
+    } else {
+        format!("`{text}`")
+    }
 }
 
 /// Reads a public key.

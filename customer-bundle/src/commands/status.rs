@@ -26,9 +26,18 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
             .filter(|d| d.receipt.finished_at >= deployment.applied_at);
         stacks.push((deployment, since, newer, drift));
     }
+    let interrupted = ledger.interrupted_runs()?;
     if args.json {
         print_json(&json!({
             "customer": home.config.customer,
+            "interrupted": interrupted.iter().map(|run| json!({
+                "stack": run.stack,
+                "version": run.version,
+                "kind": run.kind,
+                "startedAt": run.started_at,
+                "workFolder": run.work,
+                "state": "unknown: run plan",
+            })).collect::<Vec<_>>(),
             "stacks": stacks.iter().map(|(d, since, newer, drift)| json!({
                 "stack": d.stack,
                 "version": d.version.to_string(),
@@ -44,6 +53,12 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
             })).collect::<Vec<_>>(),
         }));
         return Ok(0);
+    }
+    for run in &interrupted {
+        progress(&format!(
+            "interrupted, state unknown — run plan: `{}` of `{}@{}` started at {} (work folder `{}`)",
+            run.kind, run.stack, run.version, run.started_at, run.work
+        ));
     }
     if stacks.is_empty() {
         progress("nothing has been applied by this runner yet");

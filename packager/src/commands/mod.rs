@@ -32,14 +32,17 @@ pub fn signing_key(
     repo: &Repository,
     flag: Option<&std::path::Path>,
 ) -> anyhow::Result<stackpack_schema::signature::PrivateKey> {
-    let path = match flag {
-        Some(path) => path.to_path_buf(),
-        None => repo.config.signing_key_path(&repo.root)?.ok_or_else(|| {
-            stackpack_packager::Error::usage("no signing key: bundles are always signed")
-                .hint("pass `--key FILE` (make one with `stackpack keygen --out NAME`), or set `[signing] key` in `stackpack.toml`")
-        })?,
-    };
-    Ok(stackpack_packager::keys::read_private_key(&path)?)
+    if let Some(path) = flag {
+        return Ok(stackpack_packager::keys::read_private_key(path)?);
+    }
+    let source = repo.config.signing_key_source(&repo.root)?.ok_or_else(|| {
+        stackpack_packager::Error::usage("no signing key: bundles are always signed")
+            .hint("pass `--key FILE` (make one with `stackpack keygen --out NAME`), or set `[signing] key` in `stackpack.toml`")
+    })?;
+    if let stackpack_packager::config::KeySource::Pem { variable, .. } = &source {
+        crate::output::detail(&format!("signing with the PEM key held in `{variable}`"));
+    }
+    Ok(stackpack_packager::keys::read_key_source(&source)?)
 }
 
 /// Parses a registry address, explaining a bad one.
