@@ -134,7 +134,7 @@ groups = [g for c in clusters for g in eks.list_nodegroups(clusterName=c)["nodeg
 buckets = [b["Name"] for b in s3.list_buckets()["Buckets"]]
 print(f"in the account now: {len(vpcs)} VPC, {len(subnets)} subnets, clusters {clusters}, node groups {groups}, buckets {buckets}")
 PY
-globex report --registry "http://127.0.0.1:$port" --token "$globex_token"
+globex report --registry "$registry" --insecure --token "$globex_token"
 
 step "an upgrade that changes a resource in place: model weights kept 30 days, not 90"
 cat >> stacks/data-plane/variables.tf <<'TF'
@@ -163,7 +163,7 @@ ec2.create_tags(Resources=[vpc], Tags=[{"Key": "changed-by", "Value": "hand"}])
 print(f"tagged {vpc} changed-by=hand through the emulator's API")
 PY
 globex drift data-plane || echo "drift found (exit $?)"
-globex report --registry "http://127.0.0.1:$port" --token "$globex_token"
+globex report --registry "$registry" --insecure --token "$globex_token"
 
 step "rollback: the previous version's resources come back"
 globex rollback data-plane --yes
@@ -185,7 +185,7 @@ middle=$(seconds)
 globex apply "data-plane@$second" --inputs customers/globex/data-plane.tfvars --yes --allow-downgrade
 end=$(seconds)
 python3 -c "import sys; a,b,c = map(float, sys.argv[1:]); print(f'destroyed in {b-a:.1f} s, recreated in {c-b:.1f} s, {c-a:.1f} s in all')" "$start" "$middle" "$end"
-globex report --registry "http://127.0.0.1:$port" --token "$globex_token"
+globex report --registry "$registry" --insecure --token "$globex_token"
 
 step "initech (airgapped): export a tar; import, verify and apply with no network at all"
 STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" export --registry "$registry" --insecure "data-plane@$second" -o "$demo/initech-bundles.tar"

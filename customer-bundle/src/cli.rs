@@ -228,9 +228,13 @@ pub struct DriftArgs {
 #[derive(Args, Debug)]
 #[command(after_help = EXIT_CODES)]
 pub struct ReportArgs {
-    /// The registry's address, such as `https://registry.acme.example`.
-    #[arg(long, value_name = "URL")]
+    /// The registry: `HOST[:PORT]` (or `HOST[:PORT]/NAMESPACE`, as `pull` takes it),
+    /// or a URL such as `https://registry.acme.example`.
+    #[arg(long, value_name = "ADDRESS")]
     pub registry: String,
+    /// Plain HTTP, for a registry on this machine (loopback) only.
+    #[arg(long)]
+    pub insecure: bool,
     /// A `customer` token for this customer.
     #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
     pub token: String,

@@ -63,6 +63,7 @@ pub fn pull(
     progress: Option<Progress>,
 ) -> Result<Vec<Imported>> {
     let remote = Remote::new(&bundle.host, insecure).map_err(remote_error)?;
+    remote.probe().map_err(remote_error)?;
     let (_staging_dir, staged) = staging(home)?;
     pull_bundle(
         &remote,

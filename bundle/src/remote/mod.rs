@@ -64,6 +64,10 @@ pub enum RemoteError {
     },
     #[error("registry `{host}` failed: {detail}")]
     Server { host: String, detail: String },
+    #[error("`{host}` speaks plain HTTP, and HTTPS was asked for")]
+    PlainHttp { host: String },
+    #[error("`{host}` is not an OCI registry: `GET /v2/` answered {detail}")]
+    NotARegistry { host: String, detail: String },
     #[error("`{what}` from registry `{host}` does not match its digest: expected `{expected}`, got `{actual}`")]
     DigestMismatch {
         host: String,
@@ -94,6 +98,8 @@ impl RemoteError {
             RemoteError::Denied { .. } => "ask the registry's administrator for push or pull rights on that repository",
             RemoteError::Server { .. } => "the registry failed; run the same command again: nothing is duplicated",
             RemoteError::DigestMismatch { .. } => "the registry or the network altered the content; do not use it",
+            RemoteError::PlainHttp { .. } => "add `--insecure` for a registry on this machine (loopback only); a remote registry must speak HTTPS",
+            RemoteError::NotARegistry { .. } => "check the host and port: they should point at the registry's API (`/v2/`), not a web page or another service",
             _ => return None,
         })
     }
@@ -144,6 +150,26 @@ impl RegistryAddress {
     pub fn module_repository(&self, module: &str) -> String {
         format!("{}/modules/{module}", self.namespace)
     }
+}
+
+/// reqwest's message and every cause under it.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// What rustls says when the peer answers a TLS hello in plain HTTP.
+fn looks_like_plain_http(chain: &str) -> bool {
+    chain.contains("InvalidContentType")
+        || chain.contains("corrupt message")
+        || chain.contains("invalid HTTP version")
+        || chain.contains("wrong version number")
 }
 
 /// True for `localhost`, `127.x.x.x` and `[::1]`, with or without a port.
@@ -361,6 +387,46 @@ impl Remote {
             .block_on(self.client.auth(&reference, &self.auth, operation))
             .map(|_| ())
             .map_err(|e| self.map_error(repository, e))
+    }
+
+    /// Asks `GET /v2/` before any work: a port that is not an OCI registry, or a plain
+    /// HTTP server asked for over HTTPS, is named now rather than after a build.
+    pub fn probe(&self) -> Result<(), RemoteError> {
+        let scheme = if self.is_http() { "http" } else { "https" };
+        let url = format!("{scheme}://{}/v2/", self.host);
+        let answer = self.runtime.block_on(async {
+            let http = reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .timeout(std::time::Duration::from_secs(30))
+                .build()?;
+            let response = http.get(&url).send().await?;
+            let status = response.status().as_u16();
+            let is_registry = response
+                .headers()
+                .contains_key("docker-distribution-api-version")
+                || response.headers().contains_key("www-authenticate")
+                || status == 200;
+            Ok::<_, reqwest::Error>((status, is_registry))
+        });
+        match answer {
+            Ok((200 | 401, true)) => Ok(()),
+            Ok((status, _)) => Err(RemoteError::NotARegistry {
+                host: self.host.clone(),
+                detail: format!("HTTP {status}"),
+            }),
+            Err(error) => {
+                let chain = error_chain(&error);
+                if !self.is_http() && looks_like_plain_http(&chain) {
+                    return Err(RemoteError::PlainHttp {
+                        host: self.host.clone(),
+                    });
+                }
+                Err(RemoteError::Unreachable {
+                    host: self.host.clone(),
+                    detail: chain,
+                })
+            }
+        }
     }
 
     /// Every tag of `repository`, following pages (`n`/`last`). A repository that does

@@ -14,7 +14,7 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<u8> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
     let pending = ledger.receipts(true)?;
-    let base = args.registry.trim_end_matches('/');
+    let base = registry_base(&args.registry, args.insecure);
     let url = format!("{base}/api/v1/receipts");
     let mut sent = Vec::new();
     for stored in &pending {
@@ -163,4 +163,37 @@ fn refusal_detail(body: &str) -> String {
                 .map(str::to_string)
         })
         .unwrap_or_else(|| body.chars().take(200).collect())
+}
+
+/// The registry's base URL from the one address syntax every command takes
+/// (`HOST[:PORT][/NAMESPACE]`, `--insecure` for plain HTTP), or from a URL.
+fn registry_base(registry: &str, insecure: bool) -> String {
+    let registry = registry.trim_end_matches('/');
+    if registry.starts_with("http://") || registry.starts_with("https://") {
+        return registry.to_string();
+    }
+    let host = registry.split('/').next().unwrap_or(registry);
+    let scheme = if insecure { "http" } else { "https" };
+    format!("{scheme}://{host}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::registry_base;
+
+    #[test]
+    fn report_takes_the_address_pull_takes_or_a_url() {
+        assert_eq!(
+            registry_base("registry.acme.example/acme", false),
+            "https://registry.acme.example"
+        );
+        assert_eq!(
+            registry_base("127.0.0.1:5000", true),
+            "http://127.0.0.1:5000"
+        );
+        assert_eq!(
+            registry_base("https://registry.acme.example/", false),
+            "https://registry.acme.example"
+        );
+    }
 }

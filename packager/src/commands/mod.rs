@@ -91,6 +91,11 @@ pub fn connect(
     host: &str,
     transport: Transport,
 ) -> anyhow::Result<stackpack_bundle::remote::Remote> {
-    stackpack_bundle::remote::Remote::new(host, transport == Transport::PlainHttp)
-        .map_err(|e| stackpack_packager::releases::from_remote(e).into())
+    let remote = stackpack_bundle::remote::Remote::new(host, transport == Transport::PlainHttp)
+        .map_err(stackpack_packager::releases::from_remote)?;
+    // Before anything is built or pushed: is this a registry at all?
+    remote
+        .probe()
+        .map_err(stackpack_packager::releases::from_remote)?;
+    Ok(remote)
 }

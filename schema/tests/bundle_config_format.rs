@@ -1,0 +1,128 @@
+//! The bundle config is a format customers' runners read for years: its JSON is
+//! guarded by a snapshot, so a change to it is a reviewed decision, not an accident.
+//! Types travel structured (`{"list": {"object": …}}`), never as text to parse again.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use stackpack_schema::bundle::{
+    BundleConfig, Engine, FileEntry, ModuleEntry, ProviderPackage, Source, CONFIG_FORMAT,
+};
+use stackpack_schema::digest::Digest;
+use stackpack_schema::interface::{Input, Interface, Output, ProviderRequirement};
+use stackpack_schema::types::{ObjectAttr, TypeExpr};
+
+fn sample() -> BundleConfig {
+    let pools = TypeExpr::List(Box::new(TypeExpr::Object(BTreeMap::from([
+        ("family".to_string(), ObjectAttr::required(TypeExpr::String)),
+        (
+            "max".to_string(),
+            ObjectAttr {
+                ty: TypeExpr::Number,
+                optional: true,
+                default: Some(json!(4)),
+            },
+        ),
+        (
+            "zones".to_string(),
+            ObjectAttr {
+                ty: TypeExpr::Set(Box::new(TypeExpr::String)),
+                optional: true,
+                default: None,
+            },
+        ),
+    ]))));
+    BundleConfig {
+        format: CONFIG_FORMAT,
+        stack: "data-plane".into(),
+        version: semver::Version::parse("1.4.0").unwrap(),
+        source: Source {
+            repository: "https://git.acme.example/platform/acme-infra".into(),
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            branch: "main".into(),
+        },
+        created: "2026-11-30T12:00:00Z".into(),
+        engine: Engine {
+            name: Some("terraform".into()),
+            version_constraint: Some(">= 1.5.0".into()),
+        },
+        entrypoint: "stacks/data-plane".into(),
+        interface: Interface {
+            inputs: vec![
+                Input {
+                    name: "gpu_pools".into(),
+                    type_constraint: pools,
+                    required: false,
+                    default: Some(json!([])),
+                    sensitive: false,
+                    nullable: true,
+                    ephemeral: false,
+                    description: Some("GPU node pools.".into()),
+                    deprecated: None,
+                    alias_of: None,
+                    validations: vec!["length(var.gpu_pools) <= 8".into()],
+                },
+                Input {
+                    name: "api_token".into(),
+                    type_constraint: TypeExpr::String,
+                    required: true,
+                    default: None,
+                    sensitive: true,
+                    nullable: false,
+                    ephemeral: false,
+                    description: None,
+                    deprecated: None,
+                    alias_of: None,
+                    validations: vec![],
+                },
+            ],
+            outputs: vec![Output {
+                name: "vpc_cidr".into(),
+                sensitive: false,
+                description: Some("The VPC's range.".into()),
+            }],
+            resource_kinds: vec!["aws_eks_cluster".into(), "aws_vpc".into()],
+            required_version: Some(">= 1.5.0".into()),
+            required_providers: BTreeMap::from([(
+                "aws".to_string(),
+                ProviderRequirement {
+                    source: Some("hashicorp/aws".into()),
+                    version: Some("~> 3.39".into()),
+                },
+            )]),
+        },
+        modules: vec![ModuleEntry {
+            name: "network".into(),
+            path: "modules/network".into(),
+            version: Some("0.3.0".into()),
+            digest: Digest::of(b"network"),
+        }],
+        files: vec![FileEntry {
+            path: "stacks/data-plane/main.tf".into(),
+            digest: Digest::of(b"main.tf"),
+            size: 7,
+            executable: false,
+        }],
+        providers: vec![ProviderPackage {
+            source: "registry.terraform.io/hashicorp/aws".into(),
+            version: "3.39.0".into(),
+            platform: "linux_amd64".into(),
+            hash: "h1:goOMfGE4SjLps+hpxJFEM/pZFiNgvi6BMG8/w86+f6k=".into(),
+            digest: Digest::of(b"zip"),
+            size: 38_535_627,
+        }],
+    }
+}
+
+#[test]
+fn the_bundle_config_json_is_the_reviewed_format() {
+    let value: serde_json::Value = serde_json::from_slice(&sample().to_bytes()).unwrap();
+    insta::assert_json_snapshot!(value);
+}
+
+#[test]
+fn a_bundle_config_reads_back_exactly_what_was_written() {
+    let config = sample();
+    let again: BundleConfig = serde_json::from_slice(&config.to_bytes()).unwrap();
+    assert_eq!(again, config);
+}
