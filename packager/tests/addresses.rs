@@ -93,3 +93,38 @@ fn a_plain_http_registry_asked_for_over_https_says_to_add_insecure() {
         "something was built"
     );
 }
+
+#[test]
+fn a_token_that_may_only_read_is_refused_before_anything_is_built() {
+    let registry = common::servers::OurRegistry::start();
+    let reader = registry.token("reader", None);
+    let repo = TestRepo::new();
+    let run = common::Run::from_output(
+        Command::new(env!("CARGO_BIN_EXE_stackpack"))
+            .current_dir(&repo.dir)
+            .args([
+                "publish",
+                "--insecure",
+                "--registry",
+                &format!("{}/acme", registry.host()),
+                "--key",
+                repo.key.to_str().unwrap(),
+            ])
+            .env("STACKPACK_REGISTRY_TOKEN", &reader)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap(),
+    )
+    .code(1);
+    assert!(
+        run.stderr.contains("may read but not push"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("publisher"), "{}", run.stderr);
+    assert!(!run.stderr.contains(&reader), "the token was printed");
+    assert!(
+        !repo.layout().join("index.json").exists(),
+        "something was built"
+    );
+}

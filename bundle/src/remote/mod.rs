@@ -94,7 +94,10 @@ impl RemoteError {
             RemoteError::BadAddress(_) => "write the registry as `registry.example.com/acme` or `127.0.0.1:5000/acme`",
             RemoteError::InsecureNotLoopback(_) => "use HTTPS for remote registries; `--insecure` exists for local test registries only",
             RemoteError::Unreachable { .. } => "check the address and that the registry is running; then run the same command again (it resumes)",
+            RemoteError::Unauthorized { credentials, .. } if *credentials == "a bearer token" => "the token given was refused: check that `STACKPACK_REGISTRY_TOKEN` holds a current token of this registry with the right role",
+            RemoteError::Unauthorized { credentials, .. } if *credentials == "a username and password" => "the username and password were refused: check `STACKPACK_REGISTRY_USERNAME`/`STACKPACK_REGISTRY_PASSWORD` or your `docker login`",
             RemoteError::Unauthorized { .. } => "set `STACKPACK_REGISTRY_USERNAME`/`STACKPACK_REGISTRY_PASSWORD` or `STACKPACK_REGISTRY_TOKEN`, or log in with `docker login`",
+            RemoteError::Denied { detail, .. } if detail.contains("may read but not push") => "publish with a token that may push (a `publisher` token), or ask the registry's administrator for push rights",
             RemoteError::Denied { .. } => "ask the registry's administrator for push or pull rights on that repository",
             RemoteError::Server { .. } => "the registry failed; run the same command again: nothing is duplicated",
             RemoteError::DigestMismatch { .. } => "the registry or the network altered the content; do not use it",
@@ -383,10 +386,71 @@ impl Remote {
         } else {
             RegistryOperation::Pull
         };
-        self.runtime
+        let token = self
+            .runtime
             .block_on(self.client.auth(&reference, &self.auth, operation))
-            .map(|_| ())
-            .map_err(|e| self.map_error(repository, e))
+            .map_err(|e| self.map_error(repository, e))?;
+        if push {
+            self.check_push_rights(repository, token.as_deref())?;
+        }
+        Ok(())
+    }
+
+    /// A token may be accepted for reading and still not allow pushing: open an
+    /// upload session and cancel it at once, so a refusal comes before any build.
+    fn check_push_rights(&self, repository: &str, token: Option<&str>) -> Result<(), RemoteError> {
+        let scheme = if self.is_http() { "http" } else { "https" };
+        let url = format!("{scheme}://{}/v2/{repository}/blobs/uploads/", self.host);
+        let base = format!("{scheme}://{}", self.host);
+        let answer = self.runtime.block_on(async {
+            let http = reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .timeout(std::time::Duration::from_secs(30))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()?;
+            let with_auth = |request: reqwest::RequestBuilder| match (token, &self.credentials) {
+                (Some(token), _) => request.bearer_auth(token),
+                (None, Credentials::Basic { username, password }) => {
+                    request.basic_auth(username, Some(password))
+                }
+                (None, Credentials::Bearer(token)) => request.bearer_auth(token),
+                (None, Credentials::Anonymous) => request,
+            };
+            let response = with_auth(http.post(&url)).send().await?;
+            let status = response.status().as_u16();
+            if let Some(location) = response
+                .headers()
+                .get("location")
+                .and_then(|l| l.to_str().ok())
+            {
+                let location = if location.starts_with('/') {
+                    format!("{base}{location}")
+                } else {
+                    location.to_string()
+                };
+                // A session nobody finishes expires anyway; cancelling is courtesy.
+                let _ = with_auth(http.delete(&location)).send().await;
+            }
+            Ok::<_, reqwest::Error>(status)
+        });
+        let status = answer.map_err(|e| RemoteError::Unreachable {
+            host: self.host.clone(),
+            detail: error_chain(&e),
+        })?;
+        match status {
+            401 => Err(RemoteError::Unauthorized {
+                host: self.host.clone(),
+                repository: repository.to_string(),
+                credentials: self.credentials.describe(),
+                detail: "401 Unauthorized when opening an upload".into(),
+            }),
+            403 => Err(RemoteError::Denied {
+                host: self.host.clone(),
+                repository: repository.to_string(),
+                detail: "403 Forbidden: these credentials may read but not push".into(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Asks `GET /v2/` before any work: a port that is not an OCI registry, or a plain
