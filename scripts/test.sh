@@ -13,6 +13,12 @@ export CHECKPOINT_DISABLE=1
 export STACKPACK_REQUIRE_TOOLS=1
 
 cargo fmt --all -- --check
+# One HCL parser at one version: two versions of hcl-edit read the same file
+# differently (a conditional inside a binary operation, for one).
+if cargo tree -d -e normal --workspace | grep -E '^hcl-(edit|rs|primitives) v'; then
+  echo "error: two versions of an HCL parser are linked (see above); keep one" >&2
+  exit 1
+fi
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The cross-program scenarios in `tests/` run the built binaries.
 cargo build --workspace --bins --quiet
