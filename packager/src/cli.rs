@@ -71,6 +71,10 @@ pub struct PublishArgs {
     /// Do not publish modules as OpenTofu module packages (`NAMESPACE/modules/<module>`).
     #[arg(long)]
     pub no_modules: bool,
+    /// A major release may break these customers' inputs; must name exactly those
+    /// affected. Recorded in the bundle config.
+    #[arg(long = "allow-breaking", value_name = "CUSTOMER", num_args = 1..)]
+    pub allow_breaking: Vec<String>,
 }
 
 #[derive(Args, Debug)]

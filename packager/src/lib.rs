@@ -27,6 +27,7 @@ pub mod config;
 pub mod discover;
 pub mod error;
 pub mod git;
+pub mod impact;
 pub mod keys;
 pub mod module_package;
 pub mod pack;

@@ -11,6 +11,7 @@ use stackpack_packager::check::render::{self, CheckOutput};
 use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Severity, Unit};
 use stackpack_packager::config::RepoConfig;
 use stackpack_packager::discover::expand_globs;
+use stackpack_packager::impact::{self, CustomerReport, StackTarget};
 use stackpack_packager::releases::ReleaseSource;
 use stackpack_packager::Error;
 use stackpack_schema::version::{latest_stable, Bump};
@@ -73,6 +74,10 @@ pub struct CheckArgs {
     /// Skip the lints.
     #[arg(long)]
     pub no_lint: bool,
+    /// Accept that these customers' inputs no longer fit (a major release); must name
+    /// exactly the customers affected.
+    #[arg(long = "allow-breaking", value_name = "CUSTOMER", num_args = 1..)]
+    pub allow_breaking: Vec<String>,
 }
 
 /// The hook for `--against last-release`: the commit a stack's last stable release
@@ -89,6 +94,19 @@ pub fn last_release_commit(repo_root: &Path, stack_path: &str) -> anyhow::Result
         return Ok(None);
     };
     Ok(ReleaseSource::release(&layout, &name, last)?.map(|r| r.config.source.commit))
+}
+
+/// A stack's last stable version, from the same place as [`last_release_commit`].
+fn last_stable_version(
+    repo_root: &Path,
+    stack_path: &str,
+) -> anyhow::Result<Option<semver::Version>> {
+    let layout_dir = repo_root.join(".stackpack").join("bundles");
+    let Ok(layout) = stackpack_bundle::layout::ImageLayout::open(&layout_dir) else {
+        return Ok(None);
+    };
+    let versions = ReleaseSource::versions(&layout, &stack_name(repo_root, stack_path))?;
+    Ok(latest_stable(&versions).cloned())
 }
 
 /// A stack's name: `name` in its `stack.toml`, else its folder's name.
@@ -147,22 +165,58 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     } else {
         let options = LintOptions {
             modules,
-            stacks,
+            stacks: stacks.clone(),
             environments: config.environments.clone(),
             rules: rules.clone(),
         };
         lint_with(root, &options, &mut cache)?
     };
+    let targets = customer_targets(root, args, &stacks);
+    let customers =
+        impact::check_customers(root, &targets, &mut |path| cache.get(&root.join(path)).ok());
+    let breaking = customer_refusal(&customers, &args.allow_breaking);
     let refused = reports.iter().any(|r| r.refused);
     let lint_failed = lints.iter().any(|f| f.severity == Severity::Error);
     let output = CheckOutput {
         against: Some(against_label),
         units: reports,
         lints,
-        ok: !refused && !lint_failed,
+        allowed_breaking: if breaking.is_none() {
+            args.allow_breaking.clone()
+        } else {
+            Vec::new()
+        },
+        customers,
+        ok: !refused && !lint_failed && breaking.is_none(),
     };
     print(args, &output);
+    if let Some(refusal) = breaking {
+        eprint!("{refusal}");
+    }
     Ok(if output.ok { 0 } else { 1 })
+}
+
+/// The selected stacks, with the release in which their deprecated aliases stop
+/// working: the major after their last stable release.
+fn customer_targets(root: &Path, args: &CheckArgs, stacks: &[String]) -> Vec<StackTarget> {
+    stacks
+        .iter()
+        .filter(|p| selected(args, p))
+        .map(|path| StackTarget {
+            name: stack_name(root, path),
+            path: path.clone(),
+            aliases_end: last_stable_version(root, path)
+                .ok()
+                .flatten()
+                .map(|v| semver::Version::new(v.major + 1, 0, 0)),
+        })
+        .collect()
+}
+
+/// The refusal when customers would break: unless `--allow-breaking` names exactly them.
+fn customer_refusal(customers: &[CustomerReport], allowed: &[String]) -> Option<String> {
+    impact::gate(customers, allowed)
+        .map(|(message, hint)| format!("error: {message}\nhint: {hint}\n"))
 }
 
 /// `--path` names a folder that is neither a stack nor a module: say so, rather than
@@ -259,8 +313,16 @@ fn print(args: &CheckArgs, output: &CheckOutput) {
     let format = if args.json { Format::Json } else { args.format };
     match format {
         Format::Json => println!("{}", render::json(output)),
-        Format::Github => print!("{}", render::github(output)),
-        Format::Human => print!("{}", render::human(output)),
+        Format::Github => print!(
+            "{}{}",
+            render::github(output),
+            impact::github(&output.customers)
+        ),
+        Format::Human => print!(
+            "{}\ncustomers:\n{}",
+            render::human(output),
+            impact::human(&output.customers)
+        ),
     }
     for unit in output.units.iter().filter(|u| u.refused) {
         eprint!(

@@ -3,6 +3,7 @@
 pub mod build;
 pub mod check;
 pub mod export;
+pub mod gate;
 pub mod inspect;
 pub mod keygen;
 pub mod publish;
