@@ -145,6 +145,10 @@ pub struct PlanArgs {
 pub struct VersionArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
+    /// Read the last releases from this registry, as `publish` does; without an
+    /// answer, versions come from the local layout only (said on stderr).
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 #[derive(Args, Debug)]

@@ -34,6 +34,7 @@ pub mod pack;
 pub mod plan;
 pub mod providers;
 pub mod publish;
+pub mod release_view;
 pub mod releases;
 pub mod repository;
 

@@ -12,6 +12,7 @@ use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig,
 use stackpack_packager::config::RepoConfig;
 use stackpack_packager::discover::expand_globs;
 use stackpack_packager::impact::{self, CustomerReport, StackTarget};
+use stackpack_packager::release_view::ReleaseView;
 use stackpack_packager::releases::ReleaseSource;
 use stackpack_packager::Error;
 use stackpack_schema::version::{latest_stable, Bump};
@@ -74,39 +75,59 @@ pub struct CheckArgs {
     /// Skip the lints.
     #[arg(long)]
     pub no_lint: bool,
+    /// Read last releases from this registry (`HOST[:PORT]/NAMESPACE`) [default:
+    /// `registry` in `stackpack.toml`]; without an answer, from the local layout.
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub registry: Option<String>,
+    /// Plain HTTP, for registries on this machine's loopback only.
+    #[arg(long)]
+    pub insecure: bool,
     /// Accept that these customers' inputs no longer fit (a major release); must name
     /// exactly the customers affected.
     #[arg(long = "allow-breaking", value_name = "CUSTOMER", num_args = 1..)]
     pub allow_breaking: Vec<String>,
 }
 
-/// The hook for `--against last-release`: the commit a stack's last stable release
-/// was built from, or `None` when it has none. It reads the image layout of earlier
-/// builds (`<repo>/.stackpack/bundles`); the lead swaps in the registry lookup here.
-pub fn last_release_commit(repo_root: &Path, stack_path: &str) -> anyhow::Result<Option<String>> {
-    let layout_dir = repo_root.join(".stackpack").join("bundles");
-    let Ok(layout) = stackpack_bundle::layout::ImageLayout::open(&layout_dir) else {
-        return Ok(None);
-    };
+/// The commit a stack's last stable release was built from, or `None` when it has
+/// none, as `releases` (the registry, else the local layout) know it.
+pub fn last_release_commit(
+    releases: &dyn ReleaseSource,
+    repo_root: &Path,
+    stack_path: &str,
+) -> anyhow::Result<Option<String>> {
     let name = stack_name(repo_root, stack_path);
-    let versions = ReleaseSource::versions(&layout, &name)?;
+    let versions = releases.versions(&name)?;
     let Some(last) = latest_stable(&versions) else {
         return Ok(None);
     };
-    Ok(ReleaseSource::release(&layout, &name, last)?.map(|r| r.config.source.commit))
+    Ok(releases
+        .release(&name, last)?
+        .map(|r| r.config.source.commit))
 }
 
 /// A stack's last stable version, from the same place as [`last_release_commit`].
 fn last_stable_version(
+    releases: &dyn ReleaseSource,
     repo_root: &Path,
     stack_path: &str,
 ) -> anyhow::Result<Option<semver::Version>> {
-    let layout_dir = repo_root.join(".stackpack").join("bundles");
-    let Ok(layout) = stackpack_bundle::layout::ImageLayout::open(&layout_dir) else {
-        return Ok(None);
-    };
-    let versions = ReleaseSource::versions(&layout, &stack_name(repo_root, stack_path))?;
+    let versions = releases.versions(&stack_name(repo_root, stack_path))?;
     Ok(latest_stable(&versions).cloned())
+}
+
+/// The releases `check` compares with: the registry `publish` uses when it answers,
+/// else the local layout, with a warning saying so.
+fn release_view(root: &Path, args: &CheckArgs, config: &RepoConfig) -> anyhow::Result<ReleaseView> {
+    let address = args.registry.as_deref().or(config.registry.as_deref());
+    let view = ReleaseView::open(
+        address,
+        args.insecure,
+        &root.join(".stackpack").join("bundles"),
+    )?;
+    if let Some(note) = &view.note {
+        eprintln!("warning: {note}");
+    }
+    Ok(view)
 }
 
 /// A stack's name: `name` in its `stack.toml`, else its folder's name.
@@ -145,11 +166,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     let modules = expand_globs(root, &config.modules);
     check_paths_exist(root, &args.paths, &stacks, &modules)?;
 
+    let releases = release_view(root, args, &config)?;
     let mut cache = Cache::default();
     let (units, against_label) = match &args.against {
         Against::LastRelease => (
-            units_since_last_release(root, args, &stacks, &mut cache)?,
-            "each stack's last release".to_string(),
+            units_since_last_release(&releases, root, args, &stacks, &mut cache)?,
+            format!("each stack's last release, from {}", releases.describe()),
         ),
         Against::Ref(reference) => {
             let commit = resolve_ref(root, reference)?;
@@ -171,7 +193,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         };
         lint_with(root, &options, &mut cache)?
     };
-    let targets = customer_targets(root, args, &stacks);
+    let targets = customer_targets(&releases, root, args, &stacks);
     let customers =
         impact::check_customers(root, &targets, &mut |path| cache.get(&root.join(path)).ok());
     let breaking = customer_refusal(&customers, &args.allow_breaking);
@@ -198,14 +220,19 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
 
 /// The selected stacks, with the release in which their deprecated aliases stop
 /// working: the major after their last stable release.
-fn customer_targets(root: &Path, args: &CheckArgs, stacks: &[String]) -> Vec<StackTarget> {
+fn customer_targets(
+    releases: &dyn ReleaseSource,
+    root: &Path,
+    args: &CheckArgs,
+    stacks: &[String],
+) -> Vec<StackTarget> {
     stacks
         .iter()
         .filter(|p| selected(args, p))
         .map(|path| StackTarget {
             name: stack_name(root, path),
             path: path.clone(),
-            aliases_end: last_stable_version(root, path)
+            aliases_end: last_stable_version(releases, root, path)
                 .ok()
                 .flatten()
                 .map(|v| semver::Version::new(v.major + 1, 0, 0)),
@@ -251,6 +278,7 @@ fn selected(args: &CheckArgs, path: &str) -> bool {
 
 /// Every selected stack that changed since its own last stable release (or has none).
 fn units_since_last_release(
+    releases: &dyn ReleaseSource,
     root: &Path,
     args: &CheckArgs,
     stacks: &[String],
@@ -258,7 +286,7 @@ fn units_since_last_release(
 ) -> anyhow::Result<Vec<Unit>> {
     let mut units = Vec::new();
     for stack in stacks.iter().filter(|p| selected(args, p)) {
-        let commit = last_release_commit(root, stack)?;
+        let commit = last_release_commit(releases, root, stack)?;
         let changed = match &commit {
             Some(c) => {
                 args.paths.contains(stack)
