@@ -115,6 +115,56 @@ fn finding(
     }
 }
 
+/// Inputs files named after no stack of this repository (a stack renamed or removed,
+/// a typo), each as a report with one warning: nothing checks them.
+pub fn stray_files(root: &Path, stacks: &[String]) -> Vec<CustomerReport> {
+    let mut out = Vec::new();
+    let customers = std::fs::read_dir(root.join("customers"))
+        .into_iter()
+        .flatten()
+        .flatten();
+    for customer in customers.filter(|e| e.path().is_dir()) {
+        let id = customer.file_name().to_string_lossy().into_owned();
+        for file in std::fs::read_dir(customer.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let Some(stack) = name
+                .strip_suffix(".tfvars.json")
+                .or_else(|| name.strip_suffix(".tfvars"))
+            else {
+                continue;
+            };
+            if stacks.iter().any(|s| s == stack) || stack.ends_with(".auto") {
+                continue;
+            }
+            let rel = format!("customers/{id}/{name}");
+            let message = format!(
+                "no stack `{stack}` in this repository, so nothing checks these inputs (stacks: {})",
+                stacks.join(", ")
+            );
+            out.push(CustomerReport {
+                customer: id.clone(),
+                stack: stack.to_string(),
+                file: rel.clone(),
+                breaks: false,
+                findings: vec![finding(
+                    "inputs-for-no-stack",
+                    stack,
+                    &rel,
+                    0,
+                    Severity::Warning,
+                    message,
+                )],
+            });
+        }
+    }
+    out.sort_by(|a, b| a.file.cmp(&b.file));
+    out
+}
+
 /// Checks one customer's inputs file.
 pub fn check_file(
     root: &Path,

@@ -428,3 +428,50 @@ fn build_refuses_an_error_level_lint_too() {
     );
     assert!(!repo.layout().join("index.json").exists());
 }
+
+#[test]
+fn check_accepts_allow_breaking_naming_exactly_the_affected_for_a_major_bump_only() {
+    let repo = TestRepo::new();
+    regions_validation(&repo);
+    let json = repo
+        .run(&["check", "--json", "--allow-breaking", "umbrella"])
+        .ok()
+        .json();
+    assert_eq!(json["allowedBreaking"], serde_json::json!(["umbrella"]));
+    let wrong = repo.run(&["check", "--allow-breaking", "globex"]).code(1);
+    assert!(
+        wrong.stderr.contains("it leaves out `umbrella`"),
+        "{}",
+        wrong.stderr
+    );
+    let minor = repo
+        .run(&["check", "--allow-breaking", "umbrella", "--bump", "minor"])
+        .code(1);
+    assert!(
+        minor
+            .stderr
+            .contains("only a major release may break customers"),
+        "{}",
+        minor.stderr
+    );
+}
+
+#[test]
+fn an_inputs_file_named_after_no_stack_is_a_warning() {
+    let repo = TestRepo::new();
+    repo.write(
+        "customers/globex/data-plan.tfvars",
+        "region = \"us-east-1\"\n",
+    );
+    let json = repo.run(&["check", "--json"]).ok().json();
+    let stray = json["customers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["file"] == "customers/globex/data-plan.tfvars")
+        .cloned()
+        .expect("the stray file is reported");
+    assert_eq!(stray["breaks"], false);
+    assert_eq!(stray["findings"][0]["rule"], "inputs-for-no-stack");
+    assert_eq!(stray["findings"][0]["severity"], "warning");
+}

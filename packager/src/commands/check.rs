@@ -194,9 +194,13 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         lint_with(root, &options, &mut cache)?
     };
     let targets = customer_targets(&releases, root, args, &stacks);
-    let customers =
+    let mut customers =
         impact::check_customers(root, &targets, &mut |path| cache.get(&root.join(path)).ok());
-    let breaking = customer_refusal(&customers, &args.allow_breaking);
+    if args.paths.is_empty() {
+        let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+        customers.extend(impact::stray_files(root, &names));
+    }
+    let breaking = customer_refusal(&customers, &args.allow_breaking, args.bump);
     let refused = reports.iter().any(|r| r.refused);
     let lint_failed = lints.iter().any(|f| f.severity == Severity::Error);
     let output = CheckOutput {
@@ -241,7 +245,18 @@ fn customer_targets(
 }
 
 /// The refusal when customers would break: unless `--allow-breaking` names exactly them.
-fn customer_refusal(customers: &[CustomerReport], allowed: &[String]) -> Option<String> {
+/// Only a major release may break customers, so `--allow-breaking` with a smaller
+/// `--bump` is refused too.
+fn customer_refusal(
+    customers: &[CustomerReport],
+    allowed: &[String],
+    bump: Option<Bump>,
+) -> Option<String> {
+    if let Some(bump) = bump.filter(|b| *b < Bump::Major && !allowed.is_empty()) {
+        return Some(format!(
+            "error: `--allow-breaking` with `--bump {bump}`: only a major release may break customers\nhint: check with `--bump major`, or fix their inputs first\n"
+        ));
+    }
     impact::gate(customers, allowed)
         .map(|(message, hint)| format!("error: {message}\nhint: {hint}\n"))
 }

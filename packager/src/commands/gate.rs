@@ -81,8 +81,11 @@ pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> anyh
             .map(std::sync::Arc::new)
     });
     for f in reports.iter().flat_map(|r| &r.findings) {
-        if f.severity != Severity::Error {
-            output::detail(&format!("`{}`: {}", f.location(), f.message));
+        let line = format!("`{}`: {}", f.location(), f.message);
+        match (f.severity, f.rule.as_str()) {
+            (Severity::Error, _) => {}
+            (_, "deprecated-input") => output::warning(&line),
+            _ => output::detail(&line),
         }
     }
     if let Some((message, hint)) = impact::gate(&reports, allowed) {
