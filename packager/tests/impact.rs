@@ -475,3 +475,58 @@ fn an_inputs_file_named_after_no_stack_is_a_warning() {
     assert_eq!(stray["findings"][0]["rule"], "inputs-for-no-stack");
     assert_eq!(stray["findings"][0]["severity"], "warning");
 }
+
+#[test]
+fn fifty_customers_and_a_change_that_breaks_three_names_exactly_those_three() {
+    let registry = Distribution::require();
+    let repo = TestRepo::new();
+    // 47 more customers beside the example's 3: two of them in a region the change drops.
+    for i in 0..47 {
+        let region = if i % 20 == 7 {
+            "ap-south-1"
+        } else {
+            "us-east-1"
+        };
+        repo.write(
+            &format!("customers/c{i:02}/data-plane.tfvars"),
+            &format!(
+                "customer_id = \"c{i:02}\"\naccount_id = \"1234567890{i:02}\"\nregion = \"{region}\"\nvpc_cidr = \"10.{i}.0.0/16\"\nkubernetes_version = \"1.30\"\ncontrol_plane_region = \"us-east-1\"\n"
+            ),
+        );
+    }
+    repo.commit("47 more customers");
+    let json = repo.run(&["check", "--json"]).ok().json();
+    assert_eq!(json["customers"].as_array().unwrap().len(), 50);
+    publish(&repo, &registry.host(), &["--stack", "data-plane"]).ok();
+
+    regions_validation(&repo);
+    repo.commit("only two regions");
+    let json = repo.run(&["check", "--json"]).code(1).json();
+    let broken: Vec<String> = customers(&json)
+        .into_iter()
+        .filter(|(_, breaks)| *breaks)
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(broken, ["c07", "c27", "umbrella"]);
+
+    let refused = publish(&repo, &registry.host(), &[]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("would break 3 customers: `c07`, `c27`, `umbrella`"),
+        "{}",
+        refused.stderr
+    );
+    let report = publish(
+        &repo,
+        &registry.host(),
+        &["--allow-breaking", "umbrella", "c07", "c27"],
+    )
+    .ok()
+    .json();
+    assert!(report["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["stack"] == "data-plane" && s["version"] == "1.0.0"));
+}
