@@ -343,7 +343,14 @@ fn validations(
             continue;
         }
         let line = set.get(variable.name.as_str()).map_or(0, |v| v.line);
-        for validation in &variable.validations {
+        // A validation that reads nothing this customer sets judges the vendor's
+        // defaults, the same for everyone: not this customer's finding.
+        let reads_customer = |condition: &str| set.keys().any(|n| references(condition, n));
+        for validation in variable
+            .validations
+            .iter()
+            .filter(|v| reads_customer(&v.condition))
+        {
             let name = &variable.name;
             match tfvars::validation_verdict(module, validation, &inputs) {
                 Verdict::Holds => {}
@@ -355,6 +362,15 @@ fn validations(
             }
         }
     }
+}
+
+/// Does `condition` read `var.<name>` (not a longer name that starts the same)?
+fn references(condition: &str, name: &str) -> bool {
+    let needle = format!("var.{name}");
+    condition.match_indices(&needle).any(|(at, _)| {
+        let next = condition[at + needle.len()..].chars().next();
+        !next.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    })
 }
 
 /// The closest name, when it is close enough.
@@ -551,6 +567,13 @@ mod tests {
             why.contains("leaves out `b`") && why.contains("names `c`"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_condition_references_whole_names_only() {
+        assert!(references("var.region == \"x\"", "region"));
+        assert!(!references("var.region_b == \"x\"", "region"));
+        assert!(references("contains(var.a, var.region)", "region"));
     }
 
     #[test]
