@@ -17,6 +17,7 @@ pub mod constraint;
 pub mod eval;
 pub mod lockfile;
 mod parse;
+pub mod tfvars;
 pub mod types;
 
 use std::collections::BTreeMap;

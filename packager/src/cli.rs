@@ -71,6 +71,10 @@ pub struct PublishArgs {
     /// Do not publish modules as OpenTofu module packages (`NAMESPACE/modules/<module>`).
     #[arg(long)]
     pub no_modules: bool,
+    /// A major release may break these customers' inputs; must name exactly those
+    /// affected. Recorded in the bundle config.
+    #[arg(long = "allow-breaking", value_name = "CUSTOMER", num_args = 1..)]
+    pub allow_breaking: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -141,6 +145,10 @@ pub struct PlanArgs {
 pub struct VersionArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
+    /// Read the last releases from this registry, as `publish` does; without an
+    /// answer, versions come from the local layout only (said on stderr).
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 #[derive(Args, Debug)]

@@ -27,12 +27,14 @@ pub mod config;
 pub mod discover;
 pub mod error;
 pub mod git;
+pub mod impact;
 pub mod keys;
 pub mod module_package;
 pub mod pack;
 pub mod plan;
 pub mod providers;
 pub mod publish;
+pub mod release_view;
 pub mod releases;
 pub mod repository;
 

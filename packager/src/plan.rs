@@ -52,6 +52,9 @@ pub struct StackPlan {
     pub required_bump: Bump,
     /// What the interface checker found since the last stable release.
     pub findings: Vec<Finding>,
+    /// The customers this release may break (`publish --allow-breaking`), recorded in
+    /// the bundle config; empty unless publish checked them.
+    pub allowed_breaking: Vec<String>,
 }
 
 /// The plan for a whole repository at one commit.
@@ -204,6 +207,7 @@ pub fn plan(
             bump,
             required_bump,
             findings,
+            allowed_breaking: Vec::new(),
         });
     }
     Ok(Plan {

@@ -242,6 +242,8 @@ fn many_units_and_their_renderings() {
         against: Some(first),
         units: reports,
         lints: vec![],
+        customers: vec![],
+        allowed_breaking: vec![],
         ok: false,
     };
     let github = check::render::github(&output);

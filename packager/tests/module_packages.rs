@@ -175,7 +175,7 @@ fn only_a_changed_module_moves_by_the_bump_its_interface_needs() {
     // An input added with a default: the interface checker asks for a minor release.
     repo.append(
         "modules/cluster/variables.tf",
-        "\nvariable \"log_retention_days\" {\n  type    = number\n  default = 30\n}\n",
+        "\nvariable \"log_retention_days\" {\n  type        = number\n  default     = 30\n  description = \"Days to keep logs.\"\n}\n",
     );
     repo.commit("cluster: log retention input");
     let minor = publish(&repo, &host, "acme", &[]);

@@ -41,6 +41,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         modules: vec![],
         files: vec![],
         providers: vec![],
+        allowed_breaking: vec![],
     }
     .to_bytes();
     let layer = bytes(version.len() as u64, 300);

@@ -34,6 +34,10 @@ pub struct BundleConfig {
     /// platform, each carried as its own layer; sorted by source, version, platform.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub providers: Vec<ProviderPackage>,
+    /// The customers this release was allowed to break (`stackpack publish
+    /// --allow-breaking`), sorted: their inputs no longer fit the interface.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_breaking: Vec<String>,
 }
 
 /// One provider package: the registry's own zip for one platform, stored as it is.

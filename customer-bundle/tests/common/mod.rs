@@ -331,6 +331,7 @@ pub fn write_signed_bundle_tweaked(
         modules: vec![],
         files,
         providers: vec![],
+        allowed_breaking: vec![],
     };
     let (config_digest, config_size) = layout.write_blob(&config.to_bytes()).unwrap();
     let manifest = ImageManifest {

@@ -14,7 +14,13 @@ pub struct CheckOutput {
     pub against: Option<String>,
     pub units: Vec<UnitReport>,
     pub lints: Vec<Finding>,
-    /// False when a requested bump is lower than required, or a lint failed.
+    /// Every customer's inputs checked against the interface the build would publish.
+    pub customers: Vec<crate::impact::CustomerReport>,
+    /// The customers `--allow-breaking` named, when it matched exactly those affected.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_breaking: Vec<String>,
+    /// False when a requested bump is lower than required, a lint failed, or a
+    /// customer would break (and `--allow-breaking` did not name exactly them).
     pub ok: bool,
 }
 

@@ -18,6 +18,7 @@ use crate::output;
 
 pub fn run(args: &BuildArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
     let repo = Repository::open(&args.plan.repo)?;
+    crate::commands::gate::lints(&repo)?;
     let key = signing_key(&repo, args.key.as_deref())?;
     let layout_dir = layout_path(&repo, &args.plan);
     let layout = ImageLayout::create(&layout_dir)?;

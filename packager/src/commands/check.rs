@@ -11,6 +11,8 @@ use stackpack_packager::check::render::{self, CheckOutput};
 use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Severity, Unit};
 use stackpack_packager::config::RepoConfig;
 use stackpack_packager::discover::expand_globs;
+use stackpack_packager::impact::{self, CustomerReport, StackTarget};
+use stackpack_packager::release_view::ReleaseView;
 use stackpack_packager::releases::ReleaseSource;
 use stackpack_packager::Error;
 use stackpack_schema::version::{latest_stable, Bump};
@@ -73,22 +75,59 @@ pub struct CheckArgs {
     /// Skip the lints.
     #[arg(long)]
     pub no_lint: bool,
+    /// Read last releases from this registry (`HOST[:PORT]/NAMESPACE`) [default:
+    /// `registry` in `stackpack.toml`]; without an answer, from the local layout.
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub registry: Option<String>,
+    /// Plain HTTP, for registries on this machine's loopback only.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Accept that these customers' inputs no longer fit (a major release); must name
+    /// exactly the customers affected.
+    #[arg(long = "allow-breaking", value_name = "CUSTOMER", num_args = 1..)]
+    pub allow_breaking: Vec<String>,
 }
 
-/// The hook for `--against last-release`: the commit a stack's last stable release
-/// was built from, or `None` when it has none. It reads the image layout of earlier
-/// builds (`<repo>/.stackpack/bundles`); the lead swaps in the registry lookup here.
-pub fn last_release_commit(repo_root: &Path, stack_path: &str) -> anyhow::Result<Option<String>> {
-    let layout_dir = repo_root.join(".stackpack").join("bundles");
-    let Ok(layout) = stackpack_bundle::layout::ImageLayout::open(&layout_dir) else {
-        return Ok(None);
-    };
+/// The commit a stack's last stable release was built from, or `None` when it has
+/// none, as `releases` (the registry, else the local layout) know it.
+pub fn last_release_commit(
+    releases: &dyn ReleaseSource,
+    repo_root: &Path,
+    stack_path: &str,
+) -> anyhow::Result<Option<String>> {
     let name = stack_name(repo_root, stack_path);
-    let versions = ReleaseSource::versions(&layout, &name)?;
+    let versions = releases.versions(&name)?;
     let Some(last) = latest_stable(&versions) else {
         return Ok(None);
     };
-    Ok(ReleaseSource::release(&layout, &name, last)?.map(|r| r.config.source.commit))
+    Ok(releases
+        .release(&name, last)?
+        .map(|r| r.config.source.commit))
+}
+
+/// A stack's last stable version, from the same place as [`last_release_commit`].
+fn last_stable_version(
+    releases: &dyn ReleaseSource,
+    repo_root: &Path,
+    stack_path: &str,
+) -> anyhow::Result<Option<semver::Version>> {
+    let versions = releases.versions(&stack_name(repo_root, stack_path))?;
+    Ok(latest_stable(&versions).cloned())
+}
+
+/// The releases `check` compares with: the registry `publish` uses when it answers,
+/// else the local layout, with a warning saying so.
+fn release_view(root: &Path, args: &CheckArgs, config: &RepoConfig) -> anyhow::Result<ReleaseView> {
+    let address = args.registry.as_deref().or(config.registry.as_deref());
+    let view = ReleaseView::open(
+        address,
+        args.insecure,
+        &root.join(".stackpack").join("bundles"),
+    )?;
+    if let Some(note) = &view.note {
+        eprintln!("warning: {note}");
+    }
+    Ok(view)
 }
 
 /// A stack's name: `name` in its `stack.toml`, else its folder's name.
@@ -127,11 +166,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     let modules = expand_globs(root, &config.modules);
     check_paths_exist(root, &args.paths, &stacks, &modules)?;
 
+    let releases = release_view(root, args, &config)?;
     let mut cache = Cache::default();
     let (units, against_label) = match &args.against {
         Against::LastRelease => (
-            units_since_last_release(root, args, &stacks, &mut cache)?,
-            "each stack's last release".to_string(),
+            units_since_last_release(&releases, root, args, &stacks, &mut cache)?,
+            format!("each stack's last release, from {}", releases.describe()),
         ),
         Against::Ref(reference) => {
             let commit = resolve_ref(root, reference)?;
@@ -147,22 +187,78 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     } else {
         let options = LintOptions {
             modules,
-            stacks,
+            stacks: stacks.clone(),
             environments: config.environments.clone(),
             rules: rules.clone(),
         };
         lint_with(root, &options, &mut cache)?
     };
+    let targets = customer_targets(&releases, root, args, &stacks);
+    let mut customers =
+        impact::check_customers(root, &targets, &mut |path| cache.get(&root.join(path)).ok());
+    if args.paths.is_empty() {
+        let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+        customers.extend(impact::stray_files(root, &names));
+    }
+    let breaking = customer_refusal(&customers, &args.allow_breaking, args.bump);
     let refused = reports.iter().any(|r| r.refused);
     let lint_failed = lints.iter().any(|f| f.severity == Severity::Error);
     let output = CheckOutput {
         against: Some(against_label),
         units: reports,
         lints,
-        ok: !refused && !lint_failed,
+        allowed_breaking: if breaking.is_none() {
+            args.allow_breaking.clone()
+        } else {
+            Vec::new()
+        },
+        customers,
+        ok: !refused && !lint_failed && breaking.is_none(),
     };
     print(args, &output);
+    if let Some(refusal) = breaking {
+        eprint!("{refusal}");
+    }
     Ok(if output.ok { 0 } else { 1 })
+}
+
+/// The selected stacks, with the release in which their deprecated aliases stop
+/// working: the major after their last stable release.
+fn customer_targets(
+    releases: &dyn ReleaseSource,
+    root: &Path,
+    args: &CheckArgs,
+    stacks: &[String],
+) -> Vec<StackTarget> {
+    stacks
+        .iter()
+        .filter(|p| selected(args, p))
+        .map(|path| StackTarget {
+            name: stack_name(root, path),
+            path: path.clone(),
+            aliases_end: last_stable_version(releases, root, path)
+                .ok()
+                .flatten()
+                .map(|v| semver::Version::new(v.major + 1, 0, 0)),
+        })
+        .collect()
+}
+
+/// The refusal when customers would break: unless `--allow-breaking` names exactly them.
+/// Only a major release may break customers, so `--allow-breaking` with a smaller
+/// `--bump` is refused too.
+fn customer_refusal(
+    customers: &[CustomerReport],
+    allowed: &[String],
+    bump: Option<Bump>,
+) -> Option<String> {
+    if let Some(bump) = bump.filter(|b| *b < Bump::Major && !allowed.is_empty()) {
+        return Some(format!(
+            "error: `--allow-breaking` with `--bump {bump}`: only a major release may break customers\nhint: check with `--bump major`, or fix their inputs first\n"
+        ));
+    }
+    impact::gate(customers, allowed)
+        .map(|(message, hint)| format!("error: {message}\nhint: {hint}\n"))
 }
 
 /// `--path` names a folder that is neither a stack nor a module: say so, rather than
@@ -197,6 +293,7 @@ fn selected(args: &CheckArgs, path: &str) -> bool {
 
 /// Every selected stack that changed since its own last stable release (or has none).
 fn units_since_last_release(
+    releases: &dyn ReleaseSource,
     root: &Path,
     args: &CheckArgs,
     stacks: &[String],
@@ -204,7 +301,7 @@ fn units_since_last_release(
 ) -> anyhow::Result<Vec<Unit>> {
     let mut units = Vec::new();
     for stack in stacks.iter().filter(|p| selected(args, p)) {
-        let commit = last_release_commit(root, stack)?;
+        let commit = last_release_commit(releases, root, stack)?;
         let changed = match &commit {
             Some(c) => {
                 args.paths.contains(stack)
@@ -259,8 +356,16 @@ fn print(args: &CheckArgs, output: &CheckOutput) {
     let format = if args.json { Format::Json } else { args.format };
     match format {
         Format::Json => println!("{}", render::json(output)),
-        Format::Github => print!("{}", render::github(output)),
-        Format::Human => print!("{}", render::human(output)),
+        Format::Github => print!(
+            "{}{}",
+            render::github(output),
+            impact::github(&output.customers)
+        ),
+        Format::Human => print!(
+            "{}\ncustomers:\n{}",
+            render::human(output),
+            impact::human(&output.customers)
+        ),
     }
     for unit in output.units.iter().filter(|u| u.refused) {
         eprint!(

@@ -3,6 +3,7 @@
 pub mod build;
 pub mod check;
 pub mod export;
+pub mod gate;
 pub mod inspect;
 pub mod keygen;
 pub mod publish;
@@ -10,7 +11,6 @@ pub mod version;
 
 use std::path::PathBuf;
 
-use stackpack_bundle::layout::ImageLayout;
 use stackpack_packager::repository::Repository;
 
 use crate::cli::PlanArgs;
@@ -20,11 +20,6 @@ pub fn layout_path(repo: &Repository, args: &PlanArgs) -> PathBuf {
     args.out
         .clone()
         .unwrap_or_else(|| repo.root.join(".stackpack").join("bundles"))
-}
-
-/// Opens the layout if it exists; builds create it.
-pub fn existing_layout(path: &std::path::Path) -> Option<ImageLayout> {
-    ImageLayout::open(path).ok()
 }
 
 /// The signing key: `--key`, else `[signing] key` in `stackpack.toml`.

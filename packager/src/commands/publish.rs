@@ -30,6 +30,7 @@ struct Published<'a> {
 
 pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     let repo = Repository::open(&args.plan.repo)?;
+    crate::commands::gate::lints(&repo)?;
     let key = signing_key(&repo, args.key.as_deref())?;
     let address = registry_address(args.registry.registry.as_deref(), Some(&repo.config))?;
     let remote = connect(
@@ -40,7 +41,8 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     remote
         .authenticate(&address.stack_repository("probe"), true)
         .map_err(from_remote)?;
-    let (plan, module_plans) = plan_stacks_and_modules(args, &repo, &remote, &address)?;
+    let (mut plan, module_plans) = plan_stacks_and_modules(args, &repo, &remote, &address)?;
+    crate::commands::gate::customers(&repo, &mut plan, &args.allow_breaking)?;
     if plan.dirty {
         output::warning("publishing uncommitted changes (`--allow-dirty`)");
     }

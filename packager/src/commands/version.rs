@@ -1,10 +1,11 @@
 use stackpack_packager::plan::{plan, Plan, PlanOptions};
-use stackpack_packager::releases::{NoReleases, ReleaseSource};
+use stackpack_packager::release_view::ReleaseView;
+use stackpack_packager::releases::ReleaseSource;
 use stackpack_packager::repository::Repository;
 use stackpack_schema::version::Channel;
 
-use crate::cli::{GlobalArgs, PlanArgs, VersionArgs};
-use crate::commands::{existing_layout, layout_path};
+use crate::cli::{GlobalArgs, PlanArgs, RegistryArgs, VersionArgs};
+use crate::commands::layout_path;
 use crate::output;
 
 pub fn plan_options(args: &PlanArgs) -> PlanOptions {
@@ -17,14 +18,21 @@ pub fn plan_options(args: &PlanArgs) -> PlanOptions {
     }
 }
 
-/// Plans against the layout of earlier builds, if there is one.
-pub fn make_plan(repo: &Repository, args: &PlanArgs) -> anyhow::Result<Plan> {
-    let layout = existing_layout(&layout_path(repo, args));
-    let releases: &dyn ReleaseSource = match &layout {
-        Some(layout) => layout,
-        None => &NoReleases,
-    };
-    Ok(plan(repo, releases, &plan_options(args))?)
+/// Plans against the registry `publish` would push to when it answers, else against
+/// the layout of earlier builds (with a warning saying so).
+pub fn make_plan(
+    repo: &Repository,
+    args: &PlanArgs,
+    registry: &RegistryArgs,
+) -> anyhow::Result<(Plan, String)> {
+    let flag = registry.registry.as_deref();
+    let address = flag.or(repo.config.registry.as_deref());
+    let view = ReleaseView::open(address, registry.insecure, &layout_path(repo, args))?;
+    if let Some(note) = &view.note {
+        output::warning(note);
+    }
+    let plan = plan(repo, &view, &plan_options(args))?;
+    Ok((plan, view.describe()))
 }
 
 pub fn channel_name(channel: &Channel) -> &'static str {
@@ -36,7 +44,7 @@ pub fn channel_name(channel: &Channel) -> &'static str {
 
 pub fn run(args: &VersionArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
     let repo = Repository::open(&args.plan.repo)?;
-    let plan = make_plan(&repo, &args.plan)?;
+    let (plan, releases) = make_plan(&repo, &args.plan, &args.registry)?;
     if args.plan.json {
         let stacks: Vec<serde_json::Value> = plan
             .stacks
@@ -61,6 +69,7 @@ pub fn run(args: &VersionArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
             "commit": plan.commit,
             "branch": plan.branch,
             "channel": channel_name(&plan.channel),
+            "releases": releases,
             "stacks": stacks,
         }));
         return Ok(0);
@@ -88,7 +97,7 @@ pub fn run(args: &VersionArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
         })
         .collect();
     output::status(&format!(
-        "branch `{}` ({}), commit {}",
+        "branch `{}` ({}), commit {}, releases from {releases}",
         plan.branch,
         channel_name(&plan.channel),
         &plan.commit[..12.min(plan.commit.len())]

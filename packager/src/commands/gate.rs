@@ -1,0 +1,124 @@
+//! What `publish` (and `build`) refuse before anything is built or pushed: an
+//! error-level lint, and (for `publish`) a release that would break a customer
+//! whom `--allow-breaking` does not name.
+
+use stackpack_packager::check::{lint, LintOptions, RuleConfig, Severity};
+use stackpack_packager::discover::expand_globs;
+use stackpack_packager::impact::{self, StackTarget};
+use stackpack_packager::plan::Plan;
+use stackpack_packager::repository::Repository;
+use stackpack_packager::Error;
+use stackpack_schema::version::Bump;
+
+use crate::output;
+
+/// Runs the lints `check` runs; refuses on an error-level finding, naming each at
+/// `file:line`. Warnings are printed and let through.
+pub fn lints(repo: &Repository) -> anyhow::Result<()> {
+    let root = &repo.root;
+    let rules = RuleConfig::from_table(&repo.config.rules).map_err(|e| {
+        Error::usage(format!("`[rules]` in `stackpack.toml`: {e}"))
+            .at(root.join("stackpack.toml").display())
+    })?;
+    let options = LintOptions {
+        modules: expand_globs(root, &repo.config.modules),
+        stacks: expand_globs(root, &repo.config.stacks),
+        environments: repo.config.environments.clone(),
+        rules,
+    };
+    let findings = lint(root, &options).map_err(|e| Error::usage(e.to_string()))?;
+    let mut errors = Vec::new();
+    for f in &findings {
+        if f.severity == Severity::Error {
+            errors.push(format!(
+                "\n  --> `{}`: {} (rule: {})",
+                f.location(),
+                f.message,
+                f.rule
+            ));
+        } else {
+            output::warning(&format!(
+                "`{}`: {} (rule: {})",
+                f.location(),
+                f.message,
+                f.rule
+            ));
+        }
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(Error::refused(format!(
+        "{} lint finding{} at error level; nothing was built or pushed{}",
+        errors.len(),
+        if errors.len() == 1 { "" } else { "s" },
+        errors.concat()
+    ))
+    .hint("fix it (see `stackpack check`), or add `# stackpack:ignore <rule> reason: <why>` on or above the line")
+    .into())
+}
+
+/// Checks every customer of every stack this plan releases against the interface it
+/// would publish. Refuses when one would break, unless the release is major and
+/// `allowed` names exactly those affected; then records them in each stack's plan.
+pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> anyhow::Result<()> {
+    let targets: Vec<StackTarget> = plan
+        .stacks
+        .iter()
+        .filter_map(|s| {
+            let next = s.next.as_ref()?;
+            Some(StackTarget {
+                name: s.stack.name.clone(),
+                path: s.stack.path.clone(),
+                aliases_end: Some(semver::Version::new(next.major + 1, 0, 0)),
+            })
+        })
+        .collect();
+    let root = &repo.root;
+    let reports = impact::check_customers(root, &targets, &mut |path| {
+        stackpack_interface::extract_module(&root.join(path))
+            .ok()
+            .map(std::sync::Arc::new)
+    });
+    for f in reports.iter().flat_map(|r| &r.findings) {
+        let line = format!("`{}`: {}", f.location(), f.message);
+        match (f.severity, f.rule.as_str()) {
+            (Severity::Error, _) => {}
+            (_, "deprecated-input") => output::warning(&line),
+            _ => output::detail(&line),
+        }
+    }
+    if let Some((message, hint)) = impact::gate(&reports, allowed) {
+        return Err(Error::refused(message).hint(hint).into());
+    }
+    for stack in plan.stacks.iter_mut() {
+        let broken: Vec<String> = impact::affected(
+            &reports
+                .iter()
+                .filter(|r| r.stack == stack.stack.name)
+                .cloned()
+                .collect::<Vec<_>>(),
+        )
+        .into_iter()
+        .collect();
+        if broken.is_empty() {
+            continue;
+        }
+        if stack.bump != Bump::Major {
+            return Err(Error::refused(format!(
+                "`{}` would break {} as a {} release; only a major release may break customers",
+                stack.stack.name,
+                broken
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                stack.bump
+            ))
+            .hint("publish with `--bump major --allow-breaking ...`, or fix their inputs first")
+            .into());
+        }
+        stack.allowed_breaking = broken;
+    }
+    Ok(())
+}

@@ -1,0 +1,587 @@
+//! Customer impact: every customer's inputs (`customers/<id>/<stack>.tfvars` and
+//! `.tfvars.json`) checked against the interface a build would publish, before it is
+//! published. A customer's inputs file is the stack's public API in use, so a finding
+//! at error level means this release would break that customer.
+//!
+//! Checked: required inputs missing, unknown inputs (with a did-you-mean, renamed
+//! inputs first), values of the wrong type, `validation` conditions (evaluated with the
+//! interface reader's evaluator; one it cannot evaluate statically is a warning, never
+//! a guess), a deprecated alias and its new name both set, and deprecated aliases still
+//! in use (a warning naming the release in which they stop working).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Serialize;
+use stackpack_interface::tfvars::{self, InputValue, Verdict};
+use stackpack_interface::{types, ModuleInterface, Variable};
+
+use crate::check::{Finding, Severity};
+
+/// A stack whose customers are checked.
+#[derive(Clone, Debug)]
+pub struct StackTarget {
+    /// The stack's name: customers' files are named after it.
+    pub name: String,
+    /// Repository-relative folder (`stacks/data-plane`).
+    pub path: String,
+    /// The release in which deprecated aliases stop working (the next major), when known.
+    pub aliases_end: Option<semver::Version>,
+}
+
+/// One customer's inputs file for one stack, and what checking it found.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomerReport {
+    pub customer: String,
+    pub stack: String,
+    /// Repository-relative path of the inputs file.
+    pub file: String,
+    /// True when this release would break the customer: an error-level finding.
+    pub breaks: bool,
+    pub findings: Vec<Finding>,
+}
+
+impl CustomerReport {
+    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+    }
+}
+
+/// The inputs files of `stack`: `customers/<id>/<stack>.tfvars` and `.tfvars.json`,
+/// by customer id, as `(customer, repository-relative path)`.
+pub fn customer_files(root: &Path, stack: &str) -> Vec<(String, String)> {
+    let mut customers: Vec<String> = std::fs::read_dir(root.join("customers"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    customers.sort();
+    let mut files = Vec::new();
+    for customer in customers {
+        for ext in ["tfvars", "tfvars.json"] {
+            let rel = format!("customers/{customer}/{stack}.{ext}");
+            if root.join(&rel).is_file() {
+                files.push((customer.clone(), rel));
+            }
+        }
+    }
+    files
+}
+
+/// Checks every customer of every stack in `targets` against the stack's interface
+/// as it is in the work tree (what a build would publish).
+pub fn check_customers(
+    root: &Path,
+    targets: &[StackTarget],
+    interface: &mut dyn FnMut(&str) -> Option<std::sync::Arc<ModuleInterface>>,
+) -> Vec<CustomerReport> {
+    let mut reports = Vec::new();
+    for target in targets {
+        let files = customer_files(root, &target.name);
+        if files.is_empty() {
+            continue;
+        }
+        let Some(module) = interface(&target.path) else {
+            continue;
+        };
+        for (customer, file) in files {
+            reports.push(check_file(root, target, &module, &customer, &file));
+        }
+    }
+    reports
+}
+
+fn finding(
+    rule: &str,
+    item: &str,
+    file: &str,
+    line: usize,
+    severity: Severity,
+    message: String,
+) -> Finding {
+    Finding {
+        rule: rule.to_string(),
+        item: item.to_string(),
+        file: file.to_string(),
+        line,
+        bump: None,
+        severity,
+        message,
+    }
+}
+
+/// Inputs files named after no stack of this repository (a stack renamed or removed,
+/// a typo), each as a report with one warning: nothing checks them.
+pub fn stray_files(root: &Path, stacks: &[String]) -> Vec<CustomerReport> {
+    let mut out = Vec::new();
+    let customers = std::fs::read_dir(root.join("customers"))
+        .into_iter()
+        .flatten()
+        .flatten();
+    for customer in customers.filter(|e| e.path().is_dir()) {
+        let id = customer.file_name().to_string_lossy().into_owned();
+        for file in std::fs::read_dir(customer.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let Some(stack) = name
+                .strip_suffix(".tfvars.json")
+                .or_else(|| name.strip_suffix(".tfvars"))
+            else {
+                continue;
+            };
+            if stacks.iter().any(|s| s == stack) || stack.ends_with(".auto") {
+                continue;
+            }
+            let rel = format!("customers/{id}/{name}");
+            let message = format!(
+                "no stack `{stack}` in this repository, so nothing checks these inputs (stacks: {})",
+                stacks.join(", ")
+            );
+            out.push(CustomerReport {
+                customer: id.clone(),
+                stack: stack.to_string(),
+                file: rel.clone(),
+                breaks: false,
+                findings: vec![finding(
+                    "inputs-for-no-stack",
+                    stack,
+                    &rel,
+                    0,
+                    Severity::Warning,
+                    message,
+                )],
+            });
+        }
+    }
+    out.sort_by(|a, b| a.file.cmp(&b.file));
+    out
+}
+
+/// Checks one customer's inputs file.
+pub fn check_file(
+    root: &Path,
+    target: &StackTarget,
+    module: &ModuleInterface,
+    customer: &str,
+    file: &str,
+) -> CustomerReport {
+    let findings = match read_values(&root.join(file), file) {
+        Ok(values) => check_values(target, module, file, &values),
+        Err(f) => vec![f],
+    };
+    CustomerReport {
+        customer: customer.to_string(),
+        stack: target.name.clone(),
+        file: file.to_string(),
+        breaks: findings.iter().any(|f| f.severity == Severity::Error),
+        findings,
+    }
+}
+
+fn read_values(path: &Path, file: &str) -> Result<Vec<InputValue>, Finding> {
+    let unreadable = |line: usize, message: String| {
+        finding(
+            "inputs-unreadable",
+            "",
+            file,
+            line,
+            Severity::Error,
+            message,
+        )
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| unreadable(0, format!("cannot read the inputs file: {e}")))?;
+    let parsed = if file.ends_with(".json") {
+        tfvars::parse_json(&text)
+    } else {
+        tfvars::parse_hcl(&text)
+    };
+    parsed.map_err(|e| unreadable(e.line, e.message))
+}
+
+/// Every finding for one file's values.
+fn check_values(
+    target: &StackTarget,
+    module: &ModuleInterface,
+    file: &str,
+    values: &[InputValue],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let set: BTreeMap<&str, &InputValue> = values.iter().map(|v| (v.name.as_str(), v)).collect();
+    for value in values {
+        match module.variable(&value.name) {
+            None => out.push(unknown_input(target, module, file, value)),
+            Some(variable) => check_value(target, module, variable, file, value, &set, &mut out),
+        }
+    }
+    for variable in module.variables.iter().filter(|v| v.is_required()) {
+        if !set.contains_key(variable.name.as_str()) {
+            out.push(finding(
+                "missing-input",
+                &variable.name,
+                file,
+                0,
+                Severity::Error,
+                format!(
+                    "required input `{}` is not set (declared at `{}/{}`)",
+                    variable.name, target.path, variable.location
+                ),
+            ));
+        }
+    }
+    validations(module, file, values, &set, &mut out);
+    out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
+    out
+}
+
+fn unknown_input(
+    target: &StackTarget,
+    module: &ModuleInterface,
+    file: &str,
+    value: &InputValue,
+) -> Finding {
+    let renamed = module.renamed_to(&value.name).map(|v| v.name.as_str());
+    let names: Vec<&str> = module.variables.iter().map(|v| v.name.as_str()).collect();
+    let hint = match renamed.or_else(|| did_you_mean(&value.name, &names)) {
+        Some(near) => format!("; did you mean `{near}`?"),
+        None => String::new(),
+    };
+    finding(
+        "unknown-input",
+        &value.name,
+        file,
+        value.line,
+        Severity::Error,
+        format!(
+            "`{}` is not an input of stack `{}`{hint}",
+            value.name, target.name
+        ),
+    )
+}
+
+fn check_value(
+    target: &StackTarget,
+    module: &ModuleInterface,
+    variable: &Variable,
+    file: &str,
+    value: &InputValue,
+    set: &BTreeMap<&str, &InputValue>,
+    out: &mut Vec<Finding>,
+) {
+    let name = &variable.name;
+    if value.value.is_null() && !variable.nullable {
+        out.push(finding(
+            "type-mismatch",
+            name,
+            file,
+            value.line,
+            Severity::Error,
+            format!("input `{name}` is `null`, but the stack declares it `nullable = false`"),
+        ));
+    } else if let Err(why) = variable.type_expr.check(&value.value) {
+        out.push(finding(
+            "type-mismatch",
+            name,
+            file,
+            value.line,
+            Severity::Error,
+            format!("input `{name}` must be `{}`: {why}", variable.type_expr),
+        ));
+    }
+    if variable.deprecated.is_none() {
+        return;
+    }
+    let replacement = module.renamed_to(name).map(|v| v.name.clone());
+    if let Some(new) = replacement.as_deref().filter(|new| set.contains_key(new)) {
+        out.push(finding("alias-and-input-both-set", name, file, value.line, Severity::Error,
+            format!("deprecated input `{name}` and its replacement `{new}` are both set; set only `{new}`")));
+        return;
+    }
+    let until = target
+        .aliases_end
+        .as_ref()
+        .map_or("the next major release".to_string(), |v| format!("`{v}`"));
+    let instead = replacement.map_or(String::new(), |new| format!("; set `{new}` instead"));
+    out.push(finding(
+        "deprecated-input",
+        name,
+        file,
+        value.line,
+        Severity::Warning,
+        format!("input `{name}` is deprecated and stops working in {until}{instead}"),
+    ));
+}
+
+/// Evaluates every `validation` of every input with this customer's values (converted
+/// to their types) and the defaults of the inputs they leave unset.
+fn validations(
+    module: &ModuleInterface,
+    file: &str,
+    values: &[InputValue],
+    set: &BTreeMap<&str, &InputValue>,
+    out: &mut Vec<Finding>,
+) {
+    let mut inputs = module.default_inputs();
+    for value in values {
+        if let Some(variable) = module.variable(&value.name) {
+            inputs.insert(
+                value.name.clone(),
+                types::convert(&value.value, &variable.type_expr),
+            );
+        }
+    }
+    for variable in &module.variables {
+        if !inputs.contains_key(&variable.name) {
+            continue;
+        }
+        let line = set.get(variable.name.as_str()).map_or(0, |v| v.line);
+        // A validation that reads nothing this customer sets judges the vendor's
+        // defaults, the same for everyone: not this customer's finding.
+        let reads_customer = |condition: &str| set.keys().any(|n| references(condition, n));
+        for validation in variable
+            .validations
+            .iter()
+            .filter(|v| reads_customer(&v.condition))
+        {
+            let name = &variable.name;
+            match tfvars::validation_verdict(module, validation, &inputs) {
+                Verdict::Holds => {}
+                Verdict::Fails => out.push(finding("validation-failed", name, file, line, Severity::Error,
+                    format!("input `{name}` fails its validation `{}`: {}", validation.condition,
+                        validation.error_message.as_deref().unwrap_or("(no error message)")))),
+                Verdict::Unknown => out.push(finding("validation-not-evaluated", name, file, line, Severity::Warning,
+                    format!("the validation `{}` of input `{name}` cannot be evaluated before a plan; the engine checks it", validation.condition))),
+            }
+        }
+    }
+}
+
+/// Does `condition` read `var.<name>` (not a longer name that starts the same)?
+fn references(condition: &str, name: &str) -> bool {
+    let needle = format!("var.{name}");
+    condition.match_indices(&needle).any(|(at, _)| {
+        let next = condition[at + needle.len()..].chars().next();
+        !next.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    })
+}
+
+/// The closest name, when it is close enough.
+pub fn did_you_mean<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(name, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// The customers a release would break, sorted.
+pub fn affected(reports: &[CustomerReport]) -> BTreeSet<String> {
+    reports
+        .iter()
+        .filter(|r| r.breaks)
+        .map(|r| r.customer.clone())
+        .collect()
+}
+
+/// `--allow-breaking` must name exactly the customers affected: returns why not.
+pub fn allowance_mismatch(affected: &BTreeSet<String>, allowed: &[String]) -> Option<String> {
+    let allowed: BTreeSet<String> = allowed.iter().cloned().collect();
+    let missing: Vec<String> = affected
+        .difference(&allowed)
+        .map(|c| format!("`{c}`"))
+        .collect();
+    let extra: Vec<String> = allowed
+        .difference(affected)
+        .map(|c| format!("`{c}`"))
+        .collect();
+    let mut why = Vec::new();
+    if !missing.is_empty() {
+        why.push(format!(
+            "it leaves out {}, whom this release breaks",
+            missing.join(", ")
+        ));
+    }
+    if !extra.is_empty() {
+        why.push(format!(
+            "it names {}, whom this release does not break",
+            extra.join(", ")
+        ));
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
+/// For people: one line per customer and stack, then every finding.
+pub fn human(reports: &[CustomerReport]) -> String {
+    if reports.is_empty() {
+        return "no customer inputs to check (`customers/<id>/<stack>.tfvars`)\n".into();
+    }
+    let mut rows = vec![vec![
+        "CUSTOMER".to_string(),
+        "STACK".to_string(),
+        "RESULT".to_string(),
+        "FINDINGS".to_string(),
+    ]];
+    for r in reports {
+        let errors = r.errors().count();
+        let warnings = r.findings.len() - errors;
+        let result = if r.breaks { "breaks" } else { "ok" };
+        let first = r.errors().next().or(r.findings.first());
+        let summary = match first {
+            None => "-".to_string(),
+            Some(f) => {
+                let more = r.findings.len() - 1;
+                let more = if more > 0 {
+                    format!(" (+{more} more)")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{errors} error(s), {warnings} warning(s): `{}`: {}{more}",
+                    f.location(),
+                    f.message
+                )
+            }
+        };
+        rows.push(vec![
+            r.customer.clone(),
+            r.stack.clone(),
+            result.into(),
+            summary,
+        ]);
+    }
+    let mut out = crate::check::render::table(&rows);
+    let findings: Vec<Finding> = reports.iter().flat_map(|r| r.findings.clone()).collect();
+    if !findings.is_empty() {
+        out.push_str("\ncustomer findings:\n");
+        out.push_str(&crate::check::render::findings_table(&findings));
+    }
+    out
+}
+
+/// For CI: one workflow annotation per finding, errors where a customer would break.
+pub fn github(reports: &[CustomerReport]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        for f in &r.findings {
+            let level = if f.severity == Severity::Error {
+                "error"
+            } else {
+                "warning"
+            };
+            let mut f = f.clone();
+            f.message = format!(
+                "customer `{}`, stack `{}`: {}",
+                r.customer, r.stack, f.message
+            );
+            if f.line == 0 {
+                f.line = 1;
+            }
+            out.push_str(&crate::check::render::github_annotation(&f, level));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The refusal of a release that would break customers, without `error:` and the
+/// hint: who, and every finding at `file:line` (lines after the first).
+pub fn refusal_message(reports: &[CustomerReport], why: Option<&str>) -> String {
+    let affected = affected(reports);
+    let names: Vec<String> = affected.iter().map(|c| format!("`{c}`")).collect();
+    let mut out = if affected.is_empty() {
+        "`--allow-breaking` names customers this release does not break".to_string()
+    } else {
+        format!(
+            "this release would break {} customer{}: {}",
+            affected.len(),
+            if affected.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        )
+    };
+    for r in reports.iter().filter(|r| r.breaks) {
+        for f in r.errors() {
+            out.push_str(&format!("\n  --> `{}`: {}", f.location(), f.message));
+            out.push_str(&format!(
+                "\n      customer `{}`, stack `{}`, rule: {}",
+                r.customer, r.stack, f.rule
+            ));
+        }
+    }
+    if let Some(why) = why {
+        out.push_str(&format!("\n`--allow-breaking` does not match: {why}"));
+    }
+    out
+}
+
+/// Why customers block a release: `None` when none would break and none are named, or
+/// when `allowed` names exactly those who would; else `(message, hint)`.
+pub fn gate(reports: &[CustomerReport], allowed: &[String]) -> Option<(String, String)> {
+    let affected = affected(reports);
+    if affected.is_empty() && allowed.is_empty() {
+        return None;
+    }
+    let why = if allowed.is_empty() {
+        None
+    } else {
+        Some(allowance_mismatch(&affected, allowed)?)
+    };
+    let hint = if affected.is_empty() {
+        "drop `--allow-breaking`: this release breaks no customer".to_string()
+    } else {
+        refusal_hint(reports)
+    };
+    Some((refusal_message(reports, why.as_deref()), hint))
+}
+
+/// The hint for a refusal: fix the inputs, or name exactly who a major release breaks.
+pub fn refusal_hint(reports: &[CustomerReport]) -> String {
+    let names: Vec<String> = affected(reports).into_iter().collect();
+    format!(
+        "fix their inputs first, or release a major version naming exactly them: `--bump major --allow-breaking {}`",
+        names.join(" ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_breaking_names_exactly_the_affected() {
+        let affected: BTreeSet<String> = ["a".to_string(), "b".to_string()].into();
+        assert_eq!(
+            allowance_mismatch(&affected, &["b".into(), "a".into()]),
+            None
+        );
+        let why = allowance_mismatch(&affected, &["a".into(), "c".into()]).unwrap();
+        assert!(
+            why.contains("leaves out `b`") && why.contains("names `c`"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_condition_references_whole_names_only() {
+        assert!(references("var.region == \"x\"", "region"));
+        assert!(!references("var.region_b == \"x\"", "region"));
+        assert!(references("contains(var.a, var.region)", "region"));
+    }
+
+    #[test]
+    fn near_names_are_suggested() {
+        assert_eq!(
+            did_you_mean("vpc_cdir", &["vpc_cidr", "region"]),
+            Some("vpc_cidr")
+        );
+        assert_eq!(did_you_mean("zzz", &["vpc_cidr", "region"]), None);
+    }
+}
