@@ -111,6 +111,7 @@ fn sample() -> BundleConfig {
             digest: Digest::of(b"zip"),
             size: 38_535_627,
         }],
+        allowed_breaking: vec!["initech".into()],
     }
 }
 
