@@ -152,18 +152,49 @@ pub fn authenticate(db: &Db, headers: &HeaderMap) -> Result<Principal, Error> {
     let hash = hash_token(&token);
     let row = db.read(|c| db::tokens::by_hash(c, &hash))?;
     match row {
-        Some(row) if bool::from(row.hash.ct_eq(&hash)) => match Role::parse(&row.role) {
-            Some(role) => Ok(Principal::Token {
-                id: row.id,
-                role,
-                customer: row.customer,
-            }),
-            None => Err(Error::internal(format!(
-                "token `{}` has an unknown role",
-                row.id
-            ))),
-        },
+        Some(row) if bool::from(row.hash.ct_eq(&hash)) => {
+            usable(&row)?;
+            principal(row)
+        }
         _ => Err(Error::new(Code::Unauthorized, "the token is not valid")),
+    }
+}
+
+/// Refuses a revoked or expired token, saying which (never showing the token).
+fn usable(row: &db::tokens::TokenRow) -> Result<(), Error> {
+    if row.revoked_at.is_some() {
+        return Err(Error::new(
+            Code::Unauthorized,
+            format!("token `{}` was revoked", row.id),
+        ));
+    }
+    let Some(expires_at) = &row.expires_at else {
+        return Ok(());
+    };
+    let expired = match db::utc_time(expires_at) {
+        Some((_, ns)) => i128::from(ns) <= time::OffsetDateTime::now_utc().unix_timestamp_nanos(),
+        None => true,
+    };
+    if expired {
+        return Err(Error::new(
+            Code::Unauthorized,
+            format!("token `{}` expired at `{expires_at}`", row.id),
+        ));
+    }
+    Ok(())
+}
+
+fn principal(row: db::tokens::TokenRow) -> Result<Principal, Error> {
+    match Role::parse(&row.role) {
+        Some(role) => Ok(Principal::Token {
+            id: row.id,
+            role,
+            customer: row.customer,
+        }),
+        None => Err(Error::internal(format!(
+            "token `{}` has an unknown role",
+            row.id
+        ))),
     }
 }
 

@@ -189,6 +189,14 @@ fn every_endpoint_answers_every_role_as_designed() {
             None,
             [401, 401, 403, 403, 200, 200, 403, 200],
         ),
+        ("fleet", "GET", "/api/v1/fleet".into(), None, ledger),
+        (
+            "own fleet",
+            "GET",
+            "/api/v1/fleet?customer=globex".into(),
+            None,
+            [401, 401, 403, 403, 200, 200, 403, 200],
+        ),
         (
             "versions",
             "GET",

@@ -491,6 +491,7 @@ fn receipts_import_cli_openapi_and_gc() {
         "/api/v1/customers/{id}",
         "/api/v1/support/behind",
         "/api/v1/support/drifted",
+        "/api/v1/fleet",
     ] {
         assert!(
             api["paths"][path].is_object(),

@@ -71,8 +71,13 @@ pub fn context(state: &SharedState, headers: &HeaderMap, uri: &Uri) -> Result<Ct
     let principal = match auth::authenticate(&state.db, headers) {
         Ok(principal) => principal,
         Err(e) if e.code == Code::Unauthorized => {
-            return Err(auth::unauthorized(Action::Base, &realm)
-                .with_detail(serde_json::json!({"reason": "the presented token is not valid"})))
+            let mut refused = auth::unauthorized(Action::Base, &realm)
+                .with_detail(serde_json::json!({"reason": e.message}));
+            refused.message = format!(
+                "{}; ask the registry's admin for a new token (`stackpack-registry token create`)",
+                e.message
+            );
+            return Err(refused);
         }
         Err(e) => return Err(e),
     };

@@ -154,6 +154,7 @@ pub fn router(state: SharedState) -> Router {
             get(ledger::support::prerelease),
         )
         .route("/api/v1/support/drifted", get(ledger::support::drifted))
+        .route("/api/v1/fleet", get(ledger::fleet::handle))
         .fallback(|| async { Error::new(Code::NotFound, "no such path").into_response() })
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(middleware::from_fn_with_state(

@@ -12,7 +12,7 @@ use base64::Engine as _;
 
 use crate::api::{Customer, Deployment, InstallationKey, NewCustomer, NewInstallationKey, Running};
 use crate::auth::Action;
-use crate::controllers::ledger::{reply, running};
+use crate::controllers::ledger::{mark_stale, reply, running, stale_after};
 use crate::controllers::{context, read_limited};
 use crate::db;
 use crate::error::{Code, Error};
@@ -31,14 +31,23 @@ pub struct CustomerDetail {
 #[utoipa::path(
     get,
     path = "/api/v1/customers",
-    responses((status = 200, description = "Every customer", body = Vec<Customer>)),
+    params(("staleAfter" = Option<String>, Query,
+        description = "Age after which a customer without a receipt is stale: `7d` (default), `12h`, `2w`")),
+    responses(
+        (status = 200, description = "Every customer, with its environment, last seen and whether it is stale", body = Vec<Customer>),
+        (status = 400, description = "`staleAfter` is not an age"),
+    ),
     security(("bearer" = [])),
     tag = "ledger"
 )]
 pub async fn list(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
     reply((|| {
-        context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
-        state.db.scan(db::ledger::customers)
+        let ctx = context(&state, &headers, &uri)?;
+        ctx.authorize(Action::LedgerRead)?;
+        let age = stale_after(ctx.query("staleAfter"))?;
+        let mut customers = state.db.scan(db::ledger::customers)?;
+        mark_stale(&mut customers, age);
+        Ok(customers)
     })())
 }
 
@@ -65,11 +74,14 @@ pub async fn create(
         let new: NewCustomer = serde_json::from_slice(&body).map_err(|e| {
             Error::new(Code::BadRequest, format!("the body is not a customer: {e}"))
         })?;
-        stackpack_schema::reference::validate_name(&new.id)
-            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+        for name in std::iter::once(&new.id).chain(&new.environment) {
+            stackpack_schema::reference::validate_name(name)
+                .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+        }
         let now = db::now_rfc3339();
         state.db.write(|tx| {
-            db::ledger::upsert_customer(tx, &new.id, new.name.as_deref(), &now)?;
+            let (name, environment) = (new.name.as_deref(), new.environment.as_deref());
+            db::ledger::register_customer(tx, &new.id, name, environment, &now)?;
             Ok(db::ledger::customer(tx, &new.id)?)
         })
     }

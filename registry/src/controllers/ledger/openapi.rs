@@ -39,6 +39,7 @@ impl Modify for BearerAuth {
         ledger::support::behind,
         ledger::support::prerelease,
         ledger::support::drifted,
+        ledger::fleet::handle,
     ),
     components(schemas(
         api::Release,
@@ -52,6 +53,8 @@ impl Modify for BearerAuth {
         api::Running,
         api::ReceiptAccepted,
         api::Stack,
+        api::Attempt,
+        api::FleetRow,
         ledger::customers::CustomerDetail,
     )),
     modifiers(&BearerAuth)
