@@ -232,9 +232,15 @@ pub struct CustomerListArgs {
 pub struct CustomerHistoryArgs {
     /// The customer id.
     pub id: String,
-    /// The data folder of an existing registry.
+    /// The data folder of an existing registry (on the registry's host).
+    #[arg(long, required_unless_present = "url", conflicts_with = "url")]
+    pub data: Option<PathBuf>,
+    /// The registry's address, to ask over its HTTP API from anywhere.
     #[arg(long)]
-    pub data: PathBuf,
+    pub url: Option<String>,
+    /// A `support` (or `admin`, or the customer's own) token, for `--url`.
+    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

@@ -191,6 +191,13 @@ fn every_endpoint_answers_every_role_as_designed() {
         ),
         ("fleet", "GET", "/api/v1/fleet".into(), None, ledger),
         (
+            "customer history",
+            "GET",
+            "/api/v1/customers/globex/history".into(),
+            None,
+            [401, 401, 403, 403, 200, 200, 403, 200],
+        ),
+        (
             "own fleet",
             "GET",
             "/api/v1/fleet?customer=globex".into(),

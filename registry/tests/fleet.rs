@@ -231,6 +231,24 @@ fn one_customers_history_keeps_every_attempt_in_time_order() {
     let out = cli(&server, &["customer", "history", "nobody"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`nobody`"));
+
+    // The same history over the HTTP API, from anywhere; a customer token reads
+    // only its own.
+    let over_url = |token: &str, id: &str| {
+        Command::new(BIN)
+            .args(["customer", "history", id, "--json", "--url", &server.url()])
+            .env("STACKPACK_REGISTRY_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+    let support = server.token("support", None);
+    assert_eq!(json(&over_url(&support, "globex")), history);
+    let globex = server.token("customer", Some("globex"));
+    assert_eq!(json(&over_url(&globex, "globex")), history);
+    let out = over_url(&globex, "initech");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(&globex));
+    assert_eq!(over_url(&support, "nobody").status.code(), Some(1));
 }
 
 fn publish(server: &Server, versions: &[&str]) {

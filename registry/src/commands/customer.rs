@@ -1,5 +1,6 @@
 //! `stackpack-registry customer add | list | history | key add | key revoke`.
 
+use stackpack_registry::api::Deployment;
 use stackpack_registry::controllers::ledger::mark_stale;
 use stackpack_registry::{age, db};
 
@@ -86,17 +87,29 @@ pub fn list(args: &CustomerListArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn history(args: &CustomerHistoryArgs) -> anyhow::Result<()> {
-    let state = open_existing(&args.data)?;
-    let (customer, receipts) = state.db.scan(|c| {
-        Ok((
-            db::ledger::customer(c, &args.id)?,
-            db::ledger::history(c, &args.id)?,
-        ))
-    })?;
+fn local_history(data: &std::path::Path, id: &str) -> anyhow::Result<Vec<Deployment>> {
+    let state = open_existing(data)?;
+    let (customer, receipts) = state
+        .db
+        .scan(|c| Ok((db::ledger::customer(c, id)?, db::ledger::history(c, id)?)))?;
     if customer.is_none() {
-        return Err(unknown_customer(&args.id));
+        return Err(unknown_customer(id));
     }
+    Ok(receipts)
+}
+
+pub fn history(args: &CustomerHistoryArgs) -> anyhow::Result<()> {
+    check_name("customer", &args.id)?;
+    let receipts = match (&args.data, &args.url) {
+        (Some(data), _) => local_history(data, &args.id)?,
+        (None, Some(url)) => crate::commands::remote::get_json(
+            url,
+            args.token.as_deref(),
+            &format!("/api/v1/customers/{}/history", args.id),
+            "a customer's history",
+        )?,
+        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&receipts)?);
         return Ok(());

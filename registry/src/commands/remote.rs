@@ -31,7 +31,22 @@ async fn get(url: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
 
 /// `GET {base}/api/v1/fleet?{query}`.
 pub fn fleet(base: &str, token: Option<&str>, query: &str) -> anyhow::Result<Vec<FleetRow>> {
-    let url = format!("{}/api/v1/fleet?{query}", base.trim_end_matches('/'));
+    get_json(
+        base,
+        token,
+        &format!("/api/v1/fleet?{query}"),
+        "a fleet matrix",
+    )
+}
+
+/// `GET {base}{path}`, answered with JSON of type `T` (`what` names it in errors).
+pub fn get_json<T: serde::de::DeserializeOwned>(
+    base: &str,
+    token: Option<&str>,
+    path: &str,
+    what: &str,
+) -> anyhow::Result<T> {
+    let url = format!("{}{path}", base.trim_end_matches('/'));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -39,7 +54,7 @@ pub fn fleet(base: &str, token: Option<&str>, query: &str) -> anyhow::Result<Vec
     match status {
         200 => serde_json::from_slice(&body).map_err(|e| {
             Refused(
-                format!("the answer from `{base}` is not a fleet matrix: {e}"),
+                format!("the answer from `{base}` is not {what}: {e}"),
                 "check that `--url` names a stackpack-registry".into(),
             )
             .into()
@@ -54,7 +69,7 @@ pub fn fleet(base: &str, token: Option<&str>, query: &str) -> anyhow::Result<Vec
                 "the registry at `{base}` answered {status}: {}",
                 error_message(&body).unwrap_or_else(|| "no error message".into())
             ),
-            "a `support` token reads the whole fleet; a customer token only `--customer` itself"
+            "a `support` token reads the whole fleet; a customer token only its own customer"
                 .into(),
         )
         .into()),

@@ -142,6 +142,10 @@ pub fn router(state: SharedState) -> Router {
         )
         .route("/api/v1/customers/{id}", get(ledger::customers::show))
         .route(
+            "/api/v1/customers/{id}/history",
+            get(ledger::customers::history),
+        )
+        .route(
             "/api/v1/customers/{id}/keys",
             post(ledger::customers::add_key),
         )

@@ -1,5 +1,6 @@
 //! Customers: `GET /api/v1/customers`, `POST /api/v1/customers` (admin),
-//! `GET /api/v1/customers/{id}` (what it runs and its recent receipts).
+//! `GET /api/v1/customers/{id}` (what it runs and its recent receipts),
+//! `GET /api/v1/customers/{id}/history` (every receipt, oldest first).
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -180,4 +181,36 @@ pub async fn add_key(
         Ok(key) => (StatusCode::CREATED, axum::Json(key)).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/customers/{id}/history",
+    params(("id" = String, Path, description = "Customer id")),
+    responses(
+        (status = 200, description = "Every receipt of the customer, oldest first: applies, failed applies, rollbacks, drift reports, destroys", body = Vec<Deployment>),
+        (status = 404, description = "No such customer"),
+    ),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+pub async fn history(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    reply((|| {
+        context(&state, &headers, &uri)?.authorize(Action::CustomerRead(&id))?;
+        let (customer, history) = state
+            .db
+            .scan(|c| Ok((db::ledger::customer(c, &id)?, db::ledger::history(c, &id)?)))?;
+        match customer {
+            Some(_) => Ok(history),
+            None => Err(Error::new(
+                Code::NotFound,
+                format!("customer `{id}` is not known"),
+            )),
+        }
+    })())
 }

@@ -32,6 +32,7 @@ impl Modify for BearerAuth {
         ledger::customers::list,
         ledger::customers::create,
         ledger::customers::show,
+        ledger::customers::history,
         ledger::customers::add_key,
         ledger::deployments::handle,
         ledger::receipts::create,
