@@ -144,8 +144,13 @@ pub fn presented_token(headers: &HeaderMap) -> Option<String> {
 }
 
 /// Resolves the request's credentials. A token that is presented but unknown is an
-/// error, never anonymous.
-pub fn authenticate(db: &Db, headers: &HeaderMap) -> Result<Principal, Error> {
+/// error, never anonymous. `note_use` gets a valid token's id when its last-used
+/// time is due to be written (at most every [`db::tokens::LAST_USED_SECS`]).
+pub fn authenticate(
+    db: &Db,
+    headers: &HeaderMap,
+    note_use: impl FnOnce(&str),
+) -> Result<Principal, Error> {
     let Some(token) = presented_token(headers).filter(|t| !t.is_empty()) else {
         return Ok(Principal::Anonymous);
     };
@@ -154,6 +159,9 @@ pub fn authenticate(db: &Db, headers: &HeaderMap) -> Result<Principal, Error> {
     match row {
         Some(row) if bool::from(row.hash.ct_eq(&hash)) => {
             usable(&row)?;
+            if use_is_due(row.last_used.as_deref()) {
+                note_use(&row.id);
+            }
             principal(row)
         }
         _ => Err(Error::new(Code::Unauthorized, "the token is not valid")),
@@ -182,6 +190,14 @@ fn usable(row: &db::tokens::TokenRow) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+fn use_is_due(last_used: Option<&str>) -> bool {
+    let Some((_, last_ns)) = last_used.and_then(db::utc_time) else {
+        return true;
+    };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+    now - i128::from(last_ns) >= i128::from(db::tokens::LAST_USED_SECS) * 1_000_000_000
 }
 
 fn principal(row: db::tokens::TokenRow) -> Result<Principal, Error> {

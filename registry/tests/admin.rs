@@ -43,7 +43,7 @@ fn versions(server: &Server, token: &str) -> Resp {
 }
 
 #[test]
-fn token_list_shows_role_customer_and_expiry_but_never_the_secret() {
+fn token_list_shows_role_customer_expiry_and_last_use_but_never_the_secret() {
     let server = Server::start();
     let (support, support_id) = token_with(&server, "support", &["--expires-in", "30d"]);
     let (customer, _) = token_with(&server, "customer", &["--customer", "globex"]);
@@ -65,6 +65,29 @@ fn token_list_shows_role_customer_and_expiry_but_never_the_secret() {
     let customer_row = rows.iter().find(|r| r["role"] == "customer").unwrap();
     assert_eq!(customer_row["customer"], "globex");
     assert!(customer_row["expiresAt"].is_null());
+
+    // Using a token records when (in the background, within a moment).
+    assert!(customer_row["lastUsed"].is_null());
+    assert_eq!(versions(&server, &support).status, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let list: serde_json::Value =
+            serde_json::from_slice(&cli(&server, &["token", "list", "--json"]).stdout).unwrap();
+        let row = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == support_id.as_str())
+            .unwrap();
+        if row["lastUsed"].is_string() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lastUsed never written: {row}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 
     let out = cli(&server, &["token", "list"]);
     let table = text(&out.stdout);

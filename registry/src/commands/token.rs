@@ -114,12 +114,21 @@ pub fn list(args: &DataJsonArgs) -> anyhow::Result<()> {
                 t.customer.clone().unwrap_or_else(dash),
                 t.created.clone(),
                 t.expires_at.clone().unwrap_or_else(|| "never".into()),
+                t.last_used.clone().unwrap_or_else(|| "never".into()),
                 status(t, now_ns).to_string(),
             ]
         })
         .collect();
     print_table(
-        &["ID", "ROLE", "CUSTOMER", "CREATED", "EXPIRES", "STATUS"],
+        &[
+            "ID",
+            "ROLE",
+            "CUSTOMER",
+            "CREATED",
+            "EXPIRES",
+            "LAST USED",
+            "STATUS",
+        ],
         &rows,
     );
     if rows.is_empty() {

@@ -10,7 +10,12 @@ pub struct TokenRow {
     /// RFC 3339 UTC; `None` never expires.
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
+    pub last_used: Option<String>,
 }
+
+/// `last_used` is written at most this often per token, so that using a token
+/// costs no write on nearly every request.
+pub const LAST_USED_SECS: i64 = 60;
 
 /// What `token list` shows: never the token or its hash.
 #[derive(Debug, serde::Serialize)]
@@ -22,6 +27,8 @@ pub struct TokenInfo {
     pub created: String,
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// When a request last presented it (to within a minute); `None` if never.
+    pub last_used: Option<String>,
 }
 
 pub fn insert(
@@ -43,7 +50,8 @@ pub fn insert(
 
 pub fn by_hash(conn: &Connection, hash: &[u8]) -> rusqlite::Result<Option<TokenRow>> {
     conn.prepare_cached(
-        "SELECT id, hash, role, customer, expires_at, revoked_at FROM tokens WHERE hash = ?1",
+        "SELECT id, hash, role, customer, expires_at, revoked_at, last_used FROM tokens
+         WHERE hash = ?1",
     )?
     .query_row(params![hash], |r| {
         Ok(TokenRow {
@@ -53,6 +61,7 @@ pub fn by_hash(conn: &Connection, hash: &[u8]) -> rusqlite::Result<Option<TokenR
             customer: r.get(3)?,
             expires_at: r.get(4)?,
             revoked_at: r.get(5)?,
+            last_used: r.get(6)?,
         })
     })
     .optional()
@@ -61,7 +70,7 @@ pub fn by_hash(conn: &Connection, hash: &[u8]) -> rusqlite::Result<Option<TokenR
 /// Every token, oldest first, without its hash.
 pub fn list(conn: &Connection) -> rusqlite::Result<Vec<TokenInfo>> {
     conn.prepare(
-        "SELECT id, role, customer, created, expires_at, revoked_at FROM tokens
+        "SELECT id, role, customer, created, expires_at, revoked_at, last_used FROM tokens
          ORDER BY created, id",
     )?
     .query_map([], |r| {
@@ -72,6 +81,7 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<TokenInfo>> {
             created: r.get(3)?,
             expires_at: r.get(4)?,
             revoked_at: r.get(5)?,
+            last_used: r.get(6)?,
         })
     })?
     .collect()
@@ -94,4 +104,13 @@ pub fn revoke(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<Option
 
 pub fn count(conn: &Connection) -> rusqlite::Result<u64> {
     conn.query_row("SELECT COUNT(*) FROM tokens", [], |r| r.get(0))
+}
+
+/// Records that token `id` was used at `now`.
+pub fn touch(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE tokens SET last_used = ?2 WHERE id = ?1",
+        params![id, now],
+    )?;
+    Ok(())
 }
