@@ -268,6 +268,17 @@ fn every_endpoint_answers_every_role_as_designed() {
             Some(receipt("r-1", "globex")),
             [401, 401, 403, 403, 403, 201, 403, 200],
         ),
+        // After `report`, which signs with this key.
+        (
+            "revoke installation key",
+            "DELETE",
+            format!(
+                "/api/v1/customers/globex/keys/{}",
+                PrivateKey::from_secret_bytes([9; 32]).public_key().key_id()
+            ),
+            None,
+            [401, 401, 403, 403, 403, 403, 403, 200],
+        ),
         ("healthz", "GET", "/healthz".into(), None, open),
         ("metrics", "GET", "/metrics".into(), None, open),
         ("openapi", "GET", "/api/v1/openapi.json".into(), None, open),

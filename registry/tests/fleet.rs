@@ -477,4 +477,21 @@ fn a_revoked_installation_key_is_refused_and_an_added_one_is_trusted() {
 
     let out = cli(&server, &["customer", "key", "revoke", "globex", "nokey"]);
     assert_eq!(out.status.code(), Some(1));
+
+    // The same over the API, admin only: the rotated key is revoked in turn.
+    let path = format!(
+        "/api/v1/customers/globex/keys/{}",
+        new_key.public_key().key_id()
+    );
+    let support = Client::new(server.url(), Some(server.token("support", None)));
+    assert_eq!(support.req("DELETE", &path, &[], None).status, 403);
+    let admin = Client::new(server.url(), Some(server.token("admin", None)));
+    assert_eq!(admin.req("DELETE", &path, &[], None).status, 200);
+    let again = SignedReceipt::sign(
+        receipt("globex", "g8", ("data-plane", "1.0.0"), apply, at).receipt,
+        &new_key,
+    );
+    assert_eq!(post(&again).status, 403);
+    let missing = admin.req("DELETE", "/api/v1/customers/globex/keys/nokey", &[], None);
+    assert_eq!(missing.status, 404);
 }

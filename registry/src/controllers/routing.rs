@@ -6,7 +6,7 @@ use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{any, delete, get, post};
 use axum::Router;
 
 use crate::controllers::body::{drain, DRAIN_CAP};
@@ -148,6 +148,10 @@ pub fn router(state: SharedState) -> Router {
         .route(
             "/api/v1/customers/{id}/keys",
             post(ledger::customers::add_key),
+        )
+        .route(
+            "/api/v1/customers/{id}/keys/{key_id}",
+            delete(ledger::customers::revoke_key),
         )
         .route("/api/v1/deployments", get(ledger::deployments::handle))
         .route("/api/v1/receipts", post(ledger::receipts::create))

@@ -214,3 +214,44 @@ pub async fn history(
         }
     })())
 }
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/customers/{id}/keys/{keyId}",
+    params(
+        ("id" = String, Path, description = "Customer id"),
+        ("keyId" = String, Path, description = "The installation key's id"),
+    ),
+    responses(
+        (status = 200, description = "Revoked: receipts signed with the key are refused from now on", body = InstallationKey),
+        (status = 404, description = "The customer has no such key"),
+    ),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+/// Revokes one of a customer's installation keys (admin). A revoked key still
+/// counts as pinned: revoking the last key never reopens trust on first use.
+pub async fn revoke_key(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path((id, key_id)): Path<(String, String)>,
+) -> Response {
+    reply((|| {
+        context(&state, &headers, &uri)?.authorize(Action::Admin)?;
+        let now = db::now_rfc3339();
+        let revoked = state
+            .db
+            .write(|tx| Ok(db::ledger::revoke_installation_key(tx, &id, &key_id, &now)?))?;
+        if !revoked {
+            return Err(Error::new(
+                Code::NotFound,
+                format!("customer `{id}` has no key `{key_id}`"),
+            ));
+        }
+        Ok(InstallationKey {
+            customer: id,
+            key_id,
+        })
+    })())
+}

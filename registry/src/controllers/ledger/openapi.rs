@@ -34,6 +34,7 @@ impl Modify for BearerAuth {
         ledger::customers::show,
         ledger::customers::history,
         ledger::customers::add_key,
+        ledger::customers::revoke_key,
         ledger::deployments::handle,
         ledger::receipts::create,
         ledger::support::versions,
