@@ -320,6 +320,15 @@ pub struct FleetArgs {
     /// A customer whose last receipt is older than this is silent: `7d`, `12h`, `2w`.
     #[arg(long, value_name = "AGE", default_value = "7d")]
     pub stale_after: String,
+    /// Only customers running a version below this one (`2.0.0`: who still has the bug).
+    #[arg(long, value_name = "VERSION")]
+    pub below: Option<String>,
+    /// Only customers running exactly this version.
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+    /// Only customers running this bundle digest (`sha256:…`).
+    #[arg(long)]
+    pub digest: Option<String>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

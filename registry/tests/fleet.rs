@@ -371,7 +371,7 @@ fn fleet_over_url_answers_the_matrix_like_fleet_over_data() {
 }
 
 #[test]
-fn fleet_finds_prereleases_in_production_and_failed_attempts() {
+fn fleet_finds_prereleases_in_production_versions_below_exact_or_by_digest_and_failures() {
     let server = Server::start();
     publish(&server, &["1.0.0", "3.1.0-rc.1"]);
     seed(&server);
@@ -384,6 +384,23 @@ fn fleet_finds_prereleases_in_production_and_failed_attempts() {
     let mut local = vec!["fleet"];
     local.extend(args);
     assert_eq!(json(&cli(&server, &local)), rows);
+
+    // Who still runs a version below 3.0.0, exactly 1.0.0, or one bundle digest.
+    let below = json(&remote(&server, &support, &["--below", "3.0.0", "--json"]));
+    assert_eq!(cells(&below), ["globex:data-plane", "umbrella:data-plane"]);
+    let below_rc = json(&cli(&server, &["fleet", "--below", "3.1.0", "--json"]));
+    assert_eq!(cells(&below_rc).len(), 4, "3.1.0-rc.1 is below 3.1.0");
+    let exact = json(&remote(
+        &server,
+        &support,
+        &["--version", "3.1.0-rc.1", "--json"],
+    ));
+    assert_eq!(cells(&exact), ["acme:data-plane", "hooli:data-plane"]);
+    let digest = exact[0]["digest"].as_str().unwrap();
+    let by_digest = json(&cli(&server, &["fleet", "--digest", digest, "--json"]));
+    assert_eq!(cells(&by_digest), ["acme:data-plane", "hooli:data-plane"]);
+    let out = cli(&server, &["fleet", "--below", "two"]);
+    assert_eq!(out.status.code(), Some(2));
 
     let failed = json(&cli(&server, &["fleet", "--failed", "--json"]));
     assert!(

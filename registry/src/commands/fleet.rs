@@ -38,7 +38,19 @@ fn query(args: &FleetArgs) -> Result<FleetQuery, UsageError> {
             Some("give a number and a unit: `s`, `m`, `h`, `d` or `w`".into()),
         ));
     };
+    let below = match &args.below {
+        Some(text) => Some(semver::Version::parse(text).map_err(|e| {
+            UsageError(
+                format!("`--below` takes a version such as `2.0.0`, not `{text}`: {e}"),
+                None,
+            )
+        })?),
+        None => None,
+    };
     Ok(FleetQuery {
+        below,
+        version: args.version.clone(),
+        digest: args.digest.clone(),
         customer: args.customer.clone(),
         environment: args.environment.clone(),
         stack: args.stack.clone(),
@@ -70,6 +82,9 @@ fn query_string(args: &FleetArgs) -> String {
         ("customer", &args.customer),
         ("environment", &args.environment),
         ("stack", &args.stack),
+        ("below", &args.below),
+        ("version", &args.version),
+        ("digest", &args.digest),
     ] {
         if let Some(value) = value {
             pairs.push((key, value.clone()));

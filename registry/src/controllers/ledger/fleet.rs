@@ -29,6 +29,12 @@ pub struct FleetQuery {
     pub silent: bool,
     pub failed: bool,
     pub stale_after_secs: u64,
+    /// Only rows running a version below this one, by semver precedence.
+    pub below: Option<Version>,
+    /// Only rows running exactly this version.
+    pub version: Option<String>,
+    /// Only rows running this bundle digest.
+    pub digest: Option<String>,
 }
 
 impl FleetQuery {
@@ -45,6 +51,9 @@ impl FleetQuery {
             silent: flag("silent"),
             failed: flag("failed"),
             stale_after_secs: stale_after(query.get("staleAfter").map(String::as_str))?,
+            below: query.get("below").map(|v| parse_version(v)).transpose()?,
+            version: query.get("version").cloned(),
+            digest: query.get("digest").cloned(),
         })
     }
 
@@ -60,7 +69,22 @@ impl FleetQuery {
             && (!self.drifted || row.drifted)
             && (!self.silent || row.stale)
             && (!self.failed || failed)
+            && (self.version.is_none() || row.version == self.version)
+            && (self.digest.is_none() || row.digest == self.digest)
+            && self.below.as_ref().is_none_or(|below| {
+                let running = row.version.as_deref().and_then(|v| Version::parse(v).ok());
+                running.is_some_and(|v| v.cmp_precedence(below).is_lt())
+            })
     }
+}
+
+fn parse_version(text: &str) -> Result<Version> {
+    Version::parse(text).map_err(|e| {
+        crate::error::Error::new(
+            crate::error::Code::BadRequest,
+            format!("`below` takes a version such as `2.0.0`, not `{text}`: {e}"),
+        )
+    })
 }
 
 /// Every stable version of each stack, by semver.
@@ -197,10 +221,13 @@ pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
         ("silent" = Option<bool>, Query, description = "Only customers silent for `staleAfter`"),
         ("failed" = Option<bool>, Query, description = "Only rows whose last attempt failed"),
         ("staleAfter" = Option<String>, Query, description = "Age after which a customer is silent: `7d` (default)"),
+        ("below" = Option<String>, Query, description = "Only rows running a version below this one (`2.0.0`)"),
+        ("version" = Option<String>, Query, description = "Only rows running exactly this version"),
+        ("digest" = Option<String>, Query, description = "Only rows running this bundle digest"),
     ),
     responses(
         (status = 200, description = "The fleet matrix: customer × stack", body = Vec<FleetRow>),
-        (status = 400, description = "`staleAfter` is not an age"),
+        (status = 400, description = "`staleAfter` is not an age, or `below` not a version"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
