@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 use stackpack_registry::auth::Role;
 use stackpack_registry::config::TagPolicy;
 
@@ -229,11 +229,12 @@ pub struct CustomerListArgs {
 }
 
 #[derive(Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
 pub struct CustomerHistoryArgs {
     /// The customer id.
     pub id: String,
     /// The data folder of an existing registry (on the registry's host).
-    #[arg(long, required_unless_present = "url", conflicts_with = "url")]
+    #[arg(long)]
     pub data: Option<PathBuf>,
     /// The registry's address, to ask over its HTTP API from anywhere.
     #[arg(long)]
@@ -282,9 +283,10 @@ pub struct ReceiptsImportArgs {
 }
 
 #[derive(Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
 pub struct FleetArgs {
     /// The data folder of an existing registry (on the registry's host).
-    #[arg(long, required_unless_present = "url", conflicts_with = "url")]
+    #[arg(long)]
     pub data: Option<PathBuf>,
     /// The registry's address, to ask over its HTTP API from anywhere
     /// (`https://registry.example`).

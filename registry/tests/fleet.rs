@@ -512,3 +512,21 @@ fn a_revoked_installation_key_is_refused_and_an_added_one_is_trusted() {
     let missing = admin.req("DELETE", "/api/v1/customers/globex/keys/nokey", &[], None);
     assert_eq!(missing.status, 404);
 }
+
+#[test]
+fn fleet_over_url_names_an_unreachable_registry_and_needs_data_or_url() {
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let out = Command::new(BIN)
+        .args(["fleet", "--url", &url, "--token", "spr_not-shown"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("`{url}/api/v1/fleet")), "{stderr}");
+    assert!(
+        stderr.contains("hint:") && !stderr.contains("spr_not-shown"),
+        "{stderr}"
+    );
+    let out = Command::new(BIN).arg("fleet").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "neither `--data` nor `--url`");
+}

@@ -11,6 +11,16 @@ fn error_message(body: &[u8]) -> Option<String> {
     value["errors"][0]["message"].as_str().map(str::to_string)
 }
 
+/// The innermost cause (`Connection refused`, a certificate problem), which says
+/// more than reqwest's outer "error sending request".
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
 async fn get(url: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(60))
@@ -21,7 +31,7 @@ async fn get(url: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
     }
     let response = request.send().await.map_err(|e| {
         Refused(
-            format!("cannot reach the registry at `{url}`: {e}"),
+            format!("cannot reach the registry at `{url}`: {}", root_cause(&e)),
             "check `--url` (scheme, host and port) and that the registry is serving".into(),
         )
     })?;
