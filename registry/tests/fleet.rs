@@ -192,6 +192,18 @@ fn registered_customers_show_environment_last_seen_and_staleness() {
     assert_eq!(r.status, 400);
     let r = support.req("POST", "/api/v1/customers", &[], Some(br#"{"id":"x"}"#));
     assert_eq!(r.status, 403, "support cannot change anything");
+    let admin = Client::new(server.url(), Some(server.token("admin", None)));
+    let body = br#"{"id":"hooli","name":"Hooli","environment":"production"}"#;
+    let r = admin.req("POST", "/api/v1/customers", &[], Some(body));
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["environment"], "production");
+    let body = br#"{"id":"hooli","environment":"Prod Env"}"#;
+    assert_eq!(
+        admin
+            .req("POST", "/api/v1/customers", &[], Some(body))
+            .status,
+        400
+    );
 
     let out = cli(
         &server,
