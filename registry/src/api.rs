@@ -37,7 +37,14 @@ pub struct Release {
 pub struct Customer {
     pub id: String,
     pub name: Option<String>,
+    /// `production`, `staging`, … as registered; `None` until someone says.
+    pub environment: Option<String>,
     pub created: String,
+    /// When its last receipt finished; `None` if it never reported.
+    pub last_seen: Option<String>,
+    /// No receipt within the `staleAfter` age (or none at all). Only in listings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
 }
 
 /// Body of `POST /api/v1/customers`.
@@ -46,6 +53,8 @@ pub struct Customer {
 pub struct NewCustomer {
     pub id: String,
     pub name: Option<String>,
+    /// `production`, `staging`, … (a name: `[a-z0-9]` with `.`, `_`, `-`).
+    pub environment: Option<String>,
 }
 
 /// One receipt as the ledger keeps it.
@@ -58,7 +67,7 @@ pub struct Deployment {
     pub version: String,
     /// The bundle manifest's digest.
     pub digest: String,
-    /// `apply`, `rollback`, `drift` or `plan`.
+    /// `apply`, `rollback`, `drift`, `destroy` or `plan`.
     pub kind: String,
     /// `succeeded`, `failed`, `drifted` or `no-changes`.
     pub outcome: String,
@@ -141,4 +150,43 @@ pub struct NewInstallationKey {
 pub struct InstallationKey {
     pub customer: String,
     pub key_id: String,
+}
+
+/// The last attempt to change a stack at a customer: an apply, rollback or destroy,
+/// whatever its outcome.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub kind: String,
+    pub outcome: String,
+    pub version: String,
+    pub finished_at: String,
+    pub receipt_id: String,
+}
+
+/// One cell of the fleet matrix: what one customer runs of one stack. A customer
+/// that never reported has one row without a stack.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetRow {
+    pub customer: String,
+    pub environment: Option<String>,
+    pub stack: Option<String>,
+    /// The version in place (last successful apply or rollback, not destroyed since).
+    pub version: Option<String>,
+    pub digest: Option<String>,
+    /// When that version was put in place.
+    pub since: Option<String>,
+    pub last_attempt: Option<Attempt>,
+    /// The highest stable version published for the stack.
+    pub latest_stable: Option<String>,
+    /// How many stable releases are newer than `version`.
+    pub behind: u64,
+    pub prerelease: bool,
+    /// The last drift check after the last apply found drift.
+    pub drifted: bool,
+    /// The customer's last receipt, of any stack.
+    pub last_seen: Option<String>,
+    /// No receipt within `staleAfter`, or none ever.
+    pub stale: bool,
 }

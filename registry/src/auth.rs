@@ -144,26 +144,73 @@ pub fn presented_token(headers: &HeaderMap) -> Option<String> {
 }
 
 /// Resolves the request's credentials. A token that is presented but unknown is an
-/// error, never anonymous.
-pub fn authenticate(db: &Db, headers: &HeaderMap) -> Result<Principal, Error> {
+/// error, never anonymous. `note_use` gets a valid token's id when its last-used
+/// time is due to be written (at most every [`db::tokens::LAST_USED_SECS`]).
+pub fn authenticate(
+    db: &Db,
+    headers: &HeaderMap,
+    note_use: impl FnOnce(&str),
+) -> Result<Principal, Error> {
     let Some(token) = presented_token(headers).filter(|t| !t.is_empty()) else {
         return Ok(Principal::Anonymous);
     };
     let hash = hash_token(&token);
     let row = db.read(|c| db::tokens::by_hash(c, &hash))?;
     match row {
-        Some(row) if bool::from(row.hash.ct_eq(&hash)) => match Role::parse(&row.role) {
-            Some(role) => Ok(Principal::Token {
-                id: row.id,
-                role,
-                customer: row.customer,
-            }),
-            None => Err(Error::internal(format!(
-                "token `{}` has an unknown role",
-                row.id
-            ))),
-        },
+        Some(row) if bool::from(row.hash.ct_eq(&hash)) => {
+            usable(&row)?;
+            if use_is_due(row.last_used.as_deref()) {
+                note_use(&row.id);
+            }
+            principal(row)
+        }
         _ => Err(Error::new(Code::Unauthorized, "the token is not valid")),
+    }
+}
+
+/// Refuses a revoked or expired token, saying which (never showing the token).
+fn usable(row: &db::tokens::TokenRow) -> Result<(), Error> {
+    if row.revoked_at.is_some() {
+        return Err(Error::new(
+            Code::Unauthorized,
+            format!("token `{}` was revoked", row.id),
+        ));
+    }
+    let Some(expires_at) = &row.expires_at else {
+        return Ok(());
+    };
+    let expired = match db::utc_time(expires_at) {
+        Some((_, ns)) => i128::from(ns) <= time::OffsetDateTime::now_utc().unix_timestamp_nanos(),
+        None => true,
+    };
+    if expired {
+        return Err(Error::new(
+            Code::Unauthorized,
+            format!("token `{}` expired at `{expires_at}`", row.id),
+        ));
+    }
+    Ok(())
+}
+
+fn use_is_due(last_used: Option<&str>) -> bool {
+    let Some((_, last_ns)) = last_used.and_then(db::utc_time) else {
+        return true;
+    };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+    now - i128::from(last_ns) >= i128::from(db::tokens::LAST_USED_SECS) * 1_000_000_000
+}
+
+fn principal(row: db::tokens::TokenRow) -> Result<Principal, Error> {
+    match Role::parse(&row.role) {
+        Some(role) => Ok(Principal::Token {
+            id: row.id,
+            role,
+            customer: row.customer,
+        }),
+        None => Err(Error::internal(format!(
+            "token `{}` has an unknown role",
+            row.id
+        ))),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 use stackpack_registry::auth::Role;
 use stackpack_registry::config::TagPolicy;
 
@@ -31,6 +31,9 @@ pub enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Register customers and see them: environment, last seen, history.
+    #[command(subcommand)]
+    Customer(CustomerCommand),
     /// Delete expired uploads and blobs that no manifest references.
     Gc(GcArgs),
     /// Work with deployment receipts.
@@ -93,6 +96,33 @@ pub struct ServeArgs {
 pub enum TokenCommand {
     /// Create a token. It is printed once, on stdout; only its hash is stored.
     Create(TokenCreateArgs),
+    /// List tokens: id, role, customer, created, expiry, revocation. Never the token
+    /// or its hash.
+    List(DataJsonArgs),
+    /// Revoke a token by its id (from `token list`): it is refused at once.
+    Revoke(TokenRevokeArgs),
+}
+
+#[derive(Args)]
+pub struct DataJsonArgs {
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct TokenRevokeArgs {
+    /// The token's id, as `token list` shows it.
+    pub id: String,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -102,9 +132,116 @@ pub struct TokenCreateArgs {
     /// The customer a `customer` token reports for.
     #[arg(long)]
     pub customer: Option<String>,
+    /// The token stops working after this long: `30d`, `12h`, `90m`, `2w`.
+    /// Without it, the token works until revoked.
+    #[arg(long, value_name = "AGE")]
+    pub expires_in: Option<String>,
     /// The data folder of an existing registry.
     #[arg(long)]
     pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum CustomerCommand {
+    /// Register a customer (or update its name and environment) before it reports.
+    Add(CustomerAddArgs),
+    /// List customers: environment, last seen (last receipt), stale or not.
+    List(CustomerListArgs),
+    /// Every receipt of one customer, oldest first: applies, failures, rollbacks,
+    /// drift reports, destroys.
+    History(CustomerHistoryArgs),
+    /// Trust or revoke a customer's installation keys (a second runner, a rotation).
+    #[command(subcommand)]
+    Key(CustomerKeyCommand),
+}
+
+#[derive(Subcommand)]
+pub enum CustomerKeyCommand {
+    /// Trust another installation key for the customer's receipts.
+    Add(CustomerKeyAddArgs),
+    /// Revoke an installation key: receipts signed with it are refused from now on.
+    Revoke(CustomerKeyRevokeArgs),
+}
+
+#[derive(Args)]
+pub struct CustomerKeyAddArgs {
+    /// The customer id.
+    pub id: String,
+    /// The runner's public key, SPKI PEM (`-----BEGIN PUBLIC KEY-----`).
+    pub public_key: PathBuf,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CustomerKeyRevokeArgs {
+    /// The customer id.
+    pub id: String,
+    /// The key id, as receipts and `customer key add` show it.
+    pub key_id: String,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CustomerAddArgs {
+    /// The customer id (`[a-z0-9]` with `.`, `_`, `-`), as its runner reports it.
+    pub id: String,
+    /// A name for people.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// `production`, `staging`, … (a name like the id).
+    #[arg(long)]
+    pub environment: Option<String>,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CustomerListArgs {
+    /// A customer whose last receipt is older than this is stale: `7d`, `12h`, `2w`.
+    #[arg(long, value_name = "AGE", default_value = "7d")]
+    pub stale_after: String,
+    /// Only stale customers (silent ones, and those that never reported).
+    #[arg(long)]
+    pub silent: bool,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
+pub struct CustomerHistoryArgs {
+    /// The customer id.
+    pub id: String,
+    /// The data folder of an existing registry (on the registry's host).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// The registry's address, to ask over its HTTP API from anywhere.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A `support` (or `admin`, or the customer's own) token, for `--url`.
+    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -146,10 +283,27 @@ pub struct ReceiptsImportArgs {
 }
 
 #[derive(Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
 pub struct FleetArgs {
-    /// The data folder of an existing registry.
+    /// The data folder of an existing registry (on the registry's host).
     #[arg(long)]
-    pub data: PathBuf,
+    pub data: Option<PathBuf>,
+    /// The registry's address, to ask over its HTTP API from anywhere
+    /// (`https://registry.example`).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A `support` (or `admin`, or the customer's own) token, for `--url`.
+    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Only this customer.
+    #[arg(long)]
+    pub customer: Option<String>,
+    /// Only customers in this environment (`production`).
+    #[arg(long)]
+    pub environment: Option<String>,
+    /// Only this stack.
+    #[arg(long)]
+    pub stack: Option<String>,
     /// Only customers behind the latest stable version.
     #[arg(long)]
     pub behind: bool,
@@ -159,6 +313,24 @@ pub struct FleetArgs {
     /// Only customers whose last drift check found drift.
     #[arg(long)]
     pub drifted: bool,
+    /// Only customers with no receipt within `--stale-after` (or none ever).
+    #[arg(long)]
+    pub silent: bool,
+    /// Only stacks whose last attempt failed.
+    #[arg(long)]
+    pub failed: bool,
+    /// A customer whose last receipt is older than this is silent: `7d`, `12h`, `2w`.
+    #[arg(long, value_name = "AGE", default_value = "7d")]
+    pub stale_after: String,
+    /// Only customers running a version below this one (`2.0.0`: who still has the bug).
+    #[arg(long, value_name = "VERSION")]
+    pub below: Option<String>,
+    /// Only customers running exactly this version.
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+    /// Only customers running this bundle digest (`sha256:…`).
+    #[arg(long)]
+    pub digest: Option<String>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

@@ -22,6 +22,7 @@
 //! data folder, [`open_existing`] only opens one; [`serve`] runs the server until
 //! SIGINT or SIGTERM, letting requests in flight finish, and sweeps expired uploads.
 
+pub mod age;
 pub mod api;
 pub mod auth;
 pub mod config;

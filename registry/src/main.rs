@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, ReceiptsCommand, TokenCommand};
+use crate::cli::{
+    Cli, Command, CustomerCommand, CustomerKeyCommand, ReceiptsCommand, TokenCommand,
+};
 use crate::commands::{Refused, UsageError};
 
 fn main() -> ExitCode {
@@ -27,6 +29,17 @@ fn main() -> ExitCode {
         Command::Init(args) => commands::init::run(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Token(TokenCommand::Create(args)) => commands::token::create(args),
+        Command::Token(TokenCommand::List(args)) => commands::token::list(args),
+        Command::Token(TokenCommand::Revoke(args)) => commands::token::revoke(args),
+        Command::Customer(CustomerCommand::Add(args)) => commands::customer::add(args),
+        Command::Customer(CustomerCommand::List(args)) => commands::customer::list(args),
+        Command::Customer(CustomerCommand::History(args)) => commands::customer::history(args),
+        Command::Customer(CustomerCommand::Key(CustomerKeyCommand::Add(args))) => {
+            commands::customer::add_key(args)
+        }
+        Command::Customer(CustomerCommand::Key(CustomerKeyCommand::Revoke(args))) => {
+            commands::customer::revoke_key(args)
+        }
         Command::Gc(args) => commands::gc::run(args),
         Command::Receipts(ReceiptsCommand::Import(args)) => commands::receipts::import(args),
         Command::Fleet(args) => commands::fleet::run(args),

@@ -88,16 +88,35 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
     }
     db::ledger::upsert_customer(tx, &d.customer, None, now)?;
     let keys = db::ledger::installation_keys(tx, &d.customer)?;
-    if keys.is_empty() {
-        db::ledger::add_installation_key(tx, &d.customer, &d.key_id, &checked.public_key_b64, now)?;
-    } else if !keys.iter().any(|(_, k)| k == &checked.public_key_b64) {
-        return Err(Error::new(
-            Code::Denied,
-            format!(
-                "key `{}` is not an installation key of customer `{}`",
-                d.key_id, d.customer
-            ),
-        ));
+    match keys.iter().find(|(_, k, _)| k == &checked.public_key_b64) {
+        // Trust on first use: only while the customer has no key at all (a revoked
+        // key still counts, so revoking the last one does not reopen pinning).
+        None if keys.is_empty() => db::ledger::add_installation_key(
+            tx,
+            &d.customer,
+            &d.key_id,
+            &checked.public_key_b64,
+            now,
+        )?,
+        None => {
+            return Err(Error::new(
+                Code::Denied,
+                format!(
+                    "key `{}` is not an installation key of customer `{}`",
+                    d.key_id, d.customer
+                ),
+            ))
+        }
+        Some((_, _, true)) => {
+            return Err(Error::new(
+                Code::Denied,
+                format!(
+                    "key `{}` of customer `{}` was revoked; sign with a current installation key",
+                    d.key_id, d.customer
+                ),
+            ))
+        }
+        Some(_) => {}
     }
     let deployment = Deployment {
         received_at: now.to_string(),

@@ -189,6 +189,21 @@ fn every_endpoint_answers_every_role_as_designed() {
             None,
             [401, 401, 403, 403, 200, 200, 403, 200],
         ),
+        ("fleet", "GET", "/api/v1/fleet".into(), None, ledger),
+        (
+            "customer history",
+            "GET",
+            "/api/v1/customers/globex/history".into(),
+            None,
+            [401, 401, 403, 403, 200, 200, 403, 200],
+        ),
+        (
+            "own fleet",
+            "GET",
+            "/api/v1/fleet?customer=globex".into(),
+            None,
+            [401, 401, 403, 403, 200, 200, 403, 200],
+        ),
         (
             "versions",
             "GET",
@@ -252,6 +267,17 @@ fn every_endpoint_answers_every_role_as_designed() {
             "/api/v1/receipts".into(),
             Some(receipt("r-1", "globex")),
             [401, 401, 403, 403, 403, 201, 403, 200],
+        ),
+        // After `report`, which signs with this key.
+        (
+            "revoke installation key",
+            "DELETE",
+            format!(
+                "/api/v1/customers/globex/keys/{}",
+                PrivateKey::from_secret_bytes([9; 32]).public_key().key_id()
+            ),
+            None,
+            [401, 401, 403, 403, 403, 403, 403, 200],
         ),
         ("healthz", "GET", "/healthz".into(), None, open),
         ("metrics", "GET", "/metrics".into(), None, open),

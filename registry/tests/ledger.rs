@@ -492,6 +492,8 @@ fn receipts_import_cli_openapi_and_gc() {
         "/api/v1/customers/{id}",
         "/api/v1/support/behind",
         "/api/v1/support/drifted",
+        "/api/v1/fleet",
+        "/api/v1/customers/{id}/history",
     ] {
         assert!(
             api["paths"][path].is_object(),

@@ -1,15 +1,18 @@
-//! `stackpack-registry fleet`: support's table of who runs what.
+//! `stackpack-registry fleet`: support's matrix of who runs what, read from the
+//! registry's `--data` folder on its host, or over the HTTP API with `--url`.
 
-use stackpack_registry::api::Running;
+use stackpack_registry::api::FleetRow;
+use stackpack_registry::controllers::ledger::fleet::{matrix, FleetQuery};
 
 use crate::cli::FleetArgs;
-use crate::commands::open_existing;
+use crate::commands::{open_existing, print_table, UsageError};
 
-fn notes(r: &Running) -> String {
+fn notes(r: &FleetRow) -> String {
     let mut notes = Vec::new();
-    if r.behind {
+    if r.behind > 0 {
         notes.push(format!(
-            "behind {}",
+            "behind {} (latest {})",
+            r.behind,
             r.latest_stable.as_deref().unwrap_or("?")
         ));
     }
@@ -19,62 +22,140 @@ fn notes(r: &Running) -> String {
     if r.drifted {
         notes.push("drifted".to_string());
     }
+    if r.stale {
+        notes.push(match &r.last_seen {
+            Some(seen) => format!("silent since {seen}"),
+            None => "never reported".to_string(),
+        });
+    }
     notes.join(", ")
 }
 
-/// Aligned columns, no borders, the widest column last.
-fn print_table(headers: [&str; 5], rows: &[[String; 5]]) {
-    let mut widths = headers.map(str::len);
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let line = |cells: [&str; 5]| {
-        let mut text = String::new();
-        for (index, cell) in cells.iter().enumerate() {
-            text.push_str(cell);
-            if index + 1 < cells.len() {
-                text.push_str(&" ".repeat(widths[index] - cell.chars().count() + 2));
-            }
-        }
-        println!("{}", text.trim_end());
+fn query(args: &FleetArgs) -> Result<FleetQuery, UsageError> {
+    let Some(stale_after_secs) = stackpack_registry::age::parse_secs(&args.stale_after) else {
+        return Err(UsageError(
+            stackpack_registry::age::invalid("--stale-after", &args.stale_after),
+            Some("give a number and a unit: `s`, `m`, `h`, `d` or `w`".into()),
+        ));
     };
-    line(headers);
-    for row in rows {
-        line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+    let below = match &args.below {
+        Some(text) => Some(semver::Version::parse(text).map_err(|e| {
+            UsageError(
+                format!("`--below` takes a version such as `2.0.0`, not `{text}`: {e}"),
+                None,
+            )
+        })?),
+        None => None,
+    };
+    Ok(FleetQuery {
+        below,
+        version: args.version.clone(),
+        digest: args.digest.clone(),
+        customer: args.customer.clone(),
+        environment: args.environment.clone(),
+        stack: args.stack.clone(),
+        behind: args.behind,
+        prerelease: args.prerelease,
+        drifted: args.drifted,
+        silent: args.silent,
+        failed: args.failed,
+        stale_after_secs,
+    })
+}
+
+/// Percent-encodes a query value.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn query_string(args: &FleetArgs) -> String {
+    let mut pairs = vec![("staleAfter", args.stale_after.clone())];
+    for (key, value) in [
+        ("customer", &args.customer),
+        ("environment", &args.environment),
+        ("stack", &args.stack),
+        ("below", &args.below),
+        ("version", &args.version),
+        ("digest", &args.digest),
+    ] {
+        if let Some(value) = value {
+            pairs.push((key, value.clone()));
+        }
     }
+    for (key, on) in [
+        ("behind", args.behind),
+        ("prerelease", args.prerelease),
+        ("drifted", args.drifted),
+        ("silent", args.silent),
+        ("failed", args.failed),
+    ] {
+        if on {
+            pairs.push((key, "true".into()));
+        }
+    }
+    let pairs: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    pairs.join("&")
 }
 
 pub fn run(args: &FleetArgs) -> anyhow::Result<()> {
-    let state = open_existing(&args.data)?;
-    let rows: Vec<_> = stackpack_registry::controllers::ledger::running(&state, None)?
-        .into_iter()
-        .filter(|r| {
-            (!args.behind || r.behind)
-                && (!args.prerelease || r.prerelease)
-                && (!args.drifted || r.drifted)
-        })
-        .collect();
+    let filters = query(args)?;
+    let rows = match (&args.data, &args.url) {
+        (Some(data), _) => matrix(&open_existing(data)?, &filters)?,
+        (None, Some(url)) => {
+            crate::commands::remote::fleet(url, args.token.as_deref(), &query_string(args))?
+        }
+        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    let table: Vec<[String; 5]> = rows
+    print_rows(&rows);
+    if rows.is_empty() {
+        eprintln!("no customer matches; `stackpack-registry customer list` shows them all");
+    }
+    Ok(())
+}
+
+fn print_rows(rows: &[FleetRow]) {
+    let dash = || "-".to_string();
+    let table: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            [
+            let last = r.last_attempt.as_ref();
+            vec![
                 r.customer.clone(),
-                r.stack.clone(),
-                r.version.clone(),
-                r.since.clone(),
+                r.environment.clone().unwrap_or_else(dash),
+                r.stack.clone().unwrap_or_else(dash),
+                r.version.clone().unwrap_or_else(dash),
+                last.map(|a| format!("{} {} {}", a.kind, a.version, a.outcome))
+                    .unwrap_or_else(dash),
+                last.map(|a| a.finished_at.clone()).unwrap_or_else(dash),
                 notes(r),
             ]
         })
         .collect();
-    print_table(["CUSTOMER", "STACK", "VERSION", "SINCE", "NOTES"], &table);
-    if table.is_empty() {
-        eprintln!("no deployments reported yet");
-    }
-    Ok(())
+    print_table(
+        &[
+            "CUSTOMER",
+            "ENVIRONMENT",
+            "STACK",
+            "VERSION",
+            "LAST ATTEMPT",
+            "WHEN",
+            "NOTES",
+        ],
+        &table,
+    );
 }

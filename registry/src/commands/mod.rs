@@ -1,10 +1,12 @@
 //! One module per command; each is thin: read its arguments, call the library,
 //! print. Errors carry their exit code (see [`UsageError`] and [`Refused`]).
 
+pub mod customer;
 pub mod fleet;
 pub mod gc;
 pub mod init;
 pub mod receipts;
+pub mod remote;
 pub mod serve;
 pub mod token;
 
@@ -54,4 +56,30 @@ pub fn open_existing(data: &Path) -> anyhow::Result<AppState> {
         Err(e) => Err(anyhow::Error::new(e)
             .context(format!("cannot open the registry in `{}`", data.display()))),
     }
+}
+
+/// Prints aligned columns, no borders, the widest column last.
+pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    print_line(&widths, headers);
+    for row in rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        print_line(&widths, &cells);
+    }
+}
+
+fn print_line(widths: &[usize], cells: &[&str]) {
+    let mut text = String::new();
+    for (index, cell) in cells.iter().enumerate() {
+        text.push_str(cell);
+        if index + 1 < cells.len() {
+            text.push_str(&" ".repeat(widths[index] - cell.chars().count() + 2));
+        }
+    }
+    println!("{}", text.trim_end());
 }

@@ -56,6 +56,24 @@ fn parse_query(uri: &Uri) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
+/// Writes a token's last-used time in the background: the request never waits for
+/// it, and a failure only leaves the time older.
+fn note_use(state: &SharedState, id: &str) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (state, id) = (state.clone(), id.to_string());
+    runtime.spawn_blocking(move || {
+        let now = crate::db::now_rfc3339();
+        if let Err(e) = state
+            .db
+            .write(|tx| Ok(crate::db::tokens::touch(tx, &id, &now)?))
+        {
+            tracing::debug!("could not record the use of token `{id}`: {}", e.message);
+        }
+    });
+}
+
 /// Builds the request context: credentials resolved, the challenge realm known.
 pub fn context(state: &SharedState, headers: &HeaderMap, uri: &Uri) -> Result<Ctx> {
     let realm = match &state.config.public_url {
@@ -68,11 +86,16 @@ pub fn context(state: &SharedState, headers: &HeaderMap, uri: &Uri) -> Result<Ct
             format!("http://{host}/v2/token")
         }
     };
-    let principal = match auth::authenticate(&state.db, headers) {
+    let principal = match auth::authenticate(&state.db, headers, |id| note_use(state, id)) {
         Ok(principal) => principal,
         Err(e) if e.code == Code::Unauthorized => {
-            return Err(auth::unauthorized(Action::Base, &realm)
-                .with_detail(serde_json::json!({"reason": "the presented token is not valid"})))
+            let mut refused = auth::unauthorized(Action::Base, &realm)
+                .with_detail(serde_json::json!({"reason": e.message}));
+            refused.message = format!(
+                "{}; ask the registry's admin for a new token (`stackpack-registry token create`)",
+                e.message
+            );
+            return Err(refused);
         }
         Err(e) => return Err(e),
     };

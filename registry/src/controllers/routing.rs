@@ -6,7 +6,7 @@ use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{any, delete, get, post};
 use axum::Router;
 
 use crate::controllers::body::{drain, DRAIN_CAP};
@@ -142,8 +142,16 @@ pub fn router(state: SharedState) -> Router {
         )
         .route("/api/v1/customers/{id}", get(ledger::customers::show))
         .route(
+            "/api/v1/customers/{id}/history",
+            get(ledger::customers::history),
+        )
+        .route(
             "/api/v1/customers/{id}/keys",
             post(ledger::customers::add_key),
+        )
+        .route(
+            "/api/v1/customers/{id}/keys/{key_id}",
+            delete(ledger::customers::revoke_key),
         )
         .route("/api/v1/deployments", get(ledger::deployments::handle))
         .route("/api/v1/receipts", post(ledger::receipts::create))
@@ -154,6 +162,7 @@ pub fn router(state: SharedState) -> Router {
             get(ledger::support::prerelease),
         )
         .route("/api/v1/support/drifted", get(ledger::support::drifted))
+        .route("/api/v1/fleet", get(ledger::fleet::handle))
         .fallback(|| async { Error::new(Code::NotFound, "no such path").into_response() })
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(middleware::from_fn_with_state(

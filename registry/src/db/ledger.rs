@@ -87,46 +87,85 @@ pub fn upsert_customer(
     name: Option<&str>,
     now: &str,
 ) -> rusqlite::Result<()> {
+    register_customer(conn, id, name, None, now)
+}
+
+/// Creates the customer if new; sets the name and environment given.
+pub fn register_customer(
+    conn: &Connection,
+    id: &str,
+    name: Option<&str>,
+    environment: Option<&str>,
+    now: &str,
+) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT INTO customers (id, name, created) VALUES (?1, ?2, ?3)
-         ON CONFLICT (id) DO UPDATE SET name = COALESCE(excluded.name, customers.name)",
-        params![id, name, now],
+        "INSERT INTO customers (id, name, environment, created) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (id) DO UPDATE SET name = COALESCE(excluded.name, customers.name),
+             environment = COALESCE(excluded.environment, customers.environment)",
+        params![id, name, environment, now],
     )?;
     Ok(())
 }
 
+/// Customers with their last receipt's finish time, by id. A customer known only
+/// from receipts (stored before receipts registered their customer) counts too.
+const CUSTOMER_SELECT: &str = "SELECT ids.id, c.name, c.environment,
+        COALESCE(c.created, (SELECT MIN(received_at) FROM receipts WHERE customer = ids.id)),
+        (SELECT r.finished_at FROM receipts r WHERE r.customer = ids.id
+         ORDER BY r.finished_ns DESC LIMIT 1)
+     FROM (SELECT id FROM customers UNION SELECT customer FROM receipts) AS ids
+     LEFT JOIN customers c ON c.id = ids.id";
+
+fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
+    Ok(Customer {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        environment: r.get(2)?,
+        created: r.get(3)?,
+        last_seen: r.get(4)?,
+        stale: None,
+    })
+}
+
 pub fn customers(conn: &Connection) -> rusqlite::Result<Vec<Customer>> {
-    conn.prepare_cached("SELECT id, name, created FROM customers ORDER BY id")?
-        .query_map([], |r| {
-            Ok(Customer {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                created: r.get(2)?,
-            })
-        })?
+    conn.prepare_cached(&format!("{CUSTOMER_SELECT} ORDER BY ids.id"))?
+        .query_map([], customer_row)?
         .collect()
 }
 
 pub fn customer(conn: &Connection, id: &str) -> rusqlite::Result<Option<Customer>> {
-    conn.prepare_cached("SELECT id, name, created FROM customers WHERE id = ?1")?
-        .query_row(params![id], |r| {
-            Ok(Customer {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                created: r.get(2)?,
-            })
-        })
+    conn.prepare_cached(&format!("{CUSTOMER_SELECT} WHERE ids.id = ?1"))?
+        .query_row(params![id], customer_row)
         .optional()
 }
 
-/// The public keys (base64 DER) registered for a customer's installations.
+/// The public keys (base64 DER) registered for a customer's installations, with
+/// whether each was revoked: `(key_id, public_key, revoked)`.
 pub fn installation_keys(
     conn: &Connection,
     customer: &str,
-) -> rusqlite::Result<Vec<(String, String)>> {
-    conn.prepare_cached("SELECT key_id, public_key FROM installation_keys WHERE customer = ?1")?
-        .query_map(params![customer], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
+) -> rusqlite::Result<Vec<(String, String, bool)>> {
+    conn.prepare_cached(
+        "SELECT key_id, public_key, revoked_at IS NOT NULL FROM installation_keys
+         WHERE customer = ?1",
+    )?
+    .query_map(params![customer], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+    .collect()
+}
+
+/// Revokes one of a customer's installation keys; false when it has no such key.
+pub fn revoke_installation_key(
+    conn: &Connection,
+    customer: &str,
+    key_id: &str,
+    now: &str,
+) -> rusqlite::Result<bool> {
+    let changed = conn.execute(
+        "UPDATE installation_keys SET revoked_at = COALESCE(revoked_at, ?3)
+         WHERE customer = ?1 AND key_id = ?2",
+        params![customer, key_id, now],
+    )?;
+    Ok(changed > 0)
 }
 
 pub fn add_installation_key(
@@ -212,6 +251,35 @@ pub fn deployments(
          ORDER BY finished_ns DESC, id LIMIT ?3"
     ))?
     .query_map(params![customer, stack, limit as i64], deployment_row)?
+    .collect()
+}
+
+/// Every receipt of one customer, oldest first: applies, failed applies,
+/// rollbacks, drift reports and destroys alike.
+pub fn history(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<Deployment>> {
+    conn.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts WHERE customer = ?1
+         ORDER BY finished_ns, received_at, id"
+    ))?
+    .query_map(params![customer], deployment_row)?
+    .collect()
+}
+
+/// For each customer and stack, the last apply, rollback or destroy, whatever its
+/// outcome.
+pub fn last_attempts(
+    conn: &Connection,
+    customer: Option<&str>,
+) -> rusqlite::Result<Vec<Deployment>> {
+    conn.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS} FROM (
+             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
+                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
+             FROM receipts
+             WHERE kind IN ('apply', 'rollback', 'destroy') AND (?1 IS NULL OR customer = ?1))
+         WHERE n = 1 ORDER BY customer, stack"
+    ))?
+    .query_map(params![customer], deployment_row)?
     .collect()
 }
 

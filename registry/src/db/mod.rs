@@ -127,6 +127,18 @@ CREATE INDEX uploads_owner ON uploads(owner, updated);
 CREATE INDEX uploads_updated ON uploads(updated);
 "#;
 
+/// Version 3: tokens may expire and be revoked, and know when they were last used
+/// (to within [`tokens::LAST_USED_SECS`]); customers have an environment
+/// (`production`, `staging`, …); an installation key may be revoked.
+const V3: &str = r#"
+ALTER TABLE tokens ADD COLUMN expires_at TEXT;
+ALTER TABLE tokens ADD COLUMN revoked_at TEXT;
+ALTER TABLE tokens ADD COLUMN last_used TEXT;
+ALTER TABLE customers ADD COLUMN environment TEXT;
+ALTER TABLE installation_keys ADD COLUMN revoked_at TEXT;
+CREATE INDEX receipts_finished ON receipts(customer, finished_ns);
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -136,6 +148,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
         tx.execute_batch(V2)?;
         normalise_receipt_times(tx)
     },
+    |tx| tx.execute_batch(V3),
 ];
 
 /// The schema version this build writes.

@@ -7,6 +7,28 @@ pub struct TokenRow {
     pub hash: Vec<u8>,
     pub role: String,
     pub customer: Option<String>,
+    /// RFC 3339 UTC; `None` never expires.
+    pub expires_at: Option<String>,
+    pub revoked_at: Option<String>,
+    pub last_used: Option<String>,
+}
+
+/// `last_used` is written at most this often per token, so that using a token
+/// costs no write on nearly every request.
+pub const LAST_USED_SECS: i64 = 60;
+
+/// What `token list` shows: never the token or its hash.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenInfo {
+    pub id: String,
+    pub role: String,
+    pub customer: Option<String>,
+    pub created: String,
+    pub expires_at: Option<String>,
+    pub revoked_at: Option<String>,
+    /// When a request last presented it (to within a minute); `None` if never.
+    pub last_used: Option<String>,
 }
 
 pub fn insert(
@@ -16,27 +38,79 @@ pub fn insert(
     role: &str,
     customer: Option<&str>,
     created: &str,
+    expires_at: Option<&str>,
 ) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT INTO tokens (id, hash, role, customer, created) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, hash, role, customer, created],
+        "INSERT INTO tokens (id, hash, role, customer, created, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![id, hash, role, customer, created, expires_at],
     )?;
     Ok(())
 }
 
 pub fn by_hash(conn: &Connection, hash: &[u8]) -> rusqlite::Result<Option<TokenRow>> {
-    conn.prepare_cached("SELECT id, hash, role, customer FROM tokens WHERE hash = ?1")?
-        .query_row(params![hash], |r| {
-            Ok(TokenRow {
-                id: r.get(0)?,
-                hash: r.get(1)?,
-                role: r.get(2)?,
-                customer: r.get(3)?,
-            })
+    conn.prepare_cached(
+        "SELECT id, hash, role, customer, expires_at, revoked_at, last_used FROM tokens
+         WHERE hash = ?1",
+    )?
+    .query_row(params![hash], |r| {
+        Ok(TokenRow {
+            id: r.get(0)?,
+            hash: r.get(1)?,
+            role: r.get(2)?,
+            customer: r.get(3)?,
+            expires_at: r.get(4)?,
+            revoked_at: r.get(5)?,
+            last_used: r.get(6)?,
         })
-        .optional()
+    })
+    .optional()
+}
+
+/// Every token, oldest first, without its hash.
+pub fn list(conn: &Connection) -> rusqlite::Result<Vec<TokenInfo>> {
+    conn.prepare(
+        "SELECT id, role, customer, created, expires_at, revoked_at, last_used FROM tokens
+         ORDER BY created, id",
+    )?
+    .query_map([], |r| {
+        Ok(TokenInfo {
+            id: r.get(0)?,
+            role: r.get(1)?,
+            customer: r.get(2)?,
+            created: r.get(3)?,
+            expires_at: r.get(4)?,
+            revoked_at: r.get(5)?,
+            last_used: r.get(6)?,
+        })
+    })?
+    .collect()
+}
+
+/// Marks a token revoked (keeping the first revocation time). Returns the token's
+/// revocation time, or `None` when no token has that id.
+pub fn revoke(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<Option<String>> {
+    conn.execute(
+        "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
+        params![id, now],
+    )?;
+    conn.query_row(
+        "SELECT revoked_at FROM tokens WHERE id = ?1",
+        params![id],
+        |r| r.get(0),
+    )
+    .optional()
 }
 
 pub fn count(conn: &Connection) -> rusqlite::Result<u64> {
     conn.query_row("SELECT COUNT(*) FROM tokens", [], |r| r.get(0))
+}
+
+/// Records that token `id` was used at `now`.
+pub fn touch(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE tokens SET last_used = ?2 WHERE id = ?1",
+        params![id, now],
+    )?;
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! Customers: `GET /api/v1/customers`, `POST /api/v1/customers` (admin),
-//! `GET /api/v1/customers/{id}` (what it runs and its recent receipts).
+//! `GET /api/v1/customers/{id}` (what it runs and its recent receipts),
+//! `GET /api/v1/customers/{id}/history` (every receipt, oldest first).
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -12,7 +13,7 @@ use base64::Engine as _;
 
 use crate::api::{Customer, Deployment, InstallationKey, NewCustomer, NewInstallationKey, Running};
 use crate::auth::Action;
-use crate::controllers::ledger::{reply, running};
+use crate::controllers::ledger::{mark_stale, reply, running, stale_after};
 use crate::controllers::{context, read_limited};
 use crate::db;
 use crate::error::{Code, Error};
@@ -31,14 +32,23 @@ pub struct CustomerDetail {
 #[utoipa::path(
     get,
     path = "/api/v1/customers",
-    responses((status = 200, description = "Every customer", body = Vec<Customer>)),
+    params(("staleAfter" = Option<String>, Query,
+        description = "Age after which a customer without a receipt is stale: `7d` (default), `12h`, `2w`")),
+    responses(
+        (status = 200, description = "Every customer, with its environment, last seen and whether it is stale", body = Vec<Customer>),
+        (status = 400, description = "`staleAfter` is not an age"),
+    ),
     security(("bearer" = [])),
     tag = "ledger"
 )]
 pub async fn list(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
     reply((|| {
-        context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
-        state.db.scan(db::ledger::customers)
+        let ctx = context(&state, &headers, &uri)?;
+        ctx.authorize(Action::LedgerRead)?;
+        let age = stale_after(ctx.query("staleAfter"))?;
+        let mut customers = state.db.scan(db::ledger::customers)?;
+        mark_stale(&mut customers, age);
+        Ok(customers)
     })())
 }
 
@@ -65,11 +75,14 @@ pub async fn create(
         let new: NewCustomer = serde_json::from_slice(&body).map_err(|e| {
             Error::new(Code::BadRequest, format!("the body is not a customer: {e}"))
         })?;
-        stackpack_schema::reference::validate_name(&new.id)
-            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+        for name in std::iter::once(&new.id).chain(&new.environment) {
+            stackpack_schema::reference::validate_name(name)
+                .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+        }
         let now = db::now_rfc3339();
         state.db.write(|tx| {
-            db::ledger::upsert_customer(tx, &new.id, new.name.as_deref(), &now)?;
+            let (name, environment) = (new.name.as_deref(), new.environment.as_deref());
+            db::ledger::register_customer(tx, &new.id, name, environment, &now)?;
             Ok(db::ledger::customer(tx, &new.id)?)
         })
     }
@@ -168,4 +181,77 @@ pub async fn add_key(
         Ok(key) => (StatusCode::CREATED, axum::Json(key)).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/customers/{id}/history",
+    params(("id" = String, Path, description = "Customer id")),
+    responses(
+        (status = 200, description = "Every receipt of the customer, oldest first: applies, failed applies, rollbacks, drift reports, destroys", body = Vec<Deployment>),
+        (status = 404, description = "No such customer"),
+    ),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+pub async fn history(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    reply((|| {
+        context(&state, &headers, &uri)?.authorize(Action::CustomerRead(&id))?;
+        let (customer, history) = state
+            .db
+            .scan(|c| Ok((db::ledger::customer(c, &id)?, db::ledger::history(c, &id)?)))?;
+        match customer {
+            Some(_) => Ok(history),
+            None => Err(Error::new(
+                Code::NotFound,
+                format!("customer `{id}` is not known"),
+            )),
+        }
+    })())
+}
+
+#[utoipa::path(
+    delete,
+    path = "/api/v1/customers/{id}/keys/{keyId}",
+    params(
+        ("id" = String, Path, description = "Customer id"),
+        ("keyId" = String, Path, description = "The installation key's id"),
+    ),
+    responses(
+        (status = 200, description = "Revoked: receipts signed with the key are refused from now on", body = InstallationKey),
+        (status = 404, description = "The customer has no such key"),
+    ),
+    security(("bearer" = [])),
+    tag = "ledger"
+)]
+/// Revokes one of a customer's installation keys (admin). A revoked key still
+/// counts as pinned: revoking the last key never reopens trust on first use.
+pub async fn revoke_key(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path((id, key_id)): Path<(String, String)>,
+) -> Response {
+    reply((|| {
+        context(&state, &headers, &uri)?.authorize(Action::Admin)?;
+        let now = db::now_rfc3339();
+        let revoked = state
+            .db
+            .write(|tx| Ok(db::ledger::revoke_installation_key(tx, &id, &key_id, &now)?))?;
+        if !revoked {
+            return Err(Error::new(
+                Code::NotFound,
+                format!("customer `{id}` has no key `{key_id}`"),
+            ));
+        }
+        Ok(InstallationKey {
+            customer: id,
+            key_id,
+        })
+    })())
 }

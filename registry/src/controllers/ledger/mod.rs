@@ -4,6 +4,7 @@
 
 pub mod customers;
 pub mod deployments;
+pub mod fleet;
 pub mod openapi;
 pub mod receipts;
 pub mod releases;
@@ -15,7 +16,7 @@ use std::collections::HashMap;
 use axum::response::{IntoResponse, Response};
 use semver::Version;
 
-use crate::api::{Deployment, Release, Running};
+use crate::api::{Customer, Deployment, Release, Running};
 use crate::db;
 use crate::error::Result;
 use crate::state::AppState;
@@ -87,4 +88,29 @@ pub fn running(state: &AppState, customer: Option<&str>) -> Result<Vec<Running>>
             }
         })
         .collect())
+}
+
+/// Marks each customer stale when its last receipt is older than `age_secs` (or it
+/// never reported).
+pub fn mark_stale(customers: &mut [Customer], age_secs: u64) {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+    let cutoff = now - i128::from(age_secs) * 1_000_000_000;
+    for customer in customers {
+        let seen = customer.last_seen.as_deref().and_then(db::utc_time);
+        customer.stale = Some(seen.is_none_or(|(_, ns)| i128::from(ns) < cutoff));
+    }
+}
+
+/// The `staleAfter` query parameter (`7d` when absent), in seconds.
+pub fn stale_after(query: Option<&str>) -> Result<u64> {
+    let text = query.unwrap_or("7d");
+    crate::age::parse_secs(text).ok_or_else(|| {
+        crate::error::Error::new(
+            crate::error::Code::BadRequest,
+            format!(
+                "{}; try `staleAfter=7d`",
+                crate::age::invalid("staleAfter", text)
+            ),
+        )
+    })
 }

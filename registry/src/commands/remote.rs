@@ -1,0 +1,87 @@
+//! Asking a registry over its HTTP API (`--url`), from anywhere. The token goes in
+//! the `Authorization` header only; it is never printed.
+
+use stackpack_registry::api::FleetRow;
+
+use crate::commands::Refused;
+
+/// The message of the registry's error body (`{"errors":[{"message"}]}`), if any.
+fn error_message(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    value["errors"][0]["message"].as_str().map(str::to_string)
+}
+
+/// The innermost cause (`Connection refused`, a certificate problem), which says
+/// more than reqwest's outer "error sending request".
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
+async fn get(url: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()?;
+    let mut request = client.get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.map_err(|e| {
+        Refused(
+            format!("cannot reach the registry at `{url}`: {}", root_cause(&e)),
+            "check `--url` (scheme, host and port) and that the registry is serving".into(),
+        )
+    })?;
+    let status = response.status().as_u16();
+    Ok((status, response.bytes().await?.to_vec()))
+}
+
+/// `GET {base}/api/v1/fleet?{query}`.
+pub fn fleet(base: &str, token: Option<&str>, query: &str) -> anyhow::Result<Vec<FleetRow>> {
+    get_json(
+        base,
+        token,
+        &format!("/api/v1/fleet?{query}"),
+        "a fleet matrix",
+    )
+}
+
+/// `GET {base}{path}`, answered with JSON of type `T` (`what` names it in errors).
+pub fn get_json<T: serde::de::DeserializeOwned>(
+    base: &str,
+    token: Option<&str>,
+    path: &str,
+    what: &str,
+) -> anyhow::Result<T> {
+    let url = format!("{}{path}", base.trim_end_matches('/'));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (status, body) = runtime.block_on(get(&url, token))?;
+    match status {
+        200 => serde_json::from_slice(&body).map_err(|e| {
+            Refused(
+                format!("the answer from `{base}` is not {what}: {e}"),
+                "check that `--url` names a stackpack-registry".into(),
+            )
+            .into()
+        }),
+        401 => Err(Refused(
+            error_message(&body).unwrap_or_else(|| "the registry wants a token".into()),
+            "pass a support token with `--token` or `STACKPACK_REGISTRY_TOKEN`".into(),
+        )
+        .into()),
+        _ => Err(Refused(
+            format!(
+                "the registry at `{base}` answered {status}: {}",
+                error_message(&body).unwrap_or_else(|| "no error message".into())
+            ),
+            "a `support` token reads the whole fleet; a customer token only its own customer"
+                .into(),
+        )
+        .into()),
+    }
+}
