@@ -5,6 +5,7 @@
 //! store. A signature entry goes in before its bundle's entry, so a bundle is never
 //! findable in the store without its signature.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Component, Path};
@@ -32,6 +33,9 @@ pub struct Imported {
     pub key_id: String,
     /// False when the store already held this exact bundle.
     pub added: bool,
+    /// Blobs of the bundle already in the store that no longer matched their digest,
+    /// replaced by this import.
+    pub repaired: usize,
 }
 
 /// Verifies `stack@version` in `layout` with the home's trusted keys, turning every
@@ -193,25 +197,31 @@ pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>>
     }
     // 3. Copy blobs (re-checked against their digests), then index entries.
     let mut imported = Vec::new();
+    let mut copier = Copier {
+        from: staged,
+        to: &store,
+        done: HashSet::new(),
+        repaired: 0,
+    };
     for bundle in verified {
         let subject = &bundle.manifest_descriptor.digest;
         let stack = bundle.config.stack.clone();
         let version = bundle.config.version.clone();
         let already = store.find_bundle(&stack, &version)?.is_some();
-        copy_blob(staged, &store, &bundle.manifest_descriptor.digest)?;
-        copy_blob(staged, &store, &bundle.manifest.config.digest)?;
+        copier.copy(&bundle.manifest_descriptor.digest)?;
+        copier.copy(&bundle.manifest.config.digest)?;
         for layer in &bundle.manifest.layers {
-            copy_blob(staged, &store, &layer.digest)?;
+            copier.copy(&layer.digest)?;
         }
         for signature in staged.signatures_for(subject)? {
             let bytes = staged.read_blob(&signature.digest, MAX_MANIFEST_SIZE)?;
             let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
                 continue;
             };
-            copy_blob(staged, &store, &signature.digest)?;
-            copy_blob(staged, &store, &manifest.config.digest)?;
+            copier.copy(&signature.digest)?;
+            copier.copy(&manifest.config.digest)?;
             for layer in &manifest.layers {
-                copy_blob(staged, &store, &layer.digest)?;
+                copier.copy(&layer.digest)?;
             }
             let mut entry = Descriptor::new(
                 signature.media_type.clone(),
@@ -235,20 +245,49 @@ pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>>
                 .map(|k| k.key_id())
                 .unwrap_or_default(),
             added: !already,
+            repaired: copier.take_repaired(),
         });
     }
     Ok(imported)
 }
 
-fn copy_blob(from: &ImageLayout, to: &ImageLayout, digest: &Digest) -> Result<()> {
-    if to.has_blob(digest) {
-        return Ok(());
+/// Copies blobs into the store, each checked against its digest. A blob the store
+/// already holds is hashed again, and replaced when its content no longer matches:
+/// importing a bundle again repairs it.
+struct Copier<'a> {
+    from: &'a ImageLayout,
+    to: &'a ImageLayout,
+    /// Blobs copied or found intact during this import.
+    done: HashSet<Digest>,
+    /// Blobs replaced since [`Copier::take_repaired`] was last called.
+    repaired: usize,
+}
+
+impl Copier<'_> {
+    fn copy(&mut self, digest: &Digest) -> Result<()> {
+        if self.done.contains(digest) {
+            return Ok(());
+        }
+        let present = self.to.has_blob(digest);
+        if !present || !self.to.blob_is_intact(digest)? {
+            let mut source = self.from.open_blob(digest)?;
+            let mut writer = self.to.blob_writer()?;
+            io::copy(&mut source, &mut writer)
+                .map_err(|e| io("copy", &self.from.blob_path(digest), e))?;
+            if present {
+                writer.replace_expecting(digest)?;
+                self.repaired += 1;
+            } else {
+                writer.commit_expecting(digest)?;
+            }
+        }
+        self.done.insert(digest.clone());
+        Ok(())
     }
-    let mut source = from.open_blob(digest)?;
-    let mut writer = to.blob_writer()?;
-    io::copy(&mut source, &mut writer).map_err(|e| io("copy", &from.blob_path(digest), e))?;
-    writer.commit_expecting(digest)?;
-    Ok(())
+
+    fn take_repaired(&mut self) -> usize {
+        std::mem::take(&mut self.repaired)
+    }
 }
 
 /// Limits on the outer tar of an imported layout. Its blobs are compressed layers
