@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 
 use common::{fake_engine, globex_inputs, raw_archive, write_signed_bundle, Runner, Vendor};
-use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::layout::{self, ImageLayout};
 use stackpack_schema::bundle::FileEntry;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::ImageManifest;
@@ -258,4 +258,50 @@ fn importing_again_repairs_a_blob_damaged_in_the_store() {
         .run(&["import", source.to_str().unwrap(), "--json"])
         .ok();
     assert_eq!(third.json()["imported"][0]["repairedBlobs"], 0);
+}
+
+#[test]
+fn status_shows_as_newer_only_a_version_that_verifies() {
+    let small = Small::new();
+    let runner = small.runner();
+    for (name, version) in [("v1", "1.0.0"), ("v1.5", "1.5.0")] {
+        let source = small.layout(name, version);
+        runner.run(&["import", source.to_str().unwrap()]).ok();
+    }
+    let inputs = small.scratch.path().join("empty.tfvars");
+    std::fs::write(&inputs, "").unwrap();
+    runner
+        .run(&[
+            "apply",
+            "net@1.0.0",
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .ok();
+
+    // An index entry that only claims `2.0.0`: it points at `1.5.0`'s manifest.
+    let store = runner.store();
+    let v15 = store
+        .find_bundle("net", &semver::Version::new(1, 5, 0))
+        .unwrap()
+        .unwrap();
+    let mut claim = v15.clone();
+    claim.annotations = Some(layout::bundle_entry_annotations(
+        "net",
+        &semver::Version::new(2, 0, 0),
+    ));
+    store
+        .update_index(|index| index.manifests.push(claim))
+        .unwrap();
+
+    let status = runner.run(&["status", "--json"]).ok();
+    assert_eq!(
+        status.json()["stacks"][0]["newerInStore"],
+        "1.5.0",
+        "{}",
+        status.stdout
+    );
+    let table = runner.run(&["status"]).ok();
+    assert!(!table.stdout.contains("2.0.0"), "{}", table.stdout);
 }
