@@ -100,6 +100,11 @@ fn verify_error(
         ))
         .at(at)
         .hint("ask your vendor for their public key, then run `stackpack-runner trust add vendor.pub`"),
+        missing @ VerifyError::MissingBlob { .. } => Error::refused(format!(
+            "bundle `{reference}` is incomplete: {missing}"
+        ))
+        .at(at)
+        .hint("import it again from the file your vendor sent; if that file is the one refused, it was cut short on its way here: copy it again"),
         VerifyError::Unsigned { .. } => Error::refused(format!("bundle `{reference}` has no signature"))
             .at(at)
             .hint("bundles must be imported with their signatures: use the layout `stackpack build` or `stackpack export` wrote"),
@@ -126,7 +131,11 @@ pub fn import(home: &Home, source: &Path) -> Result<Vec<Imported>> {
     let metadata = std::fs::metadata(source)
         .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", source.display())))?;
     if metadata.is_dir() {
-        let staged = ImageLayout::open(source).map_err(|e| Error::usage(e.to_string()))?;
+        let staged = ImageLayout::open(source).map_err(|e| {
+            Error::refused(e.to_string()).hint(
+                "give the folder `stackpack build --out DIR` or `stackpack export` wrote, or a tar of it",
+            )
+        })?;
         import_layout(home, &staged)
     } else {
         let (staging, _) = staging(home)?;

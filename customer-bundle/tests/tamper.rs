@@ -305,3 +305,39 @@ fn status_shows_as_newer_only_a_version_that_verifies() {
     let table = runner.run(&["status"]).ok();
     assert!(!table.stdout.contains("2.0.0"), "{}", table.stdout);
 }
+
+#[test]
+fn a_missing_bundle_or_blob_is_reported_as_missing_not_as_failed_verification() {
+    let small = Small::new();
+    let source = small.layout("layout", "1.0.0");
+    let runner = small.runner();
+    runner.run(&["import", source.to_str().unwrap()]).ok();
+
+    let absent = runner.run(&["verify", "net@9.9.9"]).code(1);
+    assert!(
+        absent.stderr.contains("is not in the store"),
+        "{}",
+        absent.stderr
+    );
+    assert!(absent.stderr.contains("`net@1.0.0`"), "{}", absent.stderr);
+
+    std::fs::remove_file(runner.store().blob_path(&Digest::of(&small.layer))).unwrap();
+    let partial = runner.run(&["verify", "net@1.0.0"]).code(1);
+    assert!(
+        !partial.stderr.contains("failed verification"),
+        "{}",
+        partial.stderr
+    );
+    assert!(
+        partial.stderr.contains("is incomplete"),
+        "{}",
+        partial.stderr
+    );
+    assert!(
+        partial.stderr.contains("import it again"),
+        "{}",
+        partial.stderr
+    );
+    runner.run(&["import", source.to_str().unwrap()]).ok();
+    runner.run(&["verify", "net@1.0.0"]).ok();
+}
