@@ -365,16 +365,20 @@ pub fn unpack_layout_tar(file: &Path, staging: &Path) -> Result<ImageLayout> {
     } else {
         Box::new(io::BufReader::new(opened))
     };
-    let mut budget = Budget::new(&layout_tar_limits(), Some(size));
+    let mut budget = TarBudget {
+        budget: Budget::new(&layout_tar_limits(), Some(size)),
+        plain_size: (!gzip).then_some(size),
+        declared: 0,
+    };
     let staged = ImageLayout::create(staging)?;
-    let mut archive = tar::Archive::new(budget.cap(reader));
+    let mut archive = tar::Archive::new(budget.budget.cap(reader));
     let mut saw = (false, false);
     let entries = archive
         .entries()
         .map_err(|e| tar_error(file, archive_error(e)))?;
     for entry in entries {
         let entry = entry.map_err(|e| tar_error(file, archive_error(e)))?;
-        budget.entry().map_err(|e| tar_error(file, e))?;
+        budget.budget.entry().map_err(|e| tar_error(file, e))?;
         match unpack_layout_entry(file, &staged, entry, &mut budget)? {
             Some("oci-layout") => saw.0 = true,
             Some("index.json") => saw.1 = true,
@@ -389,13 +393,39 @@ pub fn unpack_layout_tar(file: &Path, staging: &Path) -> Result<ImageLayout> {
     }
 }
 
+/// The limits of an imported tar. A plain tar holds every byte its headers declare,
+/// so one that declares more than its own size was cut short: that is reported as
+/// truncated, not as a bomb.
+struct TarBudget {
+    budget: Budget,
+    /// The file's size, when it is a plain tar.
+    plain_size: Option<u64>,
+    declared: u64,
+}
+
+impl TarBudget {
+    fn file(&mut self, file: &Path, name: &str, size: u64) -> Result<()> {
+        self.declared = self.declared.saturating_add(size);
+        if let Some(holds) = self.plain_size.filter(|holds| self.declared > *holds) {
+            return Err(tar_error(
+                file,
+                ArchiveError::Corrupt(format!(
+                    "entry `{name}` ends past the end of the file: its headers declare {} bytes, the file holds {holds}",
+                    self.declared
+                )),
+            ));
+        }
+        self.budget.file(name, size).map_err(|e| tar_error(file, e))
+    }
+}
+
 /// One entry of an imported tar: written when it is the marker, the index or a
 /// blob; returns which of the first two it was.
 fn unpack_layout_entry<R: Read>(
     file: &Path,
     staged: &ImageLayout,
     mut entry: tar::Entry<R>,
-    budget: &mut Budget,
+    budget: &mut TarBudget,
 ) -> Result<Option<&'static str>> {
     let raw = entry.path_bytes().into_owned();
     let name =
@@ -428,7 +458,7 @@ fn unpack_layout_entry<R: Read>(
         .header()
         .size()
         .map_err(|e| tar_error(file, ArchiveError::Corrupt(e.to_string())))?;
-    budget.file(&name, size).map_err(|e| tar_error(file, e))?;
+    budget.file(file, &name, size)?;
     match trimmed.as_str() {
         "oci-layout" | "index.json" => {
             let bytes = read_small(file, &name, &mut entry, size)?;

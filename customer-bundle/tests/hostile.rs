@@ -318,7 +318,16 @@ fn a_truncated_tar_is_refused_with_a_hint_to_copy_it_again() {
         .flat_map(|i| i.wrapping_mul(2_654_435_761).to_le_bytes())
         .collect();
     let digest = stackpack_schema::digest::Digest::of(&content);
-    for (name, gzip) in [("cut.tar", false), ("cut.tar.gz", true)] {
+    // 20 MiB cut to 600 kB: more than the limits allow for a file that size, yet
+    // truncated, not a bomb.
+    let large: Vec<u8> = content.iter().copied().cycle().take(20 << 20).collect();
+    let large_digest = stackpack_schema::digest::Digest::of(&large);
+    let cases = [
+        ("cut.tar", false, &content, &digest, None),
+        ("cut.tar.gz", true, &content, &digest, None),
+        ("cut-large.tar", false, &large, &large_digest, Some(600_000)),
+    ];
+    for (name, gzip, content, digest, keep) in cases {
         let tar = scratch.path().join(name);
         layout_tar(
             &tar,
@@ -326,7 +335,8 @@ fn a_truncated_tar_is_refused_with_a_hint_to_copy_it_again() {
             [(format!("blobs/sha256/{}", digest.hex()), content.clone())],
         );
         let bytes = std::fs::read(&tar).unwrap();
-        std::fs::write(&tar, &bytes[..bytes.len() / 2]).unwrap();
+        let keep = keep.unwrap_or(bytes.len() / 2);
+        std::fs::write(&tar, &bytes[..keep]).unwrap();
         let stderr = import_refused(&tar);
         assert!(stderr.contains("truncated or corrupt"), "{name}: {stderr}");
         assert!(stderr.contains("copy it again"), "{name}: {stderr}");
