@@ -136,6 +136,127 @@ pub fn unpack<R: Read>(
     result
 }
 
+/// Counts an archive's entries and the sizes their headers declare against
+/// [`Limits`], so that a file over a limit is refused before its bytes are inflated.
+/// [`scan`] and [`unpack`] use it for layers; the runner uses it for the outer tar
+/// of an imported layout.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    limits: Limits,
+    compressed_size: Option<u64>,
+    entries: u64,
+    total: u64,
+}
+
+impl Budget {
+    /// A budget for an archive of `compressed_size` bytes on disk (`None` when
+    /// unknown: the ratio is then not checked).
+    pub fn new(limits: &Limits, compressed_size: Option<u64>) -> Self {
+        Budget {
+            limits: limits.clone(),
+            compressed_size,
+            entries: 0,
+            total: 0,
+        }
+    }
+
+    /// Counts one more entry, of any kind.
+    pub fn entry(&mut self) -> Result<(), ArchiveError> {
+        self.entries += 1;
+        if self.entries > self.limits.max_entries {
+            return Err(ArchiveError::TooManyEntries {
+                limit: self.limits.max_entries,
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts a file of `size` bytes (as its header declares) at `path`.
+    pub fn file(&mut self, path: &str, size: u64) -> Result<(), ArchiveError> {
+        if size > self.limits.max_file_bytes {
+            return Err(ArchiveError::FileTooLarge {
+                path: path.to_string(),
+                size,
+                limit: self.limits.max_file_bytes,
+            });
+        }
+        self.total = self.total.saturating_add(size);
+        self.check(self.total, 0)
+    }
+
+    /// Refuses `unpacked` bytes when over the total or the ratio, by more than `slack`.
+    fn check(&self, unpacked: u64, slack: u64) -> Result<(), ArchiveError> {
+        if unpacked > self.limits.max_total_bytes.saturating_add(slack) {
+            return Err(ArchiveError::TooLarge {
+                limit: self.limits.max_total_bytes,
+            });
+        }
+        if let Some(compressed) = self.compressed_size {
+            let allowed = self
+                .limits
+                .ratio_grace_bytes
+                .max(compressed.saturating_mul(self.limits.max_ratio));
+            if unpacked > allowed.saturating_add(slack) {
+                return Err(ArchiveError::Bomb {
+                    unpacked,
+                    compressed,
+                    ratio: self.limits.max_ratio,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Wraps the inflated stream of the archive so that reading stops with an error
+    /// once it passes what the limits allow, headers included: bytes the declared
+    /// sizes never show (long names, extension headers, skipped entries) cannot
+    /// inflate without bound either. See [`archive_error`].
+    pub fn cap<R: Read>(&self, inflated: R) -> Capped<R> {
+        // Each entry may add a header and padding (1 KiB) beyond its declared size.
+        let slack = self.limits.max_entries.saturating_mul(1024) + (1 << 20);
+        Capped {
+            inner: inflated,
+            budget: self.clone(),
+            read: 0,
+            slack,
+        }
+    }
+}
+
+/// An inflated stream with a ceiling. See [`Budget::cap`].
+pub struct Capped<R> {
+    inner: R,
+    budget: Budget,
+    read: u64,
+    slack: u64,
+}
+
+/// Carried inside the `io::Error` a [`Capped`] reader returns.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct OverCap(ArchiveError);
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.read += read as u64;
+        if let Err(e) = self.budget.check(self.read, self.slack) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, OverCap(e)));
+        }
+        Ok(read)
+    }
+}
+
+/// The limit a [`Capped`] reader hit, if that is what `error` is; else the archive is
+/// corrupt (or truncated).
+pub fn archive_error(error: io::Error) -> ArchiveError {
+    if error.get_ref().is_some_and(|e| e.is::<OverCap>()) {
+        let inner = error.into_inner().expect("checked above");
+        return inner.downcast::<OverCap>().expect("checked above").0;
+    }
+    ArchiveError::Corrupt(error.to_string())
+}
+
 /// The core of [`scan`] and [`unpack`]: checks each entry, then hands its content to
 /// `sink` through a hashing reader.
 fn walk<R: Read>(
@@ -144,23 +265,15 @@ fn walk<R: Read>(
     limits: &Limits,
     mut sink: impl FnMut(&ArchiveFile, &mut dyn Read) -> io::Result<()>,
 ) -> Result<Vec<ArchiveFile>, ArchiveError> {
-    let decoder = flate2::read::GzDecoder::new(compressed);
+    let mut budget = Budget::new(limits, compressed_size);
+    let decoder = budget.cap(flate2::read::GzDecoder::new(compressed));
     let mut archive = tar::Archive::new(decoder);
     let mut files = Vec::new();
     let mut seen = HashSet::new();
-    let mut entries_count = 0u64;
-    let mut total = 0u64;
-    let entries = archive
-        .entries()
-        .map_err(|e| ArchiveError::Corrupt(e.to_string()))?;
+    let entries = archive.entries().map_err(archive_error)?;
     for entry in entries {
-        let mut entry = entry.map_err(|e| ArchiveError::Corrupt(e.to_string()))?;
-        entries_count += 1;
-        if entries_count > limits.max_entries {
-            return Err(ArchiveError::TooManyEntries {
-                limit: limits.max_entries,
-            });
-        }
+        let mut entry = entry.map_err(archive_error)?;
+        budget.entry()?;
         let raw_path = entry.path_bytes().into_owned();
         let path = check_path(&raw_path, limits)?;
         let kind = entry.header().entry_type();
@@ -173,31 +286,7 @@ fn walk<R: Read>(
                 continue;
             }
             tar::EntryType::XGlobalHeader => continue,
-            tar::EntryType::Symlink => {
-                return Err(ArchiveError::NotAFile {
-                    path,
-                    kind: "symbolic link",
-                })
-            }
-            tar::EntryType::Link => {
-                return Err(ArchiveError::NotAFile {
-                    path,
-                    kind: "hard link",
-                })
-            }
-            tar::EntryType::Char | tar::EntryType::Block => {
-                return Err(ArchiveError::NotAFile {
-                    path,
-                    kind: "device file",
-                })
-            }
-            tar::EntryType::Fifo => return Err(ArchiveError::NotAFile { path, kind: "FIFO" }),
-            _ => {
-                return Err(ArchiveError::NotAFile {
-                    path,
-                    kind: "special entry",
-                })
-            }
+            other => return Err(not_a_file(path, other)),
         }
         if !seen.insert(path.clone()) {
             return Err(ArchiveError::Duplicate { path });
@@ -206,31 +295,7 @@ fn walk<R: Read>(
             .header()
             .size()
             .map_err(|e| ArchiveError::Corrupt(e.to_string()))?;
-        if size > limits.max_file_bytes {
-            return Err(ArchiveError::FileTooLarge {
-                path,
-                size,
-                limit: limits.max_file_bytes,
-            });
-        }
-        total = total.saturating_add(size);
-        if total > limits.max_total_bytes {
-            return Err(ArchiveError::TooLarge {
-                limit: limits.max_total_bytes,
-            });
-        }
-        if let Some(compressed) = compressed_size {
-            let allowed = limits
-                .ratio_grace_bytes
-                .max(compressed.saturating_mul(limits.max_ratio));
-            if total > allowed {
-                return Err(ArchiveError::Bomb {
-                    unpacked: total,
-                    compressed,
-                    ratio: limits.max_ratio,
-                });
-            }
-        }
+        budget.file(&path, size)?;
         let mode = entry.header().mode().unwrap_or(0o644);
         let mut file = ArchiveFile {
             path,
@@ -243,9 +308,7 @@ fn walk<R: Read>(
             hasher: Sha256Hasher::new(),
         };
         sink(&file, &mut hashing).map_err(|source| match source.kind() {
-            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => {
-                ArchiveError::Corrupt(source.to_string())
-            }
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => archive_error(source),
             _ => ArchiveError::Write {
                 path: PathBuf::from(&file.path),
                 source,
@@ -263,6 +326,18 @@ fn walk<R: Read>(
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
+}
+
+/// The refusal of an entry that is not a regular file or a folder.
+pub fn not_a_file(path: String, kind: tar::EntryType) -> ArchiveError {
+    let kind = match kind {
+        tar::EntryType::Symlink => "symbolic link",
+        tar::EntryType::Link => "hard link",
+        tar::EntryType::Char | tar::EntryType::Block => "device file",
+        tar::EntryType::Fifo => "FIFO",
+        _ => "special entry",
+    };
+    ArchiveError::NotAFile { path, kind }
 }
 
 fn check_path(raw: &[u8], limits: &Limits) -> Result<String, ArchiveError> {
@@ -440,6 +515,31 @@ mod tests {
             scan(&bytes[..], None, &limits).unwrap_err(),
             ArchiveError::FileTooLarge { .. } | ArchiveError::TooLarge { .. }
         ));
+    }
+
+    #[test]
+    fn bytes_no_header_declares_as_a_file_cannot_inflate_past_the_limits() {
+        // A GNU long-name entry of 16 MiB: the tar reader holds it in memory, and no
+        // file size ever shows it.
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::best(),
+        ));
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::GNULongName);
+        header.set_size(16 << 20);
+        header.set_cksum();
+        builder
+            .append(&header, io::repeat(b'a').take(16 << 20))
+            .unwrap();
+        let bytes = builder.into_inner().unwrap().finish().unwrap();
+        let limits = Limits {
+            max_entries: 10,
+            ratio_grace_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        let err = scan(&bytes[..], Some(bytes.len() as u64), &limits).unwrap_err();
+        assert!(matches!(err, ArchiveError::Bomb { .. }), "{err}");
     }
 
     #[test]

@@ -122,6 +122,20 @@ impl ImageLayout {
         self.blob_path(digest).is_file()
     }
 
+    /// True when the blob is present and its content hashes to `digest`: a blob
+    /// changed or cut short after it was stored is not intact.
+    pub fn blob_is_intact(&self, digest: &Digest) -> Result<bool, LayoutError> {
+        let mut file = match self.open_blob(digest) {
+            Ok(file) => file,
+            Err(LayoutError::MissingBlob { .. }) => return Ok(false),
+            Err(other) => return Err(other),
+        };
+        let mut hasher = Sha256Hasher::new();
+        io::copy(&mut file, &mut hasher)
+            .map_err(io_error("cannot read", &self.blob_path(digest)))?;
+        Ok(&hasher.finish() == digest)
+    }
+
     pub fn open_blob(&self, digest: &Digest) -> Result<File, LayoutError> {
         let path = self.blob_path(digest);
         File::open(&path).map_err(|source| {
@@ -371,8 +385,31 @@ impl BlobWriter {
         self.hasher.is_empty()
     }
 
-    /// Flushes, syncs and renames the blob into place under its digest.
+    /// Flushes, syncs and renames the blob into place under its digest (keeping a
+    /// blob already there).
     pub fn commit(self) -> Result<(Digest, u64), LayoutError> {
+        self.persist(false)
+    }
+
+    /// Like [`BlobWriter::commit_expecting`], but takes the place of a blob already
+    /// stored under `expected` (one found not intact), atomically.
+    pub fn replace_expecting(self, expected: &Digest) -> Result<u64, LayoutError> {
+        self.check(expected)?;
+        self.persist(true).map(|(_, size)| size)
+    }
+
+    fn check(&self, expected: &Digest) -> Result<(), LayoutError> {
+        let actual = self.hasher.clone().finish();
+        if &actual != expected {
+            return Err(LayoutError::DigestMismatch {
+                expected: expected.clone(),
+                actual,
+            });
+        }
+        Ok(())
+    }
+
+    fn persist(self, replace: bool) -> Result<(Digest, u64), LayoutError> {
         let size = self.hasher.len();
         let digest = self.hasher.finish();
         let root = self.layout.root.clone();
@@ -385,7 +422,7 @@ impl BlobWriter {
             .sync_all()
             .map_err(io_error("cannot sync blob in", &root))?;
         let target = self.layout.blob_path(&digest);
-        if !target.exists() {
+        if replace || !target.exists() {
             file.persist(&target).map_err(|e| LayoutError::Io {
                 context: "cannot store blob",
                 path: target.clone(),
@@ -398,13 +435,7 @@ impl BlobWriter {
     /// Like [`BlobWriter::commit`], but refuses (and discards) content whose digest
     /// is not `expected`.
     pub fn commit_expecting(self, expected: &Digest) -> Result<u64, LayoutError> {
-        let actual = self.hasher.clone().finish();
-        if &actual != expected {
-            return Err(LayoutError::DigestMismatch {
-                expected: expected.clone(),
-                actual,
-            });
-        }
+        self.check(expected)?;
         self.commit().map(|(_, size)| size)
     }
 }
@@ -481,6 +512,21 @@ mod tests {
             layout.read_blob(&digest, 1024),
             Err(LayoutError::DigestMismatch { .. })
         ));
+    }
+
+    #[test]
+    fn a_blob_that_is_not_intact_is_found_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = ImageLayout::create(dir.path()).unwrap();
+        let (digest, _) = layout.write_blob(b"layer bytes").unwrap();
+        assert!(layout.blob_is_intact(&digest).unwrap());
+        fs::write(layout.blob_path(&digest), b"layer bytez").unwrap();
+        assert!(!layout.blob_is_intact(&digest).unwrap());
+        let mut writer = layout.blob_writer().unwrap();
+        writer.write_all(b"layer bytes").unwrap();
+        writer.replace_expecting(&digest).unwrap();
+        assert!(layout.blob_is_intact(&digest).unwrap());
+        assert!(!layout.blob_is_intact(&Digest::of(b"absent")).unwrap());
     }
 
     #[test]

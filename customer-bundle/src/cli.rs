@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-const EXIT_CODES: &str = "Exit codes: 0 success; 1 refused or failed (verification failed, inputs refused, the engine failed, drift found by `drift`); 2 the command was wrong (bad flags, missing file, no runner home).";
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 refused or failed: what a file or the store holds is refused (a bundle, inputs, `runner.toml`, a key), a confirmation is missing, verification or the engine failed, drift found by `drift`; 2 the command line itself is wrong: bad flags or arguments, a file or folder it names that does not exist or cannot be read, no runner home.";
 
 /// Verify and apply signed Stackpack bundles inside your own cloud account.
 #[derive(Parser, Debug)]

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use stackpack_schema::signature::PublicKey;
 
-use super::error::{io, Error, Result};
+use super::error::{io, Error, ErrorKind, Result};
 
 pub const CONFIG_FILE: &str = "runner.toml";
 
@@ -169,12 +169,18 @@ impl Home {
             }
             Err(e) => return Err(io("read", &path, e)),
         };
-        let config: Config =
-            toml::from_str(&text).map_err(|e| {
-                Error::usage(format!("`{CONFIG_FILE}` is not valid: {}", e.message()))
-                    .at(location_of(&path, &text, e.span()))
-            })?;
-        check_config(&config).map_err(|e| e.at(path.display()))?;
+        let config: Config = toml::from_str(&text).map_err(|e| {
+            Error::refused(format!("`{CONFIG_FILE}` is not valid: {}", e.message()))
+                .at(location_of(&path, &text, e.span()))
+        })?;
+        // What the file holds is refused (1), as with any other file's content.
+        check_config(&config).map_err(|e| {
+            Error {
+                kind: ErrorKind::Refused,
+                ..e
+            }
+            .at(path.display())
+        })?;
         Ok(Home {
             root: root.to_path_buf(),
             config,
@@ -282,7 +288,7 @@ impl Home {
     /// Adds a trusted key; returns its id and whether it was new.
     pub fn trust_add(&self, file: &Path) -> Result<(String, bool)> {
         let key = stackpack_bundle::trust::read_public_key(file).map_err(|e| {
-            Error::usage(e.to_string())
+            Error::refused(e.to_string())
                 .hint("a vendor public key is the `.pub` file `stackpack keygen` wrote")
         })?;
         let id = key.key_id();

@@ -56,7 +56,7 @@ pub fn parse(text: &str, display: &str) -> Result<Inputs> {
     let display = display.to_string();
     let text = text.to_string();
     let body = hcl::edit::parser::parse_body(&text).map_err(|e| {
-        Error::usage(format!("the inputs file is not valid HCL: {}", e.message()))
+        Error::refused(format!("the inputs file is not valid HCL: {}", e.message()))
             .at(format!(
                 "{display}:{}:{}",
                 e.location().line(),
@@ -72,21 +72,21 @@ pub fn parse(text: &str, display: &str) -> Result<Inputs> {
             .map(|s| super::home::line_of(&text, s.start))
             .unwrap_or(0);
         let Some(attribute) = structure.as_attribute() else {
-            return Err(Error::usage(
+            return Err(Error::refused(
                 "the inputs file holds a block; a `.tfvars` file holds only `name = value` lines",
             )
             .at(format!("{display}:{line}")));
         };
         let name = attribute.key.as_str().to_string();
         if let Some(first) = seen.insert(name.clone(), line) {
-            return Err(Error::usage(format!(
+            return Err(Error::refused(format!(
                 "input `{name}` is set twice (first on line {first})"
             ))
             .at(format!("{display}:{line}")));
         }
         let expression = hcl::Expression::from(attribute.value.clone());
         let value = literal(&expression).ok_or_else(|| {
-            Error::usage(format!("input `{name}` is not a literal value"))
+            Error::refused(format!("input `{name}` is not a literal value"))
                 .at(format!("{display}:{line}"))
                 .hint("a `.tfvars` file may not refer to variables or call functions")
         })?;

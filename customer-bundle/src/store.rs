@@ -5,6 +5,7 @@
 //! store. A signature entry goes in before its bundle's entry, so a bundle is never
 //! findable in the store without its signature.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Component, Path};
@@ -16,7 +17,7 @@ use stackpack_schema::signature::PublicKey;
 
 use super::error::{io, Error, Result};
 use super::home::Home;
-use stackpack_bundle::archive::Limits;
+use stackpack_bundle::archive::{archive_error, ArchiveError, Budget, Limits};
 use stackpack_bundle::layout::{self, EntryKind, ImageLayout, LayoutError, MAX_MANIFEST_SIZE};
 use stackpack_bundle::verify::{self, Trust, VerifiedBundle, VerifyError};
 
@@ -32,6 +33,9 @@ pub struct Imported {
     pub key_id: String,
     /// False when the store already held this exact bundle.
     pub added: bool,
+    /// Blobs of the bundle already in the store that no longer matched their digest,
+    /// replaced by this import.
+    pub repaired: usize,
 }
 
 /// Verifies `stack@version` in `layout` with the home's trusted keys, turning every
@@ -96,6 +100,11 @@ fn verify_error(
         ))
         .at(at)
         .hint("ask your vendor for their public key, then run `stackpack-runner trust add vendor.pub`"),
+        missing @ VerifyError::MissingBlob { .. } => Error::refused(format!(
+            "bundle `{reference}` is incomplete: {missing}"
+        ))
+        .at(at)
+        .hint("import it again from the file your vendor sent; if that file is the one refused, it was cut short on its way here: copy it again"),
         VerifyError::Unsigned { .. } => Error::refused(format!("bundle `{reference}` has no signature"))
             .at(at)
             .hint("bundles must be imported with their signatures: use the layout `stackpack build` or `stackpack export` wrote"),
@@ -122,12 +131,29 @@ pub fn import(home: &Home, source: &Path) -> Result<Vec<Imported>> {
     let metadata = std::fs::metadata(source)
         .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", source.display())))?;
     if metadata.is_dir() {
-        let staged = ImageLayout::open(source).map_err(|e| Error::usage(e.to_string()))?;
+        let staged = ImageLayout::open(source).map_err(|e| {
+            Error::refused(e.to_string()).hint(
+                "give the folder `stackpack build --out DIR` or `stackpack export` wrote, or a tar of it",
+            )
+        })?;
         import_layout(home, &staged)
     } else {
         let (staging, _) = staging(home)?;
         let staged = unpack_layout_tar(source, staging.path())?;
-        import_layout(home, &staged)
+        import_layout(home, &staged).map_err(|e| named_as(e, staging.path(), source))
+    }
+}
+
+/// `error` with the staging folder (deleted once the import ends) named as the file
+/// the user gave.
+fn named_as(error: Error, staging: &Path, source: &Path) -> Error {
+    let (from, to) = (staging.display().to_string(), source.display().to_string());
+    let rename = |text: String| text.replace(&from, &to);
+    Error {
+        message: rename(error.message),
+        location: error.location.map(rename),
+        hint: error.hint.map(rename),
+        ..error
     }
 }
 
@@ -180,25 +206,31 @@ pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>>
     }
     // 3. Copy blobs (re-checked against their digests), then index entries.
     let mut imported = Vec::new();
+    let mut copier = Copier {
+        from: staged,
+        to: &store,
+        done: HashSet::new(),
+        repaired: 0,
+    };
     for bundle in verified {
         let subject = &bundle.manifest_descriptor.digest;
         let stack = bundle.config.stack.clone();
         let version = bundle.config.version.clone();
         let already = store.find_bundle(&stack, &version)?.is_some();
-        copy_blob(staged, &store, &bundle.manifest_descriptor.digest)?;
-        copy_blob(staged, &store, &bundle.manifest.config.digest)?;
+        copier.copy(&bundle.manifest_descriptor.digest)?;
+        copier.copy(&bundle.manifest.config.digest)?;
         for layer in &bundle.manifest.layers {
-            copy_blob(staged, &store, &layer.digest)?;
+            copier.copy(&layer.digest)?;
         }
         for signature in staged.signatures_for(subject)? {
             let bytes = staged.read_blob(&signature.digest, MAX_MANIFEST_SIZE)?;
             let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
                 continue;
             };
-            copy_blob(staged, &store, &signature.digest)?;
-            copy_blob(staged, &store, &manifest.config.digest)?;
+            copier.copy(&signature.digest)?;
+            copier.copy(&manifest.config.digest)?;
             for layer in &manifest.layers {
-                copy_blob(staged, &store, &layer.digest)?;
+                copier.copy(&layer.digest)?;
             }
             let mut entry = Descriptor::new(
                 signature.media_type.clone(),
@@ -222,36 +254,106 @@ pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>>
                 .map(|k| k.key_id())
                 .unwrap_or_default(),
             added: !already,
+            repaired: copier.take_repaired(),
         });
     }
     Ok(imported)
 }
 
-fn copy_blob(from: &ImageLayout, to: &ImageLayout, digest: &Digest) -> Result<()> {
-    if to.has_blob(digest) {
-        return Ok(());
+/// Copies blobs into the store, each checked against its digest. A blob the store
+/// already holds is hashed again, and replaced when its content no longer matches:
+/// importing a bundle again repairs it.
+struct Copier<'a> {
+    from: &'a ImageLayout,
+    to: &'a ImageLayout,
+    /// Blobs copied or found intact during this import.
+    done: HashSet<Digest>,
+    /// Blobs replaced since [`Copier::take_repaired`] was last called.
+    repaired: usize,
+}
+
+impl Copier<'_> {
+    fn copy(&mut self, digest: &Digest) -> Result<()> {
+        if self.done.contains(digest) {
+            return Ok(());
+        }
+        let present = self.to.has_blob(digest);
+        if !present || !self.to.blob_is_intact(digest)? {
+            let mut source = self.from.open_blob(digest)?;
+            let mut writer = self.to.blob_writer()?;
+            io::copy(&mut source, &mut writer)
+                .map_err(|e| io("copy", &self.from.blob_path(digest), e))?;
+            if present {
+                writer.replace_expecting(digest)?;
+                self.repaired += 1;
+            } else {
+                writer.commit_expecting(digest)?;
+            }
+        }
+        self.done.insert(digest.clone());
+        Ok(())
     }
-    let mut source = from.open_blob(digest)?;
-    let mut writer = to.blob_writer()?;
-    io::copy(&mut source, &mut writer).map_err(|e| io("copy", &from.blob_path(digest), e))?;
-    writer.commit_expecting(digest)?;
-    Ok(())
+
+    fn take_repaired(&mut self) -> usize {
+        std::mem::take(&mut self.repaired)
+    }
+}
+
+/// Limits on the outer tar of an imported layout. Its blobs are compressed layers
+/// and small JSON documents, so past the first 16 MiB it unpacks to little more than
+/// its own size: more than 20 times is refused as a decompression bomb.
+pub fn layout_tar_limits() -> Limits {
+    Limits {
+        max_entries: 100_000,
+        max_file_bytes: 4 << 30,
+        max_total_bytes: 64 << 30,
+        max_ratio: 20,
+        ratio_grace_bytes: 16 << 20,
+        ..Limits::default()
+    }
+}
+
+const TRANSFER_HINT: &str = "the file was damaged or cut short on its way here: copy it again and compare its size and `sha256sum` with your vendor's, or ask your vendor for it again";
+
+/// An imported tar refused because of what it is (not a layout), with the file named.
+fn not_a_layout(file: &Path, message: impl std::fmt::Display) -> Error {
+    Error::refused(format!(
+        "`{}` is not an image layout tar: {message}",
+        file.display()
+    ))
+    .hint("a layout tar holds what `stackpack build --out DIR` or `stackpack export` wrote: `tar -cf FILE.tar -C DIR .`")
+}
+
+/// An imported tar refused while reading it: cut short, over a limit, or unsafe.
+fn tar_error(file: &Path, error: ArchiveError) -> Error {
+    match error {
+        ArchiveError::Corrupt(reason) => Error::refused(format!(
+            "`{}` is truncated or corrupt: {reason}",
+            file.display()
+        ))
+        .hint(TRANSFER_HINT),
+        limit @ (ArchiveError::TooManyEntries { .. }
+        | ArchiveError::FileTooLarge { .. }
+        | ArchiveError::TooLarge { .. }
+        | ArchiveError::Bomb { .. }) => Error::refused(format!(
+            "`{}` is refused before unpacking it: {limit}",
+            file.display()
+        ))
+        .hint("this is not a layout your vendor exported: ask them for the file again"),
+        other => not_a_layout(file, other),
+    }
 }
 
 /// Unpacks a tar (plain or gzip) holding an image layout into `staging`, accepting
 /// only `oci-layout`, `index.json` and `blobs/sha256/<hex>` (each blob checked
 /// against its name), skipping other plain files, and refusing links, devices and
-/// paths that are absolute or hold `..`.
+/// paths that are absolute or hold `..`. Entry count, sizes and the ratio to the
+/// file's size are limited by [`layout_tar_limits`], checked on each header before
+/// its bytes are inflated, and on the inflated stream as a whole.
 pub fn unpack_layout_tar(file: &Path, staging: &Path) -> Result<ImageLayout> {
-    let bad = |message: String| {
-        Error::refused(format!(
-            "`{}` is not an image layout tar: {message}",
-            file.display()
-        ))
-        .hint("export bundles with `stackpack build --out DIR` and `tar -cf FILE.tar -C DIR .`")
-    };
     let mut opened = File::open(file)
         .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", file.display())))?;
+    let size = opened.metadata().map_err(|e| io("read", file, e))?.len();
     let mut magic = [0u8; 2];
     let gzip = opened
         .read(&mut magic)
@@ -263,73 +365,174 @@ pub fn unpack_layout_tar(file: &Path, staging: &Path) -> Result<ImageLayout> {
     } else {
         Box::new(io::BufReader::new(opened))
     };
+    let mut budget = TarBudget {
+        budget: Budget::new(&layout_tar_limits(), Some(size)),
+        plain_size: (!gzip).then_some(size),
+        declared: 0,
+    };
     let staged = ImageLayout::create(staging)?;
-    let mut archive = tar::Archive::new(reader);
-    let mut saw_marker = false;
-    let entries = archive.entries().map_err(|e| bad(e.to_string()))?;
+    let mut archive = tar::Archive::new(budget.budget.cap(reader));
+    let mut saw = (false, false);
+    let entries = archive
+        .entries()
+        .map_err(|e| tar_error(file, archive_error(e)))?;
     for entry in entries {
-        let mut entry = entry.map_err(|e| bad(e.to_string()))?;
-        let raw = entry.path_bytes().into_owned();
-        let name =
-            String::from_utf8(raw).map_err(|_| bad("an entry's name is not UTF-8".into()))?;
-        let trimmed = name.trim_start_matches("./").trim_end_matches('/');
-        if Path::new(trimmed)
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_)))
-        {
-            return Err(bad(format!("entry `{name}` is not a plain relative path")));
-        }
-        let kind = entry.header().entry_type();
-        if kind.is_dir() {
-            // Folders are made as needed; nothing but blobs is ever written.
-            continue;
-        }
-        if kind == tar::EntryType::XGlobalHeader || kind == tar::EntryType::XHeader {
-            continue;
-        }
-        if !matches!(kind, tar::EntryType::Regular | tar::EntryType::Continuous) {
-            return Err(bad(format!("entry `{name}` is not a regular file")));
-        }
-        match trimmed {
-            "oci-layout" | "index.json" => {
-                let mut bytes = Vec::new();
-                (&mut entry)
-                    .take(MAX_SMALL_FILE + 1)
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| bad(e.to_string()))?;
-                if bytes.len() as u64 > MAX_SMALL_FILE {
-                    return Err(bad(format!("`{trimmed}` is too large")));
-                }
-                if trimmed == "index.json" {
-                    serde_json::from_slice::<stackpack_schema::oci::ImageIndex>(&bytes)
-                        .map_err(|e| bad(format!("`index.json` is not an image index: {e}")))?;
-                } else {
-                    saw_marker = true;
-                }
-                layout::write_atomically(&staging.join(trimmed), &bytes)?;
-            }
-            other => {
-                let Some(hex) = other.strip_prefix("blobs/sha256/") else {
-                    // Anything else a layout may carry (lock files, other tools'
-                    // notes) is skipped, never written.
-                    continue;
-                };
-                let digest = format!("sha256:{hex}")
-                    .parse::<Digest>()
-                    .map_err(|_| bad(format!("`{name}` is not named by a sha256 digest")))?;
-                let mut writer = staged.blob_writer()?;
-                io::copy(&mut entry, &mut writer).map_err(|e| bad(e.to_string()))?;
-                writer.commit_expecting(&digest).map_err(|e| match e {
-                    LayoutError::DigestMismatch { .. } => {
-                        bad(format!("blob `{name}` does not match its digest"))
-                    }
-                    other => other.into(),
-                })?;
-            }
+        let entry = entry.map_err(|e| tar_error(file, archive_error(e)))?;
+        budget.budget.entry().map_err(|e| tar_error(file, e))?;
+        match unpack_layout_entry(file, &staged, entry, &mut budget)? {
+            Some("oci-layout") => saw.0 = true,
+            Some("index.json") => saw.1 = true,
+            _ => {}
         }
     }
-    if !saw_marker {
-        return Err(bad("it has no `oci-layout` file".into()));
+    match saw {
+        (false, _) => Err(not_a_layout(file, "it has no `oci-layout` file")),
+        (_, false) => Err(not_a_layout(file, "it has no `index.json` file")
+            .hint(format!("if it came whole from your vendor, ask them to export it again; else {TRANSFER_HINT}"))),
+        _ => Ok(staged),
     }
-    Ok(staged)
+}
+
+/// The limits of an imported tar. A plain tar holds every byte its headers declare,
+/// so one that declares more than its own size was cut short: that is reported as
+/// truncated, not as a bomb.
+struct TarBudget {
+    budget: Budget,
+    /// The file's size, when it is a plain tar.
+    plain_size: Option<u64>,
+    declared: u64,
+}
+
+impl TarBudget {
+    fn file(&mut self, file: &Path, name: &str, size: u64) -> Result<()> {
+        self.declared = self.declared.saturating_add(size);
+        if let Some(holds) = self.plain_size.filter(|holds| self.declared > *holds) {
+            return Err(tar_error(
+                file,
+                ArchiveError::Corrupt(format!(
+                    "entry `{name}` ends past the end of the file: its headers declare {} bytes, the file holds {holds}",
+                    self.declared
+                )),
+            ));
+        }
+        self.budget.file(name, size).map_err(|e| tar_error(file, e))
+    }
+}
+
+/// One entry of an imported tar: written when it is the marker, the index or a
+/// blob; returns which of the first two it was.
+fn unpack_layout_entry<R: Read>(
+    file: &Path,
+    staged: &ImageLayout,
+    mut entry: tar::Entry<R>,
+    budget: &mut TarBudget,
+) -> Result<Option<&'static str>> {
+    let raw = entry.path_bytes().into_owned();
+    let name =
+        String::from_utf8(raw).map_err(|_| not_a_layout(file, "an entry's name is not UTF-8"))?;
+    let trimmed = name
+        .trim_start_matches("./")
+        .trim_end_matches('/')
+        .to_string();
+    if Path::new(&trimmed)
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Err(not_a_layout(
+            file,
+            format!("entry `{name}` is not a plain relative path"),
+        ));
+    }
+    let kind = entry.header().entry_type();
+    if kind.is_dir() || kind == tar::EntryType::XGlobalHeader || kind == tar::EntryType::XHeader {
+        // Folders are made as needed; nothing but blobs is ever written.
+        return Ok(None);
+    }
+    if !matches!(kind, tar::EntryType::Regular | tar::EntryType::Continuous) {
+        return Err(tar_error(
+            file,
+            stackpack_bundle::archive::not_a_file(name, kind),
+        ));
+    }
+    let size = entry
+        .header()
+        .size()
+        .map_err(|e| tar_error(file, ArchiveError::Corrupt(e.to_string())))?;
+    budget.file(file, &name, size)?;
+    match trimmed.as_str() {
+        "oci-layout" | "index.json" => {
+            let bytes = read_small(file, &name, &mut entry, size)?;
+            if trimmed == "index.json" {
+                serde_json::from_slice::<stackpack_schema::oci::ImageIndex>(&bytes).map_err(
+                    |e| not_a_layout(file, format!("`index.json` is not an image index: {e}")),
+                )?;
+                layout::write_atomically(&staged.root().join("index.json"), &bytes)?;
+                return Ok(Some("index.json"));
+            }
+            layout::write_atomically(&staged.root().join("oci-layout"), &bytes)?;
+            Ok(Some("oci-layout"))
+        }
+        other => {
+            // Anything else a layout may carry (lock files, other tools' notes) is
+            // skipped, never written.
+            let Some(hex) = other.strip_prefix("blobs/sha256/") else {
+                return Ok(None);
+            };
+            let digest = format!("sha256:{hex}").parse::<Digest>().map_err(|_| {
+                not_a_layout(file, format!("`{name}` is not named by a sha256 digest"))
+            })?;
+            unpack_blob(file, staged, &name, &mut entry, size, &digest)?;
+            Ok(None)
+        }
+    }
+}
+
+/// Reads `oci-layout` or `index.json` whole, at most [`MAX_SMALL_FILE`] bytes.
+fn read_small(file: &Path, name: &str, entry: &mut impl Read, size: u64) -> Result<Vec<u8>> {
+    if size > MAX_SMALL_FILE {
+        return Err(not_a_layout(file, format!("`{name}` is too large")));
+    }
+    let mut bytes = Vec::new();
+    entry
+        .take(size)
+        .read_to_end(&mut bytes)
+        .map_err(|e| tar_error(file, archive_error(e)))?;
+    ends_early(file, name, bytes.len() as u64, size)?;
+    Ok(bytes)
+}
+
+/// Streams one blob into the staging layout, checking it against its name.
+fn unpack_blob(
+    file: &Path,
+    staged: &ImageLayout,
+    name: &str,
+    entry: &mut impl Read,
+    size: u64,
+    digest: &Digest,
+) -> Result<()> {
+    let mut writer = staged.blob_writer()?;
+    let copied = io::copy(&mut entry.take(size), &mut writer).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => {
+            tar_error(file, archive_error(e))
+        }
+        _ => io("write a blob in", staged.root(), e),
+    })?;
+    ends_early(file, name, copied, size)?;
+    writer.commit_expecting(digest).map_err(|e| match e {
+        LayoutError::DigestMismatch { .. } => {
+            not_a_layout(file, format!("blob `{name}` does not match its digest"))
+        }
+        other => other.into(),
+    })?;
+    Ok(())
+}
+
+fn ends_early(file: &Path, name: &str, read: u64, size: u64) -> Result<()> {
+    if read < size {
+        return Err(tar_error(
+            file,
+            ArchiveError::Corrupt(format!("entry `{name}` ends early: {read} of {size} bytes")),
+        ));
+    }
+    Ok(())
 }

@@ -49,7 +49,7 @@ fn inputs_are_checked_with_file_line_and_did_you_mean() {
             "--inputs",
             malformed.to_str().unwrap(),
         ])
-        .code(2);
+        .code(1);
     assert!(run.stderr.contains("not valid HCL"), "{}", run.stderr);
     assert!(run.stderr.contains("malformed.tfvars:"), "{}", run.stderr);
 
@@ -105,8 +105,26 @@ fn inputs_are_checked_with_file_line_and_did_you_mean() {
     assert!(receipts["receipts"].as_array().unwrap().is_empty());
 }
 
-#[test]
-fn a_deprecated_alias_and_its_new_name_may_not_both_be_set() {
+/// A string input; with `alias`, a deprecated alias of it.
+fn string_input(name: &str, alias: Option<&str>) -> Input {
+    Input {
+        name: name.into(),
+        type_constraint: stackpack_schema::types::TypeExpr::String,
+        required: alias.is_none(),
+        default: alias.map(|_| serde_json::Value::Null),
+        sensitive: false,
+        nullable: true,
+        ephemeral: false,
+        description: None,
+        deprecated: alias.map(|a| format!("renamed to `{a}`")),
+        alias_of: alias.map(str::to_string),
+        validations: vec![],
+    }
+}
+
+/// `net@1.0.0` with `interface`, signed by a test key and imported into a runner
+/// that trusts it.
+fn import_net(interface: Interface) -> (Runner, tempfile::TempDir) {
     let key = PrivateKey::from_secret_bytes([5; 32]);
     let scratch = tempfile::tempdir().unwrap();
     let public = scratch.path().join("vendor.pub");
@@ -121,23 +139,6 @@ fn a_deprecated_alias_and_its_new_name_may_not_both_be_set() {
     )]);
     let source =
         stackpack_bundle::layout::ImageLayout::create(scratch.path().join("layout")).unwrap();
-    let input = |name: &str, alias: Option<&str>| Input {
-        name: name.into(),
-        type_constraint: stackpack_schema::types::TypeExpr::String,
-        required: alias.is_none(),
-        default: alias.map(|_| serde_json::Value::Null),
-        sensitive: false,
-        nullable: true,
-        ephemeral: false,
-        description: None,
-        deprecated: alias.map(|a| format!("renamed to `{a}`")),
-        alias_of: alias.map(str::to_string),
-        validations: vec![],
-    };
-    let interface = Interface {
-        inputs: vec![input("cidr", None), input("vpc_cidr", Some("cidr"))],
-        ..Interface::default()
-    };
     let files = vec![FileEntry {
         path: "stacks/net/main.tf".into(),
         digest: Digest::of(main),
@@ -150,6 +151,57 @@ fn a_deprecated_alias_and_its_new_name_may_not_both_be_set() {
     runner
         .run(&["import", scratch.path().join("layout").to_str().unwrap()])
         .ok();
+    (runner, scratch)
+}
+
+#[test]
+fn a_malformed_inputs_file_exits_1_like_a_type_error_and_a_missing_one_2() {
+    let interface = Interface {
+        inputs: vec![string_input("cidr", None)],
+        ..Interface::default()
+    };
+    let (runner, scratch) = import_net(interface);
+    let cases = [
+        ("type error", "cidr = [1]\n", "cidr"),
+        ("not HCL", "cidr = [\"10.0.0.0/16\"\n", "not valid HCL"),
+        ("a block", "cidr {\n}\n", "holds a block"),
+        ("set twice", "cidr = \"a\"\ncidr = \"b\"\n", "case.tfvars:2"),
+        ("not a literal", "cidr = var.x\n", "is not a literal value"),
+    ];
+    for (name, text, says) in cases {
+        let file = scratch.path().join("case.tfvars");
+        std::fs::write(&file, text).unwrap();
+        let run = runner
+            .run(&[
+                "check-inputs",
+                "net@1.0.0",
+                "--inputs",
+                file.to_str().unwrap(),
+            ])
+            .code(1);
+        assert!(run.stderr.contains(says), "{name}: {}", run.stderr);
+    }
+    let missing = scratch.path().join("missing.tfvars");
+    runner
+        .run(&[
+            "check-inputs",
+            "net@1.0.0",
+            "--inputs",
+            missing.to_str().unwrap(),
+        ])
+        .code(2);
+}
+
+#[test]
+fn a_deprecated_alias_and_its_new_name_may_not_both_be_set() {
+    let interface = Interface {
+        inputs: vec![
+            string_input("cidr", None),
+            string_input("vpc_cidr", Some("cidr")),
+        ],
+        ..Interface::default()
+    };
+    let (runner, scratch) = import_net(interface);
 
     let both = scratch.path().join("both.tfvars");
     std::fs::write(

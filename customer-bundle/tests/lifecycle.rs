@@ -74,7 +74,7 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
     );
 
     // No terminal and no --yes: refused before anything runs.
-    let refused = runner.run(&["apply", &at(&v1), "--inputs", inputs]).code(2);
+    let refused = runner.run(&["apply", &at(&v1), "--inputs", inputs]).code(1);
     assert!(refused.stderr.contains("--yes"), "{}", refused.stderr);
 
     let applied = runner
@@ -225,7 +225,7 @@ fn destroy_removes_the_customers_resources_only_for_the_right_customer_and_is_re
     );
 
     // Without a terminal and without the customer id, nothing happens.
-    let refused = runner.run(&["destroy", "data-plane"]).code(2);
+    let refused = runner.run(&["destroy", "data-plane"]).code(1);
     assert!(
         refused.stderr.contains("--confirm globex"),
         "{}",
@@ -233,7 +233,7 @@ fn destroy_removes_the_customers_resources_only_for_the_right_customer_and_is_re
     );
     let wrong = runner
         .run(&["destroy", "data-plane", "--confirm", "initech"])
-        .code(2);
+        .code(1);
     assert!(
         wrong
             .stderr

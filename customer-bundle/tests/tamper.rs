@@ -8,10 +8,12 @@ mod common;
 
 use std::path::Path;
 
-use common::{fake_engine, globex_inputs, Runner, Vendor};
-use stackpack_bundle::layout::ImageLayout;
+use common::{fake_engine, globex_inputs, raw_archive, write_signed_bundle, Runner, Vendor};
+use stackpack_bundle::layout::{self, ImageLayout};
+use stackpack_schema::bundle::FileEntry;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::ImageManifest;
+use stackpack_schema::signature::PrivateKey;
 
 #[derive(Clone, Copy, Debug)]
 enum Tamper {
@@ -183,4 +185,159 @@ fn bundles_tampered_in_the_store_are_refused_before_anything_is_unpacked_or_run(
             "{how:?}: a receipt says something ran"
         );
     }
+}
+
+/// A small stack of one output (no provider), signed by a test key.
+struct Small {
+    key: PrivateKey,
+    scratch: tempfile::TempDir,
+    layer: Vec<u8>,
+}
+
+impl Small {
+    fn new() -> Small {
+        let main: &[u8] = b"output \"x\" { value = 1 }\n";
+        Small {
+            key: PrivateKey::from_secret_bytes([3; 32]),
+            scratch: tempfile::tempdir().unwrap(),
+            layer: raw_archive(&[(
+                "stacks/net/main.tf",
+                tar::EntryType::Regular,
+                main,
+                None,
+                None,
+            )]),
+        }
+    }
+
+    /// `net@version` signed into the layout folder `name`; returns the folder.
+    fn layout(&self, name: &str, version: &str) -> std::path::PathBuf {
+        let main: &[u8] = b"output \"x\" { value = 1 }\n";
+        let files = vec![FileEntry {
+            path: "stacks/net/main.tf".into(),
+            digest: Digest::of(main),
+            size: main.len() as u64,
+            executable: false,
+        }];
+        let dir = self.scratch.path().join(name);
+        let layout = ImageLayout::create(&dir).unwrap();
+        write_signed_bundle(&layout, &self.key, "net", version, &self.layer, files);
+        dir
+    }
+
+    /// A runner that trusts the key.
+    fn runner(&self) -> Runner {
+        let public = self.scratch.path().join("vendor.pub");
+        std::fs::write(&public, self.key.public_key().to_pem()).unwrap();
+        let runner = Runner::new("globex");
+        runner.run(&["trust", "add", public.to_str().unwrap()]).ok();
+        runner
+    }
+}
+
+#[test]
+fn importing_again_repairs_a_blob_damaged_in_the_store() {
+    let small = Small::new();
+    let source = small.layout("layout", "1.0.0");
+    let runner = small.runner();
+    runner.run(&["import", source.to_str().unwrap()]).ok();
+    flip(&runner.store().blob_path(&Digest::of(&small.layer)), 20);
+    runner.run(&["verify", "net@1.0.0"]).code(1);
+
+    let again = runner
+        .run(&["import", source.to_str().unwrap(), "--json"])
+        .ok();
+    assert_eq!(
+        again.json()["imported"][0]["repairedBlobs"],
+        1,
+        "{}",
+        again.stdout
+    );
+    runner.run(&["verify", "net@1.0.0"]).ok();
+    let third = runner
+        .run(&["import", source.to_str().unwrap(), "--json"])
+        .ok();
+    assert_eq!(third.json()["imported"][0]["repairedBlobs"], 0);
+}
+
+#[test]
+fn status_shows_as_newer_only_a_version_that_verifies() {
+    let small = Small::new();
+    let runner = small.runner();
+    for (name, version) in [("v1", "1.0.0"), ("v1.5", "1.5.0")] {
+        let source = small.layout(name, version);
+        runner.run(&["import", source.to_str().unwrap()]).ok();
+    }
+    let inputs = small.scratch.path().join("empty.tfvars");
+    std::fs::write(&inputs, "").unwrap();
+    runner
+        .run(&[
+            "apply",
+            "net@1.0.0",
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .ok();
+
+    // An index entry that only claims `2.0.0`: it points at `1.5.0`'s manifest.
+    let store = runner.store();
+    let v15 = store
+        .find_bundle("net", &semver::Version::new(1, 5, 0))
+        .unwrap()
+        .unwrap();
+    let mut claim = v15.clone();
+    claim.annotations = Some(layout::bundle_entry_annotations(
+        "net",
+        &semver::Version::new(2, 0, 0),
+    ));
+    store
+        .update_index(|index| index.manifests.push(claim))
+        .unwrap();
+
+    let status = runner.run(&["status", "--json"]).ok();
+    assert_eq!(
+        status.json()["stacks"][0]["newerInStore"],
+        "1.5.0",
+        "{}",
+        status.stdout
+    );
+    let table = runner.run(&["status"]).ok();
+    assert!(!table.stdout.contains("2.0.0"), "{}", table.stdout);
+}
+
+#[test]
+fn a_missing_bundle_or_blob_is_reported_as_missing_not_as_failed_verification() {
+    let small = Small::new();
+    let source = small.layout("layout", "1.0.0");
+    let runner = small.runner();
+    runner.run(&["import", source.to_str().unwrap()]).ok();
+
+    let absent = runner.run(&["verify", "net@9.9.9"]).code(1);
+    assert!(
+        absent.stderr.contains("is not in the store"),
+        "{}",
+        absent.stderr
+    );
+    assert!(absent.stderr.contains("`net@1.0.0`"), "{}", absent.stderr);
+
+    std::fs::remove_file(runner.store().blob_path(&Digest::of(&small.layer))).unwrap();
+    let partial = runner.run(&["verify", "net@1.0.0"]).code(1);
+    assert!(
+        !partial.stderr.contains("failed verification"),
+        "{}",
+        partial.stderr
+    );
+    assert!(
+        partial.stderr.contains("is incomplete"),
+        "{}",
+        partial.stderr
+    );
+    assert!(
+        partial.stderr.contains("import it again"),
+        "{}",
+        partial.stderr
+    );
+    runner.run(&["import", source.to_str().unwrap()]).ok();
+    runner.run(&["verify", "net@1.0.0"]).ok();
 }

@@ -75,7 +75,7 @@ pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<u8> {
     let confirm = match &args.confirm {
         Some(given) if *given == customer => Confirm::Yes,
         Some(given) => {
-            return Err(Error::usage(format!(
+            return Err(Error::refused(format!(
                 "`--confirm {given}` does not name this runner's customer: nothing was destroyed"
             ))
             .at(format!("`{}`", home.root.join("runner.toml").display()))
@@ -83,7 +83,7 @@ pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<u8> {
         }
         None if std::io::stdin().is_terminal() => Confirm::TypeCustomer(customer),
         None => {
-            return Err(Error::usage(
+            return Err(Error::refused(
                 "there is no terminal to confirm the destroy on, and `--confirm CUSTOMER` was not given: nothing was destroyed",
             )
             .hint(format!("pass `--confirm {customer}` to destroy without asking")))
@@ -124,7 +124,7 @@ impl Confirm {
         if std::io::stdin().is_terminal() {
             return Ok(Confirm::Ask);
         }
-        Err(Error::usage(
+        Err(Error::refused(
             "there is no terminal to confirm the plan on, and `--yes` was not given: nothing was done",
         )
         .hint(

@@ -50,6 +50,7 @@ fn show_imported(imported: &[store::Imported], json: bool) {
                 "digest": i.digest.to_string(),
                 "keyId": i.key_id,
                 "added": i.added,
+                "repairedBlobs": i.repaired,
             })).collect::<Vec<_>>()
         }));
     } else {
@@ -59,10 +60,10 @@ fn show_imported(imported: &[store::Imported], json: bool) {
                 vec![
                     i.stack.clone(),
                     i.version.to_string(),
-                    if i.added {
-                        "imported".into()
-                    } else {
-                        "already in store".into()
+                    match (i.added, i.repaired) {
+                        (true, _) => "imported".into(),
+                        (false, 0) => "already in store".into(),
+                        (false, n) => format!("repaired ({n} damaged blob(s) replaced)"),
                     },
                     i.key_id.clone(),
                     i.digest.short(),

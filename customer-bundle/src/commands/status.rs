@@ -1,8 +1,14 @@
 //! `status`: what runs here, since when, and what newer version the store holds.
 
+use semver::Version;
 use serde_json::json;
+use stackpack_bundle::archive::Limits;
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::verify::{self, Trust};
+use stackpack_runner::home::Home;
 use stackpack_runner::ledger::Ledger;
 use stackpack_runner::Result;
+use stackpack_schema::signature::PublicKey;
 
 use super::{open_home, print_json, status as progress, table};
 use crate::cli::{GlobalArgs, StatusArgs};
@@ -11,13 +17,14 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
     let store = home.store()?;
+    let keys: Vec<PublicKey> = home
+        .trusted_keys()?
+        .into_iter()
+        .map(|(_, key, _)| key)
+        .collect();
     let mut stacks = Vec::new();
     for deployment in ledger.current_all()? {
-        let mut versions = store.versions(&deployment.stack)?;
-        versions.retain(|v| v.pre.is_empty() || home.config.policy.allow_prereleases);
-        let newer = stackpack_schema::version::latest(versions.iter())
-            .filter(|v| v.cmp_precedence(&deployment.version) == std::cmp::Ordering::Greater)
-            .cloned();
+        let newer = newer_verified(&home, &store, &keys, &deployment.stack, &deployment.version)?;
         let since = ledger
             .since(&deployment.stack)?
             .unwrap_or(deployment.applied_at.clone());
@@ -90,4 +97,28 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
         )
     );
     Ok(0)
+}
+
+/// The newest version of `stack` in the store, above `current` and allowed by the
+/// policy, that verifies (signed by a trusted key, every digest matching). Index
+/// annotations only say where to look: candidates are verified newest first, and the
+/// first that verifies is the answer.
+fn newer_verified(
+    home: &Home,
+    store: &ImageLayout,
+    keys: &[PublicKey],
+    stack: &str,
+    current: &Version,
+) -> Result<Option<Version>> {
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    let mut versions = store.versions(stack)?;
+    versions.retain(|v| v.pre.is_empty() || home.config.policy.allow_prereleases);
+    versions.retain(|v| v.cmp_precedence(current) == std::cmp::Ordering::Greater);
+    stackpack_schema::version::sort_by_precedence(&mut versions);
+    let trust = Trust::Keys(keys.to_vec());
+    Ok(versions.into_iter().rev().find(|version| {
+        verify::verify_bundle(store, stack, version, &trust, &Limits::default()).is_ok()
+    }))
 }
