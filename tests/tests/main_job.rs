@@ -85,8 +85,8 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
     for customer in ["globex", "initech"] {
         assert!(
             fleet.iter().any(|l| l.starts_with(customer)
-                && l.contains("0.2.0")
-                && l.contains("behind 1.0.0")),
+                && l.contains(" 0.2.0 ")
+                && l.contains("latest 1.0.0")),
             "{stdout}"
         );
     }
