@@ -23,6 +23,15 @@ pub struct TrackedFile {
     pub symlink: bool,
 }
 
+/// How far a comparison with a base commit reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upto {
+    /// The last commit.
+    Head,
+    /// The files as they are now, uncommitted changes included.
+    WorkTree,
+}
+
 impl Git {
     /// Opens the repository whose work tree contains `dir`. Paths given to and
     /// returned by this type are relative to `dir`, which may be a sub-folder of the
@@ -148,7 +157,8 @@ impl Git {
 
     /// Files that differ between `base` and HEAD (or the work tree, when
     /// `include_worktree`), both sides of renames included.
-    pub fn changed_files(&self, base: &str, include_worktree: bool) -> Result<Vec<String>> {
+    pub fn changed_files(&self, base: &str, upto: Upto) -> Result<Vec<String>> {
+        let include_worktree = upto == Upto::WorkTree;
         let mut args = vec![
             "diff",
             "--name-only",

@@ -106,7 +106,14 @@ pub fn plan(
         None => None,
     };
     let changed_since_base = match &base {
-        Some(base) => Some(repo.git.changed_files(base, options.allow_dirty)?),
+        Some(base) => {
+            let upto = if options.allow_dirty {
+                crate::git::Upto::WorkTree
+            } else {
+                crate::git::Upto::Head
+            };
+            Some(repo.git.changed_files(base, upto)?)
+        }
         None => None,
     };
 

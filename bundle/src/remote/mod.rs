@@ -189,6 +189,14 @@ pub fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// What a caller needs from a repository: asked for up front, so a refusal comes
+/// before any work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Pull,
+    Push,
+}
+
 /// Called with the bytes moved so far, for progress bars.
 pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
@@ -379,7 +387,8 @@ impl Remote {
 
     /// Authenticates for `operation` on `repository` up front, so that wrong
     /// credentials fail with a clear error before any work.
-    pub fn authenticate(&self, repository: &str, push: bool) -> Result<(), RemoteError> {
+    pub fn authenticate(&self, repository: &str, access: Access) -> Result<(), RemoteError> {
+        let push = access == Access::Push;
         let reference = self.reference(repository, "latest");
         let operation = if push {
             RegistryOperation::Push

@@ -469,7 +469,9 @@ pub fn changed_files(repo_root: &Path, commit: &str) -> Result<Vec<String>, Chec
         message: e.message,
     };
     let git = Git::open(repo_root).map_err(git_error)?;
-    let mut files = git.changed_files(commit, true).map_err(git_error)?;
+    let mut files = git
+        .changed_files(commit, crate::git::Upto::WorkTree)
+        .map_err(git_error)?;
     files.extend(git.untracked_files().map_err(git_error)?);
     files.sort();
     files.dedup();

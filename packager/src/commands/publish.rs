@@ -39,7 +39,10 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     )?;
     // Ask for push rights before planning, so a missing login fails first.
     remote
-        .authenticate(&address.stack_repository("probe"), true)
+        .authenticate(
+            &address.stack_repository("probe"),
+            stackpack_bundle::remote::Access::Push,
+        )
         .map_err(from_remote)?;
     let (mut plan, module_plans) = plan_stacks_and_modules(args, &repo, &remote, &address)?;
     crate::commands::gate::customers(&repo, &mut plan, &args.allow_breaking)?;
