@@ -11,6 +11,8 @@
 //!   key, the manifest, config and layer digests, and every file against the signed
 //!   config. The packager runs the same code on what it publishes.
 //! - [`trust`] loads the public keys a caller trusts.
+//! - [`freshness`] signs and checks each stack's newest-version statement (freeze
+//!   protection).
 //! - [`provider`] hashes provider packages the way lock files pin them, and lays
 //!   them out as a `filesystem_mirror` for the engine.
 //! - [`error`] is the user-facing error both programs print: what, where, a hint.
@@ -22,6 +24,7 @@
 
 pub mod archive;
 pub mod error;
+pub mod freshness;
 pub mod layout;
 pub mod provider;
 pub mod remote;

@@ -88,6 +88,26 @@ pub struct Policy {
     /// Allow prerelease versions (`1.4.0-feat.2`). Off: stable versions only.
     #[serde(default)]
     pub allow_prereleases: bool,
+    /// The oldest a registry's signed "newest version" statement may be when this
+    /// runner pulls (`14d`, `12h`, `90m`): a registry that stopped getting fresh
+    /// statements is refused as possibly frozen. Unset: statements are reported only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_latest_age: Option<String>,
+}
+
+/// `14d`, `12h`, `90m` or `30s` as seconds.
+pub fn parse_age(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(text.len().checked_sub(1)?);
+    let number: i64 = number.parse().ok()?;
+    let seconds = match unit {
+        "d" => 86_400,
+        "h" => 3_600,
+        "m" => 60,
+        "s" => 1,
+        _ => return None,
+    };
+    number.checked_mul(seconds)
 }
 
 /// An opened runner home.
@@ -350,4 +370,17 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         .filter(|&&b| b == b'\n')
         .count()
         + 1
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ages_are_read_with_their_unit() {
+        assert_eq!(super::parse_age("14d"), Some(14 * 86_400));
+        assert_eq!(super::parse_age("12h"), Some(43_200));
+        assert_eq!(super::parse_age("90m"), Some(5_400));
+        assert_eq!(super::parse_age("1s"), Some(1));
+        assert_eq!(super::parse_age("soon"), None);
+        assert_eq!(super::parse_age(""), None);
+    }
 }

@@ -81,7 +81,64 @@ pub fn pull(
         }
         other => Error::refused(other.to_string()),
     })?;
+    check_freshness(home, &remote, bundle)?;
     import_layout(home, &staged)
+}
+
+/// What the registry's signed "newest version" statement says, and whether it is
+/// fresh enough for this runner's policy (`[policy] max-latest-age`).
+fn check_freshness(home: &Home, remote: &Remote, bundle: &RemoteBundle) -> Result<()> {
+    let trusted: Vec<_> = home
+        .trusted_keys()?
+        .into_iter()
+        .map(|(_, key, _)| key)
+        .collect();
+    let max_age = match &home.config.policy.max_latest_age {
+        Some(text) => Some(super::home::parse_age(text).ok_or_else(|| {
+            Error::refused(format!("`max-latest-age = \"{text}\"` is not an age"))
+                .at(format!("`{}`", home.root.join("runner.toml").display()))
+                .hint("write a number and a unit: `14d`, `12h`, `90m`")
+        })?),
+        None => None,
+    };
+    let statement =
+        stackpack_bundle::freshness::fetch_statement(remote, &bundle.repository, &trusted)
+            .map_err(|e| {
+                Error::refused(format!(
+                    "the registry's latest statement for `{}` is not valid: {e}",
+                    bundle.stack
+                ))
+                .hint("ask your vendor: the statement must be signed by a key you trust")
+            })?;
+    let Some(statement) = statement else {
+        return match max_age {
+            Some(_) => Err(Error::refused(format!(
+                "the registry has no signed latest statement for `{}`, and this runner's policy needs one",
+                bundle.stack
+            ))
+            .hint("ask your vendor to publish from the main branch (it signs the statement), or remove `max-latest-age` from `[policy]`")),
+            None => Ok(()),
+        };
+    };
+    let payload = &statement.payload;
+    let age = stackpack_bundle::freshness::age_seconds(&payload.signed_at).unwrap_or(i64::MAX);
+    eprintln!(
+        "the vendor's newest stable `{}` is `{}` (statement signed {} by key `{}`)",
+        bundle.stack,
+        payload.version,
+        payload.signed_at,
+        statement.signer.key_id()
+    );
+    if let Some(max) = max_age {
+        if age > max {
+            return Err(Error::refused(format!(
+                "the registry's latest statement for `{}` was signed {}s ago, and this runner's policy allows {}s: the registry may be frozen, serving an old state",
+                bundle.stack, age, max
+            ))
+            .hint("ask your vendor whether newer versions exist; pull again once the registry serves a fresh statement"));
+        }
+    }
+    Ok(())
 }
 
 fn remote_error(e: stackpack_bundle::remote::RemoteError) -> Error {

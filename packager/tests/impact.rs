@@ -32,7 +32,8 @@ fn stable_tags(host: &str, stack: &str) -> Vec<String> {
         .tags(&format!("acme/stacks/{stack}"))
         .unwrap_or_default()
         .into_iter()
-        .filter(|t| !t.starts_with("sha256-"))
+        // Versions only: not the signature fallback tags nor the latest statement.
+        .filter(|t| !t.starts_with("sha256-") && t != "stackpack-latest")
         .collect()
 }
 

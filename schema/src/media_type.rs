@@ -11,6 +11,11 @@ pub const STACK_LAYER: &str = "application/vnd.stackpack.stack.v1.tar+gzip";
 pub const PROVIDER_PACKAGE: &str = "application/vnd.stackpack.provider.v1.zip";
 /// `artifactType` of a signature manifest.
 pub const SIGNATURE_ARTIFACT: &str = "application/vnd.stackpack.signature.v1";
+/// `artifactType` of a stack's "newest version" statement: signed by the vendor on
+/// every publish run, so a registry that keeps serving old versions is noticed.
+pub const LATEST_ARTIFACT: &str = "application/vnd.stackpack.latest.v1";
+/// The tag a stack's latest statement is kept under (moved on every publish run).
+pub const LATEST_TAG: &str = "stackpack-latest";
 /// Media type of the signature layer: a JSON [`crate::signature::SignatureEnvelope`].
 pub const SIGNATURE_LAYER: &str = "application/vnd.stackpack.signature.v1+json";
 

@@ -661,6 +661,23 @@ impl Remote {
         Ok(sent)
     }
 
+    /// Uploads a small blob held in memory (a statement, an empty config), unless the
+    /// registry has it already.
+    pub fn push_blob_bytes(&self, repository: &str, bytes: &[u8]) -> Result<Digest, RemoteError> {
+        let digest = Digest::of(bytes);
+        if self.blob_exists(repository, &digest)? {
+            return Ok(digest);
+        }
+        let reference = self.reference(repository, "latest");
+        self.runtime
+            .block_on(
+                self.client
+                    .push_blob(&reference, bytes.to_vec(), &digest.to_string()),
+            )
+            .map_err(|e| self.map_error(repository, e))?;
+        Ok(digest)
+    }
+
     fn saw(&self, digest: &Digest, repository: &str) {
         if let Ok(mut seen) = self.seen.lock() {
             seen.entry(digest.clone())

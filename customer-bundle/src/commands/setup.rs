@@ -22,6 +22,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
         backend: BackendConfig::default(),
         policy: Policy {
             allow_prereleases: args.allow_prereleases,
+            max_latest_age: None,
         },
     };
     let home = Home::init(&root, config)?;

@@ -62,6 +62,9 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     let stacks = publish(&repo, &plan, &destination, &key)?;
     announce_modules(&module_plans, &address);
     let modules = publish_modules(&repo, &plan, &module_plans, &destination)?;
+    if matches!(plan.channel, stackpack_schema::version::Channel::Stable) {
+        sign_latest_statements(&plan, &remote, &address, &key)?;
+    }
 
     let published = Published {
         address: &address,
@@ -80,6 +83,51 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         print_tables(&published);
     }
     Ok(0)
+}
+
+/// Signs, for every stack, "the newest stable version is V, as of now", so customers
+/// can tell a fresh registry from a frozen one. Runs on every publish from the main
+/// branch, whether or not anything new was published: CI running it on a schedule
+/// keeps the statements fresh.
+fn sign_latest_statements(
+    plan: &Plan,
+    remote: &Remote,
+    address: &RegistryAddress,
+    key: &stackpack_schema::signature::PrivateKey,
+) -> anyhow::Result<()> {
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or(time::OffsetDateTime::now_utc())
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    for stack in &plan.stacks {
+        let repository = address.stack_repository(&stack.stack.name);
+        let tags = remote.tags(&repository).map_err(from_remote)?;
+        let versions: Vec<semver::Version> = tags.iter().filter_map(|t| t.parse().ok()).collect();
+        let Some(newest) = stackpack_schema::version::latest_stable(&versions) else {
+            continue;
+        };
+        let Some(digest) = remote
+            .tag_digest(&repository, &newest.to_string())
+            .map_err(from_remote)?
+        else {
+            continue;
+        };
+        stackpack_bundle::freshness::push_statement(
+            remote,
+            &repository,
+            newest,
+            &digest,
+            key,
+            &now,
+        )
+        .map_err(from_remote)?;
+        output::detail(&format!(
+            "signed the latest statement of `{}`: `{newest}` as of {now}",
+            stack.stack.name
+        ));
+    }
+    Ok(())
 }
 
 /// Plans the stacks and then the modules. Modules are planned before anything is
