@@ -265,58 +265,64 @@ pub fn history(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<Deploy
     .collect()
 }
 
+/// For each customer and stack, the newest receipt among those `receipts` selects,
+/// kept only when it also passes `kept`; only `customer`'s when one is given, so one
+/// customer's page does not scan the fleet. The SQL fragments are constants of this
+/// module, never user input.
+fn newest_per_stack(
+    conn: &Connection,
+    customer: Option<&str>,
+    receipts: &'static str,
+    kept: &'static str,
+) -> rusqlite::Result<Vec<Deployment>> {
+    conn.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS} FROM (
+             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
+                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
+             FROM receipts
+             WHERE ({receipts}) AND (?1 IS NULL OR customer = ?1))
+         WHERE n = 1 AND ({kept}) ORDER BY customer, stack"
+    ))?
+    .query_map(params![customer], deployment_row)?
+    .collect()
+}
+
 /// For each customer and stack, the last apply, rollback or destroy, whatever its
 /// outcome.
 pub fn last_attempts(
     conn: &Connection,
     customer: Option<&str>,
 ) -> rusqlite::Result<Vec<Deployment>> {
-    conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM (
-             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
-                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
-             FROM receipts
-             WHERE kind IN ('apply', 'rollback', 'destroy') AND (?1 IS NULL OR customer = ?1))
-         WHERE n = 1 ORDER BY customer, stack"
-    ))?
-    .query_map(params![customer], deployment_row)?
-    .collect()
+    newest_per_stack(
+        conn,
+        customer,
+        "kind IN ('apply', 'rollback', 'destroy')",
+        "1",
+    )
 }
 
 /// For each customer and stack, the last apply or rollback that left a version in
 /// place (`succeeded` or `no-changes`), unless a destroy came after it: a destroyed
 /// stack runs nothing.
 pub fn current(conn: &Connection, customer: Option<&str>) -> rusqlite::Result<Vec<Deployment>> {
-    conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM (
-             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
-                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
-             FROM receipts
-             WHERE kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
-               AND (?1 IS NULL OR customer = ?1))
-         WHERE n = 1 AND kind != 'destroy' ORDER BY customer, stack"
-    ))?
-    .query_map(params![customer], deployment_row)?
-    .collect()
+    newest_per_stack(
+        conn,
+        customer,
+        "kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')",
+        "kind != 'destroy'",
+    )
 }
 
 /// For each customer and stack, the latest receipt that says something about drift:
-/// a drift check, or an apply or rollback that succeeded (which clears drift). Only
-/// `customer`'s when one is given, so one customer's page does not scan the fleet.
+/// a drift check, or an apply or rollback that succeeded (which clears drift).
 pub fn latest_drift_evidence(
     conn: &Connection,
     customer: Option<&str>,
 ) -> rusqlite::Result<Vec<Deployment>> {
-    conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM (
-             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
-                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
-             FROM receipts
-             WHERE (kind = 'drift'
-                OR (kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes')))
-               AND (?1 IS NULL OR customer = ?1))
-         WHERE n = 1 ORDER BY customer, stack"
-    ))?
-    .query_map(params![customer], deployment_row)?
-    .collect()
+    newest_per_stack(
+        conn,
+        customer,
+        "kind = 'drift' OR (kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes'))",
+        "1",
+    )
 }
