@@ -113,11 +113,8 @@ pub fn h1_hash(zip: impl Read + io::Seek) -> Result<String, String> {
     ))
 }
 
-fn hex_to_bytes(hex: &str) -> Vec<u8> {
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("digests are hex"))
-        .collect()
+fn hex_to_bytes(text: &str) -> Vec<u8> {
+    hex::decode(text).expect("digests are hex")
 }
 
 /// The platform this program runs on, as Terraform names it (`linux_amd64`).

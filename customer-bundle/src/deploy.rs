@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, BufReader};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use semver::Version;
@@ -630,15 +630,9 @@ pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Res
             "the unpacked files do not match the signed file list".into(),
         ));
     }
+    // A `VerifiedBundle`'s entrypoint is a plain relative path: verification
+    // refuses any other (`stackpack_bundle::verify`).
     let entrypoint = &bundle.config.entrypoint;
-    if Path::new(entrypoint)
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_)))
-    {
-        return Err(refuse(format!(
-            "the bundle's entrypoint `{entrypoint}` is not a plain relative path"
-        )));
-    }
     let dir = destination.join(entrypoint);
     if !dir.is_dir() {
         return Err(refuse(format!(

@@ -71,14 +71,7 @@ fn check_url(url: &str) -> Result<(), HttpError> {
 
 /// reqwest's own message stops at "error sending request"; the cause chain says why.
 fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+    super::error_chain(error)
 }
 
 #[cfg(test)]

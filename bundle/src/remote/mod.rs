@@ -408,23 +408,15 @@ impl Remote {
     /// A token may be accepted for reading and still not allow pushing: open an
     /// upload session and cancel it at once, so a refusal comes before any build.
     fn check_push_rights(&self, repository: &str, token: Option<&str>) -> Result<(), RemoteError> {
-        let scheme = if self.is_http() { "http" } else { "https" };
-        let url = format!("{scheme}://{}/v2/{repository}/blobs/uploads/", self.host);
-        let base = format!("{scheme}://{}", self.host);
+        let base = self.base_url();
+        let url = format!("{base}/v2/{repository}/blobs/uploads/");
         let answer = self.runtime.block_on(async {
             let http = reqwest::Client::builder()
                 .connect_timeout(std::time::Duration::from_secs(10))
                 .timeout(std::time::Duration::from_secs(30))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?;
-            let with_auth = |request: reqwest::RequestBuilder| match (token, &self.credentials) {
-                (Some(token), _) => request.bearer_auth(token),
-                (None, Credentials::Basic { username, password }) => {
-                    request.basic_auth(username, Some(password))
-                }
-                (None, Credentials::Bearer(token)) => request.bearer_auth(token),
-                (None, Credentials::Anonymous) => request,
-            };
+            let with_auth = |request| self.authorized(request, token);
             let response = with_auth(http.post(&url)).send().await?;
             let status = response.status().as_u16();
             if let Some(location) = response
@@ -465,8 +457,7 @@ impl Remote {
     /// Asks `GET /v2/` before any work: a port that is not an OCI registry, or a plain
     /// HTTP server asked for over HTTPS, is named now rather than after a build.
     pub fn probe(&self) -> Result<(), RemoteError> {
-        let scheme = if self.is_http() { "http" } else { "https" };
-        let url = format!("{scheme}://{}/v2/", self.host);
+        let url = format!("{}/v2/", self.base_url());
         let answer = self.runtime.block_on(async {
             let http = reqwest::Client::builder()
                 .connect_timeout(std::time::Duration::from_secs(10))
@@ -927,11 +918,7 @@ impl Remote {
         repository: &str,
         subject: &Digest,
     ) -> Result<bool, RemoteError> {
-        let scheme = if self.is_http() { "http" } else { "https" };
-        let url = format!(
-            "{scheme}://{}/v2/{repository}/referrers/{subject}",
-            self.host
-        );
+        let url = format!("{}/v2/{repository}/referrers/{subject}", self.base_url());
         // `oci-client` hides whether its answer came from the API or the fallback, so
         // ask directly, with the token it already holds.
         let reference = self.digest_reference(repository, subject);
@@ -947,15 +934,10 @@ impl Remote {
             let http = reqwest::Client::builder()
                 .connect_timeout(std::time::Duration::from_secs(10))
                 .build()?;
-            let mut request = http.get(&url).header("Accept", media_type::OCI_INDEX);
-            request = match (&token, &self.credentials) {
-                (Some(token), _) => request.bearer_auth(token),
-                (None, Credentials::Basic { username, password }) => {
-                    request.basic_auth(username, Some(password))
-                }
-                (None, Credentials::Bearer(token)) => request.bearer_auth(token),
-                (None, Credentials::Anonymous) => request,
-            };
+            let request = self.authorized(
+                http.get(&url).header("Accept", media_type::OCI_INDEX),
+                token.as_deref(),
+            );
             request.send().await.map(|r| r.status().as_u16())
         });
         match status {
@@ -965,6 +947,29 @@ impl Remote {
                 host: self.host.clone(),
                 detail: e.to_string(),
             }),
+        }
+    }
+
+    /// `http(s)://HOST[:PORT]`, in the scheme this remote was set up with.
+    fn base_url(&self) -> String {
+        let scheme = if self.is_http() { "http" } else { "https" };
+        format!("{scheme}://{}", self.host)
+    }
+
+    /// The few requests we send beside `oci-client` (which hides what they answer)
+    /// carry its registry token when it has one, else our own credentials.
+    fn authorized(
+        &self,
+        request: reqwest::RequestBuilder,
+        token: Option<&str>,
+    ) -> reqwest::RequestBuilder {
+        match (token, &self.credentials) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, Credentials::Basic { username, password }) => {
+                request.basic_auth(username, Some(password))
+            }
+            (None, Credentials::Bearer(token)) => request.bearer_auth(token),
+            (None, Credentials::Anonymous) => request,
         }
     }
 

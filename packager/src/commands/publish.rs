@@ -95,11 +95,7 @@ fn sign_latest_statements(
     address: &RegistryAddress,
     key: &stackpack_schema::signature::PrivateKey,
 ) -> anyhow::Result<()> {
-    let now = time::OffsetDateTime::now_utc()
-        .replace_nanosecond(0)
-        .unwrap_or(time::OffsetDateTime::now_utc())
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
+    let now = stackpack_packager::build::rfc3339(time::OffsetDateTime::now_utc().unix_timestamp());
     for stack in &plan.stacks {
         let repository = address.stack_repository(&stack.stack.name);
         let tags = remote.tags(&repository).map_err(from_remote)?;
