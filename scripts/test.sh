@@ -11,6 +11,8 @@ export STACKPACK_TEST_TERRAFORM
 export CHECKPOINT_DISABLE=1
 # A test whose tool (skopeo, docker-registry, oras, mount) is missing fails instead of skipping.
 export STACKPACK_REQUIRE_TOOLS=1
+# A fresh clone gains nothing from incremental artifacts, and they cost gigabytes of disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 cargo fmt --all -- --check
 # One HCL parser at one version: two versions of hcl-edit read the same file
