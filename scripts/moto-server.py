@@ -142,7 +142,41 @@ def add_eks_updates():
     return None
 
 
+def exit_with_owner(pid):
+    """Stops this server when process `pid` is gone.
+
+    A test that starts the emulator and is then killed (SIGKILL runs no cleanup) would
+    otherwise leave it running until the machine is cleaned. The owner's start time is
+    compared too, so a recycled process id does not keep the server alive.
+    """
+    import os
+    import threading
+    import time
+
+    def start_time():
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[19]
+        except OSError:
+            return None
+
+    owner = start_time()
+    if owner is None:
+        sys.exit(f"moto-server.py: owner process {pid} is not running")
+
+    def watch():
+        while start_time() == owner:
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main():
+    import os
+
+    if os.environ.get("MOTO_OWNER_PID"):
+        exit_with_owner(int(os.environ["MOTO_OWNER_PID"]))
     for fix in (fix_eks_remote_access, fix_launch_template_tags, add_eks_updates):
         try:
             problem = fix()

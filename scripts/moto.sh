@@ -16,6 +16,8 @@
 # resources belong to account 123456789012 unless MOTO_ACCOUNT_ID says otherwise.
 # It runs as scripts/moto-server.py: moto with two of its answers corrected to AWS's own
 # (see there), so that an unchanged stack plans no change.
+# With MOTO_OWNER_PID set, it stops by itself once that process is gone (the tests set
+# their own, so a killed test leaves no emulator behind).
 # Needs the PyPI package moto[server] (scripts/install-test-deps.sh installs it).
 set -euo pipefail
 PYTHON=${PYTHON:-python3}

@@ -205,6 +205,8 @@ impl Moto {
         let output = Command::new(super::repository_root().join("scripts/moto.sh"))
             .arg("start")
             .arg(dir.path())
+            // A test killed outright runs no Drop: the emulator then stops by itself.
+            .env("MOTO_OWNER_PID", std::process::id().to_string())
             .stderr(Stdio::inherit())
             .output()
             .expect("scripts/moto.sh runs");
