@@ -669,12 +669,7 @@ fn terraform(dir: &Path, args: &[&str]) -> String {
         .env("TF_CLI_CONFIG_FILE", "/dev/null")
         .output()
         .expect("terraform runs");
-    assert!(
-        output.status.success(),
-        "terraform {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    stackpack_test_support::Run::from(output).ok().stdout
 }
 
 /// `terraform console` evaluates one expression from standard input.

@@ -736,15 +736,13 @@ module "m" {
     );
     let small = stack.replace("default     = 2", "default     = 1");
     let report = compare_stack(module_old, module_new, &small, &small);
-    assert_eq!(
-        summary(&report),
-        vec![(
-            "resource-kind-added-gated".into(),
-            "aws_instance".into(),
-            "modules/m/variables.tf:5".into()
-        )]
+    assert_only(
+        &report,
+        "resource-kind-added-gated",
+        "aws_instance",
+        "variables.tf:5",
+        Bump::Minor,
     );
-    assert_eq!(report.bump, Bump::Minor);
 }
 
 #[test]
@@ -762,15 +760,13 @@ fn a_vendored_module_narrowing_its_constraints_narrows_the_stack() {
         stack,
         stack,
     );
-    assert_eq!(
-        summary(&report),
-        vec![(
-            "provider-constraint-narrowed".into(),
-            "aws".into(),
-            "modules/m/variables.tf:4".into()
-        )]
+    assert_only(
+        &report,
+        "provider-constraint-narrowed",
+        "aws",
+        "variables.tf:4",
+        Bump::Major,
     );
-    assert_eq!(report.bump, Bump::Major);
     // The engine: the module now needs more than the stack's own `>= 1.3`.
     let report = compare_stack(
         &module(">= 1.0", ">= 5.0"),
@@ -829,20 +825,36 @@ fn only(report: &CheckReport, rule: &str) -> Vec<(String, String, Option<Bump>)>
         .collect()
 }
 
+/// The findings of `rule` are exactly one, on `item` at `file:line` (relative to
+/// the module folder), needing `bump`.
+fn assert_one(report: &CheckReport, rule: &str, item: &str, at: &str, bump: Bump) {
+    assert_eq!(
+        only(report, rule),
+        vec![(item.to_string(), format!("{DIR}/{at}"), Some(bump))],
+        "{:#?}",
+        report.findings
+    );
+}
+
+/// `report` holds exactly this one finding, and needs its bump.
+fn assert_only(report: &CheckReport, rule: &str, item: &str, at: &str, bump: Bump) {
+    assert_eq!(report.findings.len(), 1, "{:#?}", report.findings);
+    assert_one(report, rule, item, at, bump);
+    assert_eq!(report.bump, bump);
+}
+
 #[test]
 fn a_data_source_added_is_a_patch_with_a_note_on_permissions() {
     let old = "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n";
     let new = format!("{old}\ndata \"aws_caller_identity\" \"current\" {{}}\n");
     let report = compare(&[("main.tf", old)], &[("main.tf", &new)]);
-    assert_eq!(
-        summary(&report),
-        vec![(
-            "data-source-added".into(),
-            "data.aws_caller_identity".into(),
-            "modules/m/main.tf:5".into()
-        )]
+    assert_only(
+        &report,
+        "data-source-added",
+        "data.aws_caller_identity",
+        "main.tf:5",
+        Bump::Patch,
     );
-    assert_eq!(report.bump, Bump::Patch);
     assert!(
         report.findings[0].message.contains("permission"),
         "{}",
@@ -856,15 +868,13 @@ fn a_data_source_removed_or_renamed_destroys_nothing() {
     // One data source dropped, the other renamed with no `moved` block.
     let new = "data \"aws_ami\" \"ubuntu\" {\n  most_recent = true\n}\n";
     let report = compare(&[("main.tf", old)], &[("main.tf", new)]);
-    assert_eq!(
-        summary(&report),
-        vec![(
-            "data-source-removed".into(),
-            "data.aws_region".into(),
-            "modules/m/main.tf:5".into()
-        )]
+    assert_only(
+        &report,
+        "data-source-removed",
+        "data.aws_region",
+        "main.tf:5",
+        Bump::Patch,
     );
-    assert_eq!(report.bump, Bump::Patch);
 }
 
 #[test]
@@ -872,15 +882,13 @@ fn a_new_optional_attribute_with_a_default_is_an_added_optional_input_not_a_chan
     let old = "variable \"settings\" {\n  type = object({\n    a = string\n  })\n  default = { a = \"x\" }\n}\n";
     let new = "variable \"settings\" {\n  type = object({\n    a = string\n    b = optional(number, 1)\n  })\n  default = { a = \"x\" }\n}\n";
     let report = compare(&[("variables.tf", old)], &[("variables.tf", new)]);
-    assert_eq!(
-        summary(&report),
-        vec![(
-            "type-widened".into(),
-            "settings".into(),
-            "modules/m/variables.tf:1".into()
-        )]
+    assert_only(
+        &report,
+        "type-widened",
+        "settings",
+        "variables.tf:1",
+        Bump::Minor,
     );
-    assert_eq!(report.bump, Bump::Minor);
 
     // The same seen by a stack that does not set the input.
     let stack = "module \"m\" {\n  source = \"../../modules/m\"\n}\n";
@@ -891,13 +899,12 @@ fn a_new_optional_attribute_with_a_default_is_an_added_optional_input_not_a_chan
     // A default that really changed still is one.
     let changed = new.replace("default = { a = \"x\" }", "default = { a = \"y\" }");
     let report = compare(&[("variables.tf", old)], &[("variables.tf", &changed)]);
-    assert_eq!(
-        only(&report, "default-changed"),
-        vec![(
-            "settings".into(),
-            "modules/m/variables.tf:1".into(),
-            Some(Bump::Major)
-        )]
+    assert_one(
+        &report,
+        "default-changed",
+        "settings",
+        "variables.tf:1",
+        Bump::Major,
     );
 }
 
@@ -971,13 +978,12 @@ fn a_resource_renamed_with_a_moved_block_is_a_patch_and_without_one_is_major() {
     let old = "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n";
     let renamed = "resource \"aws_s3_bucket\" \"main\" {\n  bucket = \"b\"\n}\n";
     let report = compare(&[("main.tf", old)], &[("main.tf", renamed)]);
-    assert_eq!(
-        only(&report, "resource-address-removed"),
-        vec![(
-            "aws_s3_bucket.this".into(),
-            "modules/m/main.tf:1".into(),
-            Some(Bump::Major)
-        )]
+    assert_one(
+        &report,
+        "resource-address-removed",
+        "aws_s3_bucket.this",
+        "main.tf:1",
+        Bump::Major,
     );
     let moved = format!(
         "{renamed}\nmoved {{\n  from = aws_s3_bucket.this\n  to   = aws_s3_bucket.main\n}}\n"
@@ -1007,13 +1013,12 @@ fn a_resource_moved_into_a_submodule_without_a_moved_block_is_destroyed() {
         .unwrap()
     };
     let report = check(tmp.path());
-    assert_eq!(
-        only(&report, "resource-address-removed"),
-        vec![(
-            "aws_s3_bucket.this".into(),
-            "modules/m/main.tf:1".into(),
-            Some(Bump::Major)
-        )]
+    assert_one(
+        &report,
+        "resource-address-removed",
+        "aws_s3_bucket.this",
+        "main.tf:1",
+        Bump::Major,
     );
     std::fs::write(
         tmp.path().join("new").join(DIR).join("main.tf"),
@@ -1029,27 +1034,24 @@ fn a_removed_block_destroys_or_forgets_and_either_is_major() {
     let kept = "resource \"aws_s3_bucket\" \"this\" {\n  bucket = \"b\"\n}\n";
     let destroyed = format!("{kept}\nremoved {{\n  from = aws_s3_bucket.logs\n}}\n");
     let report = compare(&[("main.tf", old)], &[("main.tf", &destroyed)]);
-    assert_eq!(
-        only(&report, "resource-address-removed"),
-        vec![(
-            "aws_s3_bucket.logs".into(),
-            "modules/m/main.tf:5".into(),
-            Some(Bump::Major)
-        )]
+    assert_one(
+        &report,
+        "resource-address-removed",
+        "aws_s3_bucket.logs",
+        "main.tf:5",
+        Bump::Major,
     );
     let forgotten = format!(
         "{kept}\nremoved {{\n  from = aws_s3_bucket.logs\n\n  lifecycle {{\n    destroy = false\n  }}\n}}\n"
     );
     let report = compare(&[("main.tf", old)], &[("main.tf", &forgotten)]);
-    assert_eq!(
-        summary(&report),
-        vec![(
-            "resource-forgotten".into(),
-            "aws_s3_bucket.logs".into(),
-            "modules/m/main.tf:5".into()
-        )]
+    assert_only(
+        &report,
+        "resource-forgotten",
+        "aws_s3_bucket.logs",
+        "main.tf:5",
+        Bump::Major,
     );
-    assert_eq!(report.bump, Bump::Major);
 }
 
 #[test]
@@ -1072,15 +1074,13 @@ fn a_provider_constraint_where_there_was_none_is_major() {
         "terraform {{\n  required_providers {{\n    aws = {{\n      source  = \"hashicorp/aws\"\n      version = \"~> 5.0\"\n    }}\n  }}\n}}\n\n{old}"
     );
     let report = compare(&[("main.tf", old)], &[("main.tf", &new)]);
-    assert_eq!(
-        summary(&report),
-        vec![(
-            "provider-constraint-narrowed".into(),
-            "aws".into(),
-            "modules/m/main.tf:3".into()
-        )]
+    assert_only(
+        &report,
+        "provider-constraint-narrowed",
+        "aws",
+        "main.tf:3",
+        Bump::Major,
     );
-    assert_eq!(report.bump, Bump::Major);
     // A provider the release did not use at all is new, not narrowed.
     let report = compare(
         &[("main.tf", old)],
@@ -1092,6 +1092,18 @@ fn a_provider_constraint_where_there_was_none_is_major() {
         )],
     );
     assert_eq!(only(&report, "provider-constraint-narrowed"), vec![]);
+}
+
+/// Compares two versions of `variables.tf`: exactly one finding, with this rule,
+/// item and `file:line`, and this bump.
+fn assert_single(old: &str, new: &str, rule: &str, item: &str, at: &str, bump: Bump) {
+    let report = compare(&[("variables.tf", old)], &[("variables.tf", new)]);
+    assert_eq!(
+        summary(&report),
+        vec![(rule.to_string(), item.to_string(), format!("{DIR}/{at}"))],
+        "{old} → {new}"
+    );
+    assert_eq!(report.bump, bump, "{old} → {new}");
 }
 
 #[test]
@@ -1124,20 +1136,14 @@ fn sensitive_and_ephemeral_changes_on_an_input_are_flagged() {
         ),
     ];
     for (before, after, rule, bump) in cases {
-        let report = compare(
-            &[("variables.tf", &input(before))],
-            &[("variables.tf", &input(after))],
+        assert_single(
+            &input(before),
+            &input(after),
+            rule,
+            "token",
+            "variables.tf:1",
+            bump,
         );
-        assert_eq!(
-            summary(&report),
-            vec![(
-                rule.to_string(),
-                "token".into(),
-                "modules/m/variables.tf:1".into()
-            )],
-            "{before:?} → {after:?}"
-        );
-        assert_eq!(report.bump, bump, "{before:?} → {after:?}");
     }
 }
 
@@ -1195,20 +1201,14 @@ fn a_validation_that_only_relaxes_is_minor_and_anything_unproven_stays_major() {
         ),
     ];
     for (before, after, rule, bump) in cases {
-        let report = compare(
-            &[("variables.tf", &input(before))],
-            &[("variables.tf", &input(after))],
+        assert_single(
+            &input(before),
+            &input(after),
+            rule,
+            "n",
+            "variables.tf:3",
+            bump,
         );
-        assert_eq!(
-            summary(&report),
-            vec![(
-                rule.to_string(),
-                "n".into(),
-                "modules/m/variables.tf:3".into()
-            )],
-            "`{before}` → `{after}`"
-        );
-        assert_eq!(report.bump, bump, "`{before}` → `{after}`");
     }
 }
 
@@ -1224,15 +1224,13 @@ fn an_unreadable_file_in_the_last_release_is_compared_leniently_and_said() {
         ("broken.tf", "locals {\n  tags = {}\n}\n"),
     ];
     let report = compare(&old, &new);
-    assert_eq!(
-        summary(&report),
-        vec![(
-            "input-added-with-default".into(),
-            "b".into(),
-            "modules/m/variables.tf:5".into()
-        )]
+    assert_only(
+        &report,
+        "input-added-with-default",
+        "b",
+        "variables.tf:5",
+        Bump::Minor,
     );
-    assert_eq!(report.bump, Bump::Minor);
     assert!(
         report
             .warnings
@@ -1278,29 +1276,15 @@ fn an_unreadable_file_is_an_error_when_it_changed_and_a_warning_when_it_did_not(
     );
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_tree(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn a_minor_release_of_a_large_multi_file_module_with_submodules() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/platform");
     let tmp = tempfile::tempdir().unwrap();
     let (old, new) = (tmp.path().join("old"), tmp.path().join("new"));
     for side in [&old, &new] {
-        std::fs::create_dir_all(side).unwrap();
-        copy_tree(&fixture.join("v1"), side);
+        common::copy_dir(&fixture.join("v1"), side);
     }
-    copy_tree(&fixture.join("v2"), &new);
+    common::copy_dir(&fixture.join("v2"), &new);
     let report = compare_dirs(&old, &new, "modules/platform", &RuleConfig::default()).unwrap();
     let found: Vec<(String, String, String, Option<Bump>)> = report
         .findings
