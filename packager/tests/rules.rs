@@ -1424,4 +1424,20 @@ fn a_broken_module_blocks_only_the_stacks_that_use_it_in_every_command() {
         "{}",
         human.stdout
     );
+    let github = repo.run(&[
+        "check",
+        "--against",
+        "HEAD~1",
+        "--no-lint",
+        "--format",
+        "github",
+    ]);
+    assert!(
+        github
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("::error file=modules/gpu-pool/legacy.tf,line=5,")),
+        "{}",
+        github.stdout
+    );
 }

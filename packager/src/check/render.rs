@@ -105,6 +105,7 @@ pub fn github(output: &CheckOutput) -> String {
     for unit in &output.units {
         for f in &unit.findings {
             let level = match (unit.refused, f.bump) {
+                _ if f.severity == Severity::Error => "error",
                 (true, Some(b)) if Some(b) > unit.requested => "error",
                 (_, Some(Bump::Major)) => "warning",
                 _ => "notice",
