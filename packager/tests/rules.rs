@@ -1441,3 +1441,48 @@ fn a_broken_module_blocks_only_the_stacks_that_use_it_in_every_command() {
         github.stdout
     );
 }
+
+#[test]
+fn publish_refuses_the_stack_a_broken_module_blocks_and_still_publishes_the_others() {
+    let registry = common::servers::Distribution::require();
+    let repo = common::TestRepo::new();
+    let target = format!("{}/acme", registry.host());
+    let publish = |extra: &[&str]| {
+        let mut args = vec![
+            "publish",
+            "--json",
+            "--insecure",
+            "--registry",
+            &target,
+            "--key",
+            repo.key.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        repo.run(&args)
+    };
+    publish(&[]).ok();
+    repo.write("modules/gpu-pool/legacy.tf", HCL1_ERA);
+    repo.append(
+        "stacks/control-plane/main.tf",
+        "\noutput \"stack_name\" {\n  value = \"control-plane\"\n}\n",
+    );
+    repo.commit("a broken module, and an unrelated change");
+
+    let refused = publish(&[]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("data-plane")
+            && refused.stderr.contains("modules/gpu-pool/legacy.tf:5"),
+        "{}",
+        refused.stderr
+    );
+    let control = publish(&["--stack", "control-plane"]).ok().json();
+    let versions: Vec<(&str, &str)> = control["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["published"] == true)
+        .map(|s| (s["stack"].as_str().unwrap(), s["version"].as_str().unwrap()))
+        .collect();
+    assert_eq!(versions, vec![("control-plane", "0.2.0")], "{control}");
+}
