@@ -137,6 +137,18 @@ impl ResourceDecl {
     pub fn address(&self) -> String {
         format!("{}.{}", self.kind, self.name)
     }
+
+    /// A `data` block: it reads, and manages nothing.
+    pub fn is_data(&self) -> bool {
+        self.kind.starts_with("data.")
+    }
+
+    /// The provider's local name, from the kind's prefix as the engine infers it
+    /// (`aws_s3_bucket` → `aws`).
+    pub fn provider(&self) -> &str {
+        let kind = self.kind.strip_prefix("data.").unwrap_or(&self.kind);
+        kind.split('_').next().unwrap_or(kind)
+    }
 }
 
 /// A `module` block.
@@ -187,6 +199,9 @@ pub struct Moved {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Removed {
     pub from: String,
+    /// `lifecycle { destroy = false }`: the engine forgets the object instead of
+    /// destroying it.
+    pub destroy: bool,
     pub location: Location,
 }
 
@@ -328,6 +343,12 @@ impl ModuleInterface {
 /// Reads the interface of the module in `dir`: every `*.tf` and `*.tf.json` file in it
 /// (not in sub-folders), in name order.
 pub fn extract_module(dir: &Path) -> Result<ModuleInterface, InterfaceError> {
+    extract_files(dir, &module_files(dir)?)
+}
+
+/// The names and texts of the `*.tf` and `*.tf.json` files directly in `dir`, in
+/// name order.
+pub fn module_files(dir: &Path) -> Result<Vec<(String, String)>, InterfaceError> {
     let entries = std::fs::read_dir(dir).map_err(|source| InterfaceError::Io {
         path: dir.to_path_buf(),
         source,
@@ -357,7 +378,7 @@ pub fn extract_module(dir: &Path) -> Result<ModuleInterface, InterfaceError> {
             .unwrap_or_default();
         texts.push((name, text));
     }
-    extract_files(dir, &texts)
+    Ok(texts)
 }
 
 /// Reads the interface of a module from its files' names and texts (already read,
@@ -366,7 +387,31 @@ pub fn extract_files(
     dir: &Path,
     files: &[(String, String)],
 ) -> Result<ModuleInterface, InterfaceError> {
+    let (module, mut errors) = read_files(dir, files, true);
+    match errors.pop() {
+        Some(error) => Err(error),
+        None => Ok(module),
+    }
+}
+
+/// [`extract_files`] for a release already published: a file that cannot be read is
+/// left out and its error returned beside what the other files declare, so an old
+/// mistake never stops a comparison with it.
+pub fn extract_files_lenient(
+    dir: &Path,
+    files: &[(String, String)],
+) -> (ModuleInterface, Vec<InterfaceError>) {
+    read_files(dir, files, false)
+}
+
+/// Reads `files` in order; stops at the first unreadable one when `strict`.
+fn read_files(
+    dir: &Path,
+    files: &[(String, String)],
+    strict: bool,
+) -> (ModuleInterface, Vec<InterfaceError>) {
     let mut module = ModuleInterface::default();
+    let mut errors = Vec::new();
     for (name, text) in files {
         let error = |e: parse::ParseError| InterfaceError::Parse {
             path: dir.join(name),
@@ -374,14 +419,24 @@ pub fn extract_files(
             column: e.column,
             message: e.message,
         };
-        if name.ends_with(".tf.json") {
-            parse::json_file(&mut module, name, text).map_err(error)?;
+        // Each parser reads its whole file before adding anything to `module`: a
+        // file that fails leaves nothing half-read behind.
+        let read = if name.ends_with(".tf.json") {
+            parse::json_file(&mut module, name, text)
         } else {
-            parse::hcl_file(&mut module, name, text).map_err(error)?;
+            parse::hcl_file(&mut module, name, text)
+        };
+        match read {
+            Ok(()) => module.files.push(name.clone()),
+            Err(e) => {
+                errors.push(error(e));
+                if strict {
+                    break;
+                }
+            }
         }
-        module.files.push(name.clone());
     }
     module.variables.sort_by(|a, b| a.name.cmp(&b.name));
     module.outputs.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(module)
+    (module, errors)
 }

@@ -147,6 +147,11 @@ fn hcl_block(ctx: &Ctx, block: &Block, module: &mut ModuleInterface) {
         }),
         "removed" => module.removed.push(Removed {
             from: source_attr(&block.body, "from"),
+            destroy: block
+                .body
+                .get_blocks("lifecycle")
+                .find_map(|l| bool_attr(&l.body, "destroy"))
+                .unwrap_or(true),
             location,
         }),
         "terraform" => terraform_block(ctx, &block.body, module),
@@ -577,6 +582,13 @@ fn json_section(
                 let (line, _) = ctx.find_key("from", section_at);
                 module.removed.push(Removed {
                     from: m.get("from").map(json_condition).unwrap_or_default(),
+                    destroy: m
+                        .get("lifecycle")
+                        .map(objects)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .find_map(|l| json_bool(l, "destroy"))
+                        .unwrap_or(true),
                     location: ctx.loc(line),
                 });
             }
@@ -908,6 +920,7 @@ mod tests {
             module.removed,
             vec![Removed {
                 from: "aws_instance.c".into(),
+                destroy: true,
                 location: at(3),
             }]
         );

@@ -63,6 +63,12 @@ pub fn build_stack(
     let stack = &stack_plan.stack;
     let created = rfc3339(plan.commit_time);
 
+    // Read first: a file that cannot be read refuses the stack before anything is
+    // written to the layout.
+    let interface: Interface = crate::check::Tree::load(&repo.root, &stack.path)
+        .map_err(crate::discover::unparsable)?
+        .to_schema();
+
     // The layer, streamed into the layout.
     let writer = layout.blob_writer()?;
     let (files, writer) = pack::write_layer(&stack_plan.files, writer)?;
@@ -77,9 +83,6 @@ pub fn build_stack(
     let layer = Descriptor::new(media_type::STACK_LAYER, layer_digest, layer_size);
 
     // The config.
-    let interface: Interface = crate::check::Tree::load(&repo.root, &stack.path)
-        .map_err(|e| Error::usage(e.to_string()).at(&stack.path))?
-        .to_schema();
     let modules = stack
         .modules
         .iter()

@@ -546,3 +546,340 @@ output "ids" {
     assert!(m.output("ids").unwrap().sensitive);
     assert_eq!(m.required_version.as_ref().unwrap().0, ">= 1.10");
 }
+
+// ---------------------------------------------------------------------------------
+// Differential: our reading of variables against Terraform 1.15's own, offline.
+//
+// Terraform prints what it read without any provider or network: `plan` of a module
+// that declares no resources, then `show -json` gives each variable's name,
+// description, `sensitive` and default converted to its type; `console` gives the
+// types (`type({...})`, the console-only function) and, with every input set to
+// `null`, which inputs are `nullable`.
+
+use stackpack_interface::TypeExpr;
+
+/// Hundreds of variables: every type shape crossed with defaults and flags.
+fn generated_variables() -> String {
+    let shapes: [(&str, &str); 12] = [
+        ("string", "\"v\""),
+        ("number", "\"7\""),
+        ("bool", "\"true\""),
+        ("list(string)", "[\"a\", \"b\"]"),
+        ("set(number)", "[3, 1, 3]"),
+        ("map(bool)", "{ x = true, y = \"false\" }"),
+        ("tuple([string, number])", "[\"a\", \"2\"]"),
+        (
+            "object({ a = string, b = optional(number, 5) })",
+            "{ a = \"x\" }",
+        ),
+        (
+            "map(object({ on = optional(bool, false), tags = optional(map(string), {}) }))",
+            "{ one = {}, two = { on = true } }",
+        ),
+        (
+            "list(object({ name = string, port = optional(number) }))",
+            "[{ name = \"n\" }]",
+        ),
+        (
+            "object({ inner = optional(object({ x = optional(string, \"d\") }), {}) })",
+            "{}",
+        ),
+        ("any", "{ k = [1, 2] }"),
+    ];
+    let mut out = String::new();
+    for (i, (ty, default)) in shapes.iter().enumerate() {
+        for variant in 0..24 {
+            let name = format!("gen_{i}_{variant}");
+            let mut body = format!("  type = {ty}\n");
+            match variant % 4 {
+                0 => body.push_str(&format!("  default = {default}\n")),
+                1 => body.push_str("  default = null\n"),
+                2 => {}
+                _ => body.push_str(&format!(
+                    "  default = {default}\n  description = \"Shape {i}, variant {variant}.\"\n"
+                )),
+            }
+            if variant % 3 == 0 {
+                body.push_str("  sensitive = true\n");
+            }
+            if (variant / 4) % 2 == 1 && variant % 4 != 1 {
+                body.push_str("  nullable = false\n");
+            }
+            out.push_str(&format!("variable \"{name}\" {{\n{body}}}\n\n"));
+        }
+    }
+    out
+}
+
+/// A value of type `t`, for the required inputs a plan needs.
+fn sample(t: &TypeExpr) -> Value {
+    match t {
+        TypeExpr::Number => json!(1),
+        TypeExpr::Bool => json!(true),
+        TypeExpr::List(_) | TypeExpr::Set(_) => json!([]),
+        TypeExpr::Map(_) => json!({}),
+        TypeExpr::Tuple(items) => Value::Array(items.iter().map(sample).collect()),
+        TypeExpr::Object(attrs) => Value::Object(
+            attrs
+                .iter()
+                .filter(|(_, a)| !a.optional)
+                .map(|(n, a)| (n.clone(), sample(&a.ty)))
+                .collect(),
+        ),
+        _ => json!("s"),
+    }
+}
+
+/// The type as Terraform's `type()` prints a value of it, without white space;
+/// `None` for `any`, whose value's type depends on the value.
+fn concrete(t: &TypeExpr) -> Option<String> {
+    Some(match t {
+        TypeExpr::String => "string".into(),
+        TypeExpr::Number => "number".into(),
+        TypeExpr::Bool => "bool".into(),
+        TypeExpr::List(t) => format!("list({})", concrete(t)?),
+        TypeExpr::Set(t) => format!("set({})", concrete(t)?),
+        TypeExpr::Map(t) => format!("map({})", concrete(t)?),
+        TypeExpr::Tuple(items) => format!(
+            "tuple([{}])",
+            items
+                .iter()
+                .map(concrete)
+                .collect::<Option<Vec<_>>>()?
+                .join(",")
+        ),
+        TypeExpr::Object(attrs) => format!(
+            "object({{{}}})",
+            attrs
+                .iter()
+                .map(|(n, a)| Some(format!("{n}:{}", concrete(&a.ty)?)))
+                .collect::<Option<Vec<_>>>()?
+                .join(",")
+        ),
+        _ => return None,
+    })
+}
+
+fn terraform(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new(stackpack_test_support::terraform())
+        .current_dir(dir)
+        .args(args)
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("TF_IN_AUTOMATION", "1")
+        .env("TF_CLI_CONFIG_FILE", "/dev/null")
+        .output()
+        .expect("terraform runs");
+    stackpack_test_support::Run::from(output).ok().stdout
+}
+
+/// `terraform console` evaluates one expression from standard input.
+fn console(dir: &Path, var_file: &str, expression: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new(stackpack_test_support::terraform())
+        .current_dir(dir)
+        .args(["console", &format!("-var-file={var_file}")])
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("TF_CLI_CONFIG_FILE", "/dev/null")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("terraform console runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{expression}\n").as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // The console reports what it refuses on stderr and still exits 0.
+    assert!(
+        output.status.success() && !stderr.contains("Error"),
+        "terraform console: {stderr}"
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn variables_are_read_as_terraform_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for entry in std::fs::read_dir(fixture("terraform-reading")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(dir.join("generated.tf"), generated_variables()).unwrap();
+    let ours = extract_module(dir).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ours.variables.len() > 300, "{}", ours.variables.len());
+
+    // Every required input gets a value of its type; every input gets `null` in the
+    // second file (a sample where `null` is refused and there is no default).
+    let required: serde_json::Map<String, Value> = ours
+        .variables
+        .iter()
+        .filter(|v| v.is_required())
+        .map(|v| (v.name.clone(), sample(&v.type_expr)))
+        .collect();
+    // Inputs with a validation are left out of the `null` probe: their conditions
+    // would refuse `null` before nullability shows.
+    let nulls: serde_json::Map<String, Value> = ours
+        .variables
+        .iter()
+        .filter(|v| v.validations.is_empty())
+        .map(|v| {
+            let value = if v.is_required() && !v.nullable {
+                sample(&v.type_expr)
+            } else {
+                Value::Null
+            };
+            (v.name.clone(), value)
+        })
+        .collect();
+    std::fs::write(
+        dir.join("required.tfvars.json"),
+        Value::Object(required).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("nulls.tfvars.json"),
+        Value::Object(nulls).to_string(),
+    )
+    .unwrap();
+
+    terraform(dir, &["init", "-backend=false", "-input=false"]);
+    terraform(
+        dir,
+        &[
+            "plan",
+            "-input=false",
+            "-lock=false",
+            "-var-file=required.tfvars.json",
+            "-out=plan",
+        ],
+    );
+    let shown: Value = serde_json::from_str(&terraform(dir, &["show", "-json", "plan"])).unwrap();
+    let theirs = shown["configuration"]["root_module"]["variables"]
+        .as_object()
+        .expect("show -json lists the variables");
+
+    let mut differences = Vec::new();
+    let our_names: Vec<&str> = ours.variables.iter().map(|v| v.name.as_str()).collect();
+    let mut their_names: Vec<&str> = theirs.keys().map(String::as_str).collect();
+    their_names.sort();
+    assert_eq!(our_names, their_names, "the names read");
+
+    for v in &ours.variables {
+        let t = &theirs[&v.name];
+        // Terraform leaves out `default` only when there is none.
+        let their_default = t.get("default").cloned();
+        let our_default = v.effective_default();
+        if our_default != their_default {
+            differences.push(format!(
+                "{}: default ours {our_default:?}, Terraform's {their_default:?}",
+                v.name
+            ));
+        }
+        let their_sensitive = t.get("sensitive") == Some(&json!(true));
+        if v.sensitive != their_sensitive {
+            differences.push(format!("{}: sensitive ours {}", v.name, v.sensitive));
+        }
+        let their_description = t.get("description").and_then(Value::as_str);
+        if v.description.as_deref().map(str::trim) != their_description.map(str::trim) {
+            differences.push(format!(
+                "{}: description ours {:?}, Terraform's {their_description:?}",
+                v.name, v.description
+            ));
+        }
+    }
+
+    // Types, in one `type()` of an object holding every input of a concrete type.
+    let typed: Vec<(&str, String)> = ours
+        .variables
+        .iter()
+        .filter_map(|v| Some((v.name.as_str(), concrete(&v.type_expr)?)))
+        .collect();
+    assert!(typed.len() > 250, "{}", typed.len());
+    let expression = format!(
+        "type({{{}}})",
+        typed
+            .iter()
+            .map(|(n, _)| format!("{n} = var.{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let printed: String = console(dir, "required.tfvars.json", &expression)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .replace(",}", "}")
+        .replace(",)", ")")
+        .replace(",]", "]");
+    let ours_printed = format!("object({{{}}})", {
+        let mut sorted = typed.clone();
+        sorted.sort();
+        sorted
+            .iter()
+            .map(|(n, t)| format!("{n}:{t}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    if printed != ours_printed {
+        differences.push(format!(
+            "types: ours\n{ours_printed}\nTerraform's\n{printed}"
+        ));
+    }
+
+    // Nullability: with every input set to `null`, a nullable one stays `null` and
+    // one with `nullable = false` takes its default.
+    // Ephemeral inputs print as `(ephemeral value)`: one we did not read as
+    // ephemeral would turn the whole object into that, so this also checks them.
+    for v in ours.variables.iter().filter(|v| v.ephemeral) {
+        let printed = console(dir, "required.tfvars.json", &format!("var.{}", v.name));
+        if printed.trim() != "(ephemeral value)" {
+            differences.push(format!(
+                "{}: ephemeral ours, Terraform printed {printed}",
+                v.name
+            ));
+        }
+    }
+    let all = ours
+        .variables
+        .iter()
+        .filter(|v| !v.ephemeral)
+        .map(|v| format!("{0} = var.{0}", v.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let printed = console(
+        dir,
+        "nulls.tfvars.json",
+        &format!("nonsensitive(jsonencode({{{all}}}))"),
+    );
+    let values: Value = serde_json::from_str::<String>(printed.trim())
+        .ok()
+        .and_then(|json| serde_json::from_str(&json).ok())
+        .unwrap_or_else(|| panic!("console printed no JSON string: {printed}"));
+    for v in ours
+        .variables
+        .iter()
+        .filter(|v| !v.is_required() && v.validations.is_empty() && !v.ephemeral)
+    {
+        let expected = if v.nullable {
+            Value::Null
+        } else {
+            v.effective_default().unwrap_or(Value::Null)
+        };
+        if values[&v.name] != expected {
+            differences.push(format!(
+                "{}: nullable ours {}, Terraform gave {} for null",
+                v.name, v.nullable, values[&v.name]
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "{} difference(s):\n{}",
+        differences.len(),
+        differences.join("\n")
+    );
+}

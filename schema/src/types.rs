@@ -201,10 +201,12 @@ pub fn convert(value: &Value, ty: &TypeExpr) -> Value {
             Value::Bool(s == "true")
         }
         (TypeExpr::List(t), Value::Array(items)) => {
-            Value::Array(items.iter().map(|v| convert(v, t)).collect())
+            let t = element_type(t, items.iter());
+            Value::Array(items.iter().map(|v| convert(v, &t)).collect())
         }
         (TypeExpr::Set(t), Value::Array(items)) => {
-            let mut items: Vec<Value> = items.iter().map(|v| convert(v, t)).collect();
+            let t = element_type(t, items.iter());
+            let mut items: Vec<Value> = items.iter().map(|v| convert(v, &t)).collect();
             items.sort_by_key(|v| v.to_string());
             items.dedup();
             Value::Array(items)
@@ -216,11 +218,14 @@ pub fn convert(value: &Value, ty: &TypeExpr) -> Value {
                 .map(|(i, v)| ts.get(i).map_or_else(|| normalise(v), |t| convert(v, t)))
                 .collect(),
         ),
-        (TypeExpr::Map(t), Value::Object(map)) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), convert(v, t)))
-                .collect(),
-        ),
+        (TypeExpr::Map(t), Value::Object(map)) => {
+            let t = element_type(t, map.values());
+            Value::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), convert(v, &t)))
+                    .collect(),
+            )
+        }
         (TypeExpr::Object(attrs), Value::Object(map)) => {
             let mut out = serde_json::Map::new();
             for (name, attr) in attrs {
@@ -237,6 +242,71 @@ pub fn convert(value: &Value, ty: &TypeExpr) -> Value {
             Value::Object(out)
         }
         _ => normalise(value),
+    }
+}
+
+/// The element type of a collection: as declared, or for `any` the one type the
+/// engine unifies the elements to (`list(any)` of `1` and `"two"` holds two strings).
+fn element_type<'a>(declared: &TypeExpr, items: impl Iterator<Item = &'a Value>) -> TypeExpr {
+    match declared {
+        TypeExpr::Any => unify(&items.collect::<Vec<_>>()).unwrap_or(TypeExpr::Any),
+        t => t.clone(),
+    }
+}
+
+/// The single type values convert to, as the engine unifies them: primitives of
+/// mixed kinds become strings (numbers and bools alone do not mix), objects with the
+/// same attributes unify attribute by attribute, objects with different ones become
+/// a map of their unified values. `None` when nothing is known to unify (tuples,
+/// values that do not mix): they are left as they are.
+fn unify(values: &[&Value]) -> Option<TypeExpr> {
+    let values: Vec<&Value> = values.iter().copied().filter(|v| !v.is_null()).collect();
+    let kind = |v: &Value| match v {
+        Value::Bool(_) => Some(TypeExpr::Bool),
+        Value::Number(_) => Some(TypeExpr::Number),
+        Value::String(_) => Some(TypeExpr::String),
+        _ => None,
+    };
+    match values.first()? {
+        Value::Bool(_) | Value::Number(_) | Value::String(_) => {
+            let kinds: Vec<TypeExpr> = values.iter().map(|v| kind(v)).collect::<Option<_>>()?;
+            if kinds.iter().all(|k| *k == kinds[0]) {
+                Some(kinds[0].clone())
+            } else if kinds.contains(&TypeExpr::String) {
+                Some(TypeExpr::String)
+            } else {
+                None
+            }
+        }
+        Value::Object(first) => {
+            let objects: Vec<&serde_json::Map<String, Value>> = values
+                .iter()
+                .map(|v| v.as_object())
+                .collect::<Option<_>>()?;
+            let same_keys = objects
+                .iter()
+                .all(|o| o.len() == first.len() && o.keys().all(|k| first.contains_key(k)));
+            if same_keys {
+                let attrs = first
+                    .keys()
+                    .map(|k| {
+                        let of_key: Vec<&Value> = objects.iter().filter_map(|o| o.get(k)).collect();
+                        let ty = unify(&of_key).unwrap_or(TypeExpr::Any);
+                        let attr = ObjectAttr {
+                            ty,
+                            optional: false,
+                            default: None,
+                        };
+                        (k.clone(), attr)
+                    })
+                    .collect();
+                Some(TypeExpr::Object(attrs))
+            } else {
+                let all: Vec<&Value> = objects.iter().flat_map(|o| o.values()).collect();
+                Some(TypeExpr::Map(Box::new(unify(&all)?)))
+            }
+        }
+        _ => None,
     }
 }
 

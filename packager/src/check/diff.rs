@@ -10,8 +10,9 @@ use stackpack_schema::version::Bump;
 
 use super::tree::Tree;
 use super::{Finding, Severity};
+use hcl_edit::expr::Expression;
 use stackpack_interface::constraint::{compare_text, SetChange};
-use stackpack_interface::eval::Evaluator;
+use stackpack_interface::eval::{canonical_text, static_value, Evaluator};
 use stackpack_interface::{DefaultValue, Location, ModuleCall, ModuleInterface, Variable};
 
 /// Declares [`Rule`]: every rule of the interface table, its id as users write it
@@ -62,7 +63,11 @@ interface_rules! {
     NullableTightened => ("nullable-tightened", Major),
     NullableLoosened => ("nullable-loosened", Minor),
     ValidationAdded => ("validation-added", Major),
+    ValidationRelaxed => ("validation-relaxed", Minor),
     ValidationRemoved => ("validation-removed", Minor),
+    InputSensitiveAdded => ("input-sensitive-added", Minor),
+    InputSensitiveRemoved => ("input-sensitive-removed", Major),
+    InputEphemeralChanged => ("input-ephemeral-changed", Major),
     OutputRemoved => ("output-removed", Major),
     OutputSensitivityChanged => ("output-sensitivity-changed", Major),
     OutputAdded => ("output-added", Minor),
@@ -70,6 +75,9 @@ interface_rules! {
     ResourceKindAddedGated => ("resource-kind-added-gated", Minor),
     ResourceKindRemoved => ("resource-kind-removed", Major),
     ResourceAddressRemoved => ("resource-address-removed", Major),
+    ResourceForgotten => ("resource-forgotten", Major),
+    DataSourceAdded => ("data-source-added", Patch),
+    DataSourceRemoved => ("data-source-removed", Patch),
     EngineConstraintNarrowed => ("engine-constraint-narrowed", Major),
     EngineConstraintWidened => ("engine-constraint-widened", Patch),
     ProviderConstraintNarrowed => ("provider-constraint-narrowed", Major),
@@ -106,6 +114,69 @@ fn finding(
         bump: Some(rule.default_bump()),
         severity: Severity::Info,
         message,
+    }
+}
+
+/// Errors of the stack itself, not version bumps: no rule level changes them.
+pub const ERROR_RULES: [&str; 2] = ["unreadable-file", "module-argument-undeclared"];
+
+fn error_finding(rule: &str, item: String, file: String, line: usize, message: String) -> Finding {
+    Finding {
+        rule: rule.to_string(),
+        item,
+        file,
+        line,
+        bump: None,
+        severity: Severity::Error,
+        message,
+    }
+}
+
+/// A file of the work tree that cannot be read, new or changed since the release.
+pub fn unreadable(u: &super::tree::Unread) -> Finding {
+    error_finding(
+        ERROR_RULES[0],
+        u.file.clone(),
+        u.file.clone(),
+        u.line,
+        format!(
+            "`{}` cannot be read: {}; nothing it declares can be compared, so no version can be judged \
+             (fix the syntax there; `terraform validate` in that folder points at the same place)",
+            u.file, u.message
+        ),
+    )
+}
+
+/// A `module` block that sets an argument its module does not declare: Terraform
+/// refuses the call, so the stack is broken whatever its version.
+pub fn undeclared_arguments(
+    caller_dir: &str,
+    call: &ModuleCall,
+    callee_dir: &str,
+    old: Option<&ModuleInterface>,
+    new: &ModuleInterface,
+    out: &mut Vec<Finding>,
+) {
+    for name in call.args.keys() {
+        if new.variable(name).is_some() {
+            continue;
+        }
+        let how = if old.is_some_and(|m| m.variable(name).is_some()) {
+            "no longer declares"
+        } else {
+            "does not declare"
+        };
+        out.push(error_finding(
+            ERROR_RULES[1],
+            format!("module.{}.{name}", call.name),
+            join(caller_dir, &call.location.file),
+            call.location.line,
+            format!(
+                "module `{callee_dir}` {how} the input `{name}`, which `module.{}` still sets: \
+                 Terraform refuses this call (remove the argument, or keep the input in the module)",
+                call.name
+            ),
+        ));
     }
 }
 
@@ -172,7 +243,7 @@ fn rename_source<'a>(
     })
 }
 
-/// Compares one module's own interface: inputs, outputs, constraints, addresses.
+/// Compares one module's own interface: inputs, outputs, provider sources.
 pub fn diff_module(
     old: &ModuleInterface,
     new: &ModuleInterface,
@@ -184,7 +255,6 @@ pub fn diff_module(
     changed_inputs(old, new, dir, out);
     diff_outputs(old, new, dir, out);
     provider_sources(old, new, dir, out);
-    diff_addresses(old, new, dir, out);
 }
 
 /// Inputs that are new, or new names of renamed inputs.
@@ -410,36 +480,53 @@ fn provider_sources(
 
 /// A resource address that disappears is destroyed (and, if renamed, re-created),
 /// unless a `moved` block carries it over. Run for the root and for every vendored
-/// module, whose resources the stack's callers own just the same.
+/// module, whose resources the stack's callers own just the same. `kinds_left` are
+/// the kinds the whole new tree still manages: a kind gone from the tree is reported
+/// once, as `resource-kind-removed`. Data sources own nothing and have no address
+/// to keep.
 pub fn diff_addresses(
     old: &ModuleInterface,
     new: &ModuleInterface,
     dir: &str,
+    kinds_left: &BTreeSet<&str>,
     out: &mut Vec<Finding>,
 ) {
     let new_addresses: BTreeSet<String> = new.resources.iter().map(|r| r.address()).collect();
-    let new_kinds: BTreeSet<&str> = new.resources.iter().map(|r| r.kind.as_str()).collect();
-    for r in &old.resources {
+    for r in old.resources.iter().filter(|r| !r.is_data()) {
         let address = r.address();
-        if new_addresses.contains(&address) || !new_kinds.contains(r.kind.as_str()) {
-            // Whole kinds that go away are reported once, as `resource-kind-removed`.
+        if new_addresses.contains(&address) || new.moved.iter().any(|m| m.from == address) {
             continue;
         }
-        if new.moved.iter().any(|m| m.from == address) {
-            continue;
+        match new.removed.iter().find(|m| m.from == address) {
+            Some(removed) if !removed.destroy => out.push(finding(
+                Rule::ResourceForgotten,
+                &address,
+                dir,
+                &removed.location,
+                format!(
+                    "a `removed` block with `destroy = false` forgets `{address}`: it stays in callers' accounts, \
+                     no longer managed"
+                ),
+            )),
+            Some(removed) => out.push(finding(
+                Rule::ResourceAddressRemoved,
+                &address,
+                dir,
+                &removed.location,
+                format!("a `removed` block destroys `{address}` in callers' accounts"),
+            )),
+            None if kinds_left.contains(r.kind.as_str()) => out.push(finding(
+                Rule::ResourceAddressRemoved,
+                &address,
+                dir,
+                &r.location,
+                format!(
+                    "resource `{address}` is no longer declared and no `moved` block carries it over: \
+                     it would be destroyed"
+                ),
+            )),
+            None => {}
         }
-        let loc = new
-            .removed
-            .iter()
-            .find(|m| m.from == address)
-            .map_or(r.location.clone(), |m| m.location.clone());
-        out.push(finding(
-            Rule::ResourceAddressRemoved,
-            &address,
-            dir,
-            &loc,
-            format!("resource `{address}` is no longer declared and no `moved` block carries it over: it would be destroyed"),
-        ));
     }
 }
 
@@ -448,7 +535,51 @@ fn compare_variable(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Fin
     compare_default(old, new, dir, out);
     compare_type(old, new, dir, out);
     compare_nullable(old, new, dir, out);
+    compare_flags(old, new, dir, out);
     compare_validations(old, new, dir, out);
+}
+
+/// `sensitive` and `ephemeral`. Marking an input sensitive only hides it in plans
+/// (minor); unmarking shows callers' secrets in every plan and log (major). An
+/// ephemeral input is kept out of saved plans, so a caller's `plan -out` then `apply`
+/// must pass it again, and one that stops being ephemeral refuses the ephemeral values
+/// callers pass: major both ways.
+fn compare_flags(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Finding>) {
+    let name = &new.name;
+    if old.sensitive != new.sensitive {
+        let (rule, what) = if new.sensitive {
+            (
+                Rule::InputSensitiveAdded,
+                "is now `sensitive`: plans hide its value",
+            )
+        } else {
+            (
+                Rule::InputSensitiveRemoved,
+                "is no longer `sensitive`: callers' values now show in plans and logs",
+            )
+        };
+        out.push(finding(
+            rule,
+            name,
+            dir,
+            &new.location,
+            format!("input `{name}` {what}"),
+        ));
+    }
+    if old.ephemeral != new.ephemeral {
+        let what = if new.ephemeral {
+            "is now `ephemeral`: saved plans no longer keep it, so callers must pass it again at apply"
+        } else {
+            "is no longer `ephemeral`: callers passing ephemeral values are refused"
+        };
+        out.push(finding(
+            Rule::InputEphemeralChanged,
+            name,
+            dir,
+            &new.location,
+            format!("input `{name}` {what}"),
+        ));
+    }
 }
 
 fn compare_default(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Finding>) {
@@ -476,13 +607,7 @@ fn compare_default(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Find
             ),
         )),
         (a, b) => {
-            let differs = match (a, b) {
-                (DefaultValue::Value(_), DefaultValue::Value(_)) => {
-                    old.effective_default() != new.effective_default()
-                }
-                _ => a != b,
-            };
-            if differs {
+            if default_differs(old, new) {
                 out.push(finding(
                     Rule::DefaultChanged,
                     name,
@@ -496,6 +621,20 @@ fn compare_default(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Find
                 ));
             }
         }
+    }
+}
+
+/// Does a caller who does not set the input get another value? Both defaults are
+/// read under the new type: attributes new in the type fill both alike (a widened
+/// type, not a changed default), and a changed attribute default is its own finding.
+fn default_differs(old: &Variable, new: &Variable) -> bool {
+    match (&old.default, &new.default) {
+        (DefaultValue::Value(a), DefaultValue::Value(_)) => {
+            let after = new.effective_default();
+            old.effective_default() != after
+                && Some(stackpack_interface::types::convert(a, &new.type_expr)) != after
+        }
+        (a, b) => a != b,
     }
 }
 
@@ -576,9 +715,31 @@ fn compare_validations(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<
         .iter()
         .map(|v| v.canonical.as_str())
         .collect();
+    // Old conditions that a new one only relaxes: neither dropped nor tightened.
+    let mut relaxed: BTreeSet<&str> = BTreeSet::new();
     for v in &new.validations {
-        if !old_conditions.contains(v.canonical.as_str()) {
-            out.push(finding(
+        if old_conditions.contains(v.canonical.as_str()) {
+            continue;
+        }
+        let widens = old.validations.iter().find(|o| {
+            !new_conditions.contains(o.canonical.as_str()) && relaxes(&o.condition, &v.condition)
+        });
+        match widens {
+            Some(o) => {
+                relaxed.insert(o.canonical.as_str());
+                out.push(finding(
+                    Rule::ValidationRelaxed,
+                    name,
+                    dir,
+                    &v.location,
+                    format!(
+                        "input `{name}` relaxed the validation `{}` to `{}`: every value accepted before still is",
+                        one_line(&o.condition),
+                        one_line(&v.condition)
+                    ),
+                ));
+            }
+            None => out.push(finding(
                 Rule::ValidationAdded,
                 name,
                 dir,
@@ -587,11 +748,12 @@ fn compare_validations(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<
                     "input `{name}` has a new or changed validation: `{}`",
                     one_line(&v.condition)
                 ),
-            ));
+            )),
         }
     }
     for v in &old.validations {
         if !new_conditions.contains(v.canonical.as_str())
+            && !relaxed.contains(v.canonical.as_str())
             && new.validations.len() < old.validations.len()
         {
             out.push(finding(
@@ -605,6 +767,118 @@ fn compare_validations(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<
                 ),
             ));
         }
+    }
+}
+
+/// Does every value that passes the `old` condition pass the `new` one? Only the
+/// shapes that can be proven from the text are recognised: a new `||` alternative, a
+/// dropped `&&` clause, a comparison with a looser bound, a longer `contains` list.
+/// Anything else is not proven, and so stays a tightened validation.
+fn relaxes(old: &str, new: &str) -> bool {
+    let parse = |text: &str| hcl_edit::parser::parse_expr(text).ok();
+    match (parse(old), parse(new)) {
+        (Some(a), Some(b)) => implies(&a, &b, 0),
+        _ => false,
+    }
+}
+
+fn implies(a: &Expression, b: &Expression, depth: usize) -> bool {
+    use hcl_edit::expr::BinaryOperator::{And, Or};
+    if depth > 16 {
+        return false;
+    }
+    let (a, b) = (unparen(a), unparen(b));
+    if canonical_text(a) == canonical_text(b) {
+        return true;
+    }
+    let next = depth + 1;
+    if let Some(parts) = operands(b, Or) {
+        if parts.iter().any(|p| implies(a, p, next)) {
+            return true;
+        }
+    }
+    if let Some(parts) = operands(b, And) {
+        return parts.iter().all(|p| implies(a, p, next));
+    }
+    if let Some(parts) = operands(a, Or) {
+        return parts.iter().all(|p| implies(p, b, next));
+    }
+    if let Some(parts) = operands(a, And) {
+        if parts.iter().any(|p| implies(p, b, next)) {
+            return true;
+        }
+    }
+    looser_bound(a, b) || longer_list(a, b)
+}
+
+fn unparen(e: &Expression) -> &Expression {
+    match e {
+        Expression::Parenthesis(p) => unparen(p.inner()),
+        e => e,
+    }
+}
+
+/// The operands of a chain of one operator (`a || b || c`), or `None`.
+fn operands(e: &Expression, op: hcl_edit::expr::BinaryOperator) -> Option<Vec<&Expression>> {
+    let Expression::BinaryOp(b) = unparen(e) else {
+        return None;
+    };
+    if *b.operator.value() != op {
+        return None;
+    }
+    let mut out = Vec::new();
+    for side in [&b.lhs_expr, &b.rhs_expr] {
+        match operands(side, op) {
+            Some(inner) => out.extend(inner),
+            None => out.push(unparen(side)),
+        }
+    }
+    Some(out)
+}
+
+/// `x < 10` → `x < 20`, `x >= 3` → `x >= 1`: the same operand and operator, a looser
+/// number.
+fn looser_bound(a: &Expression, b: &Expression) -> bool {
+    use hcl_edit::expr::BinaryOperator::{Greater, GreaterEq, Less, LessEq};
+    let (Expression::BinaryOp(x), Expression::BinaryOp(y)) = (a, b) else {
+        return false;
+    };
+    let (op, same_op) = (*x.operator.value(), *y.operator.value());
+    if op != same_op || canonical_text(&x.lhs_expr) != canonical_text(&y.lhs_expr) {
+        return false;
+    }
+    let number = |e: &Expression| static_value(e).and_then(|v| v.as_f64());
+    let (Some(before), Some(after)) = (number(&x.rhs_expr), number(&y.rhs_expr)) else {
+        return false;
+    };
+    match op {
+        Less | LessEq => after >= before,
+        Greater | GreaterEq => after <= before,
+        _ => false,
+    }
+}
+
+/// `contains(["a", "b"], x)` → `contains(["a", "b", "c"], x)`.
+fn longer_list(a: &Expression, b: &Expression) -> bool {
+    let parts = |e: &Expression| -> Option<(Vec<Value>, String)> {
+        let Expression::FuncCall(call) = e else {
+            return None;
+        };
+        if !call.name.namespace.is_empty() || call.name.name.as_str() != "contains" {
+            return None;
+        }
+        let args: Vec<&Expression> = call.args.iter().collect();
+        let [list, item] = args.as_slice() else {
+            return None;
+        };
+        let Value::Array(items) = static_value(list)? else {
+            return None;
+        };
+        Some((items, canonical_text(item)))
+    };
+    match (parts(a), parts(b)) {
+        (Some((before, x)), Some((after, y))) => x == y && before.iter().all(|v| after.contains(v)),
+        _ => false,
     }
 }
 
@@ -679,9 +953,7 @@ fn new_required_input(site: &CallSite, var: &Variable) -> Finding {
 /// caller who does not set the input.
 fn unset_default_changes(site: &CallSite, prev: &Variable, var: &Variable, out: &mut Vec<Finding>) {
     let mut changes = Vec::new();
-    if prev.effective_default() != var.effective_default()
-        || prev.default != var.default && !matches!(var.default, DefaultValue::Value(_))
-    {
+    if default_differs(prev, var) {
         changes.push((
             var.name.clone(),
             show_default(&prev.default, prev),
@@ -754,14 +1026,14 @@ pub fn kinds(tree: &Tree) -> BTreeMap<String, KindSite> {
 /// Is a `count` or `for_each` on? `Some(true)` for a non-zero count or a non-empty
 /// collection, `None` when unknown.
 fn gate(
-    count: Option<&hcl_edit::expr::Expression>,
-    for_each: Option<&hcl_edit::expr::Expression>,
+    count: Option<&Expression>,
+    for_each: Option<&Expression>,
     vars: &BTreeMap<String, Value>,
-    locals: &BTreeMap<String, hcl_edit::expr::Expression>,
+    locals: &BTreeMap<String, Expression>,
 ) -> Option<bool> {
     let mut ev = Evaluator::new(vars, locals);
     if let Some(c) = count {
-        return match ev.eval(c)? {
+        return match ev.eval(interpolated(c))? {
             Value::Number(n) => Some(n.as_f64()? > 0.0),
             Value::String(s) => Some(s.parse::<f64>().ok()? > 0.0),
             Value::Bool(b) => Some(b),
@@ -769,7 +1041,7 @@ fn gate(
         };
     }
     if let Some(f) = for_each {
-        return match ev.eval(f)? {
+        return match ev.eval(interpolated(f))? {
             Value::Array(a) => Some(!a.is_empty()),
             Value::Object(m) => Some(!m.is_empty()),
             Value::Null => Some(false),
@@ -777,6 +1049,21 @@ fn gate(
         };
     }
     Some(true)
+}
+
+/// `"${expr}"` is `expr` itself, with its type: the engine unwraps a template that
+/// is one interpolation and nothing else (0.11-style `"${var.create_x}"` stays a
+/// `bool`, `"${var.subnets}"` a map).
+fn interpolated(expr: &Expression) -> &Expression {
+    if let Expression::StringTemplate(t) = expr {
+        let mut elements = t.iter();
+        if let (Some(hcl_edit::template::Element::Interpolation(i)), None) =
+            (elements.next(), elements.next())
+        {
+            return &i.expr;
+        }
+    }
+    expr
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -828,7 +1115,7 @@ fn walk_kinds(
         let mut callee_inputs = callee_module.default_inputs();
         let mut ev = Evaluator::new(inputs, &module.locals);
         for (name, expr) in &call.args {
-            match ev.eval(expr) {
+            match ev.eval(interpolated(expr)) {
                 Some(v) => {
                     let v = callee_module.variable(name).map_or(v.clone(), |var| {
                         stackpack_interface::types::convert(&v, &var.type_expr)
@@ -932,15 +1219,23 @@ pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
             ),
         ));
     }
-    let names: BTreeSet<&String> = old
+    // Providers the release already used, declared or only implied by its resources
+    // (no constraint: every version), that the new tree constrains.
+    let used: BTreeSet<&str> = old
+        .modules
+        .values()
+        .flat_map(|m| {
+            m.required_providers
+                .keys()
+                .map(String::as_str)
+                .chain(m.resources.iter().map(|r| r.provider()))
+        })
+        .collect();
+    let names: BTreeSet<&String> = new
         .modules
         .values()
         .flat_map(|m| m.required_providers.keys())
-        .filter(|n| {
-            new.modules
-                .values()
-                .any(|m| m.required_providers.contains_key(*n))
-        })
+        .filter(|n| used.contains(n.as_str()))
         .collect();
     for name in names {
         let version = |m: &ModuleInterface| {
@@ -992,7 +1287,19 @@ pub fn diff_kinds(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
             file: site.file.clone(),
             line: site.line,
         };
-        if site.on_by_default {
+        if let Some(source) = kind.strip_prefix("data.") {
+            out.push(finding(
+                Rule::DataSourceAdded,
+                kind,
+                "",
+                &loc,
+                format!(
+                    "`{}` reads the data source `{source}`: it changes nothing callers own \
+                     (note: callers' credentials may need permission to read it)",
+                    site.address
+                ),
+            ));
+        } else if site.on_by_default {
             let mut message = format!(
                 "`{}` adds the resource kind `{kind}`, created with every input at its default",
                 site.address
@@ -1023,13 +1330,29 @@ pub fn diff_kinds(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
         }
     }
     for (kind, site) in &old_kinds {
-        if new_kinds.contains_key(kind) || !site.on_by_default {
+        if new_kinds.contains_key(kind) {
             continue;
         }
         let loc = Location {
             file: site.file.clone(),
             line: site.line,
         };
+        if let Some(source) = kind.strip_prefix("data.") {
+            out.push(finding(
+                Rule::DataSourceRemoved,
+                kind,
+                "",
+                &loc,
+                format!(
+                    "`{}` no longer reads the data source `{source}`: nothing callers own changes",
+                    site.address
+                ),
+            ));
+            continue;
+        }
+        if !site.on_by_default {
+            continue;
+        }
         out.push(finding(
             Rule::ResourceKindRemoved,
             kind,

@@ -188,12 +188,37 @@ pub enum CheckError {
         #[source]
         source: std::io::Error,
     },
+    /// Errors of the stack itself (a file that cannot be read, a call Terraform
+    /// refuses): no version number can be judged until they are fixed.
+    #[error("{}", broken_text(.0))]
+    Broken(Vec<Finding>),
+}
+
+fn broken_text(findings: &[Finding]) -> String {
+    findings
+        .iter()
+        .map(|f| format!("`{}`: {} ({})", f.location(), f.message, f.rule))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Compares two loaded trees (old release, new) and returns the findings and bump.
 pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport {
     let mut findings = Vec::new();
     let mut warnings = Vec::new();
+    for (caller, call, callee) in new.edges() {
+        if let Some(module) = new.modules.get(&callee) {
+            let before = old.modules.get(&callee).map(|m| &**m);
+            diff::undeclared_arguments(caller, call, &callee, before, module, &mut findings);
+        }
+    }
+    for u in &old.unread {
+        warnings.push(format!(
+            "`{}:{}` of the last release cannot be read ({}): compared with what its other files declare; \
+             what that file declared counts as new",
+            u.file, u.line, u.message
+        ));
+    }
     if !old.exists() {
         warnings.push(format!(
             "`{}` has no earlier release to compare with: this is its first",
@@ -210,12 +235,14 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
             };
             diff::diff_call(caller, call, &callee, old_callee, new_callee, &mut findings);
         }
+        let kinds_left: std::collections::BTreeSet<&str> = new
+            .modules
+            .values()
+            .flat_map(|m| m.resources.iter().map(|r| r.kind.as_str()))
+            .collect();
         for (dir, module) in &new.modules {
-            if *dir == new.root_dir {
-                continue;
-            }
             if let Some(before) = old.modules.get(dir) {
-                diff::diff_addresses(before, module, dir, &mut findings);
+                diff::diff_addresses(before, module, dir, &kinds_left, &mut findings);
             }
         }
         diff::diff_kinds(old, new, &mut findings);
@@ -231,7 +258,7 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
         .filter_map(|f| f.bump)
         .max()
         .unwrap_or(Bump::Patch);
-    if bump == Bump::Major {
+    if bump == Bump::Major && old.exists() {
         // An alias may outlive one major release, no more.
         for var in &new.root().variables {
             let was_alias = old
@@ -272,9 +299,46 @@ pub fn compare_dirs_with(
     rules: &RuleConfig,
     cache: &mut Cache,
 ) -> Result<CheckReport, CheckError> {
-    let old = Tree::load_with(old_base, dir, cache)?;
-    let new = Tree::load_with(new_base, dir, cache)?;
-    Ok(compare_trees(&old, &new, rules))
+    let old = Tree::load_lenient(tree::Source::Dir(old_base), dir, cache)?;
+    let new = Tree::load_lenient(tree::Source::Dir(new_base), dir, cache)?;
+    let mut report = compare_trees(&old, &new, rules);
+    let old_text = |file: &str| std::fs::read_to_string(old_base.join(file)).ok();
+    judge_unread(&new, new_base, &old_text, &mut report);
+    Ok(report)
+}
+
+/// The work tree's files that cannot be read. One unchanged since the release is
+/// left out of both sides, with a warning: it cannot wedge the stack. One that is
+/// new or changed is an error of the stack: an unread file is never "no change".
+fn judge_unread(
+    new: &Tree,
+    new_base: &Path,
+    old_text: &dyn Fn(&str) -> Option<String>,
+    report: &mut CheckReport,
+) {
+    for u in &new.unread {
+        let unchanged = old_text(&u.file).is_some_and(|before| {
+            std::fs::read_to_string(new_base.join(&u.file)).is_ok_and(|now| now == before)
+        });
+        if unchanged {
+            report.warnings.push(format!(
+                "`{}:{}` cannot be read ({}), as in the last release: what it declares is left out of both sides",
+                u.file, u.line, u.message
+            ));
+        } else {
+            report.findings.push(diff::unreadable(u));
+        }
+    }
+    if report
+        .findings
+        .iter()
+        .any(|f| f.rule == diff::ERROR_RULES[0])
+    {
+        // What the unread file declares is missing from the comparison: any bump
+        // found without it would be a guess.
+        report.findings.retain(|f| f.severity == Severity::Error);
+        report.bump = Bump::Patch;
+    }
 }
 
 /// The `.tf` and `.tf.json` files of the repository at one commit, read from
@@ -359,9 +423,12 @@ pub fn compare_snapshot_with(
     rules: &RuleConfig,
     cache: &mut Cache,
 ) -> Result<CheckReport, CheckError> {
-    let old = Tree::load_from(tree::Source::Snapshot(snapshot), dir, cache)?;
-    let new = Tree::load_with(repo_root, dir, cache)?;
-    Ok(compare_trees(&old, &new, rules))
+    let old = Tree::load_lenient(tree::Source::Snapshot(snapshot), dir, cache)?;
+    let new = Tree::load_lenient(tree::Source::Dir(repo_root), dir, cache)?;
+    let mut report = compare_trees(&old, &new, rules);
+    let old_text = |file: &str| snapshot.files.get(file).cloned();
+    judge_unread(&new, repo_root, &old_text, &mut report);
+    Ok(report)
 }
 
 /// The bump `stack_dir_rel` (a stack or module folder, relative to the repository)
@@ -383,13 +450,24 @@ pub fn required_bump_with(
     rules: &RuleConfig,
 ) -> Result<CheckReport, CheckError> {
     let snapshot = Snapshot::at(repo_root, old_commit)?;
-    compare_snapshot_with(
+    let report = compare_snapshot_with(
         &snapshot,
         repo_root,
         stack_dir_rel,
         rules,
         &mut Cache::default(),
-    )
+    )?;
+    let errors: Vec<Finding> = report
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .cloned()
+        .collect();
+    if errors.is_empty() {
+        Ok(report)
+    } else {
+        Err(CheckError::Broken(errors))
+    }
 }
 
 impl fmt::Display for Severity {
@@ -410,6 +488,18 @@ pub struct Unit {
     /// `stack` or `module`.
     pub kind: String,
     pub against: Option<String>,
+}
+
+impl render::UnitReport {
+    /// The required bump, or `error` when the unit has errors of its own (a file that
+    /// cannot be read, a call Terraform refuses): then no bump would be right.
+    pub fn required_text(&self) -> String {
+        if self.findings.iter().any(|f| f.severity == Severity::Error) {
+            "error".to_string()
+        } else {
+            self.required.to_string()
+        }
+    }
 }
 
 /// Checks many stacks and modules, unpacking each old commit once. `requested` is the
@@ -441,18 +531,23 @@ pub fn check_units_with(
                 }
                 compare_snapshot_with(&snapshots[commit], repo_root, &unit.path, rules, cache)?
             }
-            None => compare_trees(
-                &Tree::default(),
-                &Tree::load_with(repo_root, &unit.path, cache)?,
-                rules,
-            ),
+            None => {
+                let new = Tree::load_lenient(tree::Source::Dir(repo_root), &unit.path, cache)?;
+                let mut report = compare_trees(&Tree::default(), &new, rules);
+                judge_unread(&new, repo_root, &|_| None, &mut report);
+                report
+            }
         };
+        let broken = report
+            .findings
+            .iter()
+            .any(|f| f.severity == Severity::Error);
         out.push(render::UnitReport {
             path: unit.path.clone(),
             kind: unit.kind.clone(),
             required: report.bump,
             requested,
-            refused: requested.is_some_and(|r| r < report.bump),
+            refused: broken || requested.is_some_and(|r| r < report.bump),
             findings: report.findings,
             warnings: report.warnings,
         });
@@ -490,7 +585,8 @@ pub fn unit_changed_with(
     changed: &[String],
     cache: &mut Cache,
 ) -> Result<bool, CheckError> {
-    let tree = Tree::load_with(repo_root, dir, cache)?;
+    // Lenient: a broken file elsewhere in the tree must not hide which folders it spans.
+    let tree = Tree::load_lenient(tree::Source::Dir(repo_root), dir, cache)?;
     let mut dirs: Vec<&String> = tree.modules.keys().collect();
     dirs.push(&tree.root_dir);
     Ok(changed

@@ -105,6 +105,7 @@ pub fn github(output: &CheckOutput) -> String {
     for unit in &output.units {
         for f in &unit.findings {
             let level = match (unit.refused, f.bump) {
+                _ if f.severity == Severity::Error => "error",
                 (true, Some(b)) if Some(b) > unit.requested => "error",
                 (_, Some(Bump::Major)) => "warning",
                 _ => "notice",
@@ -187,7 +188,7 @@ pub fn human(output: &CheckOutput) -> String {
         rows.push(vec![
             unit.kind.clone(),
             unit.path.clone(),
-            unit.required.to_string(),
+            unit.required_text(),
             match (unit.requested, unit.refused) {
                 (Some(r), true) => format!("{r} (too small)"),
                 (Some(r), false) => r.to_string(),
@@ -205,8 +206,13 @@ pub fn human(output: &CheckOutput) -> String {
             continue;
         }
         out.push_str(&format!(
-            "\n{} `{}` needs a {} release:\n",
-            unit.kind, unit.path, unit.required
+            "\n{} `{}` needs {}:\n",
+            unit.kind,
+            unit.path,
+            match unit.required_text().as_str() {
+                "error" => "its errors fixed before any release".to_string(),
+                bump => format!("a {bump} release"),
+            }
         ));
         if !unit.findings.is_empty() {
             out.push_str(&findings_table(&unit.findings));

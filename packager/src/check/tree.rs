@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::Snapshot;
 use crate::discover::resolve_source;
 use stackpack_interface::{
-    extract_files, extract_module, InterfaceError, ModuleCall, ModuleInterface,
+    extract_files_lenient, module_files, InterfaceError, ModuleCall, ModuleInterface,
 };
 
 /// Where a tree's files come from: a folder on disk, or a commit read from git.
@@ -31,24 +31,90 @@ pub enum Source<'a> {
 pub struct Tree {
     pub root_dir: String,
     pub modules: BTreeMap<String, Arc<ModuleInterface>>,
+    /// Files a lenient read left out (only [`Tree::load_lenient`] leaves any),
+    /// repository-relative.
+    pub unread: Vec<Unread>,
+}
+
+/// A file the interface reader could not read, and where it stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unread {
+    /// The file's path (repository-relative in a [`Tree`]).
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl Unread {
+    fn from_error(error: &InterfaceError) -> Unread {
+        let (path, line, column, message) = match error {
+            InterfaceError::Parse {
+                path,
+                line,
+                column,
+                message,
+            } => (path, *line, *column, message.clone()),
+            InterfaceError::Io { path, source } => (path, 0, 0, source.to_string()),
+        };
+        Unread {
+            file: path.to_string_lossy().replace('\\', "/"),
+            line,
+            column,
+            message,
+        }
+    }
+
+    /// The error a strict read reports for this file.
+    pub fn to_error(&self) -> InterfaceError {
+        InterfaceError::Parse {
+            path: PathBuf::from(&self.file),
+            line: self.line,
+            column: self.column,
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// One folder read leniently: what its readable files declare, and the rest.
+#[derive(Clone, Debug)]
+struct Entry {
+    module: Arc<ModuleInterface>,
+    unread: Arc<Vec<Unread>>,
 }
 
 /// Interfaces already read, by folder: one check reads each folder once, however many
 /// stacks use it.
 #[derive(Debug, Default)]
 pub struct Cache {
-    map: HashMap<PathBuf, Arc<ModuleInterface>>,
+    map: HashMap<PathBuf, Entry>,
 }
 
 impl Cache {
-    /// The interface of the module in `path`, read on first use.
+    /// The interface of the module in `path`, read on first use. Files that cannot be
+    /// read are left out: lints and customer checks run on the rest, and the check of
+    /// each stack that uses the folder reports them (see [`Tree::load_lenient`]), so
+    /// one broken module never stops the others from being checked.
     pub fn get(&mut self, path: &Path) -> Result<Arc<ModuleInterface>, InterfaceError> {
-        if let Some(m) = self.map.get(path) {
-            return Ok(m.clone());
+        Ok(self.entry(path)?.module)
+    }
+
+    fn entry(&mut self, path: &Path) -> Result<Entry, InterfaceError> {
+        if let Some(e) = self.map.get(path) {
+            return Ok(e.clone());
         }
-        let m = Arc::new(extract_module(path)?);
-        self.map.insert(path.to_path_buf(), m.clone());
-        Ok(m)
+        let files = module_files(path)?;
+        Ok(self.insert(path.to_path_buf(), &files))
+    }
+
+    fn insert(&mut self, key: PathBuf, files: &[(String, String)]) -> Entry {
+        let (module, errors) = extract_files_lenient(&key, files);
+        let entry = Entry {
+            module: Arc::new(module),
+            unread: Arc::new(errors.iter().map(Unread::from_error).collect()),
+        };
+        self.map.insert(key, entry.clone());
+        entry
     }
 
     /// The module in `dir` of `source`; `None` when the folder does not exist there.
@@ -57,28 +123,38 @@ impl Cache {
         source: Source,
         dir: &str,
     ) -> Result<Option<Arc<ModuleInterface>>, InterfaceError> {
+        self.lenient(source, dir)?.map(strict).transpose()
+    }
+
+    /// [`Cache::module`], keeping what the readable files declare when some are not.
+    fn lenient(&mut self, source: Source, dir: &str) -> Result<Option<Entry>, InterfaceError> {
         match source {
             Source::Dir(base) => {
                 let path = base.join(dir);
                 if path.is_dir() {
-                    self.get(&path).map(Some)
+                    self.entry(&path).map(Some)
                 } else {
                     Ok(None)
                 }
             }
             Source::Snapshot(snapshot) => {
                 let key = PathBuf::from(format!("{}:{dir}", snapshot.commit));
-                if let Some(m) = self.map.get(&key) {
-                    return Ok(Some(m.clone()));
+                if let Some(e) = self.map.get(&key) {
+                    return Ok(Some(e.clone()));
                 }
                 let Some(files) = snapshot.module_files(dir) else {
                     return Ok(None);
                 };
-                let m = Arc::new(extract_files(&key, &files)?);
-                self.map.insert(key, m.clone());
-                Ok(Some(m))
+                Ok(Some(self.insert(key, &files)))
             }
         }
+    }
+}
+
+fn strict(entry: Entry) -> Result<Arc<ModuleInterface>, InterfaceError> {
+    match entry.unread.first() {
+        Some(unread) => Err(unread.to_error()),
+        None => Ok(entry.module),
     }
 }
 
@@ -109,20 +185,41 @@ impl Tree {
         Tree::load_from(Source::Dir(base), dir, cache)
     }
 
-    /// Reads `dir` and the local modules it calls from `source`.
+    /// Reads `dir` and the local modules it calls from `source`; an error names the
+    /// first file that cannot be read.
     pub fn load_from(source: Source, dir: &str, cache: &mut Cache) -> Result<Tree, InterfaceError> {
+        let tree = Tree::load_lenient(source, dir, cache)?;
+        match tree.unread.first() {
+            Some(unread) => Err(unread.to_error()),
+            None => Ok(tree),
+        }
+    }
+
+    /// [`Tree::load_from`], leaving out the files that cannot be read (listed in
+    /// [`Tree::unread`]): a published release is compared with what can be known of
+    /// it, and which folders a tree spans is known even when a file in it is broken.
+    pub fn load_lenient(
+        source: Source,
+        dir: &str,
+        cache: &mut Cache,
+    ) -> Result<Tree, InterfaceError> {
         let mut tree = Tree {
             root_dir: normalise(dir).unwrap_or_default(),
-            modules: BTreeMap::new(),
+            ..Tree::default()
         };
         let mut queue = vec![tree.root_dir.clone()];
         while let Some(dir) = queue.pop() {
             if tree.modules.contains_key(&dir) {
                 continue;
             }
-            let Some(module) = cache.module(source, &dir)? else {
+            let Some(Entry { module, unread }) = cache.lenient(source, &dir)? else {
                 continue;
             };
+            // Repository-relative, whether read from disk or from a commit.
+            tree.unread.extend(unread.iter().map(|u| Unread {
+                file: super::diff::join(&dir, u.file.rsplit('/').next().unwrap_or(&u.file)),
+                ..u.clone()
+            }));
             for call in &module.module_calls {
                 if let Some(callee) = resolve(&dir, call) {
                     queue.push(callee);
