@@ -365,3 +365,90 @@ fn a_witness_pointed_at_an_account_it_was_not_given_refuses_to_start() {
         run.stderr
     );
 }
+
+#[test]
+fn publish_with_the_witness_on_refuses_a_patch_that_changes_plans_and_records_what_it_saw() {
+    if !stackpack_test_support::have("python3") {
+        return;
+    }
+    let registry = common::servers::Distribution::require();
+    let moto = Moto::start();
+    let repo = TestRepo::new();
+    // One customer of three (a sample), at the endpoint written in the settings.
+    repo.append(
+        "stackpack.toml",
+        &format!(
+            "\n[witness]\npublish = true\nendpoint = {:?}\nengine = {:?}\nsample = 1\n",
+            moto.url,
+            stackpack_test_support::terraform().display().to_string()
+        ),
+    );
+    repo.commit("witness on publish");
+    let address = format!("{}/acme", registry.host());
+    let publish = |extra: &[&str]| {
+        let mut args = vec![
+            "publish",
+            "--json",
+            "--insecure",
+            "--no-modules",
+            "--registry",
+            &address,
+            "--key",
+            repo.key.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        repo.run(&args)
+    };
+    publish(&[]).ok();
+    edit(
+        &repo,
+        "modules/network/vpc.tf",
+        "    Name = var.name\n",
+        "    Name = var.name\n    Tier = \"data\"\n",
+    );
+    repo.commit("tag the VPC");
+
+    let refused = publish(&[]).code(1);
+    for line in [
+        "error: `stacks/data-plane`: customers' plans change under this release: it requires a major version, not patch",
+        "customer `globex`: `module.network.aws_vpc.this` update (`tags`, `tags_all`)",
+        "hint: release it as a major version with `--bump major`",
+    ] {
+        assert!(refused.stderr.contains(line), "missing `{line}`:\n{}", refused.stderr);
+    }
+
+    publish(&["--bump", "major"]).ok();
+    let layout = stackpack_bundle::layout::ImageLayout::open(repo.layout()).unwrap();
+    let version = semver::Version::new(1, 0, 0);
+    let descriptor = layout
+        .find_bundle("data-plane", &version)
+        .unwrap()
+        .expect("data-plane@1.0.0");
+    let manifest: Value =
+        serde_json::from_slice(&layout.read_blob(&descriptor.digest, 1 << 20).unwrap()).unwrap();
+    let digest = manifest["config"]["digest"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let config: Value =
+        serde_json::from_slice(&layout.read_blob(&digest, 1 << 20).unwrap()).unwrap();
+    let summary = &config["witness"];
+    assert_eq!(summary["release"], "0.1.0", "{summary}");
+    assert_eq!(summary["customersTotal"], 3);
+    assert_eq!(
+        (
+            summary["rules"].as_str(),
+            summary["witness"].as_str(),
+            summary["accepted"].as_str()
+        ),
+        (Some("patch"), Some("major"), Some("major"))
+    );
+    assert_eq!(summary["customers"][0]["customer"], "globex");
+    assert_eq!(summary["customers"].as_array().unwrap().len(), 1);
+    let resources = summary["customers"][0]["resources"].as_array().unwrap();
+    assert!(
+        resources.contains(&Value::from("update module.network.aws_vpc.this")),
+        "{summary}"
+    );
+}

@@ -24,7 +24,9 @@ if [ "$PROFILE" = release ]; then
 else
   cargo build -q -p stackpack-packager
 fi
-bin=$root/${CARGO_TARGET_DIR:-target}/$PROFILE
+target=${CARGO_TARGET_DIR:-target}
+case $target in /*) ;; *) target=$root/$target ;; esac
+bin=$target/$PROFILE
 terraform=$(scripts/terraform-path.sh)
 work=$(mktemp -d)
 moto_dir=$work/moto
@@ -41,7 +43,9 @@ sed -i '/^registry = /d' stackpack.toml
 printf '\n[witness]\nengine = "%s"\nparallel = %s\n' "$terraform" "$PARALLEL" >> stackpack.toml
 printf '.stackpack/\n' > .gitignore
 max=0
-for n in $COUNTS; do [ "$n" -gt "$max" ] && max=$n; done
+for n in $COUNTS; do
+  if [ "$n" -gt "$max" ]; then max=$n; fi
+done
 shapes=(globex initech umbrella)
 for ((i = 1; i <= max; i++)); do
   id=$(printf 'bench%03d' "$i")
@@ -62,7 +66,7 @@ for n in $COUNTS; do
   printf 'sample = %s\n' "$n" >> stackpack.toml
   timing=$(mktemp)
   start=$(date +%s.%N)
-  /usr/bin/time -v -o "$timing" "$bin/stackpack" -q check --witness --no-lint --path stacks/data-plane --json > "$work/out.json" || true
+  /usr/bin/time -v -o "$timing" "$bin/stackpack" -q check --witness --no-lint --path stacks/data-plane --json > "$work/out.json" 2> "$work/err.log" || true
   end=$(date +%s.%N)
   rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2 / 1024}' "$timing")
   python3 - "$work/out.json" "$start" "$end" "$n" "$rss" <<'EOF'

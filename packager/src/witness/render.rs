@@ -189,8 +189,14 @@ pub fn markdown_check(
 /// Why a requested bump is too small for what the witness saw: every customer whose
 /// plan needs more, with each resource, its action and the attributes it changes.
 pub fn refusal(stack: &StackWitness, requested: Bump) -> String {
+    let (message, hint) = refusal_parts(stack, requested);
+    format!("error: {message}\nhint: {hint}\n")
+}
+
+/// [`refusal`]'s message (first line, then one line per resource) and hint.
+pub fn refusal_parts(stack: &StackWitness, requested: Bump) -> (String, String) {
     let mut out = format!(
-        "error: `{}`: customers' plans change under this release: it requires a {} version, not {requested}\n",
+        "`{}`: customers' plans change under this release: it requires a {} version, not {requested}",
         stack.path, stack.witness
     );
     for c in stack.customers.iter().filter(|c| c.bump > Some(requested)) {
@@ -201,16 +207,16 @@ pub fn refusal(stack: &StackWitness, requested: Bump) -> String {
                 format!(" (`{}`)", r.attributes.join("`, `"))
             };
             out.push_str(&format!(
-                "  customer `{}`: `{}` {}{attributes}\n",
+                "\n  customer `{}`: `{}` {}{attributes}",
                 c.customer, r.address, r.action
             ));
         }
     }
-    out.push_str(&format!(
-        "hint: release it as a {} version with `--bump {}`, or keep what these resources were\n",
+    let hint = format!(
+        "release it as a {} version with `--bump {}`, or keep what these resources were",
         stack.witness, stack.witness
-    ));
-    out
+    );
+    (out, hint)
 }
 
 /// Customers the witness could not finish, with the engine's last lines; and what it
