@@ -9,6 +9,12 @@
 # customers per minute, and peak RSS of `stackpack` itself (the engines are separate
 # processes). The baseline is one customer alone: the floor any customer costs.
 #
+# Measured 2026-12-01 (debug binary, 2 cores shared with other builds, load ~12):
+#   1 customer 54 s (baseline); 10 customers 177 s (60.8 s each, 3.4/min);
+#   50 customers 993 s (78.1 s each, 3.0/min); stackpack's peak RSS 169-205 MB.
+# Growth is linear in customers: about 20 s of wall time each once the cores are
+# busy; per-customer time rises as engines share the cores.
+#
 #   scripts/bench/witness.sh                  # 1, 10, 25, 50 customers, 4 at once
 #   COUNTS="1 50" PARALLEL=2 scripts/bench/witness.sh
 #   PROFILE=release scripts/bench/witness.sh
@@ -82,5 +88,5 @@ print(f"{len(customers):<10} {total:>10.1f} {mean:>12.1f} s {60 * len(customers)
 EOF
   rm -f "$timing"
 done
-echo "baseline: the 1-customer row (one apply + one plan, nothing in parallel)."
+echo "baseline: the 1-customer row (init, apply the release, plan, destroy; nothing in parallel)."
 echo "growth: total ≈ customers × per-customer ÷ min(parallel, cores); per-customer time rises as engines share the cores."
