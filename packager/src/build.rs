@@ -131,6 +131,7 @@ pub fn build_stack(
         files,
         providers: providers.into_iter().map(|p| p.package).collect(),
         allowed_breaking: stack_plan.allowed_breaking.clone(),
+        witness: stack_plan.witness.clone(),
     };
     let config_bytes = config.to_bytes();
     let (config_digest, config_size) = layout.write_blob(&config_bytes)?;

@@ -34,6 +34,53 @@ pub struct RepoConfig {
     /// Where provider packages come from, and for which platforms.
     #[serde(default)]
     pub providers: ProviderSettings,
+    /// `[witness]`: the account the outcome witness applies and plans in.
+    pub witness: Option<WitnessSettings>,
+}
+
+/// Names the witness's emulator endpoint, overriding `[witness] endpoint`: CI starts
+/// the emulator on a port it learns only then.
+pub const WITNESS_ENDPOINT_VARIABLE: &str = "STACKPACK_WITNESS_ENDPOINT";
+
+/// `[witness]`: where the outcome witness may apply the last release and plan the new
+/// one with each customer's inputs. It runs nowhere else: an emulator endpoint on this
+/// machine's loopback (or one listed in `allowed-endpoints`), or the sandbox account
+/// named by `account-id`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct WitnessSettings {
+    /// `publish` runs the witness too (as `check --witness` does).
+    #[serde(default)]
+    pub publish: bool,
+    /// The URL of an emulator of the cloud API (moto, LocalStack) that CI starts.
+    pub endpoint: Option<String>,
+    /// Endpoints off this machine the witness may use, written exactly as `endpoint`.
+    #[serde(default)]
+    pub allowed_endpoints: Vec<String>,
+    /// The stack input that points its providers at the endpoint.
+    #[serde(default = "default_endpoint_input")]
+    pub endpoint_input: String,
+    /// A sandbox account (12 digits) reached with the ordinary provider credentials,
+    /// when there is no endpoint.
+    pub account_id: Option<String>,
+    /// The stack input that names the account the provider must find itself in
+    /// (`allowed_account_ids`): set to `account-id` in a sandbox account.
+    #[serde(default = "default_account_input")]
+    pub account_input: String,
+    /// The engine: a name on `PATH` or a path [default: `terraform`].
+    pub engine: Option<PathBuf>,
+    /// Witness at most this many customers per stack (spread over the sorted list).
+    pub sample: Option<usize>,
+    /// Customers witnessed at once [default: 4].
+    pub parallel: Option<usize>,
+}
+
+fn default_endpoint_input() -> String {
+    "aws_endpoint".to_string()
+}
+
+fn default_account_input() -> String {
+    "account_id".to_string()
 }
 
 /// Names a provider mirror that overrides `[providers] mirror`.
@@ -102,6 +149,14 @@ impl RepoConfig {
         // jobs): the variable names it without editing `stackpack.toml`.
         if let Some(mirror) = std::env::var_os(PROVIDER_MIRROR_VARIABLE).filter(|v| !v.is_empty()) {
             config.providers.mirror = Some(PathBuf::from(mirror));
+        }
+        if let Some(endpoint) = std::env::var(WITNESS_ENDPOINT_VARIABLE)
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            if let Some(witness) = &mut config.witness {
+                witness.endpoint = Some(endpoint);
+            }
         }
         Ok(config)
     }

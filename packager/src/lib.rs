@@ -37,5 +37,6 @@ pub mod publish;
 pub mod release_view;
 pub mod releases;
 pub mod repository;
+pub mod witness;
 
 pub use error::{Error, Result};

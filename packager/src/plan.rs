@@ -55,6 +55,8 @@ pub struct StackPlan {
     /// The customers this release may break (`publish --allow-breaking`), recorded in
     /// the bundle config; empty unless publish checked them.
     pub allowed_breaking: Vec<String>,
+    /// What the outcome witness saw, recorded in the bundle config; `None` unless it ran.
+    pub witness: Option<stackpack_schema::bundle::WitnessSummary>,
 }
 
 /// The plan for a whole repository at one commit.
@@ -215,6 +217,7 @@ pub fn plan(
             required_bump,
             findings,
             allowed_breaking: Vec::new(),
+            witness: None,
         });
     }
     Ok(Plan {

@@ -42,6 +42,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         files: vec![],
         providers: vec![],
         allowed_breaking: vec![],
+        witness: None,
     }
     .to_bytes();
     let layer = bytes(version.len() as u64, 300);

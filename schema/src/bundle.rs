@@ -38,6 +38,44 @@ pub struct BundleConfig {
     /// --allow-breaking`), sorted: their inputs no longer fit the interface.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_breaking: Vec<String>,
+    /// What the outcome witness saw before this release: the last release applied
+    /// with each customer's inputs, this one planned on top. Absent when it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessSummary>,
+}
+
+/// The outcome witness's summary, so that support and customers see what an upgrade
+/// will do before they run it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WitnessSummary {
+    /// The release applied first, which this one was planned on top of.
+    pub release: String,
+    /// Customers with inputs for this stack (those witnessed are in `customers`).
+    pub customers_total: u64,
+    /// The bump the interface rules required.
+    pub rules: crate::version::Bump,
+    /// The largest bump a customer's plan required.
+    pub witness: crate::version::Bump,
+    /// The bump the vendor chose knowingly (`--bump`), when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<crate::version::Bump>,
+    /// Per customer witnessed, sorted as witnessed.
+    pub customers: Vec<WitnessCustomer>,
+}
+
+/// What the witness saw for one customer: counts, and `<action> <address>` per
+/// resource changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WitnessCustomer {
+    pub customer: String,
+    pub add: u64,
+    pub change: u64,
+    pub replace: u64,
+    pub destroy: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
 }
 
 /// One provider package: the registry's own zip for one platform, stored as it is.

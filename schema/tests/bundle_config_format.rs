@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use stackpack_schema::bundle::{
-    BundleConfig, Engine, FileEntry, ModuleEntry, ProviderPackage, Source, CONFIG_FORMAT,
+    BundleConfig, Engine, FileEntry, ModuleEntry, ProviderPackage, Source, WitnessCustomer,
+    WitnessSummary, CONFIG_FORMAT,
 };
 use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::{Input, Interface, Output, ProviderRequirement};
 use stackpack_schema::types::{ObjectAttr, TypeExpr};
+use stackpack_schema::version::Bump;
 
 fn sample() -> BundleConfig {
     let pools = TypeExpr::List(Box::new(TypeExpr::Object(BTreeMap::from([
@@ -112,6 +114,31 @@ fn sample() -> BundleConfig {
             size: 38_535_627,
         }],
         allowed_breaking: vec!["initech".into()],
+        witness: Some(WitnessSummary {
+            release: "1.3.2".into(),
+            customers_total: 3,
+            rules: Bump::Patch,
+            witness: Bump::Major,
+            accepted: Some(Bump::Major),
+            customers: vec![
+                WitnessCustomer {
+                    customer: "globex".into(),
+                    add: 0,
+                    change: 1,
+                    replace: 0,
+                    destroy: 0,
+                    resources: vec!["update module.network.aws_vpc.this".into()],
+                },
+                WitnessCustomer {
+                    customer: "umbrella".into(),
+                    add: 0,
+                    change: 0,
+                    replace: 0,
+                    destroy: 0,
+                    resources: vec![],
+                },
+            ],
+        }),
     }
 }
 

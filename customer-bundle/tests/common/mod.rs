@@ -332,6 +332,7 @@ pub fn write_signed_bundle_tweaked(
         files,
         providers: vec![],
         allowed_breaking: vec![],
+        witness: None,
     };
     let (config_digest, config_size) = layout.write_blob(&config.to_bytes()).unwrap();
     let manifest = ImageManifest {

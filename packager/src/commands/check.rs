@@ -1,9 +1,14 @@
 //! `stackpack check`: the interface contract of every changed stack and module, and
 //! the repository lints.
 //!
+//! With `--witness`, the outcome witness (see `stackpack_packager::witness`) plans
+//! each changed stack for every customer, and the bump is the larger of the rules'
+//! and the plans'.
+//!
 //! Exit codes: 0 when every change fits its version and no lint failed; 1 when a
-//! requested bump (`--bump`) is lower than a change requires, or a lint failed; 2 when
-//! the command itself was wrong (bad flags, unknown ref, invalid `stackpack.toml`).
+//! requested bump (`--bump`) is lower than a change requires, a lint failed, or the
+//! witness refused its account or could not finish; 2 when the command itself was
+//! wrong (bad flags, unknown ref, invalid `stackpack.toml`).
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +19,8 @@ use stackpack_packager::discover::expand_globs;
 use stackpack_packager::impact::{self, CustomerReport, StackTarget};
 use stackpack_packager::release_view::ReleaseView;
 use stackpack_packager::releases::ReleaseSource;
+use stackpack_packager::witness::render as witness_render;
+use stackpack_packager::witness::{StackJob, StackWitness, Witness};
 use stackpack_packager::Error;
 use stackpack_schema::version::{latest_stable, Bump};
 
@@ -26,6 +33,8 @@ pub enum Format {
     Github,
     /// One JSON document (same as `--json`).
     Json,
+    /// GitHub markdown, for a pull request's summary.
+    Markdown,
 }
 
 /// What `check` compares the work tree with.
@@ -51,7 +60,7 @@ impl std::str::FromStr for Against {
 /// Check the interface contract of changed stacks and modules, and lint the repository.
 #[derive(clap::Args, Debug, Clone)]
 #[command(
-    after_help = "Exit codes: 0 every change fits its version; 1 a requested bump is too small or a lint failed; 2 the command was wrong."
+    after_help = "Exit codes: 0 every change fits its version; 1 a requested bump is too small, a lint failed, or the witness refused its account or failed; 2 the command was wrong."
 )]
 pub struct CheckArgs {
     /// The vendor repository (the folder holding `stackpack.toml`).
@@ -86,6 +95,11 @@ pub struct CheckArgs {
     /// exactly the customers affected.
     #[arg(long = "allow-breaking", value_name = "CUSTOMER", num_args = 1..)]
     pub allow_breaking: Vec<String>,
+    /// Witness each changed stack: apply its last release with every customer's
+    /// inputs in the `[witness]` account, plan this version on top; the plans and the
+    /// rules together decide the bump.
+    #[arg(long)]
+    pub witness: bool,
 }
 
 /// The commit a stack's last stable release was built from, or `None` when it has
@@ -181,7 +195,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         }
     };
 
-    let reports = check::check_units_with(root, &units, args.bump, &rules, &mut cache)?;
+    let mut reports = check::check_units_with(root, &units, args.bump, &rules, &mut cache)?;
+    let witnessed = if args.witness {
+        Some(witness(root, &config, &releases, &mut reports)?)
+    } else {
+        None
+    };
     let lints = if args.no_lint {
         Vec::new()
     } else {
@@ -202,6 +221,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
     }
     let breaking = customer_refusal(&customers, &args.allow_breaking, args.bump);
     let refused = reports.iter().any(|r| r.refused);
+    let witness_failed = witnessed
+        .iter()
+        .flatten()
+        .any(|s| s.failed().next().is_some());
     let lint_failed = lints.iter().any(|f| f.severity == Severity::Error);
     let output = CheckOutput {
         against: Some(against_label),
@@ -213,9 +236,9 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
             Vec::new()
         },
         customers,
-        ok: !refused && !lint_failed && breaking.is_none(),
+        ok: !refused && !lint_failed && breaking.is_none() && !witness_failed,
     };
-    print(args, &output);
+    print(args, &output, witnessed.as_deref());
     if let Some(refusal) = breaking {
         eprint!("{refusal}");
     }
@@ -352,10 +375,69 @@ fn units_since_commit(
     Ok(units)
 }
 
-fn print(args: &CheckArgs, output: &CheckOutput) {
+/// Runs the witness for every changed stack with a stable release, and raises each
+/// one's required bump to what the customers' plans need.
+fn witness(
+    root: &Path,
+    config: &RepoConfig,
+    releases: &dyn ReleaseSource,
+    reports: &mut [render::UnitReport],
+) -> anyhow::Result<Vec<StackWitness>> {
+    let prepared = Witness::prepare(root, config)?;
+    let mut jobs = Vec::new();
+    for report in reports.iter().filter(|r| r.kind == "stack") {
+        let name = stack_name(root, &report.path);
+        let release = match last_stable_version(releases, root, &report.path)? {
+            Some(version) => releases.release(&name, &version)?,
+            None => None,
+        };
+        let Some(release) = release else {
+            stackpack_terminal::status(&format!(
+                "witness: `{}` has no stable release yet: nothing to witness against",
+                report.path
+            ));
+            continue;
+        };
+        jobs.push(StackJob {
+            name,
+            path: report.path.clone(),
+            release,
+            rules: report.required,
+            gated_kinds: StackJob::gated(&report.findings),
+        });
+    }
+    stackpack_terminal::status(&format!(
+        "witness: {} stack{} in the {}",
+        jobs.len(),
+        if jobs.len() == 1 { "" } else { "s" },
+        prepared.account().describe()
+    ));
+    let witnessed = prepared.run(&jobs)?;
+    for stack in &witnessed {
+        if let Some(report) = reports.iter_mut().find(|r| r.path == stack.path) {
+            report.required = report.required.max(stack.required);
+            report.refused = report.requested.is_some_and(|r| r < report.required);
+        }
+    }
+    Ok(witnessed)
+}
+
+fn print(args: &CheckArgs, output: &CheckOutput, witnessed: Option<&[StackWitness]>) {
     let format = if args.json { Format::Json } else { args.format };
     match format {
-        Format::Json => println!("{}", render::json(output)),
+        Format::Json => match witnessed {
+            Some(stacks) => {
+                let mut value: serde_json::Value =
+                    serde_json::from_str(&render::json(output)).expect("our own JSON");
+                value["witness"] = serde_json::to_value(stacks).expect("serialisable");
+                println!("{value}");
+            }
+            None => println!("{}", render::json(output)),
+        },
+        Format::Markdown => print!(
+            "{}",
+            witness_render::markdown_check(output, witnessed.unwrap_or_default())
+        ),
         Format::Github => print!(
             "{}{}",
             render::github(output),
@@ -367,11 +449,27 @@ fn print(args: &CheckArgs, output: &CheckOutput) {
             impact::human(&output.customers)
         ),
     }
+    if let (Some(stacks), Format::Human) = (witnessed, format) {
+        print!("\nwitness:\n{}", witness_render::human(stacks));
+    }
+    for stack in witnessed.unwrap_or_default() {
+        eprint!("{}", witness_render::failures(stack));
+    }
     for unit in output.units.iter().filter(|u| u.refused) {
-        eprint!(
-            "{}",
-            render::refusal(&unit.path, unit.required, unit.requested, &unit.findings)
-        );
+        let stack = witnessed
+            .unwrap_or_default()
+            .iter()
+            .find(|s| s.path == unit.path);
+        match (stack, unit.requested) {
+            // The plans, not the rules, ask for more: name what breaks and for whom.
+            (Some(stack), Some(requested)) if stack.witness > requested => {
+                eprint!("{}", witness_render::refusal(stack, requested))
+            }
+            _ => eprint!(
+                "{}",
+                render::refusal(&unit.path, unit.required, unit.requested, &unit.findings)
+            ),
+        }
     }
     let failed = output
         .lints

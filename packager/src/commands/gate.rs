@@ -7,6 +7,7 @@ use stackpack_packager::discover::expand_globs;
 use stackpack_packager::impact::{self, StackTarget};
 use stackpack_packager::plan::Plan;
 use stackpack_packager::repository::Repository;
+use stackpack_packager::witness::{render as witness_render, StackJob, Witness};
 use stackpack_packager::Error;
 use stackpack_schema::version::Bump;
 
@@ -119,6 +120,62 @@ pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> anyh
             .into());
         }
         stack.allowed_breaking = broken;
+    }
+    Ok(())
+}
+
+/// With `[witness] publish = true`: witnesses every stack this plan releases after a
+/// stable one (see `check --witness`), refuses when the customers' plans need a larger
+/// bump than the release gets, and records the summary, with the bump asked for, in
+/// each stack's bundle config.
+pub fn witness(repo: &Repository, plan: &mut Plan, requested: Option<Bump>) -> anyhow::Result<()> {
+    if !repo.config.witness.as_ref().is_some_and(|w| w.publish) {
+        return Ok(());
+    }
+    let jobs: Vec<StackJob> = plan
+        .stacks
+        .iter()
+        .filter(|s| s.changed && s.next.is_some())
+        .filter_map(|s| {
+            let previous = s.previous.as_ref()?;
+            (Some(&previous.version) == s.last_stable.as_ref()).then(|| StackJob {
+                name: s.stack.name.clone(),
+                path: s.stack.path.clone(),
+                release: previous.clone(),
+                rules: s.required_bump,
+                gated_kinds: StackJob::gated(&s.findings),
+            })
+        })
+        .collect();
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let witness = Witness::prepare(&repo.root, &repo.config)?;
+    output::status(&format!(
+        "witness: {} stack{} in the {}",
+        jobs.len(),
+        if jobs.len() == 1 { "" } else { "s" },
+        witness.account().describe()
+    ));
+    for stack in witness.run(&jobs)? {
+        eprint!("{}", witness_render::failures(&stack));
+        if stack.failed().next().is_some() {
+            return Err(Error::refused(format!(
+                "the witness could not finish for every customer of `{}`; nothing was built or pushed",
+                stack.path
+            ))
+            .into());
+        }
+        let planned = plan
+            .stacks
+            .iter_mut()
+            .find(|s| s.stack.path == stack.path)
+            .expect("every witnessed stack comes from the plan");
+        if planned.bump < stack.witness {
+            let (message, hint) = witness_render::refusal_parts(&stack, planned.bump);
+            return Err(Error::refused(message).hint(hint).into());
+        }
+        planned.witness = Some(stack.summary(requested));
     }
     Ok(())
 }

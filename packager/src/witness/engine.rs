@@ -1,0 +1,150 @@
+//! The engine runs of one witness: providers only from the build's mirror (offline),
+//! unpacked once into a plugin cache every customer shares, and each customer's
+//! state in its own file through a local backend.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::account::Session;
+
+/// The override file that keeps each customer's state in its own file, whatever
+/// backend the stack declares.
+pub const BACKEND_OVERRIDE: &str = "stackpack_witness_override.tf";
+
+/// Terraform or OpenTofu, configured for the witness.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    pub path: PathBuf,
+    /// `TF_CLI_CONFIG_FILE`: the mirror, the shared plugin cache, nothing else.
+    pub cli_config: PathBuf,
+}
+
+/// A run that failed: what it was and the last lines it printed.
+#[derive(Debug)]
+pub struct Failed {
+    pub what: String,
+    pub tail: String,
+}
+
+impl Engine {
+    /// Writes the CLI configuration into `scratch`.
+    pub fn new(path: PathBuf, mirror: &Path, scratch: &Path) -> std::io::Result<Engine> {
+        let cache = scratch.join("plugin-cache");
+        std::fs::create_dir_all(&cache)?;
+        let cli_config = scratch.join("witness.tfrc");
+        std::fs::write(
+            &cli_config,
+            stackpack_bundle::provider::mirror_cli_config(mirror, Some(&cache)),
+        )?;
+        Ok(Engine { path, cli_config })
+    }
+
+    /// Runs the engine with `args` in `dir`; appends what it printed to `log`;
+    /// returns its stdout.
+    pub fn run(
+        &self,
+        dir: &Path,
+        args: &[String],
+        session: &Session,
+        log: &Path,
+    ) -> Result<String, Failed> {
+        let what = args.first().cloned().unwrap_or_default();
+        let mut command = Command::new(&self.path);
+        command
+            .current_dir(dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .env("CHECKPOINT_DISABLE", "1");
+        // Only our configuration decides where providers come from and where runs go.
+        for name in [
+            "TF_PLUGIN_CACHE_DIR",
+            "TF_DATA_DIR",
+            "TF_WORKSPACE",
+            "TF_CLI_ARGS",
+        ] {
+            command.env_remove(name);
+        }
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if name.starts_with("TF_VAR_") || name.starts_with("TF_CLI_ARGS_") {
+                command.env_remove(&*name);
+            }
+        }
+        for name in &session.env_remove {
+            command.env_remove(name);
+        }
+        command.envs(session.env.iter().map(|(k, v)| (k, v)));
+        let output = command.output().map_err(|e| Failed {
+            what: what.clone(),
+            tail: format!("cannot run `{}`: {e}", self.path.display()),
+        })?;
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let shown = if what == "show" { "" } else { stdout.as_str() };
+            let _ = writeln!(
+                file,
+                "$ {} {}\n{shown}{stderr}",
+                self.path.display(),
+                args.join(" ")
+            );
+        }
+        if output.status.success() {
+            return Ok(stdout);
+        }
+        let text = format!("{stdout}{stderr}");
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        Err(Failed {
+            what,
+            tail: lines[lines.len().saturating_sub(12)..].join("\n"),
+        })
+    }
+}
+
+/// `-var NAME=VALUE` arguments, then the customer's inputs file.
+pub fn input_args(session: &Session, inputs: &Path) -> Vec<String> {
+    let mut args = vec![format!("-var-file={}", inputs.display())];
+    for (name, value) in &session.vars {
+        args.push("-var".into());
+        args.push(format!("{name}={value}"));
+    }
+    args
+}
+
+/// Writes `files` (repository-relative path, bytes, executable) under `dir`, and the
+/// backend override into `entrypoint`.
+pub fn write_tree(
+    dir: &Path,
+    files: &[(String, Vec<u8>, bool)],
+    entrypoint: &str,
+) -> std::io::Result<PathBuf> {
+    for (path, bytes, executable) in files {
+        let target = dir.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&target, bytes)?;
+        #[cfg(unix)]
+        if *executable {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
+        }
+        #[cfg(not(unix))]
+        let _ = executable;
+    }
+    let work = dir.join(entrypoint);
+    std::fs::create_dir_all(&work)?;
+    std::fs::write(
+        work.join(BACKEND_OVERRIDE),
+        "# Written by the stackpack witness: this customer's scratch state, nowhere else.\nterraform {\n  backend \"local\" {}\n}\n",
+    )?;
+    Ok(work)
+}
