@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::customer_error_rules as rules_of;
 use common::TestRepo;
 
 const POOL: &str = "\n[customers]\ncidr-pool = \"10.0.0.0/8\"\ncidr-prefix = 16\n";
@@ -18,19 +19,6 @@ fn with_pool() -> TestRepo {
 
 fn read(repo: &TestRepo, path: &str) -> String {
     std::fs::read_to_string(repo.dir.join(path)).unwrap()
-}
-
-/// The rules of every finding about `customer`.
-fn rules_of(json: &serde_json::Value, customer: &str) -> Vec<String> {
-    json["customers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["customer"] == customer)
-        .flat_map(|c| c["findings"].as_array().unwrap().clone())
-        .filter(|f| f["severity"] == "error")
-        .map(|f| f["rule"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// `a.b.c.d/n` as the first and last address it holds.

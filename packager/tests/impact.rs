@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::customer_error_rules as rules_of;
 use common::servers::Distribution;
 use common::TestRepo;
 use stackpack_bundle::remote::{Credentials, Remote};
@@ -65,19 +66,6 @@ fn customers(json: &serde_json::Value) -> Vec<(String, bool)> {
                 c["breaks"].as_bool().unwrap(),
             )
         })
-        .collect()
-}
-
-/// The rules of a customer's error-level findings.
-fn rules_of(json: &serde_json::Value, customer: &str) -> Vec<String> {
-    json["customers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["customer"] == customer)
-        .flat_map(|c| c["findings"].as_array().unwrap().clone())
-        .filter(|f| f["severity"] == "error")
-        .map(|f| f["rule"].as_str().unwrap().to_string())
         .collect()
 }
 
