@@ -784,3 +784,17 @@ fn a_sensitive_input_that_only_reaches_the_provider_could_be_ephemeral_on_an_eng
     );
     assert!(lints_of(&repo).is_empty());
 }
+
+#[test]
+fn a_path_that_names_no_stack_or_module_is_an_error_not_nothing_changed() {
+    let repo = TestRepo::new();
+    let run = repo.run(&["check", "--path", "stacks/nope"]).code(2);
+    assert!(
+        run.stderr
+            .contains("`stacks/nope` is neither a stack nor a module of this repository"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("stacks/data-plane"), "{}", run.stderr);
+    assert!(!run.stdout.contains("no stack or module changed"));
+}
