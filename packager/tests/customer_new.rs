@@ -121,33 +121,38 @@ fn the_scaffold_is_refused_by_check_until_its_placeholders_are_filled() {
     assert!(rules_of(&json, "hooli").is_empty(), "{json}");
 }
 
+/// Runs `stackpack customer new ARGS…`, expecting exit `code`, each of `said` in its
+/// errors, and no folder `customers/<id>` left behind.
+fn refused(repo: &TestRepo, args: &[&str], code: i32, said: &[&str], id: &str) {
+    let mut all = vec!["customer", "new"];
+    all.extend_from_slice(args);
+    let run = repo.run(&all).code(code);
+    for text in said {
+        assert!(run.stderr.contains(text), "{text}\nnot in:\n{}", run.stderr);
+    }
+    assert!(!repo.dir.join("customers").join(id).exists());
+}
+
 #[test]
 fn a_bad_id_an_unknown_stack_and_an_existing_customer_are_refused_and_nothing_is_written() {
     let repo = with_pool();
-    let bad = repo
-        .run(&["customer", "new", "Hooli_1", "--stack", "data-plane"])
-        .code(2);
-    assert!(
-        bad.stderr.contains("`Hooli_1` is not a valid customer id"),
-        "{}",
-        bad.stderr
+    refused(
+        &repo,
+        &["Hooli_1", "--stack", "data-plane"],
+        2,
+        &[
+            "`Hooli_1` is not a valid customer id",
+            "lowercase letters, digits and `-`",
+        ],
+        "Hooli_1",
     );
-    assert!(
-        bad.stderr.contains("lowercase letters, digits and `-`"),
-        "{}",
-        bad.stderr
+    refused(
+        &repo,
+        &["hooli", "--stack", "nope"],
+        2,
+        &["there is no stack named `nope`"],
+        "hooli",
     );
-    assert!(!repo.dir.join("customers/Hooli_1").exists());
-
-    let unknown = repo
-        .run(&["customer", "new", "hooli", "--stack", "nope"])
-        .code(2);
-    assert!(
-        unknown.stderr.contains("there is no stack named `nope`"),
-        "{}",
-        unknown.stderr
-    );
-    assert!(!repo.dir.join("customers/hooli").exists());
 
     let before = read(&repo, "customers/globex/data-plane.tfvars");
     let existing = repo
@@ -174,37 +179,20 @@ fn a_bad_id_an_unknown_stack_and_an_existing_customer_are_refused_and_nothing_is
 #[test]
 fn auto_ranges_need_a_pool() {
     let repo = TestRepo::new();
-    let run = repo
-        .run(&[
-            "customer",
-            "new",
-            "hooli",
-            "--stack",
-            "data-plane",
-            "--cidr",
-            "auto",
-        ])
-        .code(2);
-    assert!(
-        run.stderr.contains("`--cidr auto` needs a pool"),
-        "{}",
-        run.stderr
+    refused(
+        &repo,
+        &["hooli", "--stack", "data-plane", "--cidr", "auto"],
+        2,
+        &["`--cidr auto` needs a pool", "cidr-pool = \"10.0.0.0/8\""],
+        "hooli",
     );
-    assert!(
-        run.stderr.contains("cidr-pool = \"10.0.0.0/8\""),
-        "{}",
-        run.stderr
-    );
-    assert!(!repo.dir.join("customers/hooli").exists());
 }
 
 #[test]
 fn a_range_typed_for_a_new_customer_is_refused_when_it_overlaps_one_sharing_its_control_plane() {
     let repo = with_pool();
     let args = |region: &'static str| {
-        vec![
-            "customer",
-            "new",
+        [
             "hooli",
             "--stack",
             "data-plane",
@@ -214,17 +202,17 @@ fn a_range_typed_for_a_new_customer_is_refused_when_it_overlaps_one_sharing_its_
             region,
         ]
     };
-    let refused = repo.run(&args("us-east-1")).code(1);
-    assert!(
-        refused
-            .stderr
-            .contains("`10.40.128.0/20` overlaps the range of customer `globex` (`10.40.0.0/16`)"),
-        "{}",
-        refused.stderr
+    refused(
+        &repo,
+        &args("us-east-1"),
+        1,
+        &["`10.40.128.0/20` overlaps the range of customer `globex` (`10.40.0.0/16`)"],
+        "hooli",
     );
-    assert!(!repo.dir.join("customers/hooli").exists());
     // `globex` reports to `us-east-1`: in `eu-west-1` the range is free.
-    repo.run(&args("eu-west-1")).ok();
+    let mut free = vec!["customer", "new"];
+    free.extend_from_slice(&args("eu-west-1"));
+    repo.run(&free).ok();
 }
 
 #[test]
