@@ -8,12 +8,11 @@ mod common;
 use common::customer_error_rules as rules_of;
 use common::TestRepo;
 
-const POOL: &str = "\n[customers]\ncidr-pool = \"10.0.0.0/8\"\ncidr-prefix = 16\n";
-
+/// The example repository, whose `stackpack.toml` has a pool of customer ranges.
 fn with_pool() -> TestRepo {
     let repo = TestRepo::new();
-    repo.append("stackpack.toml", POOL);
-    repo.commit("a pool of customer ranges");
+    let config = read(&repo, "stackpack.toml");
+    assert!(config.contains("cidr-pool = \"10.0.0.0/8\""), "{config}");
     repo
 }
 
@@ -179,6 +178,9 @@ fn a_bad_id_an_unknown_stack_and_an_existing_customer_are_refused_and_nothing_is
 #[test]
 fn auto_ranges_need_a_pool() {
     let repo = TestRepo::new();
+    let config = read(&repo, "stackpack.toml");
+    let at = config.find("\n[customers]").unwrap();
+    repo.write("stackpack.toml", &config[..at]);
     refused(
         &repo,
         &["hooli", "--stack", "data-plane", "--cidr", "auto"],
