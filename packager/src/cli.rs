@@ -43,6 +43,48 @@ pub enum Command {
     Export(ExportArgs),
     /// Check the interface contract of changed stacks and modules, and lint the repository.
     Check(crate::commands::check::CheckArgs),
+    /// Customers: start one's inputs file for a stack.
+    #[command(subcommand)]
+    Customer(CustomerCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CustomerCommand {
+    /// Write `customers/ID/STACK.tfvars` from the stack's interface: descriptions above
+    /// each input, required inputs as `<fill in: …>` placeholders that `check` refuses
+    /// until filled, defaults as comments.
+    New(CustomerNewArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 written; 1 refused (the customer already has inputs for the stack, a range overlaps another customer's, the pool is full); 2 the command was wrong (bad id, unknown stack, no `[customers] cidr-pool` for `--cidr auto`)."
+)]
+pub struct CustomerNewArgs {
+    /// The customer's id: 2 to 31 lowercase letters, digits and `-`, starting with a letter.
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// The stack the inputs are for.
+    #[arg(long, value_name = "STACK")]
+    pub stack: String,
+    /// The customer's region (fills `[customers] region-input`, default `region`).
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// The control-plane region the customer reports to (fills `[customers]
+    /// control-plane-region-input`); ranges are allocated apart from every customer
+    /// reporting there, or from every customer when not given.
+    #[arg(long, value_name = "REGION")]
+    pub control_plane_region: Option<String>,
+    /// The customer's network range: `auto` takes the first free one from `[customers]
+    /// cidr-pool`; a range given is refused when it overlaps another customer's.
+    #[arg(long, value_name = "auto|CIDR")]
+    pub cidr: Option<String>,
+    /// The vendor repository (the folder holding `stackpack.toml`).
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub repo: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Where a registry is and how to reach it.

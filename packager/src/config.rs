@@ -36,6 +36,9 @@ pub struct RepoConfig {
     pub providers: ProviderSettings,
     /// `[witness]`: the account the outcome witness applies and plans in.
     pub witness: Option<WitnessSettings>,
+    /// Which inputs name a customer and its network, and the pool new ranges come from.
+    #[serde(default)]
+    pub customers: CustomerSettings,
 }
 
 /// Names the witness's emulator endpoint, overriding `[witness] endpoint`: CI starts
@@ -81,6 +84,65 @@ fn default_endpoint_input() -> String {
 
 fn default_account_input() -> String {
     "account_id".to_string()
+}
+
+/// `[customers]`: what `stackpack customer new` fills in, and what `check` compares
+/// across customers. Input names default to the ones the example stacks use; an input
+/// a stack does not declare is simply not filled or compared.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct CustomerSettings {
+    /// Where `--cidr auto` takes ranges from (`10.0.0.0/8`).
+    pub cidr_pool: Option<ipnet::Ipv4Net>,
+    /// The size of each allocated range, as a prefix length (`16` for a `/16`).
+    #[serde(default = "default_cidr_prefix")]
+    pub cidr_prefix: u8,
+    /// The input holding a customer's network range.
+    #[serde(default = "default_cidr_input")]
+    pub cidr_input: String,
+    /// The input naming the control-plane region a customer reports to: customers
+    /// sharing one must not share addresses.
+    #[serde(default = "default_control_plane_region_input")]
+    pub control_plane_region_input: String,
+    /// The input `--region` fills.
+    #[serde(default = "default_region_input")]
+    pub region_input: String,
+    /// The input filled with the customer's id.
+    #[serde(default = "default_id_input")]
+    pub id_input: String,
+}
+
+impl Default for CustomerSettings {
+    fn default() -> Self {
+        CustomerSettings {
+            cidr_pool: None,
+            cidr_prefix: default_cidr_prefix(),
+            cidr_input: default_cidr_input(),
+            control_plane_region_input: default_control_plane_region_input(),
+            region_input: default_region_input(),
+            id_input: default_id_input(),
+        }
+    }
+}
+
+fn default_cidr_prefix() -> u8 {
+    16
+}
+
+fn default_cidr_input() -> String {
+    "vpc_cidr".to_string()
+}
+
+fn default_control_plane_region_input() -> String {
+    "control_plane_region".to_string()
+}
+
+fn default_region_input() -> String {
+    "region".to_string()
+}
+
+fn default_id_input() -> String {
+    "customer_id".to_string()
 }
 
 /// Names a provider mirror that overrides `[providers] mirror`.

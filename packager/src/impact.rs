@@ -3,20 +3,27 @@
 //! published. A customer's inputs file is the stack's public API in use, so a finding
 //! at error level means this release would break that customer.
 //!
-//! Checked: required inputs missing, unknown inputs (with a did-you-mean, renamed
-//! inputs first), values of the wrong type, `validation` conditions (evaluated with the
-//! interface reader's evaluator; one it cannot evaluate statically is a warning, never
-//! a guess), a deprecated alias and its new name both set, and deprecated aliases still
-//! in use (a warning naming the release in which they stop working).
+//! Checked: required inputs missing, placeholders `stackpack customer new` wrote and
+//! nobody filled, unknown inputs (with a did-you-mean, renamed inputs first), values of
+//! the wrong type, `validation` conditions (evaluated with the interface reader's
+//! evaluator; one it cannot evaluate statically is reported as not evaluated, naming
+//! the function it gave up on, never a guess), a deprecated alias and its new name both
+//! set, deprecated aliases still in use (a warning naming the release in which they stop
+//! working), and network ranges that overlap another customer's reporting to the same
+//! control-plane region (`[customers]` in `stackpack.toml`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use hcl_edit::expr::Expression;
 use serde::Serialize;
+use stackpack_interface::eval::Evaluator;
 use stackpack_interface::tfvars::{self, InputValue, Verdict};
 use stackpack_interface::{types, ModuleInterface, Variable};
 
 use crate::check::{Finding, Severity};
+use crate::config::CustomerSettings;
+use crate::customers::{self, CustomerRange};
 
 /// A stack whose customers are checked.
 #[derive(Clone, Debug)]
@@ -35,10 +42,16 @@ pub struct StackTarget {
 pub struct CustomerReport {
     pub customer: String,
     pub stack: String,
+    /// The stack's folder; empty for inputs named after no stack.
+    #[serde(skip)]
+    pub stack_path: String,
     /// Repository-relative path of the inputs file.
     pub file: String,
     /// True when this release would break the customer: an error-level finding.
     pub breaks: bool,
+    /// How many of the customer's `validation` rules were not evaluated here (the
+    /// engine checks them at plan time): "ok" is then only as sure as the rest.
+    pub not_evaluated: usize,
     pub findings: Vec<Finding>,
 }
 
@@ -48,7 +61,31 @@ impl CustomerReport {
             .iter()
             .filter(|f| f.severity == Severity::Error)
     }
+
+    fn new(target: &StackTarget, customer: &str, file: &str, findings: Vec<Finding>) -> Self {
+        CustomerReport {
+            customer: customer.to_string(),
+            stack: target.name.clone(),
+            stack_path: target.path.clone(),
+            file: file.to_string(),
+            breaks: findings.iter().any(|f| f.severity == Severity::Error),
+            not_evaluated: findings.iter().filter(|f| f.rule == NOT_EVALUATED).count(),
+            findings,
+        }
+    }
+
+    /// `breaks`, `ok`, or `ok, N not evaluated`.
+    pub fn result(&self) -> String {
+        match (self.breaks, self.not_evaluated) {
+            (true, _) => "breaks".to_string(),
+            (false, 0) => "ok".to_string(),
+            (false, n) => format!("ok, {n} not evaluated"),
+        }
+    }
 }
+
+/// The rule of a validation the evaluator gave up on.
+pub const NOT_EVALUATED: &str = "validation-not-evaluated";
 
 /// The inputs files of `stack`: `customers/<id>/<stack>.tfvars` and `.tfvars.json`,
 /// by customer id, as `(customer, repository-relative path)`.
@@ -74,10 +111,12 @@ pub fn customer_files(root: &Path, stack: &str) -> Vec<(String, String)> {
 }
 
 /// Checks every customer of every stack in `targets` against the stack's interface
-/// as it is in the work tree (what a build would publish).
+/// as it is in the work tree (what a build would publish), and the customers' network
+/// ranges against each other.
 pub fn check_customers(
     root: &Path,
     targets: &[StackTarget],
+    settings: &CustomerSettings,
     interface: &mut dyn FnMut(&str) -> Option<std::sync::Arc<ModuleInterface>>,
 ) -> Vec<CustomerReport> {
     let mut reports = Vec::new();
@@ -87,13 +126,138 @@ pub fn check_customers(
             continue;
         }
         let Some(module) = interface(&target.path) else {
+            // Never a silent pass: say that these customers were not checked.
+            for (customer, file) in files {
+                let message = format!(
+                    "not evaluated: the interface of stack `{}` (`{}`) could not be read; run `stackpack check` for why",
+                    target.name, target.path
+                );
+                let f = finding(
+                    "interface-unreadable",
+                    &target.name,
+                    &file,
+                    0,
+                    Severity::Warning,
+                    message,
+                );
+                reports.push(CustomerReport::new(target, &customer, &file, vec![f]));
+            }
             continue;
         };
+        let mut ranges = Vec::new();
+        let first = reports.len();
         for (customer, file) in files {
-            reports.push(check_file(root, target, &module, &customer, &file));
+            let mut findings = match read_values(&root.join(&file), &file) {
+                Ok(values) => {
+                    let (range, invalid) = customer_range(settings, &customer, &file, &values);
+                    ranges.extend(range);
+                    let mut findings = check_values(target, &module, &file, &values);
+                    findings.extend(invalid);
+                    findings
+                }
+                Err(f) => vec![f],
+            };
+            findings.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
+            reports.push(CustomerReport::new(target, &customer, &file, findings));
         }
+        overlaps(settings, &ranges, &mut reports[first..]);
     }
     reports
+}
+
+/// The network ranges the customers of `stack` hold today (files that cannot be read,
+/// and ranges that are not ranges, are left to `check` to report).
+pub fn customer_ranges(
+    root: &Path,
+    stack: &str,
+    settings: &CustomerSettings,
+) -> Vec<CustomerRange> {
+    customer_files(root, stack)
+        .into_iter()
+        .filter_map(|(customer, file)| {
+            let values = read_values(&root.join(&file), &file).ok()?;
+            customer_range(settings, &customer, &file, &values).0
+        })
+        .collect()
+}
+
+/// A customer's network range and control-plane region from their values, or the
+/// finding for a range that is not one.
+fn customer_range(
+    settings: &CustomerSettings,
+    customer: &str,
+    file: &str,
+    values: &[InputValue],
+) -> (Option<CustomerRange>, Option<Finding>) {
+    let get = |name: &str| values.iter().find(|v| v.name == name);
+    let Some(cidr) = get(&settings.cidr_input).filter(|v| !customers::is_placeholder(&v.value))
+    else {
+        return (None, None);
+    };
+    let Some(text) = cidr.value.as_str() else {
+        return (None, None);
+    };
+    let range = match text.parse::<ipnet::Ipv4Net>() {
+        Ok(range) => range.trunc(),
+        Err(_) => {
+            let message = format!(
+                "input `{}` is `{text}`, which is not an IPv4 range such as `10.40.0.0/16`",
+                settings.cidr_input
+            );
+            let f = finding(
+                "cidr-invalid",
+                &settings.cidr_input,
+                file,
+                cidr.line,
+                Severity::Error,
+                message,
+            );
+            return (None, Some(f));
+        }
+    };
+    let control_plane_region = get(&settings.control_plane_region_input)
+        .filter(|v| !customers::is_placeholder(&v.value))
+        .and_then(|v| v.value.as_str().map(str::to_string));
+    let range = CustomerRange {
+        customer: customer.to_string(),
+        file: file.to_string(),
+        line: cidr.line,
+        range,
+        control_plane_region,
+    };
+    (Some(range), None)
+}
+
+/// One error on each side of every pair of customers whose ranges overlap while they
+/// report to the same control-plane region.
+fn overlaps(settings: &CustomerSettings, ranges: &[CustomerRange], reports: &mut [CustomerReport]) {
+    let input = &settings.cidr_input;
+    for (a, b) in customers::overlapping_pairs(ranges) {
+        let region = a
+            .control_plane_region
+            .as_deref()
+            .or(b.control_plane_region.as_deref())
+            .map_or("an unknown control-plane region".to_string(), |r| {
+                format!("control-plane region `{r}`")
+            });
+        for (this, other) in [(a, b), (b, a)] {
+            let message = format!(
+                "`{input}` `{}` of customer `{}` overlaps `{}` of customer `{}` (`{}:{}`); both report to {region}",
+                this.range, this.customer, other.range, other.customer, other.file, other.line
+            );
+            if let Some(report) = reports.iter_mut().find(|r| r.file == this.file) {
+                report.findings.push(finding(
+                    "cidr-overlap",
+                    input,
+                    &this.file,
+                    this.line,
+                    Severity::Error,
+                    message,
+                ));
+                report.breaks = true;
+            }
+        }
+    }
 }
 
 fn finding(
@@ -145,45 +309,24 @@ pub fn stray_files(root: &Path, stacks: &[String]) -> Vec<CustomerReport> {
                 "no stack `{stack}` in this repository, so nothing checks these inputs (stacks: {})",
                 stacks.join(", ")
             );
-            out.push(CustomerReport {
-                customer: id.clone(),
-                stack: stack.to_string(),
-                file: rel.clone(),
-                breaks: false,
-                findings: vec![finding(
-                    "inputs-for-no-stack",
-                    stack,
-                    &rel,
-                    0,
-                    Severity::Warning,
-                    message,
-                )],
-            });
+            let f = finding(
+                "inputs-for-no-stack",
+                stack,
+                &rel,
+                0,
+                Severity::Warning,
+                message,
+            );
+            let target = StackTarget {
+                name: stack.to_string(),
+                path: String::new(),
+                aliases_end: None,
+            };
+            out.push(CustomerReport::new(&target, &id, &rel, vec![f]));
         }
     }
     out.sort_by(|a, b| a.file.cmp(&b.file));
     out
-}
-
-/// Checks one customer's inputs file.
-pub fn check_file(
-    root: &Path,
-    target: &StackTarget,
-    module: &ModuleInterface,
-    customer: &str,
-    file: &str,
-) -> CustomerReport {
-    let findings = match read_values(&root.join(file), file) {
-        Ok(values) => check_values(target, module, file, &values),
-        Err(f) => vec![f],
-    };
-    CustomerReport {
-        customer: customer.to_string(),
-        stack: target.name.clone(),
-        file: file.to_string(),
-        breaks: findings.iter().any(|f| f.severity == Severity::Error),
-        findings,
-    }
 }
 
 fn read_values(path: &Path, file: &str) -> Result<Vec<InputValue>, Finding> {
@@ -215,6 +358,25 @@ fn check_values(
     values: &[InputValue],
 ) -> Vec<Finding> {
     let mut out = Vec::new();
+    let (placeholders, values): (Vec<&InputValue>, Vec<&InputValue>) = values
+        .iter()
+        .partition(|v| customers::is_placeholder(&v.value));
+    for value in &placeholders {
+        out.push(finding(
+            "placeholder-not-filled",
+            &value.name,
+            file,
+            value.line,
+            Severity::Error,
+            format!(
+                "input `{}` is still the placeholder `{}`: set this customer's value",
+                value.name,
+                value.value.as_str().unwrap_or_default()
+            ),
+        ));
+    }
+    let values: Vec<InputValue> = values.into_iter().cloned().collect();
+    let values = values.as_slice();
     let set: BTreeMap<&str, &InputValue> = values.iter().map(|v| (v.name.as_str(), v)).collect();
     for value in values {
         match module.variable(&value.name) {
@@ -223,7 +385,8 @@ fn check_values(
         }
     }
     for variable in module.variables.iter().filter(|v| v.is_required()) {
-        if !set.contains_key(variable.name.as_str()) {
+        let name = variable.name.as_str();
+        if !set.contains_key(name) && !placeholders.iter().any(|p| p.name == name) {
             out.push(finding(
                 "missing-input",
                 &variable.name,
@@ -238,7 +401,6 @@ fn check_values(
         }
     }
     validations(module, file, values, &set, &mut out);
-    out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
     out
 }
 
@@ -354,18 +516,83 @@ fn validations(
             let name = &variable.name;
             match tfvars::validation_verdict(module, validation, &inputs) {
                 Verdict::Holds => {}
-                Verdict::Fails => out.push(finding("validation-failed", name, file, line, Severity::Error,
-                    format!("input `{name}` fails its validation `{}`: {}", validation.condition,
-                        validation.error_message.as_deref().unwrap_or("(no error message)")))),
-                Verdict::Unknown => out.push(finding("validation-not-evaluated", name, file, line, Severity::Warning,
-                    format!("the validation `{}` of input `{name}` cannot be evaluated before a plan; the engine checks it", validation.condition))),
+                Verdict::Fails => out.push(finding(
+                    "validation-failed",
+                    name,
+                    file,
+                    line,
+                    Severity::Error,
+                    format!(
+                        "input `{name}` fails its validation `{}`: {}",
+                        validation.condition,
+                        validation
+                            .error_message
+                            .as_deref()
+                            .unwrap_or("(no error message)")
+                    ),
+                )),
+                Verdict::Unknown => {
+                    let why = match gave_up_on(module, &validation.condition, &inputs) {
+                        Some(call) => format!("stackpack cannot evaluate `{call}(…)`"),
+                        None => "it needs what only a plan knows".to_string(),
+                    };
+                    out.push(finding(NOT_EVALUATED, name, file, line, Severity::Warning,
+                        format!("not evaluated: the validation `{}` of input `{name}`: {why}; the engine checks it at plan time", validation.condition)));
+                }
             }
         }
     }
 }
 
+/// The innermost function call of `condition` whose arguments are known but whose
+/// result the evaluator could not give: what it gave up on, for the person reading.
+fn gave_up_on(
+    module: &ModuleInterface,
+    condition: &str,
+    inputs: &BTreeMap<String, serde_json::Value>,
+) -> Option<String> {
+    let expr = hcl_edit::parser::parse_expr(condition).ok()?;
+    let mut evaluator = Evaluator::new(inputs, &module.locals);
+    innermost_unknown_call(&expr, &mut evaluator)
+}
+
+fn innermost_unknown_call(expr: &Expression, evaluator: &mut Evaluator) -> Option<String> {
+    let children: Vec<&Expression> = match expr {
+        Expression::FuncCall(call) => call.args.iter().collect(),
+        Expression::Parenthesis(p) => vec![p.inner()],
+        Expression::Array(items) => items.iter().collect(),
+        Expression::Object(obj) => obj.iter().map(|(_, v)| v.expr()).collect(),
+        Expression::UnaryOp(op) => vec![&op.expr],
+        Expression::BinaryOp(op) => vec![&op.lhs_expr, &op.rhs_expr],
+        Expression::Conditional(c) => vec![&c.cond_expr, &c.true_expr, &c.false_expr],
+        Expression::Traversal(t) => vec![&t.expr],
+        _ => Vec::new(),
+    };
+    if let Some(found) = children
+        .iter()
+        .find_map(|c| innermost_unknown_call(c, evaluator))
+    {
+        return Some(found);
+    }
+    let Expression::FuncCall(call) = expr else {
+        return None;
+    };
+    let args_known = call.args.iter().all(|a| evaluator.eval(a).is_some());
+    let name = call.name.name.as_str();
+    // `can` and `try` turn an argument's error into a value; an unknown one is not theirs.
+    let wrapper = call.name.namespace.is_empty() && matches!(name, "can" | "try");
+    (args_known && !wrapper && evaluator.eval(expr).is_none()).then(|| {
+        let namespace: Vec<&str> = call.name.namespace.iter().map(|n| n.as_str()).collect();
+        if namespace.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}::{name}", namespace.join("::"))
+        }
+    })
+}
+
 /// Does `condition` read `var.<name>` (not a longer name that starts the same)?
-fn references(condition: &str, name: &str) -> bool {
+pub(crate) fn references(condition: &str, name: &str) -> bool {
     let needle = format!("var.{name}");
     condition.match_indices(&needle).any(|(at, _)| {
         let next = condition[at + needle.len()..].chars().next();
@@ -433,7 +660,7 @@ pub fn human(reports: &[CustomerReport]) -> String {
     for r in reports {
         let errors = r.errors().count();
         let warnings = r.findings.len() - errors;
-        let result = if r.breaks { "breaks" } else { "ok" };
+        let result = r.result();
         let first = r.errors().next().or(r.findings.first());
         let summary = match first {
             None => "-".to_string(),
@@ -451,14 +678,17 @@ pub fn human(reports: &[CustomerReport]) -> String {
                 )
             }
         };
-        rows.push(vec![
-            r.customer.clone(),
-            r.stack.clone(),
-            result.into(),
-            summary,
-        ]);
+        rows.push(vec![r.customer.clone(), r.stack.clone(), result, summary]);
     }
     let mut out = crate::check::render::table(&rows);
+    let not_evaluated: usize = reports.iter().map(|r| r.not_evaluated).sum();
+    if not_evaluated > 0 {
+        out.push_str(&format!(
+            "\nnot evaluated: {not_evaluated} validation rule{} of customers' inputs (the engine checks {} at plan time; see below)\n",
+            if not_evaluated == 1 { "" } else { "s" },
+            if not_evaluated == 1 { "it" } else { "them" },
+        ));
+    }
     let findings: Vec<Finding> = reports.iter().flat_map(|r| r.findings.clone()).collect();
     if !findings.is_empty() {
         out.push_str("\ncustomer findings:\n");

@@ -18,12 +18,15 @@
 //! - [`interface`] reads a module's public interface from its `.tf` files, and
 //!   [`check`] compares two releases' interfaces under the interface rules (the
 //!   required version bump) and runs the repository lints.
+//! - [`impact`] checks every customer's inputs against the interface a build would
+//!   publish, and [`customers`] writes a new customer's inputs and network range.
 //!
 //! The binary's `commands/` are thin wrappers over these.
 
 pub mod build;
 pub mod check;
 pub mod config;
+pub mod customers;
 pub mod discover;
 pub mod error;
 pub mod git;

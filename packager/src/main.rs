@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         cli::Command::Publish(args) => commands::publish::run(args, &cli.global),
         cli::Command::Export(args) => commands::export::run(args, &cli.global),
         cli::Command::Check(args) => commands::check::run(args).map(|code| code as u8),
+        cli::Command::Customer(cli::CustomerCommand::New(args)) => commands::customer::new(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -131,7 +131,8 @@ pub fn plan(
             continue;
         }
         let dirty_files = repo.git.dirty_files(&stack.packed_paths())?;
-        if !dirty_files.is_empty() {
+        let stack_dirty = !dirty_files.is_empty();
+        if stack_dirty {
             if !options.allow_dirty {
                 let shown: Vec<String> = dirty_files
                     .iter()
@@ -201,8 +202,20 @@ pub fn plan(
             }
         }
         let bump = options.bump.map_or(required_bump, |b| b.max(required_bump));
+        // Uncommitted changes never get a plain version: a `-dirty` prerelease says
+        // that the bundle matches no commit.
+        let stack_channel = if stack_dirty {
+            dirty_channel(&channel)
+        } else {
+            channel.clone()
+        };
         let next = changed.then(|| {
-            version::next_version(&existing, bump, &stack.config.initial_version(), &channel)
+            version::next_version(
+                &existing,
+                bump,
+                &stack.config.initial_version(),
+                &stack_channel,
+            )
         });
         stacks.push(StackPlan {
             stack: stack.clone(),
@@ -228,6 +241,16 @@ pub fn plan(
         dirty,
         stacks,
     })
+}
+
+/// The prerelease line of a build with uncommitted changes: `X.Y.Z-dirty.<n>` on the
+/// main branch, `X.Y.Z-<slug>-dirty.<n>` on another.
+fn dirty_channel(channel: &Channel) -> Channel {
+    let slug = match channel {
+        Channel::Stable => "dirty".to_string(),
+        Channel::Prerelease { slug } => format!("{slug}-dirty"),
+    };
+    Channel::Prerelease { slug }
 }
 
 /// The latest version on the channel's line: the branch's prereleases (any base),

@@ -142,14 +142,17 @@ fn allow_dirty_packs_uncommitted_changes_with_a_warning_and_a_dirty_revision() {
     assert!(run.stderr.contains("uncommitted"), "{}", run.stderr);
     let report = run.json();
     assert!(report["stacks"][0]["built"] == true);
+    // Never a plain stable version for uncommitted changes, even on main.
+    assert_eq!(report["stacks"][0]["version"], "0.1.0-dirty.1");
     let inspect = repo
         .run(&[
             "inspect",
-            &format!("{}:control-plane@0.1.0", repo.layout().display()),
+            &format!("{}:control-plane@0.1.0-dirty.1", repo.layout().display()),
             "--json",
         ])
         .ok()
         .json();
+    assert_eq!(inspect["config"]["version"], "0.1.0-dirty.1");
     assert!(inspect["config"]["source"]["commit"]
         .as_str()
         .unwrap()

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::customer_error_rules as rules_of;
 use common::servers::Distribution;
 use common::TestRepo;
 use stackpack_bundle::remote::{Credentials, Remote};
@@ -68,19 +69,6 @@ fn customers(json: &serde_json::Value) -> Vec<(String, bool)> {
         .collect()
 }
 
-/// The rules of a customer's error-level findings.
-fn rules_of(json: &serde_json::Value, customer: &str) -> Vec<String> {
-    json["customers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["customer"] == customer)
-        .flat_map(|c| c["findings"].as_array().unwrap().clone())
-        .filter(|f| f["severity"] == "error")
-        .map(|f| f["rule"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn the_example_customers_fit_the_interface_today() {
     let repo = TestRepo::new();
@@ -100,8 +88,9 @@ fn the_example_customers_fit_the_interface_today() {
         .lines()
         .find(|l| l.starts_with("globex "))
         .unwrap();
+    // `ok`, or `ok, N not evaluated` while the evaluator cannot judge a validation.
     assert!(
-        line.contains("data-plane") && line.contains(" ok "),
+        line.contains("data-plane") && line.contains(" ok"),
         "{line}"
     );
 }
@@ -194,17 +183,83 @@ fn a_validation_rule_a_customer_breaks_is_found_before_publish() {
     assert!(stable_tags(&registry.host(), "data-plane").is_empty());
 }
 
+/// A validation no static evaluator can judge: it reads the plan's own time.
+fn maintenance_freeze(repo: &TestRepo) {
+    repo.append(
+        VARIABLES,
+        "\nvariable \"maintenance_until\" {\n  type        = string\n  default     = null\n  description = \"End of the customer's maintenance freeze (RFC 3339), if any.\"\n\n  validation {\n    condition     = var.maintenance_until == null || timecmp(var.maintenance_until, plantimestamp()) > 0\n    error_message = \"The maintenance freeze must end in the future.\"\n  }\n}\n",
+    );
+    repo.append(
+        "customers/globex/data-plane.tfvars",
+        "maintenance_until = \"2030-01-01T00:00:00Z\"\n",
+    );
+}
+
 #[test]
-fn a_validation_that_cannot_be_evaluated_statically_is_a_warning() {
+fn a_validation_that_cannot_be_evaluated_statically_is_reported_as_not_evaluated() {
     let repo = TestRepo::new();
+    maintenance_freeze(&repo);
     let json = repo.run(&["check", "--json"]).ok().json();
-    let findings = json["customers"][0]["findings"].as_array().unwrap();
-    let customer_id = findings
+    let globex = &json["customers"][0];
+    assert_eq!(globex["customer"], "globex");
+    let finding = globex["findings"]
+        .as_array()
+        .unwrap()
         .iter()
-        .find(|f| f["item"] == "customer_id")
-        .expect("the regex validation of customer_id is reported");
-    assert_eq!(customer_id["rule"], "validation-not-evaluated");
-    assert_eq!(customer_id["severity"], "warning");
+        .find(|f| f["item"] == "maintenance_until")
+        .cloned()
+        .expect("the validation of maintenance_until is reported");
+    assert_eq!(finding["rule"], "validation-not-evaluated");
+    assert_eq!(finding["severity"], "warning");
+    assert_eq!(finding["line"], 8);
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("not evaluated: the validation `var.maintenance_until == null || timecmp(var.maintenance_until, plantimestamp()) > 0` of input `maintenance_until`: stackpack cannot evaluate `plantimestamp(…)`; the engine checks it at plan time"),
+        "{finding}"
+    );
+    assert!(globex["notEvaluated"].as_u64().unwrap() >= 1);
+
+    let human = repo.run(&["check"]).ok().stdout;
+    let line = human.lines().find(|l| l.starts_with("globex ")).unwrap();
+    assert!(
+        line.contains(" ok, ") && line.contains(" not evaluated"),
+        "{line}"
+    );
+    assert!(human.contains("\nnot evaluated: "), "{human}");
+}
+
+#[test]
+fn a_regex_validation_is_either_evaluated_or_said_not_to_be_never_silently_passed() {
+    let repo = TestRepo::new();
+    edit(
+        &repo,
+        "customers/globex/data-plane.tfvars",
+        "\"globex\"",
+        "\"Globex_Inc\"",
+    );
+    let run = repo.run(&["check", "--json"]);
+    let json = run.json();
+    let findings: Vec<serde_json::Value> = json["customers"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["item"] == "customer_id")
+        .cloned()
+        .collect();
+    let evaluated = findings
+        .iter()
+        .any(|f| f["rule"] == "validation-failed" && f["severity"] == "error");
+    let said_not = findings.iter().any(|f| {
+        f["rule"] == "validation-not-evaluated"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .contains("stackpack cannot evaluate `regex(…)`")
+    });
+    assert!(evaluated || said_not, "{findings:?}");
+    assert_eq!(run.code, if evaluated { 1 } else { 0 });
 }
 
 #[test]
@@ -491,7 +546,8 @@ fn fifty_customers_and_a_change_that_breaks_three_names_exactly_those_three() {
         repo.write(
             &format!("customers/c{i:02}/data-plane.tfvars"),
             &format!(
-                "customer_id = \"c{i:02}\"\naccount_id = \"1234567890{i:02}\"\nregion = \"{region}\"\nvpc_cidr = \"10.{i}.0.0/16\"\nkubernetes_version = \"1.30\"\ncontrol_plane_region = \"us-east-1\"\n"
+                "customer_id = \"c{i:02}\"\naccount_id = \"1234567890{i:02}\"\nregion = \"{region}\"\nvpc_cidr = \"10.{}.0.0/16\"\nkubernetes_version = \"1.30\"\ncontrol_plane_region = \"us-east-1\"\n",
+                100 + i
             ),
         );
     }
@@ -530,4 +586,215 @@ fn fifty_customers_and_a_change_that_breaks_three_names_exactly_those_three() {
         .unwrap()
         .iter()
         .any(|s| s["stack"] == "data-plane" && s["version"] == "1.0.0"));
+}
+
+/// Runs `check` with `GITHUB_STEP_SUMMARY` pointing at a file; returns the run and
+/// what it wrote there.
+fn check_in_actions(repo: &TestRepo, args: &[&str]) -> (common::Run, String) {
+    let summary = repo.temp.path().join("step-summary.md");
+    let run = common::Run::from(
+        std::process::Command::new(env!("CARGO_BIN_EXE_stackpack"))
+            .current_dir(&repo.dir)
+            .args(args)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap(),
+    );
+    let text = std::fs::read_to_string(&summary).unwrap_or_default();
+    (run, text)
+}
+
+#[test]
+fn the_pull_request_view_shows_per_stack_the_bump_every_finding_and_every_affected_customer() {
+    let repo = TestRepo::new();
+    repo.build(&["--stack", "data-plane"]);
+    regions_validation(&repo);
+    repo.commit("only two regions");
+    let (run, summary) = check_in_actions(&repo, &["check", "--format", "github"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let data_plane = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("title=stackpack check%3A stacks/data-plane::"))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert_eq!(
+        data_plane,
+        "::error title=stackpack check%3A stacks/data-plane::stack `stacks/data-plane` needs a major release; it breaks 1 customer: `umbrella`"
+    );
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::warning file=stacks/data-plane/variables.tf,line=")),
+        "the interface finding is annotated at its line: {}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::error file=customers/umbrella/data-plane.tfvars,line=3,")),
+        "{}",
+        run.stdout
+    );
+
+    assert!(summary.starts_with("### Stackpack check\n"), "{summary}");
+    assert!(
+        summary.contains("#### ❌ stack `stacks/data-plane` needs a major release; it breaks 1 customer: `umbrella`\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| major | `validation-added` | `stacks/data-plane/variables.tf:"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| `umbrella` | breaks | `customers/umbrella/data-plane.tfvars:3` | input `region` fails its validation"),
+        "{summary}"
+    );
+
+    // Naming exactly who breaks on a major release turns the stack's line into a notice.
+    let (run, summary) = check_in_actions(
+        &repo,
+        &[
+            "check",
+            "--format",
+            "github",
+            "--bump",
+            "major",
+            "--allow-breaking",
+            "umbrella",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.lines().any(|l| l == "::notice title=stackpack check%3A stacks/data-plane::stack `stacks/data-plane` needs a major release; it breaks 1 customer: `umbrella` (allowed)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        summary.contains("#### ✅ stack `stacks/data-plane`"),
+        "{summary}"
+    );
+}
+
+const IGNORE_DESIRED_SIZE: &str =
+    "  lifecycle {\n    ignore_changes = [scaling_config[0].desired_size]\n  }\n";
+
+fn controller_lints(repo: &TestRepo) -> Vec<serde_json::Value> {
+    let json = repo.run(&["check", "--json"]).ok().json();
+    json["lints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "controller-owned-field")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_size_an_autoscaler_owns_is_a_warning_until_ignore_changes_covers_it() {
+    let repo = TestRepo::new();
+    // The example leaves the pools' size to the autoscaler.
+    assert!(controller_lints(&repo).is_empty());
+    edit(
+        &repo,
+        "modules/gpu-pool/node-groups.tf",
+        IGNORE_DESIRED_SIZE,
+        "",
+    );
+    let found = controller_lints(&repo);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let lint = &found[0];
+    assert_eq!(lint["file"], "modules/gpu-pool/node-groups.tf");
+    assert_eq!(lint["line"], 55);
+    assert_eq!(lint["severity"], "warning");
+    assert!(
+        lint["message"].as_str().unwrap().contains(
+            "`aws_eks_node_group.pool` sets `scaling_config.desired_size`, which the cluster autoscaler changes outside Terraform: drift you will fight every plan; add `lifecycle { ignore_changes = [scaling_config[0].desired_size] }`"
+        ),
+        "{lint}"
+    );
+    // A warning: build lets it through, saying where.
+    repo.commit("no ignore_changes");
+    let build = repo
+        .run(&[
+            "build",
+            "--stack",
+            "data-plane",
+            "--key",
+            repo.key.to_str().unwrap(),
+        ])
+        .ok();
+    assert!(
+        build
+            .stderr
+            .contains("`modules/gpu-pool/node-groups.tf:55`: `aws_eks_node_group.pool` sets"),
+        "{}",
+        build.stderr
+    );
+}
+
+#[test]
+fn a_sensitive_input_that_only_reaches_the_provider_could_be_ephemeral_on_an_engine_that_has_it() {
+    let repo = TestRepo::new();
+    repo.append(
+        VARIABLES,
+        "\nvariable \"session_token\" {\n  type        = string\n  default     = null\n  sensitive   = true\n  description = \"A session token for the provider.\"\n}\n",
+    );
+    edit(
+        &repo,
+        "stacks/data-plane/provider.tf",
+        "  region = var.region\n",
+        "  region = var.region\n  token  = var.session_token\n",
+    );
+    let lints_of = |repo: &TestRepo| -> Vec<serde_json::Value> {
+        let json = repo.run(&["check", "--json"]).ok().json();
+        json["lints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rule"] == "sensitive-input-not-ephemeral")
+            .cloned()
+            .collect()
+    };
+    // `>= 1.5.0` allows engines without ephemeral inputs.
+    assert!(lints_of(&repo).is_empty());
+
+    edit(
+        &repo,
+        "stacks/data-plane/main.tf",
+        "\">= 1.5.0\"",
+        "\">= 1.10.0\"",
+    );
+    let found = lints_of(&repo);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["item"], "session_token");
+    assert_eq!(found[0]["file"], VARIABLES);
+    assert_eq!(found[0]["line"], 48);
+    assert_eq!(found[0]["severity"], "warning");
+    assert!(
+        found[0]["message"].as_str().unwrap().contains("`required_version = \">= 1.10.0\"` means Terraform >= 1.10: declare it `ephemeral = true`"),
+        "{}",
+        found[0]
+    );
+
+    // Stored in state through an output, it cannot be ephemeral.
+    repo.append(
+        "stacks/data-plane/outputs.tf",
+        "\noutput \"session_token\" {\n  value     = var.session_token\n  sensitive = true\n}\n",
+    );
+    assert!(lints_of(&repo).is_empty());
+}
+
+#[test]
+fn a_path_that_names_no_stack_or_module_is_an_error_not_nothing_changed() {
+    let repo = TestRepo::new();
+    let run = repo.run(&["check", "--path", "stacks/nope"]).code(2);
+    assert!(
+        run.stderr
+            .contains("`stacks/nope` is neither a stack nor a module of this repository"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("stacks/data-plane"), "{}", run.stderr);
+    assert!(!run.stdout.contains("no stack or module changed"));
 }

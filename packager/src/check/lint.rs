@@ -10,15 +10,30 @@
 //! - `input-type-missing`, `input-description-missing`: every input of a module or
 //!   stack has a type and a description.
 //! - `ignore-without-reason`: `# stackpack:ignore <rule> reason: <why>` must say why.
+//! - `controller-owned-field` (warning): a resource sets a size an autoscaler or a
+//!   controller changes outside Terraform (`desired_size` in `scaling_config`,
+//!   `desired_capacity`, `desired_count`, `replicas`, an autoscaled `node_count`; not
+//!   a fixed size, `min_size` equal to `max_size`) without `lifecycle { ignore_changes = [...] }` covering it: drift you will fight
+//!   every plan.
+//! - `sensitive-input-not-ephemeral` (warning): a sensitive input that only reaches
+//!   provider configuration, ephemeral resources or write-only (`*_wo`) arguments, in a
+//!   stack or module whose `required_version` only allows engines with ephemeral
+//!   inputs (Terraform >= 1.10, OpenTofu >= 1.11), could be `ephemeral = true` and so
+//!   stay out of plans and state.
 //!
 //! An inline ignore applies to its own line and the line after it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use hcl_edit::expr::Expression;
+use hcl_edit::structure::{Block, Body};
+use hcl_edit::Span;
+use stackpack_interface::constraint::{self, Constraint, SetChange};
+use stackpack_interface::{DefaultValue, ModuleInterface, Variable};
+
 use super::diff::join;
 use super::{Cache, CheckError, Finding, RuleConfig, Severity};
-use stackpack_interface::{DefaultValue, Variable};
 
 pub const LINT_RULES: &[&str] = &[
     "no-environment-names",
@@ -27,6 +42,8 @@ pub const LINT_RULES: &[&str] = &[
     "input-type-missing",
     "input-description-missing",
     "ignore-without-reason",
+    "controller-owned-field",
+    "sensitive-input-not-ephemeral",
 ];
 
 /// What the lints need to know about the repository.
@@ -107,6 +124,9 @@ pub fn lint_with(
         {
             environment_names(rel, text, &names, &mut findings);
         }
+        if rel.ends_with(".tf") && !rel.starts_with("customers/") {
+            controller_owned_fields(rel, text, &mut findings);
+        }
     }
     for dir in options.modules.iter().chain(options.stacks.iter()) {
         let path = repo_root.join(dir);
@@ -117,6 +137,12 @@ pub fn lint_with(
         for var in &module.variables {
             input_lints(dir, var, &mut findings);
         }
+        let engine = options
+            .stacks
+            .contains(dir)
+            .then(|| stack_engine(repo_root, dir))
+            .flatten();
+        could_be_ephemeral(dir, &module, engine.as_deref(), &texts, &mut findings);
     }
     let mut kept = options.rules.apply(apply_ignores(&texts, findings));
     kept.sort_by(|a, b| (&a.file, a.line, &a.rule).cmp(&(&b.file, b.line, &b.rule)));
@@ -212,6 +238,286 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
             }
         }
     }
+}
+
+/// Line numbers of byte offsets in one text.
+struct Lines(Vec<usize>);
+
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Lines(starts)
+    }
+
+    fn of(&self, span: Option<std::ops::Range<usize>>) -> usize {
+        span.map_or(0, |s| match self.0.binary_search(&s.start) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        })
+    }
+}
+
+/// Sizes that something outside Terraform owns once the resource exists, by the
+/// block path (without indexes) under which each sits, `None` for anywhere.
+const CONTROLLER_FIELDS: &[(&str, Option<&str>, &str)] = &[
+    (
+        "desired_size",
+        Some("scaling_config"),
+        "the cluster autoscaler",
+    ),
+    (
+        "desired_capacity",
+        None,
+        "the Auto Scaling group's policies",
+    ),
+    ("desired_count", None, "service auto scaling"),
+    ("replicas", None, "a horizontal pod autoscaler"),
+];
+
+/// `controller-owned-field`: sizes set on resources without `ignore_changes` for them.
+fn controller_owned_fields(rel: &str, text: &str, out: &mut Vec<Finding>) {
+    // A file that does not parse is reported by the interface reader, with its line.
+    let Ok(body) = hcl_edit::parser::parse_body(text) else {
+        return;
+    };
+    let lines = Lines::new(text);
+    for block in body.blocks().filter(|b| b.ident.as_str() == "resource") {
+        let address = block
+            .labels
+            .iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join(".");
+        let ignored = ignore_changes(&block.body);
+        let autoscaled = block
+            .body
+            .blocks()
+            .any(|b| b.ident.as_str() == "autoscaling");
+        let mut fields = Vec::new();
+        sized_fields(&block.body, &mut Vec::new(), autoscaled, &mut fields);
+        for (path, line, owner) in fields {
+            let covered = ignored
+                .iter()
+                .any(|i| i.first().is_some_and(|f| f == "all") || path.starts_with(i.as_slice()));
+            if covered {
+                continue;
+            }
+            let dotted = path.join(".");
+            let ignore = path
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    if i + 1 < path.len() {
+                        format!("{p}[0]")
+                    } else {
+                        p.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(".");
+            out.push(Finding {
+                severity: Severity::Warning,
+                ..lint_finding(
+                    "controller-owned-field",
+                    format!("{address}.{dotted}"),
+                    rel,
+                    lines.of(line),
+                    format!(
+                        "`{address}` sets `{dotted}`, which {owner} changes outside Terraform: drift you will fight every plan; add `lifecycle {{ ignore_changes = [{ignore}] }}`"
+                    ),
+                )
+            });
+        }
+    }
+}
+
+/// A controller-owned attribute: its block path, span and owner.
+type SizedField = (Vec<String>, Option<std::ops::Range<usize>>, &'static str);
+
+/// Every controller-owned attribute under `body`.
+fn sized_fields(body: &Body, path: &mut Vec<String>, autoscaled: bool, out: &mut Vec<SizedField>) {
+    // `min_size` equal to `max_size` leaves an autoscaler no room: the size is fixed.
+    let text_of = |key: &str| {
+        body.get_attribute(key)
+            .map(|a| a.value.to_string().trim().to_string())
+    };
+    let fixed = text_of("min_size").is_some_and(|min| Some(min) == text_of("max_size"));
+    for attr in body.attributes().filter(|_| !fixed) {
+        let key = attr.key.as_str();
+        let parent = path.last().map(String::as_str);
+        let owner = CONTROLLER_FIELDS
+            .iter()
+            .find(|(field, under, _)| *field == key && under.is_none_or(|u| Some(u) == parent))
+            .map(|(_, _, owner)| *owner)
+            .or_else(|| {
+                (autoscaled && key == "node_count").then_some("the node pool's autoscaling")
+            });
+        if let Some(owner) = owner {
+            let mut full = path.clone();
+            full.push(key.to_string());
+            out.push((full, attr.span(), owner));
+        }
+    }
+    for block in body.blocks() {
+        match block.ident.as_str() {
+            "lifecycle" => continue,
+            // `dynamic "x" { content { … } }` generates `x` blocks.
+            "dynamic" => {
+                let Some(label) = block.labels.first() else {
+                    continue;
+                };
+                path.push(label.as_str().to_string());
+                for content in block
+                    .body
+                    .blocks()
+                    .filter(|b| b.ident.as_str() == "content")
+                {
+                    sized_fields(&content.body, path, autoscaled, out);
+                }
+            }
+            name => {
+                path.push(name.to_string());
+                sized_fields(&block.body, path, autoscaled, out);
+            }
+        }
+        path.pop();
+    }
+}
+
+/// The paths in a resource's `lifecycle { ignore_changes = [...] }`, indexes dropped:
+/// `scaling_config[0].desired_size` is `["scaling_config", "desired_size"]`; `all`
+/// is `["all"]`.
+fn ignore_changes(body: &Body) -> Vec<Vec<String>> {
+    let Some(value) = body
+        .blocks()
+        .filter(|b| b.ident.as_str() == "lifecycle")
+        .find_map(|b| b.body.get_attribute("ignore_changes"))
+        .map(|a| &a.value)
+    else {
+        return Vec::new();
+    };
+    let items: Vec<&Expression> = match value {
+        Expression::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    items
+        .into_iter()
+        .map(|item| {
+            let text = item.to_string();
+            let text = text.trim().trim_matches('"');
+            let mut path = Vec::new();
+            let mut word = String::new();
+            let mut depth = 0;
+            for c in text.chars() {
+                match c {
+                    '[' => depth += 1,
+                    ']' => depth -= 1,
+                    '.' if depth == 0 => path.push(std::mem::take(&mut word)),
+                    c if depth == 0 && !c.is_whitespace() => word.push(c),
+                    _ => {}
+                }
+            }
+            path.push(word);
+            path.retain(|p| !p.is_empty());
+            path
+        })
+        .collect()
+}
+
+/// `engine` in a stack's `stack.toml`, when it names one.
+fn stack_engine(repo_root: &Path, dir: &str) -> Option<String> {
+    let text = std::fs::read_to_string(repo_root.join(dir).join("stack.toml")).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    table.get("engine")?.as_str().map(str::to_string)
+}
+
+/// Whether every version `required_version` allows supports ephemeral inputs, on the
+/// engine the stack names, or on both when it names none (OpenTofu's numbers overlap
+/// Terraform's, and it gained them later).
+fn engine_supports_ephemeral(required: &str, engine: Option<&str>) -> bool {
+    let Some(required) = Constraint::parse(required) else {
+        return false;
+    };
+    let since = if engine == Some("terraform") {
+        ">= 1.10.0"
+    } else {
+        ">= 1.11.0"
+    };
+    let floor = Constraint::parse(since).expect("a valid constraint");
+    // Within the floor when the floor allows everything `required` does.
+    constraint::compare(Some(&required), Some(&floor)) != SetChange::Narrowed
+}
+
+/// `sensitive-input-not-ephemeral`: sensitive inputs of `dir` that reach only places
+/// where an ephemeral value may go, on an engine that has ephemeral inputs.
+fn could_be_ephemeral(
+    dir: &str,
+    module: &ModuleInterface,
+    engine: Option<&str>,
+    texts: &BTreeMap<String, String>,
+    out: &mut Vec<Finding>,
+) {
+    let Some((required, _)) = &module.required_version else {
+        return;
+    };
+    let candidates: Vec<&Variable> = module
+        .variables
+        .iter()
+        .filter(|v| v.sensitive && !v.ephemeral)
+        .collect();
+    if candidates.is_empty() || !engine_supports_ephemeral(required, engine) {
+        return;
+    }
+    let prefix = format!("{dir}/");
+    let bodies: Vec<Body> = texts
+        .iter()
+        .filter(|(rel, _)| {
+            rel.strip_prefix(&prefix)
+                .is_some_and(|name| !name.contains('/') && name.ends_with(".tf"))
+        })
+        .filter_map(|(_, text)| hcl_edit::parser::parse_body(text).ok())
+        .collect();
+    let engine_name = match engine {
+        Some("terraform") => "Terraform >= 1.10",
+        Some("tofu") => "OpenTofu >= 1.11",
+        _ => "Terraform >= 1.10 and OpenTofu >= 1.11",
+    };
+    for var in candidates {
+        let only_ephemeral_uses = bodies.iter().all(|body| {
+            body.blocks().all(|block| match block.ident.as_str() {
+                "variable" => true,
+                "provider" | "ephemeral" => true,
+                _ => !reads_outside_write_only(block, &var.name),
+            })
+        });
+        if !only_ephemeral_uses {
+            continue;
+        }
+        out.push(Finding {
+            severity: Severity::Warning,
+            ..lint_finding(
+                "sensitive-input-not-ephemeral",
+                &var.name,
+                &join(dir, &var.location.file),
+                var.location.line,
+                format!(
+                    "sensitive input `{}` only reaches provider configuration, ephemeral resources or write-only arguments, and `required_version = \"{required}\"` means {engine_name}: declare it `ephemeral = true` so it stays out of plans and state",
+                    var.name
+                ),
+            )
+        });
+    }
+}
+
+/// Does `block` read `var.<name>` in an argument that is not write-only (`*_wo`)?
+fn reads_outside_write_only(block: &Block, name: &str) -> bool {
+    block.body.attributes().any(|a| {
+        !a.key.as_str().ends_with("_wo") && crate::impact::references(&a.value.to_string(), name)
+    }) || block
+        .body
+        .blocks()
+        .any(|b| reads_outside_write_only(b, name))
 }
 
 /// Drops findings that an inline `stackpack:ignore RULE reason: …` on their line
@@ -539,6 +845,61 @@ mod tests {
         assert_eq!(code_of("x = 1 /* production", &mut b), "x = 1 ");
         assert!(b);
         assert_eq!(code_of("still */ y = 2", &mut b), " y = 2");
+    }
+
+    fn controller_findings(text: &str) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        controller_owned_fields("m/main.tf", text, &mut out);
+        out.into_iter().map(|f| (f.item, f.line)).collect()
+    }
+
+    #[test]
+    fn controller_owned_sizes_need_ignore_changes() {
+        let node_group = "resource \"aws_eks_node_group\" \"p\" {\n  scaling_config {\n    desired_size = 1\n    min_size     = 1\n  }\n";
+        assert_eq!(
+            controller_findings(&format!("{node_group}}}\n")),
+            [(
+                "aws_eks_node_group.p.scaling_config.desired_size".to_string(),
+                3
+            )]
+        );
+        for ignore in [
+            "[scaling_config[0].desired_size]",
+            "[scaling_config]",
+            "all",
+            "[\"scaling_config[0].desired_size\"]",
+        ] {
+            let text =
+                format!("{node_group}  lifecycle {{\n    ignore_changes = {ignore}\n  }}\n}}\n");
+            assert!(controller_findings(&text).is_empty(), "{ignore}");
+        }
+        let other = format!("{node_group}  lifecycle {{\n    ignore_changes = [scaling_config[0].min_size]\n  }}\n}}\n");
+        assert_eq!(controller_findings(&other).len(), 1);
+        // A fixed size (`min_size` = `max_size`) leaves an autoscaler nothing to change.
+        assert!(controller_findings("resource \"a\" \"b\" {\n  scaling_config {\n    desired_size = var.n\n    min_size = var.n\n    max_size = var.n\n  }\n}\n").is_empty());
+        // `desired_size` outside `scaling_config` is someone else's field.
+        assert!(controller_findings("resource \"x\" \"y\" {\n  desired_size = 1\n}\n").is_empty());
+        let deployment = "resource \"kubernetes_deployment\" \"d\" {\n  spec {\n    replicas = 2\n  }\n}\nresource \"google_container_node_pool\" \"n\" {\n  node_count = 3\n  autoscaling {\n    min_node_count = 1\n  }\n}\nresource \"google_container_node_pool\" \"fixed\" {\n  node_count = 3\n}\n";
+        assert_eq!(
+            controller_findings(deployment),
+            [
+                ("kubernetes_deployment.d.spec.replicas".to_string(), 3),
+                ("google_container_node_pool.n.node_count".to_string(), 7)
+            ]
+        );
+    }
+
+    #[test]
+    fn ephemeral_needs_an_engine_that_has_it() {
+        assert!(engine_supports_ephemeral(">= 1.10", Some("terraform")));
+        assert!(!engine_supports_ephemeral(">= 1.10", Some("tofu")));
+        assert!(!engine_supports_ephemeral(">= 1.10", None));
+        assert!(engine_supports_ephemeral("~> 1.11", None));
+        assert!(!engine_supports_ephemeral(">= 1.5.0", Some("terraform")));
+        assert!(!engine_supports_ephemeral(
+            ">= 1.10, != 1.9.0",
+            Some("tofu")
+        ));
     }
 
     #[test]

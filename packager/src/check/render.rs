@@ -100,7 +100,7 @@ pub fn github_annotation(finding: &Finding, level: &str) -> String {
 
 /// Every finding as an annotation: errors for lint errors and for the findings of a
 /// refused unit, warnings for lint warnings and for breaking changes, notices otherwise.
-pub fn github(output: &CheckOutput) -> String {
+fn annotations(output: &CheckOutput) -> String {
     let mut out = String::new();
     for unit in &output.units {
         for f in &unit.findings {
@@ -123,6 +123,194 @@ pub fn github(output: &CheckOutput) -> String {
         out.push_str(&github_annotation(f, level));
         out.push('\n');
     }
+    out
+}
+
+/// The stacks and modules a PR view groups findings by: every checked unit, then every
+/// stack that has customers, in order, each once.
+fn sections(output: &CheckOutput) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = output
+        .units
+        .iter()
+        .map(|u| (u.kind.clone(), u.path.clone()))
+        .collect();
+    for r in &output.customers {
+        if !r.stack_path.is_empty() && !out.iter().any(|(_, p)| *p == r.stack_path) {
+            out.push(("stack".into(), r.stack_path.clone()));
+        }
+    }
+    out
+}
+
+fn in_folder(file: &str, dir: &str) -> bool {
+    file.strip_prefix(dir)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The customers of the stack at `path` this release breaks, sorted.
+fn affected_of<'a>(output: &'a CheckOutput, path: &str) -> Vec<&'a str> {
+    let mut names: Vec<&str> = output
+        .customers
+        .iter()
+        .filter(|r| r.stack_path == path && r.breaks)
+        .map(|r| r.customer.as_str())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// One line per stack or module: the bump it needs, and whom it breaks.
+fn per_stack_line(output: &CheckOutput, kind: &str, path: &str) -> (bool, String) {
+    let unit = output.units.iter().find(|u| u.path == path);
+    let mut text = match unit {
+        Some(u) => format!("{kind} `{path}` needs a {} release", u.required),
+        None => format!("{kind} `{path}` did not change"),
+    };
+    let affected = affected_of(output, path);
+    let allowed = !affected.is_empty()
+        && affected
+            .iter()
+            .all(|c| output.allowed_breaking.iter().any(|a| a == c));
+    if affected.is_empty() {
+        let checked = output
+            .customers
+            .iter()
+            .filter(|r| r.stack_path == path)
+            .count();
+        if checked > 0 {
+            text.push_str(&format!("; all {checked} customers' inputs fit"));
+        }
+    } else {
+        let names: Vec<String> = affected.iter().map(|c| format!("`{c}`")).collect();
+        text.push_str(&format!(
+            "; it breaks {} customer{}: {}{}",
+            affected.len(),
+            if affected.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            if allowed { " (allowed)" } else { "" }
+        ));
+    }
+    let failed = unit.is_some_and(|u| u.refused) || (!affected.is_empty() && !allowed);
+    (failed, text)
+}
+
+/// The pull request's view as workflow annotations: one line per stack or module
+/// (the bump it needs and whom it breaks), then every finding at its file and line.
+pub fn github(output: &CheckOutput) -> String {
+    let mut out = String::new();
+    for (kind, path) in sections(output) {
+        let (failed, text) = per_stack_line(output, &kind, &path);
+        let level = if failed { "error" } else { "notice" };
+        out.push_str(&format!(
+            "::{level} title={}::{}\n",
+            escape_property(&format!("stackpack check: {path}")),
+            escape_data(&text)
+        ));
+    }
+    out.push_str(&annotations(output));
+    out
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+fn markdown_findings(findings: &[&Finding]) -> String {
+    let mut out = String::from("| level | rule | where | finding |\n|---|---|---|---|\n");
+    for f in findings {
+        let level = f
+            .bump
+            .map_or_else(|| f.severity.to_string(), |b| b.to_string());
+        out.push_str(&format!(
+            "| {level} | `{}` | `{}` | {} |\n",
+            f.rule,
+            cell(&f.location()),
+            cell(&f.message)
+        ));
+    }
+    out
+}
+
+/// Markdown for `$GITHUB_STEP_SUMMARY`: per stack or module, the bump it needs, every
+/// finding, and every customer it breaks with why; then the lints outside them.
+pub fn step_summary(output: &CheckOutput) -> String {
+    let mut out = String::from("### Stackpack check\n\n");
+    if let Some(against) = &output.against {
+        out.push_str(&format!("Compared with {}.\n\n", cell(against)));
+    }
+    let sections = sections(output);
+    if sections.is_empty() {
+        out.push_str("No stack or module changed.\n");
+    }
+    for (kind, path) in &sections {
+        let (failed, text) = per_stack_line(output, kind, path);
+        out.push_str(&format!(
+            "#### {} {}\n\n",
+            if failed { "❌" } else { "✅" },
+            cell(&text)
+        ));
+        let mut findings: Vec<&Finding> = output
+            .units
+            .iter()
+            .filter(|u| u.path == *path)
+            .flat_map(|u| &u.findings)
+            .collect();
+        findings.extend(output.lints.iter().filter(|f| in_folder(&f.file, path)));
+        if !findings.is_empty() {
+            out.push_str(&markdown_findings(&findings));
+            out.push('\n');
+        }
+        let warnings: Vec<&String> = output
+            .units
+            .iter()
+            .filter(|u| u.path == *path)
+            .flat_map(|u| &u.warnings)
+            .collect();
+        for w in &warnings {
+            out.push_str(&format!("- warning: {}\n", cell(w)));
+        }
+        if !warnings.is_empty() {
+            out.push('\n');
+        }
+        let customers: Vec<&crate::impact::CustomerReport> = output
+            .customers
+            .iter()
+            .filter(|r| r.stack_path == *path && !r.findings.is_empty())
+            .collect();
+        if !customers.is_empty() {
+            out.push_str("| customer | result | where | finding |\n|---|---|---|---|\n");
+            for r in customers {
+                for f in &r.findings {
+                    out.push_str(&format!(
+                        "| `{}` | {} | `{}` | {} |\n",
+                        r.customer,
+                        r.result(),
+                        cell(&f.location()),
+                        cell(&f.message)
+                    ));
+                }
+            }
+            out.push('\n');
+        }
+    }
+    let rest: Vec<&Finding> = output
+        .lints
+        .iter()
+        .filter(|f| !sections.iter().any(|(_, p)| in_folder(&f.file, p)))
+        .chain(
+            output
+                .customers
+                .iter()
+                .filter(|r| r.stack_path.is_empty())
+                .flat_map(|r| &r.findings),
+        )
+        .collect();
+    if !rest.is_empty() {
+        out.push_str("#### Lints elsewhere in the repository\n\n");
+        out.push_str(&markdown_findings(&rest));
+    }
+    out.push('\n');
     out
 }
 

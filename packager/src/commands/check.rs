@@ -213,8 +213,9 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         lint_with(root, &options, &mut cache)?
     };
     let targets = customer_targets(&releases, root, args, &stacks);
-    let mut customers =
-        impact::check_customers(root, &targets, &mut |path| cache.get(&root.join(path)).ok());
+    let mut customers = impact::check_customers(root, &targets, &config.customers, &mut |path| {
+        cache.get(&root.join(path)).ok()
+    });
     if args.paths.is_empty() {
         let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
         customers.extend(impact::stray_files(root, &names));
@@ -239,6 +240,9 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         ok: !refused && !lint_failed && breaking.is_none() && !witness_failed,
     };
     print(args, &output, witnessed.as_deref());
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        append_step_summary(Path::new(&path), &render::step_summary(&output));
+    }
     if let Some(refusal) = breaking {
         eprint!("{refusal}");
     }
@@ -373,6 +377,22 @@ fn units_since_commit(
         }
     }
     Ok(units)
+}
+
+/// The pull request's view on the run's page; a summary that cannot be written is a
+/// warning, not a failed check.
+fn append_step_summary(path: &Path, markdown: &str) {
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, markdown.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "warning: cannot write the step summary `{}`: {e}",
+            path.display()
+        );
+    }
 }
 
 /// Runs the witness for every changed stack with a stable release, and raises each

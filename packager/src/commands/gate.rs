@@ -76,7 +76,7 @@ pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> anyh
         })
         .collect();
     let root = &repo.root;
-    let reports = impact::check_customers(root, &targets, &mut |path| {
+    let reports = impact::check_customers(root, &targets, &repo.config.customers, &mut |path| {
         stackpack_interface::extract_module(&root.join(path))
             .ok()
             .map(std::sync::Arc::new)

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod check;
+pub mod customer;
 pub mod export;
 pub mod gate;
 pub mod inspect;

@@ -24,6 +24,19 @@ pub fn stackpack(dir: &Path, args: &[&str]) -> Run {
     )
 }
 
+/// The rules of a customer's error-level findings in `check --json`, in order.
+pub fn customer_error_rules(json: &serde_json::Value, customer: &str) -> Vec<String> {
+    json["customers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["customer"] == customer)
+        .flat_map(|c| c["findings"].as_array().unwrap().clone())
+        .filter(|f| f["severity"] == "error")
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// A vendor repository in a temporary folder, on branch `main`, with one commit.
 pub struct TestRepo {
     pub temp: tempfile::TempDir,

@@ -57,6 +57,12 @@ resource "aws_eks_node_group" "pool" {
     max_size     = each.value.max_nodes
   }
 
+  # The cluster autoscaler sizes each pool between min and max once it exists: a plan
+  # must not pull it back to 1.
+  lifecycle {
+    ignore_changes = [scaling_config[0].desired_size]
+  }
+
   labels = {
     "node.acme.example/gpu-type" = each.key
     "node.acme.example/gpus"     = tostring(each.value.gpus_per_node)
