@@ -55,6 +55,10 @@ pub struct StackPlan {
     /// The customers this release may break (`publish --allow-breaking`), recorded in
     /// the bundle config; empty unless publish checked them.
     pub allowed_breaking: Vec<String>,
+    /// The published version of each module package, with the tree digest of its
+    /// files: a vendored module whose files match records that version in the
+    /// bundle config. Empty unless publish planned the modules.
+    pub module_versions: Vec<(String, stackpack_schema::Digest, Version)>,
 }
 
 /// The plan for a whole repository at one commit.
@@ -215,6 +219,7 @@ pub fn plan(
             required_bump,
             findings,
             allowed_breaking: Vec::new(),
+            module_versions: Vec::new(),
         });
     }
     Ok(Plan {

@@ -41,6 +41,8 @@ pub enum Command {
     Receipts(ReceiptsCommand),
     /// Show which version of which stack every customer runs (support's view).
     Fleet(FleetArgs),
+    /// Show how many customers ran each version of each stack over time.
+    Adoption(AdoptionArgs),
 }
 
 #[derive(Args)]
@@ -331,6 +333,36 @@ pub struct FleetArgs {
     /// Only customers running this bundle digest (`sha256:…`).
     #[arg(long)]
     pub digest: Option<String>,
+    /// Only customers running a bundle that vendors this module (`network`).
+    #[arg(long)]
+    pub module: Option<String>,
+    /// With `--module`: only where the vendored module is below this version
+    /// (`1.3.0`: who still carries the module's bug).
+    #[arg(long, value_name = "VERSION", requires = "module")]
+    pub module_below: Option<String>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
+pub struct AdoptionArgs {
+    /// The data folder of an existing registry (on the registry's host).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// The registry's address, to ask over its HTTP API from anywhere.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A `support` (or `admin`) token, for `--url`.
+    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Only this stack.
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// One point per `day` or per `week` (weeks start on Monday).
+    #[arg(long, default_value = "day", value_parser = ["day", "week"])]
+    pub bucket: String,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

@@ -2,7 +2,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::api::{Customer, Deployment, Release, Source};
+use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 
 pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
     conn.execute(
@@ -30,6 +30,73 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Records the modules a release vendors, replacing what was recorded before, but
+/// only while the release recorded is the one these modules came from (a stable
+/// version never changes its digest, so a second push changes nothing).
+pub fn set_release_modules(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
+    if release_digest(conn, &r.stack, &r.version)?.as_deref() != Some(r.digest.as_str()) {
+        return Ok(());
+    }
+    conn.execute(
+        "DELETE FROM release_modules WHERE stack = ?1 AND version = ?2",
+        params![r.stack, r.version],
+    )?;
+    let mut insert = conn.prepare_cached(
+        "INSERT OR REPLACE INTO release_modules (stack, version, module, path, module_version, digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for m in &r.modules {
+        insert.execute(params![
+            r.stack, r.version, m.name, m.path, m.version, m.digest
+        ])?;
+    }
+    Ok(())
+}
+
+/// The modules one release vendors, by path.
+pub fn release_modules(
+    conn: &Connection,
+    stack: &str,
+    version: &str,
+) -> rusqlite::Result<Vec<ReleaseModule>> {
+    conn.prepare_cached(
+        "SELECT module, path, module_version, digest FROM release_modules
+         WHERE stack = ?1 AND version = ?2 ORDER BY path",
+    )?
+    .query_map(params![stack, version], |r| {
+        Ok(ReleaseModule {
+            name: r.get(0)?,
+            path: r.get(1)?,
+            version: r.get(2)?,
+            digest: r.get(3)?,
+        })
+    })?
+    .collect()
+}
+
+/// Every release that vendors module `module`: `(stack, version, module version)`.
+pub fn releases_with_module(
+    conn: &Connection,
+    module: &str,
+) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
+    conn.prepare_cached(
+        "SELECT stack, version, module_version FROM release_modules WHERE module = ?1",
+    )?
+    .query_map(params![module], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+    .collect()
+}
+
+/// One release, if recorded.
+pub fn release(conn: &Connection, stack: &str, version: &str) -> rusqlite::Result<Option<Release>> {
+    conn.prepare_cached(
+        "SELECT stack, version, repository, digest, source_repository, source_commit,
+                source_branch, created, published_at, prerelease
+         FROM releases WHERE stack = ?1 AND version = ?2",
+    )?
+    .query_row(params![stack, version], release_row)
+    .optional()
+}
+
 fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
     Ok(Release {
         stack: r.get(0)?,
@@ -44,6 +111,7 @@ fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
         created: r.get(7)?,
         published_at: r.get(8)?,
         prerelease: r.get(9)?,
+        modules: Vec::new(),
     })
 }
 
@@ -56,6 +124,41 @@ pub fn release_digest(
     conn.prepare_cached("SELECT digest FROM releases WHERE stack = ?1 AND version = ?2")?
         .query_row(params![stack, version], |r| r.get(0))
         .optional()
+}
+
+/// Releases with the modules each vendors, by stack then publication time.
+pub fn releases_with_modules(
+    conn: &Connection,
+    stack: Option<&str>,
+) -> rusqlite::Result<Vec<Release>> {
+    let mut releases = releases(conn, stack)?;
+    let mut modules: std::collections::HashMap<(String, String), Vec<ReleaseModule>> =
+        std::collections::HashMap::new();
+    let mut query = conn.prepare_cached(
+        "SELECT stack, version, module, path, module_version, digest FROM release_modules
+         WHERE (?1 IS NULL OR stack = ?1) ORDER BY path",
+    )?;
+    let rows = query.query_map(params![stack], |r| {
+        Ok((
+            (r.get(0)?, r.get(1)?),
+            ReleaseModule {
+                name: r.get(2)?,
+                path: r.get(3)?,
+                version: r.get(4)?,
+                digest: r.get(5)?,
+            },
+        ))
+    })?;
+    for row in rows {
+        let (key, module) = row?;
+        modules.entry(key).or_default().push(module);
+    }
+    for release in &mut releases {
+        if let Some(list) = modules.remove(&(release.stack.clone(), release.version.clone())) {
+            release.modules = list;
+        }
+    }
+    Ok(releases)
 }
 
 pub fn releases(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Release>> {
@@ -245,9 +348,10 @@ pub fn deployments(
     stack: Option<&str>,
     limit: u64,
 ) -> rusqlite::Result<Vec<Deployment>> {
+    let customer_is = only("customer", 1, customer.is_some());
+    let stack_is = only("stack", 2, stack.is_some());
     conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts
-         WHERE (?1 IS NULL OR customer = ?1) AND (?2 IS NULL OR stack = ?2)
+        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts WHERE {customer_is} AND {stack_is}
          ORDER BY finished_ns DESC, id LIMIT ?3"
     ))?
     .query_map(params![customer, stack, limit as i64], deployment_row)?
@@ -265,25 +369,38 @@ pub fn history(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<Deploy
     .collect()
 }
 
+/// `column = ?N` when a value is given, else a condition that holds: spelled out per
+/// case rather than `?N IS NULL OR column = ?N`, which SQLite cannot answer from an
+/// index.
+fn only(column: &str, param: u8, given: bool) -> String {
+    if given {
+        format!("{column} = ?{param}")
+    } else {
+        format!("?{param} IS NULL")
+    }
+}
+
 /// For each customer and stack, the newest receipt among those `receipts` selects,
-/// kept only when it also passes `kept`; only `customer`'s when one is given, so one
-/// customer's page does not scan the fleet. The SQL fragments are constants of this
+/// kept only when it also passes `kept`; only `customer`'s and `stack`'s when given,
+/// so one customer's page or one stack's view does not scan the whole fleet. The SQL fragments are constants of this
 /// module, never user input.
 fn newest_per_stack(
     conn: &Connection,
-    customer: Option<&str>,
+    (customer, stack): (Option<&str>, Option<&str>),
     receipts: &'static str,
     kept: &'static str,
 ) -> rusqlite::Result<Vec<Deployment>> {
+    let customer_is = only("customer", 1, customer.is_some());
+    let stack_is = only("stack", 2, stack.is_some());
     conn.prepare_cached(&format!(
         "SELECT {DEPLOYMENT_COLUMNS} FROM (
              SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
                                           ORDER BY finished_ns DESC, received_at DESC, id) AS n
              FROM receipts
-             WHERE ({receipts}) AND (?1 IS NULL OR customer = ?1))
+             WHERE ({receipts}) AND {customer_is} AND {stack_is})
          WHERE n = 1 AND ({kept}) ORDER BY customer, stack"
     ))?
-    .query_map(params![customer], deployment_row)?
+    .query_map(params![customer, stack], deployment_row)?
     .collect()
 }
 
@@ -291,23 +408,21 @@ fn newest_per_stack(
 /// outcome.
 pub fn last_attempts(
     conn: &Connection,
-    customer: Option<&str>,
+    scope: (Option<&str>, Option<&str>),
 ) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(
-        conn,
-        customer,
-        "kind IN ('apply', 'rollback', 'destroy')",
-        "1",
-    )
+    newest_per_stack(conn, scope, "kind IN ('apply', 'rollback', 'destroy')", "1")
 }
 
 /// For each customer and stack, the last apply or rollback that left a version in
 /// place (`succeeded` or `no-changes`), unless a destroy came after it: a destroyed
 /// stack runs nothing.
-pub fn current(conn: &Connection, customer: Option<&str>) -> rusqlite::Result<Vec<Deployment>> {
+pub fn current(
+    conn: &Connection,
+    scope: (Option<&str>, Option<&str>),
+) -> rusqlite::Result<Vec<Deployment>> {
     newest_per_stack(
         conn,
-        customer,
+        scope,
         "kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')",
         "kind != 'destroy'",
     )
@@ -317,12 +432,76 @@ pub fn current(conn: &Connection, customer: Option<&str>) -> rusqlite::Result<Ve
 /// a drift check, or an apply or rollback that succeeded (which clears drift).
 pub fn latest_drift_evidence(
     conn: &Connection,
-    customer: Option<&str>,
+    scope: (Option<&str>, Option<&str>),
 ) -> rusqlite::Result<Vec<Deployment>> {
     newest_per_stack(
         conn,
-        customer,
+        scope,
         "kind = 'drift' OR (kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes'))",
         "1",
     )
+}
+
+/// One change of what a customer runs: a successful apply or rollback (`version`
+/// from then on) or destroy (nothing from then on).
+pub struct Change {
+    pub customer: String,
+    pub stack: String,
+    pub version: String,
+    pub destroy: bool,
+    pub finished_at: String,
+}
+
+/// Every change of what customers run, of one stack or all, oldest first, in the
+/// order that makes the last one per customer and stack what [`current`] answers.
+pub fn changes(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Change>> {
+    let stack_is = only("stack", 1, stack.is_some());
+    conn.prepare_cached(&format!(
+        "SELECT customer, stack, version, kind = 'destroy', finished_at FROM receipts
+         WHERE {stack_is}
+           AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
+         ORDER BY finished_ns, received_at, id DESC"
+    ))?
+    .query_map(params![stack], |r| {
+        Ok(Change {
+            customer: r.get(0)?,
+            stack: r.get(1)?,
+            version: r.get(2)?,
+            destroy: r.get(3)?,
+            finished_at: r.get(4)?,
+        })
+    })?
+    .collect()
+}
+
+/// The stacks with a recorded release, by name.
+pub fn stack_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached("SELECT DISTINCT stack FROM releases ORDER BY stack")?
+        .query_map([], |r| r.get(0))?
+        .collect()
+}
+
+/// The environments customers are registered in, by name.
+pub fn environments(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached(
+        "SELECT DISTINCT environment FROM customers WHERE environment IS NOT NULL ORDER BY 1",
+    )?
+    .query_map([], |r| r.get(0))?
+    .collect()
+}
+
+/// Every receipt of one customer, newest first, with its signed document.
+pub fn history_documents(
+    conn: &Connection,
+    customer: &str,
+    limit: u64,
+) -> rusqlite::Result<Vec<(Deployment, String)>> {
+    conn.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS}, document FROM receipts WHERE customer = ?1
+         ORDER BY finished_ns DESC, received_at DESC, id LIMIT ?2"
+    ))?
+    .query_map(params![customer, limit as i64], |r| {
+        Ok((deployment_row(r)?, r.get(11)?))
+    })?
+    .collect()
 }

@@ -139,6 +139,23 @@ ALTER TABLE installation_keys ADD COLUMN revoked_at TEXT;
 CREATE INDEX receipts_finished ON receipts(customer, finished_ns);
 "#;
 
+/// Version 4: the modules each release vendors, with their versions, so the ledger
+/// can say who runs a bundle carrying module M below version X; receipts by stack
+/// and time, for each version's adoption over time.
+const V4: &str = r#"
+CREATE TABLE release_modules (
+    stack TEXT NOT NULL,
+    version TEXT NOT NULL,
+    module TEXT NOT NULL,
+    path TEXT NOT NULL,
+    module_version TEXT,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (stack, version, path)
+);
+CREATE INDEX release_modules_module ON release_modules(module);
+CREATE INDEX receipts_stack ON receipts(stack, finished_ns);
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -149,6 +166,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
         normalise_receipt_times(tx)
     },
     |tx| tx.execute_batch(V3),
+    |tx| tx.execute_batch(V4),
 ];
 
 /// The schema version this build writes.
