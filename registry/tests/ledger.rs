@@ -493,6 +493,7 @@ fn receipts_import_cli_openapi_and_gc() {
         "/api/v1/support/behind",
         "/api/v1/support/drifted",
         "/api/v1/fleet",
+        "/api/v1/adoption",
         "/api/v1/customers/{id}/history",
     ] {
         assert!(

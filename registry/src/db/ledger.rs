@@ -210,14 +210,13 @@ pub fn register_customer(
     Ok(())
 }
 
-/// Customers with their last receipt's finish time, by id. A customer known only
-/// from receipts (stored before receipts registered their customer) counts too.
-const CUSTOMER_SELECT: &str = "SELECT ids.id, c.name, c.environment,
-        COALESCE(c.created, (SELECT MIN(received_at) FROM receipts WHERE customer = ids.id)),
-        (SELECT r.finished_at FROM receipts r WHERE r.customer = ids.id
+/// Customers with their last receipt's finish time. Every receipt registers its
+/// customer (and migration 4 registered those from before), so the customers table
+/// is the whole list.
+const CUSTOMER_SELECT: &str = "SELECT c.id, c.name, c.environment, c.created,
+        (SELECT r.finished_at FROM receipts r WHERE r.customer = c.id
          ORDER BY r.finished_ns DESC LIMIT 1)
-     FROM (SELECT id FROM customers UNION SELECT customer FROM receipts) AS ids
-     LEFT JOIN customers c ON c.id = ids.id";
+     FROM customers c";
 
 fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
     Ok(Customer {
@@ -231,13 +230,13 @@ fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
 }
 
 pub fn customers(conn: &Connection) -> rusqlite::Result<Vec<Customer>> {
-    conn.prepare_cached(&format!("{CUSTOMER_SELECT} ORDER BY ids.id"))?
+    conn.prepare_cached(&format!("{CUSTOMER_SELECT} ORDER BY c.id"))?
         .query_map([], customer_row)?
         .collect()
 }
 
 pub fn customer(conn: &Connection, id: &str) -> rusqlite::Result<Option<Customer>> {
-    conn.prepare_cached(&format!("{CUSTOMER_SELECT} WHERE ids.id = ?1"))?
+    conn.prepare_cached(&format!("{CUSTOMER_SELECT} WHERE c.id = ?1"))?
         .query_row(params![id], customer_row)
         .optional()
 }
@@ -380,25 +379,67 @@ fn only(column: &str, param: u8, given: bool) -> String {
     }
 }
 
-/// For each customer and stack, the newest receipt among those `receipts` selects,
-/// kept only when it also passes `kept`; only `customer`'s and `stack`'s when given,
-/// so one customer's page or one stack's view does not scan the whole fleet. The SQL fragments are constants of this
-/// module, never user input.
+/// What a receipt may be, for each customer and stack, in `fleet_cells`: the column,
+/// and whether a receipt of this kind and outcome counts for it.
+const CELLS: [(&str, fn(&str, &str) -> bool); 3] = [
+    ("current_id", |kind, outcome| {
+        matches!(kind, "apply" | "rollback" | "destroy") && leaves_version(outcome)
+    }),
+    ("attempt_id", |kind, _| {
+        matches!(kind, "apply" | "rollback" | "destroy")
+    }),
+    ("drift_id", |kind, outcome| {
+        kind == "drift" || (matches!(kind, "apply" | "rollback") && leaves_version(outcome))
+    }),
+];
+
+fn leaves_version(outcome: &str) -> bool {
+    matches!(outcome, "succeeded" | "no-changes")
+}
+
+/// Files a newly stored receipt in its customer's and stack's cell wherever it is
+/// now the newest of its kind: latest finish time, then latest arrival, then the
+/// smaller id, the order in which "what a customer runs" has always been decided.
+pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT OR IGNORE INTO fleet_cells (customer, stack) VALUES (?1, ?2)")?
+        .execute(params![d.customer, d.stack])?;
+    for (column, counts) in CELLS {
+        if !counts(&d.kind, &d.outcome) {
+            continue;
+        }
+        conn.prepare_cached(&format!(
+            "UPDATE fleet_cells SET {column} = ?3 WHERE customer = ?1 AND stack = ?2
+             AND ({column} IS NULL OR EXISTS (
+                 SELECT 1 FROM receipts o WHERE o.id = fleet_cells.{column}
+                 AND (o.finished_ns < ?4 OR (o.finished_ns = ?4
+                      AND (o.received_at < ?5 OR (o.received_at = ?5 AND o.id > ?3))))))"
+        ))?
+        .execute(params![d.customer, d.stack, d.receipt_id, finished_ns, d.received_at])?;
+    }
+    Ok(())
+}
+
+/// For each customer and stack (only `customer`'s and `stack`'s when given), the
+/// receipt `column` of `fleet_cells` names, kept only when it also passes `kept`.
+/// The SQL fragments are constants of this module, never user input.
 fn newest_per_stack(
     conn: &Connection,
     (customer, stack): (Option<&str>, Option<&str>),
-    receipts: &'static str,
+    column: &'static str,
     kept: &'static str,
 ) -> rusqlite::Result<Vec<Deployment>> {
-    let customer_is = only("customer", 1, customer.is_some());
-    let stack_is = only("stack", 2, stack.is_some());
+    let customer_is = only("f.customer", 1, customer.is_some());
+    let stack_is = only("f.stack", 2, stack.is_some());
+    let columns: Vec<String> = DEPLOYMENT_COLUMNS
+        .split(", ")
+        .map(|c| format!("r.{c}"))
+        .collect();
+    // Driven by the cells' key order, so the answer needs no sorting.
     conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM (
-             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
-                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
-             FROM receipts
-             WHERE ({receipts}) AND {customer_is} AND {stack_is})
-         WHERE n = 1 AND ({kept}) ORDER BY customer, stack"
+        "SELECT {} FROM fleet_cells f JOIN receipts r ON r.id = f.{column}
+         WHERE {customer_is} AND {stack_is} AND ({kept})
+         ORDER BY f.customer, f.stack",
+        columns.join(", ")
     ))?
     .query_map(params![customer, stack], deployment_row)?
     .collect()
@@ -410,7 +451,7 @@ pub fn last_attempts(
     conn: &Connection,
     scope: (Option<&str>, Option<&str>),
 ) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(conn, scope, "kind IN ('apply', 'rollback', 'destroy')", "1")
+    newest_per_stack(conn, scope, "attempt_id", "1")
 }
 
 /// For each customer and stack, the last apply or rollback that left a version in
@@ -420,12 +461,7 @@ pub fn current(
     conn: &Connection,
     scope: (Option<&str>, Option<&str>),
 ) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(
-        conn,
-        scope,
-        "kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')",
-        "kind != 'destroy'",
-    )
+    newest_per_stack(conn, scope, "current_id", "r.kind != 'destroy'")
 }
 
 /// For each customer and stack, the latest receipt that says something about drift:
@@ -434,12 +470,7 @@ pub fn latest_drift_evidence(
     conn: &Connection,
     scope: (Option<&str>, Option<&str>),
 ) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(
-        conn,
-        scope,
-        "kind = 'drift' OR (kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes'))",
-        "1",
-    )
+    newest_per_stack(conn, scope, "drift_id", "1")
 }
 
 /// One change of what a customer runs: a successful apply or rollback (`version`

@@ -141,7 +141,12 @@ CREATE INDEX receipts_finished ON receipts(customer, finished_ns);
 
 /// Version 4: the modules each release vendors, with their versions, so the ledger
 /// can say who runs a bundle carrying module M below version X; receipts by stack
-/// and time, for each version's adoption over time.
+/// and time, for each version's adoption over time; and every customer known only
+/// from receipts stored before receipts registered their customer gets its row, so
+/// listing customers no longer scans every receipt; and `fleet_cells` keeps, per
+/// customer and stack, the three receipts support's questions start from (the
+/// version in place, the last attempt, the latest drift evidence), kept current as
+/// receipts arrive, so the fleet is read by key instead of ranking every receipt.
 const V4: &str = r#"
 CREATE TABLE release_modules (
     stack TEXT NOT NULL,
@@ -154,6 +159,29 @@ CREATE TABLE release_modules (
 );
 CREATE INDEX release_modules_module ON release_modules(module);
 CREATE INDEX receipts_stack ON receipts(stack, finished_ns);
+INSERT OR IGNORE INTO customers (id, created)
+    SELECT customer, MIN(received_at) FROM receipts GROUP BY customer;
+CREATE TABLE fleet_cells (
+    customer TEXT NOT NULL,
+    stack TEXT NOT NULL,
+    current_id TEXT,
+    attempt_id TEXT,
+    drift_id TEXT,
+    PRIMARY KEY (customer, stack)
+) WITHOUT ROWID;
+CREATE INDEX fleet_cells_stack ON fleet_cells(stack);
+INSERT INTO fleet_cells (customer, stack, current_id, attempt_id, drift_id)
+SELECT k.customer, k.stack,
+    (SELECT id FROM receipts r WHERE r.customer = k.customer AND r.stack = k.stack
+        AND r.kind IN ('apply', 'rollback', 'destroy') AND r.outcome IN ('succeeded', 'no-changes')
+        ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1),
+    (SELECT id FROM receipts r WHERE r.customer = k.customer AND r.stack = k.stack
+        AND r.kind IN ('apply', 'rollback', 'destroy')
+        ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1),
+    (SELECT id FROM receipts r WHERE r.customer = k.customer AND r.stack = k.stack
+        AND (r.kind = 'drift' OR (r.kind IN ('apply', 'rollback') AND r.outcome IN ('succeeded', 'no-changes')))
+        ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1)
+FROM (SELECT DISTINCT customer, stack FROM receipts) AS k;
 "#;
 
 /// The schema, one step per version: a database at `user_version` N has had the
