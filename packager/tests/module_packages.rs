@@ -335,27 +335,18 @@ fn the_zip_is_identical_across_builds_and_oras_pulls_it() {
 fn published_bundles_record_the_versions_of_the_modules_they_vendor() {
     let registry = common::servers::OurRegistry::start();
     let repo = TestRepo::new();
-    let out = Command::new(env!("CARGO_BIN_EXE_stackpack"))
+    // Our registry wants the publisher's token; `publish` reads it from the environment.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stackpack"));
+    command
         .current_dir(&repo.dir)
-        .args([
-            "publish",
-            "--json",
-            "--insecure",
-            "--registry",
-            &format!("{}/acme", registry.host()),
-            "--key",
-            repo.key.to_str().unwrap(),
-        ])
+        .args(["publish", "--json", "--insecure", "--key"])
+        .arg(&repo.key)
+        .args(["--registry", &format!("{}/acme", registry.host())])
         .env("STACKPACK_REGISTRY_TOKEN", &registry.publisher_token)
-        .env_remove("GITHUB_HEAD_REF")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .env_remove("GITHUB_HEAD_REF");
+    let report = common::Run::from_output(command.output().unwrap())
+        .ok()
+        .json();
     let modules = published_modules(&report);
     assert!(!modules.is_empty());
 

@@ -231,19 +231,11 @@ pub struct CustomerListArgs {
 }
 
 #[derive(Args)]
-#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
 pub struct CustomerHistoryArgs {
     /// The customer id.
     pub id: String,
-    /// The data folder of an existing registry (on the registry's host).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
-    /// The registry's address, to ask over its HTTP API from anywhere.
-    #[arg(long)]
-    pub url: Option<String>,
-    /// A `support` (or `admin`, or the customer's own) token, for `--url`.
-    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub source: Source,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -284,9 +276,11 @@ pub struct ReceiptsImportArgs {
     pub json: bool,
 }
 
+/// Where the ledger is read: the data folder on the registry's host, or the
+/// registry's HTTP API from anywhere.
 #[derive(Args)]
 #[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
-pub struct FleetArgs {
+pub struct Source {
     /// The data folder of an existing registry (on the registry's host).
     #[arg(long)]
     pub data: Option<PathBuf>,
@@ -297,6 +291,12 @@ pub struct FleetArgs {
     /// A `support` (or `admin`, or the customer's own) token, for `--url`.
     #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+}
+
+#[derive(Args)]
+pub struct FleetArgs {
+    #[command(flatten)]
+    pub source: Source,
     /// Only this customer.
     #[arg(long)]
     pub customer: Option<String>,
@@ -346,17 +346,9 @@ pub struct FleetArgs {
 }
 
 #[derive(Args)]
-#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
 pub struct AdoptionArgs {
-    /// The data folder of an existing registry (on the registry's host).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
-    /// The registry's address, to ask over its HTTP API from anywhere.
-    #[arg(long)]
-    pub url: Option<String>,
-    /// A `support` (or `admin`) token, for `--url`.
-    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub source: Source,
     /// Only this stack.
     #[arg(long)]
     pub stack: Option<String>,

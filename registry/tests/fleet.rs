@@ -564,19 +564,19 @@ fn publish_with_modules(server: &Server, releases: &[(&str, &str)]) {
     }
 }
 
+/// `wayne` reports `data-plane` 2.0.0 applied, just now.
+fn wayne_applies_2_0_0(server: &Server) {
+    let apply = (ReceiptKind::Apply, Outcome::Succeeded);
+    let signed = receipt("wayne", "w1", ("data-plane", "2.0.0"), apply, &db_now());
+    report(server, "wayne", &[signed]);
+}
+
 #[test]
 fn fleet_finds_who_runs_a_bundle_carrying_a_module_below_a_version() {
     let server = Server::start();
     publish_with_modules(&server, &[("1.0.0", "1.2.0"), ("2.0.0", "1.3.0")]);
     seed(&server);
-    let wayne = receipt(
-        "wayne",
-        "w1",
-        ("data-plane", "2.0.0"),
-        (ReceiptKind::Apply, Outcome::Succeeded),
-        &db_now(),
-    );
-    report(&server, "wayne", &[wayne]);
+    wayne_applies_2_0_0(&server);
     let support = server.token("support", None);
 
     let args = ["--module", "network", "--module-below", "1.3.0", "--json"];
@@ -627,14 +627,7 @@ fn fleet_finds_who_runs_a_bundle_carrying_a_module_below_a_version() {
 fn adoption_counts_customers_on_each_version_over_time_over_data_and_url() {
     let server = Server::start();
     seed(&server);
-    let wayne = receipt(
-        "wayne",
-        "w1",
-        ("data-plane", "2.0.0"),
-        (ReceiptKind::Apply, Outcome::Succeeded),
-        &db_now(),
-    );
-    report(&server, "wayne", &[wayne]);
+    wayne_applies_2_0_0(&server);
     let support = server.token("support", None);
     let over_url = |args: &[&str]| {
         Command::new(BIN)

@@ -44,21 +44,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         allowed_breaking: vec![],
     }
     .to_bytes();
-    let layer = bytes(version.len() as u64, 300);
-    let config_digest = client.push_blob(&repo, &config);
-    let layer_digest = client.push_blob(&repo, &layer);
-    let manifest = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "artifactType": media_type::BUNDLE_ARTIFACT,
-        "config": {"mediaType": media_type::BUNDLE_CONFIG, "digest": config_digest, "size": config.len()},
-        "layers": [{"mediaType": media_type::STACK_LAYER, "digest": layer_digest, "size": layer.len()}],
-        "annotations": {"org.opencontainers.image.version": version}
-    }))
-    .unwrap();
-    let r = client.push_manifest(&repo, version, &manifest, OCI_MANIFEST);
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    sha256(&manifest)
+    client.push_bundle_config(&repo, version, &config).1
 }
 
 struct Runner {

@@ -65,21 +65,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str, network: &str) -> St
         "files": [],
     });
     let config = serde_json::to_vec(&config).unwrap();
-    let layer = bytes(version.len() as u64 + stack.len() as u64, 300);
-    let config_digest = client.push_blob(&repo, &config);
-    let layer_digest = client.push_blob(&repo, &layer);
-    let manifest = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "artifactType": media_type::BUNDLE_ARTIFACT,
-        "config": {"mediaType": media_type::BUNDLE_CONFIG, "digest": config_digest, "size": config.len()},
-        "layers": [{"mediaType": media_type::STACK_LAYER, "digest": layer_digest, "size": layer.len()}],
-        "annotations": {"org.opencontainers.image.version": version}
-    }))
-    .unwrap();
-    let r = client.push_manifest(&repo, version, &manifest, OCI_MANIFEST);
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    let digest = sha256(&manifest);
+    let (manifest, digest) = client.push_bundle_config(&repo, version, &config);
 
     let envelope = PrivateKey::from_secret_bytes(VENDOR_KEY).sign(SignaturePayload {
         manifest_digest: digest.parse().unwrap(),

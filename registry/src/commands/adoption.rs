@@ -10,14 +10,14 @@ use crate::commands::{open_existing, print_table};
 
 pub fn run(args: &AdoptionArgs) -> anyhow::Result<()> {
     let bucket = Bucket::parse(&args.bucket).expect("clap admits only `day` and `week`");
-    let answer: Vec<Adoption> = match (&args.data, &args.url) {
+    let answer: Vec<Adoption> = match (&args.source.data, &args.source.url) {
         (Some(data), _) => adoption(&open_existing(data)?, args.stack.as_deref(), bucket)?,
         (None, Some(url)) => {
             let mut path = format!("/api/v1/adoption?bucket={}", bucket.as_str());
             if let Some(stack) = &args.stack {
                 path.push_str(&format!("&stack={}", encode(stack)));
             }
-            crate::commands::remote::get_json(url, args.token.as_deref(), &path, "adoption")?
+            crate::commands::remote::get_json(url, args.source.token.as_deref(), &path, "adoption")?
         }
         (None, None) => unreachable!("clap requires `--data` or `--url`"),
     };

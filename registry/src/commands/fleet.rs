@@ -114,10 +114,10 @@ fn query_string(args: &FleetArgs) -> String {
 
 pub fn run(args: &FleetArgs) -> anyhow::Result<()> {
     let filters = query(args)?;
-    let rows = match (&args.data, &args.url) {
+    let rows = match (&args.source.data, &args.source.url) {
         (Some(data), _) => matrix(&open_existing(data)?, &filters)?,
         (None, Some(url)) => {
-            crate::commands::remote::fleet(url, args.token.as_deref(), &query_string(args))?
+            crate::commands::remote::fleet(url, args.source.token.as_deref(), &query_string(args))?
         }
         (None, None) => unreachable!("clap requires `--data` or `--url`"),
     };

@@ -414,7 +414,13 @@ pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusq
                  AND (o.finished_ns < ?4 OR (o.finished_ns = ?4
                       AND (o.received_at < ?5 OR (o.received_at = ?5 AND o.id > ?3))))))"
         ))?
-        .execute(params![d.customer, d.stack, d.receipt_id, finished_ns, d.received_at])?;
+        .execute(params![
+            d.customer,
+            d.stack,
+            d.receipt_id,
+            finished_ns,
+            d.received_at
+        ])?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use stackpack_schema::receipt::SignedReceipt;
 
-use super::fleet::{cells, version_link};
+use super::fleet::{rows_table, version_link};
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
 use super::{failed, viewer};
 use crate::api::Deployment;
@@ -112,7 +112,7 @@ pub async fn show(
         }
         Err(e) => return failed(e),
     };
-    let running = match matrix(
+    let mut running = match matrix(
         &state,
         &FleetQuery {
             customer: Some(id.clone()),
@@ -167,19 +167,11 @@ pub async fn show(
         },
     );
     body.push_str("<h2>Runs now</h2>");
-    let rows: Vec<Vec<String>> = running
-        .iter()
-        .filter(|r| r.stack.is_some())
-        .map(|r| cells(r, false))
-        .collect();
-    if rows.is_empty() {
+    running.retain(|r| r.stack.is_some());
+    if running.is_empty() {
         body.push_str("<p class=\"muted\">No deployment reported yet.</p>");
     } else {
-        body.push_str(&table(
-            &["Stack", "Version", "Last attempt", "When (UTC)", "Notes"],
-            &rows,
-            "running",
-        ));
+        body.push_str(&rows_table(&running, false, "running"));
     }
     let _ = write!(
         body,

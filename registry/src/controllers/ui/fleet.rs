@@ -72,8 +72,8 @@ pub fn version_link(stack: &str, version: &str) -> String {
     )
 }
 
-/// One matrix row as table cells; `with_customer` adds the customer's columns.
-pub fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
+/// One matrix row as table cells.
+fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
     let dash = || "<span class=\"muted\">—</span>".to_string();
     let mut cells = Vec::new();
     if with_customer {
@@ -113,6 +113,22 @@ pub fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
     );
     cells.push(notes(row));
     cells
+}
+
+/// Matrix rows as a table; `with_customer` adds the customer's columns.
+pub fn rows_table(rows: &[FleetRow], with_customer: bool, id: &str) -> String {
+    let customer: &[&str] = if with_customer {
+        &["Customer", "Environment"]
+    } else {
+        &[]
+    };
+    let headers: Vec<&str> = customer
+        .iter()
+        .chain(&["Stack", "Version", "Last attempt", "When (UTC)", "Notes"])
+        .copied()
+        .collect();
+    let cells: Vec<Vec<String>> = rows.iter().map(|r| cells(r, with_customer)).collect();
+    table(&headers, &cells, id)
 }
 
 fn query_map(uri: &Uri) -> HashMap<String, String> {
@@ -239,28 +255,11 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
         count(|r| r.stale),
     );
     let start = (page_number - 1) * PAGE_ROWS;
-    let shown: Vec<Vec<String>> = rows
-        .iter()
-        .skip(start)
-        .take(PAGE_ROWS)
-        .map(|r| cells(r, true))
-        .collect();
+    let shown = &rows[start.min(rows.len())..(start + PAGE_ROWS).min(rows.len())];
     if shown.is_empty() {
         body.push_str("<p id=\"empty\">No customer matches these filters.</p>");
     } else {
-        body.push_str(&table(
-            &[
-                "Customer",
-                "Environment",
-                "Stack",
-                "Version",
-                "Last attempt",
-                "When (UTC)",
-                "Notes",
-            ],
-            &shown,
-            "fleet",
-        ));
+        body.push_str(&rows_table(shown, true, "fleet"));
     }
     let pages = rows.len().div_ceil(PAGE_ROWS).max(1);
     if pages > 1 {

@@ -15,7 +15,7 @@ use stackpack_schema::oci::ImageManifest;
 use stackpack_schema::signature::SignatureEnvelope;
 use stackpack_schema::Digest;
 
-use super::fleet::cells;
+use super::fleet::rows_table;
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
 use super::{failed, viewer};
 use crate::api::Release;
@@ -422,20 +422,7 @@ pub async fn show(
         if facts.runners.len() == 1 { "" } else { "s" }
     );
     if !facts.runners.is_empty() {
-        let rows: Vec<Vec<String>> = facts.runners.iter().map(|r| cells(r, true)).collect();
-        body.push_str(&table(
-            &[
-                "Customer",
-                "Environment",
-                "Stack",
-                "Version",
-                "Last attempt",
-                "When (UTC)",
-                "Notes",
-            ],
-            &rows,
-            "runners",
-        ));
+        body.push_str(&rows_table(&facts.runners, true, "runners"));
     }
 
     body.push_str("<h2>Changes since the previous version</h2>");
