@@ -249,15 +249,15 @@ fn main() {
             }
         }
         Some("page") => {
-            let response = agent
+            // The sign-in answers 303 with the cookie; redirects are not followed.
+            let response = match agent
                 .post(&format!("{}/ui/login", args[1]))
                 .set("Content-Type", "application/x-www-form-urlencoded")
                 .send_string(&format!("token={}", args[2]))
-                .or_else(|e| match e {
-                    ureq::Error::Status(_, r) => Ok(r),
-                    e => Err(e),
-                })
-                .unwrap();
+            {
+                Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+                Err(e) => panic!("signing in: {e}"),
+            };
             let cookie = response
                 .header("set-cookie")
                 .expect("signed in")

@@ -8,7 +8,6 @@ use std::process::Command;
 
 use common::*;
 use stackpack_schema::bundle::{BundleConfig, Engine, Source};
-use stackpack_schema::media_type;
 use stackpack_schema::receipt::{
     EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
 };

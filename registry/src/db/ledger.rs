@@ -381,7 +381,9 @@ fn only(column: &str, param: u8, given: bool) -> String {
 
 /// What a receipt may be, for each customer and stack, in `fleet_cells`: the column,
 /// and whether a receipt of this kind and outcome counts for it.
-const CELLS: [(&str, fn(&str, &str) -> bool); 3] = [
+type Counts = fn(kind: &str, outcome: &str) -> bool;
+
+const CELLS: [(&str, Counts); 3] = [
     ("current_id", |kind, outcome| {
         matches!(kind, "apply" | "rollback" | "destroy") && leaves_version(outcome)
     }),
@@ -422,15 +424,58 @@ pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusq
             d.received_at
         ])?;
     }
+    refresh_cell_flags(conn, Some((&d.customer, &d.stack)))
+}
+
+/// Works out a cell's `drifted` (its latest drift evidence found drift) and `failed`
+/// (its last attempt failed) from the receipts it names: one cell, or every cell.
+pub fn refresh_cell_flags(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite::Result<()> {
+    let which = match cell {
+        Some(_) => "customer = ?1 AND stack = ?2",
+        None => "?1 IS NULL AND ?2 IS NULL",
+    };
+    let (customer, stack) = cell.unzip();
+    conn.prepare_cached(&format!(
+        "UPDATE fleet_cells SET
+             drifted = EXISTS (SELECT 1 FROM receipts r WHERE r.id = fleet_cells.drift_id
+                               AND r.kind = 'drift' AND r.outcome = 'drifted'),
+             failed = EXISTS (SELECT 1 FROM receipts r WHERE r.id = fleet_cells.attempt_id
+                              AND r.outcome = 'failed')
+         WHERE {which}"
+    ))?
+    .execute(params![customer, stack])?;
     Ok(())
 }
 
-/// For each customer and stack (only `customer`'s and `stack`'s when given), the
-/// receipt `column` of `fleet_cells` names, kept only when it also passes `kept`.
-/// The SQL fragments are constants of this module, never user input.
+/// Which cells a fleet query reads: one customer's, one stack's, narrowed by flags.
+pub type Scope<'a> = (Option<&'a str>, Option<&'a str>, Narrow);
+
+/// Cells narrowed to those whose flag a query asks for, found through the flags'
+/// partial indexes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Narrow {
+    pub drifted: bool,
+    pub failed: bool,
+}
+
+impl Narrow {
+    fn sql(self) -> &'static str {
+        match (self.drifted, self.failed) {
+            (false, false) => "1",
+            (true, false) => "f.drifted = 1",
+            (false, true) => "f.failed = 1",
+            (true, true) => "f.drifted = 1 AND f.failed = 1",
+        }
+    }
+}
+
+/// For each customer and stack (only `customer`'s and `stack`'s when given, only
+/// the cells `narrow` keeps), the receipt `column` of `fleet_cells` names, kept only
+/// when it also passes `kept`. The SQL fragments are constants of this module,
+/// never user input.
 fn newest_per_stack(
     conn: &Connection,
-    (customer, stack): (Option<&str>, Option<&str>),
+    (customer, stack, narrow): Scope<'_>,
     column: &'static str,
     kept: &'static str,
 ) -> rusqlite::Result<Vec<Deployment>> {
@@ -443,9 +488,10 @@ fn newest_per_stack(
     // Driven by the cells' key order, so the answer needs no sorting.
     conn.prepare_cached(&format!(
         "SELECT {} FROM fleet_cells f JOIN receipts r ON r.id = f.{column}
-         WHERE {customer_is} AND {stack_is} AND ({kept})
+         WHERE {customer_is} AND {stack_is} AND {} AND ({kept})
          ORDER BY f.customer, f.stack",
-        columns.join(", ")
+        columns.join(", "),
+        narrow.sql()
     ))?
     .query_map(params![customer, stack], deployment_row)?
     .collect()
@@ -453,20 +499,14 @@ fn newest_per_stack(
 
 /// For each customer and stack, the last apply, rollback or destroy, whatever its
 /// outcome.
-pub fn last_attempts(
-    conn: &Connection,
-    scope: (Option<&str>, Option<&str>),
-) -> rusqlite::Result<Vec<Deployment>> {
+pub fn last_attempts(conn: &Connection, scope: Scope<'_>) -> rusqlite::Result<Vec<Deployment>> {
     newest_per_stack(conn, scope, "attempt_id", "1")
 }
 
 /// For each customer and stack, the last apply or rollback that left a version in
 /// place (`succeeded` or `no-changes`), unless a destroy came after it: a destroyed
 /// stack runs nothing.
-pub fn current(
-    conn: &Connection,
-    scope: (Option<&str>, Option<&str>),
-) -> rusqlite::Result<Vec<Deployment>> {
+pub fn current(conn: &Connection, scope: Scope<'_>) -> rusqlite::Result<Vec<Deployment>> {
     newest_per_stack(conn, scope, "current_id", "r.kind != 'destroy'")
 }
 
@@ -474,7 +514,7 @@ pub fn current(
 /// a drift check, or an apply or rollback that succeeded (which clears drift).
 pub fn latest_drift_evidence(
     conn: &Connection,
-    scope: (Option<&str>, Option<&str>),
+    scope: Scope<'_>,
 ) -> rusqlite::Result<Vec<Deployment>> {
     newest_per_stack(conn, scope, "drift_id", "1")
 }

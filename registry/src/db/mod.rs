@@ -167,9 +167,13 @@ CREATE TABLE fleet_cells (
     current_id TEXT,
     attempt_id TEXT,
     drift_id TEXT,
+    drifted INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (customer, stack)
 ) WITHOUT ROWID;
 CREATE INDEX fleet_cells_stack ON fleet_cells(stack);
+CREATE INDEX fleet_cells_drifted ON fleet_cells(customer, stack) WHERE drifted = 1;
+CREATE INDEX fleet_cells_failed ON fleet_cells(customer, stack) WHERE failed = 1;
 INSERT INTO fleet_cells (customer, stack, current_id, attempt_id, drift_id)
 SELECT k.customer, k.stack,
     (SELECT id FROM receipts r WHERE r.customer = k.customer AND r.stack = k.stack
@@ -194,7 +198,10 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
         normalise_receipt_times(tx)
     },
     |tx| tx.execute_batch(V3),
-    |tx| tx.execute_batch(V4),
+    |tx| {
+        tx.execute_batch(V4)?;
+        ledger::refresh_cell_flags(tx, None)
+    },
 ];
 
 /// The schema version this build writes.

@@ -148,7 +148,12 @@ fn by_key(rows: Vec<Deployment>) -> HashMap<Key, Deployment> {
 
 fn gather(state: &AppState, query: &FleetQuery) -> Result<Facts> {
     let customer = query.customer.as_deref();
-    let scope = (customer, query.stack.as_deref());
+    // Drift and failure are kept per cell, so asking for them reads only those cells.
+    let narrow = db::ledger::Narrow {
+        drifted: query.drifted,
+        failed: query.failed,
+    };
+    let scope = (customer, query.stack.as_deref(), narrow);
     let (mut customers, current, attempts, releases, evidence, carriers) = state.db.scan(|c| {
         let customers: Vec<Customer> = match customer {
             Some(id) => db::ledger::customer(c, id)?.into_iter().collect(),

@@ -54,9 +54,9 @@ pub fn latest_stable(releases: &[Release]) -> HashMap<String, Version> {
 pub fn running(state: &AppState, customer: Option<&str>) -> Result<Vec<Running>> {
     let (current, releases, evidence) = state.db.scan(|c| {
         Ok((
-            db::ledger::current(c, (customer, None))?,
+            db::ledger::current(c, (customer, None, Default::default()))?,
             db::ledger::releases(c, None)?,
-            db::ledger::latest_drift_evidence(c, (customer, None))?,
+            db::ledger::latest_drift_evidence(c, (customer, None, Default::default()))?,
         ))
     })?;
     let latest = latest_stable(&releases);
