@@ -264,11 +264,21 @@ fn one_customers_history_keeps_every_attempt_in_time_order() {
 }
 
 fn publish(server: &Server, versions: &[&str]) {
+    publish_releases(server, versions, |_| serde_json::json!([]));
+}
+
+/// Records `data-plane` releases kept in another registry; `modules` says what each
+/// vendors.
+fn publish_releases(
+    server: &Server,
+    versions: &[&str],
+    modules: impl Fn(&str) -> serde_json::Value,
+) {
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     for version in versions {
         let body = serde_json::json!({
             "stack": "data-plane", "version": version, "digest": sha256(version.as_bytes()),
-            "repository": "ecr.example/acme/data-plane",
+            "repository": "ecr.example/acme/data-plane", "modules": modules(version),
         });
         let r = publisher.req(
             "POST",
@@ -546,22 +556,12 @@ fn fleet_over_url_names_an_unreachable_registry_and_needs_data_or_url() {
 /// Records `data-plane` releases kept in another registry, each vendoring the
 /// `network` module at a version.
 fn publish_with_modules(server: &Server, releases: &[(&str, &str)]) {
-    let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
-    for (version, network) in releases {
-        let body = serde_json::json!({
-            "stack": "data-plane", "version": version, "digest": sha256(version.as_bytes()),
-            "repository": "ecr.example/acme/data-plane",
-            "modules": [{"name": "network", "path": "modules/network", "version": network,
-                         "digest": sha256(network.as_bytes())}],
-        });
-        let r = publisher.req(
-            "POST",
-            "/api/v1/releases",
-            &[],
-            Some(&serde_json::to_vec(&body).unwrap()),
-        );
-        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    }
+    let versions: Vec<&str> = releases.iter().map(|(v, _)| *v).collect();
+    publish_releases(server, &versions, |version| {
+        let network = releases.iter().find(|(v, _)| *v == version).unwrap().1;
+        serde_json::json!([{"name": "network", "path": "modules/network", "version": network,
+                            "digest": sha256(network.as_bytes())}])
+    });
 }
 
 /// `wayne` reports `data-plane` 2.0.0 applied, just now.
