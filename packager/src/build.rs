@@ -94,10 +94,16 @@ pub fn build_stack(
                     .filter(|f| f.path.starts_with(&prefix))
                     .map(|f| (f.path.as_str(), &f.digest)),
             );
+            // Only a module package with exactly these files lends its version.
+            let version = stack_plan
+                .module_versions
+                .iter()
+                .find(|(path, tree, _)| *path == module.path && *tree == digest)
+                .map(|(_, _, version)| version.to_string());
             ModuleEntry {
                 name: module.name.clone(),
                 path: module.path.clone(),
-                version: None,
+                version,
                 digest,
             }
         })

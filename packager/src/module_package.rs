@@ -87,6 +87,33 @@ pub struct ModulePlan {
     pub findings: Vec<Finding>,
 }
 
+impl ModulePlan {
+    /// The version these files have once the publish is done: the one about to be
+    /// published, or the latest when unchanged; `None` when skipped.
+    pub fn version(&self) -> Option<&Version> {
+        if self.skipped.is_some() {
+            return None;
+        }
+        self.next
+            .as_ref()
+            .or(self.previous.as_ref().map(|(v, _)| v))
+    }
+}
+
+/// Tells every planned stack the module versions, so the bundles it builds record
+/// the version of each module they vendor. A prerelease number taken by a
+/// concurrent publisher between planning and pushing moves the module to the next
+/// number, which the bundle then does not name.
+pub fn record_versions(plan: &mut Plan, modules: &[ModulePlan]) {
+    let versions: Vec<(String, Digest, Version)> = modules
+        .iter()
+        .filter_map(|m| Some((m.path.clone(), m.tree_digest.clone(), m.version()?.clone())))
+        .collect();
+    for stack in &mut plan.stacks {
+        stack.module_versions = versions.clone();
+    }
+}
+
 /// What happened to one module.
 #[derive(Clone, Debug)]
 pub struct PublishedModule {

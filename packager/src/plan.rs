@@ -57,6 +57,10 @@ pub struct StackPlan {
     pub allowed_breaking: Vec<String>,
     /// What the outcome witness saw, recorded in the bundle config; `None` unless it ran.
     pub witness: Option<stackpack_schema::bundle::WitnessSummary>,
+    /// The published version of each module package, with the tree digest of its
+    /// files: a vendored module whose files match records that version in the
+    /// bundle config. Empty unless publish planned the modules.
+    pub module_versions: Vec<(String, stackpack_schema::Digest, Version)>,
 }
 
 /// The plan for a whole repository at one commit.
@@ -231,6 +235,7 @@ pub fn plan(
             findings,
             allowed_breaking: Vec::new(),
             witness: None,
+            module_versions: Vec::new(),
         });
     }
     Ok(Plan {

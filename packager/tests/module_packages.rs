@@ -328,3 +328,48 @@ fn the_zip_is_identical_across_builds_and_oras_pulls_it() {
         manifest(&host, "one/modules/network", "0.1.0").layers[0].digest
     );
 }
+
+/// A published bundle records the version of every module it vendors (the module
+/// package with the same files), and our registry's ledger keeps it with the release.
+#[test]
+fn published_bundles_record_the_versions_of_the_modules_they_vendor() {
+    let registry = common::servers::OurRegistry::start();
+    let repo = TestRepo::new();
+    // Our registry wants the publisher's token; `publish` reads it from the environment.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stackpack"));
+    command
+        .current_dir(&repo.dir)
+        .args(["publish", "--json", "--insecure", "--key"])
+        .arg(&repo.key)
+        .args(["--registry", &format!("{}/acme", registry.host())])
+        .env("STACKPACK_REGISTRY_TOKEN", &registry.publisher_token)
+        .env_remove("GITHUB_HEAD_REF");
+    let report = common::Run::from_output(command.output().unwrap())
+        .ok()
+        .json();
+    let modules = published_modules(&report);
+    assert!(!modules.is_empty());
+
+    let support = registry.token("support", None);
+    let answer = Command::new("curl")
+        .args(["-fsS", "-H", &format!("Authorization: Bearer {support}")])
+        .arg(format!("{}/api/v1/releases", registry.url()))
+        .output()
+        .unwrap();
+    assert!(answer.status.success());
+    let releases: serde_json::Value = serde_json::from_slice(&answer.stdout).unwrap();
+    let mut recorded = 0;
+    for release in releases.as_array().unwrap() {
+        for module in release["modules"].as_array().into_iter().flatten() {
+            let name = module["name"].as_str().unwrap();
+            assert_eq!(
+                module["version"].as_str(),
+                modules.get(name).map(String::as_str),
+                "{} vendors `{name}`: {module}",
+                release["stack"]
+            );
+            recorded += 1;
+        }
+    }
+    assert!(recorded > 0, "no release records a module: {releases}");
+}

@@ -29,6 +29,9 @@ pub struct Release {
     /// When the registry received it.
     pub published_at: String,
     pub prerelease: bool,
+    /// The modules the bundle vendors, with their versions, when its config says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<ReleaseModule>,
 }
 
 /// A customer: one vendor environment in one customer's cloud account.
@@ -118,6 +121,21 @@ pub struct Stack {
     pub releases: u64,
 }
 
+/// A module vendored into a release's bundle, as its bundle config lists it.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseModule {
+    /// The module's name (`network`).
+    pub name: String,
+    /// Where it sits in the bundle (`modules/network`).
+    pub path: String,
+    /// The module package's version the vendored files match; `None` when the
+    /// bundle did not record one (built without a registry, or an older packager).
+    pub version: Option<String>,
+    /// Digest over the module's files.
+    pub digest: String,
+}
+
 /// Body of `POST /api/v1/releases`: a bundle published to another OCI registry
 /// (ECR, Harbor), recorded here so the ledger knows it.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
@@ -133,6 +151,9 @@ pub struct NewRelease {
     pub source: Source,
     /// When the source commit was made.
     pub created: Option<String>,
+    /// The modules the bundle vendors, with their versions.
+    #[serde(default)]
+    pub modules: Vec<ReleaseModule>,
 }
 
 /// Body of `POST /api/v1/customers/{id}/keys`: another installation key of the
@@ -189,4 +210,31 @@ pub struct FleetRow {
     pub last_seen: Option<String>,
     /// No receipt within `staleAfter`, or none ever.
     pub stale: bool,
+}
+
+/// How many customers ran each version of one stack over time.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Adoption {
+    pub stack: String,
+    /// `day` or `week` (weeks start on Monday).
+    pub bucket: String,
+    /// Every version any customer ran, by semver precedence.
+    pub versions: Vec<String>,
+    /// One point per bucket in which something changed, oldest first; each holds
+    /// until the next. The last one is what customers run now.
+    pub points: Vec<AdoptionPoint>,
+}
+
+/// What customers ran at the end of one bucket.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct AdoptionPoint {
+    /// The bucket's first day (`2026-03-02`), UTC.
+    pub at: String,
+    /// Customers running each version at the end of the bucket; versions nobody ran
+    /// then are left out.
+    pub customers: std::collections::BTreeMap<String, u64>,
+    /// Customers running any version of the stack.
+    pub total: u64,
 }

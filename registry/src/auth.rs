@@ -154,10 +154,19 @@ pub fn authenticate(
     let Some(token) = presented_token(headers).filter(|t| !t.is_empty()) else {
         return Ok(Principal::Anonymous);
     };
-    let hash = hash_token(&token);
-    let row = db.read(|c| db::tokens::by_hash(c, &hash))?;
+    authenticate_hash(db, &hash_token(&token), note_use)
+}
+
+/// Resolves a token known by its hash (a support page's session keeps only that):
+/// refused as soon as the token is revoked or expires.
+pub fn authenticate_hash(
+    db: &Db,
+    hash: &[u8],
+    note_use: impl FnOnce(&str),
+) -> Result<Principal, Error> {
+    let row = db.read(|c| db::tokens::by_hash(c, hash))?;
     match row {
-        Some(row) if bool::from(row.hash.ct_eq(&hash)) => {
+        Some(row) if bool::from(row.hash.ct_eq(hash)) => {
             usable(&row)?;
             if use_is_due(row.last_used.as_deref()) {
                 note_use(&row.id);

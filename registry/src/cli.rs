@@ -41,6 +41,8 @@ pub enum Command {
     Receipts(ReceiptsCommand),
     /// Show which version of which stack every customer runs (support's view).
     Fleet(FleetArgs),
+    /// Show how many customers ran each version of each stack over time.
+    Adoption(AdoptionArgs),
 }
 
 #[derive(Args)]
@@ -229,19 +231,11 @@ pub struct CustomerListArgs {
 }
 
 #[derive(Args)]
-#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
 pub struct CustomerHistoryArgs {
     /// The customer id.
     pub id: String,
-    /// The data folder of an existing registry (on the registry's host).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
-    /// The registry's address, to ask over its HTTP API from anywhere.
-    #[arg(long)]
-    pub url: Option<String>,
-    /// A `support` (or `admin`, or the customer's own) token, for `--url`.
-    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub source: Source,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -282,9 +276,11 @@ pub struct ReceiptsImportArgs {
     pub json: bool,
 }
 
+/// Where the ledger is read: the data folder on the registry's host, or the
+/// registry's HTTP API from anywhere.
 #[derive(Args)]
 #[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
-pub struct FleetArgs {
+pub struct Source {
     /// The data folder of an existing registry (on the registry's host).
     #[arg(long)]
     pub data: Option<PathBuf>,
@@ -295,6 +291,12 @@ pub struct FleetArgs {
     /// A `support` (or `admin`, or the customer's own) token, for `--url`.
     #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+}
+
+#[derive(Args)]
+pub struct FleetArgs {
+    #[command(flatten)]
+    pub source: Source,
     /// Only this customer.
     #[arg(long)]
     pub customer: Option<String>,
@@ -331,6 +333,28 @@ pub struct FleetArgs {
     /// Only customers running this bundle digest (`sha256:…`).
     #[arg(long)]
     pub digest: Option<String>,
+    /// Only customers running a bundle that vendors this module (`network`).
+    #[arg(long)]
+    pub module: Option<String>,
+    /// With `--module`: only where the vendored module is below this version
+    /// (`1.3.0`: who still carries the module's bug).
+    #[arg(long, value_name = "VERSION", requires = "module")]
+    pub module_below: Option<String>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct AdoptionArgs {
+    #[command(flatten)]
+    pub source: Source,
+    /// Only this stack.
+    #[arg(long)]
+    pub stack: Option<String>,
+    /// One point per `day` or per `week` (weeks start on Monday).
+    #[arg(long, default_value = "day", value_parser = ["day", "week"])]
+    pub bucket: String,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Gc(args) => commands::gc::run(args),
         Command::Receipts(ReceiptsCommand::Import(args)) => commands::receipts::import(args),
         Command::Fleet(args) => commands::fleet::run(args),
+        Command::Adoption(args) => commands::adoption::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

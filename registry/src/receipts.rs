@@ -123,6 +123,7 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
         ..d.clone()
     };
     db::ledger::insert_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
+    db::ledger::note_in_cell(tx, &deployment, checked.finished_ns)?;
     Ok(true)
 }
 

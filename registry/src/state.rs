@@ -22,6 +22,8 @@ pub struct AppState {
     pub db: Db,
     pub storage: Storage,
     pub metrics: Metrics,
+    /// Signed-in support pages.
+    pub sessions: crate::controllers::ui::session::Sessions,
     uploads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<UploadProgress>>>>,
 }
 
@@ -34,6 +36,7 @@ impl AppState {
             db,
             storage,
             metrics: Metrics::default(),
+            sessions: Default::default(),
             uploads: Mutex::new(HashMap::new()),
         }
     }

@@ -190,6 +190,7 @@ fn every_endpoint_answers_every_role_as_designed() {
             [401, 401, 403, 403, 200, 200, 403, 200],
         ),
         ("fleet", "GET", "/api/v1/fleet".into(), None, ledger),
+        ("adoption", "GET", "/api/v1/adoption".into(), None, ledger),
         (
             "customer history",
             "GET",

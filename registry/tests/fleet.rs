@@ -264,11 +264,21 @@ fn one_customers_history_keeps_every_attempt_in_time_order() {
 }
 
 fn publish(server: &Server, versions: &[&str]) {
+    publish_releases(server, versions, |_| serde_json::json!([]));
+}
+
+/// Records `data-plane` releases kept in another registry; `modules` says what each
+/// vendors.
+fn publish_releases(
+    server: &Server,
+    versions: &[&str],
+    modules: impl Fn(&str) -> serde_json::Value,
+) {
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     for version in versions {
         let body = serde_json::json!({
             "stack": "data-plane", "version": version, "digest": sha256(version.as_bytes()),
-            "repository": "ecr.example/acme/data-plane",
+            "repository": "ecr.example/acme/data-plane", "modules": modules(version),
         });
         let r = publisher.req(
             "POST",
@@ -541,4 +551,145 @@ fn fleet_over_url_names_an_unreachable_registry_and_needs_data_or_url() {
     );
     let out = Command::new(BIN).arg("fleet").output().unwrap();
     assert_eq!(out.status.code(), Some(2), "neither `--data` nor `--url`");
+}
+
+/// Records `data-plane` releases kept in another registry, each vendoring the
+/// `network` module at a version.
+fn publish_with_modules(server: &Server, releases: &[(&str, &str)]) {
+    let versions: Vec<&str> = releases.iter().map(|(v, _)| *v).collect();
+    publish_releases(server, &versions, |version| {
+        let network = releases.iter().find(|(v, _)| *v == version).unwrap().1;
+        serde_json::json!([{"name": "network", "path": "modules/network", "version": network,
+                            "digest": sha256(network.as_bytes())}])
+    });
+}
+
+/// `wayne` reports `data-plane` 2.0.0 applied, just now.
+fn wayne_applies_2_0_0(server: &Server) {
+    let apply = (ReceiptKind::Apply, Outcome::Succeeded);
+    let signed = receipt("wayne", "w1", ("data-plane", "2.0.0"), apply, &db_now());
+    report(server, "wayne", &[signed]);
+}
+
+#[test]
+fn fleet_finds_who_runs_a_bundle_carrying_a_module_below_a_version() {
+    let server = Server::start();
+    publish_with_modules(&server, &[("1.0.0", "1.2.0"), ("2.0.0", "1.3.0")]);
+    seed(&server);
+    wayne_applies_2_0_0(&server);
+    let support = server.token("support", None);
+
+    let args = ["--module", "network", "--module-below", "1.3.0", "--json"];
+    let below = json(&remote(&server, &support, &args));
+    assert_eq!(cells(&below), ["globex:data-plane", "umbrella:data-plane"]);
+    let mut local = vec!["fleet"];
+    local.extend(args);
+    assert_eq!(json(&cli(&server, &local)), below);
+    let any = json(&remote(
+        &server,
+        &support,
+        &["--module", "network", "--json"],
+    ));
+    assert_eq!(
+        cells(&any),
+        [
+            "globex:data-plane",
+            "umbrella:data-plane",
+            "wayne:data-plane"
+        ]
+    );
+    let none = json(&remote(
+        &server,
+        &support,
+        &["--module", "network", "--module-below", "1.2.0", "--json"],
+    ));
+    assert!(cells(&none).is_empty());
+
+    let out = cli(&server, &["fleet", "--module-below", "1.3.0"]);
+    assert_eq!(out.status.code(), Some(2), "which module?");
+    let client = Client::new(server.url(), Some(support));
+    let r = client.req("GET", "/api/v1/fleet?moduleBelow=1.3.0", &[], None);
+    assert_eq!(r.status, 400);
+    assert!(String::from_utf8_lossy(&r.body).contains("`moduleBelow` needs `module`"));
+    let r = client.req("GET", "/api/v1/releases?stack=data-plane", &[], None);
+    assert_eq!(r.json()[0]["modules"][0]["version"], "1.2.0");
+    let bad = br#"{"stack":"data-plane","version":"3.0.0","digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","repository":"x","modules":[{"name":"network","path":"modules/network","version":"one","digest":"sha256:00"}]}"#;
+    let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
+    assert_eq!(
+        publisher
+            .req("POST", "/api/v1/releases", &[], Some(bad))
+            .status,
+        400
+    );
+}
+
+#[test]
+fn adoption_counts_customers_on_each_version_over_time_over_data_and_url() {
+    let server = Server::start();
+    seed(&server);
+    wayne_applies_2_0_0(&server);
+    let support = server.token("support", None);
+    let over_url = |args: &[&str]| {
+        Command::new(BIN)
+            .args(["adoption", "--url", &server.url(), "--token", &support])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let local = json(&cli(
+        &server,
+        &["adoption", "--stack", "data-plane", "--json"],
+    ));
+    assert_eq!(json(&over_url(&["--stack", "data-plane", "--json"])), local);
+    let dp = &local[0];
+    assert_eq!(dp["stack"], "data-plane");
+    assert_eq!(dp["versions"], serde_json::json!(["1.0.0", "2.0.0"]));
+    let points = dp["points"].as_array().unwrap();
+    assert_eq!(
+        points[0],
+        serde_json::json!({"at": "2026-01-01", "customers": {"1.0.0": 1}, "total": 1}),
+        "umbrella, the first to report"
+    );
+    let now = points.last().unwrap();
+    assert_eq!(
+        now["customers"],
+        serde_json::json!({"1.0.0": 2, "2.0.0": 1}),
+        "globex's failed 2.0.0 does not count; its rollback keeps it on 1.0.0"
+    );
+
+    let weeks = json(&cli(&server, &["adoption", "--bucket", "week", "--json"]));
+    let stacks: Vec<&str> = weeks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["stack"].as_str().unwrap())
+        .collect();
+    assert_eq!(stacks, ["data-plane"], "`edge` was only ever destroyed");
+    assert_eq!(
+        weeks[0]["points"][0]["at"], "2025-12-29",
+        "weeks start on Monday"
+    );
+
+    let table = over_url(&["--stack", "data-plane"]);
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    assert!(stdout.starts_with("STACK"), "{stdout}");
+    assert!(
+        stdout.contains("2026-01-01") && stdout.contains("100% of 1"),
+        "{stdout}"
+    );
+    assert_eq!(
+        cli(&server, &["adoption", "--bucket", "month"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let client = Client::new(server.url(), Some(support.clone()));
+    assert_eq!(
+        client
+            .req("GET", "/api/v1/adoption?bucket=month", &[], None)
+            .status,
+        400
+    );
+    let globex = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
+    assert_eq!(globex.req("GET", "/api/v1/adoption", &[], None).status, 403);
 }

@@ -8,7 +8,6 @@ use std::process::Command;
 
 use common::*;
 use stackpack_schema::bundle::{BundleConfig, Engine, Source};
-use stackpack_schema::media_type;
 use stackpack_schema::receipt::{
     EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
 };
@@ -45,21 +44,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         witness: None,
     }
     .to_bytes();
-    let layer = bytes(version.len() as u64, 300);
-    let config_digest = client.push_blob(&repo, &config);
-    let layer_digest = client.push_blob(&repo, &layer);
-    let manifest = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "artifactType": media_type::BUNDLE_ARTIFACT,
-        "config": {"mediaType": media_type::BUNDLE_CONFIG, "digest": config_digest, "size": config.len()},
-        "layers": [{"mediaType": media_type::STACK_LAYER, "digest": layer_digest, "size": layer.len()}],
-        "annotations": {"org.opencontainers.image.version": version}
-    }))
-    .unwrap();
-    let r = client.push_manifest(&repo, version, &manifest, OCI_MANIFEST);
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    sha256(&manifest)
+    client.push_bundle_config(&repo, version, &config).1
 }
 
 struct Runner {
@@ -494,6 +479,7 @@ fn receipts_import_cli_openapi_and_gc() {
         "/api/v1/support/behind",
         "/api/v1/support/drifted",
         "/api/v1/fleet",
+        "/api/v1/adoption",
         "/api/v1/customers/{id}/history",
     ] {
         assert!(

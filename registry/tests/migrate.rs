@@ -159,7 +159,11 @@ fn a_database_from_schema_version_1_is_migrated_and_keeps_its_data() {
     let fleet: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(fleet[0]["version"], "2.0.0", "{fleet}");
     assert_eq!(fleet[0]["since"], "2026-02-01T08:00:00Z");
-    assert_eq!(user_version(&data), 3);
+    assert_eq!(
+        user_version(&data),
+        4,
+        "the fleet above was read from the cells v4 filled"
+    );
 
     // The server runs on it, and new sessions (owned by a token) work.
     let server = Server::start_on(data.clone());

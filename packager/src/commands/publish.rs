@@ -45,6 +45,7 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         )
         .map_err(from_remote)?;
     let (mut plan, module_plans) = plan_stacks_and_modules(args, &repo, &remote, &address)?;
+    stackpack_packager::module_package::record_versions(&mut plan, &module_plans);
     crate::commands::gate::customers(&repo, &mut plan, &args.allow_breaking)?;
     crate::commands::gate::witness(&repo, &mut plan, args.plan.bump)?;
     if plan.dirty {

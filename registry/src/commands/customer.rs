@@ -100,11 +100,11 @@ fn local_history(data: &std::path::Path, id: &str) -> anyhow::Result<Vec<Deploym
 
 pub fn history(args: &CustomerHistoryArgs) -> anyhow::Result<()> {
     check_name("customer", &args.id)?;
-    let receipts = match (&args.data, &args.url) {
+    let receipts = match (&args.source.data, &args.source.url) {
         (Some(data), _) => local_history(data, &args.id)?,
         (None, Some(url)) => crate::commands::remote::get_json(
             url,
-            args.token.as_deref(),
+            args.source.token.as_deref(),
             &format!("/api/v1/customers/{}/history", args.id),
             "a customer's history",
         )?,

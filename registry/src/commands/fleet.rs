@@ -38,17 +38,19 @@ fn query(args: &FleetArgs) -> Result<FleetQuery, UsageError> {
             Some("give a number and a unit: `s`, `m`, `h`, `d` or `w`".into()),
         ));
     };
-    let below = match &args.below {
-        Some(text) => Some(semver::Version::parse(text).map_err(|e| {
+    let version = |flag: &str, text: &Option<String>| match text {
+        Some(text) => semver::Version::parse(text).map(Some).map_err(|e| {
             UsageError(
-                format!("`--below` takes a version such as `2.0.0`, not `{text}`: {e}"),
+                format!("`{flag}` takes a version such as `2.0.0`, not `{text}`: {e}"),
                 None,
             )
-        })?),
-        None => None,
+        }),
+        None => Ok(None),
     };
     Ok(FleetQuery {
-        below,
+        below: version("--below", &args.below)?,
+        module: args.module.clone(),
+        module_below: version("--module-below", &args.module_below)?,
         version: args.version.clone(),
         digest: args.digest.clone(),
         customer: args.customer.clone(),
@@ -64,7 +66,7 @@ fn query(args: &FleetArgs) -> Result<FleetQuery, UsageError> {
 }
 
 /// Percent-encodes a query value.
-fn encode(value: &str) -> String {
+pub fn encode(value: &str) -> String {
     value
         .bytes()
         .map(|b| match b {
@@ -85,6 +87,8 @@ fn query_string(args: &FleetArgs) -> String {
         ("below", &args.below),
         ("version", &args.version),
         ("digest", &args.digest),
+        ("module", &args.module),
+        ("moduleBelow", &args.module_below),
     ] {
         if let Some(value) = value {
             pairs.push((key, value.clone()));
@@ -110,10 +114,10 @@ fn query_string(args: &FleetArgs) -> String {
 
 pub fn run(args: &FleetArgs) -> anyhow::Result<()> {
     let filters = query(args)?;
-    let rows = match (&args.data, &args.url) {
+    let rows = match (&args.source.data, &args.source.url) {
         (Some(data), _) => matrix(&open_existing(data)?, &filters)?,
         (None, Some(url)) => {
-            crate::commands::remote::fleet(url, args.token.as_deref(), &query_string(args))?
+            crate::commands::remote::fleet(url, args.source.token.as_deref(), &query_string(args))?
         }
         (None, None) => unreachable!("clap requires `--data` or `--url`"),
     };

@@ -1,6 +1,7 @@
 //! One module per command; each is thin: read its arguments, call the library,
 //! print. Errors carry their exit code (see [`UsageError`] and [`Refused`]).
 
+pub mod adoption;
 pub mod customer;
 pub mod fleet;
 pub mod gc;

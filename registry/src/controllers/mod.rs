@@ -15,6 +15,7 @@ pub mod referrers;
 pub mod routing;
 pub mod tags;
 pub mod token;
+pub mod ui;
 pub mod uploads;
 
 pub use body::{discard, drain, empty, read_limited, DRAIN_CAP};

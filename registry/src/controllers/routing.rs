@@ -12,7 +12,7 @@ use axum::Router;
 use crate::controllers::body::{drain, DRAIN_CAP};
 use crate::controllers::context::context;
 use crate::controllers::{
-    base, blobs, health, ledger, manifests, observe, referrers, tags, token, uploads,
+    base, blobs, health, ledger, manifests, observe, referrers, tags, token, ui, uploads,
 };
 use crate::error::{Code, Error};
 use crate::state::SharedState;
@@ -163,6 +163,14 @@ pub fn router(state: SharedState) -> Router {
         )
         .route("/api/v1/support/drifted", get(ledger::support::drifted))
         .route("/api/v1/fleet", get(ledger::fleet::handle))
+        .route("/api/v1/adoption", get(ledger::adoption::handle))
+        .route("/", get(ui::root))
+        .route("/ui", get(ui::fleet::show))
+        .route("/ui/", get(ui::fleet::show))
+        .route("/ui/login", get(ui::login::show).post(ui::login::sign_in))
+        .route("/ui/logout", get(ui::login::sign_out))
+        .route("/ui/customers/{id}", get(ui::customer::show))
+        .route("/ui/stacks/{stack}/{version}", get(ui::release::show))
         .fallback(|| async { Error::new(Code::NotFound, "no such path").into_response() })
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(middleware::from_fn_with_state(

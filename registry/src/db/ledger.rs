@@ -2,7 +2,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::api::{Customer, Deployment, Release, Source};
+use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 
 pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
     conn.execute(
@@ -30,6 +30,73 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Records the modules a release vendors, replacing what was recorded before, but
+/// only while the release recorded is the one these modules came from (a stable
+/// version never changes its digest, so a second push changes nothing).
+pub fn set_release_modules(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
+    if release_digest(conn, &r.stack, &r.version)?.as_deref() != Some(r.digest.as_str()) {
+        return Ok(());
+    }
+    conn.execute(
+        "DELETE FROM release_modules WHERE stack = ?1 AND version = ?2",
+        params![r.stack, r.version],
+    )?;
+    let mut insert = conn.prepare_cached(
+        "INSERT OR REPLACE INTO release_modules (stack, version, module, path, module_version, digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for m in &r.modules {
+        insert.execute(params![
+            r.stack, r.version, m.name, m.path, m.version, m.digest
+        ])?;
+    }
+    Ok(())
+}
+
+/// The modules one release vendors, by path.
+pub fn release_modules(
+    conn: &Connection,
+    stack: &str,
+    version: &str,
+) -> rusqlite::Result<Vec<ReleaseModule>> {
+    conn.prepare_cached(
+        "SELECT module, path, module_version, digest FROM release_modules
+         WHERE stack = ?1 AND version = ?2 ORDER BY path",
+    )?
+    .query_map(params![stack, version], |r| {
+        Ok(ReleaseModule {
+            name: r.get(0)?,
+            path: r.get(1)?,
+            version: r.get(2)?,
+            digest: r.get(3)?,
+        })
+    })?
+    .collect()
+}
+
+/// Every release that vendors module `module`: `(stack, version, module version)`.
+pub fn releases_with_module(
+    conn: &Connection,
+    module: &str,
+) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
+    conn.prepare_cached(
+        "SELECT stack, version, module_version FROM release_modules WHERE module = ?1",
+    )?
+    .query_map(params![module], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+    .collect()
+}
+
+/// One release, if recorded.
+pub fn release(conn: &Connection, stack: &str, version: &str) -> rusqlite::Result<Option<Release>> {
+    conn.prepare_cached(
+        "SELECT stack, version, repository, digest, source_repository, source_commit,
+                source_branch, created, published_at, prerelease
+         FROM releases WHERE stack = ?1 AND version = ?2",
+    )?
+    .query_row(params![stack, version], release_row)
+    .optional()
+}
+
 fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
     Ok(Release {
         stack: r.get(0)?,
@@ -44,6 +111,7 @@ fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
         created: r.get(7)?,
         published_at: r.get(8)?,
         prerelease: r.get(9)?,
+        modules: Vec::new(),
     })
 }
 
@@ -56,6 +124,41 @@ pub fn release_digest(
     conn.prepare_cached("SELECT digest FROM releases WHERE stack = ?1 AND version = ?2")?
         .query_row(params![stack, version], |r| r.get(0))
         .optional()
+}
+
+/// Releases with the modules each vendors, by stack then publication time.
+pub fn releases_with_modules(
+    conn: &Connection,
+    stack: Option<&str>,
+) -> rusqlite::Result<Vec<Release>> {
+    let mut releases = releases(conn, stack)?;
+    let mut modules: std::collections::HashMap<(String, String), Vec<ReleaseModule>> =
+        std::collections::HashMap::new();
+    let mut query = conn.prepare_cached(
+        "SELECT stack, version, module, path, module_version, digest FROM release_modules
+         WHERE (?1 IS NULL OR stack = ?1) ORDER BY path",
+    )?;
+    let rows = query.query_map(params![stack], |r| {
+        Ok((
+            (r.get(0)?, r.get(1)?),
+            ReleaseModule {
+                name: r.get(2)?,
+                path: r.get(3)?,
+                version: r.get(4)?,
+                digest: r.get(5)?,
+            },
+        ))
+    })?;
+    for row in rows {
+        let (key, module) = row?;
+        modules.entry(key).or_default().push(module);
+    }
+    for release in &mut releases {
+        if let Some(list) = modules.remove(&(release.stack.clone(), release.version.clone())) {
+            release.modules = list;
+        }
+    }
+    Ok(releases)
 }
 
 pub fn releases(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Release>> {
@@ -107,14 +210,13 @@ pub fn register_customer(
     Ok(())
 }
 
-/// Customers with their last receipt's finish time, by id. A customer known only
-/// from receipts (stored before receipts registered their customer) counts too.
-const CUSTOMER_SELECT: &str = "SELECT ids.id, c.name, c.environment,
-        COALESCE(c.created, (SELECT MIN(received_at) FROM receipts WHERE customer = ids.id)),
-        (SELECT r.finished_at FROM receipts r WHERE r.customer = ids.id
+/// Customers with their last receipt's finish time. Every receipt registers its
+/// customer (and migration 4 registered those from before), so the customers table
+/// is the whole list.
+const CUSTOMER_SELECT: &str = "SELECT c.id, c.name, c.environment, c.created,
+        (SELECT r.finished_at FROM receipts r WHERE r.customer = c.id
          ORDER BY r.finished_ns DESC LIMIT 1)
-     FROM (SELECT id FROM customers UNION SELECT customer FROM receipts) AS ids
-     LEFT JOIN customers c ON c.id = ids.id";
+     FROM customers c";
 
 fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
     Ok(Customer {
@@ -128,13 +230,13 @@ fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
 }
 
 pub fn customers(conn: &Connection) -> rusqlite::Result<Vec<Customer>> {
-    conn.prepare_cached(&format!("{CUSTOMER_SELECT} ORDER BY ids.id"))?
+    conn.prepare_cached(&format!("{CUSTOMER_SELECT} ORDER BY c.id"))?
         .query_map([], customer_row)?
         .collect()
 }
 
 pub fn customer(conn: &Connection, id: &str) -> rusqlite::Result<Option<Customer>> {
-    conn.prepare_cached(&format!("{CUSTOMER_SELECT} WHERE ids.id = ?1"))?
+    conn.prepare_cached(&format!("{CUSTOMER_SELECT} WHERE c.id = ?1"))?
         .query_row(params![id], customer_row)
         .optional()
 }
@@ -245,9 +347,10 @@ pub fn deployments(
     stack: Option<&str>,
     limit: u64,
 ) -> rusqlite::Result<Vec<Deployment>> {
+    let customer_is = only("customer", 1, customer.is_some());
+    let stack_is = only("stack", 2, stack.is_some());
     conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts
-         WHERE (?1 IS NULL OR customer = ?1) AND (?2 IS NULL OR stack = ?2)
+        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts WHERE {customer_is} AND {stack_is}
          ORDER BY finished_ns DESC, id LIMIT ?3"
     ))?
     .query_map(params![customer, stack, limit as i64], deployment_row)?
@@ -265,64 +368,217 @@ pub fn history(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<Deploy
     .collect()
 }
 
-/// For each customer and stack, the newest receipt among those `receipts` selects,
-/// kept only when it also passes `kept`; only `customer`'s when one is given, so one
-/// customer's page does not scan the fleet. The SQL fragments are constants of this
-/// module, never user input.
+/// `column = ?N` when a value is given, else a condition that holds: spelled out per
+/// case rather than `?N IS NULL OR column = ?N`, which SQLite cannot answer from an
+/// index.
+fn only(column: &str, param: u8, given: bool) -> String {
+    if given {
+        format!("{column} = ?{param}")
+    } else {
+        format!("?{param} IS NULL")
+    }
+}
+
+/// What a receipt may be, for each customer and stack, in `fleet_cells`: the column,
+/// and whether a receipt of this kind and outcome counts for it.
+type Counts = fn(kind: &str, outcome: &str) -> bool;
+
+const CELLS: [(&str, Counts); 3] = [
+    ("current_id", |kind, outcome| {
+        matches!(kind, "apply" | "rollback" | "destroy") && leaves_version(outcome)
+    }),
+    ("attempt_id", |kind, _| {
+        matches!(kind, "apply" | "rollback" | "destroy")
+    }),
+    ("drift_id", |kind, outcome| {
+        kind == "drift" || (matches!(kind, "apply" | "rollback") && leaves_version(outcome))
+    }),
+];
+
+fn leaves_version(outcome: &str) -> bool {
+    matches!(outcome, "succeeded" | "no-changes")
+}
+
+/// Files a newly stored receipt in its customer's and stack's cell wherever it is
+/// now the newest of its kind: latest finish time, then latest arrival, then the
+/// smaller id, the order in which "what a customer runs" has always been decided.
+pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT OR IGNORE INTO fleet_cells (customer, stack) VALUES (?1, ?2)")?
+        .execute(params![d.customer, d.stack])?;
+    for (column, counts) in CELLS {
+        if !counts(&d.kind, &d.outcome) {
+            continue;
+        }
+        conn.prepare_cached(&format!(
+            "UPDATE fleet_cells SET {column} = ?3 WHERE customer = ?1 AND stack = ?2
+             AND ({column} IS NULL OR EXISTS (
+                 SELECT 1 FROM receipts o WHERE o.id = fleet_cells.{column}
+                 AND (o.finished_ns < ?4 OR (o.finished_ns = ?4
+                      AND (o.received_at < ?5 OR (o.received_at = ?5 AND o.id > ?3))))))"
+        ))?
+        .execute(params![
+            d.customer,
+            d.stack,
+            d.receipt_id,
+            finished_ns,
+            d.received_at
+        ])?;
+    }
+    refresh_cell_flags(conn, Some((&d.customer, &d.stack)))
+}
+
+/// Works out a cell's `drifted` (its latest drift evidence found drift) and `failed`
+/// (its last attempt failed) from the receipts it names: one cell, or every cell.
+pub fn refresh_cell_flags(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite::Result<()> {
+    let which = match cell {
+        Some(_) => "customer = ?1 AND stack = ?2",
+        None => "?1 IS NULL AND ?2 IS NULL",
+    };
+    let (customer, stack) = cell.unzip();
+    conn.prepare_cached(&format!(
+        "UPDATE fleet_cells SET
+             drifted = EXISTS (SELECT 1 FROM receipts r WHERE r.id = fleet_cells.drift_id
+                               AND r.kind = 'drift' AND r.outcome = 'drifted'),
+             failed = EXISTS (SELECT 1 FROM receipts r WHERE r.id = fleet_cells.attempt_id
+                              AND r.outcome = 'failed')
+         WHERE {which}"
+    ))?
+    .execute(params![customer, stack])?;
+    Ok(())
+}
+
+/// Which cells a fleet query reads: one customer's, one stack's, narrowed by flags.
+pub type Scope<'a> = (Option<&'a str>, Option<&'a str>, Narrow);
+
+/// Cells narrowed to those whose flag a query asks for, found through the flags'
+/// partial indexes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Narrow {
+    pub drifted: bool,
+    pub failed: bool,
+}
+
+impl Narrow {
+    fn sql(self) -> &'static str {
+        match (self.drifted, self.failed) {
+            (false, false) => "1",
+            (true, false) => "f.drifted = 1",
+            (false, true) => "f.failed = 1",
+            (true, true) => "f.drifted = 1 AND f.failed = 1",
+        }
+    }
+}
+
+/// For each customer and stack (only `customer`'s and `stack`'s when given, only
+/// the cells `narrow` keeps), the receipt `column` of `fleet_cells` names, kept only
+/// when it also passes `kept`. The SQL fragments are constants of this module,
+/// never user input.
 fn newest_per_stack(
     conn: &Connection,
-    customer: Option<&str>,
-    receipts: &'static str,
+    (customer, stack, narrow): Scope<'_>,
+    column: &'static str,
     kept: &'static str,
 ) -> rusqlite::Result<Vec<Deployment>> {
+    let customer_is = only("f.customer", 1, customer.is_some());
+    let stack_is = only("f.stack", 2, stack.is_some());
+    let columns: Vec<String> = DEPLOYMENT_COLUMNS
+        .split(", ")
+        .map(|c| format!("r.{c}"))
+        .collect();
+    // Driven by the cells' key order, so the answer needs no sorting.
     conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM (
-             SELECT *, ROW_NUMBER() OVER (PARTITION BY customer, stack
-                                          ORDER BY finished_ns DESC, received_at DESC, id) AS n
-             FROM receipts
-             WHERE ({receipts}) AND (?1 IS NULL OR customer = ?1))
-         WHERE n = 1 AND ({kept}) ORDER BY customer, stack"
+        "SELECT {} FROM fleet_cells f JOIN receipts r ON r.id = f.{column}
+         WHERE {customer_is} AND {stack_is} AND {} AND ({kept})
+         ORDER BY f.customer, f.stack",
+        columns.join(", "),
+        narrow.sql()
     ))?
-    .query_map(params![customer], deployment_row)?
+    .query_map(params![customer, stack], deployment_row)?
     .collect()
 }
 
 /// For each customer and stack, the last apply, rollback or destroy, whatever its
 /// outcome.
-pub fn last_attempts(
-    conn: &Connection,
-    customer: Option<&str>,
-) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(
-        conn,
-        customer,
-        "kind IN ('apply', 'rollback', 'destroy')",
-        "1",
-    )
+pub fn last_attempts(conn: &Connection, scope: Scope<'_>) -> rusqlite::Result<Vec<Deployment>> {
+    newest_per_stack(conn, scope, "attempt_id", "1")
 }
 
 /// For each customer and stack, the last apply or rollback that left a version in
 /// place (`succeeded` or `no-changes`), unless a destroy came after it: a destroyed
 /// stack runs nothing.
-pub fn current(conn: &Connection, customer: Option<&str>) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(
-        conn,
-        customer,
-        "kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')",
-        "kind != 'destroy'",
-    )
+pub fn current(conn: &Connection, scope: Scope<'_>) -> rusqlite::Result<Vec<Deployment>> {
+    newest_per_stack(conn, scope, "current_id", "r.kind != 'destroy'")
 }
 
 /// For each customer and stack, the latest receipt that says something about drift:
 /// a drift check, or an apply or rollback that succeeded (which clears drift).
 pub fn latest_drift_evidence(
     conn: &Connection,
-    customer: Option<&str>,
+    scope: Scope<'_>,
 ) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(
-        conn,
-        customer,
-        "kind = 'drift' OR (kind IN ('apply', 'rollback') AND outcome IN ('succeeded', 'no-changes'))",
-        "1",
-    )
+    newest_per_stack(conn, scope, "drift_id", "1")
+}
+
+/// One change of what a customer runs: a successful apply or rollback (`version`
+/// from then on) or destroy (nothing from then on).
+pub struct Change {
+    pub customer: String,
+    pub stack: String,
+    pub version: String,
+    pub destroy: bool,
+    pub finished_at: String,
+}
+
+/// Every change of what customers run, of one stack or all, oldest first, in the
+/// order that makes the last one per customer and stack what [`current`] answers.
+pub fn changes(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Change>> {
+    let stack_is = only("stack", 1, stack.is_some());
+    conn.prepare_cached(&format!(
+        "SELECT customer, stack, version, kind = 'destroy', finished_at FROM receipts
+         WHERE {stack_is}
+           AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
+         ORDER BY finished_ns, received_at, id DESC"
+    ))?
+    .query_map(params![stack], |r| {
+        Ok(Change {
+            customer: r.get(0)?,
+            stack: r.get(1)?,
+            version: r.get(2)?,
+            destroy: r.get(3)?,
+            finished_at: r.get(4)?,
+        })
+    })?
+    .collect()
+}
+
+/// The stacks with a recorded release, by name.
+pub fn stack_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached("SELECT DISTINCT stack FROM releases ORDER BY stack")?
+        .query_map([], |r| r.get(0))?
+        .collect()
+}
+
+/// The environments customers are registered in, by name.
+pub fn environments(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached(
+        "SELECT DISTINCT environment FROM customers WHERE environment IS NOT NULL ORDER BY 1",
+    )?
+    .query_map([], |r| r.get(0))?
+    .collect()
+}
+
+/// Every receipt of one customer, newest first, with its signed document.
+pub fn history_documents(
+    conn: &Connection,
+    customer: &str,
+    limit: u64,
+) -> rusqlite::Result<Vec<(Deployment, String)>> {
+    conn.prepare_cached(&format!(
+        "SELECT {DEPLOYMENT_COLUMNS}, document FROM receipts WHERE customer = ?1
+         ORDER BY finished_ns DESC, received_at DESC, id LIMIT ?2"
+    ))?
+    .query_map(params![customer, limit as i64], |r| {
+        Ok((deployment_row(r)?, r.get(11)?))
+    })?
+    .collect()
 }

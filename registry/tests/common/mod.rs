@@ -322,6 +322,34 @@ impl Client {
         )
     }
 
+    /// Pushes a bundle the way the packager does: its config, a stack layer, and the
+    /// manifest with the bundle artifact type, tagged with the version. Returns the
+    /// manifest bytes and digest.
+    pub fn push_bundle_config(
+        &self,
+        repo: &str,
+        version: &str,
+        config: &[u8],
+    ) -> (Vec<u8>, String) {
+        use stackpack_schema::media_type;
+        let layer = bytes(version.len() as u64 + repo.len() as u64, 300);
+        let config_digest = self.push_blob(repo, config);
+        let layer_digest = self.push_blob(repo, &layer);
+        let manifest = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "artifactType": media_type::BUNDLE_ARTIFACT,
+            "config": {"mediaType": media_type::BUNDLE_CONFIG, "digest": config_digest, "size": config.len()},
+            "layers": [{"mediaType": media_type::STACK_LAYER, "digest": layer_digest, "size": layer.len()}],
+            "annotations": {"org.opencontainers.image.version": version}
+        }))
+        .unwrap();
+        let r = self.push_manifest(repo, version, &manifest, OCI_MANIFEST);
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        let digest = sha256(&manifest);
+        (manifest, digest)
+    }
+
     /// Pushes a small image (config + one layer) tagged `tag`; returns the manifest
     /// bytes and digest.
     pub fn push_image(&self, repo: &str, tag: &str, seed: u64) -> (Vec<u8>, String) {

@@ -2,7 +2,7 @@
 //! outcome and time, how far behind, drift, prerelease, environment, last seen. The
 //! `fleet` command answers from it, over `--data` or `--url`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
@@ -35,12 +35,22 @@ pub struct FleetQuery {
     pub version: Option<String>,
     /// Only rows running this bundle digest.
     pub digest: Option<String>,
+    /// Only rows running a bundle that vendors this module.
+    pub module: Option<String>,
+    /// With `module`: only where the vendored module's version is below this one.
+    pub module_below: Option<Version>,
 }
 
 impl FleetQuery {
     /// From a request's query string (`?customer=…&prerelease=true&staleAfter=7d`).
     pub fn from_query(query: &HashMap<String, String>) -> Result<FleetQuery> {
         let flag = |key: &str| query.get(key).is_some_and(|v| v == "true" || v == "1");
+        if query.contains_key("moduleBelow") && !query.contains_key("module") {
+            return Err(crate::error::Error::new(
+                crate::error::Code::BadRequest,
+                "`moduleBelow` needs `module`: which module's version to compare; try `module=network&moduleBelow=1.3.0`",
+            ));
+        }
         Ok(FleetQuery {
             customer: query.get("customer").cloned(),
             environment: query.get("environment").cloned(),
@@ -51,13 +61,21 @@ impl FleetQuery {
             silent: flag("silent"),
             failed: flag("failed"),
             stale_after_secs: stale_after(query.get("staleAfter").map(String::as_str))?,
-            below: query.get("below").map(|v| parse_version(v)).transpose()?,
+            below: query
+                .get("below")
+                .map(|v| parse_version("below", v))
+                .transpose()?,
             version: query.get("version").cloned(),
             digest: query.get("digest").cloned(),
+            module: query.get("module").cloned(),
+            module_below: query
+                .get("moduleBelow")
+                .map(|v| parse_version("moduleBelow", v))
+                .transpose()?,
         })
     }
 
-    fn keeps(&self, row: &FleetRow) -> bool {
+    fn keeps(&self, row: &FleetRow, carriers: Option<&HashSet<Key>>) -> bool {
         let failed = row
             .last_attempt
             .as_ref()
@@ -71,6 +89,10 @@ impl FleetQuery {
             && (!self.failed || failed)
             && (self.version.is_none() || row.version == self.version)
             && (self.digest.is_none() || row.digest == self.digest)
+            && carriers.is_none_or(|keys| match (&row.stack, &row.version) {
+                (Some(stack), Some(version)) => keys.contains(&(stack.clone(), version.clone())),
+                _ => false,
+            })
             && self.below.as_ref().is_none_or(|below| {
                 let running = row.version.as_deref().and_then(|v| Version::parse(v).ok());
                 running.is_some_and(|v| v.cmp_precedence(below).is_lt())
@@ -78,11 +100,11 @@ impl FleetQuery {
     }
 }
 
-fn parse_version(text: &str) -> Result<Version> {
+fn parse_version(what: &str, text: &str) -> Result<Version> {
     Version::parse(text).map_err(|e| {
         crate::error::Error::new(
             crate::error::Code::BadRequest,
-            format!("`below` takes a version such as `2.0.0`, not `{text}`: {e}"),
+            format!("`{what}` takes a version such as `2.0.0`, not `{text}`: {e}"),
         )
     })
 }
@@ -110,6 +132,8 @@ type Key = (String, String);
 
 struct Facts {
     customers: Vec<Customer>,
+    /// With a `module` filter: the releases (stack, version) that pass it.
+    carriers: Option<HashSet<Key>>,
     current: HashMap<Key, Deployment>,
     attempts: HashMap<Key, Deployment>,
     drifted: HashMap<Key, bool>,
@@ -124,19 +148,42 @@ fn by_key(rows: Vec<Deployment>) -> HashMap<Key, Deployment> {
 
 fn gather(state: &AppState, query: &FleetQuery) -> Result<Facts> {
     let customer = query.customer.as_deref();
-    let (mut customers, current, attempts, releases, evidence) = state.db.scan(|c| {
+    // Drift and failure are kept per cell, so asking for them reads only those cells.
+    let narrow = db::ledger::Narrow {
+        drifted: query.drifted,
+        failed: query.failed,
+    };
+    let scope = (customer, query.stack.as_deref(), narrow);
+    let (mut customers, current, attempts, releases, evidence, carriers) = state.db.scan(|c| {
         let customers: Vec<Customer> = match customer {
             Some(id) => db::ledger::customer(c, id)?.into_iter().collect(),
             None => db::ledger::customers(c)?,
         };
         Ok((
             customers,
-            db::ledger::current(c, customer)?,
-            db::ledger::last_attempts(c, customer)?,
-            db::ledger::releases(c, None)?,
-            db::ledger::latest_drift_evidence(c, customer)?,
+            db::ledger::current(c, scope)?,
+            db::ledger::last_attempts(c, scope)?,
+            db::ledger::releases(c, query.stack.as_deref())?,
+            db::ledger::latest_drift_evidence(c, scope)?,
+            match &query.module {
+                Some(module) => Some(db::ledger::releases_with_module(c, module)?),
+                None => None,
+            },
         ))
     })?;
+    let carriers = carriers.map(|releases| {
+        releases
+            .into_iter()
+            .filter(|(_, _, version)| match &query.module_below {
+                None => true,
+                Some(below) => version
+                    .as_deref()
+                    .and_then(|v| Version::parse(v).ok())
+                    .is_some_and(|v| v.cmp_precedence(below).is_lt()),
+            })
+            .map(|(stack, version, _)| (stack, version))
+            .collect()
+    });
     mark_stale(&mut customers, query.stale_after_secs);
     let drifted = evidence
         .into_iter()
@@ -147,6 +194,7 @@ fn gather(state: &AppState, query: &FleetQuery) -> Result<Facts> {
         .collect();
     Ok(Facts {
         customers,
+        carriers,
         current: by_key(current),
         attempts: by_key(attempts),
         drifted,
@@ -206,7 +254,7 @@ pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
             None => rows.push(row(&facts, customer, None)),
         }
     }
-    rows.retain(|r| query.keeps(r));
+    rows.retain(|r| query.keeps(r, facts.carriers.as_ref()));
     Ok(rows)
 }
 
@@ -224,10 +272,12 @@ pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
         ("below" = Option<String>, Query, description = "Only rows running a version below this one (`2.0.0`)"),
         ("version" = Option<String>, Query, description = "Only rows running exactly this version"),
         ("digest" = Option<String>, Query, description = "Only rows running this bundle digest"),
+        ("module" = Option<String>, Query, description = "Only rows running a bundle that vendors this module (`network`)"),
+        ("moduleBelow" = Option<String>, Query, description = "With `module`: only where the vendored module's version is below this one (`1.3.0`); a module without a recorded version does not count"),
     ),
     responses(
         (status = 200, description = "The fleet matrix: customer × stack", body = Vec<FleetRow>),
-        (status = 400, description = "`staleAfter` is not an age, or `below` not a version"),
+        (status = 400, description = "`staleAfter` is not an age, or `below` or `moduleBelow` not a version"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {

@@ -2,6 +2,7 @@
 //! support's questions. Documented by [`openapi::ApiDoc`], served at
 //! `/api/v1/openapi.json`.
 
+pub mod adoption;
 pub mod customers;
 pub mod deployments;
 pub mod fleet;
@@ -53,9 +54,9 @@ pub fn latest_stable(releases: &[Release]) -> HashMap<String, Version> {
 pub fn running(state: &AppState, customer: Option<&str>) -> Result<Vec<Running>> {
     let (current, releases, evidence) = state.db.scan(|c| {
         Ok((
-            db::ledger::current(c, customer)?,
+            db::ledger::current(c, (customer, None, Default::default()))?,
             db::ledger::releases(c, None)?,
-            db::ledger::latest_drift_evidence(c, customer)?,
+            db::ledger::latest_drift_evidence(c, (customer, None, Default::default()))?,
         ))
     })?;
     let latest = latest_stable(&releases);

@@ -42,6 +42,7 @@ impl Modify for BearerAuth {
         ledger::support::prerelease,
         ledger::support::drifted,
         ledger::fleet::handle,
+        ledger::adoption::handle,
     ),
     components(schemas(
         api::Release,
@@ -57,6 +58,9 @@ impl Modify for BearerAuth {
         api::Stack,
         api::Attempt,
         api::FleetRow,
+        api::ReleaseModule,
+        api::Adoption,
+        api::AdoptionPoint,
         ledger::customers::CustomerDetail,
     )),
     modifiers(&BearerAuth)

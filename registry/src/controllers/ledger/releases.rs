@@ -40,7 +40,9 @@ pub async fn handle(
     reply((|| {
         context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
         let stack = query.get("stack").map(String::as_str);
-        state.db.scan(|c| db::ledger::releases(c, stack))
+        state
+            .db
+            .scan(|c| db::ledger::releases_with_modules(c, stack))
     })())
 }
 
@@ -114,6 +116,14 @@ pub async fn create(
         let digest = crate::names::parse_digest(&new.digest)
             .map_err(|e| Error::new(Code::BadRequest, e.message))?
             .to_string();
+        let modules = new.modules;
+        for module in &modules {
+            if let Some(v) = &module.version {
+                semver::Version::parse(v).map_err(|_| {
+                    Error::new(Code::BadRequest, format!("module `{}`: `{v}` is not a semver version", module.name))
+                })?;
+            }
+        }
         let release = Release {
             stack: new.stack,
             prerelease: !version.pre.is_empty(),
@@ -123,6 +133,7 @@ pub async fn create(
             source: new.source,
             created,
             published_at: db::now_rfc3339(),
+            modules,
         };
         state.db.write(|tx| {
             if let Some(existing) = db::ledger::release_digest(tx, &release.stack, &release.version)? {
@@ -137,6 +148,7 @@ pub async fn create(
                 }
             }
             db::ledger::upsert_release(tx, &release)?;
+            db::ledger::set_release_modules(tx, &release)?;
             Ok(())
         })?;
         Ok(release)

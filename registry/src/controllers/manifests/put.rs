@@ -15,7 +15,7 @@ use stackpack_schema::media_type;
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
 use stackpack_schema::Digest;
 
-use crate::api::{Release, Source};
+use crate::api::{Release, ReleaseModule, Source};
 use crate::auth::Action;
 use crate::config::TagPolicy;
 use crate::controllers::{empty, Ctx};
@@ -153,6 +153,17 @@ struct BundleConfigHead {
     source: Option<SourceHead>,
     #[serde(default)]
     created: Option<String>,
+    #[serde(default)]
+    modules: Vec<ModuleHead>,
+}
+
+#[derive(Deserialize)]
+struct ModuleHead {
+    name: String,
+    path: String,
+    #[serde(default)]
+    version: Option<String>,
+    digest: String,
 }
 
 #[derive(Deserialize)]
@@ -187,7 +198,17 @@ async fn read_release(
         commit: s.commit,
         branch: s.branch,
     });
-    Some(Release {
+    let modules = head
+        .modules
+        .into_iter()
+        .map(|m| ReleaseModule {
+            name: m.name,
+            path: m.path,
+            version: m.version,
+            digest: m.digest,
+        })
+        .collect();
+    let release = Release {
         stack: head.stack,
         prerelease: !version.pre.is_empty(),
         version: version.to_string(),
@@ -196,7 +217,9 @@ async fn read_release(
         source: source.unwrap_or_default(),
         created: head.created,
         published_at: db::now_rfc3339(),
-    })
+        modules,
+    };
+    Some(release)
 }
 
 /// Every blob the manifest needs is in the repository with the size it says, and
@@ -323,6 +346,7 @@ pub async fn handle(
         }
         if let Some(release) = &release {
             db::ledger::upsert_release(tx, release)?;
+            db::ledger::set_release_modules(tx, release)?;
         }
         Ok(())
     })?;

@@ -1,0 +1,283 @@
+//! Seeder and client for `scripts/bench/fleet.sh`: a fleet of customers × stacks ×
+//! versions with history, written through the registry's own functions (receipts
+//! signed, checked and stored as `receipts import` does), then support's queries
+//! timed over HTTP.
+//!
+//! ```text
+//! fleetbench seed DATA CUSTOMERS STACKS VERSIONS   fill a new registry in DATA
+//! fleetbench measure URL TOKEN ROUNDS PATH...       GET each PATH ROUNDS times
+//! fleetbench page URL TOKEN ROUNDS PATH...          the same for /ui pages, signed in
+//! ```
+//!
+//! `measure` and `page` print one line per path: `PATH p50_ms p99_ms bytes`.
+
+use std::time::Instant;
+
+use stackpack_registry::api::{Release, Source};
+use stackpack_registry::config::Config;
+use stackpack_registry::{db, receipts};
+use stackpack_schema::receipt::{
+    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
+};
+use stackpack_schema::signature::PrivateKey;
+
+/// A small deterministic mix, so every run seeds the same fleet.
+fn mix(a: u64, b: u64) -> u64 {
+    let mut x = a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^ (x >> 29)
+}
+
+fn time_at(days_ago: u64, minute: u64) -> String {
+    let t = time::OffsetDateTime::now_utc()
+        - time::Duration::days(days_ago as i64)
+        - time::Duration::minutes(minute as i64);
+    t.replace_nanosecond(0)
+        .unwrap()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+fn version(index: u64) -> String {
+    format!("1.{index}.0")
+}
+
+fn seed(data: &str, customers: u64, stacks: u64, versions: u64) {
+    let state = stackpack_registry::open(Config::new(data)).expect("the registry opens");
+    let now = db::now_rfc3339();
+    state
+        .db
+        .write(|tx| {
+            for s in 0..stacks {
+                let stack = format!("stack-{s:02}");
+                let mut published: Vec<(String, u64)> =
+                    (0..versions).map(|v| (version(v), versions - v)).collect();
+                published.push((format!("{}-rc.1", version(versions)), 0));
+                for (v, days_ago) in published {
+                    let release = Release {
+                        stack: stack.clone(),
+                        prerelease: v.contains('-'),
+                        digest: stackpack_schema::Digest::of(format!("{s}/{v}").as_bytes())
+                            .to_string(),
+                        version: v,
+                        repository: format!("acme/stacks/{stack}"),
+                        source: Source::default(),
+                        created: None,
+                        published_at: time_at(days_ago, 0),
+                        modules: Vec::new(),
+                    };
+                    db::ledger::upsert_release(tx, &release)?;
+                }
+            }
+            for c in 0..customers {
+                let environment =
+                    ["production", "production", "staging", "sandbox"][(mix(c, 1) % 4) as usize];
+                db::ledger::register_customer(
+                    tx,
+                    &format!("customer-{c:05}"),
+                    Some(&format!("Customer {c}")),
+                    Some(environment),
+                    &now,
+                )?;
+            }
+            Ok(())
+        })
+        .expect("releases and customers are written");
+    let started = Instant::now();
+    let mut total = 0u64;
+    for chunk in (0..customers).collect::<Vec<_>>().chunks(200) {
+        let mut batch = Vec::new();
+        for &c in chunk {
+            let roll = mix(c, 2) % 100;
+            if roll == 0 {
+                continue; // never reports
+            }
+            let silent = roll < 6;
+            let key = PrivateKey::from_secret_bytes({
+                let mut secret = [0u8; 32];
+                secret[..8].copy_from_slice(&c.to_le_bytes());
+                secret[8] = 1;
+                secret
+            });
+            let customer = format!("customer-{c:05}");
+            for s in 0..stacks {
+                let stack = format!("stack-{s:02}");
+                let r = mix(c, 100 + s);
+                let current = versions - 1 - (r % 6).min(versions - 1);
+                let base_days = if silent { 40 } else { 1 };
+                let mut history: Vec<(String, ReceiptKind, Outcome, u64)> = vec![
+                    (
+                        version(current.saturating_sub(3)),
+                        ReceiptKind::Apply,
+                        Outcome::Succeeded,
+                        base_days + 60,
+                    ),
+                    (
+                        version(current),
+                        ReceiptKind::Apply,
+                        Outcome::Succeeded,
+                        base_days + 20,
+                    ),
+                ];
+                match r % 40 {
+                    0 => history.push((
+                        version(versions - 1),
+                        ReceiptKind::Apply,
+                        Outcome::Failed,
+                        base_days + 2,
+                    )),
+                    1 => history.push((
+                        version(current),
+                        ReceiptKind::Drift,
+                        Outcome::Drifted,
+                        base_days,
+                    )),
+                    2 => history.push((
+                        format!("{}-rc.1", version(versions)),
+                        ReceiptKind::Apply,
+                        Outcome::Succeeded,
+                        base_days,
+                    )),
+                    3 => {
+                        history.push((
+                            version(versions - 1),
+                            ReceiptKind::Apply,
+                            Outcome::Failed,
+                            base_days + 3,
+                        ));
+                        history.push((
+                            version(current),
+                            ReceiptKind::Rollback,
+                            Outcome::Succeeded,
+                            base_days + 2,
+                        ));
+                    }
+                    _ => {}
+                }
+                for (n, (v, kind, outcome, days)) in history.into_iter().enumerate() {
+                    let at = time_at(days, s);
+                    batch.push(SignedReceipt::sign(
+                        Receipt {
+                            format: 1,
+                            id: format!("{customer}-{stack}-{n}"),
+                            customer: customer.clone(),
+                            stack: stack.clone(),
+                            bundle_digest: stackpack_schema::Digest::of(
+                                format!("{s}/{v}").as_bytes(),
+                            ),
+                            version: semver::Version::parse(&v).unwrap(),
+                            inputs_hash: stackpack_schema::Digest::of(customer.as_bytes()),
+                            engine: EngineRun {
+                                name: "tofu".into(),
+                                version: "1.8.0".into(),
+                            },
+                            plan: PlanSummary {
+                                add: 1,
+                                change: 0,
+                                destroy: 0,
+                            },
+                            kind,
+                            outcome,
+                            started_at: at.clone(),
+                            finished_at: at,
+                            key_id: String::new(),
+                        },
+                        &key,
+                    ));
+                }
+            }
+        }
+        total += batch.len() as u64;
+        let (all, _) = receipts::record_all(&state.db, &batch).expect("the batch is stored");
+        assert!(all, "every seeded receipt is accepted");
+    }
+    eprintln!(
+        "seeded {customers} customers × {stacks} stacks × {versions} versions: {total} receipts in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn time_gets(agent: &ureq::Agent, url: &str, header: (&str, &str), rounds: usize, path: &str) {
+    let mut times = Vec::with_capacity(rounds);
+    let mut size = 0;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let response = agent
+            .get(&format!("{url}{path}"))
+            .set(header.0, header.1)
+            .call()
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let mut body = Vec::new();
+        std::io::Read::read_to_end(&mut response.into_reader(), &mut body).unwrap();
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        size = body.len();
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "{path} {:.1} {:.1} {size}",
+        percentile(&times, 0.5),
+        percentile(&times, 0.99)
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    match args.first().map(String::as_str) {
+        Some("seed") => seed(
+            &args[1],
+            args[2].parse().unwrap(),
+            args[3].parse().unwrap(),
+            args[4].parse().unwrap(),
+        ),
+        Some("measure") => {
+            let bearer = format!("Bearer {}", args[2]);
+            for path in &args[4..] {
+                time_gets(
+                    &agent,
+                    &args[1],
+                    ("Authorization", &bearer),
+                    args[3].parse().unwrap(),
+                    path,
+                );
+            }
+        }
+        Some("page") => {
+            // The sign-in answers 303 with the cookie; redirects are not followed.
+            let response = match agent
+                .post(&format!("{}/ui/login", args[1]))
+                .set("Content-Type", "application/x-www-form-urlencoded")
+                .send_string(&format!("token={}", args[2]))
+            {
+                Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+                Err(e) => panic!("signing in: {e}"),
+            };
+            let cookie = response
+                .header("set-cookie")
+                .expect("signed in")
+                .split(';')
+                .next()
+                .unwrap()
+                .to_string();
+            for path in &args[4..] {
+                time_gets(
+                    &agent,
+                    &args[1],
+                    ("Cookie", &cookie),
+                    args[3].parse().unwrap(),
+                    path,
+                );
+            }
+        }
+        _ => {
+            eprintln!("usage: fleetbench seed DATA CUSTOMERS STACKS VERSIONS | measure URL TOKEN ROUNDS PATH... | page URL TOKEN ROUNDS PATH...");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! `stackpack-registry adoption`: how many customers ran each version of each stack
+//! over time, from `--data` on the registry's host or over the HTTP API with `--url`.
+
+use stackpack_registry::api::Adoption;
+use stackpack_registry::controllers::ledger::adoption::{adoption, Bucket};
+
+use crate::cli::AdoptionArgs;
+use crate::commands::fleet::encode;
+use crate::commands::{open_existing, print_table};
+
+pub fn run(args: &AdoptionArgs) -> anyhow::Result<()> {
+    let bucket = Bucket::parse(&args.bucket).expect("clap admits only `day` and `week`");
+    let answer: Vec<Adoption> = match (&args.source.data, &args.source.url) {
+        (Some(data), _) => adoption(&open_existing(data)?, args.stack.as_deref(), bucket)?,
+        (None, Some(url)) => {
+            let mut path = format!("/api/v1/adoption?bucket={}", bucket.as_str());
+            if let Some(stack) = &args.stack {
+                path.push_str(&format!("&stack={}", encode(stack)));
+            }
+            crate::commands::remote::get_json(url, args.source.token.as_deref(), &path, "adoption")?
+        }
+        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+        return Ok(());
+    }
+    let mut rows = Vec::new();
+    for stack in &answer {
+        for point in &stack.points {
+            for version in stack.versions.iter().rev() {
+                let Some(count) = point.customers.get(version) else {
+                    continue;
+                };
+                let share = *count as f64 * 100.0 / point.total.max(1) as f64;
+                rows.push(vec![
+                    stack.stack.clone(),
+                    point.at.clone(),
+                    version.clone(),
+                    count.to_string(),
+                    format!("{share:.0}% of {}", point.total),
+                ]);
+            }
+        }
+    }
+    let when = if bucket == Bucket::Week {
+        "WEEK OF"
+    } else {
+        "DAY"
+    };
+    print_table(&["STACK", when, "VERSION", "CUSTOMERS", "SHARE"], &rows);
+    if rows.is_empty() {
+        eprintln!("no customer has reported a deployment yet");
+    }
+    Ok(())
+}

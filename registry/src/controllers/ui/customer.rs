@@ -1,0 +1,209 @@
+//! `GET /ui/customers/{id}`: one customer: environment, last seen, installation
+//! keys, what it runs now, and its receipts, each with its inputs hash and whether
+//! its signature verifies with a key the ledger trusts for the customer.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use stackpack_schema::receipt::SignedReceipt;
+
+use super::fleet::{rows_table, version_link};
+use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
+use super::{failed, viewer};
+use crate::api::Deployment;
+use crate::controllers::ledger::fleet::{matrix, FleetQuery};
+use crate::controllers::ledger::{mark_stale, stale_after};
+use crate::db;
+use crate::state::SharedState;
+
+/// Receipts shown, newest first.
+const HISTORY_ROWS: u64 = 500;
+
+/// Whether a stored receipt's signature verifies, and with which key.
+fn signature(document: &str, keys: &HashMap<String, bool>) -> (String, String) {
+    let signed: SignedReceipt = match serde_json::from_str(document) {
+        Ok(signed) => signed,
+        Err(_) => return (badge(Tone::Bad, "unreadable"), String::new()),
+    };
+    let inputs = signed.receipt.inputs_hash.to_string();
+    let inputs = format!(
+        "<span class=\"mono\" title=\"{}\">{}</span>",
+        esc(&inputs),
+        esc(&short_digest(&inputs))
+    );
+    let verdict = match signed.verify_integrity() {
+        Ok(key) => {
+            let id = key.key_id();
+            let (tone, standing) = match keys.get(&id) {
+                Some(false) => (Tone::Good, "trusted key"),
+                Some(true) => (Tone::Warn, "key since revoked"),
+                None => (Tone::Bad, "key not trusted"),
+            };
+            format!(
+                "{} <span class=\"mono\">{}</span> {}",
+                badge(Tone::Good, "signature verified"),
+                esc(&id),
+                badge(tone, standing)
+            )
+        }
+        Err(e) => format!(
+            "{} <span class=\"muted\">{}</span>",
+            badge(Tone::Bad, "signature does not verify"),
+            esc(&e.to_string())
+        ),
+    };
+    (verdict, inputs)
+}
+
+fn history_row(d: &Deployment, document: &str, keys: &HashMap<String, bool>) -> Vec<String> {
+    let tone = match d.outcome.as_str() {
+        "failed" | "drifted" => Tone::Bad,
+        _ => Tone::Good,
+    };
+    let (verdict, inputs) = signature(document, keys);
+    vec![
+        format!("<span class=\"mono\">{}</span>", esc(&d.finished_at)),
+        esc(&d.kind),
+        badge(tone, &d.outcome),
+        esc(&d.stack),
+        version_link(&d.stack, &d.version),
+        format!(
+            "<span class=\"mono\" title=\"{}\">{}</span>",
+            esc(&d.digest),
+            esc(&short_digest(&d.digest))
+        ),
+        inputs,
+        verdict,
+        format!("<span class=\"mono\">{}</span>", esc(&d.receipt_id)),
+    ]
+}
+
+pub async fn show(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    if let Err(refusal) = viewer(&state, &headers) {
+        return refusal.into_response();
+    }
+    let query = axum::extract::Query::<HashMap<String, String>>::try_from_uri(&uri)
+        .map(|q| q.0)
+        .unwrap_or_default();
+    let age = match stale_after(query.get("staleAfter").map(String::as_str)) {
+        Ok(age) => age,
+        Err(e) => return failed(e),
+    };
+    let found = state.db.scan(|c| {
+        Ok((
+            db::ledger::customer(c, &id)?,
+            db::ledger::installation_keys(c, &id)?,
+            db::ledger::history_documents(c, &id, HISTORY_ROWS)?,
+        ))
+    });
+    let (customer, keys, history) = match found {
+        Ok((Some(customer), keys, history)) => (customer, keys, history),
+        Ok((None, _, _)) => {
+            let message = format!("customer `{id}` is not known to this registry");
+            return error_page(StatusCode::NOT_FOUND, &message, true);
+        }
+        Err(e) => return failed(e),
+    };
+    let mut running = match matrix(
+        &state,
+        &FleetQuery {
+            customer: Some(id.clone()),
+            stale_after_secs: age,
+            ..FleetQuery::default()
+        },
+    ) {
+        Ok(rows) => rows,
+        Err(e) => return failed(e),
+    };
+    let mut customer = customer;
+    mark_stale(std::slice::from_mut(&mut customer), age);
+    let keys: HashMap<String, bool> = keys
+        .into_iter()
+        .map(|(key, _, revoked)| (key, revoked))
+        .collect();
+
+    let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
+    let seen = match (&customer.last_seen, customer.stale == Some(true)) {
+        (None, _) => badge(Tone::Warn, "never reported"),
+        (Some(seen), true) => format!("{} {}", esc(seen), badge(Tone::Warn, "silent")),
+        (Some(seen), false) => format!("{} {}", esc(seen), badge(Tone::Good, "reporting")),
+    };
+    let mut key_list: Vec<String> = keys
+        .iter()
+        .map(|(key, revoked)| {
+            let standing = if *revoked {
+                badge(Tone::Warn, "revoked")
+            } else {
+                badge(Tone::Good, "trusted")
+            };
+            format!("<span class=\"mono\">{}</span> {standing}", esc(key))
+        })
+        .collect();
+    key_list.sort();
+    let _ = write!(
+        body,
+        "<dl class=\"facts\"><dt>Name</dt><dd>{}</dd><dt>Environment</dt><dd id=\"environment\">{}</dd>\
+         <dt>Registered</dt><dd>{}</dd><dt>Last seen</dt><dd id=\"last-seen\">{seen}</dd>\
+         <dt>Installation keys</dt><dd>{}</dd></dl>",
+        customer.name.as_deref().map(esc).unwrap_or_default(),
+        customer
+            .environment
+            .as_deref()
+            .map(esc)
+            .unwrap_or_else(|| "<span class=\"muted\">not set</span>".into()),
+        esc(&customer.created),
+        if key_list.is_empty() {
+            "<span class=\"muted\">none yet (the first receipt pins one)</span>".to_string()
+        } else {
+            key_list.join("<br>")
+        },
+    );
+    body.push_str("<h2>Runs now</h2>");
+    running.retain(|r| r.stack.is_some());
+    if running.is_empty() {
+        body.push_str("<p class=\"muted\">No deployment reported yet.</p>");
+    } else {
+        body.push_str(&rows_table(&running, false, "running"));
+    }
+    let _ = write!(
+        body,
+        "<h2>History</h2><p class=\"summary\">Every receipt, newest first{}: applies, failures, rollbacks, drift reports and destroys.</p>",
+        if history.len() as u64 == HISTORY_ROWS {
+            format!(" (the latest {HISTORY_ROWS}; `customer history` lists all)")
+        } else {
+            String::new()
+        }
+    );
+    let rows: Vec<Vec<String>> = history
+        .iter()
+        .map(|(d, document)| history_row(d, document, &keys))
+        .collect();
+    if rows.is_empty() {
+        body.push_str("<p class=\"muted\">No receipt yet.</p>");
+    } else {
+        body.push_str(&table(
+            &[
+                "Finished (UTC)",
+                "Kind",
+                "Outcome",
+                "Stack",
+                "Version",
+                "Bundle",
+                "Inputs hash",
+                "Signature",
+                "Receipt",
+            ],
+            &rows,
+            "history",
+        ));
+    }
+    respond(StatusCode::OK, page(&customer.id, true, &body))
+}

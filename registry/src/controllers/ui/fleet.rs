@@ -1,0 +1,282 @@
+//! `GET /ui`: the fleet matrix, customer × stack, with filters for stack,
+//! environment, behind, drifted, prerelease, silent and failed, a page at a time.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+
+use super::html::{badge, esc, page, respond, table, url, Tone};
+use super::{failed, viewer};
+use crate::api::FleetRow;
+use crate::controllers::ledger::fleet::{matrix, FleetQuery};
+use crate::db;
+use crate::state::SharedState;
+
+/// Rows on one page.
+pub const PAGE_ROWS: usize = 100;
+
+const FLAGS: [(&str, &str); 5] = [
+    ("behind", "Behind"),
+    ("drifted", "Drifted"),
+    ("prerelease", "Prerelease"),
+    ("silent", "Silent"),
+    ("failed", "Last attempt failed"),
+];
+
+/// The badges that say what is notable about a row, in words.
+pub fn notes(row: &FleetRow) -> String {
+    let mut out = String::new();
+    if row.behind > 0 {
+        let latest = row.latest_stable.as_deref().unwrap_or("?");
+        out.push_str(&badge(
+            Tone::Warn,
+            &format!("behind {} (latest {latest})", row.behind),
+        ));
+    }
+    if row.drifted {
+        out.push_str(&badge(Tone::Bad, "drifted"));
+    }
+    if row.prerelease {
+        out.push_str(&badge(Tone::Info, "prerelease"));
+    }
+    if row
+        .last_attempt
+        .as_ref()
+        .is_some_and(|a| a.outcome == "failed")
+    {
+        out.push_str(&badge(Tone::Bad, "last attempt failed"));
+    }
+    if row.stale {
+        let text = match &row.last_seen {
+            Some(seen) => format!("silent since {seen}"),
+            None => "never reported".to_string(),
+        };
+        out.push_str(&badge(Tone::Warn, &text));
+    }
+    if out.is_empty() && row.version.is_some() {
+        out.push_str(&badge(Tone::Good, "up to date"));
+    }
+    out
+}
+
+/// A version, linked to its page.
+pub fn version_link(stack: &str, version: &str) -> String {
+    format!(
+        "<a href=\"/ui/stacks/{}/{}\">{}</a>",
+        url(stack),
+        url(version),
+        esc(version)
+    )
+}
+
+/// One matrix row as table cells.
+fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
+    let dash = || "<span class=\"muted\">—</span>".to_string();
+    let mut cells = Vec::new();
+    if with_customer {
+        cells.push(format!(
+            "<a href=\"/ui/customers/{}\">{}</a>",
+            url(&row.customer),
+            esc(&row.customer)
+        ));
+        cells.push(row.environment.as_deref().map(esc).unwrap_or_else(dash));
+    }
+    cells.push(row.stack.as_deref().map(esc).unwrap_or_else(dash));
+    cells.push(match (&row.stack, &row.version) {
+        (Some(stack), Some(version)) => version_link(stack, version),
+        _ => "<span class=\"muted\">nothing running</span>".to_string(),
+    });
+    cells.push(match &row.last_attempt {
+        Some(a) => {
+            let tone = if a.outcome == "failed" {
+                Tone::Bad
+            } else {
+                Tone::Good
+            };
+            format!(
+                "{} {} {}",
+                esc(&a.kind),
+                esc(&a.version),
+                badge(tone, &a.outcome)
+            )
+        }
+        None => dash(),
+    });
+    cells.push(
+        row.last_attempt
+            .as_ref()
+            .map(|a| format!("<span class=\"mono\">{}</span>", esc(&a.finished_at)))
+            .unwrap_or_else(dash),
+    );
+    cells.push(notes(row));
+    cells
+}
+
+/// Matrix rows as a table; `with_customer` adds the customer's columns.
+pub fn rows_table(rows: &[FleetRow], with_customer: bool, id: &str) -> String {
+    let customer: &[&str] = if with_customer {
+        &["Customer", "Environment"]
+    } else {
+        &[]
+    };
+    let headers: Vec<&str> = customer
+        .iter()
+        .chain(&["Stack", "Version", "Last attempt", "When (UTC)", "Notes"])
+        .copied()
+        .collect();
+    let cells: Vec<Vec<String>> = rows.iter().map(|r| cells(r, with_customer)).collect();
+    table(&headers, &cells, id)
+}
+
+fn query_map(uri: &Uri) -> HashMap<String, String> {
+    axum::extract::Query::<HashMap<String, String>>::try_from_uri(uri)
+        .map(|q| q.0)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .collect()
+}
+
+fn select(name: &str, label: &str, options: &BTreeSet<String>, chosen: Option<&str>) -> String {
+    let mut out = format!(
+        "<label>{label}<select name=\"{name}\" id=\"filter-{name}\"><option value=\"\">all</option>"
+    );
+    for option in options {
+        let selected = if chosen == Some(option.as_str()) {
+            " selected"
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<option value=\"{0}\"{selected}>{0}</option>",
+            esc(option)
+        );
+    }
+    out.push_str("</select></label>");
+    out
+}
+
+fn filters_form(
+    query: &HashMap<String, String>,
+    stacks: &BTreeSet<String>,
+    environments: &BTreeSet<String>,
+) -> String {
+    let mut out = String::from("<form class=\"filters\" method=\"get\" action=\"/ui\">");
+    out.push_str(&select(
+        "stack",
+        "Stack",
+        stacks,
+        query.get("stack").map(String::as_str),
+    ));
+    out.push_str(&select(
+        "environment",
+        "Environment",
+        environments,
+        query.get("environment").map(String::as_str),
+    ));
+    for (name, label) in FLAGS {
+        let checked = if query.get(name).is_some_and(|v| v == "true") {
+            " checked"
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<label class=\"check\"><input type=\"checkbox\" name=\"{name}\" id=\"filter-{name}\" value=\"true\"{checked}>{label}</label>"
+        );
+    }
+    let stale = query.get("staleAfter").map_or("7d", String::as_str);
+    let _ = write!(
+        out,
+        "<label>Silent after<input type=\"text\" name=\"staleAfter\" value=\"{}\" size=\"4\"></label>\
+         <button type=\"submit\" id=\"apply-filters\">Filter</button> <a href=\"/ui\">Clear</a></form>",
+        esc(stale)
+    );
+    out
+}
+
+fn page_link(query: &HashMap<String, String>, page: usize, text: &str, id: &str) -> String {
+    let mut pairs: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "page").collect();
+    pairs.sort();
+    let mut href = String::from("/ui?");
+    for (k, v) in pairs {
+        let _ = write!(href, "{}={}&", url(k), url(v));
+    }
+    let _ = write!(href, "page={page}");
+    format!("<a id=\"{id}\" href=\"{}\">{text}</a>", esc(&href))
+}
+
+pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
+    if let Err(refusal) = viewer(&state, &headers) {
+        return refusal.into_response();
+    }
+    let query = query_map(&uri);
+    let filters = match FleetQuery::from_query(&query) {
+        Ok(filters) => filters,
+        Err(e) => return failed(e),
+    };
+    let page_number: usize = query
+        .get("page")
+        .and_then(|p| p.parse().ok())
+        .filter(|p| *p >= 1)
+        .unwrap_or(1);
+    let answer = matrix(&state, &filters).and_then(|rows| {
+        let (stacks, environments) = state
+            .db
+            .scan(|c| Ok((db::ledger::stack_names(c)?, db::ledger::environments(c)?)))?;
+        Ok((rows, stacks, environments))
+    });
+    let (rows, stacks, environments) = match answer {
+        Ok(answer) => answer,
+        Err(e) => return failed(e),
+    };
+    let stacks: BTreeSet<String> = stacks
+        .into_iter()
+        .chain(rows.iter().filter_map(|r| r.stack.clone()))
+        .collect();
+    let environments: BTreeSet<String> = environments.into_iter().collect();
+
+    let customers: BTreeSet<&str> = rows.iter().map(|r| r.customer.as_str()).collect();
+    let count = |keep: fn(&FleetRow) -> bool| rows.iter().filter(|r| keep(r)).count();
+    let mut body = String::from("<h1>Fleet</h1>");
+    body.push_str(&filters_form(&query, &stacks, &environments));
+    let _ = write!(
+        body,
+        "<p class=\"summary\" id=\"summary\">{} rows · {} customers · {} behind · {} drifted · {} failed · {} silent</p>",
+        rows.len(),
+        customers.len(),
+        count(|r| r.behind > 0),
+        count(|r| r.drifted),
+        count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == "failed")),
+        count(|r| r.stale),
+    );
+    let start = (page_number - 1) * PAGE_ROWS;
+    let shown = &rows[start.min(rows.len())..(start + PAGE_ROWS).min(rows.len())];
+    if shown.is_empty() {
+        body.push_str("<p id=\"empty\">No customer matches these filters.</p>");
+    } else {
+        body.push_str(&rows_table(shown, true, "fleet"));
+    }
+    let pages = rows.len().div_ceil(PAGE_ROWS).max(1);
+    if pages > 1 {
+        body.push_str("<p class=\"pager\">");
+        if page_number > 1 {
+            body.push_str(&page_link(
+                &query,
+                page_number - 1,
+                "← Previous",
+                "previous",
+            ));
+        }
+        let _ = write!(body, "<span>page {page_number} of {pages}</span>");
+        if page_number < pages {
+            body.push_str(&page_link(&query, page_number + 1, "Next →", "next"));
+        }
+        body.push_str("</p>");
+    }
+    respond(StatusCode::OK, page("Fleet", true, &body))
+}

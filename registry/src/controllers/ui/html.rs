@@ -1,0 +1,191 @@
+//! Server-rendered HTML: every value goes through [`esc`], every page through
+//! [`page`]. No script and no external asset: the style sheet is inline, and
+//! every state has a word beside its colour.
+
+use std::fmt::Write as _;
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+/// Escapes text for an element's content or a double-quoted attribute.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encodes one path segment or query value.
+pub fn url(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    out
+}
+
+/// A digest as people read it: `sha256:3f9a…c21e`.
+pub fn short_digest(digest: &str) -> String {
+    match digest.split_once(':') {
+        Some((algorithm, hex)) if hex.len() > 12 => {
+            format!("{algorithm}:{}…{}", &hex[..4], &hex[hex.len() - 4..])
+        }
+        _ => digest.to_string(),
+    }
+}
+
+/// The kinds of badge; each has its own colour, and always its own word.
+#[derive(Clone, Copy)]
+pub enum Tone {
+    Good,
+    Warn,
+    Bad,
+    Info,
+}
+
+/// A labelled badge: the word carries the meaning, the colour only helps.
+pub fn badge(tone: Tone, text: &str) -> String {
+    let class = match tone {
+        Tone::Good => "good",
+        Tone::Warn => "warn",
+        Tone::Bad => "bad",
+        Tone::Info => "info",
+    };
+    format!("<span class=\"badge {class}\">{}</span>", esc(text))
+}
+
+/// A table; `rows` hold HTML already escaped.
+pub fn table(headers: &[&str], rows: &[Vec<String>], id: &str) -> String {
+    let mut out = format!("<table id=\"{}\"><thead><tr>", esc(id));
+    for h in headers {
+        let _ = write!(out, "<th scope=\"col\">{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in rows {
+        out.push_str("<tr>");
+        for cell in row {
+            let _ = write!(out, "<td>{cell}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+const STYLE: &str = r#"
+:root { color-scheme: light; --ink: #1d2330; --muted: #5b6475; --line: #d9dde5; --bg: #f6f7f9; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--ink); background: var(--bg); }
+header { display: flex; align-items: center; gap: 1.5rem; padding: .6rem 1.5rem; background: #1d2330; color: #fff; }
+header a { color: #fff; text-decoration: none; }
+header .brand { font-weight: 600; }
+header nav { margin-left: auto; }
+main { max-width: 1280px; margin: 0 auto; padding: 1rem 1.5rem 3rem; }
+h1 { font-size: 1.4rem; margin: .6rem 0 .8rem; }
+h2 { font-size: 1.1rem; margin: 1.6rem 0 .5rem; }
+a { color: #1a56c4; }
+table { width: 100%; border-collapse: collapse; background: #fff; border: 1px solid var(--line); }
+th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: #eef0f4; font-weight: 600; font-size: .85rem; text-transform: uppercase; letter-spacing: .02em; color: var(--muted); }
+tbody tr:hover { background: #f3f6fc; }
+td .mono { white-space: nowrap; }
+code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .9em; }
+.badge { display: inline-block; padding: 0 .45rem; margin: 0 .25rem .15rem 0; border-radius: .6rem; font-size: .8rem; font-weight: 600; border: 1px solid; }
+.badge.good { color: #135f2a; background: #e3f5e8; border-color: #9fd3ad; }
+.badge.warn { color: #7a4b00; background: #fff3d6; border-color: #f0c96b; }
+.badge.bad { color: #8c1c13; background: #fde6e4; border-color: #f0a49c; }
+.badge.info { color: #24408e; background: #e6edfd; border-color: #a9bcef; }
+form.filters { display: flex; flex-wrap: wrap; gap: .6rem 1.2rem; align-items: end; padding: .8rem 1rem; background: #fff; border: 1px solid var(--line); margin-bottom: 1rem; }
+form.filters label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); }
+form.filters label.check { flex-direction: row; align-items: center; gap: .3rem; color: var(--ink); }
+select, input[type=text], input[type=password] { font: inherit; padding: .25rem .4rem; border: 1px solid #b9bfcc; border-radius: .25rem; background: #fff; }
+button { font: inherit; padding: .3rem .9rem; border: 1px solid #1a56c4; background: #1a56c4; color: #fff; border-radius: .25rem; cursor: pointer; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1.2rem; background: #fff; border: 1px solid var(--line); padding: .8rem 1rem; margin: 0; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; }
+.muted { color: var(--muted); }
+.summary { margin: .2rem 0 .8rem; color: var(--muted); }
+.pager { margin: .8rem 0; display: flex; gap: 1rem; }
+.login { max-width: 26rem; margin: 4rem auto; background: #fff; border: 1px solid var(--line); padding: 1.5rem; }
+.login input { width: 100%; margin: .4rem 0 1rem; }
+.error { color: #8c1c13; background: #fde6e4; border: 1px solid #f0a49c; padding: .5rem .8rem; }
+"#;
+
+/// A whole page. `signed_in` adds the navigation and the sign-out link.
+pub fn page(title: &str, signed_in: bool, body: &str) -> String {
+    let nav = if signed_in {
+        "<nav><a href=\"/ui\">Fleet</a> · <a href=\"/ui/logout\">Sign out</a></nav>"
+    } else {
+        ""
+    };
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · Stackpack support</title><style>{STYLE}</style></head>\
+         <body><header><a class=\"brand\" href=\"/ui\">Stackpack support</a>{nav}</header>\
+         <main>{body}</main></body></html>",
+        esc(title)
+    )
+}
+
+/// A page as a response, never cached: it shows what one signed-in person may see.
+pub fn respond(status: StatusCode, html: String) -> Response {
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "same-origin"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+            ),
+        ],
+        html,
+    )
+        .into_response()
+}
+
+/// A page that says what went wrong, in the layout.
+pub fn error_page(status: StatusCode, message: &str, signed_in: bool) -> Response {
+    let body = format!(
+        "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/ui\">Back to the fleet</a></p>",
+        esc(status.canonical_reason().unwrap_or("Error")),
+        esc(message)
+    );
+    respond(status, page("Error", signed_in, &body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_in_values_is_escaped() {
+        assert_eq!(
+            esc("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+        assert_eq!(url("a b/c?d"), "a%20b%2Fc%3Fd");
+        assert_eq!(
+            short_digest("sha256:0123456789abcdef0123"),
+            "sha256:0123…0123"
+        );
+    }
+}

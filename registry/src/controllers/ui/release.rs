@@ -1,0 +1,513 @@
+//! `GET /ui/stacks/{stack}/{version}`: one stack version: who runs it, its source
+//! commit and signature, the modules it vendors, its interface, and what changed
+//! in the interface since the previous version, named by the checker's rules.
+
+use std::fmt::Write as _;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use semver::Version;
+use stackpack_schema::bundle::BundleConfig;
+use stackpack_schema::interface::Interface;
+use stackpack_schema::media_type;
+use stackpack_schema::oci::ImageManifest;
+use stackpack_schema::signature::SignatureEnvelope;
+use stackpack_schema::Digest;
+
+use super::fleet::rows_table;
+use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
+use super::{failed, viewer};
+use crate::api::Release;
+use crate::controllers::ledger::fleet::{matrix, FleetQuery};
+use crate::db;
+use crate::error::Result;
+use crate::state::AppState;
+use crate::state::SharedState;
+
+/// A manifest stored here, parsed.
+fn manifest(state: &AppState, repo: &str, digest: &str) -> Option<ImageManifest> {
+    let stored = state
+        .db
+        .read(|c| db::manifests::get_by_digest(c, repo, digest))
+        .ok()??;
+    serde_json::from_slice(&stored.content).ok()
+}
+
+fn blob(state: &AppState, digest: &Digest) -> Option<Vec<u8>> {
+    std::fs::read(state.storage.blob_path(digest)).ok()
+}
+
+/// The bundle config of a release whose bundle lives in this registry.
+pub fn bundle_config(state: &AppState, release: &Release) -> Option<BundleConfig> {
+    let manifest = manifest(state, &release.repository, &release.digest)?;
+    serde_json::from_slice(&blob(state, &manifest.config.digest)?).ok()
+}
+
+/// What the signature stored beside the bundle says, in words.
+fn signature(state: &AppState, release: &Release) -> String {
+    let referrers = state
+        .db
+        .read(|c| {
+            db::manifests::referrers(
+                c,
+                &release.repository,
+                &release.digest,
+                Some(media_type::SIGNATURE_ARTIFACT),
+            )
+        })
+        .unwrap_or_default();
+    let Some(referrer) = referrers.first() else {
+        return format!(
+            "{} <span class=\"muted\">no signature stored in this registry</span>",
+            badge(Tone::Warn, "no signature here")
+        );
+    };
+    let envelope = manifest(state, &release.repository, &referrer.digest)
+        .and_then(|m| m.layers.first().cloned())
+        .and_then(|layer| blob(state, &layer.digest))
+        .and_then(|bytes| SignatureEnvelope::from_bytes(&bytes).ok());
+    let Some(envelope) = envelope else {
+        return badge(Tone::Bad, "signature unreadable");
+    };
+    let matches = envelope.payload.manifest_digest.to_string() == release.digest;
+    match envelope.verify_integrity() {
+        Ok(key) if matches => format!(
+            "{} key <span class=\"mono\">{}</span>, signed {}",
+            badge(Tone::Good, "signature verifies"),
+            esc(&key.key_id()),
+            esc(&envelope.payload.signed_at)
+        ),
+        Ok(_) => badge(Tone::Bad, "signature is for another bundle"),
+        Err(e) => format!(
+            "{} {}",
+            badge(Tone::Bad, "signature does not verify"),
+            esc(&e.to_string())
+        ),
+    }
+}
+
+/// One interface change: the checker's rule, the bump it needs, and what changed.
+struct Change {
+    rule: &'static str,
+    bump: &'static str,
+    what: String,
+}
+
+fn change(rule: &'static str, bump: &'static str, what: String) -> Change {
+    Change { rule, bump, what }
+}
+
+/// The interface changes from `old` to `new`, named by the rules of
+/// `stackpack check` (docs/checks.md). A type change is named by direction only
+/// by the checker, which knows the types' structure; here it is one row.
+fn interface_changes(old: &Interface, new: &Interface) -> Vec<Change> {
+    let mut out = Vec::new();
+    for input in &new.inputs {
+        let Some(before) = old.input(&input.name) else {
+            out.push(if input.required {
+                change(
+                    "input-added-without-default",
+                    "major",
+                    format!("input `{}` added, required", input.name),
+                )
+            } else {
+                change(
+                    "input-added-with-default",
+                    "minor",
+                    format!("input `{}` added, with a default", input.name),
+                )
+            });
+            continue;
+        };
+        let name = &input.name;
+        if before.type_constraint != input.type_constraint {
+            out.push(change(
+                "type-narrowed / type-widened",
+                "major or minor",
+                format!(
+                    "input `{name}` type `{}` → `{}`",
+                    before.type_constraint, input.type_constraint
+                ),
+            ));
+        }
+        match (before.required, input.required) {
+            (true, false) => out.push(change(
+                "input-default-added",
+                "minor",
+                format!("input `{name}` gained a default"),
+            )),
+            (false, true) => out.push(change(
+                "input-default-removed",
+                "major",
+                format!("input `{name}` lost its default: callers must set it"),
+            )),
+            _ if before.default != input.default => {
+                let show = |v: &Option<serde_json::Value>| {
+                    v.as_ref().map_or("?".to_string(), |v| v.to_string())
+                };
+                out.push(change(
+                    "default-changed",
+                    "major",
+                    format!(
+                        "input `{name}` default `{}` → `{}`",
+                        show(&before.default),
+                        show(&input.default)
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        if before.nullable && !input.nullable {
+            out.push(change(
+                "nullable-tightened",
+                "major",
+                format!("input `{name}` no longer accepts null"),
+            ));
+        } else if !before.nullable && input.nullable {
+            out.push(change(
+                "nullable-loosened",
+                "minor",
+                format!("input `{name}` accepts null"),
+            ));
+        }
+        if input
+            .validations
+            .iter()
+            .any(|v| !before.validations.contains(v))
+        {
+            out.push(change(
+                "validation-added",
+                "major",
+                format!("input `{name}` gained a validation"),
+            ));
+        }
+        if before
+            .validations
+            .iter()
+            .any(|v| !input.validations.contains(v))
+        {
+            out.push(change(
+                "validation-removed",
+                "minor",
+                format!("input `{name}` lost a validation"),
+            ));
+        }
+    }
+    for input in &old.inputs {
+        if new.input(&input.name).is_none() {
+            out.push(change(
+                "input-removed",
+                "major",
+                format!("input `{}` removed", input.name),
+            ));
+        }
+    }
+    for output in &old.outputs {
+        match new.output(&output.name) {
+            None => out.push(change(
+                "output-removed",
+                "major",
+                format!("output `{}` removed", output.name),
+            )),
+            Some(now) if now.sensitive != output.sensitive => out.push(change(
+                "output-sensitivity-changed",
+                "major",
+                format!("output `{}` sensitivity changed", output.name),
+            )),
+            Some(_) => {}
+        }
+    }
+    for output in &new.outputs {
+        if old.output(&output.name).is_none() {
+            out.push(change(
+                "output-added",
+                "minor",
+                format!("output `{}` added", output.name),
+            ));
+        }
+    }
+    for kind in &old.resource_kinds {
+        if !new.resource_kinds.contains(kind) {
+            out.push(change(
+                "resource-kind-removed",
+                "major",
+                format!("no longer manages `{kind}`"),
+            ));
+        }
+    }
+    for kind in &new.resource_kinds {
+        if !old.resource_kinds.contains(kind) {
+            out.push(change(
+                "resource-kind-added-by-default / -gated",
+                "major or minor",
+                format!("now manages `{kind}`"),
+            ));
+        }
+    }
+    if old.required_version != new.required_version {
+        out.push(change(
+            "engine-constraint-narrowed / -widened",
+            "major or patch",
+            format!(
+                "engine constraint `{}` → `{}`",
+                old.required_version.as_deref().unwrap_or("any"),
+                new.required_version.as_deref().unwrap_or("any")
+            ),
+        ));
+    }
+    out
+}
+
+fn interface_tables(interface: &Interface) -> String {
+    let inputs: Vec<Vec<String>> = interface
+        .inputs
+        .iter()
+        .map(|i| {
+            let mut flags = String::new();
+            if i.required {
+                flags.push_str(&badge(Tone::Info, "required"));
+            }
+            if i.sensitive {
+                flags.push_str(&badge(Tone::Warn, "sensitive"));
+            }
+            if let Some(message) = &i.deprecated {
+                flags.push_str(&badge(Tone::Warn, &format!("deprecated: {message}")));
+            }
+            vec![
+                format!("<code>{}</code>", esc(&i.name)),
+                format!("<code>{}</code>", esc(&i.type_constraint.to_string())),
+                i.default
+                    .as_ref()
+                    .map(|d| format!("<code>{}</code>", esc(&d.to_string())))
+                    .unwrap_or_default(),
+                flags,
+                i.description.as_deref().map(esc).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let outputs: Vec<Vec<String>> = interface
+        .outputs
+        .iter()
+        .map(|o| {
+            vec![
+                format!("<code>{}</code>", esc(&o.name)),
+                if o.sensitive {
+                    badge(Tone::Warn, "sensitive")
+                } else {
+                    String::new()
+                },
+                o.description.as_deref().map(esc).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut out = String::from("<h2>Interface</h2>");
+    out.push_str(&table(
+        &["Input", "Type", "Default", "", "Description"],
+        &inputs,
+        "inputs",
+    ));
+    out.push_str("<h2>Outputs</h2>");
+    out.push_str(&table(&["Output", "", "Description"], &outputs, "outputs"));
+    out
+}
+
+/// The previous release of the same stack, by semver precedence.
+fn previous(releases: &[Release], version: &Version) -> Option<Release> {
+    releases
+        .iter()
+        .filter_map(|r| Version::parse(&r.version).ok().map(|v| (v, r)))
+        .filter(|(v, _)| v.cmp_precedence(version).is_lt())
+        .max_by(|(a, _), (b, _)| a.cmp_precedence(b))
+        .map(|(_, r)| r.clone())
+}
+
+struct Facts {
+    release: Option<Release>,
+    previous: Option<Release>,
+    modules: Vec<crate::api::ReleaseModule>,
+    runners: Vec<crate::api::FleetRow>,
+}
+
+fn gather(state: &AppState, stack: &str, version: &str) -> Result<Facts> {
+    let (release, releases, modules) = state.db.scan(|c| {
+        Ok((
+            db::ledger::release(c, stack, version)?,
+            db::ledger::releases(c, Some(stack))?,
+            db::ledger::release_modules(c, stack, version)?,
+        ))
+    })?;
+    let previous = Version::parse(version)
+        .ok()
+        .and_then(|v| previous(&releases, &v));
+    let runners = matrix(
+        state,
+        &FleetQuery {
+            stack: Some(stack.to_string()),
+            version: Some(version.to_string()),
+            stale_after_secs: 7 * 24 * 3600,
+            ..FleetQuery::default()
+        },
+    )?;
+    Ok(Facts {
+        release,
+        previous,
+        modules,
+        runners,
+    })
+}
+
+pub async fn show(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    Path((stack, version)): Path<(String, String)>,
+) -> Response {
+    if let Err(refusal) = viewer(&state, &headers) {
+        return refusal.into_response();
+    }
+    let facts = match gather(&state, &stack, &version) {
+        Ok(facts) => facts,
+        Err(e) => return failed(e),
+    };
+    if facts.release.is_none() && facts.runners.is_empty() {
+        let message = format!("`{stack}@{version}` is not a recorded release and nobody runs it");
+        return error_page(StatusCode::NOT_FOUND, &message, true);
+    }
+    let mut body = format!("<h1 id=\"release\">{}@{}</h1>", esc(&stack), esc(&version));
+    let config = facts
+        .release
+        .as_ref()
+        .and_then(|r| bundle_config(&state, r));
+    match &facts.release {
+        Some(release) => {
+            let source = &release.source;
+            let _ = write!(
+                body,
+                "<dl class=\"facts\"><dt>Bundle</dt><dd class=\"mono\" id=\"digest\">{}</dd>\
+                 <dt>Repository</dt><dd class=\"mono\">{}</dd>\
+                 <dt>Source commit</dt><dd class=\"mono\" id=\"commit\">{}</dd>\
+                 <dt>Branch</dt><dd>{}</dd><dt>Source</dt><dd class=\"mono\">{}</dd>\
+                 <dt>Created</dt><dd>{}</dd><dt>Published here</dt><dd>{}</dd>\
+                 <dt>Channel</dt><dd>{}</dd><dt>Signature</dt><dd id=\"signature\">{}</dd>\
+                 <dt>Previous version</dt><dd>{}</dd></dl>",
+                esc(&release.digest),
+                esc(&release.repository),
+                source.commit.as_deref().map(esc).unwrap_or_default(),
+                source.branch.as_deref().map(esc).unwrap_or_default(),
+                source.repository.as_deref().map(esc).unwrap_or_default(),
+                release.created.as_deref().map(esc).unwrap_or_default(),
+                esc(&release.published_at),
+                if release.prerelease {
+                    badge(Tone::Info, "prerelease")
+                } else {
+                    badge(Tone::Good, "stable")
+                },
+                signature(&state, release),
+                facts
+                    .previous
+                    .as_ref()
+                    .map(|p| super::fleet::version_link(&stack, &p.version))
+                    .unwrap_or_else(|| "<span class=\"muted\">none: the first release</span>".into()),
+            );
+        }
+        None => body.push_str(
+            "<p class=\"error\">Not recorded as a release here: customers report running it, but its bundle was never pushed to or recorded in this registry.</p>",
+        ),
+    }
+
+    let _ = write!(
+        body,
+        "<h2>Who runs it</h2><p class=\"summary\" id=\"runners-count\">{} customer{}</p>",
+        facts.runners.len(),
+        if facts.runners.len() == 1 { "" } else { "s" }
+    );
+    if !facts.runners.is_empty() {
+        body.push_str(&rows_table(&facts.runners, true, "runners"));
+    }
+
+    body.push_str("<h2>Changes since the previous version</h2>");
+    let old_config = facts
+        .previous
+        .as_ref()
+        .and_then(|p| bundle_config(&state, p));
+    match (&config, &old_config, &facts.previous) {
+        (_, _, None) => body.push_str("<p class=\"muted\">The first release of this stack.</p>"),
+        (Some(new), Some(old), Some(previous)) => {
+            let changes = interface_changes(&old.interface, &new.interface);
+            let _ = write!(
+                body,
+                "<p class=\"summary\">Since {}:</p>",
+                super::fleet::version_link(&stack, &previous.version)
+            );
+            if changes.is_empty() {
+                body.push_str("<p id=\"no-changes\">No interface change.</p>");
+            } else {
+                let rows: Vec<Vec<String>> = changes
+                    .iter()
+                    .map(|c| {
+                        let tone = if c.bump == "major" {
+                            Tone::Bad
+                        } else {
+                            Tone::Info
+                        };
+                        vec![
+                            esc(&c.what),
+                            format!("<code>{}</code>", esc(c.rule)),
+                            badge(tone, c.bump),
+                        ]
+                    })
+                    .collect();
+                body.push_str(&table(&["Change", "Rule", "Needs"], &rows, "changes"));
+            }
+            if !new.allowed_breaking.is_empty() {
+                let _ = write!(
+                    body,
+                    "<p>{} for: {}</p>",
+                    badge(Tone::Warn, "published with --allow-breaking"),
+                    esc(&new.allowed_breaking.join(", "))
+                );
+            }
+        }
+        _ => body.push_str(
+            "<p class=\"muted\">Not known: one of the two bundles is not stored in this registry.</p>",
+        ),
+    }
+
+    if !facts.modules.is_empty() {
+        let rows: Vec<Vec<String>> = facts
+            .modules
+            .iter()
+            .map(|m| {
+                vec![
+                    esc(&m.name),
+                    format!("<code>{}</code>", esc(&m.path)),
+                    m.version
+                        .as_deref()
+                        .map(esc)
+                        .unwrap_or_else(|| "<span class=\"muted\">not recorded</span>".into()),
+                    format!(
+                        "<span class=\"mono\" title=\"{}\">{}</span>",
+                        esc(&m.digest),
+                        esc(&short_digest(&m.digest))
+                    ),
+                ]
+            })
+            .collect();
+        body.push_str("<h2>Vendored modules</h2>");
+        body.push_str(&table(
+            &["Module", "Path", "Version", "Files"],
+            &rows,
+            "modules",
+        ));
+    }
+    match &config {
+        Some(config) => body.push_str(&interface_tables(&config.interface)),
+        None => body.push_str(
+            "<h2>Interface</h2><p class=\"muted\">Not known: the bundle is not stored in this registry.</p>",
+        ),
+    }
+    respond(
+        StatusCode::OK,
+        page(&format!("{stack}@{version}"), true, &body),
+    )
+}
