@@ -82,3 +82,126 @@ fn two_clones_build_bit_for_bit_identical_bundles() {
         std::fs::read(layout_b.join("index.json")).unwrap()
     );
 }
+
+/// The stack layers of every manifest in a layout.
+fn stack_layers(layout: &Path) -> Vec<std::path::PathBuf> {
+    let blobs_dir = layout.join("blobs/sha256");
+    let mut layers = Vec::new();
+    // Manifests are small; layers and provider packages are not.
+    for (name, _) in blobs(layout)
+        .into_iter()
+        .filter(|(_, size)| *size < 64 << 10)
+    {
+        let Ok(manifest) = serde_json::from_slice::<serde_json::Value>(
+            &std::fs::read(blobs_dir.join(&name)).unwrap(),
+        ) else {
+            continue;
+        };
+        for layer in manifest["layers"].as_array().into_iter().flatten() {
+            if layer["mediaType"] == "application/vnd.stackpack.stack.v1.tar+gzip" {
+                let digest = layer["digest"].as_str().unwrap();
+                layers.push(blobs_dir.join(digest.trim_start_matches("sha256:")));
+            }
+        }
+    }
+    layers
+}
+
+/// A pseudo-random, incompressible file of `size` bytes (the same on every run).
+fn noise(size: usize) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut data = Vec::with_capacity(size + 8);
+    while data.len() < size {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        data.extend_from_slice(&state.to_le_bytes());
+    }
+    data.truncate(size);
+    data
+}
+
+fn build_with_threads(clone: &Path, key: &Path, threads: &str) -> serde_json::Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_stackpack"))
+        .args(["build", "--json", "--key"])
+        .arg(key)
+        .current_dir(clone)
+        .env("STACKPACK_PACK_THREADS", threads)
+        .env_remove("SOURCE_DATE_EPOCH")
+        .env_remove("GITHUB_HEAD_REF")
+        .env_remove("GITHUB_REF_NAME")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The stack layer is compressed in parallel blocks: the number of threads must never
+/// show in the bytes, or the same commit would get other digests on other machines.
+#[test]
+fn the_layer_is_the_same_on_1_2_and_16_compression_threads() {
+    let repo = TestRepo::new();
+    // Several compression blocks: text that deflates, and a binary that is stored.
+    let text: String = (0..60_000)
+        .map(|i| format!("# line {i} of a long generated comment\n"))
+        .collect();
+    repo.write("stacks/control-plane/generated.tf.txt", &text);
+    std::fs::write(
+        repo.dir.join("stacks/control-plane/blob.bin"),
+        noise(3 << 20),
+    )
+    .unwrap();
+    repo.commit("large files");
+
+    let mut layouts = Vec::new();
+    for threads in ["1", "2", "16"] {
+        let clone = repo.temp.path().join(format!("clone-{threads}"));
+        git(
+            repo.temp.path(),
+            &[
+                "clone",
+                "-q",
+                repo.dir.to_str().unwrap(),
+                clone.to_str().unwrap(),
+            ],
+        );
+        let built = build_with_threads(&clone, &repo.key, threads);
+        layouts.push((threads, built, clone.join(".stackpack/bundles")));
+    }
+    let (_, first_json, first_layout) = &layouts[0];
+    for (threads, json, layout) in &layouts[1..] {
+        assert_eq!(json["stacks"], first_json["stacks"], "{threads} threads");
+        assert_eq!(blobs(layout), blobs(first_layout), "{threads} threads");
+    }
+
+    // The control-plane stack layer (the one holding blob.bin): standard tools read it.
+    let layer = stack_layers(first_layout)
+        .into_iter()
+        .max_by_key(|layer| layer.metadata().unwrap().len())
+        .unwrap();
+    let gzip = Command::new("gzip").arg("-t").arg(&layer).output().unwrap();
+    assert!(
+        gzip.status.success(),
+        "gzip -t: {}",
+        String::from_utf8_lossy(&gzip.stderr)
+    );
+    let tar = Command::new("tar")
+        .arg("-tzf")
+        .arg(&layer)
+        .output()
+        .unwrap();
+    assert!(tar.status.success());
+    let listing = String::from_utf8_lossy(&tar.stdout);
+    assert!(
+        listing.contains("stacks/control-plane/blob.bin"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("stacks/control-plane/main.tf"),
+        "{listing}"
+    );
+}
