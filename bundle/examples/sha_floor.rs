@@ -16,8 +16,8 @@ fn main() {
         std::process::exit(2);
     };
     #[cfg(target_arch = "x86_64")]
-    let sha_ni = std::arch::is_x86_feature_detected!("sha")
-        && std::arch::is_x86_feature_detected!("sse4.1");
+    let sha_ni =
+        std::arch::is_x86_feature_detected!("sha") && std::arch::is_x86_feature_detected!("sse4.1");
     #[cfg(not(target_arch = "x86_64"))]
     let sha_ni = false;
     let mut file = std::fs::File::open(&path).unwrap_or_else(|e| {
