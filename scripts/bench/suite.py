@@ -502,6 +502,11 @@ def main():
         suite.scaling()
         suite.row("fleet queries at 10,000 customers", "not measured", "—", "—", "—", "—", "—")
         suite.notes.append(
+            "The push rows subtract the build's median from `publish`, which also asks the "
+            "registry for versions, verifies what it built and pushes signatures: they overstate "
+            "our push. A push-only command (or a timer inside publish) would measure it cleanly."
+        )
+        suite.notes.append(
             "A second version re-sends the whole stack layer: large binaries do not travel in a "
             "layer of their own yet (DESIGN keeps one stack layer), so an edit to one `.tf` file "
             "moves every byte of the layer again. That is the next step for transfers."
