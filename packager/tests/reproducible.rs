@@ -9,7 +9,13 @@ use std::process::Command;
 
 use common::{git, TestRepo};
 
-fn build_in(clone: &Path, key: &Path, umask: &str, tz: &str) -> serde_json::Value {
+fn build_in(
+    clone: &Path,
+    key: &Path,
+    umask: &str,
+    tz: &str,
+    env: &[(&str, &str)],
+) -> serde_json::Value {
     let script = format!("umask {umask} && exec \"$0\" build --json --key \"$1\"",);
     let output = Command::new("sh")
         .arg("-c")
@@ -18,6 +24,7 @@ fn build_in(clone: &Path, key: &Path, umask: &str, tz: &str) -> serde_json::Valu
         .arg(key)
         .current_dir(clone)
         .env("TZ", tz)
+        .envs(env.iter().copied())
         .env_remove("SOURCE_DATE_EPOCH")
         .env_remove("GITHUB_HEAD_REF")
         .env_remove("GITHUB_REF_NAME")
@@ -69,9 +76,9 @@ fn two_clones_build_bit_for_bit_identical_bundles() {
         .status()
         .unwrap();
 
-    let first = build_in(&a, &repo.key, "022", "UTC");
+    let first = build_in(&a, &repo.key, "022", "UTC", &[]);
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    let second = build_in(&b, &repo.key, "077", "Asia/Kolkata");
+    let second = build_in(&b, &repo.key, "077", "Asia/Kolkata", &[]);
 
     assert_eq!(first["stacks"], second["stacks"]);
     let layout_a = a.join(".stackpack/bundles");
@@ -107,39 +114,6 @@ fn stack_layers(layout: &Path) -> Vec<std::path::PathBuf> {
     layers
 }
 
-/// A pseudo-random, incompressible file of `size` bytes (the same on every run).
-fn noise(size: usize) -> Vec<u8> {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut data = Vec::with_capacity(size + 8);
-    while data.len() < size {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        data.extend_from_slice(&state.to_le_bytes());
-    }
-    data.truncate(size);
-    data
-}
-
-fn build_with_threads(clone: &Path, key: &Path, threads: &str) -> serde_json::Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_stackpack"))
-        .args(["build", "--json", "--key"])
-        .arg(key)
-        .current_dir(clone)
-        .env("STACKPACK_PACK_THREADS", threads)
-        .env_remove("SOURCE_DATE_EPOCH")
-        .env_remove("GITHUB_HEAD_REF")
-        .env_remove("GITHUB_REF_NAME")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 /// The stack layer is compressed in parallel blocks: the number of threads must never
 /// show in the bytes, or the same commit would get other digests on other machines.
 #[test]
@@ -150,11 +124,9 @@ fn the_layer_is_the_same_on_1_2_and_16_compression_threads() {
         .map(|i| format!("# line {i} of a long generated comment\n"))
         .collect();
     repo.write("stacks/control-plane/generated.tf.txt", &text);
-    std::fs::write(
-        repo.dir.join("stacks/control-plane/blob.bin"),
-        noise(3 << 20),
-    )
-    .unwrap();
+    let mut noise = vec![0u8; 3 << 20];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut noise);
+    std::fs::write(repo.dir.join("stacks/control-plane/blob.bin"), noise).unwrap();
     repo.commit("large files");
 
     let mut layouts = Vec::new();
@@ -169,7 +141,13 @@ fn the_layer_is_the_same_on_1_2_and_16_compression_threads() {
                 clone.to_str().unwrap(),
             ],
         );
-        let built = build_with_threads(&clone, &repo.key, threads);
+        let built = build_in(
+            &clone,
+            &repo.key,
+            "022",
+            "UTC",
+            &[("STACKPACK_PACK_THREADS", threads)],
+        );
         layouts.push((threads, built, clone.join(".stackpack/bundles")));
     }
     let (_, first_json, first_layout) = &layouts[0];
