@@ -93,10 +93,59 @@ pub fn scan<R: Read>(
     compressed_size: Option<u64>,
     limits: &Limits,
 ) -> Result<Vec<ArchiveFile>, ArchiveError> {
-    walk(compressed, compressed_size, limits, |_, content| {
-        io::copy(content, &mut io::sink())?;
-        Ok(())
-    })
+    walk(
+        compressed,
+        compressed_size,
+        limits,
+        Hash::Files,
+        |_, content| {
+            io::copy(content, &mut io::sink())?;
+            Ok(())
+        },
+    )
+}
+
+/// One file an archive holds, as its header declares it (content not hashed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedFile {
+    pub path: String,
+    pub size: u64,
+    pub executable: bool,
+}
+
+/// Reads every entry with the same checks as [`scan`], but without hashing file
+/// contents: for callers that authenticate the whole archive by its own digest, so
+/// each byte is hashed once. [`unpack`] still checks each file's digest.
+pub fn list<R: Read>(
+    compressed: R,
+    compressed_size: Option<u64>,
+    limits: &Limits,
+) -> Result<Vec<ListedFile>, ArchiveError> {
+    let files = walk(
+        compressed,
+        compressed_size,
+        limits,
+        Hash::No,
+        |_, content| {
+            io::copy(content, &mut io::sink())?;
+            Ok(())
+        },
+    )?;
+    Ok(files
+        .into_iter()
+        .map(|f| ListedFile {
+            path: f.path,
+            size: f.size,
+            executable: f.executable,
+        })
+        .collect())
+}
+
+/// Whether [`walk`] hashes each file's content.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hash {
+    Files,
+    No,
 }
 
 /// Unpacks into `destination`, which must not exist yet (it is created). On any
@@ -111,25 +160,31 @@ pub fn unpack<R: Read>(
         path: destination.to_path_buf(),
         source,
     })?;
-    let result = walk(compressed, compressed_size, limits, |file, content| {
-        let target = destination.join(&file.path);
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(if file.executable { 0o755 } else { 0o644 });
-            // Never follow a link at the last component, even though none can exist.
-            options.custom_flags(libc::O_NOFOLLOW);
-        }
-        let mut out = io::BufWriter::new(options.open(&target)?);
-        io::copy(content, &mut out)?;
-        out.flush()?;
-        Ok(())
-    });
+    let result = walk(
+        compressed,
+        compressed_size,
+        limits,
+        Hash::Files,
+        |file, content| {
+            let target = destination.join(&file.path);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            let mut options = OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(if file.executable { 0o755 } else { 0o644 });
+                // Never follow a link at the last component, even though none can exist.
+                options.custom_flags(libc::O_NOFOLLOW);
+            }
+            let mut out = io::BufWriter::new(options.open(&target)?);
+            io::copy(content, &mut out)?;
+            out.flush()?;
+            Ok(())
+        },
+    );
     if result.is_err() {
         let _ = fs::remove_dir_all(destination);
     }
@@ -257,12 +312,14 @@ pub fn archive_error(error: io::Error) -> ArchiveError {
     ArchiveError::Corrupt(error.to_string())
 }
 
-/// The core of [`scan`] and [`unpack`]: checks each entry, then hands its content to
-/// `sink` through a hashing reader.
+/// The core of [`scan`], [`list`] and [`unpack`]: checks each entry, then hands its
+/// content to `sink` (through a hashing reader unless `hash` is [`Hash::No`], when
+/// digests are left as the empty file's).
 fn walk<R: Read>(
     compressed: R,
     compressed_size: Option<u64>,
     limits: &Limits,
+    hash: Hash,
     mut sink: impl FnMut(&ArchiveFile, &mut dyn Read) -> io::Result<()>,
 ) -> Result<Vec<ArchiveFile>, ArchiveError> {
     let mut budget = Budget::new(limits, compressed_size);
@@ -303,25 +360,27 @@ fn walk<R: Read>(
             digest: Digest::of(b""),
             executable: mode & 0o111 != 0,
         };
-        let mut hashing = HashingReader {
+        let mut counting = Counting {
             inner: (&mut entry).take(size),
-            hasher: Sha256Hasher::new(),
+            hasher: (hash == Hash::Files).then(Sha256Hasher::new),
+            read: 0,
         };
-        sink(&file, &mut hashing).map_err(|source| match source.kind() {
+        sink(&file, &mut counting).map_err(|source| match source.kind() {
             io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => archive_error(source),
             _ => ArchiveError::Write {
                 path: PathBuf::from(&file.path),
                 source,
             },
         })?;
-        if hashing.hasher.len() != size {
+        if counting.read != size {
             return Err(ArchiveError::Corrupt(format!(
                 "entry `{}` ends early: {} of {size} bytes",
-                file.path,
-                hashing.hasher.len()
+                file.path, counting.read
             )));
         }
-        file.digest = hashing.hasher.finish();
+        if let Some(hasher) = counting.hasher {
+            file.digest = hasher.finish();
+        }
         files.push(file);
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -378,6 +437,24 @@ fn check_path(raw: &[u8], limits: &Limits) -> Result<String, ArchiveError> {
         return Err(unsafe_path("it is nested too deeply"));
     }
     Ok(trimmed.to_string())
+}
+
+/// Counts, and maybe hashes, an entry's content as the sink reads it.
+struct Counting<R> {
+    inner: R,
+    hasher: Option<Sha256Hasher>,
+    read: u64,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        if let Some(hasher) = self.hasher.as_mut() {
+            hasher.update(&buf[..read]);
+        }
+        self.read += read as u64;
+        Ok(read)
+    }
 }
 
 /// A reader that hashes what passes through it.

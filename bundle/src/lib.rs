@@ -25,6 +25,7 @@
 pub mod archive;
 pub mod error;
 pub mod freshness;
+pub mod gzip;
 pub mod layout;
 pub mod provider;
 pub mod remote;

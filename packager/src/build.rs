@@ -71,7 +71,11 @@ pub fn build_stack(
 
     // The layer, streamed into the layout.
     let writer = layout.blob_writer()?;
-    let (files, writer) = pack::write_layer(&stack_plan.files, writer)?;
+    let (files, writer) = pack::write_layer(
+        &stack_plan.files,
+        writer,
+        stackpack_bundle::gzip::default_threads(),
+    )?;
     if files != stack_plan.entries {
         return Err(Error::refused(format!(
             "files of stack `{}` changed during the build",

@@ -2,16 +2,18 @@
 //!
 //! Entries are sorted by path; every entry is a regular file with owner 0:0, empty
 //! owner names, modification time 0, and mode 0644 (0755 when git records the file
-//! as executable); folders are implied. The gzip header has no name, time 0 and OS
-//! "unknown". So the same files give the same bytes on any machine, in any checkout
-//! folder, under any umask or clock. Files are streamed: memory stays flat however
-//! large they are.
+//! as executable); folders are implied. The gzip stream is made of independent
+//! fixed-size blocks compressed in parallel ([`stackpack_bundle::gzip`]), with no
+//! name, time 0 and OS "unknown" in its header. So the same files give the same bytes
+//! on any machine, with any number of cores, in any checkout folder, under any umask
+//! or clock. Files are streamed: memory stays flat however large they are.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use stackpack_bundle::archive::HashingReader;
+use stackpack_bundle::gzip::ParallelGzip;
 use stackpack_schema::bundle::FileEntry;
 use stackpack_schema::digest::Sha256Hasher;
 
@@ -122,13 +124,15 @@ pub fn hash_files(files: &[SourceFile]) -> Result<Vec<FileEntry>> {
         .collect()
 }
 
-/// Writes the stack layer to `out`; returns every file's entry. A file that changes
-/// while it is packed is an error, never a silently inconsistent bundle.
-pub fn write_layer<W: Write>(files: &[SourceFile], out: W) -> Result<(Vec<FileEntry>, W)> {
-    let gzip = flate2::GzBuilder::new()
-        .mtime(0)
-        .operating_system(255)
-        .write(out, flate2::Compression::new(6));
+/// Writes the stack layer to `out`, compressing on `threads` threads (the bytes do
+/// not depend on how many); returns every file's entry. A file that changes while it
+/// is packed is an error, never a silently inconsistent bundle.
+pub fn write_layer<W: Write>(
+    files: &[SourceFile],
+    out: W,
+    threads: usize,
+) -> Result<(Vec<FileEntry>, W)> {
+    let gzip = ParallelGzip::new(out, threads);
     let mut builder = tar::Builder::new(gzip);
     let mut entries = Vec::with_capacity(files.len());
     for file in files {
@@ -211,9 +215,11 @@ mod tests {
                 executable: true,
             },
         ];
-        let (entries, first) = write_layer(&files, Vec::new()).unwrap();
-        let (_, second) = write_layer(&files, Vec::new()).unwrap();
-        assert_eq!(first, second);
+        let (entries, first) = write_layer(&files, Vec::new(), 1).unwrap();
+        for threads in [1, 2, 16] {
+            let (_, again) = write_layer(&files, Vec::new(), threads).unwrap();
+            assert!(again == first, "{threads} threads give other bytes");
+        }
         assert_eq!(entries, hash_files(&files).unwrap());
         let scanned =
             stackpack_bundle::archive::scan(&first[..], None, &Default::default()).unwrap();

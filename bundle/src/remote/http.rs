@@ -34,6 +34,7 @@ pub fn post_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpEr
         .build()
         .map_err(HttpError::Runtime)?;
     runtime.block_on(async {
+        super::tls();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(60))

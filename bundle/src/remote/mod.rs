@@ -28,6 +28,17 @@ use stackpack_schema::media_type;
 use stackpack_schema::oci::{Descriptor, ImageIndex};
 
 use crate::layout::{ImageLayout, LayoutError};
+
+/// Selects rustls's `ring` provider for this process, once, before any HTTP client is
+/// built: reqwest is built without a provider of its own (see the workspace
+/// manifest), and refuses to build a client until one is chosen.
+pub fn tls() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // An error means the program installed a provider itself; that one stays.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
 pub use credentials::Credentials;
 
 /// Manifests accepted when reading.
@@ -250,6 +261,7 @@ impl Remote {
             }
             Credentials::Bearer(token) => RegistryAuth::Bearer(token.clone()),
         };
+        tls();
         let client = oci_client::Client::new(config);
         // `oci-client` registers credentials only inside some calls (tag lists,
         // manifests); register them now so that every call, `blob_exists` included,
@@ -769,6 +781,13 @@ impl Remote {
             file.set_len(0).map_err(io_error)?;
             offset = 0;
         }
+        // Hash while receiving, so each byte is hashed once; a resumed download hashes
+        // the part it already has first.
+        let mut hasher = Sha256Hasher::new();
+        if offset > 0 && offset < descriptor.size {
+            let mut reader = std::io::Read::take(&mut file, offset);
+            std::io::copy(&mut reader, &mut hasher).map_err(io_error)?;
+        }
         let reference = self.digest_reference(repository, digest);
         let digest_text = digest.to_string();
         let received = self.runtime.block_on(async {
@@ -790,6 +809,7 @@ impl Remote {
                     file.set_len(0)?;
                     file.seek(SeekFrom::Start(0))?;
                     offset = 0;
+                    hasher = Sha256Hasher::new();
                     stream.stream
                 }
             };
@@ -801,6 +821,7 @@ impl Remote {
                         "the registry sent more bytes than the descriptor's size".into(),
                     )));
                 }
+                hasher.update(&chunk);
                 file.write_all(&chunk)?;
                 received += chunk.len() as u64;
                 if let Some(progress) = &progress {
@@ -811,10 +832,6 @@ impl Remote {
             Ok::<_, OciDistributionError>(received)
         });
         let received = received.map_err(|e| self.map_error(repository, e))?;
-        // Hash the whole file (resumed downloads included) before it counts.
-        let mut hasher = Sha256Hasher::new();
-        let mut reader = std::fs::File::open(&partial).map_err(io_error)?;
-        std::io::copy(&mut reader, &mut hasher).map_err(io_error)?;
         let size = hasher.len();
         let actual = hasher.finish();
         if &actual != digest || size != descriptor.size {
