@@ -23,6 +23,9 @@ pub struct LocalModule {
     pub path: String,
 }
 
+/// The repository's folder of vendor policies, packed into every bundle.
+pub const POLICIES: &str = "policies";
+
 /// A deployable stack.
 #[derive(Clone, Debug)]
 pub struct Stack {
@@ -35,10 +38,13 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// The stack's folder and its modules' folders: everything packed.
+    /// The stack's folder, its modules' folders, and the repository's `policies/`
+    /// (the vendor's Rego policies, which the runner evaluates on every plan, so
+    /// they travel signed in every bundle): everything packed.
     pub fn packed_paths(&self) -> Vec<&str> {
         std::iter::once(self.path.as_str())
             .chain(self.modules.iter().map(|m| m.path.as_str()))
+            .chain(std::iter::once(POLICIES))
             .collect()
     }
 }
