@@ -207,7 +207,18 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             stack: stack.clone(),
             target: Target::Rollback { inputs: vec![] },
             wait,
-            options: Options::default(),
+            // What the failed apply created may go again, buckets included: the
+            // policies see those addresses as named by the operator.
+            options: Options {
+                allow_replace: report
+                    .plan
+                    .changes
+                    .iter()
+                    .filter(|c| c.action == super::engine::Action::Add)
+                    .map(|c| c.address.clone())
+                    .collect(),
+                ..Options::default()
+            },
         },
         &mut rollback_ui,
     );
@@ -893,7 +904,13 @@ pub fn check_inputs(
     inputs: &inputs::Inputs,
 ) -> Result<Vec<inputs::Finding>> {
     let findings = inputs::check(inputs, &bundle.config.interface);
-    if !findings.is_empty() {
+    let has_rules = bundle
+        .config
+        .interface
+        .inputs
+        .iter()
+        .any(|i| !i.validations.is_empty());
+    if !findings.is_empty() || !has_rules {
         return Ok(findings);
     }
     let root = home.work_root();

@@ -352,14 +352,7 @@ impl Engine {
 
     /// `show -json` of the state, as the last apply left it.
     pub fn show_state(&self, dir: &Path) -> Result<serde_json::Value> {
-        let output = self.run_ok(
-            dir,
-            &["show".into(), "-no-color".into(), "-json".into()],
-            true,
-            "show",
-        )?;
-        serde_json::from_str(output.stdout.trim())
-            .map_err(|e| Error::refused(format!("cannot read `{} show -json`: {e}", self.name)))
+        self.run_json(dir, &["show", "-no-color", "-json"], "show")
     }
 
     /// Which state a plan is made against: `state pull`'s lineage and serial, or
@@ -381,14 +374,16 @@ impl Engine {
 
     /// `output -json`.
     pub fn outputs(&self, dir: &Path) -> Result<serde_json::Value> {
-        let output = self.run_ok(
-            dir,
-            &["output".into(), "-no-color".into(), "-json".into()],
-            true,
-            "output",
-        )?;
-        serde_json::from_str(output.stdout.trim())
-            .map_err(|e| Error::refused(format!("cannot read `{} output -json`: {e}", self.name)))
+        self.run_json(dir, &["output", "-no-color", "-json"], "output")
+    }
+
+    /// Runs a command that prints one JSON document, and reads it.
+    fn run_json(&self, dir: &Path, args: &[&str], step: &str) -> Result<serde_json::Value> {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let output = self.run_ok(dir, &args, true, step)?;
+        serde_json::from_str(output.stdout.trim()).map_err(|e| {
+            Error::refused(format!("cannot read `{} {}`: {e}", self.name, args.join(" ")))
+        })
     }
 }
 

@@ -120,6 +120,9 @@ pub fn read_folder(dir: &Path, owner: &'static str, shown_as: &str) -> Result<Ve
 /// Evaluates every policy file on `plan` (the `show -json` document).
 pub fn evaluate(files: &[PolicyFile], plan: &str, allow_replace: &[String]) -> Result<Verdict> {
     let mut engine = regorus::Engine::new();
+    // As OPA and conftest: a built-in's error makes its expression undefined (a
+    // `null` where a list was expected skips that resource) instead of failing all.
+    engine.set_strict_builtin_errors(false);
     for file in files {
         engine.set_rego_v0(false);
         if let Err(v1) = engine.add_policy(file.name.clone(), file.text.clone()) {
@@ -159,7 +162,7 @@ pub fn evaluate(files: &[PolicyFile], plan: &str, allow_replace: &[String]) -> R
     let results = engine.eval_query("data.main".into(), false).map_err(|e| {
         Error::refused(format!(
             "a policy failed on this plan: {}",
-            first_line(&e.to_string())
+            e.to_string().trim()
         ))
         .hint("the policy's own error is above; fix the policy or ask its author")
     })?;
@@ -245,6 +248,7 @@ mod tests {
     }
 
     const PLAN: &str = r#"{"resource_changes":[
+        {"address":"aws_security_group_rule.self","type":"aws_security_group_rule","change":{"actions":["create"],"after":{"type":"ingress","cidr_blocks":null,"from_port":0,"to_port":0,"tags_all":null}}},
         {"address":"aws_s3_bucket.models","type":"aws_s3_bucket","change":{"actions":["delete","create"]}},
         {"address":"aws_vpc.this","type":"aws_vpc","change":{"actions":["create"]}}]}"#;
 
@@ -263,13 +267,23 @@ mod tests {
             verdict.denied[0].address.as_deref(),
             Some("aws_s3_bucket.models")
         );
-        assert_eq!(verdict.warnings.len(), 2, "{verdict:?}");
+        assert_eq!(verdict.warnings.len(), 3, "{verdict:?}");
         assert!(verdict
             .warnings
             .iter()
             .any(|w| w.message == "aws_vpc.this is new"));
         let allowed = evaluate(&[v1, v0], PLAN, &["aws_s3_bucket.models".into()]).unwrap();
         assert!(allowed.passed(), "{allowed:?}");
+    }
+
+    #[test]
+    fn the_example_policies_read_a_plan_with_nulls_where_lists_may_be() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/acme-infra/policies");
+        let files = read_folder(&dir, "vendor", "policies").unwrap();
+        assert_eq!(files.len(), 4);
+        let verdict = evaluate(&files, PLAN, &[]).unwrap();
+        assert_eq!(verdict.denied.len(), 1, "{verdict:?}");
+        assert_eq!(verdict.denied[0].rule, "deny_stateful_replace");
     }
 
     #[test]

@@ -94,6 +94,16 @@ fn validation_rules_are_caught_by_check_inputs_and_plan_before_any_engine_run() 
     );
 }
 
+/// `check-inputs REFERENCE --inputs FILE…`.
+fn check_inputs(runner: &Runner, reference: &str, files: &[&std::path::Path]) -> common::Run {
+    let mut args = vec!["check-inputs".to_string(), reference.to_string()];
+    for file in files {
+        args.extend(["--inputs".to_string(), file.display().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    runner.run(&args)
+}
+
 #[test]
 fn several_inputs_files_later_ones_win_and_tfvars_json_is_read_with_its_lines() {
     let vendor = Vendor::new();
@@ -110,29 +120,11 @@ fn several_inputs_files_later_ones_win_and_tfvars_json_is_read_with_its_lines() 
     )
     .unwrap();
     // The later file fixes the earlier one's value.
-    let run = runner
-        .run(&[
-            "check-inputs",
-            &reference,
-            "--inputs",
-            base.to_str().unwrap(),
-            "--inputs",
-            fix.to_str().unwrap(),
-        ])
-        .ok();
+    let run = check_inputs(&runner, &reference, &[&base, &fix]).ok();
     assert!(run.stdout.contains("fit"), "{}", run.stdout);
     // In the other order the earlier value wins no more: the error is at the line
     // of base.tfvars that set it.
-    let run = runner
-        .run(&[
-            "check-inputs",
-            &reference,
-            "--inputs",
-            fix.to_str().unwrap(),
-            "--inputs",
-            base.to_str().unwrap(),
-        ])
-        .code(1);
+    let run = check_inputs(&runner, &reference, &[&fix, &base]).code(1);
     assert!(
         run.stderr.contains(&format!("{}:1", base.display())),
         "{}",
@@ -146,16 +138,7 @@ fn several_inputs_files_later_ones_win_and_tfvars_json_is_read_with_its_lines() 
         "{\n  \"customer_id\": \"globex\",\n  \"kubernetes_version\": [\"1.30\"]\n}\n",
     )
     .unwrap();
-    let run = runner
-        .run(&[
-            "check-inputs",
-            &reference,
-            "--inputs",
-            base.to_str().unwrap(),
-            "--inputs",
-            typed.to_str().unwrap(),
-        ])
-        .code(1);
+    let run = check_inputs(&runner, &reference, &[&base, &typed]).code(1);
     assert!(
         run.stderr.contains(&format!("{}:3", typed.display())),
         "{}",

@@ -11,7 +11,14 @@ only_https(rule) if {
 }
 
 open_to_world(rule) if {
-	some cidr in array.concat(object.get(rule, "cidr_blocks", []) , object.get(rule, "ipv6_cidr_blocks", []))
+	is_array(rule.cidr_blocks)
+	some cidr in rule.cidr_blocks
+	cidr in world
+}
+
+open_to_world(rule) if {
+	is_array(rule.ipv6_cidr_blocks)
+	some cidr in rule.ipv6_cidr_blocks
 	cidr in world
 }
 
@@ -28,7 +35,9 @@ deny_open_ingress contains {"msg": msg, "address": rc.address} if {
 deny_open_ingress contains {"msg": msg, "address": rc.address} if {
 	some rc in input.resource_changes
 	rc.type == "aws_security_group"
-	some rule in object.get(rc.change.after, "ingress", [])
+	is_object(rc.change.after)
+	is_array(rc.change.after.ingress)
+	some rule in rc.change.after.ingress
 	open_to_world(rule)
 	not only_https(rule)
 	msg := sprintf("ingress from the whole internet on ports %v-%v; only 443 may be open to the world", [rule.from_port, rule.to_port])

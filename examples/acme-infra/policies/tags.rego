@@ -10,6 +10,7 @@ deny_required_tags contains {"msg": msg, "address": rc.address} if {
 	some rc in input.resource_changes
 	some action in rc.change.actions
 	action in {"create", "update"}
+	is_object(rc.change.after)
 	tags := object.get(rc.change.after, "tags_all", null)
 	is_object(tags)
 	missing := required_tags - {key | some key, _ in tags}
