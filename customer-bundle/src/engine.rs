@@ -382,7 +382,11 @@ impl Engine {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let output = self.run_ok(dir, &args, true, step)?;
         serde_json::from_str(output.stdout.trim()).map_err(|e| {
-            Error::refused(format!("cannot read `{} {}`: {e}", self.name, args.join(" ")))
+            Error::refused(format!(
+                "cannot read `{} {}`: {e}",
+                self.name,
+                args.join(" ")
+            ))
         })
     }
 }

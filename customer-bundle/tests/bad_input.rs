@@ -12,7 +12,6 @@ use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::{Input, Interface};
 use stackpack_schema::signature::PrivateKey;
 
-
 #[test]
 fn inputs_are_checked_with_file_line_and_did_you_mean() {
     let vendor = Vendor::new();

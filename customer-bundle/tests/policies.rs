@@ -66,7 +66,11 @@ fn each_example_policy_denies_a_bad_change_and_allows_a_good_one() {
         })
     };
     assert!(
-        has("deny_open_ingress", "aws_security_group_rule.world_22", "ports 22-22"),
+        has(
+            "deny_open_ingress",
+            "aws_security_group_rule.world_22",
+            "ports 22-22"
+        ),
         "{denied:#}"
     );
     assert!(
@@ -102,9 +106,20 @@ fn each_example_policy_denies_a_bad_change_and_allows_a_good_one() {
         "{}",
         refused.stderr
     );
-    assert!(refused.stderr.contains("(deny_open_ingress)"), "{}", refused.stderr);
-    assert!(!refused.stderr.contains("terraform apply"), "{}", refused.stderr);
-    assert!(!runner.state_file("data-plane").exists(), "the refused apply wrote state");
+    assert!(
+        refused.stderr.contains("(deny_open_ingress)"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.contains("terraform apply"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !runner.state_file("data-plane").exists(),
+        "the refused apply wrote state"
+    );
 }
 
 #[test]
@@ -143,13 +158,22 @@ fn a_stateful_resource_is_replaced_only_when_the_operator_names_it() {
         .run(&["apply", &second, "--inputs", inputs, "--yes"])
         .code(1);
     assert!(
-        refused.stderr.contains(&format!("`{bucket}`: stateful resource would be replaced")),
+        refused
+            .stderr
+            .contains(&format!("`{bucket}`: stateful resource would be replaced")),
         "{}",
         refused.stderr
     );
-    assert!(refused.stderr.contains("--allow-replace"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("--allow-replace"),
+        "{}",
+        refused.stderr
+    );
     let status = runner.run(&["status", "--json"]).ok().json();
-    assert_eq!(status["stacks"][0]["version"], first.split('@').nth(1).unwrap());
+    assert_eq!(
+        status["stacks"][0]["version"],
+        first.split('@').nth(1).unwrap()
+    );
     assert_eq!(status["stacks"][0]["lastAttempt"]["outcome"], "failed");
 
     // Named: allowed, and the customer's warning is shown and kept with the receipt.
@@ -168,14 +192,18 @@ fn a_stateful_resource_is_replaced_only_when_the_operator_names_it() {
     let json = applied.json();
     assert_eq!(json["outcome"], "succeeded");
     assert!(
-        applied.stderr.contains(&format!("warning: policy: {bucket} goes away")),
+        applied
+            .stderr
+            .contains(&format!("warning: policy: {bucket} goes away")),
         "{}",
         applied.stderr
     );
     let listed = runner.run(&["receipts", "list", "--json"]).ok().json();
-    let last = listed["receipts"].as_array().unwrap().last().unwrap().clone();
-    assert!(
-        last["notes"].to_string().contains("goes away"),
-        "{last:#}"
-    );
+    let last = listed["receipts"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(last["notes"].to_string().contains("goes away"), "{last:#}");
 }

@@ -21,20 +21,19 @@ fn a_reviewed_plan_is_applied_as_reviewed_and_refused_after_its_inputs_changed()
 
     let summary = runner
         .run(&[
-            "plan",
-            &reference,
-            "--inputs",
-            &inputs,
-            "--out",
-            &reviewed,
-            "--format",
-            "markdown",
+            "plan", &reference, "--inputs", &inputs, "--out", &reviewed, "--format", "markdown",
         ])
         .ok()
         .stdout;
-    assert!(summary.starts_with(&format!("## Plan: `{reference}`")), "{summary}");
+    assert!(
+        summary.starts_with(&format!("## Plan: `{reference}`")),
+        "{summary}"
+    );
     assert!(summary.contains("| 36 | 0 | 0 | 0 | 7 |"), "{summary}");
-    assert!(summary.contains("- `module.network.aws_vpc.this`"), "{summary}");
+    assert!(
+        summary.contains("- `module.network.aws_vpc.this`"),
+        "{summary}"
+    );
     assert!(summary.contains("### Policies"), "{summary}");
     assert!(summary.contains("4 file(s): passed"), "{summary}");
     let document: serde_json::Value =
@@ -52,32 +51,52 @@ fn a_reviewed_plan_is_applied_as_reviewed_and_refused_after_its_inputs_changed()
     let forged = runner.temp.path().join("forged.plan");
     std::fs::write(&forged, tampered.to_string()).unwrap();
     let refused = runner
-        .run(&["apply", &reference, "--inputs", &inputs, "--plan", forged.to_str().unwrap(), "--yes"])
+        .run(&[
+            "apply",
+            &reference,
+            "--inputs",
+            &inputs,
+            "--plan",
+            forged.to_str().unwrap(),
+            "--yes",
+        ])
         .code(1);
     assert!(
-        refused.stderr.contains("is not signed by this installation's key"),
+        refused
+            .stderr
+            .contains("is not signed by this installation's key"),
         "{}",
         refused.stderr
     );
 
     let applied = runner
-        .run(&["apply", &reference, "--inputs", &inputs, "--plan", &reviewed, "--yes", "--json"])
+        .run(&[
+            "apply", &reference, "--inputs", &inputs, "--plan", &reviewed, "--yes", "--json",
+        ])
         .ok();
     assert!(
         applied.stderr.contains("applying the reviewed plan"),
         "{}",
         applied.stderr
     );
-    assert!(!applied.stderr.contains("terraform plan"), "{}", applied.stderr);
+    assert!(
+        !applied.stderr.contains("terraform plan"),
+        "{}",
+        applied.stderr
+    );
     assert_eq!(applied.json()["outcome"], "succeeded");
     assert_eq!(applied.json()["plan"]["add"], 36);
 
     // Applied once, the same plan is stale: the state changed since.
     let stale = runner
-        .run(&["apply", &reference, "--inputs", &inputs, "--plan", &reviewed, "--yes"])
+        .run(&[
+            "apply", &reference, "--inputs", &inputs, "--plan", &reviewed, "--yes",
+        ])
         .code(1);
     assert!(
-        stale.stderr.contains("the state of `data-plane` changed since the plan was reviewed"),
+        stale
+            .stderr
+            .contains("the state of `data-plane` changed since the plan was reviewed"),
         "{}",
         stale.stderr
     );
@@ -89,12 +108,18 @@ fn a_reviewed_plan_is_applied_as_reviewed_and_refused_after_its_inputs_changed()
     let text = std::fs::read_to_string(&inputs).unwrap();
     std::fs::write(&inputs, text.replace("\"1.30\"", "\"1.31\"")).unwrap();
     let refused = runner
-        .run(&["apply", &reference, "--inputs", &inputs, "--plan", &reviewed, "--yes"])
+        .run(&[
+            "apply", &reference, "--inputs", &inputs, "--plan", &reviewed, "--yes",
+        ])
         .code(1);
     assert!(
         refused.stderr.contains("the inputs changed since the plan"),
         "{}",
         refused.stderr
     );
-    assert!(!refused.stderr.contains("terraform init"), "{}", refused.stderr);
+    assert!(
+        !refused.stderr.contains("terraform init"),
+        "{}",
+        refused.stderr
+    );
 }

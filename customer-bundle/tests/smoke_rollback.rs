@@ -30,7 +30,9 @@ fn failed_smoke_checks_roll_back_to_the_previous_version_with_both_receipts() {
     let first = build_and_import(&vendor, &runner);
     let inputs = globex_inputs();
     let inputs = inputs.to_str().unwrap();
-    runner.run(&["apply", &first, "--inputs", inputs, "--yes"]).ok();
+    runner
+        .run(&["apply", &first, "--inputs", inputs, "--yes"])
+        .ok();
     assert!(bucket_exists(&runner, MODELS));
     assert!(!bucket_exists(&runner, "globex-canary"));
 
@@ -48,9 +50,15 @@ fn failed_smoke_checks_roll_back_to_the_previous_version_with_both_receipts() {
     let failed = runner
         .run(&["apply", &second, "--inputs", inputs, "--yes"])
         .code(1);
-    assert!(failed.stderr.contains("smoke checks failed after applying"), "{}", failed.stderr);
     assert!(
-        failed.stderr.contains("check.canary_is_versioned: The canary bucket is not versioned."),
+        failed.stderr.contains("smoke checks failed after applying"),
+        "{}",
+        failed.stderr
+    );
+    assert!(
+        failed
+            .stderr
+            .contains("check.canary_is_versioned: The canary bucket is not versioned."),
         "{}",
         failed.stderr
     );
@@ -67,7 +75,10 @@ fn failed_smoke_checks_roll_back_to_the_previous_version_with_both_receipts() {
         failed.stderr
     );
     // The previous version's resources, and only those.
-    assert!(!bucket_exists(&runner, "globex-canary"), "the rollback left the canary");
+    assert!(
+        !bucket_exists(&runner, "globex-canary"),
+        "the rollback left the canary"
+    );
     assert!(bucket_exists(&runner, MODELS));
 
     let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
@@ -78,9 +89,9 @@ fn failed_smoke_checks_roll_back_to_the_previous_version_with_both_receipts() {
         .map(|r| {
             format!(
                 "{}:{}:{}",
-                r["receipt"]["kind"].as_str().unwrap(),
-                r["receipt"]["version"].as_str().unwrap(),
-                r["receipt"]["outcome"].as_str().unwrap()
+                r["receipt"]["receipt"]["kind"].as_str().unwrap(),
+                r["receipt"]["receipt"]["version"].as_str().unwrap(),
+                r["receipt"]["receipt"]["outcome"].as_str().unwrap()
             )
         })
         .collect();
@@ -96,7 +107,9 @@ fn failed_smoke_checks_roll_back_to_the_previous_version_with_both_receipts() {
     );
     let failed_apply = &receipts["receipts"][1];
     assert!(
-        failed_apply["notes"].to_string().contains("check.canary_is_versioned"),
+        failed_apply["notes"]
+            .to_string()
+            .contains("check.canary_is_versioned"),
         "{failed_apply:#}"
     );
 
@@ -105,5 +118,8 @@ fn failed_smoke_checks_roll_back_to_the_previous_version_with_both_receipts() {
     assert_eq!(status["stacks"][0]["lastAttempt"]["kind"], "rollback");
     let table = runner.run(&["status"]).ok().stdout;
     assert!(table.contains("LAST ATTEMPT"), "{table}");
-    assert!(table.contains(&format!("rollback {v1} succeeded")), "{table}");
+    assert!(
+        table.contains(&format!("rollback {v1} succeeded")),
+        "{table}"
+    );
 }

@@ -109,7 +109,10 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
                     .map(|r| {
                         format!(
                             "{} {} {} at {}",
-                            r.receipt.kind, r.receipt.version, r.receipt.outcome, r.receipt.finished_at
+                            r.receipt.kind,
+                            r.receipt.version,
+                            r.receipt.outcome,
+                            r.receipt.finished_at
                         )
                     })
                     .unwrap_or_else(|| "-".into()),
@@ -119,7 +122,14 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
     print!(
         "{}",
         table(
-            &["STACK", "VERSION", "SINCE", "NEWER IN STORE", "DRIFT", "LAST ATTEMPT"],
+            &[
+                "STACK",
+                "VERSION",
+                "SINCE",
+                "NEWER IN STORE",
+                "DRIFT",
+                "LAST ATTEMPT"
+            ],
             &rows
         )
     );
