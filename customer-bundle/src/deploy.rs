@@ -229,9 +229,9 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
                 done.receipt.receipt.version, done.receipt.receipt.id, done.receipt.receipt.outcome
             );
             report.rollback = Some(Box::new(done));
-            Err(Error::refused(message).hint(format!(
-                "`stackpack-runner status` shows both attempts; `stackpack-runner receipts list` both receipts"
-            )))
+            Err(Error::refused(message).hint(
+                "`stackpack-runner status` shows the last attempt; `stackpack-runner receipts list` both receipts",
+            ))
         }
         Err(error) => Err(Error::refused(format!(
             "{applied}\nthe automatic rollback failed too: {}",
