@@ -274,7 +274,11 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
 
     let mut parsed = inputs::read_all(&resolved.inputs)?;
     parsed.add_environment(&bundle.config.interface);
-    let findings = check_inputs(home, &bundle, &parsed)?;
+    // When the bundle cannot be unpacked to read its rules (a full disk, a store
+    // changed since verification), the unpack into the work folder below fails the
+    // same way, and there it is recorded; the names and types are checked still.
+    let findings = check_inputs(home, &bundle, &parsed)
+        .unwrap_or_else(|_| inputs::check(&parsed, &bundle.config.interface));
     if let Some(error) = findings_error(&findings) {
         return Err(error);
     }
@@ -741,7 +745,16 @@ fn plan_and_apply(
                 files.len()
             ));
         }
+        let started = std::time::Instant::now();
         found.verdict = policy::evaluate(&files, &plan.json, &request.options.allow_replace)?;
+        if !files.is_empty() {
+            (ui.status)(&format!(
+                "policies: {} denied, {} warning(s), evaluated in {} ms",
+                found.verdict.denied.len(),
+                found.verdict.warnings.len(),
+                started.elapsed().as_millis()
+            ));
+        }
         for warning in &found.verdict.warnings {
             (ui.status)(&format!("warning: policy: {}", policy::line(warning)));
         }

@@ -598,7 +598,15 @@ fn text_function(name: &str, args: &[Value]) -> Option<Value> {
 /// crate follows. A pattern that does not compile, and `regex` finding no match, are
 /// errors (so `can(regex(…))` is false), as in Terraform.
 fn pattern_function(name: &str, args: &[Value]) -> Option<Value> {
-    Some(match (name, args) {
+    if !matches!(name, "regex" | "regexall" | "replace") {
+        return None;
+    }
+    // Their parameters are strings: a number or bool converts, as in Terraform.
+    let args: Vec<Value> = args
+        .iter()
+        .map(|a| as_string(a).map(Value::String))
+        .collect::<Option<_>>()?;
+    Some(match (name, args.as_slice()) {
         ("regex", [Value::String(pattern), Value::String(s)]) => {
             let re = regex::Regex::new(pattern).ok()?;
             match_value(&re, &re.captures(s)?)
