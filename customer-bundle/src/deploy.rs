@@ -623,7 +623,6 @@ fn execute(
             let run = Workspace {
                 engine: &engine,
                 dir: &dir,
-                bundle_root: &work.path().join("bundle"),
             };
             plan_and_apply(&context, &run, ui, receipt, plan, found)
         },
@@ -683,8 +682,6 @@ struct Workspace<'a> {
     engine: &'a Engine,
     /// The stack's folder.
     dir: &'a Path,
-    /// Where the whole layer was unpacked (repository-level `policies/` are there).
-    bundle_root: &'a Path,
 }
 
 /// Plans (for destroy, a destroy plan; for `apply --plan`, takes the reviewed plan),
@@ -842,16 +839,15 @@ fn smoke_checks(
     Ok(failures)
 }
 
-/// The vendor's policies (repository-level `policies/` and the stack's own
-/// `policies/`, both inside the signed bundle), then the customer's folder.
+/// The vendor's policies (the stack's own `policies/`, inside the signed bundle),
+/// then the customer's folder.
 fn policy_files(context: &Context, run: &Workspace) -> Result<Vec<policy::PolicyFile>> {
-    let mut files = policy::read_folder(&run.bundle_root.join("policies"), "vendor", "policies")?;
     let entrypoint = &context.bundle.config.entrypoint;
-    files.extend(policy::read_folder(
+    let mut files = policy::read_folder(
         &run.dir.join("policies"),
         "vendor",
         &format!("{entrypoint}/policies"),
-    )?);
+    )?;
     let home = context.home;
     if let Some(folder) = &home.config.policy.policies {
         let dir = home.root.join(folder);

@@ -6,9 +6,9 @@
 //!
 //! The input is `terraform show -json` of the saved plan. `data.stackpack` holds what
 //! the operator said for this run: `allow_replace`, the addresses named with
-//! `--allow-replace`. Policy files are the vendor's (`policies/*.rego` in the signed
-//! bundle, at its root or in the stack's folder) and the customer's own (`[policy]
-//! policies` in `runner.toml`). Rego v1 syntax is read first; a file that is not
+//! `--allow-replace`. Policy files are the vendor's (`policies/*.rego` in the stack's
+//! folder, so in the signed bundle) and the customer's own (`[policy] policies` in
+//! `runner.toml`). Rego v1 syntax is read first; a file that is not
 //! valid v1 is read as v0 (`deny[msg] { … }`).
 
 use std::path::{Path, PathBuf};
@@ -278,7 +278,8 @@ mod tests {
 
     #[test]
     fn the_example_policies_read_a_plan_with_nulls_where_lists_may_be() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/acme-infra/policies");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/acme-infra/stacks/data-plane/policies");
         let files = read_folder(&dir, "vendor", "policies").unwrap();
         assert_eq!(files.len(), 4);
         let verdict = evaluate(&files, PLAN, &[]).unwrap();

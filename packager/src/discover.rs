@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use stackpack_interface::{extract_files, InterfaceError};
+use stackpack_interface::{extract_files_lenient, InterfaceError};
 use stackpack_schema::reference::validate_name;
 
 use crate::config::{RepoConfig, StackConfig};
@@ -23,9 +23,6 @@ pub struct LocalModule {
     pub path: String,
 }
 
-/// The repository's folder of vendor policies, packed into every bundle.
-pub const POLICIES: &str = "policies";
-
 /// A deployable stack.
 #[derive(Clone, Debug)]
 pub struct Stack {
@@ -38,13 +35,10 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// The stack's folder, its modules' folders, and the repository's `policies/`
-    /// (the vendor's Rego policies, which the runner evaluates on every plan, so
-    /// they travel signed in every bundle): everything packed.
+    /// The stack's folder and its modules' folders: everything packed.
     pub fn packed_paths(&self) -> Vec<&str> {
         std::iter::once(self.path.as_str())
             .chain(self.modules.iter().map(|m| m.path.as_str()))
-            .chain(std::iter::once(POLICIES))
             .collect()
     }
 }
@@ -155,10 +149,13 @@ pub struct LocalCall {
 }
 
 /// Local module calls in one folder's `.tf` and `.tf.json` files, read by the same
-/// reader that judges interfaces, so both agree on what a folder calls.
+/// reader that judges interfaces, so both agree on what a folder calls. A file that
+/// cannot be read is skipped here: discovery runs for every stack, and one broken
+/// module must not stop the stacks that do not use it. The check of each stack that
+/// does (and its build) refuses it, naming the file and line.
 pub fn local_module_calls(root: &Path, dir: &str) -> Result<Vec<LocalCall>> {
     let files = terraform_files(root, dir)?;
-    let module = extract_files(Path::new(dir), &files).map_err(unparsable)?;
+    let (module, _unread) = extract_files_lenient(Path::new(dir), &files);
     let calls = module
         .module_calls
         .iter()
@@ -177,7 +174,7 @@ pub fn local_module_calls(root: &Path, dir: &str) -> Result<Vec<LocalCall>> {
 }
 
 /// The error for a folder whose files the interface reader refused.
-fn unparsable(error: InterfaceError) -> Error {
+pub(crate) fn unparsable(error: InterfaceError) -> Error {
     match error {
         InterfaceError::Parse {
             path,
@@ -371,20 +368,35 @@ mod tests {
     }
 
     #[test]
-    fn a_file_that_does_not_parse_names_its_line() {
+    fn a_file_that_does_not_parse_does_not_hide_the_calls_of_the_others() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("m")).unwrap();
         std::fs::write(
-            dir.path().join("m/main.tf"),
+            dir.path().join("m/broken.tf"),
             "module \"x\" {\n  source = \n",
         )
         .unwrap();
-        let error = local_module_calls(dir.path(), "m").unwrap_err();
-        let location = error.location.clone().unwrap_or_default();
-        assert!(location.starts_with("m/main.tf:"), "{location}");
-        assert!(error.message.contains("`m/main.tf`"), "{}", error.message);
+        std::fs::write(
+            dir.path().join("m/main.tf"),
+            "module \"n\" {\n  source = \"./n\"\n}\n",
+        )
+        .unwrap();
+        let calls = local_module_calls(dir.path(), "m").unwrap();
+        let sources: Vec<&str> = calls.iter().map(|c| c.source.as_str()).collect();
+        assert_eq!(sources, vec!["./n"]);
+    }
+
+    #[test]
+    fn an_unparsable_file_names_its_line() {
+        let error = unparsable(InterfaceError::Parse {
+            path: "m/main.tf".into(),
+            line: 2,
+            column: 11,
+            message: "expected expression".into(),
+        });
+        assert_eq!(error.location.as_deref(), Some("m/main.tf:2:11"));
         assert!(
-            error.message.contains("cannot be parsed"),
+            error.message.contains("`m/main.tf` cannot be parsed"),
             "{}",
             error.message
         );

@@ -197,12 +197,20 @@ fn a_validation_rule_a_customer_breaks_is_found_before_publish() {
 #[test]
 fn a_validation_that_cannot_be_evaluated_statically_is_a_warning() {
     let repo = TestRepo::new();
+    // `regex` is evaluated; `formatdate` (a time format) is not.
+    edit(
+        &repo,
+        "stacks/data-plane/variables.tf",
+        "can(regex(\"^[a-z][a-z0-9-]{1,30}$\", var.customer_id))",
+        "can(formatdate(\"YYYY\", var.customer_id))",
+    );
+    repo.commit("a rule the checker cannot evaluate");
     let json = repo.run(&["check", "--json"]).ok().json();
     let findings = json["customers"][0]["findings"].as_array().unwrap();
     let customer_id = findings
         .iter()
         .find(|f| f["item"] == "customer_id")
-        .expect("the regex validation of customer_id is reported");
+        .expect("the formatdate validation of customer_id is reported");
     assert_eq!(customer_id["rule"], "validation-not-evaluated");
     assert_eq!(customer_id["severity"], "warning");
 }
