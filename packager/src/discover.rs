@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use stackpack_interface::{extract_files_lenient, InterfaceError};
+use stackpack_interface::{extract_files, InterfaceError};
 use stackpack_schema::reference::validate_name;
 
 use crate::config::{RepoConfig, StackConfig};
@@ -149,13 +149,10 @@ pub struct LocalCall {
 }
 
 /// Local module calls in one folder's `.tf` and `.tf.json` files, read by the same
-/// reader that judges interfaces, so both agree on what a folder calls. A file that
-/// cannot be read is skipped here: discovery runs for every stack, and one broken
-/// module must not stop the stacks that do not use it. The check of each stack that
-/// does (and its build) refuses it, naming the file and line.
+/// reader that judges interfaces, so both agree on what a folder calls.
 pub fn local_module_calls(root: &Path, dir: &str) -> Result<Vec<LocalCall>> {
     let files = terraform_files(root, dir)?;
-    let (module, _unread) = extract_files_lenient(Path::new(dir), &files);
+    let module = extract_files(Path::new(dir), &files).map_err(unparsable)?;
     let calls = module
         .module_calls
         .iter()
@@ -174,7 +171,7 @@ pub fn local_module_calls(root: &Path, dir: &str) -> Result<Vec<LocalCall>> {
 }
 
 /// The error for a folder whose files the interface reader refused.
-pub(crate) fn unparsable(error: InterfaceError) -> Error {
+fn unparsable(error: InterfaceError) -> Error {
     match error {
         InterfaceError::Parse {
             path,
@@ -368,35 +365,20 @@ mod tests {
     }
 
     #[test]
-    fn a_file_that_does_not_parse_does_not_hide_the_calls_of_the_others() {
+    fn a_file_that_does_not_parse_names_its_line() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("m")).unwrap();
         std::fs::write(
-            dir.path().join("m/broken.tf"),
+            dir.path().join("m/main.tf"),
             "module \"x\" {\n  source = \n",
         )
         .unwrap();
-        std::fs::write(
-            dir.path().join("m/main.tf"),
-            "module \"n\" {\n  source = \"./n\"\n}\n",
-        )
-        .unwrap();
-        let calls = local_module_calls(dir.path(), "m").unwrap();
-        let sources: Vec<&str> = calls.iter().map(|c| c.source.as_str()).collect();
-        assert_eq!(sources, vec!["./n"]);
-    }
-
-    #[test]
-    fn an_unparsable_file_names_its_line() {
-        let error = unparsable(InterfaceError::Parse {
-            path: "m/main.tf".into(),
-            line: 2,
-            column: 11,
-            message: "expected expression".into(),
-        });
-        assert_eq!(error.location.as_deref(), Some("m/main.tf:2:11"));
+        let error = local_module_calls(dir.path(), "m").unwrap_err();
+        let location = error.location.clone().unwrap_or_default();
+        assert!(location.starts_with("m/main.tf:"), "{location}");
+        assert!(error.message.contains("`m/main.tf`"), "{}", error.message);
         assert!(
-            error.message.contains("`m/main.tf` cannot be parsed"),
+            error.message.contains("cannot be parsed"),
             "{}",
             error.message
         );
