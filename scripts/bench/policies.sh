@@ -43,7 +43,7 @@ printf '.stackpack/\n' > .gitignore
 "$root/scripts/provider-mirror.sh" .stackpack/providers 3.39.0 > /dev/null
 # A stack of 500 buckets, with the data plane's provider and lock file.
 mkdir -p stacks/bench
-cp stacks/data-plane/provider.tf stacks/data-plane/.terraform.lock.hcl stacks/bench/
+cp -r stacks/data-plane/provider.tf stacks/data-plane/.terraform.lock.hcl stacks/data-plane/policies stacks/bench/
 sed -i 's/"data-plane"/"bench"/; s/-data-plane"/-bench"/' stacks/bench/provider.tf
 printf 'description = "500 buckets"\nengine = "terraform"\n' > stacks/bench/stack.toml
 cat > stacks/bench/main.tf <<'TF'
@@ -85,7 +85,7 @@ version_of() { python3 -c 'import json,sys; print([s["version"] for s in json.lo
 first_build=$(build)
 with_policies=$(echo "$first_build" | version_of bench)
 dp_v1=$(echo "$first_build" | version_of data-plane)
-git rm -rq policies && commit "no policies"
+git rm -rq stacks/bench/policies && commit "no policies"
 without_policies=$(build | version_of bench)
 
 url=$("$root/scripts/moto.sh" start "$moto_dir")
