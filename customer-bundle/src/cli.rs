@@ -47,8 +47,9 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Check an inputs file against a bundle's interface.
     CheckInputs(CheckInputsArgs),
-    /// Verify, then plan a bundle with your inputs (nothing is changed).
-    Plan(DeployArgs),
+    /// Verify, then plan a bundle with your inputs and evaluate the policies on the
+    /// plan (nothing is changed). Exits 1 when a policy denies the plan.
+    Plan(PlanArgs),
     /// Verify, plan, show the plan, ask, and apply exactly that plan.
     Apply(ApplyArgs),
     /// Go back to the version applied before the current one, showing the plan first.
@@ -145,9 +146,10 @@ pub struct VerifyArgs {
 pub struct CheckInputsArgs {
     /// `STACK@VERSION`.
     pub bundle: String,
-    /// The inputs file (`.tfvars`).
-    #[arg(long, value_name = "FILE")]
-    pub inputs: PathBuf,
+    /// An inputs file (`.tfvars` or `.tfvars.json`); give it again for more files,
+    /// later files win. `TF_VAR_<name>` sets an input no file sets (for secrets).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub inputs: Vec<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -157,14 +159,39 @@ pub struct CheckInputsArgs {
 pub struct DeployArgs {
     /// `STACK@VERSION`.
     pub bundle: String,
-    /// The inputs file (`.tfvars`).
-    #[arg(long, value_name = "FILE")]
-    pub inputs: PathBuf,
+    /// An inputs file (`.tfvars` or `.tfvars.json`); give it again for more files,
+    /// later files win. `TF_VAR_<name>` sets an input no file sets (for secrets).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// A resource the policies may see destroyed or replaced (their
+    /// `data.stackpack.allow_replace`); give it again for more.
+    #[arg(long, value_name = "ADDRESS")]
+    pub allow_replace: Vec<String>,
     /// Wait up to this many seconds for another runner working on the same stack.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = EXIT_CODES)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub deploy: DeployArgs,
+    /// Write a reviewed plan: the saved plan and a record signed by this
+    /// installation's key, for `apply --plan FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// `text`, or `markdown` for a summary to paste into a change request.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text, conflicts_with = "json")]
+    pub format: PlanFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanFormat {
+    Text,
+    Markdown,
 }
 
 #[derive(Args, Debug)]
@@ -178,15 +205,20 @@ pub struct ApplyArgs {
     /// Allow applying a version older than the installed one.
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// Apply exactly this reviewed plan (from `plan --out`); refused if the bundle,
+    /// the inputs or the state changed since.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
 #[command(after_help = EXIT_CODES)]
 pub struct RollbackArgs {
     pub stack: String,
-    /// Inputs to use [default: the inputs saved when that version was applied].
+    /// Inputs to use, later files winning [default: the inputs saved when that
+    /// version was applied].
     #[arg(long, value_name = "FILE")]
-    pub inputs: Option<PathBuf>,
+    pub inputs: Vec<PathBuf>,
     #[arg(long, short = 'y')]
     pub yes: bool,
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]

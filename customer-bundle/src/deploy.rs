@@ -18,16 +18,23 @@ use stackpack_schema::receipt::{
 use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
 use super::error::{io, Error, Result};
 use super::home::Home;
+use super::home::OnFailure;
 use super::inputs;
+use super::ledger::Note;
 use super::ledger::{Deployment, Ledger, StartedRun};
 use super::lock::StackLock;
+use super::policy::{self, Verdict};
 use super::receipts;
+use super::review;
+use super::smoke;
 use super::store;
 use stackpack_bundle::archive::{self, HashingReader, Limits};
 use stackpack_bundle::verify::VerifiedBundle;
+use stackpack_schema::signature::PrivateKey;
 
-/// The name of the inputs file inside the work folder.
-const INPUTS_FILE: &str = "stackpack.tfvars";
+/// The name of the inputs file inside the work folder: the merged values of the
+/// user's files (never a `TF_VAR_` value, which stays in the environment).
+const INPUTS_FILE: &str = "stackpack.tfvars.json";
 
 /// How the caller talks to the person running it.
 pub struct Ui<'a> {
@@ -42,18 +49,21 @@ pub struct Ui<'a> {
 /// What to run, with what it needs and nothing else.
 #[derive(Clone, Debug)]
 pub enum Target {
-    /// Plan `version` with `inputs`; nothing changes.
-    Plan { version: Version, inputs: PathBuf },
+    /// Plan `version` with `inputs` (later files win); nothing changes.
+    Plan {
+        version: Version,
+        inputs: Vec<PathBuf>,
+    },
     /// Apply `version` with `inputs`; an older version than the installed one only
     /// with `allow_downgrade`.
     Apply {
         version: Version,
-        inputs: PathBuf,
+        inputs: Vec<PathBuf>,
         allow_downgrade: bool,
     },
     /// Back to the version before the current one, with the inputs saved then (or
-    /// `inputs`).
-    Rollback { inputs: Option<PathBuf> },
+    /// `inputs`, when any are given).
+    Rollback { inputs: Vec<PathBuf> },
     /// Does what runs still match its plan?
     Drift,
     /// Destroy everything the current deployment manages.
@@ -77,6 +87,18 @@ pub struct Request {
     pub target: Target,
     /// How long to wait for another runner working on the same stack.
     pub wait: Duration,
+    pub options: Options,
+}
+
+/// What the operator said beyond the target.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Addresses the policies may see destroyed or replaced (`--allow-replace`).
+    pub allow_replace: Vec<String>,
+    /// `plan --out FILE`: write a reviewed plan.
+    pub plan_out: Option<PathBuf>,
+    /// `apply --plan FILE`: apply exactly this reviewed plan.
+    pub reviewed: Option<PathBuf>,
 }
 
 /// What a run did.
@@ -85,17 +107,145 @@ pub struct Report {
     pub plan: PlanDetails,
     pub outputs: Option<serde_json::Value>,
     pub previous: Option<Version>,
+    /// What the policies said of the plan.
+    pub verdict: Verdict,
+    /// Smoke checks that failed after the apply (the receipt says `failed`).
+    pub smoke: Vec<smoke::Failure>,
+    /// The automatic rollback that followed failed smoke checks.
+    pub rollback: Option<Box<Report>>,
 }
 
 /// The version and inputs a run resolved to, and what ran before.
 struct Resolved {
     version: Version,
-    inputs: PathBuf,
+    inputs: Vec<PathBuf>,
     previous: Option<Version>,
 }
 
-/// Runs one plan, apply, rollback, drift check or destroy.
+/// What a run found on its way, beside the plan: recorded with its receipt.
+#[derive(Default)]
+struct Found {
+    verdict: Verdict,
+    smoke: Vec<smoke::Failure>,
+}
+
+impl Found {
+    fn notes(&self) -> Vec<Note> {
+        let policy = |kind: &str, r: &policy::PolicyResult| Note {
+            kind: kind.into(),
+            rule: r.rule.clone(),
+            address: r.address.clone(),
+            message: r.message.clone(),
+        };
+        self.verdict
+            .denied
+            .iter()
+            .map(|r| policy("policy-deny", r))
+            .chain(
+                self.verdict
+                    .warnings
+                    .iter()
+                    .map(|r| policy("policy-warn", r)),
+            )
+            .chain(self.smoke.iter().map(|f| Note {
+                kind: "smoke-failed".into(),
+                rule: f.check.clone(),
+                address: None,
+                message: f.message.clone(),
+            }))
+            .collect()
+    }
+}
+
+/// Runs one plan, apply, rollback, drift check or destroy. An apply whose smoke
+/// checks fail is followed at once by a rollback when `runner.toml` says
+/// `on-failure = "rollback"`; either way it ends in an error naming what failed.
 pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
+    let stack = request.stack.clone();
+    let wait = request.wait;
+    let mut report = run_once(home, request, ui)?;
+    if report.smoke.is_empty() {
+        return Ok(report);
+    }
+    let r = &report.receipt.receipt;
+    let failed = report
+        .smoke
+        .iter()
+        .map(|f| format!("\n  {}: {}", f.check, f.message))
+        .collect::<String>();
+    let applied = format!(
+        "smoke checks failed after applying `{stack}@{}` (receipt `{}`, outcome `failed`):{failed}",
+        r.version, r.id
+    );
+    let can_roll_back = report.previous.as_ref().is_some_and(|p| *p != r.version);
+    if home.config.policy.on_failure != OnFailure::Rollback || !can_roll_back {
+        let hint = if can_roll_back {
+            format!("run `stackpack-runner rollback {stack}` to go back, or set `on-failure = \"rollback\"` under `[policy]` in `runner.toml` to do it at once")
+        } else {
+            "there is no earlier version to roll back to; fix the inputs or ask the vendor".into()
+        };
+        return Err(Error::refused(applied).hint(hint));
+    }
+    (ui.status)(&format!(
+        "smoke checks failed: rolling back `{stack}` to `{}` at once",
+        report
+            .previous
+            .as_ref()
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    ));
+    let mut confirm_rollback = |_: &str, _: ReceiptKind, _: &PlanDetails| true;
+    let mut rollback_ui = Ui {
+        verbose: ui.verbose,
+        quiet: ui.quiet,
+        status: ui.status,
+        confirm: &mut confirm_rollback,
+    };
+    let rollback = run_once(
+        home,
+        Request {
+            stack: stack.clone(),
+            target: Target::Rollback { inputs: vec![] },
+            wait,
+            // What the failed apply created may go again, buckets included: the
+            // policies see those addresses as named by the operator.
+            options: Options {
+                allow_replace: report
+                    .plan
+                    .changes
+                    .iter()
+                    .filter(|c| c.action == super::engine::Action::Add)
+                    .map(|c| c.address.clone())
+                    .collect(),
+                ..Options::default()
+            },
+        },
+        &mut rollback_ui,
+    );
+    match rollback {
+        Ok(done) => {
+            let message = format!(
+                "{applied}\nrolled back to `{stack}@{}` (receipt `{}`, outcome `{}`)",
+                done.receipt.receipt.version, done.receipt.receipt.id, done.receipt.receipt.outcome
+            );
+            report.rollback = Some(Box::new(done));
+            Err(Error::refused(message).hint(
+                "`stackpack-runner status` shows the last attempt; `stackpack-runner receipts list` both receipts",
+            ))
+        }
+        Err(error) => Err(Error::refused(format!(
+            "{applied}\nthe automatic rollback failed too: {}",
+            error.message
+        ))
+        .hint(format!(
+            "the stack is at `{stack}@{}`: run `stackpack-runner rollback {stack}` once the cause is fixed",
+            r.version
+        ))),
+    }
+}
+
+/// Runs one plan, apply, rollback, drift check or destroy, under the stack's lock.
+fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     let ledger = Ledger::open(&home.ledger_path())?;
     warn_interrupted(&ledger, ui)?;
     let lock = StackLock::acquire(&home.locks_dir(), &request.stack, request.wait, |who| {
@@ -122,16 +272,27 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             .unwrap_or_default()
     ));
 
-    let (parsed, text) = inputs::read(&resolved.inputs)?;
-    let findings = inputs::check(&parsed, &bundle.config.interface);
+    let mut parsed = inputs::read_all(&resolved.inputs)?;
+    parsed.add_environment(&bundle.config.interface);
+    // When the bundle cannot be unpacked to read its rules (a full disk, a store
+    // changed since verification), the unpack into the work folder below fails the
+    // same way, and there it is recorded; the names and types are checked still.
+    let findings = check_inputs(home, &bundle, &parsed)
+        .unwrap_or_else(|_| inputs::check(&parsed, &bundle.config.interface));
     if let Some(error) = findings_error(&findings) {
         return Err(error);
     }
-    // From here on every ending is recorded.
+    let text = parsed.to_engine_json();
     let key = receipts::installation_key(&home.key_path())?;
     let inputs_hash = inputs::inputs_hash(&parsed, &receipts::inputs_secret(&key));
+    let reviewed = match &request.options.reviewed {
+        Some(path) => Some(check_reviewed(path, &key, &bundle, &inputs_hash)?),
+        None => None,
+    };
+    // From here on every ending is recorded.
     let mut receipt = new_receipt(home, &request, &bundle, inputs_hash);
     let mut plan = PlanDetails::default();
+    let mut found = Found::default();
     let mut work_kept = None;
     let result = execute(
         Context {
@@ -141,10 +302,13 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             request: &request,
             ledger: &ledger,
             lock_fd: lock.raw_fd(),
+            key: &key,
+            reviewed: reviewed.as_ref(),
         },
         ui,
         &mut receipt,
         &mut plan,
+        &mut found,
         &mut work_kept,
     );
     receipt.plan = plan.summary;
@@ -154,6 +318,7 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
         ledger: &ledger,
         key: &key,
         inputs_text: &text,
+        notes: found.notes(),
     };
     match result {
         Ok(Step::Declined) => Err({
@@ -168,13 +333,22 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             ))
         }),
         Ok(Step::Done(outcome, outputs)) => {
-            receipt.outcome = outcome;
+            // An apply the engine finished changed what runs, even when its smoke
+            // checks failed: it is recorded as deployed, and as `failed`.
+            receipt.outcome = if found.smoke.is_empty() {
+                outcome
+            } else {
+                Outcome::Failed
+            };
             let signed = ending.record_success(receipt)?;
             Ok(Report {
                 receipt: signed,
                 plan,
                 outputs,
                 previous: resolved.previous,
+                verdict: found.verdict,
+                smoke: found.smoke,
+                rollback: None,
             })
         }
         Err(error) => Err(ending.record_failure(receipt, error, work_kept)?),
@@ -200,7 +374,7 @@ fn resolve(ledger: &Ledger, request: &Request) -> Result<Resolved> {
             let current = current_or_refuse()?;
             Resolved {
                 version: current.version.clone(),
-                inputs: PathBuf::from(&current.inputs_file),
+                inputs: vec![PathBuf::from(&current.inputs_file)],
                 previous: Some(current.version),
             }
         }
@@ -217,9 +391,11 @@ fn resolve(ledger: &Ledger, request: &Request) -> Result<Resolved> {
             })?;
             Resolved {
                 version: target.version,
-                inputs: inputs
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from(&target.inputs_file)),
+                inputs: if inputs.is_empty() {
+                    vec![PathBuf::from(&target.inputs_file)]
+                } else {
+                    inputs.clone()
+                },
                 previous: Some(current.version),
             }
         }
@@ -291,12 +467,14 @@ struct Ending<'a> {
     ledger: &'a Ledger,
     key: &'a stackpack_schema::signature::PrivateKey,
     inputs_text: &'a str,
+    notes: Vec<Note>,
 }
 
 impl Ending<'_> {
     fn record_success(&self, receipt: Receipt) -> Result<SignedReceipt> {
         let signed = receipts::sign(receipt, self.key);
         self.ledger.add_receipt(&signed)?;
+        self.ledger.add_notes(&signed.receipt.id, &self.notes)?;
         self.ledger
             .finish_run(&signed.receipt.id, &signed.receipt.stack)?;
         let r = &signed.receipt;
@@ -324,6 +502,7 @@ impl Ending<'_> {
         receipt.outcome = Outcome::Failed;
         let signed = receipts::sign(receipt, self.key);
         self.ledger.add_receipt(&signed)?;
+        self.ledger.add_notes(&signed.receipt.id, &self.notes)?;
         self.ledger
             .finish_run(&signed.receipt.id, &signed.receipt.stack)?;
         error.message = format!(
@@ -374,6 +553,9 @@ struct Context<'a> {
     request: &'a Request,
     ledger: &'a Ledger,
     lock_fd: std::os::fd::RawFd,
+    key: &'a PrivateKey,
+    /// `apply --plan`: the reviewed plan's record and the engine's plan file.
+    reviewed: Option<&'a (review::Record, Vec<u8>)>,
 }
 
 /// Says which earlier runs were interrupted (their process is gone and they never
@@ -393,6 +575,7 @@ fn execute(
     ui: &mut Ui,
     receipt: &mut Receipt,
     plan: &mut PlanDetails,
+    found: &mut Found,
     work_kept: &mut Option<PathBuf>,
 ) -> Result<Step> {
     let Context {
@@ -402,6 +585,7 @@ fn execute(
         request,
         ledger,
         lock_fd,
+        ..
     } = context;
     let mut engine = Engine::locate(home, ui.verbose)?;
     engine.inherit_fds.push(lock_fd);
@@ -436,7 +620,11 @@ fn execute(
             engine.run_ok(&dir, &init, ui.quiet, "init")?;
             // The plugin cache is filled: other runners may use it now.
             drop(providers.cache_lock);
-            plan_and_apply(&engine, &dir, request, ui, receipt, plan)
+            let run = Workspace {
+                engine: &engine,
+                dir: &dir,
+            };
+            plan_and_apply(&context, &run, ui, receipt, plan, found)
         },
     );
     if result.is_err()
@@ -489,18 +677,27 @@ fn prepare_work(
     Ok((dir, init, providers))
 }
 
-/// Plans (for destroy, a destroy plan), and for apply, rollback and destroy asks and
-/// applies exactly the plan file that was shown.
+/// The engine, ready in its work folder.
+struct Workspace<'a> {
+    engine: &'a Engine,
+    /// The stack's folder.
+    dir: &'a Path,
+}
+
+/// Plans (for destroy, a destroy plan; for `apply --plan`, takes the reviewed plan),
+/// evaluates the policies on it, and for apply, rollback and destroy asks and applies
+/// exactly the plan file that was shown, then runs the smoke checks of an apply.
 fn plan_and_apply(
-    engine: &Engine,
-    dir: &Path,
-    request: &Request,
+    context: &Context,
+    run: &Workspace,
     ui: &mut Ui,
     receipt: &Receipt,
     plan: &mut PlanDetails,
+    found: &mut Found,
 ) -> Result<Step> {
+    let Workspace { engine, dir, .. } = *run;
+    let request = context.request;
     let quiet = ui.quiet;
-    (ui.status)(&format!("{} plan", engine.name));
     let mut plan_args = vec![
         "plan".to_string(),
         "-input=false".into(),
@@ -513,9 +710,73 @@ fn plan_and_apply(
         Target::Destroy => plan_args.push("-destroy".into()),
         _ => {}
     }
-    engine.run_ok(dir, &plan_args, quiet, "plan")?;
+    let wants_state = request.options.plan_out.is_some() || context.reviewed.is_some();
+    let state = if wants_state {
+        Some(engine.state_fingerprint(dir)?)
+    } else {
+        None
+    };
+    if let Some((record, bytes)) = context.reviewed {
+        if state.as_deref() != Some(record.state.as_str()) {
+            return Err(Error::refused(format!(
+                "the state of `{}` changed since the plan was reviewed (it was `{}`, it is `{}`): nothing was applied",
+                receipt.stack,
+                record.state,
+                state.unwrap_or_default()
+            ))
+            .hint("make and review a new plan with `stackpack-runner plan … --out FILE`"));
+        }
+        (ui.status)("applying the reviewed plan: no new plan is made");
+        let path = dir.join(PLAN_FILE);
+        std::fs::write(&path, bytes).map_err(|e| io("write", &path, e))?;
+    } else {
+        (ui.status)(&format!("{} plan", engine.name));
+        engine.run_ok(dir, &plan_args, quiet, "plan")?;
+    }
     *plan = engine.show_plan(dir)?;
+    if request.target.kind() != ReceiptKind::Destroy {
+        let files = policy_files(context, run)?;
+        if !files.is_empty() {
+            (ui.status)(&format!(
+                "evaluating {} policy file(s) on the plan",
+                files.len()
+            ));
+        }
+        let started = std::time::Instant::now();
+        found.verdict = policy::evaluate(&files, &plan.json, &request.options.allow_replace)?;
+        if !files.is_empty() {
+            (ui.status)(&format!(
+                "policies: {} denied, {} warning(s), evaluated in {} ms",
+                found.verdict.denied.len(),
+                found.verdict.warnings.len(),
+                started.elapsed().as_millis()
+            ));
+        }
+        for warning in &found.verdict.warnings {
+            (ui.status)(&format!("warning: policy: {}", policy::line(warning)));
+        }
+    }
+    let reference = format!("{}@{}", receipt.stack, receipt.version);
     if let Target::Plan { .. } = request.target {
+        if let Some(out) = &request.options.plan_out {
+            let bytes = review::read_plan_file(&dir.join(PLAN_FILE))?;
+            let record = review::Record {
+                format: review::REVIEW_FORMAT,
+                customer: receipt.customer.clone(),
+                stack: receipt.stack.clone(),
+                version: receipt.version.to_string(),
+                bundle_digest: receipt.bundle_digest.clone(),
+                inputs_hash: receipt.inputs_hash.clone(),
+                state: state.unwrap_or_default(),
+                plan_hash: stackpack_schema::digest::Digest::of(&bytes),
+                summary: plan.summary,
+                policy: found.verdict.clone(),
+                created_at: receipts::now(),
+                key_id: String::new(),
+            };
+            review::write(out, record, &bytes, context.key)?;
+            (ui.status)(&format!("reviewed plan written to `{}`", out.display()));
+        }
         let outcome = if plan.is_empty() {
             Outcome::NoChanges
         } else {
@@ -523,7 +784,9 @@ fn plan_and_apply(
         };
         return Ok(Step::Done(outcome, None));
     }
-    let reference = format!("{}@{}", receipt.stack, receipt.version);
+    if let Some(refusal) = found.verdict.refusal(&reference) {
+        return Err(refusal);
+    }
     if !(ui.confirm)(&reference, request.target.kind(), plan) {
         return Ok(Step::Declined);
     }
@@ -543,7 +806,132 @@ fn plan_and_apply(
         Target::Destroy => None,
         _ => Some(engine.outputs(dir)?),
     };
+    if let (Target::Apply { .. }, Some(outputs)) = (&request.target, &outputs) {
+        found.smoke = smoke_checks(engine, dir, outputs, ui)?;
+    }
     Ok(Step::Done(Outcome::Succeeded, outputs))
+}
+
+/// The stack's `check` blocks, as the apply left them in the state, and its
+/// `[[smoke]]` assertions on the outputs.
+fn smoke_checks(
+    engine: &Engine,
+    dir: &Path,
+    outputs: &serde_json::Value,
+    ui: &mut Ui,
+) -> Result<Vec<smoke::Failure>> {
+    let assertions = smoke::assertions(dir)?;
+    let state = engine.show_state(dir)?;
+    let mut failures = smoke::check_blocks(&state);
+    failures.extend(smoke::check_outputs(&assertions, outputs));
+    let checks = state["checks"]
+        .as_array()
+        .map(|c| c.iter().filter(|c| c["address"]["kind"] == "check").count())
+        .unwrap_or(0);
+    if checks + assertions.len() > 0 {
+        (ui.status)(&format!(
+            "smoke checks: {} check block(s), {} output assertion(s), {} failed",
+            checks,
+            assertions.len(),
+            failures.len()
+        ));
+    }
+    Ok(failures)
+}
+
+/// The vendor's policies (the stack's own `policies/`, inside the signed bundle),
+/// then the customer's folder.
+fn policy_files(context: &Context, run: &Workspace) -> Result<Vec<policy::PolicyFile>> {
+    let entrypoint = &context.bundle.config.entrypoint;
+    let mut files = policy::read_folder(
+        &run.dir.join("policies"),
+        "vendor",
+        &format!("{entrypoint}/policies"),
+    )?;
+    let home = context.home;
+    if let Some(folder) = &home.config.policy.policies {
+        let dir = home.root.join(folder);
+        if !dir.is_dir() {
+            return Err(Error::refused(format!(
+                "the customer policy folder `{}` does not exist",
+                dir.display()
+            ))
+            .at(format!("`{}`", home.root.join("runner.toml").display()))
+            .hint("create it, or fix `policies` under `[policy]` in `runner.toml`"));
+        }
+        files.extend(policy::read_folder(
+            &dir,
+            "customer",
+            &dir.display().to_string(),
+        )?);
+    }
+    Ok(files)
+}
+
+/// Refuses a reviewed plan that is not this installation's, or whose bundle or
+/// inputs differ from this run's, before any engine runs.
+fn check_reviewed(
+    path: &Path,
+    key: &PrivateKey,
+    bundle: &VerifiedBundle,
+    inputs_hash: &stackpack_schema::digest::Digest,
+) -> Result<(review::Record, Vec<u8>)> {
+    let (record, bytes) = review::read(path, key)?;
+    let digest = &bundle.manifest_descriptor.digest;
+    let hint = "make and review a new plan with `stackpack-runner plan STACK@VERSION --inputs FILE --out FILE`";
+    if record.stack != bundle.config.stack
+        || record.version != bundle.config.version.to_string()
+        || &record.bundle_digest != digest
+    {
+        return Err(Error::refused(format!(
+            "the reviewed plan `{}` was made for `{}@{}` ({}), not for `{}@{}` ({}): nothing was applied",
+            path.display(),
+            record.stack,
+            record.version,
+            record.bundle_digest.short(),
+            bundle.config.stack,
+            bundle.config.version,
+            digest.short()
+        ))
+        .hint(hint));
+    }
+    if &record.inputs_hash != inputs_hash {
+        return Err(Error::refused(format!(
+            "the inputs changed since the plan `{}` was reviewed: nothing was applied",
+            path.display()
+        ))
+        .hint(hint));
+    }
+    Ok((record, bytes))
+}
+
+/// Checks inputs against the bundle: the interface's names and types first, then
+/// the stack's own `validation` rules, read from the verified, unpacked bundle.
+pub fn check_inputs(
+    home: &Home,
+    bundle: &VerifiedBundle,
+    inputs: &inputs::Inputs,
+) -> Result<Vec<inputs::Finding>> {
+    let findings = inputs::check(inputs, &bundle.config.interface);
+    let has_rules = bundle
+        .config
+        .interface
+        .inputs
+        .iter()
+        .any(|i| !i.validations.is_empty());
+    if !findings.is_empty() || !has_rules {
+        return Ok(findings);
+    }
+    let root = home.work_root();
+    std::fs::create_dir_all(&root).map_err(|e| io("create", &root, e))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("check-inputs-")
+        .tempdir_in(&root)
+        .map_err(|e| io("create a work folder in", &root, e))?;
+    let dir = unpack_verified(home, bundle, scratch.path())?;
+    let module = stackpack_interface::extract_module(&dir)
+        .map_err(|e| Error::refused(format!("cannot read the stack's variables: {e}")))?;
+    Ok(inputs::validate(inputs, &module, &bundle.config.entrypoint))
 }
 
 /// `plan -detailed-exitcode`: 0 nothing to do, 2 drifted.
@@ -642,7 +1030,8 @@ pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Res
     Ok(dir)
 }
 
-fn write_private(path: &Path, text: &str) -> Result<()> {
+/// Writes `text` to a file only its owner reads (0600).
+pub fn write_private(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
@@ -660,7 +1049,7 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
 fn save_inputs(home: &Home, receipt_id: &str, stack: &str, text: &str) -> Result<PathBuf> {
     let dir = home.inputs_dir();
     std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
-    let path = dir.join(format!("{stack}-{receipt_id}.tfvars"));
+    let path = dir.join(format!("{stack}-{receipt_id}.tfvars.json"));
     write_private(&path, text)?;
     Ok(path)
 }

@@ -45,6 +45,36 @@ pub struct RunOutput {
 pub struct PlanDetails {
     pub summary: PlanSummary,
     pub output_changes: u64,
+    /// Every resource the plan touches, with what it does to it.
+    pub changes: Vec<ResourceChange>,
+    /// `show -json` as the engine printed it: what policies read.
+    pub json: String,
+}
+
+/// What a plan does to one resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Action {
+    Add,
+    Change,
+    Replace,
+    Destroy,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Add => "add",
+            Action::Change => "change",
+            Action::Replace => "replace",
+            Action::Destroy => "destroy",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceChange {
+    pub address: String,
+    pub action: Action,
 }
 
 impl PlanDetails {
@@ -310,24 +340,54 @@ impl Engine {
             true,
             "show",
         )?;
-        parse_plan_json(&output.stdout).map_err(|e| {
+        let mut details = parse_plan_json(&output.stdout).map_err(|e| {
             Error::refused(format!(
                 "cannot read the plan `{} show -json` printed: {e}",
                 self.name
             ))
-        })
+        })?;
+        details.json = output.stdout;
+        Ok(details)
+    }
+
+    /// `show -json` of the state, as the last apply left it.
+    pub fn show_state(&self, dir: &Path) -> Result<serde_json::Value> {
+        self.run_json(dir, &["show", "-no-color", "-json"], "show")
+    }
+
+    /// Which state a plan is made against: `state pull`'s lineage and serial, or
+    /// `empty` before the first apply.
+    pub fn state_fingerprint(&self, dir: &Path) -> Result<String> {
+        let output = self.run_ok(dir, &["state".into(), "pull".into()], true, "state pull")?;
+        let text = output.stdout.trim();
+        if text.is_empty() {
+            return Ok("empty".into());
+        }
+        let state: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::refused(format!("cannot read `{} state pull`: {e}", self.name)))?;
+        Ok(format!(
+            "{}/{}",
+            state["lineage"].as_str().unwrap_or_default(),
+            state["serial"]
+        ))
     }
 
     /// `output -json`.
     pub fn outputs(&self, dir: &Path) -> Result<serde_json::Value> {
-        let output = self.run_ok(
-            dir,
-            &["output".into(), "-no-color".into(), "-json".into()],
-            true,
-            "output",
-        )?;
-        serde_json::from_str(output.stdout.trim())
-            .map_err(|e| Error::refused(format!("cannot read `{} output -json`: {e}", self.name)))
+        self.run_json(dir, &["output", "-no-color", "-json"], "output")
+    }
+
+    /// Runs a command that prints one JSON document, and reads it.
+    fn run_json(&self, dir: &Path, args: &[&str], step: &str) -> Result<serde_json::Value> {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let output = self.run_ok(dir, &args, true, step)?;
+        serde_json::from_str(output.stdout.trim()).map_err(|e| {
+            Error::refused(format!(
+                "cannot read `{} {}`: {e}",
+                self.name,
+                args.join(" ")
+            ))
+        })
     }
 }
 
@@ -405,16 +465,26 @@ pub fn parse_plan_json(text: &str) -> std::result::Result<PlanDetails, String> {
             .flatten()
             .filter_map(|a| a.as_str())
             .collect();
-        match actions.as_slice() {
-            ["create"] => details.summary.add += 1,
-            ["update"] => details.summary.change += 1,
-            ["delete"] => details.summary.destroy += 1,
-            ["delete", "create"] | ["create", "delete"] => {
+        let action = match actions.as_slice() {
+            ["create"] => Action::Add,
+            ["update"] => Action::Change,
+            ["delete"] => Action::Destroy,
+            ["delete", "create"] | ["create", "delete"] => Action::Replace,
+            _ => continue,
+        };
+        match action {
+            Action::Add => details.summary.add += 1,
+            Action::Change => details.summary.change += 1,
+            Action::Destroy => details.summary.destroy += 1,
+            Action::Replace => {
                 details.summary.add += 1;
                 details.summary.destroy += 1;
             }
-            _ => {}
         }
+        details.changes.push(ResourceChange {
+            address: change["address"].as_str().unwrap_or_default().to_string(),
+            action,
+        });
     }
     if let Some(outputs) = value["output_changes"].as_object() {
         for change in outputs.values() {

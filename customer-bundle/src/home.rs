@@ -93,6 +93,30 @@ pub struct Policy {
     /// statements is refused as possibly frozen. Unset: statements are reported only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_latest_age: Option<String>,
+    /// A folder of the customer's own Rego policies (`*.rego`, conftest layout),
+    /// evaluated on every plan beside the vendor's. Relative to the home.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policies: Option<PathBuf>,
+    /// What to do when a smoke check fails after an apply: `stop` (the default:
+    /// report it, change nothing more) or `rollback` (apply the previous version at
+    /// once).
+    #[serde(default, skip_serializing_if = "OnFailure::is_stop")]
+    pub on_failure: OnFailure,
+}
+
+/// What follows a failed smoke check.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFailure {
+    #[default]
+    Stop,
+    Rollback,
+}
+
+impl OnFailure {
+    fn is_stop(&self) -> bool {
+        *self == OnFailure::Stop
+    }
 }
 
 /// `14d`, `12h`, `90m` or `30s` as seconds.

@@ -12,17 +12,34 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use hcl::edit::Span;
+use stackpack_interface::eval::Evaluator;
+use stackpack_interface::ModuleInterface;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::{Input, Interface};
 
 use super::error::{Error, Result};
 
-/// One value set in the inputs file.
+/// One value set in an inputs file, or in a `TF_VAR_` environment variable.
 #[derive(Clone, Debug)]
 pub struct InputValue {
     pub name: String,
+    /// The user's own file, as they named it.
+    pub file: String,
     pub line: usize,
     pub value: serde_json::Value,
+    /// From `TF_VAR_<name>`: checked, but never written to a file or kept.
+    pub from_environment: bool,
+}
+
+impl InputValue {
+    /// `file:line`, or the environment variable it came from.
+    pub fn location(&self) -> String {
+        if self.from_environment {
+            format!("environment variable `TF_VAR_{}`", self.name)
+        } else {
+            format!("{}:{}", self.file, self.line)
+        }
+    }
 }
 
 /// A problem with the inputs.
@@ -35,20 +52,136 @@ pub struct Finding {
     pub hint: Option<String>,
 }
 
-/// The parsed inputs file.
-#[derive(Clone, Debug)]
+/// The inputs of one run: every file given, later files winning (as `-var-file`
+/// does), then `TF_VAR_` variables for inputs no file sets.
+#[derive(Clone, Debug, Default)]
 pub struct Inputs {
+    /// The files, as named, joined with `, ` (where a missing input is reported).
     pub path: String,
     pub values: Vec<InputValue>,
 }
 
-/// Reads a `.tfvars` file: attributes with literal values only. Returns the text too,
-/// so that exactly the bytes checked are the bytes the engine gets.
-pub fn read(path: &Path) -> Result<(Inputs, String)> {
+impl Inputs {
+    /// The value the engine gets for `name`, if set.
+    pub fn get(&self, name: &str) -> Option<&InputValue> {
+        self.values.iter().find(|v| v.name == name)
+    }
+
+    /// Adds the inputs of `later`, which win over the ones already set.
+    pub fn merge(&mut self, later: Inputs) {
+        for value in later.values {
+            self.values.retain(|v| v.name != value.name);
+            self.values.push(value);
+        }
+        if self.path.is_empty() {
+            self.path = later.path;
+        } else {
+            self.path = format!("{}, {}", self.path, later.path);
+        }
+    }
+
+    /// Adds `TF_VAR_<name>` for every input of the stack that no file sets, as the
+    /// engine would read it: a string input takes the text as it is, any other the
+    /// text as an HCL value.
+    pub fn add_environment(&mut self, interface: &Interface) {
+        for input in &interface.inputs {
+            if self.get(&input.name).is_some() {
+                continue;
+            }
+            let variable = format!("TF_VAR_{}", input.name);
+            let Some(text) = std::env::var_os(&variable) else {
+                continue;
+            };
+            let text = text.to_string_lossy().into_owned();
+            let value = if input.type_constraint == stackpack_schema::types::TypeExpr::String {
+                serde_json::Value::String(text)
+            } else {
+                hcl::edit::parser::parse_expr(&text)
+                    .ok()
+                    .and_then(|e| literal(&hcl::Expression::from(e)))
+                    .unwrap_or(serde_json::Value::String(text))
+            };
+            self.values.push(InputValue {
+                name: input.name.clone(),
+                file: String::new(),
+                line: 0,
+                value,
+                from_environment: true,
+            });
+        }
+    }
+
+    /// The values from files as one `.tfvars.json` document: what the engine gets
+    /// and what is kept for rollback. `TF_VAR_` values stay in the environment only.
+    pub fn to_engine_json(&self) -> String {
+        let map: serde_json::Map<String, serde_json::Value> = self
+            .values
+            .iter()
+            .filter(|v| !v.from_environment)
+            .map(|v| (v.name.clone(), v.value.clone()))
+            .collect();
+        serde_json::to_string_pretty(&serde_json::Value::Object(map)).unwrap_or_default() + "\n"
+    }
+}
+
+/// Reads every inputs file, in order, later files winning.
+pub fn read_all(paths: &[std::path::PathBuf]) -> Result<Inputs> {
+    let mut inputs = Inputs::default();
+    for path in paths {
+        inputs.merge(read(path)?);
+    }
+    Ok(inputs)
+}
+
+/// Reads one `.tfvars` file (attributes with literal values only) or `.tfvars.json`
+/// file (one JSON object).
+pub fn read(path: &Path) -> Result<Inputs> {
     let display = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::usage(format!("cannot read the inputs file `{display}`: {e}")))?;
-    Ok((parse(&text, &display)?, text))
+    if display.ends_with(".json") {
+        parse_json(&text, &display)
+    } else {
+        parse(&text, &display)
+    }
+}
+
+/// Parses `.tfvars.json` text: one object, each member an input. Lines are those of
+/// each member's name.
+pub fn parse_json(text: &str, display: &str) -> Result<Inputs> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        Error::refused(format!("the inputs file is not valid JSON: {e}"))
+            .at(format!("{display}:{}:{}", e.line(), e.column()))
+            .hint("a `.tfvars.json` file holds one object, such as `{\"region\": \"us-east-1\"}`")
+    })?;
+    let serde_json::Value::Object(map) = value else {
+        return Err(Error::refused("the inputs file is not a JSON object")
+            .at(format!("{display}:1"))
+            .hint(
+                "a `.tfvars.json` file holds one object, such as `{\"region\": \"us-east-1\"}`",
+            ));
+    };
+    let values = map
+        .into_iter()
+        .map(|(name, value)| {
+            let key = serde_json::to_string(&name).unwrap_or_default();
+            let line = text
+                .find(&key)
+                .map(|at| super::home::line_of(text, at))
+                .unwrap_or(1);
+            InputValue {
+                name,
+                file: display.to_string(),
+                line,
+                value,
+                from_environment: false,
+            }
+        })
+        .collect();
+    Ok(Inputs {
+        path: display.to_string(),
+        values,
+    })
 }
 
 /// Parses `.tfvars` text; `display` names it in errors.
@@ -90,7 +223,13 @@ pub fn parse(text: &str, display: &str) -> Result<Inputs> {
                 .at(format!("{display}:{line}"))
                 .hint("a `.tfvars` file may not refer to variables or call functions")
         })?;
-        values.push(InputValue { name, line, value });
+        values.push(InputValue {
+            name,
+            file: display.clone(),
+            line,
+            value,
+            from_environment: false,
+        });
     }
     Ok(Inputs {
         path: display,
@@ -135,7 +274,6 @@ fn literal(expression: &hcl::Expression) -> Option<serde_json::Value> {
 /// Checks `inputs` against `interface`; returns every finding (empty when fine).
 pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let at = |line: usize| format!("{}:{line}", inputs.path);
     let set: BTreeMap<&str, &InputValue> =
         inputs.values.iter().map(|v| (v.name.as_str(), v)).collect();
     // Renames: an alias names its new input; an input declared deprecated whose
@@ -164,7 +302,7 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
                 format!("did you mean `{near}`{renamed}?")
             });
             findings.push(Finding {
-                location: at(value.line),
+                location: value.location(),
                 input: value.name.clone(),
                 message: format!("input `{}` is not an input of this stack", value.name),
                 hint,
@@ -174,11 +312,11 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
         if let Some(target) = alias_target(input) {
             if let Some(both) = set.get(target.as_str()) {
                 findings.push(Finding {
-                    location: at(value.line),
+                    location: value.location(),
                     input: value.name.clone(),
                     message: format!(
-                        "input `{}` is a deprecated alias of `{target}`, and both are set (`{target}` on line {})",
-                        value.name, both.line
+                        "input `{}` is a deprecated alias of `{target}`, and both are set (`{target}` at {})",
+                        value.name, both.location()
                     ),
                     hint: Some(format!("remove `{}` and keep `{target}`", value.name)),
                 });
@@ -186,7 +324,7 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
         }
         if value.value.is_null() && !input.nullable {
             findings.push(Finding {
-                location: at(value.line),
+                location: value.location(),
                 input: value.name.clone(),
                 message: format!("input `{}` may not be null", value.name),
                 hint: None,
@@ -198,7 +336,7 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
                 short(&value.value)
             };
             findings.push(Finding {
-                location: at(value.line),
+                location: value.location(),
                 input: value.name.clone(),
                 message: format!(
                     "input `{}` must be of type `{}`: {problem} (the value is {shown})",
@@ -237,6 +375,67 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
                     .unwrap_or_default()
             )),
         });
+    }
+    findings
+}
+
+/// Evaluates the stack's own `validation` blocks against the inputs, as the engine
+/// would before planning, so that a value its rules refuse is caught before any
+/// engine runs, at the line of the user's file that set it. A condition this
+/// evaluator cannot decide (a function it does not know) is left to the engine.
+/// Only inputs the stack has with the types the type check already accepted reach
+/// here; `stack` names the stack's folder in hints.
+pub fn validate(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<Finding> {
+    let mut vars = BTreeMap::new();
+    for variable in &module.variables {
+        let value = match inputs.get(&variable.name) {
+            Some(set) => stackpack_interface::types::convert(&set.value, &variable.type_expr),
+            None => match variable.effective_default() {
+                Some(default) => default,
+                None => continue,
+            },
+        };
+        vars.insert(variable.name.clone(), value);
+    }
+    let locals = BTreeMap::new();
+    let mut findings = Vec::new();
+    for variable in &module.variables {
+        // Terraform does not run a variable's rules on a null value it allows.
+        if vars.get(&variable.name).is_none_or(|v| v.is_null()) {
+            continue;
+        }
+        for rule in &variable.validations {
+            let Ok(condition) = hcl::edit::parser::parse_expr(&rule.condition) else {
+                continue;
+            };
+            let verdict = Evaluator::new(&vars, &locals).eval(&condition);
+            if verdict != Some(serde_json::Value::Bool(false)) {
+                continue;
+            }
+            let set = inputs.get(&variable.name);
+            let shown = match set {
+                _ if variable.sensitive => "(sensitive value)".to_string(),
+                Some(set) => short(&set.value),
+                None => "its default".to_string(),
+            };
+            findings.push(Finding {
+                location: set
+                    .map(InputValue::location)
+                    .unwrap_or_else(|| inputs.path.clone()),
+                input: variable.name.clone(),
+                message: format!(
+                    "input `{}` ({shown}) breaks the stack's rule: {}",
+                    variable.name,
+                    rule.error_message
+                        .as_deref()
+                        .unwrap_or("its validation condition is false")
+                ),
+                hint: Some(format!(
+                    "the rule is `{}` at `{stack}/{}`",
+                    rule.condition, rule.location
+                )),
+            });
+        }
     }
     findings
 }

@@ -100,7 +100,26 @@ CREATE TABLE IF NOT EXISTS deployments (
     inputs_file TEXT NOT NULL,
     applied_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS notes (
+    receipt_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    address TEXT,
+    message TEXT NOT NULL
+);
 ";
+
+/// What a run found beside its receipt: policy denials and warnings, failed smoke
+/// checks. (The receipt format is shared with the registry and stays as it is; the
+/// notes are kept here, by receipt id.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// `policy-deny`, `policy-warn` or `smoke-failed`.
+    pub kind: String,
+    pub rule: String,
+    pub address: Option<String>,
+    pub message: String,
+}
 
 impl Ledger {
     pub fn open(path: &Path) -> Result<Ledger> {
@@ -329,13 +348,55 @@ impl Ledger {
             .collect())
     }
 
+    pub fn add_notes(&self, receipt_id: &str, notes: &[Note]) -> Result<()> {
+        for note in notes {
+            self.conn.execute(
+                "INSERT INTO notes (receipt_id, kind, rule, address, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![receipt_id, note.kind, note.rule, note.address, note.message],
+            )?;
+        }
+        Ok(())
+    }
+
+    pub fn notes(&self, receipt_id: &str) -> Result<Vec<Note>> {
+        let mut statement = self.conn.prepare(
+            "SELECT kind, rule, address, message FROM notes WHERE receipt_id = ?1 ORDER BY rowid",
+        )?;
+        let rows = statement.query_map(params![receipt_id], |row| {
+            Ok(Note {
+                kind: row.get(0)?,
+                rule: row.get(1)?,
+                address: row.get(2)?,
+                message: row.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// The newest apply, rollback or destroy of `stack`, whatever its outcome: the
+    /// last attempt, which may not be what runs.
+    pub fn last_attempt(&self, stack: &str) -> Result<Option<SignedReceipt>> {
+        self.newest_receipt(
+            "WHERE stack = ?1 AND kind IN ('apply', 'rollback', 'destroy')",
+            params![stack],
+        )
+    }
+
     /// The newest receipt of `stack` of kind `kind`.
     pub fn last_receipt(&self, stack: &str, kind: &str) -> Result<Option<SignedReceipt>> {
+        self.newest_receipt("WHERE stack = ?1 AND kind = ?2", params![stack, kind])
+    }
+
+    fn newest_receipt(
+        &self,
+        filter: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Option<SignedReceipt>> {
         let document: Option<String> = self
             .conn
             .query_row(
-                "SELECT document FROM receipts WHERE stack = ?1 AND kind = ?2 ORDER BY seq DESC LIMIT 1",
-                params![stack, kind],
+                &format!("SELECT document FROM receipts {filter} ORDER BY seq DESC LIMIT 1"),
+                params,
                 |row| row.get(0),
             )
             .optional()?;

@@ -17,6 +17,9 @@
 //! - [`interrupt`]: SIGINT/SIGTERM stop the engine gracefully and are recorded.
 //! - [`providers`]: the bundle's provider packages as the engine's only source.
 //! - [`pull`]: a bundle from a registry into the store, verified first.
+//! - [`policy`]: Rego policies (vendor's and customer's) on every plan.
+//! - [`review`]: reviewed plans, signed by the installation key.
+//! - [`smoke`]: `check` blocks and output assertions after an apply.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
 
 pub mod deploy;
@@ -26,9 +29,12 @@ pub mod inputs;
 pub mod interrupt;
 pub mod ledger;
 pub mod lock;
+pub mod policy;
 pub mod providers;
 pub mod pull;
 pub mod receipts;
+pub mod review;
+pub mod smoke;
 pub mod store;
 
 pub use stackpack_bundle::error;

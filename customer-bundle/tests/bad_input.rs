@@ -6,34 +6,17 @@ mod common;
 
 use std::process::Stdio;
 
-use common::{fake_engine, globex_inputs, raw_archive, Runner, Vendor};
+use common::{build_and_import, fake_engine, globex_inputs, raw_archive, Runner, Vendor};
 use stackpack_schema::bundle::FileEntry;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::{Input, Interface};
 use stackpack_schema::signature::PrivateKey;
 
-fn imported(vendor: &Vendor, runner: &Runner) -> String {
-    let built = vendor.build();
-    let version = built
-        .iter()
-        .find(|(s, _)| s == "data-plane")
-        .unwrap()
-        .1
-        .clone();
-    runner
-        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
-        .ok();
-    runner
-        .run(&["import", vendor.layout().to_str().unwrap()])
-        .ok();
-    format!("data-plane@{version}")
-}
-
 #[test]
 fn inputs_are_checked_with_file_line_and_did_you_mean() {
     let vendor = Vendor::new();
     let runner = Runner::new("globex");
-    let reference = imported(&vendor, &runner);
+    let reference = build_and_import(&vendor, &runner);
     let dir = runner.temp.path();
 
     let malformed = dir.join("malformed.tfvars");
@@ -259,7 +242,7 @@ fn a_missing_engine_is_refused_and_recorded_as_failed() {
     let vendor = Vendor::new();
     let scratch = tempfile::tempdir().unwrap();
     let runner = Runner::with_engine("globex", &scratch.path().join("no-such-terraform"));
-    let reference = imported(&vendor, &runner);
+    let reference = build_and_import(&vendor, &runner);
     let inputs = globex_inputs();
     let run = runner
         .run(&[
@@ -291,7 +274,7 @@ fn an_engine_failing_midway_is_recorded_as_failed_and_nothing_counts_as_applied(
         "if [ \"$1\" = apply ]; then echo 'o:module.network: Creating...'; echo 'Error: the cloud said no' >&2; exit 1; fi\nexec \"$REAL\" \"$@\"",
     );
     let runner = Runner::with_engine("globex", &engine);
-    let reference = imported(&vendor, &runner);
+    let reference = build_and_import(&vendor, &runner);
     let inputs = globex_inputs();
     let run = runner
         .run(&[
@@ -350,7 +333,7 @@ fn a_second_runner_on_the_same_stack_is_refused_clearly_or_waits() {
         "if [ \"$1\" = apply ]; then sleep 4; fi\nexec \"$REAL\" \"$@\"",
     );
     let runner = Runner::with_engine("globex", &engine);
-    let reference = imported(&vendor, &runner);
+    let reference = build_and_import(&vendor, &runner);
     let inputs = globex_inputs();
     let inputs = inputs.to_str().unwrap();
     let first_err = scratch.path().join("first.err");
@@ -540,7 +523,7 @@ fn a_full_disk_fails_the_apply_cleanly_and_it_is_recorded() {
     };
     let vendor = Vendor::new();
     let runner = Runner::new("globex");
-    let reference = imported(&vendor, &runner);
+    let reference = build_and_import(&vendor, &runner);
     runner.set_config(
         "[engine]",
         &format!(
@@ -600,7 +583,7 @@ fn apply_on_a_terminal_shows_the_plan_and_asks_and_only_yes_applies() {
     }
     let vendor = Vendor::new();
     let runner = Runner::new("globex");
-    let reference = imported(&vendor, &runner);
+    let reference = build_and_import(&vendor, &runner);
     let inputs = globex_inputs();
     // `script` gives the runner a terminal; the answer comes in on it.
     let on_terminal = |answer: &str| {

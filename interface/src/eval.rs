@@ -128,6 +128,13 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// Binds a bare name (`output` in `output.bucket`) to a value, as a `for`
+    /// expression binds its variables.
+    pub fn bind(&mut self, name: &str, value: Value) -> &mut Self {
+        self.scope.push((name.to_string(), value));
+        self
+    }
+
     pub fn eval(&mut self, expr: &Expression) -> Option<Value> {
         if self.depth > 64 {
             return None;
@@ -434,6 +441,24 @@ const FUNCTIONS: &[&str] = &[
     "range",
     "zipmap",
     "jsonencode",
+    "regex",
+    "regexall",
+    "startswith",
+    "endswith",
+    "strcontains",
+    "substr",
+    "replace",
+    "trim",
+    "trimprefix",
+    "trimsuffix",
+    "alltrue",
+    "anytrue",
+    "sum",
+    "floor",
+    "ceil",
+    "cidrhost",
+    "cidrnetmask",
+    "cidrsubnet",
 ];
 
 /// A value as a template would print it.
@@ -475,6 +500,8 @@ fn function(name: &str, args: &[Value], expand_final: bool) -> Option<Value> {
     let args = args.as_slice();
     conversion_function(name, args)
         .or_else(|| text_function(name, args))
+        .or_else(|| pattern_function(name, args))
+        .or_else(|| network_function(name, args))
         .or_else(|| collection_function(name, args))
         .or_else(|| numeric_function(name, args))
 }
@@ -516,11 +543,193 @@ fn text_function(name: &str, args: &[Value]) -> Option<Value> {
                 .collect::<Option<Vec<_>>>()?
                 .join(sep),
         ),
+        ("startswith", [Value::String(s), Value::String(p)]) => {
+            Value::Bool(s.starts_with(p.as_str()))
+        }
+        ("endswith", [Value::String(s), Value::String(p)]) => Value::Bool(s.ends_with(p.as_str())),
+        ("strcontains", [Value::String(s), Value::String(p)]) => {
+            Value::Bool(s.contains(p.as_str()))
+        }
+        ("trimprefix", [Value::String(s), Value::String(p)]) => {
+            Value::String(s.strip_prefix(p.as_str()).unwrap_or(s).to_string())
+        }
+        ("trimsuffix", [Value::String(s), Value::String(p)]) => {
+            Value::String(s.strip_suffix(p.as_str()).unwrap_or(s).to_string())
+        }
+        ("trim", [Value::String(s), Value::String(cut)]) => {
+            Value::String(s.trim_matches(|c| cut.contains(c)).to_string())
+        }
+        ("substr", [Value::String(s), offset, length]) => {
+            let chars: Vec<char> = s.chars().collect();
+            let len = chars.len() as i64;
+            let mut offset = as_number(offset)? as i64;
+            if offset < 0 {
+                offset += len;
+            }
+            if offset < 0 || offset > len {
+                return None;
+            }
+            let length = as_number(length)? as i64;
+            let end = if length < 0 {
+                len
+            } else {
+                (offset + length).min(len)
+            };
+            Value::String(chars[offset as usize..end as usize].iter().collect())
+        }
+        ("alltrue" | "anytrue", [Value::Array(a)]) => {
+            let bools = a.iter().map(as_bool).collect::<Option<Vec<_>>>()?;
+            Value::Bool(if name == "alltrue" {
+                bools.iter().all(|b| *b)
+            } else {
+                bools.iter().any(|b| *b)
+            })
+        }
         ("split", [Value::String(sep), Value::String(s)]) => Value::Array(
             s.split(sep.as_str())
                 .map(|p| Value::String(p.to_string()))
                 .collect(),
         ),
+        _ => return None,
+    })
+}
+
+/// `regex`, `regexall` and `replace`: RE2 syntax, as Terraform's, which the `regex`
+/// crate follows. A pattern that does not compile, and `regex` finding no match, are
+/// errors (so `can(regex(…))` is false), as in Terraform.
+fn pattern_function(name: &str, args: &[Value]) -> Option<Value> {
+    if !matches!(name, "regex" | "regexall" | "replace") {
+        return None;
+    }
+    // Their parameters are strings: a number or bool converts, as in Terraform.
+    let args: Vec<Value> = args
+        .iter()
+        .map(|a| as_string(a).map(Value::String))
+        .collect::<Option<_>>()?;
+    Some(match (name, args.as_slice()) {
+        ("regex", [Value::String(pattern), Value::String(s)]) => {
+            let re = regex::Regex::new(pattern).ok()?;
+            match_value(&re, &re.captures(s)?)
+        }
+        ("regexall", [Value::String(pattern), Value::String(s)]) => {
+            let re = regex::Regex::new(pattern).ok()?;
+            Value::Array(re.captures_iter(s).map(|c| match_value(&re, &c)).collect())
+        }
+        ("replace", [Value::String(s), Value::String(search), Value::String(with)]) => match search
+            .strip_prefix('/')
+            .and_then(|p| p.strip_suffix('/'))
+            .filter(|p| !p.is_empty())
+        {
+            Some(pattern) => {
+                let re = regex::Regex::new(pattern).ok()?;
+                Value::String(re.replace_all(s, with.as_str()).into_owned())
+            }
+            None => Value::String(s.replace(search.as_str(), with)),
+        },
+        _ => return None,
+    })
+}
+
+/// What Terraform's `regex` returns for one match: the matched text without capture
+/// groups, a list with unnamed groups, an object with named ones.
+fn match_value(re: &regex::Regex, captures: &regex::Captures) -> Value {
+    let text = |m: Option<regex::Match>| match m {
+        Some(m) => Value::String(m.as_str().to_string()),
+        None => Value::Null,
+    };
+    if re.captures_len() == 1 {
+        return text(captures.get(0));
+    }
+    if re.capture_names().flatten().next().is_some() {
+        return Value::Object(
+            re.capture_names()
+                .flatten()
+                .map(|n| (n.to_string(), text(captures.name(n))))
+                .collect(),
+        );
+    }
+    Value::Array(
+        (1..re.captures_len())
+            .map(|i| text(captures.get(i)))
+            .collect(),
+    )
+}
+
+/// An address prefix in CIDR notation, as a number with its width and length.
+fn parse_cidr(text: &str) -> Option<(u128, u32, u32)> {
+    let (address, length) = text.split_once('/')?;
+    let length: u32 = length.parse().ok()?;
+    let (bits, width) = match address.parse::<std::net::IpAddr>().ok()? {
+        std::net::IpAddr::V4(a) => (u128::from(u32::from(a)), 32),
+        std::net::IpAddr::V6(a) => (u128::from(a), 128),
+    };
+    (length <= width).then_some((bits, width, length))
+}
+
+fn format_address(bits: u128, width: u32) -> String {
+    if width == 32 {
+        std::net::Ipv4Addr::from(bits as u32).to_string()
+    } else {
+        std::net::Ipv6Addr::from(bits).to_string()
+    }
+}
+
+/// `cidrhost`, `cidrnetmask` and `cidrsubnet`, for IPv4 and IPv6.
+fn network_function(name: &str, args: &[Value]) -> Option<Value> {
+    let mask = |width: u32, length: u32| -> u128 {
+        let all = if width == 128 {
+            u128::MAX
+        } else {
+            (1u128 << width) - 1
+        };
+        if length == 0 {
+            0
+        } else {
+            all & !((1u128 << (width - length)) - 1)
+        }
+    };
+    Some(match (name, args) {
+        ("cidrhost", [Value::String(prefix), host]) => {
+            let (bits, width, length) = parse_cidr(prefix)?;
+            let host = as_number(host)?;
+            let room = width - length;
+            let size = if room >= 128 {
+                u128::MAX
+            } else {
+                1u128 << room
+            };
+            let index = if host < 0.0 {
+                size.checked_sub((-host) as u128)?
+            } else {
+                host as u128
+            };
+            if room < 128 && index >= size {
+                return None;
+            }
+            Value::String(format_address((bits & mask(width, length)) | index, width))
+        }
+        ("cidrnetmask", [Value::String(prefix)]) => {
+            let (_, width, length) = parse_cidr(prefix)?;
+            if width != 32 {
+                return None;
+            }
+            Value::String(format_address(mask(32, length), 32))
+        }
+        ("cidrsubnet", [Value::String(prefix), newbits, netnum]) => {
+            let (bits, width, length) = parse_cidr(prefix)?;
+            let newbits = as_number(newbits)? as u32;
+            let netnum = as_number(netnum)? as u128;
+            let new_length = length.checked_add(newbits).filter(|l| *l <= width)?;
+            if newbits < 128 && netnum >= (1u128 << newbits) {
+                return None;
+            }
+            let base = bits & mask(width, length);
+            let shifted = netnum.checked_shl(width - new_length)?;
+            Value::String(format!(
+                "{}/{new_length}",
+                format_address(base | shifted, width)
+            ))
+        }
         _ => return None,
     })
 }
@@ -619,6 +828,11 @@ fn numeric_function(name: &str, args: &[Value]) -> Option<Value> {
             number(pick)
         }
         ("abs", [v]) => number(as_number(v)?.abs()),
+        ("floor", [v]) => number(as_number(v)?.floor()),
+        ("ceil", [v]) => number(as_number(v)?.ceil()),
+        ("sum", [Value::Array(a)]) if !a.is_empty() => {
+            number(a.iter().map(as_number).sum::<Option<f64>>()?)
+        }
         _ => return None,
     })
 }
@@ -692,6 +906,79 @@ mod tests {
             None
         );
         assert_eq!(eval("var.required ? 1 : 0", json!({})), None);
+    }
+
+    #[test]
+    fn validation_functions_follow_terraform() {
+        let rule = "can(regex(\"^[a-z][a-z0-9-]{1,30}$\", var.id))";
+        assert_eq!(eval(rule, json!({"id": "globex"})), Some(json!(true)));
+        assert_eq!(eval(rule, json!({"id": "Globex_Inc"})), Some(json!(false)));
+        assert_eq!(
+            eval("regex(\"(\\\\d+)-(\\\\w+)\", \"12-ab\")", json!({})),
+            Some(json!(["12", "ab"]))
+        );
+        assert_eq!(
+            eval("regex(\"(?P<n>\\\\d+)\", \"x42\")", json!({})),
+            Some(json!({"n": "42"}))
+        );
+        assert_eq!(
+            eval("length(regexall(\"[0-9]\", \"a1b2\"))", json!({})),
+            Some(json!(2))
+        );
+        assert_eq!(
+            eval(
+                "can(regex(\"^(https?://[^[:space:]]+)?$\", \"\"))",
+                json!({})
+            ),
+            Some(json!(true))
+        );
+        assert_eq!(
+            eval("cidrhost(\"10.40.0.0/16\", 5)", json!({})),
+            Some(json!("10.40.0.5"))
+        );
+        assert_eq!(
+            eval("cidrsubnet(\"10.40.0.0/16\", 4, 2)", json!({})),
+            Some(json!("10.40.32.0/20"))
+        );
+        assert_eq!(
+            eval("cidrnetmask(\"10.0.0.0/12\")", json!({})),
+            Some(json!("255.240.0.0"))
+        );
+        assert_eq!(
+            eval("can(cidrhost(var.c, 0))", json!({"c": "10.0.0.0/33"})),
+            Some(json!(false))
+        );
+        assert_eq!(
+            eval(
+                "startswith(var.r, \"us-\") && !endswith(var.r, \"-\")",
+                json!({"r": "us-east-1"})
+            ),
+            Some(json!(true))
+        );
+        assert_eq!(
+            eval(
+                "alltrue([for z in var.z : contains([\"a\", \"b\"], z)])",
+                json!({"z": ["a", "c"]})
+            ),
+            Some(json!(false))
+        );
+        assert_eq!(
+            eval("replace(\"a-b-c\", \"/-+/\", \"_\")", json!({})),
+            Some(json!("a_b_c"))
+        );
+        assert_eq!(
+            eval("substr(\"hello\", 1, 3)", json!({})),
+            Some(json!("ell"))
+        );
+        let (vars, locals) = (BTreeMap::new(), BTreeMap::new());
+        let mut evaluator = Evaluator::new(&vars, &locals);
+        let expr = hcl_edit::parser::parse_expr("startswith(output.bucket, \"globex\")").unwrap();
+        assert_eq!(
+            evaluator
+                .bind("output", json!({"bucket": "globex-models"}))
+                .eval(&expr),
+            Some(json!(true))
+        );
     }
 
     #[test]

@@ -153,7 +153,7 @@ mod tests {
             std::path::Path::new("m"),
             &[(
                 "v.tf".into(),
-                "variable \"n\" {\n  type = number\n  validation {\n    condition = var.n > 2\n    error_message = \"x\"\n  }\n  validation {\n    condition = can(regex(\"a\", var.n))\n    error_message = \"y\"\n  }\n}\n".into(),
+                "variable \"n\" {\n  type = number\n  validation {\n    condition = var.n > 2\n    error_message = \"x\"\n  }\n  validation {\n    condition = can(formatdate(\"YYYY\", var.n))\n    error_message = \"y\"\n  }\n}\n".into(),
             )],
         )
         .unwrap();

@@ -274,6 +274,11 @@ pub struct StackConfig {
     pub engine: Option<String>,
     /// The version of the first release (default `0.1.0`).
     pub initial_version: Option<Version>,
+    /// Post-apply assertions on outputs (`[[smoke]]` with `name`, `condition`,
+    /// `error-message`): read by the runner from the bundle's `stack.toml` after
+    /// every apply (see `docs/runner.md`); the packager only carries them.
+    #[serde(default)]
+    pub smoke: Vec<toml::Table>,
 }
 
 impl StackConfig {
@@ -283,7 +288,7 @@ impl StackConfig {
         let config: StackConfig = toml::from_str(&text).map_err(|e| {
             Error::usage(format!("`{display}` is invalid: {}", e.message()))
                 .at(location_of(Path::new(display), &text, e.span()))
-                .hint("`stack.toml` takes `description`, `engine` and `initial-version`; see `docs/configuration.md`")
+                .hint("`stack.toml` takes `description`, `engine`, `initial-version` and `[[smoke]]`; see `docs/configuration.md`")
         })?;
         if let Some(engine) = &config.engine {
             if engine != "terraform" && engine != "tofu" {

@@ -4,24 +4,38 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
 use serde_json::json;
-use stackpack_runner::deploy::{self, Report, Request, Target, Ui};
-use stackpack_runner::engine::PlanDetails;
+use stackpack_runner::deploy::{self, Options, Report, Request, Target, Ui};
+use stackpack_runner::engine::{Action, PlanDetails};
+use stackpack_runner::policy;
 use stackpack_runner::{Error, Result};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use super::{open_home, parse_bundle, parse_stack, print_json, quiet, status, verbose};
-use crate::cli::{ApplyArgs, DeployArgs, DestroyArgs, DriftArgs, GlobalArgs, RollbackArgs};
+use crate::cli::{
+    ApplyArgs, DestroyArgs, DriftArgs, GlobalArgs, PlanArgs, PlanFormat, RollbackArgs,
+};
 
-pub fn plan(global: &GlobalArgs, args: &DeployArgs) -> Result<u8> {
+pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8> {
     let home = open_home(global)?;
-    let (stack, version) = parse_bundle(&args.bundle)?;
+    let deploy = &args.deploy;
+    let (stack, version) = parse_bundle(&deploy.bundle)?;
     let target = Target::Plan {
         version,
-        inputs: args.inputs.clone(),
+        inputs: deploy.inputs.clone(),
     };
-    let report = run(&home, request(stack, target, args.wait), Confirm::NotAsked)?;
-    print_report(&report, args.json);
-    Ok(0)
+    let mut request = request(stack, target, deploy.wait);
+    request.options = Options {
+        allow_replace: deploy.allow_replace.clone(),
+        plan_out: args.out.clone(),
+        reviewed: None,
+    };
+    let report = run(&home, request, Confirm::NotAsked)?;
+    if args.format == PlanFormat::Markdown {
+        print!("{}", markdown(&report));
+    } else {
+        print_report(&report, deploy.json);
+    }
+    Ok(if report.verdict.passed() { 0 } else { 1 })
 }
 
 pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<u8> {
@@ -33,9 +47,70 @@ pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<u8> {
         inputs: args.deploy.inputs.clone(),
         allow_downgrade: args.allow_downgrade,
     };
-    let report = run(&home, request(stack, target, args.deploy.wait), confirm)?;
+    let mut request = request(stack, target, args.deploy.wait);
+    request.options = Options {
+        allow_replace: args.deploy.allow_replace.clone(),
+        plan_out: None,
+        reviewed: args.plan.clone(),
+    };
+    let report = run(&home, request, confirm)?;
     print_report(&report, args.deploy.json);
     Ok(0)
+}
+
+/// A summary for a change request: the bundle, what the plan does to which
+/// resource, and what the policies said.
+fn markdown(report: &Report) -> String {
+    use std::fmt::Write;
+    let r = &report.receipt.receipt;
+    let p = &report.plan;
+    let mut out = format!("## Plan: `{}@{}`\n\n", r.stack, r.version);
+    let _ = writeln!(out, "- bundle: `{}`", r.bundle_digest);
+    let _ = writeln!(out, "- inputs hash: `{}`", r.inputs_hash);
+    let _ = writeln!(out, "- engine: {} {}", r.engine.name, r.engine.version);
+    let count = |action: Action| p.changes.iter().filter(|c| c.action == action).count();
+    let _ = writeln!(
+        out,
+        "\n| add | change | replace | destroy | outputs changed |\n|---|---|---|---|---|\n| {} | {} | {} | {} | {} |",
+        count(Action::Add),
+        count(Action::Change),
+        count(Action::Replace),
+        count(Action::Destroy),
+        p.output_changes
+    );
+    for action in [
+        Action::Replace,
+        Action::Destroy,
+        Action::Change,
+        Action::Add,
+    ] {
+        let addresses: Vec<&str> = p
+            .changes
+            .iter()
+            .filter(|c| c.action == action)
+            .map(|c| c.address.as_str())
+            .collect();
+        if addresses.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n### {} ({})\n", action.as_str(), addresses.len());
+        for address in addresses {
+            let _ = writeln!(out, "- `{address}`");
+        }
+    }
+    let v = &report.verdict;
+    let _ = writeln!(
+        out,
+        "\n### Policies\n\n{} file(s): {}",
+        v.files,
+        if v.passed() { "passed" } else { "**denied**" }
+    );
+    for (label, results) in [("deny", &v.denied), ("warn", &v.warnings)] {
+        for result in results {
+            let _ = writeln!(out, "- {label}: {}", policy::line(result));
+        }
+    }
+    out
 }
 
 pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<u8> {
@@ -99,6 +174,7 @@ fn request(stack: String, target: Target, wait: u64) -> Request {
         stack,
         target,
         wait: Duration::from_secs(wait),
+        options: Options::default(),
     }
 }
 
@@ -198,9 +274,25 @@ fn print_report(report: &Report, json: bool) {
                 "outputChanges": report.plan.output_changes,
             },
             "outputs": redacted(&report.outputs),
+            "policy": report.verdict,
             "receipt": report.receipt,
         }));
         return;
+    }
+    let v = &report.verdict;
+    if v.files > 0 {
+        println!(
+            "policies: {} file(s), {} denied, {} warning(s)",
+            v.files,
+            v.denied.len(),
+            v.warnings.len()
+        );
+        for result in &v.denied {
+            println!("  deny: {}", policy::line(result));
+        }
+        for result in &v.warnings {
+            println!("  warn: {}", policy::line(result));
+        }
     }
     let summary = format!(
         "{} to add, {} to change, {} to destroy, {} output(s) changed",

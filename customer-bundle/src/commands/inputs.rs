@@ -11,8 +11,9 @@ pub fn check_inputs(global: &GlobalArgs, args: &CheckInputsArgs) -> Result<u8> {
     let (stack, version) = parse_bundle(&args.bundle)?;
     let layout = home.store()?;
     let bundle = store::verify_in(&home, &layout, &stack, &version)?;
-    let (parsed, _) = inputs::read(&args.inputs)?;
-    let findings = inputs::check(&parsed, &bundle.config.interface);
+    let mut parsed = inputs::read_all(&args.inputs)?;
+    parsed.add_environment(&bundle.config.interface);
+    let findings = deploy::check_inputs(&home, &bundle, &parsed)?;
     if args.json {
         print_json(&json!({
             "stack": stack,
@@ -31,8 +32,8 @@ pub fn check_inputs(global: &GlobalArgs, args: &CheckInputsArgs) -> Result<u8> {
         return Err(error);
     }
     println!(
-        "inputs `{}` fit `{stack}@{version}`: {} set, every required input present",
-        args.inputs.display(),
+        "inputs `{}` fit `{stack}@{version}`: {} set, every required input present, every validation rule met",
+        parsed.path,
         parsed.values.len()
     );
     Ok(0)

@@ -114,12 +114,21 @@ pub fn list(global: &GlobalArgs, json: bool) -> Result<u8> {
     let ledger = Ledger::open(&home.ledger_path())?;
     let stored = ledger.receipts(false)?;
     if json {
-        print_json(&json!({
-            "receipts": stored.iter().map(|s| json!({
+        let mut receipts = Vec::new();
+        for s in &stored {
+            let notes = ledger.notes(&s.signed.receipt.id)?;
+            receipts.push(json!({
                 "receipt": s.signed,
                 "reportedAt": s.reported_at,
-            })).collect::<Vec<_>>()
-        }));
+                "notes": notes.iter().map(|n| json!({
+                    "kind": n.kind,
+                    "rule": n.rule,
+                    "address": n.address,
+                    "message": n.message,
+                })).collect::<Vec<_>>(),
+            }));
+        }
+        print_json(&json!({ "receipts": receipts }));
         return Ok(0);
     }
     let rows: Vec<Vec<String>> = stored

@@ -23,6 +23,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
         policy: Policy {
             allow_prereleases: args.allow_prereleases,
             max_latest_age: None,
+            ..Policy::default()
         },
     };
     let home = Home::init(&root, config)?;

@@ -31,7 +31,12 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
         let drift = ledger
             .last_receipt(&deployment.stack, "drift")?
             .filter(|d| d.receipt.finished_at >= deployment.applied_at);
-        stacks.push((deployment, since, newer, drift));
+        let attempt = ledger.last_attempt(&deployment.stack)?;
+        let notes = match &attempt {
+            Some(a) => ledger.notes(&a.receipt.id)?,
+            None => vec![],
+        };
+        stacks.push((deployment, since, newer, drift, attempt, notes));
     }
     let interrupted = ledger.interrupted_runs()?;
     if args.json {
@@ -45,7 +50,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
                 "workFolder": run.work,
                 "state": "unknown: run plan",
             })).collect::<Vec<_>>(),
-            "stacks": stacks.iter().map(|(d, since, newer, drift)| json!({
+            "stacks": stacks.iter().map(|(d, since, newer, drift, attempt, notes)| json!({
                 "stack": d.stack,
                 "version": d.version.to_string(),
                 "digest": d.digest,
@@ -56,6 +61,19 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
                 "lastDriftCheck": drift.as_ref().map(|r| json!({
                     "outcome": r.receipt.outcome,
                     "at": r.receipt.finished_at,
+                })),
+                "lastAttempt": attempt.as_ref().map(|r| json!({
+                    "kind": r.receipt.kind,
+                    "version": r.receipt.version.to_string(),
+                    "outcome": r.receipt.outcome,
+                    "at": r.receipt.finished_at,
+                    "receiptId": r.receipt.id,
+                    "failed": notes.iter().filter(|n| n.kind != "policy-warn").map(|n| json!({
+                        "kind": n.kind,
+                        "rule": n.rule,
+                        "address": n.address,
+                        "message": n.message,
+                    })).collect::<Vec<_>>(),
                 })),
             })).collect::<Vec<_>>(),
         }));
@@ -73,7 +91,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
     }
     let rows: Vec<Vec<String>> = stacks
         .iter()
-        .map(|(d, since, newer, drift)| {
+        .map(|(d, since, newer, drift, attempt, _)| {
             vec![
                 d.stack.clone(),
                 d.version.to_string(),
@@ -86,13 +104,32 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
                     .as_ref()
                     .map(|r| format!("{} at {}", r.receipt.outcome, r.receipt.finished_at))
                     .unwrap_or_else(|| "not checked".into()),
+                attempt
+                    .as_ref()
+                    .map(|r| {
+                        format!(
+                            "{} {} {} at {}",
+                            r.receipt.kind,
+                            r.receipt.version,
+                            r.receipt.outcome,
+                            r.receipt.finished_at
+                        )
+                    })
+                    .unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
     print!(
         "{}",
         table(
-            &["STACK", "VERSION", "SINCE", "NEWER IN STORE", "DRIFT"],
+            &[
+                "STACK",
+                "VERSION",
+                "SINCE",
+                "NEWER IN STORE",
+                "DRIFT",
+                "LAST ATTEMPT"
+            ],
             &rows
         )
     );

@@ -421,3 +421,30 @@ pub fn raw_archive(entries: &[RawEntry]) -> Vec<u8> {
     }
     builder.into_inner().unwrap().finish().unwrap()
 }
+
+/// Builds the vendor's changed stacks, trusts the vendor and imports the layout;
+/// returns `data-plane@VERSION` as built now.
+pub fn build_and_import(vendor: &Vendor, runner: &Runner) -> String {
+    let built = vendor.build();
+    let version = &built
+        .iter()
+        .find(|(s, _)| s == "data-plane")
+        .expect("data-plane was built")
+        .1;
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+        .run(&["import", vendor.layout().to_str().unwrap()])
+        .ok();
+    format!("data-plane@{version}")
+}
+
+/// Replaces `from` with `to` in a file of the vendor's repository, and commits.
+pub fn edit(vendor: &Vendor, path: &str, from: &str, to: &str) {
+    let file = vendor.dir.join(path);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(from), "`{from}` is not in {path}");
+    std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
+    git(&vendor.dir, &["commit", "-qam", &format!("edit {path}")]);
+}

@@ -42,6 +42,10 @@ provider "aws" {
     tags = {
       "stackpack.io/customer" = var.customer_id
       "stackpack.io/stack"    = "control-plane"
+      # Required on every resource by the vendor's policies (policies/tags.rego).
+      "cost-center" = "${var.customer_id}-control-plane"
+      "environment" = "customer"
+      "owner"       = "acme-platform"
     }
   }
 }

@@ -45,6 +45,10 @@ provider "aws" {
     tags = {
       "stackpack.io/customer" = var.customer_id
       "stackpack.io/stack"    = "data-plane"
+      # Required on every resource by the vendor's policies (policies/tags.rego).
+      "cost-center" = "${var.customer_id}-data-plane"
+      "environment" = "customer"
+      "owner"       = "acme-platform"
     }
   }
 }
