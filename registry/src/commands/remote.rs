@@ -22,6 +22,9 @@ fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 async fn get(url: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
+    // reqwest is built without a TLS provider of its own (see the workspace manifest);
+    // an error means one is installed already, and that one stays.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(60))
         .build()?;
