@@ -179,7 +179,7 @@ fn lintable_texts(repo_root: &Path, options: &LintOptions) -> BTreeMap<String, S
     let mut texts = BTreeMap::new();
     for root in roots {
         for file in files_under(&repo_root.join(root)) {
-            let Ok(text) = std::fs::read_to_string(&file) else {
+            let Some(text) = read_text(&file) else {
                 continue;
             };
             let rel = file
@@ -190,6 +190,33 @@ fn lintable_texts(repo_root: &Path, options: &LintOptions) -> BTreeMap<String, S
         }
     }
     texts
+}
+
+/// How much of a file decides whether it is text.
+const SNIFF_BYTES: u64 = 64 * 1024;
+
+/// Reads `path` as text, or `None` for a file that is not UTF-8 text. Its first block
+/// decides for binaries (provider zips, images, archives): a large one is never read
+/// whole, so linting keeps memory flat however big the stack's binaries grow.
+fn read_text(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    file.by_ref()
+        .take(SNIFF_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.contains(&0) {
+        return None;
+    }
+    // A block may end inside a character; anything else invalid is not text.
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        if e.error_len().is_some() {
+            return None;
+        }
+    }
+    file.read_to_end(&mut bytes).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// The lints on one input: a sensitive default, a missing type or description, a
@@ -808,6 +835,27 @@ fn parse_ignores(text: &str) -> Vec<Ignore> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_read_whole_and_binaries_are_judged_by_their_first_block() {
+        let dir = tempfile::tempdir().unwrap();
+        // Text longer than one block, with a character cut at the block's edge.
+        let mut long = "a".repeat(SNIFF_BYTES as usize - 1);
+        long.push_str("é = \"AKIAIOSFODNN7EXAMPLE\"\n");
+        std::fs::write(dir.path().join("long.tf"), &long).unwrap();
+        assert_eq!(
+            read_text(&dir.path().join("long.tf")).as_deref(),
+            Some(long.as_str())
+        );
+        // A binary: NUL in its first block, text after it is never read.
+        let mut zip = b"PK\x03\x04\0".to_vec();
+        zip.extend_from_slice(b"password = \"hunter22\"");
+        std::fs::write(dir.path().join("provider.zip"), &zip).unwrap();
+        assert_eq!(read_text(&dir.path().join("provider.zip")), None);
+        // Not UTF-8 at all.
+        std::fs::write(dir.path().join("latin1.txt"), b"caf\xe9 au lait").unwrap();
+        assert_eq!(read_text(&dir.path().join("latin1.txt")), None);
+    }
 
     #[test]
     fn finds_secrets_without_false_alarms() {
