@@ -78,6 +78,19 @@ impl Engine {
             command.env_remove(name);
         }
         command.envs(session.env.iter().map(|(k, v)| (k, v)));
+        // The engine never outlives `stackpack`: killed mid-witness, it would go on
+        // applying into the emulator's account with nobody to destroy what it made.
+        // The calling thread waits for it, so the signal only comes when we are gone.
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl is async-signal-safe, the only call between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                    Ok(())
+                });
+            }
+        }
         let output = command.output().map_err(|e| Failed {
             what: what.clone(),
             tail: format!("cannot run `{}`: {e}", self.path.display()),
