@@ -380,7 +380,21 @@ fn resolve(ledger: &Ledger, request: &Request) -> Result<Resolved> {
         }
         Target::Rollback { inputs } => {
             let current = current_or_refuse()?;
-            let target = ledger.rollback_target(stack)?.ok_or_else(|| {
+            // An upgrade that failed part-way left some of the newer version in the
+            // state while the version in place is still the current one: going back
+            // means re-applying that, the last version that applied cleanly, not the
+            // one before it.
+            let failed_upgrade = ledger.last_attempt(stack)?.is_some_and(|last| {
+                last.receipt.kind == ReceiptKind::Apply
+                    && last.receipt.outcome == Outcome::Failed
+                    && last.receipt.version != current.version
+            });
+            let target = if failed_upgrade {
+                Some(current.clone())
+            } else {
+                ledger.rollback_target(stack)?
+            };
+            let target = target.ok_or_else(|| {
                 Error::refused(format!(
                     "stack `{stack}` has no earlier version to roll back to from `{}`",
                     current.version
