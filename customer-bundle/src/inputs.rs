@@ -11,8 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hcl::edit::Span;
-use stackpack_interface::eval::Evaluator;
+use stackpack_interface::tfvars::{self, did_you_mean, TfvarsProblem, Verdict};
 use stackpack_interface::ModuleInterface;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::{Input, Interface};
@@ -96,10 +95,7 @@ impl Inputs {
             let value = if input.type_constraint == stackpack_schema::types::TypeExpr::String {
                 serde_json::Value::String(text)
             } else {
-                hcl::edit::parser::parse_expr(&text)
-                    .ok()
-                    .and_then(|e| literal(&hcl::Expression::from(e)))
-                    .unwrap_or(serde_json::Value::String(text))
+                tfvars::parse_literal(&text).unwrap_or(serde_json::Value::String(text))
             };
             self.values.push(InputValue {
                 name: input.name.clone(),
@@ -149,126 +145,63 @@ pub fn read(path: &Path) -> Result<Inputs> {
 /// Parses `.tfvars.json` text: one object, each member an input. Lines are those of
 /// each member's name.
 pub fn parse_json(text: &str, display: &str) -> Result<Inputs> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        Error::refused(format!("the inputs file is not valid JSON: {e}"))
-            .at(format!("{display}:{}:{}", e.line(), e.column()))
-            .hint("a `.tfvars.json` file holds one object, such as `{\"region\": \"us-east-1\"}`")
-    })?;
-    let serde_json::Value::Object(map) = value else {
-        return Err(Error::refused("the inputs file is not a JSON object")
-            .at(format!("{display}:1"))
-            .hint(
-                "a `.tfvars.json` file holds one object, such as `{\"region\": \"us-east-1\"}`",
-            ));
-    };
-    let values = map
-        .into_iter()
-        .map(|(name, value)| {
-            let key = serde_json::to_string(&name).unwrap_or_default();
-            let line = text
-                .find(&key)
-                .map(|at| super::home::line_of(text, at))
-                .unwrap_or(1);
-            InputValue {
-                name,
-                file: display.to_string(),
-                line,
-                value,
-                from_environment: false,
-            }
-        })
-        .collect();
-    Ok(Inputs {
-        path: display.to_string(),
-        values,
-    })
+    let values = tfvars::parse_json(text).map_err(|e| unreadable(e, display))?;
+    Ok(inputs_from(values, display))
 }
 
 /// Parses `.tfvars` text; `display` names it in errors.
 pub fn parse(text: &str, display: &str) -> Result<Inputs> {
-    let display = display.to_string();
-    let text = text.to_string();
-    let body = hcl::edit::parser::parse_body(&text).map_err(|e| {
-        Error::refused(format!("the inputs file is not valid HCL: {}", e.message()))
-            .at(format!(
-                "{display}:{}:{}",
-                e.location().line(),
-                e.location().column()
-            ))
-            .hint("a `.tfvars` file holds lines such as `name = \"value\"`")
-    })?;
-    let mut values = Vec::new();
-    let mut seen = BTreeMap::new();
-    for structure in body.iter() {
-        let line = structure
-            .span()
-            .map(|s| super::home::line_of(&text, s.start))
-            .unwrap_or(0);
-        let Some(attribute) = structure.as_attribute() else {
-            return Err(Error::refused(
-                "the inputs file holds a block; a `.tfvars` file holds only `name = value` lines",
-            )
-            .at(format!("{display}:{line}")));
-        };
-        let name = attribute.key.as_str().to_string();
-        if let Some(first) = seen.insert(name.clone(), line) {
-            return Err(Error::refused(format!(
-                "input `{name}` is set twice (first on line {first})"
-            ))
-            .at(format!("{display}:{line}")));
-        }
-        let expression = hcl::Expression::from(attribute.value.clone());
-        let value = literal(&expression).ok_or_else(|| {
-            Error::refused(format!("input `{name}` is not a literal value"))
-                .at(format!("{display}:{line}"))
-                .hint("a `.tfvars` file may not refer to variables or call functions")
-        })?;
-        values.push(InputValue {
-            name,
-            file: display.clone(),
-            line,
-            value,
-            from_environment: false,
-        });
-    }
-    Ok(Inputs {
-        path: display,
-        values,
-    })
+    let values = tfvars::parse_hcl(text).map_err(|e| unreadable(e, display))?;
+    Ok(inputs_from(values, display))
 }
 
-fn literal(expression: &hcl::Expression) -> Option<serde_json::Value> {
-    use hcl::Expression as E;
-    Some(match expression {
-        E::Null => serde_json::Value::Null,
-        E::Bool(b) => serde_json::Value::Bool(*b),
-        E::Number(n) => serde_json::to_value(n).ok()?,
-        E::String(s) => serde_json::Value::String(s.clone()),
-        E::Array(items) => {
-            serde_json::Value::Array(items.iter().map(literal).collect::<Option<_>>()?)
-        }
-        E::Object(object) => {
-            let mut map = serde_json::Map::new();
-            for (key, value) in object {
-                let key = match key {
-                    hcl::ObjectKey::Identifier(id) => id.to_string(),
-                    hcl::ObjectKey::Expression(E::String(s)) => s.clone(),
-                    _ => return None,
-                };
-                map.insert(key, literal(value)?);
-            }
-            serde_json::Value::Object(map)
-        }
-        E::Parenthesis(inner) => literal(inner)?,
-        E::TemplateExpr(template) => {
-            use hcl::eval::Evaluate;
-            let value = E::TemplateExpr(template.clone())
-                .evaluate(&hcl::eval::Context::new())
-                .ok()?;
-            serde_json::to_value(value).ok()?
-        }
-        _ => return None,
-    })
+fn inputs_from(values: Vec<tfvars::InputValue>, display: &str) -> Inputs {
+    Inputs {
+        path: display.to_string(),
+        values: values
+            .into_iter()
+            .map(|v| InputValue {
+                name: v.name,
+                file: display.to_string(),
+                line: v.line,
+                value: v.value,
+                from_environment: false,
+            })
+            .collect(),
+    }
+}
+
+/// The interface crate's reading error, worded for the customer who wrote the file.
+fn unreadable(error: tfvars::TfvarsError, display: &str) -> Error {
+    let at = match error.column {
+        Some(column) => format!("{display}:{}:{column}", error.line),
+        None => format!("{display}:{}", error.line),
+    };
+    let json = display.ends_with(".json");
+    let (message, hint) = match error.problem {
+        TfvarsProblem::Syntax | TfvarsProblem::NotAnObject => (
+            format!("the inputs file is {}", error.message),
+            if json {
+                "a `.tfvars.json` file holds one object, such as `{\"region\": \"us-east-1\"}`"
+            } else {
+                "a `.tfvars` file holds lines such as `name = \"value\"`"
+            },
+        ),
+        TfvarsProblem::Block => (
+            "the inputs file holds a block; a `.tfvars` file holds only `name = value` lines"
+                .to_string(),
+            "write each input as `name = value`; an object value is `name = { key = value }`",
+        ),
+        TfvarsProblem::SetTwice => (
+            error.message,
+            "keep one line per input; with several files, the later file wins",
+        ),
+        TfvarsProblem::NotLiteral => (
+            error.message,
+            "a `.tfvars` file may not refer to variables or call functions",
+        ),
+    };
+    Error::refused(message).at(at).hint(hint)
 }
 
 /// Checks `inputs` against `interface`; returns every finding (empty when fine).
@@ -397,7 +330,6 @@ pub fn validate(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<F
         };
         vars.insert(variable.name.clone(), value);
     }
-    let locals = BTreeMap::new();
     let mut findings = Vec::new();
     for variable in &module.variables {
         // Terraform does not run a variable's rules on a null value it allows.
@@ -405,11 +337,7 @@ pub fn validate(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<F
             continue;
         }
         for rule in &variable.validations {
-            let Ok(condition) = hcl::edit::parser::parse_expr(&rule.condition) else {
-                continue;
-            };
-            let verdict = Evaluator::new(&vars, &locals).eval(&condition);
-            if verdict != Some(serde_json::Value::Bool(false)) {
+            if tfvars::validation_verdict(module, rule, &vars) != Verdict::Fails {
                 continue;
             }
             let set = inputs.get(&variable.name);
@@ -447,16 +375,6 @@ fn short(value: &serde_json::Value) -> String {
     } else {
         format!("`{text}`")
     }
-}
-
-/// The closest name, when it is close enough.
-pub fn did_you_mean<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (strsim::jaro_winkler(name, c), *c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
 }
 
 /// The inputs hash for a receipt: HMAC-SHA256 over the canonical JSON of every
@@ -571,14 +489,5 @@ mod tests {
             hex,
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
-    }
-
-    #[test]
-    fn near_names_are_suggested() {
-        assert_eq!(
-            did_you_mean("vpc_cdir", &["vpc_cidr", "region"]),
-            Some("vpc_cidr")
-        );
-        assert_eq!(did_you_mean("zzz", &["vpc_cidr", "region"]), None);
     }
 }

@@ -74,7 +74,7 @@ pub fn check_outputs(assertions: &[Assertion], outputs: &serde_json::Value) -> V
     let locals = Default::default();
     let mut failures = Vec::new();
     for assertion in assertions {
-        let verdict = hcl::edit::parser::parse_expr(&assertion.condition)
+        let verdict = hcl_edit::parser::parse_expr(&assertion.condition)
             .ok()
             .and_then(|expr| {
                 stackpack_interface::eval::Evaluator::new(&vars, &locals)

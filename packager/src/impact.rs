@@ -18,7 +18,7 @@ use std::path::Path;
 use hcl_edit::expr::Expression;
 use serde::Serialize;
 use stackpack_interface::eval::Evaluator;
-use stackpack_interface::tfvars::{self, InputValue, Verdict};
+use stackpack_interface::tfvars::{self, did_you_mean, InputValue, Verdict};
 use stackpack_interface::{types, ModuleInterface, Variable};
 
 use crate::check::{Finding, Severity};
@@ -600,16 +600,6 @@ pub(crate) fn references(condition: &str, name: &str) -> bool {
     })
 }
 
-/// The closest name, when it is close enough.
-pub fn did_you_mean<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (strsim::jaro_winkler(name, c), *c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
-}
-
 /// The customers a release would break, sorted.
 pub fn affected(reports: &[CustomerReport]) -> BTreeSet<String> {
     reports
@@ -804,14 +794,5 @@ mod tests {
         assert!(references("var.region == \"x\"", "region"));
         assert!(!references("var.region_b == \"x\"", "region"));
         assert!(references("contains(var.a, var.region)", "region"));
-    }
-
-    #[test]
-    fn near_names_are_suggested() {
-        assert_eq!(
-            did_you_mean("vpc_cdir", &["vpc_cidr", "region"]),
-            Some("vpc_cidr")
-        );
-        assert_eq!(did_you_mean("zzz", &["vpc_cidr", "region"]), None);
     }
 }
