@@ -57,6 +57,49 @@ pub fn post_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpEr
     })
 }
 
+/// POSTs a form (`application/x-www-form-urlencoded`) with extra `headers` and no
+/// token, for a cloud API's query-style call (the outcome witness asks an emulated
+/// account's STS for credentials). Plain `http://` is allowed: nothing secret is sent.
+pub fn post_form(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: String,
+    timeout: Duration,
+) -> Result<Answer, HttpError> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(HttpError::BadUrl(url.to_string()));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(HttpError::Runtime)?;
+    runtime.block_on(async {
+        super::tls();
+        let client = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .build()
+            .map_err(|e| HttpError::Transport(describe(&e)))?;
+        let mut request = client
+            .post(url)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| HttpError::Transport(describe(&e)))?;
+        let status = response.status().as_u16();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| HttpError::Transport(describe(&e)))?;
+        Ok(Answer { status, body })
+    })
+}
+
 fn check_url(url: &str) -> Result<(), HttpError> {
     let (scheme, rest) = url
         .split_once("://")

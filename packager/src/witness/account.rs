@@ -177,18 +177,19 @@ fn assume_own_account(endpoint: &str, customer: &str) -> Option<Vec<(&'static st
     let body = format!(
         "Action=AssumeRole&Version=2011-06-15&RoleArn=arn%3Aaws%3Aiam%3A%3A{account}%3Arole%2Fstackpack-witness&RoleSessionName=witness-{session}"
     );
-    let response = ureq::post(&format!("{endpoint}/"))
-        .timeout(std::time::Duration::from_secs(10))
+    let answer = stackpack_bundle::remote::http::post_form(
+        &format!("{endpoint}/"),
         // Emulators read the caller from the credential scope; nothing is signed.
-        .set(
+        &[(
             "Authorization",
             "AWS4-HMAC-SHA256 Credential=stackpack-witness/20000101/us-east-1/sts/aws4_request, SignedHeaders=host, Signature=0",
-        )
-        .set("Content-Type", "application/x-www-form-urlencoded")
-        .send_string(&body)
-        .ok()?
-        .into_string()
-        .ok()?;
+        )],
+        body,
+        std::time::Duration::from_secs(10),
+    )
+    .ok()
+    .filter(|answer| answer.status < 300)?;
+    let response = answer.body;
     let field = |name: &str| {
         let start = response.find(&format!("<{name}>"))? + name.len() + 2;
         let end = start + response[start..].find(&format!("</{name}>"))?;
