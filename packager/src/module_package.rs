@@ -47,7 +47,7 @@ use crate::config::StackConfig;
 use crate::discover::{self, Stack};
 use crate::error::{Error, Result};
 use crate::pack::{self, SourceFile};
-use crate::plan::{latest_on_channel, Plan, PlanOptions};
+use crate::plan::{dirty_channel, latest_on_channel, Plan, PlanOptions};
 use crate::publish::{claim_tag, Artifact, Claimed, Destination};
 use crate::releases::from_remote;
 use crate::repository::Repository;
@@ -211,9 +211,15 @@ fn plan_module(
         refuse_smaller_bump(&module, options.bump, required, &findings)?;
     }
     let bump = options.bump.map_or(required, |b| b.max(required));
+    // As for stacks: uncommitted changes never get a plain version, since the
+    // package matches no commit.
+    let channel = if dirty {
+        dirty_channel(&plan.channel)
+    } else {
+        plan.channel.clone()
+    };
     Ok(ModulePlan {
-        next: changed
-            .then(|| version::next_version(&existing, bump, &initial_version(), &plan.channel)),
+        next: changed.then(|| version::next_version(&existing, bump, &initial_version(), &channel)),
         module,
         path,
         files,

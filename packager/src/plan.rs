@@ -250,7 +250,7 @@ pub fn plan(
 
 /// The prerelease line of a build with uncommitted changes: `X.Y.Z-dirty.<n>` on the
 /// main branch, `X.Y.Z-<slug>-dirty.<n>` on another.
-fn dirty_channel(channel: &Channel) -> Channel {
+pub(crate) fn dirty_channel(channel: &Channel) -> Channel {
     let slug = match channel {
         Channel::Stable => "dirty".to_string(),
         Channel::Prerelease { slug } => format!("{slug}-dirty"),

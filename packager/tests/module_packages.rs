@@ -373,3 +373,20 @@ fn published_bundles_record_the_versions_of_the_modules_they_vendor() {
     }
     assert!(recorded > 0, "no release records a module: {releases}");
 }
+
+#[test]
+fn a_module_packed_with_uncommitted_changes_gets_a_dirty_prerelease_never_a_plain_version() {
+    let (registry, repo, _) = published_once();
+    let host = registry.host();
+    repo.append("modules/network/main.tf", "\n# not committed yet\n");
+    let dirty = publish(&repo, &host, "acme", &["--allow-dirty"]);
+    assert_eq!(
+        published_modules(&dirty)["network"],
+        "0.1.1-dirty.1",
+        "{dirty:#}"
+    );
+    assert_eq!(
+        remote(&host).tags("acme/modules/network").unwrap(),
+        vec!["0.1.0", "0.1.1-dirty.1"]
+    );
+}
