@@ -150,6 +150,37 @@ impl StackWitness {
     }
 }
 
+/// Scratch folders are named `stackpack-witness-<pid>-<random>`, so that a run can
+/// tell the folders of witnesses that were killed (SIGKILL, or SIGTERM, which runs
+/// no destructor) from those of witnesses still running.
+const SCRATCH_PREFIX: &str = "stackpack-witness-";
+
+/// Removes the scratch folders in `temp` that earlier witnesses left behind when they
+/// were killed: those whose process is gone. A folder whose process id is in use
+/// again is left for a later run; one that cannot be removed is left as it is.
+fn sweep_abandoned_scratch(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// A witness ready to run: the account checked, the engine found, a scratch folder.
 pub struct Witness {
     root: PathBuf,
@@ -196,8 +227,9 @@ impl Witness {
                 .at(config_file.display())
                 .hint("install it, or set `[witness] engine` to its path")
         })?;
+        sweep_abandoned_scratch(&std::env::temp_dir());
         let scratch = tempfile::Builder::new()
-            .prefix("stackpack-witness-")
+            .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|e| Error::refused(format!("cannot make a scratch folder: {e}")))?;
         let engine = Engine::new(engine_path, &mirror, scratch.path()).map_err(|e| {
@@ -700,6 +732,26 @@ fn find_engine(root: &Path, engine: Option<&Path>) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_folders_of_killed_witnesses_are_swept_and_live_ones_kept() {
+        let temp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let abandoned = temp.path().join(format!("{SCRATCH_PREFIX}{gone}-abc"));
+        let live = temp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}{}-def", std::process::id()));
+        let unrelated = temp.path().join("stackpack-witness-notes");
+        for dir in [&abandoned, &live, &unrelated] {
+            std::fs::create_dir_all(dir.join("stacks")).unwrap();
+        }
+        sweep_abandoned_scratch(temp.path());
+        assert!(!abandoned.exists());
+        assert!(live.exists());
+        assert!(unrelated.exists());
+    }
 
     fn change(action: Action, kind: &str) -> ResourceChange {
         ResourceChange {
