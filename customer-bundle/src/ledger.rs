@@ -22,11 +22,24 @@ pub enum LedgerError {
     },
     #[error("the ledger holds a bad {what}: {detail}")]
     Corrupt { what: &'static str, detail: String },
+    #[error("the ledger `{path}` was written by a newer stackpack-runner (its schema is version {found}; this runner knows versions up to {known})")]
+    Newer {
+        path: std::path::PathBuf,
+        found: i64,
+        known: i64,
+    },
 }
 
 impl From<LedgerError> for Error {
     fn from(e: LedgerError) -> Self {
-        Error::refused(e.to_string())
+        let hint = matches!(e, LedgerError::Newer { .. }).then_some(
+            "run the stackpack-runner that wrote it, or a newer one; this home's receipts are kept as they are",
+        );
+        let error = Error::refused(e.to_string());
+        match hint {
+            Some(hint) => error.hint(hint),
+            None => error,
+        }
     }
 }
 
@@ -69,7 +82,14 @@ pub struct StoredReceipt {
     pub reported_at: Option<String>,
 }
 
-const SCHEMA: &str = "
+/// The ledger's schema, one step per version: a ledger at `PRAGMA user_version` N
+/// has had the first N steps, and opening it runs the missing ones in one
+/// transaction. Ledgers made before versions were kept are at 0 and hold the tables
+/// of step 1 already (hence `IF NOT EXISTS`). Add a step for any change; never edit
+/// one that shipped.
+const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+
+const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS receipts (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -121,15 +141,44 @@ pub struct Note {
     pub message: String,
 }
 
+/// Brings the ledger to the newest schema this runner knows, or refuses one from a
+/// newer runner (whose tables this one might misread or damage).
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let known = MIGRATIONS.len() as i64;
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if found > known {
+        return Err(LedgerError::Newer {
+            path: path.to_path_buf(),
+            found,
+            known,
+        });
+    }
+    if found == known {
+        return Ok(());
+    }
+    // Under the write lock, reading the version again: two runners opening the same
+    // home at once must not both run a step.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let at: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    for step in MIGRATIONS.iter().skip(at.max(0) as usize) {
+        tx.execute_batch(step)?;
+    }
+    tx.pragma_update(None, "user_version", known)?;
+    tx.commit()?;
+    Ok(())
+}
+
 impl Ledger {
     pub fn open(path: &Path) -> Result<Ledger> {
-        let conn = Connection::open(path).map_err(|source| LedgerError::Open {
+        let mut conn = Connection::open(path).map_err(|source| LedgerError::Open {
             path: path.to_path_buf(),
             source,
         })?;
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        // Versions first: a newer runner's ledger is refused before anything is
+        // written to it, the journal mode included.
+        migrate(&mut conn, path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.execute_batch(SCHEMA)?;
         Ok(Ledger { conn })
     }
 
@@ -459,6 +508,47 @@ fn process_alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ledger_from_before_schema_versions_opens_keeps_its_rows_and_is_versioned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(SCHEMA_V1).unwrap();
+            conn.execute(
+                "INSERT INTO deployments (kind, stack, version, digest, receipt_id, inputs_file, applied_at)
+                 VALUES ('apply', 'net', '1.0.0', 'sha256:00', 'r1', 'in.tfvars', '2026-01-01T00:00:00Z')",
+                [],
+            )
+            .unwrap();
+        }
+        let ledger = Ledger::open(&path).unwrap();
+        assert_eq!(ledger.history("net").unwrap().len(), 1);
+        let version: i64 = ledger
+            .conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn a_ledger_written_by_a_newer_runner_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let refused = Ledger::open(&path).err().expect("refused");
+        assert!(
+            matches!(refused, LedgerError::Newer { found: 99, .. }),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("newer stackpack-runner"));
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
 
     fn deploy(ledger: &Ledger, kind: &str, version: &str) {
         ledger
