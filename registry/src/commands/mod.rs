@@ -84,3 +84,38 @@ fn print_line(widths: &[usize], cells: &[&str]) {
     }
     println!("{}", text.trim_end());
 }
+
+/// Writes a JSON array to stdout one page of elements at a time, so a whole-fleet
+/// answer is never held in memory: `[`, the elements as they come, `]`.
+pub struct JsonArray {
+    out: std::io::BufWriter<std::io::Stdout>,
+    written: usize,
+}
+
+impl JsonArray {
+    pub fn start() -> anyhow::Result<JsonArray> {
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::new(std::io::stdout());
+        out.write_all(b"[")?;
+        Ok(JsonArray { out, written: 0 })
+    }
+
+    pub fn push<T: serde::Serialize>(&mut self, elements: &[T]) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        for element in elements {
+            self.out
+                .write_all(if self.written == 0 { b"\n" } else { b",\n" })?;
+            serde_json::to_writer_pretty(&mut self.out, element)?;
+            self.written += 1;
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        self.out
+            .write_all(if self.written == 0 { b"]\n" } else { b"\n]\n" })?;
+        self.out.flush()?;
+        Ok(())
+    }
+}
