@@ -24,8 +24,9 @@ CUSTOMERS=${CUSTOMERS:-10000}
 STACKS=${STACKS:-30}
 VERSIONS=${VERSIONS:-20}
 ROUNDS=${ROUNDS:-30}
-# The whole fleet in one answer is hundreds of megabytes at this size: fewer rounds.
-WHOLE_ROUNDS=${WHOLE_ROUNDS:-3}
+# Builds that answer the whole fleet at once (hundreds of megabytes) take seconds a
+# round: WHOLE_ROUNDS=1 for them. Paged answers are one page and take ROUNDS.
+WHOLE_ROUNDS=${WHOLE_ROUNDS:-$ROUNDS}
 
 echo "building stackpack-registry and fleetbench (release)…" >&2
 (cd "$ROOT" && cargo build --release --quiet -p stackpack-registry --bin stackpack-registry --example fleetbench)
@@ -81,6 +82,7 @@ touch "$RESULTS" "$WORK/load"
     "/api/v1/customers"
   "$BENCH" measure "$URL" "$TOKEN" "$WHOLE_ROUNDS" \
     "/api/v1/fleet" \
+    "/api/v1/fleet?limit=5000" \
     "/api/v1/support/versions" \
     "/api/v1/support/behind" \
     "/api/v1/support/prerelease" \

@@ -194,7 +194,9 @@ FROM (SELECT DISTINCT customer, stack FROM receipts) AS k;
 /// many stable releases are newer, the last attempt), customers their last receipt's
 /// time, and releases and their modules a precedence key
 /// ([`crate::version_key`]), so every support question is answered from indexes,
-/// without reading a receipt. The columns are filled from the data by
+/// without reading a receipt; and the changes of what customers run (adoption over
+/// time) have a covering index, so a stack's are read without its receipts'
+/// documents. The columns are filled from the data by
 /// [`ledger::fill_precedence_keys`] and [`ledger::refresh_cells`].
 const V5: &str = r#"
 ALTER TABLE releases ADD COLUMN version_key BLOB;
@@ -227,6 +229,9 @@ CREATE INDEX fleet_cells_digest ON fleet_cells(digest) WHERE attempt_id IS NOT N
 CREATE INDEX fleet_cells_prerelease ON fleet_cells(customer, stack) WHERE prerelease = 1;
 CREATE INDEX fleet_cells_behind ON fleet_cells(customer, stack) WHERE behind > 0;
 CREATE INDEX fleet_cells_stack_behind ON fleet_cells(stack, customer) WHERE behind > 0;
+CREATE INDEX receipts_changes ON receipts(stack, finished_ns, received_at, id, customer, version,
+    kind, finished_at)
+    WHERE kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes');
 "#;
 
 /// The schema, one step per version: a database at `user_version` N has had the

@@ -60,7 +60,7 @@ impl Bucket {
 
 /// Each stack's adoption (or only `stack`'s), by stack name.
 pub fn adoption(state: &AppState, stack: Option<&str>, bucket: Bucket) -> Result<Vec<Adoption>> {
-    let changes = state.db.scan(|c| db::ledger::changes(c, stack))?;
+    let changes = state.db.support(|c| db::ledger::changes(c, stack))?;
     let mut running: BTreeMap<String, HashMap<String, String>> = BTreeMap::new();
     let mut points: BTreeMap<String, Vec<AdoptionPoint>> = BTreeMap::new();
     let mut pending: Option<String> = None;
