@@ -386,3 +386,32 @@ fn fleet_and_customer_list_follow_every_page_so_json_is_the_whole_answer() {
     assert_eq!(customers.as_array().unwrap().len(), 2600);
     assert_eq!(customers[2599]["id"], "c02599");
 }
+
+#[test]
+fn the_openapi_document_says_every_list_takes_limit_and_after() {
+    let server = Server::start();
+    let support = Client::new(server.url(), Some(server.token("support", None)));
+    let api = support.req("GET", "/api/v1/openapi.json", &[], None).json();
+    for path in [
+        "/api/v1/fleet",
+        "/api/v1/support/versions",
+        "/api/v1/support/behind",
+        "/api/v1/support/prerelease",
+        "/api/v1/support/drifted",
+        "/api/v1/customers",
+        "/api/v1/customers/{id}/history",
+    ] {
+        let names: Vec<&str> = api["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{path} has parameters"))
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&"limit") && names.contains(&"after"),
+            "{path}: {names:?}"
+        );
+        let ok = &api["paths"][path]["get"]["responses"]["200"]["description"];
+        assert!(ok.as_str().unwrap().contains("page"), "{path}: {ok}");
+    }
+}
