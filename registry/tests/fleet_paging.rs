@@ -415,3 +415,54 @@ fn the_openapi_document_says_every_list_takes_limit_and_after() {
         assert!(ok.as_str().unwrap().contains("page"), "{path}: {ok}");
     }
 }
+
+/// Pushes a bundle of `stack` at `version` as the packager does; returns its digest.
+fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
+    let config = serde_json::json!({
+        "format": 1, "stack": stack, "version": version,
+        "source": {"repository": "https://git.example/acme/infra", "commit": "c0ffee", "branch": "main"},
+        "created": "2026-01-01T00:00:00Z",
+        "engine": {"name": "tofu"},
+        "entrypoint": format!("stacks/{stack}"),
+        "interface": {"inputs": [], "outputs": [], "resourceKinds": []},
+        "modules": [],
+        "files": [],
+    });
+    let repo = format!("acme/stacks/{stack}");
+    client
+        .push_bundle_config(&repo, version, &serde_json::to_vec(&config).unwrap())
+        .1
+}
+
+#[test]
+fn deleting_a_stable_release_takes_it_out_of_everyones_behind_count() {
+    let server = Server::start();
+    let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
+    push_bundle(&publisher, "api", "1.0.0");
+    let newer = push_bundle(&publisher, "api", "2.0.0");
+    import(&server, &[receipt("acme", "a1", "api", "1.0.0", 10)]);
+    let support = Client::new(server.url(), Some(server.token("support", None)));
+    let row = || {
+        support
+            .req("GET", "/api/v1/fleet?customer=acme", &[], None)
+            .json()[0]
+            .clone()
+    };
+    assert_eq!(row()["behind"], 1);
+    assert_eq!(row()["latestStable"], "2.0.0");
+
+    let admin = Client::new(server.url(), Some(server.token("admin", None)));
+    let r = admin.req(
+        "DELETE",
+        &format!("/v2/acme/stacks/api/manifests/{newer}"),
+        &[],
+        None,
+    );
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(row()["behind"], 0, "2.0.0 is gone");
+    assert_eq!(row()["latestStable"], "1.0.0");
+    let behind = support
+        .req("GET", "/api/v1/support/behind", &[], None)
+        .json();
+    assert_eq!(behind, serde_json::json!([]));
+}
