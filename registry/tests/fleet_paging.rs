@@ -197,10 +197,10 @@ fn fleet_pages_break_inside_a_customers_stacks_and_link_to_the_next_until_the_la
     assert_eq!(cells(&r.json()), ["bolt:api"]);
 
     for (query, says) in [
-        ("limit=5001", "`limit` is at most 5000, not `5001`"),
+        ("limit=2001", "`limit` is at most 2000, not `2001`"),
         (
             "limit=0",
-            "`limit` takes a number of rows from 1 to 5000, not `0`",
+            "`limit` takes a number of rows from 1 to 2000, not `0`",
         ),
         ("limit=many", "not `many`"),
         (
@@ -344,7 +344,7 @@ fn behind_counts_stable_releases_recorded_after_the_receipts_and_never_a_prerele
 #[test]
 fn fleet_and_customer_list_follow_every_page_so_json_is_the_whole_answer() {
     let server = Server::start();
-    // 2,600 customers × 2 stacks: more rows than one page holds (5,000).
+    // 2,600 customers × 2 stacks: more rows than one page holds (2,000).
     let receipts: Vec<SignedReceipt> = (0..2600)
         .flat_map(|c| {
             let customer = format!("c{c:05}");

@@ -82,7 +82,7 @@ touch "$RESULTS" "$WORK/load"
     "/api/v1/customers"
   "$BENCH" measure "$URL" "$TOKEN" "$WHOLE_ROUNDS" \
     "/api/v1/fleet" \
-    "/api/v1/fleet?limit=5000" \
+    "/api/v1/fleet?limit=2000" \
     "/api/v1/support/versions" \
     "/api/v1/support/behind" \
     "/api/v1/support/prerelease" \

@@ -265,12 +265,6 @@ fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
     })
 }
 
-pub fn customers(conn: &Connection) -> rusqlite::Result<Vec<Customer>> {
-    conn.prepare_cached(&format!("{CUSTOMER_SELECT} ORDER BY c.id"))?
-        .query_map([], customer_row)?
-        .collect()
-}
-
 pub fn customer(conn: &Connection, id: &str) -> rusqlite::Result<Option<Customer>> {
     conn.prepare_cached(&format!("{CUSTOMER_SELECT} WHERE c.id = ?1"))?
         .query_row(params![id], customer_row)
@@ -393,17 +387,6 @@ pub fn deployments(
     .collect()
 }
 
-/// Every receipt of one customer, oldest first: applies, failed applies,
-/// rollbacks, drift reports and destroys alike.
-pub fn history(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<Deployment>> {
-    conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts WHERE customer = ?1
-         ORDER BY finished_ns, received_at, id"
-    ))?
-    .query_map(params![customer], deployment_row)?
-    .collect()
-}
-
 /// `column = ?N` when a value is given, else a condition that holds: spelled out per
 /// case rather than `?N IS NULL OR column = ?N`, which SQLite cannot answer from an
 /// index.
@@ -488,78 +471,6 @@ pub fn refresh_cell_flags(conn: &Connection, cell: Option<(&str, &str)>) -> rusq
     Ok(())
 }
 
-/// Which cells a fleet query reads: one customer's, one stack's, narrowed by flags.
-pub type Scope<'a> = (Option<&'a str>, Option<&'a str>, Narrow);
-
-/// Cells narrowed to those whose flag a query asks for, found through the flags'
-/// partial indexes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Narrow {
-    pub drifted: bool,
-    pub failed: bool,
-}
-
-impl Narrow {
-    fn sql(self) -> &'static str {
-        match (self.drifted, self.failed) {
-            (false, false) => "1",
-            (true, false) => "f.drifted = 1",
-            (false, true) => "f.failed = 1",
-            (true, true) => "f.drifted = 1 AND f.failed = 1",
-        }
-    }
-}
-
-/// For each customer and stack (only `customer`'s and `stack`'s when given, only
-/// the cells `narrow` keeps), the receipt `column` of `fleet_cells` names, kept only
-/// when it also passes `kept`. The SQL fragments are constants of this module,
-/// never user input.
-fn newest_per_stack(
-    conn: &Connection,
-    (customer, stack, narrow): Scope<'_>,
-    column: &'static str,
-    kept: &'static str,
-) -> rusqlite::Result<Vec<Deployment>> {
-    let customer_is = only("f.customer", 1, customer.is_some());
-    let stack_is = only("f.stack", 2, stack.is_some());
-    let columns: Vec<String> = DEPLOYMENT_COLUMNS
-        .split(", ")
-        .map(|c| format!("r.{c}"))
-        .collect();
-    // Driven by the cells' key order, so the answer needs no sorting.
-    conn.prepare_cached(&format!(
-        "SELECT {} FROM fleet_cells f JOIN receipts r ON r.id = f.{column}
-         WHERE {customer_is} AND {stack_is} AND {} AND ({kept})
-         ORDER BY f.customer, f.stack",
-        columns.join(", "),
-        narrow.sql()
-    ))?
-    .query_map(params![customer, stack], deployment_row)?
-    .collect()
-}
-
-/// For each customer and stack, the last apply, rollback or destroy, whatever its
-/// outcome.
-pub fn last_attempts(conn: &Connection, scope: Scope<'_>) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(conn, scope, "attempt_id", "1")
-}
-
-/// For each customer and stack, the last apply or rollback that left a version in
-/// place (`succeeded` or `no-changes`), unless a destroy came after it: a destroyed
-/// stack runs nothing.
-pub fn current(conn: &Connection, scope: Scope<'_>) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(conn, scope, "current_id", "r.kind != 'destroy'")
-}
-
-/// For each customer and stack, the latest receipt that says something about drift:
-/// a drift check, or an apply or rollback that succeeded (which clears drift).
-pub fn latest_drift_evidence(
-    conn: &Connection,
-    scope: Scope<'_>,
-) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(conn, scope, "drift_id", "1")
-}
-
 /// One change of what a customer runs: a successful apply or rollback (`version`
 /// from then on) or destroy (nothing from then on).
 pub struct Change {
@@ -571,7 +482,7 @@ pub struct Change {
 }
 
 /// Every change of what customers run, of one stack or all, oldest first, in the
-/// order that makes the last one per customer and stack what [`current`] answers.
+/// order that makes the last one per customer and stack what a cell's version in place is.
 pub fn changes(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Change>> {
     let stack_is = only("stack", 1, stack.is_some());
     conn.prepare_cached(&format!(

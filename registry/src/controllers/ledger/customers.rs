@@ -38,12 +38,12 @@ pub struct CustomerDetail {
         ("staleAfter" = Option<String>, Query,
             description = "Age after which a customer without a receipt is stale: `7d` (default), `12h`, `2w`"),
         ("silent" = Option<bool>, Query, description = "Only the customers stale by `staleAfter`"),
-        ("limit" = Option<usize>, Query, description = "Customers in this answer: 500 unless given, at most 5000"),
+        ("limit" = Option<usize>, Query, description = "Customers in this answer: 500 unless given, at most 2000"),
         ("after" = Option<String>, Query, description = "The previous page's last customer id, as the `Link` header gives it"),
     ),
     responses(
         (status = 200, description = "Customers by id, a page at a time (`Link` to the next), with environment, last seen and whether each is stale", body = Vec<Customer>),
-        (status = 400, description = "`staleAfter` is not an age, or `limit` not a number from 1 to 5000"),
+        (status = 400, description = "`staleAfter` is not an age, or `limit` not a number from 1 to 2000"),
     ),
     security(("bearer" = [])),
     tag = "ledger"
@@ -234,12 +234,12 @@ pub async fn add_key(
     path = "/api/v1/customers/{id}/history",
     params(
         ("id" = String, Path, description = "Customer id"),
-        ("limit" = Option<usize>, Query, description = "Receipts in this answer: 500 unless given, at most 5000"),
+        ("limit" = Option<usize>, Query, description = "Receipts in this answer: 500 unless given, at most 2000"),
         ("after" = Option<String>, Query, description = "The previous page's last receipt id, as the `Link` header gives it"),
     ),
     responses(
         (status = 200, description = "Every receipt of the customer, oldest first, a page at a time (`Link` to the next): applies, failed applies, rollbacks, drift reports, destroys", body = Vec<Deployment>),
-        (status = 400, description = "`limit` not a number from 1 to 5000"),
+        (status = 400, description = "`limit` not a number from 1 to 2000"),
         (status = 404, description = "No such customer"),
     ),
     security(("bearer" = [])),

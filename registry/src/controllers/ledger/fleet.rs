@@ -183,12 +183,12 @@ pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
         ("digest" = Option<String>, Query, description = "Only rows running this bundle digest"),
         ("module" = Option<String>, Query, description = "Only rows running a bundle that vendors this module (`network`)"),
         ("moduleBelow" = Option<String>, Query, description = "With `module`: only where the vendored module's version is below this one (`1.3.0`); a module without a recorded version does not count"),
-        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 5000"),
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
         ("after" = Option<String>, Query, description = "The cursor of the page to answer: the previous page's last row as `customer/stack` (the stack empty for a customer that never reported), as the `Link` header gives it"),
     ),
     responses(
         (status = 200, description = "One page of the fleet matrix, customer × stack, by customer then stack; when another page may follow, `Link: </api/v1/fleet?…&after=customer/stack>; rel=\"next\"` says where", body = Vec<FleetRow>),
-        (status = 400, description = "`staleAfter` is not an age, `below` or `moduleBelow` not a version, `limit` not a number from 1 to 5000, or `after` not a cursor"),
+        (status = 400, description = "`staleAfter` is not an age, `below` or `moduleBelow` not a version, `limit` not a number from 1 to 2000, or `after` not a cursor"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {

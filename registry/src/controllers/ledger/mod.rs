@@ -33,7 +33,7 @@ pub fn reply<T: serde::Serialize>(result: Result<T>) -> Response {
 /// Rows in a list answer when the request does not say (`limit`).
 pub const DEFAULT_LIMIT: usize = 500;
 /// The most rows one answer holds; more are a `Link` away.
-pub const MAX_LIMIT: usize = 5000;
+pub const MAX_LIMIT: usize = 2000;
 
 /// Which page of a list a request asks for: `limit` rows after the cursor `after`.
 #[derive(Clone, Debug)]

@@ -27,7 +27,7 @@ fn answer(
 
 #[utoipa::path(get, path = "/api/v1/support/versions",
     params(
-        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 5000"),
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
         ("after" = Option<String>, Query, description = "The previous page's last row as `customer/stack`, as the `Link` header gives it"),
     ),
     responses(
@@ -44,7 +44,7 @@ pub async fn versions(State(state): State<SharedState>, headers: HeaderMap, uri:
 
 #[utoipa::path(get, path = "/api/v1/support/behind",
     params(
-        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 5000"),
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
         ("after" = Option<String>, Query, description = "The previous page's last row as `customer/stack`, as the `Link` header gives it"),
     ),
     responses(
@@ -58,7 +58,7 @@ pub async fn behind(State(state): State<SharedState>, headers: HeaderMap, uri: U
 
 #[utoipa::path(get, path = "/api/v1/support/prerelease",
     params(
-        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 5000"),
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
         ("after" = Option<String>, Query, description = "The previous page's last row as `customer/stack`, as the `Link` header gives it"),
     ),
     responses(
@@ -79,7 +79,7 @@ pub async fn prerelease(
 
 #[utoipa::path(get, path = "/api/v1/support/drifted",
     params(
-        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 5000"),
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
         ("after" = Option<String>, Query, description = "The previous page's last row as `customer/stack`, as the `Link` header gives it"),
     ),
     responses(
