@@ -7,9 +7,12 @@
 //! fleetbench seed DATA CUSTOMERS STACKS VERSIONS   fill a new registry in DATA
 //! fleetbench measure URL TOKEN ROUNDS PATH...       GET each PATH ROUNDS times
 //! fleetbench page URL TOKEN ROUNDS PATH...          the same for /ui pages, signed in
+//! fleetbench load URL SUPPORT PUBLISHER GETS CLIENTS PATH...
+//!     /v2/ manifest GET latency, idle and while CLIENTS loop on the support PATHs
 //! ```
 //!
-//! `measure` and `page` print one line per path: `PATH p50_ms p99_ms bytes`.
+//! `measure` and `page` print one line per path: `PATH p50_ms p99_ms bytes`;
+//! `load` one line per condition: `WHAT p50_ms p99_ms support_answers_per_s`.
 
 use std::time::Instant;
 
@@ -226,6 +229,119 @@ fn time_gets(agent: &ureq::Agent, url: &str, header: (&str, &str), rounds: usize
     );
 }
 
+/// Times GETs of one manifest, `count` of them and for at least `secs` seconds:
+/// (p50, p99) in milliseconds.
+fn manifest_gets(
+    agent: &ureq::Agent,
+    url: &str,
+    bearer: &str,
+    count: usize,
+    secs: f64,
+) -> (f64, f64) {
+    let mut times = Vec::with_capacity(count);
+    let began = Instant::now();
+    while times.len() < count || began.elapsed().as_secs_f64() < secs {
+        let start = Instant::now();
+        let response = agent
+            .get(&format!("{url}/v2/bench/app/manifests/v1"))
+            .set("Authorization", bearer)
+            .set("Accept", "application/vnd.oci.image.manifest.v1+json")
+            .call()
+            .expect("the manifest answers");
+        std::io::Read::read_to_end(&mut response.into_reader(), &mut Vec::new()).unwrap();
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        // A client pulling now and then, not a flood that would crowd out the
+        // support clients it is measured beside.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    (percentile(&times, 0.5), percentile(&times, 0.99))
+}
+
+/// Pushes a one-blob image `bench/app:v1` for `load` to fetch.
+fn push_manifest(agent: &ureq::Agent, url: &str, bearer: &str) {
+    let config = b"{\"bench\":true}";
+    let digest = stackpack_schema::Digest::of(config).to_string();
+    agent
+        .post(&format!(
+            "{url}/v2/bench/app/blobs/uploads/?digest={digest}"
+        ))
+        .set("Authorization", bearer)
+        .set("Content-Type", "application/octet-stream")
+        .send_bytes(config)
+        .expect("the config blob is pushed");
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest, "size": config.len()},
+        "layers": []
+    });
+    agent
+        .put(&format!("{url}/v2/bench/app/manifests/v1"))
+        .set("Authorization", bearer)
+        .set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+        .send_string(&manifest.to_string())
+        .expect("the manifest is pushed");
+}
+
+fn load(args: &[String]) {
+    let (url, support, publisher) = (
+        &args[0],
+        format!("Bearer {}", args[1]),
+        format!("Bearer {}", args[2]),
+    );
+    let gets: usize = args[3].parse().unwrap();
+    let clients: usize = args[4].parse().unwrap();
+    let paths: Vec<String> = args[5..].to_vec();
+    let agent = ureq::AgentBuilder::new().build();
+    push_manifest(&agent, url, &publisher);
+    let secs: f64 = std::env::var("LOAD_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20.0);
+    manifest_gets(&agent, url, &publisher, 50, 0.0);
+    let (p50, p99) = manifest_gets(&agent, url, &publisher, gets, 0.0);
+    println!("/v2/-manifest-GET-idle {p50:.2} {p99:.2} -");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let workers: Vec<_> = (0..clients)
+        .map(|n| {
+            let (stop, answered) = (stop.clone(), answered.clone());
+            let (url, support, paths) = (url.clone(), support.clone(), paths.clone());
+            std::thread::spawn(move || {
+                let agent = ureq::AgentBuilder::new().build();
+                let mut i = n;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let path = &paths[i % paths.len()];
+                    i += 1;
+                    if let Ok(response) = agent
+                        .get(&format!("{url}{path}"))
+                        .set("Authorization", &support)
+                        .call()
+                    {
+                        let _ = std::io::Read::read_to_end(
+                            &mut response.into_reader(),
+                            &mut Vec::new(),
+                        );
+                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let before = answered.load(std::sync::atomic::Ordering::Relaxed);
+    let started = Instant::now();
+    let (p50, p99) = manifest_gets(&agent, url, &publisher, gets, secs);
+    let rate = (answered.load(std::sync::atomic::Ordering::Relaxed) - before) as f64
+        / started.elapsed().as_secs_f64();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    println!("/v2/-manifest-GET-with-{clients}-support-clients {p50:.2} {p99:.2} {rate:.0}");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let agent = ureq::AgentBuilder::new().redirects(0).build();
@@ -275,8 +391,9 @@ fn main() {
                 );
             }
         }
+        Some("load") => load(&args[1..]),
         _ => {
-            eprintln!("usage: fleetbench seed DATA CUSTOMERS STACKS VERSIONS | measure URL TOKEN ROUNDS PATH... | page URL TOKEN ROUNDS PATH...");
+            eprintln!("usage: fleetbench seed DATA CUSTOMERS STACKS VERSIONS | measure URL TOKEN ROUNDS PATH... | page URL TOKEN ROUNDS PATH... | load URL SUPPORT PUBLISHER GETS CLIENTS PATH...");
             std::process::exit(2);
         }
     }

@@ -113,19 +113,61 @@ fn old_registry(dir: &std::path::Path) -> std::path::PathBuf {
     let db = rusqlite::Connection::open(data.join("registry.db")).unwrap();
     db.pragma_update(None, "journal_mode", "WAL").unwrap();
     db.execute_batch(V1_SCHEMA).unwrap();
-    let receipt = |id: &str, version: &str, finished: &str| {
+    for (version, prerelease) in [
+        ("1.0.0", false),
+        ("2.0.0", false),
+        ("3.0.0", false),
+        ("3.1.0-rc.1", true),
+    ] {
+        db.execute(
+            "INSERT INTO releases (stack, version, repository, digest, published_at, prerelease)
+             VALUES ('data-plane', ?1, 'acme/data-plane', ?2, '2026-01-01T00:00:00Z', ?3)",
+            rusqlite::params![version, format!("sha256:{version}"), prerelease],
+        )
+        .unwrap();
+    }
+    let receipt = |id: &str, (stack, version): (&str, &str), (kind, outcome), finished: &str| {
         db.execute(
             "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
                  started_at, finished_at, key_id, document, received_at)
-             VALUES (?1, 'umbrella', 'data-plane', ?2, 'sha256:00', 'apply', 'succeeded',
-                 '2026-02-01T00:00:00Z', ?3, 'k', '{}', '2026-02-02T00:00:00Z')",
-            rusqlite::params![id, version, finished],
+             VALUES (?1, 'umbrella', ?2, ?3, 'sha256:00', ?4, ?5,
+                 '2026-02-01T00:00:00Z', ?6, 'k', '{}', '2026-02-02T00:00:00Z')",
+            rusqlite::params![id, stack, version, kind, outcome, finished],
         )
         .unwrap();
     };
+    let applied = ("apply", "succeeded");
     // 07:00Z with an offset sorted after 08:00Z as text: v2 orders by time.
-    receipt("r1", "1.0.0", "2026-02-01T12:00:00+05:00");
-    receipt("r2", "2.0.0", "2026-02-01T08:00:00Z");
+    receipt(
+        "r1",
+        ("data-plane", "1.0.0"),
+        applied,
+        "2026-02-01T12:00:00+05:00",
+    );
+    receipt(
+        "r2",
+        ("data-plane", "2.0.0"),
+        applied,
+        "2026-02-01T08:00:00Z",
+    );
+    receipt(
+        "r3",
+        ("data-plane", "2.0.0"),
+        ("drift", "drifted"),
+        "2026-02-01T09:00:00Z",
+    );
+    receipt(
+        "r4",
+        ("edge", "3.1.0-rc.1"),
+        applied,
+        "2026-02-01T09:30:00Z",
+    );
+    receipt(
+        "r5",
+        ("edge", "4.0.0"),
+        ("apply", "failed"),
+        "2026-02-01T10:00:00Z",
+    );
     db.execute(
         "INSERT INTO uploads (id, repo, created, updated) VALUES ('00000000000000000000000000000000', 'a', 0, 0)",
         [],
@@ -159,11 +201,40 @@ fn a_database_from_schema_version_1_is_migrated_and_keeps_its_data() {
     let fleet: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(fleet[0]["version"], "2.0.0", "{fleet}");
     assert_eq!(fleet[0]["since"], "2026-02-01T08:00:00Z");
+    // What v5 copied into the cells from the old receipts and releases.
+    assert_eq!(fleet[0]["behind"], 1, "3.0.0 is newer: {fleet}");
+    assert_eq!(fleet[0]["latestStable"], "3.0.0");
+    assert_eq!(fleet[0]["drifted"], true);
+    assert_eq!(fleet[0]["lastSeen"], "2026-02-01T10:00:00Z");
+    assert_eq!(fleet[1]["stack"], "edge");
+    assert_eq!(fleet[1]["version"], "3.1.0-rc.1");
+    assert_eq!(fleet[1]["prerelease"], true);
+    assert_eq!(fleet[1]["lastAttempt"]["outcome"], "failed");
+    assert_eq!(fleet[1]["lastAttempt"]["version"], "4.0.0");
     assert_eq!(
         user_version(&data),
-        4,
-        "the fleet above was read from the cells v4 filled"
+        stackpack_registry::db::SCHEMA_VERSION as i64,
+        "the fleet above was read from the cells v4 and v5 filled"
     );
+    let fleet_with = |args: &[&str]| -> serde_json::Value {
+        let out = Command::new(BIN)
+            .args(["fleet", "--json", "--data"])
+            .arg(&data)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let below = fleet_with(&["--below", "3.0.0"]);
+    assert_eq!(below.as_array().unwrap().len(), 1, "{below}");
+    assert_eq!(below[0]["stack"], "data-plane", "3.1.0-rc.1 is above 3.0.0");
+    let failed = fleet_with(&["--failed"]);
+    assert_eq!(failed[0]["stack"], "edge", "{failed}");
 
     // The server runs on it, and new sessions (owned by a token) work.
     let server = Server::start_on(data.clone());

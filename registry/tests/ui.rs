@@ -868,3 +868,64 @@ fn headless_chromium_signs_in_filters_to_one_stack_and_opens_a_customer_and_a_ve
     browser.go(&format!("{}/ui", server.url()));
     browser.url_when(|u| u.ends_with("/ui/login"));
 }
+
+/// The `href` of the link with `id` on a page, unescaped.
+fn link_target(page: &str, id: &str) -> Option<String> {
+    let rest = page.split(&format!("<a id=\"{id}\" href=\"")).nth(1)?;
+    Some(rest.split('"').next()?.replace("&amp;", "&"))
+}
+
+#[test]
+fn the_fleet_and_stack_version_pages_show_a_page_of_rows_and_link_to_the_next() {
+    let server = Server::start();
+    let digest = stackpack_schema::Digest::of(b"api 1.0.0").to_string();
+    let receipts: Vec<u8> = (0..150)
+        .flat_map(|c| {
+            let signed = receipt(
+                &format!("c{c:03}"),
+                0,
+                ("api", "1.0.0", &digest),
+                (ReceiptKind::Apply, Outcome::Succeeded),
+                &minutes_ago(5),
+            );
+            let mut line = signed.to_bytes();
+            line.push(b'\n');
+            line
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("receipts.jsonl");
+    std::fs::write(&file, receipts).unwrap();
+    cli(&server, &["receipts", "import", file.to_str().unwrap()]);
+    let cookie = sign_in(&server, &server.token("support", None));
+
+    let first = html(&get(&server, "/ui?stack=api", &cookie));
+    let rows = fleet_cells(&first);
+    assert_eq!(rows.len(), 100, "one page");
+    assert_eq!(rows[99], "c099:api");
+    assert!(!first.contains("id=\"first\""), "already the first page");
+    let next = link_target(&first, "next").expect("a next page link");
+    assert_eq!(next, "/ui?stack=api&after=c099%2Fapi");
+    let second = html(&get(&server, &next, &cookie));
+    let rows = fleet_cells(&second);
+    assert_eq!(rows.len(), 50);
+    assert_eq!(rows[0], "c100:api");
+    assert!(link_target(&second, "next").is_none(), "the last page");
+    assert_eq!(
+        link_target(&second, "first").as_deref(),
+        Some("/ui?stack=api")
+    );
+
+    let version = html(&get(&server, "/ui/stacks/api/1.0.0", &cookie));
+    assert!(version.contains("150 customers"), "every runner counted");
+    let next = link_target(&version, "next").expect("runners page on");
+    assert_eq!(next, "/ui/stacks/api/1.0.0?after=c099%2Fapi");
+    let rest = html(&get(&server, &next, &cookie));
+    assert!(
+        rest.contains("c149") && !rest.contains(">c099<"),
+        "the rest of the runners"
+    );
+
+    let bad = get(&server, "/ui?after=nonsense", &cookie);
+    assert_eq!(bad.status, 400, "{}", String::from_utf8_lossy(&bad.body));
+}

@@ -1,7 +1,9 @@
 //! `stackpack-registry customer add | list | history | key add | key revoke`.
 
 use stackpack_registry::api::Deployment;
-use stackpack_registry::controllers::ledger::mark_stale;
+use stackpack_registry::controllers::ledger::customers::{customers_page, history_page};
+use stackpack_registry::controllers::ledger::fleet::Flow;
+use stackpack_registry::controllers::ledger::{Paging, MAX_LIMIT};
 use stackpack_registry::{age, db};
 
 use base64::Engine as _;
@@ -10,7 +12,7 @@ use crate::cli::{
     CustomerAddArgs, CustomerHistoryArgs, CustomerKeyAddArgs, CustomerKeyRevokeArgs,
     CustomerListArgs,
 };
-use crate::commands::{open_existing, print_table, Refused, UsageError};
+use crate::commands::{open_existing, print_table, JsonArray, Refused, UsageError};
 
 fn check_name(what: &str, value: &str) -> Result<(), UsageError> {
     stackpack_schema::reference::validate_name(value).map_err(|e| {
@@ -57,12 +59,29 @@ pub fn list(args: &CustomerListArgs) -> anyhow::Result<()> {
         .into());
     };
     let state = open_existing(&args.data)?;
-    let mut customers = state.db.scan(db::ledger::customers)?;
-    mark_stale(&mut customers, age_secs);
-    customers.retain(|c| !args.silent || c.stale == Some(true));
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&customers)?);
-        return Ok(());
+    let mut paging = Paging {
+        after: None,
+        limit: MAX_LIMIT,
+    };
+    let mut json = if args.json {
+        Some(JsonArray::start()?)
+    } else {
+        None
+    };
+    let mut customers = Vec::new();
+    loop {
+        let (page, next) = customers_page(&state, age_secs, args.silent, &paging)?;
+        match &mut json {
+            Some(out) => out.push(&page)?,
+            None => customers.extend(page),
+        }
+        match next {
+            Some(next) => paging.after = Some(next),
+            None => break,
+        }
+    }
+    if let Some(out) = json {
+        return out.finish();
     }
     let dash = || "-".to_string();
     let rows: Vec<Vec<String>> = customers
@@ -89,25 +108,41 @@ pub fn list(args: &CustomerListArgs) -> anyhow::Result<()> {
 
 fn local_history(data: &std::path::Path, id: &str) -> anyhow::Result<Vec<Deployment>> {
     let state = open_existing(data)?;
-    let (customer, receipts) = state
-        .db
-        .scan(|c| Ok((db::ledger::customer(c, id)?, db::ledger::history(c, id)?)))?;
-    if customer.is_none() {
-        return Err(unknown_customer(id));
+    let mut paging = Paging {
+        after: None,
+        limit: MAX_LIMIT,
+    };
+    let mut receipts = Vec::new();
+    loop {
+        let Some((page, next)) = history_page(&state, id, &paging)? else {
+            return Err(unknown_customer(id));
+        };
+        receipts.extend(page);
+        match next {
+            Some(next) => paging.after = Some(next),
+            None => return Ok(receipts),
+        }
     }
-    Ok(receipts)
 }
 
 pub fn history(args: &CustomerHistoryArgs) -> anyhow::Result<()> {
     check_name("customer", &args.id)?;
     let receipts = match (&args.source.data, &args.source.url) {
         (Some(data), _) => local_history(data, &args.id)?,
-        (None, Some(url)) => crate::commands::remote::get_json(
-            url,
-            args.source.token.as_deref(),
-            &format!("/api/v1/customers/{}/history", args.id),
-            "a customer's history",
-        )?,
+        (None, Some(url)) => {
+            let mut receipts = Vec::new();
+            crate::commands::remote::each_page(
+                url,
+                args.source.token.as_deref(),
+                &format!("/api/v1/customers/{}/history?limit={MAX_LIMIT}", args.id),
+                "a customer's history",
+                |page: Vec<Deployment>| {
+                    receipts.extend(page);
+                    Ok(Flow::Go)
+                },
+            )?;
+            receipts
+        }
         (None, None) => unreachable!("clap requires `--data` or `--url`"),
     };
     if args.json {

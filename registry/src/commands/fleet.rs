@@ -2,10 +2,11 @@
 //! registry's `--data` folder on its host, or over the HTTP API with `--url`.
 
 use stackpack_registry::api::FleetRow;
-use stackpack_registry::controllers::ledger::fleet::{matrix, FleetQuery};
+use stackpack_registry::controllers::ledger::fleet::{each_page as each_page_of, FleetQuery, Flow};
+use stackpack_registry::controllers::ledger::MAX_LIMIT;
 
 use crate::cli::FleetArgs;
-use crate::commands::{open_existing, print_table, UsageError};
+use crate::commands::{open_existing, print_table, JsonArray, UsageError};
 
 fn notes(r: &FleetRow) -> String {
     let mut notes = Vec::new();
@@ -112,19 +113,40 @@ fn query_string(args: &FleetArgs) -> String {
     pairs.join("&")
 }
 
-pub fn run(args: &FleetArgs) -> anyhow::Result<()> {
+/// Hands every page of the answer to `each`, from `--data` or over `--url`.
+fn each_page(
+    args: &FleetArgs,
+    each: impl FnMut(Vec<FleetRow>) -> anyhow::Result<Flow>,
+) -> anyhow::Result<()> {
     let filters = query(args)?;
-    let rows = match (&args.source.data, &args.source.url) {
-        (Some(data), _) => matrix(&open_existing(data)?, &filters)?,
-        (None, Some(url)) => {
-            crate::commands::remote::fleet(url, args.source.token.as_deref(), &query_string(args))?
-        }
+    match (&args.source.data, &args.source.url) {
+        (Some(data), _) => each_page_of(&open_existing(data)?, &filters, each),
+        (None, Some(url)) => crate::commands::remote::each_page(
+            url,
+            args.source.token.as_deref(),
+            &format!("/api/v1/fleet?{}&limit={MAX_LIMIT}", query_string(args)),
+            "a fleet matrix",
+            each,
+        ),
         (None, None) => unreachable!("clap requires `--data` or `--url`"),
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
     }
+}
+
+pub fn run(args: &FleetArgs) -> anyhow::Result<()> {
+    if args.json {
+        // Streamed page by page: the whole fleet is hundreds of megabytes.
+        let mut out = JsonArray::start()?;
+        each_page(args, |rows| {
+            out.push(&rows)?;
+            Ok(Flow::Go)
+        })?;
+        return out.finish();
+    }
+    let mut rows = Vec::new();
+    each_page(args, |page| {
+        rows.extend(page);
+        Ok(Flow::Go)
+    })?;
     print_rows(&rows);
     if rows.is_empty() {
         eprintln!("no customer matches; `stackpack-registry customer list` shows them all");

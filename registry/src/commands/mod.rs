@@ -84,3 +84,52 @@ fn print_line(widths: &[usize], cells: &[&str]) {
     }
     println!("{}", text.trim_end());
 }
+
+/// Writes a JSON array to stdout one page of elements at a time, so a whole-fleet
+/// answer is never held in memory: `[`, the elements as they come, `]`. Nothing is
+/// written before the first page arrives, so a refusal leaves stdout empty.
+pub struct JsonArray {
+    out: std::io::BufWriter<std::io::Stdout>,
+    written: usize,
+    opened: bool,
+}
+
+impl JsonArray {
+    pub fn start() -> anyhow::Result<JsonArray> {
+        Ok(JsonArray {
+            out: std::io::BufWriter::new(std::io::stdout()),
+            written: 0,
+            opened: false,
+        })
+    }
+
+    fn open(&mut self) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        if !self.opened {
+            self.out.write_all(b"[")?;
+            self.opened = true;
+        }
+        Ok(())
+    }
+
+    pub fn push<T: serde::Serialize>(&mut self, elements: &[T]) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        self.open()?;
+        for element in elements {
+            self.out
+                .write_all(if self.written == 0 { b"\n" } else { b",\n" })?;
+            serde_json::to_writer_pretty(&mut self.out, element)?;
+            self.written += 1;
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        self.open()?;
+        self.out
+            .write_all(if self.written == 0 { b"]\n" } else { b"\n]\n" })?;
+        self.out.flush()?;
+        Ok(())
+    }
+}

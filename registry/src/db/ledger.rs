@@ -4,11 +4,18 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 
+/// Records a release (a stable version is never changed; a prerelease may be
+/// re-pushed with another digest). A new stable version moves every cell of its stack
+/// one further behind, so the stack's `behind` counts are worked out again.
 pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
-    conn.execute(
+    let parsed = semver::Version::parse(&r.version).ok();
+    let stable = parsed
+        .as_ref()
+        .is_some_and(stackpack_schema::version::is_stable);
+    let changed = conn.execute(
         "INSERT INTO releases (stack, version, repository, digest, source_repository,
-             source_commit, source_branch, created, published_at, prerelease)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             source_commit, source_branch, created, published_at, prerelease, version_key, stable)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
          ON CONFLICT (stack, version) DO UPDATE SET repository = excluded.repository,
              digest = excluded.digest, source_repository = excluded.source_repository,
              source_commit = excluded.source_commit, source_branch = excluded.source_branch,
@@ -24,9 +31,27 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
             r.source.branch,
             r.created,
             r.published_at,
-            r.prerelease
+            r.prerelease,
+            parsed.as_ref().map(crate::version_key::of),
+            stable
         ],
     )?;
+    if changed > 0 && stable {
+        refresh_stack_behind(conn, &r.stack)?;
+    }
+    Ok(())
+}
+
+/// Works out again how many stable releases are newer than what each cell of
+/// `stack` runs: after a stable release of it is recorded or deleted.
+pub fn refresh_stack_behind(conn: &Connection, stack: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE fleet_cells SET behind = (SELECT COUNT(*) FROM releases r
+             WHERE r.stack = fleet_cells.stack AND r.stable = 1
+             AND r.version_key > fleet_cells.version_key)
+         WHERE stack = ?1",
+    )?
+    .execute(params![stack])?;
     Ok(())
 }
 
@@ -42,12 +67,14 @@ pub fn set_release_modules(conn: &Connection, r: &Release) -> rusqlite::Result<(
         params![r.stack, r.version],
     )?;
     let mut insert = conn.prepare_cached(
-        "INSERT OR REPLACE INTO release_modules (stack, version, module, path, module_version, digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT OR REPLACE INTO release_modules (stack, version, module, path, module_version,
+             digest, module_version_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
     for m in &r.modules {
+        let key = m.version.as_deref().and_then(crate::version_key::of_text);
         insert.execute(params![
-            r.stack, r.version, m.name, m.path, m.version, m.digest
+            r.stack, r.version, m.name, m.path, m.version, m.digest, key
         ])?;
     }
     Ok(())
@@ -171,15 +198,26 @@ pub fn releases(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<
     .collect()
 }
 
+/// Deletes the releases of a deleted manifest; cells of a stack that lost a stable
+/// release have one fewer release to be behind.
 pub fn delete_release_by_digest(
     conn: &Connection,
     repo: &str,
     digest: &str,
 ) -> rusqlite::Result<()> {
+    let stacks: Vec<String> = conn
+        .prepare_cached(
+            "SELECT DISTINCT stack FROM releases WHERE repository = ?1 AND digest = ?2 AND stable = 1",
+        )?
+        .query_map(params![repo, digest], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     conn.execute(
         "DELETE FROM releases WHERE repository = ?1 AND digest = ?2",
         params![repo, digest],
     )?;
+    for stack in stacks {
+        refresh_stack_behind(conn, &stack)?;
+    }
     Ok(())
 }
 
@@ -210,13 +248,11 @@ pub fn register_customer(
     Ok(())
 }
 
-/// Customers with their last receipt's finish time. Every receipt registers its
-/// customer (and migration 4 registered those from before), so the customers table
-/// is the whole list.
-const CUSTOMER_SELECT: &str = "SELECT c.id, c.name, c.environment, c.created,
-        (SELECT r.finished_at FROM receipts r WHERE r.customer = c.id
-         ORDER BY r.finished_ns DESC LIMIT 1)
-     FROM customers c";
+/// Customers with their last receipt's finish time (kept in `last_seen` as receipts
+/// arrive). Every receipt registers its customer (and migration 4 registered those
+/// from before), so the customers table is the whole list.
+const CUSTOMER_SELECT: &str =
+    "SELECT c.id, c.name, c.environment, c.created, c.last_seen FROM customers c";
 
 fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
     Ok(Customer {
@@ -227,12 +263,6 @@ fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
         last_seen: r.get(4)?,
         stale: None,
     })
-}
-
-pub fn customers(conn: &Connection) -> rusqlite::Result<Vec<Customer>> {
-    conn.prepare_cached(&format!("{CUSTOMER_SELECT} ORDER BY c.id"))?
-        .query_map([], customer_row)?
-        .collect()
 }
 
 pub fn customer(conn: &Connection, id: &str) -> rusqlite::Result<Option<Customer>> {
@@ -357,17 +387,6 @@ pub fn deployments(
     .collect()
 }
 
-/// Every receipt of one customer, oldest first: applies, failed applies,
-/// rollbacks, drift reports and destroys alike.
-pub fn history(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<Deployment>> {
-    conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts WHERE customer = ?1
-         ORDER BY finished_ns, received_at, id"
-    ))?
-    .query_map(params![customer], deployment_row)?
-    .collect()
-}
-
 /// `column = ?N` when a value is given, else a condition that holds: spelled out per
 /// case rather than `?N IS NULL OR column = ?N`, which SQLite cannot answer from an
 /// index.
@@ -424,7 +443,12 @@ pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusq
             d.received_at
         ])?;
     }
-    refresh_cell_flags(conn, Some((&d.customer, &d.stack)))
+    conn.prepare_cached(
+        "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3
+         WHERE id = ?1 AND (last_seen_ns IS NULL OR last_seen_ns < ?3)",
+    )?
+    .execute(params![d.customer, d.finished_at, finished_ns])?;
+    refresh_cells(conn, Some((&d.customer, &d.stack)))
 }
 
 /// Works out a cell's `drifted` (its latest drift evidence found drift) and `failed`
@@ -447,78 +471,6 @@ pub fn refresh_cell_flags(conn: &Connection, cell: Option<(&str, &str)>) -> rusq
     Ok(())
 }
 
-/// Which cells a fleet query reads: one customer's, one stack's, narrowed by flags.
-pub type Scope<'a> = (Option<&'a str>, Option<&'a str>, Narrow);
-
-/// Cells narrowed to those whose flag a query asks for, found through the flags'
-/// partial indexes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Narrow {
-    pub drifted: bool,
-    pub failed: bool,
-}
-
-impl Narrow {
-    fn sql(self) -> &'static str {
-        match (self.drifted, self.failed) {
-            (false, false) => "1",
-            (true, false) => "f.drifted = 1",
-            (false, true) => "f.failed = 1",
-            (true, true) => "f.drifted = 1 AND f.failed = 1",
-        }
-    }
-}
-
-/// For each customer and stack (only `customer`'s and `stack`'s when given, only
-/// the cells `narrow` keeps), the receipt `column` of `fleet_cells` names, kept only
-/// when it also passes `kept`. The SQL fragments are constants of this module,
-/// never user input.
-fn newest_per_stack(
-    conn: &Connection,
-    (customer, stack, narrow): Scope<'_>,
-    column: &'static str,
-    kept: &'static str,
-) -> rusqlite::Result<Vec<Deployment>> {
-    let customer_is = only("f.customer", 1, customer.is_some());
-    let stack_is = only("f.stack", 2, stack.is_some());
-    let columns: Vec<String> = DEPLOYMENT_COLUMNS
-        .split(", ")
-        .map(|c| format!("r.{c}"))
-        .collect();
-    // Driven by the cells' key order, so the answer needs no sorting.
-    conn.prepare_cached(&format!(
-        "SELECT {} FROM fleet_cells f JOIN receipts r ON r.id = f.{column}
-         WHERE {customer_is} AND {stack_is} AND {} AND ({kept})
-         ORDER BY f.customer, f.stack",
-        columns.join(", "),
-        narrow.sql()
-    ))?
-    .query_map(params![customer, stack], deployment_row)?
-    .collect()
-}
-
-/// For each customer and stack, the last apply, rollback or destroy, whatever its
-/// outcome.
-pub fn last_attempts(conn: &Connection, scope: Scope<'_>) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(conn, scope, "attempt_id", "1")
-}
-
-/// For each customer and stack, the last apply or rollback that left a version in
-/// place (`succeeded` or `no-changes`), unless a destroy came after it: a destroyed
-/// stack runs nothing.
-pub fn current(conn: &Connection, scope: Scope<'_>) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(conn, scope, "current_id", "r.kind != 'destroy'")
-}
-
-/// For each customer and stack, the latest receipt that says something about drift:
-/// a drift check, or an apply or rollback that succeeded (which clears drift).
-pub fn latest_drift_evidence(
-    conn: &Connection,
-    scope: Scope<'_>,
-) -> rusqlite::Result<Vec<Deployment>> {
-    newest_per_stack(conn, scope, "drift_id", "1")
-}
-
 /// One change of what a customer runs: a successful apply or rollback (`version`
 /// from then on) or destroy (nothing from then on).
 pub struct Change {
@@ -530,7 +482,7 @@ pub struct Change {
 }
 
 /// Every change of what customers run, of one stack or all, oldest first, in the
-/// order that makes the last one per customer and stack what [`current`] answers.
+/// order that makes the last one per customer and stack what a cell's version in place is.
 pub fn changes(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Change>> {
     let stack_is = only("stack", 1, stack.is_some());
     conn.prepare_cached(&format!(
@@ -581,4 +533,143 @@ pub fn history_documents(
         Ok((deployment_row(r)?, r.get(11)?))
     })?
     .collect()
+}
+
+/// Fills the precedence keys of every release and vendored module, and which
+/// releases are stable (migration to v5).
+pub fn fill_precedence_keys(conn: &Connection) -> rusqlite::Result<()> {
+    let releases: Vec<(String, String)> = conn
+        .prepare("SELECT stack, version FROM releases")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = conn.prepare(
+        "UPDATE releases SET version_key = ?3, stable = ?4 WHERE stack = ?1 AND version = ?2",
+    )?;
+    for (stack, version) in releases {
+        let parsed = semver::Version::parse(&version).ok();
+        let stable = parsed
+            .as_ref()
+            .is_some_and(stackpack_schema::version::is_stable);
+        update.execute(params![
+            stack,
+            version,
+            parsed.as_ref().map(crate::version_key::of),
+            stable
+        ])?;
+    }
+    let modules: Vec<(String, String, String, String)> = conn
+        .prepare(
+            "SELECT stack, version, path, module_version FROM release_modules
+             WHERE module_version IS NOT NULL",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = conn.prepare(
+        "UPDATE release_modules SET module_version_key = ?4
+         WHERE stack = ?1 AND version = ?2 AND path = ?3",
+    )?;
+    for (stack, version, path, module_version) in modules {
+        let key = crate::version_key::of_text(&module_version);
+        update.execute(params![stack, version, path, key])?;
+    }
+    Ok(())
+}
+
+/// What a cell shows, read from the receipts it names.
+struct CellFacts {
+    customer: String,
+    stack: String,
+    current: Option<(String, String, String, String)>,
+    attempt: Option<(String, String, String, String)>,
+    drift: Option<(String, String)>,
+}
+
+/// Cells refreshed per batch when every cell is (migration to v5): bounded memory.
+const REFRESH_BATCH: usize = 5000;
+
+/// Copies into cells what they show from the receipts they name: the version in
+/// place (none after a destroy) with its digest, time, precedence key and whether it
+/// is a prerelease; the last attempt; drift and failure; and how many stable releases
+/// of the stack are newer. One cell, or every cell in batches.
+pub fn refresh_cells(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite::Result<()> {
+    let mut after = (String::new(), String::new());
+    loop {
+        let facts: Vec<CellFacts> = {
+            let (which, limit) = match cell {
+                Some(_) => ("f.customer = ?1 AND f.stack = ?2", 1),
+                None => ("(f.customer, f.stack) > (?1, ?2)", REFRESH_BATCH),
+            };
+            let (customer, stack) = cell.unwrap_or((&after.0, &after.1));
+            conn.prepare_cached(&format!(
+                "SELECT f.customer, f.stack,
+                     c.kind, c.version, c.digest, c.finished_at,
+                     a.kind, a.outcome, a.version, a.finished_at,
+                     d.kind, d.outcome
+                 FROM fleet_cells f
+                 LEFT JOIN receipts c ON c.id = f.current_id
+                 LEFT JOIN receipts a ON a.id = f.attempt_id
+                 LEFT JOIN receipts d ON d.id = f.drift_id
+                 WHERE {which} ORDER BY f.customer, f.stack LIMIT {limit}"
+            ))?
+            .query_map(params![customer, stack], |r| {
+                let current: Option<String> = r.get(2)?;
+                let attempt: Option<String> = r.get(6)?;
+                let drift: Option<String> = r.get(10)?;
+                Ok(CellFacts {
+                    customer: r.get(0)?,
+                    stack: r.get(1)?,
+                    current: match current {
+                        Some(kind) => Some((kind, r.get(3)?, r.get(4)?, r.get(5)?)),
+                        None => None,
+                    },
+                    attempt: match attempt {
+                        Some(kind) => Some((kind, r.get(7)?, r.get(8)?, r.get(9)?)),
+                        None => None,
+                    },
+                    drift: match drift {
+                        Some(kind) => Some((kind, r.get(11)?)),
+                        None => None,
+                    },
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?
+        };
+        let mut update = conn.prepare_cached(
+            "UPDATE fleet_cells SET version = ?3, version_key = ?4, digest = ?5, since = ?6,
+                 prerelease = ?7, attempt_kind = ?8, attempt_outcome = ?9,
+                 attempt_version = ?10, attempt_finished_at = ?11, drifted = ?12, failed = ?13,
+                 behind = (SELECT COUNT(*) FROM releases r WHERE r.stack = ?2 AND r.stable = 1
+                           AND r.version_key > ?4)
+             WHERE customer = ?1 AND stack = ?2",
+        )?;
+        for f in &facts {
+            // A destroyed stack runs nothing.
+            let running = f.current.as_ref().filter(|(kind, ..)| kind != "destroy");
+            let parsed = running.and_then(|(_, v, ..)| semver::Version::parse(v).ok());
+            let attempt = f.attempt.as_ref();
+            update.execute(params![
+                f.customer,
+                f.stack,
+                running.map(|(_, v, ..)| v),
+                parsed.as_ref().map(crate::version_key::of),
+                running.map(|(_, _, digest, _)| digest),
+                running.map(|(.., since)| since),
+                parsed.as_ref().is_some_and(|v| !v.pre.is_empty()),
+                attempt.map(|(kind, ..)| kind),
+                attempt.map(|(_, outcome, ..)| outcome),
+                attempt.map(|(_, _, version, _)| version),
+                attempt.map(|(.., at)| at),
+                f.drift
+                    .as_ref()
+                    .is_some_and(|(kind, outcome)| kind == "drift" && outcome == "drifted"),
+                attempt.is_some_and(|(_, outcome, ..)| outcome == "failed"),
+            ])?;
+        }
+        match (cell, facts.last()) {
+            (None, Some(last)) if facts.len() == REFRESH_BATCH => {
+                after = (last.customer.clone(), last.stack.clone());
+            }
+            _ => return Ok(()),
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! which run together in one transaction.
 
 pub mod blobs;
+pub mod fleet;
 pub mod ledger;
 pub mod manifests;
 pub mod tokens;
@@ -188,6 +189,51 @@ SELECT k.customer, k.stack,
 FROM (SELECT DISTINCT customer, stack FROM receipts) AS k;
 "#;
 
+/// Version 5: `fleet_cells` carries everything a fleet row shows (the version in
+/// place with its digest, time and precedence key, whether it is a prerelease, how
+/// many stable releases are newer, the last attempt), customers their last receipt's
+/// time, and releases and their modules a precedence key
+/// ([`crate::version_key`]), so every support question is answered from indexes,
+/// without reading a receipt; and the changes of what customers run (adoption over
+/// time) have a covering index, so a stack's are read without its receipts'
+/// documents. The columns are filled from the data by
+/// [`ledger::fill_precedence_keys`] and [`ledger::refresh_cells`].
+const V5: &str = r#"
+ALTER TABLE releases ADD COLUMN version_key BLOB;
+ALTER TABLE releases ADD COLUMN stable INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX releases_stable ON releases(stack, version_key) WHERE stable = 1;
+ALTER TABLE release_modules ADD COLUMN module_version_key BLOB;
+CREATE INDEX release_modules_module_key ON release_modules(module, module_version_key);
+ALTER TABLE customers ADD COLUMN last_seen TEXT;
+ALTER TABLE customers ADD COLUMN last_seen_ns INTEGER;
+UPDATE customers SET (last_seen, last_seen_ns) = (
+    SELECT r.finished_at, r.finished_ns FROM receipts r WHERE r.customer = customers.id
+    ORDER BY r.finished_ns DESC LIMIT 1);
+CREATE INDEX customers_last_seen ON customers(last_seen_ns);
+CREATE INDEX customers_environment ON customers(environment, id);
+ALTER TABLE fleet_cells ADD COLUMN version TEXT;
+ALTER TABLE fleet_cells ADD COLUMN version_key BLOB;
+ALTER TABLE fleet_cells ADD COLUMN digest TEXT;
+ALTER TABLE fleet_cells ADD COLUMN since TEXT;
+ALTER TABLE fleet_cells ADD COLUMN prerelease INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE fleet_cells ADD COLUMN behind INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE fleet_cells ADD COLUMN attempt_kind TEXT;
+ALTER TABLE fleet_cells ADD COLUMN attempt_outcome TEXT;
+ALTER TABLE fleet_cells ADD COLUMN attempt_version TEXT;
+ALTER TABLE fleet_cells ADD COLUMN attempt_finished_at TEXT;
+DROP INDEX fleet_cells_stack;
+CREATE INDEX fleet_cells_stack ON fleet_cells(stack, customer) WHERE attempt_id IS NOT NULL;
+CREATE INDEX fleet_cells_stack_version ON fleet_cells(stack, version_key) WHERE attempt_id IS NOT NULL;
+CREATE INDEX fleet_cells_version ON fleet_cells(version, stack) WHERE attempt_id IS NOT NULL;
+CREATE INDEX fleet_cells_digest ON fleet_cells(digest) WHERE attempt_id IS NOT NULL;
+CREATE INDEX fleet_cells_prerelease ON fleet_cells(customer, stack) WHERE prerelease = 1;
+CREATE INDEX fleet_cells_behind ON fleet_cells(customer, stack) WHERE behind > 0;
+CREATE INDEX fleet_cells_stack_behind ON fleet_cells(stack, customer) WHERE behind > 0;
+CREATE INDEX receipts_changes ON receipts(stack, finished_ns, received_at, id, customer, version,
+    kind, finished_at)
+    WHERE kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes');
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -201,6 +247,11 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| {
         tx.execute_batch(V4)?;
         ledger::refresh_cell_flags(tx, None)
+    },
+    |tx| {
+        tx.execute_batch(V5)?;
+        ledger::fill_precedence_keys(tx)?;
+        ledger::refresh_cells(tx, None)
     },
 ];
 
@@ -254,10 +305,15 @@ pub enum OpenError {
 /// - [`Db::scan`] is for queries that may take a while (the ledger's fleet-wide
 ///   answers, the catalog, gc's listings). Like [`Db::write`], it runs off the
 ///   async workers, on a pool of its own.
+///
+/// Support's ledger queries ([`Db::support`]) have a pool of their own, one
+/// connection per two cores: however many support clients loop on the fleet, they
+/// take turns on it, and the other cores stay free for `/v2/`.
 pub struct Db {
     writer: Mutex<Connection>,
     readers: Pool,
     scanners: Pool,
+    supporters: Pool,
 }
 
 /// A few reader connections, handed out round robin.
@@ -305,6 +361,11 @@ fn connect(path: &Path, create: bool) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
+}
+
+/// How many of support's queries may run at once: one per two cores, at least one.
+pub fn support_connections() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
 /// Brings the database up to [`SCHEMA_VERSION`], one step per transaction.
@@ -359,6 +420,7 @@ impl Db {
             writer: Mutex::new(writer),
             readers: Pool::open(path, readers)?,
             scanners: Pool::open(path, 2)?,
+            supporters: Pool::open(path, support_connections())?,
         })
     }
 
@@ -370,6 +432,15 @@ impl Db {
     /// Runs a query `f` that may take a while, off the async workers.
     pub fn scan<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
         blocking(|| self.scanners.run(f))
+    }
+
+    /// Runs one of support's ledger queries `f`, off the async workers, on the
+    /// support pool: at most [`support_connections`] run at once.
+    pub fn support<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, Error> {
+        blocking(|| self.supporters.run(f))
     }
 
     /// Runs `f` in one immediate write transaction: all of it or none of it.

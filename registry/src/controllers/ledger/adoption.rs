@@ -58,32 +58,39 @@ impl Bucket {
     }
 }
 
+/// What customers run of one stack at a point of the replay.
+#[derive(Default)]
+struct Running {
+    /// Customer → version.
+    customers: HashMap<String, String>,
+    /// Version → how many customers run it.
+    counts: BTreeMap<String, u64>,
+}
+
 /// Each stack's adoption (or only `stack`'s), by stack name.
 pub fn adoption(state: &AppState, stack: Option<&str>, bucket: Bucket) -> Result<Vec<Adoption>> {
-    let changes = state.db.scan(|c| db::ledger::changes(c, stack))?;
-    let mut running: BTreeMap<String, HashMap<String, String>> = BTreeMap::new();
+    let changes = state.db.support(|c| db::ledger::changes(c, stack))?;
+    // Per stack, what each customer runs and how many run each version, kept as the
+    // changes are replayed: a bucket's point copies the counts, not the customers.
+    let mut running: BTreeMap<String, Running> = BTreeMap::new();
     let mut points: BTreeMap<String, Vec<AdoptionPoint>> = BTreeMap::new();
     let mut pending: Option<String> = None;
-    let snapshot = |running: &BTreeMap<String, HashMap<String, String>>,
+    let snapshot = |running: &BTreeMap<String, Running>,
                     points: &mut BTreeMap<String, Vec<AdoptionPoint>>,
                     at: &str| {
-        for (stack, customers) in running {
-            let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-            for version in customers.values() {
-                *counts.entry(version.clone()).or_default() += 1;
-            }
+        for (stack, now) in running {
             // A stack nobody ran yet (only destroyed, say) has no point to show.
-            if counts.is_empty() && !points.contains_key(stack) {
+            if now.counts.is_empty() && !points.contains_key(stack) {
                 continue;
             }
             let list = points.entry(stack.clone()).or_default();
-            if list.last().is_some_and(|p| p.customers == counts) {
+            if list.last().is_some_and(|p| p.customers == now.counts) {
                 continue;
             }
             list.push(AdoptionPoint {
                 at: at.to_string(),
-                total: customers.len() as u64,
-                customers: counts,
+                total: now.customers.len() as u64,
+                customers: now.counts.clone(),
             });
         }
     };
@@ -97,11 +104,20 @@ pub fn adoption(state: &AppState, stack: Option<&str>, bucket: Bucket) -> Result
             );
         }
         pending = Some(at);
-        let customers = running.entry(change.stack).or_default();
-        if change.destroy {
-            customers.remove(&change.customer);
+        let now = running.entry(change.stack).or_default();
+        let before = if change.destroy {
+            now.customers.remove(&change.customer)
         } else {
-            customers.insert(change.customer, change.version);
+            *now.counts.entry(change.version.clone()).or_default() += 1;
+            now.customers.insert(change.customer, change.version)
+        };
+        if let Some(before) = before {
+            if let Some(count) = now.counts.get_mut(&before) {
+                *count -= 1;
+                if *count == 0 {
+                    now.counts.remove(&before);
+                }
+            }
         }
     }
     if let Some(at) = &pending {

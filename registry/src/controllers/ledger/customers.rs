@@ -13,7 +13,9 @@ use base64::Engine as _;
 
 use crate::api::{Customer, Deployment, InstallationKey, NewCustomer, NewInstallationKey, Running};
 use crate::auth::Action;
-use crate::controllers::ledger::{mark_stale, reply, running, stale_after};
+use crate::controllers::ledger::{
+    mark_stale, paged_reply, reply, running, silent_before_ns, split_page, stale_after, Paging,
+};
 use crate::controllers::{context, read_limited};
 use crate::db;
 use crate::error::{Code, Error};
@@ -32,24 +34,68 @@ pub struct CustomerDetail {
 #[utoipa::path(
     get,
     path = "/api/v1/customers",
-    params(("staleAfter" = Option<String>, Query,
-        description = "Age after which a customer without a receipt is stale: `7d` (default), `12h`, `2w`")),
+    params(
+        ("staleAfter" = Option<String>, Query,
+            description = "Age after which a customer without a receipt is stale: `7d` (default), `12h`, `2w`"),
+        ("silent" = Option<bool>, Query, description = "Only the customers stale by `staleAfter`"),
+        ("limit" = Option<usize>, Query, description = "Customers in this answer: 500 unless given, at most 2000"),
+        ("after" = Option<String>, Query, description = "The previous page's last customer id, as the `Link` header gives it"),
+    ),
     responses(
-        (status = 200, description = "Every customer, with its environment, last seen and whether it is stale", body = Vec<Customer>),
-        (status = 400, description = "`staleAfter` is not an age"),
+        (status = 200, description = "Customers by id, a page at a time (`Link` to the next), with environment, last seen and whether each is stale", body = Vec<Customer>),
+        (status = 400, description = "`staleAfter` is not an age, or `limit` not a number from 1 to 2000"),
     ),
     security(("bearer" = [])),
     tag = "ledger"
 )]
 pub async fn list(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    reply((|| {
-        let ctx = context(&state, &headers, &uri)?;
-        ctx.authorize(Action::LedgerRead)?;
-        let age = stale_after(ctx.query("staleAfter"))?;
-        let mut customers = state.db.scan(db::ledger::customers)?;
-        mark_stale(&mut customers, age);
-        Ok(customers)
-    })())
+    paged_reply(
+        &uri,
+        (|| {
+            let ctx = context(&state, &headers, &uri)?;
+            ctx.authorize(Action::LedgerRead)?;
+            let age = stale_after(ctx.query("staleAfter"))?;
+            let silent = matches!(ctx.query("silent"), Some("true" | "1"));
+            customers_page(&state, age, silent, &Paging::from_query(&ctx.query)?)
+        })(),
+    )
+}
+
+/// One page of customers by id, each marked stale or not by `age_secs`; only the
+/// stale ones when `silent`.
+pub fn customers_page(
+    state: &crate::state::AppState,
+    age_secs: u64,
+    silent: bool,
+    paging: &Paging,
+) -> crate::error::Result<(Vec<Customer>, Option<String>)> {
+    let before = silent_before_ns(age_secs);
+    let mut customers = state.db.support(|c| {
+        db::fleet::customers_page(
+            c,
+            silent.then_some(before),
+            paging.after.as_deref(),
+            paging.limit + 1,
+        )
+    })?;
+    mark_stale(&mut customers, age_secs);
+    Ok(split_page(customers, paging.limit, |c| c.id.clone()))
+}
+
+/// One page of a customer's receipts, oldest first; `None` when the customer is not
+/// known.
+pub fn history_page(
+    state: &crate::state::AppState,
+    id: &str,
+    paging: &Paging,
+) -> crate::error::Result<Option<(Vec<Deployment>, Option<String>)>> {
+    let (customer, receipts) = state.db.support(|c| {
+        Ok((
+            db::ledger::customer(c, id)?,
+            db::fleet::history_page(c, id, paging.after.as_deref(), paging.limit + 1)?,
+        ))
+    })?;
+    Ok(customer.map(|_| split_page(receipts, paging.limit, |d| d.receipt_id.clone())))
 }
 
 #[utoipa::path(
@@ -123,7 +169,7 @@ pub async fn show(
             .scan(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
         Ok(CustomerDetail {
             customer,
-            running: running(&state, Some(&id))?,
+            running: running(&state, &id)?,
             recent,
         })
     })())
@@ -186,9 +232,14 @@ pub async fn add_key(
 #[utoipa::path(
     get,
     path = "/api/v1/customers/{id}/history",
-    params(("id" = String, Path, description = "Customer id")),
+    params(
+        ("id" = String, Path, description = "Customer id"),
+        ("limit" = Option<usize>, Query, description = "Receipts in this answer: 500 unless given, at most 2000"),
+        ("after" = Option<String>, Query, description = "The previous page's last receipt id, as the `Link` header gives it"),
+    ),
     responses(
-        (status = 200, description = "Every receipt of the customer, oldest first: applies, failed applies, rollbacks, drift reports, destroys", body = Vec<Deployment>),
+        (status = 200, description = "Every receipt of the customer, oldest first, a page at a time (`Link` to the next): applies, failed applies, rollbacks, drift reports, destroys", body = Vec<Deployment>),
+        (status = 400, description = "`limit` not a number from 1 to 2000"),
         (status = 404, description = "No such customer"),
     ),
     security(("bearer" = [])),
@@ -200,19 +251,15 @@ pub async fn history(
     uri: Uri,
     Path(id): Path<String>,
 ) -> Response {
-    reply((|| {
-        context(&state, &headers, &uri)?.authorize(Action::CustomerRead(&id))?;
-        let (customer, history) = state
-            .db
-            .scan(|c| Ok((db::ledger::customer(c, &id)?, db::ledger::history(c, &id)?)))?;
-        match customer {
-            Some(_) => Ok(history),
-            None => Err(Error::new(
-                Code::NotFound,
-                format!("customer `{id}` is not known"),
-            )),
-        }
-    })())
+    paged_reply(
+        &uri,
+        (|| {
+            let ctx = context(&state, &headers, &uri)?;
+            ctx.authorize(Action::CustomerRead(&id))?;
+            history_page(&state, &id, &Paging::from_query(&ctx.query)?)?
+                .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))
+        })(),
+    )
 }
 
 #[utoipa::path(

@@ -2,17 +2,19 @@
 //! outcome and time, how far behind, drift, prerelease, environment, last seen. The
 //! `fleet` command answers from it, over `--data` or `--url`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use semver::Version;
 
-use crate::api::{Attempt, Customer, Deployment, FleetRow, Release};
+use crate::api::FleetRow;
 use crate::auth::Action;
 use crate::controllers::context;
-use crate::controllers::ledger::{mark_stale, reply, stale_after};
+use crate::controllers::ledger::{
+    cell_cursor, paged_reply, silent_before_ns, split_page, stale_after, Paging, MAX_LIMIT,
+};
 use crate::db;
 use crate::error::Result;
 use crate::state::{AppState, SharedState};
@@ -75,28 +77,24 @@ impl FleetQuery {
         })
     }
 
-    fn keeps(&self, row: &FleetRow, carriers: Option<&HashSet<Key>>) -> bool {
-        let failed = row
-            .last_attempt
-            .as_ref()
-            .is_some_and(|a| a.outcome == "failed");
-        (self.environment.is_none() || row.environment == self.environment)
-            && (self.stack.is_none() || row.stack == self.stack)
-            && (!self.behind || row.behind > 0)
-            && (!self.prerelease || row.prerelease)
-            && (!self.drifted || row.drifted)
-            && (!self.silent || row.stale)
-            && (!self.failed || failed)
-            && (self.version.is_none() || row.version == self.version)
-            && (self.digest.is_none() || row.digest == self.digest)
-            && carriers.is_none_or(|keys| match (&row.stack, &row.version) {
-                (Some(stack), Some(version)) => keys.contains(&(stack.clone(), version.clone())),
-                _ => false,
-            })
-            && self.below.as_ref().is_none_or(|below| {
-                let running = row.version.as_deref().and_then(|v| Version::parse(v).ok());
-                running.is_some_and(|v| v.cmp_precedence(below).is_lt())
-            })
+    /// The filter in the database's terms: versions as precedence keys, the silence
+    /// age as a time.
+    fn filter(&self) -> db::fleet::Filter<'_> {
+        db::fleet::Filter {
+            customer: self.customer.as_deref(),
+            environment: self.environment.as_deref(),
+            stack: self.stack.as_deref(),
+            behind: self.behind,
+            prerelease: self.prerelease,
+            drifted: self.drifted,
+            failed: self.failed,
+            silent_before_ns: self.silent.then(|| silent_before_ns(self.stale_after_secs)),
+            version: self.version.as_deref(),
+            digest: self.digest.as_deref(),
+            below_key: self.below.as_ref().map(crate::version_key::of),
+            module: self.module.as_deref(),
+            module_below_key: self.module_below.as_ref().map(crate::version_key::of),
+        }
     }
 }
 
@@ -109,153 +107,64 @@ fn parse_version(what: &str, text: &str) -> Result<Version> {
     })
 }
 
-/// Every stable version of each stack, by semver.
-fn stable_versions(releases: &[Release]) -> HashMap<String, Vec<Version>> {
-    let mut stable: HashMap<String, Vec<Version>> = HashMap::new();
-    for release in releases {
-        if let Ok(version) = Version::parse(&release.version) {
-            if stackpack_schema::version::is_stable(&version) {
-                stable
-                    .entry(release.stack.clone())
-                    .or_default()
-                    .push(version);
-            }
+/// One page of the fleet matrix, filtered by `query`, by customer then stack, with
+/// the cursor of the next page when one may follow.
+pub fn page(
+    state: &AppState,
+    query: &FleetQuery,
+    paging: &Paging,
+) -> Result<(Vec<FleetRow>, Option<String>)> {
+    let after = paging.cell()?;
+    let after = after.as_ref().map(|(c, s)| (c.as_str(), s.as_str()));
+    let filter = query.filter();
+    let stale_before = silent_before_ns(query.stale_after_secs);
+    let rows = state
+        .db
+        .support(|c| db::fleet::fleet_page(c, &filter, stale_before, after, paging.limit + 1))?;
+    Ok(split_page(rows, paging.limit, |r| {
+        cell_cursor(&r.customer, r.stack.as_deref())
+    }))
+}
+
+/// Whether [`each_page`] goes on to the next page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Go,
+    Stop,
+}
+
+/// Every page of the fleet matrix, handed to `each` in order, `MAX_LIMIT` rows at a
+/// time: the whole answer is never in memory at once.
+pub fn each_page<E: From<crate::error::Error>>(
+    state: &AppState,
+    query: &FleetQuery,
+    mut each: impl FnMut(Vec<FleetRow>) -> std::result::Result<Flow, E>,
+) -> std::result::Result<(), E> {
+    let mut paging = Paging {
+        after: None,
+        limit: MAX_LIMIT,
+    };
+    loop {
+        let (rows, next) = page(state, query, &paging)?;
+        if each(rows)? == Flow::Stop {
+            return Ok(());
+        }
+        match next {
+            Some(next) => paging.after = Some(next),
+            None => return Ok(()),
         }
     }
-    for versions in stable.values_mut() {
-        versions.sort_by(|a, b| a.cmp_precedence(b));
-    }
-    stable
 }
 
-type Key = (String, String);
-
-struct Facts {
-    customers: Vec<Customer>,
-    /// With a `module` filter: the releases (stack, version) that pass it.
-    carriers: Option<HashSet<Key>>,
-    current: HashMap<Key, Deployment>,
-    attempts: HashMap<Key, Deployment>,
-    drifted: HashMap<Key, bool>,
-    stable: HashMap<String, Vec<Version>>,
-}
-
-fn by_key(rows: Vec<Deployment>) -> HashMap<Key, Deployment> {
-    rows.into_iter()
-        .map(|d| ((d.customer.clone(), d.stack.clone()), d))
-        .collect()
-}
-
-fn gather(state: &AppState, query: &FleetQuery) -> Result<Facts> {
-    let customer = query.customer.as_deref();
-    // Drift and failure are kept per cell, so asking for them reads only those cells.
-    let narrow = db::ledger::Narrow {
-        drifted: query.drifted,
-        failed: query.failed,
-    };
-    let scope = (customer, query.stack.as_deref(), narrow);
-    let (mut customers, current, attempts, releases, evidence, carriers) = state.db.scan(|c| {
-        let customers: Vec<Customer> = match customer {
-            Some(id) => db::ledger::customer(c, id)?.into_iter().collect(),
-            None => db::ledger::customers(c)?,
-        };
-        Ok((
-            customers,
-            db::ledger::current(c, scope)?,
-            db::ledger::last_attempts(c, scope)?,
-            db::ledger::releases(c, query.stack.as_deref())?,
-            db::ledger::latest_drift_evidence(c, scope)?,
-            match &query.module {
-                Some(module) => Some(db::ledger::releases_with_module(c, module)?),
-                None => None,
-            },
-        ))
-    })?;
-    let carriers = carriers.map(|releases| {
-        releases
-            .into_iter()
-            .filter(|(_, _, version)| match &query.module_below {
-                None => true,
-                Some(below) => version
-                    .as_deref()
-                    .and_then(|v| Version::parse(v).ok())
-                    .is_some_and(|v| v.cmp_precedence(below).is_lt()),
-            })
-            .map(|(stack, version, _)| (stack, version))
-            .collect()
-    });
-    mark_stale(&mut customers, query.stale_after_secs);
-    let drifted = evidence
-        .into_iter()
-        .map(|d| {
-            let drifted = d.kind == "drift" && d.outcome == "drifted";
-            ((d.customer, d.stack), drifted)
-        })
-        .collect();
-    Ok(Facts {
-        customers,
-        carriers,
-        current: by_key(current),
-        attempts: by_key(attempts),
-        drifted,
-        stable: stable_versions(&releases),
-    })
-}
-
-fn row(facts: &Facts, customer: &Customer, stack: Option<&str>) -> FleetRow {
-    let key = (customer.id.clone(), stack.unwrap_or_default().to_string());
-    let current = facts.current.get(&key);
-    let stable = stack.and_then(|s| facts.stable.get(s));
-    let version = current.and_then(|d| Version::parse(&d.version).ok());
-    let behind = match (&version, stable) {
-        (Some(v), Some(all)) => all.iter().filter(|s| s.cmp_precedence(v).is_gt()).count(),
-        _ => 0,
-    };
-    FleetRow {
-        customer: customer.id.clone(),
-        environment: customer.environment.clone(),
-        stack: stack.map(str::to_string),
-        version: current.map(|d| d.version.clone()),
-        digest: current.map(|d| d.digest.clone()),
-        since: current.map(|d| d.finished_at.clone()),
-        last_attempt: facts.attempts.get(&key).map(|d| Attempt {
-            kind: d.kind.clone(),
-            outcome: d.outcome.clone(),
-            version: d.version.clone(),
-            finished_at: d.finished_at.clone(),
-            receipt_id: d.receipt_id.clone(),
-        }),
-        latest_stable: stable.and_then(|all| all.last()).map(ToString::to_string),
-        behind: behind as u64,
-        prerelease: version.as_ref().is_some_and(|v| !v.pre.is_empty()),
-        drifted: facts.drifted.get(&key).copied().unwrap_or(false),
-        last_seen: customer.last_seen.clone(),
-        stale: customer.stale == Some(true),
-    }
-}
-
-/// The fleet matrix, filtered by `query`, by customer then stack.
+/// The whole fleet matrix, filtered by `query`, by customer then stack. For small
+/// answers (one customer's, one stack version's); lists page with [`page`].
 pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
-    let facts = gather(state, query)?;
-    let mut stacks: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (customer, stack) in facts.current.keys().chain(facts.attempts.keys()) {
-        let list = stacks.entry(customer).or_default();
-        if !list.contains(&stack.as_str()) {
-            list.push(stack);
-        }
-    }
-    let mut rows = Vec::new();
-    for customer in &facts.customers {
-        match stacks.get_mut(customer.id.as_str()) {
-            Some(list) => {
-                list.sort_unstable();
-                rows.extend(list.iter().map(|s| row(&facts, customer, Some(*s))));
-            }
-            None => rows.push(row(&facts, customer, None)),
-        }
-    }
-    rows.retain(|r| query.keeps(r, facts.carriers.as_ref()));
-    Ok(rows)
+    let mut all = Vec::new();
+    each_page(state, query, |rows| {
+        all.extend(rows);
+        Ok::<_, crate::error::Error>(Flow::Go)
+    })?;
+    Ok(all)
 }
 
 #[utoipa::path(get, path = "/api/v1/fleet",
@@ -274,20 +183,25 @@ pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
         ("digest" = Option<String>, Query, description = "Only rows running this bundle digest"),
         ("module" = Option<String>, Query, description = "Only rows running a bundle that vendors this module (`network`)"),
         ("moduleBelow" = Option<String>, Query, description = "With `module`: only where the vendored module's version is below this one (`1.3.0`); a module without a recorded version does not count"),
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
+        ("after" = Option<String>, Query, description = "The cursor of the page to answer: the previous page's last row as `customer/stack` (the stack empty for a customer that never reported), as the `Link` header gives it"),
     ),
     responses(
-        (status = 200, description = "The fleet matrix: customer × stack", body = Vec<FleetRow>),
-        (status = 400, description = "`staleAfter` is not an age, or `below` or `moduleBelow` not a version"),
+        (status = 200, description = "One page of the fleet matrix, customer × stack, by customer then stack; when another page may follow, `Link: </api/v1/fleet?…&after=customer/stack>; rel=\"next\"` says where", body = Vec<FleetRow>),
+        (status = 400, description = "`staleAfter` is not an age, `below` or `moduleBelow` not a version, `limit` not a number from 1 to 2000, or `after` not a cursor"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    reply((|| {
-        let ctx = context(&state, &headers, &uri)?;
-        let query = FleetQuery::from_query(&ctx.query)?;
-        match &query.customer {
-            Some(id) => ctx.authorize(Action::CustomerRead(id))?,
-            None => ctx.authorize(Action::LedgerRead)?,
-        }
-        matrix(&state, &query)
-    })())
+    paged_reply(
+        &uri,
+        (|| {
+            let ctx = context(&state, &headers, &uri)?;
+            let query = FleetQuery::from_query(&ctx.query)?;
+            match &query.customer {
+                Some(id) => ctx.authorize(Action::CustomerRead(id))?,
+                None => ctx.authorize(Action::LedgerRead)?,
+            }
+            page(&state, &query, &Paging::from_query(&ctx.query)?)
+        })(),
+    )
 }

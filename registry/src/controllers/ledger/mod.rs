@@ -14,12 +14,12 @@ pub mod support;
 
 use std::collections::HashMap;
 
+use axum::http::{HeaderValue, Uri};
 use axum::response::{IntoResponse, Response};
-use semver::Version;
 
-use crate::api::{Customer, Deployment, Release, Running};
+use crate::api::{Customer, Running};
 use crate::db;
-use crate::error::Result;
+use crate::error::{Code, Error, Result};
 use crate::state::AppState;
 
 /// A JSON answer, or the error's.
@@ -30,75 +30,193 @@ pub fn reply<T: serde::Serialize>(result: Result<T>) -> Response {
     }
 }
 
-/// The highest stable version of each stack, by semver precedence.
-pub fn latest_stable(releases: &[Release]) -> HashMap<String, Version> {
-    let mut latest: HashMap<String, Version> = HashMap::new();
-    for release in releases {
-        let Ok(version) = Version::parse(&release.version) else {
-            continue;
-        };
-        if !stackpack_schema::version::is_stable(&version) {
-            continue;
-        }
-        match latest.get(&release.stack) {
-            Some(current) if current.cmp_precedence(&version).is_ge() => {}
-            _ => {
-                latest.insert(release.stack.clone(), version);
-            }
-        }
-    }
-    latest
+/// Rows in a list answer when the request does not say (`limit`).
+pub const DEFAULT_LIMIT: usize = 500;
+/// The most rows one answer holds; more are a `Link` away.
+pub const MAX_LIMIT: usize = 2000;
+
+/// Which page of a list a request asks for: `limit` rows after the cursor `after`.
+#[derive(Clone, Debug)]
+pub struct Paging {
+    pub after: Option<String>,
+    pub limit: usize,
 }
 
-/// What every customer (or one) runs, with behind / prerelease / drifted worked out.
-pub fn running(state: &AppState, customer: Option<&str>) -> Result<Vec<Running>> {
-    let (current, releases, evidence) = state.db.scan(|c| {
-        Ok((
-            db::ledger::current(c, (customer, None, Default::default()))?,
-            db::ledger::releases(c, None)?,
-            db::ledger::latest_drift_evidence(c, (customer, None, Default::default()))?,
-        ))
-    })?;
-    let latest = latest_stable(&releases);
-    let drifted: HashMap<(String, String), &Deployment> = evidence
-        .iter()
-        .filter(|d| d.kind == "drift" && d.outcome == "drifted")
-        .map(|d| ((d.customer.clone(), d.stack.clone()), d))
-        .collect();
-    Ok(current
-        .into_iter()
-        .map(|d| {
-            let version = Version::parse(&d.version).ok();
-            let latest_stable = latest.get(&d.stack);
-            let behind = match (&version, latest_stable) {
-                (Some(v), Some(l)) => v.cmp_precedence(l).is_lt(),
-                _ => false,
-            };
-            let prerelease = version.as_ref().is_some_and(|v| !v.pre.is_empty());
-            Running {
-                drifted: drifted.contains_key(&(d.customer.clone(), d.stack.clone())),
-                customer: d.customer,
-                stack: d.stack,
-                version: d.version,
-                digest: d.digest,
-                since: d.finished_at,
-                receipt_id: d.receipt_id,
-                latest_stable: latest_stable.map(ToString::to_string),
-                behind,
-                prerelease,
-            }
+impl Paging {
+    /// From `limit` and `after` in a query string.
+    pub fn from_query(query: &HashMap<String, String>) -> Result<Paging> {
+        let limit = match query.get("limit").map(String::as_str) {
+            None | Some("") => DEFAULT_LIMIT,
+            Some(text) => match text.parse::<usize>() {
+                Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+                Ok(n) if n > MAX_LIMIT => {
+                    return Err(Error::new(
+                        Code::BadRequest,
+                        format!(
+                            "`limit` is at most {MAX_LIMIT}, not `{n}`; follow the `Link` header's next page for more rows"
+                        ),
+                    ))
+                }
+                _ => {
+                    return Err(Error::new(
+                        Code::BadRequest,
+                        format!("`limit` takes a number of rows from 1 to {MAX_LIMIT}, not `{text}`"),
+                    ))
+                }
+            },
+        };
+        Ok(Paging {
+            after: query.get("after").filter(|a| !a.is_empty()).cloned(),
+            limit,
         })
-        .collect())
+    }
+
+    /// `after` as a fleet cursor: `customer/stack`, the stack empty for a customer
+    /// that never reported.
+    pub fn cell(&self) -> Result<Option<(String, String)>> {
+        match &self.after {
+            None => Ok(None),
+            Some(after) => match after.split_once('/') {
+                Some((customer, stack)) if !customer.is_empty() && !stack.contains('/') => {
+                    Ok(Some((customer.to_string(), stack.to_string())))
+                }
+                _ => Err(Error::new(
+                    Code::BadRequest,
+                    format!(
+                        "`after` takes the last row of the previous page as `customer/stack`, not `{after}`; use the `Link` header's next page"
+                    ),
+                )),
+            },
+        }
+    }
+}
+
+/// A fleet cursor as `after` takes it.
+pub fn cell_cursor(customer: &str, stack: Option<&str>) -> String {
+    format!("{customer}/{}", stack.unwrap_or_default())
+}
+
+/// A list answer: the rows as a JSON array and, when a page may follow, its address
+/// in `Link: <…>; rel="next"` (the request's query with `after` set to `next`).
+pub fn paged_reply<T: serde::Serialize>(
+    uri: &Uri,
+    result: Result<(Vec<T>, Option<String>)>,
+) -> Response {
+    match result {
+        Ok((rows, next)) => {
+            let mut response = axum::Json(rows).into_response();
+            if let Some(next) = next {
+                if let Ok(value) =
+                    HeaderValue::from_str(&format!("<{}>; rel=\"next\"", next_page(uri, &next)))
+                {
+                    response.headers_mut().insert("Link", value);
+                }
+            }
+            response
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The address of the page after cursor `next`: the same path and query, with
+/// `after` replaced.
+pub fn next_page(uri: &Uri, next: &str) -> String {
+    let mut pairs: Vec<String> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !pair.starts_with("after="))
+        .map(str::to_string)
+        .collect();
+    pairs.push(format!("after={}", encode(next)));
+    format!("{}?{}", uri.path(), pairs.join("&"))
+}
+
+/// Percent-encodes a query value.
+pub fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Takes a page of rows fetched with one row more than `limit`: the extra row says
+/// another page follows, whose cursor `cursor` makes from the page's last row.
+pub fn split_page<T>(
+    mut rows: Vec<T>,
+    limit: usize,
+    cursor: impl Fn(&T) -> String,
+) -> (Vec<T>, Option<String>) {
+    if rows.len() > limit {
+        rows.truncate(limit);
+        let next = rows.last().map(cursor);
+        (rows, next)
+    } else {
+        (rows, None)
+    }
+}
+
+/// The time before which a customer's last receipt makes it silent, for an age in
+/// seconds: UTC nanoseconds.
+pub fn silent_before_ns(age_secs: u64) -> i64 {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
+    let cutoff = now - i128::from(age_secs) * 1_000_000_000;
+    i64::try_from(cutoff).unwrap_or(i64::MIN)
+}
+
+/// One page of what customers run (everyone's, or one customer's), with behind /
+/// prerelease / drifted worked out.
+pub fn running_page(
+    state: &AppState,
+    list: db::fleet::RunningList,
+    customer: Option<&str>,
+    paging: &Paging,
+) -> Result<(Vec<Running>, Option<String>)> {
+    let after = paging.cell()?;
+    let after = after.as_ref().map(|(c, s)| (c.as_str(), s.as_str()));
+    let rows = state
+        .db
+        .support(|c| db::fleet::running_page(c, list, customer, after, paging.limit + 1))?;
+    Ok(split_page(rows, paging.limit, |r| {
+        cell_cursor(&r.customer, Some(&r.stack))
+    }))
+}
+
+/// Everything one customer runs.
+pub fn running(state: &AppState, customer: &str) -> Result<Vec<Running>> {
+    let paging = Paging {
+        after: None,
+        limit: MAX_LIMIT,
+    };
+    let mut all = Vec::new();
+    let mut page = paging;
+    loop {
+        let (rows, next) = running_page(
+            state,
+            db::fleet::RunningList::Everything,
+            Some(customer),
+            &page,
+        )?;
+        all.extend(rows);
+        match next {
+            Some(next) => page.after = Some(next),
+            None => return Ok(all),
+        }
+    }
 }
 
 /// Marks each customer stale when its last receipt is older than `age_secs` (or it
 /// never reported).
 pub fn mark_stale(customers: &mut [Customer], age_secs: u64) {
-    let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
-    let cutoff = now - i128::from(age_secs) * 1_000_000_000;
+    let cutoff = silent_before_ns(age_secs);
     for customer in customers {
         let seen = customer.last_seen.as_deref().and_then(db::utc_time);
-        customer.stale = Some(seen.is_none_or(|(_, ns)| i128::from(ns) < cutoff));
+        customer.stale = Some(seen.is_none_or(|(_, ns)| ns < cutoff));
     }
 }
 

@@ -1,5 +1,6 @@
 //! Support's questions: which version each customer runs, who is behind the latest
-//! stable, who runs a prerelease, who drifted.
+//! stable, who runs a prerelease, who drifted. Each answer is a page (`limit`,
+//! `after`), with a `Link` to the next.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
@@ -8,7 +9,8 @@ use axum::response::Response;
 use crate::api::Running;
 use crate::auth::Action;
 use crate::controllers::context;
-use crate::controllers::ledger::{reply, running};
+use crate::controllers::ledger::{paged_reply, running_page, Paging};
+use crate::db::fleet::RunningList;
 use crate::error::Result;
 use crate::state::SharedState;
 
@@ -16,43 +18,75 @@ fn answer(
     state: &SharedState,
     headers: &HeaderMap,
     uri: &Uri,
-    keep: impl Fn(&Running) -> bool,
-) -> Result<Vec<Running>> {
-    context(state, headers, uri)?.authorize(Action::LedgerRead)?;
-    Ok(running(state, None)?
-        .into_iter()
-        .filter(|r| keep(r))
-        .collect())
+    list: RunningList,
+) -> Result<(Vec<Running>, Option<String>)> {
+    let ctx = context(state, headers, uri)?;
+    ctx.authorize(Action::LedgerRead)?;
+    running_page(state, list, None, &Paging::from_query(&ctx.query)?)
 }
 
 #[utoipa::path(get, path = "/api/v1/support/versions",
-    responses((status = 200, description = "What every customer runs of every stack", body = Vec<Running>)),
+    params(
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
+        ("after" = Option<String>, Query, description = "The previous page's last row as `customer/stack`, as the `Link` header gives it"),
+    ),
+    responses(
+        (status = 200, description = "What every customer runs of every stack, by customer then stack, a page at a time (`Link` to the next)", body = Vec<Running>),
+        (status = 400, description = "`limit` or `after` malformed"),
+    ),
     security(("bearer" = [])), tag = "support")]
 pub async fn versions(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    reply(answer(&state, &headers, &uri, |_| true))
+    paged_reply(
+        &uri,
+        answer(&state, &headers, &uri, RunningList::Everything),
+    )
 }
 
 #[utoipa::path(get, path = "/api/v1/support/behind",
-    responses((status = 200, description = "Customers running a version below the stack's latest stable", body = Vec<Running>)),
+    params(
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
+        ("after" = Option<String>, Query, description = "The previous page's last row as `customer/stack`, as the `Link` header gives it"),
+    ),
+    responses(
+        (status = 200, description = "Customers running a version below the stack's latest stable, a page at a time", body = Vec<Running>),
+        (status = 400, description = "`limit` or `after` malformed"),
+    ),
     security(("bearer" = [])), tag = "support")]
 pub async fn behind(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    reply(answer(&state, &headers, &uri, |r| r.behind))
+    paged_reply(&uri, answer(&state, &headers, &uri, RunningList::Behind))
 }
 
 #[utoipa::path(get, path = "/api/v1/support/prerelease",
-    responses((status = 200, description = "Customers running a prerelease", body = Vec<Running>)),
+    params(
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
+        ("after" = Option<String>, Query, description = "The previous page's last row as `customer/stack`, as the `Link` header gives it"),
+    ),
+    responses(
+        (status = 200, description = "Customers running a prerelease, a page at a time", body = Vec<Running>),
+        (status = 400, description = "`limit` or `after` malformed"),
+    ),
     security(("bearer" = [])), tag = "support")]
 pub async fn prerelease(
     State(state): State<SharedState>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    reply(answer(&state, &headers, &uri, |r| r.prerelease))
+    paged_reply(
+        &uri,
+        answer(&state, &headers, &uri, RunningList::Prerelease),
+    )
 }
 
 #[utoipa::path(get, path = "/api/v1/support/drifted",
-    responses((status = 200, description = "Customers whose last drift check found drift", body = Vec<Running>)),
+    params(
+        ("limit" = Option<usize>, Query, description = "Rows in this answer: 500 unless given, at most 2000"),
+        ("after" = Option<String>, Query, description = "The previous page's last row as `customer/stack`, as the `Link` header gives it"),
+    ),
+    responses(
+        (status = 200, description = "Customers whose last drift check found drift, a page at a time", body = Vec<Running>),
+        (status = 400, description = "`limit` or `after` malformed"),
+    ),
     security(("bearer" = [])), tag = "support")]
 pub async fn drifted(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    reply(answer(&state, &headers, &uri, |r| r.drifted))
+    paged_reply(&uri, answer(&state, &headers, &uri, RunningList::Drifted))
 }

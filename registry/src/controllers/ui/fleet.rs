@@ -11,7 +11,8 @@ use axum::response::{IntoResponse, Response};
 use super::html::{badge, esc, page, respond, table, url, Tone};
 use super::{failed, viewer};
 use crate::api::FleetRow;
-use crate::controllers::ledger::fleet::{matrix, FleetQuery};
+use crate::controllers::ledger::fleet::{page as fleet_page, FleetQuery};
+use crate::controllers::ledger::Paging;
 use crate::db;
 use crate::state::SharedState;
 
@@ -199,15 +200,32 @@ fn filters_form(
     out
 }
 
-fn page_link(query: &HashMap<String, String>, page: usize, text: &str, id: &str) -> String {
-    let mut pairs: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "page").collect();
+/// A link to the page of `path` after cursor `after`, keeping the filters.
+pub fn next_link(path: &str, query: &HashMap<String, String>, after: &str) -> String {
+    let mut pairs: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "after").collect();
     pairs.sort();
-    let mut href = String::from("/ui?");
+    let mut href = format!("{path}?");
     for (k, v) in pairs {
         let _ = write!(href, "{}={}&", url(k), url(v));
     }
-    let _ = write!(href, "page={page}");
-    format!("<a id=\"{id}\" href=\"{}\">{text}</a>", esc(&href))
+    let _ = write!(href, "after={}", url(after));
+    format!("<a id=\"next\" href=\"{}\">Next page →</a>", esc(&href))
+}
+
+/// A link back to the first page of `path`, keeping the filters.
+pub fn first_link(path: &str, query: &HashMap<String, String>) -> String {
+    let mut pairs: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "after").collect();
+    pairs.sort();
+    let query: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", url(k), url(v)))
+        .collect();
+    let href = if query.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", query.join("&"))
+    };
+    format!("<a id=\"first\" href=\"{}\">← First page</a>", esc(&href))
 }
 
 pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
@@ -219,18 +237,17 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
         Ok(filters) => filters,
         Err(e) => return failed(e),
     };
-    let page_number: usize = query
-        .get("page")
-        .and_then(|p| p.parse().ok())
-        .filter(|p| *p >= 1)
-        .unwrap_or(1);
-    let answer = matrix(&state, &filters).and_then(|rows| {
+    let paging = Paging {
+        after: query.get("after").cloned(),
+        limit: PAGE_ROWS,
+    };
+    let answer = fleet_page(&state, &filters, &paging).and_then(|(rows, next)| {
         let (stacks, environments) = state
             .db
-            .scan(|c| Ok((db::ledger::stack_names(c)?, db::ledger::environments(c)?)))?;
-        Ok((rows, stacks, environments))
+            .support(|c| Ok((db::ledger::stack_names(c)?, db::ledger::environments(c)?)))?;
+        Ok((rows, next, stacks, environments))
     });
-    let (rows, stacks, environments) = match answer {
+    let (rows, next, stacks, environments) = match answer {
         Ok(answer) => answer,
         Err(e) => return failed(e),
     };
@@ -246,7 +263,7 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
     body.push_str(&filters_form(&query, &stacks, &environments));
     let _ = write!(
         body,
-        "<p class=\"summary\" id=\"summary\">{} rows · {} customers · {} behind · {} drifted · {} failed · {} silent</p>",
+        "<p class=\"summary\" id=\"summary\">On this page: {} rows · {} customers · {} behind · {} drifted · {} failed · {} silent</p>",
         rows.len(),
         customers.len(),
         count(|r| r.behind > 0),
@@ -254,27 +271,19 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
         count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == "failed")),
         count(|r| r.stale),
     );
-    let start = (page_number - 1) * PAGE_ROWS;
-    let shown = &rows[start.min(rows.len())..(start + PAGE_ROWS).min(rows.len())];
-    if shown.is_empty() {
+    if rows.is_empty() {
         body.push_str("<p id=\"empty\">No customer matches these filters.</p>");
     } else {
-        body.push_str(&rows_table(shown, true, "fleet"));
+        body.push_str(&rows_table(&rows, true, "fleet"));
     }
-    let pages = rows.len().div_ceil(PAGE_ROWS).max(1);
-    if pages > 1 {
+    if paging.after.is_some() || next.is_some() {
         body.push_str("<p class=\"pager\">");
-        if page_number > 1 {
-            body.push_str(&page_link(
-                &query,
-                page_number - 1,
-                "← Previous",
-                "previous",
-            ));
+        if paging.after.is_some() {
+            body.push_str(&first_link("/ui", &query));
+            body.push(' ');
         }
-        let _ = write!(body, "<span>page {page_number} of {pages}</span>");
-        if page_number < pages {
-            body.push_str(&page_link(&query, page_number + 1, "Next →", "next"));
+        if let Some(next) = &next {
+            body.push_str(&next_link("/ui", &query, next));
         }
         body.push_str("</p>");
     }

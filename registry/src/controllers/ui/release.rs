@@ -2,10 +2,11 @@
 //! commit and signature, the modules it vendors, its interface, and what changed
 //! in the interface since the previous version, named by the checker's rules.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use semver::Version;
 use stackpack_schema::bundle::BundleConfig;
@@ -19,7 +20,8 @@ use super::fleet::rows_table;
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
 use super::{failed, viewer};
 use crate::api::Release;
-use crate::controllers::ledger::fleet::{matrix, FleetQuery};
+use crate::controllers::ledger::fleet::{page as fleet_page, FleetQuery};
+use crate::controllers::ledger::Paging;
 use crate::db;
 use crate::error::Result;
 use crate::state::AppState;
@@ -326,21 +328,30 @@ struct Facts {
     release: Option<Release>,
     previous: Option<Release>,
     modules: Vec<crate::api::ReleaseModule>,
+    /// One page of who runs it.
     runners: Vec<crate::api::FleetRow>,
+    /// How many run it, on every page.
+    runner_count: u64,
+    /// The cursor of the next page of runners.
+    next: Option<String>,
 }
 
-fn gather(state: &AppState, stack: &str, version: &str) -> Result<Facts> {
-    let (release, releases, modules) = state.db.scan(|c| {
+/// Runners shown on one page of a stack version.
+const RUNNER_ROWS: usize = 100;
+
+fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -> Result<Facts> {
+    let (release, releases, modules, runner_count) = state.db.support(|c| {
         Ok((
             db::ledger::release(c, stack, version)?,
             db::ledger::releases(c, Some(stack))?,
             db::ledger::release_modules(c, stack, version)?,
+            db::fleet::runner_count(c, stack, version)?,
         ))
     })?;
     let previous = Version::parse(version)
         .ok()
         .and_then(|v| previous(&releases, &v));
-    let runners = matrix(
+    let (runners, next) = fleet_page(
         state,
         &FleetQuery {
             stack: Some(stack.to_string()),
@@ -348,28 +359,40 @@ fn gather(state: &AppState, stack: &str, version: &str) -> Result<Facts> {
             stale_after_secs: 7 * 24 * 3600,
             ..FleetQuery::default()
         },
+        &Paging {
+            after,
+            limit: RUNNER_ROWS,
+        },
     )?;
     Ok(Facts {
         release,
         previous,
         modules,
         runners,
+        runner_count,
+        next,
     })
 }
 
 pub async fn show(
     State(state): State<SharedState>,
     headers: HeaderMap,
+    uri: Uri,
     Path((stack, version)): Path<(String, String)>,
 ) -> Response {
     if let Err(refusal) = viewer(&state, &headers) {
         return refusal.into_response();
     }
-    let facts = match gather(&state, &stack, &version) {
+    let query: HashMap<String, String> =
+        axum::extract::Query::<HashMap<String, String>>::try_from_uri(&uri)
+            .map(|q| q.0)
+            .unwrap_or_default();
+    let after = query.get("after").filter(|a| !a.is_empty()).cloned();
+    let facts = match gather(&state, &stack, &version, after.clone()) {
         Ok(facts) => facts,
         Err(e) => return failed(e),
     };
-    if facts.release.is_none() && facts.runners.is_empty() {
+    if facts.release.is_none() && facts.runner_count == 0 {
         let message = format!("`{stack}@{version}` is not a recorded release and nobody runs it");
         return error_page(StatusCode::NOT_FOUND, &message, true);
     }
@@ -418,11 +441,23 @@ pub async fn show(
     let _ = write!(
         body,
         "<h2>Who runs it</h2><p class=\"summary\" id=\"runners-count\">{} customer{}</p>",
-        facts.runners.len(),
-        if facts.runners.len() == 1 { "" } else { "s" }
+        facts.runner_count,
+        if facts.runner_count == 1 { "" } else { "s" }
     );
     if !facts.runners.is_empty() {
         body.push_str(&rows_table(&facts.runners, true, "runners"));
+    }
+    if after.is_some() || facts.next.is_some() {
+        let path = uri.path();
+        body.push_str("<p class=\"pager\">");
+        if after.is_some() {
+            body.push_str(&super::fleet::first_link(path, &query));
+            body.push(' ');
+        }
+        if let Some(next) = &facts.next {
+            body.push_str(&super::fleet::next_link(path, &query, next));
+        }
+        body.push_str("</p>");
     }
 
     body.push_str("<h2>Changes since the previous version</h2>");

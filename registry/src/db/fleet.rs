@@ -1,0 +1,474 @@
+//! Support's fleet-wide questions, answered a page at a time from `fleet_cells`
+//! and `customers` alone: every filter is a column of a cell (kept current as
+//! receipts and releases arrive) with an index of its own, and pages follow the key
+//! order `(customer, stack)`, so a page costs its rows, never the fleet.
+//! `tests/query_plans.rs` holds each query to its index.
+
+use rusqlite::types::ToSql;
+use rusqlite::{params_from_iter, Connection, Row};
+
+use crate::api::{Attempt, Customer, Deployment, FleetRow, Running};
+
+/// Which fleet rows to keep; every filter given must hold. Versions are compared by
+/// their precedence keys ([`crate::version_key`]).
+#[derive(Clone, Debug, Default)]
+pub struct Filter<'a> {
+    pub customer: Option<&'a str>,
+    pub environment: Option<&'a str>,
+    pub stack: Option<&'a str>,
+    pub behind: bool,
+    pub prerelease: bool,
+    pub drifted: bool,
+    pub failed: bool,
+    /// Only customers whose last receipt finished before this time (UTC
+    /// nanoseconds), or that never reported.
+    pub silent_before_ns: Option<i64>,
+    pub version: Option<&'a str>,
+    pub digest: Option<&'a str>,
+    pub below_key: Option<Vec<u8>>,
+    pub module: Option<&'a str>,
+    pub module_below_key: Option<Vec<u8>>,
+}
+
+impl Filter<'_> {
+    /// True when the filter keeps only rows with a stack: those come from cells, and
+    /// a customer that never reported (a row without a stack) cannot pass.
+    fn needs_a_cell(&self) -> bool {
+        self.stack.is_some()
+            || self.behind
+            || self.prerelease
+            || self.drifted
+            || self.failed
+            || self.version.is_some()
+            || self.digest.is_some()
+            || self.below_key.is_some()
+            || self.module.is_some()
+    }
+}
+
+/// A statement being written with its parameters, numbered as they are bound.
+#[derive(Default)]
+struct Statement {
+    conditions: Vec<String>,
+    params: Vec<Box<dyn ToSql>>,
+}
+
+impl Statement {
+    /// Binds `value` and returns its placeholder.
+    fn bind(&mut self, value: impl ToSql + 'static) -> String {
+        self.params.push(Box::new(value));
+        format!("?{}", self.params.len())
+    }
+
+    fn when(&mut self, condition: impl Into<String>) {
+        self.conditions.push(condition.into());
+    }
+
+    fn condition(&self) -> String {
+        if self.conditions.is_empty() {
+            "1".into()
+        } else {
+            self.conditions.join(" AND ")
+        }
+    }
+}
+
+/// The columns of a fleet row, in the order [`fleet_row`] reads them. The newest
+/// stable release is found through `releases_stable`, one indexed step per row.
+const FLEET_COLUMNS: &str = "c.id, c.environment, f.stack, f.version, f.digest, f.since,
+    f.attempt_kind, f.attempt_outcome, f.attempt_version, f.attempt_finished_at, f.attempt_id,
+    (SELECT l.version FROM releases l WHERE l.stack = f.stack AND l.stable = 1
+     ORDER BY l.version_key DESC LIMIT 1),
+    COALESCE(f.behind, 0), COALESCE(f.prerelease, 0), COALESCE(f.drifted, 0), c.last_seen";
+
+fn fleet_row(r: &Row<'_>, stale_before_ns: i64) -> rusqlite::Result<FleetRow> {
+    let last_seen: Option<String> = r.get(15)?;
+    let seen_ns = last_seen.as_deref().and_then(crate::db::utc_time);
+    let kind: Option<String> = r.get(6)?;
+    Ok(FleetRow {
+        customer: r.get(0)?,
+        environment: r.get(1)?,
+        stack: r.get(2)?,
+        version: r.get(3)?,
+        digest: r.get(4)?,
+        since: r.get(5)?,
+        last_attempt: match kind {
+            Some(kind) => Some(Attempt {
+                kind,
+                outcome: r.get(7)?,
+                version: r.get(8)?,
+                finished_at: r.get(9)?,
+                receipt_id: r.get(10)?,
+            }),
+            None => None,
+        },
+        latest_stable: r.get(11)?,
+        behind: r.get::<_, i64>(12)?.max(0) as u64,
+        prerelease: r.get(13)?,
+        drifted: r.get(14)?,
+        last_seen,
+        stale: seen_ns.is_none_or(|(_, ns)| ns < stale_before_ns),
+    })
+}
+
+/// Up to this many cells running a bundle that carries a module are found through
+/// the index and sorted; more are found by reading cells in key order.
+const FEW_CARRIER_CELLS: u64 = 20_000;
+
+/// How a module filter finds its cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carriers {
+    Few,
+    Many,
+}
+
+/// How many cells (counting at most one more than [`FEW_CARRIER_CELLS`]) run a
+/// release that vendors `module` (below the version key `below`, when given).
+fn carrier_cells(conn: &Connection, module: &str, below: Option<&[u8]>) -> rusqlite::Result<u64> {
+    let below_is = if below.is_some() {
+        "AND m.module_version_key < ?2"
+    } else {
+        "AND ?2 IS NULL"
+    };
+    conn.prepare_cached(&format!(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM fleet_cells f
+         WHERE f.attempt_id IS NOT NULL AND (f.version, f.stack) IN (
+             SELECT m.version, m.stack FROM release_modules m WHERE m.module = ?1 {below_is})
+         LIMIT {})",
+        FEW_CARRIER_CELLS + 1
+    ))?
+    .query_row(rusqlite::params![module, below], |r| r.get(0))
+}
+
+/// One page of the fleet matrix: up to `limit` rows after the row `after`
+/// (`(customer, stack)`, the stack empty for a customer that never reported), by
+/// customer then stack. A customer is silent when its last receipt finished before
+/// `stale_before_ns`. A cell is a row once an apply, rollback or destroy was
+/// reported for it.
+pub fn fleet_page(
+    conn: &Connection,
+    filter: &Filter<'_>,
+    stale_before_ns: i64,
+    after: Option<(&str, &str)>,
+    limit: usize,
+) -> rusqlite::Result<Vec<FleetRow>> {
+    let carriers = match filter.module {
+        Some(module) => match carrier_cells(conn, module, filter.module_below_key.as_deref())? {
+            0 => return Ok(Vec::new()),
+            n if n <= FEW_CARRIER_CELLS => Carriers::Few,
+            _ => Carriers::Many,
+        },
+        None => Carriers::Many,
+    };
+    let (sql, q) = fleet_statement(filter, carriers, after, limit);
+    conn.prepare_cached(&sql)?
+        .query_map(params_from_iter(q.params.iter()), |r| {
+            fleet_row(r, stale_before_ns)
+        })?
+        .collect()
+}
+
+fn fleet_statement(
+    filter: &Filter<'_>,
+    carriers: Carriers,
+    after: Option<(&str, &str)>,
+    limit: usize,
+) -> (String, Statement) {
+    let mut q = Statement::default();
+    let from = if filter.needs_a_cell() {
+        // Driven by the cells: each flag has a partial index in key order, so the
+        // page is read straight off it.
+        q.when("f.attempt_id IS NOT NULL");
+        if let Some((customer, stack)) = after {
+            let (c, s) = (q.bind(customer.to_string()), q.bind(stack.to_string()));
+            q.when(format!("(f.customer, f.stack) > ({c}, {s})"));
+        }
+        if let Some(customer) = filter.customer {
+            let p = q.bind(customer.to_string());
+            q.when(format!("f.customer = {p}"));
+        }
+        if let Some(stack) = filter.stack {
+            let p = q.bind(stack.to_string());
+            q.when(format!("f.stack = {p}"));
+        }
+        if filter.behind {
+            q.when("f.behind > 0");
+        }
+        if filter.prerelease {
+            q.when("f.prerelease = 1");
+        }
+        if filter.drifted {
+            q.when("f.drifted = 1");
+        }
+        if filter.failed {
+            q.when("f.failed = 1");
+        }
+        if let Some(version) = filter.version {
+            let p = q.bind(version.to_string());
+            q.when(format!("f.version = {p}"));
+        }
+        if let Some(digest) = filter.digest {
+            let p = q.bind(digest.to_string());
+            q.when(format!("f.digest = {p}"));
+        }
+        if let Some(key) = &filter.below_key {
+            let p = q.bind(key.clone());
+            // With a stack, its cells are read in customer order and the version
+            // checked on each, so a page stops after its rows instead of sorting
+            // every cell below the version.
+            let column = if filter.stack.is_some() {
+                "+f.version_key"
+            } else {
+                "f.version_key"
+            };
+            q.when(format!("{column} < {p}"));
+        }
+        if let Some(module) = filter.module {
+            let m = q.bind(module.to_string());
+            let below = match &filter.module_below_key {
+                Some(key) => format!("AND m.module_version_key < {}", q.bind(key.clone())),
+                None => String::new(),
+            };
+            q.when(match carriers {
+                // Few cells run a carrier: found through `fleet_cells_version`, then
+                // sorted (at most `FEW_CARRIER_CELLS` of them).
+                Carriers::Few => format!(
+                    "(f.version, f.stack) IN (SELECT m.version, m.stack FROM release_modules m
+                     WHERE m.module = {m} {below})"
+                ),
+                // Many do: cells in key order, each checked, a page found quickly.
+                Carriers::Many => format!(
+                    "EXISTS (SELECT 1 FROM release_modules m WHERE m.stack = f.stack
+                     AND m.version = f.version AND m.module = {m} {below})"
+                ),
+            });
+        }
+        "fleet_cells f JOIN customers c ON c.id = f.customer"
+    } else {
+        // Driven by the customers (by id, or through an index on environment or last
+        // seen), each with its cells in key order; one that never reported is one
+        // row without a stack.
+        if let Some((customer, stack)) = after {
+            let (c, s) = (q.bind(customer.to_string()), q.bind(stack.to_string()));
+            q.when(format!("c.id >= {c} AND (c.id > {c} OR f.stack > {s})"));
+        }
+        if let Some(customer) = filter.customer {
+            let p = q.bind(customer.to_string());
+            q.when(format!("c.id = {p}"));
+        }
+        "customers c LEFT JOIN fleet_cells f ON f.customer = c.id AND f.attempt_id IS NOT NULL"
+    };
+    // Driven by the cells, the customer's environment and silence are checked on
+    // each cell's customer (`+` keeps SQLite from driving by their indexes, which
+    // would read every production customer's cells to find a few prereleases).
+    let customer_column = if filter.needs_a_cell() { "+c" } else { "c" };
+    if let Some(environment) = filter.environment {
+        let p = q.bind(environment.to_string());
+        q.when(format!("{customer_column}.environment = {p}"));
+    }
+    if let Some(before) = filter.silent_before_ns {
+        let p = q.bind(before);
+        q.when(format!(
+            "({customer_column}.last_seen_ns IS NULL OR {customer_column}.last_seen_ns < {p})"
+        ));
+    }
+    let order = if filter.needs_a_cell() {
+        "f.customer, f.stack"
+    } else {
+        "c.id, f.stack"
+    };
+    let limit = q.bind(limit as i64);
+    let sql = format!(
+        "SELECT {FLEET_COLUMNS} FROM {from} WHERE {} ORDER BY {order} LIMIT {limit}",
+        q.condition()
+    );
+    (sql, q)
+}
+
+/// How many customers run `version` of `stack` now.
+pub fn runner_count(conn: &Connection, stack: &str, version: &str) -> rusqlite::Result<u64> {
+    conn.prepare_cached(
+        "SELECT COUNT(*) FROM fleet_cells f
+         WHERE f.version = ?2 AND f.stack = ?1 AND f.attempt_id IS NOT NULL",
+    )?
+    .query_row(rusqlite::params![stack, version], |r| r.get(0))
+}
+
+/// Which of support's lists of what customers run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunningList {
+    Everything,
+    Behind,
+    Prerelease,
+    Drifted,
+}
+
+/// One page of what customers run (a version in place, not destroyed since), after
+/// `(customer, stack)`, by customer then stack: everyone's, or one customer's.
+pub fn running_page(
+    conn: &Connection,
+    list: RunningList,
+    customer: Option<&str>,
+    after: Option<(&str, &str)>,
+    limit: usize,
+) -> rusqlite::Result<Vec<Running>> {
+    let (sql, q) = running_statement(list, customer, after, limit);
+    conn.prepare_cached(&sql)?
+        .query_map(params_from_iter(q.params.iter()), |r| {
+            Ok(Running {
+                customer: r.get(0)?,
+                stack: r.get(1)?,
+                version: r.get(2)?,
+                digest: r.get(3)?,
+                since: r.get(4)?,
+                receipt_id: r.get(5)?,
+                latest_stable: r.get(6)?,
+                behind: r.get(7)?,
+                prerelease: r.get(8)?,
+                drifted: r.get(9)?,
+            })
+        })?
+        .collect()
+}
+
+fn running_statement(
+    list: RunningList,
+    customer: Option<&str>,
+    after: Option<(&str, &str)>,
+    limit: usize,
+) -> (String, Statement) {
+    let mut q = Statement::default();
+    q.when("f.version IS NOT NULL");
+    q.when(match list {
+        RunningList::Everything => "1",
+        RunningList::Behind => "f.behind > 0",
+        RunningList::Prerelease => "f.prerelease = 1",
+        RunningList::Drifted => "f.drifted = 1",
+    });
+    if let Some(customer) = customer {
+        let p = q.bind(customer.to_string());
+        q.when(format!("f.customer = {p}"));
+    }
+    if let Some((customer, stack)) = after {
+        let (c, s) = (q.bind(customer.to_string()), q.bind(stack.to_string()));
+        q.when(format!("(f.customer, f.stack) > ({c}, {s})"));
+    }
+    let limit = q.bind(limit as i64);
+    let sql = format!(
+        "SELECT f.customer, f.stack, f.version, f.digest, f.since, f.current_id,
+             (SELECT l.version FROM releases l WHERE l.stack = f.stack AND l.stable = 1
+              ORDER BY l.version_key DESC LIMIT 1),
+             f.behind > 0, f.prerelease, f.drifted
+         FROM fleet_cells f WHERE {} ORDER BY f.customer, f.stack LIMIT {limit}",
+        q.condition()
+    );
+    (sql, q)
+}
+
+/// One page of customers after id `after`, by id; only the silent ones (last
+/// receipt before `silent_before_ns`, or none) when asked.
+pub fn customers_page(
+    conn: &Connection,
+    silent_before_ns: Option<i64>,
+    after: Option<&str>,
+    limit: usize,
+) -> rusqlite::Result<Vec<Customer>> {
+    let mut q = Statement::default();
+    if let Some(after) = after {
+        let p = q.bind(after.to_string());
+        q.when(format!("c.id > {p}"));
+    }
+    if let Some(before) = silent_before_ns {
+        let p = q.bind(before);
+        q.when(format!("(c.last_seen_ns IS NULL OR c.last_seen_ns < {p})"));
+    }
+    let limit = q.bind(limit as i64);
+    let sql = format!(
+        "SELECT c.id, c.name, c.environment, c.created, c.last_seen FROM customers c
+         WHERE {} ORDER BY c.id LIMIT {limit}",
+        q.condition()
+    );
+    conn.prepare_cached(&sql)?
+        .query_map(params_from_iter(q.params.iter()), |r| {
+            Ok(Customer {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                environment: r.get(2)?,
+                created: r.get(3)?,
+                last_seen: r.get(4)?,
+                stale: None,
+            })
+        })?
+        .collect()
+}
+
+/// One page of a customer's receipts, oldest first, after the receipt `after`.
+pub fn history_page(
+    conn: &Connection,
+    customer: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> rusqlite::Result<Vec<Deployment>> {
+    let mut q = Statement::default();
+    let c = q.bind(customer.to_string());
+    q.when(format!("customer = {c}"));
+    if let Some(after) = after {
+        let p = q.bind(after.to_string());
+        q.when(format!(
+            "(finished_ns, received_at, id) > (SELECT finished_ns, received_at, id
+                 FROM receipts WHERE id = {p} AND customer = {c})"
+        ));
+    }
+    let limit = q.bind(limit as i64);
+    let sql = format!(
+        "SELECT id, customer, stack, version, digest, kind, outcome, started_at, finished_at,
+             key_id, received_at
+         FROM receipts WHERE {} ORDER BY finished_ns, received_at, id LIMIT {limit}",
+        q.condition()
+    );
+    conn.prepare_cached(&sql)?
+        .query_map(params_from_iter(q.params.iter()), |r| {
+            Ok(Deployment {
+                receipt_id: r.get(0)?,
+                customer: r.get(1)?,
+                stack: r.get(2)?,
+                version: r.get(3)?,
+                digest: r.get(4)?,
+                kind: r.get(5)?,
+                outcome: r.get(6)?,
+                started_at: r.get(7)?,
+                finished_at: r.get(8)?,
+                key_id: r.get(9)?,
+                received_at: r.get(10)?,
+            })
+        })?
+        .collect()
+}
+
+/// The plan SQLite picks for a statement, one line per step (`SCAN f`, `SEARCH f
+/// USING INDEX …`, `USE TEMP B-TREE FOR ORDER BY`).
+fn plan(conn: &Connection, (sql, q): (String, Statement)) -> rusqlite::Result<Vec<String>> {
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
+        .query_map(params_from_iter(q.params.iter()), |r| r.get(3))?
+        .collect()
+}
+
+/// The plan of a fleet page with `filter` (after a cursor when `after`), for the
+/// test that holds every filter to its index.
+pub fn fleet_plan(
+    conn: &Connection,
+    filter: &Filter<'_>,
+    carriers: Carriers,
+    after: Option<(&str, &str)>,
+) -> rusqlite::Result<Vec<String>> {
+    plan(conn, fleet_statement(filter, carriers, after, 100))
+}
+
+/// The plan of a page of one of support's lists.
+pub fn running_plan(
+    conn: &Connection,
+    list: RunningList,
+    after: Option<(&str, &str)>,
+) -> rusqlite::Result<Vec<String>> {
+    plan(conn, running_statement(list, None, after, 100))
+}
