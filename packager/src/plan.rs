@@ -155,7 +155,7 @@ pub fn plan(
             dirty = true;
         }
         let files = pack::collect_files(&repo.git, stack)?;
-        let entries = pack::hash_files(&files)?;
+        let entries = pack::hash_stack_files(&files)?;
         let existing = releases.versions(&stack.name)?;
         let last_stable = version::latest_stable(&existing).cloned();
         let previous_version = latest_on_channel(&existing, &channel);

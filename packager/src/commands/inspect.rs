@@ -239,12 +239,32 @@ fn print_contents(config: &BundleConfig) {
         );
         println!();
     }
+    // Files that travel as layers of their own: the layer's digest is the file's,
+    // which is what a registry shares between versions and stacks.
+    let file_layers: Vec<Vec<String>> = config
+        .file_layers()
+        .map(|f| vec![f.path.clone(), output::human_size(f.size), f.digest.short()])
+        .collect();
+    if !file_layers.is_empty() {
+        print!(
+            "{}",
+            output::table(&["FILE LAYER", "SIZE", "DIGEST"], &file_layers)
+        );
+        println!();
+    }
     let files: Vec<Vec<String>> = config
         .files
         .iter()
-        .map(|f| vec![f.path.clone(), output::human_size(f.size), f.digest.short()])
+        .map(|f| {
+            vec![
+                f.path.clone(),
+                output::human_size(f.size),
+                f.digest.short(),
+                if f.layer { "own layer" } else { "" }.into(),
+            ]
+        })
         .collect();
-    print!("{}", output::table(&["FILE", "SIZE", "DIGEST"], &files));
+    print!("{}", output::table(&["FILE", "SIZE", "DIGEST", ""], &files));
 }
 
 fn to_json(bundle: &VerifiedBundle, trust: &Trust) -> serde_json::Value {
@@ -271,6 +291,16 @@ fn to_json(bundle: &VerifiedBundle, trust: &Trust) -> serde_json::Value {
         "digest": bundle.manifest_descriptor.digest,
         "manifest": bundle.manifest,
         "config": bundle.config,
+        "fileLayers": bundle
+            .config
+            .file_layers()
+            .map(|f| serde_json::json!({
+                "path": f.path,
+                "size": f.size,
+                "digest": f.digest,
+                "executable": f.executable,
+            }))
+            .collect::<Vec<_>>(),
         "signatures": signatures,
         "verified": bundle.signer.is_some(),
     })
