@@ -266,6 +266,16 @@ fn entry(path: &str, content: &[u8], layer: bool) -> FileEntry {
     }
 }
 
+/// A refusal case: its name, the tar's files, the signed list, the tweaks, and what
+/// the error must say.
+type Case<'a> = (
+    &'a str,
+    Vec<(&'a str, &'a [u8])>,
+    Vec<FileEntry>,
+    Tweaks,
+    &'a str,
+);
+
 #[test]
 fn file_layers_that_do_not_agree_with_the_signed_list_are_refused_at_import() {
     let binary = random_bytes(2 << 20);
@@ -274,7 +284,7 @@ fn file_layers_that_do_not_agree_with_the_signed_list_are_refused_at_import() {
         file_layers: vec![(binary.clone(), title.to_string())],
         ..Tweaks::default()
     };
-    let cases: Vec<(&str, Vec<(&str, &[u8])>, Vec<FileEntry>, Tweaks, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "listed as a layer, missing from the manifest",
             vec![main],
