@@ -90,30 +90,6 @@ fn two_clones_build_bit_for_bit_identical_bundles() {
     );
 }
 
-/// The stack layers of every manifest in a layout.
-fn stack_layers(layout: &Path) -> Vec<std::path::PathBuf> {
-    let blobs_dir = layout.join("blobs/sha256");
-    let mut layers = Vec::new();
-    // Manifests are small; layers and provider packages are not.
-    for (name, _) in blobs(layout)
-        .into_iter()
-        .filter(|(_, size)| *size < 64 << 10)
-    {
-        let Ok(manifest) = serde_json::from_slice::<serde_json::Value>(
-            &std::fs::read(blobs_dir.join(&name)).unwrap(),
-        ) else {
-            continue;
-        };
-        for layer in manifest["layers"].as_array().into_iter().flatten() {
-            if layer["mediaType"] == "application/vnd.stackpack.stack.v1.tar+gzip" {
-                let digest = layer["digest"].as_str().unwrap();
-                layers.push(blobs_dir.join(digest.trim_start_matches("sha256:")));
-            }
-        }
-    }
-    layers
-}
-
 /// The layers of `media_type` in every manifest of a layout, with their annotations.
 fn layers_of(layout: &Path, media_type: &str) -> Vec<serde_json::Value> {
     let blobs_dir = layout.join("blobs/sha256");
