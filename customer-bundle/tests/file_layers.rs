@@ -375,6 +375,14 @@ fn file_layers_that_do_not_agree_with_the_signed_list_are_refused_at_import() {
             run.stderr
         );
         assert!(!run.stderr.contains("panicked"), "{name}: {}", run.stderr);
+        if expected == "upgrade stackpack-runner" {
+            assert!(
+                run.stderr
+                    .contains("hint: install a newer `stackpack-runner`"),
+                "{name}: {}",
+                run.stderr
+            );
+        }
         assert!(runner.store().entries().unwrap().is_empty(), "{name}");
         assert!(runner.work_entries().is_empty(), "{name}");
     }

@@ -62,6 +62,9 @@ pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
                 stackpack_bundle::verify::VerifyError::NotFound { .. } => {
                     "run `stackpack inspect LAYOUT` to list the bundles it holds"
                 }
+                stackpack_bundle::verify::VerifyError::NewerFormat { .. } => {
+                    "install a newer `stackpack`, one that builds bundles of this format"
+                }
                 _ => "do not use this bundle: rebuild it, or get it again from its source",
             })
     })?;
