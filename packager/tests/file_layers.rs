@@ -1,6 +1,7 @@
 //! A large binary travels in a layer of its own, so a new version after a one-line
 //! `.tf` edit sends only the small layers: published twice to a real CNCF
-//! Distribution, the second publish's `bytesSent` holds no copy of the binary.
+//! Distribution, the second publish's `bytesSent` holds no copy of the binary, and
+//! the version pulled back from the registry carries it and verifies.
 
 mod common;
 
@@ -95,4 +96,50 @@ fn a_second_version_after_a_tf_edit_sends_only_the_small_layers() {
             "{layers:?}"
         );
     }
+
+    // Pulled back from the registry, the second version brings the file layer along
+    // and verifies offline with the vendor's key.
+    let reference = format!("data-plane@{}", second["version"].as_str().unwrap());
+    let pulled = repo.temp.path().join("pulled.tar");
+    common::stackpack(
+        repo.temp.path(),
+        &[
+            "export",
+            "--insecure",
+            "--registry",
+            &format!("{}/acme", registry.host()),
+            &reference,
+            "-o",
+            pulled.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    let unpacked = repo.temp.path().join("pulled");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    assert!(std::process::Command::new("tar")
+        .arg("-xf")
+        .arg(&pulled)
+        .arg("-C")
+        .arg(&unpacked)
+        .status()
+        .unwrap()
+        .success());
+    let blob = unpacked
+        .join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"));
+    assert!(
+        std::fs::read(blob).unwrap() == binary,
+        "the pulled file layer differs"
+    );
+    let shown = common::stackpack(
+        repo.temp.path(),
+        &[
+            "inspect",
+            &format!("{}:{reference}", unpacked.display()),
+            "--trust",
+            repo.public_key.to_str().unwrap(),
+        ],
+    )
+    .ok();
+    assert!(shown.stdout.contains("valid, trusted"), "{}", shown.stdout);
 }
