@@ -27,7 +27,7 @@ use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Descriptor, ImageManifest};
 use stackpack_schema::signature::{PublicKey, SignatureEnvelope, SignatureError, SignaturePayload};
 
-use crate::archive::{self, ArchiveError, HashingReader, Limits, ListedFile};
+use crate::archive::{self, ArchiveError, Limits, ListedFile};
 use crate::layout::{ImageLayout, LayoutError, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
 
 /// Largest signature layer read.
@@ -471,16 +471,25 @@ fn verify_blob_stream(
     descriptor: &Descriptor,
     what: &str,
 ) -> Result<(), VerifyError> {
-    let file = open_layer(layout, descriptor, what)?;
-    let mut hashing = HashingReader::new(io::BufReader::with_capacity(1 << 20, file));
-    io::copy(&mut hashing, &mut io::sink()).map_err(|e| {
-        VerifyError::Layout(LayoutError::Io {
-            context: "cannot read",
-            path: layout.blob_path(&descriptor.digest),
-            source: e,
-        })
-    })?;
-    check_digest(what, descriptor, hashing.hasher)
+    let mut file = open_layer(layout, descriptor, what)?;
+    // Large reads straight into one buffer: provider packages and file layers are
+    // the biggest blobs of a bundle, and here they are only hashed.
+    let mut hasher = Sha256Hasher::new();
+    let mut buffer = vec![0u8; CHUNK];
+    loop {
+        let read = read_full(&mut file, &mut buffer).map_err(|e| {
+            VerifyError::Layout(LayoutError::Io {
+                context: "cannot read",
+                path: layout.blob_path(&descriptor.digest),
+                source: e,
+            })
+        })?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    check_digest(what, descriptor, hasher)
 }
 
 /// Size of the chunks the hashing thread hands to the inflating one.
