@@ -202,26 +202,33 @@ pub fn write_stack<W: Write>(
         let size = handle.metadata().map_err(read_error(file))?.len();
         let first = first_block(&mut handle, size).map_err(read_error(file))?;
         let layer = travels_as_layer(size, &first);
-        let rest = io::BufReader::with_capacity(1 << 20, handle).take(size - first.len() as u64);
-        let mut reader = HashingReader::new(io::Cursor::new(first).chain(rest));
-        if layer {
+        let rest = handle.take(size - first.len() as u64);
+        let digest = if layer {
+            // The blob writer's digest is the file's: its bytes are the layer's, so
+            // they are hashed once, as they are copied.
             let mut writer = layout.blob_writer()?;
-            io::copy(&mut reader, &mut writer).map_err(|e| {
-                Error::refused(format!("cannot write the layer of `{}`: {e}", file.path))
-                    .at(&file.path)
-            })?;
-            if reader.hasher.len() != size {
+            let copied =
+                copy_large(io::Cursor::new(first).chain(rest), &mut writer).map_err(|e| {
+                    Error::refused(format!("cannot write the layer of `{}`: {e}", file.path))
+                        .at(&file.path)
+                })?;
+            if copied != size {
                 return Err(changed_while_packed(file));
             }
             let (digest, written) = writer.commit()?;
             if !file_layers.iter().any(|l| l.digest == digest) {
-                let mut descriptor = Descriptor::new(media_type::FILE_LAYER, digest, written);
+                let mut descriptor =
+                    Descriptor::new(media_type::FILE_LAYER, digest.clone(), written);
                 let mut annotations = Annotations::new();
                 annotations.insert(annotation::TITLE.into(), file.path.clone());
                 descriptor.annotations = Some(annotations);
                 file_layers.push(descriptor);
             }
+            digest
         } else {
+            let mut reader = HashingReader::new(
+                io::Cursor::new(first).chain(io::BufReader::with_capacity(1 << 20, rest)),
+            );
             let mut header = tar::Header::new_gnu();
             header.set_entry_type(tar::EntryType::Regular);
             header.set_size(size);
@@ -237,10 +244,11 @@ pub fn write_stack<W: Write>(
             if reader.hasher.len() != size {
                 return Err(changed_while_packed(file));
             }
-        }
+            reader.hasher.finish()
+        };
         entries.push(FileEntry {
             path: file.path.clone(),
-            digest: reader.hasher.finish(),
+            digest,
             size,
             executable: file.executable,
             layer,
@@ -257,6 +265,22 @@ pub fn write_stack<W: Write>(
         file_layers,
         out,
     })
+}
+
+/// Copies in 1 MiB reads: file layers are the largest files of a stack.
+fn copy_large(mut from: impl Read, to: &mut impl Write) -> io::Result<u64> {
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut copied = 0;
+    loop {
+        let read = match from.read(&mut buffer) {
+            Ok(0) => return Ok(copied),
+            Ok(read) => read,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buffer[..read])?;
+        copied += read as u64;
+    }
 }
 
 fn changed_while_packed(file: &SourceFile) -> Error {
