@@ -191,6 +191,70 @@ pub fn unpack<R: Read>(
     result
 }
 
+/// Writes one file that travels as a layer of its own into `destination` (a folder
+/// [`unpack`] made), hashing it as it is copied: the digest returned is what was
+/// written, for the caller to compare with the signed one. The path is checked as an
+/// archive entry's would be; the file must not exist yet and links are never
+/// followed, so it cannot overwrite a file of the stack layer or escape the folder.
+/// On error the file is removed; removing `destination` is the caller's, as with
+/// [`unpack`].
+pub fn place_file<R: Read>(
+    content: R,
+    destination: &Path,
+    path: &str,
+    size: u64,
+    executable: bool,
+    limits: &Limits,
+) -> Result<ArchiveFile, ArchiveError> {
+    let path = check_path(path.as_bytes(), limits)?;
+    if size > limits.max_file_bytes {
+        return Err(ArchiveError::FileTooLarge {
+            path,
+            size,
+            limit: limits.max_file_bytes,
+        });
+    }
+    let target = destination.join(&path);
+    let write_error = |source| ArchiveError::Write {
+        path: PathBuf::from(&path),
+        source,
+    };
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent).map_err(write_error)?;
+    }
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(if executable { 0o755 } else { 0o644 });
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let out = options.open(&target).map_err(write_error)?;
+    let mut hashing = HashingReader::new(content.take(size));
+    let mut writer = io::BufWriter::with_capacity(1 << 20, out);
+    let copied = io::copy(&mut hashing, &mut writer).and_then(|read| {
+        writer.flush()?;
+        Ok(read)
+    });
+    let result = match copied {
+        Ok(read) if read == size => Ok(ArchiveFile {
+            path: path.clone(),
+            size,
+            digest: hashing.hasher.finish(),
+            executable,
+        }),
+        Ok(read) => Err(ArchiveError::Corrupt(format!(
+            "file `{path}` ends early: {read} of {size} bytes"
+        ))),
+        Err(source) => Err(write_error(source)),
+    };
+    if result.is_err() {
+        let _ = fs::remove_file(&target);
+    }
+    result
+}
+
 /// Counts an archive's entries and the sizes their headers declare against
 /// [`Limits`], so that a file over a limit is refused before its bytes are inflated.
 /// [`scan`] and [`unpack`] use it for layers; the runner uses it for the outer tar
@@ -399,7 +463,9 @@ pub fn not_a_file(path: String, kind: tar::EntryType) -> ArchiveError {
     ArchiveError::NotAFile { path, kind }
 }
 
-fn check_path(raw: &[u8], limits: &Limits) -> Result<String, ArchiveError> {
+/// Checks a path an archive entry or a signed file list gives, as [`unpack`] does:
+/// relative, plain components only, bounded. Returns it without a trailing `/`.
+pub fn check_path(raw: &[u8], limits: &Limits) -> Result<String, ArchiveError> {
     let lossy = || String::from_utf8_lossy(raw).into_owned();
     let unsafe_path = |reason| ArchiveError::UnsafePath {
         path: lossy(),

@@ -222,7 +222,9 @@ fn worker_gone() -> io::Error {
 }
 
 /// True when deflating the start of `data` saves under 2%: the block is then stored.
-fn incompressible(data: &[u8]) -> bool {
+/// The packager asks the same of a large file's first block to decide whether the
+/// file travels as a layer of its own, uncompressed.
+pub fn incompressible(data: &[u8]) -> bool {
     let sample = &data[..data.len().min(SAMPLE_SIZE)];
     if sample.len() < 4096 {
         return false;

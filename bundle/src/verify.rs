@@ -9,19 +9,25 @@
 //! for, so nothing unsigned can slip in. Each byte is hashed once: the signed layer
 //! digest already authenticates every file's content, so file digests are not
 //! recomputed here; unpacking ([`crate::archive::unpack`]) checks them as it writes.
+//!
+//! Large, already-compressed files may travel as layers of their own
+//! ([`media_type::FILE_LAYER`], config format [`FILE_LAYERS_FORMAT`]): such a layer
+//! holds exactly the file's bytes, so its digest, checked here like any layer's, is
+//! the signed file digest. The signed list, the manifest's file layers and the stack
+//! layer's entries must agree: each file is in exactly one of them.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::sync::mpsc;
 
 use semver::Version;
-use stackpack_schema::bundle::BundleConfig;
+use stackpack_schema::bundle::{BundleConfig, FILE_LAYERS_FORMAT, NEWEST_FORMAT};
 use stackpack_schema::digest::{Digest, Sha256Hasher};
-use stackpack_schema::media_type;
+use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Descriptor, ImageManifest};
 use stackpack_schema::signature::{PublicKey, SignatureEnvelope, SignatureError, SignaturePayload};
 
-use crate::archive::{self, ArchiveError, HashingReader, Limits, ListedFile};
+use crate::archive::{self, ArchiveError, Limits, ListedFile};
 use crate::layout::{ImageLayout, LayoutError, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
 
 /// Largest signature layer read.
@@ -62,6 +68,8 @@ pub enum VerifyError {
     MissingBlob { what: String, digest: Digest },
     #[error("not a Stackpack bundle: {0}")]
     NotABundle(String),
+    #[error("the bundle's config format is `{format}`, newer than the newest this program reads (`{newest}`): upgrade stackpack-runner (or stackpack) to a release that reads it")]
+    NewerFormat { format: u32, newest: u32 },
     #[error("the bundle's signed config says `{found}`, but `{expected}` was asked for")]
     WrongBundle { expected: String, found: String },
     #[error("bundle `{reference}` has no signature")]
@@ -173,6 +181,21 @@ pub fn verify_manifest(
         )));
     }
     let config_bytes = read_checked(layout, &manifest.config, "config", MAX_CONFIG_SIZE)?;
+    // The format first: a newer config may not parse as this one, and "upgrade" is
+    // the useful answer then, not a parse error.
+    #[derive(serde::Deserialize)]
+    struct FormatOnly {
+        format: u32,
+    }
+    let format = serde_json::from_slice::<FormatOnly>(&config_bytes)
+        .map_err(|e| VerifyError::NotABundle(format!("the config is not valid: {e}")))?
+        .format;
+    if format > NEWEST_FORMAT {
+        return Err(VerifyError::NewerFormat {
+            format,
+            newest: NEWEST_FORMAT,
+        });
+    }
     let config: BundleConfig = serde_json::from_slice(&config_bytes)
         .map_err(|e| VerifyError::NotABundle(format!("the config is not valid: {e}")))?;
     if config.stack != stack || &config.version != version {
@@ -182,6 +205,7 @@ pub fn verify_manifest(
         });
     }
     check_entrypoint(&config)?;
+    check_file_list(&config, limits)?;
 
     // 3. Layers, streamed.
     let mut stack_layer = None;
@@ -193,6 +217,9 @@ pub fn verify_manifest(
             let files = verify_stack_layer(layout, layer, limits)?;
             compare_files(&config, &files)?;
             stack_layer = Some(layer.clone());
+        } else if layer.media_type == media_type::FILE_LAYER {
+            let title = layer.annotation(annotation::TITLE).unwrap_or("(untitled)");
+            verify_blob_stream(layout, layer, &format!("file layer `{title}`"))?;
         } else {
             verify_blob_stream(layout, layer, &format!("layer `{}`", layer.media_type))?;
         }
@@ -200,6 +227,7 @@ pub fn verify_manifest(
     let stack_layer =
         stack_layer.ok_or_else(|| VerifyError::NotABundle("it has no stack layer".into()))?;
     check_provider_layers(&config, &manifest)?;
+    check_file_layers(&config, &manifest)?;
 
     Ok(VerifiedBundle {
         manifest_descriptor: descriptor.clone(),
@@ -443,16 +471,25 @@ fn verify_blob_stream(
     descriptor: &Descriptor,
     what: &str,
 ) -> Result<(), VerifyError> {
-    let file = open_layer(layout, descriptor, what)?;
-    let mut hashing = HashingReader::new(io::BufReader::with_capacity(1 << 20, file));
-    io::copy(&mut hashing, &mut io::sink()).map_err(|e| {
-        VerifyError::Layout(LayoutError::Io {
-            context: "cannot read",
-            path: layout.blob_path(&descriptor.digest),
-            source: e,
-        })
-    })?;
-    check_digest(what, descriptor, hashing.hasher)
+    let mut file = open_layer(layout, descriptor, what)?;
+    // Large reads straight into one buffer: provider packages and file layers are
+    // the biggest blobs of a bundle, and here they are only hashed.
+    let mut hasher = Sha256Hasher::new();
+    let mut buffer = vec![0u8; CHUNK];
+    loop {
+        let read = read_full(&mut file, &mut buffer).map_err(|e| {
+            VerifyError::Layout(LayoutError::Io {
+                context: "cannot read",
+                path: layout.blob_path(&descriptor.digest),
+                source: e,
+            })
+        })?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    check_digest(what, descriptor, hasher)
 }
 
 /// Size of the chunks the hashing thread hands to the inflating one.
@@ -599,9 +636,20 @@ fn check_provider_layers(
 /// Compares what the archive holds with the signed list. Contents are authenticated by
 /// the signed layer digest; each file's own digest is checked when it is unpacked.
 fn compare_files(config: &BundleConfig, files: &[ListedFile]) -> Result<(), VerifyError> {
-    let signed: BTreeMap<&str, _> = config.files.iter().map(|f| (f.path.as_str(), f)).collect();
+    let signed: BTreeMap<&str, _> = config
+        .files
+        .iter()
+        .filter(|f| !f.layer)
+        .map(|f| (f.path.as_str(), f))
+        .collect();
     for file in files {
         let Some(entry) = signed.get(file.path.as_str()) else {
+            if config.file(&file.path).is_some_and(|f| f.layer) {
+                return Err(VerifyError::FileMismatch(format!(
+                    "`{}` is in the archive, but the signed file list says it travels as a layer of its own",
+                    file.path
+                )));
+            }
             return Err(VerifyError::FileMismatch(format!(
                 "`{}` is in the archive but not in the signed file list",
                 file.path
@@ -631,6 +679,94 @@ fn compare_files(config: &BundleConfig, files: &[ListedFile]) -> Result<(), Veri
         return Err(VerifyError::FileMismatch(format!(
             "`{missing}` is in the signed file list but not in the archive"
         )));
+    }
+    Ok(())
+}
+
+/// The signed file list itself must be one a packager writes: sorted, without
+/// repeats, paths an archive could hold, no file where another's folder must be, and
+/// file layers only in a format that has them. Paths of files in the stack layer are
+/// also checked entry by entry as the archive is walked; those of file layers are
+/// checked only here (and again when they are placed).
+fn check_file_list(config: &BundleConfig, limits: &Limits) -> Result<(), VerifyError> {
+    for pair in config.files.windows(2) {
+        if pair[0].path >= pair[1].path {
+            return Err(VerifyError::NotABundle(format!(
+                "its signed file list is not sorted, or lists `{}` twice",
+                pair[1].path
+            )));
+        }
+    }
+    let paths: std::collections::HashSet<&str> =
+        config.files.iter().map(|f| f.path.as_str()).collect();
+    for file in &config.files {
+        if file.layer && config.format < FILE_LAYERS_FORMAT {
+            return Err(VerifyError::NotABundle(format!(
+                "its config (format `{}`) says `{}` travels as a layer of its own, which only format `{FILE_LAYERS_FORMAT}` allows",
+                config.format, file.path
+            )));
+        }
+        let checked = archive::check_path(file.path.as_bytes(), limits).map_err(|e| match e {
+            ArchiveError::UnsafePath { reason, .. } => VerifyError::NotABundle(format!(
+                "its signed file list names `{}`, which is refused: {reason}",
+                file.path
+            )),
+            other => other.into(),
+        })?;
+        if checked != file.path {
+            return Err(VerifyError::NotABundle(format!(
+                "its signed file list names `{}`, which is not a plain relative path",
+                file.path
+            )));
+        }
+        let mut folder = file.path.as_str();
+        while let Some((parent, _)) = folder.rsplit_once('/') {
+            if paths.contains(parent) {
+                return Err(VerifyError::NotABundle(format!(
+                    "its signed file list has a file `{parent}` where `{}` needs a folder",
+                    file.path
+                )));
+            }
+            folder = parent;
+        }
+    }
+    Ok(())
+}
+
+/// Every file the signed config says travels as a layer is a file layer of the
+/// manifest with the file's digest and size, and every file layer of the manifest is
+/// such a file (named by its title): nothing unsigned rides along, and nothing
+/// signed is left behind.
+fn check_file_layers(config: &BundleConfig, manifest: &ImageManifest) -> Result<(), VerifyError> {
+    let layers: Vec<&Descriptor> = manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == media_type::FILE_LAYER)
+        .collect();
+    for file in config.file_layers() {
+        if !layers
+            .iter()
+            .any(|l| l.digest == file.digest && l.size == file.size)
+        {
+            return Err(VerifyError::NotABundle(format!(
+                "its signed file list says `{}` travels as a layer of its own (`{}`), and no layer carries it",
+                file.path,
+                file.digest.short()
+            )));
+        }
+    }
+    for layer in layers {
+        let title = layer.annotation(annotation::TITLE);
+        let listed = config.file_layers().any(|f| {
+            f.digest == layer.digest && f.size == layer.size && title == Some(f.path.as_str())
+        });
+        if !listed {
+            return Err(VerifyError::NotABundle(format!(
+                "it carries a file layer `{}` titled `{}` that its signed file list does not name",
+                layer.digest.short(),
+                title.unwrap_or("(none)")
+            )));
+        }
     }
     Ok(())
 }

@@ -975,8 +975,10 @@ fn drift(
 }
 
 /// Unpacks the verified stack layer into `work/bundle`, hashing the compressed bytes
-/// on the way and checking every file against the signed list again, so that a blob
-/// changed between verification and unpacking is caught. Returns the entrypoint.
+/// on the way and checking every file against the signed list again, then copies the
+/// files that travel as layers of their own beside them, hashing each as it is
+/// copied, so that a blob changed between verification and unpacking is caught.
+/// Nothing half-unpacked stays on refusal. Returns the entrypoint.
 pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Result<PathBuf> {
     let store = home.store()?;
     let layer = &bundle.stack_layer;
@@ -1015,6 +1017,45 @@ pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Res
         }
         other => refuse(format!("the bundle's archive is refused: {other}")),
     })?;
+    // Files that travel as layers of their own are copied into place and hashed as
+    // they are copied: their layer digest, verified before, is their file digest, and
+    // this catches a blob changed since.
+    let mut files = files;
+    for entry in bundle.config.file_layers() {
+        let blob = match store.open_blob(&entry.digest) {
+            Ok(blob) => blob,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&destination);
+                return Err(e.into());
+            }
+        };
+        let placed = archive::place_file(
+            BufReader::with_capacity(1 << 20, blob),
+            &destination,
+            &entry.path,
+            entry.size,
+            entry.executable,
+            &Limits::default(),
+        )
+        .map_err(|e| match e {
+            archive::ArchiveError::Write { path, source } => {
+                let _ = std::fs::remove_dir_all(&destination);
+                Error::refused(format!(
+                    "cannot unpack the bundle into the work folder: `{}`: {source}",
+                    path.display()
+                ))
+                .hint("free space in the work folder, or set `work` in `runner.toml` to a roomier place")
+            }
+            other => refuse(format!("the bundle's file `{}` is refused: {other}", entry.path)),
+        })?;
+        if placed.digest != entry.digest {
+            return Err(refuse(format!(
+                "the layer of `{}` changed after it was verified: it now hashes to `{}`",
+                entry.path, placed.digest
+            )));
+        }
+        files.push(placed);
+    }
     let signed: BTreeMap<&str, _> = bundle
         .config
         .files

@@ -108,6 +108,9 @@ fn verify_error(
         VerifyError::Unsigned { .. } => Error::refused(format!("bundle `{reference}` has no signature"))
             .at(at)
             .hint("bundles must be imported with their signatures: use the layout `stackpack build` or `stackpack export` wrote"),
+        newer @ VerifyError::NewerFormat { .. } => Error::refused(format!("bundle `{reference}` failed verification: {newer}"))
+            .at(at)
+            .hint("install a newer `stackpack-runner` (the vendor's release notes name the version), then import the bundle again"),
         other => Error::refused(format!("bundle `{reference}` failed verification: {other}"))
             .at(at)
             .hint("the bundle was changed after it was signed; get it again from your vendor"),

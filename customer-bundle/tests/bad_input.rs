@@ -127,6 +127,7 @@ fn import_net(interface: Interface) -> (Runner, tempfile::TempDir) {
         digest: Digest::of(main),
         size: main.len() as u64,
         executable: false,
+        layer: false,
     }];
     common::write_signed_bundle_with(&source, &key, "net", "1.0.0", &layer, files, interface);
     let runner = Runner::new("globex");

@@ -218,6 +218,7 @@ impl Small {
             digest: Digest::of(main),
             size: main.len() as u64,
             executable: false,
+            layer: false,
         }];
         let dir = self.scratch.path().join(name);
         let layout = ImageLayout::create(&dir).unwrap();

@@ -69,12 +69,18 @@ pub fn build_stack(
         .map_err(crate::discover::unparsable)?
         .to_schema();
 
-    // The layer, streamed into the layout.
+    // The stack layer streamed into the layout, and large incompressible files
+    // beside it as layers of their own.
     let writer = layout.blob_writer()?;
-    let (files, writer) = pack::write_layer(
+    let pack::PackedStack {
+        entries: files,
+        file_layers,
+        out: writer,
+    } = pack::write_stack(
         &stack_plan.files,
         writer,
         stackpack_bundle::gzip::default_threads(),
+        layout,
     )?;
     if files != stack_plan.entries {
         return Err(Error::refused(format!(
@@ -122,7 +128,7 @@ pub fn build_stack(
         plan.commit.clone()
     };
     let config = BundleConfig {
-        format: stackpack_schema::bundle::CONFIG_FORMAT,
+        format: BundleConfig::required_format(&files),
         stack: stack.name.clone(),
         version: version.clone(),
         source: Source {
@@ -159,6 +165,7 @@ pub fn build_stack(
         artifact_type: Some(media_type::BUNDLE_ARTIFACT.into()),
         config: Descriptor::new(media_type::BUNDLE_CONFIG, config_digest, config_size),
         layers: std::iter::once(layer.clone())
+            .chain(file_layers)
             .chain(provider_layers)
             .collect(),
         subject: None,

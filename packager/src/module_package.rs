@@ -479,6 +479,7 @@ pub fn write_zip<W: Write + Seek>(
             digest: reader.hasher.finish(),
             size,
             executable: file.executable,
+            layer: false,
         });
     }
     let out = zip.finish().map_err(zip_error)?;

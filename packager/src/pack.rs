@@ -7,15 +7,26 @@
 //! name, time 0 and OS "unknown" in its header. So the same files give the same bytes
 //! on any machine, with any number of cores, in any checkout folder, under any umask
 //! or clock. Files are streamed: memory stays flat however large they are.
+//!
+//! A file of at least [`FILE_LAYER_MIN_SIZE`] bytes whose first block would be stored
+//! rather than deflated ([`stackpack_bundle::gzip::incompressible`]: zips, images,
+//! tarballs, random-looking binaries) is left out of the tar and written as a layer
+//! of its own holding exactly its bytes, so the layer's digest is the file's digest
+//! and the same file in two versions or two stacks is one blob. The decision depends
+//! only on the file's bytes, so it is as reproducible as the tar. Each file is read
+//! once: hashed as it is compressed, or as it is copied into its layer.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use stackpack_bundle::archive::HashingReader;
-use stackpack_bundle::gzip::ParallelGzip;
-use stackpack_schema::bundle::FileEntry;
+use stackpack_bundle::gzip::{self, ParallelGzip};
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_schema::bundle::{FileEntry, FILE_LAYER_MIN_SIZE};
 use stackpack_schema::digest::Sha256Hasher;
+use stackpack_schema::media_type::{self, annotation};
+use stackpack_schema::oci::{Annotations, Descriptor};
 
 use crate::discover::Stack;
 use crate::error::{Error, Result};
@@ -105,66 +116,142 @@ fn read_error(file: &SourceFile) -> impl FnOnce(io::Error) -> Error + '_ {
     move |e| Error::refused(format!("cannot read `{}`: {e}", file.path)).at(&file.path)
 }
 
-/// Hashes files without packing them (for planning: has the content changed?).
+/// Hashes files without packing them (for planning: has the content changed?), as
+/// they would be in a module package: every file in the archive.
 pub fn hash_files(files: &[SourceFile]) -> Result<Vec<FileEntry>> {
-    files
-        .iter()
-        .map(|file| {
-            let mut reader = File::open(&file.source).map_err(read_error(file))?;
-            let mut hasher = Sha256Hasher::new();
-            io::copy(&mut reader, &mut hasher).map_err(read_error(file))?;
-            let size = hasher.len();
-            Ok(FileEntry {
-                path: file.path.clone(),
-                digest: hasher.finish(),
-                size,
-                executable: file.executable,
-            })
-        })
-        .collect()
+    files.iter().map(|file| hash_file(file, false)).collect()
+}
+
+/// Hashes a stack's files without packing them, marking those [`write_stack`] would
+/// carry as layers of their own, so the plan's entries equal the build's.
+pub fn hash_stack_files(files: &[SourceFile]) -> Result<Vec<FileEntry>> {
+    files.iter().map(|file| hash_file(file, true)).collect()
+}
+
+fn hash_file(file: &SourceFile, file_layers: bool) -> Result<FileEntry> {
+    let mut handle = File::open(&file.source).map_err(read_error(file))?;
+    let size = handle.metadata().map_err(read_error(file))?.len();
+    let mut hasher = Sha256Hasher::new();
+    let first = if file_layers {
+        first_block(&mut handle, size).map_err(read_error(file))?
+    } else {
+        Vec::new()
+    };
+    hasher.update(&first);
+    io::copy(
+        &mut io::BufReader::with_capacity(1 << 20, handle),
+        &mut hasher,
+    )
+    .map_err(read_error(file))?;
+    let layer = travels_as_layer(size, &first);
+    let size = hasher.len();
+    Ok(FileEntry {
+        path: file.path.clone(),
+        digest: hasher.finish(),
+        size,
+        executable: file.executable,
+        layer,
+    })
+}
+
+/// The first block of a file large enough to travel as a layer (else nothing read).
+fn first_block(handle: &mut File, size: u64) -> io::Result<Vec<u8>> {
+    if size < FILE_LAYER_MIN_SIZE {
+        return Ok(Vec::new());
+    }
+    let mut block = Vec::with_capacity(gzip::BLOCK_SIZE);
+    Read::by_ref(handle)
+        .take(gzip::BLOCK_SIZE as u64)
+        .read_to_end(&mut block)?;
+    Ok(block)
+}
+
+/// True for a file that travels as a layer of its own: large, and its first block
+/// would be stored by the stack layer's compressor rather than deflated.
+fn travels_as_layer(size: u64, first_block: &[u8]) -> bool {
+    size >= FILE_LAYER_MIN_SIZE && !first_block.is_empty() && gzip::incompressible(first_block)
+}
+
+/// What [`write_stack`] made.
+pub struct PackedStack<W> {
+    /// Every file of the stack, sorted by path, those in file layers marked.
+    pub entries: Vec<FileEntry>,
+    /// The file layers, already in the layout, in path order, one per distinct
+    /// content (two files with the same bytes share a layer).
+    pub file_layers: Vec<Descriptor>,
+    /// The stack layer's writer, finished.
+    pub out: W,
 }
 
 /// Writes the stack layer to `out`, compressing on `threads` threads (the bytes do
-/// not depend on how many); returns every file's entry. A file that changes while it
-/// is packed is an error, never a silently inconsistent bundle.
-pub fn write_layer<W: Write>(
+/// not depend on how many), and each file that travels as a layer of its own into
+/// `layout`; returns every file's entry. A file that changes while it is packed is an
+/// error, never a silently inconsistent bundle.
+pub fn write_stack<W: Write>(
     files: &[SourceFile],
     out: W,
     threads: usize,
-) -> Result<(Vec<FileEntry>, W)> {
+    layout: &ImageLayout,
+) -> Result<PackedStack<W>> {
     let gzip = ParallelGzip::new(out, threads);
     let mut builder = tar::Builder::new(gzip);
     let mut entries = Vec::with_capacity(files.len());
+    let mut file_layers: Vec<Descriptor> = Vec::new();
     for file in files {
-        let handle = File::open(&file.source).map_err(read_error(file))?;
+        let mut handle = File::open(&file.source).map_err(read_error(file))?;
         let size = handle.metadata().map_err(read_error(file))?.len();
-        let mut header = tar::Header::new_gnu();
-        header.set_entry_type(tar::EntryType::Regular);
-        header.set_size(size);
-        header.set_mode(if file.executable { 0o755 } else { 0o644 });
-        header.set_uid(0);
-        header.set_gid(0);
-        header.set_mtime(0);
-        let mut reader =
-            HashingReader::new(io::BufReader::with_capacity(1 << 20, handle).take(size));
-        builder
-            .append_data(&mut header, &file.path, &mut reader)
-            .map_err(|e| {
-                Error::refused(format!("cannot pack `{}`: {e}", file.path)).at(&file.path)
-            })?;
-        if reader.hasher.len() != size {
-            return Err(Error::refused(format!(
-                "`{}` changed while it was being packed",
-                file.path
-            ))
-            .at(&file.path)
-            .hint("run the build again when nothing else writes to the repository"));
-        }
+        let first = first_block(&mut handle, size).map_err(read_error(file))?;
+        let layer = travels_as_layer(size, &first);
+        let rest = handle.take(size - first.len() as u64);
+        let digest = if layer {
+            // The blob writer's digest is the file's: its bytes are the layer's, so
+            // they are hashed once, as they are copied.
+            let mut writer = layout.blob_writer()?;
+            let copied =
+                copy_large(io::Cursor::new(first).chain(rest), &mut writer).map_err(|e| {
+                    Error::refused(format!("cannot write the layer of `{}`: {e}", file.path))
+                        .at(&file.path)
+                })?;
+            if copied != size {
+                return Err(changed_while_packed(file));
+            }
+            let (digest, written) = writer.commit()?;
+            if !file_layers.iter().any(|l| l.digest == digest) {
+                let mut descriptor =
+                    Descriptor::new(media_type::FILE_LAYER, digest.clone(), written);
+                let mut annotations = Annotations::new();
+                annotations.insert(annotation::TITLE.into(), file.path.clone());
+                descriptor.annotations = Some(annotations);
+                file_layers.push(descriptor);
+            }
+            digest
+        } else {
+            let mut reader = HashingReader::new(
+                io::Cursor::new(first).chain(io::BufReader::with_capacity(1 << 20, rest)),
+            );
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(size);
+            header.set_mode(if file.executable { 0o755 } else { 0o644 });
+            header.set_uid(0);
+            header.set_gid(0);
+            header.set_mtime(0);
+            builder
+                .append_data(&mut header, &file.path, &mut reader)
+                .map_err(|e| {
+                    Error::refused(format!("cannot pack `{}`: {e}", file.path)).at(&file.path)
+                })?;
+            if reader.hasher.len() != size {
+                return Err(changed_while_packed(file));
+            }
+            reader.hasher.finish()
+        };
         entries.push(FileEntry {
             path: file.path.clone(),
-            digest: reader.hasher.finish(),
+            digest,
             size,
             executable: file.executable,
+            layer,
         });
     }
     let gzip = builder
@@ -173,7 +260,33 @@ pub fn write_layer<W: Write>(
     let out = gzip
         .finish()
         .map_err(|e| Error::refused(format!("cannot write the stack layer: {e}")))?;
-    Ok((entries, out))
+    Ok(PackedStack {
+        entries,
+        file_layers,
+        out,
+    })
+}
+
+/// Copies in 1 MiB reads: file layers are the largest files of a stack.
+fn copy_large(mut from: impl Read, to: &mut impl Write) -> io::Result<u64> {
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut copied = 0;
+    loop {
+        let read = match from.read(&mut buffer) {
+            Ok(0) => return Ok(copied),
+            Ok(read) => read,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buffer[..read])?;
+        copied += read as u64;
+    }
+}
+
+fn changed_while_packed(file: &SourceFile) -> Error {
+    Error::refused(format!("`{}` changed while it was being packed", file.path))
+        .at(&file.path)
+        .hint("run the build again when nothing else writes to the repository")
 }
 
 #[cfg(test)]
@@ -198,32 +311,91 @@ mod tests {
         }
     }
 
+    fn source(dir: &Path, name: &str, executable: bool) -> SourceFile {
+        SourceFile {
+            path: format!("stacks/s/{name}"),
+            source: dir.join(name),
+            executable,
+        }
+    }
+
     #[test]
     fn the_same_files_pack_to_the_same_bytes() {
         let dir = tempfile::tempdir().unwrap();
+        let layout = ImageLayout::create(dir.path().join("layout")).unwrap();
         std::fs::write(dir.path().join("a.tf"), "variable \"x\" {}\n").unwrap();
         std::fs::write(dir.path().join("b.bin"), vec![7u8; 100_000]).unwrap();
         let files = vec![
-            SourceFile {
-                path: "stacks/s/a.tf".into(),
-                source: dir.path().join("a.tf"),
-                executable: false,
-            },
-            SourceFile {
-                path: "stacks/s/b.bin".into(),
-                source: dir.path().join("b.bin"),
-                executable: true,
-            },
+            source(dir.path(), "a.tf", false),
+            source(dir.path(), "b.bin", true),
         ];
-        let (entries, first) = write_layer(&files, Vec::new(), 1).unwrap();
+        let first = write_stack(&files, Vec::new(), 1, &layout).unwrap();
         for threads in [1, 2, 16] {
-            let (_, again) = write_layer(&files, Vec::new(), threads).unwrap();
-            assert!(again == first, "{threads} threads give other bytes");
+            let again = write_stack(&files, Vec::new(), threads, &layout).unwrap();
+            assert!(again.out == first.out, "{threads} threads give other bytes");
         }
-        assert_eq!(entries, hash_files(&files).unwrap());
+        assert_eq!(first.entries, hash_stack_files(&files).unwrap());
+        assert!(first.file_layers.is_empty());
         let scanned =
-            stackpack_bundle::archive::scan(&first[..], None, &Default::default()).unwrap();
+            stackpack_bundle::archive::scan(&first.out[..], None, &Default::default()).unwrap();
         assert_eq!(scanned.len(), 2);
         assert!(scanned[1].executable);
+    }
+
+    #[test]
+    fn large_incompressible_files_travel_as_layers_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = ImageLayout::create(dir.path().join("layout")).unwrap();
+        let mut random = vec![0u8; (3 << 20) + 17];
+        getrandom(&mut random);
+        std::fs::write(dir.path().join("lambda.zip"), &random).unwrap();
+        std::fs::write(dir.path().join("same.zip"), &random).unwrap();
+        // Large but compressible: stays in the tar.
+        std::fs::write(dir.path().join("big.json"), "{\"k\": 1}\n".repeat(300_000)).unwrap();
+        // Incompressible but small: stays in the tar.
+        std::fs::write(dir.path().join("small.bin"), &random[..100_000]).unwrap();
+        let files = vec![
+            source(dir.path(), "big.json", false),
+            source(dir.path(), "lambda.zip", false),
+            source(dir.path(), "same.zip", false),
+            source(dir.path(), "small.bin", false),
+        ];
+        let packed = write_stack(&files, Vec::new(), 2, &layout).unwrap();
+        let layers: Vec<&str> = packed
+            .entries
+            .iter()
+            .filter(|e| e.layer)
+            .map(|e| e.path.as_str())
+            .collect();
+        assert_eq!(layers, ["stacks/s/lambda.zip", "stacks/s/same.zip"]);
+        assert_eq!(packed.entries, hash_stack_files(&files).unwrap());
+        // One layer for both copies, holding exactly the file: its digest is the file's.
+        assert_eq!(packed.file_layers.len(), 1);
+        let layer = &packed.file_layers[0];
+        assert_eq!(layer.media_type, media_type::FILE_LAYER);
+        assert_eq!(layer.digest, stackpack_schema::digest::Digest::of(&random));
+        assert_eq!(
+            layer.annotation(annotation::TITLE),
+            Some("stacks/s/lambda.zip")
+        );
+        assert_eq!(
+            std::fs::read(layout.blob_path(&layer.digest)).unwrap(),
+            random
+        );
+        let in_tar: Vec<String> =
+            stackpack_bundle::archive::scan(&packed.out[..], None, &Default::default())
+                .unwrap()
+                .into_iter()
+                .map(|f| f.path)
+                .collect();
+        assert_eq!(in_tar, ["stacks/s/big.json", "stacks/s/small.bin"]);
+    }
+
+    fn getrandom(buffer: &mut [u8]) {
+        use std::io::Read;
+        File::open("/dev/urandom")
+            .unwrap()
+            .read_exact(buffer)
+            .unwrap();
     }
 }

@@ -155,7 +155,7 @@ pub fn plan(
             dirty = true;
         }
         let files = pack::collect_files(&repo.git, stack)?;
-        let entries = pack::hash_files(&files)?;
+        let entries = pack::hash_stack_files(&files)?;
         let existing = releases.versions(&stack.name)?;
         let last_stable = version::latest_stable(&existing).cloned();
         let previous_version = latest_on_channel(&existing, &channel);
@@ -166,7 +166,7 @@ pub fn plan(
         let named = options.stacks.contains(&stack.name);
 
         let (changed, reason) = match (&previous, &changed_since_base) {
-            (Some(previous), _) if previous.config.files == entries => (
+            (Some(previous), _) if same_files(&previous.config.files, &entries) => (
                 false,
                 format!("unchanged: same files as `{}`", previous.version),
             ),
@@ -279,6 +279,19 @@ fn under(path: &str, dir: &str) -> bool {
     path == dir || path.starts_with(&format!("{dir}/"))
 }
 
+/// The same files with the same contents and modes. Whether a file travels as a
+/// layer of its own is how it is carried, not what it is: a release built before file
+/// layers existed is not changed by them, so no version is made for that alone.
+fn same_files(old: &[FileEntry], new: &[FileEntry]) -> bool {
+    old.len() == new.len()
+        && old.iter().zip(new).all(|(a, b)| {
+            a.path == b.path
+                && a.digest == b.digest
+                && a.size == b.size
+                && a.executable == b.executable
+        })
+}
+
 fn differing_paths(old: &[FileEntry], new: &[FileEntry]) -> Vec<String> {
     let old_map: std::collections::BTreeMap<&str, &FileEntry> =
         old.iter().map(|e| (e.path.as_str(), e)).collect();
@@ -373,4 +386,30 @@ fn refuse_bump(stack: &Stack, required: Bump, requested: Bump, findings: &[Findi
     Error::refused(message).hint(format!(
         "publish with `--bump {required}`, or undo the change"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stackpack_schema::digest::Digest;
+
+    fn entry(path: &str, content: &[u8], layer: bool) -> FileEntry {
+        FileEntry {
+            path: path.into(),
+            digest: Digest::of(content),
+            size: content.len() as u64,
+            executable: false,
+            layer,
+        }
+    }
+
+    #[test]
+    fn a_release_built_before_file_layers_is_not_changed_by_them_alone() {
+        let before = vec![entry("a.tf", b"a", false), entry("b.zip", b"zip", false)];
+        let now = vec![entry("a.tf", b"a", false), entry("b.zip", b"zip", true)];
+        assert!(same_files(&before, &now));
+        let edited = vec![entry("a.tf", b"a2", false), entry("b.zip", b"zip", true)];
+        assert!(!same_files(&before, &edited));
+        assert!(!same_files(&before, &now[..1]));
+    }
 }

@@ -90,8 +90,8 @@ fn two_clones_build_bit_for_bit_identical_bundles() {
     );
 }
 
-/// The stack layers of every manifest in a layout.
-fn stack_layers(layout: &Path) -> Vec<std::path::PathBuf> {
+/// The layers of `media_type` in every manifest of a layout, with their annotations.
+fn layers_of(layout: &Path, media_type: &str) -> Vec<serde_json::Value> {
     let blobs_dir = layout.join("blobs/sha256");
     let mut layers = Vec::new();
     // Manifests are small; layers and provider packages are not.
@@ -105,28 +105,37 @@ fn stack_layers(layout: &Path) -> Vec<std::path::PathBuf> {
             continue;
         };
         for layer in manifest["layers"].as_array().into_iter().flatten() {
-            if layer["mediaType"] == "application/vnd.stackpack.stack.v1.tar+gzip" {
-                let digest = layer["digest"].as_str().unwrap();
-                layers.push(blobs_dir.join(digest.trim_start_matches("sha256:")));
+            if layer["mediaType"] == media_type {
+                layers.push(layer.clone());
             }
         }
     }
     layers
 }
 
-/// The stack layer is compressed in parallel blocks: the number of threads must never
-/// show in the bytes, or the same commit would get other digests on other machines.
+/// The stack layer is compressed in parallel blocks, and large incompressible files
+/// leave it for layers of their own: the number of threads must never show in the
+/// bytes, or the same commit would get other digests on other machines.
 #[test]
-fn the_layer_is_the_same_on_1_2_and_16_compression_threads() {
+fn the_bundle_is_the_same_on_1_2_and_16_compression_threads_with_file_layers() {
     let repo = TestRepo::new();
-    // Several compression blocks: text that deflates, and a binary that is stored.
+    // Several compression blocks: text that deflates, a small binary stored inside
+    // the tar, and two large binaries that travel as file layers.
     let text: String = (0..60_000)
         .map(|i| format!("# line {i} of a long generated comment\n"))
         .collect();
     repo.write("stacks/control-plane/generated.tf.txt", &text);
     let mut noise = vec![0u8; 3 << 20];
     rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut noise);
-    std::fs::write(repo.dir.join("stacks/control-plane/blob.bin"), noise).unwrap();
+    std::fs::write(repo.dir.join("stacks/control-plane/blob.bin"), &noise).unwrap();
+    std::fs::write(
+        repo.dir.join("stacks/control-plane/small.bin"),
+        &noise[..900 << 10],
+    )
+    .unwrap();
+    let mut archive = vec![0u8; (5 << 20) + 333];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut archive);
+    std::fs::write(repo.dir.join("stacks/control-plane/lambda.zip"), &archive).unwrap();
     repo.commit("large files");
 
     let mut layouts = Vec::new();
@@ -156,9 +165,38 @@ fn the_layer_is_the_same_on_1_2_and_16_compression_threads() {
         assert_eq!(blobs(layout), blobs(first_layout), "{threads} threads");
     }
 
-    // The control-plane stack layer (the one holding blob.bin): standard tools read it.
-    let layer = stack_layers(first_layout)
+    // The two large binaries are file layers holding exactly their bytes.
+    let file_layers = layers_of(first_layout, "application/vnd.stackpack.file.v1");
+    let mut titles: Vec<(&str, &str)> = file_layers
+        .iter()
+        .map(|l| {
+            (
+                l["annotations"]["org.opencontainers.image.title"]
+                    .as_str()
+                    .unwrap(),
+                l["digest"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    titles.sort();
+    let digest_of = |bytes: &[u8]| stackpack_schema::digest::Digest::of(bytes).to_string();
+    assert_eq!(
+        titles,
+        [
+            ("stacks/control-plane/blob.bin", digest_of(&noise).as_str()),
+            (
+                "stacks/control-plane/lambda.zip",
+                digest_of(&archive).as_str()
+            ),
+        ]
+    );
+
+    // The control-plane stack layer (the largest): standard tools read it, and it
+    // holds the text and the small binary, not the file layers.
+    let blobs_dir = first_layout.join("blobs/sha256");
+    let layer = layers_of(first_layout, "application/vnd.stackpack.stack.v1.tar+gzip")
         .into_iter()
+        .map(|l| blobs_dir.join(l["digest"].as_str().unwrap().trim_start_matches("sha256:")))
         .max_by_key(|layer| layer.metadata().unwrap().len())
         .unwrap();
     let gzip = Command::new("gzip").arg("-t").arg(&layer).output().unwrap();
@@ -174,12 +212,16 @@ fn the_layer_is_the_same_on_1_2_and_16_compression_threads() {
         .unwrap();
     assert!(tar.status.success());
     let listing = String::from_utf8_lossy(&tar.stdout);
-    assert!(
-        listing.contains("stacks/control-plane/blob.bin"),
-        "{listing}"
-    );
-    assert!(
-        listing.contains("stacks/control-plane/main.tf"),
-        "{listing}"
-    );
+    for packed in ["main.tf", "small.bin", "generated.tf.txt"] {
+        assert!(
+            listing.contains(&format!("stacks/control-plane/{packed}")),
+            "{packed} missing from {listing}"
+        );
+    }
+    for own_layer in ["blob.bin", "lambda.zip"] {
+        assert!(
+            !listing.contains(&format!("stacks/control-plane/{own_layer}")),
+            "{own_layer} is also in the tar: {listing}"
+        );
+    }
 }

@@ -7,8 +7,22 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Digest;
 use crate::interface::Interface;
 
-/// Version of the config document's own format.
+/// Version of the config document's own format, for bundles whose files all travel
+/// in the stack layer. Bundles built before file layers existed have it, and a bundle
+/// that carries no file layer keeps it, so that older runners still read it.
 pub const CONFIG_FORMAT: u32 = 1;
+
+/// The format of bundles where some files travel in layers of their own
+/// ([`FileEntry::layer`]). A runner that only knows [`CONFIG_FORMAT`] would find those
+/// files missing from the stack layer; the bump makes newer runners say why instead.
+pub const FILE_LAYERS_FORMAT: u32 = 2;
+
+/// The newest config format this code reads.
+pub const NEWEST_FORMAT: u32 = FILE_LAYERS_FORMAT;
+
+/// Files at least this large are considered for a layer of their own: below it, a
+/// layer's descriptor, upload round trip and blob cost more than sharing saves.
+pub const FILE_LAYER_MIN_SIZE: u64 = 1 << 20;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -28,7 +42,8 @@ pub struct BundleConfig {
     pub interface: Interface,
     /// Local modules vendored into the bundle, sorted by path.
     pub modules: Vec<ModuleEntry>,
-    /// Every file in the stack layer, sorted by path.
+    /// Every file of the stack, sorted by path: those in the stack layer and those
+    /// that travel as a layer of their own ([`FileEntry::layer`]).
     pub files: Vec<FileEntry>,
     /// The provider packages the stack's `.terraform.lock.hcl` pins, one per target
     /// platform, each carried as its own layer; sorted by source, version, platform.
@@ -152,7 +167,7 @@ pub struct ModuleEntry {
     pub digest: Digest,
 }
 
-/// One file in the stack layer.
+/// One file of the stack.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileEntry {
@@ -161,6 +176,12 @@ pub struct FileEntry {
     pub size: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub executable: bool,
+    /// True when the file is not in the stack layer but travels as a layer of its
+    /// own (media type [`crate::media_type::FILE_LAYER`]) holding exactly its bytes,
+    /// so the layer's digest is `digest`: a large, already-compressed file shared by
+    /// every version and stack that holds it. Absent (false) in older bundles.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub layer: bool,
 }
 
 /// The digest of a tree of files: SHA-256 over `<path>\0<digest>\n` lines in path
@@ -182,6 +203,21 @@ pub fn tree_digest<'a>(files: impl IntoIterator<Item = (&'a str, &'a Digest)>) -
 impl BundleConfig {
     pub fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("config serialisation cannot fail")
+    }
+
+    /// The files that travel as layers of their own, in path order.
+    pub fn file_layers(&self) -> impl Iterator<Item = &FileEntry> {
+        self.files.iter().filter(|file| file.layer)
+    }
+
+    /// The format a config with these files must declare: [`FILE_LAYERS_FORMAT`]
+    /// when any file travels as a layer, else [`CONFIG_FORMAT`].
+    pub fn required_format(files: &[FileEntry]) -> u32 {
+        if files.iter().any(|file| file.layer) {
+            FILE_LAYERS_FORMAT
+        } else {
+            CONFIG_FORMAT
+        }
     }
 
     pub fn file(&self, path: &str) -> Option<&FileEntry> {

@@ -9,6 +9,10 @@ pub const STACK_LAYER: &str = "application/vnd.stackpack.stack.v1.tar+gzip";
 /// Media type of a provider package layer: the registry's own zip for one platform,
 /// stored as it is (never compressed again).
 pub const PROVIDER_PACKAGE: &str = "application/vnd.stackpack.provider.v1.zip";
+/// Media type of a file layer: one large, already-compressed file of the stack,
+/// exactly its bytes (so the layer digest is the file's digest), never compressed
+/// again; annotated with its path (`org.opencontainers.image.title`).
+pub const FILE_LAYER: &str = "application/vnd.stackpack.file.v1";
 /// `artifactType` of a signature manifest.
 pub const SIGNATURE_ARTIFACT: &str = "application/vnd.stackpack.signature.v1";
 /// `artifactType` of a stack's "newest version" statement: signed by the vendor on

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use stackpack_schema::bundle::{
     BundleConfig, Engine, FileEntry, ModuleEntry, ProviderPackage, Source, WitnessCustomer,
-    WitnessSummary, CONFIG_FORMAT,
+    WitnessSummary, CONFIG_FORMAT, FILE_LAYERS_FORMAT,
 };
 use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::{Input, Interface, Output, ProviderRequirement};
@@ -104,6 +104,7 @@ fn sample() -> BundleConfig {
             digest: Digest::of(b"main.tf"),
             size: 7,
             executable: false,
+            layer: false,
         }],
         providers: vec![ProviderPackage {
             source: "registry.terraform.io/hashicorp/aws".into(),
@@ -153,4 +154,37 @@ fn a_bundle_config_reads_back_exactly_what_was_written() {
     let config = sample();
     let again: BundleConfig = serde_json::from_slice(&config.to_bytes()).unwrap();
     assert_eq!(again, config);
+}
+
+/// A bundle whose large binary travels as a layer of its own: format 2, and the
+/// file's entry says `"layer": true`. Everything else reads as in format 1.
+fn sample_with_file_layer() -> BundleConfig {
+    let mut config = sample();
+    config.files.push(FileEntry {
+        path: "stacks/data-plane/lambda.zip".into(),
+        digest: Digest::of(b"lambda.zip"),
+        size: 4 << 20,
+        executable: false,
+        layer: true,
+    });
+    config.format = BundleConfig::required_format(&config.files);
+    config
+}
+
+#[test]
+fn a_bundle_config_with_a_file_layer_is_the_reviewed_format_two() {
+    let config = sample_with_file_layer();
+    assert_eq!(config.format, FILE_LAYERS_FORMAT);
+    let value: serde_json::Value = serde_json::from_slice(&config.to_bytes()).unwrap();
+    insta::assert_json_snapshot!(value);
+    let again: BundleConfig = serde_json::from_slice(&config.to_bytes()).unwrap();
+    assert_eq!(again, config);
+}
+
+#[test]
+fn a_config_without_file_layers_keeps_format_one() {
+    assert_eq!(
+        BundleConfig::required_format(&sample().files),
+        CONFIG_FORMAT
+    );
 }

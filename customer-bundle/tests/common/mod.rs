@@ -285,6 +285,10 @@ pub struct Tweaks {
     pub signed_at: String,
     /// `None`: `stacks/<stack>`.
     pub entrypoint: Option<String>,
+    /// `None`: the format the files require, as the packager writes it.
+    pub format: Option<u32>,
+    /// File layers after the stack layer: their bytes and title (the path they claim).
+    pub file_layers: Vec<(Vec<u8>, String)>,
 }
 
 impl Default for Tweaks {
@@ -292,6 +296,8 @@ impl Default for Tweaks {
         Tweaks {
             signed_at: "2026-01-01T00:00:00Z".into(),
             entrypoint: None,
+            format: None,
+            file_layers: Vec::new(),
         }
     }
 }
@@ -310,8 +316,23 @@ pub fn write_signed_bundle_tweaked(
 ) -> Digest {
     let version = Version::parse(version).unwrap();
     let (layer_digest, layer_size) = layout.write_blob(layer).unwrap();
+    let mut layers = vec![Descriptor::new(
+        media_type::STACK_LAYER,
+        layer_digest,
+        layer_size,
+    )];
+    for (bytes, title) in &tweaks.file_layers {
+        let (digest, size) = layout.write_blob(bytes).unwrap();
+        let mut descriptor = Descriptor::new(media_type::FILE_LAYER, digest, size);
+        let mut annotations = Annotations::new();
+        annotations.insert(annotation::TITLE.into(), title.clone());
+        descriptor.annotations = Some(annotations);
+        layers.push(descriptor);
+    }
     let config = BundleConfig {
-        format: stackpack_schema::bundle::CONFIG_FORMAT,
+        format: tweaks
+            .format
+            .unwrap_or_else(|| BundleConfig::required_format(&files)),
         stack: stack.into(),
         version: version.clone(),
         source: Source {
@@ -340,11 +361,7 @@ pub fn write_signed_bundle_tweaked(
         media_type: Some(media_type::OCI_MANIFEST.into()),
         artifact_type: Some(media_type::BUNDLE_ARTIFACT.into()),
         config: Descriptor::new(media_type::BUNDLE_CONFIG, config_digest, config_size),
-        layers: vec![Descriptor::new(
-            media_type::STACK_LAYER,
-            layer_digest,
-            layer_size,
-        )],
+        layers,
         subject: None,
         annotations: None,
     };

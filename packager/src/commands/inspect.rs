@@ -62,6 +62,9 @@ pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
                 stackpack_bundle::verify::VerifyError::NotFound { .. } => {
                     "run `stackpack inspect LAYOUT` to list the bundles it holds"
                 }
+                stackpack_bundle::verify::VerifyError::NewerFormat { .. } => {
+                    "install a newer `stackpack`, one that builds bundles of this format"
+                }
                 _ => "do not use this bundle: rebuild it, or get it again from its source",
             })
     })?;
@@ -239,12 +242,32 @@ fn print_contents(config: &BundleConfig) {
         );
         println!();
     }
+    // Files that travel as layers of their own: the layer's digest is the file's,
+    // which is what a registry shares between versions and stacks.
+    let file_layers: Vec<Vec<String>> = config
+        .file_layers()
+        .map(|f| vec![f.path.clone(), output::human_size(f.size), f.digest.short()])
+        .collect();
+    if !file_layers.is_empty() {
+        print!(
+            "{}",
+            output::table(&["FILE LAYER", "SIZE", "DIGEST"], &file_layers)
+        );
+        println!();
+    }
     let files: Vec<Vec<String>> = config
         .files
         .iter()
-        .map(|f| vec![f.path.clone(), output::human_size(f.size), f.digest.short()])
+        .map(|f| {
+            vec![
+                f.path.clone(),
+                output::human_size(f.size),
+                f.digest.short(),
+                if f.layer { "own layer" } else { "" }.into(),
+            ]
+        })
         .collect();
-    print!("{}", output::table(&["FILE", "SIZE", "DIGEST"], &files));
+    print!("{}", output::table(&["FILE", "SIZE", "DIGEST", ""], &files));
 }
 
 fn to_json(bundle: &VerifiedBundle, trust: &Trust) -> serde_json::Value {
@@ -271,6 +294,16 @@ fn to_json(bundle: &VerifiedBundle, trust: &Trust) -> serde_json::Value {
         "digest": bundle.manifest_descriptor.digest,
         "manifest": bundle.manifest,
         "config": bundle.config,
+        "fileLayers": bundle
+            .config
+            .file_layers()
+            .map(|f| serde_json::json!({
+                "path": f.path,
+                "size": f.size,
+                "digest": f.digest,
+                "executable": f.executable,
+            }))
+            .collect::<Vec<_>>(),
         "signatures": signatures,
         "verified": bundle.signer.is_some(),
     })
