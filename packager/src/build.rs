@@ -31,6 +31,25 @@ pub struct BuiltBundle {
     pub config: BundleConfig,
 }
 
+impl BuiltBundle {
+    /// Every layer's bytes: the stack layer, the file layers (each counted once, as
+    /// the registry stores them) and the provider packages.
+    pub fn size(&self) -> u64 {
+        let mut file_layers: Vec<(&stackpack_schema::Digest, u64)> = self
+            .config
+            .files
+            .iter()
+            .filter(|f| f.layer)
+            .map(|f| (&f.digest, f.size))
+            .collect();
+        file_layers.sort();
+        file_layers.dedup();
+        self.layer.size
+            + file_layers.iter().map(|(_, size)| size).sum::<u64>()
+            + self.config.providers.iter().map(|p| p.size).sum::<u64>()
+    }
+}
+
 /// RFC 3339 UTC of a Unix time.
 pub fn rfc3339(seconds: i64) -> String {
     time::OffsetDateTime::from_unix_timestamp(seconds)

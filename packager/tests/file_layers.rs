@@ -44,6 +44,20 @@ fn a_second_version_after_a_tf_edit_sends_only_the_small_layers() {
     std::fs::write(repo.dir.join(BINARY), &binary).unwrap();
     repo.commit("a large binary");
 
+    // `build` counts the whole bundle, the binary's layer included, not only the
+    // stack layer.
+    let built = repo
+        .run(&["build", "--json", "--key", repo.key.to_str().unwrap()])
+        .ok()
+        .json();
+    let built = data_plane(&built);
+    let layer = built["layerSize"].as_u64().unwrap();
+    let bundle = built["bundleSize"].as_u64().unwrap();
+    assert!(
+        bundle >= layer + binary.len() as u64,
+        "bundleSize {bundle} leaves out the binary's layer (stack layer {layer})"
+    );
+
     let first = publish(&repo, &registry.host());
     let first = data_plane(&first);
     assert_eq!(first["published"], true, "{first}");

@@ -104,6 +104,8 @@ struct StackReport<'a> {
     digest: Option<String>,
     layer_digest: Option<String>,
     layer_size: Option<u64>,
+    /// Every layer of the bundle: the stack layer, file layers, provider packages.
+    bundle_size: Option<u64>,
     bump: Bump,
     reason: &'a str,
 }
@@ -133,6 +135,7 @@ fn json_document<'a>(
                 }),
             layer_digest: built.as_ref().map(|b| b.layer.digest.to_string()),
             layer_size: built.as_ref().map(|b| b.layer.size),
+            bundle_size: built.as_ref().map(|b| b.size()),
             bump: plan.bump,
             reason: &plan.reason,
         })
@@ -155,7 +158,7 @@ fn print_table(results: &[Built<'_>], layout_dir: &Path, key: &PrivateKey) {
                 plan.stack.name.clone(),
                 built.version.to_string(),
                 built.manifest.digest.short(),
-                output::human_size(built.layer.size),
+                output::human_size(built.size()),
                 plan.reason.clone(),
             ],
             None => vec![
