@@ -11,8 +11,6 @@
 //! grows without bound. Either way the file is streamed, never held in memory.
 
 use futures_util::{stream, StreamExt, TryStreamExt};
-use oci_client::client::BlobResponse;
-use oci_client::errors::OciDistributionError;
 use oci_client::RegistryOperation;
 use stackpack_schema::digest::{Digest, Sha256Hasher};
 use stackpack_schema::oci::Descriptor;
@@ -83,13 +81,14 @@ impl Remote {
     ) -> Result<BlobsPushed, RemoteError> {
         let blobs = unique(blobs);
         self.runtime.block_on(async {
-            let checks: Vec<(&Descriptor, bool)> = stream::iter(blobs.iter().map(|blob| async move {
-                let present = self.blob_exists_async(repository, &blob.digest).await?;
-                Ok::<_, RemoteError>((*blob, present))
-            }))
-            .buffered(PARALLEL_CHECKS)
-            .try_collect()
-            .await?;
+            let checks: Vec<(&Descriptor, bool)> =
+                stream::iter(blobs.iter().map(|blob| async move {
+                    let present = self.blob_exists_async(repository, &blob.digest).await?;
+                    Ok::<_, RemoteError>((*blob, present))
+                }))
+                .buffered(PARALLEL_CHECKS)
+                .try_collect()
+                .await?;
             let mut outcome = BlobsPushed::default();
             let mut to_send = Vec::new();
             for (blob, present) in checks {
@@ -109,7 +108,13 @@ impl Remote {
                 self.token(repository, RegistryOperation::Push).await?
             };
             let sent: u64 = stream::iter(to_send.iter().map(|blob| {
-                self.upload_async(repository, layout, blob, token.as_deref(), progress.as_ref())
+                self.upload_async(
+                    repository,
+                    layout,
+                    blob,
+                    token.as_deref(),
+                    progress.as_ref(),
+                )
             }))
             .buffer_unordered(PARALLEL_BLOBS)
             .try_fold(0u64, |sum, sent| async move { Ok(sum + sent) })
@@ -158,15 +163,24 @@ impl Remote {
                 .sum();
             progress.begin(total, wanted.len());
         }
-        let received = self.runtime.block_on(
-            stream::iter(
-                wanted
-                    .iter()
-                    .map(|blob| self.pull_blob_async(repository, blob, layout, progress.as_ref())),
-            )
+        let received = self.runtime.block_on(async {
+            if wanted.is_empty() {
+                return Ok(0);
+            }
+            let token = self.token(repository, RegistryOperation::Pull).await?;
+            stream::iter(wanted.iter().map(|blob| {
+                self.pull_blob_async(
+                    repository,
+                    blob,
+                    layout,
+                    token.as_deref(),
+                    progress.as_ref(),
+                )
+            }))
             .buffer_unordered(PARALLEL_BLOBS)
-            .try_fold(0u64, |sum, received| async move { Ok(sum + received) }),
-        )?;
+            .try_fold(0u64, |sum, received| async move { Ok(sum + received) })
+            .await
+        })?;
         if let Some(progress) = &progress {
             progress.finish();
         }
@@ -304,16 +318,22 @@ impl Remote {
         answer: reqwest::Response,
         expected: u16,
     ) -> Result<reqwest::Response, RemoteError> {
-        let status = answer.status().as_u16();
-        if status == expected {
+        if answer.status().as_u16() == expected {
             return Ok(answer);
         }
+        Err(self.refusal(repository, answer).await)
+    }
+
+    /// An answer the registry should not have given, as the error it means, with
+    /// the message it gave.
+    async fn refusal(&self, repository: &str, answer: reqwest::Response) -> RemoteError {
+        let status = answer.status().as_u16();
         let body = answer.text().await.unwrap_or_default();
         let message = registry_message(&body);
         let detail = format!("HTTP {status} {message}").trim().to_string();
         let repository = repository.to_string();
         let host = self.host.clone();
-        Err(match status {
+        match status {
             401 => RemoteError::Unauthorized {
                 host,
                 repository,
@@ -326,7 +346,7 @@ impl Remote {
                 detail,
             },
             _ => RemoteError::Server { host, detail },
-        })
+        }
     }
 
     /// Where an upload session continues, from an answer's `Location` (relative
@@ -355,12 +375,14 @@ impl Remote {
     }
 
     /// One blob down, resumed from `.partial-<hex>` when a previous download was
-    /// cut short.
+    /// cut short. Our own `GET` (with `oci-client`'s token), so that each byte is
+    /// hashed once, here, as it is written.
     pub(super) async fn pull_blob_async(
         &self,
         repository: &str,
         descriptor: &Descriptor,
         layout: &ImageLayout,
+        token: Option<&str>,
         progress: Option<&Progress>,
     ) -> Result<u64, RemoteError> {
         if layout.has_blob(&descriptor.digest) {
@@ -383,62 +405,57 @@ impl Remote {
             .open(&partial)
             .map_err(io_error)?;
         let mut offset = file.metadata().map_err(io_error)?.len();
-        if offset > descriptor.size {
+        if offset >= descriptor.size {
+            // Longer than the blob, or whole yet never renamed: start over.
             file.set_len(0).map_err(io_error)?;
             offset = 0;
         }
-        // Hash while receiving, so each byte is hashed once; a resumed download hashes
-        // the part it already has first.
+        // A resumed download hashes the part it already has first.
         let mut hasher = Sha256Hasher::new();
-        if offset > 0 && offset < descriptor.size {
+        if offset > 0 {
             let mut reader = std::io::Read::take(&mut file, offset);
             std::io::copy(&mut reader, &mut hasher).map_err(io_error)?;
         }
-        let reference = self.digest_reference(repository, digest);
-        let digest_text = digest.to_string();
-        let received = async {
-            let response = if offset > 0 && offset < descriptor.size {
-                self.client
-                    .pull_blob_stream_partial(&reference, digest_text.as_str(), offset, None)
-                    .await?
-            } else {
-                BlobResponse::Full(
-                    self.client
-                        .pull_blob_stream(&reference, digest_text.as_str())
-                        .await?,
-                )
-            };
-            let mut stream = match response {
-                BlobResponse::Partial(stream) => stream.stream,
-                BlobResponse::Full(stream) => {
-                    // The registry sent everything: start over.
-                    file.set_len(0)?;
-                    file.seek(SeekFrom::Start(0))?;
-                    offset = 0;
-                    hasher = Sha256Hasher::new();
-                    stream.stream
-                }
-            };
-            let mut received = 0u64;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk?;
-                if offset + received + chunk.len() as u64 > descriptor.size {
-                    return Err(OciDistributionError::GenericError(Some(
-                        "the registry sent more bytes than the descriptor's size".into(),
-                    )));
-                }
-                hasher.update(&chunk);
-                file.write_all(&chunk)?;
-                received += chunk.len() as u64;
-                if let Some(progress) = progress {
-                    progress.advance(chunk.len() as u64);
-                }
-            }
-            file.sync_all()?;
-            Ok::<_, OciDistributionError>(received)
+        let url = format!("{}/v2/{repository}/blobs/{digest}", self.base_url());
+        let mut request = self.http.get(&url);
+        if offset > 0 {
+            request = request.header(reqwest::header::RANGE, format!("bytes={offset}-"));
         }
-        .await
-        .map_err(|e| self.map_error(repository, e))?;
+        let mut answer = self.send(repository, request, token).await?;
+        match answer.status().as_u16() {
+            206 if offset > 0 => {}
+            200 => {
+                // The registry sent everything: start over.
+                file.set_len(0).map_err(io_error)?;
+                file.seek(SeekFrom::Start(0)).map_err(io_error)?;
+                offset = 0;
+                hasher = Sha256Hasher::new();
+            }
+            _ => return Err(self.refusal(repository, answer).await),
+        }
+        let mut received = 0u64;
+        let mut writer = std::io::BufWriter::with_capacity(READ_BUFFER, &mut file);
+        while let Some(chunk) = answer.chunk().await.map_err(|e| RemoteError::Unreachable {
+            host: self.host.clone(),
+            detail: error_chain(&e),
+        })? {
+            if offset + received + chunk.len() as u64 > descriptor.size {
+                return Err(RemoteError::Invalid {
+                    host: self.host.clone(),
+                    what: format!("blob `{digest}`"),
+                    detail: format!("more bytes than its size of {}", descriptor.size),
+                });
+            }
+            hasher.update(&chunk);
+            writer.write_all(&chunk).map_err(io_error)?;
+            received += chunk.len() as u64;
+            if let Some(progress) = progress {
+                progress.advance(chunk.len() as u64);
+            }
+        }
+        writer.flush().map_err(io_error)?;
+        drop(writer);
+        file.sync_all().map_err(io_error)?;
         let size = hasher.len();
         let actual = hasher.finish();
         if &actual != digest || size != descriptor.size {
@@ -484,13 +501,14 @@ async fn file_body(
         file.seek(SeekFrom::Start(offset)).await.map_err(io_error)?;
     }
     let progress = progress.cloned();
-    let reader = tokio_util::io::ReaderStream::with_capacity(file.take(length), READ_BUFFER)
-        .map(move |chunk| {
+    let reader = tokio_util::io::ReaderStream::with_capacity(file.take(length), READ_BUFFER).map(
+        move |chunk| {
             if let (Ok(chunk), Some(progress)) = (&chunk, &progress) {
                 progress.advance(chunk.len() as u64);
             }
             chunk
-        });
+        },
+    );
     Ok(reqwest::Body::wrap_stream(reader))
 }
 
@@ -515,6 +533,11 @@ fn registry_message(body: &str) -> String {
         });
     match parsed {
         Some(messages) if !messages.is_empty() => messages.join("; "),
-        _ => body.chars().take(200).collect::<String>().trim().to_string(),
+        _ => body
+            .chars()
+            .take(200)
+            .collect::<String>()
+            .trim()
+            .to_string(),
     }
 }

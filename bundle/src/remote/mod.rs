@@ -272,7 +272,6 @@ impl Remote {
         let http = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
             .read_timeout(std::time::Duration::from_secs(120))
-            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| RemoteError::Unreachable {
                 host: host.to_string(),
@@ -668,8 +667,13 @@ impl Remote {
         descriptor: &Descriptor,
         progress: Option<Progress>,
     ) -> Result<u64, RemoteError> {
-        self.push_blobs(repository, layout, std::slice::from_ref(descriptor), progress)
-            .map(|pushed| pushed.bytes_sent)
+        self.push_blobs(
+            repository,
+            layout,
+            std::slice::from_ref(descriptor),
+            progress,
+        )
+        .map(|pushed| pushed.bytes_sent)
     }
 
     /// Uploads a small blob held in memory (a statement, an empty config), unless the
@@ -708,7 +712,12 @@ impl Remote {
         layout: &ImageLayout,
         progress: Option<Progress>,
     ) -> Result<u64, RemoteError> {
-        self.pull_blobs(repository, std::slice::from_ref(descriptor), layout, progress)
+        self.pull_blobs(
+            repository,
+            std::slice::from_ref(descriptor),
+            layout,
+            progress,
+        )
     }
 
     /// A small blob (a config) read whole, refused past `limit` bytes, digest-checked.

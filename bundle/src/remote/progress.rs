@@ -134,7 +134,7 @@ impl TransferObserver for Bar {
         });
         if self.display == Display::Lines && total_bytes > 0 {
             eprintln!(
-                "{}: {} in {blobs} blob(s) to move",
+                "`{}`: {blobs} blob(s) to move, {} ({total_bytes} bytes)",
                 self.label,
                 indicatif::BinaryBytes(total_bytes)
             );
@@ -173,7 +173,7 @@ impl TransferObserver for Bar {
         }
         let seconds = started.elapsed().as_secs_f64().max(0.001);
         eprintln!(
-            "{}: {} {} in {seconds:.2} s ({}/s)",
+            "`{}`: {} {} ({moved} bytes) in {seconds:.2} s, {}/s",
             self.label,
             self.verb,
             indicatif::BinaryBytes(moved),
@@ -190,7 +190,11 @@ mod tests {
     fn steps_from_parallel_blobs_add_up_to_the_announced_total() {
         let tally = Tally::new();
         tally.begin(61_000_000, 3);
-        let blobs = [24 * 1024 * 1024u64, 30_000_000, 61_000_000 - 24 * 1024 * 1024 - 30_000_000];
+        let blobs = [
+            24 * 1024 * 1024u64,
+            30_000_000,
+            61_000_000 - 24 * 1024 * 1024 - 30_000_000,
+        ];
         std::thread::scope(|scope| {
             for size in blobs {
                 let tally = &tally;
@@ -205,7 +209,11 @@ mod tests {
             }
         });
         tally.finish();
-        assert_eq!(tally.moved(), 61_000_000, "every blob's bytes, not the last one's");
+        assert_eq!(
+            tally.moved(),
+            61_000_000,
+            "every blob's bytes, not the last one's"
+        );
         assert_eq!(tally.total(), 61_000_000);
         assert_eq!(tally.blobs(), 3);
         assert_eq!(tally.transfers(), (1, 1));
