@@ -114,6 +114,41 @@ fn a_pulled_bundle_lands_in_the_store_byte_for_byte_with_its_real_progress_total
     assert!(staging_left.is_empty(), "{staging_left:?}");
     runner.run(&["verify", "data-plane@0.1.0"]).ok();
 
+    // On a terminal (a pty from `script`): the bar, then the same summary line with
+    // every byte of the manifest.
+    if stackpack_test_support::have("script") {
+        let on_terminal = trusting_runner(&vendor);
+        let command = format!(
+            "{} --home {} pull {reference} --insecure",
+            env!("CARGO_BIN_EXE_stackpack-runner"),
+            on_terminal.home.display()
+        );
+        let run = Run::from(
+            Command::new("script")
+                .args(["-qefc", &command, "/dev/null"])
+                .env("NO_COLOR", "1")
+                .env("COLUMNS", "120")
+                .output()
+                .unwrap(),
+        )
+        .ok();
+        assert!(
+            run.stdout.contains("`data-plane`: pulled "),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains(&format!("({total} bytes) in ")),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            !run.stdout.contains("blob(s) to move"),
+            "a bar, not CI lines: {}",
+            run.stdout
+        );
+    }
+
     // `--quiet`: no progress at all.
     let quiet = trusting_runner(&vendor);
     let run = quiet
