@@ -254,7 +254,7 @@ impl Remote {
             .http
             .post(&start)
             .header(reqwest::header::CONTENT_LENGTH, 0);
-        let answer = self.send(repository, request, token).await?;
+        let answer = self.send(request, token).await?;
         let mut location = self.upload_location(repository, answer, 202).await?;
         let digest = descriptor.digest.to_string();
         let closing = if size > self.monolithic_limit {
@@ -272,7 +272,7 @@ impl Remote {
                         format!("{offset}-{}", offset + length - 1),
                     )
                     .body(body);
-                let answer = self.send(repository, request, token).await?;
+                let answer = self.send(request, token).await?;
                 location = self.upload_location(repository, answer, 202).await?;
                 offset += length;
             }
@@ -289,18 +289,16 @@ impl Remote {
                 .header(reqwest::header::CONTENT_LENGTH, size)
                 .body(body)
         };
-        let answer = self.send(repository, closing, token).await?;
+        let answer = self.send(closing, token).await?;
         self.expect_status(repository, answer, 201).await?;
         Ok(size)
     }
 
     async fn send(
         &self,
-        repository: &str,
         request: reqwest::RequestBuilder,
         token: Option<&str>,
     ) -> Result<reqwest::Response, RemoteError> {
-        let _ = repository;
         self.authorized(request, token)
             .send()
             .await
@@ -421,7 +419,7 @@ impl Remote {
         if offset > 0 {
             request = request.header(reqwest::header::RANGE, format!("bytes={offset}-"));
         }
-        let mut answer = self.send(repository, request, token).await?;
+        let mut answer = self.send(request, token).await?;
         match answer.status().as_u16() {
             206 if offset > 0 => {}
             200 => {
