@@ -86,9 +86,12 @@ pub fn pull_bundle(
         });
     }
     let mut received = bytes.len() as u64;
-    for blob in std::iter::once(&manifest.config).chain(&manifest.layers) {
-        received += remote.pull_blob(repository, blob, layout, progress.clone())?;
-    }
+    // Every blob the manifest lists, whatever its media type.
+    let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
+        .chain(&manifest.layers)
+        .cloned()
+        .collect();
+    received += remote.pull_blobs(repository, &blobs, layout, progress)?;
     layout.write_blob(&bytes)?;
     let mut manifest_descriptor =
         Descriptor::new(media_type::OCI_MANIFEST, digest.clone(), bytes.len() as u64);
@@ -102,12 +105,12 @@ pub fn pull_bundle(
             continue;
         };
         let signature = parse_manifest(&bytes, &format!("{reference} signature"))?;
-        for blob in std::iter::once(&signature.config).chain(&signature.layers) {
-            if blob.size > MAX_MANIFEST_SIZE {
-                continue;
-            }
-            received += remote.pull_blob(repository, blob, layout, None)?;
-        }
+        let blobs: Vec<Descriptor> = std::iter::once(&signature.config)
+            .chain(&signature.layers)
+            .filter(|blob| blob.size <= MAX_MANIFEST_SIZE)
+            .cloned()
+            .collect();
+        received += remote.pull_blobs(repository, &blobs, layout, None)?;
         layout.write_blob(&bytes)?;
         received += bytes.len() as u64;
         let mut descriptor = Descriptor::new(
@@ -158,8 +161,9 @@ pub struct Pushed {
     pub blobs_skipped: usize,
 }
 
-/// Pushes the blobs of a manifest (config, layers) that the registry lacks, then the
-/// manifest itself under `reference` (a tag, or its digest).
+/// Pushes the blobs of a manifest (config, layers) that the registry lacks, several
+/// at a time, then the manifest itself under `reference` (a tag, or its digest), only
+/// once every blob is whole: a failed blob leaves no manifest behind.
 pub fn push_manifest_with_blobs(
     remote: &Remote,
     repository: &str,
@@ -170,14 +174,15 @@ pub fn push_manifest_with_blobs(
 ) -> Result<Pushed, TransferError> {
     let bytes = layout.read_blob(&manifest.digest, MAX_MANIFEST_SIZE)?;
     let parsed = parse_manifest(&bytes, &manifest.digest.to_string())?;
-    let mut pushed = Pushed::default();
-    for blob in std::iter::once(&parsed.config).chain(&parsed.layers) {
-        let sent = remote.push_blob(repository, layout, blob, progress.clone())?;
-        if sent == 0 {
-            pushed.blobs_skipped += 1;
-        }
-        pushed.bytes_sent += sent;
-    }
+    let blobs: Vec<Descriptor> = std::iter::once(&parsed.config)
+        .chain(&parsed.layers)
+        .cloned()
+        .collect();
+    let sent = remote.push_blobs(repository, layout, &blobs, progress)?;
+    let mut pushed = Pushed {
+        bytes_sent: sent.bytes_sent,
+        blobs_skipped: sent.blobs_skipped,
+    };
     remote.push_manifest(repository, reference, &bytes, &manifest.media_type)?;
     pushed.bytes_sent += bytes.len() as u64;
     Ok(pushed)

@@ -5,7 +5,7 @@ use semver::Version;
 
 use super::error::{Error, Result};
 use super::home::Home;
-use super::store::{import_layout, staging, Imported};
+use super::store::{import_pulled, staging, Imported};
 use stackpack_bundle::remote::{Progress, Remote};
 use stackpack_bundle::transfer::{pull_bundle, TransferError};
 
@@ -82,7 +82,7 @@ pub fn pull(
         other => Error::refused(other.to_string()),
     })?;
     check_freshness(home, &remote, bundle)?;
-    import_layout(home, &staged)
+    import_pulled(home, &staged)
 }
 
 /// What the registry's signed "newest version" statement says, and whether it is

@@ -160,7 +160,31 @@ fn named_as(error: Error, staging: &Path, source: &Path) -> Error {
     }
 }
 
+/// Imports a layout a user gave: its blobs are copied into the store, each hashed
+/// again on the way (the user's file is not trusted between verification and copy).
 pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>> {
+    import_staged(home, staged, Arrival::Copy)
+}
+
+/// Imports the staging layout `pull` just downloaded into: the runner itself hashed
+/// every blob against its digest as it arrived, and verification has just read it
+/// again, so blobs are moved (renamed) into the store instead of being copied and
+/// hashed a third time. Nothing enters the store unless every bundle verifies.
+pub fn import_pulled(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>> {
+    import_staged(home, staged, Arrival::Move)
+}
+
+/// How blobs go from a staging layout into the store.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// Copied, each checked against its digest while copied.
+    Copy,
+    /// Renamed: only for a staging layout this runner downloaded and checked itself,
+    /// on the same filesystem as the store.
+    Move,
+}
+
+fn import_staged(home: &Home, staged: &ImageLayout, arrival: Arrival) -> Result<Vec<Imported>> {
     let keys = trusted(home)?;
     let mut bundles = Vec::new();
     for (kind, _) in staged.entries()? {
@@ -207,11 +231,12 @@ pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>>
             }
         }
     }
-    // 3. Copy blobs (re-checked against their digests), then index entries.
+    // 3. Blobs (copied and re-checked, or moved), then index entries.
     let mut imported = Vec::new();
     let mut copier = Copier {
         from: staged,
         to: &store,
+        arrival,
         done: HashSet::new(),
         repaired: 0,
     };
@@ -263,12 +288,13 @@ pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>>
     Ok(imported)
 }
 
-/// Copies blobs into the store, each checked against its digest. A blob the store
-/// already holds is hashed again, and replaced when its content no longer matches:
-/// importing a bundle again repairs it.
+/// Copies (or moves) blobs into the store, a copy checked against its digest. A blob
+/// the store already holds is hashed again, and replaced when its content no longer
+/// matches: importing a bundle again repairs it.
 struct Copier<'a> {
     from: &'a ImageLayout,
     to: &'a ImageLayout,
+    arrival: Arrival,
     /// Blobs copied or found intact during this import.
     done: HashSet<Digest>,
     /// Blobs replaced since [`Copier::take_repaired`] was last called.
@@ -282,6 +308,11 @@ impl Copier<'_> {
         }
         let present = self.to.has_blob(digest);
         if !present || !self.to.blob_is_intact(digest)? {
+            if self.arrival == Arrival::Move && self.moved(digest)? {
+                self.repaired += usize::from(present);
+                self.done.insert(digest.clone());
+                return Ok(());
+            }
             let mut source = self.from.open_blob(digest)?;
             let mut writer = self.to.blob_writer()?;
             io::copy(&mut source, &mut writer)
@@ -295,6 +326,17 @@ impl Copier<'_> {
         }
         self.done.insert(digest.clone());
         Ok(())
+    }
+
+    /// Renames the staged blob into the store (over a damaged one, atomically).
+    /// False when the two are on different filesystems: the caller copies instead.
+    fn moved(&self, digest: &Digest) -> Result<bool> {
+        let from = self.from.blob_path(digest);
+        match std::fs::rename(&from, self.to.blob_path(digest)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => Ok(false),
+            Err(e) => Err(io("move a blob into the store from", &from, e)),
+        }
     }
 
     fn take_repaired(&mut self) -> usize {

@@ -63,6 +63,8 @@ pub struct PublishedStack {
     pub reason: String,
     pub bytes_sent: u64,
     pub blobs_skipped: usize,
+    /// Seconds spent sending blobs and the manifest.
+    pub push_seconds: f64,
     /// Prerelease numbers lost to concurrent publishers before this one was won.
     pub collisions: usize,
 }
@@ -82,6 +84,7 @@ impl PublishedStack {
             reason: stack_plan.reason.clone(),
             bytes_sent: 0,
             blobs_skipped: 0,
+            push_seconds: 0.0,
             collisions: 0,
         }
     }
@@ -96,6 +99,7 @@ impl PublishedStack {
             reason: stack_plan.reason.clone(),
             bytes_sent: claimed.bytes_sent,
             blobs_skipped: claimed.blobs_skipped,
+            push_seconds: claimed.push_seconds,
             collisions: claimed.collisions,
         }
     }

@@ -11,23 +11,23 @@
 //! The programs that use it are synchronous, so each [`Remote`] owns a small tokio
 //! runtime and blocks on it.
 
+mod blobs;
 pub mod credentials;
 pub mod http;
-
-use std::io::{Seek, SeekFrom, Write};
-use std::path::PathBuf;
-use std::sync::Arc;
+pub mod progress;
 
 use futures_util::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Reference, RegistryOperation};
-use stackpack_schema::digest::{Digest, Sha256Hasher};
+use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type;
 use stackpack_schema::oci::{Descriptor, ImageIndex};
 
 use crate::layout::{ImageLayout, LayoutError};
+pub use blobs::{BlobsPushed, MONOLITHIC_LIMIT, PARALLEL_BLOBS, UPLOAD_CHUNK};
+pub use progress::{Progress, TransferObserver};
 
 /// Selects rustls's `ring` provider for this process, once, before any HTTP client is
 /// built: reqwest is built without a provider of its own (see the workspace
@@ -208,9 +208,6 @@ pub enum Access {
     Push,
 }
 
-/// Called with the bytes moved so far, for progress bars.
-pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
-
 /// One registry host.
 pub struct Remote {
     runtime: tokio::runtime::Runtime,
@@ -223,6 +220,12 @@ pub struct Remote {
     /// repository that needs one mounts it instead of uploading it again (two stacks
     /// sharing a provider package send it once).
     seen: std::sync::Mutex<std::collections::HashMap<Digest, String>>,
+    /// Our own requests (uploads, probes), pooled so that they reuse connections.
+    http: reqwest::Client,
+    /// Blobs up to this size are uploaded in one request.
+    monolithic_limit: u64,
+    /// The size of each `PATCH` of a larger blob.
+    upload_chunk: u64,
 }
 
 impl Remote {
@@ -239,7 +242,10 @@ impl Remote {
         if insecure && !is_loopback(host) {
             return Err(RemoteError::InsecureNotLoopback(host.to_string()));
         }
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        // Two workers: the connections of parallel blob transfers are driven there,
+        // while the calling thread hashes and writes what they bring.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
             .enable_all()
             .build()
             .map_err(RemoteError::Runtime)?;
@@ -263,6 +269,14 @@ impl Remote {
         };
         tls();
         let client = oci_client::Client::new(config);
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .read_timeout(std::time::Duration::from_secs(120))
+            .build()
+            .map_err(|e| RemoteError::Unreachable {
+                host: host.to_string(),
+                detail: error_chain(&e),
+            })?;
         // `oci-client` registers credentials only inside some calls (tag lists,
         // manifests); register them now so that every call, `blob_exists` included,
         // presents them.
@@ -275,6 +289,9 @@ impl Remote {
             host: host.to_string(),
             insecure,
             seen: Default::default(),
+            http,
+            monolithic_limit: MONOLITHIC_LIMIT,
+            upload_chunk: UPLOAD_CHUNK,
         })
     }
 
@@ -635,15 +652,14 @@ impl Remote {
     }
 
     pub fn blob_exists(&self, repository: &str, digest: &Digest) -> Result<bool, RemoteError> {
-        let reference = self.reference(repository, "latest");
         self.runtime
-            .block_on(self.client.blob_exists(&reference, &digest.to_string()))
-            .map_err(|e| self.map_error(repository, e))
+            .block_on(self.blob_exists_async(repository, digest))
     }
 
     /// Uploads a blob from the layout, streamed, unless the registry has it already
     /// in `repository`, or can mount it there from another repository this session
-    /// saw it in. Returns the bytes sent (0 when skipped or mounted).
+    /// saw it in. Returns the bytes sent (0 when skipped or mounted). A manifest's
+    /// blobs go together through [`Remote::push_blobs`].
     pub fn push_blob(
         &self,
         repository: &str,
@@ -651,17 +667,13 @@ impl Remote {
         descriptor: &Descriptor,
         progress: Option<Progress>,
     ) -> Result<u64, RemoteError> {
-        if self.blob_exists(repository, &descriptor.digest)? {
-            self.saw(&descriptor.digest, repository);
-            return Ok(0);
-        }
-        if self.mount_from_seen(repository, &descriptor.digest) {
-            self.saw(&descriptor.digest, repository);
-            return Ok(0);
-        }
-        let sent = self.upload_blob(repository, layout, descriptor, progress)?;
-        self.saw(&descriptor.digest, repository);
-        Ok(sent)
+        self.push_blobs(
+            repository,
+            layout,
+            std::slice::from_ref(descriptor),
+            progress,
+        )
+        .map(|pushed| pushed.bytes_sent)
     }
 
     /// Uploads a small blob held in memory (a statement, an empty config), unless the
@@ -688,64 +700,11 @@ impl Remote {
         }
     }
 
-    /// A cross-repository mount (`POST …/blobs/uploads/?mount=…&from=…`). A registry
-    /// that declines (or does not know the source) is not an error: the caller then
-    /// uploads, as the distribution spec says.
-    fn mount_from_seen(&self, repository: &str, digest: &Digest) -> bool {
-        let source = match self.seen.lock() {
-            Ok(seen) => seen.get(digest).cloned(),
-            Err(_) => None,
-        };
-        let Some(source) = source.filter(|s| s != repository) else {
-            return false;
-        };
-        let target = self.reference(repository, "latest");
-        let from = self.reference(&source, "latest");
-        let mounted =
-            self.runtime
-                .block_on(self.client.mount_blob(&target, &from, &digest.to_string()));
-        mounted.is_ok() && self.blob_exists(repository, digest).unwrap_or(false)
-    }
-
-    fn upload_blob(
-        &self,
-        repository: &str,
-        layout: &ImageLayout,
-        descriptor: &Descriptor,
-        progress: Option<Progress>,
-    ) -> Result<u64, RemoteError> {
-        let path = layout.blob_path(&descriptor.digest);
-        let reference = self.reference(repository, "latest");
-        let size = descriptor.size;
-        let result = self.runtime.block_on(async {
-            let file = tokio::fs::File::open(&path).await?;
-            let mut sent = 0u64;
-            let stream =
-                tokio_util::io::ReaderStream::with_capacity(file, 1 << 20).map(move |chunk| {
-                    let chunk = chunk?;
-                    sent += chunk.len() as u64;
-                    if let Some(progress) = &progress {
-                        progress(sent);
-                    }
-                    Ok::<_, OciDistributionError>(chunk)
-                });
-            self.client
-                .push_blob_stream(
-                    &reference,
-                    stream,
-                    &descriptor.digest.to_string(),
-                    Some(size),
-                )
-                .await
-        });
-        result.map_err(|e| self.map_error(repository, e))?;
-        Ok(size)
-    }
-
     /// Downloads a blob into the layout, streamed and digest-checked. An interrupted
     /// download leaves `.partial-<hex>` beside the blobs and the next call resumes it
     /// with a range request; the blob appears under its name only once whole and
-    /// verified. Returns the bytes received.
+    /// verified. Returns the bytes received. A manifest's blobs come together through
+    /// [`Remote::pull_blobs`].
     pub fn pull_blob(
         &self,
         repository: &str,
@@ -753,98 +712,12 @@ impl Remote {
         layout: &ImageLayout,
         progress: Option<Progress>,
     ) -> Result<u64, RemoteError> {
-        if layout.has_blob(&descriptor.digest) {
-            return Ok(0);
-        }
-        let digest = &descriptor.digest;
-        let partial: PathBuf = layout
-            .root()
-            .join("blobs")
-            .join("sha256")
-            .join(format!(".partial-{}", digest.hex()));
-        let io_error = |source: std::io::Error| {
-            RemoteError::Layout(LayoutError::Io {
-                context: "cannot write",
-                path: partial.clone(),
-                source,
-            })
-        };
-        std::fs::create_dir_all(partial.parent().expect("has a parent")).map_err(io_error)?;
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(&partial)
-            .map_err(io_error)?;
-        let mut offset = file.metadata().map_err(io_error)?.len();
-        if offset > descriptor.size {
-            file.set_len(0).map_err(io_error)?;
-            offset = 0;
-        }
-        // Hash while receiving, so each byte is hashed once; a resumed download hashes
-        // the part it already has first.
-        let mut hasher = Sha256Hasher::new();
-        if offset > 0 && offset < descriptor.size {
-            let mut reader = std::io::Read::take(&mut file, offset);
-            std::io::copy(&mut reader, &mut hasher).map_err(io_error)?;
-        }
-        let reference = self.digest_reference(repository, digest);
-        let digest_text = digest.to_string();
-        let received = self.runtime.block_on(async {
-            let response = if offset > 0 && offset < descriptor.size {
-                self.client
-                    .pull_blob_stream_partial(&reference, digest_text.as_str(), offset, None)
-                    .await?
-            } else {
-                oci_client::client::BlobResponse::Full(
-                    self.client
-                        .pull_blob_stream(&reference, digest_text.as_str())
-                        .await?,
-                )
-            };
-            let mut stream = match response {
-                oci_client::client::BlobResponse::Partial(stream) => stream.stream,
-                oci_client::client::BlobResponse::Full(stream) => {
-                    // The registry sent everything: start over.
-                    file.set_len(0)?;
-                    file.seek(SeekFrom::Start(0))?;
-                    offset = 0;
-                    hasher = Sha256Hasher::new();
-                    stream.stream
-                }
-            };
-            let mut received = 0u64;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk?;
-                if offset + received + chunk.len() as u64 > descriptor.size {
-                    return Err(OciDistributionError::GenericError(Some(
-                        "the registry sent more bytes than the descriptor's size".into(),
-                    )));
-                }
-                hasher.update(&chunk);
-                file.write_all(&chunk)?;
-                received += chunk.len() as u64;
-                if let Some(progress) = &progress {
-                    progress(offset + received);
-                }
-            }
-            file.sync_all()?;
-            Ok::<_, OciDistributionError>(received)
-        });
-        let received = received.map_err(|e| self.map_error(repository, e))?;
-        let size = hasher.len();
-        let actual = hasher.finish();
-        if &actual != digest || size != descriptor.size {
-            let _ = std::fs::remove_file(&partial);
-            return Err(RemoteError::DigestMismatch {
-                host: self.host.clone(),
-                what: format!("{repository}@{digest}"),
-                expected: digest.clone(),
-                actual,
-            });
-        }
-        std::fs::rename(&partial, layout.blob_path(digest)).map_err(io_error)?;
-        Ok(received)
+        self.pull_blobs(
+            repository,
+            std::slice::from_ref(descriptor),
+            layout,
+            progress,
+        )
     }
 
     /// A small blob (a config) read whole, refused past `limit` bytes, digest-checked.

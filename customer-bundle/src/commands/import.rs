@@ -1,9 +1,9 @@
 //! `import`, `pull` and `verify`.
 
 use std::io::IsTerminal;
-use std::sync::Arc;
 
 use serde_json::json;
+use stackpack_bundle::remote::progress::{Bar, Display};
 use stackpack_bundle::remote::Progress;
 use stackpack_runner::pull::RemoteBundle;
 use stackpack_runner::{store, Result};
@@ -26,16 +26,15 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<u8> {
     let home = open_home(global)?;
     let bundle: RemoteBundle = args.reference.parse()?;
     status(&format!("pulling `{}`", args.reference));
-    let progress: Option<Progress> = if quiet() || !std::io::stderr().is_terminal() {
-        None
-    } else {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30} {bytes:>10} {bytes_per_sec}")
-                .expect("valid template"),
-        );
-        Some(Arc::new(move |received| bar.set_position(received)))
-    };
+    // A bar on a terminal, plain lines in CI logs, nothing with `--quiet`.
+    let progress: Option<Progress> = (!quiet()).then(|| {
+        let display = if std::io::stderr().is_terminal() {
+            Display::Terminal
+        } else {
+            Display::Lines
+        };
+        Bar::new(bundle.stack.clone(), "pulled", display) as Progress
+    });
     let imported = stackpack_runner::pull::pull(&home, &bundle, args.insecure, progress)?;
     show_imported(&imported, args.json);
     Ok(0)

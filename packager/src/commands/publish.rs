@@ -1,8 +1,8 @@
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 
 use serde::Serialize;
 use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::remote::progress::{Bar, Display};
 use stackpack_bundle::remote::{Progress, RegistryAddress, Remote};
 use stackpack_packager::module_package::{
     plan_modules, publish_modules, ModulePlan, PublishedModule,
@@ -52,12 +52,11 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         output::warning("publishing uncommitted changes (`--allow-dirty`)");
     }
     let layout = ImageLayout::create(layout_path(&repo, &args.plan))?;
-    let bars = !global.quiet && std::io::stderr().is_terminal();
     let destination = Destination {
         remote: &remote,
         address: &address,
         layout: &layout,
-        progress: bars.then_some(&progress_bar),
+        progress: (!global.quiet).then_some(&progress_bar),
     };
 
     announce_stacks(&plan, &address);
@@ -147,20 +146,15 @@ fn plan_stacks_and_modules(
     Ok((plan, module_plans))
 }
 
-/// A progress bar for one stack's or module's uploads.
+/// The progress of one stack's or module's uploads: a bar on a terminal, plain
+/// lines in CI logs (none with `--quiet`).
 fn progress_bar(name: &str) -> Progress {
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:20} {bar:30} {bytes:>10}/{total_bytes:10} {bytes_per_sec}",
-        )
-        .expect("valid template"),
-    );
-    bar.set_message(name.to_string());
-    Arc::new(move |sent| {
-        bar.set_length(bar.length().unwrap_or(0).max(sent));
-        bar.set_position(sent);
-    })
+    let display = if std::io::stderr().is_terminal() {
+        Display::Terminal
+    } else {
+        Display::Lines
+    };
+    Bar::new(name, "pushed", display)
 }
 
 fn announce_stacks(plan: &Plan, address: &RegistryAddress) {
@@ -212,6 +206,8 @@ struct StackReport<'a> {
     reason: &'a str,
     bytes_sent: u64,
     blobs_skipped: usize,
+    /// Seconds spent sending blobs and the manifest (not building, signing or tagging).
+    push_seconds: f64,
     collisions: usize,
 }
 
@@ -252,6 +248,7 @@ fn json_document<'a>(published: &'a Published<'_>, key: &PrivateKey) -> PublishR
             reason: &r.reason,
             bytes_sent: r.bytes_sent,
             blobs_skipped: r.blobs_skipped,
+            push_seconds: (r.push_seconds * 1000.0).round() / 1000.0,
             collisions: r.collisions,
         })
         .collect();

@@ -69,6 +69,9 @@ pub(crate) struct Claimed {
     pub digest: Digest,
     pub bytes_sent: u64,
     pub blobs_skipped: usize,
+    /// Time spent sending blobs and the manifest (builds, signatures and the tag's
+    /// settle time excluded): what compares with another tool's copy.
+    pub push_seconds: f64,
     /// Prerelease numbers lost to concurrent publishers before this one was won.
     pub collisions: usize,
 }
@@ -88,6 +91,7 @@ enum Attempt {
 struct Sent {
     bytes: u64,
     blobs_skipped: usize,
+    push_seconds: f64,
 }
 
 /// Builds, pushes and tags `artifact`, starting at `first` and moving to the next
@@ -111,6 +115,7 @@ pub(crate) fn claim_tag<A: Artifact>(
                     digest,
                     bytes_sent: sent.bytes,
                     blobs_skipped: sent.blobs_skipped,
+                    push_seconds: sent.push_seconds,
                     collisions,
                 });
             }
@@ -152,6 +157,7 @@ fn attempt<A: Artifact>(
         None => {}
     }
 
+    let pushing = std::time::Instant::now();
     let pushed = transfer::push_manifest_with_blobs(
         remote,
         repository,
@@ -161,6 +167,7 @@ fn attempt<A: Artifact>(
         options.progress.clone(),
     )
     .map_err(transfer_error)?;
+    sent.push_seconds += pushing.elapsed().as_secs_f64();
     sent.bytes += pushed.bytes_sent;
     sent.blobs_skipped += pushed.blobs_skipped;
     sent.bytes += artifact.push_companions(built, repository)?;

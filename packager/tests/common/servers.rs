@@ -88,6 +88,17 @@ fn serve(
     let matches = request_line.starts_with(method) && request_line.contains(path_contains);
     if matches && seen.fetch_add(1, Ordering::SeqCst) + 1 == fail_nth {
         failures.fetch_add(1, Ordering::SeqCst);
+        // Take the whole body first, as a registry does before it answers: a client
+        // still writing a large body would otherwise see a reset, not the 500.
+        let length = text
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse::<u64>().ok())?
+            })
+            .unwrap_or(0);
+        std::io::copy(&mut (&mut client).take(length), &mut std::io::sink())?;
         client.write_all(
             b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 69\r\nConnection: close\r\n\r\n{\"errors\":[{\"code\":\"UNKNOWN\",\"message\":\"injected failure\",\"detail\":0}]}",
         )?;

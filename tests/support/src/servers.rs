@@ -2,7 +2,7 @@
 //! our own `stackpack-registry`. Each stops when dropped.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -86,6 +86,17 @@ impl Distribution {
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("http://{}", self.host())
+    }
+
+    /// Where Distribution keeps the content of blob `hex` on disk, for tests that
+    /// stand in for a registry whose disk went bad.
+    pub fn blob_file(&self, hex: &str) -> PathBuf {
+        self._data
+            .path()
+            .join("storage/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
     }
 }
 
