@@ -143,6 +143,47 @@ pub fn verify_bundle(
     verify_manifest(layout, &descriptor, stack, version, trust, limits)
 }
 
+/// Whether the blobs of a layout still need hashing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrived {
+    /// Blobs of unknown origin (a user's tar or folder, the store): every byte is
+    /// hashed against its digest.
+    Unchecked,
+    /// Blobs this process itself just downloaded into a private staging layout, each
+    /// hashed against its digest as it was written (`remote` renames a blob into the
+    /// layout only then): hashing them again would read every byte twice. Their
+    /// sizes are still checked, and the stack layer is still walked.
+    HashedOnArrival,
+}
+
+/// [`verify_bundle`] for a staging layout this process downloaded itself, whose
+/// blobs were hashed on arrival ([`Arrived::HashedOnArrival`]).
+pub fn verify_downloaded_bundle(
+    layout: &ImageLayout,
+    stack: &str,
+    version: &Version,
+    trust: &Trust,
+    limits: &Limits,
+) -> Result<VerifiedBundle, VerifyError> {
+    let descriptor = layout
+        .find_bundle(stack, version)
+        .map_err(VerifyError::Layout)?
+        .ok_or_else(|| VerifyError::NotFound {
+            stack: stack.to_string(),
+            version: version.clone(),
+            layout: layout.root().display().to_string(),
+        })?;
+    verify(
+        layout,
+        &descriptor,
+        stack,
+        version,
+        trust,
+        limits,
+        Arrived::HashedOnArrival,
+    )
+}
+
 /// Verifies the bundle whose manifest `descriptor` points at.
 pub fn verify_manifest(
     layout: &ImageLayout,
@@ -151,6 +192,26 @@ pub fn verify_manifest(
     version: &Version,
     trust: &Trust,
     limits: &Limits,
+) -> Result<VerifiedBundle, VerifyError> {
+    verify(
+        layout,
+        descriptor,
+        stack,
+        version,
+        trust,
+        limits,
+        Arrived::Unchecked,
+    )
+}
+
+fn verify(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+    stack: &str,
+    version: &Version,
+    trust: &Trust,
+    limits: &Limits,
+    arrived: Arrived,
 ) -> Result<VerifiedBundle, VerifyError> {
     let reference = format!("{stack}@{version}");
     let manifest_bytes = read_checked(layout, descriptor, "manifest", MAX_MANIFEST_SIZE)?;
@@ -217,11 +278,17 @@ pub fn verify_manifest(
             let files = verify_stack_layer(layout, layer, limits)?;
             compare_files(&config, &files)?;
             stack_layer = Some(layer.clone());
-        } else if layer.media_type == media_type::FILE_LAYER {
-            let title = layer.annotation(annotation::TITLE).unwrap_or("(untitled)");
-            verify_blob_stream(layout, layer, &format!("file layer `{title}`"))?;
         } else {
-            verify_blob_stream(layout, layer, &format!("layer `{}`", layer.media_type))?;
+            let what = if layer.media_type == media_type::FILE_LAYER {
+                let title = layer.annotation(annotation::TITLE).unwrap_or("(untitled)");
+                format!("file layer `{title}`")
+            } else {
+                format!("layer `{}`", layer.media_type)
+            };
+            match arrived {
+                Arrived::Unchecked => verify_blob_stream(layout, layer, &what)?,
+                Arrived::HashedOnArrival => check_size(layout, layer, &what)?,
+            }
         }
     }
     let stack_layer =
@@ -456,6 +523,34 @@ fn check_digest(
             actual,
         });
     }
+    if size != descriptor.size {
+        return Err(VerifyError::SizeMismatch {
+            what: what.to_string(),
+            expected: descriptor.size,
+            actual: size,
+        });
+    }
+    Ok(())
+}
+
+/// The blob is there and has the size its descriptor says (its bytes were hashed
+/// when they arrived).
+fn check_size(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+    what: &str,
+) -> Result<(), VerifyError> {
+    let file = open_layer(layout, descriptor, what)?;
+    let size = file
+        .metadata()
+        .map_err(|e| {
+            VerifyError::Layout(LayoutError::Io {
+                context: "cannot read",
+                path: layout.blob_path(&descriptor.digest),
+                source: e,
+            })
+        })?
+        .len();
     if size != descriptor.size {
         return Err(VerifyError::SizeMismatch {
             what: what.to_string(),
