@@ -461,6 +461,27 @@ fn is_change(d: &Deployment) -> bool {
 /// its day.
 type Neighbour = (Option<String>, String);
 
+/// The change of a customer's stack just before a change (`?3` finish time, `?4`
+/// arrival, `?5` id): read through `receipts_current` (customer, stack, finish
+/// time), a handful of rows; without `INDEXED BY`, SQLite may pick
+/// `receipts_changes` and walk every customer's changes of the stack.
+const PREVIOUS_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished_at, 1, 10)
+     FROM receipts INDEXED BY receipts_current
+     WHERE customer = ?1 AND stack = ?2 AND id <> ?5
+       AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
+       AND (finished_ns < ?3 OR (finished_ns = ?3
+            AND (received_at < ?4 OR (received_at = ?4 AND id > ?5))))
+     ORDER BY finished_ns DESC, received_at DESC, id LIMIT 1";
+
+/// The change of a customer's stack just after a change.
+const NEXT_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished_at, 1, 10)
+     FROM receipts INDEXED BY receipts_current
+     WHERE customer = ?1 AND stack = ?2 AND id <> ?5
+       AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
+       AND (finished_ns > ?3 OR (finished_ns = ?3
+            AND (received_at > ?4 OR (received_at = ?4 AND id < ?5))))
+     ORDER BY finished_ns, received_at, id DESC LIMIT 1";
+
 /// Adds a newly stored change to `adoption_deltas`. It starts its version on its day
 /// and ends the version the customer's previous change left; a receipt that
 /// arrives late lands between two changes, so the change after it now ends the new
@@ -492,22 +513,8 @@ pub fn note_in_adoption(
             )
             .optional()
     };
-    let previous = neighbour(
-        "SELECT version, kind = 'destroy', substr(finished_at, 1, 10) FROM receipts
-         WHERE customer = ?1 AND stack = ?2 AND id <> ?5
-           AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
-           AND (finished_ns < ?3 OR (finished_ns = ?3
-                AND (received_at < ?4 OR (received_at = ?4 AND id > ?5))))
-         ORDER BY finished_ns DESC, received_at DESC, id LIMIT 1",
-    )?;
-    let next = neighbour(
-        "SELECT version, kind = 'destroy', substr(finished_at, 1, 10) FROM receipts
-         WHERE customer = ?1 AND stack = ?2 AND id <> ?5
-           AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
-           AND (finished_ns > ?3 OR (finished_ns = ?3
-                AND (received_at > ?4 OR (received_at = ?4 AND id < ?5))))
-         ORDER BY finished_ns, received_at, id DESC LIMIT 1",
-    )?;
+    let previous = neighbour(PREVIOUS_CHANGE)?;
+    let next = neighbour(NEXT_CHANGE)?;
     let day = d.finished_at.get(..10).unwrap_or(&d.finished_at);
     let own = (d.kind != "destroy").then_some(d.version.as_str());
     let before = previous
@@ -547,6 +554,42 @@ fn add_delta(
     Ok(())
 }
 
+fn adoption_statement(one_stack: bool) -> String {
+    let stack_is = only("stack", 1, one_stack);
+    format!(
+        "SELECT stack, day, version, delta FROM adoption_deltas WHERE {stack_is}
+         ORDER BY stack, day"
+    )
+}
+
+/// The plans SQLite picks for adoption's statements, by name (`one stack`, `every
+/// stack`, `previous change`, `next change`), one line per step, for the test that
+/// holds them to their indexes.
+pub fn adoption_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, Vec<String>)>> {
+    let change: [&dyn rusqlite::ToSql; 5] =
+        [&"customer", &"stack", &0i64, &"2026-01-01T00:00:00Z", &"id"];
+    let statements: [(&str, String, &[&dyn rusqlite::ToSql]); 4] = [
+        ("one stack", adoption_statement(true), &[&"stack"]),
+        (
+            "every stack",
+            adoption_statement(false),
+            &[&rusqlite::types::Null],
+        ),
+        ("previous change", PREVIOUS_CHANGE.to_string(), &change),
+        ("next change", NEXT_CHANGE.to_string(), &change),
+    ];
+    statements
+        .into_iter()
+        .map(|(name, sql, values)| {
+            let steps = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
+                .query_map(values, |r| r.get(3))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok((name, steps))
+        })
+        .collect()
+}
+
 /// One day's change of how many customers run a version of a stack.
 pub struct AdoptionDelta {
     pub stack: String,
@@ -561,20 +604,16 @@ pub fn adoption_deltas(
     conn: &Connection,
     stack: Option<&str>,
 ) -> rusqlite::Result<Vec<AdoptionDelta>> {
-    let stack_is = only("stack", 1, stack.is_some());
-    conn.prepare_cached(&format!(
-        "SELECT stack, day, version, delta FROM adoption_deltas WHERE {stack_is}
-         ORDER BY stack, day"
-    ))?
-    .query_map(params![stack], |r| {
-        Ok(AdoptionDelta {
-            stack: r.get(0)?,
-            day: r.get(1)?,
-            version: r.get(2)?,
-            delta: r.get(3)?,
-        })
-    })?
-    .collect()
+    conn.prepare_cached(&adoption_statement(stack.is_some()))?
+        .query_map(params![stack], |r| {
+            Ok(AdoptionDelta {
+                stack: r.get(0)?,
+                day: r.get(1)?,
+                version: r.get(2)?,
+                delta: r.get(3)?,
+            })
+        })?
+        .collect()
 }
 
 /// Works out a cell's `drifted` (its latest drift evidence found drift) and `failed`
