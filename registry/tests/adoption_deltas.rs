@@ -209,8 +209,15 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
         // A v5 database holding the same receipts is filled by the v6 migration.
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
-            conn.execute_batch("DROP TABLE adoption_deltas; PRAGMA user_version = 5;")
-                .unwrap();
+            conn.execute_batch(
+                "DROP TABLE adoption_deltas;
+                 CREATE INDEX receipts_changes ON receipts(stack, finished_ns, received_at, id,
+                     customer, version, kind, finished_at)
+                     WHERE kind IN ('apply', 'rollback', 'destroy')
+                       AND outcome IN ('succeeded', 'no-changes');
+                 PRAGMA user_version = 5;",
+            )
+            .unwrap();
         }
         let db = Db::open(&path, 1).unwrap();
         assert_same_as_replay(&db, seed, "migrated from v5");

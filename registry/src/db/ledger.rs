@@ -463,8 +463,8 @@ type Neighbour = (Option<String>, String);
 
 /// The change of a customer's stack just before a change (`?3` finish time, `?4`
 /// arrival, `?5` id): read through `receipts_current` (customer, stack, finish
-/// time), a handful of rows; without `INDEXED BY`, SQLite may pick
-/// `receipts_changes` and walk every customer's changes of the stack.
+/// time), a handful of rows; without `INDEXED BY`, SQLite may pick `receipts_stack`
+/// (stack, finish time) and walk every customer's changes of the stack.
 const PREVIOUS_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished_at, 1, 10)
      FROM receipts INDEXED BY receipts_current
      WHERE customer = ?1 AND stack = ?2 AND id <> ?5
@@ -649,7 +649,7 @@ pub struct Change {
 /// Every change of what customers run, of one stack or all, oldest first, in the
 /// order that makes the last one per customer and stack what a cell's version in
 /// place is. Adoption reads [`adoption_deltas`] instead; this replay order is what
-/// its tests hold those deltas to.
+/// its tests hold those deltas to (a scan since v6 dropped its covering index).
 pub fn changes(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Change>> {
     let stack_is = only("stack", 1, stack.is_some());
     conn.prepare_cached(&format!(
