@@ -124,6 +124,7 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
     };
     db::ledger::insert_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
     db::ledger::note_in_cell(tx, &deployment, checked.finished_ns)?;
+    db::ledger::note_in_adoption(tx, &deployment, checked.finished_ns)?;
     Ok(true)
 }
 

@@ -230,6 +230,29 @@ fn a_database_from_schema_version_1_is_migrated_and_keeps_its_data() {
         );
         serde_json::from_slice(&out.stdout).unwrap()
     };
+    // v6 filled the adoption deltas from the old receipts, in time order: 1.0.0 at
+    // 07:00Z was replaced by 2.0.0 at 08:00Z the same day.
+    let out = Command::new(BIN)
+        .args(["adoption", "--json", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let adoption: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        adoption,
+        serde_json::json!([
+            {"stack": "data-plane", "bucket": "day", "versions": ["2.0.0"],
+             "points": [{"at": "2026-02-01", "customers": {"2.0.0": 1}, "total": 1}]},
+            {"stack": "edge", "bucket": "day", "versions": ["3.1.0-rc.1"],
+             "points": [{"at": "2026-02-01", "customers": {"3.1.0-rc.1": 1}, "total": 1}]},
+        ]),
+        "{adoption}"
+    );
     let below = fleet_with(&["--below", "3.0.0"]);
     assert_eq!(below.as_array().unwrap().len(), 1, "{below}");
     assert_eq!(below[0]["stack"], "data-plane", "3.1.0-rc.1 is above 3.0.0");

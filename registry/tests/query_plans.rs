@@ -257,3 +257,35 @@ fn support_lists_read_their_flags_index_and_never_receipts() {
         "{plan:#?}"
     );
 }
+
+#[test]
+fn adoption_reads_its_deltas_by_key_and_a_new_change_finds_its_neighbours_by_index() {
+    let (_dir, db) = database();
+    let plans = db
+        .support(stackpack_registry::db::ledger::adoption_plans)
+        .unwrap();
+    assert_eq!(plans.len(), 4);
+    for (name, plan) in plans {
+        let (wanted, faults): (&str, Vec<&String>) = match name {
+            // A stack's deltas are a range of the primary key, in key order: no
+            // receipt read, no sort.
+            "one stack" | "every stack" => (
+                "adoption_deltas",
+                plan.iter()
+                    .filter(|s| s.contains("receipts") || s.contains("TEMP B-TREE"))
+                    .collect(),
+            ),
+            // The neighbours of a late receipt are one customer's changes of one
+            // stack, found through `receipts_current`, never a scan of receipts.
+            _ => (
+                "receipts_current",
+                plan.iter().filter(|s| s.starts_with("SCAN")).collect(),
+            ),
+        };
+        assert!(faults.is_empty(), "{name}: {faults:?} in {plan:?}");
+        assert!(
+            plan.iter().any(|s| s.contains(wanted)),
+            "{name} reads {wanted}: {plan:?}"
+        );
+    }
+}

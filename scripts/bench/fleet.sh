@@ -34,8 +34,11 @@ REGISTRY=${REGISTRY:-$CARGO_TARGET_DIR/release/stackpack-registry}
 BENCH=$CARGO_TARGET_DIR/release/examples/fleetbench
 LOAD_CLIENTS=${LOAD_CLIENTS:-4}
 LOAD_GETS=${LOAD_GETS:-2000}
-# `queries`, `load` or both: what to measure.
-SECTIONS=${SECTIONS:-queries load}
+# `queries`, `adoption`, `load`, or several: what to measure. `adoption` times
+# adoption alone (one stack per day and per week, every stack), ADOPTION_ROUNDS
+# rounds, for comparing builds quickly (`SECTIONS=adoption REGISTRY=…`).
+SECTIONS=${SECTIONS:-queries adoption load}
+ADOPTION_ROUNDS=${ADOPTION_ROUNDS:-$ROUNDS}
 
 WORK=$(mktemp -d)
 SERVER_PID=""
@@ -92,6 +95,10 @@ touch "$RESULTS" "$WORK/load"
     "/ui/customers/customer-00042" \
     "/ui/stacks/stack-07/1.19.0"
 } >"$RESULTS"
+[[ " $SECTIONS " != *" adoption "* ]] || "$BENCH" measure "$URL" "$TOKEN" "$ADOPTION_ROUNDS" \
+  "/api/v1/adoption?stack=stack-07&bucket=day" \
+  "/api/v1/adoption?stack=stack-07&bucket=week" \
+  "/api/v1/adoption?bucket=day" >>"$RESULTS"
 [[ " $SECTIONS " != *" load "* ]] || "$BENCH" load "$URL" "$TOKEN" "$PUBLISHER" "$LOAD_GETS" "$LOAD_CLIENTS" \
   "/api/v1/fleet?prerelease=true&environment=production" \
   "/api/v1/fleet?silent=true" \
@@ -105,6 +112,7 @@ baseline() {
     /api/v1/support/versions) echo "128 / 156" ;;
     /api/v1/support/behind | /api/v1/support/drifted | /api/v1/support/prerelease) echo "– / 122–170" ;;
     /api/v1/customers/customer-00042) echo "65 (one customer)" ;;
+    /api/v1/adoption?stack=stack-07*) echo "20 / 79 (v5, replaying every change)" ;;
     *) echo "–" ;;
   esac
 }

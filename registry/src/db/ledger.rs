@@ -451,6 +451,171 @@ pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusq
     refresh_cells(conn, Some((&d.customer, &d.stack)))
 }
 
+/// Whether a receipt changes what its customer runs of its stack: a successful
+/// apply or rollback (its version from then on) or destroy (nothing from then on).
+fn is_change(d: &Deployment) -> bool {
+    matches!(d.kind.as_str(), "apply" | "rollback" | "destroy") && leaves_version(&d.outcome)
+}
+
+/// A neighbouring change: the version it leaves in place (none for a destroy) and
+/// its day.
+type Neighbour = (Option<String>, String);
+
+/// The change of a customer's stack just before a change (`?3` finish time, `?4`
+/// arrival, `?5` id): read through `receipts_current` (customer, stack, finish
+/// time), a handful of rows; without `INDEXED BY`, SQLite may pick `receipts_stack`
+/// (stack, finish time) and walk every customer's changes of the stack.
+const PREVIOUS_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished_at, 1, 10)
+     FROM receipts INDEXED BY receipts_current
+     WHERE customer = ?1 AND stack = ?2 AND id <> ?5
+       AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
+       AND (finished_ns < ?3 OR (finished_ns = ?3
+            AND (received_at < ?4 OR (received_at = ?4 AND id > ?5))))
+     ORDER BY finished_ns DESC, received_at DESC, id LIMIT 1";
+
+/// The change of a customer's stack just after a change.
+const NEXT_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished_at, 1, 10)
+     FROM receipts INDEXED BY receipts_current
+     WHERE customer = ?1 AND stack = ?2 AND id <> ?5
+       AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
+       AND (finished_ns > ?3 OR (finished_ns = ?3
+            AND (received_at > ?4 OR (received_at = ?4 AND id < ?5))))
+     ORDER BY finished_ns, received_at, id DESC LIMIT 1";
+
+/// Adds a newly stored change to `adoption_deltas`. It starts its version on its day
+/// and ends the version the customer's previous change left; a receipt that
+/// arrives late lands between two changes, so the change after it now ends the new
+/// version instead of the previous one. Order as in [`note_in_cell`]: finish time,
+/// then arrival, then the smaller id last.
+pub fn note_in_adoption(
+    conn: &Connection,
+    d: &Deployment,
+    finished_ns: i64,
+) -> rusqlite::Result<()> {
+    if !is_change(d) {
+        return Ok(());
+    }
+    let neighbour = |sql: &str| -> rusqlite::Result<Option<Neighbour>> {
+        conn.prepare_cached(sql)?
+            .query_row(
+                params![
+                    d.customer,
+                    d.stack,
+                    finished_ns,
+                    d.received_at,
+                    d.receipt_id
+                ],
+                |r| {
+                    let destroy: bool = r.get(1)?;
+                    let version: String = r.get(0)?;
+                    Ok(((!destroy).then_some(version), r.get(2)?))
+                },
+            )
+            .optional()
+    };
+    let previous = neighbour(PREVIOUS_CHANGE)?;
+    let next = neighbour(NEXT_CHANGE)?;
+    let day = d.finished_at.get(..10).unwrap_or(&d.finished_at);
+    let own = (d.kind != "destroy").then_some(d.version.as_str());
+    let before = previous
+        .as_ref()
+        .and_then(|(version, _)| version.as_deref());
+    add_delta(conn, &d.stack, day, own, 1)?;
+    add_delta(conn, &d.stack, day, before, -1)?;
+    if let Some((_, next_day)) = &next {
+        // The next change used to end `before`; from now on it ends this one's.
+        add_delta(conn, &d.stack, next_day, before, 1)?;
+        add_delta(conn, &d.stack, next_day, own, -1)?;
+    }
+    Ok(())
+}
+
+/// Adds `delta` to a day's count of a version, when there is a version; a count
+/// that comes to zero is dropped, so the table holds only days that changed.
+fn add_delta(
+    conn: &Connection,
+    stack: &str,
+    day: &str,
+    version: Option<&str>,
+    delta: i64,
+) -> rusqlite::Result<()> {
+    let Some(version) = version else {
+        return Ok(());
+    };
+    conn.prepare_cached(
+        "INSERT INTO adoption_deltas (stack, day, version, delta) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (stack, day, version) DO UPDATE SET delta = delta + excluded.delta",
+    )?
+    .execute(params![stack, day, version, delta])?;
+    conn.prepare_cached(
+        "DELETE FROM adoption_deltas WHERE stack = ?1 AND day = ?2 AND version = ?3 AND delta = 0",
+    )?
+    .execute(params![stack, day, version])?;
+    Ok(())
+}
+
+fn adoption_statement(one_stack: bool) -> String {
+    let stack_is = only("stack", 1, one_stack);
+    format!(
+        "SELECT stack, day, version, delta FROM adoption_deltas WHERE {stack_is}
+         ORDER BY stack, day"
+    )
+}
+
+/// The plans SQLite picks for adoption's statements, by name (`one stack`, `every
+/// stack`, `previous change`, `next change`), one line per step, for the test that
+/// holds them to their indexes.
+pub fn adoption_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, Vec<String>)>> {
+    let change: [&dyn rusqlite::ToSql; 5] =
+        [&"customer", &"stack", &0i64, &"2026-01-01T00:00:00Z", &"id"];
+    let statements: [(&str, String, &[&dyn rusqlite::ToSql]); 4] = [
+        ("one stack", adoption_statement(true), &[&"stack"]),
+        (
+            "every stack",
+            adoption_statement(false),
+            &[&rusqlite::types::Null],
+        ),
+        ("previous change", PREVIOUS_CHANGE.to_string(), &change),
+        ("next change", NEXT_CHANGE.to_string(), &change),
+    ];
+    statements
+        .into_iter()
+        .map(|(name, sql, values)| {
+            let steps = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
+                .query_map(values, |r| r.get(3))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok((name, steps))
+        })
+        .collect()
+}
+
+/// One day's change of how many customers run a version of a stack.
+pub struct AdoptionDelta {
+    pub stack: String,
+    pub day: String,
+    pub version: String,
+    pub delta: i64,
+}
+
+/// The days' changes of what customers run, of one stack or all, by stack and day:
+/// summed from the start, they are how many customers ran each version that day.
+pub fn adoption_deltas(
+    conn: &Connection,
+    stack: Option<&str>,
+) -> rusqlite::Result<Vec<AdoptionDelta>> {
+    conn.prepare_cached(&adoption_statement(stack.is_some()))?
+        .query_map(params![stack], |r| {
+            Ok(AdoptionDelta {
+                stack: r.get(0)?,
+                day: r.get(1)?,
+                version: r.get(2)?,
+                delta: r.get(3)?,
+            })
+        })?
+        .collect()
+}
+
 /// Works out a cell's `drifted` (its latest drift evidence found drift) and `failed`
 /// (its last attempt failed) from the receipts it names: one cell, or every cell.
 pub fn refresh_cell_flags(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite::Result<()> {
@@ -482,7 +647,9 @@ pub struct Change {
 }
 
 /// Every change of what customers run, of one stack or all, oldest first, in the
-/// order that makes the last one per customer and stack what a cell's version in place is.
+/// order that makes the last one per customer and stack what a cell's version in
+/// place is. Adoption reads [`adoption_deltas`] instead; this replay order is what
+/// its tests hold those deltas to (a scan since v6 dropped its covering index).
 pub fn changes(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Change>> {
     let stack_is = only("stack", 1, stack.is_some());
     conn.prepare_cached(&format!(

@@ -1,11 +1,12 @@
 //! `GET /api/v1/adoption`: how many customers ran each version of each stack over
-//! time, replayed from the receipts that changed what they run.
+//! time, summed from the per-day deltas `adoption_deltas` keeps as receipts arrive.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
+use rusqlite::Connection;
 use semver::Version;
 
 use crate::api::{Adoption, AdoptionPoint};
@@ -40,7 +41,7 @@ impl Bucket {
     }
 
     /// The first day of the bucket a UTC RFC 3339 time falls in.
-    fn start(self, time: &str) -> String {
+    pub fn start(self, time: &str) -> String {
         let day = time.get(..10).unwrap_or(time);
         if self == Bucket::Day {
             return day.to_string();
@@ -58,91 +59,93 @@ impl Bucket {
     }
 }
 
-/// What customers run of one stack at a point of the replay.
-#[derive(Default)]
-struct Running {
-    /// Customer → version.
-    customers: HashMap<String, String>,
-    /// Version → how many customers run it.
-    counts: BTreeMap<String, u64>,
-}
-
 /// Each stack's adoption (or only `stack`'s), by stack name.
 pub fn adoption(state: &AppState, stack: Option<&str>, bucket: Bucket) -> Result<Vec<Adoption>> {
-    let changes = state.db.support(|c| db::ledger::changes(c, stack))?;
-    // Per stack, what each customer runs and how many run each version, kept as the
-    // changes are replayed: a bucket's point copies the counts, not the customers.
-    let mut running: BTreeMap<String, Running> = BTreeMap::new();
-    let mut points: BTreeMap<String, Vec<AdoptionPoint>> = BTreeMap::new();
+    state.db.support(|c| answer(c, stack, bucket))
+}
+
+/// Each stack's adoption (or only `stack`'s), summed from the days' deltas kept as
+/// receipts arrive: a point per bucket in which the counts changed.
+pub fn answer(
+    conn: &Connection,
+    stack: Option<&str>,
+    bucket: Bucket,
+) -> rusqlite::Result<Vec<Adoption>> {
+    let mut answer = Vec::new();
+    let mut current: Option<(String, BTreeMap<String, i64>, Vec<AdoptionPoint>)> = None;
     let mut pending: Option<String> = None;
-    let snapshot = |running: &BTreeMap<String, Running>,
-                    points: &mut BTreeMap<String, Vec<AdoptionPoint>>,
-                    at: &str| {
-        for (stack, now) in running {
-            // A stack nobody ran yet (only destroyed, say) has no point to show.
-            if now.counts.is_empty() && !points.contains_key(stack) {
-                continue;
+    for delta in db::ledger::adoption_deltas(conn, stack)? {
+        let at = bucket.start(&delta.day);
+        let same_stack = current.as_ref().is_some_and(|(s, ..)| *s == delta.stack);
+        if let Some((_, counts, points)) = current.as_mut() {
+            if !same_stack || pending.as_ref().is_some_and(|p| *p != at) {
+                snapshot(counts, points, pending.take().unwrap_or_default());
             }
-            let list = points.entry(stack.clone()).or_default();
-            if list.last().is_some_and(|p| p.customers == now.counts) {
-                continue;
-            }
-            list.push(AdoptionPoint {
-                at: at.to_string(),
-                total: now.customers.len() as u64,
-                customers: now.counts.clone(),
-            });
         }
-    };
-    for change in changes {
-        let at = bucket.start(&change.finished_at);
-        if pending.as_ref().is_some_and(|p| *p != at) {
-            snapshot(
-                &running,
-                &mut points,
-                pending.as_deref().unwrap_or_default(),
-            );
+        if !same_stack {
+            if let Some((stack, _, points)) = current.take() {
+                answer.extend(finish(stack, bucket, points));
+            }
+            current = Some((delta.stack.clone(), BTreeMap::new(), Vec::new()));
         }
         pending = Some(at);
-        let now = running.entry(change.stack).or_default();
-        let before = if change.destroy {
-            now.customers.remove(&change.customer)
-        } else {
-            *now.counts.entry(change.version.clone()).or_default() += 1;
-            now.customers.insert(change.customer, change.version)
-        };
-        if let Some(before) = before {
-            if let Some(count) = now.counts.get_mut(&before) {
-                *count -= 1;
-                if *count == 0 {
-                    now.counts.remove(&before);
-                }
+        if let Some((_, counts, _)) = current.as_mut() {
+            let count = counts.entry(delta.version).or_default();
+            *count += delta.delta;
+            if *count == 0 {
+                counts.retain(|_, count| *count != 0);
             }
         }
     }
-    if let Some(at) = &pending {
-        snapshot(&running, &mut points, at);
+    if let Some((stack, counts, mut points)) = current {
+        snapshot(&counts, &mut points, pending.unwrap_or_default());
+        answer.extend(finish(stack, bucket, points));
     }
-    Ok(points
-        .into_iter()
-        .map(|(stack, points)| {
-            let mut versions: Vec<String> = points
-                .iter()
-                .flat_map(|p| p.customers.keys().cloned())
-                .collect();
-            versions.sort_by(|a, b| match (Version::parse(a), Version::parse(b)) {
-                (Ok(a), Ok(b)) => a.cmp_precedence(&b),
-                _ => a.cmp(b),
-            });
-            versions.dedup();
-            Adoption {
-                stack,
-                bucket: bucket.as_str().to_string(),
-                versions,
-                points,
-            }
-        })
-        .collect())
+    Ok(answer)
+}
+
+/// Adds the point at `at` unless the counts are as at the last point (or nobody
+/// ran the stack yet, a stack only destroyed, say).
+fn snapshot(counts: &BTreeMap<String, i64>, points: &mut Vec<AdoptionPoint>, at: String) {
+    let customers: BTreeMap<String, u64> = counts
+        .iter()
+        .filter(|(_, count)| **count > 0)
+        .map(|(version, count)| (version.clone(), *count as u64))
+        .collect();
+    if customers.is_empty() && points.is_empty() {
+        return;
+    }
+    if points.last().is_some_and(|p| p.customers == customers) {
+        return;
+    }
+    points.push(AdoptionPoint {
+        at,
+        total: customers.values().sum(),
+        customers,
+    });
+}
+
+/// One stack's answer, with its versions by precedence; none for a stack without
+/// a point.
+fn finish(stack: String, bucket: Bucket, points: Vec<AdoptionPoint>) -> Option<Adoption> {
+    if points.is_empty() {
+        return None;
+    }
+    let mut versions: Vec<String> = points
+        .iter()
+        .flat_map(|p| p.customers.keys().cloned())
+        .collect();
+    versions.sort_by(|a, b| match (Version::parse(a), Version::parse(b)) {
+        (Ok(a), Ok(b)) => a.cmp_precedence(&b),
+        _ => a.cmp(b),
+    });
+    versions.dedup();
+    Some(Adoption {
+        stack,
+        bucket: bucket.as_str().to_string(),
+        versions,
+        points,
+    })
 }
 
 #[utoipa::path(get, path = "/api/v1/adoption",
