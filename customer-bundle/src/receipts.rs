@@ -63,11 +63,54 @@ pub fn sign(receipt: Receipt, key: &PrivateKey) -> SignedReceipt {
     SignedReceipt::sign(receipt, key)
 }
 
-/// Now, RFC 3339 UTC, seconds.
+/// Now, RFC 3339 UTC, to the millisecond and always with three digits
+/// (`2026-12-01T19:40:00.250Z`). Seconds alone were not enough: a rollback and two
+/// drift checks can finish within one second, reported together, and the ledger
+/// could then not tell which came last.
 pub fn now() -> String {
-    let now = time::OffsetDateTime::now_utc()
-        .replace_nanosecond(0)
-        .expect("zero nanoseconds is valid");
-    now.format(&time::format_description::well_known::Rfc3339)
+    const FORMAT: &[time::format_description::FormatItem<'static>] = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::now_utc()
+        .format(FORMAT)
         .expect("formats")
+}
+
+/// Whether RFC 3339 time `a` is at or after `b`, by the instants they name (a time
+/// written to the second and one to the millisecond compare as instants, not text).
+pub fn at_or_after(a: &str, b: &str) -> bool {
+    let parse = |text: &str| {
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()
+    };
+    match (parse(a), parse(b)) {
+        (Some(a), Some(b)) => a >= b,
+        _ => a >= b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receipt_times_have_milliseconds_and_compare_as_instants() {
+        let now = now();
+        assert_eq!(now.len(), "2026-12-01T19:40:00.250Z".len(), "{now}");
+        assert!(
+            time::OffsetDateTime::parse(&now, &time::format_description::well_known::Rfc3339)
+                .is_ok()
+        );
+        assert!(at_or_after(
+            "2026-12-01T19:40:00.250Z",
+            "2026-12-01T19:40:00Z"
+        ));
+        assert!(!at_or_after(
+            "2026-12-01T19:40:00Z",
+            "2026-12-01T19:40:00.250Z"
+        ));
+        assert!(at_or_after(
+            "2026-12-01T19:40:01Z",
+            "2026-12-01T19:40:00.999Z"
+        ));
+    }
 }

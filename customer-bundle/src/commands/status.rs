@@ -30,7 +30,12 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
             .unwrap_or(deployment.applied_at.clone());
         let drift = ledger
             .last_receipt(&deployment.stack, "drift")?
-            .filter(|d| d.receipt.finished_at >= deployment.applied_at);
+            .filter(|d| {
+                stackpack_runner::receipts::at_or_after(
+                    &d.receipt.finished_at,
+                    &deployment.applied_at,
+                )
+            });
         let attempt = ledger.last_attempt(&deployment.stack)?;
         let notes = match &attempt {
             Some(a) => ledger.notes(&a.receipt.id)?,
