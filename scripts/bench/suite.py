@@ -95,6 +95,7 @@ class Suite:
         self.children = []
         self.rows = []  # (scenario, ours, baseline, best, speed vs baseline, speed vs best, rss)
         self.notes = []
+        self.fleet_output = None
         self.terraform = subprocess.run(
             [os.path.join(ROOT, "scripts", "terraform-path.sh")],
             capture_output=True,
@@ -251,7 +252,7 @@ class Suite:
             cells.append(f"{statistics.median(theirs):.2f} s ({self.labels[scenario][name]})")
             speeds.append(f"{statistics.median([t / o for t, o in zip(theirs, ours)]):.2f}×")
         self.row(scenario, cells[0], cells[1], cells[2], speeds[0], speeds[1],
-                 f"{statistics.median(rss):.0f} MB" if rss else "—")
+                 f"{statistics.median(rss):.0f} MB" if rss and max(rss) > 0 else "—")
 
     def row(self, *cells):
         self.rows.append(cells)
@@ -424,8 +425,7 @@ class Suite:
                  f"p99 ≤ {worst[2]:.0f} ms (slowest: `{worst[0]}`); median p50 {p50:.1f} ms",
                  "issue 12 before: 128 ms p50 / 156 ms p99 (`/support/versions`, 44× fewer receipts)",
                  "aim: p99 < 50 ms", f"{156 / max(worst[2], 0.1):.1f}×", "—", "—")
-        self.notes.append("Fleet benchmark output (p50/p99 ms per query, then `/v2/` beside support load):\n\n"
-                          "```\n" + out.stdout.strip() + "\n```")
+        self.fleet_output = out.stdout.strip()
 
     def registries(self):
         log("== our registry beside CNCF Distribution (wrk) ==")
@@ -652,6 +652,10 @@ Each contender ran {args.runs} time(s), in turns with the others; figures are me
 {preamble}
 
 """ + "\n".join(f"- {note}" for note in suite.notes) + "\n")
+        if suite.fleet_output:
+            f.write("\n## Fleet queries\n\n`scripts/bench/fleet.sh` as the suite ran it: p50 and p99 "
+                    "per query over HTTP, then `/v2/` manifest GETs idle and beside 4 clients looping on "
+                    "support queries.\n\n```\n" + suite.fleet_output + "\n```\n")
     log(f"wrote {args.out}")
 
 
