@@ -132,15 +132,20 @@ pub fn verify_bundle(
     trust: &Trust,
     limits: &Limits,
 ) -> Result<VerifiedBundle, VerifyError> {
-    let descriptor = layout
+    let descriptor = find(layout, stack, version)?;
+    verify_manifest(layout, &descriptor, stack, version, trust, limits)
+}
+
+/// The manifest of `stack@version` in the layout.
+fn find(layout: &ImageLayout, stack: &str, version: &Version) -> Result<Descriptor, VerifyError> {
+    layout
         .find_bundle(stack, version)
         .map_err(VerifyError::Layout)?
         .ok_or_else(|| VerifyError::NotFound {
             stack: stack.to_string(),
             version: version.clone(),
             layout: layout.root().display().to_string(),
-        })?;
-    verify_manifest(layout, &descriptor, stack, version, trust, limits)
+        })
 }
 
 /// Whether the blobs of a layout still need hashing.
@@ -152,7 +157,8 @@ pub enum Arrived {
     /// Blobs this process itself just downloaded into a private staging layout, each
     /// hashed against its digest as it was written (`remote` renames a blob into the
     /// layout only then): hashing them again would read every byte twice. Their
-    /// sizes are still checked, and the stack layer is still walked.
+    /// sizes, the signature and the config are checked; the stack layer's files are
+    /// checked where it is unpacked.
     HashedOnArrival,
 }
 
@@ -165,14 +171,7 @@ pub fn verify_downloaded_bundle(
     trust: &Trust,
     limits: &Limits,
 ) -> Result<VerifiedBundle, VerifyError> {
-    let descriptor = layout
-        .find_bundle(stack, version)
-        .map_err(VerifyError::Layout)?
-        .ok_or_else(|| VerifyError::NotFound {
-            stack: stack.to_string(),
-            version: version.clone(),
-            layout: layout.root().display().to_string(),
-        })?;
+    let descriptor = find(layout, stack, version)?;
     verify(
         layout,
         &descriptor,
@@ -275,8 +274,18 @@ fn verify(
             if stack_layer.is_some() {
                 return Err(VerifyError::NotABundle("it has two stack layers".into()));
             }
-            let files = verify_stack_layer(layout, layer, limits)?;
-            compare_files(&config, &files)?;
+            match arrived {
+                Arrived::Unchecked => {
+                    let files = verify_stack_layer(layout, layer, limits)?;
+                    compare_files(&config, &files)?;
+                }
+                // The signed manifest names the layer's digest, which the bytes
+                // matched as they arrived: its content is the vendor's. Its files are
+                // checked against the signed list, and its entries against the
+                // archive limits, where it is unpacked (before every plan or apply)
+                // and by `verify`, rather than in a second pass here.
+                Arrived::HashedOnArrival => check_size(layout, layer, "stack layer")?,
+            }
             stack_layer = Some(layer.clone());
         } else {
             let what = if layer.media_type == media_type::FILE_LAYER {

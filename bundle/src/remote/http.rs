@@ -29,31 +29,12 @@ pub enum HttpError {
 /// token never crosses a network in clear.
 pub fn post_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpError> {
     check_url(url)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(HttpError::Runtime)?;
-    runtime.block_on(async {
-        super::tls();
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| HttpError::Transport(describe(&e)))?;
-        let response = client
+    send(Duration::from_secs(10), Duration::from_secs(60), |client| {
+        client
             .post(url)
             .bearer_auth(token)
             .header("Content-Type", "application/json")
             .body(body)
-            .send()
-            .await
-            .map_err(|e| HttpError::Transport(describe(&e)))?;
-        let status = response.status().as_u16();
-        let body = response
-            .text()
-            .await
-            .map_err(|e| HttpError::Transport(describe(&e)))?;
-        Ok(Answer { status, body })
     })
 }
 
@@ -69,17 +50,7 @@ pub fn post_form(
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(HttpError::BadUrl(url.to_string()));
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(HttpError::Runtime)?;
-    runtime.block_on(async {
-        super::tls();
-        let client = reqwest::Client::builder()
-            .connect_timeout(timeout)
-            .timeout(timeout)
-            .build()
-            .map_err(|e| HttpError::Transport(describe(&e)))?;
+    send(timeout, timeout, |client| {
         let mut request = client
             .post(url)
             .header("Content-Type", "application/x-www-form-urlencoded")
@@ -87,7 +58,29 @@ pub fn post_form(
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = request
+        request
+    })
+}
+
+/// Sends the request `build` makes on a client of its own, on a runtime of its own,
+/// and reads the whole answer.
+fn send(
+    connect_timeout: Duration,
+    timeout: Duration,
+    build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
+) -> Result<Answer, HttpError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(HttpError::Runtime)?;
+    runtime.block_on(async {
+        super::tls();
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .timeout(timeout)
+            .build()
+            .map_err(|e| HttpError::Transport(describe(&e)))?;
+        let response = build(&client)
             .send()
             .await
             .map_err(|e| HttpError::Transport(describe(&e)))?;
