@@ -421,27 +421,15 @@ pub fn history_page(
     }
     let limit = q.bind(limit as i64);
     let sql = format!(
-        "SELECT id, customer, stack, version, digest, kind, outcome, started_at, finished_at,
-             key_id, received_at
-         FROM receipts WHERE {} ORDER BY finished_ns, received_at, id LIMIT {limit}",
+        "SELECT {} FROM receipts WHERE {} ORDER BY finished_ns, received_at, id LIMIT {limit}",
+        super::ledger::DEPLOYMENT_COLUMNS,
         q.condition()
     );
     conn.prepare_cached(&sql)?
-        .query_map(params_from_iter(q.params.iter()), |r| {
-            Ok(Deployment {
-                receipt_id: r.get(0)?,
-                customer: r.get(1)?,
-                stack: r.get(2)?,
-                version: r.get(3)?,
-                digest: r.get(4)?,
-                kind: r.get(5)?,
-                outcome: r.get(6)?,
-                started_at: r.get(7)?,
-                finished_at: r.get(8)?,
-                key_id: r.get(9)?,
-                received_at: r.get(10)?,
-            })
-        })?
+        .query_map(
+            params_from_iter(q.params.iter()),
+            super::ledger::deployment_row,
+        )?
         .collect()
 }
 

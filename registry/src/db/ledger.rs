@@ -352,7 +352,7 @@ pub fn insert_receipt(
     Ok(())
 }
 
-fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
+pub(crate) fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
     Ok(Deployment {
         receipt_id: r.get(0)?,
         customer: r.get(1)?,
@@ -368,7 +368,7 @@ fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
     })
 }
 
-const DEPLOYMENT_COLUMNS: &str = "id, customer, stack, version, digest, kind, outcome, started_at, finished_at, key_id, received_at";
+pub(crate) const DEPLOYMENT_COLUMNS: &str = "id, customer, stack, version, digest, kind, outcome, started_at, finished_at, key_id, received_at";
 
 /// Receipts, newest first.
 pub fn deployments(
