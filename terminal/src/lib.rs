@@ -1,5 +1,7 @@
 //! How the three programs talk to people, in one place (see `shared/STYLE.md`).
 //!
+//! - [`Error`] is the one user-facing error (what, where, hint, typed cause) and
+//!   [`ExitStatus`] the one exit model; [`finish`] ends every program's `main`.
 //! - [`Verbosity`] is set once from the global flags; [`status`] and [`detail`]
 //!   honour it.
 //! - [`print_error`] and [`warning`] write the `error:`/`-->`/`hint:` block.
@@ -13,6 +15,10 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::Serialize;
+
+pub mod error;
+
+pub use error::{finish, io, report, Error, ErrorKind, ExitStatus, Result, EXIT_CODES_HELP};
 
 /// How much a program says on stderr besides errors and warnings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
