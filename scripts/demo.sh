@@ -162,7 +162,10 @@ vpc = ec2.describe_vpcs(Filters=[{"Name": "cidr", "Values": ["10.40.0.0/16"]}])[
 ec2.create_tags(Resources=[vpc], Tags=[{"Key": "changed-by", "Value": "hand"}])
 print(f"tagged {vpc} changed-by=hand through the emulator's API")
 PY
-globex drift data-plane || echo "drift found (exit $?)"
+drift_status=0
+globex drift data-plane || drift_status=$?
+[ "$drift_status" -eq 3 ] || { echo "drift should have been found (exit 3), got exit $drift_status" >&2; exit 1; }
+echo "drift found (exit 3)"
 globex report --registry "$registry" --insecure --token "$globex_token"
 
 step "rollback: the previous version's resources come back"

@@ -9,3 +9,17 @@ impl From<crate::layout::LayoutError> for Error {
         Error::refused_by(e)
     }
 }
+
+/// A registry that refused or could not be reached: the transport's own words and
+/// hint (`--insecure`, a token), the typed error kept as the source.
+impl From<crate::remote::RemoteError> for Error {
+    fn from(e: crate::remote::RemoteError) -> Self {
+        let hint = e.hint();
+        let error = Error::refused(e.to_string());
+        let error = match hint {
+            Some(hint) => error.hint(hint),
+            None => error,
+        };
+        error.caused_by(e)
+    }
+}

@@ -4,11 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-const EXIT_CODES: &str = "Exit codes: 0 success; 1 refused or failed: what a file or the store holds is refused (a bundle, inputs, `runner.toml`, a key), a confirmation is missing, verification or the engine failed, drift found by `drift`; 2 the command line itself is wrong: bad flags or arguments, a file or folder it names that does not exist or cannot be read, no runner home.";
-
 /// Verify and apply signed Stackpack bundles inside your own cloud account.
 #[derive(Parser, Debug)]
-#[command(name = "stackpack-runner", version, after_help = EXIT_CODES)]
+#[command(name = "stackpack-runner", version, after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -68,7 +66,7 @@ pub enum Command {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct InitArgs {
     /// Your customer id, as your vendor knows it.
     #[arg(long)]
@@ -112,7 +110,7 @@ pub enum TrustCommand {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct ImportArgs {
     /// An image layout folder, or a tar (or tar.gz) file of one.
     pub source: PathBuf,
@@ -121,7 +119,7 @@ pub struct ImportArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct PullArgs {
     /// `HOST[:PORT]/NAMESPACE/stacks/STACK:VERSION`.
     pub reference: String,
@@ -133,7 +131,7 @@ pub struct PullArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct VerifyArgs {
     /// `STACK@VERSION`.
     pub bundle: String,
@@ -142,7 +140,7 @@ pub struct VerifyArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct CheckInputsArgs {
     /// `STACK@VERSION`.
     pub bundle: String,
@@ -155,7 +153,7 @@ pub struct CheckInputsArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct DeployArgs {
     /// `STACK@VERSION`.
     pub bundle: String,
@@ -175,7 +173,7 @@ pub struct DeployArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct PlanArgs {
     #[command(flatten)]
     pub deploy: DeployArgs,
@@ -195,7 +193,7 @@ pub enum PlanFormat {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct ApplyArgs {
     #[command(flatten)]
     pub deploy: DeployArgs,
@@ -212,7 +210,7 @@ pub struct ApplyArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct RollbackArgs {
     pub stack: String,
     /// Inputs to use, later files winning [default: the inputs saved when that
@@ -228,14 +226,14 @@ pub struct RollbackArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct DestroyArgs {
     pub stack: String,
     /// The customer id of this runner, to destroy without being asked (scripts).
@@ -248,7 +246,7 @@ pub struct DestroyArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct DriftArgs {
     pub stack: String,
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
@@ -258,7 +256,7 @@ pub struct DriftArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct ReportArgs {
     /// The registry: `HOST[:PORT]` (or `HOST[:PORT]/NAMESPACE`, as `pull` takes it),
     /// or a URL such as `https://registry.acme.example`.

@@ -318,7 +318,7 @@ impl Home {
                 continue;
             }
             let key = stackpack_bundle::trust::read_public_key(&path).map_err(|e| {
-                Error::refused(e.to_string()).hint(format!(
+                Error::refused_by(e).hint(format!(
                     "remove it with `stackpack-runner trust remove {}`",
                     path.file_stem().unwrap_or_default().to_string_lossy()
                 ))
@@ -332,7 +332,7 @@ impl Home {
     /// Adds a trusted key; returns its id and whether it was new.
     pub fn trust_add(&self, file: &Path) -> Result<(String, bool)> {
         let key = stackpack_bundle::trust::read_public_key(file).map_err(|e| {
-            Error::refused(e.to_string())
+            Error::refused_by(e)
                 .hint("a vendor public key is the `.pub` file `stackpack keygen` wrote")
         })?;
         let id = key.key_id();

@@ -35,7 +35,7 @@ impl From<LedgerError> for Error {
         let hint = matches!(e, LedgerError::Newer { .. }).then_some(
             "run the stackpack-runner that wrote it, or a newer one; this home's receipts are kept as they are",
         );
-        let error = Error::refused(e.to_string());
+        let error = Error::refused_by(e);
         match hint {
             Some(hint) => error.hint(hint),
             None => error,

@@ -18,8 +18,5 @@ fn main() -> ExitCode {
     }
     let cli = cli::Cli::parse();
     commands::init_output(&cli.global);
-    match commands::run(&cli) {
-        Ok(code) => ExitCode::from(code),
-        Err(error) => ExitCode::from(commands::report_error(&error)),
-    }
+    stackpack_terminal::finish(commands::run(&cli))
 }

@@ -73,7 +73,7 @@ pub fn prepare(
     let lock_path = stack_dir.join(LOCK_FILE);
     let locked = match std::fs::read_to_string(&lock_path) {
         Ok(text) => lockfile::parse(&text).map_err(|e| {
-            Error::refused(e.to_string())
+            Error::refused_by(e)
                 .at(format!("the bundle's `{}`", relative_lock(bundle)))
                 .hint("ask the vendor for a bundle with a valid lock file")
         })?,

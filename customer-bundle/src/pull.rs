@@ -62,8 +62,8 @@ pub fn pull(
     insecure: bool,
     progress: Option<Progress>,
 ) -> Result<Vec<Imported>> {
-    let remote = Remote::new(&bundle.host, insecure).map_err(remote_error)?;
-    remote.probe().map_err(remote_error)?;
+    let remote = Remote::new(&bundle.host, insecure)?;
+    remote.probe()?;
     let (_staging_dir, staged) = staging(home)?;
     pull_bundle(
         &remote,
@@ -74,7 +74,7 @@ pub fn pull(
         progress,
     )
     .map_err(|e| match e {
-        TransferError::Remote(remote) => remote_error(remote),
+        TransferError::Remote(remote) => Error::from(remote),
         TransferError::NotFound { reference, host } => {
             Error::refused(format!("`{reference}` is not in registry `{host}`"))
                 .hint("check the stack and version with your vendor; `stackpack-runner status` lists what is installed")
@@ -139,15 +139,6 @@ fn check_freshness(home: &Home, remote: &Remote, bundle: &RemoteBundle) -> Resul
         }
     }
     Ok(())
-}
-
-fn remote_error(e: stackpack_bundle::remote::RemoteError) -> Error {
-    let hint = e.hint();
-    let error = Error::refused(e.to_string());
-    match hint {
-        Some(hint) => error.hint(hint),
-        None => error,
-    }
 }
 
 #[cfg(test)]

@@ -135,7 +135,7 @@ pub fn import(home: &Home, source: &Path) -> Result<Vec<Imported>> {
         .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", source.display())))?;
     if metadata.is_dir() {
         let staged = ImageLayout::open(source).map_err(|e| {
-            Error::refused(e.to_string()).hint(
+            Error::refused_by(e).hint(
                 "give the folder `stackpack build --out DIR` or `stackpack export` wrote, or a tar of it",
             )
         })?;

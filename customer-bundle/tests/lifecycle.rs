@@ -148,7 +148,7 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
     runner.moto().python(TAG_THE_VPC_BY_HAND).ok();
     let drifted = runner
         .run(&["drift", "data-plane", "--json"])
-        .code(1)
+        .code(3)
         .json();
     assert_eq!(drifted["outcome"], "drifted");
     let status = runner.run(&["status", "--json"]).ok().json();

@@ -5,11 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use stackpack_schema::version::Bump;
 
-const EXIT_CODES: &str = "Exit codes: 0 success; 1 refused or failed (a check found a breaking change, verification failed); 2 the command was wrong (bad flags, missing file).";
-
 /// Package Terraform/OpenTofu stacks into signed, versioned bundles.
 #[derive(Parser, Debug)]
-#[command(name = "stackpack", version, after_help = EXIT_CODES)]
+#[command(name = "stackpack", version, after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -99,7 +97,7 @@ pub struct RegistryArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct PublishArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
@@ -120,7 +118,7 @@ pub struct PublishArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct ExportArgs {
     /// Bundles to export, as `STACK@VERSION` (repeatable).
     #[arg(required = true, value_name = "STACK@VERSION")]
@@ -143,7 +141,7 @@ pub struct ExportArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct KeygenArgs {
     /// Path prefix: writes `<PREFIX>.key` (private, mode 0600) and `<PREFIX>.pub`.
     #[arg(long, short = 'o', value_name = "PREFIX")]
@@ -183,7 +181,7 @@ pub struct PlanArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct VersionArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
@@ -194,7 +192,7 @@ pub struct VersionArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct BuildArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
@@ -206,7 +204,7 @@ pub struct BuildArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct InspectArgs {
     /// `LAYOUT` to list its bundles, or `LAYOUT:STACK@VERSION` for one bundle.
     pub target: String,

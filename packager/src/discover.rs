@@ -103,7 +103,7 @@ pub fn discover_stacks(root: &Path, config: &RepoConfig) -> Result<Vec<Stack>> {
         }
         let name = path.rsplit('/').next().unwrap_or(&path).to_string();
         validate_name(&name).map_err(|e| {
-            Error::usage(e.to_string())
+            Error::usage_by(e)
                 .at(&path)
                 .hint("rename the stack folder: its name becomes a registry repository name")
         })?;

@@ -119,7 +119,6 @@ fn shown_path(path: &Path) -> String {
 
 /// Reads a public key.
 pub fn read_public_key(path: &Path) -> Result<PublicKey> {
-    stackpack_bundle::trust::read_public_key(path).map_err(|e| {
-        Error::usage(e.to_string()).hint("pass the `.pub` file made by `stackpack keygen`")
-    })
+    stackpack_bundle::trust::read_public_key(path)
+        .map_err(|e| Error::usage_by(e).hint("pass the `.pub` file made by `stackpack keygen`"))
 }

@@ -6,18 +6,23 @@
 //! - [`git`] asks git about commits, changed files, tracked files and the branch.
 //! - [`discover`] finds stacks and the local modules each one uses, transitively,
 //!   refusing sources outside the repository, missing folders and cycles.
-//! - [`releases`] is the boundary to where versions already exist: an image layout
-//!   now, a registry later.
+//! - [`repository`] opens a vendor repository: its root, config and stacks.
+//! - [`releases`] is the boundary to where versions already exist (an image layout,
+//!   or a registry through the same trait), and [`release_view`] picks one of them
+//!   for a command.
 //! - [`plan`] decides, per stack, whether it changed and which version it gets.
 //! - [`pack`] writes the deterministic `tar+gzip` stack layer, streaming.
 //! - [`providers`] finds the provider packages a stack's lock file pins and checks
 //!   them; each travels as a layer of its own.
 //! - [`build`] turns a plan into a signed bundle in an image layout.
 //! - [`keys`] makes and reads signing keys.
-//! - [`error`] is the one user-facing error: what, where, and a hint.
-//! - [`interface`] reads a module's public interface from its `.tf` files, and
-//!   [`check`] compares two releases' interfaces under the interface rules (the
-//!   required version bump) and runs the repository lints.
+//! - [`publish`] pushes built bundles and [`module_package`]s (OpenTofu module
+//!   packages) to a registry, claiming each tag exactly once.
+//! - [`error`] re-exports the one user-facing error the three programs share.
+//! - [`check`] compares two releases' interfaces (read by the `stackpack_interface`
+//!   crate from the `.tf` files) under the interface rules, the required version
+//!   bump, and runs the repository lints; [`witness`] plans customers' inputs old
+//!   against new in an emulated account.
 //! - [`impact`] checks every customer's inputs against the interface a build would
 //!   publish, and [`customers`] writes a new customer's inputs and network range.
 //!

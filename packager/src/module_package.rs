@@ -49,7 +49,6 @@ use crate::error::{Error, Result};
 use crate::pack::{self, SourceFile};
 use crate::plan::{dirty_channel, latest_on_channel, Plan, PlanOptions};
 use crate::publish::{claim_tag, Artifact, Claimed, Destination};
-use crate::releases::from_remote;
 use crate::repository::Repository;
 
 /// Our annotation on a module package's manifest: [`tree_digest`] of its files.
@@ -190,8 +189,7 @@ fn plan_module(
 
     let repository = address.module_repository(&module);
     let existing: Vec<Version> = remote
-        .tags(&repository)
-        .map_err(from_remote)?
+        .tags(&repository)?
         .iter()
         .filter_map(|t| Version::parse(t).ok())
         .collect();
@@ -372,10 +370,7 @@ fn published_package(
     repository: &str,
     version: &Version,
 ) -> Result<Option<PublishedPackage>> {
-    let Some((bytes, digest)) = remote
-        .pull_manifest(repository, &version.to_string())
-        .map_err(from_remote)?
-    else {
+    let Some((bytes, digest)) = remote.pull_manifest(repository, &version.to_string())? else {
         return Ok(None);
     };
     let manifest: ImageManifest = serde_json::from_slice(&bytes).map_err(|e| {

@@ -35,8 +35,9 @@ pub fn collect(
 ) -> Result<Vec<FoundPackage>> {
     let lock_path = root.join(stack_dir).join(LOCK_FILE);
     let locked = match std::fs::read_to_string(&lock_path) {
-        Ok(text) => lockfile::parse(&text)
-            .map_err(|e| Error::refused(e.to_string()).at(lock_path.display()))?,
+        Ok(text) => {
+            lockfile::parse(&text).map_err(|e| Error::refused_by(e).at(lock_path.display()))?
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return no_lock_file(stack_dir, interface, settings).map(|()| Vec::new());
         }
@@ -133,7 +134,7 @@ fn find(
             mirror.display()
         )));
     }
-    let hashes = hash_package(&path).map_err(|e| Error::refused(e.to_string()))?;
+    let hashes = hash_package(&path).map_err(Error::refused_by)?;
     let hash = matching_hash(&hashes, provider, &wanted, &path, lock_path)?;
     let package = ProviderPackage {
         source: provider.source.clone(),

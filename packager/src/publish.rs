@@ -20,7 +20,6 @@ use stackpack_schema::version::Bump;
 use crate::build::{build_stack, BuiltBundle};
 use crate::error::{Error, Result};
 use crate::plan::{Plan, StackPlan};
-use crate::releases::from_remote;
 use crate::repository::Repository;
 
 pub(crate) use claim::{claim_tag, Artifact, ClaimOptions, Claimed};
@@ -195,7 +194,7 @@ impl Artifact for StackBundle<'_> {
 
 pub(crate) fn transfer_error(e: stackpack_bundle::transfer::TransferError) -> Error {
     match e {
-        stackpack_bundle::transfer::TransferError::Remote(remote) => from_remote(remote),
+        stackpack_bundle::transfer::TransferError::Remote(remote) => Error::from(remote),
         other => Error::refused(other.to_string()),
     }
 }

@@ -43,7 +43,7 @@ impl ReleaseView {
             text.parse()
                 .map_err(|e: stackpack_bundle::remote::RemoteError| {
                     let hint = e.hint().unwrap_or("write it as `HOST[:PORT]/NAMESPACE`");
-                    Error::usage(e.to_string()).hint(hint)
+                    Error::usage_by(e).hint(hint)
                 })?;
         let probe = Remote::new(&address.host, insecure).and_then(|remote| {
             remote.tags(&address.stack_repository("probe"))?;

@@ -1,6 +1,6 @@
 //! Where releases already exist. The planner asks this boundary which versions a
-//! stack has and what each was built from; an image layout answers now, a registry
-//! (through the same trait) once publishing lands.
+//! stack has and what each was built from; an image layout (`build`) or a registry
+//! (`publish`, `version`, `check`) answers through the same trait.
 
 use semver::Version;
 use stackpack_bundle::layout::{ImageLayout, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
@@ -84,21 +84,9 @@ pub struct RegistryReleases<'a> {
     pub address: &'a stackpack_bundle::remote::RegistryAddress,
 }
 
-fn remote_error(e: stackpack_bundle::remote::RemoteError) -> Error {
-    let hint = e.hint();
-    let error = Error::refused(e.to_string());
-    match hint {
-        Some(hint) => error.hint(hint),
-        None => error,
-    }
-}
-
 impl ReleaseSource for RegistryReleases<'_> {
     fn versions(&self, stack: &str) -> Result<Vec<Version>> {
-        let tags = self
-            .remote
-            .tags(&self.address.stack_repository(stack))
-            .map_err(remote_error)?;
+        let tags = self.remote.tags(&self.address.stack_repository(stack))?;
         Ok(tags
             .iter()
             .filter_map(|tag| Version::parse(tag).ok())
@@ -109,8 +97,7 @@ impl ReleaseSource for RegistryReleases<'_> {
         let repository = self.address.stack_repository(stack);
         let Some((bytes, digest)) = self
             .remote
-            .pull_manifest(&repository, &version.to_string())
-            .map_err(remote_error)?
+            .pull_manifest(&repository, &version.to_string())?
         else {
             return Ok(None);
         };
@@ -123,10 +110,9 @@ impl ReleaseSource for RegistryReleases<'_> {
         {
             return Ok(None);
         }
-        let config_bytes = self
-            .remote
-            .pull_blob_bytes(&repository, &manifest.config, MAX_CONFIG_SIZE)
-            .map_err(remote_error)?;
+        let config_bytes =
+            self.remote
+                .pull_blob_bytes(&repository, &manifest.config, MAX_CONFIG_SIZE)?;
         let config: BundleConfig = serde_json::from_slice(&config_bytes).map_err(|e| {
             Error::refused(format!(
                 "the config of `{repository}:{version}` is invalid: {e}"
@@ -142,9 +128,4 @@ impl ReleaseSource for RegistryReleases<'_> {
     fn describe(&self) -> String {
         format!("registry `{}`", self.address)
     }
-}
-
-/// Converts a transport error into the packager's error, keeping its hint.
-pub fn from_remote(e: stackpack_bundle::remote::RemoteError) -> Error {
-    remote_error(e)
 }

@@ -55,11 +55,12 @@ impl From<ExitStatus> for ExitCode {
 }
 
 /// The exit codes, for the end of every program's `--help`.
-pub const EXIT_CODES_HELP: &str = "Exit status:
+pub const EXIT_CODES_HELP: &str =
+    "Exit status, the same in stackpack, stackpack-runner and stackpack-registry:
   0  success
-  1  refused or failed (verification, a breaking change, an apply)
-  2  the command line is wrong, or a file or folder it names is missing
-  3  a look found what it looks for (drift found)";
+  1  refused or failed: verification, a breaking change, a policy, the engine
+  2  the command line is wrong: a flag, or a file or folder it names that is missing
+  3  a look found what it looks for (`drift` found drift)";
 
 /// Which of the two error exits an [`Error`] takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,7 +173,11 @@ pub fn io(what: &str, path: &std::path::Path, error: std::io::Error) -> Error {
 /// causes under `--verbose` (a cause whose words the message already holds is not
 /// repeated); returns how the program exits.
 pub fn report(error: &Error) -> ExitStatus {
-    crate::print_error(&error.message, error.location.as_deref(), error.hint.as_deref());
+    crate::print_error(
+        &error.message,
+        error.location.as_deref(),
+        error.hint.as_deref(),
+    );
     if crate::verbose() {
         let mut cause = std::error::Error::source(error);
         while let Some(inner) = cause {

@@ -315,7 +315,7 @@ fn support_answers_every_question_from_a_ledger_seeded_through_the_real_paths() 
     assert_eq!(rolled_back["version"], second.as_str(), "{rolled_back}");
     globex.run(&["drift", "app", "--json"]).ok();
     change_state_by_hand(&globex.home, "\"globex-globex\"", "\"globex-by-hand\"");
-    globex.run(&["drift", "app", "--json"]).code(1);
+    globex.run(&["drift", "app", "--json"]).code(3);
     globex.report(&registry);
 
     // hooli runs the prerelease in production.

@@ -1,5 +1,6 @@
 //! `plan`, `apply`, `rollback`, `drift` and `destroy`.
 
+use stackpack_terminal::ExitStatus;
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use crate::cli::{
     ApplyArgs, DestroyArgs, DriftArgs, GlobalArgs, PlanArgs, PlanFormat, RollbackArgs,
 };
 
-pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8> {
+pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let deploy = &args.deploy;
     let (stack, version) = parse_bundle(&deploy.bundle)?;
@@ -35,10 +36,10 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<u8> {
     } else {
         print_report(&report, deploy.json);
     }
-    Ok(if report.verdict.passed() { 0 } else { 1 })
+    Ok(ExitStatus::success_if(report.verdict.passed()))
 }
 
-pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<u8> {
+pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let (stack, version) = parse_bundle(&args.deploy.bundle)?;
     let confirm = Confirm::from_flag(args.yes)?;
@@ -55,7 +56,7 @@ pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<u8> {
     };
     let report = run(&home, request, confirm)?;
     print_report(&report, args.deploy.json);
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// A summary for a change request: the bundle, what the plan does to which
@@ -113,7 +114,7 @@ fn markdown(report: &Report) -> String {
     out
 }
 
-pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<u8> {
+pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let stack = parse_stack(&args.stack)?;
     let confirm = Confirm::from_flag(args.yes)?;
@@ -122,10 +123,10 @@ pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<u8> {
     };
     let report = run(&home, request(stack, target, args.wait), confirm)?;
     print_report(&report, args.json);
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<u8> {
+pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let stack = parse_stack(&args.stack)?;
     let report = run(
@@ -134,16 +135,17 @@ pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<u8> {
         Confirm::NotAsked,
     )?;
     print_report(&report, args.json);
+    // A drift found is not a failure to check: a scheduled check tells the two apart.
     Ok(if report.receipt.receipt.outcome == Outcome::Drifted {
-        1
+        ExitStatus::Found
     } else {
-        0
+        ExitStatus::Success
     })
 }
 
 /// `destroy`: the person types the customer id (or passes it to `--confirm`), so
 /// that a stack is never destroyed in the wrong account by a slip of the keyboard.
-pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<u8> {
+pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let stack = parse_stack(&args.stack)?;
     let customer = home.config.customer.clone();
@@ -154,7 +156,7 @@ pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<u8> {
                 "`--confirm {given}` does not name this runner's customer: nothing was destroyed"
             ))
             .at(format!("`{}`", home.root.join("runner.toml").display()))
-            .hint(format!("pass `--confirm {customer}` to destroy `{stack}` here")))
+            .hint("`--confirm` takes the customer id this runner was initialised for; `stackpack-runner status` names the runner's customer"))
         }
         None if std::io::stdin().is_terminal() => Confirm::TypeCustomer(customer),
         None => {
@@ -166,7 +168,7 @@ pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<u8> {
     };
     let report = run(&home, request(stack, Target::Destroy, args.wait), confirm)?;
     print_report(&report, args.json);
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn request(stack: String, target: Target, wait: u64) -> Request {

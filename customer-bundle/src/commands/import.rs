@@ -1,5 +1,6 @@
 //! `import`, `pull` and `verify`.
 
+use stackpack_terminal::ExitStatus;
 use std::io::IsTerminal;
 
 use serde_json::json;
@@ -11,7 +12,7 @@ use stackpack_runner::{store, Result};
 use super::{open_home, parse_bundle, print_json, quiet, status, table};
 use crate::cli::{GlobalArgs, ImportArgs, PullArgs, VerifyArgs};
 
-pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<u8> {
+pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     status(&format!(
         "verifying the bundles in `{}`",
@@ -19,10 +20,10 @@ pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<u8> {
     ));
     let imported = store::import(&home, &args.source)?;
     show_imported(&imported, args.json);
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<u8> {
+pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let bundle: RemoteBundle = args.reference.parse()?;
     status(&format!("pulling `{}`", args.reference));
@@ -37,7 +38,7 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<u8> {
     });
     let imported = stackpack_runner::pull::pull(&home, &bundle, args.insecure, progress)?;
     show_imported(&imported, args.json);
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn show_imported(imported: &[store::Imported], json: bool) {
@@ -79,7 +80,7 @@ fn show_imported(imported: &[store::Imported], json: bool) {
     }
 }
 
-pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<u8> {
+pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let (stack, version) = parse_bundle(&args.bundle)?;
     let layout = home.store()?;
@@ -119,5 +120,5 @@ pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<u8> {
             bundle.config.source.branch
         );
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

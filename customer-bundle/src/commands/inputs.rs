@@ -2,11 +2,12 @@
 
 use serde_json::json;
 use stackpack_runner::{deploy, inputs, store, Result};
+use stackpack_terminal::ExitStatus;
 
 use super::{open_home, parse_bundle, print_json};
 use crate::cli::{CheckInputsArgs, GlobalArgs};
 
-pub fn check_inputs(global: &GlobalArgs, args: &CheckInputsArgs) -> Result<u8> {
+pub fn check_inputs(global: &GlobalArgs, args: &CheckInputsArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let (stack, version) = parse_bundle(&args.bundle)?;
     let layout = home.store()?;
@@ -26,7 +27,7 @@ pub fn check_inputs(global: &GlobalArgs, args: &CheckInputsArgs) -> Result<u8> {
                 "hint": f.hint,
             })).collect::<Vec<_>>(),
         }));
-        return Ok(if findings.is_empty() { 0 } else { 1 });
+        return Ok(ExitStatus::success_if(findings.is_empty()));
     }
     if let Some(error) = deploy::findings_error(&findings) {
         return Err(error);
@@ -36,5 +37,5 @@ pub fn check_inputs(global: &GlobalArgs, args: &CheckInputsArgs) -> Result<u8> {
         parsed.path,
         parsed.values.len()
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

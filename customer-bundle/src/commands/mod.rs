@@ -14,6 +14,7 @@ use semver::Version;
 use stackpack_runner::home::{self, Home};
 use stackpack_runner::{Error, Result};
 use stackpack_schema::reference::StackRef;
+use stackpack_terminal::ExitStatus;
 
 use crate::cli::{Cli, Command, GlobalArgs, ReceiptsCommand, TrustCommand};
 
@@ -23,7 +24,7 @@ pub fn init_output(global: &GlobalArgs) {
     stackpack_terminal::Verbosity::from_flags(global.quiet, global.verbose).set();
 }
 
-pub fn run(cli: &Cli) -> Result<u8> {
+pub fn run(cli: &Cli) -> Result<ExitStatus> {
     let g = &cli.global;
     match &cli.command {
         Command::Init(args) => setup::init(g, args),
@@ -68,7 +69,7 @@ pub fn open_home(global: &GlobalArgs) -> Result<Home> {
 pub fn parse_bundle(text: &str) -> Result<(String, Version)> {
     let reference: StackRef = text
         .parse()
-        .map_err(|e: stackpack_schema::reference::ReferenceError| Error::usage(e.to_string()))?;
+        .map_err(|e: stackpack_schema::reference::ReferenceError| Error::usage_by(e))?;
     match reference.version {
         Some(version) => Ok((reference.stack, version)),
         None => Err(
@@ -80,16 +81,6 @@ pub fn parse_bundle(text: &str) -> Result<(String, Version)> {
 }
 
 pub fn parse_stack(text: &str) -> Result<String> {
-    stackpack_schema::reference::validate_name(text).map_err(|e| Error::usage(e.to_string()))?;
+    stackpack_schema::reference::validate_name(text).map_err(Error::usage_by)?;
     Ok(text.to_string())
-}
-
-/// Prints `error: …`, `--> where`, `hint: …`; returns the exit code.
-pub fn report_error(error: &Error) -> u8 {
-    stackpack_terminal::print_error(
-        &error.message,
-        error.location.as_deref(),
-        error.hint.as_deref(),
-    );
-    error.exit_code()
 }

@@ -1,5 +1,6 @@
 //! `report`, `receipts export` and `receipts list`.
 
+use stackpack_terminal::ExitStatus;
 use std::path::Path;
 
 use serde_json::json;
@@ -10,7 +11,7 @@ use stackpack_runner::{receipts, Error, Result};
 use super::{open_home, print_json, status, table};
 use crate::cli::{GlobalArgs, ReportArgs};
 
-pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<u8> {
+pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
     let pending = ledger.receipts(true)?;
@@ -61,7 +62,7 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<u8> {
     } else {
         println!("reported {} receipt(s) to `{base}`", sent.len());
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 pub fn export(
@@ -70,7 +71,7 @@ pub fn export(
     dir: Option<&Path>,
     unreported: bool,
     json: bool,
-) -> Result<u8> {
+) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
     let stored = ledger.receipts(unreported)?;
@@ -106,10 +107,10 @@ pub fn export(
             "each receipt is signed by this installation's key; the registry checks it on import",
         );
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-pub fn list(global: &GlobalArgs, json: bool) -> Result<u8> {
+pub fn list(global: &GlobalArgs, json: bool) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
     let stored = ledger.receipts(false)?;
@@ -129,7 +130,7 @@ pub fn list(global: &GlobalArgs, json: bool) -> Result<u8> {
             }));
         }
         print_json(&json!({ "receipts": receipts }));
-        return Ok(0);
+        return Ok(ExitStatus::Success);
     }
     let rows: Vec<Vec<String>> = stored
         .iter()
@@ -156,7 +157,7 @@ pub fn list(global: &GlobalArgs, json: bool) -> Result<u8> {
             &rows
         )
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// The registry's own words from an error body (OCI `errors[0].message`, or the

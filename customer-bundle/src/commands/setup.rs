@@ -1,5 +1,6 @@
 //! `init` and `trust add|list|remove`.
 
+use stackpack_terminal::ExitStatus;
 use std::path::Path;
 
 use serde_json::json;
@@ -10,7 +11,7 @@ use stackpack_runner::Result;
 use super::{home_root, open_home, print_json, status, table};
 use crate::cli::{GlobalArgs, InitArgs};
 
-pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
+pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
     let root = home_root(global)?;
     let config = Config {
         customer: args.customer.clone(),
@@ -41,10 +42,10 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
         println!("installation key  {key_id}");
         status("next: `stackpack-runner trust add vendor.pub`, then `stackpack-runner import FILE.tar`");
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-pub fn trust_add(global: &GlobalArgs, file: &Path, json: bool) -> Result<u8> {
+pub fn trust_add(global: &GlobalArgs, file: &Path, json: bool) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let (id, new) = home.trust_add(file)?;
     if json {
@@ -54,10 +55,10 @@ pub fn trust_add(global: &GlobalArgs, file: &Path, json: bool) -> Result<u8> {
     } else {
         println!("key `{id}` was already trusted");
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-pub fn trust_list(global: &GlobalArgs, json: bool) -> Result<u8> {
+pub fn trust_list(global: &GlobalArgs, json: bool) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let keys = home.trusted_keys()?;
     if json {
@@ -73,10 +74,10 @@ pub fn trust_list(global: &GlobalArgs, json: bool) -> Result<u8> {
             .collect();
         print!("{}", table(&["KEY ID", "FILE"], &rows));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-pub fn trust_remove(global: &GlobalArgs, id: &str, json: bool) -> Result<u8> {
+pub fn trust_remove(global: &GlobalArgs, id: &str, json: bool) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let removed = home.trust_remove(id)?;
     if json {
@@ -84,5 +85,5 @@ pub fn trust_remove(global: &GlobalArgs, id: &str, json: bool) -> Result<u8> {
     } else {
         println!("no longer trusting key `{removed}`");
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

@@ -9,11 +9,12 @@ use stackpack_runner::home::Home;
 use stackpack_runner::ledger::Ledger;
 use stackpack_runner::Result;
 use stackpack_schema::signature::PublicKey;
+use stackpack_terminal::ExitStatus;
 
 use super::{open_home, print_json, status as progress, table};
 use crate::cli::{GlobalArgs, StatusArgs};
 
-pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
+pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
     let store = home.store()?;
@@ -82,7 +83,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
                 })),
             })).collect::<Vec<_>>(),
         }));
-        return Ok(0);
+        return Ok(ExitStatus::Success);
     }
     for run in &interrupted {
         progress(&format!(
@@ -92,7 +93,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
     }
     if stacks.is_empty() {
         progress("nothing has been applied by this runner yet");
-        return Ok(0);
+        return Ok(ExitStatus::Success);
     }
     let rows: Vec<Vec<String>> = stacks
         .iter()
@@ -138,7 +139,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<u8> {
             &rows
         )
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// The newest version of `stack` in the store, above `current` and allowed by the

@@ -8,15 +8,17 @@ use stackpack_packager::build::{build_stack, BuiltBundle};
 use stackpack_packager::plan::{plan, Plan, PlanOptions, StackPlan};
 use stackpack_packager::repository::Repository;
 use stackpack_packager::Error;
+use stackpack_packager::Result;
 use stackpack_schema::signature::PrivateKey;
 use stackpack_schema::version::Bump;
+use stackpack_terminal::ExitStatus;
 
 use crate::cli::{BuildArgs, GlobalArgs};
 use crate::commands::version::{channel_name, plan_options};
 use crate::commands::{layout_path, signing_key};
 use crate::output;
 
-pub fn run(args: &BuildArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
+pub fn run(args: &BuildArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     let repo = Repository::open(&args.plan.repo)?;
     crate::commands::gate::lints(&repo)?;
     let key = signing_key(&repo, args.key.as_deref())?;
@@ -36,13 +38,13 @@ pub fn run(args: &BuildArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
             let built = build_and_verify(&repo, &plan, stack_plan, &key, &layout, &layout_dir)?;
             Ok((stack_plan, built))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()?;
     if args.plan.json {
         output::print_json(&json_document(&plan, &results, &layout_dir, &key));
     } else {
         print_table(&results, &layout_dir, &key);
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// One stack planned, and its bundle if it was built.
@@ -57,7 +59,7 @@ fn build_and_verify(
     key: &PrivateKey,
     layout: &ImageLayout,
     layout_dir: &Path,
-) -> anyhow::Result<Option<BuiltBundle>> {
+) -> Result<Option<BuiltBundle>> {
     let Some(version) = &stack_plan.next else {
         return Ok(None);
     };

@@ -10,6 +10,8 @@
 //! witness refused its account or could not finish; 2 when the command itself was
 //! wrong (bad flags, unknown ref, invalid `stackpack.toml`).
 
+use stackpack_packager::Result;
+use stackpack_terminal::ExitStatus;
 use std::path::{Path, PathBuf};
 
 use stackpack_packager::check::render::{self, CheckOutput};
@@ -108,7 +110,7 @@ pub fn last_release_commit(
     releases: &dyn ReleaseSource,
     repo_root: &Path,
     stack_path: &str,
-) -> anyhow::Result<Option<String>> {
+) -> Result<Option<String>> {
     let name = stack_name(repo_root, stack_path);
     let versions = releases.versions(&name)?;
     let Some(last) = latest_stable(&versions) else {
@@ -124,14 +126,14 @@ fn last_stable_version(
     releases: &dyn ReleaseSource,
     repo_root: &Path,
     stack_path: &str,
-) -> anyhow::Result<Option<semver::Version>> {
+) -> Result<Option<semver::Version>> {
     let versions = releases.versions(&stack_name(repo_root, stack_path))?;
     Ok(latest_stable(&versions).cloned())
 }
 
 /// The releases `check` compares with: the registry `publish` uses when it answers,
 /// else the local layout, with a warning saying so.
-fn release_view(root: &Path, args: &CheckArgs, config: &RepoConfig) -> anyhow::Result<ReleaseView> {
+fn release_view(root: &Path, args: &CheckArgs, config: &RepoConfig) -> Result<ReleaseView> {
     let address = args.registry.as_deref().or(config.registry.as_deref());
     let view = ReleaseView::open(
         address,
@@ -158,18 +160,18 @@ fn stack_name(repo_root: &Path, stack_path: &str) -> String {
         .unwrap_or(folder)
 }
 
-fn resolve_ref(repo_root: &Path, reference: &str) -> anyhow::Result<String> {
+fn resolve_ref(repo_root: &Path, reference: &str) -> Result<String> {
     let git = stackpack_packager::git::Git::open(repo_root)?;
     git.resolve(reference).ok_or_else(|| {
         Error::usage(format!("`{reference}` is not a commit in this repository"))
             .at(repo_root.display())
             .hint("pass a branch, tag or commit to `--against`, or `last-release`")
-            .into()
     })
 }
 
-/// Runs the check; returns the exit code.
-pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
+/// Runs the check: success when nothing refuses the change; a refusal for customers
+/// it would break is the command's error, printed after the report.
+pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
     let root = args.repo.as_path();
     let config = RepoConfig::load(root)?;
     let rules = RuleConfig::from_table(&config.rules).map_err(|e| {
@@ -244,9 +246,9 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         append_step_summary(Path::new(&path), &render::step_summary(&output));
     }
     if let Some(refusal) = breaking {
-        eprint!("{refusal}");
+        return Err(refusal);
     }
-    Ok(if output.ok { 0 } else { 1 })
+    Ok(ExitStatus::success_if(output.ok))
 }
 
 /// The selected stacks, with the release in which their deprecated aliases stop
@@ -278,14 +280,16 @@ fn customer_refusal(
     customers: &[CustomerReport],
     allowed: &[String],
     bump: Option<Bump>,
-) -> Option<String> {
+) -> Option<Error> {
     if let Some(bump) = bump.filter(|b| *b < Bump::Major && !allowed.is_empty()) {
-        return Some(format!(
-            "error: `--allow-breaking` with `--bump {bump}`: only a major release may break customers\nhint: check with `--bump major`, or fix their inputs first\n"
-        ));
+        return Some(
+            Error::usage(format!(
+                "`--allow-breaking` with `--bump {bump}`: only a major release may break customers"
+            ))
+            .hint("check with `--bump major`, or fix their inputs first"),
+        );
     }
-    impact::gate(customers, allowed)
-        .map(|(message, hint)| format!("error: {message}\nhint: {hint}\n"))
+    impact::gate(customers, allowed).map(|(message, hint)| Error::refused(message).hint(hint))
 }
 
 /// `--path` names a folder that is neither a stack nor a module: say so, rather than
@@ -295,7 +299,7 @@ fn check_paths_exist(
     paths: &[String],
     stacks: &[String],
     modules: &[String],
-) -> anyhow::Result<()> {
+) -> Result<()> {
     for path in paths {
         let path = path.trim_end_matches('/');
         if !stacks.iter().chain(modules).any(|known| known == path) {
@@ -307,8 +311,7 @@ fn check_paths_exist(
                 "stacks: {}; modules: {}",
                 stacks.join(", "),
                 modules.join(", ")
-            ))
-            .into());
+            )));
         }
     }
     Ok(())
@@ -325,7 +328,7 @@ fn units_since_last_release(
     args: &CheckArgs,
     stacks: &[String],
     cache: &mut Cache,
-) -> anyhow::Result<Vec<Unit>> {
+) -> Result<Vec<Unit>> {
     let mut units = Vec::new();
     for stack in stacks.iter().filter(|p| selected(args, p)) {
         let commit = last_release_commit(releases, root, stack)?;
@@ -360,7 +363,7 @@ fn units_since_commit(
     stacks: &[String],
     modules: &[String],
     cache: &mut Cache,
-) -> anyhow::Result<Vec<Unit>> {
+) -> Result<Vec<Unit>> {
     let changed = check::changed_files(root, commit)?;
     let mut units = Vec::new();
     let all = stacks
@@ -402,7 +405,7 @@ fn witness(
     config: &RepoConfig,
     releases: &dyn ReleaseSource,
     reports: &mut [render::UnitReport],
-) -> anyhow::Result<Vec<StackWitness>> {
+) -> Result<Vec<StackWitness>> {
     let prepared = Witness::prepare(root, config)?;
     let mut jobs = Vec::new();
     for report in reports.iter().filter(|r| r.kind == "stack") {

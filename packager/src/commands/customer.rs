@@ -1,6 +1,8 @@
 //! `stackpack customer new`: a new customer's inputs file for one stack, in one
 //! reviewed step, with a network range that collides with no one.
 
+use stackpack_packager::Result;
+use stackpack_terminal::ExitStatus;
 use std::path::Path;
 
 use serde_json::Value;
@@ -13,15 +15,14 @@ use stackpack_packager::Error;
 use crate::cli::CustomerNewArgs;
 use crate::output;
 
-pub fn new(args: &CustomerNewArgs) -> anyhow::Result<u8> {
+pub fn new(args: &CustomerNewArgs) -> Result<ExitStatus> {
     let id = args.id.as_str();
     if !customers::valid_id(id) {
         return Err(Error::usage(format!("`{id}` is not a valid customer id"))
             .hint(format!(
                 "a customer id is {} (it names a folder under `customers/` and ends up in resource names)",
                 customers::ID_RULE
-            ))
-            .into());
+            )));
     }
     let repo = Repository::open(&args.repo)?;
     let root = repo.root.as_path();
@@ -34,13 +35,11 @@ pub fn new(args: &CustomerNewArgs) -> anyhow::Result<u8> {
                 stack.name
             ))
             .at(&existing)
-            .hint("edit that file, or choose another customer id")
-            .into());
+            .hint("edit that file, or choose another customer id"));
         }
     }
-    let module = stackpack_interface::extract_module(&root.join(&stack.path)).map_err(|e| {
-        Error::usage(e.to_string()).hint("fix the stack first (see `stackpack check`)")
-    })?;
+    let module = stackpack_interface::extract_module(&root.join(&stack.path))
+        .map_err(|e| Error::usage_by(e).hint("fix the stack first (see `stackpack check`)"))?;
     let settings = &repo.config.customers;
     let has = |input: &str| module.variable(input).is_some();
     let mut known = Known::default();
@@ -49,12 +48,12 @@ pub fn new(args: &CustomerNewArgs) -> anyhow::Result<u8> {
             .values
             .insert(settings.id_input.clone(), Value::String(id.to_string()));
     }
-    let mut fill = |flag: &str, input: &str, value: &Option<String>| -> anyhow::Result<()> {
+    let mut fill = |flag: &str, input: &str, value: &Option<String>| -> Result<()> {
         let Some(value) = value else {
             return Ok(());
         };
         if !has(input) {
-            return Err(missing_input(flag, input, &stack.name, root).into());
+            return Err(missing_input(flag, input, &stack.name, root));
         }
         known
             .values
@@ -70,9 +69,12 @@ pub fn new(args: &CustomerNewArgs) -> anyhow::Result<u8> {
     let cidr = match &args.cidr {
         Some(flag) => {
             if !has(&settings.cidr_input) {
-                return Err(
-                    missing_input("--cidr", &settings.cidr_input, &stack.name, root).into(),
-                );
+                return Err(missing_input(
+                    "--cidr",
+                    &settings.cidr_input,
+                    &stack.name,
+                    root,
+                ));
             }
             let range = choose_range(root, &stack.name, settings, flag, args)?;
             known.values.insert(
@@ -117,7 +119,7 @@ pub fn new(args: &CustomerNewArgs) -> anyhow::Result<u8> {
             ));
         }
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn missing_input(flag: &str, input: &str, stack: &str, root: &Path) -> Error {
@@ -136,7 +138,7 @@ fn choose_range(
     settings: &CustomerSettings,
     flag: &str,
     args: &CustomerNewArgs,
-) -> anyhow::Result<ipnet::Ipv4Net> {
+) -> Result<ipnet::Ipv4Net> {
     let ranges = impact::customer_ranges(root, stack, settings);
     let region = args.control_plane_region.as_deref();
     let config = root.join("stackpack.toml");
@@ -148,13 +150,12 @@ fn choose_range(
         })?;
         return customers::allocate(pool, settings.cidr_prefix, &ranges, region).map_err(|e| {
             let error = match e {
-                customers::AllocationError::Prefix { .. } => Error::usage(e.to_string()),
-                customers::AllocationError::Exhausted { .. } => Error::refused(e.to_string()),
+                customers::AllocationError::Prefix { .. } => Error::usage_by(e),
+                customers::AllocationError::Exhausted { .. } => Error::refused_by(e),
             };
             error
                 .at(config.display())
                 .hint("widen `cidr-pool` or lengthen `cidr-prefix` in `[customers]`")
-                .into()
         });
     }
     let range: ipnet::Ipv4Net = flag.parse().map_err(|_| {
@@ -176,14 +177,13 @@ fn choose_range(
         .hint(match region {
             Some(r) => format!("ranges of customers reporting to `{r}` must not overlap: pass another range, or `--cidr auto`"),
             None => "without `--control-plane-region` a range must overlap no customer's: pass another range, `--cidr auto`, or the control-plane region".to_string(),
-        })
-        .into());
+        }));
     }
     Ok(range)
 }
 
 /// Writes a file that must not exist yet, whole or not at all.
-fn write_new(path: &Path, text: &str) -> anyhow::Result<()> {
+fn write_new(path: &Path, text: &str) -> Result<()> {
     let dir = path.parent().expect("a file in a folder");
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::refused(format!("cannot create `{}`: {e}", dir.display())))?;

@@ -2,16 +2,17 @@ use std::path::Path;
 
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::transfer::{export_bundles, pull_bundle};
-use stackpack_packager::releases::from_remote;
 use stackpack_packager::Error;
+use stackpack_packager::Result;
 use stackpack_schema::oci::Descriptor;
 use stackpack_schema::reference::StackRef;
+use stackpack_terminal::ExitStatus;
 
 use crate::cli::{ExportArgs, GlobalArgs};
 use crate::commands::{connect, registry_address, Transport};
 use crate::output;
 
-pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
+pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     let references = args
         .bundles
         .iter()
@@ -21,7 +22,13 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
     let staging;
     let layout = match &args.registry {
         Some(registry) => {
-            staging = tempfile::tempdir()?;
+            staging = tempfile::tempdir().map_err(|e| {
+                stackpack_packager::error::io(
+                    "create a staging folder in",
+                    &std::env::temp_dir(),
+                    e,
+                )
+            })?;
             pull_into(staging.path(), registry, args, &references)?
         }
         None => local_layout(args)?,
@@ -31,7 +38,7 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
         .map(|reference| signed_manifest(&layout, reference))
         .collect::<Result<Vec<_>, _>>()?;
     let size = export_bundles(&layout, &manifests, &args.out)
-        .map_err(|e| Error::refused(e.to_string()).at(args.out.display()))?;
+        .map_err(|e| Error::refused_by(e).at(args.out.display()))?;
     if args.json {
         output::print_json(&serde_json::json!({
             "file": args.out,
@@ -52,17 +59,15 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
             args.out.display()
         ));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// `STACK@VERSION`; a version is required, since an export is a fixed set.
 fn bundle_reference(text: &str) -> Result<StackRef, Error> {
     const HINT: &str = "name bundles as `STACK@VERSION`, such as `data-plane@1.4.0`";
-    let reference: StackRef =
-        text.parse()
-            .map_err(|e: stackpack_schema::reference::ReferenceError| {
-                Error::usage(e.to_string()).hint(HINT)
-            })?;
+    let reference: StackRef = text
+        .parse()
+        .map_err(|e: stackpack_schema::reference::ReferenceError| Error::usage_by(e).hint(HINT))?;
     if reference.version.is_none() {
         return Err(Error::usage(format!("`{text}` has no version")).hint(HINT));
     }
@@ -75,7 +80,7 @@ fn pull_into(
     registry: &str,
     args: &ExportArgs,
     references: &[StackRef],
-) -> anyhow::Result<ImageLayout> {
+) -> Result<ImageLayout> {
     let address = registry_address(Some(registry), None)?;
     let remote = connect(&address.host, Transport::from_insecure_flag(args.insecure))?;
     let layout = ImageLayout::create(staging)?;
@@ -91,7 +96,7 @@ fn pull_into(
             None,
         )
         .map_err(|e| match e {
-            stackpack_bundle::transfer::TransferError::Remote(r) => from_remote(r),
+            stackpack_bundle::transfer::TransferError::Remote(r) => Error::from(r),
             other => Error::refused(other.to_string()),
         })?;
     }
@@ -105,7 +110,7 @@ fn local_layout(args: &ExportArgs) -> Result<ImageLayout, Error> {
         .clone()
         .unwrap_or_else(|| std::path::PathBuf::from(".stackpack/bundles"));
     ImageLayout::open(&path).map_err(|e| {
-        Error::usage(e.to_string())
+        Error::usage_by(e)
             .hint("pass the layout `stackpack build` wrote with `--from DIR`, or `--registry`")
     })
 }

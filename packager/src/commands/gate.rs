@@ -9,13 +9,14 @@ use stackpack_packager::plan::Plan;
 use stackpack_packager::repository::Repository;
 use stackpack_packager::witness::{render as witness_render, StackJob, Witness};
 use stackpack_packager::Error;
+use stackpack_packager::Result;
 use stackpack_schema::version::Bump;
 
 use crate::output;
 
 /// Runs the lints `check` runs; refuses on an error-level finding, naming each at
 /// `file:line`. Warnings are printed and let through.
-pub fn lints(repo: &Repository) -> anyhow::Result<()> {
+pub fn lints(repo: &Repository) -> Result<()> {
     let root = &repo.root;
     let rules = RuleConfig::from_table(&repo.config.rules).map_err(|e| {
         Error::usage(format!("`[rules]` in `stackpack.toml`: {e}"))
@@ -27,7 +28,7 @@ pub fn lints(repo: &Repository) -> anyhow::Result<()> {
         environments: repo.config.environments.clone(),
         rules,
     };
-    let findings = lint(root, &options).map_err(|e| Error::usage(e.to_string()))?;
+    let findings = lint(root, &options).map_err(Error::usage_by)?;
     let mut errors = Vec::new();
     for f in &findings {
         if f.severity == Severity::Error {
@@ -55,14 +56,13 @@ pub fn lints(repo: &Repository) -> anyhow::Result<()> {
         if errors.len() == 1 { "" } else { "s" },
         errors.concat()
     ))
-    .hint("fix it (see `stackpack check`), or add `# stackpack:ignore <rule> reason: <why>` on or above the line")
-    .into())
+    .hint("fix it (see `stackpack check`), or add `# stackpack:ignore <rule> reason: <why>` on or above the line"))
 }
 
 /// Checks every customer of every stack this plan releases against the interface it
 /// would publish. Refuses when one would break, unless the release is major and
 /// `allowed` names exactly those affected; then records them in each stack's plan.
-pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> anyhow::Result<()> {
+pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> Result<()> {
     let targets: Vec<StackTarget> = plan
         .stacks
         .iter()
@@ -90,7 +90,7 @@ pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> anyh
         }
     }
     if let Some((message, hint)) = impact::gate(&reports, allowed) {
-        return Err(Error::refused(message).hint(hint).into());
+        return Err(Error::refused(message).hint(hint));
     }
     for stack in plan.stacks.iter_mut() {
         let broken: Vec<String> = impact::affected(
@@ -116,8 +116,7 @@ pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> anyh
                     .join(", "),
                 stack.bump
             ))
-            .hint("publish with `--bump major --allow-breaking ...`, or fix their inputs first")
-            .into());
+            .hint("publish with `--bump major --allow-breaking ...`, or fix their inputs first"));
         }
         stack.allowed_breaking = broken;
     }
@@ -128,7 +127,7 @@ pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> anyh
 /// stable one (see `check --witness`), refuses when the customers' plans need a larger
 /// bump than the release gets, and records the summary, with the bump asked for, in
 /// each stack's bundle config.
-pub fn witness(repo: &Repository, plan: &mut Plan, requested: Option<Bump>) -> anyhow::Result<()> {
+pub fn witness(repo: &Repository, plan: &mut Plan, requested: Option<Bump>) -> Result<()> {
     if !repo.config.witness.as_ref().is_some_and(|w| w.publish) {
         return Ok(());
     }
@@ -163,8 +162,7 @@ pub fn witness(repo: &Repository, plan: &mut Plan, requested: Option<Bump>) -> a
             return Err(Error::refused(format!(
                 "the witness could not finish for every customer of `{}`; nothing was built or pushed",
                 stack.path
-            ))
-            .into());
+            )));
         }
         let planned = plan
             .stacks
@@ -173,7 +171,7 @@ pub fn witness(repo: &Repository, plan: &mut Plan, requested: Option<Bump>) -> a
             .expect("every witnessed stack comes from the plan");
         if planned.bump < stack.witness {
             let (message, hint) = witness_render::refusal_parts(&stack, planned.bump);
-            return Err(Error::refused(message).hint(hint).into());
+            return Err(Error::refused(message).hint(hint));
         }
         planned.witness = Some(stack.summary(requested));
     }

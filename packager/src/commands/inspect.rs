@@ -5,8 +5,10 @@ use stackpack_bundle::layout::{EntryKind, ImageLayout};
 use stackpack_bundle::verify::{verify_bundle, Trust, VerifiedBundle};
 use stackpack_packager::keys::read_public_key;
 use stackpack_packager::Error;
+use stackpack_packager::Result;
 use stackpack_schema::bundle::BundleConfig;
 use stackpack_schema::reference::StackRef;
+use stackpack_terminal::ExitStatus;
 
 use crate::cli::{GlobalArgs, InspectArgs};
 use crate::output;
@@ -23,10 +25,10 @@ fn parse_target(target: &str) -> (PathBuf, Option<StackRef>) {
     (PathBuf::from(target), None)
 }
 
-pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
+pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     let (path, reference) = parse_target(&args.target);
     let layout = ImageLayout::open(&path).map_err(|e| {
-        Error::usage(e.to_string()).hint("pass the folder `stackpack build` wrote (`--out`)")
+        Error::usage_by(e).hint("pass the folder `stackpack build` wrote (`--out`)")
     })?;
     let trusted = args
         .trust
@@ -74,10 +76,10 @@ pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
     } else {
         print_bundle(&verified, &trust);
     }
-    Ok(if integrity_ok { 0 } else { 1 })
+    Ok(ExitStatus::success_if(integrity_ok))
 }
 
-fn list(layout: &ImageLayout, json: bool) -> anyhow::Result<u8> {
+fn list(layout: &ImageLayout, json: bool) -> Result<ExitStatus> {
     let mut bundles = Vec::new();
     for (kind, descriptor) in layout.entries()? {
         if let EntryKind::Bundle { stack, version } = kind {
@@ -116,7 +118,7 @@ fn list(layout: &ImageLayout, json: bool) -> anyhow::Result<u8> {
             output::table(&["STACK", "VERSION", "DIGEST", "SIGNATURES"], &rows)
         );
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn signature_state(check: &stackpack_bundle::verify::SignatureCheck, trust: &Trust) -> String {

@@ -2,8 +2,10 @@ use stackpack_packager::keys;
 
 use crate::cli::{GlobalArgs, KeygenArgs};
 use crate::output;
+use stackpack_packager::Result;
+use stackpack_terminal::ExitStatus;
 
-pub fn run(args: &KeygenArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
+pub fn run(args: &KeygenArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     let pair = keys::generate(&args.out)?;
     if args.json {
         output::print_json(&serde_json::json!({
@@ -19,5 +21,5 @@ pub fn run(args: &KeygenArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
             pair.public_path.display()
         ));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

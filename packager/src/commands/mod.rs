@@ -14,7 +14,25 @@ use std::path::PathBuf;
 
 use stackpack_packager::repository::Repository;
 
-use crate::cli::PlanArgs;
+use stackpack_packager::Result;
+use stackpack_terminal::ExitStatus;
+
+use crate::cli::{Cli, Command, CustomerCommand, PlanArgs};
+
+/// Runs the command the line names: the one dispatch of `stackpack`.
+pub fn run(cli: &Cli) -> Result<ExitStatus> {
+    let global = &cli.global;
+    match &cli.command {
+        Command::Keygen(args) => keygen::run(args, global),
+        Command::Version(args) => version::run(args, global),
+        Command::Build(args) => build::run(args, global),
+        Command::Inspect(args) => inspect::run(args, global),
+        Command::Publish(args) => publish::run(args, global),
+        Command::Export(args) => export::run(args, global),
+        Command::Check(args) => check::run(args),
+        Command::Customer(CustomerCommand::New(args)) => customer::new(args),
+    }
+}
 
 /// The image layout a plan reads earlier builds from.
 pub fn layout_path(repo: &Repository, args: &PlanArgs) -> PathBuf {
@@ -27,9 +45,9 @@ pub fn layout_path(repo: &Repository, args: &PlanArgs) -> PathBuf {
 pub fn signing_key(
     repo: &Repository,
     flag: Option<&std::path::Path>,
-) -> anyhow::Result<stackpack_schema::signature::PrivateKey> {
+) -> Result<stackpack_schema::signature::PrivateKey> {
     if let Some(path) = flag {
-        return Ok(stackpack_packager::keys::read_private_key(path)?);
+        return stackpack_packager::keys::read_private_key(path);
     }
     let source = repo.config.signing_key_source(&repo.root)?.ok_or_else(|| {
         stackpack_packager::Error::usage("no signing key: bundles are always signed")
@@ -38,14 +56,14 @@ pub fn signing_key(
     if let stackpack_packager::config::KeySource::Pem { variable, .. } = &source {
         crate::output::detail(&format!("signing with the PEM key held in `{variable}`"));
     }
-    Ok(stackpack_packager::keys::read_key_source(&source)?)
+    stackpack_packager::keys::read_key_source(&source)
 }
 
 /// Parses a registry address, explaining a bad one.
 pub fn registry_address(
     flag: Option<&str>,
     repo_config: Option<&stackpack_packager::config::RepoConfig>,
-) -> anyhow::Result<stackpack_bundle::remote::RegistryAddress> {
+) -> Result<stackpack_bundle::remote::RegistryAddress> {
     let text = flag
         .map(str::to_string)
         .or_else(|| repo_config.and_then(|c| c.registry.clone()))
@@ -57,9 +75,7 @@ pub fn registry_address(
     text.parse()
         .map_err(|e: stackpack_bundle::remote::RemoteError| {
             let hint = e.hint().unwrap_or_default().to_string();
-            stackpack_packager::Error::usage(e.to_string())
-                .hint(hint)
-                .into()
+            stackpack_packager::Error::usage_by(e).hint(hint)
         })
 }
 
@@ -83,15 +99,9 @@ impl Transport {
 }
 
 /// Connects to a registry host, explaining refusals.
-pub fn connect(
-    host: &str,
-    transport: Transport,
-) -> anyhow::Result<stackpack_bundle::remote::Remote> {
-    let remote = stackpack_bundle::remote::Remote::new(host, transport == Transport::PlainHttp)
-        .map_err(stackpack_packager::releases::from_remote)?;
+pub fn connect(host: &str, transport: Transport) -> Result<stackpack_bundle::remote::Remote> {
+    let remote = stackpack_bundle::remote::Remote::new(host, transport == Transport::PlainHttp)?;
     // Before anything is built or pushed: is this a registry at all?
-    remote
-        .probe()
-        .map_err(stackpack_packager::releases::from_remote)?;
+    remote.probe()?;
     Ok(remote)
 }

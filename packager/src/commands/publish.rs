@@ -9,11 +9,13 @@ use stackpack_packager::module_package::{
 };
 use stackpack_packager::plan::{plan, Plan};
 use stackpack_packager::publish::{publish, Destination, PublishedStack};
-use stackpack_packager::releases::{from_remote, RegistryReleases};
+use stackpack_packager::releases::RegistryReleases;
 use stackpack_packager::repository::Repository;
+use stackpack_packager::Result;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::signature::PrivateKey;
 use stackpack_schema::version::Bump;
+use stackpack_terminal::ExitStatus;
 
 use crate::cli::{GlobalArgs, PublishArgs};
 use crate::commands::version::{channel_name, plan_options};
@@ -28,7 +30,7 @@ struct Published<'a> {
     modules: Vec<PublishedModule>,
 }
 
-pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
+pub fn run(args: &PublishArgs, global: &GlobalArgs) -> Result<ExitStatus> {
     let repo = Repository::open(&args.plan.repo)?;
     crate::commands::gate::lints(&repo)?;
     let key = signing_key(&repo, args.key.as_deref())?;
@@ -38,12 +40,10 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         Transport::from_insecure_flag(args.registry.insecure),
     )?;
     // Ask for push rights before planning, so a missing login fails first.
-    remote
-        .authenticate(
-            &address.stack_repository("probe"),
-            stackpack_bundle::remote::Access::Push,
-        )
-        .map_err(from_remote)?;
+    remote.authenticate(
+        &address.stack_repository("probe"),
+        stackpack_bundle::remote::Access::Push,
+    )?;
     let (mut plan, module_plans) = plan_stacks_and_modules(args, &repo, &remote, &address)?;
     stackpack_packager::module_package::record_versions(&mut plan, &module_plans);
     crate::commands::gate::customers(&repo, &mut plan, &args.allow_breaking)?;
@@ -83,7 +83,7 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     } else {
         print_tables(&published);
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// Signs, for every stack, "the newest stable version is V, as of now", so customers
@@ -95,19 +95,16 @@ fn sign_latest_statements(
     remote: &Remote,
     address: &RegistryAddress,
     key: &stackpack_schema::signature::PrivateKey,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let now = stackpack_packager::build::rfc3339(time::OffsetDateTime::now_utc().unix_timestamp());
     for stack in &plan.stacks {
         let repository = address.stack_repository(&stack.stack.name);
-        let tags = remote.tags(&repository).map_err(from_remote)?;
+        let tags = remote.tags(&repository)?;
         let versions: Vec<semver::Version> = tags.iter().filter_map(|t| t.parse().ok()).collect();
         let Some(newest) = stackpack_schema::version::latest_stable(&versions) else {
             continue;
         };
-        let Some(digest) = remote
-            .tag_digest(&repository, &newest.to_string())
-            .map_err(from_remote)?
-        else {
+        let Some(digest) = remote.tag_digest(&repository, &newest.to_string())? else {
             continue;
         };
         stackpack_bundle::freshness::push_statement(
@@ -117,8 +114,7 @@ fn sign_latest_statements(
             &digest,
             key,
             &now,
-        )
-        .map_err(from_remote)?;
+        )?;
         output::detail(&format!(
             "signed the latest statement of `{}`: `{newest}` as of {now}",
             stack.stack.name
@@ -134,7 +130,7 @@ fn plan_stacks_and_modules(
     repo: &Repository,
     remote: &Remote,
     address: &RegistryAddress,
-) -> anyhow::Result<(Plan, Vec<ModulePlan>)> {
+) -> Result<(Plan, Vec<ModulePlan>)> {
     let releases = RegistryReleases { remote, address };
     let options = plan_options(&args.plan);
     let plan = plan(repo, &releases, &options)?;

@@ -2,7 +2,9 @@ use stackpack_packager::plan::{plan, Plan, PlanOptions};
 use stackpack_packager::release_view::ReleaseView;
 use stackpack_packager::releases::ReleaseSource;
 use stackpack_packager::repository::Repository;
+use stackpack_packager::Result;
 use stackpack_schema::version::Channel;
+use stackpack_terminal::ExitStatus;
 
 use crate::cli::{GlobalArgs, PlanArgs, RegistryArgs, VersionArgs};
 use crate::commands::layout_path;
@@ -24,7 +26,7 @@ pub fn make_plan(
     repo: &Repository,
     args: &PlanArgs,
     registry: &RegistryArgs,
-) -> anyhow::Result<(Plan, String)> {
+) -> Result<(Plan, String)> {
     let flag = registry.registry.as_deref();
     let address = flag.or(repo.config.registry.as_deref());
     let view = ReleaseView::open(address, registry.insecure, &layout_path(repo, args))?;
@@ -42,7 +44,7 @@ pub fn channel_name(channel: &Channel) -> &'static str {
     }
 }
 
-pub fn run(args: &VersionArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
+pub fn run(args: &VersionArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     let repo = Repository::open(&args.plan.repo)?;
     let (plan, releases) = make_plan(&repo, &args.plan, &args.registry)?;
     if args.plan.json {
@@ -72,7 +74,7 @@ pub fn run(args: &VersionArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
             "releases": releases,
             "stacks": stacks,
         }));
-        return Ok(0);
+        return Ok(ExitStatus::Success);
     }
     let rows: Vec<Vec<String>> = plan
         .stacks
@@ -109,5 +111,5 @@ pub fn run(args: &VersionArgs, _global: &GlobalArgs) -> anyhow::Result<u8> {
             &rows
         )
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

@@ -19,7 +19,6 @@ use stackpack_schema::version;
 
 use super::{transfer_error, Destination};
 use crate::error::{Error, Result};
-use crate::releases::from_remote;
 
 /// How many prerelease numbers to try when racing other publishers.
 const MAX_ATTEMPTS: usize = 20;
@@ -147,7 +146,7 @@ fn attempt<A: Artifact>(
     let digest = &manifest.digest;
     let tag = version.to_string();
 
-    match remote.tag_digest(repository, &tag).map_err(from_remote)? {
+    match remote.tag_digest(repository, &tag)? {
         Some(existing) if existing == *digest => {
             // Our own earlier, interrupted run: make sure its companions are there.
             artifact.push_companions(built, repository)?;
@@ -174,7 +173,7 @@ fn attempt<A: Artifact>(
 
     // Tag last, then read the tag back: a racing publisher may have taken it.
     let manifest_bytes = layout.read_blob(digest, MAX_MANIFEST_SIZE)?;
-    if let Some(existing) = remote.tag_digest(repository, &tag).map_err(from_remote)? {
+    if let Some(existing) = remote.tag_digest(repository, &tag)? {
         if existing != *digest {
             return Ok(Attempt::Lost(existing));
         }
@@ -227,8 +226,7 @@ fn stable_conflict(
 /// The next prerelease number on the same line that no tag holds yet.
 fn next_free_prerelease(remote: &Remote, repository: &str, taken: &Version) -> Result<Version> {
     let mut existing: Vec<Version> = remote
-        .tags(repository)
-        .map_err(from_remote)?
+        .tags(repository)?
         .iter()
         .filter_map(|t| Version::parse(t).ok())
         .collect();
@@ -251,13 +249,11 @@ fn write_tag_and_read_back(
     manifest_bytes: &[u8],
     media_type: &str,
 ) -> Result<Option<Digest>> {
-    remote
-        .push_manifest(repository, tag, manifest_bytes, media_type)
-        .map_err(from_remote)?;
+    remote.push_manifest(repository, tag, manifest_bytes, media_type)?;
     // A rival that checked the tag just before we wrote it writes its own a moment
     // later: plain registries have no compare-and-swap, so wait for such a write
     // to land, then read the tag again. The later writer keeps the number; the
     // earlier one sees the change and takes the next.
     std::thread::sleep(TAG_SETTLE);
-    remote.tag_digest(repository, tag).map_err(from_remote)
+    remote.tag_digest(repository, tag).map_err(Error::from)
 }

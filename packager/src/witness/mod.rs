@@ -263,7 +263,7 @@ impl Witness {
         let old_files = release_files(&self.root, job)?;
         let mut cache = Cache::default();
         let new_tree = Tree::load_with(&self.root, &job.path, &mut cache)
-            .map_err(|e| Error::refused(e.to_string()).at(&job.path))?;
+            .map_err(|e| Error::refused_by(e).at(&job.path))?;
         let new_files = work_tree_files(&self.root, &new_tree)?;
         let input = self.account.required_input();
         let old_declares = job
