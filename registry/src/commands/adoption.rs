@@ -6,7 +6,7 @@ use stackpack_registry::controllers::ledger::adoption::{adoption, Bucket};
 
 use crate::cli::AdoptionArgs;
 use crate::commands::fleet::encode;
-use crate::commands::{open_existing, print_json, print_table, refused_in, status, Result};
+use crate::commands::{open_existing, print_json, refused_in, status, table, Result};
 
 pub fn run(args: &AdoptionArgs) -> Result<()> {
     let bucket = Bucket::parse(&args.bucket).expect("clap admits only `day` and `week`");
@@ -49,7 +49,10 @@ pub fn run(args: &AdoptionArgs) -> Result<()> {
     } else {
         "DAY"
     };
-    print_table(&["STACK", when, "VERSION", "CUSTOMERS", "SHARE"], &rows);
+    print!(
+        "{}",
+        table(&["STACK", when, "VERSION", "CUSTOMERS", "SHARE"], &rows)
+    );
     if rows.is_empty() {
         status("no customer has reported a deployment yet");
     }

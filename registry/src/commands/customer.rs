@@ -13,7 +13,7 @@ use crate::cli::{
     CustomerListArgs,
 };
 use crate::commands::{
-    open_existing, print_json, print_table, refused_in, status, Error, JsonArray, Result, AGE_HINT,
+    open_existing, print_json, refused_in, status, table, Error, JsonArray, Result, AGE_HINT,
 };
 
 fn check_name(what: &str, value: &str) -> Result<()> {
@@ -91,9 +91,12 @@ pub fn list(args: &CustomerListArgs) -> Result<()> {
             ]
         })
         .collect();
-    print_table(
-        &["CUSTOMER", "ENVIRONMENT", "LAST SEEN", "STALE", "NAME"],
-        &rows,
+    print!(
+        "{}",
+        table(
+            &["CUSTOMER", "ENVIRONMENT", "LAST SEEN", "STALE", "NAME"],
+            &rows,
+        )
     );
     if rows.is_empty() {
         status("no customers; register one with `stackpack-registry customer add`");
@@ -158,9 +161,12 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
             ]
         })
         .collect();
-    print_table(
-        &["FINISHED", "STACK", "VERSION", "KIND", "OUTCOME", "RECEIPT"],
-        &rows,
+    print!(
+        "{}",
+        table(
+            &["FINISHED", "STACK", "VERSION", "KIND", "OUTCOME", "RECEIPT"],
+            &rows,
+        )
     );
     if rows.is_empty() {
         status(&format!("customer `{}` has reported nothing yet", args.id));

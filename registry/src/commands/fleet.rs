@@ -7,7 +7,7 @@ use stackpack_registry::controllers::ledger::MAX_LIMIT;
 
 use crate::cli::FleetArgs;
 use crate::commands::{
-    open_existing, print_table, refused_in, status, Error, JsonArray, Result, AGE_HINT,
+    open_existing, refused_in, status, table, Error, JsonArray, Result, AGE_HINT,
 };
 
 fn notes(r: &FleetRow) -> String {
@@ -169,7 +169,7 @@ pub fn run(args: &FleetArgs) -> Result<()> {
 
 fn print_rows(rows: &[FleetRow]) {
     let dash = || "-".to_string();
-    let table: Vec<Vec<String>> = rows
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let last = r.last_attempt.as_ref();
@@ -185,16 +185,19 @@ fn print_rows(rows: &[FleetRow]) {
             ]
         })
         .collect();
-    print_table(
-        &[
-            "CUSTOMER",
-            "ENVIRONMENT",
-            "STACK",
-            "VERSION",
-            "LAST ATTEMPT",
-            "WHEN",
-            "NOTES",
-        ],
-        &table,
+    print!(
+        "{}",
+        table(
+            &[
+                "CUSTOMER",
+                "ENVIRONMENT",
+                "STACK",
+                "VERSION",
+                "LAST ATTEMPT",
+                "WHEN",
+                "NOTES",
+            ],
+            &cells,
+        )
     );
 }

@@ -77,11 +77,6 @@ pub fn open_existing(data: &Path) -> Result<AppState> {
 /// The hint for a duration flag that is not one.
 pub const AGE_HINT: &str = "give a number and a unit: `s`, `m`, `h`, `d` or `w`";
 
-/// Prints rows under `headers` on stdout as aligned columns.
-pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
-    print!("{}", table(headers, rows));
-}
-
 /// A write to stdout that failed: a reader that hung up (`… | head`) ends the
 /// program quietly, as `println!` does under `die_quietly_on_closed_pipe`; any other
 /// failure is an error.

@@ -5,7 +5,7 @@ use stackpack_registry::{age, db};
 
 use crate::cli::{DataJsonArgs, TokenCreateArgs, TokenRevokeArgs};
 use crate::commands::{
-    open_existing, print_json, print_table, refused_in, status, Error, Result, AGE_HINT,
+    open_existing, print_json, refused_in, status, table, Error, Result, AGE_HINT,
 };
 
 fn check_customer(role: Role, customer: Option<&str>) -> Result<()> {
@@ -120,17 +120,20 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
             ]
         })
         .collect();
-    print_table(
-        &[
-            "ID",
-            "ROLE",
-            "CUSTOMER",
-            "CREATED",
-            "EXPIRES",
-            "LAST USED",
-            "STATUS",
-        ],
-        &rows,
+    print!(
+        "{}",
+        table(
+            &[
+                "ID",
+                "ROLE",
+                "CUSTOMER",
+                "CREATED",
+                "EXPIRES",
+                "LAST USED",
+                "STATUS",
+            ],
+            &rows,
+        )
     );
     if rows.is_empty() {
         status("no tokens yet; create one with `stackpack-registry token create`");
