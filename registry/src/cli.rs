@@ -10,15 +10,22 @@ use stackpack_registry::config::TagPolicy;
 /// An OCI registry with the release ledger: which version every customer runs.
 ///
 /// Only `init` and `serve` create a registry; the other commands refuse a `--data`
-/// folder that holds none (a mistyped path, say).
-///
-/// Exit codes: 0 success; 1 the request was refused or failed (also: no registry in
-/// the `--data` folder); 2 the command was wrong (bad flags, missing file).
+/// folder that holds none (a mistyped path, say) with exit status 2.
 #[derive(Parser)]
-#[command(name = "stackpack-registry", version)]
+#[command(
+    name = "stackpack-registry",
+    version,
+    after_help = stackpack_terminal::EXIT_CODES_HELP
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Say nothing on stderr but errors and warnings.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Say more: the causes under an error.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -285,7 +292,9 @@ pub struct Source {
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// The registry's address, to ask over its HTTP API from anywhere
-    /// (`https://registry.example`).
+    /// (`https://registry.example`). Plain `http://` only to this machine
+    /// (loopback): a token never crosses a network in clear; any other `http://`
+    /// address is refused before anything is sent (exit 2).
     #[arg(long)]
     pub url: Option<String>,
     /// A `support` (or `admin`, or the customer's own) token, for `--url`.

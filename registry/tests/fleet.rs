@@ -553,6 +553,48 @@ fn fleet_over_url_names_an_unreachable_registry_and_needs_data_or_url() {
     assert_eq!(out.status.code(), Some(2), "neither `--data` nor `--url`");
 }
 
+/// `--url http://HOST` to another machine would send the support token in clear:
+/// every remote command refuses it before connecting (exit 2, the `--url` is what is
+/// wrong), names the address and points at `https://`; the token is never printed.
+/// 192.0.2.1 (TEST-NET-1) answers nothing, so a connection attempt would hang until
+/// its timeout: the refusal comes at once.
+#[test]
+fn fleet_url_refuses_plain_http_to_a_non_loopback_host() {
+    for url in ["http://192.0.2.1:9", "http://registry.example.com"] {
+        let remote_commands: [&[&str]; 3] = [
+            &["fleet", "--json"],
+            &["adoption"],
+            &["customer", "history", "globex"],
+        ];
+        for args in remote_commands {
+            let started = std::time::Instant::now();
+            let out = Command::new(BIN)
+                .args(args)
+                .args(["--url", url, "--token", "spr_support-secret"])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?} {url}: {stderr}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "{args:?} {url}: refused only after {:?}",
+                started.elapsed()
+            );
+            assert!(
+                stderr.contains("refusing to send a token in clear")
+                    && stderr.contains(&format!("--> registry `{url}/api/v1/")),
+                "{args:?} {url}: {stderr}"
+            );
+            assert!(
+                stderr.contains("hint: ") && stderr.contains("`https://`"),
+                "{args:?} {url}: {stderr}"
+            );
+            assert!(!stderr.contains("spr_support-secret"), "{stderr}");
+            assert!(out.stdout.is_empty());
+        }
+    }
+}
+
 /// Records `data-plane` releases kept in another registry, each vendoring the
 /// `network` module at a version.
 fn publish_with_modules(server: &Server, releases: &[(&str, &str)]) {

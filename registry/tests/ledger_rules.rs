@@ -211,10 +211,11 @@ fn anonymous_ledger_posts_get_401_before_the_body_is_read() {
     }
 }
 
-/// Commands other than `serve` on a missing or mistyped `--data` fail with the path
-/// and a hint, and create nothing.
+/// Commands other than `serve` on a missing or mistyped `--data` fail as a usage
+/// error (exit 2: a path the command line names is wrong), with the path on a
+/// location line and a hint to run `init`, and create nothing.
 #[test]
-fn commands_on_a_missing_data_folder_fail_and_create_nothing() {
+fn commands_on_a_missing_data_folder_exit_2_with_a_hint_to_init_and_create_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let receipts = dir.path().join("receipts.json");
     std::fs::write(
@@ -239,9 +240,13 @@ fn commands_on_a_missing_data_folder_fail_and_create_nothing() {
                 .output()
                 .unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
             assert!(
-                stderr.contains(&format!("`{}`", data.display())) && stderr.contains("hint: "),
+                stderr.contains(&format!("  --> registry data folder `{}`", data.display())),
+                "{args:?}: {stderr}"
+            );
+            assert!(
+                stderr.contains("hint: ") && stderr.contains("`stackpack-registry init --data"),
                 "{args:?}: {stderr}"
             );
         }
@@ -276,7 +281,9 @@ fn commands_on_a_missing_data_folder_fail_and_create_nothing() {
 }
 
 /// `fleet … | head` and `receipts import … | head`: a closed stdout ends the command
-/// quietly (SIGPIPE, as Unix tools do), never with a panic.
+/// quietly, with the status a shell gives a SIGPIPE (141), never with a panic. The
+/// signal itself stays ignored (a TLS client killed by it would die without a word),
+/// so the program is never killed by it.
 #[test]
 fn commands_exit_quietly_when_stdout_closes() {
     use std::os::unix::process::ExitStatusExt;
@@ -288,8 +295,9 @@ fn commands_exit_quietly_when_stdout_closes() {
         receipt("r1", "data-plane", "1.0.0", "2026-02-01T08:00:00Z").to_bytes(),
     )
     .unwrap();
-    let commands: [Vec<&str>; 2] = [
+    let commands: [Vec<&str>; 3] = [
         vec!["fleet"],
+        vec!["fleet", "--json"],
         vec!["receipts", "import", file.to_str().unwrap()],
     ];
     for args in commands {
@@ -305,14 +313,8 @@ fn commands_exit_quietly_when_stdout_closes() {
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-        assert!(
-            out.status.success() || out.status.signal() == Some(libc_sigpipe()),
-            "{args:?}: {:?} {stderr}",
-            out.status
-        );
+        assert_eq!(out.status.signal(), None, "{args:?}: killed by a signal");
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
-}
-
-fn libc_sigpipe() -> i32 {
-    13
 }

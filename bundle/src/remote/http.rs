@@ -1,6 +1,8 @@
 //! A plain HTTP request over the same reqwest/rustls stack that the OCI transport
 //! uses, for the few calls that are not OCI distribution (the runner's `report` of
-//! receipts to the ledger). One HTTP stack in the workspace, one TLS configuration.
+//! receipts to the ledger, the registry's `--url` questions to a ledger). One HTTP
+//! stack in the workspace, one TLS configuration, one rule: a token goes in clear
+//! only to a loopback address.
 
 use std::time::Duration;
 
@@ -9,6 +11,8 @@ use std::time::Duration;
 pub struct Answer {
     pub status: u16,
     pub body: String,
+    /// The target of a `Link: <…>; rel="next"` header: where a paged list goes on.
+    pub next: Option<String>,
 }
 
 /// Why a request got no answer at all.
@@ -20,6 +24,8 @@ pub enum HttpError {
     PlainHttpNotLoopback(String),
     #[error("`{0}` is not an http:// or https:// address")]
     BadUrl(String),
+    #[error("the answer from `{url}` is larger than the limit of {limit} bytes")]
+    TooLarge { url: String, limit: u64 },
     #[error("{0}")]
     Transport(String),
 }
@@ -29,13 +35,18 @@ pub enum HttpError {
 /// token never crosses a network in clear.
 pub fn post_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpError> {
     check_url(url)?;
-    send(Duration::from_secs(10), Duration::from_secs(60), |client| {
-        client
-            .post(url)
-            .bearer_auth(token)
-            .header("Content-Type", "application/json")
-            .body(body)
-    })
+    send(
+        Duration::from_secs(10),
+        Duration::from_secs(60),
+        None,
+        |client| {
+            client
+                .post(url)
+                .bearer_auth(token)
+                .header("Content-Type", "application/json")
+                .body(body)
+        },
+    )
 }
 
 /// POSTs a form (`application/x-www-form-urlencoded`) with extra `headers` and no
@@ -50,7 +61,7 @@ pub fn post_form(
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(HttpError::BadUrl(url.to_string()));
     }
-    send(timeout, timeout, |client| {
+    send(timeout, timeout, None, |client| {
         let mut request = client
             .post(url)
             .header("Content-Type", "application/x-www-form-urlencoded")
@@ -62,11 +73,31 @@ pub fn post_form(
     })
 }
 
+/// GETs `url`, with a bearer `token` if given, and reads at most `limit` bytes of
+/// the answer. The same rule as [`post_json`]: plain `http://` only to loopback
+/// hosts, refused before any connection is made.
+pub fn get(url: &str, token: Option<&str>, limit: u64) -> Result<Answer, HttpError> {
+    check_url(url)?;
+    send(
+        Duration::from_secs(10),
+        Duration::from_secs(60),
+        Some(limit),
+        |client| {
+            let request = client.get(url);
+            match token {
+                Some(token) => request.bearer_auth(token),
+                None => request,
+            }
+        },
+    )
+}
+
 /// Sends the request `build` makes on a client of its own, on a runtime of its own,
-/// and reads the whole answer.
+/// and reads the answer: all of it, or up to `limit` bytes.
 fn send(
     connect_timeout: Duration,
     timeout: Duration,
+    limit: Option<u64>,
     build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
 ) -> Result<Answer, HttpError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -80,17 +111,56 @@ fn send(
             .timeout(timeout)
             .build()
             .map_err(|e| HttpError::Transport(describe(&e)))?;
-        let response = build(&client)
+        let mut response = build(&client)
             .send()
             .await
             .map_err(|e| HttpError::Transport(describe(&e)))?;
         let status = response.status().as_u16();
-        let body = response
-            .text()
-            .await
-            .map_err(|e| HttpError::Transport(describe(&e)))?;
-        Ok(Answer { status, body })
+        let next = next_link(response.headers());
+        let body = match limit {
+            None => response
+                .text()
+                .await
+                .map_err(|e| HttpError::Transport(describe(&e)))?,
+            Some(limit) => {
+                let mut bytes = Vec::new();
+                while let Some(chunk) = response
+                    .chunk()
+                    .await
+                    .map_err(|e| HttpError::Transport(describe(&e)))?
+                {
+                    if bytes.len() as u64 + chunk.len() as u64 > limit {
+                        return Err(HttpError::TooLarge {
+                            url: response.url().to_string(),
+                            limit,
+                        });
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+        };
+        Ok(Answer { status, body, next })
     })
+}
+
+/// The target of a `Link: <…>; rel="next"` header, if the answer has one.
+fn next_link(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    headers
+        .get_all(reqwest::header::LINK)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .find_map(|link| {
+            let (target, params) = link.trim().split_once(';')?;
+            params.contains("rel=\"next\"").then(|| {
+                target
+                    .trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_string()
+            })
+        })
 }
 
 fn check_url(url: &str) -> Result<(), HttpError> {
@@ -129,5 +199,21 @@ mod tests {
             check_url("registry.example.com/x"),
             Err(HttpError::BadUrl(_))
         ));
+    }
+
+    #[test]
+    fn a_paged_answer_says_where_the_next_page_is() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::LINK,
+            "</api/v1/fleet?limit=2&after=a%2Fb>; rel=\"next\""
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(
+            next_link(&headers).as_deref(),
+            Some("/api/v1/fleet?limit=2&after=a%2Fb")
+        );
+        assert_eq!(next_link(&reqwest::header::HeaderMap::new()), None);
     }
 }

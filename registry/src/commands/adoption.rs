@@ -6,12 +6,13 @@ use stackpack_registry::controllers::ledger::adoption::{adoption, Bucket};
 
 use crate::cli::AdoptionArgs;
 use crate::commands::fleet::encode;
-use crate::commands::{open_existing, print_table};
+use crate::commands::{open_existing, print_json, refused_in, status, table, Result};
 
-pub fn run(args: &AdoptionArgs) -> anyhow::Result<()> {
+pub fn run(args: &AdoptionArgs) -> Result<()> {
     let bucket = Bucket::parse(&args.bucket).expect("clap admits only `day` and `week`");
     let answer: Vec<Adoption> = match (&args.source.data, &args.source.url) {
-        (Some(data), _) => adoption(&open_existing(data)?, args.stack.as_deref(), bucket)?,
+        (Some(data), _) => adoption(&open_existing(data)?, args.stack.as_deref(), bucket)
+            .map_err(refused_in(data))?,
         (None, Some(url)) => {
             let mut path = format!("/api/v1/adoption?bucket={}", bucket.as_str());
             if let Some(stack) = &args.stack {
@@ -22,7 +23,7 @@ pub fn run(args: &AdoptionArgs) -> anyhow::Result<()> {
         (None, None) => unreachable!("clap requires `--data` or `--url`"),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&answer)?);
+        print_json(&answer);
         return Ok(());
     }
     let mut rows = Vec::new();
@@ -48,9 +49,12 @@ pub fn run(args: &AdoptionArgs) -> anyhow::Result<()> {
     } else {
         "DAY"
     };
-    print_table(&["STACK", when, "VERSION", "CUSTOMERS", "SHARE"], &rows);
+    print!(
+        "{}",
+        table(&["STACK", when, "VERSION", "CUSTOMERS", "SHARE"], &rows)
+    );
     if rows.is_empty() {
-        eprintln!("no customer has reported a deployment yet");
+        status("no customer has reported a deployment yet");
     }
     Ok(())
 }

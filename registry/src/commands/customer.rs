@@ -12,18 +12,19 @@ use crate::cli::{
     CustomerAddArgs, CustomerHistoryArgs, CustomerKeyAddArgs, CustomerKeyRevokeArgs,
     CustomerListArgs,
 };
-use crate::commands::{open_existing, print_table, JsonArray, Refused, UsageError};
+use crate::commands::{
+    open_existing, print_json, refused_in, status, table, Error, JsonArray, Result, AGE_HINT,
+};
 
-fn check_name(what: &str, value: &str) -> Result<(), UsageError> {
+fn check_name(what: &str, value: &str) -> Result<()> {
     stackpack_schema::reference::validate_name(value).map_err(|e| {
-        UsageError(
-            format!("{what} `{value}`: {e}"),
-            Some("use lowercase letters, digits, `.`, `_` and `-`".into()),
-        )
+        Error::usage(format!("{what} `{value}`: {e}"))
+            .caused_by(e)
+            .hint("use lowercase letters, digits, `.`, `_` and `-`")
     })
 }
 
-pub fn add(args: &CustomerAddArgs) -> anyhow::Result<()> {
+pub fn add(args: &CustomerAddArgs) -> Result<()> {
     check_name("customer", &args.id)?;
     if let Some(environment) = &args.environment {
         check_name("environment", environment)?;
@@ -34,43 +35,37 @@ pub fn add(args: &CustomerAddArgs) -> anyhow::Result<()> {
         let (name, environment) = (args.name.as_deref(), args.environment.as_deref());
         db::ledger::register_customer(tx, &args.id, name, environment, &now)?;
         Ok(db::ledger::customer(tx, &args.id)?)
-    })?;
+    });
+    let customer = customer.map_err(refused_in(&args.data))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&customer)?);
+        print_json(&customer);
     } else {
-        eprintln!(
+        status(&format!(
             "registered customer `{}`{}",
             args.id,
             customer
                 .and_then(|c| c.environment)
                 .map(|e| format!(" in `{e}`"))
                 .unwrap_or_default()
-        );
+        ));
     }
     Ok(())
 }
 
-pub fn list(args: &CustomerListArgs) -> anyhow::Result<()> {
+pub fn list(args: &CustomerListArgs) -> Result<()> {
     let Some(age_secs) = age::parse_secs(&args.stale_after) else {
-        return Err(UsageError(
-            age::invalid("--stale-after", &args.stale_after),
-            Some("give a number and a unit: `s`, `m`, `h`, `d` or `w`".into()),
-        )
-        .into());
+        return Err(Error::usage(age::invalid("--stale-after", &args.stale_after)).hint(AGE_HINT));
     };
     let state = open_existing(&args.data)?;
     let mut paging = Paging {
         after: None,
         limit: MAX_LIMIT,
     };
-    let mut json = if args.json {
-        Some(JsonArray::start()?)
-    } else {
-        None
-    };
+    let mut json = args.json.then(JsonArray::start);
     let mut customers = Vec::new();
     loop {
-        let (page, next) = customers_page(&state, age_secs, args.silent, &paging)?;
+        let (page, next) = customers_page(&state, age_secs, args.silent, &paging)
+            .map_err(refused_in(&args.data))?;
         match &mut json {
             Some(out) => out.push(&page)?,
             None => customers.extend(page),
@@ -96,17 +91,20 @@ pub fn list(args: &CustomerListArgs) -> anyhow::Result<()> {
             ]
         })
         .collect();
-    print_table(
-        &["CUSTOMER", "ENVIRONMENT", "LAST SEEN", "STALE", "NAME"],
-        &rows,
+    print!(
+        "{}",
+        table(
+            &["CUSTOMER", "ENVIRONMENT", "LAST SEEN", "STALE", "NAME"],
+            &rows,
+        )
     );
     if rows.is_empty() {
-        eprintln!("no customers; register one with `stackpack-registry customer add`");
+        status("no customers; register one with `stackpack-registry customer add`");
     }
     Ok(())
 }
 
-fn local_history(data: &std::path::Path, id: &str) -> anyhow::Result<Vec<Deployment>> {
+fn local_history(data: &std::path::Path, id: &str) -> Result<Vec<Deployment>> {
     let state = open_existing(data)?;
     let mut paging = Paging {
         after: None,
@@ -114,7 +112,8 @@ fn local_history(data: &std::path::Path, id: &str) -> anyhow::Result<Vec<Deploym
     };
     let mut receipts = Vec::new();
     loop {
-        let Some((page, next)) = history_page(&state, id, &paging)? else {
+        let Some((page, next)) = history_page(&state, id, &paging).map_err(refused_in(data))?
+        else {
             return Err(unknown_customer(id));
         };
         receipts.extend(page);
@@ -125,7 +124,7 @@ fn local_history(data: &std::path::Path, id: &str) -> anyhow::Result<Vec<Deploym
     }
 }
 
-pub fn history(args: &CustomerHistoryArgs) -> anyhow::Result<()> {
+pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
     check_name("customer", &args.id)?;
     let receipts = match (&args.source.data, &args.source.url) {
         (Some(data), _) => local_history(data, &args.id)?,
@@ -146,7 +145,7 @@ pub fn history(args: &CustomerHistoryArgs) -> anyhow::Result<()> {
         (None, None) => unreachable!("clap requires `--data` or `--url`"),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&receipts)?);
+        print_json(&receipts);
         return Ok(());
     }
     let rows: Vec<Vec<String>> = receipts
@@ -162,33 +161,32 @@ pub fn history(args: &CustomerHistoryArgs) -> anyhow::Result<()> {
             ]
         })
         .collect();
-    print_table(
-        &["FINISHED", "STACK", "VERSION", "KIND", "OUTCOME", "RECEIPT"],
-        &rows,
+    print!(
+        "{}",
+        table(
+            &["FINISHED", "STACK", "VERSION", "KIND", "OUTCOME", "RECEIPT"],
+            &rows,
+        )
     );
     if rows.is_empty() {
-        eprintln!("customer `{}` has reported nothing yet", args.id);
+        status(&format!("customer `{}` has reported nothing yet", args.id));
     }
     Ok(())
 }
 
-fn unknown_customer(id: &str) -> anyhow::Error {
-    Refused(
-        format!("customer `{id}` is not known"),
-        "run `stackpack-registry customer list` to see the ids".into(),
-    )
-    .into()
+fn unknown_customer(id: &str) -> Error {
+    Error::refused(format!("customer `{id}` is not known"))
+        .hint("run `stackpack-registry customer list` to see the ids")
 }
 
-pub fn add_key(args: &CustomerKeyAddArgs) -> anyhow::Result<()> {
+pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
     let path = args.public_key.display();
     let pem = std::fs::read_to_string(&args.public_key)
-        .map_err(|e| UsageError(format!("cannot read `{path}`: {e}"), None))?;
+        .map_err(|e| Error::usage(format!("cannot read `{path}`: {e}")).caused_by(e))?;
     let key = stackpack_schema::signature::PublicKey::from_pem(&pem).map_err(|e| {
-        UsageError(
-            format!("`{path}` is not a public key: {e}"),
-            Some("give the runner's `.pub` file (SPKI PEM), never its private key".into()),
-        )
+        Error::usage(format!("`{path}` is not a public key: {e}"))
+            .caused_by(e)
+            .hint("give the runner's `.pub` file (SPKI PEM), never its private key")
     })?;
     let key_id = key.key_id();
     let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
@@ -200,22 +198,20 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> anyhow::Result<()> {
         }
         db::ledger::add_installation_key(tx, &args.id, &key_id, &der, &now)?;
         Ok(true)
-    })?;
+    });
+    let known = known.map_err(refused_in(&args.data))?;
     if !known {
         return Err(unknown_customer(&args.id));
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({"customer": args.id, "keyId": key_id})
-        );
+        print_json(&serde_json::json!({"customer": args.id, "keyId": key_id}));
     } else {
-        eprintln!("customer `{}` now trusts key `{key_id}`", args.id);
+        status(&format!("customer `{}` now trusts key `{key_id}`", args.id));
     }
     Ok(())
 }
 
-pub fn revoke_key(args: &CustomerKeyRevokeArgs) -> anyhow::Result<()> {
+pub fn revoke_key(args: &CustomerKeyRevokeArgs) -> Result<()> {
     let state = open_existing(&args.data)?;
     let now = db::now_rfc3339();
     let revoked = state.db.write(|tx| {
@@ -225,24 +221,23 @@ pub fn revoke_key(args: &CustomerKeyRevokeArgs) -> anyhow::Result<()> {
             &args.key_id,
             &now,
         )?)
-    })?;
-    if !revoked {
-        return Err(Refused(
-            format!("customer `{}` has no key `{}`", args.id, args.key_id),
-            "the key id is in the customer's receipts (`customer history --json`)".into(),
-        )
-        .into());
+    });
+    if !revoked.map_err(refused_in(&args.data))? {
+        return Err(Error::refused(format!(
+            "customer `{}` has no key `{}`",
+            args.id, args.key_id
+        ))
+        .hint("the key id is in the customer's receipts (`customer history --json`)"));
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({"customer": args.id, "keyId": args.key_id, "revokedAt": now})
+        print_json(
+            &serde_json::json!({"customer": args.id, "keyId": args.key_id, "revokedAt": now}),
         );
     } else {
-        eprintln!(
+        status(&format!(
             "revoked key `{}` of customer `{}`; receipts signed with it are refused",
             args.key_id, args.id
-        );
+        ));
     }
     Ok(())
 }

@@ -6,7 +6,9 @@ use stackpack_registry::controllers::ledger::fleet::{each_page as each_page_of, 
 use stackpack_registry::controllers::ledger::MAX_LIMIT;
 
 use crate::cli::FleetArgs;
-use crate::commands::{open_existing, print_table, JsonArray, UsageError};
+use crate::commands::{
+    open_existing, refused_in, status, table, Error, JsonArray, Result, AGE_HINT,
+};
 
 fn notes(r: &FleetRow) -> String {
     let mut notes = Vec::new();
@@ -32,19 +34,20 @@ fn notes(r: &FleetRow) -> String {
     notes.join(", ")
 }
 
-fn query(args: &FleetArgs) -> Result<FleetQuery, UsageError> {
+fn query(args: &FleetArgs) -> Result<FleetQuery> {
     let Some(stale_after_secs) = stackpack_registry::age::parse_secs(&args.stale_after) else {
-        return Err(UsageError(
-            stackpack_registry::age::invalid("--stale-after", &args.stale_after),
-            Some("give a number and a unit: `s`, `m`, `h`, `d` or `w`".into()),
-        ));
+        return Err(Error::usage(stackpack_registry::age::invalid(
+            "--stale-after",
+            &args.stale_after,
+        ))
+        .hint(AGE_HINT));
     };
     let version = |flag: &str, text: &Option<String>| match text {
         Some(text) => semver::Version::parse(text).map(Some).map_err(|e| {
-            UsageError(
-                format!("`{flag}` takes a version such as `2.0.0`, not `{text}`: {e}"),
-                None,
-            )
+            Error::usage(format!(
+                "`{flag}` takes a version such as `2.0.0`, not `{text}`: {e}"
+            ))
+            .caused_by(e)
         }),
         None => Ok(None),
     };
@@ -114,13 +117,23 @@ fn query_string(args: &FleetArgs) -> String {
 }
 
 /// Hands every page of the answer to `each`, from `--data` or over `--url`.
-fn each_page(
-    args: &FleetArgs,
-    each: impl FnMut(Vec<FleetRow>) -> anyhow::Result<Flow>,
-) -> anyhow::Result<()> {
+fn each_page(args: &FleetArgs, each: impl FnMut(Vec<FleetRow>) -> Result<Flow>) -> Result<()> {
     let filters = query(args)?;
     match (&args.source.data, &args.source.url) {
-        (Some(data), _) => each_page_of(&open_existing(data)?, &filters, each),
+        (Some(data), _) => {
+            // The library stops at the first error of `each` or of its own; which
+            // one it was is told apart by where it was kept.
+            let mut failed = None;
+            let mut each = each;
+            each_page_of(&open_existing(data)?, &filters, |rows| {
+                each(rows).or_else(|error| {
+                    failed = Some(error);
+                    Ok(Flow::Stop)
+                })
+            })
+            .map_err(refused_in(data))?;
+            failed.map_or(Ok(()), Err)
+        }
         (None, Some(url)) => crate::commands::remote::each_page(
             url,
             args.source.token.as_deref(),
@@ -132,10 +145,10 @@ fn each_page(
     }
 }
 
-pub fn run(args: &FleetArgs) -> anyhow::Result<()> {
+pub fn run(args: &FleetArgs) -> Result<()> {
     if args.json {
         // Streamed page by page: the whole fleet is hundreds of megabytes.
-        let mut out = JsonArray::start()?;
+        let mut out = JsonArray::start();
         each_page(args, |rows| {
             out.push(&rows)?;
             Ok(Flow::Go)
@@ -149,14 +162,14 @@ pub fn run(args: &FleetArgs) -> anyhow::Result<()> {
     })?;
     print_rows(&rows);
     if rows.is_empty() {
-        eprintln!("no customer matches; `stackpack-registry customer list` shows them all");
+        status("no customer matches; `stackpack-registry customer list` shows them all");
     }
     Ok(())
 }
 
 fn print_rows(rows: &[FleetRow]) {
     let dash = || "-".to_string();
-    let table: Vec<Vec<String>> = rows
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let last = r.last_attempt.as_ref();
@@ -172,16 +185,19 @@ fn print_rows(rows: &[FleetRow]) {
             ]
         })
         .collect();
-    print_table(
-        &[
-            "CUSTOMER",
-            "ENVIRONMENT",
-            "STACK",
-            "VERSION",
-            "LAST ATTEMPT",
-            "WHEN",
-            "NOTES",
-        ],
-        &table,
+    print!(
+        "{}",
+        table(
+            &[
+                "CUSTOMER",
+                "ENVIRONMENT",
+                "STACK",
+                "VERSION",
+                "LAST ATTEMPT",
+                "WHEN",
+                "NOTES",
+            ],
+            &cells,
+        )
     );
 }

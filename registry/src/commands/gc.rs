@@ -5,18 +5,19 @@ use std::time::Duration;
 use stackpack_registry::gc;
 
 use crate::cli::GcArgs;
-use crate::commands::open_existing;
+use crate::commands::{open_existing, print_json, refused_in, Result};
 
-pub fn run(args: &GcArgs) -> anyhow::Result<()> {
+pub fn run(args: &GcArgs) -> Result<()> {
     let state = open_existing(&args.data)?;
     let report = gc::run(
         &state.db,
         &state.storage,
         Duration::from_secs(args.upload_lifetime_secs),
         Duration::from_secs(args.grace_secs),
-    )?;
+    )
+    .map_err(refused_in(&args.data))?;
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        print_json(&report);
     } else {
         println!("expired uploads     {}", report.expired_uploads);
         println!("stray upload files  {}", report.stray_upload_files);

@@ -1,5 +1,6 @@
 //! One module per command; each is thin: read its arguments, call the library,
-//! print. Errors carry their exit code (see [`UsageError`] and [`Refused`]).
+//! print. [`run`] dispatches; errors are `stackpack_terminal`'s one [`Error`] (what,
+//! where, one hint), made from the library's typed errors at this edge.
 
 pub mod adoption;
 pub mod customer;
@@ -16,73 +17,74 @@ use std::path::Path;
 use stackpack_registry::config::Config;
 use stackpack_registry::state::AppState;
 use stackpack_registry::OpenError;
+pub use stackpack_terminal::{print_json, status, table, Error, ExitStatus, Result};
 
-/// A usage mistake (exit 2) rather than a refusal (exit 1), with an optional hint.
-#[derive(Debug)]
-pub struct UsageError(pub String, pub Option<String>);
+use crate::cli::{
+    Cli, Command, CustomerCommand, CustomerKeyCommand, ReceiptsCommand, TokenCommand,
+};
 
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Runs the command the command line names.
+pub fn run(cli: &Cli) -> Result<ExitStatus> {
+    match &cli.command {
+        Command::Init(args) => init::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Token(TokenCommand::Create(args)) => token::create(args),
+        Command::Token(TokenCommand::List(args)) => token::list(args),
+        Command::Token(TokenCommand::Revoke(args)) => token::revoke(args),
+        Command::Customer(CustomerCommand::Add(args)) => customer::add(args),
+        Command::Customer(CustomerCommand::List(args)) => customer::list(args),
+        Command::Customer(CustomerCommand::History(args)) => customer::history(args),
+        Command::Customer(CustomerCommand::Key(CustomerKeyCommand::Add(args))) => {
+            customer::add_key(args)
+        }
+        Command::Customer(CustomerCommand::Key(CustomerKeyCommand::Revoke(args))) => {
+            customer::revoke_key(args)
+        }
+        Command::Gc(args) => gc::run(args),
+        Command::Receipts(ReceiptsCommand::Import(args)) => receipts::import(args),
+        Command::Fleet(args) => fleet::run(args),
+        Command::Adoption(args) => adoption::run(args),
+    }?;
+    Ok(ExitStatus::Success)
 }
 
-impl std::error::Error for UsageError {}
-
-/// A refusal (exit 1) that knows what to do next.
-#[derive(Debug)]
-pub struct Refused(pub String, pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// The location line of an error about the registry in `data`.
+pub fn data_folder(data: &Path) -> String {
+    format!("registry data folder `{}`", data.display())
 }
 
-impl std::error::Error for Refused {}
+/// A refusal of the registry library (a database or storage failure), located at
+/// the data folder it happened in; the typed error is kept as the cause.
+pub fn refused_in(data: &Path) -> impl Fn(stackpack_registry::error::Error) -> Error + '_ {
+    move |error| Error::refused_by(error).at(data_folder(data))
+}
 
 /// Opens the registry in `data`, which must exist: only `init` and `serve` create
-/// one, so a mistyped `--data` is an error rather than a new, empty registry.
-pub fn open_existing(data: &Path) -> anyhow::Result<AppState> {
-    match stackpack_registry::open_existing(Config::new(data)) {
-        Ok(state) => Ok(state),
-        Err(e @ OpenError::Missing(_)) => Err(Refused(
-            e.to_string(),
-            format!(
-                "check `--data`; to start a new registry there, run `stackpack-registry init --data {}`",
-                data.display()
-            ),
-        )
-        .into()),
-        Err(e) => Err(anyhow::Error::new(e)
-            .context(format!("cannot open the registry in `{}`", data.display()))),
-    }
+/// one, so a mistyped `--data` is a usage error (exit 2) rather than a new, empty
+/// registry.
+pub fn open_existing(data: &Path) -> Result<AppState> {
+    stackpack_registry::open_existing(Config::new(data)).map_err(|error| match &error {
+        OpenError::Missing(_) => Error::usage_by(error).at(data_folder(data)).hint(format!(
+            "check `--data`; to start a new registry there, run `stackpack-registry init --data {}`",
+            data.display()
+        )),
+        _ => Error::refused(format!("cannot open the registry: {error}"))
+            .caused_by(error)
+            .at(data_folder(data)),
+    })
 }
 
-/// Prints aligned columns, no borders, the widest column last.
-pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    print_line(&widths, headers);
-    for row in rows {
-        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        print_line(&widths, &cells);
-    }
-}
+/// The hint for a duration flag that is not one.
+pub const AGE_HINT: &str = "give a number and a unit: `s`, `m`, `h`, `d` or `w`";
 
-fn print_line(widths: &[usize], cells: &[&str]) {
-    let mut text = String::new();
-    for (index, cell) in cells.iter().enumerate() {
-        text.push_str(cell);
-        if index + 1 < cells.len() {
-            text.push_str(&" ".repeat(widths[index] - cell.chars().count() + 2));
-        }
+/// A write to stdout that failed: a reader that hung up (`… | head`) ends the
+/// program quietly, as `println!` does under `die_quietly_on_closed_pipe`; any other
+/// failure is an error.
+fn stdout_failed(error: std::io::Error) -> Error {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(ExitStatus::ClosedPipe.code().into());
     }
-    println!("{}", text.trim_end());
+    Error::refused(format!("cannot write to stdout: {error}")).caused_by(error)
 }
 
 /// Writes a JSON array to stdout one page of elements at a time, so a whole-fleet
@@ -95,15 +97,15 @@ pub struct JsonArray {
 }
 
 impl JsonArray {
-    pub fn start() -> anyhow::Result<JsonArray> {
-        Ok(JsonArray {
+    pub fn start() -> JsonArray {
+        JsonArray {
             out: std::io::BufWriter::new(std::io::stdout()),
             written: 0,
             opened: false,
-        })
+        }
     }
 
-    fn open(&mut self) -> anyhow::Result<()> {
+    fn open(&mut self) -> std::io::Result<()> {
         use std::io::Write as _;
         if !self.opened {
             self.out.write_all(b"[")?;
@@ -112,24 +114,30 @@ impl JsonArray {
         Ok(())
     }
 
-    pub fn push<T: serde::Serialize>(&mut self, elements: &[T]) -> anyhow::Result<()> {
+    pub fn push<T: serde::Serialize>(&mut self, elements: &[T]) -> Result<()> {
         use std::io::Write as _;
-        self.open()?;
+        self.open().map_err(stdout_failed)?;
         for element in elements {
             self.out
-                .write_all(if self.written == 0 { b"\n" } else { b",\n" })?;
-            serde_json::to_writer_pretty(&mut self.out, element)?;
+                .write_all(if self.written == 0 { b"\n" } else { b",\n" })
+                .map_err(stdout_failed)?;
+            serde_json::to_writer_pretty(&mut self.out, element).map_err(|error| {
+                match error.io_error_kind() {
+                    Some(_) => stdout_failed(error.into()),
+                    None => Error::refused(format!("cannot write JSON: {error}")).caused_by(error),
+                }
+            })?;
             self.written += 1;
         }
         Ok(())
     }
 
-    pub fn finish(mut self) -> anyhow::Result<()> {
+    pub fn finish(mut self) -> Result<()> {
         use std::io::Write as _;
-        self.open()?;
+        self.open().map_err(stdout_failed)?;
         self.out
-            .write_all(if self.written == 0 { b"]\n" } else { b"\n]\n" })?;
-        self.out.flush()?;
-        Ok(())
+            .write_all(if self.written == 0 { b"]\n" } else { b"\n]\n" })
+            .map_err(stdout_failed)?;
+        self.out.flush().map_err(stdout_failed)
     }
 }

@@ -4,10 +4,10 @@ use stackpack_registry::receipts::{self, Outcome};
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::cli::ReceiptsImportArgs;
-use crate::commands::{open_existing, Refused, UsageError};
+use crate::commands::{open_existing, print_json, refused_in, Error, Result};
 
 /// Reads one signed receipt, a JSON array of them, or JSON Lines.
-fn parse_receipts(bytes: &[u8]) -> Result<Vec<SignedReceipt>, String> {
+fn parse_receipts(bytes: &[u8]) -> std::result::Result<Vec<SignedReceipt>, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
@@ -46,27 +46,31 @@ fn print_outcomes(imported: bool, outcomes: &[Outcome]) {
             (Ok(true), true) => println!("imported receipt `{}`", o.receipt_id),
             (Ok(false), true) => println!("receipt `{}` was already imported", o.receipt_id),
             (Ok(_), false) => eprintln!("receipt `{}`: accepted, but not recorded", o.receipt_id),
-            (Err(e), _) => eprintln!("receipt `{}`: refused: {}", o.receipt_id, e.message),
+            (Err(e), _) => stackpack_terminal::warning(&format!(
+                "receipt `{}`: refused: {}",
+                o.receipt_id, e.message
+            )),
         }
     }
 }
 
-pub fn import(args: &ReceiptsImportArgs) -> anyhow::Result<()> {
+pub fn import(args: &ReceiptsImportArgs) -> Result<()> {
     let file = &args.file;
     let bytes = std::fs::read(file)
-        .map_err(|e| UsageError(format!("cannot read `{}`: {e}", file.display()), None))?;
+        .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", file.display())).caused_by(e))?;
     // A file that is not receipts is refused (exit 1), like a receipt whose signature
     // does not check out. Every receipt is read before any is recorded.
     let receipts = parse_receipts(&bytes).map_err(|e| {
-        anyhow::anyhow!(
+        Error::refused(format!(
             "`{}` is not a signed receipt, an array of them, or JSON Lines: {e}",
             file.display()
-        )
+        ))
     })?;
     let state = open_existing(&args.data)?;
-    let (imported, outcomes) = receipts::record_all(&state.db, &receipts)?;
+    let (imported, outcomes) =
+        receipts::record_all(&state.db, &receipts).map_err(refused_in(&args.data))?;
     if args.json {
-        println!("{}", json_report(imported, &outcomes));
+        print_json(&json_report(imported, &outcomes));
     } else {
         print_outcomes(imported, &outcomes);
     }
@@ -74,13 +78,10 @@ pub fn import(args: &ReceiptsImportArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let refused = outcomes.iter().filter(|o| o.result.is_err()).count();
-    Err(Refused(
-        format!(
-            "nothing was imported: {refused} of {} receipts in `{}` were refused",
-            outcomes.len(),
-            file.display()
-        ),
-        "fix or remove the refused receipts, then import the file again".into(),
-    )
-    .into())
+    Err(Error::refused(format!(
+        "nothing was imported: {refused} of {} receipts in `{}` were refused",
+        outcomes.len(),
+        file.display()
+    ))
+    .hint("fix or remove the refused receipts, then import the file again"))
 }

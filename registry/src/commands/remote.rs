@@ -1,69 +1,54 @@
-//! Asking a registry over its HTTP API (`--url`), from anywhere. The token goes in
-//! the `Authorization` header only; it is never printed.
+//! Asking a registry over its HTTP API (`--url`), from anywhere, through the bundle
+//! crate's one HTTP client: plain `http://` only to a loopback address (a support
+//! token never crosses a network in clear), answers read within a limit. The token
+//! goes in the `Authorization` header only; it is never printed.
 
+use stackpack_bundle::remote::http::{self, HttpError};
 use stackpack_registry::controllers::ledger::fleet::Flow;
 
-use crate::commands::Refused;
+use crate::commands::{Error, Result};
+
+/// The largest answer one request reads: a page of the fleet matrix (2000 rows) is
+/// a few megabytes; anything this large is not a ledger page.
+const ANSWER_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// The location line of an error about the registry at `url`.
+fn registry_at(url: &str) -> String {
+    format!("registry `{url}`")
+}
 
 /// The message of the registry's error body (`{"errors":[{"message"}]}`), if any.
-fn error_message(body: &[u8]) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+fn error_message(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
     value["errors"][0]["message"].as_str().map(str::to_string)
 }
 
-/// The innermost cause (`Connection refused`, a certificate problem), which says
-/// more than reqwest's outer "error sending request".
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = error;
-    while let Some(source) = cause.source() {
-        cause = source;
-    }
-    cause.to_string()
-}
-
-async fn get(url: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
-    let (status, body, _) = get_with_next(url, token).await?;
-    Ok((status, body))
-}
-
-/// The target of a `Link: <…>; rel="next"` header, if the answer has one.
-fn next_link(headers: &reqwest::header::HeaderMap) -> Option<String> {
-    let value = headers.get("link")?.to_str().ok()?;
-    value.split(',').find_map(|link| {
-        let (target, params) = link.trim().split_once(';')?;
-        params.contains("rel=\"next\"").then(|| {
-            target
-                .trim()
-                .trim_start_matches('<')
-                .trim_end_matches('>')
-                .to_string()
-        })
+/// `GET url`, or why no answer came. A `--url` the rule refuses (plain HTTP to
+/// another machine, no scheme) is a usage error, exit 2: nothing was sent.
+fn get(url: &str, token: Option<&str>) -> Result<http::Answer> {
+    http::get(url, token, ANSWER_LIMIT).map_err(|error| {
+        let (wrong_url, hint) = match &error {
+            HttpError::PlainHttpNotLoopback(_) => (
+                true,
+                "use the registry's `https://` address; plain `http://` (what `--insecure` allows elsewhere) is only for a registry on this machine",
+            ),
+            HttpError::BadUrl(_) => (
+                true,
+                "give `--url` as `https://registry.example`, or `http://127.0.0.1:5000` on this machine",
+            ),
+            HttpError::TooLarge { .. } => (false, "check that `--url` names a stackpack-registry"),
+            _ => (
+                false,
+                "check `--url` (scheme, host and port) and that the registry is serving",
+            ),
+        };
+        let refusal = match error {
+            _ if wrong_url => Error::usage_by(error),
+            HttpError::TooLarge { .. } => Error::refused_by(error),
+            _ => Error::refused(format!("cannot reach the registry: {error}")).caused_by(error),
+        };
+        refusal.at(registry_at(url)).hint(hint)
     })
-}
-
-async fn get_with_next(
-    url: &str,
-    token: Option<&str>,
-) -> anyhow::Result<(u16, Vec<u8>, Option<String>)> {
-    // reqwest is built without a TLS provider of its own (see the workspace manifest);
-    // an error means one is installed already, and that one stays.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(60))
-        .build()?;
-    let mut request = client.get(url);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.map_err(|e| {
-        Refused(
-            format!("cannot reach the registry at `{url}`: {}", root_cause(&e)),
-            "check `--url` (scheme, host and port) and that the registry is serving".into(),
-        )
-    })?;
-    let status = response.status().as_u16();
-    let next = next_link(response.headers());
-    Ok((status, response.bytes().await?.to_vec(), next))
 }
 
 /// Every page of a list answer, from `GET {base}{path}` on through each page's
@@ -73,20 +58,17 @@ pub fn each_page<T: serde::de::DeserializeOwned>(
     token: Option<&str>,
     path: &str,
     what: &str,
-    mut each: impl FnMut(Vec<T>) -> anyhow::Result<Flow>,
-) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    mut each: impl FnMut(Vec<T>) -> Result<Flow>,
+) -> Result<()> {
     let mut path = path.to_string();
     loop {
         let url = format!("{}{path}", base.trim_end_matches('/'));
-        let (status, body, next) = runtime.block_on(get_with_next(&url, token))?;
-        let rows: Vec<T> = answer(base, what, status, &body)?;
+        let answer = get(&url, token)?;
+        let rows: Vec<T> = read(&url, what, &answer)?;
         if each(rows)? == Flow::Stop {
             return Ok(());
         }
-        match next {
+        match answer.next {
             // The link is the path and query on the same registry.
             Some(next) if next.starts_with('/') => path = next,
             _ => return Ok(()),
@@ -100,43 +82,33 @@ pub fn get_json<T: serde::de::DeserializeOwned>(
     token: Option<&str>,
     path: &str,
     what: &str,
-) -> anyhow::Result<T> {
+) -> Result<T> {
     let url = format!("{}{path}", base.trim_end_matches('/'));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let (status, body) = runtime.block_on(get(&url, token))?;
-    answer(base, what, status, &body)
+    let answer = get(&url, token)?;
+    read(&url, what, &answer)
 }
 
 /// The JSON of type `T` in an answer, or what the registry refused.
-fn answer<T: serde::de::DeserializeOwned>(
-    base: &str,
-    what: &str,
-    status: u16,
-    body: &[u8],
-) -> anyhow::Result<T> {
-    match status {
-        200 => serde_json::from_slice(body).map_err(|e| {
-            Refused(
-                format!("the answer from `{base}` is not {what}: {e}"),
-                "check that `--url` names a stackpack-registry".into(),
-            )
-            .into()
+fn read<T: serde::de::DeserializeOwned>(url: &str, what: &str, answer: &http::Answer) -> Result<T> {
+    let refusal = || error_message(&answer.body).unwrap_or_else(|| "no error message".into());
+    match answer.status {
+        200 => serde_json::from_str(&answer.body).map_err(|e| {
+            Error::refused(format!("the answer is not {what}: {e}"))
+                .caused_by(e)
+                .at(registry_at(url))
+                .hint("check that `--url` names a stackpack-registry")
         }),
-        401 => Err(Refused(
-            error_message(body).unwrap_or_else(|| "the registry wants a token".into()),
-            "pass a support token with `--token` or `STACKPACK_REGISTRY_TOKEN`".into(),
+        401 => Err(Error::refused(
+            error_message(&answer.body).unwrap_or_else(|| "the registry wants a token".into()),
         )
-        .into()),
-        _ => Err(Refused(
-            format!(
-                "the registry at `{base}` answered {status}: {}",
-                error_message(body).unwrap_or_else(|| "no error message".into())
-            ),
-            "a `support` token reads the whole fleet; a customer token only its own customer"
-                .into(),
-        )
-        .into()),
+        .at(registry_at(url))
+        .hint("pass a support token with `--token` or `STACKPACK_REGISTRY_TOKEN`")),
+        status => Err(
+            Error::refused(format!("the registry answered {status}: {}", refusal()))
+                .at(registry_at(url))
+                .hint(
+                    "a `support` token reads the whole fleet; a customer token only its own customer",
+                ),
+        ),
     }
 }

@@ -2,11 +2,10 @@
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use stackpack_registry::config::Config;
 
 use crate::cli::ServeArgs;
-use crate::commands::UsageError;
+use crate::commands::{data_folder, Error, Result};
 
 fn config(args: &ServeArgs) -> Config {
     let mut config = Config::new(&args.data);
@@ -26,8 +25,7 @@ fn config(args: &ServeArgs) -> Config {
 fn init_logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let ansi = std::env::var_os("NO_COLOR").is_none()
-        && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let ansi = stackpack_terminal::colour();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -35,24 +33,34 @@ fn init_logs() {
         .init();
 }
 
-pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+pub fn run(args: &ServeArgs) -> Result<()> {
     init_logs();
     let data = &args.data;
-    let state = stackpack_registry::open(config(args))
-        .with_context(|| format!("cannot open the data folder `{}`", data.display()))?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let state = stackpack_registry::open(config(args)).map_err(|error| {
+        Error::refused(format!("cannot open the registry: {error}"))
+            .caused_by(error)
+            .at(data_folder(data))
+    })?;
+    let runtime = tokio::runtime::Runtime::new().map_err(|error| {
+        Error::refused(format!("cannot start the runtime: {error}")).caused_by(error)
+    })?;
     runtime.block_on(async move {
         let listen = &args.listen;
-        let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| {
-            UsageError(
-                format!("cannot listen on `{listen}`: {e}"),
-                Some("pick a free address with `--listen 127.0.0.1:5000`".into()),
-            )
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|error| {
+                Error::usage(format!("cannot listen on `{listen}`: {error}"))
+                    .caused_by(error)
+                    .hint("pick a free address with `--listen 127.0.0.1:5000`")
+            })?;
+        let address = listener.local_addr().map_err(|error| {
+            Error::refused(format!("cannot tell the address of `{listen}`: {error}"))
+                .caused_by(error)
         })?;
-        let address = listener.local_addr()?;
         println!("listening on http://{address}");
         tracing::info!(%address, data = %data.display(), "stackpack-registry serving");
-        stackpack_registry::serve(state, listener).await?;
-        Ok::<_, anyhow::Error>(())
+        stackpack_registry::serve(state, listener)
+            .await
+            .map_err(|error| Error::refused(format!("serving stopped: {error}")).caused_by(error))
     })
 }

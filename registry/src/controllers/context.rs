@@ -1,11 +1,20 @@
 //! The request context: who is asking (credentials resolved), the challenge realm,
 //! headers and query, and the authorisation checks handlers make with them.
+//!
+//! A handler takes [`Ctx`] as an extractor; one that reads a body takes
+//! [`Authorised`] instead, which settles who is asking, and whether they may ever
+//! send such a body, before a byte of it is read.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 
+use axum::body::Body;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Uri};
 
-use crate::auth::{self, Action, Principal};
+use crate::auth::{self, Action, Principal, Role};
+use crate::controllers::body::discard;
 use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 
@@ -106,4 +115,77 @@ pub fn context(state: &SharedState, headers: &HeaderMap, uri: &Uri) -> Result<Ct
         query: parse_query(uri),
         realm,
     })
+}
+
+impl FromRequestParts<SharedState> for Ctx {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &SharedState) -> Result<Ctx> {
+        context(state, &parts.headers, &parts.uri)
+    }
+}
+
+/// Who may send a body to an endpoint, checked before the body is read: whatever
+/// the body will name, a caller without the right role is refused at once (no
+/// token gets `401`, not a parse error about a body it should not have sent).
+pub trait Permit {
+    fn check(ctx: &Ctx) -> Result<()>;
+}
+
+/// Runners (and admins) reporting receipts.
+pub struct MayReport;
+
+impl Permit for MayReport {
+    fn check(ctx: &Ctx) -> Result<()> {
+        ctx.authorize_role(&[Role::Customer, Role::Admin], Action::Report(""))
+    }
+}
+
+/// Publishers (and admins) recording releases.
+pub struct MayPublish;
+
+impl Permit for MayPublish {
+    fn check(ctx: &Ctx) -> Result<()> {
+        ctx.authorize_role(&[Role::Publisher, Role::Admin], Action::Push(""))
+    }
+}
+
+/// Admins only.
+pub struct MayAdminister;
+
+impl Permit for MayAdminister {
+    fn check(ctx: &Ctx) -> Result<()> {
+        ctx.authorize(Action::Admin)
+    }
+}
+
+/// The request context and the still unread body of a caller that passed `P`. A
+/// refused caller's body is drained in the background, so a client still sending
+/// reads the refusal instead of a broken pipe. Take it last among the extractors.
+pub struct Authorised<P> {
+    pub ctx: Ctx,
+    pub body: Body,
+    permit: PhantomData<P>,
+}
+
+impl<P: Permit> FromRequest<SharedState> for Authorised<P> {
+    type Rejection = Error;
+
+    async fn from_request(request: Request, state: &SharedState) -> Result<Self> {
+        let (mut parts, body) = request.into_parts();
+        let checked = Ctx::from_request_parts(&mut parts, state)
+            .await
+            .and_then(|ctx| P::check(&ctx).map(|()| ctx));
+        match checked {
+            Ok(ctx) => Ok(Authorised {
+                ctx,
+                body,
+                permit: PhantomData,
+            }),
+            Err(refused) => {
+                discard(body);
+                Err(refused)
+            }
+        }
+    }
 }

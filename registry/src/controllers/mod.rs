@@ -1,7 +1,9 @@
-//! HTTP handlers, one file per action under `<resource>/<action>.rs`, and four
-//! helpers every handler shares: the request [context](mod@context) (who asks, may they),
-//! the [`routing`], the [`observe`] middleware (metrics and access log), and the
-//! [`body`] helpers.
+//! HTTP handlers, one file per action under `<resource>/<action>.rs`, and the
+//! helpers every handler shares: the request [context](mod@context) (who asks, may
+//! they; an extractor), the [`routing`] with the [`v2_paths`] it splits, the
+//! [`observe`] middleware (metrics and access log), and the [`body`] helpers.
+//! Handlers return `Result<impl IntoResponse>`: an [`Error`](crate::error::Error)
+//! is the answer when they fail.
 
 pub mod base;
 pub mod blobs;
@@ -17,7 +19,8 @@ pub mod tags;
 pub mod token;
 pub mod ui;
 pub mod uploads;
+pub mod v2_paths;
 
 pub use body::{discard, drain, empty, read_limited, DRAIN_CAP};
-pub use context::{context, Ctx};
+pub use context::{context, Authorised, Ctx, MayAdminister, MayPublish, MayReport};
 pub use routing::router;

@@ -8,7 +8,7 @@ use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::controllers::routing::{route, V2Route};
+use crate::controllers::v2_paths::{route, V2Route};
 use crate::state::SharedState;
 
 fn route_label(path: &str) -> &'static str {

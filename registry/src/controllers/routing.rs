@@ -1,8 +1,10 @@
 //! The router. OCI repository names contain slashes, so every `/v2/<name>/…`
 //! request goes through `v2_dispatch`, which splits the path the way the
-//! distribution spec defines it and calls the action.
+//! distribution spec defines it ([`v2_paths`](super::v2_paths)) and calls the action.
 
+use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::Method;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -11,46 +13,12 @@ use axum::Router;
 
 use crate::controllers::body::{drain, DRAIN_CAP};
 use crate::controllers::context::context;
+use crate::controllers::v2_paths::{route, V2Route};
 use crate::controllers::{
     base, blobs, health, ledger, manifests, observe, referrers, tags, token, ui, uploads,
 };
-use crate::error::{Code, Error};
+use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
-
-/// The route of a `/v2/<name>/…` path.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum V2Route<'a> {
-    Tags(&'a str),
-    Manifest(&'a str, &'a str),
-    Referrers(&'a str, &'a str),
-    Uploads(&'a str, Option<&'a str>),
-    Blob(&'a str, &'a str),
-}
-
-pub(crate) fn route(rest: &str) -> Option<V2Route<'_>> {
-    if let Some(name) = rest.strip_suffix("/tags/list") {
-        return Some(V2Route::Tags(name));
-    }
-    if let Some(name) = rest
-        .strip_suffix("/blobs/uploads/")
-        .or_else(|| rest.strip_suffix("/blobs/uploads"))
-    {
-        return Some(V2Route::Uploads(name, None));
-    }
-    if let Some((name, id)) = rest.rsplit_once("/blobs/uploads/") {
-        return Some(V2Route::Uploads(name, Some(id)));
-    }
-    if let Some((name, reference)) = rest.rsplit_once("/manifests/") {
-        return Some(V2Route::Manifest(name, reference));
-    }
-    if let Some((name, digest)) = rest.rsplit_once("/referrers/") {
-        return Some(V2Route::Referrers(name, digest));
-    }
-    if let Some((name, digest)) = rest.rsplit_once("/blobs/") {
-        return Some(V2Route::Blob(name, digest));
-    }
-    None
-}
 
 fn unsupported(method: &Method) -> Error {
     Error::new(
@@ -64,60 +32,54 @@ async fn v2_dispatch(State(state): State<SharedState>, request: Request) -> Resp
     // Handlers take the body when they are ready to read it; one that refuses first
     // leaves it here, and it is drained so the client, still sending, reads the error.
     let mut body = Some(body);
-    let path = parts.uri.path().to_string();
-    let rest = path.strip_prefix("/v2/").unwrap_or("");
-    let result = async {
-        let Some(route) = route(rest) else {
-            return Err(Error::new(Code::NotFound, format!("no such path `{path}`")));
-        };
-        let ctx = context(&state, &parts.headers, &parts.uri)?;
-        let name = match &route {
-            V2Route::Tags(n)
-            | V2Route::Manifest(n, _)
-            | V2Route::Referrers(n, _)
-            | V2Route::Uploads(n, _)
-            | V2Route::Blob(n, _) => *n,
-        };
-        crate::names::validate_repository(name)?;
-        let method = &parts.method;
-        match route {
-            V2Route::Tags(name) if method == Method::GET => tags::list::handle(ctx, name).await,
-            V2Route::Manifest(name, reference) => match *method {
-                Method::GET => manifests::get::handle(ctx, name, reference, false).await,
-                Method::HEAD => manifests::get::handle(ctx, name, reference, true).await,
-                Method::PUT => manifests::put::handle(ctx, name, reference, &mut body).await,
-                Method::DELETE => manifests::delete::handle(ctx, name, reference).await,
-                _ => Err(unsupported(method)),
-            },
-            V2Route::Referrers(name, digest) if method == Method::GET => {
-                referrers::list::handle(ctx, name, digest).await
-            }
-            V2Route::Uploads(name, None) if method == Method::POST => {
-                uploads::start::handle(ctx, name, &mut body).await
-            }
-            V2Route::Uploads(name, Some(id)) => match *method {
-                Method::GET => uploads::status::handle(ctx, name, id).await,
-                Method::PATCH => uploads::append::handle(ctx, name, id, &mut body).await,
-                Method::PUT => uploads::finish::handle(ctx, name, id, &mut body).await,
-                Method::DELETE => uploads::cancel::handle(ctx, name, id).await,
-                _ => Err(unsupported(method)),
-            },
-            V2Route::Blob(name, digest) => match *method {
-                Method::GET => blobs::get::handle(ctx, name, digest, false).await,
-                Method::HEAD => blobs::get::handle(ctx, name, digest, true).await,
-                Method::DELETE => blobs::delete::handle(ctx, name, digest).await,
-                _ => Err(unsupported(method)),
-            },
-            _ => Err(unsupported(method)),
-        }
-    }
-    .await;
+    let result = dispatch(&state, &parts, &mut body).await;
     if result.is_err() {
         if let Some(body) = body.take() {
             drain(body, DRAIN_CAP).await;
         }
     }
     result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Calls the action of a `/v2/<name>/…` request, after checking the name.
+async fn dispatch(state: &SharedState, parts: &Parts, body: &mut Option<Body>) -> Result<Response> {
+    let path = parts.uri.path();
+    let Some(route) = route(path.strip_prefix("/v2/").unwrap_or("")) else {
+        return Err(Error::new(Code::NotFound, format!("no such path `{path}`")));
+    };
+    let ctx = context(state, &parts.headers, &parts.uri)?;
+    crate::names::validate_repository(route.repository())?;
+    let method = &parts.method;
+    match route {
+        V2Route::Tags(name) if method == Method::GET => tags::list::handle(ctx, name).await,
+        V2Route::Manifest(name, reference) => match *method {
+            Method::GET => manifests::get::handle(ctx, name, reference, false).await,
+            Method::HEAD => manifests::get::handle(ctx, name, reference, true).await,
+            Method::PUT => manifests::put::handle(ctx, name, reference, body).await,
+            Method::DELETE => manifests::delete::handle(ctx, name, reference).await,
+            _ => Err(unsupported(method)),
+        },
+        V2Route::Referrers(name, digest) if method == Method::GET => {
+            referrers::list::handle(ctx, name, digest).await
+        }
+        V2Route::Uploads(name, None) if method == Method::POST => {
+            uploads::start::handle(ctx, name, body).await
+        }
+        V2Route::Uploads(name, Some(id)) => match *method {
+            Method::GET => uploads::status::handle(ctx, name, id).await,
+            Method::PATCH => uploads::append::handle(ctx, name, id, body).await,
+            Method::PUT => uploads::finish::handle(ctx, name, id, body).await,
+            Method::DELETE => uploads::cancel::handle(ctx, name, id).await,
+            _ => Err(unsupported(method)),
+        },
+        V2Route::Blob(name, digest) => match *method {
+            Method::GET => blobs::get::handle(ctx, name, digest, false).await,
+            Method::HEAD => blobs::get::handle(ctx, name, digest, true).await,
+            Method::DELETE => blobs::delete::handle(ctx, name, digest).await,
+            _ => Err(unsupported(method)),
+        },
+        _ => Err(unsupported(method)),
+    }
 }
 
 /// The whole application.
@@ -178,35 +140,4 @@ pub fn router(state: SharedState) -> Router {
             observe::observe,
         ))
         .with_state(state)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn v2_paths_split_as_the_spec_says() {
-        assert_eq!(route("a/b/tags/list"), Some(V2Route::Tags("a/b")));
-        assert_eq!(
-            route("a/manifests/1.0"),
-            Some(V2Route::Manifest("a", "1.0"))
-        );
-        assert_eq!(
-            route("a/b/blobs/uploads/"),
-            Some(V2Route::Uploads("a/b", None))
-        );
-        assert_eq!(
-            route("a/blobs/uploads/xyz"),
-            Some(V2Route::Uploads("a", Some("xyz")))
-        );
-        assert_eq!(
-            route("a/blobs/sha256:00"),
-            Some(V2Route::Blob("a", "sha256:00"))
-        );
-        assert_eq!(
-            route("a/referrers/sha256:00"),
-            Some(V2Route::Referrers("a", "sha256:00"))
-        );
-        assert_eq!(route("a/b"), None);
-    }
 }

@@ -4,15 +4,13 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
+use axum::Json;
 use rusqlite::Connection;
 use semver::Version;
 
 use crate::api::{Adoption, AdoptionPoint};
 use crate::auth::Action;
-use crate::controllers::context;
-use crate::controllers::ledger::reply;
+use crate::controllers::Ctx;
 use crate::db;
 use crate::error::{Code, Error, Result};
 use crate::state::{AppState, SharedState};
@@ -158,19 +156,16 @@ fn finish(stack: String, bucket: Bucket, points: Vec<AdoptionPoint>) -> Option<A
         (status = 400, description = "`bucket` is neither `day` nor `week`"),
     ),
     security(("bearer" = [])), tag = "support")]
-pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    reply((|| {
-        let ctx = context(&state, &headers, &uri)?;
-        ctx.authorize(Action::LedgerRead)?;
-        let bucket = match ctx.query("bucket") {
-            None => Bucket::Day,
-            Some(text) => Bucket::parse(text).ok_or_else(|| {
-                Error::new(
-                    Code::BadRequest,
-                    format!("`bucket` is `day` or `week`, not `{text}`"),
-                )
-            })?,
-        };
-        adoption(&state, ctx.query("stack"), bucket)
-    })())
+pub async fn handle(State(state): State<SharedState>, ctx: Ctx) -> Result<Json<Vec<Adoption>>> {
+    ctx.authorize(Action::LedgerRead)?;
+    let bucket = match ctx.query("bucket") {
+        None => Bucket::Day,
+        Some(text) => Bucket::parse(text).ok_or_else(|| {
+            Error::new(
+                Code::BadRequest,
+                format!("`bucket` is `day` or `week`, not `{text}`"),
+            )
+        })?,
+    };
+    adoption(&state, ctx.query("stack"), bucket).map(Json)
 }

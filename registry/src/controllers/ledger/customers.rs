@@ -2,10 +2,10 @@
 //! `GET /api/v1/customers/{id}` (what it runs and its recent receipts),
 //! `GET /api/v1/customers/{id}/history` (every receipt, oldest first).
 
-use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -14,11 +14,11 @@ use base64::Engine as _;
 use crate::api::{Customer, Deployment, InstallationKey, NewCustomer, NewInstallationKey, Running};
 use crate::auth::Action;
 use crate::controllers::ledger::{
-    mark_stale, paged_reply, reply, running, silent_before_ns, split_page, stale_after, Paging,
+    mark_stale, paged, running, silent_before_ns, split_page, stale_after, Paging,
 };
-use crate::controllers::{context, read_limited};
+use crate::controllers::{read_limited, Authorised, Ctx, MayAdminister};
 use crate::db;
-use crate::error::{Code, Error};
+use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 
 /// One customer in detail.
@@ -48,17 +48,12 @@ pub struct CustomerDetail {
     security(("bearer" = [])),
     tag = "ledger"
 )]
-pub async fn list(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    paged_reply(
-        &uri,
-        (|| {
-            let ctx = context(&state, &headers, &uri)?;
-            ctx.authorize(Action::LedgerRead)?;
-            let age = stale_after(ctx.query("staleAfter"))?;
-            let silent = matches!(ctx.query("silent"), Some("true" | "1"));
-            customers_page(&state, age, silent, &Paging::from_query(&ctx.query)?)
-        })(),
-    )
+pub async fn list(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Result<Response> {
+    ctx.authorize(Action::LedgerRead)?;
+    let age = stale_after(ctx.query("staleAfter"))?;
+    let silent = matches!(ctx.query("silent"), Some("true" | "1"));
+    let rows = customers_page(&state, age, silent, &Paging::from_query(&ctx.query)?)?;
+    Ok(paged(&uri, rows))
 }
 
 /// One page of customers by id, each marked stale or not by `age_secs`; only the
@@ -68,7 +63,7 @@ pub fn customers_page(
     age_secs: u64,
     silent: bool,
     paging: &Paging,
-) -> crate::error::Result<(Vec<Customer>, Option<String>)> {
+) -> Result<(Vec<Customer>, Option<String>)> {
     let before = silent_before_ns(age_secs);
     let mut customers = state.db.support(|c| {
         db::fleet::customers_page(
@@ -88,7 +83,7 @@ pub fn history_page(
     state: &crate::state::AppState,
     id: &str,
     paging: &Paging,
-) -> crate::error::Result<Option<(Vec<Deployment>, Option<String>)>> {
+) -> Result<Option<(Vec<Deployment>, Option<String>)>> {
     let (customer, receipts) = state.db.support(|c| {
         Ok((
             db::ledger::customer(c, id)?,
@@ -111,32 +106,22 @@ pub fn history_page(
 )]
 pub async fn create(
     State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    let result = async {
-        context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        let body = read_limited(body, &state.config, "the request body").await?;
-        let new: NewCustomer = serde_json::from_slice(&body).map_err(|e| {
-            Error::new(Code::BadRequest, format!("the body is not a customer: {e}"))
-        })?;
-        for name in std::iter::once(&new.id).chain(&new.environment) {
-            stackpack_schema::reference::validate_name(name)
-                .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
-        }
-        let now = db::now_rfc3339();
-        state.db.write(|tx| {
-            let (name, environment) = (new.name.as_deref(), new.environment.as_deref());
-            db::ledger::register_customer(tx, &new.id, name, environment, &now)?;
-            Ok(db::ledger::customer(tx, &new.id)?)
-        })
+    Authorised { body, .. }: Authorised<MayAdminister>,
+) -> Result<impl IntoResponse> {
+    let body = read_limited(body, &state.config, "the request body").await?;
+    let new: NewCustomer = serde_json::from_slice(&body)
+        .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a customer: {e}")))?;
+    for name in std::iter::once(&new.id).chain(&new.environment) {
+        stackpack_schema::reference::validate_name(name)
+            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
     }
-    .await;
-    match result {
-        Ok(customer) => (StatusCode::CREATED, axum::Json(customer)).into_response(),
-        Err(e) => e.into_response(),
-    }
+    let now = db::now_rfc3339();
+    let customer = state.db.write(|tx| {
+        let (name, environment) = (new.name.as_deref(), new.environment.as_deref());
+        db::ledger::register_customer(tx, &new.id, name, environment, &now)?;
+        Ok(db::ledger::customer(tx, &new.id)?)
+    })?;
+    Ok((StatusCode::CREATED, Json(customer)))
 }
 
 #[utoipa::path(
@@ -152,27 +137,24 @@ pub async fn create(
 )]
 pub async fn show(
     State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
+    ctx: Ctx,
     Path(id): Path<String>,
-) -> Response {
-    reply((|| {
-        context(&state, &headers, &uri)?.authorize(Action::CustomerRead(&id))?;
-        let Some(customer) = state.db.scan(|c| db::ledger::customer(c, &id))? else {
-            return Err(Error::new(
-                Code::NotFound,
-                format!("customer `{id}` is not known"),
-            ));
-        };
-        let recent = state
-            .db
-            .scan(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
-        Ok(CustomerDetail {
-            customer,
-            running: running(&state, &id)?,
-            recent,
-        })
-    })())
+) -> Result<Json<CustomerDetail>> {
+    ctx.authorize(Action::CustomerRead(&id))?;
+    let Some(customer) = state.db.scan(|c| db::ledger::customer(c, &id))? else {
+        return Err(Error::new(
+            Code::NotFound,
+            format!("customer `{id}` is not known"),
+        ));
+    };
+    let recent = state
+        .db
+        .scan(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
+    Ok(Json(CustomerDetail {
+        customer,
+        running: running(&state, &id)?,
+        recent,
+    }))
 }
 
 #[utoipa::path(
@@ -192,41 +174,32 @@ pub async fn show(
 /// key a customer reports with is pinned.
 pub async fn add_key(
     State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-    body: Body,
-) -> Response {
-    let result: crate::error::Result<InstallationKey> = async {
-        context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        let body = read_limited(body, &state.config, "the request body").await?;
-        let new: NewInstallationKey = serde_json::from_slice(&body)
-            .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a key: {e}")))?;
-        let key = stackpack_schema::signature::PublicKey::from_pem(&new.public_key_pem)
-            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
-        let key_id = key.key_id();
-        let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
-        let now = db::now_rfc3339();
-        state.db.write(|tx| {
-            if db::ledger::customer(tx, &id)?.is_none() {
-                return Err(Error::new(
-                    Code::NotFound,
-                    format!("customer `{id}` is not known"),
-                ));
-            }
-            db::ledger::add_installation_key(tx, &id, &key_id, &der, &now)?;
-            Ok(())
-        })?;
-        Ok(InstallationKey {
-            customer: id,
-            key_id,
-        })
-    }
-    .await;
-    match result {
-        Ok(key) => (StatusCode::CREATED, axum::Json(key)).into_response(),
-        Err(e) => e.into_response(),
-    }
+    Authorised { body, .. }: Authorised<MayAdminister>,
+) -> Result<impl IntoResponse> {
+    let body = read_limited(body, &state.config, "the request body").await?;
+    let new: NewInstallationKey = serde_json::from_slice(&body)
+        .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a key: {e}")))?;
+    let key = stackpack_schema::signature::PublicKey::from_pem(&new.public_key_pem)
+        .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+    let key_id = key.key_id();
+    let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
+    let now = db::now_rfc3339();
+    state.db.write(|tx| {
+        if db::ledger::customer(tx, &id)?.is_none() {
+            return Err(Error::new(
+                Code::NotFound,
+                format!("customer `{id}` is not known"),
+            ));
+        }
+        db::ledger::add_installation_key(tx, &id, &key_id, &der, &now)?;
+        Ok(())
+    })?;
+    let key = InstallationKey {
+        customer: id,
+        key_id,
+    };
+    Ok((StatusCode::CREATED, Json(key)))
 }
 
 #[utoipa::path(
@@ -247,19 +220,14 @@ pub async fn add_key(
 )]
 pub async fn history(
     State(state): State<SharedState>,
-    headers: HeaderMap,
+    ctx: Ctx,
     uri: Uri,
     Path(id): Path<String>,
-) -> Response {
-    paged_reply(
-        &uri,
-        (|| {
-            let ctx = context(&state, &headers, &uri)?;
-            ctx.authorize(Action::CustomerRead(&id))?;
-            history_page(&state, &id, &Paging::from_query(&ctx.query)?)?
-                .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))
-        })(),
-    )
+) -> Result<Response> {
+    ctx.authorize(Action::CustomerRead(&id))?;
+    let rows = history_page(&state, &id, &Paging::from_query(&ctx.query)?)?
+        .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))?;
+    Ok(paged(&uri, rows))
 }
 
 #[utoipa::path(
@@ -280,25 +248,22 @@ pub async fn history(
 /// counts as pinned: revoking the last key never reopens trust on first use.
 pub async fn revoke_key(
     State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
+    ctx: Ctx,
     Path((id, key_id)): Path<(String, String)>,
-) -> Response {
-    reply((|| {
-        context(&state, &headers, &uri)?.authorize(Action::Admin)?;
-        let now = db::now_rfc3339();
-        let revoked = state
-            .db
-            .write(|tx| Ok(db::ledger::revoke_installation_key(tx, &id, &key_id, &now)?))?;
-        if !revoked {
-            return Err(Error::new(
-                Code::NotFound,
-                format!("customer `{id}` has no key `{key_id}`"),
-            ));
-        }
-        Ok(InstallationKey {
-            customer: id,
-            key_id,
-        })
-    })())
+) -> Result<Json<InstallationKey>> {
+    ctx.authorize(Action::Admin)?;
+    let now = db::now_rfc3339();
+    let revoked = state
+        .db
+        .write(|tx| Ok(db::ledger::revoke_installation_key(tx, &id, &key_id, &now)?))?;
+    if !revoked {
+        return Err(Error::new(
+            Code::NotFound,
+            format!("customer `{id}` has no key `{key_id}`"),
+        ));
+    }
+    Ok(Json(InstallationKey {
+        customer: id,
+        key_id,
+    }))
 }

@@ -3,15 +3,13 @@
 use std::collections::HashMap;
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
+use axum::Json;
 
 use crate::api::Deployment;
 use crate::auth::Action;
-use crate::controllers::context;
-use crate::controllers::ledger::reply;
+use crate::controllers::Ctx;
 use crate::db;
-use crate::error::{Code, Error};
+use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 
 #[utoipa::path(
@@ -28,27 +26,24 @@ use crate::state::SharedState;
 )]
 pub async fn handle(
     State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
+    ctx: Ctx,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    reply((|| {
-        let ctx = context(&state, &headers, &uri)?;
-        let customer = query.get("customer").map(String::as_str);
-        match customer {
-            Some(id) => ctx.authorize(Action::CustomerRead(id))?,
-            None => ctx.authorize(Action::LedgerRead)?,
-        }
-        let limit = match query.get("limit") {
-            Some(l) => l
-                .parse::<u64>()
-                .map_err(|_| Error::new(Code::BadRequest, format!("`limit={l}` is not a count")))?,
-            None => 100,
-        }
-        .min(1000);
-        let stack = query.get("stack").map(String::as_str);
-        state
-            .db
-            .scan(|c| db::ledger::deployments(c, customer, stack, limit))
-    })())
+) -> Result<Json<Vec<Deployment>>> {
+    let customer = query.get("customer").map(String::as_str);
+    match customer {
+        Some(id) => ctx.authorize(Action::CustomerRead(id))?,
+        None => ctx.authorize(Action::LedgerRead)?,
+    }
+    let limit = match query.get("limit") {
+        Some(l) => l
+            .parse::<u64>()
+            .map_err(|_| Error::new(Code::BadRequest, format!("`limit={l}` is not a count")))?,
+        None => 100,
+    }
+    .min(1000);
+    let stack = query.get("stack").map(String::as_str);
+    state
+        .db
+        .scan(|c| db::ledger::deployments(c, customer, stack, limit))
+        .map(Json)
 }

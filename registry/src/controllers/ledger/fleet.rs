@@ -5,16 +5,16 @@
 use std::collections::HashMap;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
+use axum::http::Uri;
 use axum::response::Response;
 use semver::Version;
 
 use crate::api::FleetRow;
 use crate::auth::Action;
-use crate::controllers::context;
 use crate::controllers::ledger::{
-    cell_cursor, paged_reply, silent_before_ns, split_page, stale_after, Paging, MAX_LIMIT,
+    cell_cursor, paged, silent_before_ns, split_page, stale_after, Paging, MAX_LIMIT,
 };
+use crate::controllers::Ctx;
 use crate::db;
 use crate::error::Result;
 use crate::state::{AppState, SharedState};
@@ -191,17 +191,12 @@ pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
         (status = 400, description = "`staleAfter` is not an age, `below` or `moduleBelow` not a version, `limit` not a number from 1 to 2000, or `after` not a cursor"),
     ),
     security(("bearer" = [])), tag = "support")]
-pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    paged_reply(
-        &uri,
-        (|| {
-            let ctx = context(&state, &headers, &uri)?;
-            let query = FleetQuery::from_query(&ctx.query)?;
-            match &query.customer {
-                Some(id) => ctx.authorize(Action::CustomerRead(id))?,
-                None => ctx.authorize(Action::LedgerRead)?,
-            }
-            page(&state, &query, &Paging::from_query(&ctx.query)?)
-        })(),
-    )
+pub async fn handle(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Result<Response> {
+    let query = FleetQuery::from_query(&ctx.query)?;
+    match &query.customer {
+        Some(id) => ctx.authorize(Action::CustomerRead(id))?,
+        None => ctx.authorize(Action::LedgerRead)?,
+    }
+    let rows = page(&state, &query, &Paging::from_query(&ctx.query)?)?;
+    Ok(paged(&uri, rows))
 }

@@ -22,14 +22,6 @@ use crate::db;
 use crate::error::{Code, Error, Result};
 use crate::state::AppState;
 
-/// A JSON answer, or the error's.
-pub fn reply<T: serde::Serialize>(result: Result<T>) -> Response {
-    match result {
-        Ok(value) => axum::Json(value).into_response(),
-        Err(e) => e.into_response(),
-    }
-}
-
 /// Rows in a list answer when the request does not say (`limit`).
 pub const DEFAULT_LIMIT: usize = 500;
 /// The most rows one answer holds; more are a `Link` away.
@@ -98,24 +90,16 @@ pub fn cell_cursor(customer: &str, stack: Option<&str>) -> String {
 
 /// A list answer: the rows as a JSON array and, when a page may follow, its address
 /// in `Link: <…>; rel="next"` (the request's query with `after` set to `next`).
-pub fn paged_reply<T: serde::Serialize>(
-    uri: &Uri,
-    result: Result<(Vec<T>, Option<String>)>,
-) -> Response {
-    match result {
-        Ok((rows, next)) => {
-            let mut response = axum::Json(rows).into_response();
-            if let Some(next) = next {
-                if let Ok(value) =
-                    HeaderValue::from_str(&format!("<{}>; rel=\"next\"", next_page(uri, &next)))
-                {
-                    response.headers_mut().insert("Link", value);
-                }
-            }
-            response
+pub fn paged<T: serde::Serialize>(uri: &Uri, (rows, next): (Vec<T>, Option<String>)) -> Response {
+    let mut response = axum::Json(rows).into_response();
+    if let Some(next) = next {
+        if let Ok(value) =
+            HeaderValue::from_str(&format!("<{}>; rel=\"next\"", next_page(uri, &next)))
+        {
+            response.headers_mut().insert("Link", value);
         }
-        Err(e) => e.into_response(),
     }
+    response
 }
 
 /// The address of the page after cursor `next`: the same path and query, with

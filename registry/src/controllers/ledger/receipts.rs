@@ -1,15 +1,15 @@
 //! `POST /api/v1/receipts`: a runner reports a deployment with a signed receipt.
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::Json;
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::ReceiptAccepted;
-use crate::auth::{Action, Role};
-use crate::controllers::{context, discard, read_limited};
-use crate::error::{Code, Error};
+use crate::auth::Action;
+use crate::controllers::{read_limited, Authorised, MayReport};
+use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 
 #[utoipa::path(
@@ -32,43 +32,24 @@ use crate::state::SharedState;
 )]
 pub async fn create(
     State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    // Who is asking is settled before a byte of the body is read.
-    let ctx = match context(&state, &headers, &uri).and_then(|ctx| {
-        ctx.authorize_role(&[Role::Customer, Role::Admin], Action::Report(""))
-            .map(|()| ctx)
-    }) {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            discard(body);
-            return e.into_response();
-        }
+    Authorised { ctx, body, .. }: Authorised<MayReport>,
+) -> Result<impl IntoResponse> {
+    let body = read_limited(body, &state.config, "the receipt").await?;
+    let signed = SignedReceipt::from_bytes(&body)
+        .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+    ctx.authorize(Action::Report(&signed.receipt.customer))?;
+    let created = crate::receipts::record(&state.db, &signed)?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
     };
-    let result: crate::error::Result<(bool, String)> = async {
-        let body = read_limited(body, &state.config, "the receipt").await?;
-        let signed = SignedReceipt::from_bytes(&body)
-            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
-        ctx.authorize(Action::Report(&signed.receipt.customer))?;
-        let created = crate::receipts::record(&state.db, &signed)?;
-        Ok((created, signed.receipt.id))
-    }
-    .await;
-    match result {
-        Ok((created, receipt_id)) => (
-            if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            },
-            axum::Json(ReceiptAccepted {
-                receipt_id,
-                created,
-            }),
-        )
-            .into_response(),
-        Err(e) => e.into_response(),
-    }
+    let receipt_id = signed.receipt.id;
+    Ok((
+        status,
+        Json(ReceiptAccepted {
+            receipt_id,
+            created,
+        }),
+    ))
 }

@@ -3,20 +3,15 @@
 use std::collections::HashMap;
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
-
-use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use axum::Json;
 
 use crate::api::{NewRelease, Release};
-use crate::auth::{Action, Role};
-use crate::controllers::context;
-use crate::controllers::ledger::reply;
-use crate::controllers::{discard, read_limited};
+use crate::auth::Action;
+use crate::controllers::{read_limited, Authorised, Ctx, MayPublish};
 use crate::db;
-use crate::error::{Code, Error};
+use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 
 #[utoipa::path(
@@ -33,22 +28,20 @@ use crate::state::SharedState;
 )]
 pub async fn handle(
     State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
+    ctx: Ctx,
     Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    reply((|| {
-        context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
-        let stack = query.get("stack").map(String::as_str);
-        state
-            .db
-            .scan(|c| db::ledger::releases_with_modules(c, stack))
-    })())
+) -> Result<Json<Vec<Release>>> {
+    ctx.authorize(Action::LedgerRead)?;
+    let stack = query.get("stack").map(String::as_str);
+    state
+        .db
+        .scan(|c| db::ledger::releases_with_modules(c, stack))
+        .map(Json)
 }
 
 /// The repository a release lives in, elsewhere perhaps (`123456789.dkr.ecr…/x`):
 /// not empty, not over 255 bytes, no spaces or control characters.
-fn check_repository(repository: &str) -> crate::error::Result<()> {
+fn check_repository(repository: &str) -> Result<()> {
     if repository.is_empty()
         || repository.len() > 255
         || repository
@@ -78,64 +71,59 @@ fn check_repository(repository: &str) -> crate::error::Result<()> {
 /// Records a release published elsewhere (the registry records its own pushes itself).
 pub async fn create(
     State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Response {
-    // Who is asking is settled before a byte of the body is read.
-    let ctx = match context(&state, &headers, &uri).and_then(|ctx| {
-        ctx.authorize_role(&[Role::Publisher, Role::Admin], Action::Push(""))
-            .map(|()| ctx)
-    }) {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            discard(body);
-            return e.into_response();
-        }
-    };
-    let result: crate::error::Result<Release> = async {
-        let body = read_limited(body, &state.config, "the request body").await?;
-        let new: NewRelease = serde_json::from_slice(&body)
-            .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a release: {e}")))?;
-        check_repository(&new.repository)?;
-        ctx.authorize(Action::Push(&new.repository))?;
-        let created = new
-            .created
-            .as_deref()
-            .map(|value| {
-                db::utc_time(value).map(|(utc, _)| utc).ok_or_else(|| {
-                    Error::new(Code::BadRequest, format!("`created` `{value}` is not an RFC 3339 time"))
-                })
+    Authorised { ctx, body, .. }: Authorised<MayPublish>,
+) -> Result<impl IntoResponse> {
+    let body = read_limited(body, &state.config, "the request body").await?;
+    let new: NewRelease = serde_json::from_slice(&body)
+        .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a release: {e}")))?;
+    check_repository(&new.repository)?;
+    ctx.authorize(Action::Push(&new.repository))?;
+    let created = new
+        .created
+        .as_deref()
+        .map(|value| {
+            db::utc_time(value).map(|(utc, _)| utc).ok_or_else(|| {
+                Error::new(
+                    Code::BadRequest,
+                    format!("`created` `{value}` is not an RFC 3339 time"),
+                )
             })
-            .transpose()?;
-        stackpack_schema::reference::validate_name(&new.stack)
-            .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
-        let version = semver::Version::parse(&new.version).map_err(|_| {
-            Error::new(Code::BadRequest, format!("`{}` is not a semver version", new.version))
-        })?;
-        let digest = crate::names::parse_digest(&new.digest)
-            .map_err(|e| Error::new(Code::BadRequest, e.message))?
-            .to_string();
-        let modules = new.modules;
-        for module in &modules {
-            if let Some(v) = &module.version {
-                semver::Version::parse(v).map_err(|_| {
-                    Error::new(Code::BadRequest, format!("module `{}`: `{v}` is not a semver version", module.name))
-                })?;
-            }
+        })
+        .transpose()?;
+    stackpack_schema::reference::validate_name(&new.stack)
+        .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
+    let version = semver::Version::parse(&new.version).map_err(|_| {
+        Error::new(
+            Code::BadRequest,
+            format!("`{}` is not a semver version", new.version),
+        )
+    })?;
+    let digest = crate::names::parse_digest(&new.digest)
+        .map_err(|e| Error::new(Code::BadRequest, e.message))?
+        .to_string();
+    let modules = new.modules;
+    for module in &modules {
+        if let Some(v) = &module.version {
+            semver::Version::parse(v).map_err(|_| {
+                Error::new(
+                    Code::BadRequest,
+                    format!("module `{}`: `{v}` is not a semver version", module.name),
+                )
+            })?;
         }
-        let release = Release {
-            stack: new.stack,
-            prerelease: !version.pre.is_empty(),
-            version: version.to_string(),
-            repository: new.repository,
-            digest,
-            source: new.source,
-            created,
-            published_at: db::now_rfc3339(),
-            modules,
-        };
-        state.db.write(|tx| {
+    }
+    let release = Release {
+        stack: new.stack,
+        prerelease: !version.pre.is_empty(),
+        version: version.to_string(),
+        repository: new.repository,
+        digest,
+        source: new.source,
+        created,
+        published_at: db::now_rfc3339(),
+        modules,
+    };
+    state.db.write(|tx| {
             if let Some(existing) = db::ledger::release_digest(tx, &release.stack, &release.version)? {
                 if existing != release.digest && !release.prerelease {
                     return Err(Error::new(
@@ -151,11 +139,5 @@ pub async fn create(
             db::ledger::set_release_modules(tx, &release)?;
             Ok(())
         })?;
-        Ok(release)
-    }
-    .await;
-    match result {
-        Ok(release) => (StatusCode::CREATED, axum::Json(release)).into_response(),
-        Err(e) => e.into_response(),
-    }
+    Ok((StatusCode::CREATED, Json(release)))
 }

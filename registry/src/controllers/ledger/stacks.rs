@@ -3,15 +3,14 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
-use axum::response::Response;
+use axum::Json;
 use semver::Version;
 
 use crate::api::Stack;
 use crate::auth::Action;
-use crate::controllers::context;
-use crate::controllers::ledger::reply;
+use crate::controllers::Ctx;
 use crate::db;
+use crate::error::Result;
 use crate::state::SharedState;
 
 #[utoipa::path(
@@ -21,17 +20,17 @@ use crate::state::SharedState;
     security(("bearer" = [])),
     tag = "ledger"
 )]
-pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    reply((|| {
-        context(&state, &headers, &uri)?.authorize(Action::LedgerRead)?;
-        let releases = state.db.scan(|c| db::ledger::releases(c, None))?;
-        let mut by_stack: BTreeMap<String, Vec<Version>> = BTreeMap::new();
-        for r in &releases {
-            if let Ok(v) = Version::parse(&r.version) {
-                by_stack.entry(r.stack.clone()).or_default().push(v);
-            }
+pub async fn handle(State(state): State<SharedState>, ctx: Ctx) -> Result<Json<Vec<Stack>>> {
+    ctx.authorize(Action::LedgerRead)?;
+    let releases = state.db.scan(|c| db::ledger::releases(c, None))?;
+    let mut by_stack: BTreeMap<String, Vec<Version>> = BTreeMap::new();
+    for r in &releases {
+        if let Ok(v) = Version::parse(&r.version) {
+            by_stack.entry(r.stack.clone()).or_default().push(v);
         }
-        Ok(by_stack
+    }
+    Ok(Json(
+        by_stack
             .into_iter()
             .map(|(stack, versions)| Stack {
                 latest_stable: stackpack_schema::version::latest_stable(&versions)
@@ -40,6 +39,6 @@ pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: U
                 releases: versions.len() as u64,
                 stack,
             })
-            .collect::<Vec<_>>())
-    })())
+            .collect(),
+    ))
 }

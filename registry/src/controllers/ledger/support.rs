@@ -3,26 +3,22 @@
 //! `after`), with a `Link` to the next.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
+use axum::http::Uri;
 use axum::response::Response;
 
 use crate::api::Running;
 use crate::auth::Action;
-use crate::controllers::context;
-use crate::controllers::ledger::{paged_reply, running_page, Paging};
+use crate::controllers::ledger::{paged, running_page, Paging};
+use crate::controllers::Ctx;
 use crate::db::fleet::RunningList;
 use crate::error::Result;
 use crate::state::SharedState;
 
-fn answer(
-    state: &SharedState,
-    headers: &HeaderMap,
-    uri: &Uri,
-    list: RunningList,
-) -> Result<(Vec<Running>, Option<String>)> {
-    let ctx = context(state, headers, uri)?;
+/// One page of `list`, for a caller who may read the ledger.
+fn answer(state: &SharedState, ctx: &Ctx, uri: &Uri, list: RunningList) -> Result<Response> {
     ctx.authorize(Action::LedgerRead)?;
-    running_page(state, list, None, &Paging::from_query(&ctx.query)?)
+    let rows = running_page(state, list, None, &Paging::from_query(&ctx.query)?)?;
+    Ok(paged(uri, rows))
 }
 
 #[utoipa::path(get, path = "/api/v1/support/versions",
@@ -35,11 +31,8 @@ fn answer(
         (status = 400, description = "`limit` or `after` malformed"),
     ),
     security(("bearer" = [])), tag = "support")]
-pub async fn versions(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    paged_reply(
-        &uri,
-        answer(&state, &headers, &uri, RunningList::Everything),
-    )
+pub async fn versions(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Result<Response> {
+    answer(&state, &ctx, &uri, RunningList::Everything)
 }
 
 #[utoipa::path(get, path = "/api/v1/support/behind",
@@ -52,8 +45,8 @@ pub async fn versions(State(state): State<SharedState>, headers: HeaderMap, uri:
         (status = 400, description = "`limit` or `after` malformed"),
     ),
     security(("bearer" = [])), tag = "support")]
-pub async fn behind(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    paged_reply(&uri, answer(&state, &headers, &uri, RunningList::Behind))
+pub async fn behind(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Result<Response> {
+    answer(&state, &ctx, &uri, RunningList::Behind)
 }
 
 #[utoipa::path(get, path = "/api/v1/support/prerelease",
@@ -66,15 +59,8 @@ pub async fn behind(State(state): State<SharedState>, headers: HeaderMap, uri: U
         (status = 400, description = "`limit` or `after` malformed"),
     ),
     security(("bearer" = [])), tag = "support")]
-pub async fn prerelease(
-    State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
-    paged_reply(
-        &uri,
-        answer(&state, &headers, &uri, RunningList::Prerelease),
-    )
+pub async fn prerelease(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Result<Response> {
+    answer(&state, &ctx, &uri, RunningList::Prerelease)
 }
 
 #[utoipa::path(get, path = "/api/v1/support/drifted",
@@ -87,6 +73,6 @@ pub async fn prerelease(
         (status = 400, description = "`limit` or `after` malformed"),
     ),
     security(("bearer" = [])), tag = "support")]
-pub async fn drifted(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    paged_reply(&uri, answer(&state, &headers, &uri, RunningList::Drifted))
+pub async fn drifted(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Result<Response> {
+    answer(&state, &ctx, &uri, RunningList::Drifted)
 }

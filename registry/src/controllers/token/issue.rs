@@ -6,38 +6,36 @@
 //! hands it back; nothing new is minted and nothing is logged.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::auth::{self, Action, Principal};
-use crate::controllers::context;
+use crate::controllers::Ctx;
+use crate::error::Result;
 use crate::state::SharedState;
 
-pub async fn handle(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
-    let ctx = match context(&state, &headers, &uri) {
-        Ok(ctx) => ctx,
-        Err(e) => return e.into_response(),
-    };
+pub async fn handle(
+    State(state): State<SharedState>,
+    ctx: Ctx,
+    headers: HeaderMap,
+) -> Result<Response> {
     match (&ctx.principal, auth::presented_token(&headers)) {
-        (Principal::Token { .. }, Some(token)) => axum::Json(json!({
+        (Principal::Token { .. }, Some(token)) => Ok(axum::Json(json!({
             "token": token,
             "access_token": token,
             "expires_in": 3600,
             "issued_at": crate::db::now_rfc3339(),
         }))
-        .into_response(),
-        _ if state.config.anonymous_pull => axum::Json(json!({
+        .into_response()),
+        _ if state.config.anonymous_pull => Ok(axum::Json(json!({
             "token": "",
             "access_token": "",
             "expires_in": 3600,
             "issued_at": crate::db::now_rfc3339(),
         }))
-        .into_response(),
-        _ => ctx
-            .authorize(Action::Base)
-            .err()
-            .map(IntoResponse::into_response)
-            .unwrap_or_default(),
+        .into_response()),
+        // Neither a token nor anonymous pulls: the challenge that says what to send.
+        _ => ctx.authorize(Action::Base).map(|()| Response::default()),
     }
 }
