@@ -2,7 +2,7 @@
 //! import an exported bundle, verify, check inputs, plan, apply, upgrade, refuse a
 //! downgrade, roll back, status, drift after a hand edit of the state, export receipts.
 
-mod common;
+use crate::common;
 
 use common::{globex_inputs, Runner, Vendor};
 use stackpack_schema::receipt::SignedReceipt;

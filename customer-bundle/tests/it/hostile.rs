@@ -3,7 +3,7 @@
 //! decompression bomb. Each is refused at import and, planted straight into the
 //! store, at plan: nothing is written outside the work folder (nor inside it).
 
-mod common;
+use crate::common;
 
 use common::{raw_archive, write_signed_bundle, write_signed_bundle_tweaked, Runner, Tweaks};
 use stackpack_bundle::layout::ImageLayout;

@@ -2,7 +2,7 @@
 //! and everything in it are private whatever the caller's umask, and a home made
 //! with loose modes is repaired on the next start.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! other platforms than this machine's carries no package `init` could use: the
 //! runner says so, naming the provider, before the engine is asked to `init`.
 
-mod common;
+use crate::common;
 
 use common::{fake_engine, globex_inputs, Runner, Vendor};
 

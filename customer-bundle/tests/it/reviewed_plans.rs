@@ -4,7 +4,7 @@
 //! applies exactly that plan, and a reviewed plan is refused once the inputs, the
 //! state, or the file itself changed.
 
-mod common;
+use crate::common;
 
 use common::{build_and_import, globex_inputs, Runner, Vendor};
 

@@ -5,7 +5,7 @@
 //! list does not name, a file both in a layer and in the tar, an unsafe path, and a
 //! format newer than it reads; and bundles of the old format still verify.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! `report` over HTTP (idempotent: a second report sends nothing), and files from
 //! `receipts export --dir` imported with `stackpack-registry receipts import`.
 
-mod common;
+use crate::common;
 
 use common::{globex_inputs, Runner, Vendor};
 use stackpack_test_support::servers::OurRegistry;

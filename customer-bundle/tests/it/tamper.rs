@@ -4,7 +4,7 @@
 //! tampered inside the store after import, refused at plan and apply: nothing is
 //! unpacked and the engine never runs.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! `on-failure = "rollback"`; the previous version's resources are in place again,
 //! both receipts are recorded, and `status` shows the last attempt.
 
-mod common;
+use crate::common;
 
 use common::{build_and_import, globex_inputs, Runner, Vendor};
 

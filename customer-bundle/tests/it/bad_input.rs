@@ -2,7 +2,7 @@
 //! midway, and two runners applying the same stack at once. Failures are recorded in
 //! receipts, and nothing is ever recorded as applied that was not.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

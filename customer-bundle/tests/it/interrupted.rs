@@ -6,7 +6,7 @@
 //! The engine here is a stand-in (a shell script around the real Terraform, named as
 //! such) that is slow to apply and slow to stop, so the signals land mid-run.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Stdio};

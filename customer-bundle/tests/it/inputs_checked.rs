@@ -4,7 +4,7 @@
 //! file and line, never at a copy. Real runner, real packager; the engine is real
 //! Terraform behind a recording script, to prove it never ran.
 
-mod common;
+use crate::common;
 
 use common::{build_and_import, fake_engine, Runner, Vendor};
 

@@ -4,7 +4,7 @@
 //! at the end, `--quiet` prints none, and a blob that rotted in the registry is
 //! refused with nothing entering the store.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

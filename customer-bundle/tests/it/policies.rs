@@ -5,7 +5,7 @@
 //! replace a named stateful resource on purpose; a customer's own policy folder
 //! adds to the vendor's.
 
-mod common;
+use crate::common;
 
 use common::{build_and_import, edit, globex_inputs, Runner, Vendor};
 
