@@ -2,7 +2,7 @@
 //! environment, last seen and staleness, every attempt kept in one customer's
 //! history, and `fleet` over `--data` and over `--url`.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

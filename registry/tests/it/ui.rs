@@ -12,7 +12,7 @@
 //! WebDriver protocol (plain HTTP on 127.0.0.1). With `STACKPACK_SCREENSHOTS=DIR`
 //! it saves the main views there (`docs/screenshots/` in the repository).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -7,7 +7,7 @@
 //! plus `git` and `skopeo`; skips with a note otherwise (fails under
 //! `STACKPACK_REQUIRE_TOOLS`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

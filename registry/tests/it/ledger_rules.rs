@@ -1,7 +1,7 @@
 //! The ledger's rules at its edges: times compare as times, receipts import all or
 //! nothing, names and times are checked, and no body is read before the token.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

@@ -2,7 +2,7 @@
 //! malformed digests, names, references, manifests, JSON, ranges, oversize bodies,
 //! unknown or expired upload sessions.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -1,7 +1,7 @@
 //! Administration: `token list`, `token revoke`, tokens that expire, customers
 //! registered with their environment.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

@@ -2,7 +2,7 @@
 //! CLI follows the pages so scripts still get the whole answer; `behind` stays right
 //! as stable releases arrive after the receipts, and never counts a prerelease.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

@@ -2,7 +2,7 @@
 //! signed receipts become deployments; support's questions are answered; receipts
 //! carried out of an airgapped site are imported; the OpenAPI file describes it all.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

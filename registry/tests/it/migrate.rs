@@ -2,7 +2,7 @@
 //! schema is migrated forward (`PRAGMA user_version`), its data kept and read in the
 //! new form; a database from a newer build is refused, never half-read.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -4,7 +4,7 @@
 //! the same spec error code. Features Distribution 2.8 lacks (referrers, tag
 //! deletion, `OCI-Subject`) are then checked against the spec on ours alone.
 
-mod common;
+use crate::common;
 
 use common::*;
 

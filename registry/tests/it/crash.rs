@@ -3,7 +3,7 @@
 //! push was acknowledged is intact, nothing half-written is visible, every stored
 //! blob file hashes to its name, and SQLite's `integrity_check` passes.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! gc beside a running server, and killed half way: it never removes the file of a
 //! committed blob, never leaves a row without its file, and never stalls the server.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

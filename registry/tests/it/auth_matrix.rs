@@ -1,7 +1,7 @@
 //! Every endpoint × every caller: no token, a wrong token, each role, and a customer
 //! token for another customer. Each cell names the status the design asks for.
 
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::*;

@@ -1,7 +1,7 @@
 //! The distribution API's guard rails: what a stable release needs stays, `Accept`
 //! is honoured, and uploads are bounded in number, disk, time and idleness.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

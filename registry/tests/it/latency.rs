@@ -1,7 +1,7 @@
 //! Pulls stay fast while support's fleet-wide questions and gc run: both read or
 //! write SQLite off the async workers, and gc works in small batches.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

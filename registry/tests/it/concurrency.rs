@@ -2,7 +2,7 @@
 //! the very same blobs and manifests into a shared repository, and some race on
 //! one upload session. Nothing is lost or corrupted.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Barrier};
 

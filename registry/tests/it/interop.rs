@@ -2,7 +2,7 @@
 //! Python `oras` client (push and pull, monolithic and chunked). Every blob must come
 //! back byte for byte.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
