@@ -172,7 +172,11 @@ pub fn io(what: &str, path: &std::path::Path, error: std::io::Error) -> Error {
 /// causes under `--verbose` (a cause whose words the message already holds is not
 /// repeated); returns how the program exits.
 pub fn report(error: &Error) -> ExitStatus {
-    crate::print_error(&error.message, error.location.as_deref(), error.hint.as_deref());
+    crate::print_error(
+        &error.message,
+        error.location.as_deref(),
+        error.hint.as_deref(),
+    );
     if crate::verbose() {
         let mut cause = std::error::Error::source(error);
         while let Some(inner) = cause {

@@ -504,13 +504,13 @@ fn wrong_credentials_get_a_clear_error_naming_the_registry() {
         "the secret was printed"
     );
 
-    let run = run_with(&registry.publisher_token).ok();
+    let run = run_with(&registry.publisher_token()).ok();
     assert_eq!(published(&run.json()).len(), 2);
     // Our registry has the referrers API: no fallback tag is needed there.
     let client = Remote::with_credentials(
         &registry.host(),
         true,
-        Credentials::Bearer(registry.publisher_token.clone()),
+        Credentials::Bearer(registry.publisher_token()),
     )
     .unwrap();
     let tags = client.tags("acme/stacks/data-plane").unwrap();
@@ -523,7 +523,7 @@ fn a_tag_list_longer_than_one_page_is_read_whole() {
     let client = Remote::with_credentials(
         &registry.host(),
         true,
-        Credentials::Bearer(registry.publisher_token.clone()),
+        Credentials::Bearer(registry.publisher_token()),
     )
     .unwrap();
     // 1,200 prerelease tags on the line `0.1.0-feature-long`: more than one page.
@@ -585,7 +585,7 @@ fn a_tag_list_longer_than_one_page_is_read_whole() {
                 "--stack",
                 "data-plane",
             ])
-            .env("STACKPACK_REGISTRY_TOKEN", &registry.publisher_token)
+            .env("STACKPACK_REGISTRY_TOKEN", &registry.publisher_token())
             .env_remove("GITHUB_HEAD_REF")
             .output()
             .unwrap(),
@@ -637,7 +637,7 @@ fn credentials_come_from_the_docker_config_when_no_variable_is_set() {
     let docker = repo.temp.path().join("docker");
     std::fs::create_dir_all(&docker).unwrap();
     let auth = base64::engine::general_purpose::STANDARD
-        .encode(format!("ci:{}", registry.publisher_token));
+        .encode(format!("ci:{}", registry.publisher_token()));
     std::fs::write(
         docker.join("config.json"),
         format!(

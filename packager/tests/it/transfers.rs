@@ -88,7 +88,7 @@ fn registries() -> Vec<(&'static str, String, Credentials, Box<dyn std::any::Any
         (
             "our registry",
             ours.host(),
-            Credentials::Bearer(ours.publisher_token.clone()),
+            Credentials::Bearer(ours.publisher_token()),
             Box::new(ours),
         ),
     ]

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use common::*;
 
-fn cli(server: &Server, args: &[&str]) -> Output {
+fn cli(server: &OurRegistry, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .arg("--data")
@@ -21,7 +21,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// Creates a token with `extra` arguments; returns (token, id).
-fn token_with(server: &Server, role: &str, extra: &[&str]) -> (String, String) {
+fn token_with(server: &OurRegistry, role: &str, extra: &[&str]) -> (String, String) {
     let mut args = vec!["token", "create", "--role", role, "--json"];
     args.extend_from_slice(extra);
     let out = cli(server, &args);
@@ -33,7 +33,7 @@ fn token_with(server: &Server, role: &str, extra: &[&str]) -> (String, String) {
     )
 }
 
-fn versions(server: &Server, token: &str) -> Resp {
+fn versions(server: &OurRegistry, token: &str) -> Resp {
     Client::new(server.url(), Some(token.to_string())).req(
         "GET",
         "/api/v1/support/versions",
@@ -44,7 +44,7 @@ fn versions(server: &Server, token: &str) -> Resp {
 
 #[test]
 fn token_list_shows_role_customer_expiry_and_last_use_but_never_the_secret() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let (support, support_id) = token_with(&server, "support", &["--expires-in", "30d"]);
     let (customer, _) = token_with(&server, "customer", &["--customer", "globex"]);
     let out = cli(&server, &["token", "list", "--json"]);
@@ -101,7 +101,7 @@ fn token_list_shows_role_customer_expiry_and_last_use_but_never_the_secret() {
 
 #[test]
 fn a_revoked_token_is_refused_at_once_with_401() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let (support, id) = token_with(&server, "support", &[]);
     assert_eq!(versions(&server, &support).status, 200);
     let out = cli(&server, &["token", "revoke", &id]);
@@ -126,7 +126,7 @@ fn a_revoked_token_is_refused_at_once_with_401() {
 
 #[test]
 fn an_expired_token_is_refused_with_a_clear_message() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let (support, _) = token_with(&server, "support", &["--expires-in", "1s"]);
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let r = versions(&server, &support);

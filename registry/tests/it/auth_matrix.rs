@@ -46,7 +46,7 @@ fn receipt(id: &str, customer: &str) -> Vec<u8> {
 
 #[test]
 fn every_endpoint_answers_every_role_as_designed() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let admin = server.token("admin", None);
     let mut tokens = std::collections::HashMap::new();
     tokens.insert(
@@ -335,7 +335,7 @@ fn every_endpoint_answers_every_role_as_designed() {
 
 #[test]
 fn basic_auth_with_the_token_as_password_and_the_challenge_flow_work() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let token = server.token("reader", None);
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("anyone:{token}"));
     let r = send(
@@ -389,7 +389,7 @@ fn basic_auth_with_the_token_as_password_and_the_challenge_flow_work() {
 
 #[test]
 fn anonymous_pull_only_when_configured() {
-    let server = Server::start_with(&["--anonymous-pull"]);
+    let server = OurRegistry::start_with(&["--anonymous-pull"]);
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     publisher.push_image("open/app", "1.0.0", 3);
     let anonymous = Client::new(server.url(), None);
@@ -414,7 +414,7 @@ fn anonymous_pull_only_when_configured() {
 
 #[test]
 fn tokens_are_stored_only_as_hashes() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let token = server.token("admin", None);
     let db = std::fs::read(server.data.join("registry.db")).unwrap_or_default();
     let wal = std::fs::read(server.data.join("registry.db-wal")).unwrap_or_default();

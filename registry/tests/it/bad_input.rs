@@ -21,7 +21,7 @@ fn expect(r: &Resp, status: u16, code: &str, what: &str) {
 
 #[test]
 fn malformed_digests_names_and_references() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let c = Client::new(server.url(), Some(server.token("admin", None)));
     c.push_image("ok/app", "1.0.0", 1);
     for digest in [
@@ -109,7 +109,7 @@ fn malformed_digests_names_and_references() {
 
 #[test]
 fn malformed_manifests_are_refused_and_nothing_is_stored() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let c = Client::new(server.url(), Some(server.token("admin", None)));
     let config = c.push_blob("m/app", b"{}");
     let layer_data = bytes(1, 500);
@@ -168,7 +168,8 @@ fn malformed_manifests_are_refused_and_nothing_is_stored() {
 
 #[test]
 fn ranges_upload_sessions_json_and_size_limits() {
-    let server = Server::start_with(&["--max-blob-bytes", "100000", "--upload-lifetime-secs", "1"]);
+    let server =
+        OurRegistry::start_with(&["--max-blob-bytes", "100000", "--upload-lifetime-secs", "1"]);
     let c = Client::new(server.url(), Some(server.token("admin", None)));
     let data = bytes(3, 1000);
     let digest = c.push_blob("r/app", &data);

@@ -10,7 +10,7 @@ use common::*;
 
 #[test]
 fn fifty_clients_pushing_and_pulling_lose_nothing() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let token = server.token("publisher", None);
     let clients = 50;
     let barrier = Arc::new(Barrier::new(clients));
@@ -86,7 +86,7 @@ fn fifty_clients_pushing_and_pulling_lose_nothing() {
 
 #[test]
 fn racing_chunks_on_one_session_never_corrupt_it() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let client = Client::new(server.url(), Some(server.token("publisher", None)));
     let r = client.req("POST", "/v2/race/app/blobs/uploads/", &[], None);
     let location = absolute(&client.base, r.header("location").unwrap());

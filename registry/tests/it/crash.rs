@@ -119,7 +119,7 @@ fn writer(
     }
 }
 
-fn check_store(server: &Server, client: &Client, committed: &Committed) {
+fn check_store(server: &OurRegistry, client: &Client, committed: &Committed) {
     // Every acknowledged blob and tag is intact.
     for (repo, digest, data) in &committed.blobs {
         let r = client.req("GET", &format!("/v2/{repo}/blobs/{digest}"), &[], None);
@@ -197,7 +197,7 @@ fn check_store(server: &Server, client: &Client, committed: &Committed) {
 
 #[test]
 fn sigkill_during_pushes_loses_nothing_acknowledged_and_shows_nothing_half_written() {
-    let mut server = Server::start();
+    let mut server = OurRegistry::start();
     let token = server.token("publisher", None);
     let committed = Arc::new(Mutex::new(Committed::default()));
     let rounds = 12;
@@ -236,7 +236,7 @@ fn sigkill_during_pushes_loses_nothing_acknowledged_and_shows_nothing_half_writt
 
 #[test]
 fn sigterm_shuts_down_cleanly() {
-    let mut server = Server::start();
+    let mut server = OurRegistry::start();
     let client = Client::new(server.url(), Some(server.token("publisher", None)));
     client.push_image("t/app", "1.0.0", 1);
     let status = server.terminate();
@@ -273,7 +273,7 @@ impl std::io::Read for Slow {
 
 #[test]
 fn sigterm_lets_an_upload_in_flight_finish() {
-    let mut server = Server::start();
+    let mut server = OurRegistry::start();
     let token = server.token("publisher", None);
     let client = Client::new(server.url(), Some(token.clone()));
     let r = client.req("POST", "/v2/t/app/blobs/uploads/", &[], None);

@@ -528,7 +528,7 @@ fn same_requests_same_answers_as_distribution() {
         eprintln!("skipping: `docker-registry` is not on PATH");
         return;
     };
-    let server = Server::start();
+    let server = OurRegistry::start();
     let ours = Client::new(server.url(), Some(server.token("admin", None)));
     let theirs = Client::new(distribution.url(), None);
     let a = sequence(&ours);
@@ -578,7 +578,7 @@ fn same_requests_same_answers_as_distribution() {
 /// OCI distribution 1.1 features Distribution 2.8 lacks, checked against the spec.
 #[test]
 fn referrers_subject_and_tag_deletion_follow_the_spec() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let client = Client::new(server.url(), Some(server.token("admin", None)));
     let repo = "spec/app";
     let (subject, subject_digest) = client.push_image(repo, "1.2.0", 1);

@@ -47,7 +47,7 @@ fn receipt(
     )
 }
 
-fn cli(server: &Server, args: &[&str]) -> Output {
+fn cli(server: &OurRegistry, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .arg("--data")
@@ -65,7 +65,7 @@ fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn report(server: &Server, customer: &str, receipts: &[SignedReceipt]) {
+fn report(server: &OurRegistry, customer: &str, receipts: &[SignedReceipt]) {
     let client = Client::new(server.url(), Some(server.token("customer", Some(customer))));
     for signed in receipts {
         let r = client.req("POST", "/api/v1/receipts", &[], Some(&signed.to_bytes()));
@@ -76,7 +76,7 @@ fn report(server: &Server, customer: &str, receipts: &[SignedReceipt]) {
 /// Seeds: `globex` (production) applies 1.0.0, fails 2.0.0, rolls back, drifts and
 /// destroys `edge`; `initech` (staging) never reports; `umbrella` reports once,
 /// long ago.
-fn seed(server: &Server) {
+fn seed(server: &OurRegistry) {
     use Outcome::*;
     use ReceiptKind::*;
     for (id, env) in [("globex", "production"), ("initech", "staging")] {
@@ -135,7 +135,7 @@ fn seed(server: &Server) {
 
 #[test]
 fn registered_customers_show_environment_last_seen_and_staleness() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     seed(&server);
     let list = json(&cli(&server, &["customer", "list", "--json"]));
     let by_id = |id: &str| {
@@ -214,7 +214,7 @@ fn registered_customers_show_environment_last_seen_and_staleness() {
 
 #[test]
 fn one_customers_history_keeps_every_attempt_in_time_order() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     seed(&server);
     let history = json(&cli(&server, &["customer", "history", "globex", "--json"]));
     let seen: Vec<String> = history
@@ -263,14 +263,14 @@ fn one_customers_history_keeps_every_attempt_in_time_order() {
     assert_eq!(over_url(&support, "nobody").status.code(), Some(1));
 }
 
-fn publish(server: &Server, versions: &[&str]) {
+fn publish(server: &OurRegistry, versions: &[&str]) {
     publish_releases(server, versions, |_| serde_json::json!([]));
 }
 
 /// Records `data-plane` releases kept in another registry; `modules` says what each
 /// vendors.
 fn publish_releases(
-    server: &Server,
+    server: &OurRegistry,
     versions: &[&str],
     modules: impl Fn(&str) -> serde_json::Value,
 ) {
@@ -291,7 +291,7 @@ fn publish_releases(
 }
 
 /// Adds `hooli` (production) and `acme` (staging), both on a prerelease.
-fn seed_prereleases(server: &Server) {
+fn seed_prereleases(server: &OurRegistry) {
     for (id, env) in [("hooli", "production"), ("acme", "staging")] {
         let out = cli(server, &["customer", "add", id, "--environment", env]);
         assert!(out.status.success());
@@ -314,7 +314,7 @@ fn db_now() -> String {
         .unwrap()
 }
 
-fn remote(server: &Server, token: &str, args: &[&str]) -> Output {
+fn remote(server: &OurRegistry, token: &str, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(["fleet", "--url", &server.url(), "--token", token])
         .args(args)
@@ -338,7 +338,7 @@ fn cells(rows: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn fleet_over_url_answers_the_matrix_like_fleet_over_data() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     publish(&server, &["1.0.0", "2.0.0", "3.0.0", "3.1.0-rc.1"]);
     seed(&server);
     let support = server.token("support", None);
@@ -394,7 +394,7 @@ fn fleet_over_url_answers_the_matrix_like_fleet_over_data() {
 
 #[test]
 fn fleet_finds_prereleases_in_production_versions_below_exact_or_by_digest_and_failures() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     publish(&server, &["1.0.0", "3.1.0-rc.1"]);
     seed(&server);
     seed_prereleases(&server);
@@ -435,7 +435,7 @@ fn fleet_finds_prereleases_in_production_versions_below_exact_or_by_digest_and_f
 
 #[test]
 fn fleet_over_url_lets_a_customer_token_see_only_its_own_customer() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     seed(&server);
     let globex = server.token("customer", Some("globex"));
     let own = json(&remote(
@@ -463,7 +463,7 @@ fn fleet_over_url_lets_a_customer_token_see_only_its_own_customer() {
 
 #[test]
 fn a_revoked_installation_key_is_refused_and_an_added_one_is_trusted() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     seed(&server);
     let client = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
     let post = |signed: &SignedReceipt| {
@@ -555,7 +555,7 @@ fn fleet_over_url_names_an_unreachable_registry_and_needs_data_or_url() {
 
 /// Records `data-plane` releases kept in another registry, each vendoring the
 /// `network` module at a version.
-fn publish_with_modules(server: &Server, releases: &[(&str, &str)]) {
+fn publish_with_modules(server: &OurRegistry, releases: &[(&str, &str)]) {
     let versions: Vec<&str> = releases.iter().map(|(v, _)| *v).collect();
     publish_releases(server, &versions, |version| {
         let network = releases.iter().find(|(v, _)| *v == version).unwrap().1;
@@ -565,7 +565,7 @@ fn publish_with_modules(server: &Server, releases: &[(&str, &str)]) {
 }
 
 /// `wayne` reports `data-plane` 2.0.0 applied, just now.
-fn wayne_applies_2_0_0(server: &Server) {
+fn wayne_applies_2_0_0(server: &OurRegistry) {
     let apply = (ReceiptKind::Apply, Outcome::Succeeded);
     let signed = receipt("wayne", "w1", ("data-plane", "2.0.0"), apply, &db_now());
     report(server, "wayne", &[signed]);
@@ -573,7 +573,7 @@ fn wayne_applies_2_0_0(server: &Server) {
 
 #[test]
 fn fleet_finds_who_runs_a_bundle_carrying_a_module_below_a_version() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     publish_with_modules(&server, &[("1.0.0", "1.2.0"), ("2.0.0", "1.3.0")]);
     seed(&server);
     wayne_applies_2_0_0(&server);
@@ -625,7 +625,7 @@ fn fleet_finds_who_runs_a_bundle_carrying_a_module_below_a_version() {
 
 #[test]
 fn adoption_counts_customers_on_each_version_over_time_over_data_and_url() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     seed(&server);
     wayne_applies_2_0_0(&server);
     let support = server.token("support", None);

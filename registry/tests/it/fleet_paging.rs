@@ -55,7 +55,7 @@ fn receipt(
     )
 }
 
-fn cli(server: &Server, args: &[&str]) -> Output {
+fn cli(server: &OurRegistry, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .arg("--data")
@@ -74,7 +74,7 @@ fn json(out: &Output) -> serde_json::Value {
 }
 
 /// Imports receipts as `receipts import` does, all in one file.
-fn import(server: &Server, receipts: &[SignedReceipt]) {
+fn import(server: &OurRegistry, receipts: &[SignedReceipt]) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("receipts.jsonl");
     let mut lines = Vec::new();
@@ -91,7 +91,7 @@ fn import(server: &Server, receipts: &[SignedReceipt]) {
     );
 }
 
-fn publish(server: &Server, stack: &str, version: &str) {
+fn publish(server: &OurRegistry, stack: &str, version: &str) {
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     let body = serde_json::json!({
         "stack": stack, "version": version, "digest": sha256(version.as_bytes()),
@@ -121,7 +121,7 @@ fn cells(rows: &serde_json::Value) -> Vec<String> {
 }
 
 /// `acme` runs three stacks, `bolt` two, `crane` never reported.
-fn small_fleet(server: &Server) {
+fn small_fleet(server: &OurRegistry) {
     let mut receipts = Vec::new();
     for (customer, stacks) in [
         ("acme", &["api", "db", "web"][..]),
@@ -147,7 +147,7 @@ fn small_fleet(server: &Server) {
 
 #[test]
 fn fleet_pages_break_inside_a_customers_stacks_and_link_to_the_next_until_the_last_row() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     small_fleet(&server);
     let support = Client::new(server.url(), Some(server.token("support", None)));
 
@@ -217,7 +217,7 @@ fn fleet_pages_break_inside_a_customers_stacks_and_link_to_the_next_until_the_la
 
 #[test]
 fn support_lists_customers_and_history_page_with_links() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     small_fleet(&server);
     let support = Client::new(server.url(), Some(server.token("support", None)));
 
@@ -272,7 +272,7 @@ fn support_lists_customers_and_history_page_with_links() {
 
 #[test]
 fn behind_counts_stable_releases_recorded_after_the_receipts_and_never_a_prerelease() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     publish(&server, "api", "1.0.0");
     import(
         &server,
@@ -343,7 +343,7 @@ fn behind_counts_stable_releases_recorded_after_the_receipts_and_never_a_prerele
 
 #[test]
 fn fleet_and_customer_list_follow_every_page_so_json_is_the_whole_answer() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     // 2,600 customers × 2 stacks: more rows than one page holds (2,000).
     let receipts: Vec<SignedReceipt> = (0..2600)
         .flat_map(|c| {
@@ -389,7 +389,7 @@ fn fleet_and_customer_list_follow_every_page_so_json_is_the_whole_answer() {
 
 #[test]
 fn the_openapi_document_says_every_list_takes_limit_and_after() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let support = Client::new(server.url(), Some(server.token("support", None)));
     let api = support.req("GET", "/api/v1/openapi.json", &[], None).json();
     for path in [
@@ -436,7 +436,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
 
 #[test]
 fn deleting_a_stable_release_takes_it_out_of_everyones_behind_count() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     push_bundle(&publisher, "api", "1.0.0");
     let newer = push_bundle(&publisher, "api", "2.0.0");

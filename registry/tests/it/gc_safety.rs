@@ -69,7 +69,7 @@ fn add_young_filler_files(data: &std::path::Path, count: usize) {
 /// to gc; then each is finished and tagged while gc runs in a loop.
 #[test]
 fn gc_never_removes_a_committed_blob_file() {
-    let server = Server::start_with(&[
+    let server = OurRegistry::start_with(&[
         "--upload-lifetime-secs",
         "600",
         "--max-upload-sessions-per-token",
@@ -179,7 +179,7 @@ fn add_unreferenced_blobs(data: &std::path::Path, count: usize) {
 /// done, no row is left without its file, and the next run finishes the job.
 #[test]
 fn gc_killed_midway_leaves_no_row_without_its_file() {
-    let mut server = Server::start();
+    let mut server = OurRegistry::start();
     server.kill();
     add_unreferenced_blobs(&server.data, 5000);
     let mut finished = false;
@@ -215,7 +215,7 @@ fn gc_killed_midway_leaves_no_row_without_its_file() {
 /// at once, because waiting for SQLite never blocks its async workers.
 #[test]
 fn healthz_answers_while_another_process_holds_the_write_lock() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let client = Client::new(server.url(), Some(server.token("publisher", None)));
     let (_, manifest_digest) = client.push_image("stall/app", "v1", 1);
     let mut holder = rusqlite::Connection::open(server.data.join("registry.db")).unwrap();
@@ -336,7 +336,7 @@ fn check_tagged(client: &Client, (reference, digest, blobs): &Tagged) -> Result<
 /// byte-exact, no row lacks its file, and SQLite's checks pass.
 #[test]
 fn gc_beside_pushes_pulls_and_sigkills_loses_no_tagged_image() {
-    let mut server = Server::start_with(&["--upload-lifetime-secs", "600"]);
+    let mut server = OurRegistry::start_with(&["--upload-lifetime-secs", "600"]);
     let token = server.token("publisher", None);
     let tagged = Arc::new(Mutex::new(Vec::<Tagged>::new()));
     for round in 0..3u64 {

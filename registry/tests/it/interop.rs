@@ -39,7 +39,7 @@ fn skopeo_copies_in_and_out_byte_for_byte_and_inspects() {
     if !have("skopeo") {
         return;
     }
-    let server = Server::start();
+    let server = OurRegistry::start();
     let token = server.token("publisher", None);
     let reader = server.token("reader", None);
     let creds = format!("skopeo:{token}");
@@ -163,7 +163,7 @@ fn oras_python_pushes_and_pulls_byte_for_byte() {
         eprintln!("skipping: Python `oras` is not installed");
         return;
     }
-    let server = Server::start();
+    let server = OurRegistry::start();
     let token = server.token("publisher", None);
     let work = tempfile::tempdir().unwrap();
     let big = bytes(42, 5 * 1024 * 1024 + 3);

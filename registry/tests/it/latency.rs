@@ -50,7 +50,7 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 
 #[test]
 fn pulls_stay_fast_while_fleet_queries_and_gc_run() {
-    let mut server = Server::start();
+    let mut server = OurRegistry::start();
     let support = server.token("support", None);
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     let (_, digest) = publisher.push_image("acme/app", "v1", 1);

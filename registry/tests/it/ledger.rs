@@ -110,7 +110,7 @@ fn names(v: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn releases_deployments_and_support_questions() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     let support = Client::new(server.url(), Some(server.token("support", None)));
     let globex = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
@@ -415,7 +415,7 @@ fn releases_deployments_and_support_questions() {
 
 #[test]
 fn stable_tags_are_immutable_and_prerelease_tags_follow_the_policy() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let c = Client::new(server.url(), Some(server.token("publisher", None)));
     let (_, first) = c.push_image("acme/stacks/x", "2.0.0", 1);
     let (other, _) = c.push_image("acme/stacks/x", "scratch", 2);
@@ -446,7 +446,7 @@ fn stable_tags_are_immutable_and_prerelease_tags_follow_the_policy() {
         201
     );
 
-    let strict = Server::start_with(&["--prerelease-tags", "immutable"]);
+    let strict = OurRegistry::start_with(&["--prerelease-tags", "immutable"]);
     let c = Client::new(strict.url(), Some(strict.token("publisher", None)));
     c.push_image("acme/stacks/x", "2.1.0-pr.1", 3);
     let (other, _) = c.push_image("acme/stacks/x", "scratch", 2);
@@ -464,7 +464,7 @@ fn stable_tags_are_immutable_and_prerelease_tags_follow_the_policy() {
 
 #[test]
 fn receipts_import_cli_openapi_and_gc() {
-    let mut server = Server::start();
+    let mut server = OurRegistry::start();
     let support = Client::new(server.url(), Some(server.token("support", None)));
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     let digest = push_bundle(&publisher, "data-plane", "1.0.0");
@@ -696,7 +696,7 @@ fn receipts_import_cli_openapi_and_gc() {
 
 #[test]
 fn a_destroyed_stack_no_longer_counts_as_running() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     let support = Client::new(server.url(), Some(server.token("support", None)));
     let globex = Client::new(server.url(), Some(server.token("customer", Some("globex"))));

@@ -46,7 +46,7 @@ fn post_receipt(client: &Client, signed: &SignedReceipt) -> Resp {
 
 #[test]
 fn current_version_is_the_latest_by_time_not_by_text() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let customer = Client::new(
         server.url(),
         Some(server.token("customer", Some("umbrella"))),
@@ -85,7 +85,7 @@ fn current_version_is_the_latest_by_time_not_by_text() {
     );
 }
 
-fn import(server: &Server, file: &std::path::Path, json: bool) -> std::process::Output {
+fn import(server: &OurRegistry, file: &std::path::Path, json: bool) -> std::process::Output {
     let mut cmd = Command::new(BIN);
     cmd.args(["receipts", "import"])
         .arg(file)
@@ -99,7 +99,7 @@ fn import(server: &Server, file: &std::path::Path, json: bool) -> std::process::
 
 #[test]
 fn receipts_import_records_all_or_none_and_reports_each() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let support = Client::new(server.url(), Some(server.token("support", None)));
     let good1 = receipt("good-1", "data-plane", "1.0.0", "2026-02-01T08:00:00Z");
     let mut forged = receipt("forged", "data-plane", "1.1.0", "2026-02-01T09:00:00Z");
@@ -146,7 +146,7 @@ fn receipts_import_records_all_or_none_and_reports_each() {
 
 #[test]
 fn receipts_whose_stack_is_not_a_name_are_refused() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let customer = Client::new(
         server.url(),
         Some(server.token("customer", Some("umbrella"))),
@@ -167,7 +167,7 @@ fn receipts_whose_stack_is_not_a_name_are_refused() {
 
 #[test]
 fn releases_need_a_repository_and_a_real_created_time() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     let release = |repository: &str, created: &str| {
         let body = serde_json::json!({
@@ -191,7 +191,7 @@ fn releases_need_a_repository_and_a_real_created_time() {
 
 #[test]
 fn anonymous_ledger_posts_get_401_before_the_body_is_read() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let reader = Client::new(server.url(), Some(server.token("reader", None)));
     let anonymous = Client::new(server.url(), None);
     let oversize = vec![b'x'; 2 * 1024 * 1024];
@@ -280,7 +280,7 @@ fn commands_on_a_missing_data_folder_fail_and_create_nothing() {
 #[test]
 fn commands_exit_quietly_when_stdout_closes() {
     use std::os::unix::process::ExitStatusExt;
-    let server = Server::start();
+    let server = OurRegistry::start();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("receipt.json");
     std::fs::write(

@@ -260,7 +260,7 @@ fn a_database_from_schema_version_1_is_migrated_and_keeps_its_data() {
     assert_eq!(failed[0]["stack"], "edge", "{failed}");
 
     // The server runs on it, and new sessions (owned by a token) work.
-    let server = Server::start_on(data.clone());
+    let server = OurRegistry::start_on(data.clone());
     let client = Client::new(server.url(), Some(server.token("publisher", None)));
     client.push_image("acme/app", "v1", 3);
     let db = rusqlite::Connection::open(data.join("registry.db")).unwrap();

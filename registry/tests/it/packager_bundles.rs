@@ -96,7 +96,7 @@ fn packager_bundles_publish_record_a_release_and_their_signatures_are_referrers(
         .as_str()
         .unwrap();
 
-    let server = Server::start();
+    let server = OurRegistry::start();
     let token = server.token("publisher", None);
     let target = format!(
         "docker://{}/acme/stacks/data-plane:{version}",

@@ -24,7 +24,7 @@ fn index(children: &[(&str, usize, &str)]) -> Vec<u8> {
 
 #[test]
 fn manifests_a_stable_index_needs_cannot_be_deleted_by_a_publisher() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     let admin = Client::new(server.url(), Some(server.token("admin", None)));
     let repo = "acme/multi";
@@ -75,7 +75,7 @@ fn manifests_a_stable_index_needs_cannot_be_deleted_by_a_publisher() {
 
 #[test]
 fn manifest_get_answers_only_in_a_type_the_client_accepts() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let client = Client::new(server.url(), Some(server.token("publisher", None)));
     let repo = "acme/accept";
     let (_, oci_digest) = client.push_image(repo, "oci", 1);
@@ -128,7 +128,7 @@ fn manifest_get_answers_only_in_a_type_the_client_accepts() {
 
 #[test]
 fn upload_sessions_per_token_are_capped() {
-    let server = Server::start_with(&["--max-upload-sessions-per-token", "3"]);
+    let server = OurRegistry::start_with(&["--max-upload-sessions-per-token", "3"]);
     let one = Client::new(server.url(), Some(server.token("publisher", None)));
     let other = Client::new(server.url(), Some(server.token("publisher", None)));
     let start = |client: &Client| client.req("POST", "/v2/acme/cap/blobs/uploads/", &[], None);
@@ -154,7 +154,7 @@ fn upload_sessions_per_token_are_capped() {
 
 #[test]
 fn writes_are_refused_below_the_disk_floor() {
-    let server = Server::start_with(&["--min-free-bytes", "18000000000000000000"]);
+    let server = OurRegistry::start_with(&["--min-free-bytes", "18000000000000000000"]);
     let client = Client::new(server.url(), Some(server.token("publisher", None)));
     let r = client.req("POST", "/v2/acme/full/blobs/uploads/", &[], None);
     assert_eq!(
@@ -178,7 +178,7 @@ fn writes_are_refused_below_the_disk_floor() {
 
 #[test]
 fn serve_sweeps_expired_upload_sessions() {
-    let server = Server::start_with(&["--upload-lifetime-secs", "1"]);
+    let server = OurRegistry::start_with(&["--upload-lifetime-secs", "1"]);
     let client = Client::new(server.url(), Some(server.token("publisher", None)));
     let r = client.req("POST", "/v2/acme/sweep/blobs/uploads/", &[], None);
     let location = absolute(&client.base, r.header("location").unwrap());
@@ -230,7 +230,7 @@ fn trickle(host: &str, head: &str, body: &[u8], gap: Duration) -> String {
 
 #[test]
 fn an_upload_trickled_past_its_lifetime_is_refused() {
-    let server = Server::start_with(&["--upload-lifetime-secs", "2"]);
+    let server = OurRegistry::start_with(&["--upload-lifetime-secs", "2"]);
     let token = server.token("publisher", None);
     let client = Client::new(server.url(), Some(token.clone()));
     let r = client.req("POST", "/v2/acme/slow/blobs/uploads/", &[], None);
@@ -253,7 +253,7 @@ fn an_upload_trickled_past_its_lifetime_is_refused() {
 
 #[test]
 fn idle_connections_are_closed() {
-    let server = Server::start_with(&["--idle-timeout-secs", "1"]);
+    let server = OurRegistry::start_with(&["--idle-timeout-secs", "1"]);
     for sent in ["", "GET /v2/ HTTP/1.1\r\nHost: x\r\n"] {
         let mut stream = TcpStream::connect(server.host()).unwrap();
         stream
@@ -309,7 +309,7 @@ fn idle_connections_are_closed() {
 /// keep-alive connection.
 #[test]
 fn a_request_slower_than_the_idle_timeout_is_answered() {
-    let server = Server::start_with(&["--idle-timeout-secs", "1"]);
+    let server = OurRegistry::start_with(&["--idle-timeout-secs", "1"]);
     let token = server.token("publisher", None);
     let client = Client::new(server.url(), Some(token.clone()));
     let r = client.req("POST", "/v2/acme/slow/blobs/uploads/", &[], None);

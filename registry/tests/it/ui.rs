@@ -92,7 +92,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str, network: &str) -> St
 }
 
 struct Seeded {
-    server: Server,
+    server: OurRegistry,
     support: String,
     admin: String,
 }
@@ -140,7 +140,7 @@ fn minutes_ago(minutes: i64) -> String {
         .unwrap()
 }
 
-fn cli(server: &Server, args: &[&str]) {
+fn cli(server: &OurRegistry, args: &[&str]) {
     let out = Command::new(BIN)
         .args(args)
         .arg("--data")
@@ -160,7 +160,7 @@ fn cli(server: &Server, args: &[&str]) {
 fn seed() -> Seeded {
     use Outcome::*;
     use ReceiptKind::*;
-    let server = Server::start();
+    let server = OurRegistry::start();
     let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
     let dp = |v: &str, network: &str| push_bundle(&publisher, "data-plane", v, network);
     let dp1 = dp("1.0.0", "1.2.0");
@@ -304,7 +304,7 @@ fn form(token: &str) -> Vec<u8> {
 }
 
 /// Signs in over plain HTTP; returns the `Set-Cookie` header.
-fn sign_in(server: &Server, token: &str) -> String {
+fn sign_in(server: &OurRegistry, token: &str) -> String {
     let r = send(
         "POST",
         &format!("{}/ui/login", server.url()),
@@ -316,7 +316,7 @@ fn sign_in(server: &Server, token: &str) -> String {
     r.header("set-cookie").unwrap().to_string()
 }
 
-fn get(server: &Server, path: &str, cookie: &str) -> Resp {
+fn get(server: &OurRegistry, path: &str, cookie: &str) -> Resp {
     let pair = cookie.split(';').next().unwrap();
     send(
         "GET",
@@ -877,7 +877,7 @@ fn link_target(page: &str, id: &str) -> Option<String> {
 
 #[test]
 fn the_fleet_and_stack_version_pages_show_a_page_of_rows_and_link_to_the_next() {
-    let server = Server::start();
+    let server = OurRegistry::start();
     let digest = stackpack_schema::Digest::of(b"api 1.0.0").to_string();
     let receipts: Vec<u8> = (0..150)
         .flat_map(|c| {

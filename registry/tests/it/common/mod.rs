@@ -1,6 +1,6 @@
-//! Test harness: starts the real `stackpack-registry` binary (and, for the
-//! differential test, CNCF Distribution's `docker-registry`) on 127.0.0.1 in a
-//! temporary data folder, and speaks raw HTTP to it.
+//! Test harness: speaks raw HTTP to the real `stackpack-registry` (and, for the
+//! differential test, CNCF Distribution's `docker-registry`), both started on
+//! 127.0.0.1 by the workspace's one fixture for each (`stackpack_test_support::servers`).
 
 #![allow(dead_code, unused_imports)]
 
@@ -17,7 +17,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_stackpack-registry");
 // One policy for every suite: a missing tool skips here, fails where
 // `STACKPACK_REQUIRE_TOOLS` is set (CI).
 pub use stackpack_test_support::have;
-pub use stackpack_test_support::servers::{free_port, Distribution};
+pub use stackpack_test_support::servers::{free_port, Distribution, OurRegistry};
 
 pub fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
@@ -36,131 +36,6 @@ pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-pub struct Server {
-    pub data: PathBuf,
-    pub port: u16,
-    pub args: Vec<String>,
-    child: Option<Child>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Server {
-    pub fn start() -> Server {
-        Server::start_with(&[])
-    }
-
-    pub fn start_with(args: &[&str]) -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let mut server = Server {
-            data,
-            port: 0,
-            args: args.iter().map(|s| s.to_string()).collect(),
-            child: None,
-            _dir: Some(dir),
-        };
-        server.spawn();
-        server
-    }
-
-    /// Starts the binary on an existing data folder (one made by an older build, say).
-    pub fn start_on(data: PathBuf) -> Server {
-        let mut server = Server {
-            data,
-            port: 0,
-            args: Vec::new(),
-            child: None,
-            _dir: None,
-        };
-        server.spawn();
-        server
-    }
-
-    /// Starts the binary on the data folder, on a fresh port, and waits for `/healthz`.
-    pub fn spawn(&mut self) {
-        let port = free_port();
-        let child = Command::new(BIN)
-            .arg("serve")
-            .arg("--data")
-            .arg(&self.data)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .args(&self.args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        self.port = port;
-        self.child = Some(child);
-        wait_ready(&format!("http://127.0.0.1:{port}/healthz"));
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    pub fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// SIGKILL: no chance to clean up.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// SIGTERM, then wait for a graceful exit.
-    pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let mut child = self.child.take().expect("running");
-        unsafe_kill(child.id(), "TERM");
-        child.wait().unwrap()
-    }
-
-    pub fn token(&self, role: &str, customer: Option<&str>) -> String {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["token", "create", "--role", role, "--data"])
-            .arg(&self.data);
-        if let Some(c) = customer {
-            cmd.args(["--customer", c]);
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn unsafe_kill(pid: u32, signal: &str) {
-    let _ = Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status();
-}
-
-pub fn wait_ready(url: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if ureq::get(url).call().is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(30));
-    }
-    panic!("{url} did not come up");
-}
-
-/// CNCF Distribution (`docker-registry`), deletes enabled, no auth.
 /// An HTTP answer.
 #[derive(Debug)]
 pub struct Resp {
