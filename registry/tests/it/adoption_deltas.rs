@@ -11,10 +11,9 @@ use stackpack_registry::api::{Adoption, AdoptionPoint};
 use stackpack_registry::controllers::ledger::adoption::{answer, Bucket};
 use stackpack_registry::db::{self, Db};
 use stackpack_registry::receipts;
-use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
-};
+use stackpack_schema::receipt::{Outcome, ReceiptKind, SignedReceipt};
 use stackpack_schema::signature::PrivateKey;
+use stackpack_test_support::receipts::ReceiptBuilder;
 
 /// A small deterministic generator (xorshift), so a failing seed can be rerun.
 struct Random(u64);
@@ -130,32 +129,12 @@ fn history(random: &mut Random, count: usize) -> Vec<SignedReceipt> {
             let hour = random.below(21 * 24 / 5) * 5;
             let at = format!("2026-11-{:02}T{:02}:00:00Z", 2 + hour / 24, hour % 24);
             let version = versions[random.below(versions.len() as u64) as usize];
-            SignedReceipt::sign(
-                Receipt {
-                    format: 1,
-                    id: format!("r-{n:03}"),
-                    customer: format!("customer-{c}"),
-                    stack: format!("stack-{}", random.below(2)),
-                    bundle_digest: stackpack_schema::Digest::of(version.as_bytes()),
-                    version: semver::Version::parse(version).unwrap(),
-                    inputs_hash: stackpack_schema::Digest::of(b"inputs"),
-                    engine: EngineRun {
-                        name: "tofu".into(),
-                        version: "1.8.0".into(),
-                    },
-                    plan: PlanSummary {
-                        add: 1,
-                        change: 0,
-                        destroy: 0,
-                    },
-                    kind,
-                    outcome,
-                    started_at: at.clone(),
-                    finished_at: at,
-                    key_id: String::new(),
-                },
-                &key,
-            )
+            let stack = format!("stack-{}", random.below(2));
+            ReceiptBuilder::new(&format!("customer-{c}"), &stack, version)
+                .id(format!("r-{n:03}"))
+                .kind(kind, outcome)
+                .at(&at)
+                .sign(&key)
         })
         .collect()
 }

@@ -5,10 +5,8 @@ use crate::common;
 
 use base64::Engine as _;
 use common::*;
-use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
-};
 use stackpack_schema::signature::PrivateKey;
+use stackpack_test_support::receipts::ReceiptBuilder;
 
 const CALLERS: [&str; 8] = [
     "none",
@@ -22,26 +20,14 @@ const CALLERS: [&str; 8] = [
 ];
 
 fn receipt(id: &str, customer: &str) -> Vec<u8> {
-    let receipt = Receipt {
-        format: 1,
-        id: id.into(),
-        customer: customer.into(),
-        stack: "data-plane".into(),
-        version: semver::Version::parse("1.0.0").unwrap(),
-        bundle_digest: stackpack_schema::Digest::of(b"bundle"),
-        inputs_hash: stackpack_schema::Digest::of(b"inputs"),
-        engine: EngineRun {
-            name: "tofu".into(),
-            version: "1.8.0".into(),
-        },
-        plan: PlanSummary::default(),
-        kind: ReceiptKind::Apply,
-        outcome: Outcome::Succeeded,
-        started_at: "2026-01-01T00:00:00Z".into(),
-        finished_at: "2026-01-01T00:01:00Z".into(),
-        key_id: String::new(),
-    };
-    SignedReceipt::sign(receipt, &PrivateKey::from_secret_bytes([9; 32])).to_bytes()
+    ReceiptBuilder::new(customer, "data-plane", "1.0.0")
+        .id(id)
+        .bundle_digest(stackpack_schema::Digest::of(b"bundle"))
+        .plan(0, 0, 0)
+        .started_at("2026-01-01T00:00:00Z")
+        .finished_at("2026-01-01T00:01:00Z")
+        .sign(&PrivateKey::from_secret_bytes([9; 32]))
+        .to_bytes()
 }
 
 #[test]

@@ -7,10 +7,9 @@ use crate::common;
 use std::process::{Command, Output};
 
 use common::*;
-use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
-};
+use stackpack_schema::receipt::{Outcome, ReceiptKind, SignedReceipt};
 use stackpack_schema::signature::PrivateKey;
+use stackpack_test_support::receipts::ReceiptBuilder;
 
 fn receipt(
     customer: &str,
@@ -19,32 +18,11 @@ fn receipt(
     (kind, outcome): (ReceiptKind, Outcome),
     finished_at: &str,
 ) -> SignedReceipt {
-    SignedReceipt::sign(
-        Receipt {
-            format: 1,
-            id: id.into(),
-            customer: customer.into(),
-            stack: stack.into(),
-            version: semver::Version::parse(version).unwrap(),
-            bundle_digest: stackpack_schema::Digest::of(version.as_bytes()),
-            inputs_hash: stackpack_schema::Digest::of(b"inputs"),
-            engine: EngineRun {
-                name: "tofu".into(),
-                version: "1.8.0".into(),
-            },
-            plan: PlanSummary {
-                add: 1,
-                change: 0,
-                destroy: 0,
-            },
-            kind,
-            outcome,
-            started_at: "2026-02-01T00:00:00Z".into(),
-            finished_at: finished_at.into(),
-            key_id: String::new(),
-        },
-        &PrivateKey::from_secret_bytes([customer.len() as u8; 32]),
-    )
+    ReceiptBuilder::new(customer, stack, version)
+        .id(id)
+        .kind(kind, outcome)
+        .finished_at(finished_at)
+        .sign(&PrivateKey::from_secret_bytes([customer.len() as u8; 32]))
 }
 
 fn cli(server: &OurRegistry, args: &[&str]) -> Output {

@@ -7,10 +7,9 @@ use crate::common;
 use std::process::{Command, Output};
 
 use common::*;
-use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
-};
+use stackpack_schema::receipt::SignedReceipt;
 use stackpack_schema::signature::PrivateKey;
+use stackpack_test_support::receipts::ReceiptBuilder;
 
 fn receipt(
     customer: &str,
@@ -27,32 +26,10 @@ fn receipt(
     let mut secret = [7u8; 32];
     secret[..customer.len().min(32)]
         .copy_from_slice(&customer.as_bytes()[..customer.len().min(32)]);
-    SignedReceipt::sign(
-        Receipt {
-            format: 1,
-            id: id.into(),
-            customer: customer.into(),
-            stack: stack.into(),
-            version: semver::Version::parse(version).unwrap(),
-            bundle_digest: stackpack_schema::Digest::of(version.as_bytes()),
-            inputs_hash: stackpack_schema::Digest::of(b"inputs"),
-            engine: EngineRun {
-                name: "tofu".into(),
-                version: "1.8.0".into(),
-            },
-            plan: PlanSummary {
-                add: 1,
-                change: 0,
-                destroy: 0,
-            },
-            kind: ReceiptKind::Apply,
-            outcome: Outcome::Succeeded,
-            started_at: at.clone(),
-            finished_at: at,
-            key_id: String::new(),
-        },
-        &PrivateKey::from_secret_bytes(secret),
-    )
+    ReceiptBuilder::new(customer, stack, version)
+        .id(id)
+        .at(&at)
+        .sign(&PrivateKey::from_secret_bytes(secret))
 }
 
 fn cli(server: &OurRegistry, args: &[&str]) -> Output {

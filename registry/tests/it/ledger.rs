@@ -8,10 +8,9 @@ use std::process::Command;
 
 use common::*;
 use stackpack_schema::bundle::{BundleConfig, Engine, Source};
-use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
-};
+use stackpack_schema::receipt::{Outcome, ReceiptKind, SignedReceipt};
 use stackpack_schema::signature::PrivateKey;
+use stackpack_test_support::receipts::ReceiptBuilder;
 
 /// Pushes a bundle the way the packager does: config blob, stack layer, manifest
 /// with the bundle artifact type, tagged with the version. Returns the digest.
@@ -64,32 +63,15 @@ impl Runner {
     ) -> SignedReceipt {
         self.n += 1;
         let minute = self.n;
-        SignedReceipt::sign(
-            Receipt {
-                format: 1,
-                id: format!("{customer}-{}", self.n),
-                customer: customer.into(),
-                stack: stack.into(),
-                version: semver::Version::parse(version).unwrap(),
-                bundle_digest: digest.parse().unwrap(),
-                inputs_hash: stackpack_schema::Digest::of(customer.as_bytes()),
-                engine: EngineRun {
-                    name: "tofu".into(),
-                    version: "1.8.0".into(),
-                },
-                plan: PlanSummary {
-                    add: 2,
-                    change: 1,
-                    destroy: 0,
-                },
-                kind,
-                outcome,
-                started_at: format!("2026-02-01T10:{minute:02}:00Z"),
-                finished_at: format!("2026-02-01T10:{minute:02}:30Z"),
-                key_id: String::new(),
-            },
-            &self.key,
-        )
+        ReceiptBuilder::new(customer, stack, version)
+            .id(format!("{customer}-{}", self.n))
+            .kind(kind, outcome)
+            .bundle_digest(digest.parse().unwrap())
+            .inputs_hash(stackpack_schema::Digest::of(customer.as_bytes()))
+            .plan(2, 1, 0)
+            .started_at(&format!("2026-02-01T10:{minute:02}:00Z"))
+            .finished_at(&format!("2026-02-01T10:{minute:02}:30Z"))
+            .sign(&self.key)
     }
 }
 

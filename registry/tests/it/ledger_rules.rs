@@ -6,38 +6,15 @@ use crate::common;
 use std::process::{Command, Stdio};
 
 use common::*;
-use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
-};
+use stackpack_schema::receipt::SignedReceipt;
 use stackpack_schema::signature::PrivateKey;
+use stackpack_test_support::receipts::ReceiptBuilder;
 
 fn receipt(id: &str, stack: &str, version: &str, finished_at: &str) -> SignedReceipt {
-    SignedReceipt::sign(
-        Receipt {
-            format: 1,
-            id: id.into(),
-            customer: "umbrella".into(),
-            stack: stack.into(),
-            version: semver::Version::parse(version).unwrap(),
-            bundle_digest: stackpack_schema::Digest::of(version.as_bytes()),
-            inputs_hash: stackpack_schema::Digest::of(b"inputs"),
-            engine: EngineRun {
-                name: "tofu".into(),
-                version: "1.8.0".into(),
-            },
-            plan: PlanSummary {
-                add: 1,
-                change: 0,
-                destroy: 0,
-            },
-            kind: ReceiptKind::Apply,
-            outcome: Outcome::Succeeded,
-            started_at: "2026-02-01T00:00:00Z".into(),
-            finished_at: finished_at.into(),
-            key_id: String::new(),
-        },
-        &PrivateKey::from_secret_bytes([7; 32]),
-    )
+    ReceiptBuilder::new("umbrella", stack, version)
+        .id(id)
+        .finished_at(finished_at)
+        .sign(&PrivateKey::from_secret_bytes([7; 32]))
 }
 
 fn post_receipt(client: &Client, signed: &SignedReceipt) -> Resp {

@@ -20,10 +20,9 @@ use std::time::Duration;
 
 use common::*;
 use stackpack_schema::media_type;
-use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
-};
+use stackpack_schema::receipt::{Outcome, ReceiptKind, SignedReceipt};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
+use stackpack_test_support::receipts::ReceiptBuilder;
 
 const VENDOR_KEY: [u8; 32] = [7; 32];
 
@@ -104,32 +103,18 @@ fn receipt(
     (kind, outcome): (ReceiptKind, Outcome),
     finished_at: &str,
 ) -> SignedReceipt {
-    SignedReceipt::sign(
-        Receipt {
-            format: 1,
-            id: format!("{customer}-{n}"),
-            customer: customer.into(),
-            stack: stack.into(),
-            version: semver::Version::parse(version).unwrap(),
-            bundle_digest: digest.parse().unwrap(),
-            inputs_hash: stackpack_schema::Digest::of(format!("{customer}{stack}").as_bytes()),
-            engine: EngineRun {
-                name: "tofu".into(),
-                version: "1.8.0".into(),
-            },
-            plan: PlanSummary {
-                add: 3,
-                change: 1,
-                destroy: 0,
-            },
-            kind,
-            outcome,
-            started_at: finished_at.into(),
-            finished_at: finished_at.into(),
-            key_id: String::new(),
-        },
-        &PrivateKey::from_secret_bytes([customer.len() as u8 + 40; 32]),
-    )
+    ReceiptBuilder::new(customer, stack, version)
+        .id(format!("{customer}-{n}"))
+        .kind(kind, outcome)
+        .bundle_digest(digest.parse().unwrap())
+        .inputs_hash(stackpack_schema::Digest::of(
+            format!("{customer}{stack}").as_bytes(),
+        ))
+        .plan(3, 1, 0)
+        .at(finished_at)
+        .sign(&PrivateKey::from_secret_bytes(
+            [customer.len() as u8 + 40; 32],
+        ))
 }
 
 fn minutes_ago(minutes: i64) -> String {
