@@ -2,8 +2,6 @@
 //! (built into the same target folder), real Terraform, and a vendor repository made
 //! from `examples/acme-infra` with real git commits.
 
-#![allow(dead_code, unused_imports)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -17,7 +15,7 @@ use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
 
 pub use stackpack_test_support::servers::Moto;
-pub use stackpack_test_support::{copy_dir, example_dir, have, provider_mirror, terraform, Run};
+pub use stackpack_test_support::{copy_dir, example_dir, have, terraform, Run};
 
 pub fn globex_inputs() -> PathBuf {
     example_dir().join("customers/globex/data-plane.tfvars")

@@ -1,5 +1,4 @@
 //! A temporary git repository copied from `examples/acme-infra`.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,8 +1,6 @@
 //! A temporary vendor repository, copied from `examples/acme-infra`, with real git
 //! commits, and the real `stackpack` binary to run against it.
 
-#![allow(dead_code, unused_imports)]
-
 pub mod servers;
 
 use std::path::{Path, PathBuf};

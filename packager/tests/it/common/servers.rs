@@ -3,15 +3,10 @@
 //! that stands in for a registry failing mid-upload (named as such: it forwards to a
 //! real registry and answers one chosen request with a 500).
 
-#![allow(dead_code, unused_imports)]
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 pub use stackpack_test_support::servers::{
     free_port, wait_for_port as wait_for, Distribution, OurRegistry,

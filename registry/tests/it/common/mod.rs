@@ -2,13 +2,10 @@
 //! differential test, CNCF Distribution's `docker-registry`), both started on
 //! 127.0.0.1 by the workspace's one fixture for each (`stackpack_test_support::servers`).
 
-#![allow(dead_code, unused_imports)]
-
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
 
@@ -321,22 +318,4 @@ pub fn write_layout(root: &Path, tag: &str, seed: u64, layer_sizes: &[usize]) ->
     )
     .unwrap();
     digests
-}
-
-/// Reads lines from a child's stdout until one matches.
-pub fn read_until(reader: &mut impl BufRead, needle: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            panic!("ended before `{needle}`");
-        }
-        if line.contains(needle) {
-            return line;
-        }
-    }
-}
-
-pub fn buf<R: Read>(r: R) -> BufReader<R> {
-    BufReader::new(r)
 }
