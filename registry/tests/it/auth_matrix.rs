@@ -30,48 +30,125 @@ fn receipt(id: &str, customer: &str) -> Vec<u8> {
         .to_bytes()
 }
 
-#[test]
-fn every_endpoint_answers_every_role_as_designed() {
-    let server = OurRegistry::start();
-    let admin = server.token("admin", None);
-    let mut tokens = std::collections::HashMap::new();
-    tokens.insert(
-        "wrong",
-        "spr_this-token-was-never-issued-0000000000000000".to_string(),
-    );
-    for role in ["publisher", "reader", "support", "admin"] {
-        tokens.insert(role, server.token(role, None));
-    }
-    tokens.insert("customer", server.token("customer", Some("globex")));
-    tokens.insert("other-customer", server.token("customer", Some("initech")));
+/// One row of the matrix: name, method, path, body, and the status expected for each
+/// caller, in [`CALLERS`] order.
+type Row = (
+    &'static str,
+    &'static str,
+    String,
+    Option<Vec<u8>>,
+    [u16; 8],
+);
 
-    // Fixtures, made with the admin token.
-    let setup = Client::new(server.url(), Some(admin.clone()));
-    let repo = "acme/stacks/app";
-    let (manifest, digest) = setup.push_image(repo, "1.0.0", 1);
-    let blob = sha256(br#"{"seed":1}"#);
-    for caller in CALLERS {
-        assert_eq!(
-            setup
-                .push_manifest(repo, &format!("del-{caller}"), &manifest, OCI_MANIFEST)
-                .status,
-            201
+const REPO: &str = "acme/stacks/app";
+const PULL: [u16; 8] = [401, 401, 200, 200, 403, 200, 200, 200];
+const LEDGER: [u16; 8] = [401, 401, 403, 403, 200, 403, 403, 200];
+/// Support, the customer itself and admins; not another customer.
+const OWN_CUSTOMER: [u16; 8] = [401, 401, 403, 403, 200, 200, 403, 200];
+const ADMIN_ONLY: [u16; 8] = [401, 401, 403, 403, 403, 403, 403, 201];
+
+/// A registry with a token for every caller and an image to ask about: `1.0.0`, and
+/// one `del-<caller>` tag per caller for each to try to delete.
+struct Matrix {
+    registry: OurRegistry,
+    tokens: std::collections::HashMap<&'static str, String>,
+    manifest: Vec<u8>,
+    digest: String,
+}
+
+impl Matrix {
+    fn new() -> Matrix {
+        let registry = OurRegistry::start();
+        let mut tokens = std::collections::HashMap::new();
+        tokens.insert(
+            "wrong",
+            "spr_this-token-was-never-issued-0000000000000000".to_string(),
+        );
+        for role in ["publisher", "reader", "support", "admin"] {
+            tokens.insert(role, registry.token(role, None));
+        }
+        tokens.insert("customer", registry.token("customer", Some("globex")));
+        tokens.insert(
+            "other-customer",
+            registry.token("customer", Some("initech")),
+        );
+        let setup = Client::new(registry.url(), tokens.get("admin").cloned());
+        let (manifest, digest) = setup.push_image(REPO, "1.0.0", 1);
+        for caller in CALLERS {
+            assert_eq!(
+                setup
+                    .push_manifest(REPO, &format!("del-{caller}"), &manifest, OCI_MANIFEST)
+                    .status,
+                201
+            );
+        }
+        Matrix {
+            registry,
+            tokens,
+            manifest,
+            digest,
+        }
+    }
+
+    /// Asks every row as every caller, in order; fails listing every answer that is
+    /// not the designed one, every 401 without the token challenge and every refusal
+    /// without its spec error code.
+    fn check(&self, rows: &[Row]) {
+        let mut wrong = Vec::new();
+        for (name, method, path, body, expected) in rows {
+            for (caller, want) in CALLERS.iter().zip(expected) {
+                let client = Client::new(self.registry.url(), self.tokens.get(caller).cloned());
+                let path = if *name == "delete tag" {
+                    format!("{path}{caller}")
+                } else {
+                    path.clone()
+                };
+                let headers: &[(&str, &str)] = if *name == "put manifest" {
+                    &[("Content-Type", OCI_MANIFEST)]
+                } else {
+                    &[]
+                };
+                let r = client.req(method, &path, headers, body.as_deref());
+                if r.status != *want {
+                    wrong.push(format!("{name} as {caller}: {} (want {want})", r.status));
+                }
+                if r.status == 401 && path.starts_with("/v2") {
+                    let challenge = r.header("www-authenticate").unwrap_or_default();
+                    if !challenge.starts_with("Bearer realm=\"http://")
+                        || !challenge.contains("/v2/token\"")
+                    {
+                        wrong.push(format!("{name} as {caller}: challenge `{challenge}`"));
+                    }
+                }
+                if r.status >= 400 && method != &"HEAD" && r.status != 404 {
+                    let code = serde_json::from_slice::<serde_json::Value>(&r.body)
+                        .ok()
+                        .and_then(|v| v["errors"][0]["code"].as_str().map(str::to_string));
+                    let expected_code = match r.status {
+                        401 => "UNAUTHORIZED",
+                        403 => "DENIED",
+                        _ => "",
+                    };
+                    if !expected_code.is_empty() && code.as_deref() != Some(expected_code) {
+                        wrong.push(format!("{name} as {caller}: code {code:?}"));
+                    }
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "unexpected answers:\n{}",
+            wrong.join("\n")
         );
     }
+}
 
-    // (name, method, path, body, expected status for each caller in CALLERS order)
-    type Row = (
-        &'static str,
-        &'static str,
-        String,
-        Option<Vec<u8>>,
-        [u16; 8],
-    );
-    let pull = [401, 401, 200, 200, 403, 200, 200, 200];
-    let push_start = [401, 401, 202, 403, 403, 403, 403, 202];
-    let ledger = [401, 401, 403, 403, 200, 403, 403, 200];
-    let open = [200; 8];
-    let rows: Vec<Row> = vec![
+#[test]
+fn pulls_answer_every_role_as_designed() {
+    let matrix = Matrix::new();
+    let digest = &matrix.digest;
+    let blob = sha256(br#"{"seed":1}"#);
+    matrix.check(&[
         (
             "version check",
             "GET",
@@ -86,145 +163,167 @@ fn every_endpoint_answers_every_role_as_designed() {
             None,
             [401, 401, 200, 200, 200, 200, 200, 200],
         ),
-        ("catalog", "GET", "/v2/_catalog".into(), None, pull),
+        ("catalog", "GET", "/v2/_catalog".into(), None, PULL),
         (
             "get manifest",
             "GET",
-            format!("/v2/{repo}/manifests/1.0.0"),
+            format!("/v2/{REPO}/manifests/1.0.0"),
             None,
-            pull,
+            PULL,
         ),
         (
             "head manifest",
             "HEAD",
-            format!("/v2/{repo}/manifests/{digest}"),
+            format!("/v2/{REPO}/manifests/{digest}"),
             None,
-            pull,
+            PULL,
         ),
         (
             "get blob",
             "GET",
-            format!("/v2/{repo}/blobs/{blob}"),
+            format!("/v2/{REPO}/blobs/{blob}"),
             None,
-            pull,
+            PULL,
         ),
         (
             "head blob",
             "HEAD",
-            format!("/v2/{repo}/blobs/{blob}"),
+            format!("/v2/{REPO}/blobs/{blob}"),
             None,
-            pull,
+            PULL,
         ),
-        ("tags", "GET", format!("/v2/{repo}/tags/list"), None, pull),
+        ("tags", "GET", format!("/v2/{REPO}/tags/list"), None, PULL),
         (
             "referrers",
             "GET",
-            format!("/v2/{repo}/referrers/{digest}"),
+            format!("/v2/{REPO}/referrers/{digest}"),
             None,
-            pull,
+            PULL,
         ),
+    ]);
+}
+
+#[test]
+fn pushes_and_deletes_answer_every_role_as_designed() {
+    let matrix = Matrix::new();
+    matrix.check(&[
         (
             "start upload",
             "POST",
-            format!("/v2/{repo}/blobs/uploads/"),
+            format!("/v2/{REPO}/blobs/uploads/"),
             None,
-            push_start,
+            [401, 401, 202, 403, 403, 403, 403, 202],
         ),
         (
             "put manifest",
             "PUT",
-            format!("/v2/{repo}/manifests/latest"),
-            Some(manifest.clone()),
+            format!("/v2/{REPO}/manifests/latest"),
+            Some(matrix.manifest.clone()),
             [401, 401, 201, 403, 403, 403, 403, 201],
         ),
         (
             "delete tag",
             "DELETE",
-            format!("/v2/{repo}/manifests/del-"),
+            format!("/v2/{REPO}/manifests/del-"),
             None,
             [401, 401, 202, 403, 403, 403, 403, 202],
         ),
         (
             "delete stable tag",
             "DELETE",
-            format!("/v2/{repo}/manifests/1.0.0"),
+            format!("/v2/{REPO}/manifests/1.0.0"),
             None,
             [401, 401, 403, 403, 403, 403, 403, 202],
         ),
-        ("releases", "GET", "/api/v1/releases".into(), None, ledger),
-        ("stacks", "GET", "/api/v1/stacks".into(), None, ledger),
-        ("customers", "GET", "/api/v1/customers".into(), None, ledger),
+    ]);
+}
+
+#[test]
+fn ledger_reads_answer_every_role_as_designed() {
+    let matrix = Matrix::new();
+    matrix.check(&[
+        ("releases", "GET", "/api/v1/releases".into(), None, LEDGER),
+        ("stacks", "GET", "/api/v1/stacks".into(), None, LEDGER),
+        ("customers", "GET", "/api/v1/customers".into(), None, LEDGER),
         (
             "deployments",
             "GET",
             "/api/v1/deployments".into(),
             None,
-            ledger,
+            LEDGER,
         ),
         (
             "own deployments",
             "GET",
             "/api/v1/deployments?customer=globex".into(),
             None,
-            [401, 401, 403, 403, 200, 200, 403, 200],
+            OWN_CUSTOMER,
         ),
         (
             "customer",
             "GET",
             "/api/v1/customers/globex".into(),
             None,
-            [401, 401, 403, 403, 200, 200, 403, 200],
+            OWN_CUSTOMER,
         ),
-        ("fleet", "GET", "/api/v1/fleet".into(), None, ledger),
-        ("adoption", "GET", "/api/v1/adoption".into(), None, ledger),
+        ("fleet", "GET", "/api/v1/fleet".into(), None, LEDGER),
+        ("adoption", "GET", "/api/v1/adoption".into(), None, LEDGER),
         (
             "customer history",
             "GET",
             "/api/v1/customers/globex/history".into(),
             None,
-            [401, 401, 403, 403, 200, 200, 403, 200],
+            OWN_CUSTOMER,
         ),
         (
             "own fleet",
             "GET",
             "/api/v1/fleet?customer=globex".into(),
             None,
-            [401, 401, 403, 403, 200, 200, 403, 200],
+            OWN_CUSTOMER,
         ),
         (
             "versions",
             "GET",
             "/api/v1/support/versions".into(),
             None,
-            ledger,
+            LEDGER,
         ),
         (
             "behind",
             "GET",
             "/api/v1/support/behind".into(),
             None,
-            ledger,
+            LEDGER,
         ),
         (
             "prerelease",
             "GET",
             "/api/v1/support/prerelease".into(),
             None,
-            ledger,
+            LEDGER,
         ),
         (
             "drifted",
             "GET",
             "/api/v1/support/drifted".into(),
             None,
-            ledger,
+            LEDGER,
         ),
+    ]);
+}
+
+#[test]
+fn ledger_writes_answer_every_role_as_designed() {
+    let matrix = Matrix::new();
+    let installation_key = PrivateKey::from_secret_bytes([9; 32]).public_key();
+    matrix.check(&[
         (
             "create customer",
             "POST",
             "/api/v1/customers".into(),
             Some(br#"{"id":"umbrella","name":"Umbrella"}"#.to_vec()),
-            [401, 401, 403, 403, 403, 403, 403, 201],
+            ADMIN_ONLY,
         ),
         (
             "trust installation key",
@@ -232,11 +331,11 @@ fn every_endpoint_answers_every_role_as_designed() {
             "/api/v1/customers/globex/keys".into(),
             Some(
                 serde_json::to_vec(&serde_json::json!({
-                    "publicKeyPem": PrivateKey::from_secret_bytes([9; 32]).public_key().to_pem()
+                    "publicKeyPem": installation_key.to_pem()
                 }))
                 .unwrap(),
             ),
-            [401, 401, 403, 403, 403, 403, 403, 201],
+            ADMIN_ONLY,
         ),
         (
             "record release",
@@ -259,64 +358,21 @@ fn every_endpoint_answers_every_role_as_designed() {
         (
             "revoke installation key",
             "DELETE",
-            format!(
-                "/api/v1/customers/globex/keys/{}",
-                PrivateKey::from_secret_bytes([9; 32]).public_key().key_id()
-            ),
+            format!("/api/v1/customers/globex/keys/{}", installation_key.key_id()),
             None,
             [401, 401, 403, 403, 403, 403, 403, 200],
         ),
+    ]);
+}
+
+#[test]
+fn health_metrics_and_the_openapi_file_answer_everyone() {
+    let open = [200; 8];
+    Matrix::new().check(&[
         ("healthz", "GET", "/healthz".into(), None, open),
         ("metrics", "GET", "/metrics".into(), None, open),
         ("openapi", "GET", "/api/v1/openapi.json".into(), None, open),
-    ];
-
-    let mut wrong = Vec::new();
-    for (name, method, path, body, expected) in &rows {
-        for (caller, want) in CALLERS.iter().zip(expected) {
-            let client = Client::new(server.url(), tokens.get(caller).cloned());
-            let path = if *name == "delete tag" {
-                format!("{path}{caller}")
-            } else {
-                path.clone()
-            };
-            let headers: &[(&str, &str)] = if *name == "put manifest" {
-                &[("Content-Type", OCI_MANIFEST)]
-            } else {
-                &[]
-            };
-            let r = client.req(method, &path, headers, body.as_deref());
-            if r.status != *want {
-                wrong.push(format!("{name} as {caller}: {} (want {want})", r.status));
-            }
-            if r.status == 401 && path.starts_with("/v2") {
-                let challenge = r.header("www-authenticate").unwrap_or_default();
-                if !challenge.starts_with("Bearer realm=\"http://")
-                    || !challenge.contains("/v2/token\"")
-                {
-                    wrong.push(format!("{name} as {caller}: challenge `{challenge}`"));
-                }
-            }
-            if r.status >= 400 && method != &"HEAD" && r.status != 404 {
-                let code = serde_json::from_slice::<serde_json::Value>(&r.body)
-                    .ok()
-                    .and_then(|v| v["errors"][0]["code"].as_str().map(str::to_string));
-                let expected_code = match r.status {
-                    401 => "UNAUTHORIZED",
-                    403 => "DENIED",
-                    _ => "",
-                };
-                if !expected_code.is_empty() && code.as_deref() != Some(expected_code) {
-                    wrong.push(format!("{name} as {caller}: code {code:?}"));
-                }
-            }
-        }
-    }
-    assert!(
-        wrong.is_empty(),
-        "unexpected answers:\n{}",
-        wrong.join("\n")
-    );
+    ]);
 }
 
 #[test]

@@ -166,11 +166,18 @@ fn malformed_manifests_are_refused_and_nothing_is_stored() {
     );
 }
 
-#[test]
-fn ranges_upload_sessions_json_and_size_limits() {
-    let server =
+/// A registry with small limits (blobs up to 100 kB, upload sessions living one
+/// second) and an admin client.
+fn limited_registry() -> (OurRegistry, Client) {
+    let registry =
         OurRegistry::start_with(&["--max-blob-bytes", "100000", "--upload-lifetime-secs", "1"]);
-    let c = Client::new(server.url(), Some(server.token("admin", None)));
+    let client = Client::new(registry.url(), Some(registry.token("admin", None)));
+    (registry, client)
+}
+
+#[test]
+fn a_range_the_blob_cannot_serve_is_refused_with_its_size() {
+    let (_registry, c) = limited_registry();
     let data = bytes(3, 1000);
     let digest = c.push_blob("r/app", &data);
     let blob = format!("/v2/r/app/blobs/{digest}");
@@ -189,8 +196,16 @@ fn ranges_upload_sessions_json_and_size_limits() {
     let r = c.req("GET", &blob, &[("Range", "bytes=-10")], None);
     assert_eq!((r.status, r.body.as_slice()), (206, &data[990..]));
     assert_eq!(r.header("content-range"), Some("bytes 990-999/1000"));
+    assert_eq!(
+        c.req("GET", "/healthz", &[], None).status,
+        200,
+        "still alive"
+    );
+}
 
-    // Blob size limit: a monolithic push and a chunked one are both cut off.
+#[test]
+fn a_blob_over_the_size_limit_is_cut_off_and_not_stored() {
+    let (_registry, c) = limited_registry();
     let big = bytes(4, 150_000);
     let r = c.req(
         "POST",
@@ -209,8 +224,11 @@ fn ranges_upload_sessions_json_and_size_limits() {
         .status,
         404
     );
+}
 
-    // Upload sessions: unknown, another repository's, without a digest, bad ranges.
+#[test]
+fn upload_sessions_are_refused_when_unknown_elsewhere_or_given_bad_ranges_or_digests() {
+    let (_registry, c) = limited_registry();
     let r = c.req("POST", "/v2/r/app/blobs/uploads/", &[], None);
     let location = absolute(&c.base, r.header("location").unwrap());
     let id = location.rsplit('/').next().unwrap().to_string();
@@ -299,8 +317,11 @@ fn ranges_upload_sessions_json_and_size_limits() {
         .status,
         404
     );
+}
 
-    // Sessions expire.
+#[test]
+fn an_upload_session_expires_after_its_lifetime() {
+    let (_registry, c) = limited_registry();
     let r = c.req("POST", "/v2/r/app/blobs/uploads/", &[], None);
     let location = absolute(&c.base, r.header("location").unwrap());
     std::thread::sleep(std::time::Duration::from_millis(2100));
@@ -310,8 +331,11 @@ fn ranges_upload_sessions_json_and_size_limits() {
         "BLOB_UPLOAD_UNKNOWN",
         "expired",
     );
+}
 
-    // Ledger JSON.
+#[test]
+fn ledger_bodies_that_are_bad_json_invalid_or_oversize_are_refused() {
+    let (_registry, c) = limited_registry();
     expect(
         &c.req("POST", "/api/v1/customers", &[], Some(b"{\"id\":")),
         400,
@@ -346,7 +370,6 @@ fn ranges_upload_sessions_json_and_size_limits() {
         "BAD_REQUEST",
         "limit",
     );
-
     assert_eq!(
         c.req("GET", "/healthz", &[], None).status,
         200,

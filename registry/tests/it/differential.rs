@@ -1,8 +1,10 @@
-//! The same sequence of raw HTTP requests against our registry and against CNCF
-//! Distribution (`docker-registry`, 2.8). Every step must answer with the same
-//! status code, carry the headers the distribution spec requires, and (for errors)
-//! the same spec error code. Features Distribution 2.8 lacks (referrers, tag
-//! deletion, `OCI-Subject`) are then checked against the spec on ours alone.
+//! The same raw HTTP requests against our registry and against CNCF Distribution
+//! (`docker-registry`, 2.8), one scenario per area of the distribution spec (chunked
+//! uploads, blob reads, monolithic uploads and mounts, manifests, indexes and tags,
+//! deletes). Every step must answer with the same status code, carry the headers the
+//! spec requires, and (for errors) the same spec error code. Features Distribution
+//! 2.8 lacks (referrers, tag deletion, `OCI-Subject`, tag paging) are then checked
+//! against the spec on ours alone.
 
 use crate::common;
 
@@ -64,475 +66,59 @@ fn with_query(url: &str, query: &str) -> String {
     format!("{url}{sep}{query}")
 }
 
-fn sequence(client: &Client) -> Vec<Seen> {
-    let mut run = Run {
-        client,
-        seen: Vec::new(),
-    };
-    let repo = "diff/app";
-    let chunk1 = bytes(1, 1000);
-    let chunk2 = bytes(2, 1000);
-    let whole: Vec<u8> = [chunk1.clone(), chunk2.clone()].concat();
-    let digest = sha256(&whole);
-    let octet = ("Content-Type", "application/octet-stream");
+const REPO: &str = "diff/app";
+const OCTET: (&str, &str) = ("Content-Type", "application/octet-stream");
+const MANIFEST_TYPE: (&str, &str) = ("Content-Type", OCI_MANIFEST);
 
-    run.step(
-        "version check",
-        "GET",
-        "/v2/",
-        &[],
-        None,
-        &["Docker-Distribution-API-Version"],
-    );
-
-    // Chunked upload, with an out-of-order chunk and a wrong digest on the way.
-    let r = run.step(
-        "start upload",
-        "POST",
-        &format!("/v2/{repo}/blobs/uploads/"),
-        &[],
-        None,
-        &["Location", "Docker-Upload-UUID", "Range"],
-    );
-    let loc = location(client, &r);
-    let r = run.step(
-        "upload status",
-        "GET",
-        &loc,
-        &[],
-        None,
-        &["Location", "Range", "Docker-Upload-UUID"],
-    );
-    assert_eq!(r.header("range"), Some("0-0"));
-    let r = run.step(
-        "patch chunk 1",
-        "PATCH",
-        &loc,
-        &[octet, ("Content-Range", "0-999")],
-        Some(&chunk1),
-        &["Location", "Range", "Docker-Upload-UUID"],
-    );
-    assert_eq!(r.header("range"), Some("0-999"));
-    let loc = location(client, &r);
-    let r = run.step(
-        "patch chunk 2",
-        "PATCH",
-        &loc,
-        &[octet, ("Content-Range", "1000-1999")],
-        Some(&chunk2),
-        &["Location", "Range"],
-    );
-    assert_eq!(
-        r.header("range"),
-        Some("0-1999"),
-        "{} {:?} {}",
-        client.base,
-        r.status,
-        String::from_utf8_lossy(&r.body)
-    );
-    let loc = location(client, &r);
-    let r = run.step(
-        "finish upload",
-        "PUT",
-        &with_query(&loc, &format!("digest={digest}")),
-        &[octet],
-        None,
-        &["Location", "Docker-Content-Digest"],
-    );
-    assert_eq!(r.header("docker-content-digest"), Some(digest.as_str()));
-    run.step("status after finish", "GET", &loc, &[], None, &[]);
-
-    let r = run.step(
-        "start upload 2",
-        "POST",
-        &format!("/v2/{repo}/blobs/uploads/"),
-        &[],
-        None,
-        &["Location"],
-    );
-    let loc = location(client, &r);
-    let wrong = sha256(b"something else");
-    run.step(
-        "finish with wrong digest",
-        "PUT",
-        &with_query(&loc, &format!("digest={wrong}")),
-        &[octet],
-        Some(&whole),
-        &[],
-    );
-    let r = run.step(
-        "start upload 3",
-        "POST",
-        &format!("/v2/{repo}/blobs/uploads/"),
-        &[],
-        None,
-        &["Location"],
-    );
-    let loc = location(client, &r);
-    run.step(
-        "finish with malformed digest",
-        "PUT",
-        &with_query(&loc, "digest=sha256:xyz"),
-        &[octet],
-        Some(&whole),
-        &[],
-    );
-    let r = run.step(
-        "start upload 4",
-        "POST",
-        &format!("/v2/{repo}/blobs/uploads/"),
-        &[],
-        None,
-        &["Location"],
-    );
-    let loc = location(client, &r);
-    run.step("cancel upload", "DELETE", &loc, &[], None, &[]);
-    // Distribution drops a session after an out-of-order chunk, so this one is alone.
-    let r = run.step(
-        "start upload 5",
-        "POST",
-        &format!("/v2/{repo}/blobs/uploads/"),
-        &[],
-        None,
-        &["Location"],
-    );
-    let loc5 = location(client, &r);
-    run.step(
-        "patch out of order",
-        "PATCH",
-        &loc5,
-        &[octet, ("Content-Range", "5000-5999")],
-        Some(&chunk2),
-        &[],
-    );
-    run.step("status after cancel", "GET", &loc, &[], None, &[]);
-
-    // Blob reads.
-    let blob = format!("/v2/{repo}/blobs/{digest}");
-    run.step(
-        "head blob",
-        "HEAD",
-        &blob,
-        &[],
-        None,
-        &["Content-Length", "Docker-Content-Digest"],
-    );
-    let r = run.step(
-        "get blob",
-        "GET",
-        &blob,
-        &[],
-        None,
-        &["Content-Length", "Docker-Content-Digest"],
-    );
-    assert_eq!(r.body, whole);
-    let r = run.step(
-        "get blob range",
-        "GET",
-        &blob,
-        &[("Range", "bytes=10-19")],
-        None,
-        &["Content-Range", "Content-Length"],
-    );
-    assert_eq!(r.body, whole[10..20]);
-    run.step(
-        "get blob range past end",
-        "GET",
-        &blob,
-        &[("Range", "bytes=999999-")],
-        None,
-        &[],
-    );
-    let unknown = format!("/v2/{repo}/blobs/{}", sha256(b"nope"));
-    run.step("head unknown blob", "HEAD", &unknown, &[], None, &[]);
-    run.step("get unknown blob", "GET", &unknown, &[], None, &[]);
-    run.step(
-        "get blob with malformed digest",
-        "GET",
-        &format!("/v2/{repo}/blobs/sha256:abc"),
-        &[],
-        None,
-        &[],
-    );
-
-    // Monolithic upload and mounts.
-    let config = br#"{"architecture":"amd64","os":"linux"}"#.to_vec();
-    let config_digest = sha256(&config);
-    // (Single-request POST uploads are 1.1; Distribution 2.8 answers 202, so the
-    // spec-only test covers them.) POST, then PUT with the whole body:
-    let r = run.step(
-        "start monolithic upload",
-        "POST",
-        &format!("/v2/{repo}/blobs/uploads/"),
-        &[],
-        None,
-        &["Location"],
-    );
-    let loc = location(client, &r);
-    run.step(
-        "monolithic put",
-        "PUT",
-        &with_query(&loc, &format!("digest={config_digest}")),
-        &[octet],
-        Some(&config),
-        &["Location", "Docker-Content-Digest"],
-    );
-    run.step(
-        "mount from repo",
-        "POST",
-        &format!("/v2/diff/other/blobs/uploads/?mount={digest}&from={repo}"),
-        &[],
-        None,
-        &["Location", "Docker-Content-Digest"],
-    );
-    run.step(
-        "get mounted blob",
-        "GET",
-        &format!("/v2/diff/other/blobs/{digest}"),
-        &[],
-        None,
-        &["Docker-Content-Digest"],
-    );
-    run.step(
-        "mount of unknown blob falls back to upload",
-        "POST",
-        &format!(
-            "/v2/diff/other/blobs/uploads/?mount={}&from={repo}",
-            sha256(b"nope")
-        ),
-        &[],
-        None,
-        &["Location", "Docker-Upload-UUID"],
-    );
-
-    // Manifests.
-    let manifest = image_manifest(
-        &config_digest,
-        config.len(),
-        &[(digest.clone(), whole.len())],
-        None,
-        None,
-    );
-    let manifest_digest = sha256(&manifest);
-    let ct = ("Content-Type", OCI_MANIFEST);
-    let r = run.step(
-        "put manifest by tag",
-        "PUT",
-        &format!("/v2/{repo}/manifests/1.0.0"),
-        &[ct],
-        Some(&manifest),
-        &["Location", "Docker-Content-Digest"],
-    );
-    assert_eq!(
-        r.header("docker-content-digest"),
-        Some(manifest_digest.as_str()),
-        "{} {}",
-        client.base,
-        String::from_utf8_lossy(&r.body)
-    );
-    run.step(
-        "put manifest by digest",
-        "PUT",
-        &format!("/v2/{repo}/manifests/{manifest_digest}"),
-        &[ct],
-        Some(&manifest),
-        &["Location", "Docker-Content-Digest"],
-    );
-    let r = run.step(
-        "get manifest by tag",
-        "GET",
-        &format!("/v2/{repo}/manifests/1.0.0"),
-        &[("Accept", OCI_MANIFEST)],
-        None,
-        &["Content-Type", "Docker-Content-Digest", "Content-Length"],
-    );
-    assert_eq!(r.body, manifest);
-    assert_eq!(r.header("content-type"), Some(OCI_MANIFEST));
-    run.step(
-        "head manifest by digest",
-        "HEAD",
-        &format!("/v2/{repo}/manifests/{manifest_digest}"),
-        &[("Accept", OCI_MANIFEST)],
-        None,
-        &["Content-Type", "Docker-Content-Digest", "Content-Length"],
-    );
-    run.step(
-        "get unknown tag",
-        "GET",
-        &format!("/v2/{repo}/manifests/nope"),
-        &[("Accept", OCI_MANIFEST)],
-        None,
-        &[],
-    );
-    run.step(
-        "get unknown digest",
-        "GET",
-        &format!("/v2/{repo}/manifests/{}", sha256(b"nope")),
-        &[("Accept", OCI_MANIFEST)],
-        None,
-        &[],
-    );
-    let missing = image_manifest(
-        &config_digest,
-        config.len(),
-        &[(sha256(b"missing layer"), 13)],
-        None,
-        None,
-    );
-    run.step(
-        "put manifest with missing blob",
-        "PUT",
-        &format!("/v2/{repo}/manifests/missing"),
-        &[ct],
-        Some(&missing),
-        &[],
-    );
-    run.step(
-        "put manifest that is not JSON",
-        "PUT",
-        &format!("/v2/{repo}/manifests/bad"),
-        &[ct],
-        Some(b"{not json"),
-        &[],
-    );
-    run.step(
-        "put manifest under a wrong digest",
-        "PUT",
-        &format!("/v2/{repo}/manifests/{}", sha256(b"other")),
-        &[ct],
-        Some(&manifest),
-        &[],
-    );
-
-    // An index over the manifest.
-    let index = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2, "mediaType": OCI_INDEX,
-        "manifests": [{"mediaType": OCI_MANIFEST, "digest": manifest_digest, "size": manifest.len(),
-                        "platform": {"architecture": "amd64", "os": "linux"}}]
-    }))
-    .unwrap();
-    run.step(
-        "put index",
-        "PUT",
-        &format!("/v2/{repo}/manifests/multi"),
-        &[("Content-Type", OCI_INDEX)],
-        Some(&index),
-        &["Location", "Docker-Content-Digest"],
-    );
-    let r = run.step(
-        "get index",
-        "GET",
-        &format!("/v2/{repo}/manifests/multi"),
-        &[("Accept", OCI_INDEX)],
-        None,
-        &["Content-Type", "Docker-Content-Digest"],
-    );
-    assert_eq!(r.body, index);
-
-    // Tags and pagination.
-    for tag in ["a", "b", "c"] {
-        run.step(
-            "put more tags",
-            "PUT",
-            &format!("/v2/{repo}/manifests/{tag}"),
-            &[ct],
-            Some(&manifest),
-            &["Docker-Content-Digest"],
-        );
-    }
-    let r = run.step(
-        "list tags",
-        "GET",
-        &format!("/v2/{repo}/tags/list"),
-        &[],
-        None,
-        &[],
-    );
-    // Distribution 2.8 does not sort an unpaginated list; the spec wants lexical order,
-    // which the spec-only test checks on ours.
-    let mut tags: Vec<String> = serde_json::from_value(r.json()["tags"].clone()).unwrap();
-    tags.sort();
-    assert_eq!(tags, ["1.0.0", "a", "b", "c", "multi"]);
-    // (Distribution 2.8 ignores `n` and `last`; the spec-only test covers pagination.)
-    run.step(
-        "list tags of unknown repo",
-        "GET",
-        "/v2/diff/nothing-here/tags/list",
-        &[],
-        None,
-        &[],
-    );
-
-    // Deletes.
-    let other_manifest = image_manifest(&config_digest, config.len(), &[], None, None);
-    let other_digest = sha256(&other_manifest);
-    run.step(
-        "put manifest to delete",
-        "PUT",
-        &format!("/v2/{repo}/manifests/doomed"),
-        &[ct],
-        Some(&other_manifest),
-        &["Docker-Content-Digest"],
-    );
-    run.step(
-        "delete manifest by digest",
-        "DELETE",
-        &format!("/v2/{repo}/manifests/{other_digest}"),
-        &[],
-        None,
-        &[],
-    );
-    run.step(
-        "get deleted manifest",
-        "GET",
-        &format!("/v2/{repo}/manifests/{other_digest}"),
-        &[("Accept", OCI_MANIFEST)],
-        None,
-        &[],
-    );
-    run.step(
-        "delete unknown manifest",
-        "DELETE",
-        &format!("/v2/{repo}/manifests/{}", sha256(b"nope")),
-        &[],
-        None,
-        &[],
-    );
-    let loose = bytes(9, 100);
-    let loose_digest = client.push_blob(repo, &loose);
-    run.step(
-        "delete unreferenced blob",
-        "DELETE",
-        &format!("/v2/{repo}/blobs/{loose_digest}"),
-        &[],
-        None,
-        &[],
-    );
-    run.step(
-        "get deleted blob",
-        "GET",
-        &format!("/v2/{repo}/blobs/{loose_digest}"),
-        &[],
-        None,
-        &[],
-    );
-    run.seen
+/// The blob the scenarios upload and read: two chunks of 1000 bytes.
+fn chunks() -> (Vec<u8>, Vec<u8>) {
+    (bytes(1, 1000), bytes(2, 1000))
 }
 
-#[test]
-fn same_requests_same_answers_as_distribution() {
+fn whole_blob() -> Vec<u8> {
+    let (chunk1, chunk2) = chunks();
+    [chunk1, chunk2].concat()
+}
+
+fn image_config() -> Vec<u8> {
+    br#"{"architecture":"amd64","os":"linux"}"#.to_vec()
+}
+
+/// An image manifest over [`image_config`] and [`whole_blob`], with both blobs
+/// pushed beforehand (a precondition, not a compared step).
+fn pushed_image_manifest(run: &Run) -> Vec<u8> {
+    let whole = whole_blob();
+    let config = image_config();
+    let digest = run.client.push_blob(REPO, &whole);
+    let config_digest = run.client.push_blob(REPO, &config);
+    image_manifest(
+        &config_digest,
+        config.len(),
+        &[(digest, whole.len())],
+        None,
+        None,
+    )
+}
+
+/// Runs `scenario` against our registry and against Distribution, and fails on any
+/// step whose status, required headers or spec error code differ.
+fn answers_as_distribution(scenario: fn(&mut Run)) {
+    // Skips, or fails where `STACKPACK_REQUIRE_TOOLS` is set, without `docker-registry`.
     let Some(distribution) = Distribution::start() else {
-        if std::env::var_os("STACKPACK_REQUIRE_TOOLS").is_some() {
-            panic!("`docker-registry` is required");
-        }
-        eprintln!("skipping: `docker-registry` is not on PATH");
         return;
     };
-    let server = OurRegistry::start();
-    let ours = Client::new(server.url(), Some(server.token("admin", None)));
+    let registry = OurRegistry::start();
+    let ours = Client::new(registry.url(), Some(registry.token("admin", None)));
     let theirs = Client::new(distribution.url(), None);
-    let a = sequence(&ours);
-    let b = sequence(&theirs);
+    let seen = |client: &Client| {
+        let mut run = Run {
+            client,
+            seen: Vec::new(),
+        };
+        scenario(&mut run);
+        run.seen
+    };
+    let (a, b) = (seen(&ours), seen(&theirs));
     assert_eq!(a.len(), b.len());
     let mut differences = Vec::new();
     // Where Distribution 2.8 departs from the spec, ours must answer as the spec says.
@@ -575,42 +161,486 @@ fn same_requests_same_answers_as_distribution() {
     );
 }
 
-/// OCI distribution 1.1 features Distribution 2.8 lacks, checked against the spec.
-#[test]
-fn referrers_subject_and_tag_deletion_follow_the_spec() {
-    let server = OurRegistry::start();
-    let client = Client::new(server.url(), Some(server.token("admin", None)));
-    let repo = "spec/app";
-    let (subject, subject_digest) = client.push_image(repo, "1.2.0", 1);
+/// Opens an upload session; returns its `Location`.
+fn start_upload(run: &mut Run, step: &'static str, required: &[&'static str]) -> String {
+    let r = run.step(
+        step,
+        "POST",
+        &format!("/v2/{REPO}/blobs/uploads/"),
+        &[],
+        None,
+        required,
+    );
+    location(run.client, &r)
+}
 
-    // Two artifacts referring to it, of different artifact types.
-    let empty = client.push_blob(repo, b"{}");
-    let mut pushed = Vec::new();
-    for (i, artifact_type) in [
-        "application/vnd.stackpack.signature.v1",
-        "application/vnd.example.sbom",
-    ]
-    .iter()
-    .enumerate()
-    {
-        let layer = client.push_blob(repo, &bytes(100 + i as u64, 50));
-        let m = image_manifest(
-            &empty,
-            2,
-            &[(layer, 50)],
-            Some(artifact_type),
-            Some((&subject_digest, subject.len())),
+/// A chunked upload, then the ways one goes wrong: a wrong or malformed digest at
+/// the end, a cancelled session, a chunk out of order.
+fn chunked_uploads(run: &mut Run) {
+    let (chunk1, chunk2) = chunks();
+    let whole = whole_blob();
+    let digest = sha256(&whole);
+    run.step(
+        "version check",
+        "GET",
+        "/v2/",
+        &[],
+        None,
+        &["Docker-Distribution-API-Version"],
+    );
+    let loc = start_upload(
+        run,
+        "start upload",
+        &["Location", "Docker-Upload-UUID", "Range"],
+    );
+    let r = run.step(
+        "upload status",
+        "GET",
+        &loc,
+        &[],
+        None,
+        &["Location", "Range", "Docker-Upload-UUID"],
+    );
+    assert_eq!(r.header("range"), Some("0-0"));
+    let r = run.step(
+        "patch chunk 1",
+        "PATCH",
+        &loc,
+        &[OCTET, ("Content-Range", "0-999")],
+        Some(&chunk1),
+        &["Location", "Range", "Docker-Upload-UUID"],
+    );
+    assert_eq!(r.header("range"), Some("0-999"));
+    let loc = location(run.client, &r);
+    let r = run.step(
+        "patch chunk 2",
+        "PATCH",
+        &loc,
+        &[OCTET, ("Content-Range", "1000-1999")],
+        Some(&chunk2),
+        &["Location", "Range"],
+    );
+    assert_eq!(
+        r.header("range"),
+        Some("0-1999"),
+        "{} {:?} {}",
+        run.client.base,
+        r.status,
+        String::from_utf8_lossy(&r.body)
+    );
+    let loc = location(run.client, &r);
+    let r = run.step(
+        "finish upload",
+        "PUT",
+        &with_query(&loc, &format!("digest={digest}")),
+        &[OCTET],
+        None,
+        &["Location", "Docker-Content-Digest"],
+    );
+    assert_eq!(r.header("docker-content-digest"), Some(digest.as_str()));
+    run.step("status after finish", "GET", &loc, &[], None, &[]);
+
+    let loc = start_upload(run, "start upload 2", &["Location"]);
+    let wrong = sha256(b"something else");
+    run.step(
+        "finish with wrong digest",
+        "PUT",
+        &with_query(&loc, &format!("digest={wrong}")),
+        &[OCTET],
+        Some(&whole),
+        &[],
+    );
+    let loc = start_upload(run, "start upload 3", &["Location"]);
+    run.step(
+        "finish with malformed digest",
+        "PUT",
+        &with_query(&loc, "digest=sha256:xyz"),
+        &[OCTET],
+        Some(&whole),
+        &[],
+    );
+    let loc = start_upload(run, "start upload 4", &["Location"]);
+    run.step("cancel upload", "DELETE", &loc, &[], None, &[]);
+    // Distribution drops a session after an out-of-order chunk, so this one is alone.
+    let loc5 = start_upload(run, "start upload 5", &["Location"]);
+    run.step(
+        "patch out of order",
+        "PATCH",
+        &loc5,
+        &[OCTET, ("Content-Range", "5000-5999")],
+        Some(&chunk2),
+        &[],
+    );
+    run.step("status after cancel", "GET", &loc, &[], None, &[]);
+}
+
+/// HEAD and GET of a blob, ranges inside and past its end, unknown and malformed
+/// digests.
+fn blob_reads(run: &mut Run) {
+    let whole = whole_blob();
+    let digest = run.client.push_blob(REPO, &whole);
+    let blob = format!("/v2/{REPO}/blobs/{digest}");
+    run.step(
+        "head blob",
+        "HEAD",
+        &blob,
+        &[],
+        None,
+        &["Content-Length", "Docker-Content-Digest"],
+    );
+    let r = run.step(
+        "get blob",
+        "GET",
+        &blob,
+        &[],
+        None,
+        &["Content-Length", "Docker-Content-Digest"],
+    );
+    assert_eq!(r.body, whole);
+    let r = run.step(
+        "get blob range",
+        "GET",
+        &blob,
+        &[("Range", "bytes=10-19")],
+        None,
+        &["Content-Range", "Content-Length"],
+    );
+    assert_eq!(r.body, whole[10..20]);
+    run.step(
+        "get blob range past end",
+        "GET",
+        &blob,
+        &[("Range", "bytes=999999-")],
+        None,
+        &[],
+    );
+    let unknown = format!("/v2/{REPO}/blobs/{}", sha256(b"nope"));
+    run.step("head unknown blob", "HEAD", &unknown, &[], None, &[]);
+    run.step("get unknown blob", "GET", &unknown, &[], None, &[]);
+    run.step(
+        "get blob with malformed digest",
+        "GET",
+        &format!("/v2/{REPO}/blobs/sha256:abc"),
+        &[],
+        None,
+        &[],
+    );
+}
+
+/// A monolithic upload (POST, then PUT with the whole body), a cross-repository
+/// mount, and a mount of an unknown blob falling back to an upload session.
+fn monolithic_uploads_and_mounts(run: &mut Run) {
+    let digest = run.client.push_blob(REPO, &whole_blob());
+    let config = image_config();
+    let config_digest = sha256(&config);
+    // (Single-request POST uploads are 1.1; Distribution 2.8 answers 202, so the
+    // spec-only test covers them.)
+    let loc = start_upload(run, "start monolithic upload", &["Location"]);
+    run.step(
+        "monolithic put",
+        "PUT",
+        &with_query(&loc, &format!("digest={config_digest}")),
+        &[OCTET],
+        Some(&config),
+        &["Location", "Docker-Content-Digest"],
+    );
+    run.step(
+        "mount from repo",
+        "POST",
+        &format!("/v2/diff/other/blobs/uploads/?mount={digest}&from={REPO}"),
+        &[],
+        None,
+        &["Location", "Docker-Content-Digest"],
+    );
+    run.step(
+        "get mounted blob",
+        "GET",
+        &format!("/v2/diff/other/blobs/{digest}"),
+        &[],
+        None,
+        &["Docker-Content-Digest"],
+    );
+    run.step(
+        "mount of unknown blob falls back to upload",
+        "POST",
+        &format!(
+            "/v2/diff/other/blobs/uploads/?mount={}&from={REPO}",
+            sha256(b"nope")
+        ),
+        &[],
+        None,
+        &["Location", "Docker-Upload-UUID"],
+    );
+}
+
+/// Manifests put by tag and by digest and read back; unknown references; a manifest
+/// naming a missing blob, one that is not JSON, one under a digest not its own.
+fn manifests(run: &mut Run) {
+    let manifest = pushed_image_manifest(run);
+    let manifest_digest = sha256(&manifest);
+    let r = run.step(
+        "put manifest by tag",
+        "PUT",
+        &format!("/v2/{REPO}/manifests/1.0.0"),
+        &[MANIFEST_TYPE],
+        Some(&manifest),
+        &["Location", "Docker-Content-Digest"],
+    );
+    assert_eq!(
+        r.header("docker-content-digest"),
+        Some(manifest_digest.as_str()),
+        "{} {}",
+        run.client.base,
+        String::from_utf8_lossy(&r.body)
+    );
+    run.step(
+        "put manifest by digest",
+        "PUT",
+        &format!("/v2/{REPO}/manifests/{manifest_digest}"),
+        &[MANIFEST_TYPE],
+        Some(&manifest),
+        &["Location", "Docker-Content-Digest"],
+    );
+    let r = run.step(
+        "get manifest by tag",
+        "GET",
+        &format!("/v2/{REPO}/manifests/1.0.0"),
+        &[("Accept", OCI_MANIFEST)],
+        None,
+        &["Content-Type", "Docker-Content-Digest", "Content-Length"],
+    );
+    assert_eq!(r.body, manifest);
+    assert_eq!(r.header("content-type"), Some(OCI_MANIFEST));
+    run.step(
+        "head manifest by digest",
+        "HEAD",
+        &format!("/v2/{REPO}/manifests/{manifest_digest}"),
+        &[("Accept", OCI_MANIFEST)],
+        None,
+        &["Content-Type", "Docker-Content-Digest", "Content-Length"],
+    );
+    run.step(
+        "get unknown tag",
+        "GET",
+        &format!("/v2/{REPO}/manifests/nope"),
+        &[("Accept", OCI_MANIFEST)],
+        None,
+        &[],
+    );
+    run.step(
+        "get unknown digest",
+        "GET",
+        &format!("/v2/{REPO}/manifests/{}", sha256(b"nope")),
+        &[("Accept", OCI_MANIFEST)],
+        None,
+        &[],
+    );
+    let config = image_config();
+    let missing = image_manifest(
+        &sha256(&config),
+        config.len(),
+        &[(sha256(b"missing layer"), 13)],
+        None,
+        None,
+    );
+    run.step(
+        "put manifest with missing blob",
+        "PUT",
+        &format!("/v2/{REPO}/manifests/missing"),
+        &[MANIFEST_TYPE],
+        Some(&missing),
+        &[],
+    );
+    run.step(
+        "put manifest that is not JSON",
+        "PUT",
+        &format!("/v2/{REPO}/manifests/bad"),
+        &[MANIFEST_TYPE],
+        Some(b"{not json"),
+        &[],
+    );
+    run.step(
+        "put manifest under a wrong digest",
+        "PUT",
+        &format!("/v2/{REPO}/manifests/{}", sha256(b"other")),
+        &[MANIFEST_TYPE],
+        Some(&manifest),
+        &[],
+    );
+}
+
+/// An index over a manifest, more tags, and the tag list of a repository and of an
+/// unknown one.
+fn indexes_and_tag_lists(run: &mut Run) {
+    let manifest = pushed_image_manifest(run);
+    let manifest_digest = sha256(&manifest);
+    let r = run
+        .client
+        .push_manifest(REPO, "1.0.0", &manifest, OCI_MANIFEST);
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let index = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2, "mediaType": OCI_INDEX,
+        "manifests": [{"mediaType": OCI_MANIFEST, "digest": manifest_digest, "size": manifest.len(),
+                        "platform": {"architecture": "amd64", "os": "linux"}}]
+    }))
+    .unwrap();
+    run.step(
+        "put index",
+        "PUT",
+        &format!("/v2/{REPO}/manifests/multi"),
+        &[("Content-Type", OCI_INDEX)],
+        Some(&index),
+        &["Location", "Docker-Content-Digest"],
+    );
+    let r = run.step(
+        "get index",
+        "GET",
+        &format!("/v2/{REPO}/manifests/multi"),
+        &[("Accept", OCI_INDEX)],
+        None,
+        &["Content-Type", "Docker-Content-Digest"],
+    );
+    assert_eq!(r.body, index);
+
+    for tag in ["a", "b", "c"] {
+        run.step(
+            "put more tags",
+            "PUT",
+            &format!("/v2/{REPO}/manifests/{tag}"),
+            &[MANIFEST_TYPE],
+            Some(&manifest),
+            &["Docker-Content-Digest"],
         );
-        let digest = sha256(&m);
-        let r = client.push_manifest(repo, &digest, &m, OCI_MANIFEST);
-        assert_eq!(r.status, 201);
-        assert_eq!(
-            r.header("oci-subject"),
-            Some(subject_digest.as_str()),
-            "OCI-Subject on a push with a subject"
-        );
-        pushed.push((digest, artifact_type));
     }
+    let r = run.step(
+        "list tags",
+        "GET",
+        &format!("/v2/{REPO}/tags/list"),
+        &[],
+        None,
+        &[],
+    );
+    // Distribution 2.8 does not sort an unpaginated list; the spec wants lexical order,
+    // which the spec-only test checks on ours.
+    let mut tags: Vec<String> = serde_json::from_value(r.json()["tags"].clone()).unwrap();
+    tags.sort();
+    assert_eq!(tags, ["1.0.0", "a", "b", "c", "multi"]);
+    // (Distribution 2.8 ignores `n` and `last`; the spec-only test covers pagination.)
+    run.step(
+        "list tags of unknown repo",
+        "GET",
+        "/v2/diff/nothing-here/tags/list",
+        &[],
+        None,
+        &[],
+    );
+}
+
+/// Deleting a manifest by digest, an unknown manifest, and a blob no manifest refers
+/// to; reading each after.
+fn deletes(run: &mut Run) {
+    let config = image_config();
+    let config_digest = run.client.push_blob(REPO, &config);
+    let doomed = image_manifest(&config_digest, config.len(), &[], None, None);
+    let doomed_digest = sha256(&doomed);
+    run.step(
+        "put manifest to delete",
+        "PUT",
+        &format!("/v2/{REPO}/manifests/doomed"),
+        &[MANIFEST_TYPE],
+        Some(&doomed),
+        &["Docker-Content-Digest"],
+    );
+    run.step(
+        "delete manifest by digest",
+        "DELETE",
+        &format!("/v2/{REPO}/manifests/{doomed_digest}"),
+        &[],
+        None,
+        &[],
+    );
+    run.step(
+        "get deleted manifest",
+        "GET",
+        &format!("/v2/{REPO}/manifests/{doomed_digest}"),
+        &[("Accept", OCI_MANIFEST)],
+        None,
+        &[],
+    );
+    run.step(
+        "delete unknown manifest",
+        "DELETE",
+        &format!("/v2/{REPO}/manifests/{}", sha256(b"nope")),
+        &[],
+        None,
+        &[],
+    );
+    let loose = bytes(9, 100);
+    let loose_digest = run.client.push_blob(REPO, &loose);
+    run.step(
+        "delete unreferenced blob",
+        "DELETE",
+        &format!("/v2/{REPO}/blobs/{loose_digest}"),
+        &[],
+        None,
+        &[],
+    );
+    run.step(
+        "get deleted blob",
+        "GET",
+        &format!("/v2/{REPO}/blobs/{loose_digest}"),
+        &[],
+        None,
+        &[],
+    );
+}
+
+#[test]
+fn chunked_uploads_answer_as_distribution_does() {
+    answers_as_distribution(chunked_uploads);
+}
+
+#[test]
+fn blob_reads_answer_as_distribution_does() {
+    answers_as_distribution(blob_reads);
+}
+
+#[test]
+fn monolithic_uploads_and_mounts_answer_as_distribution_does() {
+    answers_as_distribution(monolithic_uploads_and_mounts);
+}
+
+#[test]
+fn manifests_answer_as_distribution_does() {
+    answers_as_distribution(manifests);
+}
+
+#[test]
+fn indexes_and_tag_lists_answer_as_distribution_does() {
+    answers_as_distribution(indexes_and_tag_lists);
+}
+
+#[test]
+fn deletes_answer_as_distribution_does() {
+    answers_as_distribution(deletes);
+}
+
+/// Our registry with an admin client, for the OCI distribution 1.1 features
+/// Distribution 2.8 lacks, checked against the spec alone; and an image pushed
+/// (tag `1.2.0`) to refer to. Returns the image manifest and its digest too.
+fn spec_registry() -> (OurRegistry, Client, Vec<u8>, String) {
+    let registry = OurRegistry::start();
+    let client = Client::new(registry.url(), Some(registry.token("admin", None)));
+    let (subject, subject_digest) = client.push_image(SPEC_REPO, "1.2.0", 1);
+    (registry, client, subject, subject_digest)
+}
+
+const SPEC_REPO: &str = "spec/app";
+
+#[test]
+fn tag_lists_are_in_lexical_order_and_paged_with_link() {
+    let (_registry, client, subject, _) = spec_registry();
+    let repo = SPEC_REPO;
     for tag in ["multi", "c", "a", "b"] {
         assert_eq!(
             client
@@ -649,6 +679,40 @@ fn referrers_subject_and_tag_deletion_follow_the_spec() {
     assert!(r.header("link").is_none());
     let r = client.req("GET", &format!("/v2/{repo}/tags/list?n=0"), &[], None);
     assert_eq!(r.json()["tags"], serde_json::json!([]));
+}
+
+#[test]
+fn referrers_list_the_artifacts_of_a_subject_and_filter_by_type() {
+    let (_registry, client, subject, subject_digest) = spec_registry();
+    let repo = SPEC_REPO;
+    // Two artifacts referring to it, of different artifact types.
+    let empty = client.push_blob(repo, b"{}");
+    let mut pushed = Vec::new();
+    for (i, artifact_type) in [
+        "application/vnd.stackpack.signature.v1",
+        "application/vnd.example.sbom",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let layer = client.push_blob(repo, &bytes(100 + i as u64, 50));
+        let m = image_manifest(
+            &empty,
+            2,
+            &[(layer, 50)],
+            Some(artifact_type),
+            Some((&subject_digest, subject.len())),
+        );
+        let digest = sha256(&m);
+        let r = client.push_manifest(repo, &digest, &m, OCI_MANIFEST);
+        assert_eq!(r.status, 201);
+        assert_eq!(
+            r.header("oci-subject"),
+            Some(subject_digest.as_str()),
+            "OCI-Subject on a push with a subject"
+        );
+        pushed.push((digest, artifact_type));
+    }
 
     let r = client.req(
         "GET",
@@ -679,8 +743,12 @@ fn referrers_subject_and_tag_deletion_follow_the_spec() {
     let manifests = r.json()["manifests"].as_array().unwrap().clone();
     assert_eq!(manifests.len(), 1);
     assert_eq!(manifests[0]["digest"], pushed[1].0.as_str());
+}
 
-    // An unknown subject gives an empty index, not a 404.
+#[test]
+fn referrers_of_an_unknown_subject_are_an_empty_index_not_a_404() {
+    let (_registry, client, _, _) = spec_registry();
+    let repo = SPEC_REPO;
     let r = client.req(
         "GET",
         &format!("/v2/{repo}/referrers/{}", sha256(b"nothing")),
@@ -691,8 +759,12 @@ fn referrers_subject_and_tag_deletion_follow_the_spec() {
     assert_eq!(r.json()["manifests"], serde_json::json!([]));
     let r = client.req("GET", &format!("/v2/{repo}/referrers/sha256:zz"), &[], None);
     assert_eq!((r.status, r.error_code().as_str()), (400, "DIGEST_INVALID"));
+}
 
-    // A single-request POST upload (1.1).
+#[test]
+fn a_single_request_post_upload_stores_the_blob() {
+    let (_registry, client, _, _) = spec_registry();
+    let repo = SPEC_REPO;
     let data = bytes(77, 3000);
     let digest = sha256(&data);
     let r = client.req(
@@ -710,8 +782,12 @@ fn referrers_subject_and_tag_deletion_follow_the_spec() {
             .body,
         data
     );
+}
 
-    // Deleting a tag (1.1) leaves the manifest.
+#[test]
+fn deleting_a_tag_leaves_the_manifest() {
+    let (_registry, client, subject, subject_digest) = spec_registry();
+    let repo = SPEC_REPO;
     client.push_manifest(repo, "moving", &subject, OCI_MANIFEST);
     let r = client.req("DELETE", &format!("/v2/{repo}/manifests/moving"), &[], None);
     assert_eq!(r.status, 202);

@@ -90,28 +90,75 @@ fn names(v: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// A registry where a publisher pushed `data-plane` 1.4.0, 1.5.0 and the prerelease
+/// 1.6.0-feature-gpu.2, and `control-plane` 1.9.0 and 1.10.0; with support and three
+/// customers (globex, initech, hooli) signed in, each customer with its runner.
+struct Fleet {
+    registry: OurRegistry,
+    support: Client,
+    globex: Client,
+    initech: Client,
+    hooli: Client,
+    globex_runner: Runner,
+    initech_runner: Runner,
+    hooli_runner: Runner,
+    d140: String,
+    d150: String,
+    d_pre: String,
+    c1100: String,
+}
+
+impl Fleet {
+    fn published() -> Fleet {
+        let registry = OurRegistry::start();
+        let publisher = Client::new(registry.url(), Some(registry.token("publisher", None)));
+        let customer =
+            |id: &str| Client::new(registry.url(), Some(registry.token("customer", Some(id))));
+        let runner = |secret: u8| Runner {
+            key: PrivateKey::from_secret_bytes([secret; 32]),
+            n: 0,
+        };
+        let d140 = push_bundle(&publisher, "data-plane", "1.4.0");
+        let d150 = push_bundle(&publisher, "data-plane", "1.5.0");
+        let d_pre = push_bundle(&publisher, "data-plane", "1.6.0-feature-gpu.2");
+        // Version 1.10.0 beats 1.9.0 by precedence, not by string order.
+        push_bundle(&publisher, "control-plane", "1.9.0");
+        let c1100 = push_bundle(&publisher, "control-plane", "1.10.0");
+        Fleet {
+            support: Client::new(registry.url(), Some(registry.token("support", None))),
+            globex: customer("globex"),
+            initech: customer("initech"),
+            hooli: customer("hooli"),
+            globex_runner: runner(1),
+            initech_runner: runner(2),
+            hooli_runner: runner(3),
+            registry,
+            d140,
+            d150,
+            d_pre,
+            c1100,
+        }
+    }
+
+    fn get(&self, path: &str) -> serde_json::Value {
+        self.support.req("GET", path, &[], None).json()
+    }
+}
+
+/// Posts a signed receipt as `client` (a customer's runner reporting).
+fn post(client: &Client, receipt: &SignedReceipt) -> Resp {
+    client.req(
+        "POST",
+        "/api/v1/receipts",
+        &[("Content-Type", "application/json")],
+        Some(&receipt.to_bytes()),
+    )
+}
+
 #[test]
-fn releases_deployments_and_support_questions() {
-    let server = OurRegistry::start();
-    let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
-    let support = Client::new(server.url(), Some(server.token("support", None)));
-    let globex = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
-    let initech = Client::new(
-        server.url(),
-        Some(server.token("customer", Some("initech"))),
-    );
-    let hooli = Client::new(server.url(), Some(server.token("customer", Some("hooli"))));
-
-    let d140 = push_bundle(&publisher, "data-plane", "1.4.0");
-    let d150 = push_bundle(&publisher, "data-plane", "1.5.0");
-    let d_pre = push_bundle(&publisher, "data-plane", "1.6.0-feature-gpu.2");
-    // Version 1.10.0 beats 1.9.0 by precedence, not by string order.
-    push_bundle(&publisher, "control-plane", "1.9.0");
-    let c1100 = push_bundle(&publisher, "control-plane", "1.10.0");
-
-    let releases = support
-        .req("GET", "/api/v1/releases?stack=data-plane", &[], None)
-        .json();
+fn releases_carry_their_source_and_stacks_know_their_latest_stable_by_precedence() {
+    let fleet = Fleet::published();
+    let releases = fleet.get("/api/v1/releases?stack=data-plane");
     let releases = releases.as_array().unwrap();
     assert_eq!(releases.len(), 3);
     let pre = releases
@@ -120,9 +167,9 @@ fn releases_deployments_and_support_questions() {
         .unwrap();
     assert_eq!(pre["prerelease"], true);
     assert_eq!(pre["source"]["branch"], "feature/gpu");
-    assert_eq!(pre["digest"], d_pre.as_str());
+    assert_eq!(pre["digest"], fleet.d_pre.as_str());
     assert_eq!(pre["repository"], "acme/stacks/data-plane");
-    let stacks = support.req("GET", "/api/v1/stacks", &[], None).json();
+    let stacks = fleet.get("/api/v1/stacks");
     let control = stacks
         .as_array()
         .unwrap()
@@ -130,31 +177,26 @@ fn releases_deployments_and_support_questions() {
         .find(|s| s["stack"] == "control-plane")
         .unwrap();
     assert_eq!(control["latestStable"], "1.10.0");
+}
 
-    let mut globex_runner = Runner {
-        key: PrivateKey::from_secret_bytes([1; 32]),
-        n: 0,
-    };
-    let mut initech_runner = Runner {
-        key: PrivateKey::from_secret_bytes([2; 32]),
-        n: 0,
-    };
-    let mut hooli_runner = Runner {
-        key: PrivateKey::from_secret_bytes([3; 32]),
-        n: 0,
-    };
-    let post = |client: &Client, r: &SignedReceipt| {
-        client.req(
-            "POST",
-            "/api/v1/receipts",
-            &[("Content-Type", "application/json")],
-            Some(&r.to_bytes()),
-        )
-    };
+#[test]
+fn receipts_become_deployments_that_answer_supports_questions() {
+    let mut fleet = Fleet::published();
+    let (d140, d150, d_pre, c1100) = (
+        fleet.d140.clone(),
+        fleet.d150.clone(),
+        fleet.d_pre.clone(),
+        fleet.c1100.clone(),
+    );
+    let (globex, initech, hooli) = (
+        fleet.globex.clone(),
+        fleet.initech.clone(),
+        fleet.hooli.clone(),
+    );
 
     // globex: 1.4.0 then 1.5.0 (current, latest stable); a failed apply of the
     // prerelease changes nothing. Then a drift check finds drift.
-    let r = globex_runner.receipt(
+    let r = fleet.globex_runner.receipt(
         "globex",
         "data-plane",
         "1.4.0",
@@ -168,34 +210,22 @@ fn releases_deployments_and_support_questions() {
         200,
         "posting the same receipt again is harmless"
     );
-    let r = globex_runner.receipt(
-        "globex",
-        "data-plane",
-        "1.5.0",
-        &d150,
-        ReceiptKind::Apply,
-        Outcome::Succeeded,
-    );
-    assert_eq!(post(&globex, &r).status, 201);
-    let r = globex_runner.receipt(
-        "globex",
-        "data-plane",
-        "1.6.0-feature-gpu.2",
-        &d_pre,
-        ReceiptKind::Apply,
-        Outcome::Failed,
-    );
-    assert_eq!(post(&globex, &r).status, 201);
-    let r = globex_runner.receipt(
-        "globex",
-        "data-plane",
-        "1.5.0",
-        &d150,
-        ReceiptKind::Drift,
-        Outcome::Drifted,
-    );
-    assert_eq!(post(&globex, &r).status, 201);
-    let r = globex_runner.receipt(
+    for (version, digest, kind, outcome) in [
+        ("1.5.0", &d150, ReceiptKind::Apply, Outcome::Succeeded),
+        (
+            "1.6.0-feature-gpu.2",
+            &d_pre,
+            ReceiptKind::Apply,
+            Outcome::Failed,
+        ),
+        ("1.5.0", &d150, ReceiptKind::Drift, Outcome::Drifted),
+    ] {
+        let r = fleet
+            .globex_runner
+            .receipt("globex", "data-plane", version, digest, kind, outcome);
+        assert_eq!(post(&globex, &r).status, 201);
+    }
+    let r = fleet.globex_runner.receipt(
         "globex",
         "control-plane",
         "1.10.0",
@@ -206,28 +236,19 @@ fn releases_deployments_and_support_questions() {
     assert_eq!(post(&globex, &r).status, 201);
 
     // initech: still on 1.4.0 (behind); drifted once, then re-applied (not drifted).
-    let r = initech_runner.receipt(
-        "initech",
-        "data-plane",
-        "1.4.0",
-        &d140,
-        ReceiptKind::Drift,
-        Outcome::Drifted,
-    );
-    assert_eq!(post(&initech, &r).status, 201);
-    let r = initech_runner.receipt(
-        "initech",
-        "data-plane",
-        "1.4.0",
-        &d140,
-        ReceiptKind::Apply,
-        Outcome::Succeeded,
-    );
-    assert_eq!(post(&initech, &r).status, 201);
+    for (kind, outcome) in [
+        (ReceiptKind::Drift, Outcome::Drifted),
+        (ReceiptKind::Apply, Outcome::Succeeded),
+    ] {
+        let r =
+            fleet
+                .initech_runner
+                .receipt("initech", "data-plane", "1.4.0", &d140, kind, outcome);
+        assert_eq!(post(&initech, &r).status, 201);
+    }
 
-    // hooli: runs the prerelease; a rollback receipt later puts 1.5.0 back... no: hooli
-    // stays on the prerelease.
-    let r = hooli_runner.receipt(
+    // hooli: runs the prerelease.
+    let r = fleet.hooli_runner.receipt(
         "hooli",
         "data-plane",
         "1.6.0-feature-gpu.2",
@@ -237,8 +258,87 @@ fn releases_deployments_and_support_questions() {
     );
     assert_eq!(post(&hooli, &r).status, 201);
 
-    // Refusals: another customer's receipt, an altered receipt, another key, a reused id.
-    let r = hooli_runner.receipt(
+    assert_eq!(
+        names(&fleet.get("/api/v1/support/versions")),
+        [
+            "globex:control-plane@1.10.0",
+            "globex:data-plane@1.5.0",
+            "hooli:data-plane@1.6.0-feature-gpu.2",
+            "initech:data-plane@1.4.0"
+        ]
+    );
+    let behind = fleet.get("/api/v1/support/behind");
+    assert_eq!(names(&behind), ["initech:data-plane@1.4.0"]);
+    assert_eq!(behind[0]["latestStable"], "1.5.0");
+    assert_eq!(
+        names(&fleet.get("/api/v1/support/prerelease")),
+        ["hooli:data-plane@1.6.0-feature-gpu.2"]
+    );
+    assert_eq!(
+        names(&fleet.get("/api/v1/support/drifted")),
+        ["globex:data-plane@1.5.0"]
+    );
+
+    let detail = globex
+        .req("GET", "/api/v1/customers/globex", &[], None)
+        .json();
+    assert_eq!(detail["customer"]["id"], "globex");
+    assert_eq!(detail["running"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        detail["recent"].as_array().unwrap().len(),
+        5,
+        "every attempt of globex"
+    );
+    let deployments = fleet.get("/api/v1/deployments?customer=initech");
+    assert_eq!(deployments.as_array().unwrap().len(), 2);
+    assert_eq!(deployments[0]["kind"], "apply", "newest first");
+    assert_eq!(
+        fleet
+            .support
+            .req("GET", "/api/v1/customers/nobody", &[], None)
+            .status,
+        404
+    );
+}
+
+/// The fleet with globex's runner having reported once (its key is now pinned for
+/// globex); returns that receipt.
+fn globex_reported(fleet: &mut Fleet) -> SignedReceipt {
+    let d140 = fleet.d140.clone();
+    let r = fleet.globex_runner.receipt(
+        "globex",
+        "data-plane",
+        "1.4.0",
+        &d140,
+        ReceiptKind::Apply,
+        Outcome::Succeeded,
+    );
+    assert_eq!(post(&fleet.globex, &r).status, 201);
+    r
+}
+
+/// A receipt signed with a key globex never used (a second runner installation).
+fn from_a_second_runner(fleet: &Fleet) -> SignedReceipt {
+    Runner {
+        key: PrivateKey::from_secret_bytes([7; 32]),
+        n: 50,
+    }
+    .receipt(
+        "globex",
+        "data-plane",
+        "1.5.0",
+        &fleet.d150,
+        ReceiptKind::Apply,
+        Outcome::Succeeded,
+    )
+}
+
+#[test]
+fn receipts_for_another_customer_altered_or_signed_by_an_unpinned_key_are_refused() {
+    let mut fleet = Fleet::published();
+    globex_reported(&mut fleet);
+    let d150 = fleet.d150.clone();
+    let r = fleet.hooli_runner.receipt(
         "globex",
         "data-plane",
         "1.5.0",
@@ -246,8 +346,12 @@ fn releases_deployments_and_support_questions() {
         ReceiptKind::Apply,
         Outcome::Succeeded,
     );
-    assert_eq!(post(&hooli, &r).status, 403);
-    let mut altered = globex_runner.receipt(
+    assert_eq!(
+        post(&fleet.hooli, &r).status,
+        403,
+        "hooli reporting for globex"
+    );
+    let mut altered = fleet.globex_runner.receipt(
         "globex",
         "data-plane",
         "1.5.0",
@@ -256,32 +360,30 @@ fn releases_deployments_and_support_questions() {
         Outcome::Succeeded,
     );
     altered.receipt.version = semver::Version::parse("9.9.9").unwrap();
-    let r = post(&globex, &altered);
+    let r = post(&fleet.globex, &altered);
     assert_eq!((r.status, r.error_code().as_str()), (400, "BAD_REQUEST"));
-    let stranger = Runner {
-        key: PrivateKey::from_secret_bytes([7; 32]),
-        n: 50,
-    }
-    .receipt(
-        "globex",
-        "data-plane",
-        "1.5.0",
-        &d150,
-        ReceiptKind::Apply,
-        Outcome::Succeeded,
-    );
-    let r = post(&globex, &stranger);
+    let r = post(&fleet.globex, &from_a_second_runner(&fleet));
     assert_eq!(
         (r.status, r.error_code().as_str()),
         (403, "DENIED"),
         "a key other than the pinned one"
     );
-    // An admin trusts the new key (a second runner); then it is accepted.
-    let admin = Client::new(server.url(), Some(server.token("admin", None)));
+}
+
+#[test]
+fn an_admin_trusts_a_second_runner_key_and_then_its_receipts_count() {
+    let mut fleet = Fleet::published();
+    globex_reported(&mut fleet);
+    let stranger = from_a_second_runner(&fleet);
+    let admin = Client::new(
+        fleet.registry.url(),
+        Some(fleet.registry.token("admin", None)),
+    );
     let pem = PrivateKey::from_secret_bytes([7; 32]).public_key().to_pem();
     let body = serde_json::to_vec(&serde_json::json!({ "publicKeyPem": pem })).unwrap();
     assert_eq!(
-        support
+        fleet
+            .support
             .req("POST", "/api/v1/customers/globex/keys", &[], Some(&body))
             .status,
         403
@@ -313,8 +415,16 @@ fn releases_deployments_and_support_questions() {
     second.id = "globex-second-runner".into();
     second.kind = ReceiptKind::Plan;
     let second = SignedReceipt::sign(second, &PrivateKey::from_secret_bytes([7; 32]));
-    assert_eq!(post(&globex, &second).status, 201);
-    let mut reused = globex_runner.receipt(
+    assert_eq!(post(&fleet.globex, &second).status, 201);
+}
+
+#[test]
+fn a_reused_receipt_id_a_bad_signature_or_a_body_that_is_not_json_is_refused() {
+    let mut fleet = Fleet::published();
+    let first = globex_reported(&mut fleet);
+    assert_eq!(first.receipt.id, "globex-1");
+    let d140 = fleet.d140.clone();
+    let mut reused = fleet.globex_runner.receipt(
         "globex",
         "data-plane",
         "1.4.0",
@@ -323,11 +433,11 @@ fn releases_deployments_and_support_questions() {
         Outcome::Succeeded,
     );
     reused.receipt.id = "globex-1".into();
-    let reused = SignedReceipt::sign(reused.receipt, &globex_runner.key);
-    assert_eq!(post(&globex, &reused).status, 409);
+    let reused = SignedReceipt::sign(reused.receipt, &fleet.globex_runner.key);
+    assert_eq!(post(&fleet.globex, &reused).status, 409);
     assert_eq!(
         post(
-            &globex,
+            &fleet.globex,
             &SignedReceipt {
                 signature: "AAAA".into(),
                 ..reused.clone()
@@ -337,58 +447,19 @@ fn releases_deployments_and_support_questions() {
         400
     );
     assert_eq!(
-        globex
+        fleet
+            .globex
             .req("POST", "/api/v1/receipts", &[], Some(b"{not json"))
             .status,
         400
     );
+}
 
-    let versions = support
-        .req("GET", "/api/v1/support/versions", &[], None)
-        .json();
-    assert_eq!(
-        names(&versions),
-        [
-            "globex:control-plane@1.10.0",
-            "globex:data-plane@1.5.0",
-            "hooli:data-plane@1.6.0-feature-gpu.2",
-            "initech:data-plane@1.4.0"
-        ]
-    );
-    let behind = support
-        .req("GET", "/api/v1/support/behind", &[], None)
-        .json();
-    assert_eq!(names(&behind), ["initech:data-plane@1.4.0"]);
-    assert_eq!(behind[0]["latestStable"], "1.5.0");
-    let prerelease = support
-        .req("GET", "/api/v1/support/prerelease", &[], None)
-        .json();
-    assert_eq!(names(&prerelease), ["hooli:data-plane@1.6.0-feature-gpu.2"]);
-    let drifted = support
-        .req("GET", "/api/v1/support/drifted", &[], None)
-        .json();
-    assert_eq!(names(&drifted), ["globex:data-plane@1.5.0"]);
-
-    let detail = globex
-        .req("GET", "/api/v1/customers/globex", &[], None)
-        .json();
-    assert_eq!(detail["customer"]["id"], "globex");
-    assert_eq!(detail["running"].as_array().unwrap().len(), 2);
-    assert_eq!(detail["recent"].as_array().unwrap().len(), 6);
-    let deployments = support
-        .req("GET", "/api/v1/deployments?customer=initech", &[], None)
-        .json();
-    assert_eq!(deployments.as_array().unwrap().len(), 2);
-    assert_eq!(deployments[0]["kind"], "apply", "newest first");
-    assert_eq!(
-        support
-            .req("GET", "/api/v1/customers/nobody", &[], None)
-            .status,
-        404
-    );
-
-    // Metrics saw all of it.
-    let metrics = String::from_utf8(support.req("GET", "/metrics", &[], None).body).unwrap();
+#[test]
+fn metrics_count_requests_by_route_method_and_status() {
+    let fleet = Fleet::published();
+    fleet.get("/api/v1/releases");
+    let metrics = String::from_utf8(fleet.support.req("GET", "/metrics", &[], None).body).unwrap();
     assert!(metrics.contains("stackpack_registry_requests_total{route=\"manifests\",method=\"PUT\",status=\"201\"} 5"), "{metrics}");
     assert!(metrics
         .contains("stackpack_registry_request_duration_seconds_bucket{route=\"api\",le=\"+Inf\"}"));
@@ -445,13 +516,9 @@ fn stable_tags_are_immutable_and_prerelease_tags_follow_the_policy() {
 }
 
 #[test]
-fn receipts_import_cli_openapi_and_gc() {
-    let mut server = OurRegistry::start();
-    let support = Client::new(server.url(), Some(server.token("support", None)));
-    let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
-    let digest = push_bundle(&publisher, "data-plane", "1.0.0");
-
-    // OpenAPI names every ledger path.
+fn the_openapi_file_names_every_ledger_path() {
+    let registry = OurRegistry::start();
+    let support = Client::new(registry.url(), Some(registry.token("support", None)));
     let api = support.req("GET", "/api/v1/openapi.json", &[], None).json();
     assert!(api["openapi"].as_str().unwrap().starts_with("3."));
     for path in [
@@ -469,8 +536,16 @@ fn receipts_import_cli_openapi_and_gc() {
             "{path} missing from the OpenAPI file"
         );
     }
+}
 
-    // A bundle kept in another registry (ECR, Harbor) is recorded through the API.
+#[test]
+fn a_bundle_kept_in_another_registry_is_recorded_through_the_api() {
+    let registry = OurRegistry::start();
+    let support = Client::new(registry.url(), Some(registry.token("support", None)));
+    let publisher = Client::new(registry.url(), Some(registry.token("publisher", None)));
+    let reader = Client::new(registry.url(), Some(registry.token("reader", None)));
+    push_bundle(&publisher, "data-plane", "1.0.0");
+    // A release kept in ECR or Harbor: `POST /api/v1/releases` with this body.
     let elsewhere = |version: &str, digest: &str| {
         serde_json::to_vec(&serde_json::json!({
             "stack": "data-plane", "version": version, "digest": digest,
@@ -479,75 +554,39 @@ fn receipts_import_cli_openapi_and_gc() {
         }))
         .unwrap()
     };
+    let record =
+        |client: &Client, body: Vec<u8>| client.req("POST", "/api/v1/releases", &[], Some(&body));
     let ecr_digest = sha256(b"bundle in ecr");
-    let reader = Client::new(server.url(), Some(server.token("reader", None)));
+    assert_eq!(record(&reader, elsewhere("1.1.0", &ecr_digest)).status, 403);
     assert_eq!(
-        reader
-            .req(
-                "POST",
-                "/api/v1/releases",
-                &[],
-                Some(&elsewhere("1.1.0", &ecr_digest))
-            )
-            .status,
-        403
-    );
-    assert_eq!(
-        publisher
-            .req(
-                "POST",
-                "/api/v1/releases",
-                &[],
-                Some(&elsewhere("1.1.0", &ecr_digest))
-            )
-            .status,
+        record(&publisher, elsewhere("1.1.0", &ecr_digest)).status,
         201
     );
     assert_eq!(
-        publisher
-            .req(
-                "POST",
-                "/api/v1/releases",
-                &[],
-                Some(&elsewhere("1.1.0", &ecr_digest))
-            )
-            .status,
+        record(&publisher, elsewhere("1.1.0", &ecr_digest)).status,
         201,
         "idempotent"
     );
-    let r = publisher.req(
-        "POST",
-        "/api/v1/releases",
-        &[],
-        Some(&elsewhere("1.1.0", &sha256(b"other"))),
-    );
+    let r = record(&publisher, elsewhere("1.1.0", &sha256(b"other")));
     assert_eq!((r.status, r.error_code().as_str()), (409, "CONFLICT"));
     assert_eq!(
-        publisher
-            .req(
-                "POST",
-                "/api/v1/releases",
-                &[],
-                Some(&elsewhere("1.1", &ecr_digest))
-            )
-            .status,
+        record(&publisher, elsewhere("1.1", &ecr_digest)).status,
         400
     );
     assert_eq!(
-        publisher
-            .req(
-                "POST",
-                "/api/v1/releases",
-                &[],
-                Some(&elsewhere("1.2.0", "sha256:nope"))
-            )
-            .status,
+        record(&publisher, elsewhere("1.2.0", "sha256:nope")).status,
         400
     );
     let stacks = support.req("GET", "/api/v1/stacks", &[], None).json();
     assert_eq!(stacks[0]["latestStable"], "1.1.0");
+}
 
-    // A receipt file carried out of an airgapped site.
+#[test]
+fn a_receipt_file_carried_out_of_an_airgapped_site_is_imported_once() {
+    let registry = OurRegistry::start();
+    let support = Client::new(registry.url(), Some(registry.token("support", None)));
+    let publisher = Client::new(registry.url(), Some(registry.token("publisher", None)));
+    let digest = push_bundle(&publisher, "data-plane", "1.0.0");
     let mut runner = Runner {
         key: PrivateKey::from_secret_bytes([5; 32]),
         n: 0,
@@ -568,7 +607,7 @@ fn receipts_import_cli_openapi_and_gc() {
         cmd.args(["receipts", "import"])
             .arg(&file)
             .arg("--data")
-            .arg(&server.data);
+            .arg(&registry.data);
         if json {
             cmd.arg("--json");
         }
@@ -597,9 +636,14 @@ fn receipts_import_cli_openapi_and_gc() {
     let out = import(false);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
+}
+
+#[test]
+fn a_customer_token_without_its_customer_is_a_usage_error() {
+    let registry = OurRegistry::start();
     let out = Command::new(BIN)
         .args(["token", "create", "--role", "customer", "--data"])
-        .arg(&server.data)
+        .arg(&registry.data)
         .output()
         .unwrap();
     assert_eq!(
@@ -607,8 +651,13 @@ fn receipts_import_cli_openapi_and_gc() {
         Some(2),
         "a customer token without --customer is a usage error"
     );
+}
 
-    // gc: an unreferenced blob and an abandoned upload go; what a manifest needs stays.
+#[test]
+fn gc_removes_loose_blobs_and_abandoned_uploads_and_keeps_what_a_manifest_needs() {
+    let mut registry = OurRegistry::start();
+    let publisher = Client::new(registry.url(), Some(registry.token("publisher", None)));
+    push_bundle(&publisher, "data-plane", "1.0.0");
     let loose = bytes(99, 4096);
     let loose_digest = publisher.push_blob("acme/stacks/data-plane", &loose);
     let r = publisher.req(
@@ -618,7 +667,7 @@ fn receipts_import_cli_openapi_and_gc() {
         None,
     );
     assert_eq!(r.status, 202);
-    server.kill();
+    registry.kill();
     let out = Command::new(BIN)
         .args([
             "gc",
@@ -629,7 +678,7 @@ fn receipts_import_cli_openapi_and_gc() {
             "0",
             "--data",
         ])
-        .arg(&server.data)
+        .arg(&registry.data)
         .output()
         .unwrap();
     assert!(
@@ -640,8 +689,8 @@ fn receipts_import_cli_openapi_and_gc() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["blobsDeleted"], 1, "{report}");
     assert_eq!(report["expiredUploads"], 1, "{report}");
-    server.spawn();
-    let publisher = Client::new(server.url(), publisher.token.clone());
+    registry.spawn();
+    let publisher = Client::new(registry.url(), publisher.token.clone());
     assert_eq!(
         publisher
             .req(
