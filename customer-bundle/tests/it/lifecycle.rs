@@ -4,61 +4,105 @@
 
 use crate::common;
 
+use std::path::PathBuf;
+
 use common::{globex_inputs, Runner, Vendor};
 use stackpack_schema::receipt::SignedReceipt;
 
+/// The vendor's two releases of `data-plane`, a first one and a patch, each exported
+/// as a tar file for the customer; and globex's inputs.
+struct Releases {
+    vendor: Vendor,
+    v1: String,
+    v2: String,
+    tar1: PathBuf,
+    tar2: PathBuf,
+    inputs: PathBuf,
+}
+
+impl Releases {
+    fn exported() -> Releases {
+        let vendor = Vendor::new();
+        let first = vendor.build();
+        let v1 = first
+            .iter()
+            .find(|(s, _)| s == "data-plane")
+            .unwrap()
+            .1
+            .clone();
+        let tar1 = vendor.export_tar("first.tar");
+        vendor.change(
+            "stacks/data-plane/main.tf",
+            "\n# a comment: a patch release\n",
+        );
+        let second = vendor.build();
+        assert_eq!(second.len(), 1, "{second:?}");
+        let v2 = second[0].1.clone();
+        let tar2 = vendor.export_tar("second.tar");
+        Releases {
+            vendor,
+            v1,
+            v2,
+            tar1,
+            tar2,
+            inputs: globex_inputs(),
+        }
+    }
+
+    fn inputs(&self) -> &str {
+        self.inputs.to_str().unwrap()
+    }
+}
+
+fn at(version: &str) -> String {
+    format!("data-plane@{version}")
+}
+
+/// The customer's whole job, in the order an operator does it; each step is named
+/// after what it guards and starts from the state the one before left.
 #[test]
 fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
-    let vendor = Vendor::new();
-    let first = vendor.build();
-    let v1 = first
-        .iter()
-        .find(|(s, _)| s == "data-plane")
-        .unwrap()
-        .1
-        .clone();
-    let tar1 = vendor.export_tar("first.tar");
-    vendor.change(
-        "stacks/data-plane/main.tf",
-        "\n# a comment: a patch release\n",
-    );
-    let second = vendor.build();
-    assert_eq!(second.len(), 1, "{second:?}");
-    let v2 = second[0].1.clone();
-    let tar2 = vendor.export_tar("second.tar");
-    let at = |v: &str| format!("data-plane@{v}");
-    let inputs = globex_inputs();
-    let inputs = inputs.to_str().unwrap();
-
+    let releases = Releases::exported();
     let runner = Runner::new("globex");
-    // Nothing is trusted yet: import is refused.
-    let refused = runner.run(&["import", tar1.to_str().unwrap()]).code(1);
+    import_is_refused_until_the_vendor_key_is_trusted(&releases, &runner);
+    a_plan_writes_no_state(&releases, &runner);
+    an_apply_needs_yes_and_signs_a_receipt_without_input_values(&releases, &runner);
+    an_upgrade_applies_and_a_downgrade_needs_a_flag(&releases, &runner);
+    a_rollback_goes_back_one_version_and_no_further(&releases, &runner);
+    status_shows_the_running_version_and_a_newer_one_in_the_store(&releases, &runner);
+    a_change_made_by_hand_in_the_account_is_drift(&runner);
+    exported_receipts_record_every_step_signed_by_one_key(&runner);
+}
+
+fn import_is_refused_until_the_vendor_key_is_trusted(releases: &Releases, runner: &Runner) {
+    let tar1 = releases.tar1.to_str().unwrap();
+    let refused = runner.run(&["import", tar1]).code(1);
     assert!(
         refused.stderr.contains("trusts no signing key"),
         "{}",
         refused.stderr
     );
     runner
-        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .run(&["trust", "add", releases.vendor.public_key.to_str().unwrap()])
         .ok();
-
-    let imported = runner
-        .run(&["import", tar1.to_str().unwrap(), "--json"])
-        .ok()
-        .json();
+    let imported = runner.run(&["import", tar1, "--json"]).ok().json();
     let imported = imported["imported"].as_array().unwrap();
     assert_eq!(imported.len(), 2, "{imported:?}");
     assert!(imported.iter().all(|i| i["added"] == true));
-
-    let verified = runner.run(&["verify", &at(&v1), "--json"]).ok().json();
+    let verified = runner
+        .run(&["verify", &at(&releases.v1), "--json"])
+        .ok()
+        .json();
     assert_eq!(verified["verified"], true);
+}
 
+fn a_plan_writes_no_state(releases: &Releases, runner: &Runner) {
+    let v1 = at(&releases.v1);
     runner
-        .run(&["check-inputs", &at(&v1), "--inputs", inputs])
+        .run(&["check-inputs", &v1, "--inputs", releases.inputs()])
         .ok();
-
     let plan = runner
-        .run(&["plan", &at(&v1), "--inputs", inputs, "--json"])
+        .run(&["plan", &v1, "--inputs", releases.inputs(), "--json"])
         .ok()
         .json();
     assert_eq!(plan["kind"], "plan");
@@ -72,13 +116,28 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
         !runner.state_file("data-plane").exists(),
         "a plan wrote state"
     );
+}
 
+fn an_apply_needs_yes_and_signs_a_receipt_without_input_values(
+    releases: &Releases,
+    runner: &Runner,
+) {
+    let v1 = at(&releases.v1);
     // No terminal and no --yes: refused before anything runs.
-    let refused = runner.run(&["apply", &at(&v1), "--inputs", inputs]).code(1);
+    let refused = runner
+        .run(&["apply", &v1, "--inputs", releases.inputs()])
+        .code(1);
     assert!(refused.stderr.contains("--yes"), "{}", refused.stderr);
 
     let applied = runner
-        .run(&["apply", &at(&v1), "--inputs", inputs, "--yes", "--json"])
+        .run(&[
+            "apply",
+            &v1,
+            "--inputs",
+            releases.inputs(),
+            "--yes",
+            "--json",
+        ])
         .ok()
         .json();
     assert_eq!(applied["outcome"], "succeeded");
@@ -102,28 +161,44 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
         !document.contains("111122223333"),
         "a receipt holds an input value"
     );
+}
 
-    // Upgrade.
-    runner.run(&["import", tar2.to_str().unwrap()]).ok();
+fn an_upgrade_applies_and_a_downgrade_needs_a_flag(releases: &Releases, runner: &Runner) {
+    runner
+        .run(&["import", releases.tar2.to_str().unwrap()])
+        .ok();
     let upgraded = runner
-        .run(&["apply", &at(&v2), "--inputs", inputs, "--yes", "--json"])
+        .run(&[
+            "apply",
+            &at(&releases.v2),
+            "--inputs",
+            releases.inputs(),
+            "--yes",
+            "--json",
+        ])
         .ok()
         .json();
-    assert_eq!(upgraded["previousVersion"], v1.as_str());
+    assert_eq!(upgraded["previousVersion"], releases.v1.as_str());
     assert_eq!(upgraded["outputs"]["vpc_cidr"]["value"], "10.40.0.0/16");
 
-    // A downgrade needs a flag.
     let refused = runner
-        .run(&["apply", &at(&v1), "--inputs", inputs, "--yes"])
+        .run(&[
+            "apply",
+            &at(&releases.v1),
+            "--inputs",
+            releases.inputs(),
+            "--yes",
+        ])
         .code(1);
     assert!(refused.stderr.contains("downgrade"), "{}", refused.stderr);
+}
 
-    // Roll back to the version before.
+fn a_rollback_goes_back_one_version_and_no_further(releases: &Releases, runner: &Runner) {
     let rolled = runner
         .run(&["rollback", "data-plane", "--yes", "--json"])
         .ok()
         .json();
-    assert_eq!(rolled["version"], v1.as_str());
+    assert_eq!(rolled["version"], releases.v1.as_str());
     assert_eq!(rolled["kind"], "rollback");
     // Rolled back from the first version there is nowhere further back to go.
     let refused = runner.run(&["rollback", "data-plane", "--yes"]).code(1);
@@ -132,17 +207,24 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
         "{}",
         refused.stderr
     );
+}
 
+fn status_shows_the_running_version_and_a_newer_one_in_the_store(
+    releases: &Releases,
+    runner: &Runner,
+) {
     let status = runner.run(&["status", "--json"]).ok().json();
     let stacks = status["stacks"].as_array().unwrap();
     assert_eq!(stacks.len(), 1);
-    assert_eq!(stacks[0]["version"], v1.as_str());
-    assert_eq!(stacks[0]["newerInStore"], v2.as_str());
+    assert_eq!(stacks[0]["version"], releases.v1.as_str());
+    assert_eq!(stacks[0]["newerInStore"], releases.v2.as_str());
     let table = runner.run(&["status"]).ok().stdout;
     assert!(table.starts_with("STACK"), "{table}");
+}
 
-    // Drift: none, then a change made by hand in the account, through the AWS API
-    // (the emulator's), as an operator at the console would.
+/// No drift first; then a change made by hand in the account, through the AWS API
+/// (the emulator's), as an operator at the console would.
+fn a_change_made_by_hand_in_the_account_is_drift(runner: &Runner) {
     let clean = runner.run(&["drift", "data-plane", "--json"]).ok().json();
     assert_eq!(clean["outcome"], "no-changes");
     runner.moto().python(TAG_THE_VPC_BY_HAND).ok();
@@ -153,8 +235,10 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
     assert_eq!(drifted["outcome"], "drifted");
     let status = runner.run(&["status", "--json"]).ok().json();
     assert_eq!(status["stacks"][0]["lastDriftCheck"]["outcome"], "drifted");
+}
 
-    // Receipts, exported for an airgapped site.
+/// Receipts, exported for an airgapped site: one per step, in order.
+fn exported_receipts_record_every_step_signed_by_one_key(runner: &Runner) {
     let file = runner.temp.path().join("receipts.json");
     runner
         .run(&["receipts", "export", "-o", file.to_str().unwrap()])

@@ -701,16 +701,26 @@ fn console(dir: &Path, var_file: &str, expression: &str) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-#[test]
-fn variables_are_read_as_terraform_reads_them() {
+/// A module holding every variable form (the fixture and generated ones), what we
+/// read of it, and what Terraform read: `init` and `plan` run once, with a sample
+/// value for each required input (`required.tfvars.json`) and a second file setting
+/// the inputs to `null` (`nulls.tfvars.json`) for the console to evaluate.
+struct Reading {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    ours: ModuleInterface,
+    theirs: serde_json::Map<String, Value>,
+}
+
+fn read_by_both() -> Reading {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
+    let dir = tmp.path().to_path_buf();
     for entry in std::fs::read_dir(fixture("terraform-reading")).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
     }
     std::fs::write(dir.join("generated.tf"), generated_variables()).unwrap();
-    let ours = extract_module(dir).unwrap_or_else(|e| panic!("{e}"));
+    let ours = extract_module(&dir).unwrap_or_else(|e| panic!("{e}"));
     assert!(ours.variables.len() > 300, "{}", ours.variables.len());
 
     // Every required input gets a value of its type; every input gets `null` in the
@@ -747,9 +757,9 @@ fn variables_are_read_as_terraform_reads_them() {
     )
     .unwrap();
 
-    terraform(dir, &["init", "-backend=false", "-input=false"]);
+    terraform(&dir, &["init", "-backend=false", "-input=false"]);
     terraform(
-        dir,
+        &dir,
         &[
             "plan",
             "-input=false",
@@ -758,11 +768,22 @@ fn variables_are_read_as_terraform_reads_them() {
             "-out=plan",
         ],
     );
-    let shown: Value = serde_json::from_str(&terraform(dir, &["show", "-json", "plan"])).unwrap();
+    let shown: Value = serde_json::from_str(&terraform(&dir, &["show", "-json", "plan"])).unwrap();
     let theirs = shown["configuration"]["root_module"]["variables"]
         .as_object()
-        .expect("show -json lists the variables");
+        .expect("show -json lists the variables")
+        .clone();
+    Reading {
+        _tmp: tmp,
+        dir,
+        ours,
+        theirs,
+    }
+}
 
+/// Differences in names, defaults, sensitivity and descriptions, from `show -json`.
+fn names_defaults_sensitivity_and_descriptions(reading: &Reading) -> Vec<String> {
+    let (ours, theirs) = (&reading.ours, &reading.theirs);
     let mut differences = Vec::new();
     let our_names: Vec<&str> = ours.variables.iter().map(|v| v.name.as_str()).collect();
     let mut their_names: Vec<&str> = theirs.keys().map(String::as_str).collect();
@@ -792,9 +813,14 @@ fn variables_are_read_as_terraform_reads_them() {
             ));
         }
     }
+    differences
+}
 
-    // Types, in one `type()` of an object holding every input of a concrete type.
-    let typed: Vec<(&str, String)> = ours
+/// Differences in types, from one `type()` of an object holding every input of a
+/// concrete type.
+fn types(reading: &Reading) -> Vec<String> {
+    let typed: Vec<(&str, String)> = reading
+        .ours
         .variables
         .iter()
         .filter_map(|v| Some((v.name.as_str(), concrete(&v.type_expr)?)))
@@ -808,7 +834,7 @@ fn variables_are_read_as_terraform_reads_them() {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let printed: String = console(dir, "required.tfvars.json", &expression)
+    let printed: String = console(&reading.dir, "required.tfvars.json", &expression)
         .chars()
         .filter(|c| !c.is_whitespace())
         .collect::<String>()
@@ -824,18 +850,26 @@ fn variables_are_read_as_terraform_reads_them() {
             .collect::<Vec<_>>()
             .join(",")
     });
-    if printed != ours_printed {
-        differences.push(format!(
+    if printed == ours_printed {
+        Vec::new()
+    } else {
+        vec![format!(
             "types: ours\n{ours_printed}\nTerraform's\n{printed}"
-        ));
+        )]
     }
+}
 
-    // Nullability: with every input set to `null`, a nullable one stays `null` and
-    // one with `nullable = false` takes its default.
-    // Ephemeral inputs print as `(ephemeral value)`: one we did not read as
-    // ephemeral would turn the whole object into that, so this also checks them.
-    for v in ours.variables.iter().filter(|v| v.ephemeral) {
-        let printed = console(dir, "required.tfvars.json", &format!("var.{}", v.name));
+/// Ephemeral inputs print as `(ephemeral value)`: one we did not read as ephemeral
+/// would turn the whole object of [`nullability`] into that, so this checks them
+/// first, one by one.
+fn ephemeral_inputs(reading: &Reading) -> Vec<String> {
+    let mut differences = Vec::new();
+    for v in reading.ours.variables.iter().filter(|v| v.ephemeral) {
+        let printed = console(
+            &reading.dir,
+            "required.tfvars.json",
+            &format!("var.{}", v.name),
+        );
         if printed.trim() != "(ephemeral value)" {
             differences.push(format!(
                 "{}: ephemeral ours, Terraform printed {printed}",
@@ -843,6 +877,13 @@ fn variables_are_read_as_terraform_reads_them() {
             ));
         }
     }
+    differences
+}
+
+/// With every input set to `null`, a nullable one stays `null` and one with
+/// `nullable = false` takes its default.
+fn nullability(reading: &Reading) -> Vec<String> {
+    let ours = &reading.ours;
     let all = ours
         .variables
         .iter()
@@ -851,7 +892,7 @@ fn variables_are_read_as_terraform_reads_them() {
         .collect::<Vec<_>>()
         .join(", ");
     let printed = console(
-        dir,
+        &reading.dir,
         "nulls.tfvars.json",
         &format!("nonsensitive(jsonencode({{{all}}}))"),
     );
@@ -859,6 +900,7 @@ fn variables_are_read_as_terraform_reads_them() {
         .ok()
         .and_then(|json| serde_json::from_str(&json).ok())
         .unwrap_or_else(|| panic!("console printed no JSON string: {printed}"));
+    let mut differences = Vec::new();
     for v in ours
         .variables
         .iter()
@@ -876,6 +918,18 @@ fn variables_are_read_as_terraform_reads_them() {
             ));
         }
     }
+    differences
+}
+
+/// One Terraform run serves the four checks: `init` and `plan` over 300 inputs are
+/// the expensive part, and each check only reads the result.
+#[test]
+fn variables_are_read_as_terraform_reads_them() {
+    let reading = read_by_both();
+    let mut differences = names_defaults_sensitivity_and_descriptions(&reading);
+    differences.extend(types(&reading));
+    differences.extend(ephemeral_inputs(&reading));
+    differences.extend(nullability(&reading));
     assert!(
         differences.is_empty(),
         "{} difference(s):\n{}",
