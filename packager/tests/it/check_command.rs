@@ -4,7 +4,7 @@
 use crate::acme;
 // Relative to this file's folder, `tests/it/`.
 #[path = "../../src/commands/check.rs"]
-mod check_command;
+mod command;
 
 use acme::Repo;
 use clap::Parser;
@@ -12,13 +12,13 @@ use clap::Parser;
 #[derive(Parser)]
 struct Cli {
     #[command(flatten)]
-    args: check_command::CheckArgs,
+    args: command::CheckArgs,
 }
 
 fn run(repo: &Repo, flags: &[&str]) -> anyhow::Result<i32> {
     let mut argv = vec!["stackpack-check", "--repo", repo.root.to_str().unwrap()];
     argv.extend_from_slice(flags);
-    check_command::run(&Cli::parse_from(argv).args)
+    command::run(&Cli::parse_from(argv).args)
 }
 
 #[test]

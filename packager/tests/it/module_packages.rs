@@ -342,7 +342,7 @@ fn published_bundles_record_the_versions_of_the_modules_they_vendor() {
         .args(["publish", "--json", "--insecure", "--key"])
         .arg(&repo.key)
         .args(["--registry", &format!("{}/acme", registry.host())])
-        .env("STACKPACK_REGISTRY_TOKEN", &registry.publisher_token())
+        .env("STACKPACK_REGISTRY_TOKEN", registry.publisher_token())
         .env_remove("GITHUB_HEAD_REF");
     let report = common::Run::from_output(command.output().unwrap())
         .ok()

@@ -585,7 +585,7 @@ fn a_tag_list_longer_than_one_page_is_read_whole() {
                 "--stack",
                 "data-plane",
             ])
-            .env("STACKPACK_REGISTRY_TOKEN", &registry.publisher_token())
+            .env("STACKPACK_REGISTRY_TOKEN", registry.publisher_token())
             .env_remove("GITHUB_HEAD_REF")
             .output()
             .unwrap(),

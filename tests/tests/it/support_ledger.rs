@@ -66,7 +66,7 @@ impl Vendor {
             .arg(format!("{}/{NAMESPACE}", registry.host()))
             .arg("--key")
             .arg(&self.key)
-            .env("STACKPACK_REGISTRY_TOKEN", &registry.publisher_token()))
+            .env("STACKPACK_REGISTRY_TOKEN", registry.publisher_token()))
         .ok()
         .json();
         let stack = report["stacks"]
@@ -330,7 +330,7 @@ fn support_answers_every_question_from_a_ledger_seeded_through_the_real_paths() 
         .arg(&bundles)
         .args(["--insecure", "--registry"])
         .arg(format!("{}/{NAMESPACE}", registry.host()))
-        .env("STACKPACK_REGISTRY_TOKEN", &registry.publisher_token()))
+        .env("STACKPACK_REGISTRY_TOKEN", registry.publisher_token()))
     .ok();
     let umbrella = Customer::new(&vendor, &registry, "umbrella", false);
     umbrella.run(&["import", bundles.to_str().unwrap()]).ok();
