@@ -19,10 +19,10 @@ use std::time::Instant;
 use stackpack_registry::api::{Release, Source};
 use stackpack_registry::config::Config;
 use stackpack_registry::{db, receipts};
-use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt,
-};
+use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::Digest;
+use stackpack_test_support::receipts::ReceiptBuilder;
 
 /// A small deterministic mix, so every run seeds the same fleet.
 fn mix(a: u64, b: u64) -> u64 {
@@ -160,34 +160,15 @@ fn seed(data: &str, customers: u64, stacks: u64, versions: u64) {
                 }
                 for (n, (v, kind, outcome, days)) in history.into_iter().enumerate() {
                     let at = time_at(days, s);
-                    batch.push(SignedReceipt::sign(
-                        Receipt {
-                            format: 1,
-                            id: format!("{customer}-{stack}-{n}"),
-                            customer: customer.clone(),
-                            stack: stack.clone(),
-                            bundle_digest: stackpack_schema::Digest::of(
-                                format!("{s}/{v}").as_bytes(),
-                            ),
-                            version: semver::Version::parse(&v).unwrap(),
-                            inputs_hash: stackpack_schema::Digest::of(customer.as_bytes()),
-                            engine: EngineRun {
-                                name: "tofu".into(),
-                                version: "1.8.0".into(),
-                            },
-                            plan: PlanSummary {
-                                add: 1,
-                                change: 0,
-                                destroy: 0,
-                            },
-                            kind,
-                            outcome,
-                            started_at: at.clone(),
-                            finished_at: at,
-                            key_id: String::new(),
-                        },
-                        &key,
-                    ));
+                    batch.push(
+                        ReceiptBuilder::new(&customer, &stack, &v)
+                            .id(format!("{customer}-{stack}-{n}"))
+                            .kind(kind, outcome)
+                            .bundle_digest(Digest::of(format!("{s}/{v}").as_bytes()))
+                            .inputs_hash(Digest::of(customer.as_bytes()))
+                            .at(&at)
+                            .sign(&key),
+                    );
                 }
             }
         }

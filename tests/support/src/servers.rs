@@ -2,7 +2,7 @@
 //! our own `stackpack-registry`. Each stops when dropped.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -107,45 +107,113 @@ impl Drop for Distribution {
     }
 }
 
-/// Our `stackpack-registry`, with a publisher token made before it starts.
+/// Our `stackpack-registry` serving on 127.0.0.1: the one way every suite starts it.
+/// It serves a data folder of its own (made by `serve` itself, as an operator's first
+/// run does) or one given ([`OurRegistry::start_on`], say one an older build wrote);
+/// it can be killed, stopped gracefully and started again on the same data. Stops
+/// when dropped.
 pub struct OurRegistry {
-    child: Child,
+    /// The `--data` folder.
+    pub data: PathBuf,
     pub port: u16,
-    pub data: tempfile::TempDir,
-    pub publisher_token: String,
+    /// Extra `serve` arguments, kept for a restart.
+    args: Vec<String>,
+    child: Option<Child>,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl OurRegistry {
     pub fn start() -> OurRegistry {
-        let data = tempfile::tempdir().unwrap();
-        let binary = super::binary("stackpack-registry");
-        let publisher_token = create_token(&binary, data.path(), "publisher");
+        OurRegistry::start_with(&[])
+    }
+
+    /// Starts one with extra `serve` arguments (`--max-upload-bytes 1000`, say).
+    pub fn start_with(args: &[&str]) -> OurRegistry {
+        let dir = tempfile::tempdir().unwrap();
+        let mut registry = OurRegistry {
+            data: dir.path().join("data"),
+            port: 0,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            child: None,
+            _dir: Some(dir),
+        };
+        registry.spawn();
+        registry
+    }
+
+    /// Starts one on an existing data folder (one made by an older build, say).
+    pub fn start_on(data: PathBuf) -> OurRegistry {
+        let mut registry = OurRegistry {
+            data,
+            port: 0,
+            args: Vec::new(),
+            child: None,
+            _dir: None,
+        };
+        registry.spawn();
+        registry
+    }
+
+    /// Starts `serve` on the data folder, on a fresh port, and waits until it accepts
+    /// connections. After [`OurRegistry::kill`] or [`OurRegistry::terminate`], this is
+    /// a restart on the same data.
+    pub fn spawn(&mut self) {
         let port = free_port();
-        let child = Command::new(&binary)
+        let child = Command::new(super::binary("stackpack-registry"))
             .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data"])
-            .arg(data.path())
+            .arg(&self.data)
+            .args(&self.args)
+            .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            // Warnings and panics reach the test's output, which nextest keeps for a
+            // failure.
+            .stderr(Stdio::inherit())
             .spawn()
             .expect("stackpack-registry starts");
+        self.port = port;
+        self.child = Some(child);
         wait_for_port(port);
-        OurRegistry {
-            child,
-            port,
-            data,
-            publisher_token,
+    }
+
+    /// SIGKILL: no chance to clean up, as in a power cut.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 
-    /// A token of `role` for this registry (`--customer` where given).
+    /// SIGTERM, then waits for the graceful exit and returns its status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("the registry is running");
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        child.wait().unwrap()
+    }
+
+    /// A new token of `role` for this registry (`--customer` where given).
     pub fn token(&self, role: &str, customer: Option<&str>) -> String {
         let mut command = Command::new(super::binary("stackpack-registry"));
         command.args(["token", "create", "--role", role, "--json", "--data"]);
-        command.arg(self.data.path());
+        command.arg(&self.data);
         if let Some(customer) = customer {
             command.args(["--customer", customer]);
         }
-        token_from(command)
+        let output = command.output().expect("stackpack-registry runs");
+        assert!(
+            output.status.success(),
+            "token create: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let created: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        created["token"].as_str().unwrap().to_string()
+    }
+
+    /// A new publisher token, what `stackpack publish` sends.
+    pub fn publisher_token(&self) -> String {
+        self.token("publisher", None)
     }
 
     /// Runs `stackpack-registry ARGS --data <this registry's data>`.
@@ -154,16 +222,18 @@ impl OurRegistry {
             Command::new(super::binary("stackpack-registry"))
                 .args(args)
                 .arg("--data")
-                .arg(self.data.path())
+                .arg(&self.data)
                 .output()
                 .expect("stackpack-registry runs"),
         )
     }
 
+    /// `127.0.0.1:PORT`, as `stackpack --registry` takes it.
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("http://{}", self.host())
     }
@@ -171,35 +241,8 @@ impl OurRegistry {
 
 impl Drop for OurRegistry {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
-}
-
-fn create_token(binary: &Path, data: &Path, role: &str) -> String {
-    // Only `init` (or `serve`) creates a registry: a mistyped `--data` never does.
-    let status = Command::new(binary)
-        .args(["init", "--data"])
-        .arg(data)
-        .stdout(Stdio::null())
-        .status()
-        .expect("stackpack-registry runs");
-    assert!(status.success(), "stackpack-registry init failed");
-    let mut command = Command::new(binary);
-    command.args(["token", "create", "--role", role, "--json", "--data"]);
-    command.arg(data);
-    token_from(command)
-}
-
-fn token_from(mut command: Command) -> String {
-    let output = command.output().expect("stackpack-registry runs");
-    assert!(
-        output.status.success(),
-        "token create: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let created: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    created["token"].as_str().unwrap().to_string()
 }
 
 /// moto, the emulator of the AWS cloud API, on 127.0.0.1: the stand-in for a

@@ -1,0 +1,163 @@
+//! Inputs are fully checked before any engine runs: the stack's own `validation`
+//! rules (read from the verified bundle), several files with later ones winning,
+//! `.tfvars.json`, and `TF_VAR_` for secrets — every error at the user's own
+//! file and line, never at a copy. Real runner, real packager; the engine is real
+//! Terraform behind a recording script, to prove it never ran.
+
+use crate::common;
+
+use common::{build_and_import, fake_engine, Runner, Vendor};
+
+const GLOBEX: &str = "customer_id          = \"globex\"\naccount_id           = \"111122223333\"\nregion               = \"us-east-1\"\nvpc_cidr             = \"10.40.0.0/16\"\nkubernetes_version   = \"1.30\"\ncontrol_plane_region = \"us-east-1\"\n";
+
+#[test]
+fn validation_rules_are_caught_by_check_inputs_and_plan_before_any_engine_run() {
+    let vendor = Vendor::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let (engine, ran) = fake_engine(scratch.path(), "engine", "exec \"$REAL\" \"$@\"");
+    let runner = Runner::with_engine("globex", &engine);
+    let reference = build_and_import(&vendor, &runner);
+    let dir = runner.temp.path();
+
+    let bad = dir.join("globex.tfvars");
+    std::fs::write(&bad, GLOBEX.replace("\"globex\"", "\"Globex_Inc\"")).unwrap();
+    let run = runner
+        .run(&[
+            "check-inputs",
+            &reference,
+            "--inputs",
+            bad.to_str().unwrap(),
+        ])
+        .code(1);
+    assert!(
+        run.stderr.contains(&format!("{}:1", bad.display())),
+        "not at the user's file and line: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("The customer_id must be 2 to 31 lowercase letters"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("stacks/data-plane/variables.tf:"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("stackpack.tfvars"), "{}", run.stderr);
+
+    let refused = runner
+        .run(&["plan", &reference, "--inputs", bad.to_str().unwrap()])
+        .code(1);
+    assert!(
+        refused.stderr.contains(&format!("{}:1", bad.display())),
+        "{}",
+        refused.stderr
+    );
+    let engine_runs = std::fs::read_to_string(&ran).unwrap_or_default();
+    assert!(
+        !engine_runs.contains("init") && !engine_runs.contains("plan"),
+        "the engine ran on inputs its rules refuse: {engine_runs}"
+    );
+    // No receipt: nothing ran.
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    assert_eq!(
+        receipts["receipts"].as_array().map(Vec::len),
+        Some(0),
+        "{receipts}"
+    );
+
+    // The rule on a provider-file input (`aws_endpoint`, a URL or empty), set through
+    // the environment: named as the environment variable, never copied anywhere.
+    let good = dir.join("good.tfvars");
+    std::fs::write(&good, GLOBEX).unwrap();
+    let run = runner
+        .command(&[
+            "check-inputs",
+            &reference,
+            "--inputs",
+            good.to_str().unwrap(),
+        ])
+        .env("TF_VAR_aws_endpoint", "ftp://nowhere")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("environment variable `TF_VAR_aws_endpoint`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("must be an http:// or https:// URL"),
+        "{stderr}"
+    );
+}
+
+/// `check-inputs REFERENCE --inputs FILE…`.
+fn check_inputs(runner: &Runner, reference: &str, files: &[&std::path::Path]) -> common::Run {
+    let mut args = vec!["check-inputs".to_string(), reference.to_string()];
+    for file in files {
+        args.extend(["--inputs".to_string(), file.display().to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    runner.run(&args)
+}
+
+#[test]
+fn several_inputs_files_later_ones_win_and_tfvars_json_is_read_with_its_lines() {
+    let vendor = Vendor::new();
+    let runner = Runner::new("globex");
+    let reference = build_and_import(&vendor, &runner);
+    let dir = runner.temp.path();
+
+    let base = dir.join("base.tfvars");
+    std::fs::write(&base, GLOBEX.replace("\"globex\"", "\"Globex_Inc\"")).unwrap();
+    let fix = dir.join("fix.tfvars.json");
+    std::fs::write(
+        &fix,
+        "{\n  \"region\": \"us-east-1\",\n  \"customer_id\": \"globex\"\n}\n",
+    )
+    .unwrap();
+    // The later file fixes the earlier one's value.
+    let run = check_inputs(&runner, &reference, &[&base, &fix]).ok();
+    assert!(run.stdout.contains("fit"), "{}", run.stdout);
+    // In the other order the earlier value wins no more: the error is at the line
+    // of base.tfvars that set it.
+    let run = check_inputs(&runner, &reference, &[&fix, &base]).code(1);
+    assert!(
+        run.stderr.contains(&format!("{}:1", base.display())),
+        "{}",
+        run.stderr
+    );
+
+    // A JSON file's own mistakes are at its own lines.
+    let typed = dir.join("typed.tfvars.json");
+    std::fs::write(
+        &typed,
+        "{\n  \"customer_id\": \"globex\",\n  \"kubernetes_version\": [\"1.30\"]\n}\n",
+    )
+    .unwrap();
+    let run = check_inputs(&runner, &reference, &[&base, &typed]).code(1);
+    assert!(
+        run.stderr.contains(&format!("{}:3", typed.display())),
+        "{}",
+        run.stderr
+    );
+    let broken = dir.join("broken.tfvars.json");
+    std::fs::write(&broken, "{\n  \"customer_id\": \"globex\",\n}\n").unwrap();
+    let run = runner
+        .run(&[
+            "check-inputs",
+            &reference,
+            "--inputs",
+            broken.to_str().unwrap(),
+        ])
+        .code(1);
+    assert!(run.stderr.contains("not valid JSON"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("{}:3", broken.display())),
+        "{}",
+        run.stderr
+    );
+}

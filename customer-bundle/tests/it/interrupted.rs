@@ -1,0 +1,175 @@
+//! A runner stopped mid-apply never leaves an engine running unrecorded: SIGTERM (or
+//! Ctrl-C) stops the engine gracefully and records a `failed` receipt; SIGKILL takes
+//! the engine down through its parent-death signal, the stack stays locked until the
+//! engine has stopped, and the next `status` says the run was interrupted.
+//!
+//! The engine here is a stand-in (a shell script around the real Terraform, named as
+//! such) that is slow to apply and slow to stop, so the signals land mid-run.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fake_engine, globex_inputs, Run, Runner, Vendor};
+
+/// Applies slowly; on SIGINT or SIGTERM takes a second to stop, then says so.
+const SLOW_ENGINE: &str = r#"
+if [ "$1" = apply ]; then
+  stopped="$(dirname "$0")/engine.stopped"
+  trap 'sleep 1; echo "$1 stopped" > "$stopped"; exit 1' INT TERM
+  i=0
+  while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+fi
+exec "$REAL" "$@""#;
+
+fn wait_for(what: &str, deadline: Duration, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A runner applying `data-plane` with the slow engine, once the engine is applying.
+fn applying(scratch: &Path) -> (Vendor, Runner, Child, String, std::path::PathBuf) {
+    let vendor = Vendor::new();
+    let built = vendor.build();
+    let version = built
+        .iter()
+        .find(|(s, _)| s == "data-plane")
+        .unwrap()
+        .1
+        .clone();
+    let tar = vendor.export_tar("bundles.tar");
+    let (engine, ran) = fake_engine(scratch, "slow-engine", SLOW_ENGINE);
+    let runner = Runner::with_engine("globex", &engine);
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner.run(&["import", tar.to_str().unwrap()]).ok();
+    let reference = format!("data-plane@{version}");
+    let inputs = globex_inputs();
+    let child = runner
+        .command(&[
+            "apply",
+            &reference,
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(
+        "the engine to start applying",
+        Duration::from_secs(120),
+        || {
+            std::fs::read_to_string(&ran)
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.starts_with("apply"))
+        },
+    );
+    (
+        vendor,
+        runner,
+        child,
+        reference,
+        scratch.join("engine.stopped"),
+    )
+}
+
+fn signal(child: &Child, signal: i32) {
+    // SAFETY: a signal to our own child.
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+}
+
+#[test]
+fn sigterm_mid_apply_stops_the_engine_gracefully_and_records_a_failed_receipt() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (_vendor, runner, child, reference, stopped) = applying(scratch.path());
+    signal(&child, libc::SIGTERM);
+    let run = Run::from(child.wait_with_output().unwrap()).code(1);
+    assert!(
+        run.stderr.contains("interrupted by SIGTERM"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("outcome `failed`"), "{}", run.stderr);
+    // The engine was asked once (SIGINT) and had finished stopping before the runner
+    // exited.
+    assert_eq!(
+        std::fs::read_to_string(&stopped).unwrap().trim(),
+        "apply stopped"
+    );
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let last = receipts["receipts"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["receipt"]["receipt"]["kind"], "apply");
+    assert_eq!(last["receipt"]["receipt"]["outcome"], "failed");
+    // Nothing is left half-recorded, and the stack is free again.
+    let status = runner.run(&["status", "--json"]).ok().json();
+    assert!(
+        status["interrupted"].as_array().unwrap().is_empty(),
+        "{status}"
+    );
+    let inputs = globex_inputs();
+    let again = runner
+        .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
+        .ok();
+    assert!(!again.stderr.contains("busy"), "{}", again.stderr);
+}
+
+#[test]
+fn sigkill_mid_apply_takes_the_engine_down_keeps_the_lock_until_it_stops_and_is_reported() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (_vendor, runner, mut child, reference, stopped) = applying(scratch.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The engine is still stopping (it takes a second): the stack stays locked.
+    let inputs = globex_inputs();
+    let busy = runner
+        .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
+        .code(1);
+    assert!(busy.stderr.contains("is busy"), "{}", busy.stderr);
+    // The engine got the parent-death signal and stopped; it did not run on.
+    wait_for("the engine to stop", Duration::from_secs(30), || {
+        stopped.exists()
+    });
+    assert_eq!(
+        std::fs::read_to_string(&stopped).unwrap().trim(),
+        "apply stopped"
+    );
+    // The next command says what happened, and where the work folder is.
+    let status = runner.run(&["status"]).ok();
+    assert!(
+        status
+            .stderr
+            .contains("interrupted, state unknown — run plan"),
+        "{}",
+        status.stderr
+    );
+    let json = runner.run(&["status", "--json"]).ok().json();
+    let interrupted = json["interrupted"].as_array().unwrap();
+    assert_eq!(interrupted.len(), 1, "{json}");
+    assert_eq!(interrupted[0]["kind"], "apply");
+    let work = interrupted[0]["workFolder"].as_str().unwrap();
+    assert!(
+        Path::new(work).is_dir(),
+        "the work folder `{work}` was not kept"
+    );
+    assert_eq!(
+        runner.run(&["status"]).ok().stdout.lines().count(),
+        0,
+        "nothing counts as deployed"
+    );
+}

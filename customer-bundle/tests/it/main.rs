@@ -1,0 +1,22 @@
+//! The runner's integration tests, one binary: `common` is the harness (the real
+//! `stackpack-runner` and `stackpack`, a vendor repository, real Terraform), each other
+//! module one area of behaviour. One binary per crate, not one per file: each binary
+//! links the whole dependency graph again, and sixty of them once filled a CI disk.
+
+mod common;
+
+mod bad_input;
+mod file_layers;
+mod hostile;
+mod inputs_checked;
+mod interrupted;
+mod lifecycle;
+mod policies;
+mod privacy;
+mod providers;
+mod pull;
+mod registry;
+mod reviewed_plans;
+mod smoke_rollback;
+mod tamper;
+mod validation_agrees_with_terraform;

@@ -1,0 +1,196 @@
+//! `stackpack-runner pull` from a real CNCF Distribution on 127.0.0.1: the bundle
+//! arrives in the store byte for byte with its blobs moved (not left in staging),
+//! the progress lines of a CI log give the real total before the first byte and
+//! at the end, `--quiet` prints none, and a blob that rotted in the registry is
+//! refused with nothing entering the store.
+
+use crate::common;
+
+use std::process::Command;
+
+use common::{Runner, Vendor};
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_schema::oci::ImageManifest;
+use stackpack_test_support::servers::Distribution;
+use stackpack_test_support::Run;
+
+/// Publishes the vendor's `data-plane`, with a few MB of incompressible files so
+/// the transfer is worth measuring, and returns its manifest in the vendor layout.
+fn publish_data_plane(vendor: &Vendor, registry: &Distribution) -> ImageManifest {
+    let noise: Vec<u8> = (0..4_000_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+        .collect();
+    std::fs::write(vendor.dir.join("stacks/data-plane/mirror.bin"), &noise).unwrap();
+    vendor.change("stacks/data-plane/README.md", "\nmirror\n");
+    let run = Run::from(
+        Command::new(common::stackpack_bin())
+            .current_dir(&vendor.dir)
+            .args([
+                "publish",
+                "--json",
+                "--insecure",
+                "--no-modules",
+                "--stack",
+                "data-plane",
+                "--registry",
+                &format!("{}/acme", registry.host()),
+                "--key",
+                vendor.key.to_str().unwrap(),
+            ])
+            .env_remove("GITHUB_HEAD_REF")
+            .env_remove("GITHUB_REF_NAME")
+            .env_remove("CI_COMMIT_REF_NAME")
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    let report = run.json();
+    let digest: stackpack_schema::digest::Digest = report["stacks"][0]["digest"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let layout = ImageLayout::open(vendor.layout()).unwrap();
+    serde_json::from_slice(&layout.read_blob(&digest, 1 << 20).unwrap()).unwrap()
+}
+
+fn trusting_runner(vendor: &Vendor) -> Runner {
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+}
+
+#[test]
+fn a_pulled_bundle_lands_in_the_store_byte_for_byte_with_its_real_progress_totals() {
+    let registry = Distribution::require();
+    let vendor = Vendor::new();
+    let manifest = publish_data_plane(&vendor, &registry);
+    let blobs: Vec<_> = std::iter::once(&manifest.config)
+        .chain(&manifest.layers)
+        .collect();
+    let total: u64 = blobs.iter().map(|b| b.size).sum();
+    let reference = format!("{}/acme/stacks/data-plane:0.1.0", registry.host());
+
+    let runner = trusting_runner(&vendor);
+    // stderr is a pipe here, as in CI: plain lines, no bar.
+    let pulled = runner.run(&["pull", &reference, "--insecure"]).ok();
+    let lines: Vec<&str> = pulled.stderr.lines().collect();
+    let announced = lines
+        .iter()
+        .position(|l| l.starts_with(&format!("`data-plane`: {} blob(s) to move, ", blobs.len())))
+        .unwrap_or_else(|| panic!("no announced total: {}", pulled.stderr));
+    assert!(
+        lines[announced].ends_with(&format!("({total} bytes)")),
+        "the total is every blob of the manifest: {}",
+        pulled.stderr
+    );
+    let reached = lines
+        .iter()
+        .position(|l| l.starts_with("`data-plane`: pulled "))
+        .unwrap_or_else(|| panic!("no final line: {}", pulled.stderr));
+    assert!(reached > announced, "{}", pulled.stderr);
+    assert!(
+        lines[reached].contains(&format!("({total} bytes) in ")),
+        "every byte counted once: {}",
+        pulled.stderr
+    );
+    let store = runner.store();
+    let vendor_layout = ImageLayout::open(vendor.layout()).unwrap();
+    for blob in &blobs {
+        assert_eq!(
+            std::fs::read(store.blob_path(&blob.digest)).unwrap(),
+            std::fs::read(vendor_layout.blob_path(&blob.digest)).unwrap(),
+            "blob {}",
+            blob.digest
+        );
+    }
+    let staging_left: Vec<_> = std::fs::read_dir(&runner.home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".staging-"))
+        .collect();
+    assert!(staging_left.is_empty(), "{staging_left:?}");
+    runner.run(&["verify", "data-plane@0.1.0"]).ok();
+
+    // On a terminal (a pty from `script`): the bar, then the same summary line with
+    // every byte of the manifest.
+    if stackpack_test_support::have("script") {
+        let on_terminal = trusting_runner(&vendor);
+        let command = format!(
+            "{} --home {} pull {reference} --insecure",
+            env!("CARGO_BIN_EXE_stackpack-runner"),
+            on_terminal.home.display()
+        );
+        let run = Run::from(
+            Command::new("script")
+                .args(["-qefc", &command, "/dev/null"])
+                .env("NO_COLOR", "1")
+                .env("COLUMNS", "120")
+                .output()
+                .unwrap(),
+        )
+        .ok();
+        assert!(
+            run.stdout.contains("`data-plane`: pulled "),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains(&format!("({total} bytes) in ")),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            !run.stdout.contains("blob(s) to move"),
+            "a bar, not CI lines: {}",
+            run.stdout
+        );
+    }
+
+    // `--quiet`: no progress at all.
+    let quiet = trusting_runner(&vendor);
+    let run = quiet
+        .run(&["--quiet", "pull", &reference, "--insecure"])
+        .ok();
+    assert!(!run.stderr.contains("blob(s) to move"), "{}", run.stderr);
+}
+
+#[test]
+fn a_blob_rotted_in_the_registry_is_refused_and_nothing_enters_the_store() {
+    let registry = Distribution::require();
+    let vendor = Vendor::new();
+    let manifest = publish_data_plane(&vendor, &registry);
+    let layer = manifest
+        .layers
+        .iter()
+        .max_by_key(|l| l.size)
+        .expect("a layer");
+    let file = registry.blob_file(layer.digest.hex());
+    let mut bytes = std::fs::read(&file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&file, bytes).unwrap();
+
+    let runner = trusting_runner(&vendor);
+    let reference = format!("{}/acme/stacks/data-plane:0.1.0", registry.host());
+    let refused = runner.run(&["pull", &reference, "--insecure"]).code(1);
+    assert!(
+        refused.stderr.contains("does not match its digest"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains(&layer.digest.to_string()),
+        "{}",
+        refused.stderr
+    );
+    let store = runner.store();
+    assert!(store.index().unwrap().manifests.is_empty());
+    let stored: Vec<_> = std::fs::read_dir(store.root().join("blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(stored.is_empty(), "{stored:?}");
+}

@@ -1,0 +1,4 @@
+//! The interface reader's integration tests, one binary (one per crate keeps link
+//! time and disk down; modules are the scenarios).
+
+mod constructs;

@@ -1,0 +1,28 @@
+//! The packager's integration tests, one binary: `common` runs the real `stackpack`
+//! on a copied vendor repository, `acme` calls the library on one, each other module
+//! is one area of behaviour. One binary per crate, not one per file: each binary links
+//! the whole dependency graph again, and sixty of them once filled a CI disk.
+
+mod acme;
+mod common;
+
+mod addresses;
+mod bad_input;
+mod check_command;
+mod customer_new;
+mod example_repo;
+mod file_layers;
+mod impact;
+mod keys;
+mod module_packages;
+mod one_view_of_versions;
+mod parsing;
+mod providers;
+mod publish;
+mod reproducible;
+mod rules;
+mod secrets;
+mod tamper;
+mod transfers;
+mod versions;
+mod witness;

@@ -1,0 +1,155 @@
+//! Administration: `token list`, `token revoke`, tokens that expire, customers
+//! registered with their environment.
+
+use crate::common;
+
+use std::process::{Command, Output};
+
+use common::*;
+
+fn cli(server: &OurRegistry, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--data")
+        .arg(&server.data)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Creates a token with `extra` arguments; returns (token, id).
+fn token_with(server: &OurRegistry, role: &str, extra: &[&str]) -> (String, String) {
+    let mut args = vec!["token", "create", "--role", role, "--json"];
+    args.extend_from_slice(extra);
+    let out = cli(server, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["token"].as_str().unwrap().to_string(),
+        v["id"].as_str().unwrap().to_string(),
+    )
+}
+
+fn versions(server: &OurRegistry, token: &str) -> Resp {
+    Client::new(server.url(), Some(token.to_string())).req(
+        "GET",
+        "/api/v1/support/versions",
+        &[],
+        None,
+    )
+}
+
+#[test]
+fn token_list_shows_role_customer_expiry_and_last_use_but_never_the_secret() {
+    let server = OurRegistry::start();
+    let (support, support_id) = token_with(&server, "support", &["--expires-in", "30d"]);
+    let (customer, _) = token_with(&server, "customer", &["--customer", "globex"]);
+    let out = cli(&server, &["token", "list", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains(&support) && !stdout.contains(&customer));
+    assert!(!stdout.to_lowercase().contains("hash"), "{stdout}");
+    let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = list.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    let support_row = rows
+        .iter()
+        .find(|r| r["id"] == support_id.as_str())
+        .unwrap();
+    assert_eq!(support_row["role"], "support");
+    assert_eq!(support_row["status"], "active");
+    assert!(support_row["expiresAt"].as_str().unwrap().ends_with('Z'));
+    let customer_row = rows.iter().find(|r| r["role"] == "customer").unwrap();
+    assert_eq!(customer_row["customer"], "globex");
+    assert!(customer_row["expiresAt"].is_null());
+
+    // Using a token records when (in the background, within a moment).
+    assert!(customer_row["lastUsed"].is_null());
+    assert_eq!(versions(&server, &support).status, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let list: serde_json::Value =
+            serde_json::from_slice(&cli(&server, &["token", "list", "--json"]).stdout).unwrap();
+        let row = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == support_id.as_str())
+            .unwrap();
+        if row["lastUsed"].is_string() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lastUsed never written: {row}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+
+    let out = cli(&server, &["token", "list"]);
+    let table = text(&out.stdout);
+    assert!(table.starts_with("ID"), "{table}");
+    assert!(
+        table.contains(&support_id) && table.contains("never"),
+        "{table}"
+    );
+    assert!(!table.contains(&support), "{table}");
+}
+
+#[test]
+fn a_revoked_token_is_refused_at_once_with_401() {
+    let server = OurRegistry::start();
+    let (support, id) = token_with(&server, "support", &[]);
+    assert_eq!(versions(&server, &support).status, 200);
+    let out = cli(&server, &["token", "revoke", &id]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains(&support));
+    let r = versions(&server, &support);
+    assert_eq!(r.status, 401, "{}", text(&r.body));
+    assert!(text(&r.body).contains("was revoked"), "{}", text(&r.body));
+    assert!(!text(&r.body).contains(&support));
+    let list: serde_json::Value =
+        serde_json::from_slice(&cli(&server, &["token", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list[0]["status"], "revoked");
+
+    let out = cli(&server, &["token", "revoke", "000000000000"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("`000000000000`") && stderr.contains("hint:"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_expired_token_is_refused_with_a_clear_message() {
+    let server = OurRegistry::start();
+    let (support, _) = token_with(&server, "support", &["--expires-in", "1s"]);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let r = versions(&server, &support);
+    assert_eq!(r.status, 401, "{}", text(&r.body));
+    let body = text(&r.body);
+    assert!(body.contains("expired at"), "{body}");
+    assert!(body.contains("token create"), "{body}");
+
+    let out = cli(
+        &server,
+        &[
+            "token",
+            "create",
+            "--role",
+            "reader",
+            "--expires-in",
+            "soon",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("`soon`"),
+        "{}",
+        text(&out.stderr)
+    );
+}

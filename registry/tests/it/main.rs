@@ -1,0 +1,26 @@
+//! The registry's integration tests, one binary: `common` speaks raw HTTP to the real
+//! `stackpack-registry`, each other module is one area of behaviour. One binary per
+//! crate, not one per file: each binary links the whole dependency graph again, and
+//! sixty of them once filled a CI disk.
+
+mod common;
+
+mod admin;
+mod adoption_deltas;
+mod auth_matrix;
+mod bad_input;
+mod concurrency;
+mod crash;
+mod differential;
+mod fleet;
+mod fleet_paging;
+mod gc_safety;
+mod interop;
+mod latency;
+mod ledger;
+mod ledger_rules;
+mod migrate;
+mod packager_bundles;
+mod query_plans;
+mod registry_rules;
+mod ui;

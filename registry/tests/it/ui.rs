@@ -1,0 +1,916 @@
+//! The support pages at `/ui`: signing in with a support token (a cookie session,
+//! `HttpOnly`, `SameSite=Strict`), the fleet matrix and its filters, one customer's
+//! page (history, receipts, signatures, inputs hashes) and one stack version's (who
+//! runs it, its interface and what changed, signature, source commit).
+//!
+//! Seeded through the real paths: bundles pushed over the OCI API as the packager
+//! pushes them (config, layer, manifest, signature referrer), receipts signed by
+//! runner keys and posted with customer tokens, an airgapped customer's receipts
+//! carried in with `receipts import`, a customer that never reports.
+//!
+//! The browser test drives Debian's headless `chromium` through `chromedriver`'s
+//! WebDriver protocol (plain HTTP on 127.0.0.1). With `STACKPACK_SCREENSHOTS=DIR`
+//! it saves the main views there (`docs/screenshots/` in the repository).
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use stackpack_schema::media_type;
+use stackpack_schema::receipt::{Outcome, ReceiptKind, SignedReceipt};
+use stackpack_schema::signature::{PrivateKey, SignaturePayload};
+use stackpack_test_support::receipts::ReceiptBuilder;
+
+const VENDOR_KEY: [u8; 32] = [7; 32];
+
+/// The interface of `data-plane` at `version`: 2.0.0 changes a default and adds a
+/// required input, which the stack version page must name by rule.
+fn interface(stack: &str, version: &str) -> serde_json::Value {
+    let major = version.split('.').next().unwrap_or("0");
+    let mut inputs = vec![
+        serde_json::json!({"name": "cluster_name", "type": "string", "required": true,
+                           "description": "Name of the customer's cluster"}),
+        serde_json::json!({"name": "node_count", "type": "number", "required": false,
+                           "default": if major == "1" { 3 } else { 4 }}),
+    ];
+    if stack == "data-plane" && major != "1" {
+        inputs.push(serde_json::json!({"name": "zone_id", "type": "string", "required": true}));
+    }
+    serde_json::json!({
+        "inputs": inputs,
+        "outputs": [{"name": "endpoint", "sensitive": false, "description": "Where the API answers"}],
+        "resourceKinds": ["aws_s3_bucket", "aws_vpc"],
+    })
+}
+
+/// Pushes a bundle as the packager does (config, layer, manifest tagged with the
+/// version) and its signature as a referrer. Returns the bundle's digest.
+fn push_bundle(client: &Client, stack: &str, version: &str, network: &str) -> String {
+    let repo = format!("acme/stacks/{stack}");
+    let config = serde_json::json!({
+        "format": 1, "stack": stack, "version": version,
+        "source": {"repository": "https://git.example/acme/infra",
+                   "commit": format!("c0ffee{}", version.replace(['.', '-'], "")),
+                   "branch": if version.contains('-') { "feature/gpu" } else { "main" }},
+        "created": "2026-01-01T00:00:00Z",
+        "engine": {"name": "tofu"},
+        "entrypoint": format!("stacks/{stack}"),
+        "interface": interface(stack, version),
+        "modules": [{"name": "network", "path": "modules/network", "version": network,
+                     "digest": sha256(network.as_bytes())}],
+        "files": [],
+    });
+    let config = serde_json::to_vec(&config).unwrap();
+    let (manifest, digest) = client.push_bundle_config(&repo, version, &config);
+
+    let envelope = PrivateKey::from_secret_bytes(VENDOR_KEY).sign(SignaturePayload {
+        manifest_digest: digest.parse().unwrap(),
+        repository: repo.clone(),
+        version: version.into(),
+        key_id: String::new(),
+        signed_at: "2026-01-01T00:00:00Z".into(),
+    });
+    let signature = envelope.to_bytes();
+    let signature_digest = client.push_blob(&repo, &signature);
+    let empty_digest = client.push_blob(&repo, media_type::EMPTY_BLOB);
+    let referrer = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "artifactType": media_type::SIGNATURE_ARTIFACT,
+        "config": {"mediaType": media_type::OCI_EMPTY, "digest": empty_digest, "size": 2},
+        "layers": [{"mediaType": media_type::SIGNATURE_LAYER, "digest": signature_digest, "size": signature.len()}],
+        "subject": {"mediaType": OCI_MANIFEST, "digest": digest, "size": manifest.len()},
+    }))
+    .unwrap();
+    let r = client.push_manifest(&repo, &sha256(&referrer), &referrer, OCI_MANIFEST);
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    digest
+}
+
+struct Seeded {
+    server: OurRegistry,
+    support: String,
+    admin: String,
+}
+
+fn receipt(
+    customer: &str,
+    n: u32,
+    (stack, version, digest): (&str, &str, &str),
+    (kind, outcome): (ReceiptKind, Outcome),
+    finished_at: &str,
+) -> SignedReceipt {
+    ReceiptBuilder::new(customer, stack, version)
+        .id(format!("{customer}-{n}"))
+        .kind(kind, outcome)
+        .bundle_digest(digest.parse().unwrap())
+        .inputs_hash(stackpack_schema::Digest::of(
+            format!("{customer}{stack}").as_bytes(),
+        ))
+        .plan(3, 1, 0)
+        .at(finished_at)
+        .sign(&PrivateKey::from_secret_bytes(
+            [customer.len() as u8 + 40; 32],
+        ))
+}
+
+fn minutes_ago(minutes: i64) -> String {
+    (time::OffsetDateTime::now_utc() - time::Duration::minutes(minutes))
+        .replace_nanosecond(0)
+        .unwrap()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
+fn cli(server: &OurRegistry, args: &[&str]) {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--data")
+        .arg(&server.data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two stacks with several versions; `globex` applies, fails, rolls back and
+/// drifts; `hooli` runs a prerelease in production; `umbrella` is airgapped and
+/// reports by an imported file, long ago; `initech` never reports.
+fn seed() -> Seeded {
+    use Outcome::*;
+    use ReceiptKind::*;
+    let server = OurRegistry::start();
+    let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
+    let dp = |v: &str, network: &str| push_bundle(&publisher, "data-plane", v, network);
+    let dp1 = dp("1.0.0", "1.2.0");
+    let _dp11 = dp("1.1.0", "1.2.0");
+    let dp2 = dp("2.0.0", "1.3.0");
+    let dp_rc = dp("2.1.0-rc.1", "1.4.0-rc.1");
+    let cp09 = push_bundle(&publisher, "control-plane", "0.9.0", "1.2.0");
+    let cp1 = push_bundle(&publisher, "control-plane", "1.0.0", "1.3.0");
+
+    for (id, name, env) in [
+        ("globex", "Globex Corporation", "production"),
+        ("hooli", "Hooli", "production"),
+        ("umbrella", "Umbrella <Airgapped>", "production"),
+        ("initech", "Initech", "staging"),
+        ("acme", "Acme Labs", "staging"),
+    ] {
+        cli(
+            &server,
+            &["customer", "add", id, "--name", name, "--environment", env],
+        );
+    }
+    let post = |customer: &str, receipts: &[SignedReceipt]| {
+        let client = Client::new(server.url(), Some(server.token("customer", Some(customer))));
+        for signed in receipts {
+            let r = client.req("POST", "/api/v1/receipts", &[], Some(&signed.to_bytes()));
+            assert!(r.status < 300, "{}", String::from_utf8_lossy(&r.body));
+        }
+    };
+    let d = "data-plane";
+    let c = "control-plane";
+    post(
+        "globex",
+        &[
+            receipt(
+                "globex",
+                1,
+                (d, "1.0.0", &dp1),
+                (Apply, Succeeded),
+                &minutes_ago(600),
+            ),
+            receipt(
+                "globex",
+                2,
+                (c, "1.0.0", &cp1),
+                (Apply, Succeeded),
+                &minutes_ago(590),
+            ),
+            receipt(
+                "globex",
+                3,
+                (d, "2.0.0", &dp2),
+                (Apply, Failed),
+                &minutes_ago(300),
+            ),
+            receipt(
+                "globex",
+                4,
+                (d, "1.0.0", &dp1),
+                (Rollback, Succeeded),
+                &minutes_ago(290),
+            ),
+            receipt(
+                "globex",
+                5,
+                (d, "1.0.0", &dp1),
+                (Drift, Drifted),
+                &minutes_ago(20),
+            ),
+        ],
+    );
+    post(
+        "hooli",
+        &[
+            receipt(
+                "hooli",
+                1,
+                (d, "2.0.0", &dp2),
+                (Apply, Succeeded),
+                &minutes_ago(900),
+            ),
+            receipt(
+                "hooli",
+                2,
+                (d, "2.1.0-rc.1", &dp_rc),
+                (Apply, Succeeded),
+                &minutes_ago(60),
+            ),
+        ],
+    );
+    post(
+        "acme",
+        &[
+            receipt(
+                "acme",
+                1,
+                (d, "2.0.0", &dp2),
+                (Apply, Succeeded),
+                &minutes_ago(120),
+            ),
+            receipt(
+                "acme",
+                2,
+                (c, "0.9.0", &cp09),
+                (Apply, Failed),
+                &minutes_ago(100),
+            ),
+        ],
+    );
+    // The airgapped customer's runner exported its receipts; they arrive as a file.
+    let file = server.data.with_file_name("umbrella-receipts.jsonl");
+    let lines: Vec<String> = [
+        receipt(
+            "umbrella",
+            1,
+            (d, "1.0.0", &dp1),
+            (Apply, Succeeded),
+            "2026-01-05T09:00:00Z",
+        ),
+        receipt(
+            "umbrella",
+            2,
+            (c, "0.9.0", &cp09),
+            (Apply, Succeeded),
+            "2026-01-05T09:30:00Z",
+        ),
+    ]
+    .iter()
+    .map(|r| String::from_utf8(r.to_bytes()).unwrap().replace('\n', ""))
+    .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    cli(&server, &["receipts", "import", file.to_str().unwrap()]);
+    Seeded {
+        support: server.token("support", None),
+        admin: server.token("admin", None),
+        server,
+    }
+}
+
+fn form(token: &str) -> Vec<u8> {
+    format!("token={token}").into_bytes()
+}
+
+/// Signs in over plain HTTP; returns the `Set-Cookie` header.
+fn sign_in(server: &OurRegistry, token: &str) -> String {
+    let r = send(
+        "POST",
+        &format!("{}/ui/login", server.url()),
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        Some(&form(token)),
+    );
+    assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("location"), Some("/ui"));
+    r.header("set-cookie").unwrap().to_string()
+}
+
+fn get(server: &OurRegistry, path: &str, cookie: &str) -> Resp {
+    let pair = cookie.split(';').next().unwrap();
+    send(
+        "GET",
+        &format!("{}{path}", server.url()),
+        &[("Cookie", pair)],
+        None,
+    )
+}
+
+fn html(r: &Resp) -> String {
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    String::from_utf8(r.body.clone()).unwrap()
+}
+
+/// The customers in the fleet table's rows, in order, one per row.
+fn fleet_cells(page: &str) -> Vec<String> {
+    let table = page
+        .split("<table id=\"fleet\">")
+        .nth(1)
+        .unwrap_or_default();
+    let table = table.split("</table>").next().unwrap_or_default();
+    table
+        .split("<tr><td>")
+        .skip(1)
+        .map(|row| {
+            let cells: Vec<&str> = row.split("</td><td>").collect();
+            let customer = cells[0]
+                .split('>')
+                .nth(1)
+                .unwrap()
+                .split('<')
+                .next()
+                .unwrap();
+            format!("{customer}:{}", cells[2])
+        })
+        .collect()
+}
+
+#[test]
+fn support_pages_sign_in_with_a_support_token_into_a_strict_http_only_session() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let r = send("GET", &format!("{}/", server.url()), &[], None);
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/ui"));
+    let r = send("GET", &format!("{}/ui", server.url()), &[], None);
+    assert_eq!(r.status, 303, "no session: to the sign-in form");
+    assert_eq!(r.header("location"), Some("/ui/login"));
+    let login = send("GET", &format!("{}/ui/login", server.url()), &[], None);
+    assert!(html(&login).contains("name=\"token\""));
+
+    let post = |token: &str, extra: &[(&str, &str)]| {
+        let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded")];
+        headers.extend_from_slice(extra);
+        send(
+            "POST",
+            &format!("{}/ui/login", server.url()),
+            &headers,
+            Some(&form(token)),
+        )
+    };
+    let customer = server.token("customer", Some("globex"));
+    for (token, status, says) in [
+        ("spr_not-a-token", 401, "not valid"),
+        (
+            customer.as_str(),
+            403,
+            "a `customer` token cannot open the support pages",
+        ),
+    ] {
+        let r = post(token, &[]);
+        assert_eq!(r.status, status);
+        assert!(r.header("set-cookie").is_none());
+        let page = String::from_utf8_lossy(&r.body);
+        assert!(page.contains(says), "{page}");
+        assert!(!page.contains(token), "the token is never shown back");
+    }
+    let r = post(&seeded.support, &[("Origin", "https://evil.example")]);
+    assert_eq!(r.status, 403, "a sign-in form posted from another site");
+    assert!(r.header("set-cookie").is_none());
+
+    let cookie = sign_in(server, &seeded.support);
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/ui"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(
+        !cookie.contains(&seeded.support),
+        "the cookie is a session id"
+    );
+    let fleet = get(server, "/ui", &cookie);
+    for (name, value) in [
+        ("cache-control", "no-store"),
+        ("x-content-type-options", "nosniff"),
+    ] {
+        assert_eq!(fleet.header(name), Some(value));
+    }
+    assert!(fleet
+        .header("content-security-policy")
+        .unwrap()
+        .contains("default-src 'none'"));
+    let page = html(&fleet);
+    assert!(!page.contains("<script"), "no JavaScript");
+    assert!(!page.contains("src=\"http"), "no external asset");
+    assert_eq!(
+        fleet_cells(&page),
+        [
+            "acme:control-plane",
+            "acme:data-plane",
+            "globex:control-plane",
+            "globex:data-plane",
+            "hooli:data-plane",
+            "initech:<span class=\"muted\">—</span>",
+            "umbrella:control-plane",
+            "umbrella:data-plane",
+        ]
+    );
+
+    // Read-only: nothing but GET after signing in, on any page.
+    for path in ["/ui", "/ui/customers/globex", "/ui/stacks/data-plane/1.0.0"] {
+        let pair = cookie.split(';').next().unwrap();
+        let r = send(
+            "POST",
+            &format!("{}{path}", server.url()),
+            &[("Cookie", pair)],
+            Some(b"x=1"),
+        );
+        assert_eq!(r.status, 405, "{path}");
+    }
+
+    // Revoking the token ends its sessions at once.
+    let out = Command::new(BIN)
+        .args(["token", "list", "--json", "--data"])
+        .arg(&server.data)
+        .output()
+        .unwrap();
+    let tokens: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let support_id = tokens
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["role"] == "support")
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .next_back()
+        .unwrap();
+    cli(server, &["token", "revoke", &support_id]);
+    let r = get(server, "/ui", &cookie);
+    assert_eq!(r.status, 401);
+    assert!(String::from_utf8_lossy(&r.body).contains("was revoked"));
+    assert!(
+        get(server, "/ui", &cookie).status == 303,
+        "the session is gone"
+    );
+
+    // Signing out ends the session; the admin token may sign in too.
+    let cookie = sign_in(server, &seeded.admin);
+    assert_eq!(get(server, "/ui", &cookie).status, 200);
+    let r = get(server, "/ui/logout", &cookie);
+    assert_eq!(r.status, 303);
+    assert!(r.header("set-cookie").unwrap().contains("Max-Age=0"));
+    assert_eq!(get(server, "/ui", &cookie).status, 303);
+}
+
+#[test]
+fn the_fleet_page_filters_by_stack_behind_drifted_prerelease_silent_and_failed() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let cookie = sign_in(server, &seeded.support);
+    let rows = |query: &str| fleet_cells(&html(&get(server, &format!("/ui?{query}"), &cookie)));
+    assert_eq!(
+        rows("stack=control-plane"),
+        [
+            "acme:control-plane",
+            "globex:control-plane",
+            "umbrella:control-plane"
+        ]
+    );
+    assert_eq!(rows("drifted=true"), ["globex:data-plane"]);
+    assert_eq!(
+        rows("failed=true"),
+        ["acme:control-plane"],
+        "globex rolled back after its failure; acme did not"
+    );
+    assert_eq!(
+        rows("prerelease=true&environment=production"),
+        ["hooli:data-plane"]
+    );
+    assert_eq!(
+        rows("silent=true"),
+        [
+            "initech:<span class=\"muted\">—</span>",
+            "umbrella:control-plane",
+            "umbrella:data-plane"
+        ]
+    );
+    assert_eq!(
+        rows("behind=true&stack=data-plane"),
+        ["globex:data-plane", "umbrella:data-plane"]
+    );
+    let page = html(&get(server, "/ui?behind=true&stack=data-plane", &cookie));
+    assert!(
+        page.contains("behind 2 (latest 2.0.0)"),
+        "in words, not only colour"
+    );
+    assert!(page.contains("silent since 2026-01-05T09:30:00Z"));
+    assert!(page.contains("<option value=\"data-plane\" selected>"));
+    let bad = get(server, "/ui?staleAfter=soon", &cookie);
+    assert_eq!(bad.status, 400);
+    assert!(String::from_utf8_lossy(&bad.body).contains("staleAfter"));
+}
+
+#[test]
+fn a_customer_page_shows_history_receipts_signatures_and_inputs_hashes() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let cookie = sign_in(server, &seeded.support);
+    let page = html(&get(server, "/ui/customers/globex", &cookie));
+    assert!(page.contains("Globex Corporation") && page.contains("production"));
+    let history = page.split("<table id=\"history\">").nth(1).unwrap();
+    let kinds: Vec<&str> = ["drift", "rollback", "apply", "apply", "apply"].to_vec();
+    let found: Vec<&str> = history
+        .split("<tr><td>")
+        .skip(1)
+        .map(|row| row.split("</td><td>").nth(1).unwrap())
+        .collect();
+    assert_eq!(found, kinds, "newest first, every attempt kept");
+    assert!(history.contains(">failed</span>"));
+    assert_eq!(history.matches("signature verified").count(), 5);
+    assert_eq!(history.matches("trusted key").count(), 5);
+    let inputs = stackpack_schema::Digest::of(b"globexdata-plane").to_string();
+    assert!(
+        history.contains(&inputs),
+        "the inputs hash, whole in its title"
+    );
+
+    // The airgapped customer, whose receipts came in a file, and its escaped name.
+    let page = html(&get(server, "/ui/customers/umbrella", &cookie));
+    assert!(
+        page.contains("Umbrella &lt;Airgapped&gt;"),
+        "names are escaped"
+    );
+    assert!(!page.contains("<Airgapped>"));
+    assert!(page.contains(">silent</span>"));
+    let page = html(&get(server, "/ui/customers/initech", &cookie));
+    assert!(page.contains("never reported"));
+    let missing = get(server, "/ui/customers/nobody", &cookie);
+    assert_eq!(missing.status, 404);
+    assert!(String::from_utf8_lossy(&missing.body).contains("`nobody`"));
+}
+
+#[test]
+fn a_stack_version_page_shows_who_runs_it_its_interface_changes_signature_and_commit() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let cookie = sign_in(server, &seeded.support);
+    let page = html(&get(server, "/ui/stacks/data-plane/2.0.0", &cookie));
+    let runners = page.split("<table id=\"runners\">").nth(1).unwrap();
+    assert_eq!(
+        fleet_cells(&format!("<table id=\"fleet\">{runners}")),
+        ["acme:data-plane"]
+    );
+    assert!(page.contains("c0ffee200"), "the source commit");
+    assert!(page.contains("signature verifies"));
+    let key = PrivateKey::from_secret_bytes(VENDOR_KEY)
+        .public_key()
+        .key_id();
+    assert!(page.contains(&key));
+    let changes = page.split("<table id=\"changes\">").nth(1).unwrap();
+    assert!(
+        changes.contains("default-changed") && changes.contains("`3` → `4`"),
+        "{changes}"
+    );
+    assert!(changes.contains("input-added-without-default") && changes.contains("zone_id"));
+    assert!(page.contains("<code>zone_id</code>"), "the interface");
+    assert!(page.contains("modules/network") && page.contains("1.3.0"));
+
+    let page = html(&get(server, "/ui/stacks/data-plane/1.1.0", &cookie));
+    assert!(page.contains("No interface change."));
+    assert!(page.contains(">0 customers<"));
+    assert_eq!(
+        get(server, "/ui/stacks/data-plane/9.9.9", &cookie).status,
+        404
+    );
+}
+
+/// `chromedriver` on a free port, with a fresh profile; killed on drop.
+struct Driver {
+    child: Child,
+    url: String,
+    _profile: tempfile::TempDir,
+    profile: PathBuf,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One WebDriver command; the answer's `value`.
+fn webdriver(method: &str, url: &str, body: Option<serde_json::Value>) -> serde_json::Value {
+    let body = body.map(|b| serde_json::to_vec(&b).unwrap());
+    let r = send(
+        method,
+        url,
+        &[("Content-Type", "application/json")],
+        body.as_deref(),
+    );
+    let value: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(r.status < 300, "{method} {url}: {value}");
+    value["value"].clone()
+}
+
+struct Browser {
+    session: String,
+}
+
+impl Browser {
+    fn start(driver: &Driver) -> Browser {
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1366,900",
+            &format!("--user-data-dir={}", driver.profile.display()),
+        ];
+        let value = webdriver(
+            "POST",
+            &format!("{}/session", driver.url),
+            Some(serde_json::json!({"capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args},
+            }}})),
+        );
+        Browser {
+            session: format!(
+                "{}/session/{}",
+                driver.url,
+                value["sessionId"].as_str().unwrap()
+            ),
+        }
+    }
+
+    fn go(&self, url: &str) {
+        webdriver(
+            "POST",
+            &format!("{}/url", self.session),
+            Some(serde_json::json!({"url": url})),
+        );
+    }
+
+    /// The page's address once it satisfies `done` (a click's navigation may still be
+    /// under way when the click returns); panics after 20 s.
+    fn url_when(&self, done: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let url = self.url();
+            if done(&url) {
+                return url;
+            }
+            assert!(std::time::Instant::now() < deadline, "still at {url}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn url(&self) -> String {
+        webdriver("GET", &format!("{}/url", self.session), None)
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn find(&self, css: &str) -> String {
+        let value = webdriver(
+            "POST",
+            &format!("{}/element", self.session),
+            Some(serde_json::json!({"using": "css selector", "value": css})),
+        );
+        value["element-6066-11e4-a52e-4f735466cecf"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn find_all(&self, css: &str) -> Vec<String> {
+        webdriver(
+            "POST",
+            &format!("{}/elements", self.session),
+            Some(serde_json::json!({"using": "css selector", "value": css})),
+        )
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["element-6066-11e4-a52e-4f735466cecf"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+    }
+
+    fn text(&self, element: &str) -> String {
+        webdriver(
+            "GET",
+            &format!("{}/element/{element}/text", self.session),
+            None,
+        )
+        .as_str()
+        .unwrap()
+        .to_string()
+    }
+
+    fn click(&self, css: &str) {
+        let element = self.find(css);
+        webdriver(
+            "POST",
+            &format!("{}/element/{element}/click", self.session),
+            Some(serde_json::json!({})),
+        );
+    }
+
+    fn type_into(&self, css: &str, text: &str) {
+        let element = self.find(css);
+        webdriver(
+            "POST",
+            &format!("{}/element/{element}/value", self.session),
+            Some(serde_json::json!({"text": text})),
+        );
+    }
+
+    fn column(&self, table: &str, index: usize) -> Vec<String> {
+        self.find_all(&format!("#{table} tbody tr td:nth-child({index})"))
+            .iter()
+            .map(|e| self.text(e))
+            .collect()
+    }
+
+    /// Saves the page as `name.png` under `STACKPACK_SCREENSHOTS`, when set.
+    fn screenshot(&self, name: &str) {
+        let Some(dir) = std::env::var_os("STACKPACK_SCREENSHOTS") else {
+            return;
+        };
+        use base64::Engine as _;
+        let png = webdriver("GET", &format!("{}/screenshot", self.session), None);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().unwrap())
+            .unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(Path::new(&dir).join(format!("{name}.png")), bytes).unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = try_send("DELETE", &self.session, &[], None);
+    }
+}
+
+#[test]
+fn headless_chromium_signs_in_filters_to_one_stack_and_opens_a_customer_and_a_version() {
+    if !have("chromedriver") || !have("chromium") {
+        return;
+    }
+    let seeded = seed();
+    let server = &seeded.server;
+    let port = free_port();
+    let profile = tempfile::tempdir().unwrap();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let driver = Driver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+        profile: profile.path().join("chromium"),
+        _profile: profile,
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while try_send("GET", &format!("{}/status", driver.url), &[], None).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "chromedriver did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let browser = Browser::start(&driver);
+
+    browser.go(&format!("{}/", server.url()));
+    browser.url_when(|u| u.ends_with("/ui/login"));
+    browser.screenshot("login");
+    browser.type_into("#token", &seeded.support);
+    browser.click("button[type=submit]");
+    browser.url_when(|u| u.ends_with("/ui"));
+    assert_eq!(browser.column("fleet", 1).len(), 8);
+    browser.screenshot("fleet");
+
+    browser.click("#filter-stack option[value=\"data-plane\"]");
+    browser.click("#filter-behind");
+    browser.click("#apply-filters");
+    browser.url_when(|u| u.contains("stack=data-plane") && u.contains("behind=true"));
+    assert_eq!(browser.column("fleet", 1), ["globex", "umbrella"]);
+    assert_eq!(browser.column("fleet", 3), ["data-plane", "data-plane"]);
+    let notes = browser.column("fleet", 7);
+    assert!(
+        notes[0].contains("behind 2 (latest 2.0.0)") && notes[0].contains("drifted"),
+        "{notes:?}"
+    );
+    browser.screenshot("fleet-filtered");
+
+    browser.click("#fleet tbody tr:first-child td:first-child a");
+    browser.url_when(|u| u.ends_with("/ui/customers/globex"));
+    assert_eq!(browser.text(&browser.find("#environment")), "production");
+    let outcomes = browser.column("history", 3);
+    assert_eq!(
+        outcomes,
+        ["drifted", "succeeded", "failed", "succeeded", "succeeded"]
+    );
+    let signatures = browser.column("history", 8);
+    assert!(
+        signatures.iter().all(|s| s.contains("signature verified")),
+        "{signatures:?}"
+    );
+    browser.screenshot("customer");
+
+    browser.click("#running tbody tr:nth-child(2) td:nth-child(2) a");
+    browser.url_when(|u| u.ends_with("/ui/stacks/data-plane/1.0.0"));
+    assert_eq!(browser.text(&browser.find("#release")), "data-plane@1.0.0");
+    assert!(browser
+        .text(&browser.find("#signature"))
+        .contains("signature verifies"));
+    assert_eq!(browser.text(&browser.find("#commit")), "c0ffee100");
+    assert_eq!(browser.column("runners", 1), ["globex", "umbrella"]);
+    browser.go(&format!("{}/ui/stacks/data-plane/2.0.0", server.url()));
+    let rules = browser.column("changes", 2);
+    assert!(rules.contains(&"default-changed".to_string()), "{rules:?}");
+    browser.screenshot("stack-version");
+
+    browser.click("header nav a[href=\"/ui/logout\"]");
+    browser.url_when(|u| u.ends_with("/ui/login"));
+    browser.go(&format!("{}/ui", server.url()));
+    browser.url_when(|u| u.ends_with("/ui/login"));
+}
+
+/// The `href` of the link with `id` on a page, unescaped.
+fn link_target(page: &str, id: &str) -> Option<String> {
+    let rest = page.split(&format!("<a id=\"{id}\" href=\"")).nth(1)?;
+    Some(rest.split('"').next()?.replace("&amp;", "&"))
+}
+
+#[test]
+fn the_fleet_and_stack_version_pages_show_a_page_of_rows_and_link_to_the_next() {
+    let server = OurRegistry::start();
+    let digest = stackpack_schema::Digest::of(b"api 1.0.0").to_string();
+    let receipts: Vec<u8> = (0..150)
+        .flat_map(|c| {
+            let signed = receipt(
+                &format!("c{c:03}"),
+                0,
+                ("api", "1.0.0", &digest),
+                (ReceiptKind::Apply, Outcome::Succeeded),
+                &minutes_ago(5),
+            );
+            let mut line = signed.to_bytes();
+            line.push(b'\n');
+            line
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("receipts.jsonl");
+    std::fs::write(&file, receipts).unwrap();
+    cli(&server, &["receipts", "import", file.to_str().unwrap()]);
+    let cookie = sign_in(&server, &server.token("support", None));
+
+    let first = html(&get(&server, "/ui?stack=api", &cookie));
+    let rows = fleet_cells(&first);
+    assert_eq!(rows.len(), 100, "one page");
+    assert_eq!(rows[99], "c099:api");
+    assert!(!first.contains("id=\"first\""), "already the first page");
+    let next = link_target(&first, "next").expect("a next page link");
+    assert_eq!(next, "/ui?stack=api&after=c099%2Fapi");
+    let second = html(&get(&server, &next, &cookie));
+    let rows = fleet_cells(&second);
+    assert_eq!(rows.len(), 50);
+    assert_eq!(rows[0], "c100:api");
+    assert!(link_target(&second, "next").is_none(), "the last page");
+    assert_eq!(
+        link_target(&second, "first").as_deref(),
+        Some("/ui?stack=api")
+    );
+
+    let version = html(&get(&server, "/ui/stacks/api/1.0.0", &cookie));
+    assert!(version.contains("150 customers"), "every runner counted");
+    let next = link_target(&version, "next").expect("runners page on");
+    assert_eq!(next, "/ui/stacks/api/1.0.0?after=c099%2Fapi");
+    let rest = html(&get(&server, &next, &cookie));
+    assert!(
+        rest.contains("c149") && !rest.contains(">c099<"),
+        "the rest of the runners"
+    );
+
+    let bad = get(&server, "/ui?after=nonsense", &cookie);
+    assert_eq!(bad.status, 400, "{}", String::from_utf8_lossy(&bad.body));
+}

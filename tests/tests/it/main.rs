@@ -1,0 +1,6 @@
+//! End-to-end scenarios across the three programs, one binary (one per crate keeps
+//! link time and disk down); each module is one scenario family.
+
+mod freshness;
+mod main_job;
+mod support_ledger;
