@@ -26,8 +26,3 @@ pub fn read_public_key(path: &Path) -> Result<PublicKey, TrustError> {
         path: path.to_path_buf(),
     })
 }
-
-/// Reads several public key files.
-pub fn read_public_keys(paths: &[PathBuf]) -> Result<Vec<PublicKey>, TrustError> {
-    paths.iter().map(|path| read_public_key(path)).collect()
-}

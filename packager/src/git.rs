@@ -148,13 +148,6 @@ impl Git {
             .filter(|s| !s.is_empty())
     }
 
-    pub fn merge_base(&self, a: &str, b: &str) -> Option<String> {
-        self.run(&["merge-base", a, b])
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-    }
-
     /// Files that differ between `base` and HEAD (or the work tree, when
     /// `include_worktree`), both sides of renames included.
     pub fn changed_files(&self, base: &str, upto: Upto) -> Result<Vec<String>> {
@@ -203,17 +196,6 @@ impl Git {
             .into_iter()
             .filter_map(|record| record.get(3..).map(str::to_string))
             .collect())
-    }
-
-    /// True when `ancestor` is an ancestor of (or equal to) HEAD.
-    pub fn is_ancestor_of_head(&self, ancestor: &str) -> bool {
-        Command::new("git")
-            .arg("-C")
-            .arg(&self.root)
-            .args(["merge-base", "--is-ancestor", ancestor, "HEAD"])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
     }
 }
 
