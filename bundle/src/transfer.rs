@@ -2,7 +2,8 @@
 //!
 //! - [`pull_bundle`]: a bundle and its signatures from a registry into a layout
 //!   (usually a staging layout the caller verifies before trusting it);
-//! - [`push_bundle`]: a bundle's blobs and manifest from a layout to a registry;
+//! - [`push_manifest_with_blobs`] and [`push_signature`]: a manifest and its blobs,
+//!   or a signature, from a layout to a registry;
 //! - [`export_bundles`]: bundles and their signatures from a layout into an OCI image
 //!   layout tar, for carrying into an airgapped account.
 //!

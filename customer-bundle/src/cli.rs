@@ -16,7 +16,7 @@ pub struct Cli {
 
 #[derive(Args, Debug, Clone)]
 pub struct GlobalArgs {
-    /// The runner home [default: `$XDG_DATA_HOME/stackpack/runner`, or `~/.local/share/stackpack/runner`].
+    /// The runner home (default: `$XDG_DATA_HOME/stackpack/runner`, or `~/.local/share/stackpack/runner`).
     #[arg(long, global = true, env = "STACKPACK_RUNNER_HOME", value_name = "DIR")]
     pub home: Option<PathBuf>,
     /// Print nothing but results and errors.
@@ -74,10 +74,10 @@ pub struct InitArgs {
     /// `terraform` or `tofu`.
     #[arg(long, default_value = "terraform")]
     pub engine: String,
-    /// The engine binary [default: looked up on `PATH` at each run].
+    /// The engine binary (default: looked up on `PATH` at each run).
     #[arg(long, value_name = "FILE")]
     pub engine_path: Option<PathBuf>,
-    /// Where work folders are made [default: `<home>/work`].
+    /// Where work folders are made (default: `<home>/work`).
     #[arg(long, value_name = "DIR")]
     pub work: Option<PathBuf>,
     /// Allow prerelease versions (default: stable versions only).

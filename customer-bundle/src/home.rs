@@ -31,7 +31,7 @@ pub struct Config {
     pub customer: String,
     #[serde(default)]
     pub engine: EngineConfig,
-    /// Where throwaway work folders are made [default: `<home>/work`].
+    /// Where throwaway work folders are made (default: `<home>/work`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<PathBuf>,
     #[serde(default)]
@@ -45,7 +45,7 @@ pub struct Config {
 pub struct EngineConfig {
     /// `terraform` or `tofu`.
     pub name: String,
-    /// The engine binary [default: `name` looked up on `PATH`].
+    /// The engine binary (default: `name` looked up on `PATH`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
 }

@@ -88,7 +88,7 @@ pub struct CustomerNewArgs {
 /// Where a registry is and how to reach it.
 #[derive(Args, Debug, Clone)]
 pub struct RegistryArgs {
-    /// `HOST[:PORT]/NAMESPACE` [default: `registry` in `stackpack.toml`].
+    /// `HOST[:PORT]/NAMESPACE` (default: `registry` in `stackpack.toml`).
     #[arg(long, value_name = "HOST/NAMESPACE")]
     pub registry: Option<String>,
     /// Plain HTTP, for registries on this machine's loopback only.
@@ -103,7 +103,7 @@ pub struct PublishArgs {
     pub plan: PlanArgs,
     #[command(flatten)]
     pub registry: RegistryArgs,
-    /// The private signing key [default: `[signing] key` in `stackpack.toml`].
+    /// The private signing key (default: `[signing) key` in `stackpack.toml`].
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
     // that our own check refuses it without printing it, as clap's error would.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
@@ -126,7 +126,7 @@ pub struct ExportArgs {
     /// The tar file to write.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: PathBuf,
-    /// Read from this image layout [default: `.stackpack/bundles`].
+    /// Read from this image layout (default: `.stackpack/bundles`).
     #[arg(long, value_name = "DIR", conflicts_with = "registry")]
     pub from: Option<PathBuf>,
     /// Read from this registry instead (`HOST[:PORT]/NAMESPACE`).
@@ -160,7 +160,7 @@ pub struct PlanArgs {
     /// Detect changes since this git ref instead of since each stack's latest release.
     #[arg(long, value_name = "REF")]
     pub base: Option<String>,
-    /// The branch being built [default: from CI variables, then git].
+    /// The branch being built (default: from CI variables, then git).
     #[arg(long, value_name = "NAME")]
     pub branch: Option<String>,
     /// Ask for at least this bump (`patch`, `minor`, `major`).
@@ -169,7 +169,7 @@ pub struct PlanArgs {
     /// Only these stacks (repeatable); they are built even if git shows no change.
     #[arg(long = "stack", value_name = "NAME")]
     pub stacks: Vec<String>,
-    /// The image layout holding earlier builds [default: `<repo>/.stackpack/bundles`].
+    /// The image layout holding earlier builds (default: `<repo>/.stackpack/bundles`).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Pack uncommitted changes too (for local tries; never in CI).
@@ -196,7 +196,7 @@ pub struct VersionArgs {
 pub struct BuildArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
-    /// The private signing key [default: `[signing] key` in `stackpack.toml`].
+    /// The private signing key (default: `[signing) key` in `stackpack.toml`].
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
     // that our own check refuses it without printing it, as clap's error would.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]

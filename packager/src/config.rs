@@ -70,11 +70,11 @@ pub struct WitnessSettings {
     /// (`allowed_account_ids`): set to `account-id` in a sandbox account.
     #[serde(default = "default_account_input")]
     pub account_input: String,
-    /// The engine: a name on `PATH` or a path [default: `terraform`].
+    /// The engine: a name on `PATH` or a path (default: `terraform`).
     pub engine: Option<PathBuf>,
     /// Witness at most this many customers per stack (spread over the sorted list).
     pub sample: Option<usize>,
-    /// Customers witnessed at once [default: 4].
+    /// Customers witnessed at once (default: 4).
     pub parallel: Option<usize>,
 }
 

@@ -11,7 +11,7 @@
 //! - [`signature`] is the signed payload, keys, key ids, signing and verifying.
 //! - [`version`] holds the version rules: branch slugs, next stable and prerelease.
 //! - [`receipt`] is the signed deployment receipt a runner reports to the registry.
-//! - [`reference`] parses `stack@version` references.
+//! - [`reference`](mod@reference) parses `stack@version` references.
 //!
 //! This crate does no I/O: callers hand it bytes and get values back, so that the
 //! packager, the runner and the registry agree by construction.

@@ -3,7 +3,7 @@
 //! [`required_bump`] compares a stack (or module) in the working tree with the same
 //! folder at an older commit, with every local module it vendors, and applies the
 //! interface rules of `DESIGN.md`: each [`Finding`] names its rule, the item, the
-//! `file:line` and the bump it needs; the report's bump is the largest. [`lint`] runs
+//! `file:line` and the bump it needs; the report's bump is the largest. [`lint`](mod@lint) runs
 //! the repository lints, and [`render`] prints findings for people, CI and scripts.
 
 mod diff;
