@@ -51,6 +51,21 @@ pub fn refusal(
     requested: Option<Bump>,
     findings: &[Finding],
 ) -> String {
+    let broken: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .collect();
+    if !broken.is_empty() {
+        // Files the engine would refuse: no bump can be judged, whatever was asked.
+        let mut out =
+            format!("error: `{path}` cannot be judged: the engine would refuse its files\n");
+        for f in broken {
+            out.push_str(&format!("  --> `{}`: {}\n", f.location(), f.message));
+            out.push_str(&format!("      rule: {}\n", f.rule));
+        }
+        out.push_str("hint: fix these files first (`terraform validate` in the folder shows the same), then check again\n");
+        return out;
+    }
     let mut out = format!(
         "error: `{path}` needs a {required} release, but `--bump {}` was asked for\n",
         requested.map_or("-".to_string(), |b| b.to_string())
@@ -464,6 +479,30 @@ mod tests {
              rule: default-changed (requires a major release)\n\
              hint: release with `--bump major`, or undo the change\n"
         );
+    }
+
+    #[test]
+    fn a_stack_whose_files_the_engine_refuses_is_not_blamed_on_a_bump_nobody_asked_for() {
+        let unreadable = Finding {
+            rule: "unreadable-file".into(),
+            item: "main.tf".into(),
+            file: "stacks/a/main.tf".into(),
+            line: 7,
+            bump: None,
+            severity: Severity::Error,
+            message: "expected `}`".into(),
+        };
+        let text = refusal("stacks/a", Bump::Patch, None, &[unreadable]);
+        assert!(!text.contains("--bump"), "{text}");
+        assert!(
+            text.starts_with("error: `stacks/a` cannot be judged"),
+            "{text}"
+        );
+        assert!(
+            text.contains("--> `stacks/a/main.tf:7`: expected `}`"),
+            "{text}"
+        );
+        assert!(text.contains("hint: fix these files first"), "{text}");
     }
 
     #[test]
