@@ -17,6 +17,7 @@ use stackpack_schema::receipt::{
 
 use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
 use super::error::{io, Error, Result};
+use super::files;
 use super::home::Home;
 use super::home::OnFailure;
 use super::inputs;
@@ -613,12 +614,10 @@ fn execute(
             ));
         }
     }
-    let work_root = home.work_root();
-    std::fs::create_dir_all(&work_root).map_err(|e| io("create", &work_root, e))?;
-    let work = tempfile::Builder::new()
-        .prefix(&format!("{}-{}-", receipt.stack, receipt.version))
-        .tempdir_in(&work_root)
-        .map_err(|e| io("create a work folder in", &work_root, e))?;
+    let work = files::work_folder(
+        &home.work_root(),
+        &format!("{}-{}-", receipt.stack, receipt.version),
+    )?;
     ledger.start_run(&StartedRun {
         id: receipt.id.clone(),
         stack: receipt.stack.clone(),
@@ -674,7 +673,7 @@ fn prepare_work(
             package.digest.short()
         ));
     }
-    write_private(&dir.join(INPUTS_FILE), inputs_text)?;
+    files::write_private(&dir.join(INPUTS_FILE), inputs_text)?;
     let (override_file, backend_args) = engine::backend_setup(home, &bundle.config.stack)?;
     std::fs::write(dir.join("stackpack_backend_override.tf"), override_file)
         .map_err(|e| io("write in", &dir, e))?;
@@ -936,12 +935,7 @@ pub fn check_inputs(
     if !findings.is_empty() || !has_rules {
         return Ok(findings);
     }
-    let root = home.work_root();
-    std::fs::create_dir_all(&root).map_err(|e| io("create", &root, e))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("check-inputs-")
-        .tempdir_in(&root)
-        .map_err(|e| io("create a work folder in", &root, e))?;
+    let scratch = files::work_folder(&home.work_root(), "check-inputs-")?;
     let dir = unpack_verified(home, bundle, scratch.path())?;
     let module = stackpack_interface::extract_module(&dir)
         .map_err(|e| Error::refused(format!("cannot read the stack's variables: {e}")))?;
@@ -1085,26 +1079,11 @@ pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Res
     Ok(dir)
 }
 
-/// Writes `text` to a file only its owner reads (0600).
-pub fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(|e| io("create", path, e))?;
-    file.write_all(text.as_bytes())
-        .map_err(|e| io("write", path, e))
-}
-
 /// Keeps the inputs a deployment used, so rollback and drift run with them.
 fn save_inputs(home: &Home, receipt_id: &str, stack: &str, text: &str) -> Result<PathBuf> {
     let dir = home.inputs_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+    files::create_folder(&dir)?;
     let path = dir.join(format!("{stack}-{receipt_id}.tfvars.json"));
-    write_private(&path, text)?;
+    files::write_private(&path, text)?;
     Ok(path)
 }

@@ -21,9 +21,11 @@
 //! - [`review`]: reviewed plans, signed by the installation key.
 //! - [`smoke`]: `check` blocks and output assertions after an apply.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
+//! - [`files`]: the file helpers they share (private files, folders, work folders).
 
 pub mod deploy;
 pub mod engine;
+pub mod files;
 pub mod home;
 pub mod inputs;
 pub mod interrupt;
