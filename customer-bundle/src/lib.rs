@@ -9,6 +9,7 @@
 //!   the installation key, engine state) and its configuration.
 //! - [`store`]: the verified bundle store, an OCI image layout inside the home, and
 //!   `import` of a layout (folder or tar) after every bundle in it is verified.
+//! - [`unpack`]: a verified bundle out of the store into a work folder, checked again.
 //! - [`engine`]: running Terraform or OpenTofu in a throwaway work folder.
 //! - [`inputs`]: checking a customer's `.tfvars` against a bundle's interface.
 //! - [`ledger`]: the local SQLite record of every receipt and deployment.
@@ -38,6 +39,7 @@ pub mod receipts;
 pub mod review;
 pub mod smoke;
 pub mod store;
+pub mod unpack;
 
 pub use stackpack_bundle::error;
 pub use stackpack_bundle::error::{Error, ErrorKind, Result};
