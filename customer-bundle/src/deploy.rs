@@ -257,30 +257,8 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     check_policy(home, &request, &resolved)?;
     let stack = &request.stack;
     let version = &resolved.version;
-
-    let store_layout = home.store()?;
-    (ui.status)(&format!("verifying `{stack}@{version}`"));
-    let bundle = store::verify_in(home, &store_layout, stack, version)?;
-    (ui.status)(&format!(
-        "verified `{stack}@{version}` ({}), signed by key `{}`",
-        bundle.manifest_descriptor.digest.short(),
-        bundle
-            .signer
-            .as_ref()
-            .map(|k| k.key_id())
-            .unwrap_or_default()
-    ));
-
-    let mut parsed = inputs::read_all(&resolved.inputs)?;
-    parsed.add_environment(&bundle.config.interface);
-    // When the bundle cannot be unpacked to read its rules (a full disk, a store
-    // changed since verification), the unpack into the work folder below fails the
-    // same way, and there it is recorded; the names and types are checked still.
-    let findings = check_inputs(home, &bundle, &parsed)
-        .unwrap_or_else(|_| inputs::check(&parsed, &bundle.config.interface));
-    if let Some(error) = findings_error(&findings) {
-        return Err(error);
-    }
+    let bundle = verify(home, stack, version, ui)?;
+    let parsed = read_inputs(home, &bundle, &resolved.inputs)?;
     let text = parsed.to_engine_json();
     let key = receipts::installation_key(&home.key_path())?;
     let inputs_hash = inputs::inputs_hash(&parsed, &receipts::inputs_secret(&key));
@@ -351,6 +329,39 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             })
         }
         Err(error) => Err(ending.record_failure(receipt, error, work_kept)?),
+    }
+}
+
+/// Verifies `stack@version` in the store, saying so.
+fn verify(home: &Home, stack: &str, version: &Version, ui: &Ui) -> Result<VerifiedBundle> {
+    let store_layout = home.store()?;
+    (ui.status)(&format!("verifying `{stack}@{version}`"));
+    let bundle = store::verify_in(home, &store_layout, stack, version)?;
+    (ui.status)(&format!(
+        "verified `{stack}@{version}` ({}), signed by key `{}`",
+        bundle.manifest_descriptor.digest.short(),
+        bundle
+            .signer
+            .as_ref()
+            .map(|k| k.key_id())
+            .unwrap_or_default()
+    ));
+    Ok(bundle)
+}
+
+/// Reads the inputs files (later ones win) and the `TF_VAR_` environment, and
+/// refuses them, naming every finding, when they do not fit the bundle.
+fn read_inputs(home: &Home, bundle: &VerifiedBundle, files: &[PathBuf]) -> Result<inputs::Inputs> {
+    let mut parsed = inputs::read_all(files)?;
+    parsed.add_environment(&bundle.config.interface);
+    // When the bundle cannot be unpacked to read its rules (a full disk, a store
+    // changed since verification), the unpack into the work folder below fails the
+    // same way, and there it is recorded; the names and types are checked still.
+    let findings = check_inputs(home, bundle, &parsed)
+        .unwrap_or_else(|_| inputs::check(&parsed, &bundle.config.interface));
+    match findings_error(&findings) {
+        Some(error) => Err(error),
+        None => Ok(parsed),
     }
 }
 
@@ -727,65 +738,22 @@ fn plan_and_apply(
     } else {
         None
     };
-    if let Some((record, bytes)) = context.reviewed {
-        if state.as_deref() != Some(record.state.as_str()) {
-            return Err(Error::refused(format!(
-                "the state of `{}` changed since the plan was reviewed (it was `{}`, it is `{}`): nothing was applied",
-                receipt.stack,
-                record.state,
-                state.unwrap_or_default()
-            ))
-            .hint("make and review a new plan with `stackpack-runner plan … --out FILE`"));
+    match context.reviewed {
+        Some(reviewed) => take_reviewed(reviewed, state.as_deref(), run, ui, receipt)?,
+        None => {
+            (ui.status)(&format!("{} plan", engine.name));
+            engine.run_ok(dir, &plan_args, quiet, "plan")?;
         }
-        (ui.status)("applying the reviewed plan: no new plan is made");
-        let path = dir.join(PLAN_FILE);
-        std::fs::write(&path, bytes).map_err(|e| io("write", &path, e))?;
-    } else {
-        (ui.status)(&format!("{} plan", engine.name));
-        engine.run_ok(dir, &plan_args, quiet, "plan")?;
     }
     *plan = engine.show_plan(dir)?;
     if request.target.kind() != ReceiptKind::Destroy {
-        let files = policy_files(context, run)?;
-        if !files.is_empty() {
-            (ui.status)(&format!(
-                "evaluating {} policy file(s) on the plan",
-                files.len()
-            ));
-        }
-        let started = std::time::Instant::now();
-        found.verdict = policy::evaluate(&files, &plan.json, &request.options.allow_replace)?;
-        if !files.is_empty() {
-            (ui.status)(&format!(
-                "policies: {} denied, {} warning(s), evaluated in {} ms",
-                found.verdict.denied.len(),
-                found.verdict.warnings.len(),
-                started.elapsed().as_millis()
-            ));
-        }
-        for warning in &found.verdict.warnings {
-            (ui.status)(&format!("warning: policy: {}", policy::line(warning)));
-        }
+        found.verdict = evaluate_policies(context, run, ui, plan)?;
     }
     let reference = format!("{}@{}", receipt.stack, receipt.version);
     if let Target::Plan { .. } = request.target {
         if let Some(out) = &request.options.plan_out {
-            let bytes = review::read_plan_file(&dir.join(PLAN_FILE))?;
-            let record = review::Record {
-                format: review::REVIEW_FORMAT,
-                customer: receipt.customer.clone(),
-                stack: receipt.stack.clone(),
-                version: receipt.version.to_string(),
-                bundle_digest: receipt.bundle_digest.clone(),
-                inputs_hash: receipt.inputs_hash.clone(),
-                state: state.unwrap_or_default(),
-                plan_hash: stackpack_schema::digest::Digest::of(&bytes),
-                summary: plan.summary,
-                policy: found.verdict.clone(),
-                created_at: receipts::now(),
-                key_id: String::new(),
-            };
-            review::write(out, record, &bytes, context.key)?;
+            let state = state.unwrap_or_default();
+            write_reviewed(out, context, run, receipt, plan, &found.verdict, state)?;
             (ui.status)(&format!("reviewed plan written to `{}`", out.display()));
         }
         let outcome = if plan.is_empty() {
@@ -821,6 +789,88 @@ fn plan_and_apply(
         found.smoke = smoke_checks(engine, dir, outputs, ui)?;
     }
     Ok(Step::Done(Outcome::Succeeded, outputs))
+}
+
+/// `apply --plan`: puts the reviewed plan's file where the engine applies it, once the
+/// state is still the one it was made against.
+fn take_reviewed(
+    (record, bytes): &(review::Record, Vec<u8>),
+    state: Option<&str>,
+    run: &Workspace,
+    ui: &Ui,
+    receipt: &Receipt,
+) -> Result<()> {
+    if state != Some(record.state.as_str()) {
+        return Err(Error::refused(format!(
+            "the state of `{}` changed since the plan was reviewed (it was `{}`, it is `{}`): nothing was applied",
+            receipt.stack,
+            record.state,
+            state.unwrap_or_default()
+        ))
+        .hint("make and review a new plan with `stackpack-runner plan … --out FILE`"));
+    }
+    (ui.status)("applying the reviewed plan: no new plan is made");
+    let path = run.dir.join(PLAN_FILE);
+    std::fs::write(&path, bytes).map_err(|e| io("write", &path, e))
+}
+
+/// The vendor's and the customer's policies on the plan, warnings said at once.
+fn evaluate_policies(
+    context: &Context,
+    run: &Workspace,
+    ui: &Ui,
+    plan: &PlanDetails,
+) -> Result<Verdict> {
+    let files = policy_files(context, run)?;
+    if !files.is_empty() {
+        (ui.status)(&format!(
+            "evaluating {} policy file(s) on the plan",
+            files.len()
+        ));
+    }
+    let started = std::time::Instant::now();
+    let verdict = policy::evaluate(&files, &plan.json, &context.request.options.allow_replace)?;
+    if !files.is_empty() {
+        (ui.status)(&format!(
+            "policies: {} denied, {} warning(s), evaluated in {} ms",
+            verdict.denied.len(),
+            verdict.warnings.len(),
+            started.elapsed().as_millis()
+        ));
+    }
+    for warning in &verdict.warnings {
+        (ui.status)(&format!("warning: policy: {}", policy::line(warning)));
+    }
+    Ok(verdict)
+}
+
+/// `plan --out FILE`: the engine's plan file with the record of what it was made
+/// from, signed by the installation key.
+fn write_reviewed(
+    out: &Path,
+    context: &Context,
+    run: &Workspace,
+    receipt: &Receipt,
+    plan: &PlanDetails,
+    verdict: &Verdict,
+    state: String,
+) -> Result<()> {
+    let bytes = review::read_plan_file(&run.dir.join(PLAN_FILE))?;
+    let record = review::Record {
+        format: review::REVIEW_FORMAT,
+        customer: receipt.customer.clone(),
+        stack: receipt.stack.clone(),
+        version: receipt.version.to_string(),
+        bundle_digest: receipt.bundle_digest.clone(),
+        inputs_hash: receipt.inputs_hash.clone(),
+        state,
+        plan_hash: stackpack_schema::digest::Digest::of(&bytes),
+        summary: plan.summary,
+        policy: verdict.clone(),
+        created_at: receipts::now(),
+        key_id: String::new(),
+    };
+    review::write(out, record, &bytes, context.key)
 }
 
 /// The stack's `check` blocks, as the apply left them in the state, and its
