@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 use stackpack_schema::version::Bump;
 
-use super::tree::Tree;
+use super::tree::{join, Tree};
 use super::{Finding, Severity};
 use hcl_edit::expr::Expression;
 use stackpack_interface::constraint::{compare_text, SetChange};
@@ -177,15 +177,6 @@ pub fn undeclared_arguments(
                 call.name
             ),
         ));
-    }
-}
-
-/// `dir/file`, or `file` when `dir` is empty.
-pub fn join(dir: &str, file: &str) -> String {
-    if dir.is_empty() || dir == "." {
-        file.to_string()
-    } else {
-        format!("{}/{file}", dir.trim_end_matches('/'))
     }
 }
 

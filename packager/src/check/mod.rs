@@ -269,7 +269,7 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
                 warnings.push(format!(
                     "input `{}` in `{}` was already a deprecated alias in the last release: remove it in this major release",
                     var.name,
-                    diff::join(&new.root_dir, &var.location.to_string())
+                    tree::join(&new.root_dir, &var.location.to_string())
                 ));
             }
         }
