@@ -213,16 +213,7 @@ fn verify(
     arrived: Arrived,
 ) -> Result<VerifiedBundle, VerifyError> {
     let reference = format!("{stack}@{version}");
-    let manifest_bytes = read_checked(layout, descriptor, "manifest", MAX_MANIFEST_SIZE)?;
-    let manifest: ImageManifest = serde_json::from_slice(&manifest_bytes)
-        .map_err(|e| VerifyError::NotABundle(format!("the manifest is not valid JSON: {e}")))?;
-    if manifest.artifact_type.as_deref() != Some(media_type::BUNDLE_ARTIFACT) {
-        return Err(VerifyError::NotABundle(format!(
-            "the manifest's artifactType is `{}`, not `{}`",
-            manifest.artifact_type.as_deref().unwrap_or("(none)"),
-            media_type::BUNDLE_ARTIFACT
-        )));
-    }
+    let manifest = read_manifest(layout, descriptor)?;
 
     // 1. Signatures: before anything else is read.
     let (signatures, signer) = check_signatures(layout, &descriptor.digest, stack, version, trust)?;
@@ -233,6 +224,52 @@ fn verify(
     }
 
     // 2. Config.
+    let config = read_config(layout, &manifest, stack, version)?;
+    check_entrypoint(&config)?;
+    check_file_list(&config, limits)?;
+
+    // 3. Layers, streamed.
+    let stack_layer = verify_layers(layout, &manifest, &config, limits, arrived)?;
+    check_provider_layers(&config, &manifest)?;
+    check_file_layers(&config, &manifest)?;
+
+    Ok(VerifiedBundle {
+        manifest_descriptor: descriptor.clone(),
+        manifest,
+        config,
+        signatures,
+        signer,
+        stack_layer,
+    })
+}
+
+/// The manifest `descriptor` points at, checked against its digest; refused when it
+/// is not a bundle's.
+fn read_manifest(
+    layout: &ImageLayout,
+    descriptor: &Descriptor,
+) -> Result<ImageManifest, VerifyError> {
+    let manifest_bytes = read_checked(layout, descriptor, "manifest", MAX_MANIFEST_SIZE)?;
+    let manifest: ImageManifest = serde_json::from_slice(&manifest_bytes)
+        .map_err(|e| VerifyError::NotABundle(format!("the manifest is not valid JSON: {e}")))?;
+    if manifest.artifact_type.as_deref() != Some(media_type::BUNDLE_ARTIFACT) {
+        return Err(VerifyError::NotABundle(format!(
+            "the manifest's artifactType is `{}`, not `{}`",
+            manifest.artifact_type.as_deref().unwrap_or("(none)"),
+            media_type::BUNDLE_ARTIFACT
+        )));
+    }
+    Ok(manifest)
+}
+
+/// The bundle config, checked against its digest: refused when it is of a newer
+/// format than this program reads, or is not the config of `stack@version`.
+fn read_config(
+    layout: &ImageLayout,
+    manifest: &ImageManifest,
+    stack: &str,
+    version: &Version,
+) -> Result<BundleConfig, VerifyError> {
     if manifest.config.media_type != media_type::BUNDLE_CONFIG {
         return Err(VerifyError::NotABundle(format!(
             "the config's media type is `{}`, not `{}`",
@@ -260,14 +297,22 @@ fn verify(
         .map_err(|e| VerifyError::NotABundle(format!("the config is not valid: {e}")))?;
     if config.stack != stack || &config.version != version {
         return Err(VerifyError::WrongBundle {
-            expected: reference,
+            expected: format!("{stack}@{version}"),
             found: format!("{}@{}", config.stack, config.version),
         });
     }
-    check_entrypoint(&config)?;
-    check_file_list(&config, limits)?;
+    Ok(config)
+}
 
-    // 3. Layers, streamed.
+/// Every layer of the manifest, streamed (or, for blobs hashed on arrival, their
+/// sizes checked); returns the one stack layer.
+fn verify_layers(
+    layout: &ImageLayout,
+    manifest: &ImageManifest,
+    config: &BundleConfig,
+    limits: &Limits,
+    arrived: Arrived,
+) -> Result<Descriptor, VerifyError> {
     let mut stack_layer = None;
     for layer in &manifest.layers {
         if layer.media_type == media_type::STACK_LAYER {
@@ -277,7 +322,7 @@ fn verify(
             match arrived {
                 Arrived::Unchecked => {
                     let files = verify_stack_layer(layout, layer, limits)?;
-                    compare_files(&config, &files)?;
+                    compare_files(config, &files)?;
                 }
                 // The signed manifest names the layer's digest, which the bytes
                 // matched as they arrived: its content is the vendor's. Its files are
@@ -300,19 +345,7 @@ fn verify(
             }
         }
     }
-    let stack_layer =
-        stack_layer.ok_or_else(|| VerifyError::NotABundle("it has no stack layer".into()))?;
-    check_provider_layers(&config, &manifest)?;
-    check_file_layers(&config, &manifest)?;
-
-    Ok(VerifiedBundle {
-        manifest_descriptor: descriptor.clone(),
-        manifest,
-        config,
-        signatures,
-        signer,
-        stack_layer,
-    })
+    stack_layer.ok_or_else(|| VerifyError::NotABundle("it has no stack layer".into()))
 }
 
 fn signature_failure(reference: &str, signatures: &[SignatureCheck]) -> VerifyError {

@@ -5,8 +5,6 @@
 //! receipt: a failure is recorded as `failed`, and only an apply the engine finished
 //! is ever recorded as `succeeded`.
 
-use std::collections::BTreeMap;
-use std::io::{self, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,6 +15,7 @@ use stackpack_schema::receipt::{
 
 use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
 use super::error::{io, Error, Result};
+use super::files;
 use super::home::Home;
 use super::home::OnFailure;
 use super::inputs;
@@ -28,7 +27,7 @@ use super::receipts;
 use super::review;
 use super::smoke;
 use super::store;
-use stackpack_bundle::archive::{self, HashingReader, Limits};
+use super::unpack;
 use stackpack_bundle::verify::VerifiedBundle;
 use stackpack_schema::signature::PrivateKey;
 
@@ -258,30 +257,8 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     check_policy(home, &request, &resolved)?;
     let stack = &request.stack;
     let version = &resolved.version;
-
-    let store_layout = home.store()?;
-    (ui.status)(&format!("verifying `{stack}@{version}`"));
-    let bundle = store::verify_in(home, &store_layout, stack, version)?;
-    (ui.status)(&format!(
-        "verified `{stack}@{version}` ({}), signed by key `{}`",
-        bundle.manifest_descriptor.digest.short(),
-        bundle
-            .signer
-            .as_ref()
-            .map(|k| k.key_id())
-            .unwrap_or_default()
-    ));
-
-    let mut parsed = inputs::read_all(&resolved.inputs)?;
-    parsed.add_environment(&bundle.config.interface);
-    // When the bundle cannot be unpacked to read its rules (a full disk, a store
-    // changed since verification), the unpack into the work folder below fails the
-    // same way, and there it is recorded; the names and types are checked still.
-    let findings = check_inputs(home, &bundle, &parsed)
-        .unwrap_or_else(|_| inputs::check(&parsed, &bundle.config.interface));
-    if let Some(error) = findings_error(&findings) {
-        return Err(error);
-    }
+    let bundle = verify(home, stack, version, ui)?;
+    let parsed = read_inputs(home, &bundle, &resolved.inputs)?;
     let text = parsed.to_engine_json();
     let key = receipts::installation_key(&home.key_path())?;
     let inputs_hash = inputs::inputs_hash(&parsed, &receipts::inputs_secret(&key));
@@ -352,6 +329,39 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             })
         }
         Err(error) => Err(ending.record_failure(receipt, error, work_kept)?),
+    }
+}
+
+/// Verifies `stack@version` in the store, saying so.
+fn verify(home: &Home, stack: &str, version: &Version, ui: &Ui) -> Result<VerifiedBundle> {
+    let store_layout = home.store()?;
+    (ui.status)(&format!("verifying `{stack}@{version}`"));
+    let bundle = store::verify_in(home, &store_layout, stack, version)?;
+    (ui.status)(&format!(
+        "verified `{stack}@{version}` ({}), signed by key `{}`",
+        bundle.manifest_descriptor.digest.short(),
+        bundle
+            .signer
+            .as_ref()
+            .map(|k| k.key_id())
+            .unwrap_or_default()
+    ));
+    Ok(bundle)
+}
+
+/// Reads the inputs files (later ones win) and the `TF_VAR_` environment, and
+/// refuses them, naming every finding, when they do not fit the bundle.
+fn read_inputs(home: &Home, bundle: &VerifiedBundle, files: &[PathBuf]) -> Result<inputs::Inputs> {
+    let mut parsed = inputs::read_all(files)?;
+    parsed.add_environment(&bundle.config.interface);
+    // When the bundle cannot be unpacked to read its rules (a full disk, a store
+    // changed since verification), the unpack into the work folder below fails the
+    // same way, and there it is recorded; the names and types are checked still.
+    let findings = check_inputs(home, bundle, &parsed)
+        .unwrap_or_else(|_| inputs::check(&parsed, &bundle.config.interface));
+    match findings_error(&findings) {
+        Some(error) => Err(error),
+        None => Ok(parsed),
     }
 }
 
@@ -613,12 +623,10 @@ fn execute(
             ));
         }
     }
-    let work_root = home.work_root();
-    std::fs::create_dir_all(&work_root).map_err(|e| io("create", &work_root, e))?;
-    let work = tempfile::Builder::new()
-        .prefix(&format!("{}-{}-", receipt.stack, receipt.version))
-        .tempdir_in(&work_root)
-        .map_err(|e| io("create a work folder in", &work_root, e))?;
+    let work = files::work_folder(
+        &home.work_root(),
+        &format!("{}-{}-", receipt.stack, receipt.version),
+    )?;
     ledger.start_run(&StartedRun {
         id: receipt.id.clone(),
         stack: receipt.stack.clone(),
@@ -663,7 +671,7 @@ fn prepare_work(
     work: &Path,
     ui: &mut Ui,
 ) -> Result<(PathBuf, Vec<String>, super::providers::ProviderSetup)> {
-    let dir = unpack_verified(home, bundle, work)?;
+    let dir = unpack::unpack_verified(home, bundle, work)?;
     let providers = super::providers::prepare(home, bundle, &dir, work)?;
     engine.cli_config = Some(providers.cli_config.clone());
     for package in &providers.installed {
@@ -674,7 +682,7 @@ fn prepare_work(
             package.digest.short()
         ));
     }
-    write_private(&dir.join(INPUTS_FILE), inputs_text)?;
+    files::write_private(&dir.join(INPUTS_FILE), inputs_text)?;
     let (override_file, backend_args) = engine::backend_setup(home, &bundle.config.stack)?;
     std::fs::write(dir.join("stackpack_backend_override.tf"), override_file)
         .map_err(|e| io("write in", &dir, e))?;
@@ -730,65 +738,22 @@ fn plan_and_apply(
     } else {
         None
     };
-    if let Some((record, bytes)) = context.reviewed {
-        if state.as_deref() != Some(record.state.as_str()) {
-            return Err(Error::refused(format!(
-                "the state of `{}` changed since the plan was reviewed (it was `{}`, it is `{}`): nothing was applied",
-                receipt.stack,
-                record.state,
-                state.unwrap_or_default()
-            ))
-            .hint("make and review a new plan with `stackpack-runner plan … --out FILE`"));
+    match context.reviewed {
+        Some(reviewed) => take_reviewed(reviewed, state.as_deref(), run, ui, receipt)?,
+        None => {
+            (ui.status)(&format!("{} plan", engine.name));
+            engine.run_ok(dir, &plan_args, quiet, "plan")?;
         }
-        (ui.status)("applying the reviewed plan: no new plan is made");
-        let path = dir.join(PLAN_FILE);
-        std::fs::write(&path, bytes).map_err(|e| io("write", &path, e))?;
-    } else {
-        (ui.status)(&format!("{} plan", engine.name));
-        engine.run_ok(dir, &plan_args, quiet, "plan")?;
     }
     *plan = engine.show_plan(dir)?;
     if request.target.kind() != ReceiptKind::Destroy {
-        let files = policy_files(context, run)?;
-        if !files.is_empty() {
-            (ui.status)(&format!(
-                "evaluating {} policy file(s) on the plan",
-                files.len()
-            ));
-        }
-        let started = std::time::Instant::now();
-        found.verdict = policy::evaluate(&files, &plan.json, &request.options.allow_replace)?;
-        if !files.is_empty() {
-            (ui.status)(&format!(
-                "policies: {} denied, {} warning(s), evaluated in {} ms",
-                found.verdict.denied.len(),
-                found.verdict.warnings.len(),
-                started.elapsed().as_millis()
-            ));
-        }
-        for warning in &found.verdict.warnings {
-            (ui.status)(&format!("warning: policy: {}", policy::line(warning)));
-        }
+        found.verdict = evaluate_policies(context, run, ui, plan)?;
     }
     let reference = format!("{}@{}", receipt.stack, receipt.version);
     if let Target::Plan { .. } = request.target {
         if let Some(out) = &request.options.plan_out {
-            let bytes = review::read_plan_file(&dir.join(PLAN_FILE))?;
-            let record = review::Record {
-                format: review::REVIEW_FORMAT,
-                customer: receipt.customer.clone(),
-                stack: receipt.stack.clone(),
-                version: receipt.version.to_string(),
-                bundle_digest: receipt.bundle_digest.clone(),
-                inputs_hash: receipt.inputs_hash.clone(),
-                state: state.unwrap_or_default(),
-                plan_hash: stackpack_schema::digest::Digest::of(&bytes),
-                summary: plan.summary,
-                policy: found.verdict.clone(),
-                created_at: receipts::now(),
-                key_id: String::new(),
-            };
-            review::write(out, record, &bytes, context.key)?;
+            let state = state.unwrap_or_default();
+            write_reviewed(out, context, run, receipt, plan, &found.verdict, state)?;
             (ui.status)(&format!("reviewed plan written to `{}`", out.display()));
         }
         let outcome = if plan.is_empty() {
@@ -824,6 +789,88 @@ fn plan_and_apply(
         found.smoke = smoke_checks(engine, dir, outputs, ui)?;
     }
     Ok(Step::Done(Outcome::Succeeded, outputs))
+}
+
+/// `apply --plan`: puts the reviewed plan's file where the engine applies it, once the
+/// state is still the one it was made against.
+fn take_reviewed(
+    (record, bytes): &(review::Record, Vec<u8>),
+    state: Option<&str>,
+    run: &Workspace,
+    ui: &Ui,
+    receipt: &Receipt,
+) -> Result<()> {
+    if state != Some(record.state.as_str()) {
+        return Err(Error::refused(format!(
+            "the state of `{}` changed since the plan was reviewed (it was `{}`, it is `{}`): nothing was applied",
+            receipt.stack,
+            record.state,
+            state.unwrap_or_default()
+        ))
+        .hint("make and review a new plan with `stackpack-runner plan … --out FILE`"));
+    }
+    (ui.status)("applying the reviewed plan: no new plan is made");
+    let path = run.dir.join(PLAN_FILE);
+    std::fs::write(&path, bytes).map_err(|e| io("write", &path, e))
+}
+
+/// The vendor's and the customer's policies on the plan, warnings said at once.
+fn evaluate_policies(
+    context: &Context,
+    run: &Workspace,
+    ui: &Ui,
+    plan: &PlanDetails,
+) -> Result<Verdict> {
+    let files = policy_files(context, run)?;
+    if !files.is_empty() {
+        (ui.status)(&format!(
+            "evaluating {} policy file(s) on the plan",
+            files.len()
+        ));
+    }
+    let started = std::time::Instant::now();
+    let verdict = policy::evaluate(&files, &plan.json, &context.request.options.allow_replace)?;
+    if !files.is_empty() {
+        (ui.status)(&format!(
+            "policies: {} denied, {} warning(s), evaluated in {} ms",
+            verdict.denied.len(),
+            verdict.warnings.len(),
+            started.elapsed().as_millis()
+        ));
+    }
+    for warning in &verdict.warnings {
+        (ui.status)(&format!("warning: policy: {}", policy::line(warning)));
+    }
+    Ok(verdict)
+}
+
+/// `plan --out FILE`: the engine's plan file with the record of what it was made
+/// from, signed by the installation key.
+fn write_reviewed(
+    out: &Path,
+    context: &Context,
+    run: &Workspace,
+    receipt: &Receipt,
+    plan: &PlanDetails,
+    verdict: &Verdict,
+    state: String,
+) -> Result<()> {
+    let bytes = review::read_plan_file(&run.dir.join(PLAN_FILE))?;
+    let record = review::Record {
+        format: review::REVIEW_FORMAT,
+        customer: receipt.customer.clone(),
+        stack: receipt.stack.clone(),
+        version: receipt.version.to_string(),
+        bundle_digest: receipt.bundle_digest.clone(),
+        inputs_hash: receipt.inputs_hash.clone(),
+        state,
+        plan_hash: stackpack_schema::digest::Digest::of(&bytes),
+        summary: plan.summary,
+        policy: verdict.clone(),
+        created_at: receipts::now(),
+        key_id: String::new(),
+    };
+    review::write(out, record, &bytes, context.key)
 }
 
 /// The stack's `check` blocks, as the apply left them in the state, and its
@@ -936,13 +983,8 @@ pub fn check_inputs(
     if !findings.is_empty() || !has_rules {
         return Ok(findings);
     }
-    let root = home.work_root();
-    std::fs::create_dir_all(&root).map_err(|e| io("create", &root, e))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("check-inputs-")
-        .tempdir_in(&root)
-        .map_err(|e| io("create a work folder in", &root, e))?;
-    let dir = unpack_verified(home, bundle, scratch.path())?;
+    let scratch = files::work_folder(&home.work_root(), "check-inputs-")?;
+    let dir = unpack::unpack_verified(home, bundle, scratch.path())?;
     let module = stackpack_interface::extract_module(&dir)
         .map_err(|e| Error::refused(format!("cannot read the stack's variables: {e}")))?;
     Ok(inputs::validate(inputs, &module, &bundle.config.entrypoint))
@@ -974,137 +1016,11 @@ fn drift(
     }
 }
 
-/// Unpacks the verified stack layer into `work/bundle`, hashing the compressed bytes
-/// on the way and checking every file against the signed list again, then copies the
-/// files that travel as layers of their own beside them, hashing each as it is
-/// copied, so that a blob changed between verification and unpacking is caught.
-/// Nothing half-unpacked stays on refusal. Returns the entrypoint.
-pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Result<PathBuf> {
-    let store = home.store()?;
-    let layer = &bundle.stack_layer;
-    let destination = work.join("bundle");
-    let file = store.open_blob(&layer.digest)?;
-    let mut hashing = HashingReader::new(BufReader::with_capacity(1 << 20, file));
-    let unpacked = archive::unpack(
-        &mut hashing,
-        Some(layer.size),
-        &destination,
-        &Limits::default(),
-    );
-    let _ = io::copy(&mut hashing, &mut io::sink());
-    let size = hashing.hasher.len();
-    let digest = hashing.hasher.finish();
-    let refuse = |message: String| {
-        let _ = std::fs::remove_dir_all(&destination);
-        Error::refused(message)
-            .hint("the store was changed after verification; import the bundle again")
-    };
-    if digest != layer.digest || size != layer.size {
-        return Err(refuse(format!(
-            "the stack layer changed after it was verified: it now hashes to `{digest}`"
-        )));
-    }
-    let files = unpacked.map_err(|e| match e {
-        archive::ArchiveError::Write { path, source } => {
-            let _ = std::fs::remove_dir_all(&destination);
-            Error::refused(format!(
-                "cannot unpack the bundle into the work folder: `{}`: {source}",
-                path.display()
-            ))
-            .hint(
-                "free space in the work folder, or set `work` in `runner.toml` to a roomier place",
-            )
-        }
-        other => refuse(format!("the bundle's archive is refused: {other}")),
-    })?;
-    // Files that travel as layers of their own are copied into place and hashed as
-    // they are copied: their layer digest, verified before, is their file digest, and
-    // this catches a blob changed since.
-    let mut files = files;
-    for entry in bundle.config.file_layers() {
-        let blob = match store.open_blob(&entry.digest) {
-            Ok(blob) => blob,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&destination);
-                return Err(e.into());
-            }
-        };
-        let placed = archive::place_file(
-            BufReader::with_capacity(1 << 20, blob),
-            &destination,
-            &entry.path,
-            entry.size,
-            entry.executable,
-            &Limits::default(),
-        )
-        .map_err(|e| match e {
-            archive::ArchiveError::Write { path, source } => {
-                let _ = std::fs::remove_dir_all(&destination);
-                Error::refused(format!(
-                    "cannot unpack the bundle into the work folder: `{}`: {source}",
-                    path.display()
-                ))
-                .hint("free space in the work folder, or set `work` in `runner.toml` to a roomier place")
-            }
-            other => refuse(format!("the bundle's file `{}` is refused: {other}", entry.path)),
-        })?;
-        if placed.digest != entry.digest {
-            return Err(refuse(format!(
-                "the layer of `{}` changed after it was verified: it now hashes to `{}`",
-                entry.path, placed.digest
-            )));
-        }
-        files.push(placed);
-    }
-    let signed: BTreeMap<&str, _> = bundle
-        .config
-        .files
-        .iter()
-        .map(|f| (f.path.as_str(), f))
-        .collect();
-    if files.len() != signed.len()
-        || files.iter().any(|f| {
-            signed
-                .get(f.path.as_str())
-                .is_none_or(|s| s.digest != f.digest || s.size != f.size)
-        })
-    {
-        return Err(refuse(
-            "the unpacked files do not match the signed file list".into(),
-        ));
-    }
-    // A `VerifiedBundle`'s entrypoint is a plain relative path: verification
-    // refuses any other (`stackpack_bundle::verify`).
-    let entrypoint = &bundle.config.entrypoint;
-    let dir = destination.join(entrypoint);
-    if !dir.is_dir() {
-        return Err(refuse(format!(
-            "the bundle's entrypoint `{entrypoint}` is not a folder in it"
-        )));
-    }
-    Ok(dir)
-}
-
-/// Writes `text` to a file only its owner reads (0600).
-pub fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(|e| io("create", path, e))?;
-    file.write_all(text.as_bytes())
-        .map_err(|e| io("write", path, e))
-}
-
 /// Keeps the inputs a deployment used, so rollback and drift run with them.
 fn save_inputs(home: &Home, receipt_id: &str, stack: &str, text: &str) -> Result<PathBuf> {
     let dir = home.inputs_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+    files::create_folder(&dir)?;
     let path = dir.join(format!("{stack}-{receipt_id}.tfvars.json"));
-    write_private(&path, text)?;
+    files::write_private(&path, text)?;
     Ok(path)
 }

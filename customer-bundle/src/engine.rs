@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use stackpack_schema::receipt::PlanSummary;
 
 use super::error::{Error, Result};
+use super::files;
 use super::home::Home;
 
 /// The plan file's name inside the work folder.
@@ -515,7 +516,7 @@ pub fn backend_setup(home: &Home, stack: &str) -> Result<(String, Vec<String>)> 
     let mut args = Vec::new();
     if backend.kind == "local" {
         let dir = home.state_dir(stack);
-        std::fs::create_dir_all(&dir).map_err(|e| super::error::io("create", &dir, e))?;
+        files::create_folder(&dir)?;
         args.push(format!(
             "-backend-config=path={}",
             dir.join("terraform.tfstate").display()

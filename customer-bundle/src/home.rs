@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use stackpack_schema::signature::PublicKey;
 
 use super::error::{io, Error, ErrorKind, Result};
+use super::files;
 
 pub const CONFIG_FILE: &str = "runner.toml";
 
@@ -245,7 +246,7 @@ impl Home {
         }
         for dir in ["trusted", "state", "inputs", "locks"] {
             let dir = root.join(dir);
-            std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+            files::create_folder(&dir)?;
         }
         let text = format!(
             "# stackpack-runner configuration. See `stackpack-runner init --help`.\n{}",
@@ -337,7 +338,7 @@ impl Home {
         })?;
         let id = key.key_id();
         let dir = self.trusted_dir();
-        std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+        files::create_folder(&dir)?;
         let target = dir.join(format!("{id}.pub"));
         let new = !target.exists();
         stackpack_bundle::layout::write_atomically(&target, key.to_pem().as_bytes())?;

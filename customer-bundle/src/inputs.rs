@@ -209,74 +209,10 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
     let mut findings = Vec::new();
     let set: BTreeMap<&str, &InputValue> =
         inputs.values.iter().map(|v| (v.name.as_str(), v)).collect();
-    // Renames: an alias names its new input; an input declared deprecated whose
-    // description or message names another input is also taken as an alias.
-    let alias_target = |input: &Input| -> Option<String> {
-        input.alias_of.clone().or_else(|| {
-            let message = input.deprecated.as_deref()?;
-            interface
-                .inputs
-                .iter()
-                .find(|other| {
-                    other.name != input.name && message.contains(&format!("`{}`", other.name))
-                })
-                .map(|other| other.name.clone())
-        })
-    };
     for value in &inputs.values {
-        let Some(input) = interface.input(&value.name) else {
-            let names: Vec<&str> = interface.inputs.iter().map(|i| i.name.as_str()).collect();
-            let hint = did_you_mean(&value.name, &names).map(|near| {
-                let renamed = interface
-                    .input(near)
-                    .and_then(alias_target)
-                    .map(|to| format!(" (deprecated: renamed to `{to}`)"))
-                    .unwrap_or_default();
-                format!("did you mean `{near}`{renamed}?")
-            });
-            findings.push(Finding {
-                location: value.location(),
-                input: value.name.clone(),
-                message: format!("input `{}` is not an input of this stack", value.name),
-                hint,
-            });
-            continue;
-        };
-        if let Some(target) = alias_target(input) {
-            if let Some(both) = set.get(target.as_str()) {
-                findings.push(Finding {
-                    location: value.location(),
-                    input: value.name.clone(),
-                    message: format!(
-                        "input `{}` is a deprecated alias of `{target}`, and both are set (`{target}` at {})",
-                        value.name, both.location()
-                    ),
-                    hint: Some(format!("remove `{}` and keep `{target}`", value.name)),
-                });
-            }
-        }
-        if value.value.is_null() && !input.nullable {
-            findings.push(Finding {
-                location: value.location(),
-                input: value.name.clone(),
-                message: format!("input `{}` may not be null", value.name),
-                hint: None,
-            });
-        } else if let Err(problem) = input.type_constraint.check(&value.value) {
-            let shown = if input.sensitive {
-                "(sensitive value)".to_string()
-            } else {
-                short(&value.value)
-            };
-            findings.push(Finding {
-                location: value.location(),
-                input: value.name.clone(),
-                message: format!(
-                    "input `{}` must be of type `{}`: {problem} (the value is {shown})",
-                    value.name, input.type_constraint
-                ),
-                hint: None,
-            });
+        match interface.input(&value.name) {
+            Some(input) => check_value(interface, input, value, &set, &mut findings),
+            None => findings.push(unknown_input(interface, value)),
         }
     }
     for input in &interface.inputs {
@@ -288,7 +224,7 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
         }
         // A required input set through its deprecated alias is present.
         let via_alias = interface.inputs.iter().any(|alias| {
-            alias_target(alias).as_deref() == Some(input.name.as_str())
+            alias_target(interface, alias).as_deref() == Some(input.name.as_str())
                 && set.contains_key(alias.name.as_str())
         });
         if via_alias {
@@ -310,6 +246,88 @@ pub fn check(inputs: &Inputs, interface: &Interface) -> Vec<Finding> {
         });
     }
     findings
+}
+
+/// The input `input` is a deprecated alias of, if any. Renames: an alias names its
+/// new input; an input declared deprecated whose description or message names
+/// another input is also taken as an alias.
+fn alias_target(interface: &Interface, input: &Input) -> Option<String> {
+    input.alias_of.clone().or_else(|| {
+        let message = input.deprecated.as_deref()?;
+        interface
+            .inputs
+            .iter()
+            .find(|other| {
+                other.name != input.name && message.contains(&format!("`{}`", other.name))
+            })
+            .map(|other| other.name.clone())
+    })
+}
+
+/// A value set for a name the stack does not have, with the nearest name it has.
+fn unknown_input(interface: &Interface, value: &InputValue) -> Finding {
+    let names: Vec<&str> = interface.inputs.iter().map(|i| i.name.as_str()).collect();
+    let hint = did_you_mean(&value.name, &names).map(|near| {
+        let renamed = interface
+            .input(near)
+            .and_then(|input| alias_target(interface, input))
+            .map(|to| format!(" (deprecated: renamed to `{to}`)"))
+            .unwrap_or_default();
+        format!("did you mean `{near}`{renamed}?")
+    });
+    Finding {
+        location: value.location(),
+        input: value.name.clone(),
+        message: format!("input `{}` is not an input of this stack", value.name),
+        hint,
+    }
+}
+
+/// One value set for `input`: not set beside the input it is an alias of, not null
+/// unless the input is nullable, and of the input's type.
+fn check_value(
+    interface: &Interface,
+    input: &Input,
+    value: &InputValue,
+    set: &BTreeMap<&str, &InputValue>,
+    findings: &mut Vec<Finding>,
+) {
+    if let Some(target) = alias_target(interface, input) {
+        if let Some(both) = set.get(target.as_str()) {
+            findings.push(Finding {
+                location: value.location(),
+                input: value.name.clone(),
+                message: format!(
+                    "input `{}` is a deprecated alias of `{target}`, and both are set (`{target}` at {})",
+                    value.name, both.location()
+                ),
+                hint: Some(format!("remove `{}` and keep `{target}`", value.name)),
+            });
+        }
+    }
+    if value.value.is_null() && !input.nullable {
+        findings.push(Finding {
+            location: value.location(),
+            input: value.name.clone(),
+            message: format!("input `{}` may not be null", value.name),
+            hint: None,
+        });
+    } else if let Err(problem) = input.type_constraint.check(&value.value) {
+        let shown = if input.sensitive {
+            "(sensitive value)".to_string()
+        } else {
+            short(&value.value)
+        };
+        findings.push(Finding {
+            location: value.location(),
+            input: value.name.clone(),
+            message: format!(
+                "input `{}` must be of type `{}`: {problem} (the value is {shown})",
+                value.name, input.type_constraint
+            ),
+            hint: None,
+        });
+    }
 }
 
 /// Evaluates the stack's own `validation` blocks against the inputs, as the engine

@@ -9,6 +9,7 @@
 //!   the installation key, engine state) and its configuration.
 //! - [`store`]: the verified bundle store, an OCI image layout inside the home, and
 //!   `import` of a layout (folder or tar) after every bundle in it is verified.
+//! - [`unpack`]: a verified bundle out of the store into a work folder, checked again.
 //! - [`engine`]: running Terraform or OpenTofu in a throwaway work folder.
 //! - [`inputs`]: checking a customer's `.tfvars` against a bundle's interface.
 //! - [`ledger`]: the local SQLite record of every receipt and deployment.
@@ -21,9 +22,11 @@
 //! - [`review`]: reviewed plans, signed by the installation key.
 //! - [`smoke`]: `check` blocks and output assertions after an apply.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
+//! - [`files`]: the file helpers they share (private files, folders, work folders).
 
 pub mod deploy;
 pub mod engine;
+pub mod files;
 pub mod home;
 pub mod inputs;
 pub mod interrupt;
@@ -36,6 +39,7 @@ pub mod receipts;
 pub mod review;
 pub mod smoke;
 pub mod store;
+pub mod unpack;
 
 pub use stackpack_bundle::error;
 pub use stackpack_bundle::error::{Error, ErrorKind, Result};

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use fs2::FileExt;
 
 use super::error::{io, Error, Result};
+use super::files;
 
 pub struct StackLock {
     file: File,
@@ -27,7 +28,7 @@ impl StackLock {
         wait: Duration,
         on_wait: impl FnOnce(&str),
     ) -> Result<StackLock> {
-        std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+        files::create_folder(dir)?;
         let path = dir.join(format!("{stack}.lock"));
         let mut file = std::fs::OpenOptions::new()
             .read(true)

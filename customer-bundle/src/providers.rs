@@ -24,6 +24,7 @@ use stackpack_interface::lockfile::{self, LockedProvider, LOCK_FILE};
 use stackpack_schema::bundle::ProviderPackage;
 
 use crate::error::{io, Error, Result};
+use crate::files;
 use crate::home::Home;
 
 /// What the engine runs need: the CLI configuration, and whether a lock file pins the
@@ -48,7 +49,7 @@ impl CacheLock {
     fn acquire(home: &Home) -> Result<CacheLock> {
         use fs2::FileExt;
         let dir = home.locks_dir();
-        std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+        files::create_folder(&dir)?;
         let path = dir.join("providers.lock");
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -86,7 +87,7 @@ pub fn prepare(
     let mirror = home.root.join("providers").join("mirror");
     let cache = home.root.join("providers").join("cache");
     for dir in [&mirror, &cache] {
-        std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+        files::create_folder(dir)?;
     }
     let store = home.store()?;
     for (provider, package) in locked.iter().zip(&packages) {
@@ -144,7 +145,7 @@ fn packages_for(
 fn place(blob: &Path, target: &Path, package: &ProviderPackage) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let parent = target.parent().expect("mirror paths have a folder");
-    std::fs::create_dir_all(parent).map_err(|e| io("create", parent, e))?;
+    files::create_folder(parent)?;
     if let (Ok(a), Ok(b)) = (std::fs::metadata(blob), std::fs::metadata(target)) {
         if a.ino() == b.ino() && a.dev() == b.dev() {
             return Ok(());

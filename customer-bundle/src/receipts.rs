@@ -1,12 +1,12 @@
 //! The installation key (made on first use) and signing receipts.
 
-use std::io::Write;
 use std::path::Path;
 
 use stackpack_schema::receipt::{Receipt, SignedReceipt};
 use stackpack_schema::signature::PrivateKey;
 
 use super::error::{io, Error, Result};
+use super::files;
 
 /// Reads the installation key, making one (mode 0600) if there is none yet.
 /// The key of the receipts' inputs hash: derived from the installation key, so it
@@ -34,17 +34,7 @@ pub fn installation_key(path: &Path) -> Result<PrivateKey> {
             rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut secret);
             let key = PrivateKey::from_secret_bytes(secret);
             secret.fill(0);
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                options.mode(0o600);
-            }
-            let mut file = options.open(path).map_err(|e| io("create", path, e))?;
-            file.write_all(key.to_pem().as_bytes())
-                .and_then(|_| file.sync_all())
-                .map_err(|e| io("write", path, e))?;
+            files::create_private(path, key.to_pem().as_bytes())?;
             Ok(key)
         }
         Err(e) => Err(io("read", path, e)),

@@ -15,6 +15,7 @@ use stackpack_schema::receipt::PlanSummary;
 use stackpack_schema::signature::{canonical_json, PrivateKey};
 
 use super::error::{io, Error, Result};
+use super::files;
 use super::policy::Verdict;
 
 pub const REVIEW_FORMAT: u32 = 1;
@@ -65,7 +66,7 @@ pub fn write(out: &Path, mut record: Record, plan: &[u8], key: &PrivateKey) -> R
         plan: b64.encode(plan),
     };
     let text = serde_json::to_string_pretty(&document).expect("serialisable") + "\n";
-    super::deploy::write_private(out, &text)
+    files::write_private(out, &text)
 }
 
 /// Reads a reviewed plan; refuses one not signed by `key`, or whose plan does not

@@ -185,6 +185,45 @@ enum Arrival {
 }
 
 fn import_staged(home: &Home, staged: &ImageLayout, arrival: Arrival) -> Result<Vec<Imported>> {
+    // 1. Verify everything before anything enters the store.
+    let verified = verify_staged(home, staged, arrival)?;
+    // 2. Refuse a different bundle under a version the store already holds.
+    let store = home.store()?;
+    for bundle in &verified {
+        if let Some(existing) = store.find_bundle(&bundle.config.stack, &bundle.config.version)? {
+            if existing.digest != bundle.manifest_descriptor.digest {
+                return Err(Error::refused(format!(
+                    "nothing was imported: the store already holds a different bundle as `{}@{}` (`{}`, not `{}`)",
+                    bundle.config.stack,
+                    bundle.config.version,
+                    existing.digest.short(),
+                    bundle.manifest_descriptor.digest.short()
+                ))
+                .hint("a version is immutable; ask your vendor why two bundles carry the same version"));
+            }
+        }
+    }
+    // 3. Blobs (copied and re-checked, or moved), then index entries.
+    let mut copier = Copier {
+        from: staged,
+        to: &store,
+        arrival,
+        done: HashSet::new(),
+        repaired: 0,
+    };
+    verified
+        .into_iter()
+        .map(|bundle| copier.bundle(bundle))
+        .collect()
+}
+
+/// Every bundle of the staging layout, verified with the trusted keys; refuses the
+/// whole import when one fails, or when there is none.
+fn verify_staged(
+    home: &Home,
+    staged: &ImageLayout,
+    arrival: Arrival,
+) -> Result<Vec<VerifiedBundle>> {
     let keys = trusted(home)?;
     let mut bundles = Vec::new();
     for (kind, _) in staged.entries()? {
@@ -198,7 +237,6 @@ fn import_staged(home: &Home, staged: &ImageLayout, arrival: Arrival) -> Result<
                 .hint("export bundles with `stackpack build --out DIR` or `stackpack export`"),
         );
     }
-    // 1. Verify everything before anything enters the store.
     let mut verified = Vec::new();
     for (stack, version) in &bundles {
         let trust = Trust::Keys(keys.clone());
@@ -219,77 +257,7 @@ fn import_staged(home: &Home, staged: &ImageLayout, arrival: Arrival) -> Result<
             })?;
         verified.push(bundle);
     }
-    // 2. Refuse a different bundle under a version the store already holds.
-    let store = home.store()?;
-    for bundle in &verified {
-        if let Some(existing) = store.find_bundle(&bundle.config.stack, &bundle.config.version)? {
-            if existing.digest != bundle.manifest_descriptor.digest {
-                return Err(Error::refused(format!(
-                    "nothing was imported: the store already holds a different bundle as `{}@{}` (`{}`, not `{}`)",
-                    bundle.config.stack,
-                    bundle.config.version,
-                    existing.digest.short(),
-                    bundle.manifest_descriptor.digest.short()
-                ))
-                .hint("a version is immutable; ask your vendor why two bundles carry the same version"));
-            }
-        }
-    }
-    // 3. Blobs (copied and re-checked, or moved), then index entries.
-    let mut imported = Vec::new();
-    let mut copier = Copier {
-        from: staged,
-        to: &store,
-        arrival,
-        done: HashSet::new(),
-        repaired: 0,
-    };
-    for bundle in verified {
-        let subject = &bundle.manifest_descriptor.digest;
-        let stack = bundle.config.stack.clone();
-        let version = bundle.config.version.clone();
-        let already = store.find_bundle(&stack, &version)?.is_some();
-        copier.copy(&bundle.manifest_descriptor.digest)?;
-        copier.copy(&bundle.manifest.config.digest)?;
-        for layer in &bundle.manifest.layers {
-            copier.copy(&layer.digest)?;
-        }
-        for signature in staged.signatures_for(subject)? {
-            let bytes = staged.read_blob(&signature.digest, MAX_MANIFEST_SIZE)?;
-            let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
-                continue;
-            };
-            copier.copy(&signature.digest)?;
-            copier.copy(&manifest.config.digest)?;
-            for layer in &manifest.layers {
-                copier.copy(&layer.digest)?;
-            }
-            let mut entry = Descriptor::new(
-                signature.media_type.clone(),
-                signature.digest.clone(),
-                signature.size,
-            );
-            entry.artifact_type = signature.artifact_type.clone();
-            entry.annotations = Some(layout::signature_entry_annotations(subject));
-            store.add_entry(entry)?;
-        }
-        let mut entry = bundle.manifest_descriptor.clone();
-        entry.annotations = Some(layout::bundle_entry_annotations(&stack, &version));
-        store.add_entry(entry)?;
-        imported.push(Imported {
-            stack,
-            version,
-            digest: subject.clone(),
-            key_id: bundle
-                .signer
-                .as_ref()
-                .map(|k| k.key_id())
-                .unwrap_or_default(),
-            added: !already,
-            repaired: copier.take_repaired(),
-        });
-    }
-    Ok(imported)
+    Ok(verified)
 }
 
 /// Copies (or moves) blobs into the store, a copy checked against its digest. A blob
@@ -306,6 +274,56 @@ struct Copier<'a> {
 }
 
 impl Copier<'_> {
+    /// Copies a verified bundle's blobs and its signatures' into the store, then adds
+    /// its index entries: the signatures' first, so the bundle is never findable
+    /// without them.
+    fn bundle(&mut self, bundle: VerifiedBundle) -> Result<Imported> {
+        let (staged, store) = (self.from, self.to);
+        let subject = &bundle.manifest_descriptor.digest;
+        let stack = bundle.config.stack.clone();
+        let version = bundle.config.version.clone();
+        let already = store.find_bundle(&stack, &version)?.is_some();
+        self.copy(&bundle.manifest_descriptor.digest)?;
+        self.copy(&bundle.manifest.config.digest)?;
+        for layer in &bundle.manifest.layers {
+            self.copy(&layer.digest)?;
+        }
+        for signature in staged.signatures_for(subject)? {
+            let bytes = staged.read_blob(&signature.digest, MAX_MANIFEST_SIZE)?;
+            let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
+                continue;
+            };
+            self.copy(&signature.digest)?;
+            self.copy(&manifest.config.digest)?;
+            for layer in &manifest.layers {
+                self.copy(&layer.digest)?;
+            }
+            let mut entry = Descriptor::new(
+                signature.media_type.clone(),
+                signature.digest.clone(),
+                signature.size,
+            );
+            entry.artifact_type = signature.artifact_type.clone();
+            entry.annotations = Some(layout::signature_entry_annotations(subject));
+            store.add_entry(entry)?;
+        }
+        let mut entry = bundle.manifest_descriptor.clone();
+        entry.annotations = Some(layout::bundle_entry_annotations(&stack, &version));
+        store.add_entry(entry)?;
+        Ok(Imported {
+            stack,
+            version,
+            digest: subject.clone(),
+            key_id: bundle
+                .signer
+                .as_ref()
+                .map(|k| k.key_id())
+                .unwrap_or_default(),
+            added: !already,
+            repaired: self.take_repaired(),
+        })
+    }
+
     fn copy(&mut self, digest: &Digest) -> Result<()> {
         if self.done.contains(digest) {
             return Ok(());

@@ -9,7 +9,7 @@ use semver::Version;
 use stackpack_bundle::layout::{
     bundle_entry_annotations, signature_entry_annotations, ImageLayout,
 };
-use stackpack_schema::bundle::{tree_digest, BundleConfig, Engine, ModuleEntry, Source};
+use stackpack_schema::bundle::{tree_digest, BundleConfig, Engine, FileEntry, ModuleEntry, Source};
 use stackpack_schema::interface::Interface;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
@@ -88,8 +88,81 @@ pub fn build_stack(
         .map_err(crate::discover::unparsable)?
         .to_schema();
 
-    // The stack layer streamed into the layout, and large incompressible files
-    // beside it as layers of their own.
+    let StackLayer {
+        files,
+        file_layers,
+        layer,
+    } = write_stack_layer(stack_plan, layout)?;
+
+    // The config.
+    let modules = module_entries(stack_plan, &files);
+    // Provider packages, checked against the lock file before anything is signed.
+    let providers =
+        crate::providers::collect(&repo.root, &stack.path, &interface, &repo.config.providers)?;
+    let provider_layers = crate::providers::write_layers(&providers, layout)?;
+    let commit = if plan.dirty {
+        format!("{}-dirty", plan.commit)
+    } else {
+        plan.commit.clone()
+    };
+    let config = BundleConfig {
+        format: BundleConfig::required_format(&files),
+        stack: stack.name.clone(),
+        version: version.clone(),
+        source: Source {
+            repository: repo.source_address(),
+            commit,
+            branch: plan.branch.clone(),
+        },
+        created: created.clone(),
+        engine: Engine {
+            name: stack.config.engine.clone(),
+            version_constraint: interface.required_version.clone(),
+        },
+        entrypoint: stack.path.clone(),
+        interface,
+        modules,
+        files,
+        providers: providers.into_iter().map(|p| p.package).collect(),
+        allowed_breaking: stack_plan.allowed_breaking.clone(),
+        witness: stack_plan.witness.clone(),
+    };
+    let layers = std::iter::once(layer.clone())
+        .chain(file_layers)
+        .chain(provider_layers)
+        .collect();
+    let manifest = write_manifest(&config, layers, layout)?;
+    let signature = sign_manifest(
+        &manifest,
+        &stack_repository(namespace, &stack.name),
+        version,
+        &created,
+        key,
+        layout,
+    )?;
+    add_to_index(&manifest, &signature, &stack.name, version, layout)?;
+
+    Ok(BuiltBundle {
+        stack: stack.name.clone(),
+        version: version.clone(),
+        manifest,
+        layer,
+        signature,
+        config,
+    })
+}
+
+/// The stack layer as written to the layout, with the files it holds.
+struct StackLayer {
+    files: Vec<FileEntry>,
+    /// Large incompressible files that travel beside it as layers of their own.
+    file_layers: Vec<Descriptor>,
+    layer: Descriptor,
+}
+
+/// Streams the stack layer into the layout, and large incompressible files beside it
+/// as layers of their own; refuses when the files changed since they were planned.
+fn write_stack_layer(stack_plan: &StackPlan, layout: &ImageLayout) -> Result<StackLayer> {
     let writer = layout.blob_writer()?;
     let pack::PackedStack {
         entries: files,
@@ -104,15 +177,23 @@ pub fn build_stack(
     if files != stack_plan.entries {
         return Err(Error::refused(format!(
             "files of stack `{}` changed during the build",
-            stack.name
+            stack_plan.stack.name
         ))
         .hint("run the build again when nothing else writes to the repository"));
     }
     let (layer_digest, layer_size) = writer.commit()?;
-    let layer = Descriptor::new(media_type::STACK_LAYER, layer_digest, layer_size);
+    Ok(StackLayer {
+        files,
+        file_layers,
+        layer: Descriptor::new(media_type::STACK_LAYER, layer_digest, layer_size),
+    })
+}
 
-    // The config.
-    let modules = stack
+/// The local modules the stack vendors, each with the digest of its files and, when
+/// a module package holds exactly those files, that package's version.
+fn module_entries(stack_plan: &StackPlan, files: &[FileEntry]) -> Vec<ModuleEntry> {
+    stack_plan
+        .stack
         .modules
         .iter()
         .map(|module| {
@@ -136,84 +217,51 @@ pub fn build_stack(
                 digest,
             }
         })
-        .collect();
-    // Provider packages, checked against the lock file before anything is signed.
-    let providers =
-        crate::providers::collect(&repo.root, &stack.path, &interface, &repo.config.providers)?;
-    let provider_layers = crate::providers::write_layers(&providers, layout)?;
-    let commit = if plan.dirty {
-        format!("{}-dirty", plan.commit)
-    } else {
-        plan.commit.clone()
-    };
-    let config = BundleConfig {
-        format: BundleConfig::required_format(&files),
-        stack: stack.name.clone(),
-        version: version.clone(),
-        source: Source {
-            repository: repo.source_address(),
-            commit: commit.clone(),
-            branch: plan.branch.clone(),
-        },
-        created: created.clone(),
-        engine: Engine {
-            name: stack.config.engine.clone(),
-            version_constraint: interface.required_version.clone(),
-        },
-        entrypoint: stack.path.clone(),
-        interface,
-        modules,
-        files,
-        providers: providers.into_iter().map(|p| p.package).collect(),
-        allowed_breaking: stack_plan.allowed_breaking.clone(),
-        witness: stack_plan.witness.clone(),
-    };
-    let config_bytes = config.to_bytes();
-    let (config_digest, config_size) = layout.write_blob(&config_bytes)?;
+        .collect()
+}
 
-    // The manifest.
+/// Writes the config and the bundle's manifest over it and `layers`; returns the
+/// manifest's descriptor.
+fn write_manifest(
+    config: &BundleConfig,
+    layers: Vec<Descriptor>,
+    layout: &ImageLayout,
+) -> Result<Descriptor> {
+    let (config_digest, config_size) = layout.write_blob(&config.to_bytes())?;
     let mut annotations = Annotations::new();
-    annotations.insert(annotation::VERSION.into(), version.to_string());
-    annotations.insert(annotation::REVISION.into(), commit);
+    annotations.insert(annotation::VERSION.into(), config.version.to_string());
+    annotations.insert(annotation::REVISION.into(), config.source.commit.clone());
     annotations.insert(annotation::SOURCE.into(), config.source.repository.clone());
-    annotations.insert(annotation::CREATED.into(), created.clone());
-    annotations.insert(annotation::TITLE.into(), stack.name.clone());
+    annotations.insert(annotation::CREATED.into(), config.created.clone());
+    annotations.insert(annotation::TITLE.into(), config.stack.clone());
     let manifest = ImageManifest {
         schema_version: 2,
         media_type: Some(media_type::OCI_MANIFEST.into()),
         artifact_type: Some(media_type::BUNDLE_ARTIFACT.into()),
         config: Descriptor::new(media_type::BUNDLE_CONFIG, config_digest, config_size),
-        layers: std::iter::once(layer.clone())
-            .chain(file_layers)
-            .chain(provider_layers)
-            .collect(),
+        layers,
         subject: None,
         annotations: Some(annotations),
     };
-    let manifest_bytes = manifest.to_bytes();
-    let (manifest_digest, manifest_size) = layout.write_blob(&manifest_bytes)?;
-    let mut manifest_descriptor = Descriptor::new(
-        media_type::OCI_MANIFEST,
-        manifest_digest.clone(),
-        manifest_size,
-    );
-    manifest_descriptor.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
+    let (manifest_digest, manifest_size) = layout.write_blob(&manifest.to_bytes())?;
+    let mut descriptor = Descriptor::new(media_type::OCI_MANIFEST, manifest_digest, manifest_size);
+    descriptor.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
+    Ok(descriptor)
+}
 
-    // The signature.
-    let signature_manifest = sign_manifest(
-        &manifest_descriptor,
-        &stack_repository(namespace, &stack.name),
-        version,
-        &created,
-        key,
-        layout,
-    )?;
-
-    // Both entries in one atomic index update.
-    let mut bundle_entry = manifest_descriptor.clone();
-    bundle_entry.annotations = Some(bundle_entry_annotations(&stack.name, version));
-    let mut signature_entry = signature_manifest.clone();
-    signature_entry.annotations = Some(signature_entry_annotations(&manifest_digest));
+/// Adds the bundle and its signature to `index.json` in one atomic update, in place
+/// of any entry with either digest or the bundle's reference.
+fn add_to_index(
+    manifest: &Descriptor,
+    signature: &Descriptor,
+    stack: &str,
+    version: &Version,
+    layout: &ImageLayout,
+) -> Result<()> {
+    let mut bundle_entry = manifest.clone();
+    bundle_entry.annotations = Some(bundle_entry_annotations(stack, version));
+    let mut signature_entry = signature.clone();
+    signature_entry.annotations = Some(signature_entry_annotations(&manifest.digest));
     layout.update_index(|index| {
         let bundle_ref = bundle_entry
             .annotation(annotation::REF_NAME)
@@ -227,15 +275,7 @@ pub fn build_stack(
         index.manifests.push(bundle_entry);
         index.manifests.push(signature_entry);
     })?;
-
-    Ok(BuiltBundle {
-        stack: stack.name.clone(),
-        version: version.clone(),
-        manifest: manifest_descriptor,
-        layer,
-        signature: signature_manifest,
-        config,
-    })
+    Ok(())
 }
 
 /// Writes a signature artifact for `subject` and returns its manifest's descriptor.

@@ -21,7 +21,7 @@ use stackpack_interface::eval::Evaluator;
 use stackpack_interface::tfvars::{self, did_you_mean, InputValue, Verdict};
 use stackpack_interface::{types, ModuleInterface, Variable};
 
-use crate::check::{Finding, Severity};
+use crate::check::finding::{findings_table, github_annotation, table, Finding, Severity};
 use crate::config::CustomerSettings;
 use crate::customers::{self, CustomerRange};
 
@@ -670,7 +670,7 @@ pub fn human(reports: &[CustomerReport]) -> String {
         };
         rows.push(vec![r.customer.clone(), r.stack.clone(), result, summary]);
     }
-    let mut out = crate::check::render::table(&rows);
+    let mut out = table(&rows);
     let not_evaluated: usize = reports.iter().map(|r| r.not_evaluated).sum();
     if not_evaluated > 0 {
         out.push_str(&format!(
@@ -682,7 +682,7 @@ pub fn human(reports: &[CustomerReport]) -> String {
     let findings: Vec<Finding> = reports.iter().flat_map(|r| r.findings.clone()).collect();
     if !findings.is_empty() {
         out.push_str("\ncustomer findings:\n");
-        out.push_str(&crate::check::render::findings_table(&findings));
+        out.push_str(&findings_table(&findings));
     }
     out
 }
@@ -705,7 +705,7 @@ pub fn github(reports: &[CustomerReport]) -> String {
             if f.line == 0 {
                 f.line = 1;
             }
-            out.push_str(&crate::check::render::github_annotation(&f, level));
+            out.push_str(&github_annotation(&f, level));
             out.push('\n');
         }
     }

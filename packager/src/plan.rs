@@ -104,100 +104,117 @@ pub fn plan(
     for name in &options.stacks {
         repo.stack(name)?;
     }
-    let base = match &options.base {
-        Some(base) => Some(repo.git.resolve(base).ok_or_else(|| {
-            Error::usage(format!("`--base {base}` does not name a commit"))
-                .hint("fetch enough history (`git fetch --unshallow`) or pass another ref")
-        })?),
-        None => None,
+    let planning = Planning {
+        repo,
+        releases,
+        options,
+        changed_since_base: changed_since_base(repo, options)?,
+        rules: rule_config(repo)?,
+        channel: &channel,
     };
-    let changed_since_base = match &base {
-        Some(base) => {
-            let upto = if options.allow_dirty {
-                crate::git::Upto::WorkTree
-            } else {
-                crate::git::Upto::Head
-            };
-            Some(repo.git.changed_files(base, upto)?)
-        }
-        None => None,
-    };
-
-    let rules = RuleConfig::from_table(&repo.config.rules).map_err(|message| {
-        Error::usage(format!("`stackpack.toml` `[rules]`: {message}"))
-            .at(repo.root.join("stackpack.toml").display())
-            .hint("levels are `major`, `minor`, `patch` or `off` (lints: `error`, `warn`, `off`); see `docs/check.md`")
-    })?;
     let mut dirty = false;
     let mut stacks = Vec::new();
     for stack in &repo.stacks {
         if !options.stacks.is_empty() && !options.stacks.contains(&stack.name) {
             continue;
         }
-        let dirty_files = repo.git.dirty_files(&stack.packed_paths())?;
-        let stack_dirty = !dirty_files.is_empty();
-        if stack_dirty {
-            if !options.allow_dirty {
-                let shown: Vec<String> = dirty_files
-                    .iter()
-                    .take(5)
-                    .map(|f| format!("`{f}`"))
-                    .collect();
-                return Err(Error::refused(format!(
-                    "stack `{}` has uncommitted changes: {}{}",
-                    stack.name,
-                    shown.join(", "),
-                    if dirty_files.len() > 5 { ", …" } else { "" }
-                ))
-                .at(repo.root.display())
-                .hint("commit or stash them: bundles are built from commits (`--allow-dirty` packs them anyway, for local tries only)"));
-            }
-            dirty = true;
-        }
+        let stack_dirty = uncommitted(repo, stack, options.allow_dirty)?;
+        dirty |= stack_dirty;
+        stacks.push(planning.stack(stack, stack_dirty)?);
+    }
+    Ok(Plan {
+        commit,
+        commit_time,
+        branch,
+        channel,
+        dirty,
+        stacks,
+    })
+}
+
+/// With `--base`, the files git shows changed since that commit (up to the work
+/// tree with `--allow-dirty`, else up to `HEAD`).
+fn changed_since_base(repo: &Repository, options: &PlanOptions) -> Result<Option<Vec<String>>> {
+    let Some(base) = &options.base else {
+        return Ok(None);
+    };
+    let base = repo.git.resolve(base).ok_or_else(|| {
+        Error::usage(format!("`--base {base}` does not name a commit"))
+            .hint("fetch enough history (`git fetch --unshallow`) or pass another ref")
+    })?;
+    let upto = if options.allow_dirty {
+        crate::git::Upto::WorkTree
+    } else {
+        crate::git::Upto::Head
+    };
+    Ok(Some(repo.git.changed_files(&base, upto)?))
+}
+
+/// The repository's rule levels (`stackpack.toml` `[rules]`).
+fn rule_config(repo: &Repository) -> Result<RuleConfig> {
+    RuleConfig::from_table(&repo.config.rules).map_err(|message| {
+        Error::usage(format!("`stackpack.toml` `[rules]`: {message}"))
+            .at(repo.root.join("stackpack.toml").display())
+            .hint("levels are `major`, `minor`, `patch` or `off` (lints: `error`, `warn`, `off`); see `docs/check.md`")
+    })
+}
+
+/// Does `stack` have uncommitted changes? Refused unless `allow_dirty`.
+fn uncommitted(repo: &Repository, stack: &Stack, allow_dirty: bool) -> Result<bool> {
+    let dirty_files = repo.git.dirty_files(&stack.packed_paths())?;
+    if dirty_files.is_empty() {
+        return Ok(false);
+    }
+    if !allow_dirty {
+        let shown: Vec<String> = dirty_files
+            .iter()
+            .take(5)
+            .map(|f| format!("`{f}`"))
+            .collect();
+        return Err(Error::refused(format!(
+            "stack `{}` has uncommitted changes: {}{}",
+            stack.name,
+            shown.join(", "),
+            if dirty_files.len() > 5 { ", …" } else { "" }
+        ))
+        .at(repo.root.display())
+        .hint("commit or stash them: bundles are built from commits (`--allow-dirty` packs them anyway, for local tries only)"));
+    }
+    Ok(true)
+}
+
+/// What every stack of one plan is planned with.
+struct Planning<'a> {
+    repo: &'a Repository,
+    releases: &'a dyn ReleaseSource,
+    options: &'a PlanOptions,
+    changed_since_base: Option<Vec<String>>,
+    rules: RuleConfig,
+    channel: &'a Channel,
+}
+
+impl Planning<'_> {
+    /// Whether `stack` changed since its latest release on the channel, the bump the
+    /// change needs, and the version a build gets.
+    fn stack(&self, stack: &Stack, stack_dirty: bool) -> Result<StackPlan> {
+        let Planning {
+            repo,
+            releases,
+            options,
+            ..
+        } = *self;
         let files = pack::collect_files(&repo.git, stack)?;
         let entries = pack::hash_stack_files(&files)?;
         let existing = releases.versions(&stack.name)?;
         let last_stable = version::latest_stable(&existing).cloned();
-        let previous_version = latest_on_channel(&existing, &channel);
+        let previous_version = latest_on_channel(&existing, self.channel);
         let previous = match &previous_version {
             Some(v) => releases.release(&stack.name, v)?,
             None => None,
         };
-        let named = options.stacks.contains(&stack.name);
-
-        let (changed, reason) = match (&previous, &changed_since_base) {
-            (Some(previous), _) if same_files(&previous.config.files, &entries) => (
-                false,
-                format!("unchanged: same files as `{}`", previous.version),
-            ),
-            (None, _) => (true, "first release".to_string()),
-            (Some(_), Some(changed)) if !named => {
-                let touched: Vec<&String> = changed
-                    .iter()
-                    .filter(|path| stack.packed_paths().iter().any(|dir| under(path, dir)))
-                    .collect();
-                if touched.is_empty() {
-                    (
-                        false,
-                        format!(
-                            "unchanged since `{}`",
-                            options.base.as_deref().unwrap_or("")
-                        ),
-                    )
-                } else {
-                    (
-                        true,
-                        describe_changes(stack, touched.into_iter().cloned().collect()),
-                    )
-                }
-            }
-            (Some(previous), _) => {
-                let paths = differing_paths(&previous.config.files, &entries);
-                (true, describe_changes(stack, paths))
-            }
-        };
+        let (changed, reason) = self.changed(stack, previous.as_ref(), &entries);
         let (required_bump, findings) = match (&last_stable, changed) {
-            (Some(last), true) => required_bump(repo, releases, stack, last, &rules)?,
+            (Some(last), true) => required_bump(repo, releases, stack, last, &self.rules)?,
             _ => (Bump::Patch, Vec::new()),
         };
         if let Some(requested) = options.bump {
@@ -209,9 +226,9 @@ pub fn plan(
         // Uncommitted changes never get a plain version: a `-dirty` prerelease says
         // that the bundle matches no commit.
         let stack_channel = if stack_dirty {
-            dirty_channel(&channel)
+            dirty_channel(self.channel)
         } else {
-            channel.clone()
+            self.channel.clone()
         };
         let next = changed.then(|| {
             version::next_version(
@@ -221,7 +238,7 @@ pub fn plan(
                 &stack_channel,
             )
         });
-        stacks.push(StackPlan {
+        Ok(StackPlan {
             stack: stack.clone(),
             files,
             entries,
@@ -236,16 +253,50 @@ pub fn plan(
             allowed_breaking: Vec::new(),
             witness: None,
             module_versions: Vec::new(),
-        });
+        })
     }
-    Ok(Plan {
-        commit,
-        commit_time,
-        branch,
-        channel,
-        dirty,
-        stacks,
-    })
+
+    /// Did `stack` change since `previous` (its files, or with `--base` what git
+    /// shows, unless the stack was named), and why, in words.
+    fn changed(
+        &self,
+        stack: &Stack,
+        previous: Option<&Release>,
+        entries: &[FileEntry],
+    ) -> (bool, String) {
+        let named = self.options.stacks.contains(&stack.name);
+        match (previous, &self.changed_since_base) {
+            (Some(previous), _) if same_files(&previous.config.files, entries) => (
+                false,
+                format!("unchanged: same files as `{}`", previous.version),
+            ),
+            (None, _) => (true, "first release".to_string()),
+            (Some(_), Some(changed)) if !named => {
+                let touched: Vec<&String> = changed
+                    .iter()
+                    .filter(|path| stack.packed_paths().iter().any(|dir| under(path, dir)))
+                    .collect();
+                if touched.is_empty() {
+                    (
+                        false,
+                        format!(
+                            "unchanged since `{}`",
+                            self.options.base.as_deref().unwrap_or("")
+                        ),
+                    )
+                } else {
+                    (
+                        true,
+                        describe_changes(stack, touched.into_iter().cloned().collect()),
+                    )
+                }
+            }
+            (Some(previous), _) => {
+                let paths = differing_paths(&previous.config.files, entries);
+                (true, describe_changes(stack, paths))
+            }
+        }
+    }
 }
 
 /// The prerelease line of a build with uncommitted changes: `X.Y.Z-dirty.<n>` on the

@@ -313,23 +313,12 @@ impl Remote {
 
     fn map_error(&self, repository: &str, error: OciDistributionError) -> RemoteError {
         let host = self.host.clone();
-        let repository = repository.to_string();
         match error {
             OciDistributionError::RequestError(e) if e.status().is_some() => {
-                let status = e.status().expect("checked").as_u16();
-                match status {
-                    401 => RemoteError::Unauthorized {
-                        host,
-                        repository,
-                        credentials: self.credentials.describe(),
-                        detail: "401 Unauthorized".into(),
-                    },
-                    403 => RemoteError::Denied {
-                        host,
-                        repository,
-                        detail: "403 Forbidden".into(),
-                    },
-                    _ => RemoteError::Server {
+                match e.status().expect("checked").as_u16() {
+                    401 => self.unauthorized(repository, "401 Unauthorized".into()),
+                    403 => self.denied(repository, "403 Forbidden".into()),
+                    status => RemoteError::Server {
                         host,
                         detail: format!("HTTP {status}"),
                     },
@@ -344,65 +333,24 @@ impl Remote {
                 }
                 RemoteError::Unreachable { host, detail }
             }
-            OciDistributionError::UnauthorizedError { .. } => RemoteError::Unauthorized {
-                host,
-                repository,
-                credentials: self.credentials.describe(),
-                detail: "401 Unauthorized".into(),
-            },
-            OciDistributionError::AuthenticationFailure(detail) => RemoteError::Unauthorized {
-                host,
-                repository,
-                credentials: self.credentials.describe(),
-                detail,
-            },
+            OciDistributionError::UnauthorizedError { .. } => {
+                self.unauthorized(repository, "401 Unauthorized".into())
+            }
+            OciDistributionError::AuthenticationFailure(detail) => {
+                self.unauthorized(repository, detail)
+            }
             OciDistributionError::RegistryError { envelope, .. } => {
-                let detail = envelope
-                    .errors
-                    .iter()
-                    .map(|e| format!("{:?}: {}", e.code, e.message))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                let denied = envelope
-                    .errors
-                    .iter()
-                    .any(|e| matches!(e.code, oci_client::errors::OciErrorCode::Denied));
-                let unauthorized = envelope
-                    .errors
-                    .iter()
-                    .any(|e| matches!(e.code, oci_client::errors::OciErrorCode::Unauthorized));
-                if unauthorized {
-                    RemoteError::Unauthorized {
-                        host,
-                        repository,
-                        credentials: self.credentials.describe(),
-                        detail,
-                    }
-                } else if denied {
-                    RemoteError::Denied {
-                        host,
-                        repository,
-                        detail,
-                    }
-                } else {
-                    RemoteError::Server { host, detail }
-                }
+                self.registry_error(repository, &envelope)
             }
             OciDistributionError::ServerError {
                 code: 401, message, ..
-            } => RemoteError::Unauthorized {
-                host,
-                repository,
-                credentials: self.credentials.describe(),
-                detail: message,
-            },
+            } => self.unauthorized(repository, message),
             OciDistributionError::ServerError {
                 code: 403, message, ..
-            } => RemoteError::Denied {
-                host,
+            } => self.denied(
                 repository,
-                detail: format!("403 Forbidden {message}").trim().to_string(),
-            },
+                format!("403 Forbidden {message}").trim().to_string(),
+            ),
             OciDistributionError::ServerError { code, message, .. } => RemoteError::Server {
                 host,
                 detail: format!("HTTP {code} {message}").trim().to_string(),
@@ -411,6 +359,50 @@ impl Remote {
                 host,
                 detail: other.to_string(),
             },
+        }
+    }
+
+    /// The registry's own error document: unauthorised or denied when one of its
+    /// codes says so, else a server error listing them all.
+    fn registry_error(
+        &self,
+        repository: &str,
+        envelope: &oci_client::errors::OciEnvelope,
+    ) -> RemoteError {
+        use oci_client::errors::OciErrorCode;
+        let detail = envelope
+            .errors
+            .iter()
+            .map(|e| format!("{:?}: {}", e.code, e.message))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let has = |code: fn(&OciErrorCode) -> bool| envelope.errors.iter().any(|e| code(&e.code));
+        if has(|c| matches!(c, OciErrorCode::Unauthorized)) {
+            self.unauthorized(repository, detail)
+        } else if has(|c| matches!(c, OciErrorCode::Denied)) {
+            self.denied(repository, detail)
+        } else {
+            RemoteError::Server {
+                host: self.host.clone(),
+                detail,
+            }
+        }
+    }
+
+    fn unauthorized(&self, repository: &str, detail: String) -> RemoteError {
+        RemoteError::Unauthorized {
+            host: self.host.clone(),
+            repository: repository.to_string(),
+            credentials: self.credentials.describe(),
+            detail,
+        }
+    }
+
+    fn denied(&self, repository: &str, detail: String) -> RemoteError {
+        RemoteError::Denied {
+            host: self.host.clone(),
+            repository: repository.to_string(),
+            detail,
         }
     }
 

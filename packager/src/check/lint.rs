@@ -32,7 +32,7 @@ use hcl_edit::Span;
 use stackpack_interface::constraint::{self, Constraint, SetChange};
 use stackpack_interface::{DefaultValue, ModuleInterface, Variable};
 
-use super::diff::join;
+use super::tree::join;
 use super::{Cache, CheckError, Finding, RuleConfig, Severity};
 
 pub const LINT_RULES: &[&str] = &[

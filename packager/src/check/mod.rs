@@ -7,12 +7,12 @@
 //! the repository lints, and [`render`] prints findings for people, CI and scripts.
 
 mod diff;
+pub(crate) mod finding;
 pub mod lint;
 pub mod render;
 pub mod tree;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -20,50 +20,12 @@ use serde::Serialize;
 use stackpack_schema::version::Bump;
 
 pub use diff::{default_bump, Rule};
+pub use finding::{Finding, Severity};
 pub use lint::{lint, lint_with, LintOptions, LINT_RULES};
 pub use tree::{Cache, Tree};
 
 use crate::git::Git;
 use stackpack_interface::InterfaceError;
-
-/// How loud a finding is. Interface findings are `info`: their weight is their bump.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-/// One thing the checker found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Finding {
-    /// The rule's id, such as `default-changed` or `no-secret-literals`.
-    pub rule: String,
-    /// What it is about: an input, an output, a resource kind, a provider.
-    pub item: String,
-    /// Repository-relative path.
-    pub file: String,
-    /// 1-based; 0 when unknown.
-    pub line: usize,
-    /// The bump an interface finding requires; absent for lints.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bump: Option<Bump>,
-    pub severity: Severity,
-    pub message: String,
-}
-
-impl Finding {
-    /// `file:line`.
-    pub fn location(&self) -> String {
-        if self.line == 0 {
-            self.file.clone()
-        } else {
-            format!("{}:{}", self.file, self.line)
-        }
-    }
-}
 
 /// What [`required_bump`] found for one stack or module.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -269,7 +231,7 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
                 warnings.push(format!(
                     "input `{}` in `{}` was already a deprecated alias in the last release: remove it in this major release",
                     var.name,
-                    diff::join(&new.root_dir, &var.location.to_string())
+                    tree::join(&new.root_dir, &var.location.to_string())
                 ));
             }
         }
@@ -470,16 +432,6 @@ pub fn required_bump_with(
     }
 }
 
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        })
-    }
-}
-
 /// One folder to check, and the commit to compare it with (`None`: never released).
 #[derive(Clone, Debug)]
 pub struct Unit {
@@ -488,18 +440,6 @@ pub struct Unit {
     /// `stack` or `module`.
     pub kind: String,
     pub against: Option<String>,
-}
-
-impl render::UnitReport {
-    /// The required bump, or `error` when the unit has errors of its own (a file that
-    /// cannot be read, a call Terraform refuses): then no bump would be right.
-    pub fn required_text(&self) -> String {
-        if self.findings.iter().any(|f| f.severity == Severity::Error) {
-            "error".to_string()
-        } else {
-            self.required.to_string()
-        }
-    }
 }
 
 /// Checks many stacks and modules, unpacking each old commit once. `requested` is the

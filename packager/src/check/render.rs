@@ -4,7 +4,9 @@
 use serde::Serialize;
 use stackpack_schema::version::Bump;
 
-use super::{Finding, Severity};
+use super::finding::{escape_data, escape_property};
+pub use super::finding::{findings_table, github_annotation, table};
+use super::finding::{Finding, Severity};
 
 /// The result of checking a repository: one report per stack or module, and the lints.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -40,6 +42,18 @@ pub struct UnitReport {
     pub refused: bool,
     pub findings: Vec<Finding>,
     pub warnings: Vec<String>,
+}
+
+impl UnitReport {
+    /// The required bump, or `error` when the unit has errors of its own (a file that
+    /// cannot be read, a call Terraform refuses): then no bump would be right.
+    pub fn required_text(&self) -> String {
+        if self.findings.iter().any(|f| f.severity == Severity::Error) {
+            "error".to_string()
+        } else {
+            self.required.to_string()
+        }
+    }
 }
 
 /// The error for a requested bump lower than the required one, in the house style:
@@ -87,30 +101,6 @@ pub fn refusal(
 /// One JSON document.
 pub fn json(output: &CheckOutput) -> String {
     serde_json::to_string_pretty(output).expect("check output serialises")
-}
-
-fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-fn escape_property(s: &str) -> String {
-    escape_data(s).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// One GitHub workflow annotation: `::error file=F,line=L,title=T::message`.
-pub fn github_annotation(finding: &Finding, level: &str) -> String {
-    let title = match finding.bump {
-        Some(b) => format!("{} ({b})", finding.rule),
-        None => finding.rule.clone(),
-    };
-    let mut props = format!("file={}", escape_property(&finding.file));
-    if finding.line > 0 {
-        props.push_str(&format!(",line={}", finding.line));
-    }
-    props.push_str(&format!(",title={}", escape_property(&title)));
-    format!("::{level} {props}::{}", escape_data(&finding.message))
 }
 
 /// Every finding as an annotation: errors for lint errors and for the findings of a
@@ -329,52 +319,6 @@ pub fn step_summary(output: &CheckOutput) -> String {
     out
 }
 
-/// Aligned columns, no borders, widest column last.
-pub fn table(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut widths = vec![0; columns];
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-/// The findings of one list as a table: level, rule, location, message.
-pub fn findings_table(findings: &[Finding]) -> String {
-    let mut rows = vec![vec![
-        "LEVEL".to_string(),
-        "RULE".to_string(),
-        "LOCATION".to_string(),
-        "FINDING".to_string(),
-    ]];
-    for f in findings {
-        rows.push(vec![
-            f.bump
-                .map_or_else(|| f.severity.to_string(), |b| b.to_string()),
-            f.rule.clone(),
-            f.location(),
-            f.message.clone(),
-        ]);
-    }
-    table(&rows)
-}
-
 /// The whole output for a person.
 pub fn human(output: &CheckOutput) -> String {
     let mut out = String::new();
@@ -436,23 +380,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn annotations_escape_their_fields() {
-        let f = Finding {
-            rule: "default-changed".into(),
-            item: "x".into(),
-            file: "modules/a,b/variables.tf".into(),
-            line: 3,
-            bump: Some(Bump::Major),
-            severity: Severity::Info,
-            message: "100% changed\nsecond line".into(),
-        };
-        assert_eq!(
-            github_annotation(&f, "error"),
-            "::error file=modules/a%2Cb/variables.tf,line=3,title=default-changed (major)::100%25 changed%0Asecond line"
-        );
-    }
-
-    #[test]
     fn refusals_name_every_finding_that_needs_more() {
         let finding = |rule: &str, bump| Finding {
             rule: rule.into(),
@@ -503,14 +430,5 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("hint: fix these files first"), "{text}");
-    }
-
-    #[test]
-    fn tables_align_and_put_the_widest_last() {
-        let t = table(&[
-            vec!["a".into(), "bbb".into(), "long text".into()],
-            vec!["ccc".into(), "d".into(), "x".into()],
-        ]);
-        assert_eq!(t, "a    bbb  long text\nccc  d    x\n");
     }
 }

@@ -173,6 +173,15 @@ pub fn normalise(path: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// `dir/file`, or `file` when `dir` is empty.
+pub fn join(dir: &str, file: &str) -> String {
+    if dir.is_empty() || dir == "." {
+        file.to_string()
+    } else {
+        format!("{}/{file}", dir.trim_end_matches('/'))
+    }
+}
+
 impl Tree {
     /// Reads `dir` under `base` and every local module it calls. A folder that does not
     /// exist is left out (an old release may not have it yet).
@@ -217,7 +226,7 @@ impl Tree {
             };
             // Repository-relative, whether read from disk or from a commit.
             tree.unread.extend(unread.iter().map(|u| Unread {
-                file: super::diff::join(&dir, u.file.rsplit('/').next().unwrap_or(&u.file)),
+                file: join(&dir, u.file.rsplit('/').next().unwrap_or(&u.file)),
                 ..u.clone()
             }));
             for call in &module.module_calls {

@@ -265,95 +265,24 @@ impl Witness {
         let new_tree = Tree::load_with(&self.root, &job.path, &mut cache)
             .map_err(|e| Error::refused_by(e).at(&job.path))?;
         let new_files = work_tree_files(&self.root, &new_tree)?;
-        let input = self.account.required_input();
-        let old_declares = job
-            .release
-            .config
-            .interface
-            .inputs
-            .iter()
-            .any(|i| i.name == input);
-        let new_declares = new_tree.root().variables.iter().any(|v| v.name == input);
-        if !old_declares || !new_declares {
-            let which = if old_declares {
-                "the work tree".to_string()
-            } else {
-                format!("release `{}`", job.release.version)
-            };
-            return Err(Error::refused(format!(
-                "stack `{}` in {which} has no input `{input}`: the witness cannot hold it to the {}",
-                job.name,
-                self.account.describe()
-            ))
-            .at(format!("{}/variables.tf", job.path))
-            .hint(format!("declare `variable \"{input}\"` and pass it to the provider, or name the stack's input in `[witness]`")));
-        }
+        self.check_required_input(job, &new_tree)?;
         let all = crate::impact::customer_files(&self.root, &job.name);
-        let customers = sample(&all, self.sample);
-        let old_inputs: BTreeSet<&str> = job
-            .release
-            .config
-            .interface
-            .inputs
-            .iter()
-            .map(|i| i.name.as_str())
-            .collect();
-        let next = AtomicUsize::new(0);
-        let results = Mutex::new(vec![None; customers.len()]);
-        let warm = [AtomicBool::new(false), AtomicBool::new(false)];
-        let first_init = Mutex::new(());
         let run = Run {
             witness: self,
             job,
             old_files: &old_files,
             new_files: &new_files,
-            warm: &warm,
-            first_init: &first_init,
+            warm: &[AtomicBool::new(false), AtomicBool::new(false)],
+            first_init: &Mutex::new(()),
         };
-        std::thread::scope(|scope| {
-            for _ in 0..self.parallel.min(customers.len()) {
-                scope.spawn(|| loop {
-                    let index = next.fetch_add(1, Ordering::SeqCst);
-                    let Some((customer, file)) = customers.get(index) else {
-                        break;
-                    };
-                    let outcome = run.customer(customer, file, &old_inputs);
-                    stackpack_terminal::status(&render::progress_line(&job.name, &outcome));
-                    results.lock().expect("no worker panics")[index] = Some(outcome);
-                });
-            }
-        });
-        let customers: Vec<CustomerOutcome> = results
-            .into_inner()
-            .expect("no worker panics")
-            .into_iter()
-            .flatten()
-            .collect();
+        let customers = run.customers(&sample(&all, self.sample));
         let witness = customers
             .iter()
             .filter_map(|c| c.bump)
             .max()
             .unwrap_or(Bump::Patch);
         let required = job.rules.max(witness);
-        let mut notes = Vec::new();
-        if customers.len() < all.len() {
-            notes.push(format!(
-                "witnessed a sample of {} of {} customers (`[witness] sample`)",
-                customers.len(),
-                all.len()
-            ));
-        }
-        if job.rules == Bump::Major && witness < Bump::Major && !customers.is_empty() {
-            notes.push(
-                "the rules call this change major, but no witnessed customer's plan changes: it stays major, since customers outside this repository may set what these do not; pass `--bump major` to accept it knowingly".to_string(),
-            );
-        }
-        if witness > job.rules {
-            notes.push(format!(
-                "the rules see a {} change, the customers' plans a {witness} one: the plans decide",
-                job.rules
-            ));
-        }
+        let notes = notes(job, customers.len(), all.len(), witness);
         Ok(StackWitness {
             stack: job.name.clone(),
             path: job.path.clone(),
@@ -368,6 +297,58 @@ impl Witness {
             seconds: started.elapsed().as_secs_f64(),
         })
     }
+
+    /// Refuses a stack whose release or work tree does not declare the input the
+    /// account's target is passed through: the witness could not hold it there.
+    fn check_required_input(&self, job: &StackJob, new_tree: &Tree) -> Result<()> {
+        let input = self.account.required_input();
+        let old_declares = job
+            .release
+            .config
+            .interface
+            .inputs
+            .iter()
+            .any(|i| i.name == input);
+        let new_declares = new_tree.root().variables.iter().any(|v| v.name == input);
+        if old_declares && new_declares {
+            return Ok(());
+        }
+        let which = if old_declares {
+            "the work tree".to_string()
+        } else {
+            format!("release `{}`", job.release.version)
+        };
+        Err(Error::refused(format!(
+            "stack `{}` in {which} has no input `{input}`: the witness cannot hold it to the {}",
+            job.name,
+            self.account.describe()
+        ))
+        .at(format!("{}/variables.tf", job.path))
+        .hint(format!("declare `variable \"{input}\"` and pass it to the provider, or name the stack's input in `[witness]`")))
+    }
+}
+
+/// What a stack's witness adds in words: a sample, and where the rules and the plans
+/// disagree.
+fn notes(job: &StackJob, witnessed: usize, total: usize, witness: Bump) -> Vec<String> {
+    let mut notes = Vec::new();
+    if witnessed < total {
+        notes.push(format!(
+            "witnessed a sample of {witnessed} of {total} customers (`[witness] sample`)"
+        ));
+    }
+    if job.rules == Bump::Major && witness < Bump::Major && witnessed > 0 {
+        notes.push(
+            "the rules call this change major, but no witnessed customer's plan changes: it stays major, since customers outside this repository may set what these do not; pass `--bump major` to accept it knowingly".to_string(),
+        );
+    }
+    if witness > job.rules {
+        notes.push(format!(
+            "the rules see a {} change, the customers' plans a {witness} one: the plans decide",
+            job.rules
+        ));
+    }
+    notes
 }
 
 type Files = Vec<(String, Vec<u8>, bool)>;
@@ -386,6 +367,41 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// Witnesses `customers` (id, inputs file) on `parallel` threads; the outcomes in
+    /// the order given.
+    fn customers(&self, customers: &[(String, String)]) -> Vec<CustomerOutcome> {
+        let old_inputs: BTreeSet<&str> = self
+            .job
+            .release
+            .config
+            .interface
+            .inputs
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect();
+        let next = AtomicUsize::new(0);
+        let results = Mutex::new(vec![None; customers.len()]);
+        std::thread::scope(|scope| {
+            for _ in 0..self.witness.parallel.min(customers.len()) {
+                scope.spawn(|| loop {
+                    let index = next.fetch_add(1, Ordering::SeqCst);
+                    let Some((customer, file)) = customers.get(index) else {
+                        break;
+                    };
+                    let outcome = self.customer(customer, file, &old_inputs);
+                    stackpack_terminal::status(&render::progress_line(&self.job.name, &outcome));
+                    results.lock().expect("no worker panics")[index] = Some(outcome);
+                });
+            }
+        });
+        results
+            .into_inner()
+            .expect("no worker panics")
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
     fn customer(&self, customer: &str, file: &str, old_inputs: &BTreeSet<&str>) -> CustomerOutcome {
         let started = Instant::now();
         let new_inputs = set_inputs(&self.witness.root.join(file))
@@ -442,92 +458,43 @@ impl Run<'_> {
         .map_err(io)?;
         let new = write_tree(&dir.join("new"), self.new_files, &self.job.path).map_err(io)?;
         let state = dir.join("terraform.tfstate");
-        let log = dir.join("engine.log");
-        let plan_file = dir.join("witness.tfplan");
         let session = self.witness.account.session(customer);
-        let inputs = input_args(&session, &self.witness.root.join(file));
-        let engine = &self.witness.engine;
-        let failed = |tree: &str, f: Failed| format!("`{}` of {tree} failed:\n{}", f.what, f.tail);
-        let with = |first: &[&str], rest: &[String]| -> Vec<String> {
-            first
-                .iter()
-                .map(|s| s.to_string())
-                .chain(rest.iter().cloned())
-                .collect()
+        let runs = CustomerRuns {
+            engine: &self.witness.engine,
+            inputs: input_args(&session, &self.witness.root.join(file)),
+            session: &session,
+            log: dir.join("engine.log"),
+            init: vec![
+                "init".to_string(),
+                "-input=false".into(),
+                "-no-color".into(),
+                format!("-backend-config=path={}", state.display()),
+            ],
         };
-        let init = vec![
-            "init".to_string(),
-            "-input=false".into(),
-            "-no-color".into(),
-            format!("-backend-config=path={}", state.display()),
-        ];
         let release = format!("release `{}`", self.job.release.version);
-        self.init(0, &old, &init, &session, &log)
+        self.init(0, &old, &runs.init, &session, &runs.log)
             .map_err(|f| failed(&release, f))?;
-        let applied = engine
-            .run(
+        let applied = runs
+            .with_inputs(
                 &old,
-                &with(
-                    &["apply", "-auto-approve", "-input=false", "-no-color"],
-                    &inputs,
-                ),
-                &session,
-                &log,
+                &["apply", "-auto-approve", "-input=false", "-no-color"],
             )
             .map_err(|f| failed(&release, f));
-        let planned = applied
-            .and_then(|_| {
-                self.init(1, &new, &init, &session, &log)
-                    .map_err(|f| failed("the work tree", f))
-            })
-            .and_then(|_| {
-                let out = format!("-out={}", plan_file.display());
-                engine
-                    .run(
-                        &new,
-                        &with(
-                            &["plan", "-input=false", "-no-color", out.as_str()],
-                            &inputs,
-                        ),
-                        &session,
-                        &log,
-                    )
-                    .map_err(|f| failed("the work tree", f))
-            })
-            .and_then(|_| {
-                engine
-                    .run(
-                        &new,
-                        &[
-                            "show".into(),
-                            "-json".into(),
-                            "-no-color".into(),
-                            plan_file.display().to_string(),
-                        ],
-                        &session,
-                        &log,
-                    )
-                    .map_err(|f| failed("the work tree", f))
-            })
-            .and_then(|json| plan::changes(&json));
+        let planned =
+            applied.and_then(|_| self.plan_work_tree(&runs, &new, &dir.join("witness.tfplan")));
         // Nothing stays behind, whatever the plan said (a failed apply may have made
         // half the release): the account may be shared, and some names (S3 buckets)
         // are global even in an emulator.
-        let warning = engine
-            .run(
+        let warning = runs
+            .with_inputs(
                 &old,
-                &with(
-                    &[
-                        "destroy",
-                        "-auto-approve",
-                        "-input=false",
-                        "-no-color",
-                        "-refresh=false",
-                    ],
-                    &inputs,
-                ),
-                &session,
-                &log,
+                &[
+                    "destroy",
+                    "-auto-approve",
+                    "-input=false",
+                    "-no-color",
+                    "-refresh=false",
+                ],
             )
             .err()
             .map(|f| {
@@ -538,6 +505,37 @@ impl Run<'_> {
                 )
             });
         planned.map(|changes| (changes, warning))
+    }
+
+    /// Plans the work tree `new` on top of the applied release; returns the plan's
+    /// changes.
+    fn plan_work_tree(
+        &self,
+        runs: &CustomerRuns,
+        new: &Path,
+        plan_file: &Path,
+    ) -> std::result::Result<Vec<ResourceChange>, String> {
+        let failed = |f: Failed| failed("the work tree", f);
+        self.init(1, new, &runs.init, runs.session, &runs.log)
+            .map_err(failed)?;
+        let out = format!("-out={}", plan_file.display());
+        runs.with_inputs(new, &["plan", "-input=false", "-no-color", out.as_str()])
+            .map_err(failed)?;
+        let json = runs
+            .engine
+            .run(
+                new,
+                &[
+                    "show".into(),
+                    "-json".into(),
+                    "-no-color".into(),
+                    plan_file.display().to_string(),
+                ],
+                runs.session,
+                &runs.log,
+            )
+            .map_err(failed)?;
+        plan::changes(&json)
     }
 
     fn init(
@@ -558,6 +556,34 @@ impl Run<'_> {
         }
         result
     }
+}
+
+/// The engine runs for one customer: the same session, inputs file and log for each.
+struct CustomerRuns<'a> {
+    engine: &'a Engine,
+    session: &'a account::Session,
+    /// The customer's inputs, as engine arguments.
+    inputs: Vec<String>,
+    log: PathBuf,
+    /// `init` with the customer's scratch state as backend.
+    init: Vec<String>,
+}
+
+impl CustomerRuns<'_> {
+    /// Runs `command` in `dir`, the customer's inputs after its own arguments.
+    fn with_inputs(&self, dir: &Path, command: &[&str]) -> std::result::Result<String, Failed> {
+        let args: Vec<String> = command
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.inputs.iter().cloned())
+            .collect();
+        self.engine.run(dir, &args, self.session, &self.log)
+    }
+}
+
+/// A failed engine run in `tree` (the release or the work tree), with its last lines.
+fn failed(tree: &str, f: Failed) -> String {
+    format!("`{}` of {tree} failed:\n{}", f.what, f.tail)
 }
 
 /// The bump one customer's plan requires.

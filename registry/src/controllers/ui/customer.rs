@@ -13,7 +13,7 @@ use stackpack_schema::receipt::SignedReceipt;
 use super::fleet::{rows_table, version_link};
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
 use super::{failed, viewer};
-use crate::api::Deployment;
+use crate::api::{Customer, Deployment};
 use crate::controllers::ledger::fleet::{matrix, FleetQuery};
 use crate::controllers::ledger::{mark_stale, stale_after};
 use crate::db;
@@ -130,6 +130,21 @@ pub async fn show(
         .map(|(key, _, revoked)| (key, revoked))
         .collect();
 
+    let mut body = facts(&customer, &keys);
+    body.push_str("<h2>Runs now</h2>");
+    running.retain(|r| r.stack.is_some());
+    if running.is_empty() {
+        body.push_str("<p class=\"muted\">No deployment reported yet.</p>");
+    } else {
+        body.push_str(&rows_table(&running, false, "running"));
+    }
+    body.push_str(&history_section(&history, &keys));
+    respond(StatusCode::OK, page(&customer.id, true, &body))
+}
+
+/// The customer's name and facts: environment, registration, last seen, and its
+/// installation keys with their standing.
+fn facts(customer: &Customer, keys: &HashMap<String, bool>) -> String {
     let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
     let seen = match (&customer.last_seen, customer.stale == Some(true)) {
         (None, _) => badge(Tone::Warn, "never reported"),
@@ -166,13 +181,12 @@ pub async fn show(
             key_list.join("<br>")
         },
     );
-    body.push_str("<h2>Runs now</h2>");
-    running.retain(|r| r.stack.is_some());
-    if running.is_empty() {
-        body.push_str("<p class=\"muted\">No deployment reported yet.</p>");
-    } else {
-        body.push_str(&rows_table(&running, false, "running"));
-    }
+    body
+}
+
+/// The customer's receipts, newest first, each with its signature's verdict.
+fn history_section(history: &[(Deployment, String)], keys: &HashMap<String, bool>) -> String {
+    let mut body = String::new();
     let _ = write!(
         body,
         "<h2>History</h2><p class=\"summary\">Every receipt, newest first{}: applies, failures, rollbacks, drift reports and destroys.</p>",
@@ -184,7 +198,7 @@ pub async fn show(
     );
     let rows: Vec<Vec<String>> = history
         .iter()
-        .map(|(d, document)| history_row(d, document, &keys))
+        .map(|(d, document)| history_row(d, document, keys))
         .collect();
     if rows.is_empty() {
         body.push_str("<p class=\"muted\">No receipt yet.</p>");
@@ -205,5 +219,5 @@ pub async fn show(
             "history",
         ));
     }
-    respond(StatusCode::OK, page(&customer.id, true, &body))
+    body
 }
