@@ -177,13 +177,18 @@ fn refusal_detail(body: &str) -> String {
 
 /// The registry's base URL from the one address syntax every command takes
 /// (`HOST[:PORT][/NAMESPACE]`, `--insecure` for plain HTTP), or from a URL.
+/// The registry's base URL from any form the README shows: `HOST[:PORT]`,
+/// `HOST[:PORT]/NAMESPACE` (as `pull` takes it), or a URL with or without a
+/// namespace. The ledger's API lives at the host's root, whatever the namespace.
 fn registry_base(registry: &str, insecure: bool) -> String {
-    let registry = registry.trim_end_matches('/');
-    if registry.starts_with("http://") || registry.starts_with("https://") {
-        return registry.to_string();
-    }
-    let host = registry.split('/').next().unwrap_or(registry);
-    let scheme = if insecure { "http" } else { "https" };
+    let (scheme, rest) = match registry.split_once("://") {
+        Some((scheme, rest)) => (scheme.to_string(), rest),
+        None => (
+            (if insecure { "http" } else { "https" }).to_string(),
+            registry,
+        ),
+    };
+    let host = rest.split('/').next().unwrap_or(rest);
     format!("{scheme}://{host}")
 }
 
@@ -204,6 +209,22 @@ mod tests {
         assert_eq!(
             registry_base("https://registry.acme.example/", false),
             "https://registry.acme.example"
+        );
+    }
+
+    #[test]
+    fn a_url_with_a_namespace_reports_to_the_hosts_api_not_under_the_namespace() {
+        assert_eq!(
+            registry_base("http://127.0.0.1:5000/acme", true),
+            "http://127.0.0.1:5000"
+        );
+        assert_eq!(
+            registry_base("https://registry.acme.example/acme/", false),
+            "https://registry.acme.example"
+        );
+        assert_eq!(
+            registry_base("127.0.0.1:5000/acme", true),
+            "http://127.0.0.1:5000"
         );
     }
 }
