@@ -85,12 +85,32 @@ fn send(
             .await
             .map_err(|e| HttpError::Transport(describe(&e)))?;
         let status = response.status().as_u16();
-        let body = response
-            .text()
-            .await
-            .map_err(|e| HttpError::Transport(describe(&e)))?;
+        let body = read_capped(response).await?;
         Ok(Answer { status, body })
     })
+}
+
+/// The most of an answer read: the ledger's and a cloud API's answers are a few
+/// hundred bytes; a server that sends without end is cut off here.
+const MAX_ANSWER: usize = 1 << 20;
+
+/// An answer's body as text, refused past [`MAX_ANSWER`] bytes.
+async fn read_capped(mut response: reqwest::Response) -> Result<String, HttpError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| HttpError::Transport(describe(&e)))?
+    {
+        if body.len() + chunk.len() > MAX_ANSWER {
+            return Err(HttpError::Transport(format!(
+                "the answer is larger than the limit of {} MiB: stopped reading",
+                MAX_ANSWER >> 20
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 fn check_url(url: &str) -> Result<(), HttpError> {
