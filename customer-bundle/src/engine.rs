@@ -32,6 +32,52 @@ pub struct Engine {
     pub inherit_fds: Vec<std::os::fd::RawFd>,
     pub version: String,
     pub verbose: bool,
+    /// The stack's inputs: `TF_VAR_<name>` of these reaches the engine (the runner
+    /// checked it with the other inputs); no other `TF_VAR_` does.
+    pub input_variables: Vec<String>,
+}
+
+/// Variables of the runner's environment the engine gets, by exact name: where
+/// programs live, the user and the locale, a proxy and the certificates to trust.
+/// Documented in `docs/runner.md` ("The engine's environment").
+const ENGINE_VARIABLES: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Variables the engine gets by prefix: the locale's categories, and the cloud
+/// account's credentials, region and endpoints (the AWS provider reads `AWS_*`).
+const ENGINE_VARIABLE_PREFIXES: &[&str] = &["LC_", "AWS_"];
+
+/// True when the runner's variable `name` is passed to the engine. Everything
+/// else is left out, every `TF_*` first among them: `TF_CLI_ARGS*` adds arguments
+/// to any command, `TF_WORKSPACE` and `TF_DATA_DIR` move the state and the
+/// providers, `TF_PLUGIN_CACHE_DIR` and `TF_CLI_CONFIG_FILE` change where
+/// providers come from, and `TF_LOG*` writes every value, secrets too, to a log.
+pub fn passes_to_engine(name: &str, input_variables: &[String]) -> bool {
+    if let Some(input) = name.strip_prefix("TF_VAR_") {
+        return input_variables.iter().any(|known| known == input);
+    }
+    ENGINE_VARIABLES.contains(&name)
+        || ENGINE_VARIABLE_PREFIXES
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
 }
 
 /// What one engine run printed and how it ended.
@@ -116,6 +162,7 @@ impl Engine {
             inherit_fds: Vec::new(),
             version: String::new(),
             verbose,
+            input_variables: Vec::new(),
         };
         engine.version = engine.ask_version().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
@@ -130,10 +177,21 @@ impl Engine {
         Ok(engine)
     }
 
+    /// The engine's command, with an environment of the runner's variables that
+    /// [`passes_to_engine`] allows and the runner's own settings: nothing else
+    /// reaches the engine (`TF_CLI_ARGS_plan=-destroy` would make an apply destroy).
     fn command(&self, dir: &Path) -> Command {
         let mut command = Command::new(&self.path);
+        command.current_dir(dir).env_clear();
+        for (name, value) in std::env::vars_os() {
+            if name
+                .to_str()
+                .is_some_and(|name| passes_to_engine(name, &self.input_variables))
+            {
+                command.env(name, value);
+            }
+        }
         command
-            .current_dir(dir)
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_INPUT", "0")
@@ -141,11 +199,7 @@ impl Engine {
         if let Some(config) = &self.cli_config {
             // Ours alone: a plugin cache or a user's configuration could let `init`
             // install something the bundle did not carry.
-            command
-                .env("TF_CLI_CONFIG_FILE", config)
-                .env_remove("TF_PLUGIN_CACHE_DIR")
-                .env_remove("TF_CLI_ARGS")
-                .env_remove("TF_CLI_ARGS_init");
+            command.env("TF_CLI_CONFIG_FILE", config);
         }
         command
     }
@@ -537,6 +591,39 @@ pub fn backend_setup(home: &Home, stack: &str) -> Result<(String, Vec<String>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_allowed_variables_reach_the_engine() {
+        let inputs = vec!["db_password".to_string()];
+        for passed in [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "HTTPS_PROXY",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_ENDPOINT_URL_S3",
+            "TF_VAR_db_password",
+        ] {
+            assert!(passes_to_engine(passed, &inputs), "{passed}");
+        }
+        for kept_out in [
+            "TF_CLI_ARGS",
+            "TF_CLI_ARGS_plan",
+            "TF_CLI_ARGS_apply",
+            "TF_WORKSPACE",
+            "TF_DATA_DIR",
+            "TF_PLUGIN_CACHE_DIR",
+            "TF_CLI_CONFIG_FILE",
+            "TF_LOG",
+            "TF_LOG_PATH",
+            "TF_STATE_PERSIST_INTERVAL",
+            "TF_VAR_not_an_input",
+            "STACKPACK_REGISTRY_TOKEN",
+            "LD_PRELOAD",
+        ] {
+            assert!(!passes_to_engine(kept_out, &inputs), "{kept_out}");
+        }
+    }
 
     #[test]
     fn debug_logs_are_told_from_diagnostics() {
