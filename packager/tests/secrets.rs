@@ -131,3 +131,76 @@ fn dotfiles_stay_out_of_the_bundle_and_one_stack_toml_includes_is_linted_for_sec
         refused.stderr
     );
 }
+
+/// Sets `repository` in the example's `stackpack.toml` to `address`, and commits.
+fn set_repository(repo: &TestRepo, address: &str) {
+    let path = repo.dir.join("stackpack.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let current = text
+        .lines()
+        .find(|l| l.starts_with("repository = "))
+        .expect("the example names its repository");
+    std::fs::write(
+        &path,
+        text.replace(current, &format!("repository = \"{address}\"")),
+    )
+    .unwrap();
+    repo.commit("repository address");
+}
+
+#[test]
+fn a_credential_in_the_repository_address_never_reaches_a_bundle() {
+    let repo = TestRepo::new();
+    set_repository(
+        &repo,
+        "https://ci:s3cret@git.acme.example/platform/infra.git?private_token=qtoken123#main",
+    );
+    let report = repo.build(&[]);
+    let version = TestRepo::built(&report)
+        .into_iter()
+        .find(|(stack, _)| stack == "data-plane")
+        .expect("data-plane was built")
+        .1;
+    let inspect = repo
+        .run(&[
+            "inspect",
+            &format!("{}:data-plane@{version}", repo.layout().display()),
+            "--json",
+        ])
+        .ok()
+        .json();
+    let address = "https://git.acme.example/platform/infra.git";
+    assert_eq!(
+        inspect["config"]["source"]["repository"], address,
+        "{inspect}"
+    );
+    assert_eq!(
+        inspect["manifest"]["annotations"]["org.opencontainers.image.source"], address,
+        "{inspect}"
+    );
+    let text = inspect.to_string();
+    assert!(
+        !text.contains("s3cret") && !text.contains("qtoken123"),
+        "{text}"
+    );
+
+    // A token left in the path cannot be stripped: the build is refused.
+    let token = format!("ghp_{}", "Zq3".repeat(12));
+    set_repository(
+        &repo,
+        &format!("https://git.acme.example/{token}/infra.git"),
+    );
+    repo.append("stacks/data-plane/main.tf", "\n# a change to build\n");
+    repo.commit("change");
+    let refused = repo
+        .run(&["build", "--key", repo.key.to_str().unwrap()])
+        .code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("looks like it holds a GitHub token"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains(&token), "{}", refused.stderr);
+}

@@ -769,7 +769,7 @@ fn run_of(bytes: &[u8], start: usize, ok: impl Fn(u8) -> bool) -> usize {
 }
 
 /// What kind of secret a line holds, if any.
-fn secret_in(line: &str) -> Option<&'static str> {
+pub(crate) fn secret_in(line: &str) -> Option<&'static str> {
     let bytes = line.as_bytes();
     if line.contains("-----BEGIN") && line.contains("PRIVATE KEY") {
         return Some("a private key");
