@@ -286,3 +286,64 @@ fn an_endless_manifest_is_cut_off_at_the_manifest_cap_with_an_error_naming_it() 
     );
     assert!(runner.store().index().unwrap().manifests.is_empty());
 }
+
+#[test]
+fn a_bundle_signed_for_another_repository_is_refused_unless_that_mirror_is_trusted() {
+    use stackpack_bundle::remote::Remote;
+    use stackpack_bundle::transfer::{pull_bundle, push_manifest_with_blobs, push_signature};
+    let registry = Distribution::require();
+    let vendor = Vendor::new();
+    publish_data_plane(&vendor, &registry);
+    // Someone copies acme's signed bundle, signatures and all, into their own
+    // namespace on the same registry.
+    let remote = Remote::new(&registry.host(), true).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = ImageLayout::create(scratch.path().join("copy")).unwrap();
+    let version = semver::Version::new(0, 1, 0);
+    let pulled = pull_bundle(
+        &remote,
+        "acme/stacks/data-plane",
+        "data-plane",
+        &version,
+        &copy,
+        None,
+    )
+    .unwrap();
+    let elsewhere = "other/stacks/data-plane";
+    push_manifest_with_blobs(&remote, elsewhere, &copy, &pulled.manifest, "0.1.0", None).unwrap();
+    for signature in &pulled.signatures {
+        push_signature(
+            &remote,
+            elsewhere,
+            &copy,
+            signature,
+            &pulled.manifest.digest,
+        )
+        .unwrap();
+    }
+
+    let runner = trusting_runner(&vendor);
+    let reference = format!("{}/{elsewhere}:0.1.0", registry.host());
+    let refused = runner.run(&["pull", &reference, "--insecure"]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("was pulled from `other/stacks/data-plane`, and its vendor signed it for `acme/stacks/data-plane`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("[policy.mirrors]"),
+        "{}",
+        refused.stderr
+    );
+    assert!(runner.store().index().unwrap().manifests.is_empty());
+
+    // The customer says `other` mirrors `acme`: the same pull is accepted.
+    let config = runner.home.join("runner.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[policy.mirrors]\n\"other\" = \"acme\"\n");
+    std::fs::write(&config, text).unwrap();
+    runner.run(&["pull", &reference, "--insecure"]).ok();
+    assert!(!runner.store().index().unwrap().manifests.is_empty());
+}
