@@ -258,11 +258,12 @@ impl Engine {
     /// Runs the engine with `args` in `dir`, streaming its output to stderr.
     ///
     /// The engine never outlives the runner: it gets SIGTERM when the runner dies
-    /// (the parent-death signal), runs in a process group of its own so that a
-    /// terminal's Ctrl-C reaches only the runner, which asks it once to stop, and
-    /// inherits the stack lock. A SIGINT or SIGTERM to the runner during the run is
-    /// passed on as one SIGINT, the engine is waited for, and the run fails as
-    /// interrupted.
+    /// (the parent-death signal), and what is left of its process group is killed
+    /// after it (see [`GroupWatchdog`]); it runs in a process group of its own so
+    /// that a terminal's Ctrl-C reaches only the runner, which asks it once to stop,
+    /// and inherits the stack lock. A SIGINT or SIGTERM to the runner during the run
+    /// is passed on as one SIGINT to the engine's group, the engine is waited for,
+    /// and the run fails as interrupted.
     pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
         let _signals = super::interrupt::Guard::install();
         let mut command = self.command(dir);
@@ -278,6 +279,8 @@ impl Engine {
                 self.path.display()
             ))
         })?;
+        // Dropped (and so stopped) when this function returns, the engine waited for.
+        let _watchdog = GroupWatchdog::start(child.id());
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let watcher = forward_interrupts(child.id(), stop.clone());
         let stderr = child.stderr.take().expect("piped");
@@ -341,14 +344,25 @@ impl Engine {
     }
 
     /// The parent-death signal, a process group of its own, and the inherited lock.
+    ///
+    /// The parent-death signal is SIGTERM, not SIGKILL: the engine stops as on
+    /// Ctrl-C, finishing the resource in flight and writing state, so that what it
+    /// created is not lost. What it leaves behind (a provisioner's children, which
+    /// no parent-death signal reaches) the [`GroupWatchdog`] kills.
     fn tie_to_runner(&self, command: &mut Command) {
         use std::os::unix::process::CommandExt;
         let inherit = self.inherit_fds.clone();
+        let runner = std::process::id() as libc::pid_t;
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             command.pre_exec(move || {
                 libc::setpgid(0, 0);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                // A runner that died before the line above sends no signal: the
+                // engine is now a child of another process, and does not start.
+                if libc::getppid() != runner {
+                    return Err(std::io::Error::other("the runner has exited"));
+                }
                 for fd in &inherit {
                     libc::fcntl(*fd, libc::F_SETFD, 0);
                 }
@@ -445,8 +459,64 @@ impl Engine {
     }
 }
 
-/// Passes one SIGINT on to the engine when the runner was interrupted, and keeps
-/// waiting: a second one would make the engine abandon what it has in flight.
+/// How long the engine has to stop once the runner has died, before what is left
+/// of its process group is killed.
+const ENGINE_GRACE_SECONDS: u32 = 30;
+
+/// Kills the engine's whole process group once the runner is gone, however it went
+/// (SIGKILL included, where the runner runs no code).
+///
+/// A small `sh` outside the group reads a pipe whose only writer is the runner: the
+/// kernel closes it when the runner dies, `read` returns, and the watchdog waits for
+/// the engine (which got its parent-death signal) to stop, at most
+/// [`ENGINE_GRACE_SECONDS`], then sends SIGKILL to the group: provisioner commands
+/// and their children, which the parent-death signal never reaches, go with it.
+/// When the run ends normally the runner kills the watchdog instead.
+struct GroupWatchdog {
+    child: Option<std::process::Child>,
+}
+
+impl GroupWatchdog {
+    const SCRIPT: &'static str = r#"trap '' INT TERM HUP
+read _
+i=0
+while kill -0 "$1" 2>/dev/null && [ "$i" -lt "$2" ]; do sleep 0.1; i=$((i+1)); done
+kill -s KILL -- "-$1" 2>/dev/null"#;
+
+    fn start(engine: u32) -> GroupWatchdog {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new("/bin/sh")
+            .args(["-c", Self::SCRIPT, "stackpack-engine-watchdog"])
+            .arg(engine.to_string())
+            .arg((ENGINE_GRACE_SECONDS * 10).to_string())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own group: a terminal's Ctrl-C, sent to the runner's group, does
+            // not reach it.
+            .process_group(0)
+            .spawn();
+        // Without `sh` the engine still gets its parent-death signal; only its
+        // children would be left.
+        GroupWatchdog { child: child.ok() }
+    }
+}
+
+impl Drop for GroupWatchdog {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Passes one SIGINT on to the engine's process group when the runner was
+/// interrupted, as a terminal's Ctrl-C would (a provisioner's commands stop too;
+/// providers ignore it), and keeps waiting: a second one would make the engine
+/// abandon what it has in flight.
 fn forward_interrupts(
     pid: u32,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -456,9 +526,10 @@ fn forward_interrupts(
         while !stop.load(std::sync::atomic::Ordering::SeqCst) {
             if !forwarded && super::interrupt::received().is_some() {
                 if let Ok(pid) = i32::try_from(pid) {
-                    // SAFETY: a signal to our own child.
+                    // SAFETY: a signal to our own child's process group (it leads
+                    // it: `setpgid(0, 0)` before exec).
                     unsafe {
-                        libc::kill(pid, libc::SIGINT);
+                        libc::kill(-pid, libc::SIGINT);
                     }
                 }
                 forwarded = true;
