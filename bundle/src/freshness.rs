@@ -67,10 +67,13 @@ pub struct Statement {
     pub signer: PublicKey,
 }
 
-/// Reads and verifies the statement of `repository`; `Ok(None)` when there is none.
+/// Reads and verifies the statement of `repository`, which must speak of
+/// `signed_for` (the same repository, or the vendor's one it mirrors); `Ok(None)`
+/// when there is none.
 pub fn fetch_statement(
     remote: &Remote,
     repository: &str,
+    signed_for: &str,
     trusted: &[PublicKey],
 ) -> Result<Option<Statement>, String> {
     let Some((bytes, _)) = remote
@@ -93,9 +96,9 @@ pub fn fetch_statement(
         .map_err(|e| e.to_string())?;
     let envelope = SignatureEnvelope::from_bytes(&bytes).map_err(|e| e.to_string())?;
     let signer = envelope.verify(trusted).map_err(|e| e.to_string())?;
-    if envelope.payload.repository != repository {
+    if envelope.payload.repository != signed_for {
         return Err(format!(
-            "the latest statement speaks of `{}`, not `{repository}`",
+            "the latest statement speaks of `{}`, not `{signed_for}`",
             envelope.payload.repository
         ));
     }

@@ -22,7 +22,7 @@ use stackpack_schema::oci::{Descriptor, ImageIndex, ImageLayoutMarker, ImageMani
 
 use crate::layout::{
     bundle_entry_annotations, signature_entry_annotations, ImageLayout, LayoutError,
-    MAX_MANIFEST_SIZE,
+    MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE,
 };
 use crate::remote::{Progress, Remote, RemoteError};
 
@@ -83,6 +83,15 @@ pub fn pull_bundle(
             detail: format!(
                 "its artifactType is `{}`",
                 manifest.artifact_type.as_deref().unwrap_or("(none)")
+            ),
+        });
+    }
+    if manifest.config.size > MAX_CONFIG_SIZE {
+        return Err(TransferError::NotABundle {
+            reference,
+            detail: format!(
+                "its config is {} bytes, over the limit of {MAX_CONFIG_SIZE}",
+                manifest.config.size
             ),
         });
     }

@@ -613,6 +613,13 @@ fn execute(
     } = context;
     let mut engine = Engine::locate(home, ui.verbose)?;
     engine.inherit_fds.push(lock_fd);
+    engine.input_variables = bundle
+        .config
+        .interface
+        .inputs
+        .iter()
+        .map(|i| i.name.clone())
+        .collect();
     receipt.engine.version = engine.version.clone();
     engine.check_required_version(bundle.config.engine.version_constraint.as_deref())?;
     if let Some(wanted) = bundle.config.engine.name.as_deref() {

@@ -33,6 +33,52 @@ pub struct Engine {
     pub inherit_fds: Vec<std::os::fd::RawFd>,
     pub version: String,
     pub verbose: bool,
+    /// The stack's inputs: `TF_VAR_<name>` of these reaches the engine (the runner
+    /// checked it with the other inputs); no other `TF_VAR_` does.
+    pub input_variables: Vec<String>,
+}
+
+/// Variables of the runner's environment the engine gets, by exact name: where
+/// programs live, the user and the locale, a proxy and the certificates to trust.
+/// Documented in `docs/runner.md` ("The engine's environment").
+const ENGINE_VARIABLES: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Variables the engine gets by prefix: the locale's categories, and the cloud
+/// account's credentials, region and endpoints (the AWS provider reads `AWS_*`).
+const ENGINE_VARIABLE_PREFIXES: &[&str] = &["LC_", "AWS_"];
+
+/// True when the runner's variable `name` is passed to the engine. Everything
+/// else is left out, every `TF_*` first among them: `TF_CLI_ARGS*` adds arguments
+/// to any command, `TF_WORKSPACE` and `TF_DATA_DIR` move the state and the
+/// providers, `TF_PLUGIN_CACHE_DIR` and `TF_CLI_CONFIG_FILE` change where
+/// providers come from, and `TF_LOG*` writes every value, secrets too, to a log.
+pub fn passes_to_engine(name: &str, input_variables: &[String]) -> bool {
+    if let Some(input) = name.strip_prefix("TF_VAR_") {
+        return input_variables.iter().any(|known| known == input);
+    }
+    ENGINE_VARIABLES.contains(&name)
+        || ENGINE_VARIABLE_PREFIXES
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
 }
 
 /// What one engine run printed and how it ended.
@@ -117,6 +163,7 @@ impl Engine {
             inherit_fds: Vec::new(),
             version: String::new(),
             verbose,
+            input_variables: Vec::new(),
         };
         engine.version = engine.ask_version().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
@@ -131,10 +178,21 @@ impl Engine {
         Ok(engine)
     }
 
+    /// The engine's command, with an environment of the runner's variables that
+    /// [`passes_to_engine`] allows and the runner's own settings: nothing else
+    /// reaches the engine (`TF_CLI_ARGS_plan=-destroy` would make an apply destroy).
     fn command(&self, dir: &Path) -> Command {
         let mut command = Command::new(&self.path);
+        command.current_dir(dir).env_clear();
+        for (name, value) in std::env::vars_os() {
+            if name
+                .to_str()
+                .is_some_and(|name| passes_to_engine(name, &self.input_variables))
+            {
+                command.env(name, value);
+            }
+        }
         command
-            .current_dir(dir)
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_INPUT", "0")
@@ -142,11 +200,7 @@ impl Engine {
         if let Some(config) = &self.cli_config {
             // Ours alone: a plugin cache or a user's configuration could let `init`
             // install something the bundle did not carry.
-            command
-                .env("TF_CLI_CONFIG_FILE", config)
-                .env_remove("TF_PLUGIN_CACHE_DIR")
-                .env_remove("TF_CLI_ARGS")
-                .env_remove("TF_CLI_ARGS_init");
+            command.env("TF_CLI_CONFIG_FILE", config);
         }
         command
     }
@@ -205,11 +259,12 @@ impl Engine {
     /// Runs the engine with `args` in `dir`, streaming its output to stderr.
     ///
     /// The engine never outlives the runner: it gets SIGTERM when the runner dies
-    /// (the parent-death signal), runs in a process group of its own so that a
-    /// terminal's Ctrl-C reaches only the runner, which asks it once to stop, and
-    /// inherits the stack lock. A SIGINT or SIGTERM to the runner during the run is
-    /// passed on as one SIGINT, the engine is waited for, and the run fails as
-    /// interrupted.
+    /// (the parent-death signal), and what is left of its process group is killed
+    /// after it (see [`GroupWatchdog`]); it runs in a process group of its own so
+    /// that a terminal's Ctrl-C reaches only the runner, which asks it once to stop,
+    /// and inherits the stack lock. A SIGINT or SIGTERM to the runner during the run
+    /// is passed on as one SIGINT to the engine's group, the engine is waited for,
+    /// and the run fails as interrupted.
     pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
         let _signals = super::interrupt::Guard::install();
         let mut command = self.command(dir);
@@ -225,6 +280,8 @@ impl Engine {
                 self.path.display()
             ))
         })?;
+        // Dropped (and so stopped) when this function returns, the engine waited for.
+        let _watchdog = GroupWatchdog::start(child.id());
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let watcher = forward_interrupts(child.id(), stop.clone());
         let stderr = child.stderr.take().expect("piped");
@@ -288,14 +345,25 @@ impl Engine {
     }
 
     /// The parent-death signal, a process group of its own, and the inherited lock.
+    ///
+    /// The parent-death signal is SIGTERM, not SIGKILL: the engine stops as on
+    /// Ctrl-C, finishing the resource in flight and writing state, so that what it
+    /// created is not lost. What it leaves behind (a provisioner's children, which
+    /// no parent-death signal reaches) the [`GroupWatchdog`] kills.
     fn tie_to_runner(&self, command: &mut Command) {
         use std::os::unix::process::CommandExt;
         let inherit = self.inherit_fds.clone();
+        let runner = std::process::id() as libc::pid_t;
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             command.pre_exec(move || {
                 libc::setpgid(0, 0);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                // A runner that died before the line above sends no signal: the
+                // engine is now a child of another process, and does not start.
+                if libc::getppid() != runner {
+                    return Err(std::io::Error::other("the runner has exited"));
+                }
                 for fd in &inherit {
                     libc::fcntl(*fd, libc::F_SETFD, 0);
                 }
@@ -392,8 +460,64 @@ impl Engine {
     }
 }
 
-/// Passes one SIGINT on to the engine when the runner was interrupted, and keeps
-/// waiting: a second one would make the engine abandon what it has in flight.
+/// How long the engine has to stop once the runner has died, before what is left
+/// of its process group is killed.
+const ENGINE_GRACE_SECONDS: u32 = 30;
+
+/// Kills the engine's whole process group once the runner is gone, however it went
+/// (SIGKILL included, where the runner runs no code).
+///
+/// A small `sh` outside the group reads a pipe whose only writer is the runner: the
+/// kernel closes it when the runner dies, `read` returns, and the watchdog waits for
+/// the engine (which got its parent-death signal) to stop, at most
+/// [`ENGINE_GRACE_SECONDS`], then sends SIGKILL to the group: provisioner commands
+/// and their children, which the parent-death signal never reaches, go with it.
+/// When the run ends normally the runner kills the watchdog instead.
+struct GroupWatchdog {
+    child: Option<std::process::Child>,
+}
+
+impl GroupWatchdog {
+    const SCRIPT: &'static str = r#"trap '' INT TERM HUP
+read _
+i=0
+while kill -0 "$1" 2>/dev/null && [ "$i" -lt "$2" ]; do sleep 0.1; i=$((i+1)); done
+kill -s KILL -- "-$1" 2>/dev/null"#;
+
+    fn start(engine: u32) -> GroupWatchdog {
+        use std::os::unix::process::CommandExt;
+        let child = Command::new("/bin/sh")
+            .args(["-c", Self::SCRIPT, "stackpack-engine-watchdog"])
+            .arg(engine.to_string())
+            .arg((ENGINE_GRACE_SECONDS * 10).to_string())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own group: a terminal's Ctrl-C, sent to the runner's group, does
+            // not reach it.
+            .process_group(0)
+            .spawn();
+        // Without `sh` the engine still gets its parent-death signal; only its
+        // children would be left.
+        GroupWatchdog { child: child.ok() }
+    }
+}
+
+impl Drop for GroupWatchdog {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Passes one SIGINT on to the engine's process group when the runner was
+/// interrupted, as a terminal's Ctrl-C would (a provisioner's commands stop too;
+/// providers ignore it), and keeps waiting: a second one would make the engine
+/// abandon what it has in flight.
 fn forward_interrupts(
     pid: u32,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -403,9 +527,10 @@ fn forward_interrupts(
         while !stop.load(std::sync::atomic::Ordering::SeqCst) {
             if !forwarded && super::interrupt::received().is_some() {
                 if let Ok(pid) = i32::try_from(pid) {
-                    // SAFETY: a signal to our own child.
+                    // SAFETY: a signal to our own child's process group (it leads
+                    // it: `setpgid(0, 0)` before exec).
                     unsafe {
-                        libc::kill(pid, libc::SIGINT);
+                        libc::kill(-pid, libc::SIGINT);
                     }
                 }
                 forwarded = true;
@@ -538,6 +663,39 @@ pub fn backend_setup(home: &Home, stack: &str) -> Result<(String, Vec<String>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_allowed_variables_reach_the_engine() {
+        let inputs = vec!["db_password".to_string()];
+        for passed in [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "HTTPS_PROXY",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_ENDPOINT_URL_S3",
+            "TF_VAR_db_password",
+        ] {
+            assert!(passes_to_engine(passed, &inputs), "{passed}");
+        }
+        for kept_out in [
+            "TF_CLI_ARGS",
+            "TF_CLI_ARGS_plan",
+            "TF_CLI_ARGS_apply",
+            "TF_WORKSPACE",
+            "TF_DATA_DIR",
+            "TF_PLUGIN_CACHE_DIR",
+            "TF_CLI_CONFIG_FILE",
+            "TF_LOG",
+            "TF_LOG_PATH",
+            "TF_STATE_PERSIST_INTERVAL",
+            "TF_VAR_not_an_input",
+            "STACKPACK_REGISTRY_TOKEN",
+            "LD_PRELOAD",
+        ] {
+            assert!(!passes_to_engine(kept_out, &inputs), "{kept_out}");
+        }
+    }
 
     #[test]
     fn debug_logs_are_told_from_diagnostics() {

@@ -103,6 +103,27 @@ pub struct Policy {
     /// once).
     #[serde(default, skip_serializing_if = "OnFailure::is_stop")]
     pub on_failure: OnFailure,
+    /// Registry namespaces that mirror the vendor's: `"mirror-ns" = "vendor-ns"`
+    /// lets `pull` take from `mirror-ns/stacks/<stack>` a bundle signed for
+    /// `vendor-ns/stacks/<stack>`. Without an entry, a bundle is accepted only from
+    /// the repository it was signed for.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mirrors: BTreeMap<String, String>,
+}
+
+impl Policy {
+    /// The repository a bundle pulled from `repository` must be signed for: the
+    /// same one, or the vendor's that `mirrors` says this namespace copies.
+    pub fn signed_for(&self, repository: &str) -> String {
+        let (namespace, rest) = match repository.rsplit_once("/stacks/") {
+            Some((namespace, stack)) => (namespace, format!("stacks/{stack}")),
+            None => return repository.to_string(),
+        };
+        match self.mirrors.get(namespace) {
+            Some(vendor) => format!("{}/{rest}", vendor.trim_end_matches('/')),
+            None => repository.to_string(),
+        }
+    }
 }
 
 /// What follows a failed smoke check.

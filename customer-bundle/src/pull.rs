@@ -82,7 +82,7 @@ pub fn pull(
         other => Error::refused(other.to_string()),
     })?;
     check_freshness(home, &remote, bundle)?;
-    import_pulled(home, &staged)
+    import_pulled(home, &staged, &bundle.repository)
 }
 
 /// What the registry's signed "newest version" statement says, and whether it is
@@ -101,15 +101,19 @@ fn check_freshness(home: &Home, remote: &Remote, bundle: &RemoteBundle) -> Resul
         })?),
         None => None,
     };
-    let statement =
-        stackpack_bundle::freshness::fetch_statement(remote, &bundle.repository, &trusted)
-            .map_err(|e| {
-                Error::refused(format!(
-                    "the registry's latest statement for `{}` is not valid: {e}",
-                    bundle.stack
-                ))
-                .hint("ask your vendor: the statement must be signed by a key you trust")
-            })?;
+    let statement = stackpack_bundle::freshness::fetch_statement(
+        remote,
+        &bundle.repository,
+        &home.config.policy.signed_for(&bundle.repository),
+        &trusted,
+    )
+    .map_err(|e| {
+        Error::refused(format!(
+            "the registry's latest statement for `{}` is not valid: {e}",
+            bundle.stack
+        ))
+        .hint("ask your vendor: the statement must be signed by a key you trust")
+    })?;
     let Some(statement) = statement else {
         return match max_age {
             Some(_) => Err(Error::refused(format!(

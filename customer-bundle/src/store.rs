@@ -163,15 +163,59 @@ fn named_as(error: Error, staging: &Path, source: &Path) -> Error {
 /// Imports a layout a user gave: its blobs are copied into the store, each hashed
 /// again on the way (the user's file is not trusted between verification and copy).
 pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>> {
-    import_staged(home, staged, Arrival::Copy)
+    import_staged(home, staged, Arrival::Copy, None)
 }
 
 /// Imports the staging layout `pull` just downloaded into: the runner itself hashed
 /// every blob against its digest as it arrived, and verification has just read it
 /// again, so blobs are moved (renamed) into the store instead of being copied and
-/// hashed a third time. Nothing enters the store unless every bundle verifies.
-pub fn import_pulled(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>> {
-    import_staged(home, staged, Arrival::Move)
+/// hashed a third time. Nothing enters the store unless every bundle verifies and
+/// is signed for `pulled_from` (the repository path it came from, without the host),
+/// or for the vendor repository `[policy] mirrors` says that one copies.
+pub fn import_pulled(
+    home: &Home,
+    staged: &ImageLayout,
+    pulled_from: &str,
+) -> Result<Vec<Imported>> {
+    import_staged(home, staged, Arrival::Move, Some(pulled_from))
+}
+
+/// Refuses a bundle no trusted signature signs for `expected`: a bundle signed for
+/// `acme/stacks/evil` served from `other/stacks/evil` is someone else's copy.
+fn check_signed_repository(
+    bundle: &VerifiedBundle,
+    pulled_from: &str,
+    expected: &str,
+) -> Result<()> {
+    let trusted: Vec<&str> = bundle
+        .signatures
+        .iter()
+        .filter(|check| matches!(check.outcome, Ok(true)))
+        .filter_map(|check| check.payload.as_ref())
+        .map(|payload| payload.repository.as_str())
+        .collect();
+    if trusted.contains(&expected) {
+        return Ok(());
+    }
+    let signed_for = trusted
+        .iter()
+        .map(|r| format!("`{r}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let namespace = pulled_from
+        .rsplit_once("/stacks/")
+        .map_or(pulled_from, |(namespace, _)| namespace);
+    let vendor = trusted
+        .first()
+        .and_then(|r| r.rsplit_once("/stacks/"))
+        .map_or("VENDOR-NAMESPACE", |(namespace, _)| namespace);
+    Err(Error::refused(format!(
+        "nothing was imported: `{}@{}` was pulled from `{pulled_from}`, and its vendor signed it for {signed_for}",
+        bundle.config.stack, bundle.config.version
+    ))
+    .hint(format!(
+        "pull it from the repository it was signed for; if `{namespace}` is a mirror you trust, add `[policy.mirrors]` `\"{namespace}\" = \"{vendor}\"` to `runner.toml`"
+    )))
 }
 
 /// How blobs go from a staging layout into the store.
@@ -184,9 +228,14 @@ enum Arrival {
     Move,
 }
 
-fn import_staged(home: &Home, staged: &ImageLayout, arrival: Arrival) -> Result<Vec<Imported>> {
+fn import_staged(
+    home: &Home,
+    staged: &ImageLayout,
+    arrival: Arrival,
+    pulled_from: Option<&str>,
+) -> Result<Vec<Imported>> {
     // 1. Verify everything before anything enters the store.
-    let verified = verify_staged(home, staged, arrival)?;
+    let verified = verify_staged(home, staged, arrival, pulled_from)?;
     // 2. Refuse a different bundle under a version the store already holds.
     let store = home.store()?;
     for bundle in &verified {
@@ -217,12 +266,14 @@ fn import_staged(home: &Home, staged: &ImageLayout, arrival: Arrival) -> Result<
         .collect()
 }
 
-/// Every bundle of the staging layout, verified with the trusted keys; refuses the
-/// whole import when one fails, or when there is none.
+/// Every bundle of the staging layout, verified with the trusted keys (and, when
+/// pulled, signed for the repository it came from); refuses the whole import when
+/// one fails, or when there is none.
 fn verify_staged(
     home: &Home,
     staged: &ImageLayout,
     arrival: Arrival,
+    pulled_from: Option<&str>,
 ) -> Result<Vec<VerifiedBundle>> {
     let keys = trusted(home)?;
     let mut bundles = Vec::new();
@@ -255,6 +306,10 @@ fn verify_staged(
                 message: format!("nothing was imported: {}", e.message),
                 ..e
             })?;
+        if let Some(pulled_from) = pulled_from {
+            let expected = home.config.policy.signed_for(pulled_from);
+            check_signed_repository(&bundle, pulled_from, &expected)?;
+        }
         verified.push(bundle);
     }
     Ok(verified)

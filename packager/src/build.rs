@@ -110,7 +110,7 @@ pub fn build_stack(
         stack: stack.name.clone(),
         version: version.clone(),
         source: Source {
-            repository: repo.source_address(),
+            repository: repo.source_address()?,
             commit,
             branch: plan.branch.clone(),
         },

@@ -279,6 +279,11 @@ pub struct StackConfig {
     /// every apply (see `docs/runner.md`); the packager only carries them.
     #[serde(default)]
     pub smoke: Vec<toml::Table>,
+    /// Dotfiles and dot-folders to pack, relative to the stack folder: the engine
+    /// never reads them, so they are left out unless named here (see
+    /// [`crate::pack::is_hidden`]).
+    #[serde(default)]
+    pub include: Vec<String>,
 }
 
 impl StackConfig {
@@ -288,7 +293,7 @@ impl StackConfig {
         let config: StackConfig = toml::from_str(&text).map_err(|e| {
             Error::usage(format!("`{display}` is invalid: {}", e.message()))
                 .at(location_of(Path::new(display), &text, e.span()))
-                .hint("`stack.toml` takes `description`, `engine`, `initial-version` and `[[smoke]]`; see `docs/configuration.md`")
+                .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include` and `[[smoke]]`; see `docs/configuration.md`")
         })?;
         if let Some(engine) = &config.engine {
             if engine != "terraform" && engine != "tofu" {
@@ -299,6 +304,17 @@ impl StackConfig {
                             "use `engine = \"terraform\"` or `engine = \"tofu\"`, or leave it out",
                         ),
                 );
+            }
+        }
+        for entry in &config.include {
+            let escapes = entry.starts_with('/')
+                || entry.split('/').any(|part| part == ".." || part.is_empty());
+            if escapes {
+                return Err(Error::usage(format!(
+                    "`{display}`: `include` entry `{entry}` is not a path inside the stack folder"
+                ))
+                .at(display)
+                .hint("name files or folders relative to the stack folder, such as `.config/app.json`"));
             }
         }
         Ok(config)

@@ -215,8 +215,10 @@ pub fn branch_from_ci_environment() -> Option<String> {
         .find(|value| !value.trim().is_empty())
 }
 
-/// Removes credentials from a repository address (`https://user:token@host/x`).
+/// Removes what may carry a credential from a repository address: the userinfo
+/// (`https://user:token@host/x`), the query (`?token=…`) and the fragment.
 pub fn strip_credentials(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
     if let Some((scheme, rest)) = url.split_once("://") {
         let (authority, path) = match rest.split_once('/') {
             Some((authority, path)) => (authority, Some(path)),
@@ -234,6 +236,19 @@ pub fn strip_credentials(url: &str) -> String {
     }
 }
 
+/// What credential an address still seems to carry once stripped (a token in its
+/// path, a `user:secret` part), if any: such an address is refused, not recorded.
+pub fn credential_in(stripped: &str) -> Option<&'static str> {
+    if let Some(what) = crate::check::lint::secret_in(stripped) {
+        return Some(what);
+    }
+    let (_, rest) = stripped.split_once("://")?;
+    let (_, path) = rest.split_once('/')?;
+    path.split('/')
+        .any(|part| part.contains(':'))
+        .then_some("a `name:secret` pair in its path")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +264,24 @@ mod tests {
             "git@github.com:acme/infra.git"
         );
         assert_eq!(strip_credentials("https://host"), "https://host");
+        assert_eq!(
+            strip_credentials("https://git.acme.example/infra.git?token=s3cret#main"),
+            "https://git.acme.example/infra.git"
+        );
+    }
+
+    #[test]
+    fn an_address_that_still_carries_a_credential_is_told() {
+        let token = format!("ghp_{}", "a".repeat(36));
+        assert_eq!(
+            credential_in(&format!("https://git.acme.example/{token}/infra.git")),
+            Some("a GitHub token")
+        );
+        assert!(credential_in("https://git.acme.example/oauth2:abc123/infra.git").is_some());
+        assert_eq!(
+            credential_in("https://git.acme.example/platform/infra.git"),
+            None
+        );
+        assert_eq!(credential_in("git@github.com:acme/infra.git"), None);
     }
 }

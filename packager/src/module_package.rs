@@ -536,7 +536,7 @@ pub fn build_package(
     let mut annotations = Annotations::new();
     annotations.insert(annotation::VERSION.into(), version.to_string());
     annotations.insert(annotation::REVISION.into(), revision);
-    annotations.insert(annotation::SOURCE.into(), repo.source_address());
+    annotations.insert(annotation::SOURCE.into(), repo.source_address()?);
     annotations.insert(annotation::CREATED.into(), created);
     annotations.insert(annotation::TITLE.into(), module.module.clone());
     annotations.insert(

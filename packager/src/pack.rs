@@ -50,7 +50,36 @@ pub fn is_excluded(path: &str) -> bool {
         || name == "crash.log"
 }
 
-/// The tracked files of a stack and its modules, sorted by path. Symbolic links that
+/// True for a file the engine never reads, by its path inside the stack or module
+/// folder: a name or folder that starts with `.` (Terraform and OpenTofu skip them),
+/// except the dependency lock file, which `init` reads. Such files (`.env`, an
+/// editor's settings, a secret kept beside the code) are left out of the bundle
+/// unless the stack's `include` names them.
+pub fn is_hidden(path_in_folder: &str) -> bool {
+    path_in_folder != ".terraform.lock.hcl"
+        && path_in_folder.split('/').any(|part| part.starts_with('.'))
+}
+
+/// True when `include` (paths relative to the stack folder) names the file at
+/// `path_in_folder`, or a folder above it.
+pub fn is_included(path_in_folder: &str, include: &[String]) -> bool {
+    include.iter().any(|entry| {
+        let entry = entry.trim_end_matches('/');
+        path_in_folder == entry
+            || path_in_folder
+                .strip_prefix(entry)
+                .is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
+/// True when the file at `path_in_folder` of a stack folder (or a module's, where
+/// `include` is empty) goes into the bundle as far as dotfiles go.
+pub fn is_packed(path_in_folder: &str, include: &[String]) -> bool {
+    !is_hidden(path_in_folder) || is_included(path_in_folder, include)
+}
+
+/// The tracked files of a stack and its modules, sorted by path; dotfiles only where
+/// the stack's `include` names them. Symbolic links that
 /// stay inside the repository are packed as the file they point at; others are errors.
 pub fn collect_files(git: &Git, stack: &Stack) -> Result<Vec<SourceFile>> {
     let root = git.root();
@@ -59,8 +88,22 @@ pub fn collect_files(git: &Git, stack: &Stack) -> Result<Vec<SourceFile>> {
         .map_err(|e| Error::refused(format!("cannot read `{}`: {e}", root.display())))?;
     let mut files = Vec::new();
     for dir in stack.packed_paths() {
+        // Only the stack's own folder takes `include`: a module's dotfiles stay out.
+        let include: &[String] = if dir == stack.path {
+            &stack.config.include
+        } else {
+            &[]
+        };
         for tracked in git.tracked_files(dir)? {
             if is_excluded(&tracked.path) {
+                continue;
+            }
+            let path_in_folder = tracked
+                .path
+                .strip_prefix(dir)
+                .map(|rest| rest.trim_start_matches('/'))
+                .unwrap_or(&tracked.path);
+            if !is_packed(path_in_folder, include) {
                 continue;
             }
             let mut source = root.join(&tracked.path);
@@ -309,6 +352,22 @@ mod tests {
         ] {
             assert!(!is_excluded(path), "{path}");
         }
+    }
+
+    #[test]
+    fn dotfiles_stay_out_unless_included_and_the_lock_file_always_goes() {
+        let none: Vec<String> = vec![];
+        assert!(is_packed(".terraform.lock.hcl", &none));
+        assert!(is_packed("main.tf", &none));
+        assert!(is_packed("files/app.conf", &none));
+        for hidden in [".env", ".secret.tf", ".hidden/creds.tfvars", "files/.npmrc"] {
+            assert!(!is_packed(hidden, &none), "{hidden}");
+        }
+        let include = vec![".hidden/".to_string(), "files/.npmrc".to_string()];
+        assert!(is_packed(".hidden/creds.tfvars", &include));
+        assert!(is_packed("files/.npmrc", &include));
+        assert!(!is_packed(".hiddenness/x", &include));
+        assert!(!is_packed(".env", &include));
     }
 
     fn source(dir: &Path, name: &str, executable: bool) -> SourceFile {

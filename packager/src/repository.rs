@@ -44,13 +44,24 @@ impl Repository {
         })
     }
 
-    /// The repository address recorded in bundles, never with credentials.
-    pub fn source_address(&self) -> String {
-        self.config
-            .repository
-            .clone()
-            .or_else(|| self.git.remote_url())
-            .map(|url| strip_credentials(&url))
-            .unwrap_or_default()
+    /// The repository address recorded in bundles, never with credentials: without
+    /// userinfo, query or fragment, and refused when what is left still looks like
+    /// it carries one (the address is not printed).
+    pub fn source_address(&self) -> Result<String> {
+        let (url, from) = match &self.config.repository {
+            Some(url) => (url.clone(), "`repository` in `stackpack.toml`"),
+            None => match self.git.remote_url() {
+                Some(url) => (url, "git's `remote.origin.url`"),
+                None => return Ok(String::new()),
+            },
+        };
+        let stripped = strip_credentials(&url);
+        if let Some(what) = crate::git::credential_in(&stripped) {
+            return Err(Error::usage(format!(
+                "the repository address in {from} looks like it holds {what} (not shown): it would be signed into every bundle"
+            ))
+            .hint("give the address without credentials (`https://git.example.com/acme/infra.git`), and let git take them from a credential helper"));
+        }
+        Ok(stripped)
     }
 }

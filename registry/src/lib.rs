@@ -62,10 +62,42 @@ pub enum OpenError {
 /// Opens the data folder, creating it (database and blob store) if new, and migrates
 /// the database forward. Only `serve` creates a registry.
 pub fn open(config: Config) -> Result<AppState, OpenError> {
-    std::fs::create_dir_all(&config.data)?;
+    make_private(&config.data)?;
     let storage = storage::Storage::open(&config.data)?;
     let db = db::Db::open(&config.data.join(DB_FILE), 4)?;
     Ok(AppState::new(config, db, storage))
+}
+
+/// The data folder holds token hashes, customers' receipts and their installation
+/// keys: it is created 0700 and its database 0600 whatever the umask (SQLite gives
+/// its `-wal` and `-shm` files the database's own mode), and a folder or database
+/// an older build left open to others is closed on the next start.
+fn make_private(data: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(data)?;
+    let database = data.join(DB_FILE);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&database)?;
+    let journals = ["-wal", "-shm"].map(|suffix| data.join(format!("{DB_FILE}{suffix}")));
+    let files = std::iter::once(database).chain(journals);
+    let paths = std::iter::once((data.to_path_buf(), 0o700)).chain(files.map(|f| (f, 0o600)));
+    for (path, private) in paths {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let mode = meta.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & private))?;
+        }
+    }
+    Ok(())
 }
 
 /// Opens an existing registry's data folder and migrates its database forward; a
@@ -74,6 +106,7 @@ pub fn open_existing(config: Config) -> Result<AppState, OpenError> {
     if !config.data.join(DB_FILE).is_file() {
         return Err(OpenError::Missing(config.data.clone()));
     }
+    make_private(&config.data)?;
     let db = db::Db::open_existing(&config.data.join(DB_FILE), 2)?;
     let storage = storage::Storage::open(&config.data)?;
     Ok(AppState::new(config, db, storage))

@@ -225,7 +225,7 @@ impl Remote {
 
     /// The registry token `oci-client` negotiated for `operation` on `repository`
     /// (none for registries without token auth).
-    async fn token(
+    pub(super) async fn token(
         &self,
         repository: &str,
         operation: RegistryOperation,
@@ -294,7 +294,7 @@ impl Remote {
         Ok(size)
     }
 
-    async fn send(
+    pub(super) async fn send(
         &self,
         request: reqwest::RequestBuilder,
         token: Option<&str>,
@@ -324,10 +324,15 @@ impl Remote {
 
     /// An answer the registry should not have given, as the error it means, with
     /// the message it gave.
-    async fn refusal(&self, repository: &str, answer: reqwest::Response) -> RemoteError {
+    pub(super) async fn refusal(&self, repository: &str, answer: reqwest::Response) -> RemoteError {
         let status = answer.status().as_u16();
-        let body = answer.text().await.unwrap_or_default();
-        let message = registry_message(&body);
+        let body = self.error_body(answer).await;
+        self.refusal_of(repository, status, &body)
+    }
+
+    /// A refusal from its status and (capped) body.
+    pub(super) fn refusal_of(&self, repository: &str, status: u16, body: &str) -> RemoteError {
+        let message = registry_message(body);
         let detail = format!("HTTP {status} {message}").trim().to_string();
         let repository = repository.to_string();
         let host = self.host.clone();

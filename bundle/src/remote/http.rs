@@ -24,7 +24,7 @@ pub enum HttpError {
     PlainHttpNotLoopback(String),
     #[error("`{0}` is not an http:// or https:// address")]
     BadUrl(String),
-    #[error("the answer from `{url}` is larger than the limit of {limit} bytes")]
+    #[error("the answer from `{url}` is larger than the limit of {limit} bytes: stopped reading")]
     TooLarge { url: String, limit: u64 },
     #[error("{0}")]
     Transport(String),
@@ -38,7 +38,7 @@ pub fn post_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpEr
     send(
         Duration::from_secs(10),
         Duration::from_secs(60),
-        None,
+        MAX_ANSWER,
         |client| {
             client
                 .post(url)
@@ -61,7 +61,7 @@ pub fn post_form(
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(HttpError::BadUrl(url.to_string()));
     }
-    send(timeout, timeout, None, |client| {
+    send(timeout, timeout, MAX_ANSWER, |client| {
         let mut request = client
             .post(url)
             .header("Content-Type", "application/x-www-form-urlencoded")
@@ -81,7 +81,7 @@ pub fn get(url: &str, token: Option<&str>, limit: u64) -> Result<Answer, HttpErr
     send(
         Duration::from_secs(10),
         Duration::from_secs(60),
-        Some(limit),
+        limit,
         |client| {
             let request = client.get(url);
             match token {
@@ -92,12 +92,16 @@ pub fn get(url: &str, token: Option<&str>, limit: u64) -> Result<Answer, HttpErr
     )
 }
 
+/// The most of a POST's answer read: the ledger's and a cloud API's answers are a
+/// few hundred bytes; a server that sends without end is cut off here.
+const MAX_ANSWER: u64 = 1 << 20;
+
 /// Sends the request `build` makes on a client of its own, on a runtime of its own,
-/// and reads the answer: all of it, or up to `limit` bytes.
+/// and reads at most `limit` bytes of the answer: a longer one is refused.
 fn send(
     connect_timeout: Duration,
     timeout: Duration,
-    limit: Option<u64>,
+    limit: u64,
     build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
 ) -> Result<Answer, HttpError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -117,29 +121,21 @@ fn send(
             .map_err(|e| HttpError::Transport(describe(&e)))?;
         let status = response.status().as_u16();
         let next = next_link(response.headers());
-        let body = match limit {
-            None => response
-                .text()
-                .await
-                .map_err(|e| HttpError::Transport(describe(&e)))?,
-            Some(limit) => {
-                let mut bytes = Vec::new();
-                while let Some(chunk) = response
-                    .chunk()
-                    .await
-                    .map_err(|e| HttpError::Transport(describe(&e)))?
-                {
-                    if bytes.len() as u64 + chunk.len() as u64 > limit {
-                        return Err(HttpError::TooLarge {
-                            url: response.url().to_string(),
-                            limit,
-                        });
-                    }
-                    bytes.extend_from_slice(&chunk);
-                }
-                String::from_utf8_lossy(&bytes).into_owned()
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| HttpError::Transport(describe(&e)))?
+        {
+            if bytes.len() as u64 + chunk.len() as u64 > limit {
+                return Err(HttpError::TooLarge {
+                    url: response.url().to_string(),
+                    limit,
+                });
             }
-        };
+            bytes.extend_from_slice(&chunk);
+        }
+        let body = String::from_utf8_lossy(&bytes).into_owned();
         Ok(Answer { status, body, next })
     })
 }

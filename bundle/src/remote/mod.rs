@@ -12,6 +12,7 @@
 //! runtime and blocks on it.
 
 mod blobs;
+mod capped;
 pub mod credentials;
 pub mod http;
 pub mod progress;
@@ -92,6 +93,12 @@ pub enum RemoteError {
         what: String,
         detail: String,
     },
+    #[error("registry `{host}` sent a {what} larger than the limit of {limit}: stopped reading")]
+    TooLarge {
+        host: String,
+        what: String,
+        limit: String,
+    },
     #[error(transparent)]
     Layout(#[from] LayoutError),
     #[error("cannot start the network runtime: {0}")]
@@ -112,6 +119,7 @@ impl RemoteError {
             RemoteError::Denied { .. } => "ask the registry's administrator for push or pull rights on that repository",
             RemoteError::Server { .. } => "the registry failed; run the same command again: nothing is duplicated",
             RemoteError::DigestMismatch { .. } => "the registry or the network altered the content; do not use it",
+            RemoteError::TooLarge { .. } => "no bundle needs this much: the registry is broken or hostile; check the address with your vendor",
             RemoteError::PlainHttp { .. } => "add `--insecure` for a registry on this machine (loopback only); a remote registry must speak HTTPS",
             RemoteError::NotARegistry { .. } => "check the host and port: they should point at the registry's API (`/v2/`), not a web page or another service",
             _ => return None,
@@ -222,6 +230,9 @@ pub struct Remote {
     seen: std::sync::Mutex<std::collections::HashMap<Digest, String>>,
     /// Our own requests (uploads, probes), pooled so that they reuse connections.
     http: reqwest::Client,
+    /// The pull token of each repository our own capped reads used, so that each
+    /// read does not negotiate one again (`None`: the registry wants none).
+    pull_tokens: std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
     /// Blobs up to this size are uploaded in one request.
     monolithic_limit: u64,
     /// The size of each `PATCH` of a larger blob.
@@ -290,6 +301,7 @@ impl Remote {
             insecure,
             seen: Default::default(),
             http,
+            pull_tokens: Default::default(),
             monolithic_limit: MONOLITHIC_LIMIT,
             upload_chunk: UPLOAD_CHUNK,
         })
@@ -517,31 +529,15 @@ impl Remote {
     /// Every tag of `repository`, following pages (`n`/`last`). A repository that does
     /// not exist yet has no tags.
     pub fn tags(&self, repository: &str) -> Result<Vec<String>, RemoteError> {
-        let reference = self.reference(repository, "latest");
         let mut tags: Vec<String> = Vec::new();
         let mut last: Option<String> = None;
         loop {
-            let page = self.runtime.block_on(self.client.list_tags(
-                &reference,
-                &self.auth,
-                Some(TAG_PAGE),
-                last.as_deref(),
-            ));
-            let page = match page {
-                Ok(page) => page,
-                Err(OciDistributionError::RegistryError { envelope, .. })
-                    if envelope.errors.iter().any(|e| {
-                        matches!(e.code, oci_client::errors::OciErrorCode::NameUnknown)
-                    }) =>
-                {
-                    return Ok(tags)
-                }
-                Err(OciDistributionError::ServerError { code: 404, .. }) => return Ok(tags),
-                Err(e) => return Err(self.map_error(repository, e)),
-            };
-            let count = page.tags.len();
-            let next = page.tags.last().cloned();
-            tags.extend(page.tags);
+            let page = self
+                .runtime
+                .block_on(self.tag_page(repository, last.as_deref()))?;
+            let count = page.len();
+            let next = page.last().cloned();
+            tags.extend(page);
             // A short page is the last; a registry that ignores `n` returns everything.
             if count < TAG_PAGE || next.is_none() || next == last {
                 break;
@@ -569,40 +565,14 @@ impl Remote {
         reference: &str,
     ) -> Result<Option<(Vec<u8>, Digest)>, RemoteError> {
         let expected: Option<Digest> = reference.parse().ok();
-        let oci_reference = match &expected {
-            Some(digest) => self.digest_reference(repository, digest),
-            None => self.reference(repository, reference),
+        // Our own capped read: `oci-client` reads a manifest whole before its size
+        // can be checked, and a hostile registry can stream one without end.
+        let Some(bytes) = self
+            .runtime
+            .block_on(self.manifest_capped(repository, reference))?
+        else {
+            return Ok(None);
         };
-        let result = self.runtime.block_on(self.client.pull_manifest_raw(
-            &oci_reference,
-            &self.auth,
-            MANIFEST_TYPES,
-        ));
-        let (bytes, _) = match result {
-            Ok(found) => found,
-            Err(OciDistributionError::ImageManifestNotFoundError(_))
-            | Err(OciDistributionError::ServerError { code: 404, .. }) => return Ok(None),
-            Err(OciDistributionError::RegistryError { envelope, .. })
-                if envelope.errors.iter().any(|e| {
-                    matches!(
-                        e.code,
-                        oci_client::errors::OciErrorCode::ManifestUnknown
-                            | oci_client::errors::OciErrorCode::NameUnknown
-                            | oci_client::errors::OciErrorCode::NotFound
-                    )
-                }) =>
-            {
-                return Ok(None)
-            }
-            Err(e) => return Err(self.map_error(repository, e)),
-        };
-        if bytes.len() as u64 > crate::layout::MAX_MANIFEST_SIZE {
-            return Err(RemoteError::Invalid {
-                host: self.host.clone(),
-                what: "manifest".into(),
-                detail: "larger than 4 MiB".into(),
-            });
-        }
         let actual = Digest::of(&bytes);
         if let Some(expected) = expected {
             if expected != actual {
@@ -614,7 +584,7 @@ impl Remote {
                 });
             }
         }
-        Ok(Some((bytes.to_vec(), actual)))
+        Ok(Some((bytes, actual)))
     }
 
     /// Puts a manifest under a tag or its digest.
@@ -736,21 +706,27 @@ impl Remote {
             let mut stream = self
                 .client
                 .pull_blob_stream(&reference, digest_text.as_str())
-                .await?
+                .await
+                .map_err(|e| self.map_error(repository, e))?
                 .stream;
             let mut bytes = Vec::with_capacity(descriptor.size as usize);
             while let Some(chunk) = stream.next().await {
-                let chunk = chunk?;
-                if (bytes.len() + chunk.len()) as u64 > limit {
-                    return Err(OciDistributionError::GenericError(Some(
-                        "blob larger than its limit".into(),
+                let chunk = chunk.map_err(|e| RemoteError::Unreachable {
+                    host: self.host.clone(),
+                    detail: e.to_string(),
+                })?;
+                // `descriptor.size` is at most `limit` (checked above): a blob is cut
+                // off at its declared size, never read past it.
+                if (bytes.len() + chunk.len()) as u64 > descriptor.size {
+                    return Err(invalid(format!(
+                        "more bytes than its size of {}",
+                        descriptor.size
                     )));
                 }
                 bytes.extend_from_slice(&chunk);
             }
-            Ok::<_, OciDistributionError>(bytes)
-        });
-        let bytes = bytes.map_err(|e| self.map_error(repository, e))?;
+            Ok::<_, RemoteError>(bytes)
+        })?;
         let actual = Digest::of(&bytes);
         if actual != descriptor.digest {
             return Err(RemoteError::DigestMismatch {
@@ -771,24 +747,10 @@ impl Remote {
         subject: &Digest,
         artifact_type: Option<&str>,
     ) -> Result<Vec<Descriptor>, RemoteError> {
-        let reference = self.digest_reference(repository, subject);
-        let index = self
-            .runtime
-            .block_on(self.client.pull_referrers(&reference, artifact_type))
-            .map_err(|e| self.map_error(repository, e))?;
-        let json = serde_json::to_vec(&index).map_err(|e| RemoteError::Invalid {
-            host: self.host.clone(),
-            what: "referrers index".into(),
-            detail: e.to_string(),
-        })?;
-        let index: ImageIndex =
-            serde_json::from_slice(&json).map_err(|e| RemoteError::Invalid {
-                host: self.host.clone(),
-                what: "referrers index".into(),
-                detail: e.to_string(),
-            })?;
-        Ok(index
-            .manifests
+        let manifests =
+            self.runtime
+                .block_on(self.referrers_capped(repository, subject, artifact_type))?;
+        Ok(manifests
             .into_iter()
             .filter(|d| artifact_type.is_none() || d.artifact_type.as_deref() == artifact_type)
             .collect())

@@ -635,3 +635,46 @@ fn apply_on_a_terminal_shows_the_plan_and_asks_and_only_yes_applies() {
     );
     assert!(runner.state_file("data-plane").exists());
 }
+
+#[test]
+fn engine_variables_in_the_runners_environment_do_not_change_what_apply_does() {
+    let vendor = Vendor::new();
+    let runner = Runner::new("globex");
+    let reference = build_and_import(&vendor, &runner);
+    let inputs = globex_inputs();
+    // Each would turn the apply into something else: a destroy plan (on an empty
+    // state, a plan that creates nothing), another workspace, another data folder.
+    let scratch = tempfile::tempdir().unwrap();
+    let applied = common::Run::from(
+        runner
+            .command(&[
+                "apply",
+                &reference,
+                "--inputs",
+                inputs.to_str().unwrap(),
+                "--yes",
+            ])
+            .env("TF_CLI_ARGS_plan", "-destroy")
+            .env("TF_WORKSPACE", "elsewhere")
+            .env("TF_DATA_DIR", scratch.path().join("data"))
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    assert!(
+        !applied.stderr.contains("-destroy") && !applied.stderr.contains("elsewhere"),
+        "{}",
+        applied.stderr
+    );
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(runner.state_file("data-plane")).unwrap())
+            .unwrap();
+    let resources = state["resources"].as_array().unwrap();
+    assert!(!resources.is_empty(), "{state}");
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let receipt = &receipts["receipts"][0]["receipt"]["receipt"];
+    assert_eq!(receipt["outcome"], "succeeded", "{receipt}");
+    assert!(receipt["plan"]["add"].as_u64().unwrap() > 0, "{receipt}");
+    assert_eq!(receipt["plan"]["destroy"], 0, "{receipt}");
+    assert!(!scratch.path().join("data").exists());
+}

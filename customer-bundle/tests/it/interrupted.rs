@@ -34,6 +34,14 @@ fn wait_for(what: &str, deadline: Duration, mut ready: impl FnMut() -> bool) {
 
 /// A runner applying `data-plane` with the slow engine, once the engine is applying.
 fn applying(scratch: &Path) -> (Vendor, Runner, Child, String, std::path::PathBuf) {
+    applying_with(scratch, SLOW_ENGINE)
+}
+
+/// [`applying`] with a stand-in engine of `body`.
+fn applying_with(
+    scratch: &Path,
+    body: &str,
+) -> (Vendor, Runner, Child, String, std::path::PathBuf) {
     let vendor = Vendor::new();
     let built = vendor.build();
     let version = built
@@ -43,7 +51,7 @@ fn applying(scratch: &Path) -> (Vendor, Runner, Child, String, std::path::PathBu
         .1
         .clone();
     let tar = vendor.export_tar("bundles.tar");
-    let (engine, ran) = fake_engine(scratch, "slow-engine", SLOW_ENGINE);
+    let (engine, ran) = fake_engine(scratch, "slow-engine", body);
     let runner = Runner::with_engine("globex", &engine);
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
@@ -171,5 +179,54 @@ fn sigkill_mid_apply_takes_the_engine_down_keeps_the_lock_until_it_stops_and_is_
         runner.run(&["status"]).ok().stdout.lines().count(),
         0,
         "nothing counts as deployed"
+    );
+}
+
+/// True while `pid` runs (a zombie waiting for its parent to reap it is not running).
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (name) STATE …`
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn sigkill_of_the_runner_leaves_none_of_the_engines_children_running() {
+    let scratch = tempfile::tempdir().unwrap();
+    // A provisioner's command as the engine would start it: a background child that
+    // outlives its parent (it ignores SIGINT, and no parent-death signal reaches it).
+    let engine = r#"
+if [ "$1" = apply ]; then
+  sleep 600 &
+  echo $! > "$(dirname "$0")/provisioner.pid"
+  stopped="$(dirname "$0")/engine.stopped"
+  trap 'echo "$1 stopped" > "$stopped"; exit 1' INT TERM
+  i=0
+  while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+fi
+exec "$REAL" "$@""#;
+    let (_vendor, _runner, mut child, _reference, stopped) = applying_with(scratch.path(), engine);
+    let pid_file = scratch.path().join("provisioner.pid");
+    wait_for("the provisioner to start", Duration::from_secs(30), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.trim().parse::<i32>().is_ok())
+    });
+    let provisioner: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(running(provisioner));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for("the engine to stop", Duration::from_secs(30), || {
+        stopped.exists()
+    });
+    wait_for(
+        "the provisioner's command to be killed",
+        Duration::from_secs(60),
+        || !running(provisioner),
     );
 }

@@ -194,3 +194,156 @@ fn a_blob_rotted_in_the_registry_is_refused_and_nothing_enters_the_store() {
         .collect();
     assert!(stored.is_empty(), "{stored:?}");
 }
+
+/// A hostile "registry" on 127.0.0.1: `GET /v2/` answers as a registry does, and
+/// every manifest is a body that never ends. Returns its address and the count of
+/// manifest bytes it managed to hand to the kernel before the reader hung up.
+fn endless_manifest_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let sent = std::sync::Arc::new(AtomicU64::new(0));
+    let counter = sent.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    return;
+                }
+                // The rest of the head, up to the blank line.
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let path = request_line.split(' ').nth(1).unwrap_or("");
+                if !path.contains("/manifests/") {
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nDocker-Distribution-API-Version: registry/2.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                    );
+                    return;
+                }
+                // No length, no end: the body lasts as long as the connection.
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nConnection: close\r\n\r\n{\"schemaVersion\":2,\"annotations\":{\"x\":\"",
+                );
+                let chunk = vec![b'x'; 64 * 1024];
+                while stream.write_all(&chunk).is_ok() {
+                    counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    (address, sent)
+}
+
+#[test]
+fn an_endless_manifest_is_cut_off_at_the_manifest_cap_with_an_error_naming_it() {
+    let (address, sent) = endless_manifest_server();
+    let runner = Runner::new("globex");
+    let started = std::time::Instant::now();
+    let mut child = runner
+        .command(&[
+            "pull",
+            &format!("{address}/acme/stacks/data-plane:1.0.0"),
+            "--insecure",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Before the cap, the runner read for as long as the server sent (6 GB in 40 s).
+    let deadline = started + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`pull` was still reading an endless manifest after 30 s ({} MB sent)",
+                sent.load(std::sync::atomic::Ordering::Relaxed) >> 20
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let refused = Run::from(child.wait_with_output().unwrap()).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("manifest larger than the limit of 4 MiB"),
+        "{}",
+        refused.stderr
+    );
+    // What the runner took in is the cap plus what the sockets buffer, not the stream.
+    let taken = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        taken < 64 << 20,
+        "{} MB were sent before the runner hung up",
+        taken >> 20
+    );
+    assert!(runner.store().index().unwrap().manifests.is_empty());
+}
+
+#[test]
+fn a_bundle_signed_for_another_repository_is_refused_unless_that_mirror_is_trusted() {
+    use stackpack_bundle::remote::Remote;
+    use stackpack_bundle::transfer::{pull_bundle, push_manifest_with_blobs, push_signature};
+    let registry = Distribution::require();
+    let vendor = Vendor::new();
+    publish_data_plane(&vendor, &registry);
+    // Someone copies acme's signed bundle, signatures and all, into their own
+    // namespace on the same registry.
+    let remote = Remote::new(&registry.host(), true).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = ImageLayout::create(scratch.path().join("copy")).unwrap();
+    let version = semver::Version::new(0, 1, 0);
+    let pulled = pull_bundle(
+        &remote,
+        "acme/stacks/data-plane",
+        "data-plane",
+        &version,
+        &copy,
+        None,
+    )
+    .unwrap();
+    let elsewhere = "other/stacks/data-plane";
+    push_manifest_with_blobs(&remote, elsewhere, &copy, &pulled.manifest, "0.1.0", None).unwrap();
+    for signature in &pulled.signatures {
+        push_signature(
+            &remote,
+            elsewhere,
+            &copy,
+            signature,
+            &pulled.manifest.digest,
+        )
+        .unwrap();
+    }
+
+    let runner = trusting_runner(&vendor);
+    let reference = format!("{}/{elsewhere}:0.1.0", registry.host());
+    let refused = runner.run(&["pull", &reference, "--insecure"]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("was pulled from `other/stacks/data-plane`, and its vendor signed it for `acme/stacks/data-plane`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("[policy.mirrors]"),
+        "{}",
+        refused.stderr
+    );
+    assert!(runner.store().index().unwrap().manifests.is_empty());
+
+    // The customer says `other` mirrors `acme`: the same pull is accepted.
+    let config = runner.home.join("runner.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[policy.mirrors]\n\"other\" = \"acme\"\n");
+    std::fs::write(&config, text).unwrap();
+    runner.run(&["pull", &reference, "--insecure"]).ok();
+    assert!(!runner.store().index().unwrap().manifests.is_empty());
+}

@@ -178,7 +178,13 @@ fn lintable_texts(repo_root: &Path, options: &LintOptions) -> BTreeMap<String, S
         .chain(std::iter::once(&customers_dir));
     let mut texts = BTreeMap::new();
     for root in roots {
-        for file in files_under(&repo_root.join(root)) {
+        // What `build` packs of a stack folder, dotfiles its `include` names among
+        // them, is what is read here: a secret in a packed `.env` is found.
+        let include = options
+            .stacks
+            .contains(root)
+            .then(|| stack_include(repo_root, root));
+        for file in files_under(&repo_root.join(root), include.as_deref()) {
             let Some(text) = read_text(&file) else {
                 continue;
             };
@@ -595,7 +601,20 @@ pub fn customer_ids(repo_root: &Path) -> Vec<String> {
     out
 }
 
-fn files_under(dir: &Path) -> Vec<PathBuf> {
+/// The `include` list of the stack at `dir` (empty when `stack.toml` has none or
+/// cannot be read: `build` reports that).
+fn stack_include(repo_root: &Path, dir: &str) -> Vec<String> {
+    let path = repo_root.join(dir).join("stack.toml");
+    std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| toml::from_str::<crate::config::StackConfig>(&text).ok())
+        .map(|config| config.include)
+        .unwrap_or_default()
+}
+
+/// The files under `dir`, sorted. Dotfiles and dot-folders are skipped, as the
+/// bundle leaves them out, except those a stack's `include` names (`Some`).
+fn files_under(dir: &Path, include: Option<&[String]>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -604,10 +623,28 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue;
-            }
             let p = e.path();
+            if name.starts_with('.') {
+                let path_in_folder = p
+                    .strip_prefix(dir)
+                    .map(|r| r.to_string_lossy().replace('\\', "/"))
+                    .unwrap_or_default();
+                // The file itself, a folder above it, or a folder on the way down
+                // to an included file.
+                let wanted = include.is_some_and(|include| {
+                    name != ".terraform"
+                        && (crate::pack::is_included(&path_in_folder, include)
+                            || include.iter().any(|entry| {
+                                entry
+                                    .trim_end_matches('/')
+                                    .strip_prefix(path_in_folder.as_str())
+                                    .is_some_and(|rest| rest.starts_with('/'))
+                            }))
+                });
+                if !wanted {
+                    continue;
+                }
+            }
             if p.is_dir() {
                 stack.push(p);
             } else {
@@ -732,7 +769,7 @@ fn run_of(bytes: &[u8], start: usize, ok: impl Fn(u8) -> bool) -> usize {
 }
 
 /// What kind of secret a line holds, if any.
-fn secret_in(line: &str) -> Option<&'static str> {
+pub(crate) fn secret_in(line: &str) -> Option<&'static str> {
     let bytes = line.as_bytes();
     if line.contains("-----BEGIN") && line.contains("PRIVATE KEY") {
         return Some("a private key");

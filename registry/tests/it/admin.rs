@@ -153,3 +153,37 @@ fn an_expired_token_is_refused_with_a_clear_message() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn the_data_folder_and_its_database_are_private_under_umask_022() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    // `serve` under the umask of a default login shell.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("umask 022 && exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(["serve", "--data"])
+        .arg(&data)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    stackpack_test_support::servers::wait_for_port(port);
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let database = data.join("registry.db");
+    let modes = (mode(&data), mode(&database));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(modes, (0o700, 0o600), "data folder, database");
+    for journal in ["registry.db-wal", "registry.db-shm"] {
+        let path = data.join(journal);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{journal}");
+        }
+    }
+}
