@@ -93,7 +93,10 @@ fn import_verify_plan_apply_upgrade_rollback_status_drift_and_export() {
     let receipt: SignedReceipt = serde_json::from_value(applied["receipt"].clone()).unwrap();
     receipt.verify_integrity().unwrap();
     assert_eq!(receipt.receipt.customer, "globex");
-    assert_eq!(receipt.receipt.engine.name, "terraform");
+    assert_eq!(
+        receipt.receipt.engine.name,
+        stackpack_schema::bundle::EngineName::Terraform
+    );
     assert!(
         !receipt.receipt.engine.version.is_empty() && receipt.receipt.engine.version != "unknown"
     );

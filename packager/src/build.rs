@@ -157,7 +157,7 @@ pub fn build_stack(
         },
         created: created.clone(),
         engine: Engine {
-            name: stack.config.engine.clone(),
+            name: stack.config.engine,
             version_constraint: interface.required_version.clone(),
         },
         entrypoint: stack.path.clone(),
@@ -167,6 +167,7 @@ pub fn build_stack(
         providers: providers.into_iter().map(|p| p.package).collect(),
         allowed_breaking: stack_plan.allowed_breaking.clone(),
         witness: stack_plan.witness.clone(),
+        changes: stack_plan.changes.clone(),
     };
     let config_bytes = config.to_bytes();
     let (config_digest, config_size) = layout.write_blob(&config_bytes)?;

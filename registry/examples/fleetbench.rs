@@ -172,7 +172,7 @@ fn seed(data: &str, customers: u64, stacks: u64, versions: u64) {
                             version: semver::Version::parse(&v).unwrap(),
                             inputs_hash: stackpack_schema::Digest::of(customer.as_bytes()),
                             engine: EngineRun {
-                                name: "tofu".into(),
+                                name: stackpack_schema::bundle::EngineName::Tofu,
                                 version: "1.8.0".into(),
                             },
                             plan: PlanSummary {

@@ -140,7 +140,7 @@ fn history(random: &mut Random, count: usize) -> Vec<SignedReceipt> {
                     version: semver::Version::parse(version).unwrap(),
                     inputs_hash: stackpack_schema::Digest::of(b"inputs"),
                     engine: EngineRun {
-                        name: "tofu".into(),
+                        name: stackpack_schema::bundle::EngineName::Tofu,
                         version: "1.8.0".into(),
                     },
                     plan: PlanSummary {

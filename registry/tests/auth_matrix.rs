@@ -31,7 +31,7 @@ fn receipt(id: &str, customer: &str) -> Vec<u8> {
         bundle_digest: stackpack_schema::Digest::of(b"bundle"),
         inputs_hash: stackpack_schema::Digest::of(b"inputs"),
         engine: EngineRun {
-            name: "tofu".into(),
+            name: stackpack_schema::bundle::EngineName::Tofu,
             version: "1.8.0".into(),
         },
         plan: PlanSummary::default(),

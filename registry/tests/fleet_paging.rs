@@ -37,7 +37,7 @@ fn receipt(
             bundle_digest: stackpack_schema::Digest::of(version.as_bytes()),
             inputs_hash: stackpack_schema::Digest::of(b"inputs"),
             engine: EngineRun {
-                name: "tofu".into(),
+                name: stackpack_schema::bundle::EngineName::Tofu,
                 version: "1.8.0".into(),
             },
             plan: PlanSummary {

@@ -32,7 +32,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         },
         created: "2026-01-01T00:00:00Z".into(),
         engine: Engine {
-            name: Some("tofu".into()),
+            name: Some(stackpack_schema::bundle::EngineName::Tofu),
             version_constraint: None,
         },
         entrypoint: format!("stacks/{stack}"),
@@ -42,6 +42,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         providers: vec![],
         allowed_breaking: vec![],
         witness: None,
+        changes: None,
     }
     .to_bytes();
     client.push_bundle_config(&repo, version, &config).1
@@ -74,7 +75,7 @@ impl Runner {
                 bundle_digest: digest.parse().unwrap(),
                 inputs_hash: stackpack_schema::Digest::of(customer.as_bytes()),
                 engine: EngineRun {
-                    name: "tofu".into(),
+                    name: stackpack_schema::bundle::EngineName::Tofu,
                     version: "1.8.0".into(),
                 },
                 plan: PlanSummary {

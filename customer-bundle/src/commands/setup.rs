@@ -15,7 +15,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
     let config = Config {
         customer: args.customer.clone(),
         engine: EngineConfig {
-            name: args.engine.clone(),
+            name: args.engine,
             path: args.engine_path.clone(),
         },
         work: args.work.clone(),

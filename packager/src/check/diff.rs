@@ -15,89 +15,7 @@ use stackpack_interface::constraint::{compare_text, SetChange};
 use stackpack_interface::eval::{canonical_text, static_value, Evaluator};
 use stackpack_interface::{DefaultValue, Location, ModuleCall, ModuleInterface, Variable};
 
-/// Declares [`Rule`]: every rule of the interface table, its id as users write it
-/// (in output and in `stackpack.toml [rules]`) and the bump it needs by default. A
-/// finding can only be made from a variant, so a misspelt rule cannot lose its bump.
-macro_rules! interface_rules {
-    ($($variant:ident => ($id:literal, $bump:ident),)*) => {
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum Rule {
-            $($variant,)*
-        }
-
-        impl Rule {
-            pub const ALL: &'static [Rule] = &[$(Rule::$variant,)*];
-
-            /// The rule's id, as in `stackpack.toml [rules]` and in findings.
-            pub fn id(self) -> &'static str {
-                match self {
-                    $(Rule::$variant => $id,)*
-                }
-            }
-
-            /// The bump the rule needs before the repository's levels apply.
-            pub fn default_bump(self) -> Bump {
-                match self {
-                    $(Rule::$variant => Bump::$bump,)*
-                }
-            }
-
-            pub fn from_id(id: &str) -> Option<Rule> {
-                Rule::ALL.iter().copied().find(|rule| rule.id() == id)
-            }
-        }
-    };
-}
-
-interface_rules! {
-    InputAddedWithDefault => ("input-added-with-default", Minor),
-    InputAddedWithoutDefault => ("input-added-without-default", Major),
-    InputDefaultAdded => ("input-default-added", Minor),
-    InputDefaultRemoved => ("input-default-removed", Major),
-    DefaultChanged => ("default-changed", Major),
-    InputRemoved => ("input-removed", Major),
-    InputRenamedWithAlias => ("input-renamed-with-alias", Minor),
-    InputRenamedUnguarded => ("input-renamed-unguarded", Major),
-    TypeNarrowed => ("type-narrowed", Major),
-    TypeWidened => ("type-widened", Minor),
-    NullableTightened => ("nullable-tightened", Major),
-    NullableLoosened => ("nullable-loosened", Minor),
-    ValidationAdded => ("validation-added", Major),
-    ValidationRelaxed => ("validation-relaxed", Minor),
-    ValidationRemoved => ("validation-removed", Minor),
-    InputSensitiveAdded => ("input-sensitive-added", Minor),
-    InputSensitiveRemoved => ("input-sensitive-removed", Major),
-    InputEphemeralChanged => ("input-ephemeral-changed", Major),
-    OutputRemoved => ("output-removed", Major),
-    OutputSensitivityChanged => ("output-sensitivity-changed", Major),
-    OutputAdded => ("output-added", Minor),
-    ResourceKindAddedByDefault => ("resource-kind-added-by-default", Major),
-    ResourceKindAddedGated => ("resource-kind-added-gated", Minor),
-    ResourceKindRemoved => ("resource-kind-removed", Major),
-    ResourceAddressRemoved => ("resource-address-removed", Major),
-    ResourceForgotten => ("resource-forgotten", Major),
-    DataSourceAdded => ("data-source-added", Patch),
-    DataSourceRemoved => ("data-source-removed", Patch),
-    EngineConstraintNarrowed => ("engine-constraint-narrowed", Major),
-    EngineConstraintWidened => ("engine-constraint-widened", Patch),
-    ProviderConstraintNarrowed => ("provider-constraint-narrowed", Major),
-    ProviderConstraintWidened => ("provider-constraint-widened", Patch),
-    ProviderSourceChanged => ("provider-source-changed", Major),
-    ModuleDefaultChanged => ("module-default-changed", Major),
-    ModuleInputRequired => ("module-input-required", Major),
-    ModuleInputNarrowed => ("module-input-narrowed", Major),
-}
-
-impl std::fmt::Display for Rule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.id())
-    }
-}
-
-/// The default bump of an interface rule, by id.
-pub fn default_bump(rule: &str) -> Option<Bump> {
-    Rule::from_id(rule).map(Rule::default_bump)
-}
+use super::{Broken, Rule, RuleId};
 
 fn finding(
     rule: Rule,
@@ -107,7 +25,7 @@ fn finding(
     message: String,
 ) -> Finding {
     Finding {
-        rule: rule.id().to_string(),
+        rule: rule.into(),
         item: item.into(),
         file: join(dir, &loc.file),
         line: loc.line,
@@ -117,12 +35,15 @@ fn finding(
     }
 }
 
-/// Errors of the stack itself, not version bumps: no rule level changes them.
-pub const ERROR_RULES: [&str; 2] = ["unreadable-file", "module-argument-undeclared"];
-
-fn error_finding(rule: &str, item: String, file: String, line: usize, message: String) -> Finding {
+fn error_finding(
+    rule: Broken,
+    item: String,
+    file: String,
+    line: usize,
+    message: String,
+) -> Finding {
     Finding {
-        rule: rule.to_string(),
+        rule: rule.into(),
         item,
         file,
         line,
@@ -135,7 +56,7 @@ fn error_finding(rule: &str, item: String, file: String, line: usize, message: S
 /// A file of the work tree that cannot be read, new or changed since the release.
 pub fn unreadable(u: &super::tree::Unread) -> Finding {
     error_finding(
-        ERROR_RULES[0],
+        Broken::UnreadableFile,
         u.file.clone(),
         u.file.clone(),
         u.line,
@@ -167,7 +88,7 @@ pub fn undeclared_arguments(
             "does not declare"
         };
         out.push(error_finding(
-            ERROR_RULES[1],
+            Broken::ModuleArgumentUndeclared,
             format!("module.{}.{name}", call.name),
             join(caller_dir, &call.location.file),
             call.location.line,
@@ -368,7 +289,9 @@ fn changed_inputs(old: &ModuleInterface, new: &ModuleInterface, dir: &str, out: 
         if moved_defaults.contains(new_var.name.as_str()) {
             let mut i = mark;
             while i < out.len() {
-                if out[i].rule == Rule::DefaultChanged.id() && out[i].item == new_var.name {
+                if out[i].rule == RuleId::Interface(Rule::DefaultChanged)
+                    && out[i].item == new_var.name
+                {
                     out.remove(i);
                 } else {
                     i += 1;
