@@ -73,7 +73,7 @@ pub struct InitArgs {
     pub customer: String,
     /// `terraform` or `tofu`.
     #[arg(long, default_value = "terraform")]
-    pub engine: String,
+    pub engine: stackpack_schema::bundle::EngineName,
     /// The engine binary (default: looked up on `PATH` at each run).
     #[arg(long, value_name = "FILE")]
     pub engine_path: Option<PathBuf>,

@@ -472,7 +472,7 @@ fn new_receipt(
         bundle_digest: bundle.manifest_descriptor.digest.clone(),
         inputs_hash,
         engine: EngineRun {
-            name: home.config.engine.name.clone(),
+            name: home.config.engine.name,
             version: "unknown".into(),
         },
         plan: PlanSummary::default(),
@@ -622,7 +622,7 @@ fn execute(
         .collect();
     receipt.engine.version = engine.version.clone();
     engine.check_required_version(bundle.config.engine.version_constraint.as_deref())?;
-    if let Some(wanted) = bundle.config.engine.name.as_deref() {
+    if let Some(wanted) = bundle.config.engine.name {
         if wanted != engine.name {
             (ui.status)(&format!(
                 "warning: `{}@{}` was built for `{wanted}`, and this runner uses `{}`",
@@ -638,7 +638,7 @@ fn execute(
         id: receipt.id.clone(),
         stack: receipt.stack.clone(),
         version: receipt.version.to_string(),
-        kind: receipt.kind.to_string(),
+        kind: receipt.kind,
         started_at: receipt.started_at.clone(),
         pid: std::process::id(),
         work: work.path().display().to_string(),

@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use stackpack_schema::bundle::EngineName;
 use stackpack_schema::receipt::PlanSummary;
 
 use super::error::{Error, Result};
@@ -23,7 +24,7 @@ pub const PLAN_FILE: &str = "stackpack.tfplan";
 
 #[derive(Clone, Debug)]
 pub struct Engine {
-    pub name: String,
+    pub name: EngineName,
     pub path: PathBuf,
     /// The CLI configuration every run uses (`TF_CLI_CONFIG_FILE`): provider
     /// installation only from the bundle's own packages.
@@ -133,17 +134,17 @@ impl PlanDetails {
 impl Engine {
     /// Finds the engine `runner.toml` names and asks it its version.
     pub fn locate(home: &Home, verbose: bool) -> Result<Engine> {
-        let name = home.config.engine.name.clone();
+        let name = home.config.engine.name;
         let path = match &home.config.engine.path {
             Some(path) => path.clone(),
-            None => find_on_path(&name).ok_or_else(|| {
+            None => find_on_path(name.as_str()).ok_or_else(|| {
                 Error::refused(format!("engine `{name}` is not on `PATH`"))
                     .at(format!("`{}`", home.root.join("runner.toml").display()))
                     .hint("install it, or set `path` under `[engine]` in `runner.toml`")
             })?,
         };
         let config_file = home.root.join("runner.toml");
-        let missing = move |name: &str, path: &Path| {
+        let missing = move |name: EngineName, path: &Path| {
             Error::refused(format!(
                 "engine `{name}` was not found at `{}`",
                 path.display()
@@ -152,7 +153,7 @@ impl Engine {
             .hint("install it, or fix `path` under `[engine]` in `runner.toml`")
         };
         if !path.is_file() {
-            return Err(missing(&name, &path));
+            return Err(missing(name, &path));
         }
         // The engine runs in the work folder: a relative path would resolve there.
         let path = std::path::absolute(&path).unwrap_or(path);
@@ -167,7 +168,7 @@ impl Engine {
         };
         engine.version = engine.ask_version().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                missing(&engine.name, &engine.path)
+                missing(engine.name, &engine.path)
             }
             _ => Error::refused(format!(
                 "engine `{}` at `{}` did not say its version: {e}",
@@ -260,7 +261,7 @@ impl Engine {
     ///
     /// The engine never outlives the runner: it gets SIGTERM when the runner dies
     /// (the parent-death signal), and what is left of its process group is killed
-    /// after it (see [`GroupWatchdog`]); it runs in a process group of its own so
+    /// after it (see `GroupWatchdog`); it runs in a process group of its own so
     /// that a terminal's Ctrl-C reaches only the runner, which asks it once to stop,
     /// and inherits the stack lock. A SIGINT or SIGTERM to the runner during the run
     /// is passed on as one SIGINT to the engine's group, the engine is waited for,

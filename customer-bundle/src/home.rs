@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use stackpack_schema::bundle::EngineName;
 use stackpack_schema::signature::PublicKey;
 
 use super::error::{io, Error, ErrorKind, Result};
@@ -44,8 +45,8 @@ pub struct Config {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct EngineConfig {
-    /// `terraform` or `tofu`.
-    pub name: String,
+    /// `terraform` or `tofu`; another name is refused where `runner.toml` says it.
+    pub name: EngineName,
     /// The engine binary (default: `name` looked up on `PATH`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
@@ -54,7 +55,7 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
-            name: "terraform".into(),
+            name: EngineName::Terraform,
             path: None,
         }
     }
@@ -389,12 +390,6 @@ impl Home {
 fn check_config(config: &Config) -> Result<()> {
     stackpack_schema::reference::validate_name(&config.customer)
         .map_err(|e| Error::usage(format!("customer: {e}")))?;
-    if !matches!(config.engine.name.as_str(), "terraform" | "tofu") {
-        return Err(Error::usage(format!(
-            "engine `{}` is not supported: use `terraform` or `tofu`",
-            config.engine.name
-        )));
-    }
     if config.backend.kind != "local" && config.backend.kind.is_empty() {
         return Err(Error::usage("the backend type is empty"));
     }

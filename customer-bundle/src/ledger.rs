@@ -69,7 +69,7 @@ pub struct StartedRun {
     pub id: String,
     pub stack: String,
     pub version: String,
-    pub kind: String,
+    pub kind: ReceiptKind,
     pub started_at: String,
     pub pid: u32,
     pub work: String,
@@ -208,7 +208,7 @@ impl Ledger {
                 run.id,
                 run.stack,
                 run.version,
-                run.kind,
+                run.kind.as_str(),
                 run.started_at,
                 run.pid,
                 run.work
@@ -241,7 +241,13 @@ impl Ledger {
                 id: row.get(0)?,
                 stack: row.get(1)?,
                 version: row.get(2)?,
-                kind: row.get(3)?,
+                kind: row.get::<_, String>(3)?.parse().map_err(|e: String| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        3,
+                        rusqlite::types::Type::Text,
+                        e.into(),
+                    )
+                })?,
                 started_at: row.get(4)?,
                 pid: row.get(5)?,
                 work: row.get(6)?,
@@ -432,8 +438,11 @@ impl Ledger {
     }
 
     /// The newest receipt of `stack` of kind `kind`.
-    pub fn last_receipt(&self, stack: &str, kind: &str) -> Result<Option<SignedReceipt>> {
-        self.newest_receipt("WHERE stack = ?1 AND kind = ?2", params![stack, kind])
+    pub fn last_receipt(&self, stack: &str, kind: ReceiptKind) -> Result<Option<SignedReceipt>> {
+        self.newest_receipt(
+            "WHERE stack = ?1 AND kind = ?2",
+            params![stack, kind.as_str()],
+        )
     }
 
     fn newest_receipt(

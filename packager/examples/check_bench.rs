@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use stackpack_interface::extract_module;
-use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Unit};
+use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Unit, UnitKind};
 
 fn module_files(i: usize, default_size: usize) -> Vec<(&'static str, String)> {
     let mut variables = String::new();
@@ -258,7 +258,7 @@ fn main() {
         if check::unit_changed_with(root, &path, &changed, &mut cache).unwrap() {
             units.push(Unit {
                 path,
-                kind: "stack".into(),
+                kind: UnitKind::Stack,
                 against: Some(old.clone()),
             });
         }
@@ -268,7 +268,7 @@ fn main() {
         if check::unit_changed_with(root, &path, &changed, &mut cache).unwrap() {
             units.push(Unit {
                 path,
-                kind: "module".into(),
+                kind: UnitKind::Module,
                 against: Some(old.clone()),
             });
         }
@@ -294,11 +294,11 @@ fn main() {
     // Every stack and module compared, changed or not.
     let start = Instant::now();
     let all: Vec<Unit> = (0..stacks)
-        .map(|s| format!("stacks/s{s}"))
-        .chain((0..modules).map(|i| format!("modules/m{i}")))
-        .map(|path| Unit {
+        .map(|s| (format!("stacks/s{s}"), UnitKind::Stack))
+        .chain((0..modules).map(|i| (format!("modules/m{i}"), UnitKind::Module)))
+        .map(|(path, kind)| Unit {
             path,
-            kind: "unit".into(),
+            kind,
             against: Some(old.clone()),
         })
         .collect();

@@ -116,7 +116,7 @@ pub fn build_stack(
         },
         created: created.clone(),
         engine: Engine {
-            name: stack.config.engine.clone(),
+            name: stack.config.engine,
             version_constraint: interface.required_version.clone(),
         },
         entrypoint: stack.path.clone(),
@@ -126,6 +126,7 @@ pub fn build_stack(
         providers: providers.into_iter().map(|p| p.package).collect(),
         allowed_breaking: stack_plan.allowed_breaking.clone(),
         witness: stack_plan.witness.clone(),
+        changes: stack_plan.changes.clone(),
     };
     let layers = std::iter::once(layer.clone())
         .chain(file_layers)

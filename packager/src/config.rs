@@ -270,8 +270,9 @@ pub enum KeySource {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct StackConfig {
     pub description: Option<String>,
-    /// `terraform` or `tofu`; absent when either works.
-    pub engine: Option<String>,
+    /// `terraform` or `tofu`; absent when either works. Another name is refused
+    /// where it is written, with the names that are known.
+    pub engine: Option<stackpack_schema::bundle::EngineName>,
     /// The version of the first release (default `0.1.0`).
     pub initial_version: Option<Version>,
     /// Post-apply assertions on outputs (`[[smoke]]` with `name`, `condition`,
@@ -295,17 +296,6 @@ impl StackConfig {
                 .at(location_of(Path::new(display), &text, e.span()))
                 .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include` and `[[smoke]]`; see `docs/configuration.md`")
         })?;
-        if let Some(engine) = &config.engine {
-            if engine != "terraform" && engine != "tofu" {
-                return Err(
-                    Error::usage(format!("`{display}`: engine `{engine}` is not known"))
-                        .at(display)
-                        .hint(
-                            "use `engine = \"terraform\"` or `engine = \"tofu\"`, or leave it out",
-                        ),
-                );
-            }
-        }
         for entry in &config.include {
             let escapes = entry.starts_with('/')
                 || entry.split('/').any(|part| part == ".." || part.is_empty());

@@ -22,6 +22,7 @@ use stackpack_interface::tfvars::{self, did_you_mean, InputValue, Verdict};
 use stackpack_interface::{types, ModuleInterface, Variable};
 
 use crate::check::finding::{findings_table, github_annotation, table, Finding, Severity};
+use crate::check::{Inputs, RuleId};
 use crate::config::CustomerSettings;
 use crate::customers::{self, CustomerRange};
 
@@ -69,7 +70,10 @@ impl CustomerReport {
             stack_path: target.path.clone(),
             file: file.to_string(),
             breaks: findings.iter().any(|f| f.severity == Severity::Error),
-            not_evaluated: findings.iter().filter(|f| f.rule == NOT_EVALUATED).count(),
+            not_evaluated: findings
+                .iter()
+                .filter(|f| f.rule == RuleId::Inputs(NOT_EVALUATED))
+                .count(),
             findings,
         }
     }
@@ -85,7 +89,7 @@ impl CustomerReport {
 }
 
 /// The rule of a validation the evaluator gave up on.
-pub const NOT_EVALUATED: &str = "validation-not-evaluated";
+pub const NOT_EVALUATED: Inputs = Inputs::ValidationNotEvaluated;
 
 /// The inputs files of `stack`: `customers/<id>/<stack>.tfvars` and `.tfvars.json`,
 /// by customer id, as `(customer, repository-relative path)`.
@@ -133,7 +137,7 @@ pub fn check_customers(
                     target.name, target.path
                 );
                 let f = finding(
-                    "interface-unreadable",
+                    Inputs::InterfaceUnreadable,
                     &target.name,
                     &file,
                     0,
@@ -205,7 +209,7 @@ fn customer_range(
                 settings.cidr_input
             );
             let f = finding(
-                "cidr-invalid",
+                Inputs::CidrInvalid,
                 &settings.cidr_input,
                 file,
                 cidr.line,
@@ -247,7 +251,7 @@ fn overlaps(settings: &CustomerSettings, ranges: &[CustomerRange], reports: &mut
             );
             if let Some(report) = reports.iter_mut().find(|r| r.file == this.file) {
                 report.findings.push(finding(
-                    "cidr-overlap",
+                    Inputs::CidrOverlap,
                     input,
                     &this.file,
                     this.line,
@@ -261,7 +265,7 @@ fn overlaps(settings: &CustomerSettings, ranges: &[CustomerRange], reports: &mut
 }
 
 fn finding(
-    rule: &str,
+    rule: Inputs,
     item: &str,
     file: &str,
     line: usize,
@@ -269,7 +273,7 @@ fn finding(
     message: String,
 ) -> Finding {
     Finding {
-        rule: rule.to_string(),
+        rule: rule.into(),
         item: item.to_string(),
         file: file.to_string(),
         line,
@@ -310,7 +314,7 @@ pub fn stray_files(root: &Path, stacks: &[String]) -> Vec<CustomerReport> {
                 stacks.join(", ")
             );
             let f = finding(
-                "inputs-for-no-stack",
+                Inputs::InputsForNoStack,
                 stack,
                 &rel,
                 0,
@@ -332,7 +336,7 @@ pub fn stray_files(root: &Path, stacks: &[String]) -> Vec<CustomerReport> {
 fn read_values(path: &Path, file: &str) -> Result<Vec<InputValue>, Finding> {
     let unreadable = |line: usize, message: String| {
         finding(
-            "inputs-unreadable",
+            Inputs::InputsUnreadable,
             "",
             file,
             line,
@@ -363,7 +367,7 @@ fn check_values(
         .partition(|v| customers::is_placeholder(&v.value));
     for value in &placeholders {
         out.push(finding(
-            "placeholder-not-filled",
+            Inputs::PlaceholderNotFilled,
             &value.name,
             file,
             value.line,
@@ -388,7 +392,7 @@ fn check_values(
         let name = variable.name.as_str();
         if !set.contains_key(name) && !placeholders.iter().any(|p| p.name == name) {
             out.push(finding(
-                "missing-input",
+                Inputs::MissingInput,
                 &variable.name,
                 file,
                 0,
@@ -417,7 +421,7 @@ fn unknown_input(
         None => String::new(),
     };
     finding(
-        "unknown-input",
+        Inputs::UnknownInput,
         &value.name,
         file,
         value.line,
@@ -441,7 +445,7 @@ fn check_value(
     let name = &variable.name;
     if value.value.is_null() && !variable.nullable {
         out.push(finding(
-            "type-mismatch",
+            Inputs::TypeMismatch,
             name,
             file,
             value.line,
@@ -450,7 +454,7 @@ fn check_value(
         ));
     } else if let Err(why) = variable.type_expr.check(&value.value) {
         out.push(finding(
-            "type-mismatch",
+            Inputs::TypeMismatch,
             name,
             file,
             value.line,
@@ -463,7 +467,7 @@ fn check_value(
     }
     let replacement = module.renamed_to(name).map(|v| v.name.clone());
     if let Some(new) = replacement.as_deref().filter(|new| set.contains_key(new)) {
-        out.push(finding("alias-and-input-both-set", name, file, value.line, Severity::Error,
+        out.push(finding(Inputs::AliasAndInputBothSet, name, file, value.line, Severity::Error,
             format!("deprecated input `{name}` and its replacement `{new}` are both set; set only `{new}`")));
         return;
     }
@@ -473,7 +477,7 @@ fn check_value(
         .map_or("the next major release".to_string(), |v| format!("`{v}`"));
     let instead = replacement.map_or(String::new(), |new| format!("; set `{new}` instead"));
     out.push(finding(
-        "deprecated-input",
+        Inputs::DeprecatedInput,
         name,
         file,
         value.line,
@@ -517,7 +521,7 @@ fn validations(
             match tfvars::validation_verdict(module, validation, &inputs) {
                 Verdict::Holds => {}
                 Verdict::Fails => out.push(finding(
-                    "validation-failed",
+                    Inputs::ValidationFailed,
                     name,
                     file,
                     line,

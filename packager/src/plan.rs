@@ -8,6 +8,7 @@
 
 use semver::Version;
 use stackpack_schema::bundle::FileEntry;
+use stackpack_schema::rules::InterfaceChanges;
 use stackpack_schema::version::{self, branch_slug, Bump, Channel};
 
 use crate::check::{self, Finding, RuleConfig};
@@ -52,6 +53,10 @@ pub struct StackPlan {
     pub required_bump: Bump,
     /// What the interface checker found since the last stable release.
     pub findings: Vec<Finding>,
+    /// The same findings as the bundle config records them, with the release they
+    /// were compared with; `None` when nothing was compared (no stable release, or
+    /// the stack did not change).
+    pub changes: Option<InterfaceChanges>,
     /// The customers this release may break (`publish --allow-breaking`), recorded in
     /// the bundle config; empty unless publish checked them.
     pub allowed_breaking: Vec<String>,
@@ -213,9 +218,9 @@ impl Planning<'_> {
             None => None,
         };
         let (changed, reason) = self.changed(stack, previous.as_ref(), &entries);
-        let (required_bump, findings) = match (&last_stable, changed) {
+        let (required_bump, findings, changes) = match (&last_stable, changed) {
             (Some(last), true) => required_bump(repo, releases, stack, last, &self.rules)?,
-            _ => (Bump::Patch, Vec::new()),
+            _ => (Bump::Patch, Vec::new(), None),
         };
         if let Some(requested) = options.bump {
             if changed && requested < required_bump {
@@ -250,6 +255,7 @@ impl Planning<'_> {
             bump,
             required_bump,
             findings,
+            changes,
             allowed_breaking: Vec::new(),
             witness: None,
             module_versions: Vec::new(),
@@ -389,16 +395,17 @@ fn describe_changes(stack: &Stack, paths: Vec<String>) -> String {
     }
 }
 
-/// What the interface changes since `last` (a stable release) require.
+/// What the interface changes since `last` (a stable release) require, the findings
+/// behind it, and those findings as the bundle config records them.
 fn required_bump(
     repo: &Repository,
     releases: &dyn ReleaseSource,
     stack: &Stack,
     last: &Version,
     rules: &RuleConfig,
-) -> Result<(Bump, Vec<Finding>)> {
+) -> Result<(Bump, Vec<Finding>, Option<InterfaceChanges>)> {
     let Some(release) = releases.release(&stack.name, last)? else {
-        return Ok((Bump::Patch, Vec::new()));
+        return Ok((Bump::Patch, Vec::new(), None));
     };
     let commit = release.config.source.commit.trim_end_matches("-dirty");
     if repo.git.resolve(commit).is_none() {
@@ -417,7 +424,15 @@ fn required_bump(
             ))
             .at(&stack.path)
         })?;
-    Ok((report.bump, report.findings))
+    let changes = InterfaceChanges {
+        since: last.clone(),
+        findings: report
+            .findings
+            .iter()
+            .filter_map(Finding::recorded)
+            .collect(),
+    };
+    Ok((report.bump, report.findings, Some(changes)))
 }
 
 fn refuse_bump(stack: &Stack, required: Bump, requested: Bump, findings: &[Finding]) -> Error {

@@ -2,6 +2,7 @@
 //! RFC 3339 UTC, digests whole.
 
 use serde::{Deserialize, Serialize};
+use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use utoipa::ToSchema;
 
 /// Where a release was built from.
@@ -71,9 +72,11 @@ pub struct Deployment {
     /// The bundle manifest's digest.
     pub digest: String,
     /// `apply`, `rollback`, `drift`, `destroy` or `plan`.
-    pub kind: String,
+    #[schema(value_type = String)]
+    pub kind: ReceiptKind,
     /// `succeeded`, `failed`, `drifted` or `no-changes`.
-    pub outcome: String,
+    #[schema(value_type = String)]
+    pub outcome: Outcome,
     pub started_at: String,
     pub finished_at: String,
     /// Key id of the runner installation that signed the receipt.
@@ -178,8 +181,12 @@ pub struct InstallationKey {
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Attempt {
-    pub kind: String,
-    pub outcome: String,
+    /// `apply`, `rollback` or `destroy`.
+    #[schema(value_type = String)]
+    pub kind: ReceiptKind,
+    /// `succeeded`, `failed`, `drifted` or `no-changes`.
+    #[schema(value_type = String)]
+    pub outcome: Outcome,
     pub version: String,
     pub finished_at: String,
     pub receipt_id: String,

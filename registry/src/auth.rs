@@ -17,7 +17,8 @@ use subtle::ConstantTimeEq;
 use crate::db::{self, Db};
 use crate::error::{Code, Error};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Push and pull.
     Publisher,
@@ -42,15 +43,29 @@ impl Role {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Role> {
-        Some(match s {
-            "publisher" => Role::Publisher,
-            "reader" => Role::Reader,
-            "support" => Role::Support,
-            "customer" => Role::Customer,
-            "admin" => Role::Admin,
-            _ => return None,
-        })
+    pub const ALL: [Role; 5] = [
+        Role::Publisher,
+        Role::Reader,
+        Role::Support,
+        Role::Customer,
+        Role::Admin,
+    ];
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Role::ALL
+            .into_iter()
+            .find(|role| role.as_str() == text)
+            .ok_or_else(|| format!("`{text}` is not a role"))
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -171,7 +186,7 @@ pub fn authenticate_hash(
             if use_is_due(row.last_used.as_deref()) {
                 note_use(&row.id);
             }
-            principal(row)
+            Ok(principal(row))
         }
         _ => Err(Error::new(Code::Unauthorized, "the token is not valid")),
     }
@@ -209,17 +224,11 @@ fn use_is_due(last_used: Option<&str>) -> bool {
     now - i128::from(last_ns) >= i128::from(db::tokens::LAST_USED_SECS) * 1_000_000_000
 }
 
-fn principal(row: db::tokens::TokenRow) -> Result<Principal, Error> {
-    match Role::parse(&row.role) {
-        Some(role) => Ok(Principal::Token {
-            id: row.id,
-            role,
-            customer: row.customer,
-        }),
-        None => Err(Error::internal(format!(
-            "token `{}` has an unknown role",
-            row.id
-        ))),
+fn principal(row: db::tokens::TokenRow) -> Principal {
+    Principal::Token {
+        id: row.id,
+        role: row.role,
+        customer: row.customer,
     }
 }
 

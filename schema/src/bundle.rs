@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
 use crate::interface::Interface;
+use crate::rules::InterfaceChanges;
 
 /// Version of the config document's own format, for bundles whose files all travel
 /// in the stack layer. Bundles built before file layers existed have it, and a bundle
@@ -57,6 +58,25 @@ pub struct BundleConfig {
     /// with each customer's inputs, this one planned on top. Absent when it did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness: Option<WitnessSummary>,
+    /// What the interface checker found since the last stable release, as the
+    /// packager decided the version. Absent when the build had no stable release to
+    /// compare with, and in bundles built before it was recorded.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "changes_if_readable"
+    )]
+    pub changes: Option<InterfaceChanges>,
+}
+
+/// Reads `changes`, or `None` when it names a rule this build does not know: a
+/// runner must still read a bundle from a newer packager, and the changes are a
+/// record for people, not something a deployment needs.
+fn changes_if_readable<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<InterfaceChanges>, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
+    Ok(value.and_then(|value| serde_json::from_value(value).ok()))
 }
 
 /// The outcome witness's summary, so that support and customers see what an upgrade
@@ -147,10 +167,47 @@ pub struct Source {
 pub struct Engine {
     /// `terraform`, `tofu`, or absent when either works.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub name: Option<EngineName>,
     /// The `required_version` constraint, if the stack declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version_constraint: Option<String>,
+}
+
+/// Which program runs a stack: Terraform or OpenTofu, by the name of its command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineName {
+    Terraform,
+    Tofu,
+}
+
+impl EngineName {
+    pub const ALL: [EngineName; 2] = [EngineName::Terraform, EngineName::Tofu];
+
+    /// The command's name, as in configs and receipts: `terraform` or `tofu`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineName::Terraform => "terraform",
+            EngineName::Tofu => "tofu",
+        }
+    }
+}
+
+impl std::fmt::Display for EngineName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for EngineName {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        EngineName::ALL
+            .into_iter()
+            .find(|engine| engine.as_str() == name)
+            .ok_or_else(|| format!("`{name}` is not an engine: `terraform` or `tofu`"))
+    }
 }
 
 /// A vendored local module.

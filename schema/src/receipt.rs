@@ -91,6 +91,19 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Succeeded,
+        Outcome::Failed,
+        Outcome::Drifted,
+        Outcome::NoChanges,
+    ];
+
+    /// True when what was asked for is in place: it succeeded, or there was nothing
+    /// to change.
+    pub fn in_place(self) -> bool {
+        matches!(self, Outcome::Succeeded | Outcome::NoChanges)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Succeeded => "succeeded",
@@ -98,6 +111,17 @@ impl Outcome {
             Outcome::Drifted => "drifted",
             Outcome::NoChanges => "no-changes",
         }
+    }
+}
+
+impl std::str::FromStr for Outcome {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Outcome::ALL
+            .into_iter()
+            .find(|outcome| outcome.as_str() == text)
+            .ok_or_else(|| format!("`{text}` is not an outcome"))
     }
 }
 
@@ -111,8 +135,7 @@ impl fmt::Display for Outcome {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EngineRun {
-    /// `terraform` or `tofu`.
-    pub name: String,
+    pub name: crate::bundle::EngineName,
     pub version: String,
 }
 
@@ -258,7 +281,7 @@ mod tests {
             bundle_digest: Digest::of(b"manifest"),
             inputs_hash: Digest::of(b"inputs"),
             engine: EngineRun {
-                name: "tofu".into(),
+                name: crate::bundle::EngineName::Tofu,
                 version: "1.8.0".into(),
             },
             plan: PlanSummary {

@@ -16,7 +16,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
     let config = Config {
         customer: args.customer.clone(),
         engine: EngineConfig {
-            name: args.engine.clone(),
+            name: args.engine,
             path: args.engine_path.clone(),
         },
         work: args.work.clone(),

@@ -8,6 +8,7 @@ use stackpack_bundle::verify::{self, Trust};
 use stackpack_runner::home::Home;
 use stackpack_runner::ledger::Ledger;
 use stackpack_runner::Result;
+use stackpack_schema::receipt::ReceiptKind;
 use stackpack_schema::signature::PublicKey;
 use stackpack_terminal::ExitStatus;
 
@@ -30,7 +31,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
             .since(&deployment.stack)?
             .unwrap_or(deployment.applied_at.clone());
         let drift = ledger
-            .last_receipt(&deployment.stack, "drift")?
+            .last_receipt(&deployment.stack, ReceiptKind::Drift)?
             .filter(|d| {
                 stackpack_runner::receipts::at_or_after(
                     &d.receipt.finished_at,

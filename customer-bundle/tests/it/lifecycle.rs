@@ -152,7 +152,10 @@ fn an_apply_needs_yes_and_signs_a_receipt_without_input_values(
     let receipt: SignedReceipt = serde_json::from_value(applied["receipt"].clone()).unwrap();
     receipt.verify_integrity().unwrap();
     assert_eq!(receipt.receipt.customer, "globex");
-    assert_eq!(receipt.receipt.engine.name, "terraform");
+    assert_eq!(
+        receipt.receipt.engine.name,
+        stackpack_schema::bundle::EngineName::Terraform
+    );
     assert!(
         !receipt.receipt.engine.version.is_empty() && receipt.receipt.engine.version != "unknown"
     );

@@ -6,7 +6,10 @@
 use std::fmt;
 
 use serde::Serialize;
+use stackpack_schema::rules::InterfaceFinding;
 use stackpack_schema::version::Bump;
+
+use super::rule_id::RuleId;
 
 /// How loud a finding is. Interface findings are `info`: their weight is their bump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -21,8 +24,8 @@ pub enum Severity {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
-    /// The rule's id, such as `default-changed` or `no-secret-literals`.
-    pub rule: String,
+    /// The rule, such as `default-changed` or `no-secret-literals`.
+    pub rule: RuleId,
     /// What it is about: an input, an output, a resource kind, a provider.
     pub item: String,
     /// Repository-relative path.
@@ -37,6 +40,22 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// The finding as a bundle config records it, when it is one of the interface
+    /// table's: the support page shows these as the packager decided them.
+    pub fn recorded(&self) -> Option<InterfaceFinding> {
+        let RuleId::Interface(rule) = self.rule else {
+            return None;
+        };
+        Some(InterfaceFinding {
+            rule,
+            item: self.item.clone(),
+            file: self.file.clone(),
+            line: self.line,
+            bump: self.bump?,
+            message: self.message.clone(),
+        })
+    }
+
     /// `file:line`.
     pub fn location(&self) -> String {
         if self.line == 0 {
@@ -73,7 +92,7 @@ pub(crate) fn escape_property(s: &str) -> String {
 pub fn github_annotation(finding: &Finding, level: &str) -> String {
     let title = match finding.bump {
         Some(b) => format!("{} ({b})", finding.rule),
-        None => finding.rule.clone(),
+        None => finding.rule.to_string(),
     };
     let mut props = format!("file={}", escape_property(&finding.file));
     if finding.line > 0 {
@@ -121,7 +140,7 @@ pub fn findings_table(findings: &[Finding]) -> String {
         rows.push(vec![
             f.bump
                 .map_or_else(|| f.severity.to_string(), |b| b.to_string()),
-            f.rule.clone(),
+            f.rule.to_string(),
             f.location(),
             f.message.clone(),
         ]);
@@ -136,7 +155,7 @@ mod tests {
     #[test]
     fn annotations_escape_their_fields() {
         let f = Finding {
-            rule: "default-changed".into(),
+            rule: stackpack_schema::rules::Rule::DefaultChanged.into(),
             item: "x".into(),
             file: "modules/a,b/variables.tf".into(),
             line: 3,

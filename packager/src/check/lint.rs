@@ -32,19 +32,10 @@ use hcl_edit::Span;
 use stackpack_interface::constraint::{self, Constraint, SetChange};
 use stackpack_interface::{DefaultValue, ModuleInterface, Variable};
 
-use super::tree::join;
-use super::{Cache, CheckError, Finding, RuleConfig, Severity};
+use stackpack_schema::bundle::EngineName;
 
-pub const LINT_RULES: &[&str] = &[
-    "no-environment-names",
-    "no-secret-literals",
-    "sensitive-input-default",
-    "input-type-missing",
-    "input-description-missing",
-    "ignore-without-reason",
-    "controller-owned-field",
-    "sensitive-input-not-ephemeral",
-];
+use super::tree::join;
+use super::{Cache, CheckError, Finding, Lint, RuleConfig, Severity};
 
 /// What the lints need to know about the repository.
 #[derive(Clone, Debug, Default)]
@@ -82,14 +73,14 @@ impl LintOptions {
 }
 
 fn lint_finding(
-    rule: &str,
+    rule: Lint,
     item: impl Into<String>,
     file: &str,
     line: usize,
     message: String,
 ) -> Finding {
     Finding {
-        rule: rule.to_string(),
+        rule: rule.into(),
         item: item.into(),
         file: file.to_string(),
         line,
@@ -142,7 +133,7 @@ pub fn lint_with(
             .contains(dir)
             .then(|| stack_engine(repo_root, dir))
             .flatten();
-        could_be_ephemeral(dir, &module, engine.as_deref(), &texts, &mut findings);
+        could_be_ephemeral(dir, &module, engine, &texts, &mut findings);
     }
     let mut kept = options.rules.apply(apply_ignores(&texts, findings));
     kept.sort_by(|a, b| (&a.file, a.line, &a.rule).cmp(&(&b.file, b.line, &b.rule)));
@@ -230,12 +221,12 @@ fn read_text(path: &Path) -> Option<String> {
 fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
     let file = join(dir, &var.location.file);
     let line = var.location.line;
-    let mut add = |rule: &str, message: String| {
+    let mut add = |rule: Lint, message: String| {
         findings.push(lint_finding(rule, &var.name, &file, line, message));
     };
     if var.sensitive && matches!(&var.default, DefaultValue::Value(v) if !v.is_null()) {
         add(
-            "sensitive-input-default",
+            Lint::SensitiveInputDefault,
             format!(
                 "sensitive input `{}` has a default: a secret would be packed into every bundle",
                 var.name
@@ -244,7 +235,7 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
     }
     if !var.type_declared {
         add(
-            "input-type-missing",
+            Lint::InputTypeMissing,
             format!("input `{}` has no `type`", var.name),
         );
     }
@@ -254,7 +245,7 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
         .is_none_or(|d| d.trim().is_empty())
     {
         add(
-            "input-description-missing",
+            Lint::InputDescriptionMissing,
             format!("input `{}` has no `description`", var.name),
         );
     }
@@ -262,7 +253,7 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
         if let DefaultValue::Value(serde_json::Value::String(s)) = &var.default {
             if looks_like_value(s) {
                 add(
-                    "no-secret-literals",
+                    Lint::NoSecretLiterals,
                     format!(
                         "input `{}` has a literal default that looks like a secret",
                         var.name
@@ -352,7 +343,7 @@ fn controller_owned_fields(rel: &str, text: &str, out: &mut Vec<Finding>) {
             out.push(Finding {
                 severity: Severity::Warning,
                 ..lint_finding(
-                    "controller-owned-field",
+                    Lint::ControllerOwnedField,
                     format!("{address}.{dotted}"),
                     rel,
                     lines.of(line),
@@ -459,20 +450,20 @@ fn ignore_changes(body: &Body) -> Vec<Vec<String>> {
 }
 
 /// `engine` in a stack's `stack.toml`, when it names one.
-fn stack_engine(repo_root: &Path, dir: &str) -> Option<String> {
+fn stack_engine(repo_root: &Path, dir: &str) -> Option<EngineName> {
     let text = std::fs::read_to_string(repo_root.join(dir).join("stack.toml")).ok()?;
     let table: toml::Table = text.parse().ok()?;
-    table.get("engine")?.as_str().map(str::to_string)
+    table.get("engine")?.as_str()?.parse().ok()
 }
 
 /// Whether every version `required_version` allows supports ephemeral inputs, on the
 /// engine the stack names, or on both when it names none (OpenTofu's numbers overlap
 /// Terraform's, and it gained them later).
-fn engine_supports_ephemeral(required: &str, engine: Option<&str>) -> bool {
+fn engine_supports_ephemeral(required: &str, engine: Option<EngineName>) -> bool {
     let Some(required) = Constraint::parse(required) else {
         return false;
     };
-    let since = if engine == Some("terraform") {
+    let since = if engine == Some(EngineName::Terraform) {
         ">= 1.10.0"
     } else {
         ">= 1.11.0"
@@ -487,7 +478,7 @@ fn engine_supports_ephemeral(required: &str, engine: Option<&str>) -> bool {
 fn could_be_ephemeral(
     dir: &str,
     module: &ModuleInterface,
-    engine: Option<&str>,
+    engine: Option<EngineName>,
     texts: &BTreeMap<String, String>,
     out: &mut Vec<Finding>,
 ) {
@@ -512,9 +503,9 @@ fn could_be_ephemeral(
         .filter_map(|(_, text)| hcl_edit::parser::parse_body(text).ok())
         .collect();
     let engine_name = match engine {
-        Some("terraform") => "Terraform >= 1.10",
-        Some("tofu") => "OpenTofu >= 1.11",
-        _ => "Terraform >= 1.10 and OpenTofu >= 1.11",
+        Some(EngineName::Terraform) => "Terraform >= 1.10",
+        Some(EngineName::Tofu) => "OpenTofu >= 1.11",
+        None => "Terraform >= 1.10 and OpenTofu >= 1.11",
     };
     for var in candidates {
         let only_ephemeral_uses = bodies.iter().all(|body| {
@@ -530,7 +521,7 @@ fn could_be_ephemeral(
         out.push(Finding {
             severity: Severity::Warning,
             ..lint_finding(
-                "sensitive-input-not-ephemeral",
+                Lint::SensitiveInputNotEphemeral,
                 &var.name,
                 &join(dir, &var.location.file),
                 var.location.line,
@@ -562,7 +553,7 @@ fn apply_ignores(texts: &BTreeMap<String, String>, findings: Vec<Finding>) -> Ve
         let found = parse_ignores(text);
         for i in found.iter().filter(|i| i.reason.is_none()) {
             kept.push(lint_finding(
-                "ignore-without-reason",
+                Lint::IgnoreWithoutReason,
                 &i.rule,
                 rel,
                 i.line,
@@ -577,7 +568,9 @@ fn apply_ignores(texts: &BTreeMap<String, String>, findings: Vec<Finding>) -> Ve
     for f in findings {
         let ignored = ignores.get(f.file.as_str()).is_some_and(|list| {
             list.iter().any(|i| {
-                i.reason.is_some() && i.rule == f.rule && (i.line == f.line || i.line + 1 == f.line)
+                i.reason.is_some()
+                    && i.rule == f.rule.id()
+                    && (i.line == f.line || i.line + 1 == f.line)
             })
         });
         if !ignored {
@@ -719,7 +712,7 @@ fn environment_names(rel: &str, text: &str, names: &[(String, &str)], out: &mut 
             });
             if found {
                 out.push(lint_finding(
-                    "no-environment-names",
+                    Lint::NoEnvironmentNames,
                     name.clone(),
                     rel,
                     i + 1,
@@ -832,7 +825,7 @@ fn secrets(rel: &str, text: &str, out: &mut Vec<Finding>) {
     for (i, line) in text.lines().enumerate() {
         if let Some(what) = secret_in(line) {
             out.push(lint_finding(
-                "no-secret-literals",
+                Lint::NoSecretLiterals,
                 what,
                 rel,
                 i + 1,
@@ -976,14 +969,23 @@ mod tests {
 
     #[test]
     fn ephemeral_needs_an_engine_that_has_it() {
-        assert!(engine_supports_ephemeral(">= 1.10", Some("terraform")));
-        assert!(!engine_supports_ephemeral(">= 1.10", Some("tofu")));
+        assert!(engine_supports_ephemeral(
+            ">= 1.10",
+            Some(EngineName::Terraform)
+        ));
+        assert!(!engine_supports_ephemeral(
+            ">= 1.10",
+            Some(EngineName::Tofu)
+        ));
         assert!(!engine_supports_ephemeral(">= 1.10", None));
         assert!(engine_supports_ephemeral("~> 1.11", None));
-        assert!(!engine_supports_ephemeral(">= 1.5.0", Some("terraform")));
+        assert!(!engine_supports_ephemeral(
+            ">= 1.5.0",
+            Some(EngineName::Terraform)
+        ));
         assert!(!engine_supports_ephemeral(
             ">= 1.10, != 1.9.0",
-            Some("tofu")
+            Some(EngineName::Tofu)
         ));
     }
 

@@ -10,18 +10,20 @@ mod diff;
 pub(crate) mod finding;
 pub mod lint;
 pub mod render;
+mod rule_id;
 pub mod tree;
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde::Serialize;
 use stackpack_schema::version::Bump;
 
-pub use diff::{default_bump, Rule};
 pub use finding::{Finding, Severity};
-pub use lint::{lint, lint_with, LintOptions, LINT_RULES};
+pub use lint::{lint, lint_with, LintOptions};
+pub use rule_id::{Broken, Inputs, Lint, Rule, RuleId};
 pub use tree::{Cache, Tree};
 
 use crate::git::Git;
@@ -69,7 +71,7 @@ impl FromStr for Level {
 /// Rule levels per repository. Rules not named keep their defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RuleConfig {
-    pub levels: BTreeMap<String, Level>,
+    pub levels: BTreeMap<RuleId, Level>,
 }
 
 impl RuleConfig {
@@ -84,33 +86,34 @@ impl RuleConfig {
                 ));
             };
             let level: Level = text.parse().map_err(|e| format!("rule `{rule}`: {e}"))?;
-            let interface = default_bump(rule).is_some();
-            let is_lint = LINT_RULES.contains(&rule.as_str());
-            match (interface, is_lint, level) {
-                (false, false, _) => {
+            let id = match RuleId::from_id(rule) {
+                Some(id @ (RuleId::Interface(_) | RuleId::Lint(_))) => id,
+                _ => {
                     return Err(format!(
                         "`{rule}` is not a rule (see `stackpack check --help` for the list)"
                     ))
                 }
-                (true, _, Level::Error | Level::Warn) => {
+            };
+            match (id, level) {
+                (RuleId::Interface(_), Level::Error | Level::Warn) => {
                     return Err(format!(
                         "rule `{rule}` takes `major`, `minor`, `patch` or `off`, not `{text}`"
                     ))
                 }
-                (_, true, Level::Major | Level::Minor | Level::Patch) => {
+                (RuleId::Lint(_), Level::Major | Level::Minor | Level::Patch) => {
                     return Err(format!(
                         "lint `{rule}` takes `error`, `warn` or `off`, not `{text}`"
                     ))
                 }
                 _ => {}
             }
-            levels.insert(rule.clone(), level);
+            levels.insert(id, level);
         }
         Ok(RuleConfig { levels })
     }
 
-    pub fn level(&self, rule: &str) -> Option<Level> {
-        self.levels.get(rule).copied()
+    pub fn level(&self, rule: RuleId) -> Option<Level> {
+        self.levels.get(&rule).copied()
     }
 
     /// Applies the levels: drops rules turned off, sets configured bumps and severities.
@@ -118,7 +121,7 @@ impl RuleConfig {
         findings
             .into_iter()
             .filter_map(|mut f| {
-                match self.level(&f.rule) {
+                match self.level(f.rule) {
                     Some(Level::Off) => return None,
                     Some(Level::Major) => f.bump = Some(Bump::Major),
                     Some(Level::Minor) => f.bump = Some(Bump::Minor),
@@ -294,7 +297,7 @@ fn judge_unread(
     if report
         .findings
         .iter()
-        .any(|f| f.rule == diff::ERROR_RULES[0])
+        .any(|f| f.rule == RuleId::Broken(Broken::UnreadableFile))
     {
         // What the unread file declares is missing from the comparison: any bump
         // found without it would be a guess.
@@ -432,13 +435,30 @@ pub fn required_bump_with(
     }
 }
 
+/// What a checked folder is: a stack (deployed, versioned as a bundle) or a module
+/// (a building block, versioned as a module package).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnitKind {
+    Stack,
+    Module,
+}
+
+impl fmt::Display for UnitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            UnitKind::Stack => "stack",
+            UnitKind::Module => "module",
+        })
+    }
+}
+
 /// One folder to check, and the commit to compare it with (`None`: never released).
 #[derive(Clone, Debug)]
 pub struct Unit {
     /// Repository-relative folder.
     pub path: String,
-    /// `stack` or `module`.
-    pub kind: String,
+    pub kind: UnitKind,
     pub against: Option<String>,
 }
 
@@ -484,7 +504,7 @@ pub fn check_units_with(
             .any(|f| f.severity == Severity::Error);
         out.push(render::UnitReport {
             path: unit.path.clone(),
-            kind: unit.kind.clone(),
+            kind: unit.kind,
             required: report.bump,
             requested,
             refused: broken || requested.is_some_and(|r| r < report.bump),

@@ -32,8 +32,7 @@ pub struct CheckOutput {
 pub struct UnitReport {
     /// Repository-relative folder.
     pub path: String,
-    /// `stack` or `module`.
-    pub kind: String,
+    pub kind: super::UnitKind,
     pub required: Bump,
     /// The bump asked for with `--bump`, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,15 +132,15 @@ fn annotations(output: &CheckOutput) -> String {
 
 /// The stacks and modules a PR view groups findings by: every checked unit, then every
 /// stack that has customers, in order, each once.
-fn sections(output: &CheckOutput) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = output
+fn sections(output: &CheckOutput) -> Vec<(super::UnitKind, String)> {
+    let mut out: Vec<(super::UnitKind, String)> = output
         .units
         .iter()
-        .map(|u| (u.kind.clone(), u.path.clone()))
+        .map(|u| (u.kind, u.path.clone()))
         .collect();
     for r in &output.customers {
         if !r.stack_path.is_empty() && !out.iter().any(|(_, p)| *p == r.stack_path) {
-            out.push(("stack".into(), r.stack_path.clone()));
+            out.push((super::UnitKind::Stack, r.stack_path.clone()));
         }
     }
     out
@@ -166,7 +165,7 @@ fn affected_of<'a>(output: &'a CheckOutput, path: &str) -> Vec<&'a str> {
 }
 
 /// One line per stack or module: the bump it needs, and whom it breaks.
-fn per_stack_line(output: &CheckOutput, kind: &str, path: &str) -> (bool, String) {
+fn per_stack_line(output: &CheckOutput, kind: super::UnitKind, path: &str) -> (bool, String) {
     let unit = output.units.iter().find(|u| u.path == path);
     let mut text = match unit {
         Some(u) => format!("{kind} `{path}` needs a {} release", u.required),
@@ -205,7 +204,7 @@ fn per_stack_line(output: &CheckOutput, kind: &str, path: &str) -> (bool, String
 pub fn github(output: &CheckOutput) -> String {
     let mut out = String::new();
     for (kind, path) in sections(output) {
-        let (failed, text) = per_stack_line(output, &kind, &path);
+        let (failed, text) = per_stack_line(output, kind, &path);
         let level = if failed { "error" } else { "notice" };
         out.push_str(&format!(
             "::{level} title={}::{}\n",
@@ -249,7 +248,7 @@ pub fn step_summary(output: &CheckOutput) -> String {
         out.push_str("No stack or module changed.\n");
     }
     for (kind, path) in &sections {
-        let (failed, text) = per_stack_line(output, kind, path);
+        let (failed, text) = per_stack_line(output, *kind, path);
         out.push_str(&format!(
             "#### {} {}\n\n",
             if failed { "❌" } else { "✅" },
@@ -333,7 +332,7 @@ pub fn human(output: &CheckOutput) -> String {
     ]];
     for unit in &output.units {
         rows.push(vec![
-            unit.kind.clone(),
+            unit.kind.to_string(),
             unit.path.clone(),
             unit.required_text(),
             match (unit.requested, unit.refused) {
@@ -378,10 +377,11 @@ pub fn human(output: &CheckOutput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::Rule;
 
     #[test]
     fn refusals_name_every_finding_that_needs_more() {
-        let finding = |rule: &str, bump| Finding {
+        let finding = |rule: Rule, bump| Finding {
             rule: rule.into(),
             item: "x".into(),
             file: "stacks/a/variables.tf".into(),
@@ -395,8 +395,8 @@ mod tests {
             Bump::Major,
             Some(Bump::Minor),
             &[
-                finding("output-added", Bump::Minor),
-                finding("default-changed", Bump::Major),
+                finding(Rule::OutputAdded, Bump::Minor),
+                finding(Rule::DefaultChanged, Bump::Major),
             ],
         );
         assert_eq!(
@@ -411,7 +411,7 @@ mod tests {
     #[test]
     fn a_stack_whose_files_the_engine_refuses_is_not_blamed_on_a_bump_nobody_asked_for() {
         let unreadable = Finding {
-            rule: "unreadable-file".into(),
+            rule: crate::check::Broken::UnreadableFile.into(),
             item: "main.tf".into(),
             file: "stacks/a/main.tf".into(),
             line: 7,

@@ -15,7 +15,9 @@ use stackpack_terminal::ExitStatus;
 use std::path::{Path, PathBuf};
 
 use stackpack_packager::check::render::{self, CheckOutput};
-use stackpack_packager::check::{self, lint_with, Cache, LintOptions, RuleConfig, Severity, Unit};
+use stackpack_packager::check::{
+    self, lint_with, Cache, LintOptions, RuleConfig, Severity, Unit, UnitKind,
+};
 use stackpack_packager::config::RepoConfig;
 use stackpack_packager::discover::expand_globs;
 use stackpack_packager::impact::{self, CustomerReport, StackTarget};
@@ -347,7 +349,7 @@ fn units_since_last_release(
         if changed {
             units.push(Unit {
                 path: stack.clone(),
-                kind: "stack".into(),
+                kind: UnitKind::Stack,
                 against: commit,
             });
         }
@@ -368,13 +370,13 @@ fn units_since_commit(
     let mut units = Vec::new();
     let all = stacks
         .iter()
-        .map(|s| (s, "stack"))
-        .chain(modules.iter().map(|m| (m, "module")));
+        .map(|s| (s, UnitKind::Stack))
+        .chain(modules.iter().map(|m| (m, UnitKind::Module)));
     for (path, kind) in all.filter(|(path, _)| selected(args, path)) {
         if args.paths.contains(path) || check::unit_changed_with(root, path, &changed, cache)? {
             units.push(Unit {
                 path: path.clone(),
-                kind: kind.into(),
+                kind,
                 against: Some(commit.to_string()),
             });
         }
@@ -408,7 +410,7 @@ fn witness(
 ) -> Result<Vec<StackWitness>> {
     let prepared = Witness::prepare(root, config)?;
     let mut jobs = Vec::new();
-    for report in reports.iter().filter(|r| r.kind == "stack") {
+    for report in reports.iter().filter(|r| r.kind == UnitKind::Stack) {
         let name = stack_name(root, &report.path);
         let release = match last_stable_version(releases, root, &report.path)? {
             Some(version) => releases.release(&name, &version)?,

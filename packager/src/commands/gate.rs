@@ -2,7 +2,7 @@
 //! error-level lint, and (for `publish`) a release that would break a customer
 //! whom `--allow-breaking` does not name.
 
-use stackpack_packager::check::{lint, LintOptions, RuleConfig, Severity};
+use stackpack_packager::check::{lint, Inputs, LintOptions, RuleConfig, RuleId, Severity};
 use stackpack_packager::discover::expand_globs;
 use stackpack_packager::impact::{self, StackTarget};
 use stackpack_packager::plan::Plan;
@@ -83,9 +83,9 @@ pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> Resu
     });
     for f in reports.iter().flat_map(|r| &r.findings) {
         let line = format!("`{}`: {}", f.location(), f.message);
-        match (f.severity, f.rule.as_str()) {
+        match (f.severity, f.rule) {
             (Severity::Error, _) => {}
-            (_, "deprecated-input") => output::warning(&line),
+            (_, RuleId::Inputs(Inputs::DeprecatedInput)) => output::warning(&line),
             _ => output::detail(&line),
         }
     }

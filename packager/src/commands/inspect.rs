@@ -147,7 +147,10 @@ fn print_bundle(bundle: &VerifiedBundle, trust: &Trust) {
     println!("created  {}", config.created);
     println!(
         "engine   {} {}",
-        config.engine.name.as_deref().unwrap_or("terraform or tofu"),
+        config
+            .engine
+            .name
+            .map_or("terraform or tofu", |name| name.as_str()),
         config.engine.version_constraint.as_deref().unwrap_or("")
     );
     println!(

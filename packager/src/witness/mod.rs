@@ -34,16 +34,13 @@ pub use account::{Account, Target};
 use engine::{input_args, write_tree, Engine, Failed};
 use plan::{Action, Counts, ResourceChange};
 
-use crate::check::{Cache, Tree};
+use crate::check::{Cache, Rule, RuleId, Tree};
 use crate::config::RepoConfig;
 use crate::error::{Error, Result};
 use crate::releases::Release;
 
 /// Customers witnessed at once unless `[witness] parallel` says otherwise.
 pub const DEFAULT_PARALLEL: usize = 4;
-
-/// The interface rule that calls a new resource kind gated: creating one is minor.
-const GATED_RULE: &str = "resource-kind-added-gated";
 
 /// One stack to witness: its last stable release, and what the rules found.
 #[derive(Clone, Debug)]
@@ -63,7 +60,7 @@ impl StackJob {
     pub fn gated(findings: &[crate::check::Finding]) -> BTreeSet<String> {
         findings
             .iter()
-            .filter(|f| f.rule == GATED_RULE)
+            .filter(|f| f.rule == RuleId::Interface(Rule::ResourceKindAddedGated))
             .map(|f| f.item.clone())
             .collect()
     }

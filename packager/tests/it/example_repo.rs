@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use stackpack_packager::check::{
-    self, lint, required_bump, LintOptions, RuleConfig, Severity, Unit,
+    self, lint, required_bump, LintOptions, RuleConfig, Severity, Unit, UnitKind,
 };
 use stackpack_schema::version::Bump;
 
@@ -219,12 +219,12 @@ fn many_units_and_their_renderings() {
     let units = vec![
         Unit {
             path: "stacks/data-plane".into(),
-            kind: "stack".into(),
+            kind: UnitKind::Stack,
             against: Some(first.clone()),
         },
         Unit {
             path: "modules/cluster".into(),
-            kind: "module".into(),
+            kind: UnitKind::Module,
             against: Some(first.clone()),
         },
     ];

@@ -497,9 +497,10 @@ fn check_accepts_allow_breaking_naming_exactly_the_affected_for_a_major_bump_onl
         "{}",
         wrong.stderr
     );
+    // Two flags that contradict each other: the command line is wrong (exit 2).
     let minor = repo
         .run(&["check", "--allow-breaking", "umbrella", "--bump", "minor"])
-        .code(1);
+        .code(2);
     assert!(
         minor
             .stderr

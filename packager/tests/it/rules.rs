@@ -56,7 +56,7 @@ fn assert_case(case: Case) {
     let found = report
         .findings
         .iter()
-        .any(|f| f.rule == case.rule && f.item == case.item && f.location() == expected_at);
+        .any(|f| f.rule.id() == case.rule && f.item == case.item && f.location() == expected_at);
     assert!(
         found && report.bump == case.bump,
         "`{}`: expected `{}` at `{expected_at}` with bump {}, got bump {} and {:#?}",
@@ -617,7 +617,7 @@ fn a_stack_feels_the_defaults_of_the_modules_it_uses() {
     let rules: Vec<(&str, &str, String)> = report
         .findings
         .iter()
-        .map(|f| (f.rule.as_str(), f.item.as_str(), f.location()))
+        .map(|f| (f.rule.id(), f.item.as_str(), f.location()))
         .collect();
     // `size` is not set by the stack: its callers feel the change. `name` is set.
     assert_eq!(
@@ -660,7 +660,7 @@ fn summary(report: &CheckReport) -> Vec<(String, String, String)> {
     report
         .findings
         .iter()
-        .map(|f| (f.rule.clone(), f.item.clone(), f.location()))
+        .map(|f| (f.rule.to_string(), f.item.clone(), f.location()))
         .collect()
 }
 
@@ -820,7 +820,7 @@ fn only(report: &CheckReport, rule: &str) -> Vec<(String, String, Option<Bump>)>
     report
         .findings
         .iter()
-        .filter(|f| f.rule == rule)
+        .filter(|f| f.rule.id() == rule)
         .map(|f| (f.item.clone(), f.location(), f.bump))
         .collect()
 }
@@ -959,7 +959,7 @@ fn a_vendored_module_dropping_an_input_the_stack_passes_is_an_error_of_the_stack
         .findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
-        .map(|f| (f.rule.as_str(), f.item.as_str(), f.location(), f.bump))
+        .map(|f| (f.rule.id(), f.item.as_str(), f.location(), f.bump))
         .collect();
     assert_eq!(
         errors,
@@ -1251,7 +1251,7 @@ fn an_unreadable_file_is_an_error_when_it_changed_and_a_warning_when_it_did_not(
         .findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
-        .map(|f| (f.rule.as_str(), f.file.as_str(), f.bump))
+        .map(|f| (f.rule.id(), f.file.as_str(), f.bump))
         .collect();
     assert_eq!(
         errors,
@@ -1289,7 +1289,7 @@ fn a_minor_release_of_a_large_multi_file_module_with_submodules() {
     let found: Vec<(String, String, String, Option<Bump>)> = report
         .findings
         .iter()
-        .map(|f| (f.rule.clone(), f.item.clone(), f.location(), f.bump))
+        .map(|f| (f.rule.to_string(), f.item.clone(), f.location(), f.bump))
         .collect();
     let expected = [
         (

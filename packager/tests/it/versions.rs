@@ -311,3 +311,71 @@ fn interface_changes_choose_the_bump_and_a_smaller_requested_bump_is_refused() {
         pairs(&[("control-plane", "1.0.0"), ("data-plane", "1.0.0")])
     );
 }
+
+/// The bundle config `stack` was built with, in the layout of `repo`.
+fn built_config(
+    repo: &TestRepo,
+    report: &serde_json::Value,
+    stack: &str,
+) -> stackpack_schema::bundle::BundleConfig {
+    let blob = |digest: &str| {
+        std::fs::read(
+            repo.layout()
+                .join("blobs/sha256")
+                .join(digest.trim_start_matches("sha256:")),
+        )
+        .unwrap()
+    };
+    let entry = report["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stack"] == stack)
+        .unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&blob(entry["digest"].as_str().unwrap())).unwrap();
+    serde_json::from_slice(&blob(manifest["config"]["digest"].as_str().unwrap())).unwrap()
+}
+
+/// The support page shows what the packager decided, so the build records it in
+/// the signed config: each finding's rule, item, `file:line` and bump, and the
+/// release it compared with. A first release had nothing to compare with.
+#[test]
+fn a_built_bundle_records_the_interface_findings_its_version_was_decided_by() {
+    use stackpack_schema::rules::Rule;
+    use stackpack_schema::version::Bump;
+
+    let repo = TestRepo::new();
+    let first = repo.build(&[]);
+    assert_eq!(built_config(&repo, &first, "data-plane").changes, None);
+
+    let path = "stacks/data-plane/variables.tf";
+    let variables = std::fs::read_to_string(repo.dir.join(path)).unwrap();
+    repo.write(
+        path,
+        &variables.replace(
+            "default     = [\"a\", \"b\", \"c\"]",
+            "default     = [\"a\", \"b\"]",
+        ),
+    );
+    repo.commit("data-plane: two zones by default");
+    let report = repo.build(&[]);
+    assert_eq!(TestRepo::built(&report), pairs(&[("data-plane", "1.0.0")]));
+    let changes = built_config(&repo, &report, "data-plane")
+        .changes
+        .expect("the build records what it compared");
+    assert_eq!(changes.since, Version::new(0, 1, 0));
+    let [finding] = changes.findings.as_slice() else {
+        panic!("one finding: {:?}", changes.findings);
+    };
+    assert_eq!(finding.rule, Rule::DefaultChanged);
+    assert_eq!(finding.item, "availability_zones");
+    assert_eq!(finding.location(), format!("{path}:26"));
+    assert_eq!(finding.bump, Bump::Major);
+    assert!(
+        finding.message.contains(r#"`["a","b","c"]`"#)
+            && finding.message.contains(r#"`["a","b"]`"#),
+        "before and after: {}",
+        finding.message
+    );
+}

@@ -155,8 +155,8 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
                 d.finished_at.clone(),
                 d.stack.clone(),
                 d.version.clone(),
-                d.kind.clone(),
-                d.outcome.clone(),
+                d.kind.to_string(),
+                d.outcome.to_string(),
                 d.receipt_id.clone(),
             ]
         })

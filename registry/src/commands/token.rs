@@ -47,7 +47,7 @@ pub fn create(args: &TokenCreateArgs) -> Result<()> {
         .db
         .write(|tx| {
             let expires = expires_at.as_deref();
-            db::tokens::insert(tx, &id, &hash, args.role.as_str(), customer, &now, expires)?;
+            db::tokens::insert(tx, &id, &hash, args.role, customer, &now, expires)?;
             if let Some(customer) = customer {
                 db::ledger::upsert_customer(tx, customer, None, &now)?;
             }
@@ -111,7 +111,7 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
             let dash = || "-".to_string();
             vec![
                 t.id.clone(),
-                t.role.clone(),
+                t.role.to_string(),
                 t.customer.clone().unwrap_or_else(dash),
                 t.created.clone(),
                 t.expires_at.clone().unwrap_or_else(|| "never".into()),

@@ -6,6 +6,7 @@
 
 use rusqlite::types::ToSql;
 use rusqlite::{params_from_iter, Connection, Row};
+use stackpack_schema::receipt::ReceiptKind;
 
 use crate::api::{Attempt, Customer, Deployment, FleetRow, Running};
 
@@ -84,7 +85,7 @@ const FLEET_COLUMNS: &str = "c.id, c.environment, f.stack, f.version, f.digest, 
 fn fleet_row(r: &Row<'_>, stale_before_ns: i64) -> rusqlite::Result<FleetRow> {
     let last_seen: Option<String> = r.get(15)?;
     let seen_ns = last_seen.as_deref().and_then(crate::db::utc_time);
-    let kind: Option<String> = r.get(6)?;
+    let kind: Option<ReceiptKind> = crate::db::parsed_opt(r, 6)?;
     Ok(FleetRow {
         customer: r.get(0)?,
         environment: r.get(1)?,
@@ -95,7 +96,7 @@ fn fleet_row(r: &Row<'_>, stale_before_ns: i64) -> rusqlite::Result<FleetRow> {
         last_attempt: match kind {
             Some(kind) => Some(Attempt {
                 kind,
-                outcome: r.get(7)?,
+                outcome: crate::db::parsed(r, 7)?,
                 version: r.get(8)?,
                 finished_at: r.get(9)?,
                 receipt_id: r.get(10)?,

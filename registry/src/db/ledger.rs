@@ -1,6 +1,7 @@
 //! The ledger: releases, customers, installation keys and receipts.
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
+use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 
@@ -339,8 +340,8 @@ pub fn insert_receipt(
             d.stack,
             d.version,
             d.digest,
-            d.kind,
-            d.outcome,
+            d.kind.as_str(),
+            d.outcome.as_str(),
             d.started_at,
             d.finished_at,
             d.key_id,
@@ -359,8 +360,8 @@ pub(crate) fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
         stack: r.get(2)?,
         version: r.get(3)?,
         digest: r.get(4)?,
-        kind: r.get(5)?,
-        outcome: r.get(6)?,
+        kind: super::parsed(r, 5)?,
+        outcome: super::parsed(r, 6)?,
         started_at: r.get(7)?,
         finished_at: r.get(8)?,
         key_id: r.get(9)?,
@@ -400,23 +401,18 @@ fn only(column: &str, param: u8, given: bool) -> String {
 
 /// What a receipt may be, for each customer and stack, in `fleet_cells`: the column,
 /// and whether a receipt of this kind and outcome counts for it.
-type Counts = fn(kind: &str, outcome: &str) -> bool;
+type Counts = fn(kind: ReceiptKind, outcome: Outcome) -> bool;
 
 const CELLS: [(&str, Counts); 3] = [
     ("current_id", |kind, outcome| {
-        matches!(kind, "apply" | "rollback" | "destroy") && leaves_version(outcome)
+        kind.changes_deployment() && outcome.in_place()
     }),
-    ("attempt_id", |kind, _| {
-        matches!(kind, "apply" | "rollback" | "destroy")
-    }),
+    ("attempt_id", |kind, _| kind.changes_deployment()),
     ("drift_id", |kind, outcome| {
-        kind == "drift" || (matches!(kind, "apply" | "rollback") && leaves_version(outcome))
+        kind == ReceiptKind::Drift
+            || (matches!(kind, ReceiptKind::Apply | ReceiptKind::Rollback) && outcome.in_place())
     }),
 ];
-
-fn leaves_version(outcome: &str) -> bool {
-    matches!(outcome, "succeeded" | "no-changes")
-}
 
 /// Files a newly stored receipt in its customer's and stack's cell wherever it is
 /// now the newest of its kind: latest finish time, then latest arrival, then the
@@ -425,7 +421,7 @@ pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusq
     conn.prepare_cached("INSERT OR IGNORE INTO fleet_cells (customer, stack) VALUES (?1, ?2)")?
         .execute(params![d.customer, d.stack])?;
     for (column, counts) in CELLS {
-        if !counts(&d.kind, &d.outcome) {
+        if !counts(d.kind, d.outcome) {
             continue;
         }
         conn.prepare_cached(&format!(
@@ -454,7 +450,7 @@ pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusq
 /// Whether a receipt changes what its customer runs of its stack: a successful
 /// apply or rollback (its version from then on) or destroy (nothing from then on).
 fn is_change(d: &Deployment) -> bool {
-    matches!(d.kind.as_str(), "apply" | "rollback" | "destroy") && leaves_version(&d.outcome)
+    d.kind.changes_deployment() && d.outcome.in_place()
 }
 
 /// A neighbouring change: the version it leaves in place (none for a destroy) and
@@ -516,7 +512,7 @@ pub fn note_in_adoption(
     let previous = neighbour(PREVIOUS_CHANGE)?;
     let next = neighbour(NEXT_CHANGE)?;
     let day = d.finished_at.get(..10).unwrap_or(&d.finished_at);
-    let own = (d.kind != "destroy").then_some(d.version.as_str());
+    let own = (d.kind != ReceiptKind::Destroy).then_some(d.version.as_str());
     let before = previous
         .as_ref()
         .and_then(|(version, _)| version.as_deref());
@@ -746,9 +742,9 @@ pub fn fill_precedence_keys(conn: &Connection) -> rusqlite::Result<()> {
 struct CellFacts {
     customer: String,
     stack: String,
-    current: Option<(String, String, String, String)>,
-    attempt: Option<(String, String, String, String)>,
-    drift: Option<(String, String)>,
+    current: Option<(ReceiptKind, String, String, String)>,
+    attempt: Option<(ReceiptKind, Outcome, String, String)>,
+    drift: Option<(ReceiptKind, Outcome)>,
 }
 
 /// Cells refreshed per batch when every cell is (migration to v5): bounded memory.
@@ -779,9 +775,9 @@ pub fn refresh_cells(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite:
                  WHERE {which} ORDER BY f.customer, f.stack LIMIT {limit}"
             ))?
             .query_map(params![customer, stack], |r| {
-                let current: Option<String> = r.get(2)?;
-                let attempt: Option<String> = r.get(6)?;
-                let drift: Option<String> = r.get(10)?;
+                let current: Option<ReceiptKind> = super::parsed_opt(r, 2)?;
+                let attempt: Option<ReceiptKind> = super::parsed_opt(r, 6)?;
+                let drift: Option<ReceiptKind> = super::parsed_opt(r, 10)?;
                 Ok(CellFacts {
                     customer: r.get(0)?,
                     stack: r.get(1)?,
@@ -790,11 +786,11 @@ pub fn refresh_cells(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite:
                         None => None,
                     },
                     attempt: match attempt {
-                        Some(kind) => Some((kind, r.get(7)?, r.get(8)?, r.get(9)?)),
+                        Some(kind) => Some((kind, super::parsed(r, 7)?, r.get(8)?, r.get(9)?)),
                         None => None,
                     },
                     drift: match drift {
-                        Some(kind) => Some((kind, r.get(11)?)),
+                        Some(kind) => Some((kind, super::parsed(r, 11)?)),
                         None => None,
                     },
                 })
@@ -811,7 +807,10 @@ pub fn refresh_cells(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite:
         )?;
         for f in &facts {
             // A destroyed stack runs nothing.
-            let running = f.current.as_ref().filter(|(kind, ..)| kind != "destroy");
+            let running = f
+                .current
+                .as_ref()
+                .filter(|(kind, ..)| *kind != ReceiptKind::Destroy);
             let parsed = running.and_then(|(_, v, ..)| semver::Version::parse(v).ok());
             let attempt = f.attempt.as_ref();
             update.execute(params![
@@ -822,14 +821,12 @@ pub fn refresh_cells(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite:
                 running.map(|(_, _, digest, _)| digest),
                 running.map(|(.., since)| since),
                 parsed.as_ref().is_some_and(|v| !v.pre.is_empty()),
-                attempt.map(|(kind, ..)| kind),
-                attempt.map(|(_, outcome, ..)| outcome),
+                attempt.map(|(kind, ..)| kind.as_str()),
+                attempt.map(|(_, outcome, ..)| outcome.as_str()),
                 attempt.map(|(_, _, version, _)| version),
                 attempt.map(|(.., at)| at),
-                f.drift
-                    .as_ref()
-                    .is_some_and(|(kind, outcome)| kind == "drift" && outcome == "drifted"),
-                attempt.is_some_and(|(_, outcome, ..)| outcome == "failed"),
+                f.drift == Some((ReceiptKind::Drift, Outcome::Drifted)),
+                attempt.is_some_and(|(_, outcome, ..)| *outcome == Outcome::Failed),
             ])?;
         }
         match (cell, facts.last()) {

@@ -496,6 +496,48 @@ impl Db {
     }
 }
 
+/// A value the database keeps as its text (a receipt kind, an outcome, a role, a
+/// digest, a version): written with `Display`, read back with `FromStr`, so a row
+/// that does not parse fails where it is read instead of travelling on as a string.
+pub struct Text<T>(pub T);
+
+impl<T: std::fmt::Display> rusqlite::ToSql for Text<T> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(rusqlite::types::ToSqlOutput::from(self.0.to_string()))
+    }
+}
+
+impl<T> rusqlite::types::FromSql for Text<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let text = value.as_str()?;
+        text.parse().map(Text).map_err(|e| {
+            rusqlite::types::FromSqlError::Other(format!("stored `{text}`: {e}").into())
+        })
+    }
+}
+
+/// Column `index` of a row, read through its text into `T`.
+pub fn parsed<T>(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    Ok(row.get::<_, Text<T>>(index)?.0)
+}
+
+/// [`parsed`] for a column that may be `NULL`.
+pub fn parsed_opt<T>(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Option<T>>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    Ok(row.get::<_, Option<Text<T>>>(index)?.map(|text| text.0))
+}
+
 /// Seconds since the Unix epoch.
 pub fn now_unix() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()

@@ -2,10 +2,13 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::parsed;
+use crate::auth::Role;
+
 pub struct TokenRow {
     pub id: String,
     pub hash: Vec<u8>,
-    pub role: String,
+    pub role: Role,
     pub customer: Option<String>,
     /// RFC 3339 UTC; `None` never expires.
     pub expires_at: Option<String>,
@@ -22,7 +25,7 @@ pub const LAST_USED_SECS: i64 = 60;
 #[serde(rename_all = "camelCase")]
 pub struct TokenInfo {
     pub id: String,
-    pub role: String,
+    pub role: Role,
     pub customer: Option<String>,
     pub created: String,
     pub expires_at: Option<String>,
@@ -35,7 +38,7 @@ pub fn insert(
     conn: &Connection,
     id: &str,
     hash: &[u8],
-    role: &str,
+    role: Role,
     customer: Option<&str>,
     created: &str,
     expires_at: Option<&str>,
@@ -43,7 +46,7 @@ pub fn insert(
     conn.execute(
         "INSERT INTO tokens (id, hash, role, customer, created, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![id, hash, role, customer, created, expires_at],
+        params![id, hash, role.as_str(), customer, created, expires_at],
     )?;
     Ok(())
 }
@@ -57,7 +60,7 @@ pub fn by_hash(conn: &Connection, hash: &[u8]) -> rusqlite::Result<Option<TokenR
         Ok(TokenRow {
             id: r.get(0)?,
             hash: r.get(1)?,
-            role: r.get(2)?,
+            role: parsed(r, 2)?,
             customer: r.get(3)?,
             expires_at: r.get(4)?,
             revoked_at: r.get(5)?,
@@ -76,7 +79,7 @@ pub fn list(conn: &Connection) -> rusqlite::Result<Vec<TokenInfo>> {
     .query_map([], |r| {
         Ok(TokenInfo {
             id: r.get(0)?,
-            role: r.get(1)?,
+            role: parsed(r, 1)?,
             customer: r.get(2)?,
             created: r.get(3)?,
             expires_at: r.get(4)?,

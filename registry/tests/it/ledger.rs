@@ -31,7 +31,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         },
         created: "2026-01-01T00:00:00Z".into(),
         engine: Engine {
-            name: Some("tofu".into()),
+            name: Some(stackpack_schema::bundle::EngineName::Tofu),
             version_constraint: None,
         },
         entrypoint: format!("stacks/{stack}"),
@@ -41,6 +41,7 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
         providers: vec![],
         allowed_breaking: vec![],
         witness: None,
+        changes: None,
     }
     .to_bytes();
     client.push_bundle_config(&repo, version, &config).1

@@ -46,6 +46,27 @@ fn interface(stack: &str, version: &str) -> serde_json::Value {
     })
 }
 
+/// What the packager recorded in `data-plane`'s configs when it built them: 2.0.0
+/// found a changed default and a required input since 1.1.0, 1.1.0 nothing since
+/// 1.0.0, and 1.0.0 had nothing to compare with. `control-plane`'s bundles were
+/// built before configs recorded their changes.
+fn changes(stack: &str, version: &str) -> Option<serde_json::Value> {
+    let findings = match (stack, version) {
+        ("data-plane", "1.1.0") => serde_json::json!([]),
+        ("data-plane", "2.0.0") => serde_json::json!([
+            {"rule": "input-added-without-default", "item": "zone_id",
+             "file": "stacks/data-plane/variables.tf", "line": 20, "bump": "major",
+             "message": "input `zone_id` added without a default: every caller must set it"},
+            {"rule": "default-changed", "item": "node_count",
+             "file": "stacks/data-plane/variables.tf", "line": 12, "bump": "major",
+             "message": "input `node_count` changed its default from `3` to `4`"},
+        ]),
+        _ => return None,
+    };
+    let since = if version == "2.0.0" { "1.1.0" } else { "1.0.0" };
+    Some(serde_json::json!({"since": since, "findings": findings}))
+}
+
 /// Pushes a bundle as the packager does (config, layer, manifest tagged with the
 /// version) and its signature as a referrer. Returns the bundle's digest.
 fn push_bundle(client: &Client, stack: &str, version: &str, network: &str) -> String {
@@ -63,6 +84,10 @@ fn push_bundle(client: &Client, stack: &str, version: &str, network: &str) -> St
                      "digest": sha256(network.as_bytes())}],
         "files": [],
     });
+    let mut config = config;
+    if let Some(changes) = changes(stack, version) {
+        config["changes"] = changes;
+    }
     let config = serde_json::to_vec(&config).unwrap();
     let (manifest, digest) = client.push_bundle_config(&repo, version, &config);
 
@@ -569,18 +594,42 @@ fn a_stack_version_page_shows_who_runs_it_its_interface_changes_signature_and_co
         .public_key()
         .key_id();
     assert!(page.contains(&key));
+    // The findings the packager recorded in the bundle config, each with its rule,
+    // where, and the bump it required: nothing is judged again on the page.
     let changes = page.split("<table id=\"changes\">").nth(1).unwrap();
+    let changes = changes.split("</table>").next().unwrap();
     assert!(
-        changes.contains("default-changed") && changes.contains("`3` → `4`"),
+        changes.contains("<code>default-changed</code>")
+            && changes.contains("from `3` to `4`")
+            && changes.contains("<code>stacks/data-plane/variables.tf:12</code>"),
         "{changes}"
     );
-    assert!(changes.contains("input-added-without-default") && changes.contains("zone_id"));
+    assert!(
+        changes.contains("<code>input-added-without-default</code>")
+            && changes.contains("<code>stacks/data-plane/variables.tf:20</code>"),
+        "{changes}"
+    );
+    assert_eq!(changes.matches(">major<").count(), 2, "{changes}");
+    assert!(
+        page.contains("Since <a"),
+        "names the release it was compared with"
+    );
+    assert!(page.contains("/ui/stacks/data-plane/1.1.0"));
     assert!(page.contains("<code>zone_id</code>"), "the interface");
     assert!(page.contains("modules/network") && page.contains("1.3.0"));
 
     let page = html(&get(server, "/ui/stacks/data-plane/1.1.0", &cookie));
     assert!(page.contains("No interface change."));
     assert!(page.contains(">0 customers<"));
+
+    // A bundle built before configs recorded their changes: said so, not recomputed
+    // (its interface differs from 0.9.0's, which a second checker would have shown).
+    let page = html(&get(server, "/ui/stacks/control-plane/1.0.0", &cookie));
+    assert!(page.contains("id=\"changes-not-recorded\""), "{page}");
+    assert!(page.contains("did not record its interface changes"));
+    assert!(!page.contains("<table id=\"changes\">"));
+    let page = html(&get(server, "/ui/stacks/data-plane/1.0.0", &cookie));
+    assert!(page.contains("no stable release to compare this build with"));
     assert_eq!(
         get(server, "/ui/stacks/data-plane/9.9.9", &cookie).status,
         404

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use stackpack_schema::bundle::{
-    BundleConfig, Engine, FileEntry, ModuleEntry, ProviderPackage, Source, WitnessCustomer,
-    WitnessSummary, CONFIG_FORMAT, FILE_LAYERS_FORMAT,
+    BundleConfig, Engine, EngineName, FileEntry, ModuleEntry, ProviderPackage, Source,
+    WitnessCustomer, WitnessSummary, CONFIG_FORMAT, FILE_LAYERS_FORMAT,
 };
 use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::{Input, Interface, Output, ProviderRequirement};
+use stackpack_schema::rules::{InterfaceChanges, InterfaceFinding, Rule};
 use stackpack_schema::types::{ObjectAttr, TypeExpr};
 use stackpack_schema::version::Bump;
 
@@ -45,7 +46,7 @@ fn sample() -> BundleConfig {
         },
         created: "2026-11-30T12:00:00Z".into(),
         engine: Engine {
-            name: Some("terraform".into()),
+            name: Some(EngineName::Terraform),
             version_constraint: Some(">= 1.5.0".into()),
         },
         entrypoint: "stacks/data-plane".into(),
@@ -140,6 +141,17 @@ fn sample() -> BundleConfig {
                 },
             ],
         }),
+        changes: Some(InterfaceChanges {
+            since: semver::Version::parse("1.3.2").unwrap(),
+            findings: vec![InterfaceFinding {
+                rule: Rule::DefaultChanged,
+                item: "node_count".into(),
+                file: "stacks/data-plane/variables.tf".into(),
+                line: 41,
+                bump: Bump::Major,
+                message: "input `node_count` changed its default from `3` to `4`".into(),
+            }],
+        }),
     }
 }
 
@@ -187,4 +199,27 @@ fn a_config_without_file_layers_keeps_format_one() {
         BundleConfig::required_format(&sample().files),
         CONFIG_FORMAT
     );
+}
+
+/// Bundles built before the changes were recorded, and stacks with no stable release
+/// to compare with, have no `changes` key: their configs keep their bytes.
+#[test]
+fn a_config_without_recorded_changes_has_no_changes_key() {
+    let mut config = sample();
+    config.changes = None;
+    let value: serde_json::Value = serde_json::from_slice(&config.to_bytes()).unwrap();
+    assert!(value.get("changes").is_none());
+    let again: BundleConfig = serde_json::from_slice(&config.to_bytes()).unwrap();
+    assert_eq!(again.changes, None);
+}
+
+/// A config from a newer packager may name a rule this build does not know: the
+/// bundle still reads (a runner must deploy it), only the record of changes is lost.
+#[test]
+fn a_config_naming_an_unknown_rule_still_reads_without_its_changes() {
+    let mut value: serde_json::Value = serde_json::from_slice(&sample().to_bytes()).unwrap();
+    value["changes"]["findings"][0]["rule"] = json!("a-rule-from-the-future");
+    let config: BundleConfig = serde_json::from_value(value).unwrap();
+    assert_eq!(config.changes, None);
+    assert_eq!(config.stack, "data-plane");
 }

@@ -30,7 +30,7 @@ impl ReceiptBuilder {
                 bundle_digest: Digest::of(version.as_bytes()),
                 inputs_hash: Digest::of(b"inputs"),
                 engine: EngineRun {
-                    name: "tofu".into(),
+                    name: stackpack_schema::bundle::EngineName::Tofu,
                     version: "1.8.0".into(),
                 },
                 plan: PlanSummary {

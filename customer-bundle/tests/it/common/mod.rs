@@ -340,7 +340,7 @@ pub fn write_signed_bundle_tweaked(
         },
         created: "2026-01-01T00:00:00Z".into(),
         engine: Engine {
-            name: Some("terraform".into()),
+            name: Some(stackpack_schema::bundle::EngineName::Terraform),
             version_constraint: None,
         },
         entrypoint: tweaks
@@ -352,6 +352,7 @@ pub fn write_signed_bundle_tweaked(
         providers: vec![],
         allowed_breaking: vec![],
         witness: None,
+        changes: None,
     };
     let (config_digest, config_size) = layout.write_blob(&config.to_bytes()).unwrap();
     let manifest = ImageManifest {

@@ -2,17 +2,21 @@
 //! `module` block Terraform refuses. No rule level changes them, and while one
 //! stands no version can be judged.
 
+use crate::check::Broken;
 use stackpack_interface::{ModuleCall, ModuleInterface};
 
 use crate::check::finding::{Finding, Severity};
 use crate::check::tree::{join, Unread};
 
-/// Errors of the stack itself, not version bumps: no rule level changes them.
-pub const ERROR_RULES: [&str; 2] = ["unreadable-file", "module-argument-undeclared"];
-
-fn error_finding(rule: &str, item: String, file: String, line: usize, message: String) -> Finding {
+fn error_finding(
+    rule: Broken,
+    item: String,
+    file: String,
+    line: usize,
+    message: String,
+) -> Finding {
     Finding {
-        rule: rule.to_string(),
+        rule: rule.into(),
         item,
         file,
         line,
@@ -25,7 +29,7 @@ fn error_finding(rule: &str, item: String, file: String, line: usize, message: S
 /// A file of the work tree that cannot be read, new or changed since the release.
 pub fn unreadable(u: &Unread) -> Finding {
     error_finding(
-        ERROR_RULES[0],
+        Broken::UnreadableFile,
         u.file.clone(),
         u.file.clone(),
         u.line,
@@ -57,7 +61,7 @@ pub fn undeclared_arguments(
             "does not declare"
         };
         out.push(error_finding(
-            ERROR_RULES[1],
+            Broken::ModuleArgumentUndeclared,
             format!("module.{}.{name}", call.name),
             join(caller_dir, &call.location.file),
             call.location.line,

@@ -2,6 +2,7 @@
 //! `ephemeral` flags; each input in both versions is also compared by
 //! [`super::types`] and [`super::validations`].
 
+use crate::check::RuleId;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -177,7 +178,9 @@ pub(super) fn changed_inputs(
         if moved_defaults.contains(new_var.name.as_str()) {
             let mut i = mark;
             while i < out.len() {
-                if out[i].rule == Rule::DefaultChanged.id() && out[i].item == new_var.name {
+                if out[i].rule == RuleId::Interface(Rule::DefaultChanged)
+                    && out[i].item == new_var.name
+                {
                     out.remove(i);
                 } else {
                     i += 1;

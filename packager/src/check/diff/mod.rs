@@ -2,7 +2,7 @@
 //!
 //! Each function here looks at one kind of change and says which rule it falls under
 //! and what bump it needs before the repository's rule levels are applied. The rules
-//! are grouped by what they look at, one module per family, as the [`Rule`] table
+//! are grouped by what they look at, one module per family, as the [`Rule`](stackpack_schema::rules::Rule) table
 //! lists them: [`inputs`], [`types`], [`validations`], [`outputs`], [`resources`],
 //! [`constraints`] and module [`calls`]; [`errors`] are the stack's own.
 
@@ -23,9 +23,8 @@ use crate::check::finding::Finding;
 
 pub use calls::diff_call;
 pub use constraints::diff_constraints;
-pub use errors::{undeclared_arguments, unreadable, ERROR_RULES};
+pub use errors::{undeclared_arguments, unreadable};
 pub use resources::{diff_addresses, diff_kinds};
-pub use rule::{default_bump, Rule};
 
 /// Compares one module's own interface: inputs, outputs, provider sources.
 pub fn diff_module(

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use stackpack_schema::receipt::SignedReceipt;
+use stackpack_schema::receipt::{Outcome, SignedReceipt};
 
 use super::fleet::{rows_table, version_link};
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
@@ -59,15 +59,15 @@ fn signature(document: &str, keys: &HashMap<String, bool>) -> (String, String) {
 }
 
 fn history_row(d: &Deployment, document: &str, keys: &HashMap<String, bool>) -> Vec<String> {
-    let tone = match d.outcome.as_str() {
-        "failed" | "drifted" => Tone::Bad,
-        _ => Tone::Good,
+    let tone = match d.outcome {
+        Outcome::Failed | Outcome::Drifted => Tone::Bad,
+        Outcome::Succeeded | Outcome::NoChanges => Tone::Good,
     };
     let (verdict, inputs) = signature(document, keys);
     vec![
         format!("<span class=\"mono\">{}</span>", esc(&d.finished_at)),
-        esc(&d.kind),
-        badge(tone, &d.outcome),
+        esc(d.kind.as_str()),
+        badge(tone, d.outcome.as_str()),
         esc(&d.stack),
         version_link(&d.stack, &d.version),
         format!(

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use stackpack_schema::receipt::Outcome;
 
 use super::html::{badge, esc, page, respond, table, url, Tone};
 use super::{failed, viewer};
@@ -46,7 +47,7 @@ pub fn notes(row: &FleetRow) -> String {
     if row
         .last_attempt
         .as_ref()
-        .is_some_and(|a| a.outcome == "failed")
+        .is_some_and(|a| a.outcome == Outcome::Failed)
     {
         out.push_str(&badge(Tone::Bad, "last attempt failed"));
     }
@@ -92,16 +93,16 @@ fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
     });
     cells.push(match &row.last_attempt {
         Some(a) => {
-            let tone = if a.outcome == "failed" {
+            let tone = if a.outcome == Outcome::Failed {
                 Tone::Bad
             } else {
                 Tone::Good
             };
             format!(
                 "{} {} {}",
-                esc(&a.kind),
+                esc(a.kind.as_str()),
                 esc(&a.version),
-                badge(tone, &a.outcome)
+                badge(tone, a.outcome.as_str())
             )
         }
         None => dash(),
@@ -268,7 +269,7 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
         customers.len(),
         count(|r| r.behind > 0),
         count(|r| r.drifted),
-        count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == "failed")),
+        count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == Outcome::Failed)),
         count(|r| r.stale),
     );
     if rows.is_empty() {

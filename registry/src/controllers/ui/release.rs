@@ -1,6 +1,6 @@
 //! `GET /ui/stacks/{stack}/{version}`: one stack version: who runs it, its source
 //! commit and signature, the modules it vendors, its interface, and what changed
-//! in the interface since the previous version, named by the checker's rules.
+//! in the interface as the packager recorded it in the bundle config at build time.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -14,6 +14,7 @@ use stackpack_schema::interface::Interface;
 use stackpack_schema::media_type;
 use stackpack_schema::oci::ImageManifest;
 use stackpack_schema::signature::SignatureEnvelope;
+use stackpack_schema::version::Bump;
 use stackpack_schema::Digest;
 
 use super::fleet::rows_table;
@@ -89,173 +90,45 @@ fn signature(state: &AppState, release: &Release) -> String {
     }
 }
 
-/// One interface change: the checker's rule, the bump it needs, and what changed.
-struct Change {
-    rule: &'static str,
-    bump: &'static str,
-    what: String,
-}
-
-fn change(rule: &'static str, bump: &'static str, what: String) -> Change {
-    Change { rule, bump, what }
-}
-
-/// The interface changes from `old` to `new`, named by the rules of
-/// `stackpack check` (docs/checks.md). A type change is named by direction only
-/// by the checker, which knows the types' structure; here it is one row.
-fn interface_changes(old: &Interface, new: &Interface) -> Vec<Change> {
-    let mut out = Vec::new();
-    for input in &new.inputs {
-        let Some(before) = old.input(&input.name) else {
-            out.push(if input.required {
-                change(
-                    "input-added-without-default",
-                    "major",
-                    format!("input `{}` added, required", input.name),
-                )
-            } else {
-                change(
-                    "input-added-with-default",
-                    "minor",
-                    format!("input `{}` added, with a default", input.name),
-                )
-            });
-            continue;
+/// The interface changes the packager recorded in the bundle config when it built
+/// this version: its findings by rule, as it decided the version. Nothing is judged
+/// again here, so the page cannot disagree with the packager.
+fn recorded_changes(stack: &str, config: &BundleConfig, earlier_stable: bool) -> String {
+    let Some(changes) = &config.changes else {
+        return if earlier_stable {
+            "<p class=\"muted\" id=\"changes-not-recorded\">Not recorded: the build of this version did not record its interface changes (it predates bundles that record them).</p>".into()
+        } else {
+            "<p class=\"muted\" id=\"changes-not-recorded\">Not compared: there was no stable release to compare this build with.</p>".into()
         };
-        let name = &input.name;
-        if before.type_constraint != input.type_constraint {
-            out.push(change(
-                "type-narrowed / type-widened",
-                "major or minor",
-                format!(
-                    "input `{name}` type `{}` → `{}`",
-                    before.type_constraint, input.type_constraint
-                ),
-            ));
-        }
-        match (before.required, input.required) {
-            (true, false) => out.push(change(
-                "input-default-added",
-                "minor",
-                format!("input `{name}` gained a default"),
-            )),
-            (false, true) => out.push(change(
-                "input-default-removed",
-                "major",
-                format!("input `{name}` lost its default: callers must set it"),
-            )),
-            _ if before.default != input.default => {
-                let show = |v: &Option<serde_json::Value>| {
-                    v.as_ref().map_or("?".to_string(), |v| v.to_string())
+    };
+    let mut out = format!(
+        "<p class=\"summary\">Since {}, as the packager found when it built this version:</p>",
+        super::fleet::version_link(stack, &changes.since.to_string())
+    );
+    if changes.findings.is_empty() {
+        out.push_str("<p id=\"no-changes\">No interface change.</p>");
+    } else {
+        let rows: Vec<Vec<String>> = changes
+            .findings
+            .iter()
+            .map(|finding| {
+                let tone = if finding.bump == Bump::Major {
+                    Tone::Bad
+                } else {
+                    Tone::Info
                 };
-                out.push(change(
-                    "default-changed",
-                    "major",
-                    format!(
-                        "input `{name}` default `{}` → `{}`",
-                        show(&before.default),
-                        show(&input.default)
-                    ),
-                ));
-            }
-            _ => {}
-        }
-        if before.nullable && !input.nullable {
-            out.push(change(
-                "nullable-tightened",
-                "major",
-                format!("input `{name}` no longer accepts null"),
-            ));
-        } else if !before.nullable && input.nullable {
-            out.push(change(
-                "nullable-loosened",
-                "minor",
-                format!("input `{name}` accepts null"),
-            ));
-        }
-        if input
-            .validations
-            .iter()
-            .any(|v| !before.validations.contains(v))
-        {
-            out.push(change(
-                "validation-added",
-                "major",
-                format!("input `{name}` gained a validation"),
-            ));
-        }
-        if before
-            .validations
-            .iter()
-            .any(|v| !input.validations.contains(v))
-        {
-            out.push(change(
-                "validation-removed",
-                "minor",
-                format!("input `{name}` lost a validation"),
-            ));
-        }
-    }
-    for input in &old.inputs {
-        if new.input(&input.name).is_none() {
-            out.push(change(
-                "input-removed",
-                "major",
-                format!("input `{}` removed", input.name),
-            ));
-        }
-    }
-    for output in &old.outputs {
-        match new.output(&output.name) {
-            None => out.push(change(
-                "output-removed",
-                "major",
-                format!("output `{}` removed", output.name),
-            )),
-            Some(now) if now.sensitive != output.sensitive => out.push(change(
-                "output-sensitivity-changed",
-                "major",
-                format!("output `{}` sensitivity changed", output.name),
-            )),
-            Some(_) => {}
-        }
-    }
-    for output in &new.outputs {
-        if old.output(&output.name).is_none() {
-            out.push(change(
-                "output-added",
-                "minor",
-                format!("output `{}` added", output.name),
-            ));
-        }
-    }
-    for kind in &old.resource_kinds {
-        if !new.resource_kinds.contains(kind) {
-            out.push(change(
-                "resource-kind-removed",
-                "major",
-                format!("no longer manages `{kind}`"),
-            ));
-        }
-    }
-    for kind in &new.resource_kinds {
-        if !old.resource_kinds.contains(kind) {
-            out.push(change(
-                "resource-kind-added-by-default / -gated",
-                "major or minor",
-                format!("now manages `{kind}`"),
-            ));
-        }
-    }
-    if old.required_version != new.required_version {
-        out.push(change(
-            "engine-constraint-narrowed / -widened",
-            "major or patch",
-            format!(
-                "engine constraint `{}` → `{}`",
-                old.required_version.as_deref().unwrap_or("any"),
-                new.required_version.as_deref().unwrap_or("any")
-            ),
+                vec![
+                    esc(&finding.message),
+                    format!("<code>{}</code>", esc(finding.rule.id())),
+                    format!("<code>{}</code>", esc(&finding.location())),
+                    badge(tone, &finding.bump.to_string()),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &["Change", "Rule", "Where", "Needs"],
+            &rows,
+            "changes",
         ));
     }
     out
@@ -327,6 +200,8 @@ fn previous(releases: &[Release], version: &Version) -> Option<Release> {
 struct Facts {
     release: Option<Release>,
     previous: Option<Release>,
+    /// A stable release older than this one exists: a build would have compared with it.
+    earlier_stable: bool,
     modules: Vec<crate::api::ReleaseModule>,
     /// One page of who runs it.
     runners: Vec<crate::api::FleetRow>,
@@ -348,9 +223,14 @@ fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -
             db::fleet::runner_count(c, stack, version)?,
         ))
     })?;
-    let previous = Version::parse(version)
-        .ok()
-        .and_then(|v| previous(&releases, &v));
+    let parsed = Version::parse(version).ok();
+    let previous = parsed.as_ref().and_then(|v| previous(&releases, v));
+    let earlier_stable = parsed.as_ref().is_some_and(|version| {
+        releases
+            .iter()
+            .filter_map(|r| Version::parse(&r.version).ok())
+            .any(|v| v.pre.is_empty() && v.cmp_precedence(version).is_lt())
+    });
     let (runners, next) = fleet_page(
         state,
         &FleetQuery {
@@ -367,6 +247,7 @@ fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -
     Ok(Facts {
         release,
         previous,
+        earlier_stable,
         modules,
         runners,
         runner_count,
@@ -460,51 +341,21 @@ pub async fn show(
         body.push_str("</p>");
     }
 
-    body.push_str("<h2>Changes since the previous version</h2>");
-    let old_config = facts
-        .previous
-        .as_ref()
-        .and_then(|p| bundle_config(&state, p));
-    match (&config, &old_config, &facts.previous) {
-        (_, _, None) => body.push_str("<p class=\"muted\">The first release of this stack.</p>"),
-        (Some(new), Some(old), Some(previous)) => {
-            let changes = interface_changes(&old.interface, &new.interface);
-            let _ = write!(
-                body,
-                "<p class=\"summary\">Since {}:</p>",
-                super::fleet::version_link(&stack, &previous.version)
-            );
-            if changes.is_empty() {
-                body.push_str("<p id=\"no-changes\">No interface change.</p>");
-            } else {
-                let rows: Vec<Vec<String>> = changes
-                    .iter()
-                    .map(|c| {
-                        let tone = if c.bump == "major" {
-                            Tone::Bad
-                        } else {
-                            Tone::Info
-                        };
-                        vec![
-                            esc(&c.what),
-                            format!("<code>{}</code>", esc(c.rule)),
-                            badge(tone, c.bump),
-                        ]
-                    })
-                    .collect();
-                body.push_str(&table(&["Change", "Rule", "Needs"], &rows, "changes"));
-            }
-            if !new.allowed_breaking.is_empty() {
+    body.push_str("<h2>Interface changes</h2>");
+    match &config {
+        Some(config) => {
+            body.push_str(&recorded_changes(&stack, config, facts.earlier_stable));
+            if !config.allowed_breaking.is_empty() {
                 let _ = write!(
                     body,
                     "<p>{} for: {}</p>",
                     badge(Tone::Warn, "published with --allow-breaking"),
-                    esc(&new.allowed_breaking.join(", "))
+                    esc(&config.allowed_breaking.join(", "))
                 );
             }
         }
-        _ => body.push_str(
-            "<p class=\"muted\">Not known: one of the two bundles is not stored in this registry.</p>",
+        None => body.push_str(
+            "<p class=\"muted\">Not known: the bundle is not stored in this registry.</p>",
         ),
     }
 
