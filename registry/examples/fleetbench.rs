@@ -61,9 +61,8 @@ fn seed(data: &str, customers: u64, stacks: u64, versions: u64) {
                     let release = Release {
                         stack: stack.clone(),
                         prerelease: v.contains('-'),
-                        digest: stackpack_schema::Digest::of(format!("{s}/{v}").as_bytes())
-                            .to_string(),
-                        version: v,
+                        digest: stackpack_schema::Digest::of(format!("{s}/{v}").as_bytes()),
+                        version: v.parse().expect("the bench's versions are semver"),
                         repository: format!("acme/stacks/{stack}"),
                         source: Source::default(),
                         created: None,

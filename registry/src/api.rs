@@ -1,8 +1,10 @@
 //! The ledger API's JSON documents (`/api/v1/…`). Field names are camelCase, times
 //! RFC 3339 UTC, digests whole.
 
+use semver::Version;
 use serde::{Deserialize, Serialize};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
+use stackpack_schema::Digest;
 use utoipa::ToSchema;
 
 /// Where a release was built from.
@@ -19,11 +21,13 @@ pub struct Source {
 #[serde(rename_all = "camelCase")]
 pub struct Release {
     pub stack: String,
-    pub version: String,
+    #[schema(value_type = String)]
+    pub version: Version,
     /// The OCI repository it was pushed to (`acme/stacks/data-plane`).
     pub repository: String,
     /// The bundle manifest's digest.
-    pub digest: String,
+    #[schema(value_type = String)]
+    pub digest: Digest,
     pub source: Source,
     /// When the source commit was made (from the bundle config).
     pub created: Option<String>,
@@ -68,9 +72,11 @@ pub struct Deployment {
     pub receipt_id: String,
     pub customer: String,
     pub stack: String,
-    pub version: String,
+    #[schema(value_type = String)]
+    pub version: Version,
     /// The bundle manifest's digest.
-    pub digest: String,
+    #[schema(value_type = String)]
+    pub digest: Digest,
     /// `apply`, `rollback`, `drift`, `destroy` or `plan`.
     #[schema(value_type = String)]
     pub kind: ReceiptKind,
@@ -90,13 +96,16 @@ pub struct Deployment {
 pub struct Running {
     pub customer: String,
     pub stack: String,
-    pub version: String,
-    pub digest: String,
+    #[schema(value_type = String)]
+    pub version: Version,
+    #[schema(value_type = String)]
+    pub digest: Digest,
     /// When the apply or rollback that put this version in place finished.
     pub since: String,
     pub receipt_id: String,
     /// The highest stable version published for the stack, by semver precedence.
-    pub latest_stable: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub latest_stable: Option<Version>,
     /// Runs a version lower than `latestStable`.
     pub behind: bool,
     /// Runs a prerelease (`1.4.0-feat.2`).
@@ -119,8 +128,10 @@ pub struct ReceiptAccepted {
 #[serde(rename_all = "camelCase")]
 pub struct Stack {
     pub stack: String,
-    pub latest_stable: Option<String>,
-    pub latest: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub latest_stable: Option<Version>,
+    #[schema(value_type = Option<String>)]
+    pub latest: Option<Version>,
     pub releases: u64,
 }
 
@@ -187,7 +198,8 @@ pub struct Attempt {
     /// `succeeded`, `failed`, `drifted` or `no-changes`.
     #[schema(value_type = String)]
     pub outcome: Outcome,
-    pub version: String,
+    #[schema(value_type = String)]
+    pub version: Version,
     pub finished_at: String,
     pub receipt_id: String,
 }
@@ -201,13 +213,16 @@ pub struct FleetRow {
     pub environment: Option<String>,
     pub stack: Option<String>,
     /// The version in place (last successful apply or rollback, not destroyed since).
-    pub version: Option<String>,
-    pub digest: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub version: Option<Version>,
+    #[schema(value_type = Option<String>)]
+    pub digest: Option<Digest>,
     /// When that version was put in place.
     pub since: Option<String>,
     pub last_attempt: Option<Attempt>,
     /// The highest stable version published for the stack.
-    pub latest_stable: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub latest_stable: Option<Version>,
     /// How many stable releases are newer than `version`.
     pub behind: u64,
     pub prerelease: bool,
@@ -227,7 +242,8 @@ pub struct Adoption {
     /// `day` or `week` (weeks start on Monday).
     pub bucket: String,
     /// Every version any customer ran, by semver precedence.
-    pub versions: Vec<String>,
+    #[schema(value_type = Vec<String>)]
+    pub versions: Vec<Version>,
     /// One point per bucket in which something changed, oldest first; each holds
     /// until the next. The last one is what customers run now.
     pub points: Vec<AdoptionPoint>,

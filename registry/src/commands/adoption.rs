@@ -30,14 +30,15 @@ pub fn run(args: &AdoptionArgs) -> Result<()> {
     for stack in &answer {
         for point in &stack.points {
             for version in stack.versions.iter().rev() {
-                let Some(count) = point.customers.get(version) else {
+                let version = version.to_string();
+                let Some(count) = point.customers.get(&version) else {
                     continue;
                 };
                 let share = *count as f64 * 100.0 / point.total.max(1) as f64;
                 rows.push(vec![
                     stack.stack.clone(),
                     point.at.clone(),
-                    version.clone(),
+                    version,
                     count.to_string(),
                     format!("{share:.0}% of {}", point.total),
                 ]);

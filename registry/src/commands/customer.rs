@@ -154,7 +154,7 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
             vec![
                 d.finished_at.clone(),
                 d.stack.clone(),
-                d.version.clone(),
+                d.version.to_string(),
                 d.kind.to_string(),
                 d.outcome.to_string(),
                 d.receipt_id.clone(),

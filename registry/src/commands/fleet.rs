@@ -16,7 +16,9 @@ fn notes(r: &FleetRow) -> String {
         notes.push(format!(
             "behind {} (latest {})",
             r.behind,
-            r.latest_stable.as_deref().unwrap_or("?")
+            r.latest_stable
+                .as_ref()
+                .map_or_else(|| "?".to_string(), ToString::to_string)
         ));
     }
     if r.prerelease {
@@ -177,7 +179,7 @@ fn print_rows(rows: &[FleetRow]) {
                 r.customer.clone(),
                 r.environment.clone().unwrap_or_else(dash),
                 r.stack.clone().unwrap_or_else(dash),
-                r.version.clone().unwrap_or_else(dash),
+                r.version.as_ref().map_or_else(dash, ToString::to_string),
                 last.map(|a| format!("{} {} {}", a.kind, a.version, a.outcome))
                     .unwrap_or_else(dash),
                 last.map(|a| a.finished_at.clone()).unwrap_or_else(dash),

@@ -3,16 +3,17 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
+use semver::Version;
+use stackpack_schema::Digest;
+
+use super::Text;
 use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 
 /// Records a release (a stable version is never changed; a prerelease may be
 /// re-pushed with another digest). A new stable version moves every cell of its stack
 /// one further behind, so the stack's `behind` counts are worked out again.
 pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
-    let parsed = semver::Version::parse(&r.version).ok();
-    let stable = parsed
-        .as_ref()
-        .is_some_and(stackpack_schema::version::is_stable);
+    let stable = stackpack_schema::version::is_stable(&r.version);
     let changed = conn.execute(
         "INSERT INTO releases (stack, version, repository, digest, source_repository,
              source_commit, source_branch, created, published_at, prerelease, version_key, stable)
@@ -24,16 +25,16 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
          WHERE releases.digest <> excluded.digest AND releases.prerelease = 1",
         params![
             r.stack,
-            r.version,
+            Text(&r.version),
             r.repository,
-            r.digest,
+            Text(&r.digest),
             r.source.repository,
             r.source.commit,
             r.source.branch,
             r.created,
             r.published_at,
             r.prerelease,
-            parsed.as_ref().map(crate::version_key::of),
+            crate::version_key::of(&r.version),
             stable
         ],
     )?;
@@ -60,12 +61,12 @@ pub fn refresh_stack_behind(conn: &Connection, stack: &str) -> rusqlite::Result<
 /// only while the release recorded is the one these modules came from (a stable
 /// version never changes its digest, so a second push changes nothing).
 pub fn set_release_modules(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
-    if release_digest(conn, &r.stack, &r.version)?.as_deref() != Some(r.digest.as_str()) {
+    if release_digest(conn, &r.stack, &r.version)?.as_ref() != Some(&r.digest) {
         return Ok(());
     }
     conn.execute(
         "DELETE FROM release_modules WHERE stack = ?1 AND version = ?2",
-        params![r.stack, r.version],
+        params![r.stack, Text(&r.version)],
     )?;
     let mut insert = conn.prepare_cached(
         "INSERT OR REPLACE INTO release_modules (stack, version, module, path, module_version,
@@ -75,7 +76,13 @@ pub fn set_release_modules(conn: &Connection, r: &Release) -> rusqlite::Result<(
     for m in &r.modules {
         let key = m.version.as_deref().and_then(crate::version_key::of_text);
         insert.execute(params![
-            r.stack, r.version, m.name, m.path, m.version, m.digest, key
+            r.stack,
+            Text(&r.version),
+            m.name,
+            m.path,
+            m.version,
+            m.digest,
+            key
         ])?;
     }
     Ok(())
@@ -128,9 +135,9 @@ pub fn release(conn: &Connection, stack: &str, version: &str) -> rusqlite::Resul
 fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
     Ok(Release {
         stack: r.get(0)?,
-        version: r.get(1)?,
+        version: super::parsed(r, 1)?,
         repository: r.get(2)?,
-        digest: r.get(3)?,
+        digest: super::parsed(r, 3)?,
         source: Source {
             repository: r.get(4)?,
             commit: r.get(5)?,
@@ -147,10 +154,10 @@ fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
 pub fn release_digest(
     conn: &Connection,
     stack: &str,
-    version: &str,
-) -> rusqlite::Result<Option<String>> {
+    version: &Version,
+) -> rusqlite::Result<Option<Digest>> {
     conn.prepare_cached("SELECT digest FROM releases WHERE stack = ?1 AND version = ?2")?
-        .query_row(params![stack, version], |r| r.get(0))
+        .query_row(params![stack, Text(version)], |r| super::parsed(r, 0))
         .optional()
 }
 
@@ -182,7 +189,7 @@ pub fn releases_with_modules(
         modules.entry(key).or_default().push(module);
     }
     for release in &mut releases {
-        if let Some(list) = modules.remove(&(release.stack.clone(), release.version.clone())) {
+        if let Some(list) = modules.remove(&(release.stack.clone(), release.version.to_string())) {
             release.modules = list;
         }
     }
@@ -338,8 +345,8 @@ pub fn insert_receipt(
             d.receipt_id,
             d.customer,
             d.stack,
-            d.version,
-            d.digest,
+            Text(&d.version),
+            Text(&d.digest),
             d.kind.as_str(),
             d.outcome.as_str(),
             d.started_at,
@@ -358,8 +365,8 @@ pub(crate) fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
         receipt_id: r.get(0)?,
         customer: r.get(1)?,
         stack: r.get(2)?,
-        version: r.get(3)?,
-        digest: r.get(4)?,
+        version: super::parsed(r, 3)?,
+        digest: super::parsed(r, 4)?,
         kind: super::parsed(r, 5)?,
         outcome: super::parsed(r, 6)?,
         started_at: r.get(7)?,
@@ -512,7 +519,8 @@ pub fn note_in_adoption(
     let previous = neighbour(PREVIOUS_CHANGE)?;
     let next = neighbour(NEXT_CHANGE)?;
     let day = d.finished_at.get(..10).unwrap_or(&d.finished_at);
-    let own = (d.kind != ReceiptKind::Destroy).then_some(d.version.as_str());
+    let own_version = d.version.to_string();
+    let own = (d.kind != ReceiptKind::Destroy).then_some(own_version.as_str());
     let before = previous
         .as_ref()
         .and_then(|(version, _)| version.as_deref());

@@ -1,17 +1,18 @@
 //! Manifests (image manifests and indexes), what they reference, and tags.
 
 use rusqlite::{params, Connection, OptionalExtension};
+use stackpack_schema::Digest;
 
 /// A stored manifest's metadata and bytes.
 pub struct StoredManifest {
-    pub digest: String,
+    pub digest: Digest,
     pub media_type: String,
     pub content: Vec<u8>,
 }
 
 /// A row for the referrers API.
 pub struct Referrer {
-    pub digest: String,
+    pub digest: Digest,
     pub media_type: String,
     pub artifact_type: Option<String>,
     pub size: u64,
@@ -81,7 +82,7 @@ pub fn get_by_digest(
     )?
     .query_row(params![repo, digest], |r| {
         Ok(StoredManifest {
-            digest: r.get(0)?,
+            digest: super::parsed(r, 0)?,
             media_type: r.get(1)?,
             content: r.get(2)?,
         })
@@ -101,7 +102,7 @@ pub fn get_by_tag(
     )?
     .query_row(params![repo, tag], |r| {
         Ok(StoredManifest {
-            digest: r.get(0)?,
+            digest: super::parsed(r, 0)?,
             media_type: r.get(1)?,
             content: r.get(2)?,
         })
@@ -227,7 +228,7 @@ pub fn referrers(
     )?
     .query_map(params![repo, subject, artifact_type], |r| {
         Ok(Referrer {
-            digest: r.get(0)?,
+            digest: super::parsed(r, 0)?,
             media_type: r.get(1)?,
             artifact_type: r.get(2)?,
             size: r.get(3)?,

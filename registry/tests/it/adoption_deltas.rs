@@ -87,15 +87,12 @@ fn replay(conn: &rusqlite::Connection, stack: Option<&str>, bucket: Bucket) -> V
     points
         .into_iter()
         .map(|(stack, points)| {
-            let mut versions: Vec<String> = points
+            let mut versions: Vec<semver::Version> = points
                 .iter()
-                .flat_map(|p| p.customers.keys().cloned())
+                .flat_map(|p| p.customers.keys())
+                .map(|text| semver::Version::parse(text).unwrap())
                 .collect();
-            versions.sort_by(|a, b| {
-                semver::Version::parse(a)
-                    .unwrap()
-                    .cmp_precedence(&semver::Version::parse(b).unwrap())
-            });
+            versions.sort_by(|a, b| a.cmp_precedence(b));
             versions.dedup();
             Adoption {
                 stack,

@@ -122,7 +122,11 @@ fn old_registry(dir: &std::path::Path) -> std::path::PathBuf {
         db.execute(
             "INSERT INTO releases (stack, version, repository, digest, published_at, prerelease)
              VALUES ('data-plane', ?1, 'acme/data-plane', ?2, '2026-01-01T00:00:00Z', ?3)",
-            rusqlite::params![version, format!("sha256:{version}"), prerelease],
+            rusqlite::params![
+                version,
+                stackpack_schema::Digest::of(version.as_bytes()).to_string(),
+                prerelease
+            ],
         )
         .unwrap();
     }
@@ -130,7 +134,8 @@ fn old_registry(dir: &std::path::Path) -> std::path::PathBuf {
         db.execute(
             "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
                  started_at, finished_at, key_id, document, received_at)
-             VALUES (?1, 'umbrella', ?2, ?3, 'sha256:00', ?4, ?5,
+             VALUES (?1, 'umbrella', ?2, ?3,
+                 'sha256:0000000000000000000000000000000000000000000000000000000000000000', ?4, ?5,
                  '2026-02-01T00:00:00Z', ?6, 'k', '{}', '2026-02-02T00:00:00Z')",
             rusqlite::params![id, stack, version, kind, outcome, finished],
         )

@@ -129,14 +129,13 @@ fn finish(stack: String, bucket: Bucket, points: Vec<AdoptionPoint>) -> Option<A
     if points.is_empty() {
         return None;
     }
-    let mut versions: Vec<String> = points
+    // The keys were written from receipts' versions, which are semver.
+    let mut versions: Vec<Version> = points
         .iter()
-        .flat_map(|p| p.customers.keys().cloned())
+        .flat_map(|p| p.customers.keys())
+        .filter_map(|text| Version::parse(text).ok())
         .collect();
-    versions.sort_by(|a, b| match (Version::parse(a), Version::parse(b)) {
-        (Ok(a), Ok(b)) => a.cmp_precedence(&b),
-        _ => a.cmp(b),
-    });
+    versions.sort_by(|a, b| a.cmp_precedence(b).then_with(|| a.cmp(b)));
     versions.dedup();
     Some(Adoption {
         stack,

@@ -99,8 +99,7 @@ pub async fn create(
         )
     })?;
     let digest = crate::names::parse_digest(&new.digest)
-        .map_err(|e| Error::new(Code::BadRequest, e.message))?
-        .to_string();
+        .map_err(|e| Error::new(Code::BadRequest, e.message))?;
     let modules = new.modules;
     for module in &modules {
         if let Some(v) = &module.version {
@@ -115,7 +114,7 @@ pub async fn create(
     let release = Release {
         stack: new.stack,
         prerelease: !version.pre.is_empty(),
-        version: version.to_string(),
+        version,
         repository: new.repository,
         digest,
         source: new.source,

@@ -25,17 +25,17 @@ pub async fn handle(State(state): State<SharedState>, ctx: Ctx) -> Result<Json<V
     let releases = state.db.scan(|c| db::ledger::releases(c, None))?;
     let mut by_stack: BTreeMap<String, Vec<Version>> = BTreeMap::new();
     for r in &releases {
-        if let Ok(v) = Version::parse(&r.version) {
-            by_stack.entry(r.stack.clone()).or_default().push(v);
-        }
+        by_stack
+            .entry(r.stack.clone())
+            .or_default()
+            .push(r.version.clone());
     }
     Ok(Json(
         by_stack
             .into_iter()
             .map(|(stack, versions)| Stack {
-                latest_stable: stackpack_schema::version::latest_stable(&versions)
-                    .map(ToString::to_string),
-                latest: stackpack_schema::version::latest(&versions).map(ToString::to_string),
+                latest_stable: stackpack_schema::version::latest_stable(&versions).cloned(),
+                latest: stackpack_schema::version::latest(&versions).cloned(),
                 releases: versions.len() as u64,
                 stack,
             })

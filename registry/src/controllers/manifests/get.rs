@@ -78,7 +78,7 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str, head: bool) -> Result
     let headers = [
         ("Content-Type", manifest.media_type.clone()),
         ("Content-Length", manifest.content.len().to_string()),
-        ("Docker-Content-Digest", manifest.digest.clone()),
+        ("Docker-Content-Digest", manifest.digest.to_string()),
         ("ETag", format!("\"{}\"", manifest.digest)),
     ];
     let mut response = empty(StatusCode::OK, &headers);

@@ -211,9 +211,9 @@ async fn read_release(
     let release = Release {
         stack: head.stack,
         prerelease: !version.pre.is_empty(),
-        version: version.to_string(),
+        version,
         repository: name.to_string(),
-        digest: digest.to_string(),
+        digest: digest.clone(),
         source: source.unwrap_or_default(),
         created: head.created,
         published_at: db::now_rfc3339(),

@@ -23,12 +23,11 @@ pub async fn handle(ctx: Ctx, name: &str, digest: &str) -> Result<Response> {
         .read(|c| db::manifests::referrers(c, name, &subject, filter))?;
     let manifests = rows
         .into_iter()
-        .filter_map(|row| {
-            let mut descriptor =
-                Descriptor::new(row.media_type, row.digest.parse().ok()?, row.size);
+        .map(|row| {
+            let mut descriptor = Descriptor::new(row.media_type, row.digest, row.size);
             descriptor.artifact_type = row.artifact_type;
             descriptor.annotations = row.annotations.and_then(|a| serde_json::from_str(&a).ok());
-            Some(descriptor)
+            descriptor
         })
         .collect();
     let body = ImageIndex::new(manifests).to_bytes();

@@ -72,8 +72,8 @@ fn history_row(d: &Deployment, document: &str, keys: &HashMap<String, bool>) -> 
         version_link(&d.stack, &d.version),
         format!(
             "<span class=\"mono\" title=\"{}\">{}</span>",
-            esc(&d.digest),
-            esc(&short_digest(&d.digest))
+            esc(&d.digest.to_string()),
+            esc(&d.digest.short())
         ),
         inputs,
         verdict,

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use semver::Version;
 use stackpack_schema::receipt::Outcome;
 
 use super::html::{badge, esc, page, respond, table, url, Tone};
@@ -32,7 +33,10 @@ const FLAGS: [(&str, &str); 5] = [
 pub fn notes(row: &FleetRow) -> String {
     let mut out = String::new();
     if row.behind > 0 {
-        let latest = row.latest_stable.as_deref().unwrap_or("?");
+        let latest = row
+            .latest_stable
+            .as_ref()
+            .map_or_else(|| "?".to_string(), ToString::to_string);
         out.push_str(&badge(
             Tone::Warn,
             &format!("behind {} (latest {latest})", row.behind),
@@ -65,12 +69,13 @@ pub fn notes(row: &FleetRow) -> String {
 }
 
 /// A version, linked to its page.
-pub fn version_link(stack: &str, version: &str) -> String {
+pub fn version_link(stack: &str, version: &Version) -> String {
+    let version = version.to_string();
     format!(
         "<a href=\"/ui/stacks/{}/{}\">{}</a>",
         url(stack),
-        url(version),
-        esc(version)
+        url(&version),
+        esc(&version)
     )
 }
 
@@ -101,7 +106,7 @@ fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
             format!(
                 "{} {} {}",
                 esc(a.kind.as_str()),
-                esc(&a.version),
+                esc(&a.version.to_string()),
                 badge(tone, a.outcome.as_str())
             )
         }

@@ -43,7 +43,7 @@ fn blob(state: &AppState, digest: &Digest) -> Option<Vec<u8>> {
 
 /// The bundle config of a release whose bundle lives in this registry.
 pub fn bundle_config(state: &AppState, release: &Release) -> Option<BundleConfig> {
-    let manifest = manifest(state, &release.repository, &release.digest)?;
+    let manifest = manifest(state, &release.repository, &release.digest.to_string())?;
     serde_json::from_slice(&blob(state, &manifest.config.digest)?).ok()
 }
 
@@ -55,7 +55,7 @@ fn signature(state: &AppState, release: &Release) -> String {
             db::manifests::referrers(
                 c,
                 &release.repository,
-                &release.digest,
+                &release.digest.to_string(),
                 Some(media_type::SIGNATURE_ARTIFACT),
             )
         })
@@ -66,14 +66,14 @@ fn signature(state: &AppState, release: &Release) -> String {
             badge(Tone::Warn, "no signature here")
         );
     };
-    let envelope = manifest(state, &release.repository, &referrer.digest)
+    let envelope = manifest(state, &release.repository, &referrer.digest.to_string())
         .and_then(|m| m.layers.first().cloned())
         .and_then(|layer| blob(state, &layer.digest))
         .and_then(|bytes| SignatureEnvelope::from_bytes(&bytes).ok());
     let Some(envelope) = envelope else {
         return badge(Tone::Bad, "signature unreadable");
     };
-    let matches = envelope.payload.manifest_digest.to_string() == release.digest;
+    let matches = envelope.payload.manifest_digest == release.digest;
     match envelope.verify_integrity() {
         Ok(key) if matches => format!(
             "{} key <span class=\"mono\">{}</span>, signed {}",
@@ -103,7 +103,7 @@ fn recorded_changes(stack: &str, config: &BundleConfig, earlier_stable: bool) ->
     };
     let mut out = format!(
         "<p class=\"summary\">Since {}, as the packager found when it built this version:</p>",
-        super::fleet::version_link(stack, &changes.since.to_string())
+        super::fleet::version_link(stack, &changes.since)
     );
     if changes.findings.is_empty() {
         out.push_str("<p id=\"no-changes\">No interface change.</p>");
@@ -191,10 +191,9 @@ fn interface_tables(interface: &Interface) -> String {
 fn previous(releases: &[Release], version: &Version) -> Option<Release> {
     releases
         .iter()
-        .filter_map(|r| Version::parse(&r.version).ok().map(|v| (v, r)))
-        .filter(|(v, _)| v.cmp_precedence(version).is_lt())
-        .max_by(|(a, _), (b, _)| a.cmp_precedence(b))
-        .map(|(_, r)| r.clone())
+        .filter(|r| r.version.cmp_precedence(version).is_lt())
+        .max_by(|a, b| a.version.cmp_precedence(&b.version))
+        .cloned()
 }
 
 struct Facts {
@@ -228,7 +227,7 @@ fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -
     let earlier_stable = parsed.as_ref().is_some_and(|version| {
         releases
             .iter()
-            .filter_map(|r| Version::parse(&r.version).ok())
+            .map(|r| &r.version)
             .any(|v| v.pre.is_empty() && v.cmp_precedence(version).is_lt())
     });
     let (runners, next) = fleet_page(
@@ -294,7 +293,7 @@ pub async fn show(
                  <dt>Created</dt><dd>{}</dd><dt>Published here</dt><dd>{}</dd>\
                  <dt>Channel</dt><dd>{}</dd><dt>Signature</dt><dd id=\"signature\">{}</dd>\
                  <dt>Previous version</dt><dd>{}</dd></dl>",
-                esc(&release.digest),
+                esc(&release.digest.to_string()),
                 esc(&release.repository),
                 source.commit.as_deref().map(esc).unwrap_or_default(),
                 source.branch.as_deref().map(esc).unwrap_or_default(),
