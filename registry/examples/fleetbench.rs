@@ -66,7 +66,9 @@ fn seed(data: &str, customers: u64, stacks: u64, versions: u64) {
                         repository: format!("acme/stacks/{stack}"),
                         source: Source::default(),
                         created: None,
-                        published_at: time_at(days_ago, 0),
+                        published_at: time_at(days_ago, 0)
+                            .parse()
+                            .expect("the bench's times are RFC 3339"),
                         modules: Vec::new(),
                     };
                     db::ledger::upsert_release(tx, &release)?;

@@ -5,6 +5,8 @@ use semver::Version;
 use serde::{Deserialize, Serialize};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_schema::Digest;
+
+use crate::timestamp::Timestamp;
 use utoipa::ToSchema;
 
 /// Where a release was built from.
@@ -30,9 +32,11 @@ pub struct Release {
     pub digest: Digest,
     pub source: Source,
     /// When the source commit was made (from the bundle config).
-    pub created: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub created: Option<Timestamp>,
     /// When the registry received it.
-    pub published_at: String,
+    #[schema(value_type = String)]
+    pub published_at: Timestamp,
     pub prerelease: bool,
     /// The modules the bundle vendors, with their versions, when its config says.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -47,9 +51,11 @@ pub struct Customer {
     pub name: Option<String>,
     /// `production`, `staging`, … as registered; `None` until someone says.
     pub environment: Option<String>,
-    pub created: String,
+    #[schema(value_type = String)]
+    pub created: Timestamp,
     /// When its last receipt finished; `None` if it never reported.
-    pub last_seen: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub last_seen: Option<Timestamp>,
     /// No receipt within the `staleAfter` age (or none at all). Only in listings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
@@ -83,11 +89,14 @@ pub struct Deployment {
     /// `succeeded`, `failed`, `drifted` or `no-changes`.
     #[schema(value_type = String)]
     pub outcome: Outcome,
-    pub started_at: String,
-    pub finished_at: String,
+    #[schema(value_type = String)]
+    pub started_at: Timestamp,
+    #[schema(value_type = String)]
+    pub finished_at: Timestamp,
     /// Key id of the runner installation that signed the receipt.
     pub key_id: String,
-    pub received_at: String,
+    #[schema(value_type = String)]
+    pub received_at: Timestamp,
 }
 
 /// What one customer runs of one stack, with support's questions answered.
@@ -101,7 +110,8 @@ pub struct Running {
     #[schema(value_type = String)]
     pub digest: Digest,
     /// When the apply or rollback that put this version in place finished.
-    pub since: String,
+    #[schema(value_type = String)]
+    pub since: Timestamp,
     pub receipt_id: String,
     /// The highest stable version published for the stack, by semver precedence.
     #[schema(value_type = Option<String>)]
@@ -200,7 +210,8 @@ pub struct Attempt {
     pub outcome: Outcome,
     #[schema(value_type = String)]
     pub version: Version,
-    pub finished_at: String,
+    #[schema(value_type = String)]
+    pub finished_at: Timestamp,
     pub receipt_id: String,
 }
 
@@ -218,7 +229,8 @@ pub struct FleetRow {
     #[schema(value_type = Option<String>)]
     pub digest: Option<Digest>,
     /// When that version was put in place.
-    pub since: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub since: Option<Timestamp>,
     pub last_attempt: Option<Attempt>,
     /// The highest stable version published for the stack.
     #[schema(value_type = Option<String>)]
@@ -229,7 +241,8 @@ pub struct FleetRow {
     /// The last drift check after the last apply found drift.
     pub drifted: bool,
     /// The customer's last receipt, of any stack.
-    pub last_seen: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub last_seen: Option<Timestamp>,
     /// No receipt within `staleAfter`, or none ever.
     pub stale: bool,
 }

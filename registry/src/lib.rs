@@ -36,6 +36,7 @@ pub mod names;
 pub mod receipts;
 pub mod state;
 pub mod storage;
+pub mod timestamp;
 pub mod version_key;
 
 use std::sync::Arc;

@@ -16,6 +16,7 @@ use stackpack_schema::receipt::SignedReceipt;
 use crate::api::Deployment;
 use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
+use crate::timestamp::Timestamp;
 
 /// A receipt whose signature and fields were checked, ready to store.
 pub struct Checked {
@@ -43,8 +44,10 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
         ));
     }
     let time = |what: &str, value: &str| {
-        db::utc_time(value)
-            .ok_or_else(|| bad(format!("`{what}` `{value}` is not an RFC 3339 time")))
+        let (utc, ns) = db::utc_time(value)
+            .ok_or_else(|| bad(format!("`{what}` `{value}` is not an RFC 3339 time")))?;
+        let utc: Timestamp = utc.parse().expect("a formatted UTC time parses");
+        Ok::<_, Error>((utc, ns))
     };
     let (started_at, _) = time("startedAt", &receipt.started_at)?;
     let (finished_at, finished_ns) = time("finishedAt", &receipt.finished_at)?;
@@ -62,7 +65,8 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
             started_at,
             finished_at,
             key_id: public_key.key_id(),
-            received_at: String::new(),
+            // Until it is stored: `store` stamps the time it arrived.
+            received_at: Timestamp::now(),
         },
         finished_ns,
         document,
@@ -71,7 +75,8 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
 }
 
 /// Stores a checked receipt inside the caller's transaction. True when it was new.
-pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
+pub fn store(tx: &Transaction, checked: &Checked, now: &Timestamp) -> Result<bool> {
+    let now_text = now.as_str();
     let d = &checked.deployment;
     if let Some(existing) = db::ledger::receipt_document(tx, &d.receipt_id)? {
         return if existing == checked.document {
@@ -86,7 +91,7 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
             ))
         };
     }
-    db::ledger::upsert_customer(tx, &d.customer, None, now)?;
+    db::ledger::upsert_customer(tx, &d.customer, None, now_text)?;
     let keys = db::ledger::installation_keys(tx, &d.customer)?;
     match keys.iter().find(|(_, k, _)| k == &checked.public_key_b64) {
         // Trust on first use: only while the customer has no key at all (a revoked
@@ -96,7 +101,7 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
             &d.customer,
             &d.key_id,
             &checked.public_key_b64,
-            now,
+            now_text,
         )?,
         None => {
             return Err(Error::new(
@@ -119,7 +124,7 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
         Some(_) => {}
     }
     let deployment = Deployment {
-        received_at: now.to_string(),
+        received_at: now.clone(),
         ..d.clone()
     };
     db::ledger::insert_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
@@ -131,7 +136,7 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &str) -> Result<bool> {
 /// Checks and stores `signed`. True when it was new.
 pub fn record(db: &Db, signed: &SignedReceipt) -> Result<bool> {
     let checked = check(signed)?;
-    let now = db::now_rfc3339();
+    let now = Timestamp::now();
     db.write(|tx| store(tx, &checked, &now))
 }
 
@@ -146,7 +151,7 @@ pub struct Outcome {
 /// transaction), and if any is refused the transaction is rolled back. Returns
 /// whether all were recorded, and what became of each.
 pub fn record_all(db: &Db, receipts: &[SignedReceipt]) -> Result<(bool, Vec<Outcome>)> {
-    let now = db::now_rfc3339();
+    let now = Timestamp::now();
     let checked: Vec<Result<Checked>> = receipts.iter().map(check).collect();
     let mut outcomes = Vec::with_capacity(receipts.len());
     let committed = db.write(|tx| {

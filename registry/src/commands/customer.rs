@@ -85,7 +85,9 @@ pub fn list(args: &CustomerListArgs) -> Result<()> {
             vec![
                 c.id.clone(),
                 c.environment.clone().unwrap_or_else(dash),
-                c.last_seen.clone().unwrap_or_else(|| "never".into()),
+                c.last_seen
+                    .as_ref()
+                    .map_or_else(|| "never".into(), ToString::to_string),
                 stale_word(c.stale).to_string(),
                 c.name.clone().unwrap_or_default(),
             ]
@@ -152,7 +154,7 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
         .iter()
         .map(|d| {
             vec![
-                d.finished_at.clone(),
+                d.finished_at.to_string(),
                 d.stack.clone(),
                 d.version.to_string(),
                 d.kind.to_string(),

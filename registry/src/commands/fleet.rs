@@ -182,7 +182,7 @@ fn print_rows(rows: &[FleetRow]) {
                 r.version.as_ref().map_or_else(dash, ToString::to_string),
                 last.map(|a| format!("{} {} {}", a.kind, a.version, a.outcome))
                     .unwrap_or_else(dash),
-                last.map(|a| a.finished_at.clone()).unwrap_or_else(dash),
+                last.map(|a| a.finished_at.to_string()).unwrap_or_else(dash),
                 notes(r),
             ]
         })

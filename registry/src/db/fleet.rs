@@ -9,6 +9,7 @@ use rusqlite::{params_from_iter, Connection, Row};
 use stackpack_schema::receipt::ReceiptKind;
 
 use crate::api::{Attempt, Customer, Deployment, FleetRow, Running};
+use crate::timestamp::Timestamp;
 
 /// Which fleet rows to keep; every filter given must hold. Versions are compared by
 /// their precedence keys ([`crate::version_key`]).
@@ -83,8 +84,8 @@ const FLEET_COLUMNS: &str = "c.id, c.environment, f.stack, f.version, f.digest, 
     COALESCE(f.behind, 0), COALESCE(f.prerelease, 0), COALESCE(f.drifted, 0), c.last_seen";
 
 fn fleet_row(r: &Row<'_>, stale_before_ns: i64) -> rusqlite::Result<FleetRow> {
-    let last_seen: Option<String> = r.get(15)?;
-    let seen_ns = last_seen.as_deref().and_then(crate::db::utc_time);
+    let last_seen: Option<Timestamp> = r.get(15)?;
+    let seen_ns = last_seen.as_ref().map(|t| t.at().unix_timestamp_nanos());
     let kind: Option<ReceiptKind> = crate::db::parsed_opt(r, 6)?;
     Ok(FleetRow {
         customer: r.get(0)?,
@@ -108,7 +109,7 @@ fn fleet_row(r: &Row<'_>, stale_before_ns: i64) -> rusqlite::Result<FleetRow> {
         prerelease: r.get(13)?,
         drifted: r.get(14)?,
         last_seen,
-        stale: seen_ns.is_none_or(|(_, ns)| ns < stale_before_ns),
+        stale: seen_ns.is_none_or(|ns| ns < i128::from(stale_before_ns)),
     })
 }
 

@@ -518,7 +518,8 @@ pub fn note_in_adoption(
     };
     let previous = neighbour(PREVIOUS_CHANGE)?;
     let next = neighbour(NEXT_CHANGE)?;
-    let day = d.finished_at.get(..10).unwrap_or(&d.finished_at);
+    let finished_at = d.finished_at.as_str();
+    let day = finished_at.get(..10).unwrap_or(finished_at);
     let own_version = d.version.to_string();
     let own = (d.kind != ReceiptKind::Destroy).then_some(own_version.as_str());
     let before = previous

@@ -165,7 +165,10 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
             let db = Db::open(&path, 1).unwrap();
             for (n, signed) in receipts.iter().enumerate() {
                 let checked = receipts::check(signed).unwrap();
-                let now = format!("2026-12-01T00:{:02}:{:02}Z", n / 120, (n / 2) % 60);
+                let now: stackpack_registry::timestamp::Timestamp =
+                    format!("2026-12-01T00:{:02}:{:02}Z", n / 120, (n / 2) % 60)
+                        .parse()
+                        .unwrap();
                 assert!(db.write(|tx| receipts::store(tx, &checked, &now)).unwrap());
                 // The same receipt again (a retried post, an import run twice)
                 // changes nothing, so it must not be counted twice.

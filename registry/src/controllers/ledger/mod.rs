@@ -199,8 +199,11 @@ pub fn running(state: &AppState, customer: &str) -> Result<Vec<Running>> {
 pub fn mark_stale(customers: &mut [Customer], age_secs: u64) {
     let cutoff = silent_before_ns(age_secs);
     for customer in customers {
-        let seen = customer.last_seen.as_deref().and_then(db::utc_time);
-        customer.stale = Some(seen.is_none_or(|(_, ns)| ns < cutoff));
+        let seen_ns = customer
+            .last_seen
+            .as_ref()
+            .map(|t| t.at().unix_timestamp_nanos());
+        customer.stale = Some(seen_ns.is_none_or(|ns| ns < i128::from(cutoff)));
     }
 }
 

@@ -13,6 +13,7 @@ use crate::controllers::{read_limited, Authorised, Ctx, MayPublish};
 use crate::db;
 use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
+use crate::timestamp::Timestamp;
 
 #[utoipa::path(
     get,
@@ -82,12 +83,14 @@ pub async fn create(
         .created
         .as_deref()
         .map(|value| {
-            db::utc_time(value).map(|(utc, _)| utc).ok_or_else(|| {
-                Error::new(
-                    Code::BadRequest,
-                    format!("`created` `{value}` is not an RFC 3339 time"),
-                )
-            })
+            db::utc_time(value)
+                .and_then(|(utc, _)| utc.parse::<Timestamp>().ok())
+                .ok_or_else(|| {
+                    Error::new(
+                        Code::BadRequest,
+                        format!("`created` `{value}` is not an RFC 3339 time"),
+                    )
+                })
         })
         .transpose()?;
     stackpack_schema::reference::validate_name(&new.stack)
@@ -119,7 +122,7 @@ pub async fn create(
         digest,
         source: new.source,
         created,
-        published_at: db::now_rfc3339(),
+        published_at: Timestamp::now(),
         modules,
     };
     state.db.write(|tx| {

@@ -22,6 +22,7 @@ use crate::controllers::{empty, Ctx};
 use crate::db;
 use crate::error::{Code, Error, Result};
 use crate::names::{is_prerelease_version_tag, is_stable_version_tag, Reference};
+use crate::timestamp::Timestamp;
 
 /// What a manifest says, once checked.
 #[derive(Debug)]
@@ -208,6 +209,15 @@ async fn read_release(
             digest: m.digest,
         })
         .collect();
+    // A `created` that is not a time is left out rather than stored: it could not
+    // be read back as one.
+    let created = head.created.and_then(|text| match text.parse::<Timestamp>() {
+        Ok(created) => Some(created),
+        Err(e) => {
+            tracing::warn!(repository = name, %digest, error = %e, "bundle config `created` left out");
+            None
+        }
+    });
     let release = Release {
         stack: head.stack,
         prerelease: !version.pre.is_empty(),
@@ -215,8 +225,8 @@ async fn read_release(
         repository: name.to_string(),
         digest: digest.clone(),
         source: source.unwrap_or_default(),
-        created: head.created,
-        published_at: db::now_rfc3339(),
+        created,
+        published_at: Timestamp::now(),
         modules,
     };
     Some(release)

@@ -65,7 +65,10 @@ fn history_row(d: &Deployment, document: &str, keys: &HashMap<String, bool>) -> 
     };
     let (verdict, inputs) = signature(document, keys);
     vec![
-        format!("<span class=\"mono\">{}</span>", esc(&d.finished_at)),
+        format!(
+            "<span class=\"mono\">{}</span>",
+            esc(d.finished_at.as_str())
+        ),
         esc(d.kind.as_str()),
         badge(tone, d.outcome.as_str()),
         esc(&d.stack),
@@ -148,8 +151,8 @@ fn facts(customer: &Customer, keys: &HashMap<String, bool>) -> String {
     let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
     let seen = match (&customer.last_seen, customer.stale == Some(true)) {
         (None, _) => badge(Tone::Warn, "never reported"),
-        (Some(seen), true) => format!("{} {}", esc(seen), badge(Tone::Warn, "silent")),
-        (Some(seen), false) => format!("{} {}", esc(seen), badge(Tone::Good, "reporting")),
+        (Some(seen), true) => format!("{} {}", esc(seen.as_str()), badge(Tone::Warn, "silent")),
+        (Some(seen), false) => format!("{} {}", esc(seen.as_str()), badge(Tone::Good, "reporting")),
     };
     let mut key_list: Vec<String> = keys
         .iter()
@@ -174,7 +177,7 @@ fn facts(customer: &Customer, keys: &HashMap<String, bool>) -> String {
             .as_deref()
             .map(esc)
             .unwrap_or_else(|| "<span class=\"muted\">not set</span>".into()),
-        esc(&customer.created),
+        esc(customer.created.as_str()),
         if key_list.is_empty() {
             "<span class=\"muted\">none yet (the first receipt pins one)</span>".to_string()
         } else {

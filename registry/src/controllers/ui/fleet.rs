@@ -115,7 +115,12 @@ fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
     cells.push(
         row.last_attempt
             .as_ref()
-            .map(|a| format!("<span class=\"mono\">{}</span>", esc(&a.finished_at)))
+            .map(|a| {
+                format!(
+                    "<span class=\"mono\">{}</span>",
+                    esc(a.finished_at.as_str())
+                )
+            })
             .unwrap_or_else(dash),
     );
     cells.push(notes(row));

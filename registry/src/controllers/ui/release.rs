@@ -298,8 +298,8 @@ pub async fn show(
                 source.commit.as_deref().map(esc).unwrap_or_default(),
                 source.branch.as_deref().map(esc).unwrap_or_default(),
                 source.repository.as_deref().map(esc).unwrap_or_default(),
-                release.created.as_deref().map(esc).unwrap_or_default(),
-                esc(&release.published_at),
+                release.created.as_ref().map(|t| esc(t.as_str())).unwrap_or_default(),
+                esc(release.published_at.as_str()),
                 if release.prerelease {
                     badge(Tone::Info, "prerelease")
                 } else {
