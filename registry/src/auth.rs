@@ -16,6 +16,7 @@ use subtle::ConstantTimeEq;
 
 use crate::db::{self, Db};
 use crate::error::{Code, Error};
+use crate::timestamp::Timestamp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -183,7 +184,7 @@ pub fn authenticate_hash(
     match row {
         Some(row) if bool::from(row.hash.ct_eq(hash)) => {
             usable(&row)?;
-            if use_is_due(row.last_used.as_deref()) {
+            if use_is_due(row.last_used.as_ref()) {
                 note_use(&row.id);
             }
             Ok(principal(row))
@@ -203,11 +204,7 @@ fn usable(row: &db::tokens::TokenRow) -> Result<(), Error> {
     let Some(expires_at) = &row.expires_at else {
         return Ok(());
     };
-    let expired = match db::utc_time(expires_at) {
-        Some((_, ns)) => i128::from(ns) <= time::OffsetDateTime::now_utc().unix_timestamp_nanos(),
-        None => true,
-    };
-    if expired {
+    if expires_at.at() <= time::OffsetDateTime::now_utc() {
         return Err(Error::new(
             Code::Unauthorized,
             format!("token `{}` expired at `{expires_at}`", row.id),
@@ -216,12 +213,12 @@ fn usable(row: &db::tokens::TokenRow) -> Result<(), Error> {
     Ok(())
 }
 
-fn use_is_due(last_used: Option<&str>) -> bool {
-    let Some((_, last_ns)) = last_used.and_then(db::utc_time) else {
+fn use_is_due(last_used: Option<&Timestamp>) -> bool {
+    let Some(last_used) = last_used else {
         return true;
     };
-    let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
-    now - i128::from(last_ns) >= i128::from(db::tokens::LAST_USED_SECS) * 1_000_000_000
+    time::OffsetDateTime::now_utc() - last_used.at()
+        >= time::Duration::seconds(db::tokens::LAST_USED_SECS)
 }
 
 fn principal(row: db::tokens::TokenRow) -> Principal {

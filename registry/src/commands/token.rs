@@ -79,8 +79,8 @@ fn token_status(token: &db::tokens::TokenInfo, now_ns: i64) -> &'static str {
     if token.revoked_at.is_some() {
         return "revoked";
     }
-    match token.expires_at.as_deref().map(db::utc_time) {
-        Some(Some((_, ns))) if ns > now_ns => "active",
+    match &token.expires_at {
+        Some(expires_at) if expires_at.at().unix_timestamp_nanos() > i128::from(now_ns) => "active",
         Some(_) => "expired",
         None => "active",
     }
@@ -113,9 +113,13 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
                 t.id.clone(),
                 t.role.to_string(),
                 t.customer.clone().unwrap_or_else(dash),
-                t.created.clone(),
-                t.expires_at.clone().unwrap_or_else(|| "never".into()),
-                t.last_used.clone().unwrap_or_else(|| "never".into()),
+                t.created.to_string(),
+                t.expires_at
+                    .as_ref()
+                    .map_or_else(|| "never".into(), ToString::to_string),
+                t.last_used
+                    .as_ref()
+                    .map_or_else(|| "never".into(), ToString::to_string),
                 token_status(t, now_ns).to_string(),
             ]
         })

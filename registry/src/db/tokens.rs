@@ -4,16 +4,17 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::parsed;
 use crate::auth::Role;
+use crate::timestamp::Timestamp;
 
 pub struct TokenRow {
     pub id: String,
     pub hash: Vec<u8>,
     pub role: Role,
     pub customer: Option<String>,
-    /// RFC 3339 UTC; `None` never expires.
-    pub expires_at: Option<String>,
-    pub revoked_at: Option<String>,
-    pub last_used: Option<String>,
+    /// `None` never expires.
+    pub expires_at: Option<Timestamp>,
+    pub revoked_at: Option<Timestamp>,
+    pub last_used: Option<Timestamp>,
 }
 
 /// `last_used` is written at most this often per token, so that using a token
@@ -27,11 +28,11 @@ pub struct TokenInfo {
     pub id: String,
     pub role: Role,
     pub customer: Option<String>,
-    pub created: String,
-    pub expires_at: Option<String>,
-    pub revoked_at: Option<String>,
+    pub created: Timestamp,
+    pub expires_at: Option<Timestamp>,
+    pub revoked_at: Option<Timestamp>,
     /// When a request last presented it (to within a minute); `None` if never.
-    pub last_used: Option<String>,
+    pub last_used: Option<Timestamp>,
 }
 
 pub fn insert(
