@@ -75,12 +75,12 @@ pub fn create(args: &TokenCreateArgs) -> Result<()> {
 }
 
 /// `active`, `revoked` or `expired`, as of now.
-fn token_status(token: &db::tokens::TokenInfo, now_ns: i64) -> &'static str {
+fn token_status(token: &db::tokens::TokenInfo, now: time::OffsetDateTime) -> &'static str {
     if token.revoked_at.is_some() {
         return "revoked";
     }
     match &token.expires_at {
-        Some(expires_at) if expires_at.at().unix_timestamp_nanos() > i128::from(now_ns) => "active",
+        Some(expires_at) if expires_at.at() > now => "active",
         Some(_) => "expired",
         None => "active",
     }
@@ -92,13 +92,13 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
         .db
         .scan(db::tokens::list)
         .map_err(refused_in(&args.data))?;
-    let now_ns = db::utc_time(&db::now_rfc3339()).map_or(0, |(_, ns)| ns);
+    let now = time::OffsetDateTime::now_utc();
     if args.json {
         let rows: Vec<serde_json::Value> = tokens
             .iter()
             .map(|t| {
                 let mut row = serde_json::to_value(t).expect("a token row serialises");
-                row["status"] = token_status(t, now_ns).into();
+                row["status"] = token_status(t, now).into();
                 row
             })
             .collect();
@@ -120,7 +120,7 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
                 t.last_used
                     .as_ref()
                     .map_or_else(|| "never".into(), ToString::to_string),
-                token_status(t, now_ns).to_string(),
+                token_status(t, now).to_string(),
             ]
         })
         .collect();

@@ -8,6 +8,7 @@ use stackpack_schema::Digest;
 
 use super::Text;
 use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
+use crate::timestamp::Timestamp;
 
 /// Records a release (a stable version is never changed; a prerelease may be
 /// re-pushed with another digest). A new stable version moves every cell of its stack
@@ -646,9 +647,9 @@ pub fn refresh_cell_flags(conn: &Connection, cell: Option<(&str, &str)>) -> rusq
 pub struct Change {
     pub customer: String,
     pub stack: String,
-    pub version: String,
+    pub version: Version,
     pub destroy: bool,
-    pub finished_at: String,
+    pub finished_at: Timestamp,
 }
 
 /// Every change of what customers run, of one stack or all, oldest first, in the
@@ -667,7 +668,7 @@ pub fn changes(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<C
         Ok(Change {
             customer: r.get(0)?,
             stack: r.get(1)?,
-            version: r.get(2)?,
+            version: super::parsed(r, 2)?,
             destroy: r.get(3)?,
             finished_at: r.get(4)?,
         })

@@ -55,7 +55,7 @@ fn replay(conn: &rusqlite::Connection, stack: Option<&str>, bucket: Bucket) -> V
         }
     };
     for change in changes {
-        let at = bucket.start(&change.finished_at);
+        let at = bucket.start(change.finished_at.as_str());
         if pending.as_ref().is_some_and(|p| *p != at) {
             snapshot(
                 &customers,
@@ -70,8 +70,9 @@ fn replay(conn: &rusqlite::Connection, stack: Option<&str>, bucket: Bucket) -> V
         let before = if change.destroy {
             running.remove(&change.customer)
         } else {
-            *now.entry(change.version.clone()).or_default() += 1;
-            running.insert(change.customer, change.version)
+            let version = change.version.to_string();
+            *now.entry(version.clone()).or_default() += 1;
+            running.insert(change.customer, version)
         };
         if let Some(before) = before {
             let count = now.get_mut(&before).unwrap();
