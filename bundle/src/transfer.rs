@@ -107,30 +107,14 @@ pub fn pull_bundle(
         Descriptor::new(media_type::OCI_MANIFEST, digest.clone(), bytes.len() as u64);
     manifest_descriptor.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
 
-    let mut signatures = Vec::new();
-    for referrer in remote.referrers(repository, &digest, Some(media_type::SIGNATURE_ARTIFACT))? {
-        let Some((bytes, signature_digest)) =
-            remote.pull_manifest(repository, &referrer.digest.to_string())?
-        else {
-            continue;
-        };
-        let signature = parse_manifest(&bytes, &format!("{reference} signature"))?;
-        let blobs: Vec<Descriptor> = std::iter::once(&signature.config)
-            .chain(&signature.layers)
-            .filter(|blob| blob.size <= MAX_MANIFEST_SIZE)
-            .cloned()
-            .collect();
-        received += remote.pull_blobs(repository, &blobs, layout, None)?;
-        layout.write_blob(&bytes)?;
-        received += bytes.len() as u64;
-        let mut descriptor = Descriptor::new(
-            media_type::OCI_MANIFEST,
-            signature_digest,
-            bytes.len() as u64,
-        );
-        descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
-        signatures.push(descriptor);
-    }
+    let signatures = pull_signatures(
+        remote,
+        repository,
+        &digest,
+        &reference,
+        layout,
+        &mut received,
+    )?;
 
     let mut bundle_entry = manifest_descriptor.clone();
     bundle_entry.annotations = Some(bundle_entry_annotations(stack, version));
@@ -162,6 +146,43 @@ pub fn pull_bundle(
         signatures,
         bytes_received: received,
     })
+}
+
+/// Pulls every signature the registry lists for the bundle `digest` into `layout`;
+/// adds the bytes moved to `received`.
+fn pull_signatures(
+    remote: &Remote,
+    repository: &str,
+    digest: &Digest,
+    reference: &str,
+    layout: &ImageLayout,
+    received: &mut u64,
+) -> Result<Vec<Descriptor>, TransferError> {
+    let mut signatures = Vec::new();
+    for referrer in remote.referrers(repository, digest, Some(media_type::SIGNATURE_ARTIFACT))? {
+        let Some((bytes, signature_digest)) =
+            remote.pull_manifest(repository, &referrer.digest.to_string())?
+        else {
+            continue;
+        };
+        let signature = parse_manifest(&bytes, &format!("{reference} signature"))?;
+        let blobs: Vec<Descriptor> = std::iter::once(&signature.config)
+            .chain(&signature.layers)
+            .filter(|blob| blob.size <= MAX_MANIFEST_SIZE)
+            .cloned()
+            .collect();
+        *received += remote.pull_blobs(repository, &blobs, layout, None)?;
+        layout.write_blob(&bytes)?;
+        *received += bytes.len() as u64;
+        let mut descriptor = Descriptor::new(
+            media_type::OCI_MANIFEST,
+            signature_digest,
+            bytes.len() as u64,
+        );
+        descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+        signatures.push(descriptor);
+    }
+    Ok(signatures)
 }
 
 /// What a push sent.

@@ -6,18 +6,50 @@ use stackpack_bundle::archive::Limits;
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::verify::{self, Trust};
 use stackpack_runner::home::Home;
-use stackpack_runner::ledger::Ledger;
+use stackpack_runner::ledger::{Deployment, Ledger, Note, StartedRun};
 use stackpack_runner::Result;
-use stackpack_schema::receipt::ReceiptKind;
+use stackpack_schema::receipt::{ReceiptKind, SignedReceipt};
 use stackpack_schema::signature::PublicKey;
 use stackpack_terminal::ExitStatus;
 
 use super::{open_home, print_json, status as progress, table};
 use crate::cli::{GlobalArgs, StatusArgs};
 
+/// One deployed stack as `status` shows it.
+struct StackStatus {
+    deployment: Deployment,
+    since: String,
+    newer: Option<Version>,
+    drift: Option<SignedReceipt>,
+    attempt: Option<SignedReceipt>,
+    notes: Vec<Note>,
+}
+
 pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
+    let stacks = deployed(&home, &ledger)?;
+    let interrupted = ledger.interrupted_runs()?;
+    if args.json {
+        print_json(&status_json(&home, &interrupted, &stacks));
+        return Ok(ExitStatus::Success);
+    }
+    for run in &interrupted {
+        progress(&format!(
+            "interrupted, state unknown — run plan: `{}` of `{}@{}` started at {} (work folder `{}`)",
+            run.kind, run.stack, run.version, run.started_at, run.work
+        ));
+    }
+    if stacks.is_empty() {
+        progress("nothing has been applied by this runner yet");
+        return Ok(ExitStatus::Success);
+    }
+    print!("{}", status_table(&stacks));
+    Ok(ExitStatus::Success)
+}
+
+/// Every stack deployed here, with what the ledger and the store know of it.
+fn deployed(home: &Home, ledger: &Ledger) -> Result<Vec<StackStatus>> {
     let store = home.store()?;
     let keys: Vec<PublicKey> = home
         .trusted_keys()?
@@ -26,7 +58,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
         .collect();
     let mut stacks = Vec::new();
     for deployment in ledger.current_all()? {
-        let newer = newer_verified(&home, &store, &keys, &deployment.stack, &deployment.version)?;
+        let newer = newer_verified(home, &store, &keys, &deployment.stack, &deployment.version)?;
         let since = ledger
             .since(&deployment.stack)?
             .unwrap_or(deployment.applied_at.clone());
@@ -43,75 +75,82 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
             Some(a) => ledger.notes(&a.receipt.id)?,
             None => vec![],
         };
-        stacks.push((deployment, since, newer, drift, attempt, notes));
+        stacks.push(StackStatus {
+            deployment,
+            since,
+            newer,
+            drift,
+            attempt,
+            notes,
+        });
     }
-    let interrupted = ledger.interrupted_runs()?;
-    if args.json {
-        print_json(&json!({
-            "customer": home.config.customer,
-            "interrupted": interrupted.iter().map(|run| json!({
-                "stack": run.stack,
-                "version": run.version,
-                "kind": run.kind,
-                "startedAt": run.started_at,
-                "workFolder": run.work,
-                "state": "unknown: run plan",
-            })).collect::<Vec<_>>(),
-            "stacks": stacks.iter().map(|(d, since, newer, drift, attempt, notes)| json!({
+    Ok(stacks)
+}
+
+fn status_json(
+    home: &Home,
+    interrupted: &[StartedRun],
+    stacks: &[StackStatus],
+) -> serde_json::Value {
+    json!({
+        "customer": home.config.customer,
+        "interrupted": interrupted.iter().map(|run| json!({
+            "stack": run.stack,
+            "version": run.version,
+            "kind": run.kind,
+            "startedAt": run.started_at,
+            "workFolder": run.work,
+            "state": "unknown: run plan",
+        })).collect::<Vec<_>>(),
+        "stacks": stacks.iter().map(|s| {
+            let d = &s.deployment;
+            json!({
                 "stack": d.stack,
                 "version": d.version.to_string(),
                 "digest": d.digest,
-                "since": since,
+                "since": s.since,
                 "lastApplied": d.applied_at,
                 "receiptId": d.receipt_id,
-                "newerInStore": newer.as_ref().map(|v| v.to_string()),
-                "lastDriftCheck": drift.as_ref().map(|r| json!({
+                "newerInStore": s.newer.as_ref().map(|v| v.to_string()),
+                "lastDriftCheck": s.drift.as_ref().map(|r| json!({
                     "outcome": r.receipt.outcome,
                     "at": r.receipt.finished_at,
                 })),
-                "lastAttempt": attempt.as_ref().map(|r| json!({
+                "lastAttempt": s.attempt.as_ref().map(|r| json!({
                     "kind": r.receipt.kind,
                     "version": r.receipt.version.to_string(),
                     "outcome": r.receipt.outcome,
                     "at": r.receipt.finished_at,
                     "receiptId": r.receipt.id,
-                    "failed": notes.iter().filter(|n| n.kind != "policy-warn").map(|n| json!({
+                    "failed": s.notes.iter().filter(|n| n.kind != "policy-warn").map(|n| json!({
                         "kind": n.kind,
                         "rule": n.rule,
                         "address": n.address,
                         "message": n.message,
                     })).collect::<Vec<_>>(),
                 })),
-            })).collect::<Vec<_>>(),
-        }));
-        return Ok(ExitStatus::Success);
-    }
-    for run in &interrupted {
-        progress(&format!(
-            "interrupted, state unknown — run plan: `{}` of `{}@{}` started at {} (work folder `{}`)",
-            run.kind, run.stack, run.version, run.started_at, run.work
-        ));
-    }
-    if stacks.is_empty() {
-        progress("nothing has been applied by this runner yet");
-        return Ok(ExitStatus::Success);
-    }
+            })
+        }).collect::<Vec<_>>(),
+    })
+}
+
+fn status_table(stacks: &[StackStatus]) -> String {
     let rows: Vec<Vec<String>> = stacks
         .iter()
-        .map(|(d, since, newer, drift, attempt, _)| {
+        .map(|s| {
             vec![
-                d.stack.clone(),
-                d.version.to_string(),
-                since.clone(),
-                newer
+                s.deployment.stack.clone(),
+                s.deployment.version.to_string(),
+                s.since.clone(),
+                s.newer
                     .as_ref()
                     .map(|v| v.to_string())
                     .unwrap_or_else(|| "-".into()),
-                drift
+                s.drift
                     .as_ref()
                     .map(|r| format!("{} at {}", r.receipt.outcome, r.receipt.finished_at))
                     .unwrap_or_else(|| "not checked".into()),
-                attempt
+                s.attempt
                     .as_ref()
                     .map(|r| {
                         format!(
@@ -126,21 +165,17 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        table(
-            &[
-                "STACK",
-                "VERSION",
-                "SINCE",
-                "NEWER IN STORE",
-                "DRIFT",
-                "LAST ATTEMPT"
-            ],
-            &rows
-        )
-    );
-    Ok(ExitStatus::Success)
+    table(
+        &[
+            "STACK",
+            "VERSION",
+            "SINCE",
+            "NEWER IN STORE",
+            "DRIFT",
+            "LAST ATTEMPT",
+        ],
+        &rows,
+    )
 }
 
 /// The newest version of `stack` in the store, above `current` and allowed by the

@@ -27,17 +27,7 @@ pub fn new(args: &CustomerNewArgs) -> Result<ExitStatus> {
     let repo = Repository::open(&args.repo)?;
     let root = repo.root.as_path();
     let stack = repo.stack(&args.stack)?;
-    for ext in ["tfvars", "tfvars.json"] {
-        let existing = format!("customers/{id}/{}.{ext}", stack.name);
-        if root.join(&existing).exists() {
-            return Err(Error::refused(format!(
-                "customer `{id}` already has inputs for stack `{}`",
-                stack.name
-            ))
-            .at(&existing)
-            .hint("edit that file, or choose another customer id"));
-        }
-    }
+    refuse_existing(root, id, &stack.name)?;
     let module = stackpack_interface::extract_module(&root.join(&stack.path))
         .map_err(|e| Error::usage_by(e).hint("fix the stack first (see `stackpack check`)"))?;
     let settings = &repo.config.customers;
@@ -97,10 +87,24 @@ pub fn new(args: &CustomerNewArgs) -> Result<ExitStatus> {
         .filter(|v| !known.values.contains_key(&v.name))
         .map(|v| v.name.clone())
         .collect();
+    print_written(args, &stack.name, &rel, cidr, &placeholders);
+    Ok(ExitStatus::Success)
+}
+
+/// What was written, for a script (`--json`) or a person: the file, its network
+/// range, and the inputs still to fill in.
+fn print_written(
+    args: &CustomerNewArgs,
+    stack: &str,
+    rel: &str,
+    cidr: Option<ipnet::Ipv4Net>,
+    placeholders: &[String],
+) {
+    let id = args.id.as_str();
     if args.json {
         output::print_json(&serde_json::json!({
             "customer": id,
-            "stack": stack.name,
+            "stack": stack,
             "file": rel,
             "cidr": cidr.map(|c| c.to_string()),
             "placeholders": placeholders,
@@ -119,7 +123,21 @@ pub fn new(args: &CustomerNewArgs) -> Result<ExitStatus> {
             ));
         }
     }
-    Ok(ExitStatus::Success)
+}
+
+/// A customer's inputs file is never overwritten.
+fn refuse_existing(root: &Path, id: &str, stack: &str) -> Result<()> {
+    for ext in ["tfvars", "tfvars.json"] {
+        let existing = format!("customers/{id}/{stack}.{ext}");
+        if root.join(&existing).exists() {
+            return Err(Error::refused(format!(
+                "customer `{id}` already has inputs for stack `{stack}`"
+            ))
+            .at(&existing)
+            .hint("edit that file, or choose another customer id"));
+        }
+    }
+    Ok(())
 }
 
 fn missing_input(flag: &str, input: &str, stack: &str, root: &Path) -> Error {

@@ -171,6 +171,20 @@ fn print_bundle(bundle: &VerifiedBundle, trust: &Trust) {
 
 /// The bundle's inputs, outputs, modules and files, one table each.
 fn print_contents(config: &BundleConfig) {
+    print_interface(config);
+    let modules: Vec<Vec<String>> = config
+        .modules
+        .iter()
+        .map(|m| vec![m.name.clone(), m.path.clone(), m.digest.short()])
+        .collect();
+    print!("{}", output::table(&["MODULE", "PATH", "DIGEST"], &modules));
+    println!();
+    print_providers(config);
+    print_files(config);
+}
+
+/// The inputs and outputs tables.
+fn print_interface(config: &BundleConfig) {
     let inputs: Vec<Vec<String>> = config
         .interface
         .inputs
@@ -209,44 +223,46 @@ fn print_contents(config: &BundleConfig) {
         .collect();
     print!("{}", output::table(&["OUTPUT", ""], &outputs));
     println!();
-    let modules: Vec<Vec<String>> = config
-        .modules
-        .iter()
-        .map(|m| vec![m.name.clone(), m.path.clone(), m.digest.short()])
-        .collect();
-    print!("{}", output::table(&["MODULE", "PATH", "DIGEST"], &modules));
-    println!();
-    if !config.providers.is_empty() {
-        let providers: Vec<Vec<String>> = config
-            .providers
-            .iter()
-            .map(|p| {
-                vec![
-                    p.source.clone(),
-                    p.version.clone(),
-                    p.platform.clone(),
-                    output::human_size(p.size),
-                    p.hash.clone(),
-                    p.digest.short(),
-                ]
-            })
-            .collect();
-        print!(
-            "{}",
-            output::table(
-                &[
-                    "PROVIDER",
-                    "VERSION",
-                    "PLATFORM",
-                    "SIZE",
-                    "LOCKED BY",
-                    "LAYER"
-                ],
-                &providers
-            )
-        );
-        println!();
+}
+
+/// The provider packages the bundle carries, when it carries any.
+fn print_providers(config: &BundleConfig) {
+    if config.providers.is_empty() {
+        return;
     }
+    let providers: Vec<Vec<String>> = config
+        .providers
+        .iter()
+        .map(|p| {
+            vec![
+                p.source.clone(),
+                p.version.clone(),
+                p.platform.clone(),
+                output::human_size(p.size),
+                p.hash.clone(),
+                p.digest.short(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        output::table(
+            &[
+                "PROVIDER",
+                "VERSION",
+                "PLATFORM",
+                "SIZE",
+                "LOCKED BY",
+                "LAYER"
+            ],
+            &providers
+        )
+    );
+    println!();
+}
+
+/// The file layers, then every file.
+fn print_files(config: &BundleConfig) {
     // Files that travel as layers of their own: the layer's digest is the file's,
     // which is what a registry shares between versions and stacks.
     let file_layers: Vec<Vec<String>> = config

@@ -2,7 +2,7 @@
 //! and `customers` alone: every filter is a column of a cell (kept current as
 //! receipts and releases arrive) with an index of its own, and pages follow the key
 //! order `(customer, stack)`, so a page costs its rows, never the fleet.
-//! `tests/query_plans.rs` holds each query to its index.
+//! `tests/it/query_plans.rs` holds each query to its index.
 
 use rusqlite::types::ToSql;
 use rusqlite::{params_from_iter, Connection, Row};
@@ -178,73 +178,7 @@ fn fleet_statement(
 ) -> (String, Statement) {
     let mut q = Statement::default();
     let from = if filter.needs_a_cell() {
-        // Driven by the cells: each flag has a partial index in key order, so the
-        // page is read straight off it.
-        q.when("f.attempt_id IS NOT NULL");
-        if let Some((customer, stack)) = after {
-            let (c, s) = (q.bind(customer.to_string()), q.bind(stack.to_string()));
-            q.when(format!("(f.customer, f.stack) > ({c}, {s})"));
-        }
-        if let Some(customer) = filter.customer {
-            let p = q.bind(customer.to_string());
-            q.when(format!("f.customer = {p}"));
-        }
-        if let Some(stack) = filter.stack {
-            let p = q.bind(stack.to_string());
-            q.when(format!("f.stack = {p}"));
-        }
-        if filter.behind {
-            q.when("f.behind > 0");
-        }
-        if filter.prerelease {
-            q.when("f.prerelease = 1");
-        }
-        if filter.drifted {
-            q.when("f.drifted = 1");
-        }
-        if filter.failed {
-            q.when("f.failed = 1");
-        }
-        if let Some(version) = filter.version {
-            let p = q.bind(version.to_string());
-            q.when(format!("f.version = {p}"));
-        }
-        if let Some(digest) = filter.digest {
-            let p = q.bind(digest.to_string());
-            q.when(format!("f.digest = {p}"));
-        }
-        if let Some(key) = &filter.below_key {
-            let p = q.bind(key.clone());
-            // With a stack, its cells are read in customer order and the version
-            // checked on each, so a page stops after its rows instead of sorting
-            // every cell below the version.
-            let column = if filter.stack.is_some() {
-                "+f.version_key"
-            } else {
-                "f.version_key"
-            };
-            q.when(format!("{column} < {p}"));
-        }
-        if let Some(module) = filter.module {
-            let m = q.bind(module.to_string());
-            let below = match &filter.module_below_key {
-                Some(key) => format!("AND m.module_version_key < {}", q.bind(key.clone())),
-                None => String::new(),
-            };
-            q.when(match carriers {
-                // Few cells run a carrier: found through `fleet_cells_version`, then
-                // sorted (at most `FEW_CARRIER_CELLS` of them).
-                Carriers::Few => format!(
-                    "(f.version, f.stack) IN (SELECT m.version, m.stack FROM release_modules m
-                     WHERE m.module = {m} {below})"
-                ),
-                // Many do: cells in key order, each checked, a page found quickly.
-                Carriers::Many => format!(
-                    "EXISTS (SELECT 1 FROM release_modules m WHERE m.stack = f.stack
-                     AND m.version = f.version AND m.module = {m} {below})"
-                ),
-            });
-        }
+        cell_conditions(&mut q, filter, carriers, after);
         "fleet_cells f JOIN customers c ON c.id = f.customer"
     } else {
         // Driven by the customers (by id, or through an index on environment or last
@@ -285,6 +219,81 @@ fn fleet_statement(
         q.condition()
     );
     (sql, q)
+}
+
+/// The conditions of a page driven by the cells: each flag has a partial index in
+/// key order, so the page is read straight off it.
+fn cell_conditions(
+    q: &mut Statement,
+    filter: &Filter<'_>,
+    carriers: Carriers,
+    after: Option<(&str, &str)>,
+) {
+    q.when("f.attempt_id IS NOT NULL");
+    if let Some((customer, stack)) = after {
+        let (c, s) = (q.bind(customer.to_string()), q.bind(stack.to_string()));
+        q.when(format!("(f.customer, f.stack) > ({c}, {s})"));
+    }
+    if let Some(customer) = filter.customer {
+        let p = q.bind(customer.to_string());
+        q.when(format!("f.customer = {p}"));
+    }
+    if let Some(stack) = filter.stack {
+        let p = q.bind(stack.to_string());
+        q.when(format!("f.stack = {p}"));
+    }
+    if filter.behind {
+        q.when("f.behind > 0");
+    }
+    if filter.prerelease {
+        q.when("f.prerelease = 1");
+    }
+    if filter.drifted {
+        q.when("f.drifted = 1");
+    }
+    if filter.failed {
+        q.when("f.failed = 1");
+    }
+    if let Some(version) = filter.version {
+        let p = q.bind(version.to_string());
+        q.when(format!("f.version = {p}"));
+    }
+    if let Some(digest) = filter.digest {
+        let p = q.bind(digest.to_string());
+        q.when(format!("f.digest = {p}"));
+    }
+    if let Some(key) = &filter.below_key {
+        let p = q.bind(key.clone());
+        // With a stack, its cells are read in customer order and the version
+        // checked on each, so a page stops after its rows instead of sorting
+        // every cell below the version.
+        let column = if filter.stack.is_some() {
+            "+f.version_key"
+        } else {
+            "f.version_key"
+        };
+        q.when(format!("{column} < {p}"));
+    }
+    if let Some(module) = filter.module {
+        let m = q.bind(module.to_string());
+        let below = match &filter.module_below_key {
+            Some(key) => format!("AND m.module_version_key < {}", q.bind(key.clone())),
+            None => String::new(),
+        };
+        q.when(match carriers {
+            // Few cells run a carrier: found through `fleet_cells_version`, then
+            // sorted (at most `FEW_CARRIER_CELLS` of them).
+            Carriers::Few => format!(
+                "(f.version, f.stack) IN (SELECT m.version, m.stack FROM release_modules m
+                 WHERE m.module = {m} {below})"
+            ),
+            // Many do: cells in key order, each checked, a page found quickly.
+            Carriers::Many => format!(
+                "EXISTS (SELECT 1 FROM release_modules m WHERE m.stack = f.stack
+                 AND m.version = f.version AND m.module = {m} {below})"
+            ),
+        });
+    }
 }
 
 /// How many customers run `version` of `stack` now.

@@ -110,18 +110,6 @@ pub fn release_modules(
     .collect()
 }
 
-/// Every release that vendors module `module`: `(stack, version, module version)`.
-pub fn releases_with_module(
-    conn: &Connection,
-    module: &str,
-) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
-    conn.prepare_cached(
-        "SELECT stack, version, module_version FROM release_modules WHERE module = ?1",
-    )?
-    .query_map(params![module], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-    .collect()
-}
-
 /// One release, if recorded.
 pub fn release(conn: &Connection, stack: &str, version: &str) -> rusqlite::Result<Option<Release>> {
     conn.prepare_cached(

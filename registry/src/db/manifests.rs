@@ -138,13 +138,6 @@ pub fn delete_tag(conn: &Connection, repo: &str, tag: &str) -> rusqlite::Result<
         > 0)
 }
 
-/// Tags pointing at `digest`.
-pub fn tags_of(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached("SELECT tag FROM tags WHERE repo = ?1 AND digest = ?2")?
-        .query_map(params![repo, digest], |r| r.get(0))?
-        .collect()
-}
-
 /// Deletes a manifest, its references and the tags on it. True when it existed.
 pub fn delete(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<bool> {
     let deleted = conn

@@ -272,21 +272,29 @@ fn commands_exit_quietly_when_stdout_closes() {
         receipt("r1", "data-plane", "1.0.0", "2026-02-01T08:00:00Z").to_bytes(),
     )
     .unwrap();
+    // A customer with a receipt, so that every command below has lines to write.
+    server
+        .run(&["receipts", "import", file.to_str().unwrap()])
+        .ok();
     let commands: [Vec<&str>; 3] = [
         vec!["fleet"],
         vec!["fleet", "--json"],
         vec!["receipts", "import", file.to_str().unwrap()],
     ];
     for args in commands {
-        let mut child = Command::new(BIN)
+        // Stdout is a socket whose other end is closed before the program starts, so
+        // its first write fails however the two processes are scheduled (a pipe
+        // closed after spawning raced a quick program that had already written).
+        let (stdout, closed) = std::os::unix::net::UnixStream::pair().unwrap();
+        drop(closed);
+        let child = Command::new(BIN)
             .args(&args)
             .arg("--data")
             .arg(&server.data)
-            .stdout(Stdio::piped())
+            .stdout(Stdio::from(std::os::fd::OwnedFd::from(stdout)))
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");

@@ -254,33 +254,10 @@ fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -
     })
 }
 
-pub async fn show(
-    State(state): State<SharedState>,
-    headers: HeaderMap,
-    uri: Uri,
-    Path((stack, version)): Path<(String, String)>,
-) -> Response {
-    if let Err(refusal) = viewer(&state, &headers) {
-        return refusal.into_response();
-    }
-    let query: HashMap<String, String> =
-        axum::extract::Query::<HashMap<String, String>>::try_from_uri(&uri)
-            .map(|q| q.0)
-            .unwrap_or_default();
-    let after = query.get("after").filter(|a| !a.is_empty()).cloned();
-    let facts = match gather(&state, &stack, &version, after.clone()) {
-        Ok(facts) => facts,
-        Err(e) => return failed(e),
-    };
-    if facts.release.is_none() && facts.runner_count == 0 {
-        let message = format!("`{stack}@{version}` is not a recorded release and nobody runs it");
-        return error_page(StatusCode::NOT_FOUND, &message, true);
-    }
-    let mut body = format!("<h1 id=\"release\">{}@{}</h1>", esc(&stack), esc(&version));
-    let config = facts
-        .release
-        .as_ref()
-        .and_then(|r| bundle_config(&state, r));
+/// The release's facts (bundle, source, signature, previous version), or why there
+/// are none.
+fn release_facts(state: &AppState, stack: &str, facts: &Facts) -> String {
+    let mut body = String::new();
     match &facts.release {
         Some(release) => {
             let source = &release.source;
@@ -305,11 +282,11 @@ pub async fn show(
                 } else {
                     badge(Tone::Good, "stable")
                 },
-                signature(&state, release),
+                signature(state, release),
                 facts
                     .previous
                     .as_ref()
-                    .map(|p| super::fleet::version_link(&stack, &p.version))
+                    .map(|p| super::fleet::version_link(stack, &p.version))
                     .unwrap_or_else(|| "<span class=\"muted\">none: the first release</span>".into()),
             );
         }
@@ -317,7 +294,17 @@ pub async fn show(
             "<p class=\"error\">Not recorded as a release here: customers report running it, but its bundle was never pushed to or recorded in this registry.</p>",
         ),
     }
+    body
+}
 
+/// Who runs the version, a page at a time.
+fn runners_section(
+    facts: &Facts,
+    paged: bool,
+    uri: &Uri,
+    query: &HashMap<String, String>,
+) -> String {
+    let mut body = String::new();
     let _ = write!(
         body,
         "<h2>Who runs it</h2><p class=\"summary\" id=\"runners-count\">{} customer{}</p>",
@@ -327,37 +314,24 @@ pub async fn show(
     if !facts.runners.is_empty() {
         body.push_str(&rows_table(&facts.runners, true, "runners"));
     }
-    if after.is_some() || facts.next.is_some() {
+    if paged || facts.next.is_some() {
         let path = uri.path();
         body.push_str("<p class=\"pager\">");
-        if after.is_some() {
-            body.push_str(&super::fleet::first_link(path, &query));
+        if paged {
+            body.push_str(&super::fleet::first_link(path, query));
             body.push(' ');
         }
         if let Some(next) = &facts.next {
-            body.push_str(&super::fleet::next_link(path, &query, next));
+            body.push_str(&super::fleet::next_link(path, query, next));
         }
         body.push_str("</p>");
     }
+    body
+}
 
-    body.push_str("<h2>Interface changes</h2>");
-    match &config {
-        Some(config) => {
-            body.push_str(&recorded_changes(&stack, config, facts.earlier_stable));
-            if !config.allowed_breaking.is_empty() {
-                let _ = write!(
-                    body,
-                    "<p>{} for: {}</p>",
-                    badge(Tone::Warn, "published with --allow-breaking"),
-                    esc(&config.allowed_breaking.join(", "))
-                );
-            }
-        }
-        None => body.push_str(
-            "<p class=\"muted\">Not known: the bundle is not stored in this registry.</p>",
-        ),
-    }
-
+/// The modules the bundle vendors, when it vendors any.
+fn modules_section(facts: &Facts) -> String {
+    let mut body = String::new();
     if !facts.modules.is_empty() {
         let rows: Vec<Vec<String>> = facts
             .modules
@@ -385,6 +359,59 @@ pub async fn show(
             "modules",
         ));
     }
+    body
+}
+
+pub async fn show(
+    State(state): State<SharedState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path((stack, version)): Path<(String, String)>,
+) -> Response {
+    if let Err(refusal) = viewer(&state, &headers) {
+        return refusal.into_response();
+    }
+    let query: HashMap<String, String> =
+        axum::extract::Query::<HashMap<String, String>>::try_from_uri(&uri)
+            .map(|q| q.0)
+            .unwrap_or_default();
+    let after = query.get("after").filter(|a| !a.is_empty()).cloned();
+    let facts = match gather(&state, &stack, &version, after.clone()) {
+        Ok(facts) => facts,
+        Err(e) => return failed(e),
+    };
+    if facts.release.is_none() && facts.runner_count == 0 {
+        let message = format!("`{stack}@{version}` is not a recorded release and nobody runs it");
+        return error_page(StatusCode::NOT_FOUND, &message, true);
+    }
+    let mut body = format!("<h1 id=\"release\">{}@{}</h1>", esc(&stack), esc(&version));
+    let config = facts
+        .release
+        .as_ref()
+        .and_then(|r| bundle_config(&state, r));
+    body.push_str(&release_facts(&state, &stack, &facts));
+
+    body.push_str(&runners_section(&facts, after.is_some(), &uri, &query));
+
+    body.push_str("<h2>Interface changes</h2>");
+    match &config {
+        Some(config) => {
+            body.push_str(&recorded_changes(&stack, config, facts.earlier_stable));
+            if !config.allowed_breaking.is_empty() {
+                let _ = write!(
+                    body,
+                    "<p>{} for: {}</p>",
+                    badge(Tone::Warn, "published with --allow-breaking"),
+                    esc(&config.allowed_breaking.join(", "))
+                );
+            }
+        }
+        None => body.push_str(
+            "<p class=\"muted\">Not known: the bundle is not stored in this registry.</p>",
+        ),
+    }
+
+    body.push_str(&modules_section(&facts));
     match &config {
         Some(config) => body.push_str(&interface_tables(&config.interface)),
         None => body.push_str(
