@@ -30,6 +30,15 @@ if ! command -v cargo-machete >/dev/null 2>&1; then
   step "installing cargo-machete (first run only, about a minute)"
   cargo install --locked --quiet cargo-machete
 fi
+step "rooms that do one job: no file circles, no function in src/ over 100 lines"
+for check in "scripts/file-circles.py ." "scripts/long-functions.py ."; do
+  found="$(python3 $check)"
+  if [ -n "$found" ]; then
+    echo "$found" >&2
+    echo "error: \`$check\` found the above; split the function or move the shared piece to the module that owns it" >&2
+    exit 1
+  fi
+done
 step "cargo machete: no unused dependencies"
 cargo machete
 step "cargo clippy -D warnings (a clean machine builds every dependency first: about 6 minutes on 2 cores)"

@@ -239,7 +239,7 @@ pub fn strip_credentials(url: &str) -> String {
 /// What credential an address still seems to carry once stripped (a token in its
 /// path, a `user:secret` part), if any: such an address is refused, not recorded.
 pub fn credential_in(stripped: &str) -> Option<&'static str> {
-    if let Some(what) = crate::check::lint::secret_in(stripped) {
+    if let Some(what) = crate::secret_text::secret_in(stripped) {
         return Some(what);
     }
     let (_, rest) = stripped.split_once("://")?;

@@ -22,7 +22,7 @@ use stackpack_interface::tfvars::{self, did_you_mean, InputValue, Verdict};
 use stackpack_interface::{types, ModuleInterface, Variable};
 
 use crate::check::finding::{findings_table, github_annotation, table, Finding, Severity};
-use crate::check::{Inputs, RuleId};
+use crate::check::rule_id::{Inputs, RuleId};
 use crate::config::CustomerSettings;
 use crate::customers::{self, CustomerRange};
 

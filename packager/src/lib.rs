@@ -45,6 +45,7 @@ pub mod publish;
 pub mod release_view;
 pub mod releases;
 pub mod repository;
+mod secret_text;
 pub mod witness;
 
 pub use error::{Error, Result};

@@ -10,7 +10,7 @@ mod diff;
 pub(crate) mod finding;
 pub mod lint;
 pub mod render;
-mod rule_id;
+pub(crate) mod rule_id;
 pub mod tree;
 
 use std::collections::BTreeMap;
@@ -157,6 +157,27 @@ pub enum CheckError {
     /// refuses): no version number can be judged until they are fixed.
     #[error("{}", broken_text(.0))]
     Broken(Vec<Finding>),
+}
+
+/// A check that could not run (a commit git cannot read, a stack whose files the
+/// engine would refuse) refuses the command; the typed error stays its source.
+impl From<CheckError> for crate::Error {
+    fn from(error: CheckError) -> Self {
+        let hint = match &error {
+            CheckError::Broken(_) => {
+                Some("fix these files first: no version can be judged until they parse")
+            }
+            CheckError::Git { .. } => {
+                Some("fetch the full history (`git fetch --unshallow`) or pass another `--against`")
+            }
+            CheckError::Interface(_) | CheckError::Unpack { .. } => None,
+        };
+        let converted = crate::Error::refused_by(error);
+        match hint {
+            Some(hint) => converted.hint(hint),
+            None => converted,
+        }
+    }
 }
 
 fn broken_text(findings: &[Finding]) -> String {
