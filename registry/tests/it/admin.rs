@@ -3,18 +3,9 @@
 
 use crate::common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::*;
-
-fn cli(server: &OurRegistry, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--data")
-        .arg(&server.data)
-        .output()
-        .unwrap()
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -25,24 +25,6 @@ fn receipt(
         .sign(&PrivateKey::from_secret_bytes([customer.len() as u8; 32]))
 }
 
-fn cli(server: &OurRegistry, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--data")
-        .arg(&server.data)
-        .output()
-        .unwrap()
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn report(server: &OurRegistry, customer: &str, receipts: &[SignedReceipt]) {
     let client = Client::new(server.url(), Some(server.token("customer", Some(customer))));
     for signed in receipts {

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::*;
 use stackpack_schema::receipt::SignedReceipt;
@@ -30,24 +30,6 @@ fn receipt(
         .id(id)
         .at(&at)
         .sign(&PrivateKey::from_secret_bytes(secret))
-}
-
-fn cli(server: &OurRegistry, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--data")
-        .arg(&server.data)
-        .output()
-        .unwrap()
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Imports receipts as `receipts import` does, all in one file.

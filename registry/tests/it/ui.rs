@@ -150,20 +150,6 @@ fn minutes_ago(minutes: i64) -> String {
         .unwrap()
 }
 
-fn cli(server: &OurRegistry, args: &[&str]) {
-    let out = Command::new(BIN)
-        .args(args)
-        .arg("--data")
-        .arg(&server.data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Two stacks with several versions; `globex` applies, fails, rolls back and
 /// drifts; `hooli` runs a prerelease in production; `umbrella` is airgapped and
 /// reports by an imported file, long ago; `initech` never reports.
@@ -187,7 +173,7 @@ fn seed() -> Seeded {
         ("initech", "Initech", "staging"),
         ("acme", "Acme Labs", "staging"),
     ] {
-        cli(
+        cli_ok(
             &server,
             &["customer", "add", id, "--name", name, "--environment", env],
         );
@@ -301,7 +287,7 @@ fn seed() -> Seeded {
     .map(|r| String::from_utf8(r.to_bytes()).unwrap().replace('\n', ""))
     .collect();
     std::fs::write(&file, lines.join("\n")).unwrap();
-    cli(&server, &["receipts", "import", file.to_str().unwrap()]);
+    cli_ok(&server, &["receipts", "import", file.to_str().unwrap()]);
     Seeded {
         support: server.token("support", None),
         admin: server.token("admin", None),
@@ -472,7 +458,7 @@ fn support_pages_sign_in_with_a_support_token_into_a_strict_http_only_session() 
         .map(|t| t["id"].as_str().unwrap().to_string())
         .next_back()
         .unwrap();
-    cli(server, &["token", "revoke", &support_id]);
+    cli_ok(server, &["token", "revoke", &support_id]);
     let r = get(server, "/ui", &cookie);
     assert_eq!(r.status, 401);
     assert!(String::from_utf8_lossy(&r.body).contains("was revoked"));
@@ -930,7 +916,7 @@ fn the_fleet_and_stack_version_pages_show_a_page_of_rows_and_link_to_the_next() 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("receipts.jsonl");
     std::fs::write(&file, receipts).unwrap();
-    cli(&server, &["receipts", "import", file.to_str().unwrap()]);
+    cli_ok(&server, &["receipts", "import", file.to_str().unwrap()]);
     let cookie = sign_in(&server, &server.token("support", None));
 
     let first = html(&get(&server, "/ui?stack=api", &cookie));

@@ -319,3 +319,34 @@ pub fn write_layout(root: &Path, tag: &str, seed: u64, layer_sizes: &[usize]) ->
     .unwrap();
     digests
 }
+
+/// Runs `stackpack-registry ARGS --data <server's data>` and returns what it did.
+pub fn cli(server: &OurRegistry, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .arg("--data")
+        .arg(&server.data)
+        .output()
+        .unwrap()
+}
+
+/// [`cli`], which must succeed.
+pub fn cli_ok(server: &OurRegistry, args: &[&str]) -> std::process::Output {
+    let out = cli(server, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The JSON a successful command printed.
+pub fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
