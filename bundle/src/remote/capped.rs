@@ -20,6 +20,27 @@ const MAX_TAG_PAGE: u64 = MAX_MANIFEST_SIZE;
 /// The most of an error answer read: only its message is shown.
 pub(super) const MAX_ERROR_BODY: u64 = 64 * 1024;
 
+/// The body of `answer` if it is at most `limit` bytes; `None` as soon as it is
+/// longer (a `Content-Length` over the limit before anything is read). The one read
+/// loop of every answer held in memory: registry answers here, and the ledger's and
+/// a cloud API's in [`super::http`].
+pub(super) async fn body_within(
+    answer: &mut reqwest::Response,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    if answer.content_length().is_some_and(|length| length > limit) {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = answer.chunk().await? {
+        if (bytes.len() + chunk.len()) as u64 > limit {
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Some(bytes))
+}
+
 /// `limit` bytes as people write them (`4 MiB`, `64 KiB`, `512 bytes`).
 pub(super) fn size_text(limit: u64) -> String {
     match limit {
@@ -50,20 +71,13 @@ impl Remote {
             what: what.to_string(),
             limit: size_text(limit),
         };
-        if answer.content_length().is_some_and(|length| length > limit) {
-            return Err(too_large());
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = answer.chunk().await.map_err(|e| RemoteError::Unreachable {
-            host: self.host.clone(),
-            detail: error_chain(&e),
-        })? {
-            if (bytes.len() + chunk.len()) as u64 > limit {
-                return Err(too_large());
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        Ok(bytes)
+        body_within(&mut answer, limit)
+            .await
+            .map_err(|e| RemoteError::Unreachable {
+                host: self.host.clone(),
+                detail: error_chain(&e),
+            })?
+            .ok_or_else(too_large)
     }
 
     /// At most [`MAX_ERROR_BODY`] bytes of an error answer, as text: the rest is

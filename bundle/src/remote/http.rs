@@ -121,20 +121,13 @@ fn send(
             .map_err(|e| HttpError::Transport(describe(&e)))?;
         let status = response.status().as_u16();
         let next = next_link(response.headers());
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
+        let bytes = super::capped::body_within(&mut response, limit)
             .await
             .map_err(|e| HttpError::Transport(describe(&e)))?
-        {
-            if bytes.len() as u64 + chunk.len() as u64 > limit {
-                return Err(HttpError::TooLarge {
-                    url: response.url().to_string(),
-                    limit,
-                });
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+            .ok_or_else(|| HttpError::TooLarge {
+                url: response.url().to_string(),
+                limit,
+            })?;
         let body = String::from_utf8_lossy(&bytes).into_owned();
         Ok(Answer { status, body, next })
     })
