@@ -79,7 +79,7 @@ pub fn die_quietly_on_closed_pipe() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or_default();
         if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(141);
+            std::process::exit(i32::from(ExitStatus::ClosedPipe.code()));
         }
         default(info);
     }));
