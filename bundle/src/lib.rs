@@ -11,6 +11,7 @@
 //!   key, the manifest, config and layer digests, and every file against the signed
 //!   config. The packager runs the same code on what it publishes.
 //! - [`trust`] loads the public keys a caller trusts.
+//! - [`engine_env`] is the allow-list of variables the engine gets, wherever it runs.
 //! - [`freshness`] signs and checks each stack's newest-version statement (freeze
 //!   protection).
 //! - [`provider`] hashes provider packages the way lock files pin them, and lays
@@ -23,6 +24,7 @@
 //! Verification always streams: memory does not grow with the size of a bundle.
 
 pub mod archive;
+pub mod engine_env;
 pub mod error;
 pub mod freshness;
 pub mod gzip;

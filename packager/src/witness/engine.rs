@@ -2,6 +2,7 @@
 //! unpacked once into a plugin cache every customer shares, and each customer's
 //! state in its own file through a local backend.
 
+use stackpack_bundle::engine_env::passes_to_engine;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -55,25 +56,18 @@ impl Engine {
             .current_dir(dir)
             .args(args)
             .stdin(Stdio::null())
+            // The allow-listed environment the runner gives the engine, then ours:
+            // only our configuration decides where providers come from and where
+            // runs go, and no `TF_CLI_ARGS*` or `TF_VAR_*` of the CI job changes them.
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| {
+                name.to_str()
+                    .is_some_and(|name| passes_to_engine(name, &[]))
+            }))
             .env("TF_CLI_CONFIG_FILE", &self.cli_config)
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_INPUT", "0")
             .env("CHECKPOINT_DISABLE", "1");
-        // Only our configuration decides where providers come from and where runs go.
-        for name in [
-            "TF_PLUGIN_CACHE_DIR",
-            "TF_DATA_DIR",
-            "TF_WORKSPACE",
-            "TF_CLI_ARGS",
-        ] {
-            command.env_remove(name);
-        }
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy();
-            if name.starts_with("TF_VAR_") || name.starts_with("TF_CLI_ARGS_") {
-                command.env_remove(&*name);
-            }
-        }
         for name in &session.env_remove {
             command.env_remove(name);
         }
