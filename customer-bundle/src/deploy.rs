@@ -98,6 +98,8 @@ pub struct Options {
     pub plan_out: Option<PathBuf>,
     /// `apply --plan FILE`: apply exactly this reviewed plan.
     pub reviewed: Option<PathBuf>,
+    /// The release this run is part of, recorded in its receipt.
+    pub release: Option<stackpack_schema::receipt::ReleaseRef>,
 }
 
 /// What a run did.
@@ -481,6 +483,7 @@ fn new_receipt(
         started_at: receipts::now(),
         finished_at: String::new(),
         key_id: String::new(),
+        release: request.options.release.clone(),
     }
 }
 

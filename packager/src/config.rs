@@ -1,9 +1,11 @@
 //! `stackpack.toml` (the repository) and `stack.toml` (one stack).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use semver::Version;
 use serde::Deserialize;
+use stackpack_schema::release::Wire;
 
 use crate::error::{Error, Result};
 
@@ -39,6 +41,34 @@ pub struct RepoConfig {
     /// Which inputs name a customer and its network, and the pool new ranges come from.
     #[serde(default)]
     pub customers: CustomerSettings,
+    /// `[releases.<name>]`: a customer environment shipped as one version (see
+    /// `docs/releases.md`). Release and stack names share one namespace.
+    #[serde(default)]
+    pub releases: BTreeMap<String, ReleaseSettings>,
+}
+
+/// `[releases.<name>]`: the stacks and services of one release.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ReleaseSettings {
+    pub description: Option<String>,
+    /// The stacks, by name; each one's `depends-on` must be listed too.
+    pub stacks: Vec<String>,
+    /// `[releases.<name>.services]`: service name → an OCI reference
+    /// (`HOST/REPO:TAG` or `HOST/REPO@sha256:…`); a tag is resolved to its digest
+    /// when the release is published.
+    #[serde(default)]
+    pub services: BTreeMap<String, String>,
+    /// The version of the first release (default `0.1.0`).
+    pub initial_version: Option<Version>,
+}
+
+impl ReleaseSettings {
+    pub fn initial_version(&self) -> Version {
+        self.initial_version
+            .clone()
+            .unwrap_or_else(|| Version::new(0, 1, 0))
+    }
 }
 
 /// Names the witness's emulator endpoint, overriding `[witness] endpoint`: CI starts
@@ -285,16 +315,42 @@ pub struct StackConfig {
     /// [`crate::pack::is_hidden`]).
     #[serde(default)]
     pub include: Vec<String>,
+    /// Stacks applied before this one, in the same release.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// `[inputs.from]`: inputs set from an upstream stack's output at apply time
+    /// (`vpc_id = "network.vpc_id"`); the upstream stack is a dependency too.
+    #[serde(default)]
+    pub inputs: StackInputs,
+}
+
+/// `[inputs]` of a `stack.toml`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct StackInputs {
+    /// Input name → the upstream `stack.output` that sets it.
+    #[serde(default)]
+    pub from: BTreeMap<String, Wire>,
 }
 
 impl StackConfig {
+    /// Every stack this one must be applied after: `depends-on` and the stacks its
+    /// wiring reads from.
+    pub fn dependencies(&self) -> BTreeSet<String> {
+        self.depends_on
+            .iter()
+            .cloned()
+            .chain(self.inputs.from.values().map(|w| w.stack.clone()))
+            .collect()
+    }
+
     pub fn load(path: &Path, display: &str) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::usage(format!("cannot read `{display}`: {e}")).at(display))?;
         let config: StackConfig = toml::from_str(&text).map_err(|e| {
             Error::usage(format!("`{display}` is invalid: {}", e.message()))
                 .at(location_of(Path::new(display), &text, e.span()))
-                .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include` and `[[smoke]]`; see `docs/configuration.md`")
+                .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include`, `depends-on`, `[inputs.from]` and `[[smoke]]`; see `docs/configuration.md`")
         })?;
         for entry in &config.include {
             let escapes = entry.starts_with('/')

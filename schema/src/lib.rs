@@ -12,6 +12,7 @@
 //! - [`version`] holds the version rules: branch slugs, next stable and prerelease.
 //! - [`receipt`] is the signed deployment receipt a runner reports to the registry.
 //! - [`reference`](mod@reference) parses `stack@version` references.
+//! - [`release`] is a customer environment as one version: stacks in order, wiring, services.
 //! - [`rules`] names the interface rules and the findings a bundle records.
 //!
 //! This crate does no I/O: callers hand it bytes and get values back, so that the
@@ -24,6 +25,7 @@ pub mod media_type;
 pub mod oci;
 pub mod receipt;
 pub mod reference;
+pub mod release;
 pub mod rules;
 pub mod signature;
 pub mod types;

@@ -23,6 +23,15 @@ pub const LATEST_TAG: &str = "stackpack-latest";
 /// Media type of the signature layer: a JSON [`crate::signature::SignatureEnvelope`].
 pub const SIGNATURE_LAYER: &str = "application/vnd.stackpack.signature.v1+json";
 
+/// `artifactType` of a release: the OCI image index in `<namespace>/releases/<name>`
+/// that pins every stack bundle and service of a customer environment by digest.
+pub const RELEASE_ARTIFACT: &str = "application/vnd.stackpack.release.v1";
+/// `artifactType` of a release's description manifest: the first entry of the
+/// release index, whose config blob is a [`crate::release::ReleaseDescription`].
+pub const RELEASE_DESCRIPTION_ARTIFACT: &str = "application/vnd.stackpack.release.description.v1";
+/// Media type of a release description's config blob.
+pub const RELEASE_CONFIG: &str = "application/vnd.stackpack.release.config.v1+json";
+
 /// `artifactType` of an OpenTofu module package.
 pub const OPENTOFU_MODULE_ARTIFACT: &str = "application/vnd.opentofu.modulepkg";
 /// Layer media type of an OpenTofu module package.
@@ -54,6 +63,10 @@ pub mod annotation {
     pub const STACK: &str = "dev.stackpack.stack";
     /// Our own: the kind of artifact (`bundle`, `signature`, `module`) on layout entries.
     pub const KIND: &str = "dev.stackpack.kind";
+    /// Our own, on a release index's entries: the service name of a service entry.
+    pub const SERVICE: &str = "dev.stackpack.service";
+    /// Our own, on a release index and image layout entries: the release name.
+    pub const RELEASE: &str = "dev.stackpack.release";
     /// Our own, on provider package layers: source address, version and platform.
     pub const PROVIDER_SOURCE: &str = "dev.stackpack.provider.source";
     pub const PROVIDER_VERSION: &str = "dev.stackpack.provider.version";

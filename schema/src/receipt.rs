@@ -176,6 +176,20 @@ pub struct Receipt {
     pub finished_at: String,
     /// Key id of the runner installation's key (see [`PublicKey::key_id`]).
     pub key_id: String,
+    /// The release this run was part of, when the stack was applied as one of a
+    /// release's stacks (absent for a stack applied on its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<ReleaseRef>,
+}
+
+/// A release by name, version and index digest, as a receipt names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseRef {
+    pub name: String,
+    pub version: semver::Version,
+    /// The release index's digest.
+    pub digest: Digest,
 }
 
 /// A receipt with its signature: what is posted and stored.
@@ -294,6 +308,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             finished_at: "2026-01-01T00:05:00Z".into(),
             key_id: String::new(),
+            release: None,
         }
     }
 

@@ -29,6 +29,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
         allow_replace: deploy.allow_replace.clone(),
         plan_out: args.out.clone(),
         reviewed: None,
+        release: None,
     };
     let report = run(&home, request, Confirm::NotAsked)?;
     if args.format == PlanFormat::Markdown {
@@ -53,6 +54,7 @@ pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<ExitStatus> {
         allow_replace: args.deploy.allow_replace.clone(),
         plan_out: None,
         reviewed: args.plan.clone(),
+        release: None,
     };
     let report = run(&home, request, confirm)?;
     print_report(&report, args.deploy.json);

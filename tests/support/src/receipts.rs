@@ -43,6 +43,7 @@ impl ReceiptBuilder {
                 started_at: "2026-02-01T00:00:00Z".into(),
                 finished_at: "2026-02-01T00:00:00Z".into(),
                 key_id: String::new(),
+                release: None,
             },
         }
     }
