@@ -23,3 +23,27 @@ impl From<crate::remote::RemoteError> for Error {
         error.caused_by(e)
     }
 }
+
+/// A release that cannot be trusted or is incomplete: nothing of it is used.
+impl From<crate::release::ReleaseError> for Error {
+    fn from(e: crate::release::ReleaseError) -> Self {
+        use crate::release::ReleaseError;
+        let hint = match &e {
+            ReleaseError::NotFound { .. } => {
+                Some("import the release's tar or pull it first (`stackpack-runner pull HOST/NS/releases/NAME:VERSION`)")
+            }
+            ReleaseError::MissingPart { .. } | ReleaseError::WrongPart { .. } => Some(
+                "export the release again (`stackpack export NAME@VERSION`): a release travels with every part it pins",
+            ),
+            ReleaseError::Signature(_) => Some(
+                "ask your vendor for the key that signs their releases, then `stackpack-runner trust add vendor.pub`",
+            ),
+            _ => None,
+        };
+        let error = Error::refused(e.to_string());
+        match hint {
+            Some(hint) => error.hint(hint).caused_by(e),
+            None => error.caused_by(e),
+        }
+    }
+}

@@ -10,6 +10,8 @@
 //! - [`verify`] checks a bundle in a layout end to end: the signature by a trusted
 //!   key, the manifest, config and layer digests, and every file against the signed
 //!   config. The packager runs the same code on what it publishes.
+//! - [`release`] writes and verifies releases: a signed index pinning every
+//!   bundle and service of a customer environment.
 //! - [`trust`] loads the public keys a caller trusts.
 //! - [`engine_env`] is the allow-list of variables the engine gets, wherever it runs.
 //! - [`freshness`] signs and checks each stack's newest-version statement (freeze
@@ -30,6 +32,7 @@ pub mod freshness;
 pub mod gzip;
 pub mod layout;
 pub mod provider;
+pub mod release;
 pub mod remote;
 pub mod transfer;
 pub mod trust;

@@ -216,7 +216,13 @@ fn verify(
     let manifest = read_manifest(layout, descriptor)?;
 
     // 1. Signatures: before anything else is read.
-    let (signatures, signer) = check_signatures(layout, &descriptor.digest, stack, version, trust)?;
+    let (signatures, signer) = check_signatures(
+        layout,
+        &descriptor.digest,
+        &format!("stacks/{stack}"),
+        version,
+        trust,
+    )?;
     if let Trust::Keys(_) = trust {
         if signer.is_none() {
             return Err(signature_failure(&reference, &signatures));
@@ -348,7 +354,7 @@ fn verify_layers(
     stack_layer.ok_or_else(|| VerifyError::NotABundle("it has no stack layer".into()))
 }
 
-fn signature_failure(reference: &str, signatures: &[SignatureCheck]) -> VerifyError {
+pub(crate) fn signature_failure(reference: &str, signatures: &[SignatureCheck]) -> VerifyError {
     if signatures.is_empty() {
         return VerifyError::Unsigned {
             reference: reference.to_string(),
@@ -376,10 +382,13 @@ fn signature_failure(reference: &str, signatures: &[SignatureCheck]) -> VerifyEr
     }
 }
 
-fn check_signatures(
+/// Checks every signature of `subject` in the layout: each must sign this manifest,
+/// this version, and a repository ending in `repository_tail` (`stacks/<stack>` or
+/// `releases/<name>`: the namespace may differ when bundles are mirrored).
+pub(crate) fn check_signatures(
     layout: &ImageLayout,
     subject: &Digest,
-    stack: &str,
+    repository_tail: &str,
     version: &Version,
     trust: &Trust,
 ) -> Result<(Vec<SignatureCheck>, Option<PublicKey>), VerifyError> {
@@ -413,11 +422,11 @@ fn check_signatures(
                 ));
             }
             check_signed_at(&payload.signed_at)?;
-            let repository_ok = payload.repository == format!("stacks/{stack}")
-                || payload.repository.ends_with(&format!("/stacks/{stack}"));
+            let repository_ok = payload.repository == repository_tail
+                || payload.repository.ends_with(&format!("/{repository_tail}"));
             if !repository_ok {
                 return Err(format!(
-                    "it signs repository `{}`, not stack `{stack}`",
+                    "it signs repository `{}`, not `{repository_tail}`",
                     payload.repository
                 ));
             }
