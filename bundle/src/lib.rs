@@ -12,6 +12,7 @@
 //!   config. The packager runs the same code on what it publishes.
 //! - [`release`] writes and verifies releases: a signed index pinning every
 //!   bundle and service of a customer environment.
+//! - [`sign`] writes the signature artifact of a bundle or a release.
 //! - [`trust`] loads the public keys a caller trusts.
 //! - [`engine_env`] is the allow-list of variables the engine gets, wherever it runs.
 //! - [`freshness`] signs and checks each stack's newest-version statement (freeze
@@ -34,6 +35,7 @@ pub mod layout;
 pub mod provider;
 pub mod release;
 pub mod remote;
+pub mod sign;
 pub mod transfer;
 pub mod trust;
 pub mod verify;
