@@ -320,6 +320,7 @@ pub fn step_summary(output: &CheckOutput) -> String {
         out.push_str("#### Lints elsewhere in the repository\n\n");
         out.push_str(&markdown_findings(&rest));
     }
+    out.push_str(&crate::release_graph::render::markdown(&output.releases));
     out.push('\n');
     out
 }

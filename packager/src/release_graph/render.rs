@@ -72,3 +72,34 @@ pub fn refusal(report: &ReleaseReport) -> String {
     out.push_str("hint: fix `stackpack.toml` `[releases]` or the stacks' `depends-on` and `[inputs.from]`; see `docs/configuration.md`\n");
     out
 }
+
+/// The releases for a pull request's step summary: one line each, then its findings.
+pub fn markdown(reports: &[ReleaseReport]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        let mark = if r.refused { "❌" } else { "✅" };
+        out.push_str(&format!(
+            "#### {mark} release `{}`: {} ({})\n\n",
+            r.release,
+            result(r),
+            r.stacks.join(" → ")
+        ));
+        if r.findings.is_empty() {
+            continue;
+        }
+        out.push_str("| level | rule | where | finding |\n|---|---|---|---|\n");
+        for f in &r.findings {
+            let level = f
+                .bump
+                .map_or_else(|| f.severity.to_string(), |b| b.to_string());
+            out.push_str(&format!(
+                "| {level} | `{}` | `{}` | {} |\n",
+                f.rule,
+                f.location().replace('|', "\\|"),
+                f.message.replace('|', "\\|")
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -476,3 +476,40 @@ fn a_malformed_wiring_is_a_usage_error_at_its_line() {
         run.stderr
     );
 }
+
+#[test]
+fn a_sensitive_output_wired_to_a_plain_input_is_a_warning_not_a_refusal() {
+    let graph = Graph::new();
+    graph.edit("stacks/network/main.tf", |t| {
+        t.replace(
+            "  value = terraform_data.vpc.id\n",
+            "  value     = terraform_data.vpc.id\n  sensitive = true\n",
+        )
+    });
+    let run = graph.check(&["--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let finding = &run.json()["releases"][0]["findings"][0];
+    assert_eq!(finding["rule"], "wired-sensitive-output");
+    assert_eq!(finding["severity"], "warning");
+    assert_eq!(
+        finding["message"],
+        "sensitive output `network.vpc_id` sets input `vpc_id` of stack `cluster`, which is not `sensitive = true`: plans would show the value"
+    );
+}
+
+#[test]
+fn a_broken_graph_is_annotated_at_its_file_and_line_for_ci() {
+    let graph = Graph::new();
+    graph.edit("stacks/cluster/stack.toml", |t| {
+        t.replace("network.vpc_id", "network.vpc")
+    });
+    let run = graph.check(&["--format", "github"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout.contains(
+            "::error file=stacks/cluster/stack.toml,line=5,title=wired-output-missing::input `vpc_id` of stack `cluster` is wired to `network.vpc`"
+        ),
+        "{}",
+        run.stdout
+    );
+}
