@@ -115,6 +115,10 @@ pub struct OutputDecl {
     pub sensitive: bool,
     pub description: Option<String>,
     pub deprecated: Option<String>,
+    /// The `value` expression: an output declares no type, so what a wiring can know
+    /// of its type is read from this (a literal, or `var.x` with a declared type).
+    #[serde(skip)]
+    pub value: Option<Expression>,
     pub location: Location,
 }
 

@@ -182,6 +182,7 @@ fn hcl_output(ctx: &Ctx, block: &Block, location: Location, module: &mut ModuleI
         sensitive: bool_attr(&block.body, "sensitive").unwrap_or(false),
         description: string_attr(&block.body, "description"),
         deprecated: string_attr(&block.body, "deprecated"),
+        value: block.body.get_attribute("value").map(|a| a.value.clone()),
         location,
     });
 }
@@ -648,6 +649,7 @@ fn json_output(block: NamedBlock) -> OutputDecl {
         sensitive: json_bool(block.body, "sensitive").unwrap_or(false),
         description: json_string(block.body, "description"),
         deprecated: json_string(block.body, "deprecated"),
+        value: block.body.get("value").and_then(json_expr),
         location: block.location,
     }
 }

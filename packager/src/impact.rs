@@ -35,6 +35,9 @@ pub struct StackTarget {
     pub path: String,
     /// The release in which deprecated aliases stop working (the next major), when known.
     pub aliases_end: Option<semver::Version>,
+    /// Inputs set from an upstream stack's output (`[inputs.from]` in `stack.toml`):
+    /// a customer must not set them, and need not.
+    pub wired: BTreeMap<String, stackpack_schema::release::Wire>,
 }
 
 /// One customer's inputs file for one stack, and what checking it found.
@@ -325,6 +328,7 @@ pub fn stray_files(root: &Path, stacks: &[String]) -> Vec<CustomerReport> {
                 name: stack.to_string(),
                 path: String::new(),
                 aliases_end: None,
+                wired: BTreeMap::new(),
             };
             out.push(CustomerReport::new(&target, &id, &rel, vec![f]));
         }
@@ -383,6 +387,10 @@ fn check_values(
     let values = values.as_slice();
     let set: BTreeMap<&str, &InputValue> = values.iter().map(|v| (v.name.as_str(), v)).collect();
     for value in values {
+        if let Some(wire) = target.wired.get(&value.name) {
+            out.push(wired_input_set(target, file, value, wire));
+            continue;
+        }
         match module.variable(&value.name) {
             None => out.push(unknown_input(target, module, file, value)),
             Some(variable) => check_value(target, module, variable, file, value, &set, &mut out),
@@ -390,6 +398,9 @@ fn check_values(
     }
     for variable in module.variables.iter().filter(|v| v.is_required()) {
         let name = variable.name.as_str();
+        if target.wired.contains_key(name) {
+            continue;
+        }
         if !set.contains_key(name) && !placeholders.iter().any(|p| p.name == name) {
             out.push(finding(
                 Inputs::MissingInput,
@@ -406,6 +417,28 @@ fn check_values(
     }
     validations(module, file, values, &set, &mut out);
     out
+}
+
+/// A customer's value for an input the release sets from an upstream output: the
+/// wiring would silently win, or the customer's value would; neither is what someone
+/// meant.
+fn wired_input_set(
+    target: &StackTarget,
+    file: &str,
+    value: &InputValue,
+    wire: &stackpack_schema::release::Wire,
+) -> Finding {
+    finding(
+        Inputs::WiredInputSet,
+        &value.name,
+        file,
+        value.line,
+        Severity::Error,
+        format!(
+            "input `{}` of stack `{}` is set from `{wire}` (`[inputs.from]` in `{}/stack.toml`): remove it from this file",
+            value.name, target.name, target.path
+        ),
+    )
 }
 
 fn unknown_input(

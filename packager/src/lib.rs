@@ -23,6 +23,8 @@
 //!   crate from the `.tf` files) under the interface rules, the required version
 //!   bump, and runs the repository lints; [`witness`] plans customers' inputs old
 //!   against new in an emulated account.
+//! - [`release_graph`] proves the releases `stackpack.toml` declares and the
+//!   dependencies and wiring of their stacks, and names the wirings a change breaks.
 //! - [`impact`] checks every customer's inputs against the interface a build would
 //!   publish, and [`customers`] writes a new customer's inputs and network range.
 //!
@@ -42,6 +44,7 @@ pub mod pack;
 pub mod plan;
 pub mod providers;
 pub mod publish;
+pub mod release_graph;
 pub mod release_view;
 pub mod releases;
 pub mod repository;

@@ -23,7 +23,7 @@ use stackpack_schema::version::Bump;
 
 pub use finding::{Finding, Severity};
 pub use lint::{lint, lint_with, LintOptions};
-pub use rule_id::{Broken, Inputs, Lint, Rule, RuleId};
+pub use rule_id::{Broken, Graph, Inputs, Lint, Rule, RuleId};
 pub use tree::{Cache, Tree};
 
 use crate::git::Git;

@@ -1,7 +1,7 @@
 //! Every rule a finding can name, as one type: the interface table's rules (which
 //! need a bump, and live in the schema so bundle configs record them), the
 //! repository lints, the errors of a stack that stop any version being judged, and
-//! the checks of customers' inputs. Each has its id as users write it, in output and
+//! the checks of customers' inputs, and the proof of the release graph. Each has its id as users write it, in output and
 //! in `stackpack.toml [rules]`; a finding is made from a variant, never from text.
 
 use std::cmp::Ordering;
@@ -73,6 +73,24 @@ rule_family! {
         AliasAndInputBothSet => "alias-and-input-both-set",
         ValidationFailed => "validation-failed",
         ValidationNotEvaluated => "validation-not-evaluated",
+        WiredInputSet => "wired-input-set",
+    }
+}
+
+rule_family! {
+    /// What `check` proves of the releases in `stackpack.toml` and the dependencies
+    /// and wiring in each `stack.toml` (see [`crate::release_graph`]).
+    Graph {
+        ReleaseStackMissing => "release-stack-missing",
+        ReleaseNamedLikeStack => "release-named-like-stack",
+        DependencyOutsideRelease => "dependency-outside-release",
+        DependencyCycle => "dependency-cycle",
+        WiredOutputMissing => "wired-output-missing",
+        WiredInputMissing => "wired-input-missing",
+        WiredTypeMismatch => "wired-type-mismatch",
+        WiredSensitiveOutput => "wired-sensitive-output",
+        ServiceReferenceInvalid => "service-reference-invalid",
+        WiringBroken => "wiring-broken",
     }
 }
 
@@ -84,6 +102,7 @@ pub enum RuleId {
     Lint(Lint),
     Broken(Broken),
     Inputs(Inputs),
+    Graph(Graph),
 }
 
 impl RuleId {
@@ -94,6 +113,7 @@ impl RuleId {
             RuleId::Lint(rule) => rule.id(),
             RuleId::Broken(rule) => rule.id(),
             RuleId::Inputs(rule) => rule.id(),
+            RuleId::Graph(rule) => rule.id(),
         }
     }
 
@@ -104,6 +124,7 @@ impl RuleId {
             .or_else(|| Lint::from_id(id).map(RuleId::Lint))
             .or_else(|| Broken::from_id(id).map(RuleId::Broken))
             .or_else(|| Inputs::from_id(id).map(RuleId::Inputs))
+            .or_else(|| Graph::from_id(id).map(RuleId::Graph))
     }
 }
 
@@ -128,6 +149,12 @@ impl From<Broken> for RuleId {
 impl From<Inputs> for RuleId {
     fn from(rule: Inputs) -> RuleId {
         RuleId::Inputs(rule)
+    }
+}
+
+impl From<Graph> for RuleId {
+    fn from(rule: Graph) -> RuleId {
+        RuleId::Graph(rule)
     }
 }
 
@@ -168,6 +195,7 @@ mod tests {
             .chain(Lint::ALL.iter().map(|r| r.id()))
             .chain(Broken::ALL.iter().map(|r| r.id()))
             .chain(Inputs::ALL.iter().map(|r| r.id()))
+            .chain(Graph::ALL.iter().map(|r| r.id()))
             .collect();
         for id in &ids {
             assert_eq!(RuleId::from_id(id).map(RuleId::id), Some(*id));

@@ -5,9 +5,13 @@
 //! each changed stack for every customer, and the bump is the larger of the rules'
 //! and the plans'.
 //!
+//! It also proves every release of `stackpack.toml` (see
+//! `stackpack_packager::release_graph`): its stacks, their dependencies and wiring,
+//! and names the wirings the change breaks (a major change of the release).
+//!
 //! Exit codes: 0 when every change fits its version and no lint failed; 1 when a
-//! requested bump (`--bump`) is lower than a change requires, a lint failed, or the
-//! witness refused its account or could not finish; 2 when the command itself was
+//! requested bump (`--bump`) is lower than a change requires, a lint failed, a
+//! release's graph is broken, or the witness refused its account or could not finish; 2 when the command itself was
 //! wrong (bad flags, unknown ref, invalid `stackpack.toml`).
 
 use stackpack_packager::Result;
@@ -21,6 +25,7 @@ use stackpack_packager::check::{
 use stackpack_packager::config::RepoConfig;
 use stackpack_packager::discover::expand_globs;
 use stackpack_packager::impact::{self, CustomerReport, StackTarget};
+use stackpack_packager::release_graph::{self, ReleaseGraph};
 use stackpack_packager::release_view::ReleaseView;
 use stackpack_packager::releases::ReleaseSource;
 use stackpack_packager::witness::render as witness_render;
@@ -64,7 +69,7 @@ impl std::str::FromStr for Against {
 /// Check the interface contract of changed stacks and modules, and lint the repository.
 #[derive(clap::Args, Debug, Clone)]
 #[command(
-    after_help = "Exit codes: 0 every change fits its version; 1 a requested bump is too small, a lint failed, or the witness refused its account or failed; 2 the command was wrong."
+    after_help = "Exit codes: 0 every change fits its version; 1 a requested bump is too small, a lint failed, a release's graph is broken (a missing stack, a dependency outside the release, a cycle, a wiring to a missing output or input, a type that does not fit, a service that is not an OCI reference), or the witness refused its account or failed; 2 the command was wrong (bad flags, an invalid `stackpack.toml` or `stack.toml`)."
 )]
 pub struct CheckArgs {
     /// The vendor repository (the folder holding `stackpack.toml`).
@@ -183,6 +188,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
     let stacks = expand_globs(root, &config.stacks);
     let modules = expand_globs(root, &config.modules);
     check_paths_exist(root, &args.paths, &stacks, &modules)?;
+    let graph = ReleaseGraph::load(root, &config)?;
 
     let releases = release_view(root, args, &config)?;
     let mut cache = Cache::default();
@@ -216,7 +222,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         };
         lint_with(root, &options, &mut cache)?
     };
-    let targets = customer_targets(&releases, root, args, &stacks);
+    let bases = wiring_bases(&releases, root, &args.against, &graph)?;
+    let release_reports = release_graph::check_releases(root, &graph, &bases, &mut cache)?;
+    let targets = customer_targets(&releases, root, args, &stacks, &graph);
     let mut customers = impact::check_customers(root, &targets, &config.customers, &mut |path| {
         cache.get(&root.join(path)).ok()
     });
@@ -231,6 +239,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
         .flatten()
         .any(|s| s.failed().next().is_some());
     let lint_failed = lints.iter().any(|f| f.severity == Severity::Error);
+    let release_refused = release_reports.iter().any(|r| r.refused);
     let output = CheckOutput {
         against: Some(against_label),
         units: reports,
@@ -241,7 +250,8 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
             Vec::new()
         },
         customers,
-        ok: !refused && !lint_failed && breaking.is_none() && !witness_failed,
+        releases: release_reports,
+        ok: !refused && !lint_failed && breaking.is_none() && !witness_failed && !release_refused,
     };
     print(args, &output, witnessed.as_deref());
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
@@ -260,19 +270,45 @@ fn customer_targets(
     root: &Path,
     args: &CheckArgs,
     stacks: &[String],
+    graph: &ReleaseGraph,
 ) -> Vec<StackTarget> {
     stacks
         .iter()
         .filter(|p| selected(args, p))
-        .map(|path| StackTarget {
-            name: stack_name(root, path),
-            path: path.clone(),
-            aliases_end: last_stable_version(releases, root, path)
-                .ok()
-                .flatten()
-                .map(|v| semver::Version::new(v.major + 1, 0, 0)),
+        .map(|path| {
+            let name = stack_name(root, path);
+            StackTarget {
+                wired: release_graph::wired_inputs(graph, &name),
+                name,
+                path: path.clone(),
+                aliases_end: last_stable_version(releases, root, path)
+                    .ok()
+                    .flatten()
+                    .map(|v| semver::Version::new(v.major + 1, 0, 0)),
+            }
         })
         .collect()
+}
+
+/// The base of every stack a wiring reads: the `--against` commit, or the stack's
+/// last release. A wired output is judged removed or retyped against it.
+fn wiring_bases(
+    releases: &dyn ReleaseSource,
+    root: &Path,
+    against: &Against,
+    graph: &ReleaseGraph,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut bases = std::collections::BTreeMap::new();
+    for stack in release_graph::wired_upstreams(graph) {
+        let base = match against {
+            Against::Ref(reference) => Some(resolve_ref(root, reference)?),
+            Against::LastRelease => last_release_commit(releases, root, &stack.path)?,
+        };
+        if let Some(base) = base {
+            bases.insert(stack.name.clone(), base);
+        }
+    }
+    Ok(bases)
 }
 
 /// The refusal when customers would break: unless `--allow-breaking` names exactly them.
@@ -495,6 +531,9 @@ fn print(args: &CheckArgs, output: &CheckOutput, witnessed: Option<&[StackWitnes
                 render::refusal(&unit.path, unit.required, unit.requested, &unit.findings)
             ),
         }
+    }
+    for release in output.releases.iter().filter(|r| r.refused) {
+        eprint!("{}", release_graph::render::refusal(release));
     }
     let failed = output
         .lints

@@ -72,6 +72,7 @@ pub fn customers(repo: &Repository, plan: &mut Plan, allowed: &[String]) -> Resu
                 name: s.stack.name.clone(),
                 path: s.stack.path.clone(),
                 aliases_end: Some(semver::Version::new(next.major + 1, 0, 0)),
+                wired: s.stack.config.inputs.from.clone(),
             })
         })
         .collect();

@@ -244,6 +244,7 @@ fn many_units_and_their_renderings() {
         lints: vec![],
         customers: vec![],
         allowed_breaking: vec![],
+        releases: vec![],
         ok: false,
     };
     let github = check::render::github(&output);
