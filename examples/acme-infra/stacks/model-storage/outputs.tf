@@ -1,0 +1,4 @@
+output "model_bucket" {
+  value       = module.model_bucket.bucket_name
+  description = "Bucket for model weights."
+}
