@@ -35,10 +35,13 @@ fn fetch(args: &FleetArgs, name: &str) -> Result<Vec<ReleaseFleetRow>> {
         }
         (None, Some(url)) => {
             let mut path = format!("/api/v1/releases/{}/fleet", encode(name));
-            let filters: Vec<String> = [("customer", &args.customer), ("environment", &args.environment)]
-                .into_iter()
-                .filter_map(|(key, value)| Some(format!("{key}={}", encode(value.as_ref()?))))
-                .collect();
+            let filters: Vec<String> = [
+                ("customer", &args.customer),
+                ("environment", &args.environment),
+            ]
+            .into_iter()
+            .filter_map(|(key, value)| Some(format!("{key}={}", encode(value.as_ref()?))))
+            .collect();
             if !filters.is_empty() {
                 path = format!("{path}?{}", filters.join("&"));
             }

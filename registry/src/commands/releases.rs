@@ -65,14 +65,15 @@ pub fn list(args: &ReleaseListArgs) -> Result<()> {
 
 pub fn show(args: &ReleaseShowArgs) -> Result<()> {
     let Some((name, version)) = args.release.split_once('@') else {
-        return Err(Error::usage(format!(
-            "`{}` is not `NAME@VERSION`",
-            args.release
-        ))
-        .hint("as in `release show data-plane@1.4.0`; `release list` shows the versions"));
+        return Err(
+            Error::usage(format!("`{}` is not `NAME@VERSION`", args.release))
+                .hint("as in `release show data-plane@1.4.0`; `release list` shows the versions"),
+        );
     };
     let snapshot: ReleaseSnapshot = match (&args.source.data, &args.source.url) {
-        (Some(data), _) => snapshot(&open_existing(data)?, name, version).map_err(refused_in(data))?,
+        (Some(data), _) => {
+            snapshot(&open_existing(data)?, name, version).map_err(refused_in(data))?
+        }
         (None, Some(url)) => get_json(
             url,
             args.source.token.as_deref(),
@@ -129,5 +130,8 @@ fn print_snapshot(s: &ReleaseSnapshot) {
             ]
         })
         .collect();
-    print!("{}", table(&["CUSTOMER", "ENVIRONMENT", "MIXED"], &customers));
+    print!(
+        "{}",
+        table(&["CUSTOMER", "ENVIRONMENT", "MIXED"], &customers)
+    );
 }

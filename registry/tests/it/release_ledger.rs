@@ -103,15 +103,28 @@ fn seed() -> Seeded {
     let release_2 = Some(("data-plane", &v2));
     let network = || ("network", "1.0.0", pinned(&v1, "network"));
     let cluster = || ("cluster", "0.3.0", pinned(&v1, "cluster"));
-    cli_ok(&server, &["customer", "add", "globex", "--environment", "production"]);
+    cli_ok(
+        &server,
+        &["customer", "add", "globex", "--environment", "production"],
+    );
     report(
         &server,
         "globex",
         &[
             applied("globex", network(), release_1, 1),
             applied("globex", cluster(), release_1, 2),
-            applied("globex", ("gpu-pools", "0.1.0", pinned(&v1, "gpu-pools")), release_1, 3),
-            applied("globex", ("gpu-pools", "0.2.0", pinned(&v2, "gpu-pools")), release_2, 10),
+            applied(
+                "globex",
+                ("gpu-pools", "0.1.0", pinned(&v1, "gpu-pools")),
+                release_1,
+                3,
+            ),
+            applied(
+                "globex",
+                ("gpu-pools", "0.2.0", pinned(&v2, "gpu-pools")),
+                release_2,
+                10,
+            ),
         ],
     );
     report(
@@ -120,7 +133,12 @@ fn seed() -> Seeded {
         &[
             applied("initech", network(), release_1, 1),
             applied("initech", cluster(), release_1, 2),
-            applied("initech", ("cluster", "0.3.1", Digest::of(b"cluster 0.3.1")), None, 20),
+            applied(
+                "initech",
+                ("cluster", "0.3.1", Digest::of(b"cluster 0.3.1")),
+                None,
+                20,
+            ),
         ],
     );
     report(&server, "hooli", &[applied("hooli", network(), None, 1)]);
@@ -135,14 +153,22 @@ fn seed() -> Seeded {
 
 fn get_json(client: &Client, path: &str) -> serde_json::Value {
     let r = client.req("GET", path, &[], None);
-    assert_eq!(r.status, 200, "{path}: {}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.status,
+        200,
+        "{path}: {}",
+        String::from_utf8_lossy(&r.body)
+    );
     r.json()
 }
 
 /// The snapshot with its receive time (the one value a run cannot know) set aside.
 fn without_published_at(mut value: serde_json::Value) -> serde_json::Value {
     let published = value["publishedAt"].take();
-    assert!(published.as_str().is_some_and(|t| t.ends_with('Z')), "{published}");
+    assert!(
+        published.as_str().is_some_and(|t| t.ends_with('Z')),
+        "{published}"
+    );
     value
 }
 
@@ -161,7 +187,12 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
         .as_array()
         .unwrap()
         .iter()
-        .map(|v| (v["version"].as_str().unwrap(), v["digest"].as_str().unwrap()))
+        .map(|v| {
+            (
+                v["version"].as_str().unwrap(),
+                v["digest"].as_str().unwrap(),
+            )
+        })
         .collect();
     let (d1, d2) = (v1.index.digest.to_string(), v2.index.digest.to_string());
     assert_eq!(listed, [("1.1.0", d2.as_str()), ("1.0.0", d1.as_str())]);
@@ -186,26 +217,39 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
 
     // 1.0.0: initech, with `cluster` applied on its own and `gpu-pools` missing.
     let initech = serde_json::json!({
-        "customer": "initech", "environment": null, "release": "data-plane", "version": "1.0.0",
-        "digest": d1, "recorded": true, "mixed": [
-            {"stack": "cluster", "expected": "0.3.0", "running": "0.3.1",
-             "digest": Digest::of(b"cluster 0.3.1").to_string(), "deployedWith": null,
-             "reason": "applied-on-its-own"},
-            {"stack": "gpu-pools", "expected": "0.1.0", "running": null, "digest": null,
-             "deployedWith": null, "reason": "not-deployed"},
-        ]});
+    "customer": "initech", "environment": null, "release": "data-plane", "version": "1.0.0",
+    "digest": d1, "recorded": true, "mixed": [
+        {"stack": "cluster", "expected": "0.3.0", "running": "0.3.1",
+         "digest": Digest::of(b"cluster 0.3.1").to_string(), "deployedWith": null,
+         "reason": "applied-on-its-own"},
+        {"stack": "gpu-pools", "expected": "0.1.0", "running": null, "digest": null,
+         "deployedWith": null, "reason": "not-deployed"},
+    ]});
     let snapshot = get_json(&support, "/api/v1/releases/data-plane/1.0.0");
     assert_eq!(snapshot["customers"], serde_json::json!([initech]));
 
     // The fleet of the release: one row per customer that deployed it (hooli
     // never did), the same from the API, `--data` and `--url`.
     let fleet = get_json(&support, "/api/v1/releases/data-plane/fleet");
-    assert_eq!(fleet, serde_json::json!([expected["customers"][0], initech]));
-    let from_data = json(&cli_ok(&server, &["fleet", "--release", "data-plane", "--json"]));
+    assert_eq!(
+        fleet,
+        serde_json::json!([expected["customers"][0], initech])
+    );
+    let from_data = json(&cli_ok(
+        &server,
+        &["fleet", "--release", "data-plane", "--json"],
+    ));
     assert_eq!(from_data, fleet);
     let token = server.token("support", None);
     let over_url = std::process::Command::new(BIN)
-        .args(["fleet", "--release", "data-plane", "--json", "--url", &server.url()])
+        .args([
+            "fleet",
+            "--release",
+            "data-plane",
+            "--json",
+            "--url",
+            &server.url(),
+        ])
         .env("STACKPACK_REGISTRY_TOKEN", &token)
         .output()
         .unwrap();
@@ -217,10 +261,15 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].starts_with("CUSTOMER"), "{table}");
     assert!(
-        lines[1].starts_with("globex") && lines[1].contains("1.1.0") && lines[1].trim_end().ends_with('-'),
+        lines[1].starts_with("globex")
+            && lines[1].contains("1.1.0")
+            && lines[1].trim_end().ends_with('-'),
         "{table}"
     );
-    assert!(lines[2].starts_with("initech") && lines[2].contains("1.0.0"), "{table}");
+    assert!(
+        lines[2].starts_with("initech") && lines[2].contains("1.0.0"),
+        "{table}"
+    );
     assert!(
         lines[2].contains("cluster 0.3.1, release pins 0.3.0 (applied on its own)")
             && lines[2].contains("gpu-pools nothing, release pins 0.1.0 (not deployed)"),
@@ -231,11 +280,21 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
     // `release list` and `release show` answer from the same records.
     let out = cli_ok(&server, &["release", "list"]);
     let list = String::from_utf8(out.stdout).unwrap();
-    assert!(list.contains("data-plane  1.1.0") && list.contains("data-plane  1.0.0"), "{list}");
-    let shown = json(&cli_ok(&server, &["release", "show", "data-plane@1.1.0", "--json"]));
+    assert!(
+        list.contains("data-plane  1.1.0") && list.contains("data-plane  1.0.0"),
+        "{list}"
+    );
+    let shown = json(&cli_ok(
+        &server,
+        &["release", "show", "data-plane@1.1.0", "--json"],
+    ));
     assert_eq!(without_published_at(shown), expected);
     let out = cli(&server, &["release", "show", "data-plane"]);
-    assert_eq!(out.status.code(), Some(2), "not NAME@VERSION is a usage error");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "not NAME@VERSION is a usage error"
+    );
 
     // Each deployment keeps the release it was applied with; one applied on its own
     // has none.
@@ -253,7 +312,12 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
 
     // A customer token reads its own customer's row only.
     let globex = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
-    let own = globex.req("GET", "/api/v1/releases/data-plane/fleet?customer=globex", &[], None);
+    let own = globex.req(
+        "GET",
+        "/api/v1/releases/data-plane/fleet?customer=globex",
+        &[],
+        None,
+    );
     assert_eq!(own.status, 200);
     let all = globex.req("GET", "/api/v1/releases/data-plane/fleet", &[], None);
     assert_eq!(all.status, 403, "{}", String::from_utf8_lossy(&all.body));
@@ -304,19 +368,37 @@ fn the_release_page_and_the_customer_page_show_the_snapshot_and_escape_it() {
     let r = page(&server, "/ui/releases/data-plane/1.1.0", Some(&cookie));
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     let html = String::from_utf8(r.body).unwrap();
-    for (stack, version) in [("network", "1.0.0"), ("cluster", "0.3.0"), ("gpu-pools", "0.2.0")] {
+    for (stack, version) in [
+        ("network", "1.0.0"),
+        ("cluster", "0.3.0"),
+        ("gpu-pools", "0.2.0"),
+    ] {
         assert!(
-            html.contains(&format!("<a href=\"/ui/stacks/{stack}/{version}\">{version}</a>")),
+            html.contains(&format!(
+                "<a href=\"/ui/stacks/{stack}/{version}\">{version}</a>"
+            )),
             "{stack} {version} in {html}"
         );
     }
     let service = v2.description.services[0].digest.to_string();
-    assert!(html.contains(&service), "the service's whole digest: {html}");
+    assert!(
+        html.contains(&service),
+        "the service's whole digest: {html}"
+    );
     assert!(html.contains(&v2.index.digest.to_string()));
-    assert!(html.contains("<a href=\"/ui/customers/globex\">globex</a>"), "{html}");
+    assert!(
+        html.contains("<a href=\"/ui/customers/globex\">globex</a>"),
+        "{html}"
+    );
     assert!(html.contains("runs exactly this release"), "{html}");
-    assert!(!html.contains("<script>"), "markup from a reference is escaped: {html}");
-    assert!(html.contains("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
+    assert!(
+        !html.contains("<script>"),
+        "markup from a reference is escaped: {html}"
+    );
+    assert!(
+        html.contains("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{html}"
+    );
 
     // The customer page: its release, and the stacks that deviate from it.
     let r = page(&server, "/ui/customers/initech", Some(&cookie));
@@ -331,7 +413,10 @@ fn the_release_page_and_the_customer_page_show_the_snapshot_and_escape_it() {
         section.contains("<a href=\"/ui/releases/data-plane/1.0.0\">data-plane 1.0.0</a>"),
         "{section}"
     );
-    assert!(section.contains("applied on its own") && section.contains("not deployed"), "{section}");
+    assert!(
+        section.contains("applied on its own") && section.contains("not deployed"),
+        "{section}"
+    );
 
     // A version never pushed here is a page that says so.
     let r = page(&server, "/ui/releases/data-plane/9.9.9", Some(&cookie));
@@ -345,18 +430,31 @@ fn an_index_that_claims_to_be_a_release_but_is_not_one_is_refused_and_a_plain_in
     let support = Client::new(server.url(), Some(server.token("support", None)));
     let artifacts = release("1.0.0", "0.1.0");
     push_parts(&publisher, &artifacts);
-    let refused = |index: &stackpack_test_support::release_index::Manifest, tag: &str, says: &str| {
-        let r = publisher.push_manifest(REPO, tag, &index.bytes, index.media_type);
-        assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
-        assert_eq!(r.error_code(), "MANIFEST_INVALID");
-        let message = r.json()["errors"][0]["message"].as_str().unwrap().to_string();
-        assert!(message.contains(says), "{message}");
-        assert_eq!(publisher.req("GET", &format!("/v2/{REPO}/manifests/{tag}"), &[], None).status, 404);
-    };
+    let refused =
+        |index: &stackpack_test_support::release_index::Manifest, tag: &str, says: &str| {
+            let r = publisher.push_manifest(REPO, tag, &index.bytes, index.media_type);
+            assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+            assert_eq!(r.error_code(), "MANIFEST_INVALID");
+            let message = r.json()["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(message.contains(says), "{message}");
+            assert_eq!(
+                publisher
+                    .req("GET", &format!("/v2/{REPO}/manifests/{tag}"), &[], None)
+                    .status,
+                404
+            );
+        };
 
     // No description first.
     let without: Vec<_> = artifacts.entries[1..].to_vec();
-    refused(&ReleaseArtifacts::index_of(without), "1.0.0", "is not a release description");
+    refused(
+        &ReleaseArtifacts::index_of(without),
+        "1.0.0",
+        "is not a release description",
+    );
 
     // A description that does not parse.
     let garbage = b"{\"format\":1,\"name\":".to_vec();
@@ -380,16 +478,27 @@ fn an_index_that_claims_to_be_a_release_but_is_not_one_is_refused_and_a_plain_in
     let mut entries = artifacts.entries.clone();
     entries[0].digest = Digest::of(&broken);
     entries[0].size = broken.len() as u64;
-    refused(&ReleaseArtifacts::index_of(entries), "1.0.0", "is not a release description");
+    refused(
+        &ReleaseArtifacts::index_of(entries),
+        "1.0.0",
+        "is not a release description",
+    );
 
     // A tag other than the version it describes.
-    refused(&artifacts.index, "1.0.1", "its description says version `1.0.0`");
+    refused(
+        &artifacts.index,
+        "1.0.1",
+        "its description says version `1.0.0`",
+    );
 
     // A part the description pins that the index does not list.
     let mut entries = artifacts.entries.clone();
     entries.pop();
     refused(&ReleaseArtifacts::index_of(entries), "1.0.0", "pins `api`");
-    assert_eq!(get_json(&support, "/api/v1/releases/data-plane"), serde_json::json!([]));
+    assert_eq!(
+        get_json(&support, "/api/v1/releases/data-plane"),
+        serde_json::json!([])
+    );
 
     // Any other index is the OCI index it is: stored, not a release.
     let mut plain = stackpack_schema::oci::ImageIndex::new(artifacts.entries[1..].to_vec());
@@ -397,7 +506,10 @@ fn an_index_that_claims_to_be_a_release_but_is_not_one_is_refused_and_a_plain_in
     let plain = plain.to_bytes();
     let r = publisher.push_manifest(REPO, "plain", &plain, media_type::OCI_INDEX);
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    assert_eq!(get_json(&support, "/api/v1/releases/data-plane"), serde_json::json!([]));
+    assert_eq!(
+        get_json(&support, "/api/v1/releases/data-plane"),
+        serde_json::json!([])
+    );
 
     // And the valid one, after all that, is recorded.
     let index = &artifacts.index;

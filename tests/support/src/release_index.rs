@@ -30,7 +30,11 @@ impl Manifest {
 
     /// Its descriptor, for an index entry.
     pub fn descriptor(&self) -> Descriptor {
-        Descriptor::new(self.media_type, self.digest.clone(), self.bytes.len() as u64)
+        Descriptor::new(
+            self.media_type,
+            self.digest.clone(),
+            self.bytes.len() as u64,
+        )
     }
 }
 
@@ -112,8 +116,16 @@ impl ReleaseBuilder {
             let layer = format!("stack {name} {stack_version}").into_bytes();
             let bundle = manifest(
                 media_type::BUNDLE_ARTIFACT,
-                Descriptor::new(media_type::BUNDLE_CONFIG, Digest::of(&config), config.len() as u64),
-                Descriptor::new(media_type::STACK_LAYER, Digest::of(&layer), layer.len() as u64),
+                Descriptor::new(
+                    media_type::BUNDLE_CONFIG,
+                    Digest::of(&config),
+                    config.len() as u64,
+                ),
+                Descriptor::new(
+                    media_type::STACK_LAYER,
+                    Digest::of(&layer),
+                    layer.len() as u64,
+                ),
             );
             blobs.extend([config, layer]);
             let mut entry = bundle.descriptor();
@@ -180,7 +192,11 @@ impl ReleaseBuilder {
         let config = description.to_bytes();
         let described = manifest(
             media_type::RELEASE_DESCRIPTION_ARTIFACT,
-            Descriptor::new(media_type::RELEASE_CONFIG, Digest::of(&config), config.len() as u64),
+            Descriptor::new(
+                media_type::RELEASE_CONFIG,
+                Digest::of(&config),
+                config.len() as u64,
+            ),
             Descriptor::empty(),
         );
         blobs.extend([config, media_type::EMPTY_BLOB.to_vec()]);

@@ -34,11 +34,19 @@ pub struct ReleaseFleetQuery {
 /// Per customer that ever deployed release `name`, the version it runs now and its
 /// mixed stacks, by customer. A customer whose every stack of the release has since
 /// been applied on its own runs no version of it and is left out.
-pub fn rows(state: &AppState, name: &str, query: &ReleaseFleetQuery) -> Result<Vec<ReleaseFleetRow>> {
+pub fn rows(
+    state: &AppState,
+    name: &str,
+    query: &ReleaseFleetQuery,
+) -> Result<Vec<ReleaseFleetRow>> {
     state.db.support(|c| {
         let mut rows = Vec::new();
         for customer in db::release_index::customers_of(c, name)? {
-            if query.customer.as_ref().is_some_and(|only| *only != customer) {
+            if query
+                .customer
+                .as_ref()
+                .is_some_and(|only| *only != customer)
+            {
                 continue;
             }
             rows.extend(customer_releases(c, &customer, Some(name))?);

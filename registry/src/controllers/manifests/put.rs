@@ -323,7 +323,8 @@ pub async fn handle(
         }
         _ => None,
     };
-    let release_index = super::release_index::read(&ctx, name, &reference, &digest, &checked).await?;
+    let release_index =
+        super::release_index::read(&ctx, name, &reference, &digest, &checked).await?;
     let key = digest.to_string();
     let blob_keys: Vec<String> = checked.blobs.iter().map(|d| d.digest.to_string()).collect();
     let manifest_keys: Vec<String> = checked

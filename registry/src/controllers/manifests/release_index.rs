@@ -90,7 +90,9 @@ pub async fn read(
         if !listed.contains(&pinned) {
             return Err(refused(
                 repository,
-                format!("its description pins `{part}` at `{pinned}`, which the index does not list"),
+                format!(
+                    "its description pins `{part}` at `{pinned}`, which the index does not list"
+                ),
             ));
         }
     }
@@ -187,13 +189,19 @@ async fn description(ctx: &Ctx, repository: &str, checked: &Checked) -> Result<R
         .map_err(|e| {
             Error::new(
                 Code::ManifestBlobUnknown,
-                format!("the release description `{}` cannot be read: {e}", config.digest),
+                format!(
+                    "the release description `{}` cannot be read: {e}",
+                    config.digest
+                ),
             )
         })?;
     let description: ReleaseDescription = serde_json::from_slice(&bytes).map_err(|e| {
         refused(
             repository,
-            format!("its description `{}` is not a release description: {e}", config.digest),
+            format!(
+                "its description `{}` is not a release description: {e}",
+                config.digest
+            ),
         )
     })?;
     if description.format > RELEASE_FORMAT {

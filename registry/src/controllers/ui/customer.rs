@@ -12,11 +12,11 @@ use stackpack_schema::receipt::{Outcome, SignedReceipt};
 
 use super::fleet::{rows_table, version_link};
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
-use super::{failed, viewer};
 use super::release::{release_link, standing};
+use super::{failed, viewer};
 use crate::api::{Customer, Deployment, ReleaseFleetRow};
-use crate::controllers::ledger::release_fleet::customer_releases;
 use crate::controllers::ledger::fleet::{matrix, FleetQuery};
+use crate::controllers::ledger::release_fleet::customer_releases;
 use crate::controllers::ledger::{mark_stale, stale_after};
 use crate::db;
 use crate::state::SharedState;

@@ -9,8 +9,8 @@ pub mod fleet;
 pub mod html;
 pub mod login;
 pub mod release;
-pub mod stack_version;
 pub mod session;
+pub mod stack_version;
 
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};

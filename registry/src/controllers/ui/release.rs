@@ -121,7 +121,11 @@ fn body(s: &ReleaseSnapshot) -> String {
                 ]
             })
             .collect();
-        body.push_str(&table(&["Service", "Reference", "Digest"], &services, "services"));
+        body.push_str(&table(
+            &["Service", "Reference", "Digest"],
+            &services,
+            "services",
+        ));
     }
     body.push_str("<h2>Who runs it</h2>");
     if s.customers.is_empty() {
