@@ -104,77 +104,22 @@ impl ReleaseBuilder {
     }
 
     pub fn build(self) -> ReleaseArtifacts {
-        let mut blobs: Vec<Vec<u8>> = Vec::new();
-        let mut manifests = Vec::new();
-        let mut entries = Vec::new();
-        let mut stacks = Vec::new();
-        for (name, stack_version, depends_on) in &self.stacks {
-            let config = serde_json::to_vec(&serde_json::json!({
-                "format": 1, "stack": name, "version": stack_version.to_string(),
-            }))
-            .unwrap();
-            let layer = format!("stack {name} {stack_version}").into_bytes();
-            let bundle = manifest(
-                media_type::BUNDLE_ARTIFACT,
-                Descriptor::new(
-                    media_type::BUNDLE_CONFIG,
-                    Digest::of(&config),
-                    config.len() as u64,
-                ),
-                Descriptor::new(
-                    media_type::STACK_LAYER,
-                    Digest::of(&layer),
-                    layer.len() as u64,
-                ),
-            );
-            blobs.extend([config, layer]);
-            let mut entry = bundle.descriptor();
-            entry.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
-            entry.annotations = Some(BTreeMap::from([
-                (annotation::STACK.into(), name.clone()),
-                (annotation::VERSION.into(), stack_version.to_string()),
-            ]));
-            entries.push(entry);
-            stacks.push(ReleaseStack {
-                name: name.clone(),
-                version: stack_version.clone(),
-                digest: bundle.digest.clone(),
-                depends_on: depends_on.clone(),
-                inputs_from: BTreeMap::new(),
-            });
-            manifests.push(bundle);
-        }
-        let mut services = Vec::new();
-        for (name, reference) in &self.services {
-            let config = format!("{{\"service\":\"{reference}\"}}").into_bytes();
-            let layer = format!("image {reference}").into_bytes();
-            let image = manifest(
-                "application/vnd.oci.image.config.v1+json",
-                Descriptor::new(
-                    "application/vnd.oci.image.config.v1+json",
-                    Digest::of(&config),
-                    config.len() as u64,
-                ),
-                Descriptor::new(
-                    "application/vnd.oci.image.layer.v1.tar+gzip",
-                    Digest::of(&layer),
-                    layer.len() as u64,
-                ),
-            );
-            blobs.extend([config, layer]);
-            let mut entry = image.descriptor();
-            entry.annotations = Some(BTreeMap::from([(annotation::SERVICE.into(), name.clone())]));
-            entries.push(entry);
-            services.push(ReleaseService {
-                name: name.clone(),
-                reference: reference.clone(),
-                media_type: media_type::OCI_MANIFEST.into(),
-                digest: image.digest.clone(),
-                size: image.bytes.len() as u64,
-                artifact_type: None,
-            });
-            manifests.push(image);
-        }
+        let mut parts = Parts::default();
+        let stacks: Vec<ReleaseStack> = self
+            .stacks
+            .iter()
+            .map(|(name, version, depends_on)| parts.bundle(name, version, depends_on))
+            .collect();
+        let services: Vec<ReleaseService> = self
+            .services
+            .iter()
+            .map(|(name, reference)| parts.service(name, reference))
+            .collect();
+        let Parts {
+            mut blobs,
+            mut manifests,
+            mut entries,
+        } = parts;
         let description = ReleaseDescription {
             format: RELEASE_FORMAT,
             name: self.name.clone(),
@@ -191,7 +136,7 @@ impl ReleaseBuilder {
         };
         let config = description.to_bytes();
         let described = manifest(
-            media_type::RELEASE_DESCRIPTION_ARTIFACT,
+            Some(media_type::RELEASE_DESCRIPTION_ARTIFACT),
             Descriptor::new(
                 media_type::RELEASE_CONFIG,
                 Digest::of(&config),
@@ -217,12 +162,101 @@ impl ReleaseBuilder {
     }
 }
 
-/// An image manifest of `artifact_type` with one config and one layer.
-fn manifest(artifact_type: &str, config: Descriptor, layer: Descriptor) -> Manifest {
+/// The blobs, manifests and index entries of a release's parts, as they are made.
+#[derive(Default)]
+struct Parts {
+    blobs: Vec<Vec<u8>>,
+    manifests: Vec<Manifest>,
+    entries: Vec<Descriptor>,
+}
+
+impl Parts {
+    /// A manifest (of `artifact_type`, or a plain image) over a config and a layer,
+    /// listed in the index with `annotations`.
+    fn add(
+        &mut self,
+        artifact_type: Option<&str>,
+        (config_type, config): (&str, Vec<u8>),
+        (layer_type, layer): (&str, Vec<u8>),
+        annotations: Vec<(&str, String)>,
+    ) -> Manifest {
+        let made = manifest(
+            artifact_type,
+            Descriptor::new(config_type, Digest::of(&config), config.len() as u64),
+            Descriptor::new(layer_type, Digest::of(&layer), layer.len() as u64),
+        );
+        self.blobs.extend([config, layer]);
+        let mut entry = made.descriptor();
+        entry.artifact_type = artifact_type.map(Into::into);
+        entry.annotations = Some(
+            annotations
+                .into_iter()
+                .map(|(key, value)| (key.to_string(), value))
+                .collect(),
+        );
+        self.entries.push(entry);
+        self.manifests.push(made.clone());
+        made
+    }
+
+    fn bundle(
+        &mut self,
+        name: &str,
+        version: &semver::Version,
+        depends_on: &[String],
+    ) -> ReleaseStack {
+        let config =
+            serde_json::json!({"format": 1, "stack": name, "version": version.to_string()});
+        let bundle = self.add(
+            Some(media_type::BUNDLE_ARTIFACT),
+            (media_type::BUNDLE_CONFIG, config.to_string().into_bytes()),
+            (
+                media_type::STACK_LAYER,
+                format!("stack {name} {version}").into_bytes(),
+            ),
+            vec![
+                (annotation::STACK, name.to_string()),
+                (annotation::VERSION, version.to_string()),
+            ],
+        );
+        ReleaseStack {
+            name: name.into(),
+            version: version.clone(),
+            digest: bundle.digest,
+            depends_on: depends_on.to_vec(),
+            inputs_from: BTreeMap::new(),
+        }
+    }
+
+    fn service(&mut self, name: &str, reference: &str) -> ReleaseService {
+        const IMAGE_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+        let config = serde_json::json!({"service": reference});
+        let image = self.add(
+            None,
+            (IMAGE_CONFIG, config.to_string().into_bytes()),
+            (
+                "application/vnd.oci.image.layer.v1.tar+gzip",
+                format!("image {reference}").into_bytes(),
+            ),
+            vec![(annotation::SERVICE, name.to_string())],
+        );
+        ReleaseService {
+            name: name.into(),
+            reference: reference.into(),
+            media_type: media_type::OCI_MANIFEST.into(),
+            size: image.bytes.len() as u64,
+            digest: image.digest,
+            artifact_type: None,
+        }
+    }
+}
+
+/// An image manifest (of `artifact_type`, if given) with one config and one layer.
+fn manifest(artifact_type: Option<&str>, config: Descriptor, layer: Descriptor) -> Manifest {
     let manifest = ImageManifest {
         schema_version: 2,
         media_type: Some(media_type::OCI_MANIFEST.into()),
-        artifact_type: Some(artifact_type.into()),
+        artifact_type: artifact_type.map(Into::into),
         config,
         layers: vec![layer],
         subject: None,
