@@ -9,6 +9,9 @@ use stackpack_schema::Digest;
 use crate::timestamp::Timestamp;
 use utoipa::ToSchema;
 
+mod releases;
+pub use releases::*;
+
 /// Where a release was built from.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -18,7 +21,9 @@ pub struct Source {
     pub branch: Option<String>,
 }
 
-/// A published bundle: recorded when its manifest is pushed.
+/// A published bundle (one *stack* version): recorded when its manifest is pushed.
+/// Named before releases of a whole environment existed: those are
+/// [`ReleaseVersion`] and [`ReleaseSnapshot`].
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Release {
@@ -97,6 +102,10 @@ pub struct Deployment {
     pub key_id: String,
     #[schema(value_type = String)]
     pub received_at: Timestamp,
+    /// The release the stack was applied as part of; absent when it was applied
+    /// on its own (and for receipts from before releases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<DeployedRelease>,
 }
 
 /// What one customer runs of one stack, with support's questions answered.

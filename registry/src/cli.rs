@@ -46,10 +46,46 @@ pub enum Command {
     /// Work with deployment receipts.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
-    /// Show which version of which stack every customer runs (support's view).
+    /// Show which version of which stack every customer runs (support's view), or
+    /// with `--release NAME` which version of a release and which stacks are mixed.
     Fleet(FleetArgs),
     /// Show how many customers ran each version of each stack over time.
     Adoption(AdoptionArgs),
+    /// See releases: a customer's whole environment as one version (stacks and
+    /// services pinned by digest), recorded as their indexes are pushed.
+    #[command(subcommand)]
+    Release(ReleaseCommand),
+}
+
+#[derive(Subcommand)]
+pub enum ReleaseCommand {
+    /// List the recorded versions of every release (or of one), newest first.
+    List(ReleaseListArgs),
+    /// One release version: each stack's version and bundle digest, each service's
+    /// digest, and which customers run it (with their mixed stacks).
+    Show(ReleaseShowArgs),
+}
+
+#[derive(Args)]
+pub struct ReleaseListArgs {
+    /// Only this release (needed with `--url`).
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub source: Source,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ReleaseShowArgs {
+    /// The release version as `NAME@VERSION` (`data-plane@1.4.0`).
+    pub release: String,
+    #[command(flatten)]
+    pub source: Source,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]
@@ -306,6 +342,14 @@ pub struct Source {
 pub struct FleetArgs {
     #[command(flatten)]
     pub source: Source,
+    /// Per customer, the version of this release (a whole environment, not a stack)
+    /// it runs, and each stack that deviates from it ("mixed"). Takes
+    /// `--customer` and `--environment`; the stack filters do not apply.
+    #[arg(long, value_name = "NAME", conflicts_with_all = [
+        "stack", "behind", "prerelease", "drifted", "silent", "failed", "below",
+        "version", "digest", "module", "module_below",
+    ])]
+    pub release: Option<String>,
     /// Only this customer.
     #[arg(long)]
     pub customer: Option<String>,

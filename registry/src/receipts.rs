@@ -13,7 +13,7 @@
 use rusqlite::Transaction;
 use stackpack_schema::receipt::SignedReceipt;
 
-use crate::api::Deployment;
+use crate::api::{DeployedRelease, Deployment};
 use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
 use crate::timestamp::Timestamp;
@@ -38,6 +38,10 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
         .map_err(|e| bad(format!("customer: {e}")))?;
     stackpack_schema::reference::validate_name(&receipt.stack)
         .map_err(|e| bad(format!("stack: {e}")))?;
+    if let Some(release) = &receipt.release {
+        stackpack_schema::reference::validate_name(&release.name)
+            .map_err(|e| bad(format!("release: {e}")))?;
+    }
     if receipt.id.is_empty() || receipt.id.len() > 128 || receipt.id.chars().any(char::is_control) {
         return Err(bad(
             "the receipt id must be 1 to 128 characters, none of them control characters",
@@ -67,6 +71,11 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
             key_id: public_key.key_id(),
             // Until it is stored: `store` stamps the time it arrived.
             received_at: Timestamp::now(),
+            release: receipt.release.as_ref().map(|r| DeployedRelease {
+                name: r.name.clone(),
+                version: r.version.clone(),
+                digest: r.digest.clone(),
+            }),
         },
         finished_ns,
         document,

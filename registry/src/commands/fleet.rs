@@ -148,6 +148,9 @@ fn each_page(args: &FleetArgs, each: impl FnMut(Vec<FleetRow>) -> Result<Flow>) 
 }
 
 pub fn run(args: &FleetArgs) -> Result<()> {
+    if let Some(release) = &args.release {
+        return crate::commands::release_fleet::run(args, release);
+    }
     if args.json {
         // Streamed page by page: the whole fleet is hundreds of megabytes.
         let mut out = JsonArray::start();

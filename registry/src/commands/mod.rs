@@ -8,6 +8,8 @@ pub mod fleet;
 pub mod gc;
 pub mod init;
 pub mod receipts;
+pub mod release_fleet;
+pub mod releases;
 pub mod remote;
 pub mod serve;
 pub mod token;
@@ -20,7 +22,8 @@ use stackpack_registry::OpenError;
 pub use stackpack_terminal::{print_json, status, table, Error, ExitStatus, Result};
 
 use crate::cli::{
-    Cli, Command, CustomerCommand, CustomerKeyCommand, ReceiptsCommand, TokenCommand,
+    Cli, Command, CustomerCommand, CustomerKeyCommand, ReceiptsCommand, ReleaseCommand,
+    TokenCommand,
 };
 
 /// Runs the command the command line names.
@@ -44,6 +47,8 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Receipts(ReceiptsCommand::Import(args)) => receipts::import(args),
         Command::Fleet(args) => fleet::run(args),
         Command::Adoption(args) => adoption::run(args),
+        Command::Release(ReleaseCommand::List(args)) => releases::list(args),
+        Command::Release(ReleaseCommand::Show(args)) => releases::show(args),
     }?;
     Ok(ExitStatus::Success)
 }

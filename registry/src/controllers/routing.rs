@@ -97,6 +97,18 @@ pub fn router(state: SharedState) -> Router {
             "/api/v1/releases",
             get(ledger::releases::handle).post(ledger::releases::create),
         )
+        .route(
+            "/api/v1/releases/{name}",
+            get(ledger::release_versions::list),
+        )
+        .route(
+            "/api/v1/releases/{name}/fleet",
+            get(ledger::release_fleet::handle),
+        )
+        .route(
+            "/api/v1/releases/{name}/{version}",
+            get(ledger::release_versions::show),
+        )
         .route("/api/v1/stacks", get(ledger::stacks::handle))
         .route(
             "/api/v1/customers",
@@ -132,7 +144,8 @@ pub fn router(state: SharedState) -> Router {
         .route("/ui/login", get(ui::login::show).post(ui::login::sign_in))
         .route("/ui/logout", get(ui::login::sign_out))
         .route("/ui/customers/{id}", get(ui::customer::show))
-        .route("/ui/stacks/{stack}/{version}", get(ui::release::show))
+        .route("/ui/stacks/{stack}/{version}", get(ui::stack_version::show))
+        .route("/ui/releases/{name}/{version}", get(ui::release::show))
         .fallback(|| async { Error::new(Code::NotFound, "no such path").into_response() })
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(middleware::from_fn_with_state(

@@ -328,8 +328,9 @@ pub fn insert_receipt(
 ) -> rusqlite::Result<()> {
     conn.execute(
         "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
-             started_at, finished_at, key_id, document, received_at, finished_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+             started_at, finished_at, key_id, document, received_at, finished_ns,
+             release_name, release_version, release_digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             d.receipt_id,
             d.customer,
@@ -343,7 +344,10 @@ pub fn insert_receipt(
             d.key_id,
             document,
             d.received_at,
-            finished_ns
+            finished_ns,
+            d.release.as_ref().map(|r| &r.name),
+            d.release.as_ref().map(|r| Text(&r.version)),
+            d.release.as_ref().map(|r| Text(&r.digest)),
         ],
     )?;
     Ok(())
@@ -362,10 +366,18 @@ pub(crate) fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
         finished_at: r.get(8)?,
         key_id: r.get(9)?,
         received_at: r.get(10)?,
+        release: match r.get::<_, Option<String>>(11)? {
+            Some(name) => Some(crate::api::DeployedRelease {
+                name,
+                version: super::parsed(r, 12)?,
+                digest: super::parsed(r, 13)?,
+            }),
+            None => None,
+        },
     })
 }
 
-pub(crate) const DEPLOYMENT_COLUMNS: &str = "id, customer, stack, version, digest, kind, outcome, started_at, finished_at, key_id, received_at";
+pub(crate) const DEPLOYMENT_COLUMNS: &str = "id, customer, stack, version, digest, kind, outcome, started_at, finished_at, key_id, received_at, release_name, release_version, release_digest";
 
 /// Receipts, newest first.
 pub fn deployments(
@@ -691,7 +703,7 @@ pub fn history_documents(
          ORDER BY finished_ns DESC, received_at DESC, id LIMIT ?2"
     ))?
     .query_map(params![customer, limit as i64], |r| {
-        Ok((deployment_row(r)?, r.get(11)?))
+        Ok((deployment_row(r)?, r.get(14)?))
     })?
     .collect()
 }

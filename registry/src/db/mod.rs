@@ -6,6 +6,7 @@ pub mod blobs;
 pub mod fleet;
 pub mod ledger;
 pub mod manifests;
+pub mod release_index;
 pub mod tokens;
 pub mod uploads;
 
@@ -266,6 +267,54 @@ SELECT stack, day, version, SUM(delta) FROM (
 DROP INDEX IF EXISTS receipts_changes;
 "#;
 
+/// Version 7: releases, a customer's whole environment as one version (an OCI index
+/// in `<namespace>/releases/<name>`). Kept in `release_indexes` and their parts in
+/// `release_index_stacks` and `release_index_services`, because `releases` (from
+/// version 1) already names single stack versions (bundles). Receipts name the
+/// release they were applied as part of; those stored before this version may carry
+/// one in their document already (the runner wrote it before the ledger read it),
+/// so it is copied out.
+const V7: &str = r#"
+CREATE TABLE release_indexes (
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    version_key BLOB NOT NULL,
+    prerelease INTEGER NOT NULL,
+    repository TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    published_at TEXT NOT NULL,
+    PRIMARY KEY (name, version)
+);
+CREATE INDEX release_indexes_digest ON release_indexes(repository, digest);
+CREATE TABLE release_index_stacks (
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    stack TEXT NOT NULL,
+    stack_version TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (name, version, stack)
+);
+CREATE TABLE release_index_services (
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    service TEXT NOT NULL,
+    reference TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (name, version, service)
+);
+ALTER TABLE receipts ADD COLUMN release_name TEXT;
+ALTER TABLE receipts ADD COLUMN release_version TEXT;
+ALTER TABLE receipts ADD COLUMN release_digest TEXT;
+UPDATE receipts SET
+    release_name = json_extract(document, '$.receipt.release.name'),
+    release_version = json_extract(document, '$.receipt.release.version'),
+    release_digest = json_extract(document, '$.receipt.release.digest')
+WHERE json_extract(document, '$.receipt.release.name') IS NOT NULL;
+CREATE INDEX receipts_release ON receipts(release_name, customer) WHERE release_name IS NOT NULL;
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -286,6 +335,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
         ledger::refresh_cells(tx, None)
     },
     |tx| tx.execute_batch(V6),
+    |tx| tx.execute_batch(V7),
 ];
 
 /// The schema version this build writes.

@@ -186,11 +186,19 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
                 "seed {seed}: the history holds destroys and enough changes to mean something"
             );
         }
-        // A v5 database holding the same receipts is filled by the v6 migration.
+        // A v5 database holding the same receipts is filled by the v6 migration
+        // (v7's releases undone too: it runs again after v6).
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
-                "DROP TABLE adoption_deltas;
+                "DROP TABLE release_indexes;
+                 DROP TABLE release_index_stacks;
+                 DROP TABLE release_index_services;
+                 DROP INDEX receipts_release;
+                 ALTER TABLE receipts DROP COLUMN release_name;
+                 ALTER TABLE receipts DROP COLUMN release_version;
+                 ALTER TABLE receipts DROP COLUMN release_digest;
+                 DROP TABLE adoption_deltas;
                  CREATE INDEX receipts_changes ON receipts(stack, finished_ns, received_at, id,
                      customer, version, kind, finished_at)
                      WHERE kind IN ('apply', 'rollback', 'destroy')

@@ -267,6 +267,27 @@ fn ledger_reads_answer_every_role_as_designed() {
             OWN_CUSTOMER,
         ),
         ("fleet", "GET", "/api/v1/fleet".into(), None, LEDGER),
+        (
+            "release versions",
+            "GET",
+            "/api/v1/releases/data-plane".into(),
+            None,
+            LEDGER,
+        ),
+        (
+            "release fleet",
+            "GET",
+            "/api/v1/releases/data-plane/fleet".into(),
+            None,
+            LEDGER,
+        ),
+        (
+            "own release fleet",
+            "GET",
+            "/api/v1/releases/data-plane/fleet?customer=globex".into(),
+            None,
+            OWN_CUSTOMER,
+        ),
         ("adoption", "GET", "/api/v1/adoption".into(), None, LEDGER),
         (
             "customer history",

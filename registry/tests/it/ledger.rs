@@ -531,6 +531,9 @@ fn the_openapi_file_names_every_ledger_path() {
         "/api/v1/fleet",
         "/api/v1/adoption",
         "/api/v1/customers/{id}/history",
+        "/api/v1/releases/{name}",
+        "/api/v1/releases/{name}/{version}",
+        "/api/v1/releases/{name}/fleet",
     ] {
         assert!(
             api["paths"][path].is_object(),

@@ -23,4 +23,5 @@ mod migrate;
 mod packager_bundles;
 mod query_plans;
 mod registry_rules;
+mod release_ledger;
 mod ui;

@@ -173,6 +173,17 @@ fn old_registry(dir: &std::path::Path) -> std::path::PathBuf {
         ("apply", "failed"),
         "2026-02-01T10:00:00Z",
     );
+    // A receipt the runner signed as part of a release before the ledger read the
+    // release: v7 copies it out of the stored document.
+    db.execute(
+        "UPDATE receipts SET document = ?1 WHERE id = 'r2'",
+        [
+            serde_json::json!({"receipt": {"release": {"name": "environment", "version": "1.0.0",
+            "digest": stackpack_schema::Digest::of(b"index").to_string()}}})
+            .to_string(),
+        ],
+    )
+    .unwrap();
     db.execute(
         "INSERT INTO uploads (id, repo, created, updated) VALUES ('00000000000000000000000000000000', 'a', 0, 0)",
         [],
@@ -248,6 +259,14 @@ fn a_database_from_schema_version_1_is_migrated_and_keeps_its_data() {
         String::from_utf8_lossy(&out.stderr)
     );
     let adoption: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let release = fleet_with(&["--release", "environment"]);
+    assert_eq!(
+        release,
+        serde_json::json!([{"customer": "umbrella", "environment": null, "release": "environment",
+            "version": "1.0.0", "digest": stackpack_schema::Digest::of(b"index").to_string(),
+            "recorded": false, "mixed": []}]),
+        "v7 read the release out of the old receipt's document"
+    );
     assert_eq!(
         adoption,
         serde_json::json!([

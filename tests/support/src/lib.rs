@@ -2,13 +2,15 @@
 //! apart: one way to run the built programs and read what they printed ([`Run`]),
 //! one way to find them ([`binary`]), git with a fixed identity ([`git`]), copying an
 //! example tree ([`copy_dir`]), free loopback ports, the real registries the tests
-//! start on 127.0.0.1 ([`servers`]), signed deployment receipts ([`receipts`]), the
+//! start on 127.0.0.1 ([`servers`]), signed deployment receipts ([`receipts`]), a
+//! release as the packager pushes it ([`release_index`]), the
 //! real Terraform ([`terraform`]), and one policy for a tool that is missing ([`have`]).
 //!
 //! A missing tool is skipped with a message on a developer's machine and is a failure
 //! where `STACKPACK_REQUIRE_TOOLS` is set, as the test script and CI set it.
 
 pub mod receipts;
+pub mod release_index;
 pub mod servers;
 
 use std::path::{Path, PathBuf};

@@ -3,7 +3,8 @@
 //! receipt format is made here once.
 
 use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt, RECEIPT_FORMAT,
+    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, ReleaseRef, SignedReceipt,
+    RECEIPT_FORMAT,
 };
 use stackpack_schema::signature::PrivateKey;
 use stackpack_schema::Digest;
@@ -92,6 +93,18 @@ impl ReceiptBuilder {
             change,
             destroy,
         };
+        self
+    }
+
+    /// Applied as one of the stacks of release `name` at `version`, whose index has
+    /// `digest`.
+    pub fn release(mut self, name: &str, version: &str, digest: Digest) -> ReceiptBuilder {
+        self.receipt.release = Some(ReleaseRef {
+            name: name.into(),
+            version: semver::Version::parse(version)
+                .unwrap_or_else(|e| panic!("`{version}` is not a version: {e}")),
+            digest,
+        });
         self
     }
 

@@ -8,6 +8,9 @@ pub mod deployments;
 pub mod fleet;
 pub mod openapi;
 pub mod receipts;
+pub mod release_fleet;
+pub mod release_versions;
+/// Stack versions (bundles), named before releases of a whole environment.
 pub mod releases;
 pub mod stacks;
 pub mod support;

@@ -23,7 +23,7 @@ impl Modify for BearerAuth {
 #[openapi(
     info(
         title = "stackpack-registry ledger",
-        description = "Releases, customers, deployments and support's questions. Errors use the OCI distribution error body: `{\"errors\":[{\"code\",\"message\",\"detail\"}]}`."
+        description = "Stack versions (`/api/v1/releases?stack=`, named before whole-environment releases), releases of a whole environment (`/api/v1/releases/{name}/…`), customers, deployments and support's questions. Errors use the OCI distribution error body: `{\"errors\":[{\"code\",\"message\",\"detail\"}]}`."
     ),
     paths(
         ledger::releases::handle,
@@ -43,6 +43,9 @@ impl Modify for BearerAuth {
         ledger::support::drifted,
         ledger::fleet::handle,
         ledger::adoption::handle,
+        ledger::release_versions::list,
+        ledger::release_versions::show,
+        ledger::release_fleet::handle,
     ),
     components(schemas(
         api::Release,
@@ -62,6 +65,14 @@ impl Modify for BearerAuth {
         api::Adoption,
         api::AdoptionPoint,
         ledger::customers::CustomerDetail,
+        api::ReleaseVersion,
+        api::ReleaseSnapshot,
+        api::ReleaseStackPart,
+        api::ReleaseServicePart,
+        api::ReleaseFleetRow,
+        api::MixedStack,
+        api::MixedReason,
+        api::DeployedRelease,
     )),
     modifiers(&BearerAuth)
 )]

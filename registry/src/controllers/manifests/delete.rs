@@ -59,6 +59,7 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str) -> Result<Response> {
                     ));
                 }
                 db::ledger::delete_release_by_digest(tx, name, &digest)?;
+                db::release_index::delete_by_digest(tx, name, &digest)?;
             }
         }
         Ok(())

@@ -3,3 +3,4 @@
 pub mod delete;
 pub mod get;
 pub mod put;
+pub mod release_index;

@@ -5,7 +5,8 @@
 //! the repository, and every manifest an index lists too. A digest reference must
 //! match the body. A stable `X.Y.Z` tag never moves to another digest. A bundle
 //! manifest (`artifactType` `application/vnd.stackpack.bundle.v1`) is also recorded
-//! as a release in the ledger, from its config blob, in the same transaction.
+//! as a stack version (`releases`) in the ledger, from its config blob, in the same
+//! transaction; a release index is recorded as a release ([`super::release_index`]).
 
 use axum::body::Body;
 use axum::http::{header, StatusCode};
@@ -322,6 +323,8 @@ pub async fn handle(
         }
         _ => None,
     };
+    let release_index =
+        super::release_index::read(&ctx, name, &reference, &digest, &checked).await?;
     let key = digest.to_string();
     let blob_keys: Vec<String> = checked.blobs.iter().map(|d| d.digest.to_string()).collect();
     let manifest_keys: Vec<String> = checked
@@ -358,10 +361,17 @@ pub async fn handle(
             db::ledger::upsert_release(tx, release)?;
             db::ledger::set_release_modules(tx, release)?;
         }
+        if let Some(release) = &release_index {
+            db::release_index::record(tx, release)?;
+        }
         Ok(())
     })?;
     if let Some(release) = &release {
-        tracing::info!(stack = %release.stack, version = %release.version, digest = %key, "release recorded");
+        tracing::info!(stack = %release.stack, version = %release.version, digest = %key, "stack version recorded");
+    }
+    if let Some(index) = &release_index {
+        let r = &index.release;
+        tracing::info!(release = %r.name, version = %r.version, digest = %key, "release recorded");
     }
     let mut headers = vec![
         ("Location", format!("/v2/{name}/manifests/{key}")),

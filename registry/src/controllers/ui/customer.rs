@@ -1,5 +1,5 @@
 //! `GET /ui/customers/{id}`: one customer: environment, last seen, installation
-//! keys, what it runs now, and its receipts, each with its inputs hash and whether
+//! keys, the release it runs and its mixed stacks, what it runs now, and its receipts, each with its inputs hash and whether
 //! its signature verifies with a key the ledger trusts for the customer.
 
 use std::collections::HashMap;
@@ -12,9 +12,11 @@ use stackpack_schema::receipt::{Outcome, SignedReceipt};
 
 use super::fleet::{rows_table, version_link};
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
+use super::release::{release_link, standing};
 use super::{failed, viewer};
-use crate::api::{Customer, Deployment};
+use crate::api::{Customer, Deployment, ReleaseFleetRow};
 use crate::controllers::ledger::fleet::{matrix, FleetQuery};
+use crate::controllers::ledger::release_fleet::customer_releases;
 use crate::controllers::ledger::{mark_stale, stale_after};
 use crate::db;
 use crate::state::SharedState;
@@ -105,11 +107,12 @@ pub async fn show(
             db::ledger::customer(c, &id)?,
             db::ledger::installation_keys(c, &id)?,
             db::ledger::history_documents(c, &id, HISTORY_ROWS)?,
+            customer_releases(c, &id, None)?,
         ))
     });
-    let (customer, keys, history) = match found {
-        Ok((Some(customer), keys, history)) => (customer, keys, history),
-        Ok((None, _, _)) => {
+    let (customer, keys, history, releases) = match found {
+        Ok((Some(customer), keys, history, releases)) => (customer, keys, history, releases),
+        Ok((None, _, _, _)) => {
             let message = format!("customer `{id}` is not known to this registry");
             return error_page(StatusCode::NOT_FOUND, &message, true);
         }
@@ -134,6 +137,7 @@ pub async fn show(
         .collect();
 
     let mut body = facts(&customer, &keys);
+    body.push_str(&releases_section(&releases));
     body.push_str("<h2>Runs now</h2>");
     running.retain(|r| r.stack.is_some());
     if running.is_empty() {
@@ -185,6 +189,21 @@ fn facts(customer: &Customer, keys: &HashMap<String, bool>) -> String {
         },
     );
     body
+}
+
+/// The releases the customer runs, each with the stacks that deviate from it.
+fn releases_section(releases: &[ReleaseFleetRow]) -> String {
+    if releases.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = releases
+        .iter()
+        .map(|r| vec![release_link(&r.release, &r.version), standing(r)])
+        .collect();
+    format!(
+        "<h2>Release</h2>{}",
+        table(&["Release", "Stacks"], &rows, "releases")
+    )
 }
 
 /// The customer's receipts, newest first, each with its signature's verdict.

@@ -1,5 +1,5 @@
 //! The support pages under `/ui`: the fleet matrix with its filters, one page per
-//! customer and one per stack version, rendered on the server from the same
+//! customer, one per stack version and one per release version, rendered on the server from the same
 //! queries as the ledger API. Reading only: after signing in every page is a `GET`
 //! that changes nothing, so there is nothing for a forged cross-site request to do,
 //! and the `SameSite=Strict` cookie is not even sent with one.
@@ -10,6 +10,7 @@ pub mod html;
 pub mod login;
 pub mod release;
 pub mod session;
+pub mod stack_version;
 
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
