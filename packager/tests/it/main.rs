@@ -19,6 +19,7 @@ mod one_view_of_versions;
 mod parsing;
 mod providers;
 mod publish;
+mod releases;
 mod reproducible;
 mod rules;
 mod secrets;
