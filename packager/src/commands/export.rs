@@ -2,8 +2,8 @@ use std::path::Path;
 
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::release::{find_release, verify_release};
-use stackpack_bundle::verify::Trust;
 use stackpack_bundle::transfer::{export_bundles, pull_bundle};
+use stackpack_bundle::verify::Trust;
 use stackpack_packager::release_publish::fetch::{pull_release, release_repository};
 use stackpack_packager::Error;
 use stackpack_packager::Result;
@@ -69,8 +69,20 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
         }));
     } else {
         println!("{}", args.out.display());
+        let releases = extra
+            .iter()
+            .filter(|d| {
+                d.annotation(stackpack_schema::media_type::annotation::RELEASE)
+                    .is_some()
+            })
+            .count();
+        let with_releases = match releases {
+            0 => String::new(),
+            1 => " and 1 release".to_string(),
+            n => format!(" and {n} releases"),
+        };
         output::status(&format!(
-            "exported {} bundle{} ({}) to `{}`",
+            "exported {} bundle{}{with_releases} ({}) to `{}`",
             manifests.len(),
             if manifests.len() == 1 { "" } else { "s" },
             output::human_size(size),

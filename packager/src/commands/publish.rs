@@ -71,14 +71,9 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> Result<ExitStatus> {
         sign_latest_statements(&plan, &remote, &address, &key)?;
     }
     let transport = Transport::from_insecure_flag(args.registry.insecure);
-    let releases = publish_releases(
-        &repo,
-        &plan,
-        &stacks,
-        &destination,
-        &key,
-        &|host: &str| connect(host, transport),
-    )?;
+    let releases = publish_releases(&repo, &plan, &stacks, &destination, &key, &|host: &str| {
+        connect(host, transport)
+    })?;
 
     let published = Published {
         address: &address,

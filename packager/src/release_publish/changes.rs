@@ -28,7 +28,10 @@ pub(crate) fn release_changes(
                 &before.name,
                 ReleaseChangeKind::StackRemoved,
                 Bump::Major,
-                format!("stack `{}` ({}) left the release", before.name, before.version),
+                format!(
+                    "stack `{}` ({}) left the release",
+                    before.name, before.version
+                ),
             )),
             Some(now) if now.digest != before.digest => changes.push(change(
                 &now.name,
@@ -83,11 +86,7 @@ pub(crate) fn release_changes(
 /// The bump a release takes: the largest of its changes', a patch when only the
 /// graph's order moved.
 pub(crate) fn release_bump(changes: &[ReleaseChange]) -> Bump {
-    changes
-        .iter()
-        .map(|c| c.bump)
-        .max()
-        .unwrap_or(Bump::Patch)
+    changes.iter().map(|c| c.bump).max().unwrap_or(Bump::Patch)
 }
 
 /// A stack's bump, read from the semver difference between its two versions; a

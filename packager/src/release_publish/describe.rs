@@ -25,8 +25,11 @@ use crate::repository::Repository;
 /// What a release's next version is, if any.
 pub enum Described {
     /// Its parts match the latest version on this line.
-    Unchanged { version: Version, digest: Digest },
-    New(NewRelease),
+    Unchanged {
+        version: Version,
+        digest: Digest,
+    },
+    New(Box<NewRelease>),
 }
 
 /// A new release version, described but not yet written.
@@ -51,9 +54,8 @@ pub fn describe_release(
         let found = repo.stack(stack)?;
         graph.insert(stack.clone(), found.config.dependencies());
     }
-    let order = apply_order(&graph).map_err(|e| {
-        Error::refused(format!("release `{name}`: {e}")).at("stackpack.toml")
-    })?;
+    let order = apply_order(&graph)
+        .map_err(|e| Error::refused(format!("release `{name}`: {e}")).at("stackpack.toml"))?;
     let stacks = order
         .iter()
         .map(|stack| pin_stack(repo, stack, published, destination))
@@ -78,17 +80,17 @@ pub fn describe_release(
     let versions = release_versions(remote, &repository)?;
     let stable = version::latest_stable(&versions).cloned();
     if let Some(latest) = latest_on_line(&versions, &plan.channel).or(stable.clone()) {
-        if let Some((_, index, _, description)) = remote_release(remote, &repository, &latest)? {
-            if same_parts(&description, &stacks, &records) {
+        if let Some(release) = remote_release(remote, &repository, &latest)? {
+            if same_parts(&release.description, &stacks, &records) {
                 return Ok(Described::Unchanged {
                     version: latest,
-                    digest: index.digest,
+                    digest: release.descriptor.digest,
                 });
             }
         }
     }
     let previous = match &stable {
-        Some(stable) => remote_release(remote, &repository, stable)?.map(|(_, _, _, d)| d),
+        Some(stable) => remote_release(remote, &repository, stable)?.map(|r| r.description),
         None => None,
     };
     let changes = previous
@@ -97,7 +99,7 @@ pub fn describe_release(
         .unwrap_or_default();
     let bump = release_bump(&changes);
     let next = version::next_version(&versions, bump, &settings.initial_version(), &plan.channel);
-    Ok(Described::New(NewRelease {
+    Ok(Described::New(Box::new(NewRelease {
         description: ReleaseDescription {
             format: RELEASE_FORMAT,
             name: name.to_string(),
@@ -114,7 +116,7 @@ pub fn describe_release(
         },
         services,
         bump,
-    }))
+    })))
 }
 
 /// The latest prerelease of this branch's line (`X.Y.Z-<slug>.<n>`); `None` on main.
@@ -150,8 +152,15 @@ fn pin_stack(
     let layout = destination.layout;
     let held = layout.find_bundle(name, &version)?;
     if held.map(|d| d.digest) != Some(digest.clone()) {
-        pull_bundle(destination.remote, &repository, name, &version, layout, None)
-            .map_err(transfer_error)?;
+        pull_bundle(
+            destination.remote,
+            &repository,
+            name,
+            &version,
+            layout,
+            None,
+        )
+        .map_err(transfer_error)?;
     }
     Ok(ReleaseStack {
         name: name.to_string(),

@@ -28,12 +28,21 @@ pub fn release_versions(remote: &Remote, repository: &str) -> Result<Vec<Version
         .collect())
 }
 
+/// A release as read from a registry.
+pub struct RemoteRelease {
+    /// The index's bytes, exactly as the registry holds them.
+    pub bytes: Vec<u8>,
+    pub descriptor: Descriptor,
+    pub index: ImageIndex,
+    pub description: ReleaseDescription,
+}
+
 /// The index and description of `repository:version`, if that tag exists.
 pub fn remote_release(
     remote: &Remote,
     repository: &str,
     version: &Version,
-) -> Result<Option<(Vec<u8>, Descriptor, ImageIndex, ReleaseDescription)>> {
+) -> Result<Option<RemoteRelease>> {
     let Some((bytes, digest)) = remote.pull_manifest(repository, &version.to_string())? else {
         return Ok(None);
     };
@@ -61,7 +70,12 @@ pub fn remote_release(
         serde_json::from_slice(&config).map_err(|e| invalid(e.to_string()))?;
     let mut descriptor = Descriptor::new(media_type::OCI_INDEX, digest, bytes.len() as u64);
     descriptor.artifact_type = Some(media_type::RELEASE_ARTIFACT.into());
-    Ok(Some((bytes, descriptor, index, description)))
+    Ok(Some(RemoteRelease {
+        bytes,
+        descriptor,
+        index,
+        description,
+    }))
 }
 
 /// Pulls release `name@version` into `layout`: its bundles with their signatures
@@ -76,13 +90,15 @@ pub fn pull_release(
     layout: &ImageLayout,
 ) -> Result<Descriptor> {
     let repository = release_repository(address, name);
-    let (bytes, descriptor, index, description) = remote_release(remote, &repository, version)?
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "release `{name}@{version}` is not in `{address}`"
-            ))
+    let RemoteRelease {
+        bytes,
+        descriptor,
+        index,
+        description,
+    } = remote_release(remote, &repository, version)?.ok_or_else(|| {
+        Error::usage(format!("release `{name}@{version}` is not in `{address}`"))
             .hint("list the versions with `oras repo tags HOST/NAMESPACE/releases/NAME`")
-        })?;
+    })?;
     for stack in &description.stacks {
         pull_bundle(
             remote,

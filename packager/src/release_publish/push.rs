@@ -67,9 +67,15 @@ pub(crate) fn push_release(
         media_type::OCI_INDEX,
     )?;
     sent += index_bytes.len() as u64;
-    sent += push_signature(remote, repository, layout, built.signature, &built.index.digest)
-        .map_err(transfer_error)?
-        .bytes_sent;
+    sent += push_signature(
+        remote,
+        repository,
+        layout,
+        built.signature,
+        &built.index.digest,
+    )
+    .map_err(transfer_error)?
+    .bytes_sent;
 
     let tag = built.version.to_string();
     if let Some(existing) = remote.tag_digest(repository, &tag)? {

@@ -83,9 +83,11 @@ pub fn resolve_service(
     layout: &ImageLayout,
 ) -> Result<ResolvedService> {
     let source = ServiceSource::parse(text).ok_or_else(|| {
-        Error::usage(format!("service `{name}`: `{text}` is not an OCI reference"))
-            .at("stackpack.toml")
-            .hint("write `HOST/REPOSITORY:TAG` or `HOST/REPOSITORY@sha256:…`")
+        Error::usage(format!(
+            "service `{name}`: `{text}` is not an OCI reference"
+        ))
+        .at("stackpack.toml")
+        .hint("write `HOST/REPOSITORY:TAG` or `HOST/REPOSITORY@sha256:…`")
     })?;
     let other;
     let remote = if source.host == publishing.host() {

@@ -88,7 +88,11 @@ impl Vendor {
         git(&vendor.dir, &["init", "-q", "-b", "main"]);
         vendor.commit("initial");
         let keys = vendor.temp.path().join("keys/vendor");
-        stackpack(vendor.temp.path(), &["keygen", "--out", keys.to_str().unwrap()]).ok();
+        stackpack(
+            vendor.temp.path(),
+            &["keygen", "--out", keys.to_str().unwrap()],
+        )
+        .ok();
         vendor
     }
 
@@ -137,7 +141,8 @@ fn push_service_image(host: &str, repository: &str, tag: &str, content: &[u8]) -
     let mut gzip = stackpack_bundle::gzip::ParallelGzip::new(Vec::new(), 1);
     gzip.write_all(content).unwrap();
     let content = &gzip.finish().unwrap()[..];
-    let config = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
     let config_digest = remote.push_blob_bytes(repository, config).unwrap();
     let layer_digest = remote.push_blob_bytes(repository, content).unwrap();
     let manifest = ImageManifest {
@@ -280,12 +285,21 @@ fn a_release_is_one_signed_index_that_copies_and_exports_whole() {
     // `skopeo copy --all` carries the release with every part to another registry.
     let other = Distribution::require();
     let copied = Command::new("skopeo")
-        .args(["copy", "--all", "--src-tls-verify=false", "--dest-tls-verify=false"])
+        .args([
+            "copy",
+            "--all",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+        ])
         .arg(format!("docker://{host}/{repository}:0.1.0"))
         .arg(format!("docker://{}/mirror/data-plane:0.1.0", other.host()))
         .output()
         .unwrap();
-    assert!(copied.status.success(), "{}", String::from_utf8_lossy(&copied.stderr));
+    assert!(
+        copied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copied.stderr)
+    );
     // Every part arrives byte for byte (skopeo 1.9, Debian's, drops the index's own
     // `artifactType`, which it does not know, so the copied index has a new digest;
     // newer skopeo and `oras copy -r` keep it).
@@ -320,9 +334,13 @@ fn a_release_is_one_signed_index_that_copies_and_exports_whole() {
     untar(&tar, &unpacked);
     let layout = ImageLayout::open(&unpacked).unwrap();
     let key = stackpack_bundle::trust::read_public_key(&vendor.public_key).unwrap();
-    let verified =
-        verify_release(&layout, "data-plane", &Version::new(0, 1, 0), &Trust::Keys(vec![key]))
-            .unwrap();
+    let verified = verify_release(
+        &layout,
+        "data-plane",
+        &Version::new(0, 1, 0),
+        &Trust::Keys(vec![key]),
+    )
+    .unwrap();
     assert!(verified.signer.is_some());
     assert_eq!(verified.description, description);
     assert!(layout.has_blob(&index.manifests.last().unwrap().digest));
@@ -444,7 +462,10 @@ fn release_versions_follow_their_parts_and_branches_get_prereleases() {
         .unwrap_or_else(|| panic!("{release}"));
     assert_eq!(broken["bump"], "major");
     assert!(
-        broken["detail"].as_str().unwrap().contains("network.vpc_id"),
+        broken["detail"]
+            .as_str()
+            .unwrap()
+            .contains("network.vpc_id"),
         "{broken}"
     );
 }
