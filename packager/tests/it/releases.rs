@@ -227,8 +227,10 @@ fn untar(tar: &Path, into: &Path) {
 fn a_release_is_one_signed_index_that_copies_and_exports_whole() {
     let registry = Distribution::require();
     let host = registry.host();
-    let service = push_service_image(&host, "vendor/api", "1.0", b"api v1");
-    let vendor = Vendor::new(&format!("{host}/vendor/api:1.0"));
+    // The service lives on another registry: publish streams it into the release.
+    let other = Distribution::require();
+    let service = push_service_image(&other.host(), "vendor/api", "1.0", b"api v1");
+    let vendor = Vendor::new(&format!("{}/vendor/api:1.0", other.host()));
 
     let release = vendor.publish_release(&host);
     assert_eq!(release["release"], "data-plane");
@@ -279,11 +281,10 @@ fn a_release_is_one_signed_index_that_copies_and_exports_whole() {
     assert_eq!(cluster.depends_on, ["network"]);
     let api = description.service("api").unwrap();
     assert_eq!(api.digest, service);
-    assert_eq!(api.reference, format!("{host}/vendor/api:1.0"));
+    assert_eq!(api.reference, format!("{}/vendor/api:1.0", other.host()));
     assert_parts_present(&remote(&host), repository, &index);
 
     // `skopeo copy --all` carries the release with every part to another registry.
-    let other = Distribution::require();
     let copied = Command::new("skopeo")
         .args([
             "copy",
