@@ -485,6 +485,20 @@ fn append_step_summary(path: &str, published: &Published<'_>) {
             ));
         }
     }
+    if !published.releases.is_empty() {
+        text.push_str("\n| release | version | digest | bump | changes |\n|---|---|---|---|---|\n");
+        for r in &published.releases {
+            let bump = r.published.then(|| r.bump.to_string());
+            let changes: Vec<&str> = r.changes.iter().map(|c| c.detail.as_str()).collect();
+            text.push_str(&summary_row(
+                &r.name,
+                r.version.as_ref(),
+                r.digest.as_ref(),
+                bump,
+                &changes.join("; "),
+            ));
+        }
+    }
     text.push('\n');
     let written = std::fs::OpenOptions::new()
         .create(true)
