@@ -23,7 +23,7 @@ use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::Descriptor;
 use stackpack_schema::release::{apply_order, ReleaseChange};
 use stackpack_schema::signature::PrivateKey;
-use stackpack_schema::version::Bump;
+use stackpack_schema::version::{self, Bump};
 
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -107,20 +107,100 @@ pub fn publish_releases(
     Ok(published)
 }
 
-/// Writes the release into the local layout, signed, and pushes it.
+/// How many prerelease numbers to try when racing other publishes of the branch.
+const MAX_ATTEMPTS: usize = 20;
+
+/// Writes the release into the local layout, signed, and pushes it. A prerelease
+/// number another publish took meanwhile moves to the next free one; a stable
+/// version is never overwritten.
 fn build_and_push(
     new: &describe::NewRelease,
     destination: &Destination<'_>,
     key: &PrivateKey,
 ) -> Result<PublishedRelease> {
+    let mut description = new.description.clone();
+    let repository = fetch::release_repository(destination.address, &description.name);
+    for _ in 0..MAX_ATTEMPTS {
+        let (index, signature) = write_signed(&description, new, &repository, destination, key)?;
+        let built = push::BuiltRelease {
+            version: &description.version,
+            index: &index,
+            signature: &signature,
+            services: &new.services,
+        };
+        match push::push_release(destination, &repository, &built)? {
+            push::Outcome::Tagged { bytes_sent } => {
+                return Ok(PublishedRelease {
+                    name: description.name.clone(),
+                    version: Some(description.version.clone()),
+                    digest: Some(index.digest),
+                    published: true,
+                    bump: new.bump,
+                    changes: description.changes.clone(),
+                    bytes_sent,
+                })
+            }
+            push::Outcome::Taken(existing) => {
+                // The layout must not keep a version the registry holds otherwise.
+                destination
+                    .layout
+                    .update_index(|i| i.manifests.retain(|d| d.digest != index.digest))?;
+                if version::is_stable(&description.version) {
+                    return Err(Error::refused(format!(
+                        "release `{}@{}` already exists in `{}` as `{}`, and this one is `{}`: published versions are never overwritten",
+                        description.name,
+                        description.version,
+                        destination.address,
+                        existing.short(),
+                        index.digest.short()
+                    ))
+                    .hint("another pipeline published this release version; rerun publish to get the next version"));
+                }
+                description.version =
+                    next_free_prerelease(destination, &repository, &description.version)?;
+            }
+        }
+    }
+    Err(Error::refused(format!(
+        "could not claim a prerelease number for release `{}` after {MAX_ATTEMPTS} tries: other publishes keep taking them",
+        description.name
+    ))
+    .hint("run publish again once the other pipelines have finished"))
+}
+
+/// The next prerelease number on `taken`'s line that no tag holds.
+fn next_free_prerelease(
+    destination: &Destination<'_>,
+    repository: &str,
+    taken: &Version,
+) -> Result<Version> {
+    let mut existing = fetch::release_versions(destination.remote, repository)?;
+    existing.push(taken.clone());
+    let slug = taken
+        .pre
+        .as_str()
+        .rsplit_once('.')
+        .map(|(slug, _)| slug.to_string())
+        .unwrap_or_default();
+    let base = Version::new(taken.major, taken.minor, taken.patch);
+    Ok(version::next_prerelease(&base, &slug, &existing))
+}
+
+/// Writes `description` as a release index into the local layout, signs it, and
+/// adds both to the layout's `index.json`.
+fn write_signed(
+    description: &stackpack_schema::release::ReleaseDescription,
+    new: &describe::NewRelease,
+    repository: &str,
+    destination: &Destination<'_>,
+    key: &PrivateKey,
+) -> Result<(Descriptor, Descriptor)> {
     let layout = destination.layout;
-    let description = &new.description;
     let services: Vec<Descriptor> = new.services.iter().map(|s| s.descriptor.clone()).collect();
     let index = write_release(layout, description, &services)?;
-    let repository = fetch::release_repository(destination.address, &description.name);
     let signature = stackpack_bundle::sign::sign_manifest(
         &index,
-        &repository,
+        repository,
         &description.version,
         &description.created,
         key,
@@ -135,24 +215,5 @@ fn build_and_push(
         &description.version,
         vec![signature_entry],
     )?;
-    let bytes_sent = push::push_release(
-        destination,
-        &repository,
-        &push::BuiltRelease {
-            name: &description.name,
-            version: &description.version,
-            index: &index,
-            signature: &signature,
-            services: &new.services,
-        },
-    )?;
-    Ok(PublishedRelease {
-        name: description.name.clone(),
-        version: Some(description.version.clone()),
-        digest: Some(index.digest),
-        published: true,
-        bump: new.bump,
-        changes: description.changes.clone(),
-        bytes_sent,
-    })
+    Ok((index, signature))
 }

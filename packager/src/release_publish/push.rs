@@ -11,6 +11,7 @@ use semver::Version;
 use stackpack_bundle::layout::{ImageLayout, MAX_MANIFEST_SIZE};
 use stackpack_bundle::remote::Remote;
 use stackpack_bundle::transfer::{push_manifest_with_blobs, push_signature};
+use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
 
@@ -20,19 +21,26 @@ use crate::publish::{transfer_error, Destination};
 
 /// A release built in the local layout, ready to push.
 pub(crate) struct BuiltRelease<'a> {
-    pub name: &'a str,
     pub version: &'a Version,
     pub index: &'a Descriptor,
     pub signature: &'a Descriptor,
     pub services: &'a [ResolvedService],
 }
 
-/// Pushes `built` into `repository`; returns the bytes sent.
+/// How a push ended.
+pub(crate) enum Outcome {
+    /// The version tag holds this release.
+    Tagged { bytes_sent: u64 },
+    /// Another publish holds the version tag, with this index: nothing was tagged.
+    Taken(Digest),
+}
+
+/// Pushes `built` into `repository`.
 pub(crate) fn push_release(
     destination: &Destination<'_>,
     repository: &str,
     built: &BuiltRelease<'_>,
-) -> Result<u64> {
+) -> Result<Outcome> {
     let Destination {
         remote,
         layout,
@@ -80,17 +88,11 @@ pub(crate) fn push_release(
     let tag = built.version.to_string();
     if let Some(existing) = remote.tag_digest(repository, &tag)? {
         if existing != built.index.digest {
-            return Err(Error::refused(format!(
-                "release `{}@{tag}` already exists in `{address}` as `{}`, and this one is `{}`: published versions are never overwritten",
-                built.name,
-                existing.short(),
-                built.index.digest.short()
-            ))
-            .hint("another pipeline published this release version; rerun publish to get the next version"));
+            return Ok(Outcome::Taken(existing));
         }
     }
     remote.push_manifest(repository, &tag, &index_bytes, media_type::OCI_INDEX)?;
-    Ok(sent)
+    Ok(Outcome::Tagged { bytes_sent: sent })
 }
 
 /// One entry of the release index, by digest. An index (a multi-platform service)
