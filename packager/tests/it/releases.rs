@@ -503,3 +503,32 @@ fn a_release_naming_a_missing_stack_or_with_a_cycle_is_refused_before_any_push()
     assert!(remote.tags("acme/releases/data-plane").unwrap().is_empty());
     assert!(remote.tags("acme/stacks/network").unwrap().is_empty());
 }
+
+#[test]
+fn a_release_push_failing_midway_leaves_no_tag_and_a_rerun_completes_it() {
+    let registry = Distribution::require();
+    let host = registry.host();
+    let service = Distribution::require();
+    push_service_image(&service.host(), "vendor/api", "1.0", b"api v1");
+    let vendor = Vendor::new(&format!("{}/vendor/api:1.0", service.host()));
+
+    // The registry fails the release index's own push (after its parts went up).
+    let proxy = common::servers::FaultProxy::start(
+        registry.port,
+        "PUT",
+        "/releases/data-plane/manifests/",
+        9,
+    );
+    let run = vendor.publish(&proxy.host());
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(proxy.failures.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let tags = remote(&host).tags("acme/releases/data-plane").unwrap();
+    assert!(
+        tags.iter().all(|t| Version::parse(t).is_err()),
+        "a version tag after a failed push: {tags:?}"
+    );
+
+    let release = vendor.publish_release(&host);
+    assert_eq!(release["published"], true, "{release}");
+    assert_eq!(release["version"], "0.1.0");
+}
