@@ -366,6 +366,31 @@ fn a_release_is_one_signed_index_that_copies_and_exports_whole() {
         std::fs::read(&from_registry).unwrap()
     );
 
+    // A part missing from the layout: the export fails and leaves no file.
+    let service_layer = vendor
+        .dir
+        .join(".stackpack/bundles/blobs/sha256")
+        .join(description.service("api").unwrap().digest.hex());
+    std::fs::remove_file(&service_layer).unwrap();
+    let partial = vendor.temp.path().join("partial.tar");
+    let run = stackpack(
+        &vendor.dir,
+        &[
+            "export",
+            "data-plane@0.1.0",
+            "-o",
+            partial.to_str().unwrap(),
+        ],
+    );
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(!partial.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(vendor.temp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".stackpack-export-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
     // Nothing changed: nothing new.
     let again = vendor.publish_release(&host);
     assert_eq!(again["published"], false, "{again}");
