@@ -246,9 +246,22 @@ pub fn push_signature(
     Ok(pushed)
 }
 
-/// Every blob a manifest needs, the manifest included.
+/// Every blob a manifest needs, the manifest included; for an image index (a
+/// release, a multi-platform service image), every blob of every manifest it lists.
 fn blobs_of(layout: &ImageLayout, manifest: &Descriptor) -> Result<Vec<Descriptor>, TransferError> {
     let bytes = layout.read_blob(&manifest.digest, MAX_MANIFEST_SIZE)?;
+    if media_type::is_index(&manifest.media_type) {
+        let index: ImageIndex =
+            serde_json::from_slice(&bytes).map_err(|e| TransferError::NotABundle {
+                reference: manifest.digest.to_string(),
+                detail: format!("its index is not an OCI image index: {e}"),
+            })?;
+        let mut blobs = vec![manifest.clone()];
+        for child in &index.manifests {
+            blobs.extend(blobs_of(layout, child)?);
+        }
+        return Ok(blobs);
+    }
     let parsed = parse_manifest(&bytes, &manifest.digest.to_string())?;
     let mut blobs = vec![manifest.clone(), parsed.config.clone()];
     blobs.extend(parsed.layers.iter().cloned());
@@ -257,11 +270,14 @@ fn blobs_of(layout: &ImageLayout, manifest: &Descriptor) -> Result<Vec<Descripto
 
 /// Writes `bundles` (manifest descriptors found in `layout`) and their signatures as
 /// an OCI image layout tar at `out`: entries sorted, times and owners fixed, so the
-/// same bundles give the same file. Written to a temporary name and renamed, so a
-/// failed export never leaves a half-written tar.
+/// same bundles give the same file. `extra` are further `index.json` entries (a
+/// release index and its signature) written as given, with every blob they reach.
+/// Each blob is written once. Written to a temporary name and renamed, so a failed
+/// export never leaves a half-written tar.
 pub fn export_bundles(
     layout: &ImageLayout,
     bundles: &[Descriptor],
+    extra: &[Descriptor],
     out: &Path,
 ) -> Result<u64, TransferError> {
     let mut entries: Vec<Descriptor> = Vec::new();
@@ -279,6 +295,10 @@ pub fn export_bundles(
             blobs.extend(blobs_of(layout, &signature)?);
             entries.push(signature);
         }
+    }
+    for entry in extra {
+        blobs.extend(blobs_of(layout, entry)?);
+        entries.push(entry.clone());
     }
     blobs.sort_by(|a, b| a.digest.cmp(&b.digest));
     blobs.dedup_by(|a, b| a.digest == b.digest);

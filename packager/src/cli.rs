@@ -120,8 +120,9 @@ pub struct PublishArgs {
 #[derive(Args, Debug)]
 #[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct ExportArgs {
-    /// Bundles to export, as `STACK@VERSION` (repeatable).
-    #[arg(required = true, value_name = "STACK@VERSION")]
+    /// Bundles or releases to export, as `STACK@VERSION` or `RELEASE@VERSION`
+    /// (repeatable). A release brings every bundle, signature and service it pins.
+    #[arg(required = true, value_name = "NAME@VERSION")]
     pub bundles: Vec<String>,
     /// The tar file to write.
     #[arg(long, short = 'o', value_name = "FILE")]

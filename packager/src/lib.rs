@@ -17,7 +17,9 @@
 //! - [`build`] turns a plan into a signed bundle in an image layout.
 //! - [`keys`] makes and reads signing keys.
 //! - [`publish`] pushes built bundles and [`module_package`]s (OpenTofu module
-//!   packages) to a registry, claiming each tag exactly once.
+//!   packages) to a registry, claiming each tag exactly once; [`release_publish`]
+//!   then publishes each release (stacks and services as one signed OCI index),
+//!   its bump partly from [`release_wiring`].
 //! - [`error`] re-exports the one user-facing error the three programs share.
 //! - [`check`] compares two releases' interfaces (read by the `stackpack_interface`
 //!   crate from the `.tf` files) under the interface rules, the required version
@@ -45,7 +47,9 @@ pub mod plan;
 pub mod providers;
 pub mod publish;
 pub mod release_graph;
+pub mod release_publish;
 pub mod release_view;
+pub mod release_wiring;
 pub mod releases;
 pub mod repository;
 mod secret_text;

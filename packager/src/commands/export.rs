@@ -1,7 +1,10 @@
 use std::path::Path;
 
 use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::release::{find_release, verify_release};
 use stackpack_bundle::transfer::{export_bundles, pull_bundle};
+use stackpack_bundle::verify::Trust;
+use stackpack_packager::release_publish::fetch::{pull_release, release_repository};
 use stackpack_packager::Error;
 use stackpack_packager::Result;
 use stackpack_schema::oci::Descriptor;
@@ -33,26 +36,53 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
         }
         None => local_layout(args)?,
     };
-    let manifests = references
-        .iter()
-        .map(|reference| signed_manifest(&layout, reference))
-        .collect::<Result<Vec<_>, _>>()?;
-    let size = export_bundles(&layout, &manifests, &args.out)
+    let mut manifests = Vec::new();
+    let mut extra = Vec::new();
+    for reference in &references {
+        match release_parts(&layout, reference)? {
+            Some(release) => {
+                manifests.extend(release.bundles);
+                extra.extend(release.entries);
+            }
+            None => manifests.push(signed_manifest(&layout, reference)?),
+        }
+    }
+    // Two releases (or a release and a bundle named on its own) may share bundles.
+    let mut seen = std::collections::BTreeSet::new();
+    manifests.retain(|d| seen.insert(d.digest.clone()));
+    let size = export_bundles(&layout, &manifests, &extra, &args.out)
         .map_err(|e| Error::refused_by(e).at(args.out.display()))?;
     if args.json {
         output::print_json(&serde_json::json!({
             "file": args.out,
             "size": size,
-            "bundles": references.iter().zip(&manifests).map(|(r, d)| serde_json::json!({
-                "stack": r.stack,
-                "version": r.version.as_ref().map(|v| v.to_string()),
+            "bundles": manifests.iter().map(|d| serde_json::json!({
+                "stack": d.annotation(stackpack_schema::media_type::annotation::STACK),
+                "version": d.annotation(stackpack_schema::media_type::annotation::VERSION),
+                "digest": d.digest,
+            })).collect::<Vec<_>>(),
+            "releases": extra.iter().filter(|d| d.annotation(stackpack_schema::media_type::annotation::RELEASE).is_some()).map(|d| serde_json::json!({
+                "release": d.annotation(stackpack_schema::media_type::annotation::RELEASE),
+                "version": d.annotation(stackpack_schema::media_type::annotation::VERSION),
                 "digest": d.digest,
             })).collect::<Vec<_>>(),
         }));
     } else {
         println!("{}", args.out.display());
+        let releases = extra
+            .iter()
+            .filter(|d| {
+                d.annotation(stackpack_schema::media_type::annotation::RELEASE)
+                    .is_some()
+            })
+            .count();
+        let with_releases = match releases {
+            0 => String::new(),
+            1 => " and 1 release".to_string(),
+            n => format!(" and {n} releases"),
+        };
         output::status(&format!(
-            "exported {} bundle{} ({}) to `{}`",
+            "exported {} bundle{}{with_releases} ({}) to `{}`",
             manifests.len(),
             if manifests.len() == 1 { "" } else { "s" },
             output::human_size(size),
@@ -87,6 +117,11 @@ fn pull_into(
     for reference in references {
         let version = reference.version.as_ref().expect("checked above");
         output::status(&format!("pulling `{reference}` from `{address}`"));
+        let release = release_repository(&address, &reference.stack);
+        if remote.tag_digest(&release, &version.to_string())?.is_some() {
+            pull_release(&remote, &address, &reference.stack, version, &layout)?;
+            continue;
+        }
         pull_bundle(
             &remote,
             &address.stack_repository(&reference.stack),
@@ -134,4 +169,50 @@ fn signed_manifest(layout: &ImageLayout, reference: &StackRef) -> Result<Descrip
         );
     }
     Ok(descriptor)
+}
+
+/// What exporting a release adds: the bundles it pins, and its own index entry with
+/// its signatures' entries.
+struct ReleaseParts {
+    bundles: Vec<Descriptor>,
+    entries: Vec<Descriptor>,
+}
+
+/// When `reference` names a release in `layout`: its parts, checked whole (the
+/// description, every pin, and a signature; trust is the importer's to decide).
+fn release_parts(layout: &ImageLayout, reference: &StackRef) -> Result<Option<ReleaseParts>> {
+    let version = reference.version.as_ref().expect("checked above");
+    if find_release(layout, &reference.stack, version)?.is_none() {
+        return Ok(None);
+    }
+    let verified = verify_release(layout, &reference.stack, version, &Trust::ReportOnly)?;
+    let signatures = layout.signatures_for(&verified.index_descriptor.digest)?;
+    if signatures.is_empty() {
+        return Err(
+            Error::refused(format!("release `{reference}` has no signature"))
+                .hint("only signed releases are exported; publish it with `stackpack publish`"),
+        );
+    }
+    let entry = layout
+        .index()?
+        .manifests
+        .into_iter()
+        .find(|d| d.digest == verified.index_descriptor.digest)
+        .unwrap_or_else(|| verified.index_descriptor.clone());
+    let bundles = verified
+        .description
+        .stacks
+        .iter()
+        .map(|stack| {
+            let reference = StackRef {
+                stack: stack.name.clone(),
+                version: Some(stack.version.clone()),
+            };
+            signed_manifest(layout, &reference)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(ReleaseParts {
+        bundles,
+        entries: std::iter::once(entry).chain(signatures).collect(),
+    }))
 }

@@ -9,6 +9,7 @@ use stackpack_packager::module_package::{
 };
 use stackpack_packager::plan::{plan, Plan};
 use stackpack_packager::publish::{publish, Destination, PublishedStack};
+use stackpack_packager::release_publish::{check_releases, publish_releases, PublishedRelease};
 use stackpack_packager::releases::RegistryReleases;
 use stackpack_packager::repository::Repository;
 use stackpack_packager::Result;
@@ -28,11 +29,14 @@ struct Published<'a> {
     plan: &'a Plan,
     stacks: Vec<PublishedStack>,
     modules: Vec<PublishedModule>,
+    releases: Vec<PublishedRelease>,
 }
 
 pub fn run(args: &PublishArgs, global: &GlobalArgs) -> Result<ExitStatus> {
     let repo = Repository::open(&args.plan.repo)?;
     crate::commands::gate::lints(&repo)?;
+    // A release that cannot be published stops the run before anything is pushed.
+    check_releases(&repo)?;
     let key = signing_key(&repo, args.key.as_deref())?;
     let address = registry_address(args.registry.registry.as_deref(), Some(&repo.config))?;
     let remote = connect(
@@ -66,12 +70,17 @@ pub fn run(args: &PublishArgs, global: &GlobalArgs) -> Result<ExitStatus> {
     if matches!(plan.channel, stackpack_schema::version::Channel::Stable) {
         sign_latest_statements(&plan, &remote, &address, &key)?;
     }
+    let transport = Transport::from_insecure_flag(args.registry.insecure);
+    let releases = publish_releases(&repo, &plan, &stacks, &destination, &key, &|host: &str| {
+        connect(host, transport)
+    })?;
 
     let published = Published {
         address: &address,
         plan: &plan,
         stacks,
         modules,
+        releases,
     };
     if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
         if !path.is_empty() {
@@ -187,6 +196,21 @@ struct PublishReport<'a> {
     key_id: String,
     stacks: Vec<StackReport<'a>>,
     modules: Vec<ModuleReport<'a>>,
+    releases: Vec<ReleaseReport<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReleaseReport<'a> {
+    release: &'a str,
+    published: bool,
+    version: Option<String>,
+    digest: Option<&'a Digest>,
+    /// `HOST/NAMESPACE/releases/NAME:VERSION`, what a runner pulls.
+    reference: Option<String>,
+    bump: Bump,
+    changes: &'a [stackpack_schema::release::ReleaseChange],
+    bytes_sent: u64,
 }
 
 #[derive(Serialize)]
@@ -265,6 +289,23 @@ fn json_document<'a>(published: &'a Published<'_>, key: &PrivateKey) -> PublishR
             collisions: m.collisions,
         })
         .collect();
+    let releases = published
+        .releases
+        .iter()
+        .map(|r| ReleaseReport {
+            release: &r.name,
+            published: r.published,
+            version: r.version.as_ref().map(|v| v.to_string()),
+            digest: r.digest.as_ref(),
+            reference: r
+                .version
+                .as_ref()
+                .map(|v| format!("{address}/releases/{}:{v}", r.name)),
+            bump: r.bump,
+            changes: &r.changes,
+            bytes_sent: r.bytes_sent,
+        })
+        .collect();
     PublishReport {
         registry: address.to_string(),
         commit: &published.plan.commit,
@@ -273,6 +314,7 @@ fn json_document<'a>(published: &'a Published<'_>, key: &PrivateKey) -> PublishR
         key_id: key.public_key().key_id(),
         stacks,
         modules,
+        releases,
     }
 }
 
@@ -344,6 +386,34 @@ fn print_tables(published: &Published<'_>) {
         );
     }
     print_totals(published);
+    print_releases(published);
+}
+
+/// One line per release: the version published (with its bump), or the one that
+/// still holds.
+fn print_releases(published: &Published<'_>) {
+    for release in &published.releases {
+        let version = release
+            .version
+            .as_ref()
+            .map_or("-".into(), |v| v.to_string());
+        if release.published {
+            output::status(&format!(
+                "published release `{}@{version}` ({}, {} change{}) to `{}/releases/{}`",
+                release.name,
+                release.bump,
+                release.changes.len(),
+                if release.changes.len() == 1 { "" } else { "s" },
+                published.address,
+                release.name
+            ));
+        } else {
+            output::status(&format!(
+                "release `{}@{version}` is unchanged: its stacks, services and wiring match",
+                release.name
+            ));
+        }
+    }
 }
 
 fn print_totals(published: &Published<'_>) {
@@ -412,6 +482,20 @@ fn append_step_summary(path: &str, published: &Published<'_>) {
                 m.digest.as_ref(),
                 bump,
                 &m.reason,
+            ));
+        }
+    }
+    if !published.releases.is_empty() {
+        text.push_str("\n| release | version | digest | bump | changes |\n|---|---|---|---|---|\n");
+        for r in &published.releases {
+            let bump = r.published.then(|| r.bump.to_string());
+            let changes: Vec<&str> = r.changes.iter().map(|c| c.detail.as_str()).collect();
+            text.push_str(&summary_row(
+                &r.name,
+                r.version.as_ref(),
+                r.digest.as_ref(),
+                bump,
+                &changes.join("; "),
             ));
         }
     }

@@ -20,6 +20,7 @@ mod parsing;
 mod providers;
 mod publish;
 mod release_graph;
+mod releases;
 mod reproducible;
 mod rules;
 mod secrets;

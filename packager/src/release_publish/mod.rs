@@ -1,0 +1,219 @@
+//! Publishing releases: after the stacks, each `[releases.<name>]` whose parts
+//! changed becomes a new version of one signed OCI image index in
+//! `<namespace>/releases/<name>` (see `stackpack_schema::release`).
+//!
+//! - [`check_releases`] refuses a release that names a missing stack, depends on a
+//!   stack outside it, or has a cycle, before anything is pushed;
+//! - [`describe`] pins each stack (this run's version, else the latest stable) and
+//!   each service (a tag resolved to its digest) and decides the version;
+//! - `push` sends it whole, tag last; [`fetch`] reads releases back.
+
+mod changes;
+pub mod describe;
+pub mod fetch;
+mod push;
+pub mod services;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use semver::Version;
+use stackpack_bundle::layout::signature_entry_annotations;
+use stackpack_bundle::release::write_release;
+use stackpack_schema::digest::Digest;
+use stackpack_schema::oci::Descriptor;
+use stackpack_schema::release::{apply_order, ReleaseChange};
+use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::version::{self, Bump};
+
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::publish::{Destination, PublishedStack};
+use crate::repository::Repository;
+use describe::{describe_release, Described};
+use services::Connect;
+
+/// What publishing one release did.
+#[derive(Clone, Debug)]
+pub struct PublishedRelease {
+    pub name: String,
+    /// The new version, or the latest one when nothing changed.
+    pub version: Option<Version>,
+    pub digest: Option<Digest>,
+    pub published: bool,
+    pub bump: Bump,
+    pub changes: Vec<ReleaseChange>,
+    pub bytes_sent: u64,
+}
+
+/// Refuses releases that cannot be published: a stack that is not in the
+/// repository, a release named like a stack, a dependency outside the release, a
+/// cycle.
+pub fn check_releases(repo: &Repository) -> Result<()> {
+    for (name, settings) in &repo.config.releases {
+        if repo.stacks.iter().any(|s| &s.name == name) {
+            return Err(Error::refused(format!(
+                "release `{name}` has the name of a stack: release and stack names share one namespace"
+            ))
+            .at("stackpack.toml")
+            .hint("rename the release"));
+        }
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for stack in &settings.stacks {
+            let found = repo.stacks.iter().find(|s| &s.name == stack).ok_or_else(|| {
+                Error::refused(format!(
+                    "release `{name}` names stack `{stack}`, which is not in the repository"
+                ))
+                .at("stackpack.toml")
+                .hint(format!(
+                    "list the stacks with `stackpack version`, or remove `{stack}` from `[releases.{name}] stacks`"
+                ))
+            })?;
+            graph.insert(stack.clone(), found.config.dependencies());
+        }
+        apply_order(&graph).map_err(|e| {
+            Error::refused(format!("release `{name}`: {e}"))
+                .at("stackpack.toml")
+                .hint("add every dependency to the release's `stacks`, and break any cycle in `depends-on` / `[inputs.from]`")
+        })?;
+    }
+    Ok(())
+}
+
+/// Publishes every release of the repository whose parts changed.
+pub fn publish_releases(
+    repo: &Repository,
+    plan: &Plan,
+    stacks: &[PublishedStack],
+    destination: &Destination<'_>,
+    key: &PrivateKey,
+    connect: Connect<'_>,
+) -> Result<Vec<PublishedRelease>> {
+    let mut published = Vec::new();
+    for name in repo.config.releases.keys() {
+        let described = describe_release(repo, plan, name, stacks, destination, connect)?;
+        published.push(match described {
+            Described::Unchanged { version, digest } => PublishedRelease {
+                name: name.clone(),
+                version: Some(version),
+                digest: Some(digest),
+                published: false,
+                bump: Bump::Patch,
+                changes: Vec::new(),
+                bytes_sent: 0,
+            },
+            Described::New(new) => build_and_push(&new, destination, key)?,
+        });
+    }
+    Ok(published)
+}
+
+/// How many prerelease numbers to try when racing other publishes of the branch.
+const MAX_ATTEMPTS: usize = 20;
+
+/// Writes the release into the local layout, signed, and pushes it. A prerelease
+/// number another publish took meanwhile moves to the next free one; a stable
+/// version is never overwritten.
+fn build_and_push(
+    new: &describe::NewRelease,
+    destination: &Destination<'_>,
+    key: &PrivateKey,
+) -> Result<PublishedRelease> {
+    let mut description = new.description.clone();
+    let repository = fetch::release_repository(destination.address, &description.name);
+    for _ in 0..MAX_ATTEMPTS {
+        let (index, signature) = write_signed(&description, new, &repository, destination, key)?;
+        let built = push::BuiltRelease {
+            version: &description.version,
+            index: &index,
+            signature: &signature,
+            services: &new.services,
+        };
+        match push::push_release(destination, &repository, &built)? {
+            push::Outcome::Tagged { bytes_sent } => {
+                return Ok(PublishedRelease {
+                    name: description.name.clone(),
+                    version: Some(description.version.clone()),
+                    digest: Some(index.digest),
+                    published: true,
+                    bump: new.bump,
+                    changes: description.changes.clone(),
+                    bytes_sent,
+                })
+            }
+            push::Outcome::Taken(existing) => {
+                // The layout must not keep a version the registry holds otherwise.
+                destination
+                    .layout
+                    .update_index(|i| i.manifests.retain(|d| d.digest != index.digest))?;
+                if version::is_stable(&description.version) {
+                    return Err(Error::refused(format!(
+                        "release `{}@{}` already exists in `{}` as `{}`, and this one is `{}`: published versions are never overwritten",
+                        description.name,
+                        description.version,
+                        destination.address,
+                        existing.short(),
+                        index.digest.short()
+                    ))
+                    .hint("another pipeline published this release version; rerun publish to get the next version"));
+                }
+                description.version =
+                    next_free_prerelease(destination, &repository, &description.version)?;
+            }
+        }
+    }
+    Err(Error::refused(format!(
+        "could not claim a prerelease number for release `{}` after {MAX_ATTEMPTS} tries: other publishes keep taking them",
+        description.name
+    ))
+    .hint("run publish again once the other pipelines have finished"))
+}
+
+/// The next prerelease number on `taken`'s line that no tag holds.
+fn next_free_prerelease(
+    destination: &Destination<'_>,
+    repository: &str,
+    taken: &Version,
+) -> Result<Version> {
+    let mut existing = fetch::release_versions(destination.remote, repository)?;
+    existing.push(taken.clone());
+    let slug = taken
+        .pre
+        .as_str()
+        .rsplit_once('.')
+        .map(|(slug, _)| slug.to_string())
+        .unwrap_or_default();
+    let base = Version::new(taken.major, taken.minor, taken.patch);
+    Ok(version::next_prerelease(&base, &slug, &existing))
+}
+
+/// Writes `description` as a release index into the local layout, signs it, and
+/// adds both to the layout's `index.json`.
+fn write_signed(
+    description: &stackpack_schema::release::ReleaseDescription,
+    new: &describe::NewRelease,
+    repository: &str,
+    destination: &Destination<'_>,
+    key: &PrivateKey,
+) -> Result<(Descriptor, Descriptor)> {
+    let layout = destination.layout;
+    let services: Vec<Descriptor> = new.services.iter().map(|s| s.descriptor.clone()).collect();
+    let index = write_release(layout, description, &services)?;
+    let signature = stackpack_bundle::sign::sign_manifest(
+        &index,
+        repository,
+        &description.version,
+        &description.created,
+        key,
+        layout,
+    )?;
+    let mut signature_entry = signature.clone();
+    signature_entry.annotations = Some(signature_entry_annotations(&index.digest));
+    fetch::add_release_entries(
+        layout,
+        &index,
+        &description.name,
+        &description.version,
+        vec![signature_entry],
+    )?;
+    Ok((index, signature))
+}
