@@ -7,8 +7,15 @@
 //! an `index.json` entry of kind `release`, beside the bundles it pins (which stay
 //! ordinary bundle entries, so every bundle is verified exactly as on its own).
 //!
+//! The signature signs the *description manifest* and is itself an entry of the
+//! index, right after the description. Copy tools rewrite an index (skopeo 1.9 drops
+//! its `artifactType`, giving it a new digest) and leave referrers behind, but they
+//! copy every child manifest byte for byte: a release copied with `skopeo copy
+//! --all` still verifies. The description pins every bundle and service by digest,
+//! so signing it signs the release.
+//!
 //! Verification order mirrors a bundle's: the release signature first (nothing else
-//! of an untrusted release is read), then the description, then every pin. The
+//! of an untrusted release is used), then the description, then every pin. The
 //! caller verifies each bundle with [`crate::verify`], against the digest the
 //! release pins.
 
@@ -17,10 +24,12 @@ use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageIndex, ImageManifest};
 use stackpack_schema::release::{ReleaseDescription, RELEASE_FORMAT};
-use stackpack_schema::signature::PublicKey;
+use stackpack_schema::signature::{PrivateKey, PublicKey};
 
 use crate::layout::{ImageLayout, LayoutError, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
-use crate::verify::{check_signatures, signature_failure, SignatureCheck, Trust, VerifyError};
+use crate::verify::{
+    check_signature_manifests, signature_failure, SignatureCheck, Trust, VerifyError,
+};
 
 /// `dev.stackpack.kind` of a release index's entry in an image layout.
 pub const RELEASE_KIND: &str = "release";
@@ -123,15 +132,19 @@ pub fn find_release(
         .map(|(_, _, d)| d))
 }
 
-/// Writes the description and the release index into `layout` (not its index
-/// entry: the caller signs it, then adds both). Every stack the description names
-/// must be in the layout at the digest it pins, so a release never points at a
-/// bundle that is not beside it; services are pinned by their descriptors, whose
-/// blobs need not be here (a publish copies them registry to registry).
+/// Writes the description, its signature by `key` for `repository`
+/// (`<namespace>/releases/<name>`) and the release index into `layout` (not the
+/// layout's `index.json` entry: see [`release_entry_annotations`]). Every stack the
+/// description names must be in the layout at the digest it pins, so a release never
+/// points at a bundle that is not beside it; services are pinned by their
+/// descriptors, whose blobs need not be here (a publish copies them registry to
+/// registry).
 pub fn write_release(
     layout: &ImageLayout,
     description: &ReleaseDescription,
     services: &[Descriptor],
+    key: &PrivateKey,
+    repository: &str,
 ) -> Result<Descriptor, ReleaseError> {
     let reference = format!("{}@{}", description.name, description.version);
     let (config_digest, config_size) = layout.write_blob(&description.to_bytes())?;
@@ -151,7 +164,15 @@ pub fn write_release(
     let (digest, size) = layout.write_blob(&description_manifest.to_bytes())?;
     let mut first = Descriptor::new(media_type::OCI_MANIFEST, digest, size);
     first.artifact_type = Some(media_type::RELEASE_DESCRIPTION_ARTIFACT.into());
-    let mut manifests = vec![first];
+    let signature = crate::sign::sign_manifest(
+        &first,
+        repository,
+        &description.version,
+        &description.created,
+        key,
+        layout,
+    )?;
+    let mut manifests = vec![first, signature];
 
     for stack in &description.stacks {
         let found = layout.find_bundle(&stack.name, &stack.version)?;
@@ -217,8 +238,8 @@ pub fn write_release(
 
 /// Finds `name@version` in the layout and verifies it: signed by a trusted key for
 /// `releases/<name>`, a description of this name and version in a format this
-/// program reads, every stack pinned in the index at the description's digest and
-/// present in the layout as that bundle, every service pinned. The bundles
+/// program reads, every stack pinned in the index at the description's digest with
+/// its manifest in the layout, every service pinned. The bundles
 /// themselves are verified by the caller (see the module docs).
 pub fn verify_release(
     layout: &ImageLayout,
@@ -249,15 +270,39 @@ pub fn verify_release_index(
         reason,
     };
 
-    // 1. Signatures, before anything else of the release is read.
-    let (signatures, signer) = check_signatures(
+    // 1. The description's manifest and its signatures, before anything of the
+    // release is used. The index's own `artifactType` is not required: copy tools
+    // drop it (see the module docs); the description manifest's is.
+    let bytes = layout.read_blob(&descriptor.digest, MAX_MANIFEST_SIZE)?;
+    let index: ImageIndex = serde_json::from_slice(&bytes)
+        .map_err(|e| invalid(format!("its index is not an OCI image index: {e}")))?;
+    let first = index
+        .manifests
+        .first()
+        .ok_or_else(|| invalid("its index is empty".into()))?;
+    let manifest = read_manifest(layout, first)
+        .filter(|m| m.artifact_type.as_deref() == Some(media_type::RELEASE_DESCRIPTION_ARTIFACT))
+        .ok_or_else(|| invalid("its index does not begin with a release description".into()))?;
+    let candidates: Vec<Descriptor> = index
+        .manifests
+        .iter()
+        .skip(1)
+        .filter(|entry| {
+            read_manifest(layout, entry).is_some_and(|m| {
+                m.artifact_type.as_deref() == Some(media_type::SIGNATURE_ARTIFACT)
+                    && m.subject.as_ref().map(|s| &s.digest) == Some(&first.digest)
+            })
+        })
+        .cloned()
+        .collect();
+    let (signatures, signer) = check_signature_manifests(
         layout,
-        &descriptor.digest,
+        &candidates,
+        &first.digest,
         &format!("releases/{name}"),
         version,
         trust,
-    )
-    .map_err(ReleaseError::Signature)?;
+    );
     if let Trust::Keys(_) = trust {
         if signer.is_none() {
             let release = format!("release {reference}");
@@ -268,25 +313,7 @@ pub fn verify_release_index(
         }
     }
 
-    // 2. The index and its description.
-    let bytes = layout.read_blob(&descriptor.digest, MAX_MANIFEST_SIZE)?;
-    let index: ImageIndex = serde_json::from_slice(&bytes)
-        .map_err(|e| invalid(format!("its index is not an OCI image index: {e}")))?;
-    if index.artifact_type.as_deref() != Some(media_type::RELEASE_ARTIFACT) {
-        return Err(invalid(format!(
-            "its index's artifactType is `{}`, not `{}`",
-            index.artifact_type.as_deref().unwrap_or("(none)"),
-            media_type::RELEASE_ARTIFACT
-        )));
-    }
-    let first = index
-        .manifests
-        .first()
-        .filter(|d| d.artifact_type.as_deref() == Some(media_type::RELEASE_DESCRIPTION_ARTIFACT))
-        .ok_or_else(|| invalid("its index does not begin with a release description".into()))?;
-    let manifest_bytes = layout.read_blob(&first.digest, MAX_MANIFEST_SIZE)?;
-    let manifest: ImageManifest = serde_json::from_slice(&manifest_bytes)
-        .map_err(|e| invalid(format!("its description manifest is unreadable: {e}")))?;
+    // 2. The description.
     if manifest.config.media_type != media_type::RELEASE_CONFIG {
         return Err(invalid(format!(
             "its description's config is `{}`, not `{}`",
@@ -311,6 +338,19 @@ pub fn verify_release_index(
         signatures,
         signer,
     })
+}
+
+/// An image manifest of the layout, when `entry` is one whose blob is here, of
+/// the size and digest the entry says, and parses.
+fn read_manifest(layout: &ImageLayout, entry: &Descriptor) -> Option<ImageManifest> {
+    if !media_type::is_image_manifest(&entry.media_type) {
+        return None;
+    }
+    let bytes = layout.read_blob(&entry.digest, MAX_MANIFEST_SIZE).ok()?;
+    if bytes.len() as u64 != entry.size || Digest::of(&bytes) != entry.digest {
+        return None;
+    }
+    serde_json::from_slice(&bytes).ok()
 }
 
 fn read_description(
@@ -368,23 +408,14 @@ fn check_pins(
                 })
             }
         }
-        match layout.find_bundle(&stack.name, &stack.version)? {
-            Some(held) if held.digest == stack.digest => {}
-            Some(held) => {
-                return Err(ReleaseError::WrongPart {
-                    reference: reference.into(),
-                    part,
-                    pinned: stack.digest.clone(),
-                    found: format!("the bundle beside it is `{}`", held.digest),
-                })
-            }
-            None => {
-                return Err(ReleaseError::MissingPart {
-                    reference: reference.into(),
-                    part: format!("bundle {part}"),
-                    layout: layout.root().display().to_string(),
-                })
-            }
+        // The bundle's manifest must be here; whether it is also an `index.json`
+        // entry depends on who wrote the layout (a copy tool writes only the index).
+        if !layout.has_blob(&stack.digest) {
+            return Err(ReleaseError::MissingPart {
+                reference: reference.into(),
+                part: format!("bundle {part}"),
+                layout: layout.root().display().to_string(),
+            });
         }
     }
     for service in &description.services {

@@ -392,12 +392,33 @@ pub(crate) fn check_signatures(
     version: &Version,
     trust: &Trust,
 ) -> Result<(Vec<SignatureCheck>, Option<PublicKey>), VerifyError> {
+    let candidates = layout
+        .signatures_for(subject)
+        .map_err(VerifyError::Layout)?;
+    Ok(check_signature_manifests(
+        layout,
+        &candidates,
+        subject,
+        repository_tail,
+        version,
+        trust,
+    ))
+}
+
+/// Checks each of `candidates` as a signature of `subject` (see
+/// [`check_signatures`]): wherever the caller found them (a layout's entries, a
+/// release index's).
+pub(crate) fn check_signature_manifests(
+    layout: &ImageLayout,
+    candidates: &[Descriptor],
+    subject: &Digest,
+    repository_tail: &str,
+    version: &Version,
+    trust: &Trust,
+) -> (Vec<SignatureCheck>, Option<PublicKey>) {
     let mut checks = Vec::new();
     let mut signer = None;
-    for descriptor in layout
-        .signatures_for(subject)
-        .map_err(VerifyError::Layout)?
-    {
+    for descriptor in candidates {
         let mut check = SignatureCheck {
             manifest_digest: descriptor.digest.clone(),
             key_id: None,
@@ -405,7 +426,7 @@ pub(crate) fn check_signatures(
             outcome: Err(String::new()),
         };
         check.outcome = (|| -> Result<bool, String> {
-            let envelope = read_signature(layout, &descriptor, subject)?;
+            let envelope = read_signature(layout, descriptor, subject)?;
             check.key_id = Some(envelope.payload.key_id.clone());
             check.payload = Some(envelope.payload.clone());
             let payload = &envelope.payload;
@@ -447,7 +468,7 @@ pub(crate) fn check_signatures(
         })();
         checks.push(check);
     }
-    Ok((checks, signer))
+    (checks, signer)
 }
 
 /// How far a signature's time may be ahead of this machine's clock (clocks drift).

@@ -171,8 +171,8 @@ fn signed_manifest(layout: &ImageLayout, reference: &StackRef) -> Result<Descrip
     Ok(descriptor)
 }
 
-/// What exporting a release adds: the bundles it pins, and its own index entry with
-/// its signatures' entries.
+/// What exporting a release adds: the bundles it pins, and its own index entry
+/// (whose manifests, its signature among them, travel with it).
 struct ReleaseParts {
     bundles: Vec<Descriptor>,
     entries: Vec<Descriptor>,
@@ -186,8 +186,8 @@ fn release_parts(layout: &ImageLayout, reference: &StackRef) -> Result<Option<Re
         return Ok(None);
     }
     let verified = verify_release(layout, &reference.stack, version, &Trust::ReportOnly)?;
-    let signatures = layout.signatures_for(&verified.index_descriptor.digest)?;
-    if signatures.is_empty() {
+    // The release's signature is an entry of its index (see `bundle::release`).
+    if verified.signatures.is_empty() {
         return Err(
             Error::refused(format!("release `{reference}` has no signature"))
                 .hint("only signed releases are exported; publish it with `stackpack publish`"),
@@ -213,6 +213,6 @@ fn release_parts(layout: &ImageLayout, reference: &StackRef) -> Result<Option<Re
         .collect::<Result<Vec<_>>>()?;
     Ok(Some(ReleaseParts {
         bundles,
-        entries: std::iter::once(entry).chain(signatures).collect(),
+        entries: vec![entry],
     }))
 }

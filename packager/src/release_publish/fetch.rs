@@ -3,7 +3,7 @@
 //! `export --registry`).
 
 use semver::Version;
-use stackpack_bundle::layout::{signature_entry_annotations, ImageLayout, MAX_CONFIG_SIZE};
+use stackpack_bundle::layout::{ImageLayout, MAX_CONFIG_SIZE};
 use stackpack_bundle::release::release_entry_annotations;
 use stackpack_bundle::remote::{RegistryAddress, Remote};
 use stackpack_bundle::transfer::pull_bundle;
@@ -124,42 +124,26 @@ pub fn pull_release(
         }
     }
     layout.write_blob(&bytes)?;
-    let mut signatures = Vec::new();
-    for referrer in remote.referrers(
-        &repository,
-        &descriptor.digest,
-        Some(media_type::SIGNATURE_ARTIFACT),
-    )? {
-        pull_manifest_tree(remote, &repository, &referrer, layout)?;
-        let mut entry = Descriptor::new(media_type::OCI_MANIFEST, referrer.digest, referrer.size);
-        entry.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
-        entry.annotations = Some(signature_entry_annotations(&descriptor.digest));
-        signatures.push(entry);
-    }
-    add_release_entries(layout, &descriptor, name, version, signatures)?;
+    add_release_entries(layout, &descriptor, name, version)?;
     Ok(descriptor)
 }
 
-/// Adds the release's `index.json` entry and its signatures' entries, replacing any
-/// older entry of the same version.
+/// Adds the release's `index.json` entry (its signature is inside the index),
+/// replacing any older entry of the same version.
 pub fn add_release_entries(
     layout: &ImageLayout,
     descriptor: &Descriptor,
     name: &str,
     version: &Version,
-    signatures: Vec<Descriptor>,
 ) -> Result<()> {
     let mut entry = descriptor.clone();
     entry.annotations = Some(release_entry_annotations(name, version));
     let reference = entry.annotation(annotation::REF_NAME).map(str::to_string);
     layout.update_index(|index| {
         index.manifests.retain(|d| {
-            d.digest != entry.digest
-                && !signatures.iter().any(|s| s.digest == d.digest)
-                && d.annotation(annotation::REF_NAME) != reference.as_deref()
+            d.digest != entry.digest && d.annotation(annotation::REF_NAME) != reference.as_deref()
         });
         index.manifests.push(entry);
-        index.manifests.extend(signatures);
     })?;
     Ok(())
 }

@@ -17,7 +17,6 @@ pub mod services;
 use std::collections::{BTreeMap, BTreeSet};
 
 use semver::Version;
-use stackpack_bundle::layout::signature_entry_annotations;
 use stackpack_bundle::release::write_release;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::Descriptor;
@@ -121,11 +120,10 @@ fn build_and_push(
     let mut description = new.description.clone();
     let repository = fetch::release_repository(destination.address, &description.name);
     for _ in 0..MAX_ATTEMPTS {
-        let (index, signature) = write_signed(&description, new, &repository, destination, key)?;
+        let index = write_signed(&description, new, &repository, destination, key)?;
         let built = push::BuiltRelease {
             version: &description.version,
             index: &index,
-            signature: &signature,
             services: &new.services,
         };
         match push::push_release(destination, &repository, &built)? {
@@ -186,34 +184,18 @@ fn next_free_prerelease(
     Ok(version::next_prerelease(&base, &slug, &existing))
 }
 
-/// Writes `description` as a release index into the local layout, signs it, and
-/// adds both to the layout's `index.json`.
+/// Writes `description` as a release index into the local layout, its description
+/// signed (see `bundle::release`), and adds the index to the layout's `index.json`.
 fn write_signed(
     description: &stackpack_schema::release::ReleaseDescription,
     new: &describe::NewRelease,
     repository: &str,
     destination: &Destination<'_>,
     key: &PrivateKey,
-) -> Result<(Descriptor, Descriptor)> {
+) -> Result<Descriptor> {
     let layout = destination.layout;
     let services: Vec<Descriptor> = new.services.iter().map(|s| s.descriptor.clone()).collect();
-    let index = write_release(layout, description, &services)?;
-    let signature = stackpack_bundle::sign::sign_manifest(
-        &index,
-        repository,
-        &description.version,
-        &description.created,
-        key,
-        layout,
-    )?;
-    let mut signature_entry = signature.clone();
-    signature_entry.annotations = Some(signature_entry_annotations(&index.digest));
-    fetch::add_release_entries(
-        layout,
-        &index,
-        &description.name,
-        &description.version,
-        vec![signature_entry],
-    )?;
-    Ok((index, signature))
+    let index = write_release(layout, description, &services, key, repository)?;
+    fetch::add_release_entries(layout, &index, &description.name, &description.version)?;
+    Ok(index)
 }

@@ -1,16 +1,15 @@
 //! Pushing a release built in the local layout into `<namespace>/releases/<name>`.
 //!
 //! Order, so that a release becomes visible only once whole and signed: every part
-//! the index pins (bundles and their signatures, services, the description) by
-//! digest, then the index by digest, then its signature, and only then the version
-//! tag. A failure anywhere leaves no tag. Blobs already in the registry (a bundle's,
+//! the index pins (the description and its signature, bundles and their signatures,
+//! services) by digest, then the index by digest, and only then the version tag. A failure anywhere leaves no tag. Blobs already in the registry (a bundle's,
 //! in its stack's repository; a service's, in its own repository on the same host)
 //! are mounted rather than sent again.
 
 use semver::Version;
 use stackpack_bundle::layout::{ImageLayout, MAX_MANIFEST_SIZE};
 use stackpack_bundle::remote::Remote;
-use stackpack_bundle::transfer::{push_manifest_with_blobs, push_signature};
+use stackpack_bundle::transfer::push_manifest_with_blobs;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
@@ -23,7 +22,6 @@ use crate::publish::{transfer_error, Destination};
 pub(crate) struct BuiltRelease<'a> {
     pub version: &'a Version,
     pub index: &'a Descriptor,
-    pub signature: &'a Descriptor,
     pub services: &'a [ResolvedService],
 }
 
@@ -75,15 +73,6 @@ pub(crate) fn push_release(
         media_type::OCI_INDEX,
     )?;
     sent += index_bytes.len() as u64;
-    sent += push_signature(
-        remote,
-        repository,
-        layout,
-        built.signature,
-        &built.index.digest,
-    )
-    .map_err(transfer_error)?
-    .bytes_sent;
 
     let tag = built.version.to_string();
     if let Some(existing) = remote.tag_digest(repository, &tag)? {

@@ -261,7 +261,13 @@ fn a_release_is_one_signed_index_that_copies_and_exports_whole() {
         .iter()
         .filter(|d| d.artifact_type.as_deref() == Some(media_type::SIGNATURE_ARTIFACT))
         .count();
-    assert_eq!(signatures, 3);
+    // One per bundle, and the release's own: it signs the description, listed
+    // right after it.
+    assert_eq!(signatures, 4);
+    assert_eq!(
+        index.manifests[1].artifact_type.as_deref(),
+        Some(media_type::SIGNATURE_ARTIFACT)
+    );
     let pinned_service = index
         .manifests
         .iter()
@@ -314,6 +320,31 @@ fn a_release_is_one_signed_index_that_copies_and_exports_whole() {
     };
     assert_eq!(digests(&copied), digests(&index));
     assert_parts_present(&remote(&other.host()), "mirror/data-plane", &index);
+    // ... and the copy still verifies: its signature is one of those parts.
+    let copied_layout = vendor.temp.path().join("skopeo-layout");
+    let to_layout = Command::new("skopeo")
+        .args(["copy", "--all", "--src-tls-verify=false"])
+        .arg(format!("docker://{}/mirror/data-plane:0.1.0", other.host()))
+        .arg(format!("oci:{}:0.1.0", copied_layout.display()))
+        .output()
+        .unwrap();
+    assert!(
+        to_layout.status.success(),
+        "{}",
+        String::from_utf8_lossy(&to_layout.stderr)
+    );
+    let copied_layout = ImageLayout::open(&copied_layout).unwrap();
+    let copied_entry = copied_layout.index().unwrap().manifests[0].clone();
+    let key = stackpack_bundle::trust::read_public_key(&vendor.public_key).unwrap();
+    let verified = stackpack_bundle::release::verify_release_index(
+        &copied_layout,
+        &copied_entry,
+        "data-plane",
+        &Version::new(0, 1, 0),
+        &Trust::Keys(vec![key]),
+    )
+    .expect("a release copied with skopeo verifies");
+    assert_eq!(verified.description, description);
 
     // Export: one tar, every blob once, and the release verifies with the key.
     let tar = vendor.temp.path().join("data-plane.tar");
