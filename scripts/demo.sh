@@ -9,12 +9,18 @@
 #      made by hand is found by `drift`, `rollback` puts the earlier version back;
 #   3. a changed default that would replace a resource: the contract says major,
 #      and the plan shows the replacement;
-#   4. destroy and recreate globex's data plane from nothing, timed;
-#   5. an airgapped customer (initech): the vendor exports a tar; inside a network
-#      namespace with no network at all (root only), the runner imports it and
-#      applies, and `init` installs the provider from the bundle; receipts travel
-#      back as a file;
-#   6. support asks the registry which version every customer runs.
+#   4. releases: globex moves from the one-stack data plane to the `environment`
+#      release (network → cluster → gpu-pools, model-storage, wired by outputs, and
+#      the inference service pinned by digest): destroyed, then applied as one,
+#      timed; its service mirrored into globex's own registry; a second release that
+#      changes only the GPU pools re-applies only them; rollback returns the whole
+#      environment;
+#   5. an airgapped customer (initech): the vendor exports the release as one tar;
+#      inside a network namespace with no network at all (root only), the runner
+#      imports it and applies every stack in order, and `init` installs the provider
+#      from the bundles; receipts travel back as a file;
+#   6. support asks the registry which version every customer runs, and what
+#      exactly the release they run holds.
 #
 # The customer's AWS account is moto, an emulator of the AWS APIs on 127.0.0.1
 # (`scripts/moto.sh`): the only stand-in here, since no cloud is reachable.
@@ -26,7 +32,7 @@ root=$PWD
 if [ "${1:-}" = "--airgapped-customer" ]; then
   # Run by ourselves under `unshare -n` (step 5): no network but a loopback.
   shift
-  demo=$1 bin=$2 terraform=$3 version=$4
+  demo=$1 bin=$2 terraform=$3 release=$4
   ip link set lo up
   if python3 -c 'import socket; socket.create_connection(("pypi.org", 443), timeout=3)' 2> /dev/null; then
     echo "demo.sh: the namespace reaches the network" >&2
@@ -39,8 +45,9 @@ if [ "${1:-}" = "--airgapped-customer" ]; then
   initech() { "$bin/stackpack-runner" --home "$demo/runner-initech" "$@"; }
   initech init --customer initech --engine terraform --engine-path "$terraform"
   initech trust add "$demo/vendor.pub"
-  initech import "$demo/initech-bundles.tar"
-  initech apply "data-plane@$version" --inputs "$demo/acme-infra/customers/initech/data-plane.tfvars" --yes
+  initech import "$demo/initech-release.tar"
+  initech apply "environment@$release" --inputs-dir "$demo/acme-infra/customers/initech" --yes
+  initech status
   initech receipts export -o "$demo/initech-receipts.json"
   exit 0
 fi
@@ -90,8 +97,29 @@ for _ in $(seq 1 100); do
 done
 echo "listening on 127.0.0.1:$port (data in target/demo/registry)"
 registry=127.0.0.1:$port/acme
+
+step "the inference service's image (umoci), pushed with skopeo, pinned in the release"
+# What the vendor's service pipeline does: build an OCI image and push it. The release
+# names it by tag; publish pins the digest the tag points at.
+umoci init --layout "$demo/inference-api"
+umoci new --image "$demo/inference-api:1.0.0"
+umoci unpack --rootless --image "$demo/inference-api:1.0.0" "$demo/inference-api-rootfs" > /dev/null
+printf '#!/bin/sh\necho "acme inference-api 1.0.0"\n' > "$demo/inference-api-rootfs/rootfs/serve"
+chmod +x "$demo/inference-api-rootfs/rootfs/serve"
+umoci repack --image "$demo/inference-api:1.0.0" "$demo/inference-api-rootfs"
+umoci config --image "$demo/inference-api:1.0.0" --config.cmd /serve
+skopeo copy --quiet --dest-tls-verify=false --dest-registry-token "$publisher_token" \
+  "oci:$demo/inference-api:1.0.0" "docker://$registry/services/inference-api:1.0.0"
+cat >> stackpack.toml <<TOML
+
+[releases.environment.services]
+inference-api = "$registry/services/inference-api:1.0.0"
+TOML
+commit "environment: the inference service"
+echo "pushed $registry/services/inference-api:1.0.0"
+
 # Publishes, shows what went out (with the bytes sent), and sets $version to the
-# data plane's version.
+# data plane's version and $release to the environment release's, when published.
 publishes=0
 publish() {
   publishes=$((publishes + 1))
@@ -103,9 +131,19 @@ report = json.load(open(sys.argv[1]))
 for stack in report["stacks"]:
     state = "published" if stack["published"] else "unchanged"
     print(f"  {stack['stack']:<14} {stack['version'] or '-':<10} {state:<10} {stack['bytesSent'] or 0:>12,} bytes sent  {stack['reason'] or ''}", file=sys.stderr)
+for release in report.get("releases", []):
+    state = "published" if release["published"] else "unchanged"
+    print(f"  release {release['release']:<6} {release['version'] or '-':<10} {state:<10} {release['bytesSent'] or 0:>12,} bytes sent  bump {release['bump']}", file=sys.stderr)
+    for change in release.get("changes", []):
+        print(f"      {change['part']}: {change['kind']} ({change['bump']}) {change['detail']}", file=sys.stderr)
 print(next(s["version"] for s in report["stacks"] if s["stack"] == "data-plane"))
+print(next((r["version"] for r in report.get("releases", []) if r["release"] == "environment" and r["published"]), ""))
 PY
 )
+  local published_release
+  published_release=$(printf '%s\n' "$version" | sed -n 2p)
+  version=$(printf '%s\n' "$version" | sed -n 1p)
+  [ -z "$published_release" ] || release=$published_release
 }
 
 step "CI on main: check the interface contract, version, build, sign, publish"
@@ -181,24 +219,66 @@ third=$version
 STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:$third" --insecure
 globex plan "data-plane@$third" --inputs customers/globex/data-plane.tfvars 2>&1 | grep -E "must be replaced|^Plan:|planned" || true
 
-step "destroy globex's data plane, then recreate it from nothing (timed)"
+step "releases: globex moves from the one-stack data plane to the environment release (timed)"
 start=$(seconds)
 globex destroy data-plane --confirm globex
 middle=$(seconds)
-globex apply "data-plane@$second" --inputs customers/globex/data-plane.tfvars --yes --allow-downgrade
+STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/releases/environment:$release" --insecure
+globex plan "environment@$release" --inputs-dir customers/globex
+globex apply "environment@$release" --inputs-dir customers/globex --yes
 end=$(seconds)
-python3 -c "import sys; a,b,c = map(float, sys.argv[1:]); print(f'destroyed in {b-a:.1f} s, recreated in {c-b:.1f} s, {c-a:.1f} s in all')" "$start" "$middle" "$end"
+python3 -c "import sys; a,b,c = map(float, sys.argv[1:]); print(f'one-stack data plane destroyed in {b-a:.1f} s; the release (four stacks, in order, outputs wired) applied in {c-b:.1f} s')" "$start" "$middle" "$end"
+globex status
+
+step "the release's service, mirrored into globex's own registry (Distribution, on loopback)"
+customer_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mkdir -p "$demo/globex-registry"
+cat > "$demo/globex-registry/config.yml" <<YAML
+version: 0.1
+storage:
+  filesystem:
+    rootdirectory: $demo/globex-registry/data
+http:
+  addr: 127.0.0.1:$customer_port
+YAML
+docker-registry serve "$demo/globex-registry/config.yml" > "$demo/globex-registry/log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  curl -fs "http://127.0.0.1:$customer_port/v2/" > /dev/null && break
+  sleep 0.1
+done
+globex mirror-services "environment@$release" --to "127.0.0.1:$customer_port/globex" --insecure
+echo "globex's registry now holds: $(curl -fs "http://127.0.0.1:$customer_port/v2/_catalog")"
 globex report --registry "$registry" --insecure --token "$globex_token"
 
-step "initech (airgapped): export a tar; import, verify and apply with no network at all"
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" export --registry "$registry" --insecure "data-plane@$second" -o "$demo/initech-bundles.tar"
+step "a second release that changes only the GPU pools: only that stack is applied"
+sed -i 's|  cluster_name = var.cluster_name|  cluster_name       = var.cluster_name\n  max_nodes_per_pool = 6|' stacks/gpu-pools/main.tf
+commit "gpu-pools: six nodes per pool"
+first_release=$release
+publish
+STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/releases/environment:$release" --insecure
+globex apply "environment@$release" --inputs-dir customers/globex --yes
+globex report --registry "$registry" --insecure --token "$globex_token"
+
+step "rollback: the whole environment back to the release before ($first_release)"
+globex rollback environment --yes
+globex status
+globex apply "environment@$release" --inputs-dir customers/globex --yes
+globex report --registry "$registry" --insecure --token "$globex_token"
+
+step "initech (airgapped): the release as one tar; import, verify and apply it with no network at all"
+STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" export --registry "$registry" --insecure "environment@$release" -o "$demo/initech-release.tar"
+ls -l "$demo/initech-release.tar" | awk '{printf "one tar: %s bytes (the release, four bundles with their providers, the service image; each blob once)\n", $5}'
 if [ "$(id -u)" -eq 0 ] && command -v unshare > /dev/null && command -v ip > /dev/null; then
-  unshare -n "$root/scripts/demo.sh" --airgapped-customer "$demo" "$bin" "$terraform" "$second"
+  unshare -n "$root/scripts/demo.sh" --airgapped-customer "$demo" "$bin" "$terraform" "$release"
 else
   echo "(not root, or no unshare/ip: initech runs on this machine's network instead of a namespace)"
-  (cd "$root" && unset TF_VAR_aws_endpoint && scripts/demo.sh --airgapped-customer "$demo" "$bin" "$terraform" "$second") || true
+  (cd "$root" && unset TF_VAR_aws_endpoint && scripts/demo.sh --airgapped-customer "$demo" "$bin" "$terraform" "$release") || true
 fi
 "$bin/stackpack-registry" receipts import "$demo/initech-receipts.json" --data "$registry_data"
 
 step "support: which version every customer runs"
 "$bin/stackpack-registry" fleet --data "$registry_data"
+"$bin/stackpack-registry" fleet --release environment --data "$registry_data"
+"$bin/stackpack-registry" release show "environment@$release" --data "$registry_data"
+echo "the same on the support pages: http://127.0.0.1:$port/ui/releases/environment/$release"
