@@ -159,8 +159,13 @@ pub struct DeployArgs {
     pub bundle: String,
     /// An inputs file (`.tfvars` or `.tfvars.json`); give it again for more files,
     /// later files win. `TF_VAR_<name>` sets an input no file sets (for secrets).
-    #[arg(long, value_name = "FILE", required = true)]
+    #[arg(long, value_name = "FILE", required_unless_present = "inputs_dir")]
     pub inputs: Vec<PathBuf>,
+    /// For a release: the folder holding one `STACK.tfvars` (or `.tfvars.json`) per
+    /// stack, as `customers/<id>/` does. Wired inputs are never set there: the runner
+    /// passes them from the upstream stacks' outputs.
+    #[arg(long, value_name = "DIR", conflicts_with = "inputs")]
+    pub inputs_dir: Option<PathBuf>,
     /// A resource the policies may see destroyed or replaced (their
     /// `data.stackpack.allow_replace`); give it again for more.
     #[arg(long, value_name = "ADDRESS")]
@@ -203,6 +208,9 @@ pub struct ApplyArgs {
     /// Allow applying a version older than the installed one.
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// For a release: how many independent stacks may be applied at once.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub parallel: usize,
     /// Apply exactly this reviewed plan (from `plan --out`); refused if the bundle,
     /// the inputs or the state changed since.
     #[arg(long, value_name = "FILE")]

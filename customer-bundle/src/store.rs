@@ -234,8 +234,10 @@ fn import_staged(
     arrival: Arrival,
     pulled_from: Option<&str>,
 ) -> Result<Vec<Imported>> {
-    // 1. Verify everything before anything enters the store.
+    // 1. Verify everything before anything enters the store: every bundle, then
+    // every release (its signature, its description, each pin).
     let verified = verify_staged(home, staged, arrival, pulled_from)?;
+    let releases = super::release::stored::verify_staged(home, staged)?;
     // 2. Refuse a different bundle under a version the store already holds.
     let store = home.store()?;
     for bundle in &verified {
@@ -260,10 +262,15 @@ fn import_staged(
         done: HashSet::new(),
         repaired: 0,
     };
-    verified
+    let imported = verified
         .into_iter()
         .map(|bundle| copier.bundle(bundle))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // 4. Releases last: a release is never findable before every bundle it pins.
+    for release in releases {
+        super::release::stored::add(&mut copier, release)?;
+    }
+    Ok(imported)
 }
 
 /// Every bundle of the staging layout, verified with the trusted keys (and, when
@@ -318,9 +325,9 @@ fn verify_staged(
 /// Copies (or moves) blobs into the store, a copy checked against its digest. A blob
 /// the store already holds is hashed again, and replaced when its content no longer
 /// matches: importing a bundle again repairs it.
-struct Copier<'a> {
-    from: &'a ImageLayout,
-    to: &'a ImageLayout,
+pub(crate) struct Copier<'a> {
+    pub(crate) from: &'a ImageLayout,
+    pub(crate) to: &'a ImageLayout,
     arrival: Arrival,
     /// Blobs copied or found intact during this import.
     done: HashSet<Digest>,
@@ -379,7 +386,7 @@ impl Copier<'_> {
         })
     }
 
-    fn copy(&mut self, digest: &Digest) -> Result<()> {
+    pub(crate) fn copy(&mut self, digest: &Digest) -> Result<()> {
         if self.done.contains(digest) {
             return Ok(());
         }

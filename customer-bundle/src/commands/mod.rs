@@ -5,6 +5,7 @@ pub mod deploy;
 pub mod import;
 pub mod inputs;
 pub mod receipts;
+pub mod release;
 pub mod setup;
 pub mod status;
 
