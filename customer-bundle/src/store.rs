@@ -234,10 +234,11 @@ fn import_staged(
     arrival: Arrival,
     pulled_from: Option<&str>,
 ) -> Result<Vec<Imported>> {
-    // 1. Verify everything before anything enters the store: every bundle, then
-    // every release (its signature, its description, each pin).
-    let verified = verify_staged(home, staged, arrival, pulled_from)?;
+    // 1. Verify everything before anything enters the store: every release (its
+    // signature, its description, that each bundle it pins is the one beside it),
+    // then every bundle.
     let releases = super::release::stored::verify_staged(home, staged)?;
+    let verified = verify_staged(home, staged, arrival, pulled_from)?;
     // 2. Refuse a different bundle under a version the store already holds.
     let store = home.store()?;
     for bundle in &verified {

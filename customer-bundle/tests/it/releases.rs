@@ -1,0 +1,383 @@
+//! Releases on the runner: a signed release of three wired stacks imported from a
+//! tar, applied in dependency order with each stack's output reaching the next one,
+//! a second release re-applying only the stack it changed, rolled back and
+//! destroyed in reverse order; every bad input refused with nothing half-applied.
+//! Real Terraform, real `stackpack` builds, small `terraform_data` stacks.
+
+use std::path::Path;
+
+use serde_json::Value;
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::release::releases_in;
+use stackpack_schema::signature::PrivateKey;
+
+use crate::common::release::{inputs_dir, tar_of, ReleaseVendor};
+use crate::common::{copy_dir, Runner};
+
+const ALL_V1: &[(&str, &str)] = &[("network", "0.1.0"), ("cluster", "0.1.0"), ("gpu-pools", "0.1.0")];
+
+fn output_in_state(runner: &Runner, stack: &str, output: &str) -> Value {
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(runner.state_file(stack)).unwrap()).unwrap();
+    state["outputs"][output]["value"].clone()
+}
+
+fn resources_in_state(runner: &Runner, stack: &str) -> usize {
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(runner.state_file(stack)).unwrap()).unwrap();
+    state["resources"].as_array().map_or(0, |r| r.len())
+}
+
+fn status(runner: &Runner) -> Value {
+    runner.run(&["status", "--json"]).ok().json()
+}
+
+fn release_status<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["release"] == name)
+        .unwrap_or_else(|| panic!("release `{name}` in {status}"))
+}
+
+fn results(run: &crate::common::Run) -> Vec<(String, String)> {
+    run.json()["releaseReceipt"]["receipt"]["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["result"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn pair(stack: &str, result: &str) -> (String, String) {
+    (stack.to_string(), result.to_string())
+}
+
+#[test]
+fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rolls_back_and_destroys() {
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
+    let tar = vendor.export_tar("platform-1.0.0.tar");
+
+    let runner = Runner::new("globex");
+    runner.run(&["trust", "add", vendor.public_key.to_str().unwrap()]).ok();
+    runner.run(&["import", tar.to_str().unwrap()]).ok();
+    assert_eq!(releases_in(&runner.store()).unwrap().len(), 1);
+
+    let inputs = inputs_dir(runner.temp.path(), 3);
+    let dir = inputs.to_str().unwrap();
+
+    // Plan: network changes, so the others wait on their upstream, planned with no
+    // guessed value.
+    let plan = runner
+        .run(&["plan", "platform@1.0.0", "--inputs-dir", dir, "--json"])
+        .ok();
+    let plans = plan.json();
+    let states: Vec<(&str, &str)> = plans["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["stack"].as_str().unwrap(), s["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [("network", "changes"), ("cluster", "waiting"), ("gpu-pools", "waiting")]
+    );
+    assert_eq!(plans["stacks"][1]["waitingOn"], "network");
+
+    // Without a terminal and without `--yes`: refused, nothing applied.
+    let refused = runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir])
+        .code(1);
+    assert!(refused.stderr.contains("--yes"), "{}", refused.stderr);
+
+    let applied = runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes", "--json"])
+        .ok();
+    assert_eq!(
+        results(&applied),
+        [pair("network", "applied"), pair("cluster", "applied"), pair("gpu-pools", "applied")]
+    );
+    // The wired values went all the way down.
+    assert_eq!(output_in_state(&runner, "network", "vpc_id"), "vpc-10.1.0.0/16");
+    assert_eq!(output_in_state(&runner, "cluster", "cluster_id"), "main@vpc-10.1.0.0/16");
+    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "3x@main@vpc-10.1.0.0/16");
+    // Each stack receipt names the release.
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let applies: Vec<&Value> = receipts["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["receipt"]["receipt"])
+        .filter(|r| r["kind"] == "apply")
+        .collect();
+    assert_eq!(applies.len(), 3, "{receipts}");
+    for receipt in &applies {
+        assert_eq!(receipt["release"]["name"], "platform", "{receipt}");
+        assert_eq!(receipt["release"]["version"], "1.0.0", "{receipt}");
+    }
+
+    let status_now = status(&runner);
+    let platform = release_status(&status_now, "platform");
+    assert_eq!(platform["version"], "1.0.0");
+    assert_eq!(platform["state"], "applied");
+    assert_eq!(platform["stacks"].as_array().unwrap().len(), 3);
+    assert!(platform["stacks"].as_array().unwrap().iter().all(|s| s["state"] == "at-release"));
+
+    // The same release again: nothing is re-applied.
+    let again = runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes", "--json"])
+        .ok();
+    assert_eq!(
+        results(&again),
+        [pair("network", "unchanged"), pair("cluster", "unchanged"), pair("gpu-pools", "unchanged")]
+    );
+
+    // A second release that changes only the GPU pools.
+    vendor.change("gpu-pools", "\noutput \"size\" {\n  value       = var.pool_size\n  description = \"GPUs per pool.\"\n}\n");
+    let built = vendor.build();
+    let gpu = built.iter().find(|(s, _)| s == "gpu-pools").unwrap().1.clone();
+    vendor.write(
+        &vendor.description(
+            "platform",
+            "1.1.0",
+            &[("network", "0.1.0"), ("cluster", "0.1.0"), ("gpu-pools", &gpu)],
+        ),
+        &[],
+        None,
+    );
+    runner.run(&["import", vendor.layout_dir().to_str().unwrap()]).ok();
+    let plan = runner
+        .run(&["plan", "platform@1.1.0", "--inputs-dir", dir, "--json"])
+        .ok()
+        .json();
+    let states: Vec<&str> = plan["stacks"].as_array().unwrap().iter().map(|s| s["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["unchanged", "unchanged", "changes"]);
+    let second = runner
+        .run(&["apply", "platform@1.1.0", "--inputs-dir", dir, "--yes", "--json"])
+        .ok();
+    assert_eq!(
+        results(&second),
+        [pair("network", "unchanged"), pair("cluster", "unchanged"), pair("gpu-pools", "applied")]
+    );
+    assert_eq!(output_in_state(&runner, "gpu-pools", "size"), 3);
+    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "3x@main@vpc-10.1.0.0/16");
+    assert_eq!(release_status(&status(&runner), "platform")["version"], "1.1.0");
+
+    // Rollback: every stack back to its version in 1.0.0, with the inputs it had.
+    let back = runner.run(&["rollback", "platform", "--yes", "--json"]).ok();
+    assert_eq!(
+        results(&back),
+        [pair("network", "unchanged"), pair("cluster", "unchanged"), pair("gpu-pools", "rolled-back")]
+    );
+    assert_eq!(output_in_state(&runner, "gpu-pools", "size"), Value::Null);
+    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "3x@main@vpc-10.1.0.0/16");
+    let status_now = status(&runner);
+    let platform = release_status(&status_now, "platform");
+    assert_eq!(platform["version"], "1.0.0");
+    let gpu_status = platform["stacks"].as_array().unwrap().iter().find(|s| s["stack"] == "gpu-pools").unwrap();
+    assert_eq!(gpu_status["installed"], "0.1.0");
+
+    // Destroy: the customer id, then reverse dependency order.
+    let wrong = runner.run(&["destroy", "platform", "--confirm", "initech"]).code(1);
+    assert!(wrong.stderr.contains("nothing of release `platform` was destroyed"), "{}", wrong.stderr);
+    let destroyed = runner
+        .run(&["destroy", "platform", "--confirm", "globex"])
+        .ok();
+    let at = |stack: &str| {
+        destroyed
+            .stderr
+            .find(&format!("destroying `{stack}`"))
+            .unwrap_or_else(|| panic!("{stack} destroyed: {}", destroyed.stderr))
+    };
+    assert!(at("gpu-pools") < at("cluster") && at("cluster") < at("network"));
+    for stack in ["network", "cluster", "gpu-pools"] {
+        assert_eq!(resources_in_state(&runner, stack), 0, "{stack}");
+    }
+    let status_now = status(&runner);
+    assert!(status_now["stacks"].as_array().unwrap().is_empty(), "{status_now}");
+    assert_eq!(release_status(&status_now, "platform")["state"], "destroyed");
+}
+
+/// The layout with its `index.json` edited by `edit`, as a tar.
+fn forged_tar(vendor: &ReleaseVendor, name: &str, edit: impl FnOnce(&Path)) -> std::path::PathBuf {
+    let dir = vendor.temp.path().join(format!("{name}-layout"));
+    copy_dir(&vendor.layout_dir(), &dir);
+    edit(&dir);
+    tar_of(&dir, &vendor.temp.path().join(format!("{name}.tar")))
+}
+
+fn edit_index(dir: &Path, edit: impl FnOnce(&mut Value)) {
+    let path = dir.join("index.json");
+    let mut index: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut index);
+    std::fs::write(&path, serde_json::to_string(&index).unwrap()).unwrap();
+}
+
+fn assert_nothing_imported(runner: &Runner) {
+    let store = runner.store();
+    assert!(releases_in(&store).unwrap().is_empty());
+    assert!(store.entries().unwrap().is_empty(), "the store holds nothing");
+}
+
+#[test]
+fn a_bad_release_tar_is_refused_whole_and_bad_inputs_before_anything_runs() {
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
+    let runner = Runner::new("globex");
+    runner.run(&["trust", "add", vendor.public_key.to_str().unwrap()]).ok();
+
+    // A tar missing a part: the gpu-pools bundle is not in it.
+    let missing = forged_tar(&vendor, "missing", |dir| {
+        edit_index(dir, |index| {
+            index["manifests"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|m| m["annotations"]["dev.stackpack.stack"] != "gpu-pools" || m["annotations"]["dev.stackpack.kind"] != "bundle");
+        })
+    });
+    let run = runner.run(&["import", missing.to_str().unwrap()]).code(1);
+    assert!(
+        run.stderr.contains("nothing was imported") && run.stderr.contains("gpu-pools@0.1.0"),
+        "{}",
+        run.stderr
+    );
+    assert_nothing_imported(&runner);
+
+    // A part whose digest is not the one pinned: another gpu-pools bundle stands in
+    // for the pinned one.
+    vendor.change("gpu-pools", "\n# changed\nresource \"terraform_data\" \"extra\" {\n  input = 1\n}\n");
+    let rebuilt = vendor.build();
+    let other = rebuilt.iter().find(|(s, _)| s == "gpu-pools").unwrap().1.clone();
+    let layout = ImageLayout::open(vendor.layout_dir()).unwrap();
+    let other_digest = layout
+        .find_bundle("gpu-pools", &other.parse().unwrap())
+        .unwrap()
+        .unwrap()
+        .digest
+        .to_string();
+    let swapped = forged_tar(&vendor, "swapped", |dir| {
+        edit_index(dir, |index| {
+            let manifests = index["manifests"].as_array_mut().unwrap();
+            manifests.retain(|m| m["digest"] != other_digest.as_str() || m["annotations"]["dev.stackpack.kind"] != "bundle");
+            for m in manifests.iter_mut() {
+                if m["annotations"]["dev.stackpack.stack"] == "gpu-pools"
+                    && m["annotations"]["dev.stackpack.kind"] == "bundle"
+                {
+                    m["digest"] = Value::String(other_digest.clone());
+                }
+            }
+        })
+    });
+    let run = runner.run(&["import", swapped.to_str().unwrap()]).code(1);
+    assert!(
+        run.stderr.contains("nothing was imported")
+            && run.stderr.contains("gpu-pools@0.1.0")
+            && run.stderr.contains("pins"),
+        "{}",
+        run.stderr
+    );
+    assert_nothing_imported(&runner);
+
+    // A release signed by a key this runner does not trust.
+    let stranger = PrivateKey::from_secret_bytes([7; 32]);
+    vendor.write(&vendor.description("rogue", "1.0.0", ALL_V1), &[], Some(&stranger));
+    let rogue = forged_tar(&vendor, "rogue", |dir| {
+        edit_index(dir, |index| {
+            index["manifests"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|m| m["annotations"]["dev.stackpack.release"] != "platform");
+        })
+    });
+    let run = runner.run(&["import", rogue.to_str().unwrap()]).code(1);
+    assert!(
+        run.stderr.contains("nothing was imported") && run.stderr.contains("trust"),
+        "{}",
+        run.stderr
+    );
+    assert_nothing_imported(&runner);
+
+    // The good release imports; bad inputs folders are refused before any engine runs.
+    let good = forged_tar(&vendor, "good", |dir| {
+        edit_index(dir, |index| {
+            index["manifests"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|m| m["annotations"]["dev.stackpack.release"] != "rogue");
+        })
+    });
+    runner.run(&["import", good.to_str().unwrap()]).ok();
+    let inputs = inputs_dir(runner.temp.path(), 2);
+    let dir = inputs.to_str().unwrap();
+
+    std::fs::rename(inputs.join("cluster.tfvars"), inputs.join("cluster.keep")).unwrap();
+    let run = runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes"])
+        .code(1);
+    assert!(
+        run.stderr.contains("no `cluster.tfvars`") && run.stderr.contains("`cluster_name`"),
+        "{}",
+        run.stderr
+    );
+    std::fs::write(
+        inputs.join("cluster.tfvars"),
+        "cluster_name = \"main\"\nvpc_id = \"vpc-guessed\"\n",
+    )
+    .unwrap();
+    let run = runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes"])
+        .code(1);
+    assert!(
+        run.stderr.contains("cluster.tfvars")
+            && run.stderr.contains("`vpc_id`")
+            && run.stderr.contains("`network.vpc_id`"),
+        "{}",
+        run.stderr
+    );
+    let status_now = status(&runner);
+    assert!(status_now["stacks"].as_array().unwrap().is_empty(), "{status_now}");
+    assert!(status_now["releases"].as_array().unwrap().is_empty(), "{status_now}");
+    assert!(!runner.state_file("network").exists());
+}
+
+#[test]
+fn two_releases_cannot_claim_one_stack() {
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    vendor.write(
+        &vendor.description("base", "1.0.0", &[("network", "0.1.0")]),
+        &[],
+        None,
+    );
+    vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
+    let runner = Runner::new("globex");
+    runner.run(&["trust", "add", vendor.public_key.to_str().unwrap()]).ok();
+    runner.run(&["import", vendor.layout_dir().to_str().unwrap()]).ok();
+    let inputs = inputs_dir(runner.temp.path(), 1);
+    let dir = inputs.to_str().unwrap();
+    runner
+        .run(&["apply", "base@1.0.0", "--inputs-dir", dir, "--yes"])
+        .ok();
+    let run = runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes"])
+        .code(1);
+    assert!(
+        run.stderr.contains("stack `network` is installed as part of release `base@1.0.0`")
+            && run.stderr.contains("`platform@1.0.0`")
+            && run.stderr.contains("stackpack-runner destroy base"),
+        "{}",
+        run.stderr
+    );
+    assert!(!runner.state_file("cluster").exists());
+    let status_now = status(&runner);
+    assert_eq!(status_now["stacks"].as_array().unwrap().len(), 1);
+}
