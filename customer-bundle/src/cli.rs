@@ -54,6 +54,8 @@ pub enum Command {
     Rollback(RollbackArgs),
     /// What runs here, since when, and which newer version the store holds.
     Status(StatusArgs),
+    /// Copy a release's service artifacts (images, charts) into your own registry.
+    MirrorServices(MirrorServicesArgs),
     /// Plan against the installed version to find changes made outside the runner.
     Drift(DriftArgs),
     /// Destroy everything a stack manages here, after the customer id is typed.
@@ -208,6 +210,13 @@ pub struct ApplyArgs {
     /// Allow applying a version older than the installed one.
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// For a release: after the stacks are applied, copy its service artifacts into
+    /// this registry (`HOST/NAMESPACE`), as `mirror-services` does.
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub mirror_services_to: Option<String>,
+    /// Plain HTTP to the `--mirror-services-to` registry (loopback only).
+    #[arg(long)]
+    pub insecure: bool,
     /// For a release: how many independent stacks may be applied at once.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub parallel: usize,
@@ -229,6 +238,22 @@ pub struct RollbackArgs {
     pub yes: bool,
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct MirrorServicesArgs {
+    /// The release, `NAME@VERSION`, as imported or pulled.
+    pub release: String,
+    /// The customer's registry: `HOST[:PORT]/NAMESPACE`; each service goes to
+    /// `NAMESPACE/<service>`, by digest.
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub to: String,
+    /// Plain HTTP (loopback only).
+    #[arg(long)]
+    pub insecure: bool,
     #[arg(long)]
     pub json: bool,
 }

@@ -315,8 +315,14 @@ fn verify_staged(
                 ..e
             })?;
         if let Some(pulled_from) = pulled_from {
-            let expected = home.config.policy.signed_for(pulled_from);
-            check_signed_repository(&bundle, pulled_from, &expected)?;
+            // A release's bundles are copied into its repository and stay signed
+            // for their own (`NS/stacks/<stack>`).
+            let pulled_from = match pulled_from.rsplit_once("/releases/") {
+                Some((namespace, _)) => format!("{namespace}/stacks/{stack}"),
+                None => pulled_from.to_string(),
+            };
+            let expected = home.config.policy.signed_for(&pulled_from);
+            check_signed_repository(&bundle, &pulled_from, &expected)?;
         }
         verified.push(bundle);
     }

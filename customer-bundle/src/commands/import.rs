@@ -18,15 +18,40 @@ pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
         "verifying the bundles in `{}`",
         args.source.display()
     ));
+    let releases_before = store_releases(&home)?;
     let imported = store::import(&home, &args.source)?;
+    for release in store_releases(&home)? {
+        if !releases_before.contains(&release) {
+            status(&format!(
+                "release `{release}` verified and imported with every bundle it pins"
+            ));
+        }
+    }
     show_imported(&imported, args.json);
     Ok(ExitStatus::Success)
+}
+
+/// `NAME@VERSION` of every release in the store.
+fn store_releases(home: &stackpack_runner::home::Home) -> Result<Vec<String>> {
+    Ok(stackpack_bundle::release::releases_in(&home.store()?)?
+        .into_iter()
+        .map(|(name, version, _)| format!("{name}@{version}"))
+        .collect())
 }
 
 pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let bundle: RemoteBundle = args.reference.parse()?;
     status(&format!("pulling `{}`", args.reference));
+    if stackpack_runner::release::pull::is_release_reference(&bundle) {
+        let imported = stackpack_runner::release::pull::pull(&home, &bundle, args.insecure)?;
+        status(&format!(
+            "release `{}@{}` verified and imported with its bundles",
+            bundle.stack, bundle.version
+        ));
+        show_imported(&imported, args.json);
+        return Ok(ExitStatus::Success);
+    }
     // A bar on a terminal, plain lines in CI logs, nothing with `--quiet`.
     let progress: Option<Progress> = (!quiet()).then(|| {
         let display = if std::io::stderr().is_terminal() {

@@ -44,6 +44,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Drift(args) => deploy::drift(g, args),
         Command::Destroy(args) => deploy::destroy(g, args),
         Command::Status(args) => status::status(g, args),
+        Command::MirrorServices(args) => release::mirror_services(g, args),
         Command::Report(args) => receipts::report(g, args),
         Command::Receipts(ReceiptsCommand::Export {
             out,

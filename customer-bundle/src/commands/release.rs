@@ -17,7 +17,10 @@ use stackpack_runner::{Error, Result};
 use stackpack_terminal::ExitStatus;
 
 use super::{print_json, quiet, status, table, verbose};
-use crate::cli::{ApplyArgs, DeployArgs, DestroyArgs, PlanArgs, RollbackArgs};
+use crate::cli::{
+    ApplyArgs, DeployArgs, DestroyArgs, GlobalArgs, MirrorServicesArgs, PlanArgs, RollbackArgs,
+};
+use stackpack_bundle::remote::RegistryAddress;
 
 /// Whether `name` is a release here: the store holds one, or the ledger has run one.
 pub fn is_release(home: &Home, name: &str) -> Result<bool> {
@@ -153,7 +156,51 @@ pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Re
     }
     let report = ops::apply(&run, &ui())?;
     show_report(&report, args.deploy.json);
+    if let Some(to) = &args.mirror_services_to {
+        mirror(home, &release, to, args.insecure, false)?;
+    }
     Ok(ExitStatus::Success)
+}
+
+/// `mirror-services NAME@VERSION --to HOST/NS`: a command of its own (and an
+/// `apply` flag calling it) because mirroring needs the customer's registry, not
+/// the cloud account, and is retried or done ahead of an apply on its own.
+pub fn mirror_services(global: &GlobalArgs, args: &MirrorServicesArgs) -> Result<ExitStatus> {
+    let home = super::open_home(global)?;
+    let (name, version) = super::parse_bundle(&args.release)?;
+    let release = load(&home, &name, &version)?;
+    mirror(&home, &release, &args.to, args.insecure, args.json)?;
+    Ok(ExitStatus::Success)
+}
+
+fn mirror(home: &Home, release: &VerifiedRelease, to: &str, insecure: bool, json: bool) -> Result<()> {
+    let address: RegistryAddress = to.parse().map_err(|e| {
+        Error::usage_by(e).hint("give the registry as `HOST[:PORT]/NAMESPACE`")
+    })?;
+    let d = &release.description;
+    status(&format!(
+        "mirroring {} service(s) of `{}@{}` to `{address}`",
+        d.services.len(),
+        d.name,
+        d.version
+    ));
+    let mirrored = stackpack_runner::release::mirror::mirror(home, release, &address, insecure)?;
+    if json {
+        print_json(&json!({
+            "mirrored": mirrored.iter().map(|m| json!({
+                "service": m.service,
+                "reference": m.reference,
+                "bytesSent": m.bytes_sent,
+            })).collect::<Vec<_>>()
+        }));
+    } else {
+        let rows: Vec<Vec<String>> = mirrored
+            .iter()
+            .map(|m| vec![m.service.clone(), m.reference.clone()])
+            .collect();
+        print!("{}", table(&["SERVICE", "MIRRORED TO"], &rows));
+    }
+    Ok(())
 }
 
 fn ask(prompt: &str, expected: &str) -> bool {

@@ -4,7 +4,7 @@
 use semver::Version;
 use stackpack_bundle::layout::{ImageLayout, MAX_MANIFEST_SIZE};
 use stackpack_bundle::release::{self, VerifiedRelease};
-use stackpack_bundle::verify::Trust;
+use stackpack_bundle::verify::{Trust, VerifyError};
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
 
 use crate::error::{Error, Result};
@@ -24,7 +24,7 @@ pub fn verify_staged(home: &Home, staged: &ImageLayout) -> Result<Vec<VerifiedRe
     let mut verified = Vec::new();
     for (name, version, descriptor) in found {
         let checked = release::verify_release_index(staged, &descriptor, &name, &version, &trust)
-            .map_err(|e| nothing_imported(Error::from(e)))?;
+            .map_err(|e| nothing_imported(release_error(&name, &version, e)))?;
         if let Some(existing) = release::find_release(&store, &name, &version)? {
             if existing.digest != descriptor.digest {
                 return Err(Error::refused(format!(
@@ -38,6 +38,20 @@ pub fn verify_staged(home: &Home, staged: &ImageLayout) -> Result<Vec<VerifiedRe
         verified.push(checked);
     }
     Ok(verified)
+}
+
+/// The shared conversion, with an untrusted signature worded for a release (the
+/// signature check words it for a bundle).
+fn release_error(name: &str, version: &Version, error: release::ReleaseError) -> Error {
+    match error {
+        release::ReleaseError::Signature(VerifyError::Untrusted { keys, .. }) => {
+            Error::refused(format!(
+                "release `{name}@{version}` is signed by key {keys}, which this runner does not trust"
+            ))
+            .hint("ask your vendor for the key that signs their releases, then run `stackpack-runner trust add vendor.pub`")
+        }
+        other => Error::from(other),
+    }
 }
 
 fn nothing_imported(error: Error) -> Error {
@@ -133,7 +147,7 @@ pub fn load(home: &Home, name: &str, version: &Version) -> Result<VerifiedReleas
     let store = home.store()?;
     let trust = Trust::Keys(trusted(home)?);
     let verified = release::verify_release(&store, name, version, &trust).map_err(|e| {
-        let mut error = Error::from(e);
+        let mut error = release_error(name, version, e);
         if let Ok(found) = release::releases_in(&store) {
             let held: Vec<String> = found
                 .iter()
