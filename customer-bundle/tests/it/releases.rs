@@ -381,3 +381,76 @@ fn two_releases_cannot_claim_one_stack() {
     let status_now = status(&runner);
     assert_eq!(status_now["stacks"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn a_release_pulled_from_distribution_applies_and_its_services_mirror_to_the_customers_registry() {
+    use crate::common::release::{push_release, service_image};
+    use stackpack_test_support::servers::Distribution;
+
+    let vendor_registry = Distribution::require();
+    let customer_registry = Distribution::require();
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    let service = service_image(&vendor.layout(), "inference", b"model server, version 1");
+    vendor.write(
+        &vendor.description("platform", "1.0.0", ALL_V1),
+        &[service.clone()],
+        None,
+    );
+    push_release(&vendor.layout(), &vendor_registry.host(), "acme", "platform", "1.0.0");
+
+    let runner = Runner::new("globex");
+    runner.run(&["trust", "add", vendor.public_key.to_str().unwrap()]).ok();
+    let reference = format!("{}/acme/releases/platform:1.0.0", vendor_registry.host());
+    runner.run(&["pull", &reference, "--insecure"]).ok();
+    let store = runner.store();
+    assert_eq!(releases_in(&store).unwrap().len(), 1);
+    for stack in ["network", "cluster", "gpu-pools"] {
+        assert!(store.find_bundle(stack, &"0.1.0".parse().unwrap()).unwrap().is_some(), "{stack}");
+    }
+
+    // The service goes to the customer's registry, by digest.
+    let mirrored = runner
+        .run(&[
+            "mirror-services",
+            "platform@1.0.0",
+            "--to",
+            &format!("{}/globex", customer_registry.host()),
+            "--insecure",
+            "--json",
+        ])
+        .ok()
+        .json();
+    let digest = service.0.digest.to_string();
+    assert_eq!(
+        mirrored["mirrored"][0]["reference"],
+        format!("{}/globex/inference@{digest}", customer_registry.host())
+    );
+    let manifest = ureq::get(&format!(
+        "{}/v2/globex/inference/manifests/{digest}",
+        customer_registry.url()
+    ))
+    .set("Accept", "application/vnd.oci.image.manifest.v1+json")
+    .call()
+    .unwrap();
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut manifest.into_reader(), &mut body).unwrap();
+    assert_eq!(stackpack_schema::digest::Digest::of(&body).to_string(), digest);
+
+    // Applied as pulled; status lists the service.
+    let inputs = inputs_dir(runner.temp.path(), 1);
+    runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", inputs.to_str().unwrap(), "--yes"])
+        .ok();
+    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "1x@main@vpc-10.1.0.0/16");
+    let status_now = status(&runner);
+    let platform = release_status(&status_now, "platform");
+    assert_eq!(platform["services"][0]["name"], "inference");
+    assert_eq!(platform["services"][0]["digest"], digest.as_str());
+
+    // A prerelease is refused where the policy says stable only, before any download.
+    let run = runner
+        .run(&["pull", &format!("{}/acme/releases/platform:1.1.0-feat.1", vendor_registry.host()), "--insecure"])
+        .code(1);
+    assert!(run.stderr.contains("prerelease"), "{}", run.stderr);
+}

@@ -267,3 +267,68 @@ pub fn inputs_dir(root: &Path, pool_size: u32) -> PathBuf {
     std::fs::write(dir.join("gpu-pools.tfvars"), format!("pool_size = {pool_size}\n")).unwrap();
     dir
 }
+
+/// A small service image (an OCI image manifest, its config and one layer) written
+/// into `layout`, as the vendor's release pins it.
+pub fn service_image(layout: &ImageLayout, name: &str, content: &[u8]) -> (ReleaseService, Descriptor) {
+    use stackpack_schema::media_type;
+    use stackpack_schema::oci::ImageManifest;
+    let config = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let (config_digest, config_size) = layout.write_blob(config).unwrap();
+    let (layer_digest, layer_size) = layout.write_blob(content).unwrap();
+    let manifest = ImageManifest {
+        schema_version: 2,
+        media_type: Some(media_type::OCI_MANIFEST.into()),
+        artifact_type: None,
+        config: Descriptor::new("application/vnd.oci.image.config.v1+json", config_digest, config_size),
+        layers: vec![Descriptor::new("application/vnd.oci.image.layer.v1.tar", layer_digest, layer_size)],
+        subject: None,
+        annotations: None,
+    };
+    let bytes = manifest.to_bytes();
+    let (digest, size) = layout.write_blob(&bytes).unwrap();
+    let descriptor = Descriptor::new(media_type::OCI_MANIFEST, digest.clone(), size);
+    let service = ReleaseService {
+        name: name.into(),
+        reference: format!("registry.acme.example/acme/{name}:1.0.0"),
+        media_type: media_type::OCI_MANIFEST.into(),
+        digest,
+        size,
+        artifact_type: None,
+    };
+    (service, descriptor)
+}
+
+/// Pushes release `name@version` from the vendor's layout into
+/// `<namespace>/releases/<name>` of the registry at `host`, as the packager
+/// publishes it: every part by digest, the index by its version, signatures
+/// findable by their subject.
+pub fn push_release(layout: &ImageLayout, host: &str, namespace: &str, name: &str, version: &str) {
+    use stackpack_bundle::release::find_release;
+    use stackpack_bundle::remote::Remote;
+    use stackpack_bundle::transfer::{push_manifest_with_blobs, push_signature};
+    use stackpack_schema::media_type;
+    use stackpack_schema::oci::ImageIndex;
+    let remote = Remote::new(host, true).unwrap();
+    let repository = format!("{namespace}/releases/{name}");
+    let version = Version::parse(version).unwrap();
+    let index_descriptor = find_release(layout, name, &version).unwrap().unwrap();
+    let bytes = layout.read_blob(&index_descriptor.digest, 1 << 20).unwrap();
+    let index: ImageIndex = serde_json::from_slice(&bytes).unwrap();
+    for entry in &index.manifests {
+        if entry.artifact_type.as_deref() == Some(media_type::SIGNATURE_ARTIFACT) {
+            let manifest: stackpack_schema::oci::ImageManifest =
+                serde_json::from_slice(&layout.read_blob(&entry.digest, 1 << 20).unwrap()).unwrap();
+            let subject = manifest.subject.unwrap().digest;
+            push_signature(&remote, &repository, layout, entry, &subject).unwrap();
+        } else {
+            push_manifest_with_blobs(&remote, &repository, layout, entry, &entry.digest.to_string(), None).unwrap();
+        }
+    }
+    remote
+        .push_manifest(&repository, &version.to_string(), &bytes, media_type::OCI_INDEX)
+        .unwrap();
+    for signature in layout.signatures_for(&index_descriptor.digest).unwrap() {
+        push_signature(&remote, &repository, layout, &signature, &index_descriptor.digest).unwrap();
+    }
+}
