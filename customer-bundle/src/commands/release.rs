@@ -63,7 +63,9 @@ fn prepare<'a>(
             d.name, d.version
         ))
         .at(format!("`{}`", home.root.join("runner.toml").display()))
-        .hint("set `allow-prereleases = true` under `[policy]` in `runner.toml` to allow prereleases"));
+        .hint(
+            "set `allow-prereleases = true` under `[policy]` in `runner.toml` to allow prereleases",
+        ));
     }
     let stacks = wiring::check_inputs_dir(home, d, dir)?;
     Ok(ReleaseRun {
@@ -77,7 +79,9 @@ fn prepare<'a>(
 }
 
 fn load(home: &Home, name: &str, version: &Version) -> Result<VerifiedRelease> {
-    status(&format!("verifying release `{name}@{version}` and its bundles"));
+    status(&format!(
+        "verifying release `{name}@{version}` and its bundles"
+    ));
     stored::load(home, name, version)
 }
 
@@ -148,7 +152,10 @@ pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Re
         }
         let planned = run::plan(&run, &ui())?;
         show_plans(&planned, false);
-        if !ask(&format!("apply release `{name}@{version}`? only `yes` is accepted: "), "yes") {
+        if !ask(
+            &format!("apply release `{name}@{version}`? only `yes` is accepted: "),
+            "yes",
+        ) {
             return Err(Error::refused(format!(
                 "nothing was applied: release `{name}@{version}` was not confirmed"
             )));
@@ -173,10 +180,16 @@ pub fn mirror_services(global: &GlobalArgs, args: &MirrorServicesArgs) -> Result
     Ok(ExitStatus::Success)
 }
 
-fn mirror(home: &Home, release: &VerifiedRelease, to: &str, insecure: bool, json: bool) -> Result<()> {
-    let address: RegistryAddress = to.parse().map_err(|e| {
-        Error::usage_by(e).hint("give the registry as `HOST[:PORT]/NAMESPACE`")
-    })?;
+fn mirror(
+    home: &Home,
+    release: &VerifiedRelease,
+    to: &str,
+    insecure: bool,
+    json: bool,
+) -> Result<()> {
+    let address: RegistryAddress = to
+        .parse()
+        .map_err(|e| Error::usage_by(e).hint("give the registry as `HOST[:PORT]/NAMESPACE`"))?;
     let d = &release.description;
     status(&format!(
         "mirroring {} service(s) of `{}@{}` to `{address}`",
@@ -236,7 +249,13 @@ pub fn rollback(home: &Home, args: &RollbackArgs) -> Result<ExitStatus> {
             .hint("pass `--yes` to roll back without asking"));
         }
     }
-    let report = ops::rollback(home, &release, &target, Duration::from_secs(args.wait), &ui())?;
+    let report = ops::rollback(
+        home,
+        &release,
+        &target,
+        Duration::from_secs(args.wait),
+        &ui(),
+    )?;
     show_report(&report, args.json);
     Ok(ExitStatus::Success)
 }
@@ -251,9 +270,7 @@ pub fn destroy(home: &Home, args: &DestroyArgs) -> Result<ExitStatus> {
                 .ok()
                 .and_then(|r| r.first().map(|r| r.receipt.version.clone()))
         })
-        .ok_or_else(|| {
-            Error::refused(format!("release `{name}` is not applied by this runner"))
-        })?;
+        .ok_or_else(|| Error::refused(format!("release `{name}` is not applied by this runner")))?;
     let release = load(home, name, &version)?;
     let customer = home.config.customer.clone();
     let confirmed = match &args.confirm {
@@ -305,7 +322,10 @@ fn show_report(report: &ReleaseReport, json: bool) {
         .collect();
     print!(
         "{}",
-        table(&["STACK", "VERSION", "RESULT", "INSTALLED", "RECEIPT"], &rows)
+        table(
+            &["STACK", "VERSION", "RESULT", "INSTALLED", "RECEIPT"],
+            &rows
+        )
     );
     println!(
         "release `{}@{}` {}: release receipt `{}` ({}, {})",
@@ -409,7 +429,10 @@ pub fn releases_text(releases: &serde_json::Value) -> String {
                 ]
             })
             .collect();
-        out.push_str(&table(&["STACK", "RELEASE PINS", "INSTALLED", "STATE"], &rows));
+        out.push_str(&table(
+            &["STACK", "RELEASE PINS", "INSTALLED", "STATE"],
+            &rows,
+        ));
         for service in release["services"].as_array().into_iter().flatten() {
             out.push_str(&format!(
                 "service {} {}\n",

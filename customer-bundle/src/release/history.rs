@@ -11,7 +11,10 @@ use crate::ledger::Ledger;
 
 /// The release `stack` is installed as part of, if any: the one its current
 /// deployment's receipt names.
-pub fn claimed_by(ledger: &Ledger, stack: &str) -> Result<Option<stackpack_schema::receipt::ReleaseRef>> {
+pub fn claimed_by(
+    ledger: &Ledger,
+    stack: &str,
+) -> Result<Option<stackpack_schema::receipt::ReleaseRef>> {
     let Some(current) = ledger.current(stack)? else {
         return Ok(None);
     };
@@ -50,7 +53,10 @@ pub fn stack_of_versions(receipts: &[SignedReleaseReceipt]) -> Vec<SignedRelease
         match r.kind {
             ReceiptKind::Destroy if r.outcome == Outcome::Succeeded => applied.clear(),
             ReceiptKind::Apply if r.outcome == Outcome::Succeeded => {
-                if applied.last().is_some_and(|top| top.receipt.version == r.version) {
+                if applied
+                    .last()
+                    .is_some_and(|top| top.receipt.version == r.version)
+                {
                     applied.pop();
                 }
                 applied.push(signed.clone());

@@ -47,25 +47,47 @@ pub fn mirror(
     let mut out = Vec::new();
     for service in &d.services {
         let repository = format!("{}/{}", to.namespace, service.name);
-        let mut descriptor =
-            Descriptor::new(service.media_type.clone(), service.digest.clone(), service.size);
+        let mut descriptor = Descriptor::new(
+            service.media_type.clone(),
+            service.digest.clone(),
+            service.size,
+        );
         descriptor.artifact_type = service.artifact_type.clone();
         let mut sent = 0;
         let bytes = store.read_blob(&service.digest, MAX_MANIFEST_SIZE)?;
         match as_index(&bytes) {
             Some(index) => {
                 for child in index.manifests.iter().filter(|c| store.has_blob(&c.digest)) {
-                    sent += push_manifest_with_blobs(&remote, &repository, &store, child, &child.digest.to_string(), None)
-                        .map_err(transfer_error)?
-                        .bytes_sent;
+                    sent += push_manifest_with_blobs(
+                        &remote,
+                        &repository,
+                        &store,
+                        child,
+                        &child.digest.to_string(),
+                        None,
+                    )
+                    .map_err(transfer_error)?
+                    .bytes_sent;
                 }
-                remote.push_manifest(&repository, &service.digest.to_string(), &bytes, &service.media_type)?;
+                remote.push_manifest(
+                    &repository,
+                    &service.digest.to_string(),
+                    &bytes,
+                    &service.media_type,
+                )?;
                 sent += bytes.len() as u64;
             }
             None => {
-                sent += push_manifest_with_blobs(&remote, &repository, &store, &descriptor, &service.digest.to_string(), None)
-                    .map_err(transfer_error)?
-                    .bytes_sent;
+                sent += push_manifest_with_blobs(
+                    &remote,
+                    &repository,
+                    &store,
+                    &descriptor,
+                    &service.digest.to_string(),
+                    None,
+                )
+                .map_err(transfer_error)?
+                .bytes_sent;
             }
         }
         // Read back by digest: the registry holds exactly what the release pins.

@@ -10,8 +10,8 @@ use stackpack_schema::receipt::{Outcome, ReceiptKind, ReleaseRef};
 
 use super::history;
 use super::receipt::{
-    ReleaseReceipt, ReleaseReceiptService, ReleaseReceiptStack, SignedReleaseReceipt,
-    StackResult, RELEASE_RECEIPT_FORMAT,
+    ReleaseReceipt, ReleaseReceiptService, ReleaseReceiptStack, SignedReleaseReceipt, StackResult,
+    RELEASE_RECEIPT_FORMAT,
 };
 use super::run::{ReleaseUi, StackRun};
 use crate::deploy::{self, Options, Request, Target};
@@ -123,7 +123,13 @@ pub fn apply(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<ReleaseRepo
     if failed && run.home.config.policy.on_failure == OnFailure::Rollback {
         roll_back_changed(run.home, &mut stacks, run.wait, ui);
     }
-    let receipt = record(run.home, run.release, ReceiptKind::Apply, started_at, &stacks)?;
+    let receipt = record(
+        run.home,
+        run.release,
+        ReceiptKind::Apply,
+        started_at,
+        &stacks,
+    )?;
     let report = ReleaseReport { receipt, stacks };
     if failed {
         return Err(stopped(run.release, &report, "release"));
@@ -176,8 +182,9 @@ pub fn rollback_target(ledger: &Ledger, name: &str) -> Result<(Version, SignedRe
     let receipts = ledger.release_receipts(Some(name))?;
     let mut versions = history::stack_of_versions(&receipts);
     let current = versions.pop().ok_or_else(|| {
-        Error::refused(format!("release `{name}` is not applied by this runner"))
-            .hint(format!("apply it first with `stackpack-runner apply {name}@VERSION --inputs-dir DIR`"))
+        Error::refused(format!("release `{name}` is not applied by this runner")).hint(format!(
+            "apply it first with `stackpack-runner apply {name}@VERSION --inputs-dir DIR`"
+        ))
     })?;
     let target = versions.pop().ok_or_else(|| {
         Error::refused(format!(
@@ -232,7 +239,10 @@ pub fn rollback(
             continue;
         }
         let inputs = saved_inputs(&ledger, target, &stack.name)?;
-        (ui.status)(&format!("rolling back `{}` to `{}`", stack.name, stack.version));
+        (ui.status)(&format!(
+            "rolling back `{}` to `{}`",
+            stack.name, stack.version
+        ));
         let request = Request {
             stack: stack.name.clone(),
             target: Target::Apply {
@@ -270,7 +280,11 @@ pub fn rollback(
 
 /// The inputs a stack had in the release `target` recorded: the file kept with the
 /// deployment its receipt names (wired values included).
-fn saved_inputs(ledger: &Ledger, target: &SignedReleaseReceipt, stack: &str) -> Result<Vec<PathBuf>> {
+fn saved_inputs(
+    ledger: &Ledger,
+    target: &SignedReleaseReceipt,
+    stack: &str,
+) -> Result<Vec<PathBuf>> {
     let receipt_id = target
         .receipt
         .stacks
@@ -295,7 +309,12 @@ fn saved_inputs(ledger: &Ledger, target: &SignedReleaseReceipt, stack: &str) -> 
 }
 
 /// Destroys every installed stack of `release`, in reverse dependency order.
-pub fn destroy(home: &Home, release: &VerifiedRelease, wait: Duration, ui: &ReleaseUi) -> Result<ReleaseReport> {
+pub fn destroy(
+    home: &Home,
+    release: &VerifiedRelease,
+    wait: Duration,
+    ui: &ReleaseUi,
+) -> Result<ReleaseReport> {
     let started_at = receipts::now();
     let ledger = Ledger::open(&home.ledger_path())?;
     let mut stacks = Vec::new();

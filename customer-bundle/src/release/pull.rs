@@ -4,7 +4,9 @@
 //! tar's. Service artifacts come too, so `mirror-services` can copy them from the
 //! store into the customer's registry.
 
-use stackpack_bundle::layout::{bundle_entry_annotations, signature_entry_annotations, ImageLayout};
+use stackpack_bundle::layout::{
+    bundle_entry_annotations, signature_entry_annotations, ImageLayout,
+};
 use stackpack_bundle::release::release_entry_annotations;
 use stackpack_bundle::remote::Remote;
 use stackpack_schema::digest::Digest;
@@ -72,11 +74,14 @@ pub fn pull(home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<Vec
         if entry.artifact_type.as_deref() == Some(media_type::BUNDLE_ARTIFACT) {
             let (Some(stack), Some(Ok(version))) = (
                 entry.annotation(annotation::STACK),
-                entry.annotation(annotation::VERSION).map(semver::Version::parse),
+                entry
+                    .annotation(annotation::VERSION)
+                    .map(semver::Version::parse),
             ) else {
                 continue;
             };
-            let mut bundle = Descriptor::new(entry.media_type.clone(), entry.digest.clone(), entry.size);
+            let mut bundle =
+                Descriptor::new(entry.media_type.clone(), entry.digest.clone(), entry.size);
             bundle.artifact_type = entry.artifact_type.clone();
             bundle.annotations = Some(bundle_entry_annotations(stack, &version));
             staged.add_entry(bundle)?;
@@ -85,7 +90,8 @@ pub fn pull(home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<Vec
             .as_ref()
             .filter(|_| entry.artifact_type.as_deref() == Some(media_type::SIGNATURE_ARTIFACT))
         {
-            let mut signature = Descriptor::new(entry.media_type.clone(), entry.digest.clone(), entry.size);
+            let mut signature =
+                Descriptor::new(entry.media_type.clone(), entry.digest.clone(), entry.size);
             signature.artifact_type = entry.artifact_type.clone();
             signature.annotations = Some(signature_entry_annotations(&subject.digest));
             staged.add_entry(signature)?;
@@ -104,7 +110,10 @@ fn service(remote: &Remote, repository: &str, digest: &Digest, staged: &ImageLay
     let (bytes, _) = remote
         .pull_manifest(repository, &digest.to_string())?
         .ok_or_else(|| missing(remote, repository, digest))?;
-    match serde_json::from_slice::<ImageIndex>(&bytes).ok().filter(|i| !i.manifests.is_empty()) {
+    match serde_json::from_slice::<ImageIndex>(&bytes)
+        .ok()
+        .filter(|i| !i.manifests.is_empty())
+    {
         Some(index) => {
             for child in &index.manifests {
                 manifest_with_blobs(remote, repository, &child.digest, staged)?;
@@ -127,10 +136,19 @@ fn missing(remote: &Remote, repository: &str, digest: &Digest) -> Error {
 }
 
 /// The signatures the registry lists for `subject`, with their blobs and entries.
-fn signatures(remote: &Remote, repository: &str, subject: &Digest, staged: &ImageLayout) -> Result<()> {
+fn signatures(
+    remote: &Remote,
+    repository: &str,
+    subject: &Digest,
+    staged: &ImageLayout,
+) -> Result<()> {
     for referrer in remote.referrers(repository, subject, Some(media_type::SIGNATURE_ARTIFACT))? {
         manifest_with_blobs(remote, repository, &referrer.digest, staged)?;
-        let mut entry = Descriptor::new(media_type::OCI_MANIFEST, referrer.digest.clone(), referrer.size);
+        let mut entry = Descriptor::new(
+            media_type::OCI_MANIFEST,
+            referrer.digest.clone(),
+            referrer.size,
+        );
         entry.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
         entry.annotations = Some(signature_entry_annotations(subject));
         staged.add_entry(entry)?;
@@ -149,7 +167,9 @@ fn manifest_with_blobs(
         .pull_manifest(repository, &digest.to_string())?
         .ok_or_else(|| missing(remote, repository, digest))?;
     let manifest: ImageManifest = serde_json::from_slice(&bytes).map_err(|e| {
-        Error::refused(format!("`{repository}@{digest}` is not an OCI image manifest: {e}"))
+        Error::refused(format!(
+            "`{repository}@{digest}` is not an OCI image manifest: {e}"
+        ))
     })?;
     let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
         .chain(&manifest.layers)

@@ -72,7 +72,12 @@ impl ReleaseRun<'_> {
 
     /// The outputs `stack` reads: from this run's applies, else from the installed
     /// upstream's state.
-    fn upstream_outputs(&self, stack: &StackInputs, fresh: &Outputs, ui: &ReleaseUi) -> Result<Outputs> {
+    fn upstream_outputs(
+        &self,
+        stack: &StackInputs,
+        fresh: &Outputs,
+        ui: &ReleaseUi,
+    ) -> Result<Outputs> {
         let mut out = Outputs::new();
         for wire in stack.stack.inputs_from.values() {
             if out.contains_key(&wire.stack) {
@@ -80,7 +85,9 @@ impl ReleaseRun<'_> {
             }
             let outputs = match fresh.get(&wire.stack) {
                 Some(outputs) => outputs.clone(),
-                None => ui.with_deploy(|ui| wiring::installed_outputs(self.home, &wire.stack, ui))?,
+                None => {
+                    ui.with_deploy(|ui| wiring::installed_outputs(self.home, &wire.stack, ui))?
+                }
             };
             out.insert(wire.stack.clone(), outputs);
         }
@@ -105,7 +112,11 @@ pub fn plan(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<(String, Planned)>> 
     let mut out = Vec::new();
     for stack in &run.stacks {
         let name = stack.stack.name.clone();
-        if let Some(upstream) = run.upstreams(stack).into_iter().find(|u| changing.contains(*u)) {
+        if let Some(upstream) = run
+            .upstreams(stack)
+            .into_iter()
+            .find(|u| changing.contains(*u))
+        {
             changing.insert(name.clone());
             out.push((name, Planned::Waiting(upstream.to_string())));
             continue;
@@ -162,7 +173,11 @@ pub fn apply(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<StackRun>> {
             .stacks
             .iter()
             .filter(|s| !done.contains(&s.stack.name))
-            .filter(|s| run.upstreams(s).iter().all(|u| done.contains(*u) || run.stacks.iter().all(|o| o.stack.name != *u)))
+            .filter(|s| {
+                run.upstreams(s)
+                    .iter()
+                    .all(|u| done.contains(*u) || run.stacks.iter().all(|o| o.stack.name != *u))
+            })
             .take(run.parallel.max(1))
             .collect();
         let wave: Vec<StackRun> = if ready.len() == 1 {

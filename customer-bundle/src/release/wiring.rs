@@ -39,7 +39,9 @@ pub fn check_inputs_dir(
             "the inputs folder `{}` does not exist",
             dir.display()
         ))
-        .hint("give the folder that holds one `STACK.tfvars` per stack, as `customers/<id>/` does"));
+        .hint(
+            "give the folder that holds one `STACK.tfvars` per stack, as `customers/<id>/` does",
+        ));
     }
     let store_layout = home.store()?;
     let mut out = Vec::new();
@@ -121,16 +123,15 @@ pub fn wired_values(stack: &ReleaseStack, outputs: &Outputs) -> Result<serde_jso
 
 /// The files a stack runs with: the customer's, then the wired values (written
 /// private, in `scratch`) when it has any.
-pub fn run_files(
-    stack: &StackInputs,
-    outputs: &Outputs,
-    scratch: &Path,
-) -> Result<Vec<PathBuf>> {
+pub fn run_files(stack: &StackInputs, outputs: &Outputs, scratch: &Path) -> Result<Vec<PathBuf>> {
     let mut files = stack.files.clone();
     if !stack.stack.inputs_from.is_empty() {
         let wired = wired_values(&stack.stack, outputs)?;
         let path = scratch.join(format!("{}.wired.tfvars.json", stack.stack.name));
-        files::write_private(&path, &serde_json::to_string_pretty(&wired).unwrap_or_default())?;
+        files::write_private(
+            &path,
+            &serde_json::to_string_pretty(&wired).unwrap_or_default(),
+        )?;
         files.push(path);
     }
     Ok(files)

@@ -14,7 +14,11 @@ use stackpack_schema::signature::PrivateKey;
 use crate::common::release::{inputs_dir, tar_of, ReleaseVendor};
 use crate::common::{copy_dir, Runner};
 
-const ALL_V1: &[(&str, &str)] = &[("network", "0.1.0"), ("cluster", "0.1.0"), ("gpu-pools", "0.1.0")];
+const ALL_V1: &[(&str, &str)] = &[
+    ("network", "0.1.0"),
+    ("cluster", "0.1.0"),
+    ("gpu-pools", "0.1.0"),
+];
 
 fn output_in_state(runner: &Runner, stack: &str, output: &str) -> Value {
     let state: Value =
@@ -60,14 +64,17 @@ fn pair(stack: &str, result: &str) -> (String, String) {
 }
 
 #[test]
-fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rolls_back_and_destroys() {
+fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rolls_back_and_destroys(
+) {
     let vendor = ReleaseVendor::new();
     vendor.build();
     vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
     let tar = vendor.export_tar("platform-1.0.0.tar");
 
     let runner = Runner::new("globex");
-    runner.run(&["trust", "add", vendor.public_key.to_str().unwrap()]).ok();
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
     runner.run(&["import", tar.to_str().unwrap()]).ok();
     assert_eq!(releases_in(&runner.store()).unwrap().len(), 1);
 
@@ -88,7 +95,11 @@ fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rol
         .collect();
     assert_eq!(
         states,
-        [("network", "changes"), ("cluster", "waiting"), ("gpu-pools", "waiting")]
+        [
+            ("network", "changes"),
+            ("cluster", "waiting"),
+            ("gpu-pools", "waiting")
+        ]
     );
     assert_eq!(plans["stacks"][1]["waitingOn"], "network");
 
@@ -99,16 +110,36 @@ fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rol
     assert!(refused.stderr.contains("--yes"), "{}", refused.stderr);
 
     let applied = runner
-        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes", "--json"])
+        .run(&[
+            "apply",
+            "platform@1.0.0",
+            "--inputs-dir",
+            dir,
+            "--yes",
+            "--json",
+        ])
         .ok();
     assert_eq!(
         results(&applied),
-        [pair("network", "applied"), pair("cluster", "applied"), pair("gpu-pools", "applied")]
+        [
+            pair("network", "applied"),
+            pair("cluster", "applied"),
+            pair("gpu-pools", "applied")
+        ]
     );
     // The wired values went all the way down.
-    assert_eq!(output_in_state(&runner, "network", "vpc_id"), "vpc-10.1.0.0/16");
-    assert_eq!(output_in_state(&runner, "cluster", "cluster_id"), "main@vpc-10.1.0.0/16");
-    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "3x@main@vpc-10.1.0.0/16");
+    assert_eq!(
+        output_in_state(&runner, "network", "vpc_id"),
+        "vpc-10.1.0.0/16"
+    );
+    assert_eq!(
+        output_in_state(&runner, "cluster", "cluster_id"),
+        "main@vpc-10.1.0.0/16"
+    );
+    assert_eq!(
+        output_in_state(&runner, "gpu-pools", "pool"),
+        "3x@main@vpc-10.1.0.0/16"
+    );
     // Each stack receipt names the release.
     let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
     let applies: Vec<&Value> = receipts["receipts"]
@@ -129,65 +160,135 @@ fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rol
     assert_eq!(platform["version"], "1.0.0");
     assert_eq!(platform["state"], "applied");
     assert_eq!(platform["stacks"].as_array().unwrap().len(), 3);
-    assert!(platform["stacks"].as_array().unwrap().iter().all(|s| s["state"] == "at-release"));
+    assert!(platform["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["state"] == "at-release"));
 
     // The same release again: nothing is re-applied.
     let again = runner
-        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes", "--json"])
+        .run(&[
+            "apply",
+            "platform@1.0.0",
+            "--inputs-dir",
+            dir,
+            "--yes",
+            "--json",
+        ])
         .ok();
     assert_eq!(
         results(&again),
-        [pair("network", "unchanged"), pair("cluster", "unchanged"), pair("gpu-pools", "unchanged")]
+        [
+            pair("network", "unchanged"),
+            pair("cluster", "unchanged"),
+            pair("gpu-pools", "unchanged")
+        ]
     );
 
     // A second release that changes only the GPU pools.
     vendor.change("gpu-pools", "\noutput \"size\" {\n  value       = var.pool_size\n  description = \"GPUs per pool.\"\n}\n");
     let built = vendor.build();
-    let gpu = built.iter().find(|(s, _)| s == "gpu-pools").unwrap().1.clone();
+    let gpu = built
+        .iter()
+        .find(|(s, _)| s == "gpu-pools")
+        .unwrap()
+        .1
+        .clone();
     vendor.write(
         &vendor.description(
             "platform",
             "1.1.0",
-            &[("network", "0.1.0"), ("cluster", "0.1.0"), ("gpu-pools", &gpu)],
+            &[
+                ("network", "0.1.0"),
+                ("cluster", "0.1.0"),
+                ("gpu-pools", &gpu),
+            ],
         ),
         &[],
         None,
     );
-    runner.run(&["import", vendor.layout_dir().to_str().unwrap()]).ok();
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
     let plan = runner
         .run(&["plan", "platform@1.1.0", "--inputs-dir", dir, "--json"])
         .ok()
         .json();
-    let states: Vec<&str> = plan["stacks"].as_array().unwrap().iter().map(|s| s["state"].as_str().unwrap()).collect();
+    let states: Vec<&str> = plan["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["state"].as_str().unwrap())
+        .collect();
     assert_eq!(states, ["unchanged", "unchanged", "changes"]);
     let second = runner
-        .run(&["apply", "platform@1.1.0", "--inputs-dir", dir, "--yes", "--json"])
+        .run(&[
+            "apply",
+            "platform@1.1.0",
+            "--inputs-dir",
+            dir,
+            "--yes",
+            "--json",
+        ])
         .ok();
     assert_eq!(
         results(&second),
-        [pair("network", "unchanged"), pair("cluster", "unchanged"), pair("gpu-pools", "applied")]
+        [
+            pair("network", "unchanged"),
+            pair("cluster", "unchanged"),
+            pair("gpu-pools", "applied")
+        ]
     );
     assert_eq!(output_in_state(&runner, "gpu-pools", "size"), 3);
-    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "3x@main@vpc-10.1.0.0/16");
-    assert_eq!(release_status(&status(&runner), "platform")["version"], "1.1.0");
+    assert_eq!(
+        output_in_state(&runner, "gpu-pools", "pool"),
+        "3x@main@vpc-10.1.0.0/16"
+    );
+    assert_eq!(
+        release_status(&status(&runner), "platform")["version"],
+        "1.1.0"
+    );
 
     // Rollback: every stack back to its version in 1.0.0, with the inputs it had.
-    let back = runner.run(&["rollback", "platform", "--yes", "--json"]).ok();
+    let back = runner
+        .run(&["rollback", "platform", "--yes", "--json"])
+        .ok();
     assert_eq!(
         results(&back),
-        [pair("network", "unchanged"), pair("cluster", "unchanged"), pair("gpu-pools", "rolled-back")]
+        [
+            pair("network", "unchanged"),
+            pair("cluster", "unchanged"),
+            pair("gpu-pools", "rolled-back")
+        ]
     );
     assert_eq!(output_in_state(&runner, "gpu-pools", "size"), Value::Null);
-    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "3x@main@vpc-10.1.0.0/16");
+    assert_eq!(
+        output_in_state(&runner, "gpu-pools", "pool"),
+        "3x@main@vpc-10.1.0.0/16"
+    );
     let status_now = status(&runner);
     let platform = release_status(&status_now, "platform");
     assert_eq!(platform["version"], "1.0.0");
-    let gpu_status = platform["stacks"].as_array().unwrap().iter().find(|s| s["stack"] == "gpu-pools").unwrap();
+    let gpu_status = platform["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stack"] == "gpu-pools")
+        .unwrap();
     assert_eq!(gpu_status["installed"], "0.1.0");
 
     // Destroy: the customer id, then reverse dependency order.
-    let wrong = runner.run(&["destroy", "platform", "--confirm", "initech"]).code(1);
-    assert!(wrong.stderr.contains("nothing of release `platform` was destroyed"), "{}", wrong.stderr);
+    let wrong = runner
+        .run(&["destroy", "platform", "--confirm", "initech"])
+        .code(1);
+    assert!(
+        wrong
+            .stderr
+            .contains("nothing of release `platform` was destroyed"),
+        "{}",
+        wrong.stderr
+    );
     let destroyed = runner
         .run(&["destroy", "platform", "--confirm", "globex"])
         .ok();
@@ -202,8 +303,14 @@ fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rol
         assert_eq!(resources_in_state(&runner, stack), 0, "{stack}");
     }
     let status_now = status(&runner);
-    assert!(status_now["stacks"].as_array().unwrap().is_empty(), "{status_now}");
-    assert_eq!(release_status(&status_now, "platform")["state"], "destroyed");
+    assert!(
+        status_now["stacks"].as_array().unwrap().is_empty(),
+        "{status_now}"
+    );
+    assert_eq!(
+        release_status(&status_now, "platform")["state"],
+        "destroyed"
+    );
 }
 
 /// The layout with its `index.json` edited by `edit`, as a tar.
@@ -224,7 +331,10 @@ fn edit_index(dir: &Path, edit: impl FnOnce(&mut Value)) {
 fn assert_nothing_imported(runner: &Runner) {
     let store = runner.store();
     assert!(releases_in(&store).unwrap().is_empty());
-    assert!(store.entries().unwrap().is_empty(), "the store holds nothing");
+    assert!(
+        store.entries().unwrap().is_empty(),
+        "the store holds nothing"
+    );
 }
 
 #[test]
@@ -233,15 +343,17 @@ fn a_bad_release_tar_is_refused_whole_and_bad_inputs_before_anything_runs() {
     vendor.build();
     vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
     let runner = Runner::new("globex");
-    runner.run(&["trust", "add", vendor.public_key.to_str().unwrap()]).ok();
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
 
     // A tar missing a part: the gpu-pools bundle is not in it.
     let missing = forged_tar(&vendor, "missing", |dir| {
         edit_index(dir, |index| {
-            index["manifests"]
-                .as_array_mut()
-                .unwrap()
-                .retain(|m| m["annotations"]["dev.stackpack.stack"] != "gpu-pools" || m["annotations"]["dev.stackpack.kind"] != "bundle");
+            index["manifests"].as_array_mut().unwrap().retain(|m| {
+                m["annotations"]["dev.stackpack.stack"] != "gpu-pools"
+                    || m["annotations"]["dev.stackpack.kind"] != "bundle"
+            });
         })
     });
     let run = runner.run(&["import", missing.to_str().unwrap()]).code(1);
@@ -254,9 +366,17 @@ fn a_bad_release_tar_is_refused_whole_and_bad_inputs_before_anything_runs() {
 
     // A part whose digest is not the one pinned: another gpu-pools bundle stands in
     // for the pinned one.
-    vendor.change("gpu-pools", "\n# changed\nresource \"terraform_data\" \"extra\" {\n  input = 1\n}\n");
+    vendor.change(
+        "gpu-pools",
+        "\n# changed\nresource \"terraform_data\" \"extra\" {\n  input = 1\n}\n",
+    );
     let rebuilt = vendor.build();
-    let other = rebuilt.iter().find(|(s, _)| s == "gpu-pools").unwrap().1.clone();
+    let other = rebuilt
+        .iter()
+        .find(|(s, _)| s == "gpu-pools")
+        .unwrap()
+        .1
+        .clone();
     let layout = ImageLayout::open(vendor.layout_dir()).unwrap();
     let other_digest = layout
         .find_bundle("gpu-pools", &other.parse().unwrap())
@@ -267,7 +387,10 @@ fn a_bad_release_tar_is_refused_whole_and_bad_inputs_before_anything_runs() {
     let swapped = forged_tar(&vendor, "swapped", |dir| {
         edit_index(dir, |index| {
             let manifests = index["manifests"].as_array_mut().unwrap();
-            manifests.retain(|m| m["digest"] != other_digest.as_str() || m["annotations"]["dev.stackpack.kind"] != "bundle");
+            manifests.retain(|m| {
+                m["digest"] != other_digest.as_str()
+                    || m["annotations"]["dev.stackpack.kind"] != "bundle"
+            });
             for m in manifests.iter_mut() {
                 if m["annotations"]["dev.stackpack.stack"] == "gpu-pools"
                     && m["annotations"]["dev.stackpack.kind"] == "bundle"
@@ -289,7 +412,11 @@ fn a_bad_release_tar_is_refused_whole_and_bad_inputs_before_anything_runs() {
 
     // A release signed by a key this runner does not trust.
     let stranger = PrivateKey::from_secret_bytes([7; 32]);
-    vendor.write(&vendor.description("rogue", "1.0.0", ALL_V1), &[], Some(&stranger));
+    vendor.write(
+        &vendor.description("rogue", "1.0.0", ALL_V1),
+        &[],
+        Some(&stranger),
+    );
     let rogue = forged_tar(&vendor, "rogue", |dir| {
         edit_index(dir, |index| {
             index["manifests"]
@@ -344,8 +471,14 @@ fn a_bad_release_tar_is_refused_whole_and_bad_inputs_before_anything_runs() {
         run.stderr
     );
     let status_now = status(&runner);
-    assert!(status_now["stacks"].as_array().unwrap().is_empty(), "{status_now}");
-    assert!(status_now["releases"].as_array().unwrap().is_empty(), "{status_now}");
+    assert!(
+        status_now["stacks"].as_array().unwrap().is_empty(),
+        "{status_now}"
+    );
+    assert!(
+        status_now["releases"].as_array().unwrap().is_empty(),
+        "{status_now}"
+    );
     assert!(!runner.state_file("network").exists());
 }
 
@@ -360,8 +493,12 @@ fn two_releases_cannot_claim_one_stack() {
     );
     vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
     let runner = Runner::new("globex");
-    runner.run(&["trust", "add", vendor.public_key.to_str().unwrap()]).ok();
-    runner.run(&["import", vendor.layout_dir().to_str().unwrap()]).ok();
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
     let inputs = inputs_dir(runner.temp.path(), 1);
     let dir = inputs.to_str().unwrap();
     runner
@@ -371,7 +508,8 @@ fn two_releases_cannot_claim_one_stack() {
         .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes"])
         .code(1);
     assert!(
-        run.stderr.contains("stack `network` is installed as part of release `base@1.0.0`")
+        run.stderr
+            .contains("stack `network` is installed as part of release `base@1.0.0`")
             && run.stderr.contains("`platform@1.0.0`")
             && run.stderr.contains("stackpack-runner destroy base"),
         "{}",
@@ -394,19 +532,33 @@ fn a_release_pulled_from_distribution_applies_and_its_services_mirror_to_the_cus
     let service = service_image(&vendor.layout(), "inference", b"model server, version 1");
     vendor.write(
         &vendor.description("platform", "1.0.0", ALL_V1),
-        &[service.clone()],
+        std::slice::from_ref(&service),
         None,
     );
-    push_release(&vendor.layout(), &vendor_registry.host(), "acme", "platform", "1.0.0");
+    push_release(
+        &vendor.layout(),
+        &vendor_registry.host(),
+        "acme",
+        "platform",
+        "1.0.0",
+    );
 
     let runner = Runner::new("globex");
-    runner.run(&["trust", "add", vendor.public_key.to_str().unwrap()]).ok();
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
     let reference = format!("{}/acme/releases/platform:1.0.0", vendor_registry.host());
     runner.run(&["pull", &reference, "--insecure"]).ok();
     let store = runner.store();
     assert_eq!(releases_in(&store).unwrap().len(), 1);
     for stack in ["network", "cluster", "gpu-pools"] {
-        assert!(store.find_bundle(stack, &"0.1.0".parse().unwrap()).unwrap().is_some(), "{stack}");
+        assert!(
+            store
+                .find_bundle(stack, &"0.1.0".parse().unwrap())
+                .unwrap()
+                .is_some(),
+            "{stack}"
+        );
     }
 
     // The service goes to the customer's registry, by digest.
@@ -435,14 +587,26 @@ fn a_release_pulled_from_distribution_applies_and_its_services_mirror_to_the_cus
     .unwrap();
     let mut body = Vec::new();
     std::io::Read::read_to_end(&mut manifest.into_reader(), &mut body).unwrap();
-    assert_eq!(stackpack_schema::digest::Digest::of(&body).to_string(), digest);
+    assert_eq!(
+        stackpack_schema::digest::Digest::of(&body).to_string(),
+        digest
+    );
 
     // Applied as pulled; status lists the service.
     let inputs = inputs_dir(runner.temp.path(), 1);
     runner
-        .run(&["apply", "platform@1.0.0", "--inputs-dir", inputs.to_str().unwrap(), "--yes"])
+        .run(&[
+            "apply",
+            "platform@1.0.0",
+            "--inputs-dir",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
         .ok();
-    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "1x@main@vpc-10.1.0.0/16");
+    assert_eq!(
+        output_in_state(&runner, "gpu-pools", "pool"),
+        "1x@main@vpc-10.1.0.0/16"
+    );
     let status_now = status(&runner);
     let platform = release_status(&status_now, "platform");
     assert_eq!(platform["services"][0]["name"], "inference");
@@ -450,7 +614,14 @@ fn a_release_pulled_from_distribution_applies_and_its_services_mirror_to_the_cus
 
     // A prerelease is refused where the policy says stable only, before any download.
     let run = runner
-        .run(&["pull", &format!("{}/acme/releases/platform:1.1.0-feat.1", vendor_registry.host()), "--insecure"])
+        .run(&[
+            "pull",
+            &format!(
+                "{}/acme/releases/platform:1.1.0-feat.1",
+                vendor_registry.host()
+            ),
+            "--insecure",
+        ])
         .code(1);
     assert!(run.stderr.contains("prerelease"), "{}", run.stderr);
 }

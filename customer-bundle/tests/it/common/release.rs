@@ -90,7 +90,11 @@ impl ReleaseVendor {
         )
         .unwrap();
         std::fs::write(dir.join(".gitignore"), ".stackpack/\n").unwrap();
-        for (stack, main) in [("network", NETWORK), ("cluster", CLUSTER), ("gpu-pools", GPU_POOLS)] {
+        for (stack, main) in [
+            ("network", NETWORK),
+            ("cluster", CLUSTER),
+            ("gpu-pools", GPU_POOLS),
+        ] {
             let folder = dir.join("stacks").join(stack);
             std::fs::create_dir_all(&folder).unwrap();
             std::fs::write(
@@ -132,7 +136,14 @@ impl ReleaseVendor {
         let run = Run::from(
             Command::new(stackpack_bin())
                 .current_dir(&self.dir)
-                .args(["build", "--json", "--key", self.key.to_str().unwrap(), "--branch", "main"])
+                .args([
+                    "build",
+                    "--json",
+                    "--key",
+                    self.key.to_str().unwrap(),
+                    "--branch",
+                    "main",
+                ])
                 .env_remove("GITHUB_HEAD_REF")
                 .env_remove("GITHUB_REF_NAME")
                 .env_remove("CI_COMMIT_REF_NAME")
@@ -168,7 +179,12 @@ impl ReleaseVendor {
 
     /// The description of release `name@version` pinning `stacks` (`stack@version`,
     /// as in the layout), wired network → cluster → gpu-pools.
-    pub fn description(&self, name: &str, version: &str, stacks: &[(&str, &str)]) -> ReleaseDescription {
+    pub fn description(
+        &self,
+        name: &str,
+        version: &str,
+        stacks: &[(&str, &str)],
+    ) -> ReleaseDescription {
         let layout = self.layout();
         let order = ["network", "cluster", "gpu-pools"];
         let mut pinned = Vec::new();
@@ -179,8 +195,14 @@ impl ReleaseVendor {
             let v = Version::parse(v).unwrap();
             let bundle = layout.find_bundle(stack, &v).unwrap().expect("built");
             let (depends_on, inputs_from) = match stack {
-                "cluster" => (vec!["network".to_string()], [("vpc_id", "network.vpc_id")].as_slice()),
-                "gpu-pools" => (vec!["cluster".to_string()], [("cluster_id", "cluster.cluster_id")].as_slice()),
+                "cluster" => (
+                    vec!["network".to_string()],
+                    [("vpc_id", "network.vpc_id")].as_slice(),
+                ),
+                "gpu-pools" => (
+                    vec!["cluster".to_string()],
+                    [("cluster_id", "cluster.cluster_id")].as_slice(),
+                ),
                 _ => (vec![], [].as_slice()),
             };
             pinned.push(ReleaseStack {
@@ -213,7 +235,12 @@ impl ReleaseVendor {
     /// Writes `description` into the vendor's layout, signed with `key` (the
     /// vendor's when `None`), with `services` (their blobs must be in the layout
     /// for an airgap tar to carry them).
-    pub fn write(&self, description: &ReleaseDescription, services: &[(ReleaseService, Descriptor)], key: Option<&PrivateKey>) -> Descriptor {
+    pub fn write(
+        &self,
+        description: &ReleaseDescription,
+        services: &[(ReleaseService, Descriptor)],
+        key: Option<&PrivateKey>,
+    ) -> Descriptor {
         let layout = self.layout();
         let mut description = description.clone();
         description.services = services.iter().map(|(s, _)| s.clone()).collect();
@@ -231,10 +258,15 @@ impl ReleaseVendor {
         )
         .unwrap();
         let mut entry = signature;
-        entry.annotations = Some(stackpack_bundle::layout::signature_entry_annotations(&index.digest));
+        entry.annotations = Some(stackpack_bundle::layout::signature_entry_annotations(
+            &index.digest,
+        ));
         layout.add_entry(entry).unwrap();
         let mut entry = index.clone();
-        entry.annotations = Some(release_entry_annotations(&description.name, &description.version));
+        entry.annotations = Some(release_entry_annotations(
+            &description.name,
+            &description.version,
+        ));
         layout.add_entry(entry).unwrap();
         index
     }
@@ -264,24 +296,41 @@ pub fn inputs_dir(root: &Path, pool_size: u32) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("network.tfvars"), "cidr = \"10.1.0.0/16\"\n").unwrap();
     std::fs::write(dir.join("cluster.tfvars"), "cluster_name = \"main\"\n").unwrap();
-    std::fs::write(dir.join("gpu-pools.tfvars"), format!("pool_size = {pool_size}\n")).unwrap();
+    std::fs::write(
+        dir.join("gpu-pools.tfvars"),
+        format!("pool_size = {pool_size}\n"),
+    )
+    .unwrap();
     dir
 }
 
 /// A small service image (an OCI image manifest, its config and one layer) written
 /// into `layout`, as the vendor's release pins it.
-pub fn service_image(layout: &ImageLayout, name: &str, content: &[u8]) -> (ReleaseService, Descriptor) {
+pub fn service_image(
+    layout: &ImageLayout,
+    name: &str,
+    content: &[u8],
+) -> (ReleaseService, Descriptor) {
     use stackpack_schema::media_type;
     use stackpack_schema::oci::ImageManifest;
-    let config = br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
     let (config_digest, config_size) = layout.write_blob(config).unwrap();
     let (layer_digest, layer_size) = layout.write_blob(content).unwrap();
     let manifest = ImageManifest {
         schema_version: 2,
         media_type: Some(media_type::OCI_MANIFEST.into()),
         artifact_type: None,
-        config: Descriptor::new("application/vnd.oci.image.config.v1+json", config_digest, config_size),
-        layers: vec![Descriptor::new("application/vnd.oci.image.layer.v1.tar", layer_digest, layer_size)],
+        config: Descriptor::new(
+            "application/vnd.oci.image.config.v1+json",
+            config_digest,
+            config_size,
+        ),
+        layers: vec![Descriptor::new(
+            "application/vnd.oci.image.layer.v1.tar",
+            layer_digest,
+            layer_size,
+        )],
         subject: None,
         annotations: None,
     };
@@ -322,13 +371,33 @@ pub fn push_release(layout: &ImageLayout, host: &str, namespace: &str, name: &st
             let subject = manifest.subject.unwrap().digest;
             push_signature(&remote, &repository, layout, entry, &subject).unwrap();
         } else {
-            push_manifest_with_blobs(&remote, &repository, layout, entry, &entry.digest.to_string(), None).unwrap();
+            push_manifest_with_blobs(
+                &remote,
+                &repository,
+                layout,
+                entry,
+                &entry.digest.to_string(),
+                None,
+            )
+            .unwrap();
         }
     }
     remote
-        .push_manifest(&repository, &version.to_string(), &bytes, media_type::OCI_INDEX)
+        .push_manifest(
+            &repository,
+            &version.to_string(),
+            &bytes,
+            media_type::OCI_INDEX,
+        )
         .unwrap();
     for signature in layout.signatures_for(&index_descriptor.digest).unwrap() {
-        push_signature(&remote, &repository, layout, &signature, &index_descriptor.digest).unwrap();
+        push_signature(
+            &remote,
+            &repository,
+            layout,
+            &signature,
+            &index_descriptor.digest,
+        )
+        .unwrap();
     }
 }
