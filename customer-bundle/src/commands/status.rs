@@ -45,9 +45,9 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     }
     if stacks.is_empty() {
         progress("nothing has been applied by this runner yet");
-        return Ok(ExitStatus::Success);
+    } else {
+        print!("{}", status_table(&stacks));
     }
-    print!("{}", status_table(&stacks));
     print!("{}", super::release::releases_text(&releases));
     Ok(ExitStatus::Success)
 }

@@ -146,11 +146,16 @@ fn roll_back_changed(home: &Home, stacks: &mut [StackRun], wait: Duration, ui: &
             continue;
         };
         (ui.status)(&format!("rolling back `{}` to `{before}`", stack.name));
+        // The stack goes back into the release it was part of.
+        let release = previous_release(home, stack).unwrap_or_default();
         let request = Request {
             stack: stack.name.clone(),
             target: Target::Rollback { inputs: vec![] },
             wait,
-            options: Options::default(),
+            options: Options {
+                release,
+                ..Options::default()
+            },
         };
         match ui_deploy(home, request, ui) {
             Ok(report) => {
@@ -163,6 +168,22 @@ fn roll_back_changed(home: &Home, stacks: &mut [StackRun], wait: Duration, ui: &
             )),
         }
     }
+}
+
+/// The release the deployment a rollback of `stack` lands on was part of: the one
+/// in place for a stack whose apply failed, the one before for a stack applied.
+fn previous_release(home: &Home, stack: &StackRun) -> Result<Option<ReleaseRef>> {
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let landing = match stack.result {
+        StackResult::Failed => ledger.current(&stack.name)?,
+        _ => ledger.rollback_target(&stack.name)?,
+    };
+    let Some(landing) = landing else {
+        return Ok(None);
+    };
+    Ok(ledger
+        .receipt(&landing.receipt_id)?
+        .and_then(|r| r.receipt.release))
 }
 
 fn ui_deploy(home: &Home, request: Request, ui: &ReleaseUi) -> Result<deploy::Report> {

@@ -168,7 +168,30 @@ pub fn apply(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<StackRun>> {
     let mut done: BTreeSet<String> = BTreeSet::new();
     let mut results: Vec<StackRun> = Vec::new();
     let mut failed = false;
+    // Between stacks, SIGINT and SIGTERM stop the release before the next stack
+    // starts (during an engine run, the stack's own run records them), so the
+    // release receipt says where each stack is.
+    let _guard = crate::interrupt::Guard::install();
     while !failed && done.len() < run.stacks.len() {
+        if let Some(signal) = crate::interrupt::received() {
+            if let Some(next) = run.stacks.iter().find(|s| !done.contains(&s.stack.name)) {
+                let ledger = Ledger::open(&run.home.ledger_path())?;
+                results.push(StackRun {
+                    name: next.stack.name.clone(),
+                    version: next.stack.version.clone(),
+                    result: StackResult::NotReached,
+                    receipt_id: None,
+                    before: ledger.current(&next.stack.name)?.map(|d| d.version),
+                    error: Some(Error::refused(format!(
+                        "stopped by {} before it started",
+                        crate::interrupt::name(signal)
+                    ))),
+                    outputs: None,
+                });
+                done.insert(next.stack.name.clone());
+            }
+            break;
+        }
         let ready: Vec<&StackInputs> = run
             .stacks
             .iter()

@@ -625,3 +625,208 @@ fn a_release_pulled_from_distribution_applies_and_its_services_mirror_to_the_cus
         .code(1);
     assert!(run.stderr.contains("prerelease"), "{}", run.stderr);
 }
+
+#[test]
+fn a_failed_stack_stops_the_release_says_where_each_stack_is_and_rolls_back_what_it_changed() {
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
+    let inputs = inputs_dir(runner.temp.path(), 3);
+    let dir = inputs.to_str().unwrap();
+    runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes"])
+        .ok();
+
+    // 1.1.0 changes the cluster, and GPU pools that refuse three GPUs per pool.
+    vendor.change(
+        "cluster",
+        "\noutput \"name\" {\n  value       = var.cluster_name\n  description = \"The cluster's name.\"\n}\n",
+    );
+    vendor.change(
+        "gpu-pools",
+        "\nresource \"terraform_data\" \"guard\" {\n  input = var.pool_size\n  lifecycle {\n    precondition {\n      condition     = var.pool_size < 2\n      error_message = \"a pool of more than one GPU needs a bigger cluster\"\n    }\n  }\n}\n",
+    );
+    let built = vendor.build();
+    let version = |stack: &str| built.iter().find(|(s, _)| s == stack).unwrap().1.clone();
+    let (cluster, gpu) = (version("cluster"), version("gpu-pools"));
+    vendor.write(
+        &vendor.description(
+            "platform",
+            "1.1.0",
+            &[
+                ("network", "0.1.0"),
+                ("cluster", &cluster),
+                ("gpu-pools", &gpu),
+            ],
+        ),
+        &[],
+        None,
+    );
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
+
+    // Stop: the error names the failed stack and where every stack is.
+    let run = runner
+        .run(&["apply", "platform@1.1.0", "--inputs-dir", dir, "--yes"])
+        .code(1);
+    assert!(
+        run.stderr
+            .contains("release `platform@1.1.0` stopped at `gpu-pools`")
+            && run
+                .stderr
+                .contains("a pool of more than one GPU needs a bigger cluster")
+            && run.stderr.contains(&format!(
+                "cluster          at {cluster} (release pins {cluster}; applied)"
+            ))
+            && run.stderr.contains(&format!(
+                "gpu-pools        at 0.1.0 (release pins {gpu}; failed)"
+            )),
+        "{}",
+        run.stderr
+    );
+    let status_now = status(&runner);
+    let platform = release_status(&status_now, "platform");
+    assert_eq!(platform["version"], "1.0.0");
+    assert_eq!(platform["state"], "mixed");
+    assert_eq!(platform["lastRun"]["outcome"], "failed");
+
+    // With `on-failure = "rollback"`, what this run changed goes back.
+    runner
+        .run(&[
+            "apply",
+            "platform@1.0.0",
+            "--inputs-dir",
+            dir,
+            "--yes",
+            "--allow-downgrade",
+        ])
+        .ok();
+    assert_eq!(
+        release_status(&status(&runner), "platform")["state"],
+        "applied"
+    );
+    runner.set_config("[policy]\n", "[policy]\non-failure = \"rollback\"\n");
+    let run = runner
+        .run(&["apply", "platform@1.1.0", "--inputs-dir", dir, "--yes"])
+        .code(1);
+    assert!(
+        run.stderr.contains("rolling back `cluster` to `0.1.0`")
+            && run
+                .stderr
+                .contains("cluster          at 0.1.0 (release pins"),
+        "{}",
+        run.stderr
+    );
+    let status_now = status(&runner);
+    let platform = release_status(&status_now, "platform");
+    assert_eq!(platform["state"], "applied", "{platform}");
+    assert_eq!(output_in_state(&runner, "cluster", "name"), Value::Null);
+    assert_eq!(
+        output_in_state(&runner, "gpu-pools", "pool"),
+        "3x@main@vpc-10.1.0.0/16"
+    );
+}
+
+#[test]
+fn a_release_stopped_by_sigterm_is_recorded_truthfully_and_a_rerun_continues_where_it_stopped() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let vendor = ReleaseVendor::new();
+    // GPU pools that take a while to apply, the first time only: long enough to be
+    // stopped mid-apply.
+    vendor.change(
+        "gpu-pools",
+        "\nvariable \"marker\" {\n  type        = string\n  default     = \"\"\n  description = \"A file made when the pool starts.\"\n}\n\nresource \"terraform_data\" \"slow\" {\n  count = var.marker == \"\" ? 0 : 1\n  provisioner \"local-exec\" {\n    command = \"if [ -e '${var.marker}' ]; then exit 0; fi; touch '${var.marker}'; sleep 60\"\n  }\n}\n",
+    );
+    vendor.build();
+    vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
+    let inputs = inputs_dir(runner.temp.path(), 2);
+    let marker = runner.temp.path().join("pool-started");
+    std::fs::write(
+        inputs.join("gpu-pools.tfvars"),
+        format!("pool_size = 2\nmarker = \"{}\"\n", marker.display()),
+    )
+    .unwrap();
+    let dir = inputs.to_str().unwrap();
+
+    let child = runner
+        .command(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !marker.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "gpu-pools never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let stopped = crate::common::Run::from(child.wait_with_output().unwrap());
+    assert_ne!(stopped.code, 0, "{}", stopped.stderr);
+    assert!(
+        stopped
+            .stderr
+            .contains("release `platform@1.0.0` stopped at `gpu-pools`")
+            && stopped
+                .stderr
+                .contains("network          at 0.1.0 (release pins 0.1.0; applied)")
+            && stopped
+                .stderr
+                .contains("cluster          at 0.1.0 (release pins 0.1.0; applied)"),
+        "{}",
+        stopped.stderr
+    );
+    let status_now = status(&runner);
+    let platform = release_status(&status_now, "platform");
+    assert_eq!(platform["lastRun"]["outcome"], "failed");
+
+    // The rerun leaves what is done alone and finishes the rest.
+    let rerun = runner
+        .run(&[
+            "apply",
+            "platform@1.0.0",
+            "--inputs-dir",
+            dir,
+            "--yes",
+            "--json",
+        ])
+        .ok();
+    assert_eq!(
+        results(&rerun),
+        [
+            pair("network", "unchanged"),
+            pair("cluster", "unchanged"),
+            pair("gpu-pools", "applied")
+        ]
+    );
+    assert_eq!(
+        output_in_state(&runner, "gpu-pools", "pool"),
+        "2x@main@vpc-10.1.0.0/16"
+    );
+    assert_eq!(
+        release_status(&status(&runner), "platform")["state"],
+        "applied"
+    );
+}
