@@ -612,6 +612,35 @@ fn a_release_pulled_from_distribution_applies_and_its_services_mirror_to_the_cus
     assert_eq!(platform["services"][0]["name"], "inference");
     assert_eq!(platform["services"][0]["digest"], digest.as_str());
 
+    // A copy in another namespace: its bundles are signed for `acme/stacks/…`, so it
+    // is refused until `runner.toml` says that namespace mirrors `acme`.
+    push_release(
+        &vendor.layout(),
+        &vendor_registry.host(),
+        "other",
+        "platform",
+        "1.0.0",
+    );
+    let elsewhere = Runner::new("initech");
+    elsewhere
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    let copy = format!("{}/other/releases/platform:1.0.0", vendor_registry.host());
+    let refused = elsewhere.run(&["pull", &copy, "--insecure"]).code(1);
+    assert!(
+        refused.stderr.contains("nothing was imported")
+            && refused.stderr.contains("[policy.mirrors]"),
+        "{}",
+        refused.stderr
+    );
+    assert!(releases_in(&elsewhere.store()).unwrap().is_empty());
+    let config = elsewhere.home.join("runner.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[policy.mirrors]\n\"other\" = \"acme\"\n");
+    std::fs::write(&config, text).unwrap();
+    elsewhere.run(&["pull", &copy, "--insecure"]).ok();
+    assert_eq!(releases_in(&elsewhere.store()).unwrap().len(), 1);
+
     // A prerelease is refused where the policy says stable only, before any download.
     let run = runner
         .run(&[
@@ -829,4 +858,106 @@ fn a_release_stopped_by_sigterm_is_recorded_truthfully_and_a_rerun_continues_whe
         release_status(&status(&runner), "platform")["state"],
         "applied"
     );
+}
+
+#[test]
+fn independent_stacks_apply_in_parallel_and_services_from_a_tar_mirror_to_the_customers_registry() {
+    use crate::common::release::service_image;
+    use stackpack_test_support::servers::Distribution;
+
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    // `gpu-pools` without its wiring: it depends on nothing here, so it can run
+    // beside `network`.
+    let mut description = vendor.description(
+        "pools",
+        "1.0.0",
+        &[("network", "0.1.0"), ("gpu-pools", "0.1.0")],
+    );
+    for stack in &mut description.stacks {
+        stack.depends_on.clear();
+        stack.inputs_from.clear();
+    }
+    let service = service_image(&vendor.layout(), "inference", b"model server, version 2");
+    vendor.write(&description, std::slice::from_ref(&service), None);
+    let tar = vendor.export_tar("pools.tar");
+
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner.run(&["import", tar.to_str().unwrap()]).ok();
+    let inputs = inputs_dir(runner.temp.path(), 4);
+    std::fs::write(
+        inputs.join("gpu-pools.tfvars"),
+        "pool_size = 4\ncluster_id = \"existing\"\n",
+    )
+    .unwrap();
+    let applied = runner
+        .run(&[
+            "apply",
+            "pools@1.0.0",
+            "--inputs-dir",
+            inputs.to_str().unwrap(),
+            "--yes",
+            "--parallel",
+            "2",
+            "--json",
+        ])
+        .ok();
+    assert_eq!(
+        results(&applied),
+        [pair("network", "applied"), pair("gpu-pools", "applied")]
+    );
+    assert_eq!(output_in_state(&runner, "gpu-pools", "pool"), "4x@existing");
+    // The two ran at once: each started before the other finished.
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let span = |stack: &str| {
+        let r = receipts["receipts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["receipt"]["receipt"])
+            .find(|r| r["stack"] == stack && r["kind"] == "apply")
+            .unwrap();
+        (
+            r["startedAt"].as_str().unwrap().to_string(),
+            r["finishedAt"].as_str().unwrap().to_string(),
+        )
+    };
+    let (network, pools) = (span("network"), span("gpu-pools"));
+    assert!(
+        network.0 < pools.1 && pools.0 < network.1,
+        "{network:?} {pools:?}"
+    );
+
+    // The service came in the tar: it goes from the store to the customer's registry.
+    let customer_registry = Distribution::require();
+    let mirrored = runner
+        .run(&[
+            "mirror-services",
+            "pools@1.0.0",
+            "--to",
+            &format!("{}/globex", customer_registry.host()),
+            "--insecure",
+        ])
+        .ok();
+    assert!(
+        mirrored.stdout.contains(&format!(
+            "{}/globex/inference@{}",
+            customer_registry.host(),
+            service.0.digest
+        )),
+        "{}",
+        mirrored.stdout
+    );
+    let manifest = ureq::get(&format!(
+        "{}/v2/globex/inference/manifests/{}",
+        customer_registry.url(),
+        service.0.digest
+    ))
+    .set("Accept", "application/vnd.oci.image.manifest.v1+json")
+    .call()
+    .unwrap();
+    assert_eq!(manifest.status(), 200);
 }
