@@ -20,14 +20,16 @@ pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
     ));
     let releases_before = store_releases(&home)?;
     let imported = store::import(&home, &args.source)?;
-    for release in store_releases(&home)? {
-        if !releases_before.contains(&release) {
-            status(&format!(
-                "release `{release}` verified and imported with every bundle it pins"
-            ));
-        }
+    let releases: Vec<String> = store_releases(&home)?
+        .into_iter()
+        .filter(|release| !releases_before.contains(release))
+        .collect();
+    for release in &releases {
+        status(&format!(
+            "release `{release}` verified and imported with every bundle it pins"
+        ));
     }
-    show_imported(&imported, args.json);
+    show_imported(&imported, &releases, args.json);
     Ok(ExitStatus::Success)
 }
 
@@ -45,11 +47,11 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
     status(&format!("pulling `{}`", args.reference));
     if stackpack_runner::release::pull::is_release_reference(&bundle) {
         let imported = stackpack_runner::release::pull::pull(&home, &bundle, args.insecure)?;
+        let release = format!("{}@{}", bundle.stack, bundle.version);
         status(&format!(
-            "release `{}@{}` verified and imported with its bundles",
-            bundle.stack, bundle.version
+            "release `{release}` verified and imported with every bundle it pins"
         ));
-        show_imported(&imported, args.json);
+        show_imported(&imported, &[release], args.json);
         return Ok(ExitStatus::Success);
     }
     // A bar on a terminal, plain lines in CI logs, nothing with `--quiet`.
@@ -62,13 +64,15 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
         Bar::new(bundle.stack.clone(), "pulled", display) as Progress
     });
     let imported = stackpack_runner::pull::pull(&home, &bundle, args.insecure, progress)?;
-    show_imported(&imported, args.json);
+    show_imported(&imported, &[], args.json);
     Ok(ExitStatus::Success)
 }
 
-fn show_imported(imported: &[store::Imported], json: bool) {
+/// The bundles imported, and the releases (`NAME@VERSION`) new in the store.
+fn show_imported(imported: &[store::Imported], releases: &[String], json: bool) {
     if json {
         print_json(&json!({
+            "releases": releases,
             "imported": imported.iter().map(|i| json!({
                 "stack": i.stack,
                 "version": i.version.to_string(),

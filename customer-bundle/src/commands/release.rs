@@ -141,6 +141,7 @@ pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Re
     run.allow_downgrade = args.allow_downgrade;
     let ledger = Ledger::open(&home.ledger_path())?;
     history::check_claims(&ledger, &release.description)?;
+    history::check_downgrades(&ledger, &release.description, args.allow_downgrade)?;
     if !args.yes {
         if !std::io::stdin().is_terminal() {
             return Err(Error::refused(

@@ -87,3 +87,31 @@ pub fn current(ledger: &Ledger, release: &str) -> Result<Option<Version>> {
         .pop()
         .map(|r| r.receipt.version))
 }
+
+/// Refuses, before anything runs, a release that pins an older version of a stack
+/// than the one installed, unless downgrades are allowed.
+pub fn check_downgrades(
+    ledger: &Ledger,
+    description: &ReleaseDescription,
+    allowed: bool,
+) -> Result<()> {
+    if allowed {
+        return Ok(());
+    }
+    for stack in &description.stacks {
+        let Some(current) = ledger.current(&stack.name)? else {
+            continue;
+        };
+        if stack.version.cmp_precedence(&current.version) == std::cmp::Ordering::Less {
+            return Err(Error::refused(format!(
+                "nothing was applied: release `{}@{}` pins `{}@{}`, older than the installed `{}`",
+                description.name, description.version, stack.name, stack.version, current.version
+            ))
+            .hint(format!(
+                "run `stackpack-runner rollback {}` to go back to the previous release, or pass `--allow-downgrade`",
+                description.name
+            )));
+        }
+    }
+    Ok(())
+}

@@ -728,6 +728,16 @@ fn a_failed_stack_stops_the_release_says_where_each_stack_is_and_rolls_back_what
     assert_eq!(platform["lastRun"]["outcome"], "failed");
 
     // With `on-failure = "rollback"`, what this run changed goes back.
+    let refused = runner
+        .run(&["apply", "platform@1.0.0", "--inputs-dir", dir, "--yes"])
+        .code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "nothing was applied: release `platform@1.0.0` pins `cluster@0.1.0`, older than the installed `{cluster}`"
+        )),
+        "{}",
+        refused.stderr
+    );
     runner
         .run(&[
             "apply",
