@@ -113,4 +113,75 @@ impl SignedReleaseReceipt {
             public_key: b64.encode(public_key.to_der()),
         }
     }
+
+    /// Whether the signature matches the receipt and the key it names: true only
+    /// for the receipt exactly as signed.
+    pub fn verifies(&self) -> bool {
+        use ed25519_dalek::pkcs8::DecodePublicKey;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let Ok(der) = b64.decode(&self.public_key) else {
+            return false;
+        };
+        let Ok(verifying) = ed25519_dalek::VerifyingKey::from_public_key_der(&der) else {
+            return false;
+        };
+        let key_id = stackpack_schema::signature::PublicKey::from_der(&der).map(|k| k.key_id());
+        let signature: Option<[u8; 64]> = b64
+            .decode(&self.signature)
+            .ok()
+            .and_then(|bytes| bytes.try_into().ok());
+        match (key_id, signature) {
+            (Ok(key_id), Some(bytes))
+                if self.algorithm == "ed25519" && key_id == self.receipt.key_id =>
+            {
+                verifying
+                    .verify_strict(
+                        &canonical_json(&self.receipt),
+                        &ed25519_dalek::Signature::from_bytes(&bytes),
+                    )
+                    .is_ok()
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_release_receipt_verifies_as_signed_and_not_once_changed() {
+        let key = PrivateKey::from_secret_bytes([3; 32]);
+        let receipt = ReleaseReceipt {
+            format: RELEASE_RECEIPT_FORMAT,
+            id: "r-1".into(),
+            customer: "globex".into(),
+            release: "platform".into(),
+            version: Version::new(1, 2, 0),
+            digest: Digest::of(b"index"),
+            kind: ReceiptKind::Apply,
+            outcome: Outcome::Succeeded,
+            stacks: vec![ReleaseReceiptStack {
+                name: "network".into(),
+                version: Version::new(1, 0, 0),
+                result: StackResult::Unchanged,
+                receipt_id: Some("r-0".into()),
+                installed: Some(Version::new(1, 0, 0)),
+            }],
+            services: vec![ReleaseReceiptService {
+                name: "inference".into(),
+                digest: Digest::of(b"image"),
+            }],
+            started_at: "2026-12-01T00:00:00.000Z".into(),
+            finished_at: "2026-12-01T00:01:00.000Z".into(),
+            key_id: String::new(),
+        };
+        let signed = SignedReleaseReceipt::sign(receipt, &key);
+        assert_eq!(signed.receipt.key_id, key.public_key().key_id());
+        assert!(signed.verifies());
+        let mut changed = signed.clone();
+        changed.receipt.outcome = Outcome::Failed;
+        assert!(!changed.verifies());
+    }
 }

@@ -127,6 +127,13 @@ fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rol
             pair("gpu-pools", "applied")
         ]
     );
+    // The release receipt is signed by the installation key and names each stack
+    // receipt.
+    let signed: stackpack_runner::release::receipt::SignedReleaseReceipt =
+        serde_json::from_value(applied.json()["releaseReceipt"].clone()).unwrap();
+    assert!(signed.verifies());
+    assert_eq!(signed.receipt.release, "platform");
+    assert!(signed.receipt.stacks.iter().all(|s| s.receipt_id.is_some()));
     // The wired values went all the way down.
     assert_eq!(
         output_in_state(&runner, "network", "vpc_id"),
