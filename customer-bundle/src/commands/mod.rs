@@ -6,6 +6,7 @@ pub mod import;
 pub mod inputs;
 pub mod receipts;
 pub mod release;
+pub mod release_status;
 pub mod setup;
 pub mod status;
 

@@ -30,7 +30,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     let ledger = Ledger::open(&home.ledger_path())?;
     let stacks = deployed(&home, &ledger)?;
     let interrupted = ledger.interrupted_runs()?;
-    let releases = super::release::releases_status(&ledger)?;
+    let releases = super::release_status::releases_status(&ledger)?;
     if args.json {
         let mut document = status_json(&home, &interrupted, &stacks);
         document["releases"] = releases;
@@ -48,7 +48,7 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     } else {
         print!("{}", status_table(&stacks));
     }
-    print!("{}", super::release::releases_text(&releases));
+    print!("{}", super::release_status::releases_text(&releases));
     Ok(ExitStatus::Success)
 }
 
