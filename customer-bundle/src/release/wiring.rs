@@ -175,7 +175,8 @@ pub fn installed_outputs(home: &Home, stack: &str, ui: &mut Ui) -> Result<serde_
         ))
         .hint(format!("apply `{stack}` first"))
     })?;
-    if home.config.backend.kind == "local" {
+    let backend = &home.config.backend;
+    if backend.kind == "local" && !backend.config.contains_key("path") {
         // The state is a file in the home: read its outputs without starting the
         // engine (the same document `output -json` prints, less the types).
         let path = home.state_dir(stack).join("terraform.tfstate");
