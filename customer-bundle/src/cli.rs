@@ -54,6 +54,8 @@ pub enum Command {
     Rollback(RollbackArgs),
     /// What runs here, since when, and which newer version the store holds.
     Status(StatusArgs),
+    /// Copy a release's service artifacts (images, charts) into your own registry.
+    MirrorServices(MirrorServicesArgs),
     /// Plan against the installed version to find changes made outside the runner.
     Drift(DriftArgs),
     /// Destroy everything a stack manages here, after the customer id is typed.
@@ -159,8 +161,13 @@ pub struct DeployArgs {
     pub bundle: String,
     /// An inputs file (`.tfvars` or `.tfvars.json`); give it again for more files,
     /// later files win. `TF_VAR_<name>` sets an input no file sets (for secrets).
-    #[arg(long, value_name = "FILE", required = true)]
+    #[arg(long, value_name = "FILE", required_unless_present = "inputs_dir")]
     pub inputs: Vec<PathBuf>,
+    /// For a release: the folder holding one `STACK.tfvars` (or `.tfvars.json`) per
+    /// stack, as `customers/<id>/` does. Wired inputs are never set there: the runner
+    /// passes them from the upstream stacks' outputs.
+    #[arg(long, value_name = "DIR", conflicts_with = "inputs")]
+    pub inputs_dir: Option<PathBuf>,
     /// A resource the policies may see destroyed or replaced (their
     /// `data.stackpack.allow_replace`); give it again for more.
     #[arg(long, value_name = "ADDRESS")]
@@ -203,6 +210,16 @@ pub struct ApplyArgs {
     /// Allow applying a version older than the installed one.
     #[arg(long)]
     pub allow_downgrade: bool,
+    /// For a release: after the stacks are applied, copy its service artifacts into
+    /// this registry (`HOST/NAMESPACE`), as `mirror-services` does.
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub mirror_services_to: Option<String>,
+    /// Plain HTTP to the `--mirror-services-to` registry (loopback only).
+    #[arg(long)]
+    pub insecure: bool,
+    /// For a release: how many independent stacks may be applied at once.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub parallel: usize,
     /// Apply exactly this reviewed plan (from `plan --out`); refused if the bundle,
     /// the inputs or the state changed since.
     #[arg(long, value_name = "FILE")]
@@ -221,6 +238,22 @@ pub struct RollbackArgs {
     pub yes: bool,
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct MirrorServicesArgs {
+    /// The release, `NAME@VERSION`, as imported or pulled.
+    pub release: String,
+    /// The customer's registry: `HOST[:PORT]/NAMESPACE`; each service goes to
+    /// `NAMESPACE/<service>`, by digest.
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub to: String,
+    /// Plain HTTP (loopback only).
+    #[arg(long)]
+    pub insecure: bool,
     #[arg(long)]
     pub json: bool,
 }

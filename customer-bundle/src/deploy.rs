@@ -673,7 +673,7 @@ fn execute(
 
 /// Unpacks the bundle, lays out its providers, writes the inputs and the backend
 /// override; returns the stack's folder, the `init` arguments, and the providers.
-fn prepare_work(
+pub(crate) fn prepare_work(
     home: &Home,
     bundle: &VerifiedBundle,
     inputs_text: &str,

@@ -8,6 +8,7 @@ use semver::Version;
 use stackpack_schema::receipt::{ReceiptKind, SignedReceipt};
 
 use crate::error::Error;
+use crate::release::receipt::SignedReleaseReceipt;
 
 /// What can go wrong in the ledger. Kept apart from the shared [`Error`] so that the
 /// bundle library, which the packager also compiles, knows nothing about SQLite.
@@ -87,7 +88,21 @@ pub struct StoredReceipt {
 /// transaction. Ledgers made before versions were kept are at 0 and hold the tables
 /// of step 1 already (hence `IF NOT EXISTS`). Add a step for any change; never edit
 /// one that shipped.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2];
+
+/// Release receipts (signed, as JSON), newest last.
+const SCHEMA_V2: &str = "
+CREATE TABLE release_receipts (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    release TEXT NOT NULL,
+    version TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    document TEXT NOT NULL
+);
+";
 
 const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS receipts (
@@ -403,6 +418,43 @@ impl Ledger {
             .collect())
     }
 
+    pub fn add_release_receipt(&self, signed: &SignedReleaseReceipt) -> Result<()> {
+        let r = &signed.receipt;
+        self.conn.execute(
+            "INSERT INTO release_receipts (id, release, version, kind, outcome, finished_at, document)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                r.id,
+                r.release,
+                r.version.to_string(),
+                r.kind.as_str(),
+                r.outcome.to_string(),
+                r.finished_at,
+                serde_json::to_string(signed).expect("a receipt serialises"),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The release receipts of `release` (every release when `None`), newest first.
+    pub fn release_receipts(&self, release: Option<&str>) -> Result<Vec<SignedReleaseReceipt>> {
+        let mut statement = self.conn.prepare(
+            "SELECT document FROM release_receipts WHERE ?1 IS NULL OR release = ?1 ORDER BY seq DESC",
+        )?;
+        let rows = statement.query_map(params![release], |row| row.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let text = row?;
+            out.push(
+                serde_json::from_str(&text).map_err(|e| LedgerError::Corrupt {
+                    what: "release receipt",
+                    detail: e.to_string(),
+                })?,
+            );
+        }
+        Ok(out)
+    }
+
     pub fn add_notes(&self, receipt_id: &str, notes: &[Note]) -> Result<()> {
         for note in notes {
             self.conn.execute(
@@ -435,6 +487,11 @@ impl Ledger {
             "WHERE stack = ?1 AND kind IN ('apply', 'rollback', 'destroy')",
             params![stack],
         )
+    }
+
+    /// The receipt `id`.
+    pub fn receipt(&self, id: &str) -> Result<Option<SignedReceipt>> {
+        self.newest_receipt("WHERE id = ?1", params![id])
     }
 
     /// The newest receipt of `stack` of kind `kind`.

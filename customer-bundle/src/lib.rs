@@ -21,6 +21,7 @@
 //! - [`policy`]: Rego policies (vendor's and customer's) on every plan.
 //! - [`review`]: reviewed plans, signed by the installation key.
 //! - [`smoke`]: `check` blocks and output assertions after an apply.
+//! - [`release`]: releases: import, plan, apply, rollback and destroy of many stacks.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
@@ -36,6 +37,7 @@ pub mod policy;
 pub mod providers;
 pub mod pull;
 pub mod receipts;
+pub mod release;
 pub mod review;
 pub mod smoke;
 pub mod store;

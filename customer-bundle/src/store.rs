@@ -234,7 +234,10 @@ fn import_staged(
     arrival: Arrival,
     pulled_from: Option<&str>,
 ) -> Result<Vec<Imported>> {
-    // 1. Verify everything before anything enters the store.
+    // 1. Verify everything before anything enters the store: every release (its
+    // signature, its description, that each bundle it pins is the one beside it),
+    // then every bundle.
+    let releases = super::release::stored::verify_staged(home, staged)?;
     let verified = verify_staged(home, staged, arrival, pulled_from)?;
     // 2. Refuse a different bundle under a version the store already holds.
     let store = home.store()?;
@@ -260,10 +263,15 @@ fn import_staged(
         done: HashSet::new(),
         repaired: 0,
     };
-    verified
+    let imported = verified
         .into_iter()
         .map(|bundle| copier.bundle(bundle))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // 4. Releases last: a release is never findable before every bundle it pins.
+    for release in releases {
+        super::release::stored::add(&mut copier, release)?;
+    }
+    Ok(imported)
 }
 
 /// Every bundle of the staging layout, verified with the trusted keys (and, when
@@ -307,8 +315,14 @@ fn verify_staged(
                 ..e
             })?;
         if let Some(pulled_from) = pulled_from {
-            let expected = home.config.policy.signed_for(pulled_from);
-            check_signed_repository(&bundle, pulled_from, &expected)?;
+            // A release's bundles are copied into its repository and stay signed
+            // for their own (`NS/stacks/<stack>`).
+            let pulled_from = match pulled_from.rsplit_once("/releases/") {
+                Some((namespace, _)) => format!("{namespace}/stacks/{stack}"),
+                None => pulled_from.to_string(),
+            };
+            let expected = home.config.policy.signed_for(&pulled_from);
+            check_signed_repository(&bundle, &pulled_from, &expected)?;
         }
         verified.push(bundle);
     }
@@ -318,9 +332,9 @@ fn verify_staged(
 /// Copies (or moves) blobs into the store, a copy checked against its digest. A blob
 /// the store already holds is hashed again, and replaced when its content no longer
 /// matches: importing a bundle again repairs it.
-struct Copier<'a> {
-    from: &'a ImageLayout,
-    to: &'a ImageLayout,
+pub(crate) struct Copier<'a> {
+    pub(crate) from: &'a ImageLayout,
+    pub(crate) to: &'a ImageLayout,
     arrival: Arrival,
     /// Blobs copied or found intact during this import.
     done: HashSet<Digest>,
@@ -379,7 +393,7 @@ impl Copier<'_> {
         })
     }
 
-    fn copy(&mut self, digest: &Digest) -> Result<()> {
+    pub(crate) fn copy(&mut self, digest: &Digest) -> Result<()> {
         if self.done.contains(digest) {
             return Ok(());
         }

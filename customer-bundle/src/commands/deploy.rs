@@ -20,6 +20,9 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let deploy = &args.deploy;
     let (stack, version) = parse_bundle(&deploy.bundle)?;
+    if super::release::is_release(&home, &stack)? {
+        return super::release::plan(&home, args, &stack, &version);
+    }
     let target = Target::Plan {
         version,
         inputs: deploy.inputs.clone(),
@@ -43,6 +46,9 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
 pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let (stack, version) = parse_bundle(&args.deploy.bundle)?;
+    if super::release::is_release(&home, &stack)? {
+        return super::release::apply(&home, args, &stack, &version);
+    }
     let confirm = Confirm::from_flag(args.yes)?;
     let target = Target::Apply {
         version,
@@ -119,6 +125,9 @@ fn markdown(report: &Report) -> String {
 pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let stack = parse_stack(&args.stack)?;
+    if super::release::is_release(&home, &stack)? {
+        return super::release::rollback(&home, args);
+    }
     let confirm = Confirm::from_flag(args.yes)?;
     let target = Target::Rollback {
         inputs: args.inputs.clone(),
@@ -150,6 +159,9 @@ pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<ExitStatus> {
 pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let stack = parse_stack(&args.stack)?;
+    if super::release::is_release(&home, &stack)? {
+        return super::release::destroy(&home, args);
+    }
     let customer = home.config.customer.clone();
     let confirm = match &args.confirm {
         Some(given) if *given == customer => Confirm::Yes,

@@ -18,15 +18,42 @@ pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
         "verifying the bundles in `{}`",
         args.source.display()
     ));
+    let releases_before = store_releases(&home)?;
     let imported = store::import(&home, &args.source)?;
-    show_imported(&imported, args.json);
+    let releases: Vec<String> = store_releases(&home)?
+        .into_iter()
+        .filter(|release| !releases_before.contains(release))
+        .collect();
+    for release in &releases {
+        status(&format!(
+            "release `{release}` verified and imported with every bundle it pins"
+        ));
+    }
+    show_imported(&imported, &releases, args.json);
     Ok(ExitStatus::Success)
+}
+
+/// `NAME@VERSION` of every release in the store.
+fn store_releases(home: &stackpack_runner::home::Home) -> Result<Vec<String>> {
+    Ok(stackpack_bundle::release::releases_in(&home.store()?)?
+        .into_iter()
+        .map(|(name, version, _)| format!("{name}@{version}"))
+        .collect())
 }
 
 pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let bundle: RemoteBundle = args.reference.parse()?;
     status(&format!("pulling `{}`", args.reference));
+    if stackpack_runner::release::pull::is_release_reference(&bundle) {
+        let imported = stackpack_runner::release::pull::pull(&home, &bundle, args.insecure)?;
+        let release = format!("{}@{}", bundle.stack, bundle.version);
+        status(&format!(
+            "release `{release}` verified and imported with every bundle it pins"
+        ));
+        show_imported(&imported, &[release], args.json);
+        return Ok(ExitStatus::Success);
+    }
     // A bar on a terminal, plain lines in CI logs, nothing with `--quiet`.
     let progress: Option<Progress> = (!quiet()).then(|| {
         let display = if std::io::stderr().is_terminal() {
@@ -37,13 +64,15 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
         Bar::new(bundle.stack.clone(), "pulled", display) as Progress
     });
     let imported = stackpack_runner::pull::pull(&home, &bundle, args.insecure, progress)?;
-    show_imported(&imported, args.json);
+    show_imported(&imported, &[], args.json);
     Ok(ExitStatus::Success)
 }
 
-fn show_imported(imported: &[store::Imported], json: bool) {
+/// The bundles imported, and the releases (`NAME@VERSION`) new in the store.
+fn show_imported(imported: &[store::Imported], releases: &[String], json: bool) {
     if json {
         print_json(&json!({
+            "releases": releases,
             "imported": imported.iter().map(|i| json!({
                 "stack": i.stack,
                 "version": i.version.to_string(),

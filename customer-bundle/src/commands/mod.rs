@@ -5,6 +5,8 @@ pub mod deploy;
 pub mod import;
 pub mod inputs;
 pub mod receipts;
+pub mod release;
+pub mod release_status;
 pub mod setup;
 pub mod status;
 
@@ -43,6 +45,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Drift(args) => deploy::drift(g, args),
         Command::Destroy(args) => deploy::destroy(g, args),
         Command::Status(args) => status::status(g, args),
+        Command::MirrorServices(args) => release::mirror_services(g, args),
         Command::Report(args) => receipts::report(g, args),
         Command::Receipts(ReceiptsCommand::Export {
             out,

@@ -30,8 +30,11 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     let ledger = Ledger::open(&home.ledger_path())?;
     let stacks = deployed(&home, &ledger)?;
     let interrupted = ledger.interrupted_runs()?;
+    let releases = super::release_status::releases_status(&ledger)?;
     if args.json {
-        print_json(&status_json(&home, &interrupted, &stacks));
+        let mut document = status_json(&home, &interrupted, &stacks);
+        document["releases"] = releases;
+        print_json(&document);
         return Ok(ExitStatus::Success);
     }
     for run in &interrupted {
@@ -42,9 +45,10 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     }
     if stacks.is_empty() {
         progress("nothing has been applied by this runner yet");
-        return Ok(ExitStatus::Success);
+    } else {
+        print!("{}", status_table(&stacks));
     }
-    print!("{}", status_table(&stacks));
+    print!("{}", super::release_status::releases_text(&releases));
     Ok(ExitStatus::Success)
 }
 

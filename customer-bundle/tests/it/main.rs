@@ -16,6 +16,7 @@ mod privacy;
 mod providers;
 mod pull;
 mod registry;
+mod releases;
 mod reviewed_plans;
 mod smoke_rollback;
 mod tamper;

@@ -14,6 +14,8 @@ use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
 
+pub mod release;
+
 pub use stackpack_test_support::servers::Moto;
 pub use stackpack_test_support::{copy_dir, example_dir, have, terraform, Run};
 

@@ -1,0 +1,344 @@
+//! `plan`, `apply`, `rollback` and `destroy` of a release: the same verbs as for a
+//! stack; a name that is a release in this home is a release (release and stack
+//! names share one namespace).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::Duration;
+
+use semver::Version;
+use serde_json::json;
+use stackpack_bundle::release::VerifiedRelease;
+use stackpack_runner::home::Home;
+use stackpack_runner::ledger::Ledger;
+use stackpack_runner::release::ops::{self, ReleaseReport};
+use stackpack_runner::release::run::{self, Planned, ReleaseRun, ReleaseUi};
+use stackpack_runner::release::{history, stored, wiring};
+use stackpack_runner::{Error, Result};
+use stackpack_terminal::ExitStatus;
+
+use super::{print_json, quiet, status, table, verbose};
+use crate::cli::{
+    ApplyArgs, DeployArgs, DestroyArgs, GlobalArgs, MirrorServicesArgs, PlanArgs, RollbackArgs,
+};
+use stackpack_bundle::remote::RegistryAddress;
+
+/// Whether `name` is a release here: the store holds one, or the ledger has run one.
+pub fn is_release(home: &Home, name: &str) -> Result<bool> {
+    if stored::is_release(home, name)? {
+        return Ok(true);
+    }
+    let ledger = Ledger::open(&home.ledger_path())?;
+    Ok(!ledger.release_receipts(Some(name))?.is_empty())
+}
+
+fn status_line(line: &str) {
+    status(line)
+}
+
+fn ui() -> ReleaseUi<'static> {
+    ReleaseUi {
+        verbose: verbose(),
+        quiet: quiet(),
+        status: &status_line,
+    }
+}
+
+/// The release, verified, and its stacks' inputs checked: nothing runs before.
+fn prepare<'a>(
+    home: &'a Home,
+    release: &'a VerifiedRelease,
+    deploy: &DeployArgs,
+) -> Result<ReleaseRun<'a>> {
+    let d = &release.description;
+    let Some(dir) = &deploy.inputs_dir else {
+        return Err(Error::usage(format!(
+            "`{}` is a release: give its inputs with `--inputs-dir DIR`, not `--inputs`",
+            d.name
+        ))
+        .hint("the folder holds one `STACK.tfvars` per stack of the release"));
+    };
+    if !d.version.pre.is_empty() && !home.config.policy.allow_prereleases {
+        return Err(Error::refused(format!(
+            "`{}@{}` is a prerelease, and this runner's policy allows stable versions only",
+            d.name, d.version
+        ))
+        .at(format!("`{}`", home.root.join("runner.toml").display()))
+        .hint(
+            "set `allow-prereleases = true` under `[policy]` in `runner.toml` to allow prereleases",
+        ));
+    }
+    let stacks = wiring::check_inputs_dir(home, d, dir)?;
+    Ok(ReleaseRun {
+        home,
+        release,
+        stacks,
+        wait: Duration::from_secs(deploy.wait),
+        parallel: 1,
+        allow_downgrade: false,
+    })
+}
+
+fn load(home: &Home, name: &str, version: &Version) -> Result<VerifiedRelease> {
+    status(&format!(
+        "verifying release `{name}@{version}` and its bundles"
+    ));
+    stored::load(home, name, version)
+}
+
+pub fn plan(home: &Home, args: &PlanArgs, name: &str, version: &Version) -> Result<ExitStatus> {
+    let release = load(home, name, version)?;
+    let run = prepare(home, &release, &args.deploy)?;
+    let planned = run::plan(&run, &ui())?;
+    show_plans(&planned, args.deploy.json);
+    Ok(ExitStatus::Success)
+}
+
+fn show_plans(planned: &[(String, Planned)], json: bool) {
+    let describe = |p: &Planned| match p {
+        Planned::Unchanged => ("unchanged".to_string(), None),
+        Planned::Waiting(upstream) => (format!("waiting on `{upstream}`"), None),
+        Planned::Changes(report) => {
+            let s = &report.plan.summary;
+            (
+                format!(
+                    "{} to add, {} to change, {} to destroy",
+                    s.add, s.change, s.destroy
+                ),
+                Some(report.receipt.receipt.id.clone()),
+            )
+        }
+    };
+    if json {
+        print_json(&json!({
+            "stacks": planned.iter().map(|(name, p)| {
+                let (plan, receipt) = describe(p);
+                json!({
+                    "stack": name,
+                    "state": match p {
+                        Planned::Unchanged => "unchanged",
+                        Planned::Waiting(_) => "waiting",
+                        Planned::Changes(_) => "changes",
+                    },
+                    "waitingOn": match p { Planned::Waiting(u) => Some(u.clone()), _ => None },
+                    "plan": plan,
+                    "receipt": receipt,
+                })
+            }).collect::<Vec<_>>()
+        }));
+        return;
+    }
+    let rows: Vec<Vec<String>> = planned
+        .iter()
+        .map(|(name, p)| vec![name.clone(), describe(p).0])
+        .collect();
+    print!("{}", table(&["STACK", "PLAN"], &rows));
+}
+
+pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Result<ExitStatus> {
+    let release = load(home, name, version)?;
+    let mut run = prepare(home, &release, &args.deploy)?;
+    run.parallel = args.parallel.max(1);
+    run.allow_downgrade = args.allow_downgrade;
+    let ledger = Ledger::open(&home.ledger_path())?;
+    history::check_claims(&ledger, &release.description)?;
+    history::check_downgrades(&ledger, &release.description, args.allow_downgrade)?;
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(Error::refused(
+                "there is no terminal to confirm the plans on, and `--yes` was not given: nothing was done",
+            )
+            .hint(format!(
+                "review the plans with `stackpack-runner plan {name}@{version} --inputs-dir DIR`, then pass `--yes`"
+            )));
+        }
+        let planned = run::plan(&run, &ui())?;
+        show_plans(&planned, false);
+        if !ask(
+            &format!("apply release `{name}@{version}`? only `yes` is accepted: "),
+            "yes",
+        ) {
+            return Err(Error::refused(format!(
+                "nothing was applied: release `{name}@{version}` was not confirmed"
+            )));
+        }
+    }
+    let report = ops::apply(&run, &ui())?;
+    show_report(&report, args.deploy.json);
+    if let Some(to) = &args.mirror_services_to {
+        mirror(home, &release, to, args.insecure, false)?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `mirror-services NAME@VERSION --to HOST/NS`: a command of its own (and an
+/// `apply` flag calling it) because mirroring needs the customer's registry, not
+/// the cloud account, and is retried or done ahead of an apply on its own.
+pub fn mirror_services(global: &GlobalArgs, args: &MirrorServicesArgs) -> Result<ExitStatus> {
+    let home = super::open_home(global)?;
+    let (name, version) = super::parse_bundle(&args.release)?;
+    let release = load(&home, &name, &version)?;
+    mirror(&home, &release, &args.to, args.insecure, args.json)?;
+    Ok(ExitStatus::Success)
+}
+
+fn mirror(
+    home: &Home,
+    release: &VerifiedRelease,
+    to: &str,
+    insecure: bool,
+    json: bool,
+) -> Result<()> {
+    let address: RegistryAddress = to
+        .parse()
+        .map_err(|e| Error::usage_by(e).hint("give the registry as `HOST[:PORT]/NAMESPACE`"))?;
+    let d = &release.description;
+    status(&format!(
+        "mirroring {} service(s) of `{}@{}` to `{address}`",
+        d.services.len(),
+        d.name,
+        d.version
+    ));
+    let mirrored = stackpack_runner::release::mirror::mirror(home, release, &address, insecure)?;
+    if json {
+        print_json(&json!({
+            "mirrored": mirrored.iter().map(|m| json!({
+                "service": m.service,
+                "reference": m.reference,
+                "bytesSent": m.bytes_sent,
+            })).collect::<Vec<_>>()
+        }));
+    } else {
+        let rows: Vec<Vec<String>> = mirrored
+            .iter()
+            .map(|m| vec![m.service.clone(), m.reference.clone()])
+            .collect();
+        print!("{}", table(&["SERVICE", "MIRRORED TO"], &rows));
+    }
+    Ok(())
+}
+
+fn ask(prompt: &str, expected: &str) -> bool {
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    answer.trim() == expected
+}
+
+pub fn rollback(home: &Home, args: &RollbackArgs) -> Result<ExitStatus> {
+    let name = &args.stack;
+    if !args.inputs.is_empty() {
+        return Err(Error::usage(format!(
+            "`{name}` is a release: its rollback uses the inputs each stack had, `--inputs` does not apply"
+        )));
+    }
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let (current, target) = ops::rollback_target(&ledger, name)?;
+    let version = target.receipt.version.clone();
+    let release = load(home, name, &version)?;
+    if !args.yes {
+        let terminal = std::io::stdin().is_terminal();
+        if !terminal
+            || !ask(
+                &format!("roll release `{name}` back from `{current}` to `{version}`? only `yes` is accepted: "),
+                "yes",
+            )
+        {
+            return Err(Error::refused(format!(
+                "nothing was rolled back: the rollback of `{name}` to `{version}` was not confirmed"
+            ))
+            .hint("pass `--yes` to roll back without asking"));
+        }
+    }
+    let report = ops::rollback(
+        home,
+        &release,
+        &target,
+        Duration::from_secs(args.wait),
+        &ui(),
+    )?;
+    show_report(&report, args.json);
+    Ok(ExitStatus::Success)
+}
+
+pub fn destroy(home: &Home, args: &DestroyArgs) -> Result<ExitStatus> {
+    let name = &args.stack;
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let version = history::current(&ledger, name)?
+        .or_else(|| {
+            ledger
+                .release_receipts(Some(name))
+                .ok()
+                .and_then(|r| r.first().map(|r| r.receipt.version.clone()))
+        })
+        .ok_or_else(|| Error::refused(format!("release `{name}` is not applied by this runner")))?;
+    let release = load(home, name, &version)?;
+    let customer = home.config.customer.clone();
+    let confirmed = match &args.confirm {
+        Some(given) => given == &customer,
+        None if std::io::stdin().is_terminal() => ask(
+            &format!("this destroys every stack of release `{name}@{version}`; type the customer id `{customer}` to go ahead: "),
+            &customer,
+        ),
+        None => {
+            return Err(Error::refused(
+                "there is no terminal to confirm the destroy on, and `--confirm CUSTOMER` was not given: nothing was destroyed",
+            )
+            .hint(format!("pass `--confirm {customer}` to destroy without asking")))
+        }
+    };
+    if !confirmed {
+        return Err(Error::refused(format!(
+            "the customer id was not confirmed: nothing of release `{name}` was destroyed"
+        ))
+        .at(format!("`{}`", home.root.join("runner.toml").display()))
+        .hint("type (or pass to `--confirm`) the customer id this runner was initialised for"));
+    }
+    let report = ops::destroy(home, &release, Duration::from_secs(args.wait), &ui())?;
+    show_report(&report, args.json);
+    Ok(ExitStatus::Success)
+}
+
+fn show_report(report: &ReleaseReport, json: bool) {
+    let r = &report.receipt.receipt;
+    if json {
+        print_json(&json!({ "releaseReceipt": report.receipt }));
+        return;
+    }
+    let rows: Vec<Vec<String>> = r
+        .stacks
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                s.version.to_string(),
+                s.result.as_str().to_string(),
+                s.installed
+                    .as_ref()
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                s.receipt_id.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["STACK", "VERSION", "RESULT", "INSTALLED", "RECEIPT"],
+            &rows
+        )
+    );
+    println!(
+        "release `{}@{}` {}: release receipt `{}` ({}, {})",
+        r.release,
+        r.version,
+        match r.kind {
+            stackpack_schema::receipt::ReceiptKind::Rollback => "rolled back to",
+            stackpack_schema::receipt::ReceiptKind::Destroy => "destroyed",
+            _ => "applied",
+        },
+        r.id,
+        r.kind,
+        r.outcome
+    );
+}
