@@ -14,13 +14,12 @@ pub mod fetch;
 mod push;
 pub mod services;
 
-use std::collections::{BTreeMap, BTreeSet};
 
 use semver::Version;
 use stackpack_bundle::release::write_release;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::Descriptor;
-use stackpack_schema::release::{apply_order, ReleaseChange};
+use stackpack_schema::release::ReleaseChange;
 use stackpack_schema::signature::PrivateKey;
 use stackpack_schema::version::{self, Bump};
 
@@ -44,36 +43,30 @@ pub struct PublishedRelease {
     pub bytes_sent: u64,
 }
 
-/// Refuses releases that cannot be published: a stack that is not in the
-/// repository, a release named like a stack, a dependency outside the release, a
-/// cycle.
+/// Refuses, before anything is pushed, a release whose graph `stackpack check`
+/// refuses (see [`crate::release_graph`]): a missing stack, a name clash, a
+/// dependency outside the release, a cycle, a wiring to a missing output or input,
+/// a type that does not fit, a service reference that is not one.
 pub fn check_releases(repo: &Repository) -> Result<()> {
-    for (name, settings) in &repo.config.releases {
-        if repo.stacks.iter().any(|s| &s.name == name) {
-            return Err(Error::refused(format!(
-                "release `{name}` has the name of a stack: release and stack names share one namespace"
-            ))
-            .at("stackpack.toml")
-            .hint("rename the release"));
-        }
-        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for stack in &settings.stacks {
-            let found = repo.stacks.iter().find(|s| &s.name == stack).ok_or_else(|| {
-                Error::refused(format!(
-                    "release `{name}` names stack `{stack}`, which is not in the repository"
-                ))
-                .at("stackpack.toml")
-                .hint(format!(
-                    "list the stacks with `stackpack version`, or remove `{stack}` from `[releases.{name}] stacks`"
-                ))
-            })?;
-            graph.insert(stack.clone(), found.config.dependencies());
-        }
-        apply_order(&graph).map_err(|e| {
-            Error::refused(format!("release `{name}`: {e}"))
-                .at("stackpack.toml")
-                .hint("add every dependency to the release's `stacks`, and break any cycle in `depends-on` / `[inputs.from]`")
-        })?;
+    let graph = crate::release_graph::ReleaseGraph::load(&repo.root, &repo.config)?;
+    let mut cache = crate::check::Cache::default();
+    let reports = crate::release_graph::prove(&graph, &mut |path| {
+        cache.get(&repo.root.join(path)).ok()
+    });
+    if let Some(report) = reports.iter().find(|r| r.refused) {
+        let first = report
+            .errors()
+            .next()
+            .expect("a refused release has an error");
+        return Err(Error::refused(format!(
+            "release `{}` cannot be published: {} ({} problem{} in all)",
+            report.release,
+            first.message,
+            report.errors().count(),
+            if report.errors().count() == 1 { "" } else { "s" }
+        ))
+        .at(first.location())
+        .hint("run `stackpack check` to see every problem; nothing was pushed"));
     }
     Ok(())
 }
