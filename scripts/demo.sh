@@ -133,7 +133,8 @@ for stack in report["stacks"]:
     print(f"  {stack['stack']:<14} {stack['version'] or '-':<10} {state:<10} {stack['bytesSent'] or 0:>12,} bytes sent  {stack['reason'] or ''}", file=sys.stderr)
 for release in report.get("releases", []):
     state = "published" if release["published"] else "unchanged"
-    print(f"  release {release['release']:<6} {release['version'] or '-':<10} {state:<10} {release['bytesSent'] or 0:>12,} bytes sent  bump {release['bump']}", file=sys.stderr)
+    why = f"bump {release['bump']}" if release["changes"] else "first release"
+    print(f"  release {release['release']:<6} {release['version'] or '-':<10} {state:<10} {release['bytesSent'] or 0:>12,} bytes sent  {why if release['published'] else ''}", file=sys.stderr)
     for change in release.get("changes", []):
         print(f"      {change['part']}: {change['kind']} ({change['bump']}) {change['detail']}", file=sys.stderr)
 print(next(s["version"] for s in report["stacks"] if s["stack"] == "data-plane"))
@@ -224,10 +225,12 @@ start=$(seconds)
 globex destroy data-plane --confirm globex
 middle=$(seconds)
 STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/releases/environment:$release" --insecure
+# The plan shows what it can: stacks whose upstream is not applied yet wait for it.
 globex plan "environment@$release" --inputs-dir customers/globex
+applying=$(seconds)
 globex apply "environment@$release" --inputs-dir customers/globex --yes
 end=$(seconds)
-python3 -c "import sys; a,b,c = map(float, sys.argv[1:]); print(f'one-stack data plane destroyed in {b-a:.1f} s; the release (four stacks, in order, outputs wired) applied in {c-b:.1f} s')" "$start" "$middle" "$end"
+python3 -c "import sys; a,b,c,d = map(float, sys.argv[1:]); print(f'one-stack data plane destroyed in {b-a:.1f} s; the release (four stacks, in order, outputs wired) applied in {d-c:.1f} s')" "$start" "$middle" "$applying" "$end"
 globex status
 
 step "the release's service, mirrored into globex's own registry (Distribution, on loopback)"

@@ -14,7 +14,6 @@ pub mod fetch;
 mod push;
 pub mod services;
 
-
 use semver::Version;
 use stackpack_bundle::release::write_release;
 use stackpack_schema::digest::Digest;
@@ -50,9 +49,8 @@ pub struct PublishedRelease {
 pub fn check_releases(repo: &Repository) -> Result<()> {
     let graph = crate::release_graph::ReleaseGraph::load(&repo.root, &repo.config)?;
     let mut cache = crate::check::Cache::default();
-    let reports = crate::release_graph::prove(&graph, &mut |path| {
-        cache.get(&repo.root.join(path)).ok()
-    });
+    let reports =
+        crate::release_graph::prove(&graph, &mut |path| cache.get(&repo.root.join(path)).ok());
     if let Some(report) = reports.iter().find(|r| r.refused) {
         let first = report
             .errors()
@@ -63,7 +61,11 @@ pub fn check_releases(repo: &Repository) -> Result<()> {
             report.release,
             first.message,
             report.errors().count(),
-            if report.errors().count() == 1 { "" } else { "s" }
+            if report.errors().count() == 1 {
+                ""
+            } else {
+                "s"
+            }
         ))
         .at(first.location())
         .hint("run `stackpack check` to see every problem; nothing was pushed"));

@@ -1,8 +1,12 @@
 //! The README's first command, `scripts/demo.sh`, run whole: the embedded registry,
 //! `stackpack publish` with the AWS provider inside each bundle, a connected customer
 //! whose (emulated) AWS account gets real resources, an in-place upgrade, drift found,
-//! a rollback, a major release whose plan replaces a resource, destroy and recreate,
-//! an airgapped customer inside a network namespace, and support's view of the fleet.
+//! a rollback, a major release whose plan replaces a resource; then releases: the
+//! customer moves to the four-stack `environment` release (applied in order with
+//! outputs wired, its service mirrored into the customer's registry), a second
+//! release re-applies only the stack it changed, a rollback of the whole
+//! environment; an airgapped customer applies the release from one tar inside a
+//! network namespace; support's view of the fleet and of the release.
 
 use std::process::Command;
 
@@ -64,32 +68,65 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
     has("stack `stacks/data-plane` needs a major release");
     has("must be replaced");
     has("planned `data-plane@1.0.0`: 1 to add");
-    // Destroyed and recreated from nothing, timed.
+    // Releases: globex's one-stack data plane destroyed, the release planned (the
+    // stacks after an upstream that changes wait for it) and applied in order.
     has("destroyed `data-plane@0.1.0`: 0 to add, 0 to change, 36 to destroy");
-    has("receipt `r-");
+    has("release environment 0.1.0      published");
+    has("cluster        waiting on `network`");
+    has("release `environment@1.0.0` applied: release receipt `r-");
     assert!(
-        all.lines()
-            .any(|l| l.starts_with("destroyed in ") && l.contains("recreated in")),
+        all.lines().any(
+            |l| l.starts_with("one-stack data plane destroyed in ") && l.contains("applied in")
+        ),
         "{all}"
     );
-    // The airgapped customer applied with no network at all (as root).
+    // Its service, pinned by digest, mirrored into globex's own registry.
+    has(r#"globex's registry now holds: {"repositories":["globex/inference-api"]}"#);
+    // A second release that changes only the GPU pools: only that stack is applied
+    // (the result table just before the release's line).
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("release `environment@1.0.1` applied"))
+        .unwrap_or_else(|| panic!("no second release applied in:\n{all}"));
+    let table = &lines[at.saturating_sub(4)..at];
+    for (stack, result) in [
+        ("model-storage", "unchanged"),
+        ("network", "unchanged"),
+        ("cluster", "unchanged"),
+        ("gpu-pools", "applied"),
+    ] {
+        assert!(
+            table
+                .iter()
+                .any(|l| l.starts_with(stack) && l.split_whitespace().nth(2) == Some(result)),
+            "`{stack}` should be {result}:\n{table:?}\n{all}"
+        );
+    }
+    // Rollback returns the whole environment to the release before.
+    has("release `environment@1.0.0` rolled back to: release receipt");
+    // The airgapped customer applied the release from one tar with no network (as root).
     if is_root() {
         has("inside a network namespace: no network but 127.0.0.1");
     }
-    has("applied `data-plane@0.2.0`: 34 to add");
-    // Support's view: both customers on 0.2.0, behind the major 1.0.0.
-    let fleet: Vec<&str> = stdout
+    has("release `environment@1.0.1` applied: release receipt");
+    // Support's view: both customers run the release's latest version, unmixed; the
+    // snapshot names every stack and the service's digest.
+    let release_fleet: Vec<&str> = stdout
         .lines()
-        .skip_while(|l| !l.starts_with("CUSTOMER"))
+        .skip_while(|l| !l.starts_with("CUSTOMER  ENVIRONMENT  VERSION  MIXED"))
         .collect();
     for customer in ["globex", "initech"] {
         assert!(
-            fleet.iter().any(|l| l.starts_with(customer)
-                && l.contains(" 0.2.0 ")
-                && l.contains("latest 1.0.0")),
+            release_fleet
+                .iter()
+                .any(|l| l.starts_with(customer) && l.contains(" 1.0.1 ")),
             "{stdout}"
         );
     }
+    has("release environment 1.0.1  index sha256:");
+    has("gpu-pools      0.1.1    sha256:");
+    has("inference-api  sha256:");
 }
 
 /// The demo runs its airgapped customer in a network namespace only as root.
