@@ -103,7 +103,10 @@ pub fn release_entry_annotations(name: &str, version: &Version) -> Annotations {
 }
 
 /// The releases an image layout holds, by name and version, with their index
-/// descriptors.
+/// descriptors: the entries we annotate as releases, and any other image index
+/// whose first manifest is a release description (a layout written by a copy tool,
+/// `skopeo copy --all … oci:DIR:TAG`, names an entry only by its tag), read from
+/// that description. Which of them can be trusted is [`verify_release_index`]'s.
 pub fn releases_in(
     layout: &ImageLayout,
 ) -> Result<Vec<(String, Version, Descriptor)>, LayoutError> {
@@ -111,13 +114,39 @@ pub fn releases_in(
         .index()?
         .manifests
         .into_iter()
-        .filter(|d| d.annotation(annotation::KIND) == Some(RELEASE_KIND))
         .filter_map(|d| {
-            let name = d.annotation(annotation::RELEASE)?.to_string();
-            let version = Version::parse(d.annotation(annotation::VERSION)?).ok()?;
+            if d.annotation(annotation::KIND) == Some(RELEASE_KIND) {
+                let name = d.annotation(annotation::RELEASE)?.to_string();
+                let version = Version::parse(d.annotation(annotation::VERSION)?).ok()?;
+                return Some((name, version, d));
+            }
+            if d.annotation(annotation::KIND).is_some() || !media_type::is_index(&d.media_type) {
+                return None;
+            }
+            let (name, version) = described_release(layout, &d)?;
             Some((name, version, d))
         })
         .collect())
+}
+
+/// The name and version a release index's description gives, when `index` is one.
+fn described_release(layout: &ImageLayout, index: &Descriptor) -> Option<(String, Version)> {
+    let bytes = layout.read_blob(&index.digest, MAX_MANIFEST_SIZE).ok()?;
+    let index: ImageIndex = serde_json::from_slice(&bytes).ok()?;
+    let manifest = read_manifest(layout, index.manifests.first()?)?;
+    if manifest.artifact_type.as_deref() != Some(media_type::RELEASE_DESCRIPTION_ARTIFACT) {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+        version: Version,
+    }
+    let config = layout
+        .read_blob(&manifest.config.digest, MAX_CONFIG_SIZE)
+        .ok()?;
+    let named: Named = serde_json::from_slice(&config).ok()?;
+    Some((named.name, named.version))
 }
 
 /// The index descriptor of `name@version` in the layout, if present.

@@ -997,3 +997,69 @@ fn independent_stacks_apply_in_parallel_and_services_from_a_tar_mirror_to_the_cu
     .unwrap();
     assert_eq!(manifest.status(), 200);
 }
+
+/// A customer's own copy made with `skopeo copy --all` (which rewrites the index,
+/// dropping its `artifactType`, and copies no referrers) into an image layout tar:
+/// the release still verifies, imports and applies, its signature being one of the
+/// manifests the copy carries.
+#[test]
+fn a_release_copied_with_skopeo_into_a_tar_imports_and_applies() {
+    use crate::common::release::push_release;
+    use stackpack_test_support::servers::Distribution;
+
+    let vendor_registry = Distribution::require();
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
+    push_release(
+        &vendor.layout(),
+        &vendor_registry.host(),
+        "acme",
+        "platform",
+        "1.0.0",
+    );
+
+    let copied = vendor.temp.path().join("skopeo-copy");
+    let output = std::process::Command::new("skopeo")
+        .args(["copy", "--all", "--src-tls-verify=false"])
+        .arg(format!(
+            "docker://{}/acme/releases/platform:1.0.0",
+            vendor_registry.host()
+        ))
+        .arg(format!("oci:{}:1.0.0", copied.display()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let tar = tar_of(&copied, &vendor.temp.path().join("skopeo-copy.tar"));
+
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    let imported = runner.run(&["import", tar.to_str().unwrap()]).ok();
+    assert!(
+        imported
+            .stderr
+            .contains("release `platform@1.0.0` verified and imported"),
+        "{}",
+        imported.stderr
+    );
+    let inputs = inputs_dir(runner.temp.path(), 1);
+    runner
+        .run(&[
+            "apply",
+            "platform@1.0.0",
+            "--inputs-dir",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .ok();
+    assert_eq!(
+        output_in_state(&runner, "gpu-pools", "pool"),
+        "1x@main@vpc-10.1.0.0/16"
+    );
+}

@@ -376,14 +376,4 @@ pub fn push_release(layout: &ImageLayout, host: &str, namespace: &str, name: &st
             media_type::OCI_INDEX,
         )
         .unwrap();
-    for signature in layout.signatures_for(&index_descriptor.digest).unwrap() {
-        push_signature(
-            &remote,
-            &repository,
-            layout,
-            &signature,
-            &index_descriptor.digest,
-        )
-        .unwrap();
-    }
 }
