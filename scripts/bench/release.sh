@@ -202,19 +202,29 @@ echo
 printf "%-78s %12s\n" "the release's airgap tar (bundles, providers once, release, signatures)" "$tar_size"
 printf "%-78s %12s\n" "the four bundles exported one by one (the provider four times)" "$bundles"
 echo
-echo "Where the runner's time went (--parallel 1), between the lines it printed:"
+echo "Where the runner's time went (--parallel 1), by the phase its status lines name:"
 python3 - "$work/apply-1.log" <<'PY'
-import collections, re, sys
-lines = [l.rstrip("\n") for l in open(sys.argv[1])]
-spent = collections.OrderedDict()
-previous_time, previous_phase = 0.0, "start"
-for line in lines:
+import re, sys
+phases = [  # a status line that starts a phase, and the phase's name
+    (r"^verifying release", "verify the release (signature, description, pins)"),
+    (r"^verifying `", "verify the bundle (signature, digests, archive)"),
+    (r"^provider .* from the bundle", "unpack, providers from the bundle"),
+    (r"^(terraform|tofu) init", "engine init"),
+    (r"^(terraform|tofu) plan", "engine plan (and show -json)"),
+    (r"^evaluating .* polic", "policies"),
+    (r"^(terraform|tofu) apply", "engine apply (then outputs, receipt)"),
+]
+spent, phase, last = {}, "start", 0.0
+for line in open(sys.argv[1]):
     time, _, text = line.strip().partition(" ")
     time = float(time)
-    phase = re.sub(r"`[^`]*`", "`…`", text)[:60]
-    spent[previous_phase] = spent.get(previous_phase, 0.0) + time - previous_time
-    previous_time, previous_phase = time, phase
-phases = sorted(spent.items(), key=lambda kv: -kv[1])[:14]
-for phase, seconds in phases:
-    print(f"  {seconds:7.2f} s  after: {phase}")
+    for pattern, name in phases:
+        if re.search(pattern, text):
+            spent[phase] = spent.get(phase, 0.0) + time - last
+            phase, last = name, time
+            break
+spent[phase] = spent.get(phase, 0.0) + time - last
+total = sum(spent.values())
+for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+    print(f"  {seconds:7.2f} s  {100 * seconds / total:4.1f} %  {name}")
 PY
