@@ -73,7 +73,9 @@ pub fn check_releases(repo: &Repository) -> Result<()> {
     Ok(())
 }
 
-/// Publishes every release of the repository whose parts changed.
+/// Publishes every release of the repository whose parts changed. A publish
+/// narrowed with `--stack` leaves alone the releases none of whose stacks it
+/// selected: it neither built nor published their parts, and must not need them.
 pub fn publish_releases(
     repo: &Repository,
     plan: &Plan,
@@ -83,7 +85,11 @@ pub fn publish_releases(
     connect: Connect<'_>,
 ) -> Result<Vec<PublishedRelease>> {
     let mut published = Vec::new();
-    for name in repo.config.releases.keys() {
+    for (name, settings) in &repo.config.releases {
+        let selected = |stack: &String| plan.stacks.iter().any(|s| &s.stack.name == stack);
+        if !settings.stacks.iter().any(selected) {
+            continue;
+        }
         let described = describe_release(repo, plan, name, stacks, destination, connect)?;
         published.push(match described {
             Described::Unchanged { version, digest } => PublishedRelease {

@@ -55,7 +55,8 @@ fn regions_validation(repo: &TestRepo) {
     );
 }
 
-fn customers(json: &serde_json::Value) -> Vec<(String, bool)> {
+/// `(customer, stack, breaks)` for every inputs file `check` judged.
+fn customers(json: &serde_json::Value) -> Vec<(String, String, bool)> {
     json["customers"]
         .as_array()
         .unwrap()
@@ -63,30 +64,47 @@ fn customers(json: &serde_json::Value) -> Vec<(String, bool)> {
         .map(|c| {
             (
                 c["customer"].as_str().unwrap().to_string(),
+                c["stack"].as_str().unwrap().to_string(),
                 c["breaks"].as_bool().unwrap(),
             )
         })
         .collect()
 }
 
+/// What `check --json` says of `customer`'s inputs for `stack`.
+fn customer<'a>(json: &'a serde_json::Value, customer: &str, stack: &str) -> &'a serde_json::Value {
+    json["customers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["customer"] == customer && c["stack"] == stack)
+        .unwrap_or_else(|| panic!("no `{customer}` inputs for `{stack}` in {json}"))
+}
+
 #[test]
 fn the_example_customers_fit_the_interface_today() {
     let repo = TestRepo::new();
     let json = repo.run(&["check", "--json"]).ok().json();
-    assert_eq!(
-        customers(&json),
-        [
-            ("globex".to_string(), false),
-            ("initech".to_string(), false),
-            ("umbrella".to_string(), false),
-        ]
-    );
+    // Each customer has inputs for every stack but the control plane.
+    let mut expected = Vec::new();
+    for stack in [
+        "cluster",
+        "data-plane",
+        "gpu-pools",
+        "model-storage",
+        "network",
+    ] {
+        for customer in ["globex", "initech", "umbrella"] {
+            expected.push((customer.to_string(), stack.to_string(), false));
+        }
+    }
+    assert_eq!(customers(&json), expected);
     let human = repo.run(&["check"]).ok();
     assert!(human.stdout.contains("CUSTOMER"), "{}", human.stdout);
     let line = human
         .stdout
         .lines()
-        .find(|l| l.starts_with("globex "))
+        .find(|l| l.starts_with("globex ") && l.contains(" data-plane "))
         .unwrap();
     // `ok`, or `ok, N not evaluated` while the evaluator cannot judge a validation.
     assert!(
@@ -200,8 +218,7 @@ fn a_validation_that_cannot_be_evaluated_statically_is_reported_as_not_evaluated
     let repo = TestRepo::new();
     maintenance_freeze(&repo);
     let json = repo.run(&["check", "--json"]).ok().json();
-    let globex = &json["customers"][0];
-    assert_eq!(globex["customer"], "globex");
+    let globex = customer(&json, "globex", "data-plane");
     let finding = globex["findings"]
         .as_array()
         .unwrap()
@@ -222,7 +239,10 @@ fn a_validation_that_cannot_be_evaluated_statically_is_reported_as_not_evaluated
     assert!(globex["notEvaluated"].as_u64().unwrap() >= 1);
 
     let human = repo.run(&["check"]).ok().stdout;
-    let line = human.lines().find(|l| l.starts_with("globex ")).unwrap();
+    let line = human
+        .lines()
+        .find(|l| l.starts_with("globex ") && l.contains(" data-plane "))
+        .unwrap();
     assert!(
         line.contains(" ok, ") && line.contains(" not evaluated"),
         "{line}"
@@ -241,7 +261,7 @@ fn a_regex_validation_a_customer_breaks_is_evaluated_and_names_the_customer() {
     );
     let run = repo.run(&["check", "--json"]);
     let json = run.json();
-    let failed: Vec<&serde_json::Value> = json["customers"][0]["findings"]
+    let failed: Vec<&serde_json::Value> = customer(&json, "globex", "data-plane")["findings"]
         .as_array()
         .unwrap()
         .iter()
@@ -297,7 +317,7 @@ fn a_deprecated_alias_in_use_is_a_warning_naming_the_release_it_stops_working_in
         "gpus                ",
     );
     let json = repo.run(&["check", "--json"]).ok().json();
-    let finding = json["customers"][0]["findings"]
+    let finding = customer(&json, "globex", "data-plane")["findings"]
         .as_array()
         .unwrap()
         .iter()
@@ -551,7 +571,12 @@ fn fifty_customers_and_a_change_that_breaks_three_names_exactly_those_three() {
     }
     repo.commit("47 more customers");
     let json = repo.run(&["check", "--json"]).ok().json();
-    assert_eq!(json["customers"].as_array().unwrap().len(), 50);
+    let data_plane: Vec<String> = customers(&json)
+        .into_iter()
+        .filter(|(_, stack, _)| stack == "data-plane")
+        .map(|(c, _, _)| c)
+        .collect();
+    assert_eq!(data_plane.len(), 50, "{data_plane:?}");
     publish(&repo, &registry.host(), &["--stack", "data-plane"]).ok();
 
     regions_validation(&repo);
@@ -559,8 +584,8 @@ fn fifty_customers_and_a_change_that_breaks_three_names_exactly_those_three() {
     let json = repo.run(&["check", "--json"]).code(1).json();
     let broken: Vec<String> = customers(&json)
         .into_iter()
-        .filter(|(_, breaks)| *breaks)
-        .map(|(c, _)| c)
+        .filter(|(_, _, breaks)| *breaks)
+        .map(|(c, _, _)| c)
         .collect();
     assert_eq!(broken, ["c07", "c27", "umbrella"]);
 

@@ -67,8 +67,12 @@ fn published_bundles_pull_back_byte_for_byte_with_their_signatures() {
     assert_eq!(
         published(&report),
         vec![
+            ("cluster".into(), "0.1.0".into()),
             ("control-plane".into(), "0.1.0".into()),
-            ("data-plane".into(), "0.1.0".into())
+            ("data-plane".into(), "0.1.0".into()),
+            ("gpu-pools".into(), "0.1.0".into()),
+            ("model-storage".into(), "0.1.0".into()),
+            ("network".into(), "0.1.0".into())
         ]
     );
 
@@ -505,7 +509,8 @@ fn wrong_credentials_get_a_clear_error_naming_the_registry() {
     );
 
     let run = run_with(&registry.publisher_token()).ok();
-    assert_eq!(published(&run.json()).len(), 2);
+    // Every stack of the example.
+    assert_eq!(published(&run.json()).len(), 6);
     // Our registry has the referrers API: no fallback tag is needed there.
     let client = Remote::with_credentials(
         &registry.host(),

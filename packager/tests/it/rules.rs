@@ -1344,8 +1344,9 @@ const HCL1_ERA: &str = "variable \"zones\" {\n  type = list(string)\n}\n\nvariab
 fn a_broken_module_blocks_only_the_stacks_that_use_it_in_every_command() {
     let repo = common::TestRepo::new();
     let first = repo.build(&[]);
-    assert_eq!(common::TestRepo::built(&first).len(), 2, "{first}");
-    // `gpu-pool` is used by `data-plane` only; `control-plane` gains an output.
+    assert_eq!(common::TestRepo::built(&first).len(), 6, "{first}");
+    // `gpu-pool` is used by `data-plane` and `gpu-pools` only; `control-plane` gains
+    // an output.
     repo.write("modules/gpu-pool/legacy.tf", HCL1_ERA);
     repo.append(
         "stacks/control-plane/main.tf",
@@ -1361,7 +1362,7 @@ fn a_broken_module_blocks_only_the_stacks_that_use_it_in_every_command() {
         vec![("control-plane".to_string(), "0.2.0".to_string())]
     );
 
-    // The stack that uses the module is refused, naming the file and line, by
+    // A stack that uses the module is refused, naming the file and line, by
     // `version` and `build` alike (and so `publish`, which plans the same way).
     for command in [
         vec!["version"],
@@ -1369,6 +1370,7 @@ fn a_broken_module_blocks_only_the_stacks_that_use_it_in_every_command() {
     ] {
         let run = repo.run(&command);
         assert_eq!(run.code, 1, "{command:?}: {}", run.stderr);
+        // The first refused stack stops the command.
         assert!(
             run.stderr.contains("data-plane") && run.stderr.contains(at),
             "{command:?}: {}",
@@ -1393,7 +1395,7 @@ fn a_broken_module_blocks_only_the_stacks_that_use_it_in_every_command() {
     let control = unit("stacks/control-plane");
     assert_eq!(control["required"], "minor", "{control}");
     assert_eq!(control["refused"], false, "{control}");
-    for path in ["stacks/data-plane", "modules/gpu-pool"] {
+    for path in ["stacks/data-plane", "stacks/gpu-pools", "modules/gpu-pool"] {
         let broken = unit(path);
         assert_eq!(broken["refused"], true, "{broken}");
         let findings = broken["findings"].as_array().unwrap();
@@ -1411,19 +1413,16 @@ fn a_broken_module_blocks_only_the_stacks_that_use_it_in_every_command() {
     }
     let human = repo.run(&["check", "--against", "HEAD~1", "--no-lint"]);
     assert_eq!(human.code, 1);
-    let row: Vec<&str> = human
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("stack ") && l.contains("stacks/data-plane"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
-    assert_eq!(
-        row,
-        ["stack", "stacks/data-plane", "error", "-"],
-        "{}",
-        human.stdout
-    );
+    for path in ["stacks/data-plane", "stacks/gpu-pools"] {
+        let row: Vec<&str> = human
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("stack ") && l.split_whitespace().nth(1) == Some(path))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        assert_eq!(row, ["stack", path, "error", "-"], "{}", human.stdout);
+    }
     let github = repo.run(&[
         "check",
         "--against",

@@ -13,6 +13,16 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The entry of `stack` in a `build` or `version` report.
+fn entry<'a>(report: &'a serde_json::Value, stack: &str) -> &'a serde_json::Value {
+    report["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stack"] == stack)
+        .unwrap_or_else(|| panic!("no stack `{stack}` in {report}"))
+}
+
 #[test]
 fn first_build_on_main_releases_every_stack_at_the_initial_version() {
     let repo = TestRepo::new();
@@ -20,7 +30,14 @@ fn first_build_on_main_releases_every_stack_at_the_initial_version() {
     assert_eq!(report["channel"], "stable");
     assert_eq!(
         TestRepo::built(&report),
-        pairs(&[("control-plane", "0.1.0"), ("data-plane", "0.1.0")])
+        pairs(&[
+            ("cluster", "0.1.0"),
+            ("control-plane", "0.1.0"),
+            ("data-plane", "0.1.0"),
+            ("gpu-pools", "0.1.0"),
+            ("model-storage", "0.1.0"),
+            ("network", "0.1.0"),
+        ])
     );
 }
 
@@ -37,9 +54,13 @@ fn a_module_change_rebuilds_every_stack_that_uses_it_and_a_stack_change_only_tha
     let report = repo.build(&[]);
     assert_eq!(
         TestRepo::built(&report),
-        pairs(&[("control-plane", "0.1.1"), ("data-plane", "0.1.1")])
+        pairs(&[
+            ("control-plane", "0.1.1"),
+            ("data-plane", "0.1.1"),
+            ("network", "0.1.1")
+        ])
     );
-    let reason = report["stacks"][0]["reason"].as_str().unwrap();
+    let reason = entry(&report, "control-plane")["reason"].as_str().unwrap();
     assert!(reason.contains("`network`"), "{reason}");
 
     repo.append(
@@ -52,14 +73,17 @@ fn a_module_change_rebuilds_every_stack_that_uses_it_and_a_stack_change_only_tha
         TestRepo::built(&report),
         pairs(&[("control-plane", "0.1.2")])
     );
-    assert_eq!(report["stacks"][1]["built"], false);
-    assert_eq!(report["stacks"][1]["version"], "0.1.1");
+    assert_eq!(entry(&report, "data-plane")["built"], false);
+    assert_eq!(entry(&report, "data-plane")["version"], "0.1.1");
 
-    // gpu-pool is used only by the data plane.
+    // gpu-pool is used only by the data plane and the GPU pools.
     repo.append("modules/gpu-pool/main.tf", "\n# GPUs.\n");
     repo.commit("gpu-pool: comment");
     let report = repo.build(&[]);
-    assert_eq!(TestRepo::built(&report), pairs(&[("data-plane", "0.1.2")]));
+    assert_eq!(
+        TestRepo::built(&report),
+        pairs(&[("data-plane", "0.1.2"), ("gpu-pools", "0.1.1")])
+    );
 }
 
 #[test]
@@ -81,7 +105,11 @@ fn a_transitive_module_dependency_counts_as_a_change() {
     let report = repo.build(&[]);
     assert_eq!(
         TestRepo::built(&report),
-        pairs(&[("control-plane", "0.1.1"), ("data-plane", "0.1.1")])
+        pairs(&[
+            ("cluster", "0.1.1"),
+            ("control-plane", "0.1.1"),
+            ("data-plane", "0.1.1")
+        ])
     );
 }
 
@@ -149,12 +177,12 @@ fn a_bump_request_raises_the_base_of_prereleases_and_stable_versions() {
         .run(&["version", "--json", "--bump", "major"])
         .ok()
         .json();
-    assert_eq!(plan["stacks"][1]["next"], "1.0.0");
+    assert_eq!(entry(&plan, "data-plane")["next"], "1.0.0");
     let plan = repo
         .run(&["version", "--json", "--bump", "minor", "--branch", "pr/7"])
         .ok()
         .json();
-    assert_eq!(plan["stacks"][1]["next"], "0.2.0-pr-7.1");
+    assert_eq!(entry(&plan, "data-plane")["next"], "0.2.0-pr-7.1");
 }
 
 #[test]
@@ -239,8 +267,13 @@ fn base_ref_limits_changes_to_what_git_shows_since_then() {
         .run(&["version", "--json", "--base", &base])
         .ok()
         .json();
-    assert_eq!(plan["stacks"][0]["changed"], false, "{plan}");
-    assert_eq!(plan["stacks"][1]["changed"], true, "{plan}");
+    // model-bucket is used by the data plane and model storage only.
+    for stack in ["cluster", "control-plane", "gpu-pools", "network"] {
+        assert_eq!(entry(&plan, stack)["changed"], false, "{stack}: {plan}");
+    }
+    for stack in ["data-plane", "model-storage"] {
+        assert_eq!(entry(&plan, stack)["changed"], true, "{stack}: {plan}");
+    }
     let bad = repo.run(&["version", "--base", "no-such-ref"]);
     assert_eq!(bad.code, 2);
     assert!(
@@ -308,7 +341,11 @@ fn interface_changes_choose_the_bump_and_a_smaller_requested_bump_is_refused() {
     );
     assert_eq!(
         TestRepo::built(&repo.build(&[])),
-        pairs(&[("control-plane", "1.0.0"), ("data-plane", "1.0.0")])
+        pairs(&[
+            ("cluster", "1.0.0"),
+            ("control-plane", "1.0.0"),
+            ("data-plane", "1.0.0")
+        ])
     );
 }
 
