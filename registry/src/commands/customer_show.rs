@@ -41,7 +41,11 @@ pub fn run(args: &CustomerShowArgs) -> Result<()> {
 
 fn print_header(s: &CustomerDetail) {
     let c = &s.customer;
-    let name = c.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+    let name = c
+        .name
+        .as_deref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
     println!("customer {}{name}", c.id);
     println!(
         "environment {}  last seen {}",
@@ -76,7 +80,7 @@ fn print_stacks(stacks: &[FleetRow]) {
     print!(
         "{}",
         table(
-            &["STACK", "VERSION", "BUNDLE", "LAST", "OUTCOME", "FINISHED"],
+            &["STACK", "VERSION", "BUNDLE", "ATTEMPT", "OUTCOME", "FINISHED"],
             &rows
         )
     );
@@ -85,7 +89,12 @@ fn print_stacks(stacks: &[FleetRow]) {
 fn print_release(r: &CustomerRelease) {
     let s = &r.standing;
     println!();
-    println!("release {} {}  index {}", s.release, s.version, s.digest.short());
+    println!(
+        "release {} {}  index {}",
+        s.release,
+        s.version,
+        s.digest.short()
+    );
     if !s.recorded {
         println!("(this version is not recorded in this registry: its stacks and services are unknown here)");
     }

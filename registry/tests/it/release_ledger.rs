@@ -432,9 +432,15 @@ fn customer_show_answers_what_exactly_globex_runs_in_one_command() {
 
     // The same document over the API, with a support token or globex's own.
     let support = server.token("support", None);
-    assert_eq!(json(&show_over_url(&server, &support, &["globex", "--json"])), shown);
+    assert_eq!(
+        json(&show_over_url(&server, &support, &["globex", "--json"])),
+        shown
+    );
     let own = server.token("customer", Some("globex"));
-    assert_eq!(json(&show_over_url(&server, &own, &["globex", "--json"])), shown);
+    assert_eq!(
+        json(&show_over_url(&server, &own, &["globex", "--json"])),
+        shown
+    );
 
     // For people: a header, the stacks, the release line, the mixed stack, the
     // services with their digests (shortened on screen).
@@ -446,7 +452,8 @@ fn customer_show_answers_what_exactly_globex_runs_in_one_command() {
         "{text}"
     );
     assert!(
-        text.lines().any(|l| l.starts_with("STACK ") && l.contains("OUTCOME")),
+        text.lines()
+            .any(|l| l.starts_with("STACK ") && l.contains("OUTCOME")),
         "{text}"
     );
     assert!(
@@ -458,7 +465,10 @@ fn customer_show_answers_what_exactly_globex_runs_in_one_command() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("release data-plane 1.1.0  index {}", v2.index.digest.short())),
+        text.contains(&format!(
+            "release data-plane 1.1.0  index {}",
+            v2.index.digest.short()
+        )),
         "{text}"
     );
     assert!(
@@ -479,12 +489,18 @@ fn customer_show_answers_what_exactly_globex_runs_in_one_command() {
     let out = cli(&server, &["customer", "show", "nobody"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("customer `nobody` is not known"), "{stderr}");
+    assert!(
+        stderr.contains("customer `nobody` is not known"),
+        "{stderr}"
+    );
     assert!(stderr.contains("customer list"), "{stderr}");
     let out = show_over_url(&server, &support, &["nobody"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("customer `nobody` is not known"), "{stderr}");
+    assert!(
+        stderr.contains("customer `nobody` is not known"),
+        "{stderr}"
+    );
     let out = show_over_url(&server, &own, &["initech"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(!String::from_utf8_lossy(&out.stderr).contains(&own));
@@ -593,7 +609,9 @@ fn the_release_page_and_the_customer_page_show_the_snapshot_and_escape_it() {
         "{services}"
     );
     assert!(
-        html.contains("<h3>Services of <a href=\"/ui/releases/data-plane/1.0.0\">data-plane 1.0.0</a></h3>"),
+        html.contains(
+            "<h3>Services of <a href=\"/ui/releases/data-plane/1.0.0\">data-plane 1.0.0</a></h3>"
+        ),
         "{html}"
     );
     assert!(!html.contains("<script>"), "{html}");

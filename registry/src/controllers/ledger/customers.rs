@@ -191,9 +191,9 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<CustomerDetail>> {
     ctx.authorize(Action::CustomerRead(&id))?;
-    detail(&state, &id)?.map(Json).ok_or_else(|| {
-        Error::new(Code::NotFound, format!("customer `{id}` is not known"))
-    })
+    detail(&state, &id)?
+        .map(Json)
+        .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))
 }
 
 #[utoipa::path(
