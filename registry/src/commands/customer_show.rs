@@ -33,6 +33,9 @@ pub fn run(args: &CustomerShowArgs) -> Result<()> {
     }
     print_header(&snapshot);
     print_stacks(&snapshot.stacks);
+    if snapshot.releases.is_empty() && !snapshot.stacks.is_empty() {
+        println!("\nno release: every stack was applied on its own");
+    }
     for release in &snapshot.releases {
         print_release(release);
     }

@@ -484,6 +484,18 @@ fn customer_show_answers_what_exactly_globex_runs_in_one_command() {
     let over_url = show_over_url(&server, &support, &["globex"]);
     assert_eq!(String::from_utf8(over_url.stdout).unwrap(), text);
 
+    // A customer that runs no release says so.
+    let out = cli_ok(&server, &["customer", "show", "hooli"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("no release: every stack was applied on its own"),
+        "{text}"
+    );
+    assert_eq!(
+        json(&cli_ok(&server, &["customer", "show", "hooli", "--json"]))["releases"],
+        serde_json::json!([])
+    );
+
     // An unknown customer is refused (exit 1), named, from the folder and the API;
     // another customer's token may not look.
     let out = cli(&server, &["customer", "show", "nobody"]);
