@@ -220,7 +220,7 @@ fn releases_section(releases: &[CustomerRelease]) -> String {
             body,
             "<h3>Services of {}</h3>{}",
             release_link(&s.release, &s.version),
-            services_table(&r.services, &format!("services-{}", esc(&s.release)))
+            services_table(&r.services, &format!("services-{}", s.release))
         );
     }
     body
