@@ -195,6 +195,10 @@ pub enum CustomerCommand {
     Add(CustomerAddArgs),
     /// List customers: environment, last seen (last receipt), stale or not.
     List(CustomerListArgs),
+    /// What exactly one customer runs, as one snapshot: each stack's version, bundle
+    /// digest and last attempt; the release it runs (version, index digest), its
+    /// mixed stacks, and its services by digest.
+    Show(CustomerShowArgs),
     /// Every receipt of one customer, oldest first: applies, failures, rollbacks,
     /// drift reports, destroys.
     History(CustomerHistoryArgs),
@@ -269,6 +273,17 @@ pub struct CustomerListArgs {
     #[arg(long)]
     pub data: PathBuf,
     /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CustomerShowArgs {
+    /// The customer id.
+    pub id: String,
+    #[command(flatten)]
+    pub source: Source,
+    /// Print one JSON document (the same as `GET /api/v1/customers/{id}`).
     #[arg(long)]
     pub json: bool,
 }

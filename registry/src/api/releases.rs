@@ -144,3 +144,18 @@ impl MixedReason {
         }
     }
 }
+
+/// One release a customer runs, with what its version pins: the customer's standing
+/// (version, mixed stacks) and the version's stacks and services by digest. One
+/// snapshot of what runs, in `GET /api/v1/customers/{id}`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomerRelease {
+    #[serde(flatten)]
+    pub standing: ReleaseFleetRow,
+    /// The stacks the version pins, in apply order; empty when the version is not
+    /// recorded here (`recorded` is false).
+    pub stacks: Vec<ReleaseStackPart>,
+    /// The services the version pins, with their digests; empty when not recorded.
+    pub services: Vec<ReleaseServicePart>,
+}

@@ -1,4 +1,5 @@
-//! `stackpack-registry customer add | list | history | key add | key revoke`.
+//! `stackpack-registry customer add | list | history | key add | key revoke`
+//! (`customer show` is in `customer_show.rs`).
 
 use stackpack_registry::api::Deployment;
 use stackpack_registry::controllers::ledger::customers::{customers_page, history_page};
@@ -16,7 +17,7 @@ use crate::commands::{
     open_existing, print_json, refused_in, status, table, Error, JsonArray, Result, AGE_HINT,
 };
 
-fn check_name(what: &str, value: &str) -> Result<()> {
+pub fn check_name(what: &str, value: &str) -> Result<()> {
     stackpack_schema::reference::validate_name(value).map_err(|e| {
         Error::usage(format!("{what} `{value}`: {e}"))
             .caused_by(e)
@@ -176,7 +177,7 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
     Ok(())
 }
 
-fn unknown_customer(id: &str) -> Error {
+pub fn unknown_customer(id: &str) -> Error {
     Error::refused(format!("customer `{id}` is not known"))
         .hint("run `stackpack-registry customer list` to see the ids")
 }

@@ -4,6 +4,7 @@
 
 pub mod adoption;
 pub mod customer;
+pub mod customer_show;
 pub mod fleet;
 pub mod gc;
 pub mod init;
@@ -36,6 +37,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Token(TokenCommand::Revoke(args)) => token::revoke(args),
         Command::Customer(CustomerCommand::Add(args)) => customer::add(args),
         Command::Customer(CustomerCommand::List(args)) => customer::list(args),
+        Command::Customer(CustomerCommand::Show(args)) => customer_show::run(args),
         Command::Customer(CustomerCommand::History(args)) => customer::history(args),
         Command::Customer(CustomerCommand::Key(CustomerKeyCommand::Add(args))) => {
             customer::add_key(args)

@@ -337,6 +337,190 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
     assert_eq!(versions.as_array().unwrap().len(), 1, "{versions}");
 }
 
+/// `customer show ARGS --url` with a token, as support runs it from anywhere.
+fn show_over_url(server: &OurRegistry, token: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN)
+        .args(["customer", "show"])
+        .args(args)
+        .args(["--url", &server.url()])
+        .env("STACKPACK_REGISTRY_TOKEN", token)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn customer_show_answers_what_exactly_globex_runs_in_one_command() {
+    let Seeded { server, v2, .. } = seed();
+    // globex, on 1.1.0, then applies `cluster` 0.3.1 on its own: a mixed stack.
+    let hotfix = Digest::of(b"cluster 0.3.1");
+    report(
+        &server,
+        "globex",
+        &[applied(
+            "globex",
+            ("cluster", "0.3.1", hotfix.clone()),
+            None,
+            30,
+        )],
+    );
+
+    let shown = json(&cli_ok(&server, &["customer", "show", "globex", "--json"]));
+    assert_eq!(shown["customer"]["id"], "globex");
+    assert_eq!(shown["customer"]["environment"], "production");
+    assert_eq!(shown["customer"]["lastSeen"], "2026-03-01T10:30:00Z");
+    // Each stack: version and bundle in place, and the last attempt.
+    let stacks: Vec<(String, String, String, String, String, String)> = shown["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let a = &r["lastAttempt"];
+            [
+                &r["stack"],
+                &r["version"],
+                &r["digest"],
+                &a["kind"],
+                &a["outcome"],
+                &a["finishedAt"],
+            ]
+            .map(|v| v.as_str().unwrap().to_string())
+            .into()
+        })
+        .collect();
+    let row = |stack: &str, version: &str, digest: &Digest, minute: u32| {
+        (
+            stack.to_string(),
+            version.to_string(),
+            digest.to_string(),
+            "apply".to_string(),
+            "succeeded".to_string(),
+            format!("2026-03-01T10:{minute:02}:00Z"),
+        )
+    };
+    assert_eq!(
+        stacks,
+        [
+            row("cluster", "0.3.1", &hotfix, 30),
+            row("gpu-pools", "0.2.0", &pinned(&v2, "gpu-pools"), 10),
+            row("network", "1.0.0", &pinned(&v2, "network"), 1),
+        ]
+    );
+    // The release: version, index digest, the mixed stack, and what it pins.
+    let d2 = v2.index.digest.to_string();
+    let service = &v2.description.services[0];
+    let release = &shown["releases"][0];
+    assert_eq!(shown["releases"].as_array().unwrap().len(), 1, "{shown}");
+    assert_eq!(
+        (&release["release"], &release["version"], &release["digest"]),
+        (&"data-plane".into(), &"1.1.0".into(), &d2.clone().into())
+    );
+    assert_eq!(
+        release["mixed"],
+        serde_json::json!([{"stack": "cluster", "expected": "0.3.0", "running": "0.3.1",
+            "digest": hotfix.to_string(), "deployedWith": null, "reason": "applied-on-its-own"}])
+    );
+    assert_eq!(
+        release["services"],
+        serde_json::json!([{"service": "api", "reference": API_REFERENCE,
+            "digest": service.digest.to_string()}])
+    );
+    assert_eq!(
+        release["stacks"][2],
+        serde_json::json!({"stack": "gpu-pools", "version": "0.2.0",
+            "digest": pinned(&v2, "gpu-pools").to_string()})
+    );
+
+    // The same document over the API, with a support token or globex's own.
+    let support = server.token("support", None);
+    assert_eq!(
+        json(&show_over_url(&server, &support, &["globex", "--json"])),
+        shown
+    );
+    let own = server.token("customer", Some("globex"));
+    assert_eq!(
+        json(&show_over_url(&server, &own, &["globex", "--json"])),
+        shown
+    );
+
+    // For people: a header, the stacks, the release line, the mixed stack, the
+    // services with their digests (shortened on screen).
+    let out = cli_ok(&server, &["customer", "show", "globex"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("customer globex\n"), "{text}");
+    assert!(
+        text.contains("environment production  last seen 2026-03-01T10:30:00Z"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("STACK ") && l.contains("OUTCOME")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("cluster ")
+            && l.contains("0.3.1")
+            && l.contains(&hotfix.short())
+            && l.contains("apply")
+            && l.contains("succeeded")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "release data-plane 1.1.0  index {}",
+            v2.index.digest.short()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("mixed: cluster 0.3.1, release pins 0.3.0 (applied on its own)"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("api ")
+            && l.contains(&service.digest.short())
+            && l.contains("registry.example/acme/api:1.0")),
+        "{text}"
+    );
+    let over_url = show_over_url(&server, &support, &["globex"]);
+    assert_eq!(String::from_utf8(over_url.stdout).unwrap(), text);
+
+    // A customer that runs no release says so.
+    let out = cli_ok(&server, &["customer", "show", "hooli"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("no release: every stack was applied on its own"),
+        "{text}"
+    );
+    assert_eq!(
+        json(&cli_ok(&server, &["customer", "show", "hooli", "--json"]))["releases"],
+        serde_json::json!([])
+    );
+
+    // An unknown customer is refused (exit 1), named, from the folder and the API;
+    // another customer's token may not look.
+    let out = cli(&server, &["customer", "show", "nobody"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("customer `nobody` is not known"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("customer list"), "{stderr}");
+    let out = show_over_url(&server, &support, &["nobody"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("customer `nobody` is not known"),
+        "{stderr}"
+    );
+    let out = show_over_url(&server, &own, &["initech"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(&own));
+    // A malformed id is the command's mistake (exit 2), asked of nobody.
+    let out = cli(&server, &["customer", "show", "Not An Id"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
 fn sign_in(server: &OurRegistry) -> String {
     let token = server.token("support", None);
     let r = send(
@@ -357,7 +541,7 @@ fn page(server: &OurRegistry, path: &str, cookie: Option<&str>) -> Resp {
 
 #[test]
 fn the_release_page_and_the_customer_page_show_the_snapshot_and_escape_it() {
-    let Seeded { server, v2, .. } = seed();
+    let Seeded { server, v1, v2, .. } = seed();
 
     // Support pages need a session, as the others do.
     let r = page(&server, "/ui/releases/data-plane/1.1.0", None);
@@ -417,6 +601,32 @@ fn the_release_page_and_the_customer_page_show_the_snapshot_and_escape_it() {
         section.contains("applied on its own") && section.contains("not deployed"),
         "{section}"
     );
+    assert!(
+        section.contains(&v1.index.digest.to_string()),
+        "the index digest: {section}"
+    );
+    // The snapshot: the services the release pins, by whole digest, under a link
+    // to the release's page; a reference's markup stays text.
+    let services = html
+        .split("<table id=\"services-data-plane\">")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no services of the release: {html}"));
+    let services = services.split("</table>").next().unwrap();
+    assert!(
+        services.contains(&v1.description.services[0].digest.to_string()),
+        "{services}"
+    );
+    assert!(
+        services.contains("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{services}"
+    );
+    assert!(
+        html.contains(
+            "<h3>Services of <a href=\"/ui/releases/data-plane/1.0.0\">data-plane 1.0.0</a></h3>"
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("<script>"), "{html}");
 
     // A version never pushed here is a page that says so.
     let r = page(&server, "/ui/releases/data-plane/9.9.9", Some(&cookie));

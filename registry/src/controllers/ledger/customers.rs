@@ -1,18 +1,24 @@
 //! Customers: `GET /api/v1/customers`, `POST /api/v1/customers` (admin),
-//! `GET /api/v1/customers/{id}` (what it runs and its recent receipts),
+//! `GET /api/v1/customers/{id}` (one snapshot of what it runs: each stack with its
+//! last attempt, its releases with their services; and its recent receipts),
 //! `GET /api/v1/customers/{id}/history` (every receipt, oldest first).
 
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use base64::Engine as _;
 
-use crate::api::{Customer, Deployment, InstallationKey, NewCustomer, NewInstallationKey, Running};
+use crate::api::{
+    Customer, CustomerRelease, Deployment, FleetRow, InstallationKey, NewCustomer,
+    NewInstallationKey, Running,
+};
 use crate::auth::Action;
+use crate::controllers::ledger::fleet::{matrix, FleetQuery};
+use crate::controllers::ledger::release_fleet::customer_snapshot;
 use crate::controllers::ledger::{
     mark_stale, paged, running, silent_before_ns, split_page, stale_after, Paging,
 };
@@ -21,14 +27,58 @@ use crate::db;
 use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 
-/// One customer in detail.
-#[derive(Serialize, ToSchema)]
+/// One customer in detail: what exactly it runs, as one snapshot.
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomerDetail {
     pub customer: Customer,
     pub running: Vec<Running>,
+    /// Each stack it runs (or last tried to), by stack: the version and bundle
+    /// digest in place, and the last attempt (kind, outcome, when) even when it
+    /// failed or nothing is in place.
+    #[serde(default)]
+    pub stacks: Vec<FleetRow>,
+    /// The releases it runs, by name: the version, index digest, the stacks that
+    /// are mixed (not at the bundle the version pins), and the version's stacks
+    /// and services with their digests.
+    #[serde(default)]
+    pub releases: Vec<CustomerRelease>,
     /// The latest receipts, newest first.
     pub recent: Vec<Deployment>,
+}
+
+/// One customer's snapshot, or `None` when the customer is not known. The API, the
+/// `customer show` command and the customer page answer from it.
+pub fn detail(state: &crate::state::AppState, id: &str) -> Result<Option<CustomerDetail>> {
+    let found = state.db.support(|c| {
+        let Some(customer) = db::ledger::customer(c, id)? else {
+            return Ok(None);
+        };
+        Ok(Some((
+            customer,
+            customer_snapshot(c, id)?,
+            db::ledger::deployments(c, Some(id), None, 50)?,
+        )))
+    })?;
+    let Some((customer, releases, recent)) = found else {
+        return Ok(None);
+    };
+    let mut stacks = matrix(
+        state,
+        &FleetQuery {
+            customer: Some(id.to_string()),
+            stale_after_secs: stale_after(None)?,
+            ..FleetQuery::default()
+        },
+    )?;
+    stacks.retain(|r| r.stack.is_some());
+    Ok(Some(CustomerDetail {
+        customer,
+        running: running(state, id)?,
+        stacks,
+        releases,
+        recent,
+    }))
 }
 
 #[utoipa::path(
@@ -129,7 +179,7 @@ pub async fn create(
     path = "/api/v1/customers/{id}",
     params(("id" = String, Path, description = "Customer id")),
     responses(
-        (status = 200, description = "The customer, what it runs, and its recent receipts", body = CustomerDetail),
+        (status = 200, description = "What exactly the customer runs, as one snapshot: each stack's version, bundle digest and last attempt; each release it runs with its version, index digest, mixed stacks and the services it pins by digest; and its recent receipts", body = CustomerDetail),
         (status = 404, description = "No such customer"),
     ),
     security(("bearer" = [])),
@@ -141,20 +191,9 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<CustomerDetail>> {
     ctx.authorize(Action::CustomerRead(&id))?;
-    let Some(customer) = state.db.scan(|c| db::ledger::customer(c, &id))? else {
-        return Err(Error::new(
-            Code::NotFound,
-            format!("customer `{id}` is not known"),
-        ));
-    };
-    let recent = state
-        .db
-        .scan(|c| db::ledger::deployments(c, Some(&id), None, 50))?;
-    Ok(Json(CustomerDetail {
-        customer,
-        running: running(&state, &id)?,
-        recent,
-    }))
+    detail(&state, &id)?
+        .map(Json)
+        .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))
 }
 
 #[utoipa::path(

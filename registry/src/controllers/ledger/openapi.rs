@@ -73,6 +73,7 @@ impl Modify for BearerAuth {
         api::MixedStack,
         api::MixedReason,
         api::DeployedRelease,
+        api::CustomerRelease,
     )),
     modifiers(&BearerAuth)
 )]

@@ -16,7 +16,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use rusqlite::Connection;
 
-use crate::api::{MixedReason, MixedStack, ReleaseFleetRow, ReleaseStackPart};
+use crate::api::{CustomerRelease, MixedReason, MixedStack, ReleaseFleetRow, ReleaseStackPart};
 use crate::auth::Action;
 use crate::controllers::Ctx;
 use crate::db;
@@ -106,6 +106,33 @@ pub fn customer_releases(
         });
     }
     Ok(rows)
+}
+
+/// The releases one customer runs, each with the stacks and services its version
+/// pins (none when the version is not recorded here): the customer's snapshot.
+pub fn customer_snapshot(
+    conn: &Connection,
+    customer: &str,
+) -> rusqlite::Result<Vec<CustomerRelease>> {
+    customer_releases(conn, customer, None)?
+        .into_iter()
+        .map(|standing| {
+            let (name, version) = (&standing.release, standing.version.to_string());
+            let (stacks, services) = if standing.recorded {
+                (
+                    db::release_index::stacks(conn, name, &version)?,
+                    db::release_index::services(conn, name, &version)?,
+                )
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            Ok(CustomerRelease {
+                standing,
+                stacks,
+                services,
+            })
+        })
+        .collect()
 }
 
 /// The stacks of release `name` at `version` that run something other than what it

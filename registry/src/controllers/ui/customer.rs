@@ -1,6 +1,8 @@
 //! `GET /ui/customers/{id}`: one customer: environment, last seen, installation
-//! keys, the release it runs and its mixed stacks, what it runs now, and its receipts, each with its inputs hash and whether
-//! its signature verifies with a key the ledger trusts for the customer.
+//! keys, the release it runs (index digest, mixed stacks, the services it pins by
+//! digest: the snapshot), what it runs now, and its receipts, each with its inputs
+//! hash and whether its signature verifies with a key the ledger trusts for the
+//! customer.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -12,11 +14,11 @@ use stackpack_schema::receipt::{Outcome, SignedReceipt};
 
 use super::fleet::{rows_table, version_link};
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
-use super::release::{release_link, standing};
+use super::release::{digest, release_link, services_table, standing};
 use super::{failed, viewer};
-use crate::api::{Customer, Deployment, ReleaseFleetRow};
+use crate::api::{Customer, CustomerRelease, Deployment};
 use crate::controllers::ledger::fleet::{matrix, FleetQuery};
-use crate::controllers::ledger::release_fleet::customer_releases;
+use crate::controllers::ledger::release_fleet::customer_snapshot;
 use crate::controllers::ledger::{mark_stale, stale_after};
 use crate::db;
 use crate::state::SharedState;
@@ -107,7 +109,7 @@ pub async fn show(
             db::ledger::customer(c, &id)?,
             db::ledger::installation_keys(c, &id)?,
             db::ledger::history_documents(c, &id, HISTORY_ROWS)?,
-            customer_releases(c, &id, None)?,
+            customer_snapshot(c, &id)?,
         ))
     });
     let (customer, keys, history, releases) = match found {
@@ -191,19 +193,37 @@ fn facts(customer: &Customer, keys: &HashMap<String, bool>) -> String {
     body
 }
 
-/// The releases the customer runs, each with the stacks that deviate from it.
-fn releases_section(releases: &[ReleaseFleetRow]) -> String {
+/// The releases the customer runs, each with its index digest, the stacks that
+/// deviate from it, and the services its version pins by digest.
+fn releases_section(releases: &[CustomerRelease]) -> String {
     if releases.is_empty() {
         return String::new();
     }
     let rows: Vec<Vec<String>> = releases
         .iter()
-        .map(|r| vec![release_link(&r.release, &r.version), standing(r)])
+        .map(|r| {
+            let s = &r.standing;
+            vec![
+                release_link(&s.release, &s.version),
+                digest(&s.digest.to_string()),
+                standing(s),
+            ]
+        })
         .collect();
-    format!(
+    let mut body = format!(
         "<h2>Release</h2>{}",
-        table(&["Release", "Stacks"], &rows, "releases")
-    )
+        table(&["Release", "Index", "Stacks"], &rows, "releases")
+    );
+    for r in releases.iter().filter(|r| !r.services.is_empty()) {
+        let s = &r.standing;
+        let _ = write!(
+            body,
+            "<h3>Services of {}</h3>{}",
+            release_link(&s.release, &s.version),
+            services_table(&r.services, &format!("services-{}", s.release))
+        );
+    }
+    body
 }
 
 /// The customer's receipts, newest first, each with its signature's verdict.

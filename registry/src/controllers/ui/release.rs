@@ -14,7 +14,7 @@ use semver::Version;
 use super::fleet::version_link;
 use super::html::{badge, esc, page, respond, short_digest, table, url, Tone};
 use super::{failed, viewer};
-use crate::api::{MixedStack, ReleaseFleetRow, ReleaseSnapshot};
+use crate::api::{MixedStack, ReleaseFleetRow, ReleaseServicePart, ReleaseSnapshot};
 use crate::controllers::ledger::release_versions::snapshot;
 use crate::state::SharedState;
 
@@ -31,12 +31,27 @@ pub fn release_link(name: &str, version: &Version) -> String {
 }
 
 /// A digest, shortened, whole in its title.
-fn digest(text: &str) -> String {
+pub fn digest(text: &str) -> String {
     format!(
         "<span class=\"mono\" title=\"{}\">{}</span>",
         esc(text),
         esc(&short_digest(text))
     )
+}
+
+/// The services a release version pins: each one's reference and whole digest.
+pub fn services_table(services: &[ReleaseServicePart], id: &str) -> String {
+    let rows: Vec<Vec<String>> = services
+        .iter()
+        .map(|p| {
+            vec![
+                esc(&p.service),
+                format!("<span class=\"mono\">{}</span>", esc(&p.reference)),
+                format!("<span class=\"mono\">{}</span>", esc(&p.digest.to_string())),
+            ]
+        })
+        .collect();
+    table(&["Service", "Reference", "Digest"], &rows, id)
 }
 
 /// One mixed stack in words: `cluster 0.3.0 (pins 0.3.1): applied on its own`.
@@ -110,22 +125,7 @@ fn body(s: &ReleaseSnapshot) -> String {
     if s.services.is_empty() {
         body.push_str("<p class=\"muted\">No service.</p>");
     } else {
-        let services: Vec<Vec<String>> = s
-            .services
-            .iter()
-            .map(|p| {
-                vec![
-                    esc(&p.service),
-                    format!("<span class=\"mono\">{}</span>", esc(&p.reference)),
-                    format!("<span class=\"mono\">{}</span>", esc(&p.digest.to_string())),
-                ]
-            })
-            .collect();
-        body.push_str(&table(
-            &["Service", "Reference", "Digest"],
-            &services,
-            "services",
-        ));
+        body.push_str(&services_table(&s.services, "services"));
     }
     body.push_str("<h2>Who runs it</h2>");
     if s.customers.is_empty() {

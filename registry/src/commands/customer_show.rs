@@ -1,0 +1,120 @@
+//! `stackpack-registry customer show ID`: what exactly one customer runs, as one
+//! snapshot (its stacks with their last attempts, its release with the mixed stacks
+//! and the services' digests), from `--data` or over `--url`. Both read the same
+//! document, `GET /api/v1/customers/{id}`; nothing is worked out here.
+
+use stackpack_registry::api::{CustomerRelease, FleetRow};
+use stackpack_registry::controllers::ledger::customers::{detail, CustomerDetail};
+
+use crate::cli::CustomerShowArgs;
+use crate::commands::customer::{check_name, unknown_customer};
+use crate::commands::fleet::encode;
+use crate::commands::release_fleet::mixed_words;
+use crate::commands::remote::get_json;
+use crate::commands::{open_existing, print_json, refused_in, table, Result};
+
+pub fn run(args: &CustomerShowArgs) -> Result<()> {
+    check_name("customer", &args.id)?;
+    let snapshot: CustomerDetail = match (&args.source.data, &args.source.url) {
+        (Some(data), _) => detail(&open_existing(data)?, &args.id)
+            .map_err(refused_in(data))?
+            .ok_or_else(|| unknown_customer(&args.id))?,
+        (None, Some(url)) => get_json(
+            url,
+            args.source.token.as_deref(),
+            &format!("/api/v1/customers/{}", encode(&args.id)),
+            "a customer",
+        )?,
+        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+    };
+    if args.json {
+        print_json(&snapshot);
+        return Ok(());
+    }
+    print_header(&snapshot);
+    print_stacks(&snapshot.stacks);
+    if snapshot.releases.is_empty() && !snapshot.stacks.is_empty() {
+        println!("\nno release: every stack was applied on its own");
+    }
+    for release in &snapshot.releases {
+        print_release(release);
+    }
+    Ok(())
+}
+
+fn print_header(s: &CustomerDetail) {
+    let c = &s.customer;
+    let name = c
+        .name
+        .as_deref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    println!("customer {}{name}", c.id);
+    println!(
+        "environment {}  last seen {}",
+        c.environment.as_deref().unwrap_or("-"),
+        c.last_seen
+            .as_ref()
+            .map_or_else(|| "never".into(), ToString::to_string)
+    );
+}
+
+fn print_stacks(stacks: &[FleetRow]) {
+    println!();
+    if stacks.is_empty() {
+        println!("no stack reported yet");
+        return;
+    }
+    let dash = || "-".to_string();
+    let rows: Vec<Vec<String>> = stacks
+        .iter()
+        .map(|r| {
+            let attempt = r.last_attempt.as_ref();
+            vec![
+                r.stack.clone().unwrap_or_default(),
+                r.version.as_ref().map_or_else(dash, ToString::to_string),
+                r.digest.as_ref().map_or_else(dash, |d| d.short()),
+                attempt.map_or_else(dash, |a| a.kind.to_string()),
+                attempt.map_or_else(dash, |a| a.outcome.to_string()),
+                attempt.map_or_else(dash, |a| a.finished_at.to_string()),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["STACK", "VERSION", "BUNDLE", "ATTEMPT", "OUTCOME", "FINISHED"],
+            &rows
+        )
+    );
+}
+
+fn print_release(r: &CustomerRelease) {
+    let s = &r.standing;
+    println!();
+    println!(
+        "release {} {}  index {}",
+        s.release,
+        s.version,
+        s.digest.short()
+    );
+    if !s.recorded {
+        println!("(this version is not recorded in this registry: its stacks and services are unknown here)");
+    }
+    if s.mixed.is_empty() {
+        println!("runs exactly this release");
+    } else {
+        for m in &s.mixed {
+            println!("mixed: {}", mixed_words(m));
+        }
+    }
+    if !r.services.is_empty() {
+        let services: Vec<Vec<String>> = r
+            .services
+            .iter()
+            .map(|p| vec![p.service.clone(), p.digest.short(), p.reference.clone()])
+            .collect();
+        println!();
+        print!("{}", table(&["SERVICE", "DIGEST", "REFERENCE"], &services));
+    }
+}
