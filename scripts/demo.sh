@@ -283,5 +283,7 @@ fi
 step "support: which version every customer runs"
 "$bin/stackpack-registry" fleet --data "$registry_data"
 "$bin/stackpack-registry" fleet --release environment --data "$registry_data"
+# What exactly does globex run: every stack, the release, its services, in one answer.
+"$bin/stackpack-registry" customer show globex --data "$registry_data"
 "$bin/stackpack-registry" release show "environment@$release" --data "$registry_data"
-echo "the same on the support pages: http://127.0.0.1:$port/ui/releases/environment/$release"
+echo "the same on the support pages: http://127.0.0.1:$port/ui/customers/globex and http://127.0.0.1:$port/ui/releases/environment/$release"

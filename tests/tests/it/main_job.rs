@@ -127,6 +127,9 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
     has("release environment 1.0.1  index sha256:");
     has("gpu-pools      0.1.1    sha256:");
     has("inference-api  sha256:");
+    // ... and what exactly globex runs, in one command: its stacks and release.
+    has("customer globex");
+    has("release environment 1.0.1  index sha256:");
 }
 
 /// The demo runs its airgapped customer in a network namespace only as root.
