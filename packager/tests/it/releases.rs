@@ -588,3 +588,56 @@ fn a_release_push_failing_midway_leaves_no_tag_and_a_rerun_completes_it() {
     assert_eq!(release["published"], true, "{release}");
     assert_eq!(release["version"], "0.1.0");
 }
+
+/// `publish --stack X` publishes the releases X is part of, and no other: a stack
+/// outside every release leaves the releases alone.
+#[test]
+fn publish_of_chosen_stacks_publishes_only_the_releases_they_are_in() {
+    let registry = Distribution::require();
+    let host = registry.host();
+    push_service_image(&host, "vendor/api", "1.0", b"api v1");
+    let vendor = Vendor::new(&format!("{host}/vendor/api:1.0"));
+    vendor.write("stacks/tools/stack.toml", "engine = \"terraform\"\n");
+    vendor.write(
+        "stacks/tools/main.tf",
+        &stack(&variable("name", Some("t")), None),
+    );
+    vendor.commit("tools: outside every release");
+    let publish_stack = |stack: &str| {
+        stackpack(
+            &vendor.dir,
+            &[
+                "publish",
+                "--json",
+                "--insecure",
+                "--registry",
+                &format!("{host}/acme"),
+                "--key",
+                vendor.key.to_str().unwrap(),
+                "--stack",
+                stack,
+            ],
+        )
+        .ok()
+        .json()
+    };
+    let report = publish_stack("tools");
+    assert_eq!(report["releases"], serde_json::json!([]), "{report}");
+    assert!(remote(&host)
+        .tags("acme/releases/data-plane")
+        .unwrap()
+        .is_empty());
+
+    // The first stable version of every stack of the release is published first;
+    // then choosing one of them publishes the release.
+    vendor.publish(&host).ok();
+    vendor.write(
+        "stacks/gpu-pools/main.tf",
+        &stack(&variable("cluster_id", None), Some("pool_id")),
+    );
+    vendor.commit("gpu-pools: pool_id");
+    let report = publish_stack("gpu-pools");
+    let release = &report["releases"][0];
+    assert_eq!(release["release"], "data-plane", "{report}");
+    assert_eq!(release["version"], "0.2.0", "{report}");
+}
