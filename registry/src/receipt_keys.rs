@@ -17,7 +17,6 @@ use serde_json::json;
 
 use crate::db;
 use crate::error::{Code, Error, Result};
-use crate::receipts::Checked;
 
 /// Who may pin a customer's first installation key.
 pub enum FirstUse<'a> {
@@ -48,18 +47,25 @@ fn denied(message: String, hint: String) -> Error {
     Error::new(Code::Denied, message).with_detail(json!({ "hint": hint }))
 }
 
-/// Refuses the receipt unless its key is a current installation key of its
-/// customer, pinning the customer's first key when `first_use` allows it.
+/// A receipt's signing key: its id and the public key, base64 DER (as
+/// `installation_keys` keeps it).
+pub struct SigningKey<'a> {
+    pub key_id: &'a str,
+    pub public_key: &'a str,
+}
+
+/// Refuses a receipt of `customer` unless `key` is a current installation key of
+/// that customer, pinning the customer's first key when `first_use` allows it.
 pub fn check_key(
     tx: &Transaction,
-    checked: &Checked,
+    customer: &str,
+    key: &SigningKey<'_>,
     first_use: &FirstUse<'_>,
     now: &str,
 ) -> Result<()> {
-    let d = &checked.deployment;
-    let (customer, key_id) = (&d.customer, &d.key_id);
+    let key_id = key.key_id;
     let keys = db::ledger::installation_keys(tx, customer)?;
-    match keys.iter().find(|(_, k, _)| k == checked.public_key()) {
+    match keys.iter().find(|(_, k, _)| k == key.public_key) {
         Some((_, _, false)) => return Ok(()),
         Some((_, _, true)) => {
             return Err(Error::new(
@@ -71,7 +77,7 @@ pub fn check_key(
         }
         None => {}
     }
-    let owners = db::ledger::customers_of_key(tx, checked.public_key())?;
+    let owners = db::ledger::customers_of_key(tx, key.public_key)?;
     if let Some(owner) = owners.iter().find(|o| *o != customer) {
         return Err(denied(
             format!(
@@ -108,7 +114,7 @@ pub fn check_key(
         tx,
         customer,
         key_id,
-        checked.public_key(),
+        key.public_key,
         now,
         first_use.pinned_by(),
     )?;

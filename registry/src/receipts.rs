@@ -19,8 +19,8 @@ use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
 use crate::timestamp::Timestamp;
 
-use crate::receipt_keys::check_key;
 pub use crate::receipt_keys::FirstUse;
+use crate::receipt_keys::{check_key, SigningKey};
 
 /// A receipt whose signature and fields were checked, ready to store.
 pub struct Checked {
@@ -87,13 +87,6 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
     })
 }
 
-impl Checked {
-    /// The signing key, base64 DER, as `installation_keys` keeps it.
-    pub fn public_key(&self) -> &str {
-        &self.public_key_b64
-    }
-}
-
 /// Stores a checked receipt inside the caller's transaction. True when it was new.
 pub fn store(
     tx: &Transaction,
@@ -117,7 +110,11 @@ pub fn store(
         };
     }
     db::ledger::upsert_customer(tx, &d.customer, None, now_text)?;
-    check_key(tx, checked, first_use, now_text)?;
+    let key = SigningKey {
+        key_id: &d.key_id,
+        public_key: &checked.public_key_b64,
+    };
+    check_key(tx, &d.customer, &key, first_use, now_text)?;
     let deployment = Deployment {
         received_at: now.clone(),
         ..d.clone()
