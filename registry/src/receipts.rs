@@ -109,7 +109,7 @@ pub fn store(
             ))
         };
     }
-    db::ledger::upsert_customer(tx, &d.customer, None, now_text)?;
+    db::ledger::note_customer(tx, &d.customer, now_text)?;
     let key = SigningKey {
         key_id: &d.key_id,
         public_key: &checked.public_key_b64,

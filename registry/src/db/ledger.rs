@@ -228,7 +228,8 @@ pub fn upsert_customer(
     register_customer(conn, id, name, None, now)
 }
 
-/// Creates the customer if new; sets the name and environment given.
+/// Registers the customer (the vendor's act: `customer add`, a customer token),
+/// creating it if new; sets the name and environment given.
 pub fn register_customer(
     conn: &Connection,
     id: &str,
@@ -237,10 +238,21 @@ pub fn register_customer(
     now: &str,
 ) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT INTO customers (id, name, environment, created) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO customers (id, name, environment, created, registered_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)
          ON CONFLICT (id) DO UPDATE SET name = COALESCE(excluded.name, customers.name),
-             environment = COALESCE(excluded.environment, customers.environment)",
+             environment = COALESCE(excluded.environment, customers.environment),
+             registered_at = COALESCE(customers.registered_at, excluded.registered_at)",
         params![id, name, environment, now],
+    )?;
+    Ok(())
+}
+
+/// Creates a customer first known from a receipt, not registered by the vendor.
+pub fn note_customer(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT OR IGNORE INTO customers (id, created) VALUES (?1, ?2)",
+        params![id, now],
     )?;
     Ok(())
 }

@@ -205,6 +205,7 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
                  DROP TABLE adoption_deltas;
                  DROP INDEX installation_keys_public_key;
                  ALTER TABLE installation_keys DROP COLUMN pinned_by;
+                 ALTER TABLE customers DROP COLUMN registered_at;
                  CREATE INDEX receipts_changes ON receipts(stack, finished_ns, received_at, id,
                      customer, version, kind, finished_at)
                      WHERE kind IN ('apply', 'rollback', 'destroy')

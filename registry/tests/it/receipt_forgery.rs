@@ -233,6 +233,34 @@ fn an_import_naming_the_customer_pins_its_first_key_and_later_imports_need_no_fl
     let out = import(&server, &other, &["--customer", "umbrella"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stored(&server), ["u-1", "u-2"]);
+    // Umbrella was never registered: the fleet says so instead of a bare row.
+    let fleet = cli_ok(&server, &["fleet", "--customer", "umbrella"]);
+    let fleet = String::from_utf8_lossy(&fleet.stdout);
+    assert!(
+        fleet.contains("not registered: known only from its receipts"),
+        "{fleet}"
+    );
+    let rows = json(&cli_ok(&server, &["fleet", "--json"]));
+    assert_eq!(rows[0]["registered"], false, "{rows}");
+}
+
+#[test]
+fn a_customer_registered_by_the_vendor_is_not_marked_unregistered_in_the_fleet() {
+    let server = OurRegistry::start();
+    cli_ok(&server, &["customer", "add", "initech"]);
+    assert_eq!(
+        post(
+            &server,
+            "globex",
+            &receipt("globex", "g-1", "1.0.0", &globex_key())
+        )
+        .status,
+        201
+    );
+    let rows = json(&cli_ok(&server, &["fleet", "--json"]));
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(rows.iter().all(|r| r["registered"] == true), "{rows:?}");
 }
 
 #[test]

@@ -581,7 +581,7 @@ fn a_customer_page_shows_history_receipts_signatures_and_inputs_hashes() {
 /// Issue 23, item 24: a key pinned by `receipts import --customer` came from the
 /// same file as the receipts it signs; the page says so rather than "trusted".
 #[test]
-fn a_key_pinned_on_first_use_by_an_import_is_not_shown_as_trusted() {
+fn a_key_pinned_on_first_use_by_an_import_is_not_shown_as_trusted_nor_its_customer_as_registered() {
     let seeded = seed();
     let server = &seeded.server;
     let cookie = sign_in(server, &seeded.support);
@@ -598,6 +598,31 @@ fn a_key_pinned_on_first_use_by_an_import_is_not_shown_as_trusted() {
         facts.contains("key pinned on first use by import"),
         "{facts}"
     );
+    // Umbrella was registered by the vendor; wonka, known only from an imported
+    // file, was not, and the fleet says so rather than showing a bare row.
+    let file = server.data.with_file_name("wonka-receipts.json");
+    let wonka = receipt(
+        "wonka",
+        1,
+        (
+            "data-plane",
+            "1.0.0",
+            &stackpack_schema::Digest::of(b"w").to_string(),
+        ),
+        (ReceiptKind::Apply, Outcome::Succeeded),
+        &minutes_ago(5),
+    );
+    std::fs::write(&file, wonka.to_bytes()).unwrap();
+    let import = ["receipts", "import", file.to_str().unwrap()];
+    cli_ok(server, &[&import[..], &["--customer", "wonka"]].concat());
+    let fleet = html(&get(server, "/ui", &cookie));
+    let note = "not registered: known only from its receipts";
+    let noted: Vec<&str> = fleet
+        .split("<tr>")
+        .filter(|row| row.contains(note))
+        .collect();
+    assert!(!noted.is_empty(), "{fleet}");
+    assert!(noted.iter().all(|row| row.contains("wonka")), "{noted:?}");
 }
 
 #[test]
