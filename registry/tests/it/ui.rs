@@ -623,6 +623,11 @@ fn a_key_pinned_on_first_use_by_an_import_is_not_shown_as_trusted_nor_its_custom
         .collect();
     assert!(!noted.is_empty(), "{fleet}");
     assert!(noted.iter().all(|row| row.contains("wonka")), "{noted:?}");
+    let page = html(&get(server, "/ui/customers/wonka", &cookie));
+    let facts = page.split("</dl>").next().unwrap();
+    assert!(facts.contains(note), "{facts}");
+    let page = html(&get(server, "/ui/customers/umbrella", &cookie));
+    assert!(!page.contains(note), "{page}");
 }
 
 #[test]

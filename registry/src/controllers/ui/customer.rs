@@ -154,7 +154,9 @@ pub async fn show(
         .map(|k| (k.key_id, (k.revoked, k.pinned_by)))
         .collect();
 
-    let mut body = facts(&customer, &keys);
+    // Every fleet row carries whether the customer was registered by the vendor.
+    let registered = running.first().is_none_or(|r| r.registered);
+    let mut body = facts(&customer, registered, &keys);
     body.push_str(&releases_section(&releases));
     body.push_str("<h2>Runs now</h2>");
     running.retain(|r| r.stack.is_some());
@@ -169,7 +171,7 @@ pub async fn show(
 
 /// The customer's name and facts: environment, registration, last seen, and its
 /// installation keys with their standing.
-fn facts(customer: &Customer, keys: &Keys) -> String {
+fn facts(customer: &Customer, registered: bool, keys: &Keys) -> String {
     let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
     let seen = match (&customer.last_seen, customer.stale == Some(true)) {
         (None, _) => badge(Tone::Warn, "never reported"),
@@ -199,7 +201,15 @@ fn facts(customer: &Customer, keys: &Keys) -> String {
             .as_deref()
             .map(esc)
             .unwrap_or_else(|| "<span class=\"muted\">not set</span>".into()),
-        esc(customer.created.as_str()),
+        if registered {
+            esc(customer.created.as_str())
+        } else {
+            format!(
+                "{} <span class=\"muted\">first seen {}</span>",
+                badge(Tone::Warn, "not registered: known only from its receipts"),
+                esc(customer.created.as_str())
+            )
+        },
         if key_list.is_empty() {
             "<span class=\"muted\">none yet (the first receipt pins one)</span>".to_string()
         } else {
