@@ -174,7 +174,9 @@ fn seed(data: &str, customers: u64, stacks: u64, versions: u64) {
             }
         }
         total += batch.len() as u64;
-        let (all, _) = receipts::record_all(&state.db, &batch).expect("the batch is stored");
+        // Seeded as each customer's own runner would report them: first keys pin.
+        let (all, _) = receipts::record_all(&state.db, &batch, &receipts::FirstUse::Reporter)
+            .expect("the batch is stored");
         assert!(all, "every seeded receipt is accepted");
     }
     eprintln!(

@@ -254,6 +254,15 @@ pub struct FleetRow {
     pub last_seen: Option<Timestamp>,
     /// No receipt within `staleAfter`, or none ever.
     pub stale: bool,
+    /// Registered by the vendor (`customer add`, a customer token); false for a
+    /// customer known only from its receipts.
+    #[serde(default = "registered_default")]
+    pub registered: bool,
+}
+
+/// A registry from before `registered` existed listed only registered customers as such.
+fn registered_default() -> bool {
+    true
 }
 
 /// How many customers ran each version of one stack over time.

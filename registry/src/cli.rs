@@ -326,6 +326,11 @@ pub enum ReceiptsCommand {
 pub struct ReceiptsImportArgs {
     /// One signed receipt, a JSON array of them, or JSON Lines.
     pub file: PathBuf,
+    /// The customer whose installation this file comes from (repeat for a file
+    /// carrying several): its first installation key is pinned from the file. Without
+    /// it, every receipt must be signed by a key already pinned to its customer.
+    #[arg(long = "customer", value_name = "ID")]
+    pub customers: Vec<String>,
     /// The data folder of an existing registry.
     #[arg(long)]
     pub data: PathBuf,

@@ -33,6 +33,7 @@ pub mod error;
 pub mod gc;
 pub mod metrics;
 pub mod names;
+pub mod receipt_keys;
 pub mod receipts;
 pub mod state;
 pub mod storage;

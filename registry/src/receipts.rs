@@ -3,8 +3,9 @@
 //!
 //! The signature must verify against the key the receipt carries. That key must be
 //! one of the customer's installation keys; a customer with none yet has its first
-//! key pinned (trust on first use), and from then on a receipt signed by another key
-//! is refused until an admin registers it. Receipt ids are unique: the same receipt
+//! key pinned (trust on first use) only through a path that says who the customer
+//! is, and a key pinned to one customer is refused for another (see
+//! [`crate::receipt_keys`]). Receipt ids are unique: the same receipt
 //! again is accepted and changes nothing; another receipt under a used id is refused.
 //!
 //! Times are stored as UTC, and receipts are ordered by the parsed finish time, so
@@ -17,6 +18,9 @@ use crate::api::{DeployedRelease, Deployment};
 use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
 use crate::timestamp::Timestamp;
+
+pub use crate::receipt_keys::FirstUse;
+use crate::receipt_keys::{check_key, SigningKey};
 
 /// A receipt whose signature and fields were checked, ready to store.
 pub struct Checked {
@@ -84,7 +88,12 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
 }
 
 /// Stores a checked receipt inside the caller's transaction. True when it was new.
-pub fn store(tx: &Transaction, checked: &Checked, now: &Timestamp) -> Result<bool> {
+pub fn store(
+    tx: &Transaction,
+    checked: &Checked,
+    now: &Timestamp,
+    first_use: &FirstUse<'_>,
+) -> Result<bool> {
     let now_text = now.as_str();
     let d = &checked.deployment;
     if let Some(existing) = db::ledger::receipt_document(tx, &d.receipt_id)? {
@@ -100,38 +109,12 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &Timestamp) -> Result<boo
             ))
         };
     }
-    db::ledger::upsert_customer(tx, &d.customer, None, now_text)?;
-    let keys = db::ledger::installation_keys(tx, &d.customer)?;
-    match keys.iter().find(|(_, k, _)| k == &checked.public_key_b64) {
-        // Trust on first use: only while the customer has no key at all (a revoked
-        // key still counts, so revoking the last one does not reopen pinning).
-        None if keys.is_empty() => db::ledger::add_installation_key(
-            tx,
-            &d.customer,
-            &d.key_id,
-            &checked.public_key_b64,
-            now_text,
-        )?,
-        None => {
-            return Err(Error::new(
-                Code::Denied,
-                format!(
-                    "key `{}` is not an installation key of customer `{}`",
-                    d.key_id, d.customer
-                ),
-            ))
-        }
-        Some((_, _, true)) => {
-            return Err(Error::new(
-                Code::Denied,
-                format!(
-                    "key `{}` of customer `{}` was revoked; sign with a current installation key",
-                    d.key_id, d.customer
-                ),
-            ))
-        }
-        Some(_) => {}
-    }
+    db::ledger::note_customer(tx, &d.customer, now_text)?;
+    let key = SigningKey {
+        key_id: &d.key_id,
+        public_key: &checked.public_key_b64,
+    };
+    check_key(tx, &d.customer, &key, first_use, now_text)?;
     let deployment = Deployment {
         received_at: now.clone(),
         ..d.clone()
@@ -142,11 +125,12 @@ pub fn store(tx: &Transaction, checked: &Checked, now: &Timestamp) -> Result<boo
     Ok(true)
 }
 
-/// Checks and stores `signed`. True when it was new.
+/// Checks and stores `signed`, reported over HTTP by a token allowed to report for
+/// its customer. True when it was new.
 pub fn record(db: &Db, signed: &SignedReceipt) -> Result<bool> {
     let checked = check(signed)?;
     let now = Timestamp::now();
-    db.write(|tx| store(tx, &checked, &now))
+    db.write(|tx| store(tx, &checked, &now, &FirstUse::Reporter))
 }
 
 /// What became of one receipt of a batch.
@@ -159,14 +143,18 @@ pub struct Outcome {
 /// Records every receipt or none: each is checked (and tried, in order, inside one
 /// transaction), and if any is refused the transaction is rolled back. Returns
 /// whether all were recorded, and what became of each.
-pub fn record_all(db: &Db, receipts: &[SignedReceipt]) -> Result<(bool, Vec<Outcome>)> {
+pub fn record_all(
+    db: &Db,
+    receipts: &[SignedReceipt],
+    first_use: &FirstUse<'_>,
+) -> Result<(bool, Vec<Outcome>)> {
     let now = Timestamp::now();
     let checked: Vec<Result<Checked>> = receipts.iter().map(check).collect();
     let mut outcomes = Vec::with_capacity(receipts.len());
     let committed = db.write(|tx| {
         for (signed, checked) in receipts.iter().zip(&checked) {
             let result = match checked {
-                Ok(checked) => store(tx, checked, &now),
+                Ok(checked) => store(tx, checked, &now, first_use),
                 Err(e) => Err(Error::new(e.code, e.message.clone())),
             };
             outcomes.push(Outcome {

@@ -199,7 +199,14 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
         if db::ledger::customer(tx, &args.id)?.is_none() {
             return Ok(false);
         }
-        db::ledger::add_installation_key(tx, &args.id, &key_id, &der, &now)?;
+        db::ledger::add_installation_key(
+            tx,
+            &args.id,
+            &key_id,
+            &der,
+            &now,
+            db::ledger::PinnedBy::Admin,
+        )?;
         Ok(true)
     });
     let known = known.map_err(refused_in(&args.data))?;

@@ -27,6 +27,9 @@ fn notes(r: &FleetRow) -> String {
     if r.drifted {
         notes.push("drifted".to_string());
     }
+    if !r.registered {
+        notes.push("not registered: known only from its receipts".to_string());
+    }
     if r.stale {
         notes.push(match &r.last_seen {
             Some(seen) => format!("silent since {seen}"),

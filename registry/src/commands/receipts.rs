@@ -1,6 +1,6 @@
 //! `stackpack-registry receipts import`: all receipts of a file, or none.
 
-use stackpack_registry::receipts::{self, Outcome};
+use stackpack_registry::receipts::{self, FirstUse, Outcome};
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::cli::ReceiptsImportArgs;
@@ -33,11 +33,16 @@ fn json_report(imported: bool, outcomes: &[Outcome]) -> serde_json::Value {
             Ok(created) => serde_json::json!({"receiptId": o.receipt_id, "created": created}),
             Err(e) => serde_json::json!({
                 "receiptId": o.receipt_id,
-                "refused": {"code": e.code.as_str(), "message": e.message},
+                "refused": {"code": e.code.as_str(), "message": e.message, "hint": hint(e)},
             }),
         })
         .collect();
     serde_json::json!({ "imported": imported, "receipts": items })
+}
+
+/// The hint a refusal carries in its detail, if any.
+fn hint(e: &stackpack_registry::error::Error) -> Option<&str> {
+    e.detail.as_ref()?.get("hint")?.as_str()
 }
 
 fn print_outcomes(imported: bool, outcomes: &[Outcome]) {
@@ -46,10 +51,13 @@ fn print_outcomes(imported: bool, outcomes: &[Outcome]) {
             (Ok(true), true) => println!("imported receipt `{}`", o.receipt_id),
             (Ok(false), true) => println!("receipt `{}` was already imported", o.receipt_id),
             (Ok(_), false) => eprintln!("receipt `{}`: accepted, but not recorded", o.receipt_id),
-            (Err(e), _) => stackpack_terminal::warning(&format!(
-                "receipt `{}`: refused: {}",
-                o.receipt_id, e.message
-            )),
+            (Err(e), _) => stackpack_terminal::warning(&match hint(e) {
+                Some(hint) => format!(
+                    "receipt `{}`: refused: {}\n  hint: {hint}",
+                    o.receipt_id, e.message
+                ),
+                None => format!("receipt `{}`: refused: {}", o.receipt_id, e.message),
+            }),
         }
     }
 }
@@ -68,7 +76,8 @@ pub fn import(args: &ReceiptsImportArgs) -> Result<()> {
     })?;
     let state = open_existing(&args.data)?;
     let (imported, outcomes) =
-        receipts::record_all(&state.db, &receipts).map_err(refused_in(&args.data))?;
+        receipts::record_all(&state.db, &receipts, &FirstUse::Named(&args.customers))
+            .map_err(refused_in(&args.data))?;
     if args.json {
         print_json(&json_report(imported, &outcomes));
     } else {
@@ -83,5 +92,10 @@ pub fn import(args: &ReceiptsImportArgs) -> Result<()> {
         outcomes.len(),
         file.display()
     ))
-    .hint("fix or remove the refused receipts, then import the file again"))
+    .hint(
+        outcomes
+            .iter()
+            .find_map(|o| o.result.as_ref().err().and_then(hint))
+            .unwrap_or("fix or remove the refused receipts, then import the file again"),
+    ))
 }

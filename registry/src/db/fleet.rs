@@ -81,7 +81,8 @@ const FLEET_COLUMNS: &str = "c.id, c.environment, f.stack, f.version, f.digest, 
     f.attempt_kind, f.attempt_outcome, f.attempt_version, f.attempt_finished_at, f.attempt_id,
     (SELECT l.version FROM releases l WHERE l.stack = f.stack AND l.stable = 1
      ORDER BY l.version_key DESC LIMIT 1),
-    COALESCE(f.behind, 0), COALESCE(f.prerelease, 0), COALESCE(f.drifted, 0), c.last_seen";
+    COALESCE(f.behind, 0), COALESCE(f.prerelease, 0), COALESCE(f.drifted, 0), c.last_seen,
+    c.registered_at IS NOT NULL";
 
 fn fleet_row(r: &Row<'_>, stale_before_ns: i64) -> rusqlite::Result<FleetRow> {
     let last_seen: Option<Timestamp> = r.get(15)?;
@@ -110,6 +111,7 @@ fn fleet_row(r: &Row<'_>, stale_before_ns: i64) -> rusqlite::Result<FleetRow> {
         drifted: r.get(14)?,
         last_seen,
         stale: seen_ns.is_none_or(|ns| ns < i128::from(stale_before_ns)),
+        registered: r.get(16)?,
     })
 }
 

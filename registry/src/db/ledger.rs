@@ -228,7 +228,8 @@ pub fn upsert_customer(
     register_customer(conn, id, name, None, now)
 }
 
-/// Creates the customer if new; sets the name and environment given.
+/// Registers the customer (the vendor's act: `customer add`, a customer token),
+/// creating it if new; sets the name and environment given.
 pub fn register_customer(
     conn: &Connection,
     id: &str,
@@ -237,10 +238,21 @@ pub fn register_customer(
     now: &str,
 ) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT INTO customers (id, name, environment, created) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO customers (id, name, environment, created, registered_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)
          ON CONFLICT (id) DO UPDATE SET name = COALESCE(excluded.name, customers.name),
-             environment = COALESCE(excluded.environment, customers.environment)",
+             environment = COALESCE(excluded.environment, customers.environment),
+             registered_at = COALESCE(customers.registered_at, excluded.registered_at)",
         params![id, name, environment, now],
+    )?;
+    Ok(())
+}
+
+/// Creates a customer first known from a receipt, not registered by the vendor.
+pub fn note_customer(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT OR IGNORE INTO customers (id, created) VALUES (?1, ?2)",
+        params![id, now],
     )?;
     Ok(())
 }
@@ -297,17 +309,84 @@ pub fn revoke_installation_key(
     Ok(changed > 0)
 }
 
+/// How a customer's installation key came to be trusted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PinnedBy {
+    /// An admin registered it (`customer key add`, `POST …/keys`).
+    Admin,
+    /// Pinned on first use by a receipt reported with a token allowed to report for
+    /// the customer.
+    Report,
+    /// Pinned on first use by `receipts import --customer`: the vendor named the
+    /// customer, but no token of the customer's vouched for the key.
+    Import,
+}
+
+impl PinnedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PinnedBy::Admin => "admin",
+            PinnedBy::Report => "report",
+            PinnedBy::Import => "import",
+        }
+    }
+
+    /// `None` for keys pinned before the ledger recorded how (schema version 8).
+    fn parse(text: Option<&str>) -> Option<PinnedBy> {
+        match text? {
+            "admin" => Some(PinnedBy::Admin),
+            "report" => Some(PinnedBy::Report),
+            "import" => Some(PinnedBy::Import),
+            _ => None,
+        }
+    }
+}
+
+/// A customer's installation key as the support views show it.
+pub struct InstallationKey {
+    pub key_id: String,
+    pub revoked: bool,
+    pub pinned_by: Option<PinnedBy>,
+}
+
+/// A customer's installation keys with their standing and how each was pinned.
+pub fn installation_key_standing(
+    conn: &Connection,
+    customer: &str,
+) -> rusqlite::Result<Vec<InstallationKey>> {
+    conn.prepare_cached(
+        "SELECT key_id, revoked_at IS NOT NULL, pinned_by FROM installation_keys
+         WHERE customer = ?1",
+    )?
+    .query_map(params![customer], |r| {
+        Ok(InstallationKey {
+            key_id: r.get(0)?,
+            revoked: r.get(1)?,
+            pinned_by: PinnedBy::parse(r.get::<_, Option<String>>(2)?.as_deref()),
+        })
+    })?
+    .collect()
+}
+
+/// The customers a public key (base64 DER) is an installation key of, revoked or not.
+pub fn customers_of_key(conn: &Connection, public_key: &str) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached("SELECT customer FROM installation_keys WHERE public_key = ?1")?
+        .query_map(params![public_key], |r| r.get(0))?
+        .collect()
+}
+
 pub fn add_installation_key(
     conn: &Connection,
     customer: &str,
     key_id: &str,
     public_key: &str,
     now: &str,
+    pinned_by: PinnedBy,
 ) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT OR IGNORE INTO installation_keys (customer, key_id, public_key, first_seen)
-         VALUES (?1, ?2, ?3, ?4)",
-        params![customer, key_id, public_key, now],
+        "INSERT OR IGNORE INTO installation_keys (customer, key_id, public_key, first_seen, pinned_by)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![customer, key_id, public_key, now, pinned_by.as_str()],
     )?;
     Ok(())
 }

@@ -315,6 +315,22 @@ WHERE json_extract(document, '$.receipt.release.name') IS NOT NULL;
 CREATE INDEX receipts_release ON receipts(release_name, customer) WHERE release_name IS NOT NULL;
 "#;
 
+/// Version 8: how each installation key came to be trusted (`admin`, `report`, or
+/// `import` for a key pinned on first use by `receipts import --customer`), so the
+/// support views do not call a key from an imported file "trusted" like one a
+/// customer's token vouched for. Keys from before stay NULL: pinned by a first
+/// receipt, path unknown. And whether the vendor registered a customer (`customer
+/// add`, a customer token) or knows it only from its receipts: before, those with a
+/// name, an environment or a token count as registered.
+const V8: &str = r#"
+ALTER TABLE installation_keys ADD COLUMN pinned_by TEXT;
+ALTER TABLE customers ADD COLUMN registered_at TEXT;
+UPDATE customers SET registered_at = created
+WHERE name IS NOT NULL OR environment IS NOT NULL
+   OR id IN (SELECT customer FROM tokens WHERE customer IS NOT NULL);
+CREATE INDEX installation_keys_public_key ON installation_keys(public_key);
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -336,6 +352,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     },
     |tx| tx.execute_batch(V6),
     |tx| tx.execute_batch(V7),
+    |tx| tx.execute_batch(V8),
 ];
 
 /// The schema version this build writes.

@@ -170,11 +170,15 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
                     format!("2026-12-01T00:{:02}:{:02}Z", n / 120, (n / 2) % 60)
                         .parse()
                         .unwrap();
-                assert!(db.write(|tx| receipts::store(tx, &checked, &now)).unwrap());
+                assert!(db
+                    .write(|tx| receipts::store(tx, &checked, &now, &receipts::FirstUse::Reporter))
+                    .unwrap());
                 // The same receipt again (a retried post, an import run twice)
                 // changes nothing, so it must not be counted twice.
                 let again = receipts::check(&receipts[n / 2]).unwrap();
-                assert!(!db.write(|tx| receipts::store(tx, &again, &now)).unwrap());
+                assert!(!db
+                    .write(|tx| receipts::store(tx, &again, &now, &receipts::FirstUse::Reporter))
+                    .unwrap());
                 if n % 7 == 0 {
                     assert_same_as_replay(&db, seed, &format!("after {} receipts", n + 1));
                 }
@@ -199,6 +203,9 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
                  ALTER TABLE receipts DROP COLUMN release_version;
                  ALTER TABLE receipts DROP COLUMN release_digest;
                  DROP TABLE adoption_deltas;
+                 DROP INDEX installation_keys_public_key;
+                 ALTER TABLE installation_keys DROP COLUMN pinned_by;
+                 ALTER TABLE customers DROP COLUMN registered_at;
                  CREATE INDEX receipts_changes ON receipts(stack, finished_ns, received_at, id,
                      customer, version, kind, finished_at)
                      WHERE kind IN ('apply', 'rollback', 'destroy')

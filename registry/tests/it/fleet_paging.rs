@@ -42,7 +42,11 @@ fn import(server: &OurRegistry, receipts: &[SignedReceipt]) {
         lines.push(b'\n');
     }
     std::fs::write(&file, lines).unwrap();
-    let out = cli(server, &["receipts", "import", file.to_str().unwrap()]);
+    let mut args = vec!["receipts", "import", file.to_str().unwrap()];
+    for signed in receipts {
+        args.extend(["--customer", signed.receipt.customer.as_str()]);
+    }
+    let out = cli(server, &args);
     assert!(
         out.status.success(),
         "{}",

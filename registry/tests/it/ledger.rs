@@ -610,7 +610,7 @@ fn a_receipt_file_carried_out_of_an_airgapped_site_is_imported_once() {
         let mut cmd = Command::new(BIN);
         cmd.args(["receipts", "import"])
             .arg(&file)
-            .arg("--data")
+            .args(["--customer", "umbrella", "--data"])
             .arg(&registry.data);
         if json {
             cmd.arg("--json");

@@ -66,7 +66,7 @@ fn import(server: &OurRegistry, file: &std::path::Path, json: bool) -> std::proc
     let mut cmd = Command::new(BIN);
     cmd.args(["receipts", "import"])
         .arg(file)
-        .arg("--data")
+        .args(["--customer", "umbrella", "--data"])
         .arg(&server.data);
     if json {
         cmd.arg("--json");
@@ -274,7 +274,13 @@ fn commands_exit_quietly_when_stdout_closes() {
     .unwrap();
     // A customer with a receipt, so that every command below has lines to write.
     server
-        .run(&["receipts", "import", file.to_str().unwrap()])
+        .run(&[
+            "receipts",
+            "import",
+            file.to_str().unwrap(),
+            "--customer",
+            "umbrella",
+        ])
         .ok();
     let commands: [Vec<&str>; 3] = [
         vec!["fleet"],

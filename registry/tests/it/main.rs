@@ -22,6 +22,7 @@ mod ledger_rules;
 mod migrate;
 mod packager_bundles;
 mod query_plans;
+mod receipt_forgery;
 mod registry_rules;
 mod release_ledger;
 mod ui;

@@ -137,9 +137,15 @@ fn receipt(
         ))
         .plan(3, 1, 0)
         .at(finished_at)
-        .sign(&PrivateKey::from_secret_bytes(
-            [customer.len() as u8 + 40; 32],
-        ))
+        .sign(&installation_key(customer))
+}
+
+/// Each customer's own installation key: one key may sign for one customer only.
+fn installation_key(customer: &str) -> PrivateKey {
+    let mut secret = [customer.len() as u8 + 40; 32];
+    let n = customer.len().min(32);
+    secret[..n].copy_from_slice(&customer.as_bytes()[..n]);
+    PrivateKey::from_secret_bytes(secret)
 }
 
 fn minutes_ago(minutes: i64) -> String {
@@ -287,7 +293,16 @@ fn seed() -> Seeded {
     .map(|r| String::from_utf8(r.to_bytes()).unwrap().replace('\n', ""))
     .collect();
     std::fs::write(&file, lines.join("\n")).unwrap();
-    cli_ok(&server, &["receipts", "import", file.to_str().unwrap()]);
+    cli_ok(
+        &server,
+        &[
+            "receipts",
+            "import",
+            file.to_str().unwrap(),
+            "--customer",
+            "umbrella",
+        ],
+    );
     Seeded {
         support: server.token("support", None),
         admin: server.token("admin", None),
@@ -561,6 +576,58 @@ fn a_customer_page_shows_history_receipts_signatures_and_inputs_hashes() {
     let missing = get(server, "/ui/customers/nobody", &cookie);
     assert_eq!(missing.status, 404);
     assert!(String::from_utf8_lossy(&missing.body).contains("`nobody`"));
+}
+
+/// Issue 23, item 24: a key pinned by `receipts import --customer` came from the
+/// same file as the receipts it signs; the page says so rather than "trusted".
+#[test]
+fn a_key_pinned_on_first_use_by_an_import_is_not_shown_as_trusted_nor_its_customer_as_registered() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let cookie = sign_in(server, &seeded.support);
+    let page = html(&get(server, "/ui/customers/umbrella", &cookie));
+    let history = page.split("<table id=\"history\">").nth(1).unwrap();
+    assert_eq!(history.matches("signature verified").count(), 2);
+    assert_eq!(
+        history.matches("key pinned on first use by import").count(),
+        2
+    );
+    assert!(!page.contains("trusted key"), "{page}");
+    let facts = page.split("</dl>").next().unwrap();
+    assert!(
+        facts.contains("key pinned on first use by import"),
+        "{facts}"
+    );
+    // Umbrella was registered by the vendor; wonka, known only from an imported
+    // file, was not, and the fleet says so rather than showing a bare row.
+    let file = server.data.with_file_name("wonka-receipts.json");
+    let wonka = receipt(
+        "wonka",
+        1,
+        (
+            "data-plane",
+            "1.0.0",
+            &stackpack_schema::Digest::of(b"w").to_string(),
+        ),
+        (ReceiptKind::Apply, Outcome::Succeeded),
+        &minutes_ago(5),
+    );
+    std::fs::write(&file, wonka.to_bytes()).unwrap();
+    let import = ["receipts", "import", file.to_str().unwrap()];
+    cli_ok(server, &[&import[..], &["--customer", "wonka"]].concat());
+    let fleet = html(&get(server, "/ui", &cookie));
+    let note = "not registered: known only from its receipts";
+    let noted: Vec<&str> = fleet
+        .split("<tr>")
+        .filter(|row| row.contains(note))
+        .collect();
+    assert!(!noted.is_empty(), "{fleet}");
+    assert!(noted.iter().all(|row| row.contains("wonka")), "{noted:?}");
+    let page = html(&get(server, "/ui/customers/wonka", &cookie));
+    let facts = page.split("</dl>").next().unwrap();
+    assert!(facts.contains(note), "{facts}");
+    let page = html(&get(server, "/ui/customers/umbrella", &cookie));
+    assert!(!page.contains(note), "{page}");
 }
 
 #[test]
@@ -916,7 +983,12 @@ fn the_fleet_and_stack_version_pages_show_a_page_of_rows_and_link_to_the_next() 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("receipts.jsonl");
     std::fs::write(&file, receipts).unwrap();
-    cli_ok(&server, &["receipts", "import", file.to_str().unwrap()]);
+    let mut import = vec!["receipts", "import", file.to_str().unwrap()];
+    let customers: Vec<String> = (0..150).map(|c| format!("c{c:03}")).collect();
+    for customer in &customers {
+        import.extend(["--customer", customer]);
+    }
+    cli_ok(&server, &import);
     let cookie = sign_in(&server, &server.token("support", None));
 
     let first = html(&get(&server, "/ui?stack=api", &cookie));

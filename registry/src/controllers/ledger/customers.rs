@@ -231,7 +231,14 @@ pub async fn add_key(
                 format!("customer `{id}` is not known"),
             ));
         }
-        db::ledger::add_installation_key(tx, &id, &key_id, &der, &now)?;
+        db::ledger::add_installation_key(
+            tx,
+            &id,
+            &key_id,
+            &der,
+            &now,
+            db::ledger::PinnedBy::Admin,
+        )?;
         Ok(())
     })?;
     let key = InstallationKey {

@@ -21,13 +21,30 @@ use crate::controllers::ledger::fleet::{matrix, FleetQuery};
 use crate::controllers::ledger::release_fleet::customer_snapshot;
 use crate::controllers::ledger::{mark_stale, stale_after};
 use crate::db;
+use crate::db::ledger::PinnedBy;
 use crate::state::SharedState;
 
 /// Receipts shown, newest first.
 const HISTORY_ROWS: u64 = 500;
 
+/// A customer's installation keys by id: revoked, and how each was pinned.
+type Keys = HashMap<String, (bool, Option<PinnedBy>)>;
+
+/// A key's standing in words. A key pinned by `receipts import --customer` came from
+/// the same file as the receipts it signs, so it is not called trusted: the vendor
+/// named the customer, no token of the customer's vouched for it.
+fn key_standing(revoked: bool, pinned_by: Option<PinnedBy>) -> (Tone, &'static str) {
+    match (revoked, pinned_by) {
+        (true, _) => (Tone::Warn, "key since revoked"),
+        (false, Some(PinnedBy::Import)) => (Tone::Warn, "key pinned on first use by import"),
+        // Registered by an admin, or vouched for by a token that may report for the
+        // customer (and before the ledger recorded how: a first receipt).
+        (false, Some(PinnedBy::Admin | PinnedBy::Report) | None) => (Tone::Good, "trusted key"),
+    }
+}
+
 /// Whether a stored receipt's signature verifies, and with which key.
-fn signature(document: &str, keys: &HashMap<String, bool>) -> (String, String) {
+fn signature(document: &str, keys: &Keys) -> (String, String) {
     let signed: SignedReceipt = match serde_json::from_str(document) {
         Ok(signed) => signed,
         Err(_) => return (badge(Tone::Bad, "unreadable"), String::new()),
@@ -42,8 +59,7 @@ fn signature(document: &str, keys: &HashMap<String, bool>) -> (String, String) {
         Ok(key) => {
             let id = key.key_id();
             let (tone, standing) = match keys.get(&id) {
-                Some(false) => (Tone::Good, "trusted key"),
-                Some(true) => (Tone::Warn, "key since revoked"),
+                Some((revoked, pinned_by)) => key_standing(*revoked, *pinned_by),
                 None => (Tone::Bad, "key not trusted"),
             };
             format!(
@@ -62,7 +78,7 @@ fn signature(document: &str, keys: &HashMap<String, bool>) -> (String, String) {
     (verdict, inputs)
 }
 
-fn history_row(d: &Deployment, document: &str, keys: &HashMap<String, bool>) -> Vec<String> {
+fn history_row(d: &Deployment, document: &str, keys: &Keys) -> Vec<String> {
     let tone = match d.outcome {
         Outcome::Failed | Outcome::Drifted => Tone::Bad,
         Outcome::Succeeded | Outcome::NoChanges => Tone::Good,
@@ -107,7 +123,7 @@ pub async fn show(
     let found = state.db.scan(|c| {
         Ok((
             db::ledger::customer(c, &id)?,
-            db::ledger::installation_keys(c, &id)?,
+            db::ledger::installation_key_standing(c, &id)?,
             db::ledger::history_documents(c, &id, HISTORY_ROWS)?,
             customer_snapshot(c, &id)?,
         ))
@@ -133,12 +149,14 @@ pub async fn show(
     };
     let mut customer = customer;
     mark_stale(std::slice::from_mut(&mut customer), age);
-    let keys: HashMap<String, bool> = keys
+    let keys: Keys = keys
         .into_iter()
-        .map(|(key, _, revoked)| (key, revoked))
+        .map(|k| (k.key_id, (k.revoked, k.pinned_by)))
         .collect();
 
-    let mut body = facts(&customer, &keys);
+    // Every fleet row carries whether the customer was registered by the vendor.
+    let registered = running.first().is_none_or(|r| r.registered);
+    let mut body = facts(&customer, registered, &keys);
     body.push_str(&releases_section(&releases));
     body.push_str("<h2>Runs now</h2>");
     running.retain(|r| r.stack.is_some());
@@ -153,7 +171,7 @@ pub async fn show(
 
 /// The customer's name and facts: environment, registration, last seen, and its
 /// installation keys with their standing.
-fn facts(customer: &Customer, keys: &HashMap<String, bool>) -> String {
+fn facts(customer: &Customer, registered: bool, keys: &Keys) -> String {
     let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
     let seen = match (&customer.last_seen, customer.stale == Some(true)) {
         (None, _) => badge(Tone::Warn, "never reported"),
@@ -162,13 +180,13 @@ fn facts(customer: &Customer, keys: &HashMap<String, bool>) -> String {
     };
     let mut key_list: Vec<String> = keys
         .iter()
-        .map(|(key, revoked)| {
-            let standing = if *revoked {
-                badge(Tone::Warn, "revoked")
-            } else {
-                badge(Tone::Good, "trusted")
-            };
-            format!("<span class=\"mono\">{}</span> {standing}", esc(key))
+        .map(|(key, (revoked, pinned_by))| {
+            let (tone, standing) = key_standing(*revoked, *pinned_by);
+            format!(
+                "<span class=\"mono\">{}</span> {}",
+                esc(key),
+                badge(tone, standing)
+            )
         })
         .collect();
     key_list.sort();
@@ -183,7 +201,15 @@ fn facts(customer: &Customer, keys: &HashMap<String, bool>) -> String {
             .as_deref()
             .map(esc)
             .unwrap_or_else(|| "<span class=\"muted\">not set</span>".into()),
-        esc(customer.created.as_str()),
+        if registered {
+            esc(customer.created.as_str())
+        } else {
+            format!(
+                "{} <span class=\"muted\">first seen {}</span>",
+                badge(Tone::Warn, "not registered: known only from its receipts"),
+                esc(customer.created.as_str())
+            )
+        },
         if key_list.is_empty() {
             "<span class=\"muted\">none yet (the first receipt pins one)</span>".to_string()
         } else {
@@ -227,7 +253,7 @@ fn releases_section(releases: &[CustomerRelease]) -> String {
 }
 
 /// The customer's receipts, newest first, each with its signature's verdict.
-fn history_section(history: &[(Deployment, String)], keys: &HashMap<String, bool>) -> String {
+fn history_section(history: &[(Deployment, String)], keys: &Keys) -> String {
     let mut body = String::new();
     let _ = write!(
         body,

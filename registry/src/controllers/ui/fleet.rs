@@ -55,6 +55,12 @@ pub fn notes(row: &FleetRow) -> String {
     {
         out.push_str(&badge(Tone::Bad, "last attempt failed"));
     }
+    if !row.registered {
+        out.push_str(&badge(
+            Tone::Warn,
+            "not registered: known only from its receipts",
+        ));
+    }
     if row.stale {
         let text = match &row.last_seen {
             Some(seen) => format!("silent since {seen}"),
