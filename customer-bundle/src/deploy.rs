@@ -682,6 +682,7 @@ pub(crate) fn prepare_work(
     ui: &mut Ui,
 ) -> Result<(PathBuf, Vec<String>, super::providers::ProviderSetup)> {
     let dir = unpack::unpack_verified(home, bundle, work)?;
+    super::module_sources::refuse_outside_modules(&unpack::bundle_root(work), bundle)?;
     let providers = super::providers::prepare(home, bundle, &dir, work)?;
     engine.cli_config = Some(providers.cli_config.clone());
     for package in &providers.installed {
