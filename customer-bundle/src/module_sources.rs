@@ -32,9 +32,11 @@ pub fn refuse_outside_modules(root: &Path, bundle: &VerifiedBundle) -> Result<()
     })?;
     match outside.into_iter().next() {
         None => Ok(()),
-        Some(call) => {
-            let location = format!("`{}` in bundle `{name}`", call.location);
-            Err(Error::refused_by(call).at(location).hint(hint))
-        }
+        // The file and line lead the message: an apply that fails keeps its work
+        // folder and names it as the error's location instead.
+        Some(call) => Err(Error::refused(format!("`{}`: {call}", call.location))
+            .caused_by(call)
+            .at(format!("bundle `{name}`"))
+            .hint(hint)),
     }
 }

@@ -99,7 +99,7 @@ fn a_bundle_calling_a_module_by_absolute_path_is_refused_before_init_and_the_fil
         run.stderr.contains(&format!(
             "module `o` takes its code from `{}`, an absolute path, which is not in the bundle",
             outside.display()
-        )) && run.stderr.contains("stacks/evil/main.tf:3"),
+        )) && run.stderr.contains("`stacks/evil/main.tf:3`: "),
         "{}",
         run.stderr
     );
@@ -110,6 +110,39 @@ fn a_bundle_calling_a_module_by_absolute_path_is_refused_before_init_and_the_fil
         "the engine ran: {commands}"
     );
     assert!(runner.work_entries().is_empty(), "a work folder was left");
+
+    // An apply is refused the same way, and its receipt says so.
+    let inputs = scratch.path().join("empty.tfvars");
+    let run = runner
+        .run(&[
+            "apply",
+            "evil@1.0.0",
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .code(1);
+    assert!(
+        run.stderr
+            .contains("`stacks/evil/main.tf:3`: module `o` takes its code from")
+            && run.stderr.contains("outcome `failed`"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains(PLANTED) && !run.stderr.contains(PLANTED));
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let receipts = receipts["receipts"].as_array().unwrap();
+    // One for the plan, one for the apply: both truthfully `failed`.
+    let kinds: Vec<(&str, &str)> = receipts
+        .iter()
+        .map(|r| {
+            let r = &r["receipt"]["receipt"];
+            (r["kind"].as_str().unwrap(), r["outcome"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(kinds, [("plan", "failed"), ("apply", "failed")]);
+    let commands = engine_commands(&ran);
+    assert!(!commands.contains("init"), "the engine ran: {commands}");
 }
 
 #[test]
@@ -149,7 +182,7 @@ fn a_bundle_calling_a_git_module_is_refused_before_init_and_nothing_is_fetched()
     assert!(
         run.stderr.contains(&format!(
             "module `o` takes its code from `{source}`, a git repository, which is not in the bundle"
-        )) && run.stderr.contains("modules/inner/main.tf.json:1"),
+        )) && run.stderr.contains("`modules/inner/main.tf.json:1`: "),
         "{}",
         run.stderr
     );
