@@ -650,6 +650,7 @@ fn execute(
         |(dir, init, providers)| {
             (ui.status)(&format!("{} init", engine.name));
             engine.run_ok(&dir, &init, ui.quiet, "init")?;
+            super::module_sources::refuse_installed_from_outside(&dir)?;
             // The plugin cache is filled: other runners may use it now.
             drop(providers.cache_lock);
             let run = Workspace {
