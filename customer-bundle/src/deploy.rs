@@ -650,6 +650,7 @@ fn execute(
         |(dir, init, providers)| {
             (ui.status)(&format!("{} init", engine.name));
             engine.run_ok(&dir, &init, ui.quiet, "init")?;
+            super::module_sources::refuse_installed_from_outside(&dir)?;
             // The plugin cache is filled: other runners may use it now.
             drop(providers.cache_lock);
             let run = Workspace {
@@ -682,6 +683,7 @@ pub(crate) fn prepare_work(
     ui: &mut Ui,
 ) -> Result<(PathBuf, Vec<String>, super::providers::ProviderSetup)> {
     let dir = unpack::unpack_verified(home, bundle, work)?;
+    super::module_sources::refuse_outside_modules(&unpack::bundle_root(work), bundle)?;
     let providers = super::providers::prepare(home, bundle, &dir, work)?;
     engine.cli_config = Some(providers.cli_config.clone());
     for package in &providers.installed {

@@ -22,6 +22,7 @@
 //! - [`review`]: reviewed plans, signed by the installation key.
 //! - [`smoke`]: `check` blocks and output assertions after an apply.
 //! - [`release`]: releases: import, plan, apply, rollback and destroy of many stacks.
+//! - [`module_sources`]: module code only from the bundle, checked before `init`.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
@@ -33,6 +34,7 @@ pub mod inputs;
 pub mod interrupt;
 pub mod ledger;
 pub mod lock;
+pub mod module_sources;
 pub mod policy;
 pub mod providers;
 pub mod pull;

@@ -14,6 +14,11 @@ use stackpack_schema::bundle::FileEntry;
 use super::error::{Error, Result};
 use super::home::Home;
 
+/// Where [`unpack_verified`] puts the bundle's files in a work folder.
+pub fn bundle_root(work: &Path) -> PathBuf {
+    work.join("bundle")
+}
+
 /// Unpacks the verified stack layer into `work/bundle`, hashing the compressed bytes
 /// on the way and checking every file against the signed list again, then copies the
 /// files that travel as layers of their own beside them, hashing each as it is
@@ -21,7 +26,7 @@ use super::home::Home;
 /// Nothing half-unpacked stays on refusal. Returns the entrypoint.
 pub fn unpack_verified(home: &Home, bundle: &VerifiedBundle, work: &Path) -> Result<PathBuf> {
     let store = home.store()?;
-    let destination = work.join("bundle");
+    let destination = bundle_root(work);
     let mut files = unpack_stack_layer(&store, bundle, &destination)?;
     // Files that travel as layers of their own are copied into place and hashed as
     // they are copied: their layer digest, verified before, is their file digest, and

@@ -16,6 +16,7 @@
 pub mod constraint;
 pub mod eval;
 pub mod lockfile;
+pub mod module_source;
 mod parse;
 pub mod tfvars;
 pub mod types;
@@ -425,7 +426,8 @@ fn read_files(
         };
         // Each parser reads its whole file before adding anything to `module`: a
         // file that fails leaves nothing half-read behind.
-        let read = if name.ends_with(".tf.json") {
+        // `.tf.json`, and OpenTofu's `.tofu.json`.
+        let read = if name.ends_with(".json") {
             parse::json_file(&mut module, name, text)
         } else {
             parse::hcl_file(&mut module, name, text)

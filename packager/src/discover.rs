@@ -6,8 +6,9 @@
 //! folder, and a cycle are errors that name the file and line.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
+use stackpack_interface::module_source::{self, outside_calls};
 use stackpack_interface::{extract_files_lenient, InterfaceError};
 use stackpack_schema::reference::validate_name;
 
@@ -109,6 +110,7 @@ pub fn discover_stacks(root: &Path, config: &RepoConfig) -> Result<Vec<Stack>> {
         })?;
         let config = StackConfig::load(&manifest, &display)?;
         let modules = local_modules(root, &path)?;
+        refuse_outside_modules(root, &path)?;
         stacks.push(Stack {
             name,
             path,
@@ -231,25 +233,28 @@ fn terraform_files(root: &Path, dir: &str) -> Result<Vec<(String, String)>> {
 /// Joins a relative source to the folder it was written in, lexically. `None` when
 /// the result leaves the repository.
 pub fn resolve_source(dir: &str, source: &str) -> Option<String> {
-    let mut parts: Vec<String> = dir
-        .split('/')
-        .filter(|p| !p.is_empty())
-        .map(String::from)
-        .collect();
-    for component in Path::new(source).components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                parts.pop()?;
-            }
-            Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    Some(parts.join("/"))
+    module_source::resolve(dir, source)
+}
+
+/// Refuses a stack whose configuration (its folder and the local modules it uses)
+/// calls a module whose code the bundle would not carry: the runner's `init` would
+/// fetch it, unsigned, or read it from the customer's disk. A file that cannot be
+/// parsed is left to the stack's check and build, which refuse it with its line
+/// (discovery runs for every stack, and one broken file must not stop the others).
+pub fn refuse_outside_modules(root: &Path, path: &str) -> Result<()> {
+    let outside = match outside_calls(root, path) {
+        Ok(outside) => outside,
+        Err(InterfaceError::Parse { .. }) => return Ok(()),
+        Err(e) => return Err(unparsable(e)),
+    };
+    let Some(call) = outside.into_iter().next() else {
+        return Ok(());
+    };
+    let location = call.location.clone();
+    let name = call.name.clone();
+    Err(Error::refused_by(call).at(location).hint(format!(
+        "a bundle carries only the stack and the local modules it calls: vendor the module into `modules/{name}` and call it by a relative path (`../../modules/{name}` from a stack)"
+    )))
 }
 
 /// Every local module `dir` uses, transitively.

@@ -11,6 +11,7 @@ mod hostile;
 mod inputs_checked;
 mod interrupted;
 mod lifecycle;
+mod module_sources;
 mod policies;
 mod privacy;
 mod providers;

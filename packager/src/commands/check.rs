@@ -23,7 +23,7 @@ use stackpack_packager::check::{
     self, lint_with, Cache, LintOptions, RuleConfig, Severity, Unit, UnitKind,
 };
 use stackpack_packager::config::RepoConfig;
-use stackpack_packager::discover::expand_globs;
+use stackpack_packager::discover::{expand_globs, refuse_outside_modules};
 use stackpack_packager::impact::{self, CustomerReport, StackTarget};
 use stackpack_packager::release_graph::{self, ReleaseGraph};
 use stackpack_packager::release_view::ReleaseView;
@@ -188,6 +188,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitStatus> {
     let stacks = expand_globs(root, &config.stacks);
     let modules = expand_globs(root, &config.modules);
     check_paths_exist(root, &args.paths, &stacks, &modules)?;
+    // What `build` would refuse, `check` refuses first, before CI gets to publish.
+    for stack in stacks
+        .iter()
+        .filter(|s| root.join(s).join("stack.toml").is_file())
+    {
+        refuse_outside_modules(root, stack)?;
+    }
     let graph = ReleaseGraph::load(root, &config)?;
 
     let releases = release_view(root, args, &config)?;

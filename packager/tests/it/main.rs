@@ -15,6 +15,7 @@ mod file_layers;
 mod impact;
 mod keys;
 mod module_packages;
+mod module_sources;
 mod one_view_of_versions;
 mod parsing;
 mod providers;
