@@ -313,7 +313,7 @@ pub enum ReceiptsCommand {
         #[arg(short, long, value_name = "FILE", required_unless_present = "dir")]
         out: Option<PathBuf>,
         /// Or one `<receipt-id>.json` per receipt, each a file
-        /// `stackpack-registry receipts import` takes.
+        /// `stackpack-registry receipts import FILE --customer ID` takes.
         #[arg(long, value_name = "DIR", conflicts_with = "out")]
         dir: Option<PathBuf>,
         /// Only receipts the registry has not acknowledged.
