@@ -348,7 +348,13 @@ fn support_answers_every_question_from_a_ledger_seeded_through_the_real_paths() 
         .run(&["receipts", "export", "-o", receipts.to_str().unwrap()])
         .ok();
     registry
-        .run(&["receipts", "import", receipts.to_str().unwrap()])
+        .run(&[
+            "receipts",
+            "import",
+            receipts.to_str().unwrap(),
+            "--customer",
+            "umbrella",
+        ])
         .ok();
     // initech never reports.
 
