@@ -277,17 +277,7 @@ pub fn rollback(
                 ..Options::default()
             },
         };
-        match ui_deploy(home, request, ui) {
-            Ok(report) => {
-                run.result = StackResult::RolledBack;
-                run.receipt_id = Some(report.receipt.receipt.id);
-            }
-            Err(error) => {
-                failed = true;
-                run.result = StackResult::Failed;
-                run.error = Some(error);
-            }
-        }
+        failed |= !run.record(ui_deploy(home, request, ui), StackResult::RolledBack);
         stacks.push(run);
     }
     stacks.reverse();
@@ -364,17 +354,7 @@ pub fn destroy(
             wait,
             options: Options::default(),
         };
-        match ui_deploy(home, request, ui) {
-            Ok(report) => {
-                run.result = StackResult::Destroyed;
-                run.receipt_id = Some(report.receipt.receipt.id);
-            }
-            Err(error) => {
-                failed = true;
-                run.result = StackResult::Failed;
-                run.error = Some(error);
-            }
-        }
+        failed |= !run.record(ui_deploy(home, request, ui), StackResult::Destroyed);
         stacks.push(run);
     }
     stacks.reverse();

@@ -159,6 +159,25 @@ pub struct StackRun {
     pub outputs: Option<serde_json::Value>,
 }
 
+impl StackRun {
+    /// Records how this stack's run ended: `done` with its receipt, or failed with
+    /// the error. True when it succeeded.
+    pub fn record(&mut self, ran: Result<crate::deploy::Report>, done: StackResult) -> bool {
+        match ran {
+            Ok(report) => {
+                self.result = done;
+                self.receipt_id = Some(report.receipt.receipt.id);
+                true
+            }
+            Err(error) => {
+                self.result = StackResult::Failed;
+                self.error = Some(error);
+                false
+            }
+        }
+    }
+}
+
 /// Applies every stack that is not already as the release wants it, in waves of
 /// stacks whose upstreams are done (up to `parallel` at once); stops after the wave
 /// in which a stack failed.
