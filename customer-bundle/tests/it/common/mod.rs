@@ -72,36 +72,7 @@ impl Vendor {
 
     /// Builds the changed stacks; returns `stack -> version` built.
     pub fn build(&self) -> Vec<(String, String)> {
-        let run = Run::from(
-            Command::new(stackpack_bin())
-                .current_dir(&self.dir)
-                .args([
-                    "build",
-                    "--json",
-                    "--key",
-                    self.key.to_str().unwrap(),
-                    "--branch",
-                    "main",
-                ])
-                .env_remove("GITHUB_HEAD_REF")
-                .env_remove("GITHUB_REF_NAME")
-                .env_remove("CI_COMMIT_REF_NAME")
-                .output()
-                .unwrap(),
-        )
-        .ok();
-        run.json()["stacks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["built"] == true)
-            .map(|s| {
-                (
-                    s["stack"].as_str().unwrap().to_string(),
-                    s["version"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
+        build_stacks(&self.dir, &self.key)
     }
 
     pub fn change(&self, path: &str, text: &str) {
@@ -465,4 +436,39 @@ pub fn edit(vendor: &Vendor, path: &str, from: &str, to: &str) {
     assert!(text.contains(from), "`{from}` is not in {path}");
     std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
     git(&vendor.dir, &["commit", "-qam", &format!("edit {path}")]);
+}
+
+/// `stackpack build` on `main` in the vendor repository `dir`, signed with `key`;
+/// returns `stack -> version` of every stack built.
+pub fn build_stacks(dir: &Path, key: &Path) -> Vec<(String, String)> {
+    let run = Run::from(
+        Command::new(stackpack_bin())
+            .current_dir(dir)
+            .args([
+                "build",
+                "--json",
+                "--key",
+                key.to_str().unwrap(),
+                "--branch",
+                "main",
+            ])
+            .env_remove("GITHUB_HEAD_REF")
+            .env_remove("GITHUB_REF_NAME")
+            .env_remove("CI_COMMIT_REF_NAME")
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    run.json()["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["built"] == true)
+        .map(|s| {
+            (
+                s["stack"].as_str().unwrap().to_string(),
+                s["version"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
 }

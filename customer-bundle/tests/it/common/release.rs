@@ -132,36 +132,7 @@ impl ReleaseVendor {
 
     /// Builds the changed stacks; returns `stack -> version` built.
     pub fn build(&self) -> Vec<(String, String)> {
-        let run = Run::from(
-            Command::new(stackpack_bin())
-                .current_dir(&self.dir)
-                .args([
-                    "build",
-                    "--json",
-                    "--key",
-                    self.key.to_str().unwrap(),
-                    "--branch",
-                    "main",
-                ])
-                .env_remove("GITHUB_HEAD_REF")
-                .env_remove("GITHUB_REF_NAME")
-                .env_remove("CI_COMMIT_REF_NAME")
-                .output()
-                .unwrap(),
-        )
-        .ok();
-        run.json()["stacks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["built"] == true)
-            .map(|s| {
-                (
-                    s["stack"].as_str().unwrap().to_string(),
-                    s["version"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
+        crate::common::build_stacks(&self.dir, &self.key)
     }
 
     /// Appends to a stack's `main.tf` and commits.
