@@ -12,6 +12,8 @@
 //!   config. The packager runs the same code on what it publishes.
 //! - [`release`] writes and verifies releases: a signed index pinning every
 //!   bundle and service of a customer environment.
+//! - [`channel`] writes and reads the vendor's channel statements ("R@V is approved
+//!   for channel C") as OCI artifacts whose subject is the release.
 //! - [`sign`] writes the signature artifact of a bundle or a release.
 //! - [`trust`] loads the public keys a caller trusts.
 //! - [`engine_env`] is the allow-list of variables the engine gets, wherever it runs.
@@ -27,6 +29,7 @@
 //! Verification always streams: memory does not grow with the size of a bundle.
 
 pub mod archive;
+pub mod channel;
 pub mod engine_env;
 pub mod error;
 pub mod freshness;

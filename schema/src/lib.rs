@@ -13,6 +13,8 @@
 //! - [`receipt`] is the signed deployment receipt a runner reports to the registry.
 //! - [`reference`](mod@reference) parses `stack@version` references.
 //! - [`release`] is a customer environment as one version: stacks in order, wiring, services.
+//! - [`release_receipt`] is the signed snapshot of a release run: its stack receipts and services.
+//! - [`rollout`] is what the vendor approves for a channel, what the registry assigns, what a runner reports.
 //! - [`rules`] names the interface rules and the findings a bundle records.
 //!
 //! This crate does no I/O: callers hand it bytes and get values back, so that the
@@ -26,6 +28,8 @@ pub mod oci;
 pub mod receipt;
 pub mod reference;
 pub mod release;
+pub mod release_receipt;
+pub mod rollout;
 pub mod rules;
 pub mod signature;
 pub mod types;

@@ -33,6 +33,12 @@ pub const RELEASE_DESCRIPTION_ARTIFACT: &str = "application/vnd.stackpack.releas
 pub const RELEASE_CONFIG: &str = "application/vnd.stackpack.release.config.v1+json";
 
 /// `artifactType` of an OpenTofu module package.
+/// A vendor's signed "release R version V is approved for channel C"
+/// (`stackpack promote`): an artifact whose `subject` is the release index (or the
+/// bundle, for a stack) and whose one layer is the signed statement.
+pub const CHANNEL_STATEMENT_ARTIFACT: &str = "application/vnd.stackpack.channel-statement.v1";
+/// The channel statement layer: `stackpack_schema::rollout::SignedChannelStatement`.
+pub const CHANNEL_STATEMENT_LAYER: &str = "application/vnd.stackpack.channel-statement.v1+json";
 pub const OPENTOFU_MODULE_ARTIFACT: &str = "application/vnd.opentofu.modulepkg";
 /// Layer media type of an OpenTofu module package.
 pub const ZIP_ARCHIVE: &str = "archive/zip";
@@ -67,6 +73,8 @@ pub mod annotation {
     pub const SERVICE: &str = "dev.stackpack.service";
     /// Our own, on a release index and image layout entries: the release name.
     pub const RELEASE: &str = "dev.stackpack.release";
+    /// On a channel statement: the channel it approves for.
+    pub const CHANNEL: &str = "dev.stackpack.channel";
     /// Our own, on provider package layers: source address, version and platform.
     pub const PROVIDER_SOURCE: &str = "dev.stackpack.provider.source";
     pub const PROVIDER_VERSION: &str = "dev.stackpack.provider.version";

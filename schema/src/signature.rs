@@ -111,6 +111,50 @@ impl PublicKey {
     }
 }
 
+impl PublicKey {
+    /// Checks a detached signature as signed documents carry it (`algorithm`,
+    /// base64 `signature`, base64 DER `public_key`, and the `key_id` the document
+    /// names) over `message`; returns the signer. Says nothing about trust.
+    pub fn verify_detached(
+        message: &[u8],
+        algorithm: &str,
+        signature: &str,
+        public_key: &str,
+        key_id: &str,
+    ) -> Result<PublicKey, SignatureError> {
+        if algorithm != "ed25519" {
+            return Err(SignatureError::Malformed(format!(
+                "algorithm `{algorithm}` is not supported, only `ed25519` is"
+            )));
+        }
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let der = b64
+            .decode(public_key)
+            .map_err(|_| SignatureError::Malformed("`publicKey` is not base64".into()))?;
+        let signer = PublicKey::from_der(&der)
+            .map_err(|_| SignatureError::Malformed("`publicKey` is not an ed25519 key".into()))?;
+        let actual = signer.key_id();
+        if actual != key_id {
+            return Err(SignatureError::KeyIdMismatch {
+                claimed: key_id.to_string(),
+                actual,
+            });
+        }
+        let bytes: [u8; 64] = b64
+            .decode(signature)
+            .ok()
+            .and_then(|bytes| bytes.try_into().ok())
+            .ok_or_else(|| {
+                SignatureError::Malformed("`signature` is not 64 base64 bytes".into())
+            })?;
+        signer
+            .key
+            .verify_strict(message, &ed25519_dalek::Signature::from_bytes(&bytes))
+            .map_err(|_| SignatureError::Invalid)?;
+        Ok(signer)
+    }
+}
+
 impl fmt::Debug for PublicKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "PublicKey({})", self.key_id())
@@ -155,6 +199,12 @@ impl PrivateKey {
         PublicKey {
             key: self.key.verifying_key(),
         }
+    }
+
+    /// The raw ed25519 signature over `message`, for signed documents other than a
+    /// bundle signature (channel statements, receipts).
+    pub fn sign_bytes(&self, message: &[u8]) -> [u8; 64] {
+        self.key.sign(message).to_bytes()
     }
 
     /// Signs `payload`. The payload's `key_id` must be this key's; it is set here.
