@@ -161,7 +161,7 @@ fn pull_into(
         let stack_repository = address.stack_repository(&reference.stack);
         let pulled = pull_bundle(
             &remote,
-            &address.stack_repository(&reference.stack),
+            &stack_repository,
             &reference.stack,
             version,
             &layout,
