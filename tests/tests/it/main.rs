@@ -3,4 +3,5 @@
 
 mod freshness;
 mod main_job;
+mod rollout;
 mod support_ledger;

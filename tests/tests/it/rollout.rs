@@ -1,0 +1,440 @@
+//! A rollout across waves, end to end on the real programs: the vendor publishes a
+//! release with `stackpack publish` to our registry on 127.0.0.1 and promotes it to
+//! `stable` with `stackpack promote`; four customers' runners (each its own home,
+//! the real Terraform) reconcile with `stackpack-runner sync` against the
+//! registry's assignment. A canary whose apply fails halts the rollout: the next
+//! wave is never assigned. After the customer fixes its inputs and the vendor
+//! resumes, every wave converges. An airgapped customer syncs from the statement
+//! its export carried, and a GitOps customer from a desired-state file.
+//!
+//! The stacks are Terraform's own `terraform_data` resources: what is under test is
+//! the orchestration, not a cloud (the demo runs the same story on the AWS example
+//! in the emulated account).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use stackpack_test_support::servers::OurRegistry;
+use stackpack_test_support::{binary, copy_dir, git, repository_root, terraform, Run};
+
+const NAMESPACE: &str = "shop";
+
+struct Vendor {
+    temp: tempfile::TempDir,
+    repo: PathBuf,
+    key: PathBuf,
+    public_key: PathBuf,
+}
+
+impl Vendor {
+    fn new() -> Vendor {
+        let temp = tempfile::tempdir().unwrap();
+        let repo = temp.path().join("infra");
+        copy_dir(
+            &repository_root().join("tests/fixtures/rollout-vendor"),
+            &repo,
+        );
+        std::fs::write(repo.join(".gitignore"), ".stackpack/\n").unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "initial"]);
+        let keys = temp.path().join("vendor");
+        run(Command::new(binary("stackpack"))
+            .args(["keygen", "--out"])
+            .arg(&keys))
+        .ok();
+        Vendor {
+            repo,
+            key: keys.with_extension("key"),
+            public_key: keys.with_extension("pub"),
+            temp,
+        }
+    }
+
+    fn stackpack(&self, registry: &OurRegistry, args: &[&str]) -> Run {
+        run(Command::new(binary("stackpack"))
+            .current_dir(&self.repo)
+            .args(args)
+            .env("STACKPACK_REGISTRY_TOKEN", registry.publisher_token()))
+    }
+
+    /// `stackpack publish`; the version it gave release `shop`.
+    fn publish(&self, registry: &OurRegistry) -> String {
+        let namespace = format!("{}/{NAMESPACE}", registry.host());
+        let key = self.key.to_str().unwrap();
+        let report = self
+            .stackpack(
+                registry,
+                &[
+                    "publish",
+                    "--json",
+                    "--insecure",
+                    "--registry",
+                    &namespace,
+                    "--key",
+                    key,
+                ],
+            )
+            .ok()
+            .json();
+        let release = report["releases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["release"] == "shop" && r["published"] == true)
+            .unwrap_or_else(|| panic!("shop was not published: {report}"));
+        release["version"].as_str().unwrap().to_string()
+    }
+
+    fn promote(&self, registry: &OurRegistry, version: &str) -> Run {
+        let namespace = format!("{}/{NAMESPACE}", registry.host());
+        self.stackpack(
+            registry,
+            &[
+                "promote",
+                &format!("shop@{version}"),
+                "--channel",
+                "stable",
+                "--registry",
+                &namespace,
+                "--insecure",
+                "--key",
+                self.key.to_str().unwrap(),
+                "--json",
+            ],
+        )
+    }
+
+    fn change(&self, path: &str, from: &str, to: &str) {
+        let file = self.repo.join(path);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(from), "{path}: {text}");
+        std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
+        git(&self.repo, &["commit", "-q", "-am", &format!("change {path}")]);
+    }
+}
+
+/// One customer's runner home, with the real Terraform, syncing from `source`.
+struct Customer {
+    id: &'static str,
+    home: PathBuf,
+    inputs: PathBuf,
+    token: String,
+}
+
+impl Customer {
+    fn new(vendor: &Vendor, registry: &OurRegistry, id: &'static str, sync: &str) -> Customer {
+        let home = vendor.temp.path().join(format!("home-{id}"));
+        let inputs = vendor.temp.path().join(format!("inputs-{id}"));
+        std::fs::create_dir_all(&inputs).unwrap();
+        std::fs::write(inputs.join("base.tfvars"), format!("name = \"{id}\"\n")).unwrap();
+        std::fs::write(inputs.join("app.tfvars"), "replicas = 3\n").unwrap();
+        let customer = Customer {
+            id,
+            home,
+            inputs,
+            token: registry.token("customer", Some(id)),
+        };
+        let engine = terraform();
+        customer
+            .run(&[
+                "init",
+                "--customer",
+                id,
+                "--engine-path",
+                engine.to_str().unwrap(),
+            ])
+            .ok();
+        customer
+            .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+            .ok();
+        let config = customer.home.join("runner.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!(
+            "\n[sync]\n{sync}\ninputs = \"{}\"\nchannel = \"stable\"\napprove = \"auto\"\n",
+            customer.inputs.display()
+        ));
+        std::fs::write(&config, text).unwrap();
+        customer
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        run(Command::new(binary("stackpack-runner"))
+            .args(args)
+            .env("STACKPACK_RUNNER_HOME", &self.home)
+            .env("STACKPACK_REGISTRY_TOKEN", &self.token)
+            .env("CHECKPOINT_DISABLE", "1"))
+    }
+
+    /// One `sync` pass; the state it reports for release `shop` and the version
+    /// running after it.
+    fn sync(&self) -> (String, Option<String>, Run) {
+        let pass = self.run(&["sync", "--json"]);
+        let json = pass.json();
+        let shop = json["report"]["releases"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["release"] == "shop").cloned());
+        match shop {
+            Some(shop) => (
+                shop["state"].as_str().unwrap().to_string(),
+                shop["running"].as_str().map(str::to_string),
+                pass,
+            ),
+            None => ("nothing-assigned".into(), None, pass),
+        }
+    }
+
+    fn set_replicas(&self, replicas: u32) {
+        std::fs::write(
+            self.inputs.join("app.tfvars"),
+            format!("replicas = {replicas}\n"),
+        )
+        .unwrap();
+    }
+}
+
+fn run(command: &mut Command) -> Run {
+    Run::from(
+        command
+            .env("NO_COLOR", "1")
+            .env_remove("GITHUB_HEAD_REF")
+            .env_remove("GITHUB_REF_NAME")
+            .env_remove("GITHUB_ACTOR")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap(),
+    )
+}
+
+fn rollout(registry: &OurRegistry) -> Value {
+    let status = registry
+        .run(&["rollout", "status", "--release", "shop", "--json"])
+        .ok()
+        .json();
+    let list = status
+        .as_array()
+        .cloned()
+        .or_else(|| status["rollouts"].as_array().cloned())
+        .unwrap_or_else(|| panic!("rollout status: {status}"));
+    list.into_iter()
+        .max_by_key(|r| r["id"].as_i64().unwrap_or(0))
+        .unwrap_or_else(|| panic!("no rollout of shop: {status}"))
+}
+
+/// Waits (on the registry's clock, through its own scheduler) until the newest
+/// rollout of `shop` satisfies `done`.
+fn wait_for_rollout(registry: &OurRegistry, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let current = rollout(registry);
+        if done(&current) {
+            return current;
+        }
+        assert!(Instant::now() < deadline, "{what}: the rollout is {current}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn state(rollout: &Value) -> &str {
+    rollout["state"].as_str().unwrap_or_default()
+}
+
+fn place(registry: &OurRegistry, customer: &Customer, wave: &str) {
+    registry
+        .run(&[
+            "customer", "set", customer.id, "--channel", "stable", "--wave", wave,
+        ])
+        .ok();
+}
+
+#[test]
+fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after_a_fix_and_resume(
+) {
+    let vendor = Vendor::new();
+    let registry = OurRegistry::start_with(&["--rollout-tick-secs", "1"]);
+    registry
+        .run(&[
+            "channel",
+            "set",
+            "stable",
+            "--waves",
+            "canary,early,general",
+            "--soak",
+            "2s",
+        ])
+        .ok();
+    let namespace = format!("{}/{NAMESPACE}", registry.host());
+    let source = format!("registry = \"{namespace}\"\ninsecure = true");
+    let globex = Customer::new(&vendor, &registry, "globex", &source);
+    let umbrella = Customer::new(&vendor, &registry, "umbrella", &source);
+    let hooli = Customer::new(&vendor, &registry, "hooli", &source);
+    let soylent = Customer::new(&vendor, &registry, "soylent", &source);
+    place(&registry, &globex, "canary");
+    place(&registry, &umbrella, "canary");
+    place(&registry, &hooli, "early");
+    place(&registry, &soylent, "general");
+
+    let version = vendor.publish(&registry);
+    // Nothing is assigned before the vendor promotes: publishing is not approving.
+    let (before, _, _) = globex.sync();
+    assert_eq!(before, "nothing-assigned");
+
+    // umbrella's operator set a value the engine refuses: its apply will fail.
+    umbrella.set_replicas(50);
+    vendor.promote(&registry, &version).ok();
+    let opened = rollout(&registry);
+    assert_eq!(state(&opened), "running", "{opened}");
+
+    let (globex_state, globex_running, _) = globex.sync();
+    assert_eq!(globex_state, "applied");
+    assert_eq!(globex_running.as_deref(), Some(version.as_str()));
+    let (umbrella_state, _, failed_pass) = umbrella.sync();
+    assert_eq!(umbrella_state, "failed", "{}", failed_pass.stderr);
+    assert!(
+        failed_pass.stderr.contains("At most 10 replicas")
+            || failed_pass.stdout.contains("At most 10 replicas"),
+        "the pass says why it failed: {}",
+        failed_pass.stderr
+    );
+
+    // The failure halts the rollout, naming the customer; the next wave is never
+    // assigned, however long its soak has passed.
+    let halted = wait_for_rollout(&registry, "halted by umbrella", |r| state(r) == "halted");
+    let reason = halted.to_string();
+    assert!(reason.contains("umbrella"), "{halted}");
+    std::thread::sleep(Duration::from_secs(3));
+    let (hooli_state, hooli_running, _) = hooli.sync();
+    assert_eq!(hooli_state, "nothing-assigned");
+    assert_eq!(hooli_running, None);
+    assert_eq!(state(&rollout(&registry)), "halted");
+
+    // The customer fixes its inputs; its next pass applies; the vendor resumes.
+    umbrella.set_replicas(4);
+    let (fixed, _, _) = umbrella.sync();
+    assert_eq!(fixed, "applied");
+    let id = rollout(&registry)["id"].to_string();
+    registry.run(&["rollout", "resume", &id]).ok();
+
+    // The early wave opens after the canaries' soak, then the general one.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut converged = Vec::new();
+    for customer in [&hooli, &soylent] {
+        loop {
+            let (state, running, pass) = customer.sync();
+            if state == "applied" {
+                assert_eq!(running.as_deref(), Some(version.as_str()));
+                converged.push(customer.id);
+                break;
+            }
+            assert_eq!(
+                state, "nothing-assigned",
+                "{} before its wave: {}",
+                customer.id, pass.stderr
+            );
+            assert!(Instant::now() < deadline, "{} was never assigned", customer.id);
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    assert_eq!(converged, ["hooli", "soylent"]);
+    let done = wait_for_rollout(&registry, "completed", |r| state(r) == "completed");
+
+    // Who got it when, who failed: the history says it in order.
+    let history = registry
+        .run(&["rollout", "show", &done["id"].to_string(), "--json"])
+        .ok()
+        .json()
+        .to_string();
+    for id in ["globex", "umbrella", "hooli", "soylent"] {
+        assert!(history.contains(id), "{id} is in the history: {history}");
+    }
+
+    // A pass that changes nothing leaves no receipt.
+    let receipts = |c: &Customer| c.run(&["receipts", "list", "--json"]).ok().json();
+    let before = receipts(&globex).as_array().map(Vec::len);
+    let (again, _, _) = globex.sync();
+    assert_eq!(again, "converged");
+    assert_eq!(receipts(&globex).as_array().map(Vec::len), before);
+
+    // A second version reaches the canaries first.
+    vendor.change("stacks/app/main.tf", "${var.replicas}\"", "${var.replicas}:v2\"");
+    let second = vendor.publish(&registry);
+    vendor.promote(&registry, &second).ok();
+    let (globex_second, running, _) = globex.sync();
+    assert_eq!(globex_second, "applied");
+    assert_eq!(running.as_deref(), Some(second.as_str()));
+    let (soylent_still, running, _) = soylent.sync();
+    assert_eq!(soylent_still, "converged");
+    assert_eq!(running.as_deref(), Some(version.as_str()), "general waits for its wave");
+}
+
+#[test]
+fn an_airgapped_runner_syncs_from_the_statement_its_export_carried_and_a_gitops_runner_from_its_desired_state(
+) {
+    let vendor = Vendor::new();
+    let registry = OurRegistry::start();
+    let version = vendor.publish(&registry);
+    vendor.promote(&registry, &version).ok();
+    let namespace = format!("{}/{NAMESPACE}", registry.host());
+    let tar = vendor.temp.path().join("shop.tar");
+    vendor
+        .stackpack(
+            &registry,
+            &[
+                "export",
+                &format!("shop@{version}"),
+                "--channel",
+                "stable",
+                "--registry",
+                &namespace,
+                "--insecure",
+                "-o",
+                tar.to_str().unwrap(),
+            ],
+        )
+        .ok();
+
+    // Airgapped: the statement came in the tar; the runner never calls a registry.
+    let initech = Customer::new(&vendor, &registry, "initech", "source = \"store\"");
+    initech.run(&["import", tar.to_str().unwrap()]).ok();
+    let (state, running, _) = initech.sync();
+    assert_eq!(state, "applied");
+    assert_eq!(running.as_deref(), Some(version.as_str()));
+
+    // A runner that trusts another key refuses the same tar's statement.
+    let stranger = Vendor::new();
+    let wary = Customer::new(&stranger, &registry, "wary", "source = \"store\"");
+    let refused = wary.run(&["import", tar.to_str().unwrap()]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+
+    // GitOps: a desired-state file in a checkout names the release and the inputs.
+    let gitops = vendor.temp.path().join("gitops");
+    std::fs::create_dir_all(&gitops).unwrap();
+    let acme = Customer::new(&vendor, &registry, "acme", "source = \"desired\"");
+    copy_dir(&acme.inputs, &gitops.join("acme"));
+    write_desired(&gitops, &format!("version = \"{version}\""), "acme");
+    acme.run(&["import", tar.to_str().unwrap()]).ok();
+    let desired = gitops.join("desired.toml");
+    let pass = acme.run(&["sync", "--json", "--desired", desired.to_str().unwrap()]);
+    assert_eq!(
+        pass.json()["report"]["releases"][0]["state"],
+        "applied",
+        "{}",
+        pass.stderr
+    );
+    // A desired-state file naming a missing inputs folder says so, and changes
+    // nothing.
+    write_desired(&gitops, &format!("version = \"{version}\""), "nobody");
+    let wrong = acme.run(&["sync", "--desired", desired.to_str().unwrap()]);
+    assert_eq!(wrong.code, 2, "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("nobody"), "{}", wrong.stderr);
+}
+
+fn write_desired(dir: &Path, version: &str, inputs: &str) {
+    std::fs::write(
+        dir.join("desired.toml"),
+        format!("[releases.shop]\n{version}\ninputs = \"{inputs}\"\n"),
+    )
+    .unwrap();
+}
