@@ -106,8 +106,14 @@ fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
         customer(tx, "initech", Some("general"));
         customer(tx, "umbrella", None);
         publish(tx, "1.0.0");
-        let id = promote(tx, REPO, &statement("1.0.0", false), T0).unwrap().rollout;
-        assert_eq!(assigned(tx, id), ["acme"], "the first wave is assigned at once");
+        let id = promote(tx, REPO, &statement("1.0.0", false), T0)
+            .unwrap()
+            .rollout;
+        assert_eq!(
+            assigned(tx, id),
+            ["acme"],
+            "the first wave is assigned at once"
+        );
 
         receipt(tx, "r1", "acme", "1.0.0", Outcome::Succeeded, T0 + 10 * NS);
         advance(tx, T0 + 59 * NS).unwrap();
@@ -119,24 +125,56 @@ fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
         let halted = row(tx, id);
         assert_eq!(halted.state, RolloutState::Halted);
         let reason = halted.halted_reason.unwrap();
-        assert!(reason.contains("globex") && reason.contains("r2"), "{reason}");
+        assert!(
+            reason.contains("globex") && reason.contains("r2"),
+            "{reason}"
+        );
         advance(tx, T0 + 10_000 * NS).unwrap();
-        assert_eq!(assigned(tx, id), ["acme", "globex"], "a halt assigns nobody else");
+        assert_eq!(
+            assigned(tx, id),
+            ["acme", "globex"],
+            "a halt assigns nobody else"
+        );
 
         let again = control(tx, id, Control::Resume, T0 + 10_001 * NS).unwrap();
         assert_eq!(again.state, RolloutState::Halted, "the cause still fails");
 
-        receipt(tx, "r3", "globex", "1.0.0", Outcome::Succeeded, T0 + 10_002 * NS);
+        receipt(
+            tx,
+            "r3",
+            "globex",
+            "1.0.0",
+            Outcome::Succeeded,
+            T0 + 10_002 * NS,
+        );
         let resumed = control(tx, id, Control::Resume, T0 + 10_003 * NS).unwrap();
         assert_eq!(resumed.state, RolloutState::Running);
         // The early wave soaked long ago: the last wave opens at once.
         advance(tx, T0 + 10_004 * NS).unwrap();
         assert_eq!(assigned(tx, id), ["acme", "globex", "initech", "umbrella"]);
-        receipt(tx, "r4", "initech", "1.0.0", Outcome::Succeeded, T0 + 10_010 * NS);
+        receipt(
+            tx,
+            "r4",
+            "initech",
+            "1.0.0",
+            Outcome::Succeeded,
+            T0 + 10_010 * NS,
+        );
         assert_eq!(row(tx, id).state, RolloutState::Running);
-        receipt(tx, "r5", "umbrella", "1.0.0", Outcome::Succeeded, T0 + 10_011 * NS);
+        receipt(
+            tx,
+            "r5",
+            "umbrella",
+            "1.0.0",
+            Outcome::Succeeded,
+            T0 + 10_011 * NS,
+        );
         assert_eq!(row(tx, id).state, RolloutState::Completed);
-        let kinds: Vec<EventKind> = rdb::events(tx, id).unwrap().iter().map(|e| e.kind).collect();
+        let kinds: Vec<EventKind> = rdb::events(tx, id)
+            .unwrap()
+            .iter()
+            .map(|e| e.kind)
+            .collect();
         assert!(kinds.contains(&EventKind::Halted) && kinds.contains(&EventKind::Resumed));
         Ok(())
     })
@@ -151,7 +189,11 @@ fn empty_waves_are_skipped_and_a_lower_version_is_refused() {
         publish(tx, "1.0.0");
         publish(tx, "1.1.0");
         let first = promote(tx, REPO, &statement("1.1.0", false), T0).unwrap();
-        assert_eq!(assigned(tx, first.rollout), ["globex"], "no canary: early opens at once");
+        assert_eq!(
+            assigned(tx, first.rollout),
+            ["globex"],
+            "no canary: early opens at once"
+        );
         assert_eq!(row(tx, first.rollout).wave_index, 1);
 
         let again = promote(tx, REPO, &statement("1.1.0", false), T0 + NS).unwrap();
@@ -164,7 +206,10 @@ fn empty_waves_are_skipped_and_a_lower_version_is_refused() {
         assert_eq!(unknown.code, Code::ManifestInvalid);
         let mut forged = statement("1.1.0", false);
         forged.statement.required = true;
-        assert_eq!(promote(tx, REPO, &forged, T0).unwrap_err().code, Code::ManifestInvalid);
+        assert_eq!(
+            promote(tx, REPO, &forged, T0).unwrap_err().code,
+            Code::ManifestInvalid
+        );
         Ok(())
     })
     .unwrap();
@@ -185,12 +230,18 @@ fn a_customer_behind_passes_through_a_required_version() {
         let answer = assignment(tx, "acme", T0 + 3 * NS).unwrap().unwrap();
         let a = &answer.assignments[0];
         assert_eq!(a.version.to_string(), "1.1.0");
-        assert_eq!(a.on_the_way_to.as_ref().map(ToString::to_string).as_deref(), Some("1.2.0"));
+        assert_eq!(
+            a.on_the_way_to.as_ref().map(ToString::to_string).as_deref(),
+            Some("1.2.0")
+        );
 
         receipt(tx, "r1", "acme", "1.1.0", Outcome::Succeeded, T0 + 4 * NS);
         let answer = assignment(tx, "acme", T0 + 5 * NS).unwrap().unwrap();
         let a = &answer.assignments[0];
-        assert_eq!((a.version.to_string(), a.rollout), ("1.2.0".into(), newest.rollout));
+        assert_eq!(
+            (a.version.to_string(), a.rollout),
+            ("1.2.0".into(), newest.rollout)
+        );
         assert_eq!(a.on_the_way_to, None);
         Ok(())
     })
