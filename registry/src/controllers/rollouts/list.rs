@@ -18,7 +18,7 @@ pub fn rollouts(
 ) -> Result<Vec<Rollout>> {
     let now = rollout::now_ns();
     state.db.write(|tx| Ok(rollout::advance(tx, now)?))?;
-    Ok(state.db.support(|c| rollout::list(c, channel, release))?)
+    state.db.support(|c| rollout::list(c, channel, release))
 }
 
 #[utoipa::path(
