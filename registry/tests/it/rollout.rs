@@ -472,3 +472,58 @@ fn a_customer_behind_is_assigned_the_required_version_first() {
         ("1.2.0".to_string(), None)
     );
 }
+
+#[test]
+fn support_pages_show_rollouts_who_failed_and_a_customer_waiting_for_approval() {
+    use crate::ui::{get, html, sign_in};
+    let fleet = Fleet::start("1h", &[("acme", Some("canary"))]);
+    let v1 = release("1.0.0");
+    push_release(&fleet.publisher, &v1);
+    assert_eq!(
+        promote(&fleet.publisher, &statement(&v1, false), &v1).status,
+        201
+    );
+    let acme = fleet.customer("acme");
+    let rollout = fleet.assignment(&acme, "acme").assignments[0].rollout;
+    let report = serde_json::json!({
+        "customer": "acme", "startedAt": "2027-01-15T08:00:00Z", "finishedAt": "2027-01-15T08:01:00Z",
+        "releases": [{"release": "platform", "assigned": "1.0.0", "state": "pending-approval",
+            "pending": {"id": "plan-<b>1</b>", "since": "2027-01-15T08:00:30Z", "add": 1, "change": 0, "destroy": 2}}]
+    });
+    let r = acme.req(
+        "POST",
+        "/api/v1/customers/acme/sync",
+        &[],
+        Some(&serde_json::to_vec(&report).unwrap()),
+    );
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    fleet.report(
+        &acme,
+        &release_receipt("acme", "acme-<i>1</i>", "1.0.0", Outcome::Failed),
+    );
+
+    let cookie = sign_in(&fleet.server, &fleet.server.token("support", None));
+    let list = html(&get(&fleet.server, "/ui/rollouts", &cookie));
+    assert!(
+        list.contains("platform@1.0.0") && list.contains("halted"),
+        "{list}"
+    );
+    let page = html(&get(
+        &fleet.server,
+        &format!("/ui/rollouts/{rollout}"),
+        &cookie,
+    ));
+    assert!(
+        page.contains("acme-&lt;i&gt;1&lt;/i&gt;"),
+        "the halt names the receipt, escaped"
+    );
+    assert!(
+        page.contains("ci &lt;release job&gt;"),
+        "who promoted, escaped"
+    );
+    assert!(!page.contains("<i>1</i>") && !page.contains("<release job>"));
+    let customer = html(&get(&fleet.server, "/ui/customers/acme", &cookie));
+    assert!(customer.contains("id=\"channel\">stable<"), "{customer}");
+    assert!(customer.contains("waiting for approval since 2027-01-15T08:00:30Z"));
+    assert!(customer.contains("plan-&lt;b&gt;1&lt;/b&gt;") && !customer.contains("<b>1</b>"));
+}
