@@ -390,6 +390,7 @@ CREATE TABLE rollouts (
 CREATE INDEX rollouts_state ON rollouts(state);
 CREATE INDEX rollouts_release ON rollouts(channel, kind, release, id);
 CREATE INDEX rollouts_due ON rollouts(due_ns) WHERE due_ns IS NOT NULL;
+CREATE INDEX rollouts_promotion ON rollouts(promotion_id);
 CREATE TABLE rollout_assignments (
     rollout_id INTEGER NOT NULL REFERENCES rollouts(id),
     customer TEXT NOT NULL,

@@ -14,6 +14,55 @@ pub const DEFAULT_WAVES: [&str; 3] = ["canary", "early", "general"];
 /// The soak time of a channel nobody configured: a day.
 pub const DEFAULT_SOAK_SECONDS: u64 = 24 * 3600;
 
+pub const PLACEMENT_SQL: &str = "SELECT id, channel, wave, last_sync FROM customers WHERE id = ?1";
+pub const ROLLOUT_OF_PROMOTION_SQL: &str = "SELECT MAX(id) FROM rollouts WHERE promotion_id = ?1";
+pub const ANY_DUE_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollouts WHERE due_ns <= ?1)";
+pub const CHANNEL_SQL: &str = "SELECT waves, soak_seconds FROM channels WHERE name = ?1";
+pub const CUSTOMER_ASSIGNMENTS_SQL: &str =
+    "SELECT r.id, r.promotion_id, r.kind, r.release, a.assigned_at
+             FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
+             WHERE a.customer = ?1 AND r.channel = ?2 ORDER BY r.id DESC";
+pub const INSTALLED_RELEASE_SQL: &str = "SELECT version FROM release_receipts
+         WHERE customer = ?1 AND release = ?2 AND kind IN ('apply', 'rollback')
+           AND outcome IN ('succeeded', 'no-changes')
+         ORDER BY finished_ns DESC, received_ns DESC LIMIT 1";
+pub const LATEST_STACK_RECEIPT_SQL: &str =
+    "SELECT id, stack, kind, outcome, version, finished_ns FROM receipts
+         WHERE customer = ?1 AND stack = ?2 AND kind IN ('apply', 'rollback', 'destroy', 'drift')
+         ORDER BY finished_ns DESC, received_at DESC LIMIT 1";
+pub const LATEST_RELEASE_RECEIPT_SQL: &str =
+    "SELECT id, version, kind, outcome, finished_ns, received_ns FROM release_receipts
+         WHERE customer = ?1 AND release = ?2
+         ORDER BY finished_ns DESC, received_ns DESC LIMIT 1";
+pub const STACK_FAILURE_IN_RELEASE_SQL: &str =
+    "SELECT id, stack, kind, outcome, version, finished_ns FROM receipts
+         WHERE release_name = ?1 AND customer = ?2 AND release_version = ?3
+           AND outcome IN ('failed', 'drifted') AND finished_ns > ?4
+         ORDER BY finished_ns DESC LIMIT 1";
+pub const OPEN_ROLLOUTS_OF_CUSTOMER_SQL: &str =
+    "SELECT r.id FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
+         WHERE a.customer = ?1 AND r.state IN ('running', 'paused', 'halted') ORDER BY r.id";
+pub const ANY_WAITING_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollout_assignments WHERE rollout_id = ?1 AND gate <> 'succeeded')";
+pub const FIRST_FAILURE_SQL: &str = "SELECT customer, gate_reason FROM rollout_assignments
+         WHERE rollout_id = ?1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1";
+
+/// The hot path's queries by name: the assignment poll and the gate a receipt
+/// re-reads. Each is an indexed lookup; the query-plan test holds them to it.
+pub const HOT_QUERIES: &[(&str, &str)] = &[
+    ("placement", PLACEMENT_SQL),
+    ("rollout_of_promotion", ROLLOUT_OF_PROMOTION_SQL),
+    ("any_due", ANY_DUE_SQL),
+    ("channel", CHANNEL_SQL),
+    ("customer_assignments", CUSTOMER_ASSIGNMENTS_SQL),
+    ("installed_release", INSTALLED_RELEASE_SQL),
+    ("latest_stack_receipt", LATEST_STACK_RECEIPT_SQL),
+    ("latest_release_receipt", LATEST_RELEASE_RECEIPT_SQL),
+    ("stack_failure_in_release", STACK_FAILURE_IN_RELEASE_SQL),
+    ("open_rollouts_of_customer", OPEN_ROLLOUTS_OF_CUSTOMER_SQL),
+    ("any_waiting", ANY_WAITING_SQL),
+    ("first_failure", FIRST_FAILURE_SQL),
+];
+
 /// A channel's waves and soak time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChannelConfig {
@@ -52,7 +101,7 @@ fn waves_from(text: &str) -> rusqlite::Result<Vec<String>> {
 /// The channel's configuration, or the defaults.
 pub fn channel(conn: &Connection, name: &str) -> rusqlite::Result<ChannelConfig> {
     let row = conn
-        .prepare_cached("SELECT waves, soak_seconds FROM channels WHERE name = ?1")?
+        .prepare_cached(CHANNEL_SQL)?
         .query_row(params![name], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
         })
@@ -121,7 +170,7 @@ pub fn placement(
     conn: &Connection,
     customer: &str,
 ) -> rusqlite::Result<Option<crate::api::Placement>> {
-    conn.prepare_cached("SELECT id, channel, wave, last_sync FROM customers WHERE id = ?1")?
+    conn.prepare_cached(PLACEMENT_SQL)?
         .query_row(params![customer], |r| {
             Ok(crate::api::Placement {
                 customer: r.get(0)?,
@@ -434,7 +483,7 @@ pub fn open_rollouts_of(
 
 /// The newest rollout started from a promotion.
 pub fn rollout_of_promotion(conn: &Connection, promotion: i64) -> rusqlite::Result<Option<i64>> {
-    conn.prepare_cached("SELECT MAX(id) FROM rollouts WHERE promotion_id = ?1")?
+    conn.prepare_cached(ROLLOUT_OF_PROMOTION_SQL)?
         .query_row(params![promotion], |r| r.get(0))
 }
 
@@ -483,7 +532,7 @@ pub fn set_due(conn: &Connection, id: i64, due_ns: Option<i64>) -> rusqlite::Res
 /// Whether a running rollout's next wave is due by `now_ns`: one indexed probe, so
 /// the assignment poll only writes when the clock moved a rollout on.
 pub fn any_due(conn: &Connection, now_ns: i64) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM rollouts WHERE due_ns <= ?1)")?
+    conn.prepare_cached(ANY_DUE_SQL)?
         .query_row(params![now_ns], |r| r.get(0))
 }
 
@@ -550,20 +599,15 @@ pub fn first_failure(
     conn: &Connection,
     rollout: i64,
 ) -> rusqlite::Result<Option<(String, Option<String>)>> {
-    conn.prepare_cached(
-        "SELECT customer, gate_reason FROM rollout_assignments
-         WHERE rollout_id = ?1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1",
-    )?
-    .query_row(params![rollout], |r| Ok((r.get(0)?, r.get(1)?)))
-    .optional()
+    conn.prepare_cached(FIRST_FAILURE_SQL)?
+        .query_row(params![rollout], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
 }
 
 /// Whether any customer of a rollout has not succeeded yet.
 pub fn any_waiting(conn: &Connection, rollout: i64) -> rusqlite::Result<bool> {
-    conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM rollout_assignments WHERE rollout_id = ?1 AND gate <> 'succeeded')",
-    )?
-    .query_row(params![rollout], |r| r.get(0))
+    conn.prepare_cached(ANY_WAITING_SQL)?
+        .query_row(params![rollout], |r| r.get(0))
 }
 
 /// A customer's gate standing in a rollout; `None` when not assigned.
@@ -599,12 +643,9 @@ pub fn set_gate(
 
 /// The open rollouts that assigned `customer`.
 pub fn open_rollouts_of_customer(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<i64>> {
-    conn.prepare_cached(
-        "SELECT r.id FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
-         WHERE a.customer = ?1 AND r.state IN ('running', 'paused', 'halted') ORDER BY r.id",
-    )?
-    .query_map(params![customer], |r| r.get(0))?
-    .collect()
+    conn.prepare_cached(OPEN_ROLLOUTS_OF_CUSTOMER_SQL)?
+        .query_map(params![customer], |r| r.get(0))?
+        .collect()
 }
 
 /// One assignment of a customer: the rollout, its release and promotion, when.
@@ -625,11 +666,7 @@ pub fn customer_assignments(
     channel: &str,
 ) -> rusqlite::Result<Vec<CustomerAssignment>> {
     let rows: Vec<CustomerAssignment> = conn
-        .prepare_cached(
-            "SELECT r.id, r.promotion_id, r.kind, r.release, a.assigned_at
-             FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
-             WHERE a.customer = ?1 AND r.channel = ?2 ORDER BY r.id DESC",
-        )?
+        .prepare_cached(CUSTOMER_ASSIGNMENTS_SQL)?
         .query_map(params![customer, channel], |r| {
             Ok(CustomerAssignment {
                 rollout: r.get(0)?,
@@ -764,13 +801,9 @@ pub fn latest_release_receipt(
     customer: &str,
     release: &str,
 ) -> rusqlite::Result<Option<ReleaseReceiptRow>> {
-    conn.prepare_cached(
-        "SELECT id, version, kind, outcome, finished_ns, received_ns FROM release_receipts
-         WHERE customer = ?1 AND release = ?2
-         ORDER BY finished_ns DESC, received_ns DESC LIMIT 1",
-    )?
-    .query_row(params![customer, release], release_receipt_row)
-    .optional()
+    conn.prepare_cached(LATEST_RELEASE_RECEIPT_SQL)?
+        .query_row(params![customer, release], release_receipt_row)
+        .optional()
 }
 
 /// The version of `release` a customer runs: its latest release receipt that left
@@ -780,14 +813,9 @@ pub fn installed_release(
     customer: &str,
     release: &str,
 ) -> rusqlite::Result<Option<semver::Version>> {
-    conn.prepare_cached(
-        "SELECT version FROM release_receipts
-         WHERE customer = ?1 AND release = ?2 AND kind IN ('apply', 'rollback')
-           AND outcome IN ('succeeded', 'no-changes')
-         ORDER BY finished_ns DESC, received_ns DESC LIMIT 1",
-    )?
-    .query_row(params![customer, release], |r| parsed(r, 0))
-    .optional()
+    conn.prepare_cached(INSTALLED_RELEASE_SQL)?
+        .query_row(params![customer, release], |r| parsed(r, 0))
+        .optional()
 }
 
 /// A stack receipt that counts against a release version at the gate.
@@ -821,17 +849,12 @@ pub fn stack_failure_in_release(
     version: &semver::Version,
     after_ns: i64,
 ) -> rusqlite::Result<Option<StackEvidence>> {
-    conn.prepare_cached(
-        "SELECT id, stack, kind, outcome, version, finished_ns FROM receipts
-         WHERE release_name = ?1 AND customer = ?2 AND release_version = ?3
-           AND outcome IN ('failed', 'drifted') AND finished_ns > ?4
-         ORDER BY finished_ns DESC LIMIT 1",
-    )?
-    .query_row(
-        params![release, customer, Text(version), after_ns],
-        evidence_row,
-    )
-    .optional()
+    conn.prepare_cached(STACK_FAILURE_IN_RELEASE_SQL)?
+        .query_row(
+            params![release, customer, Text(version), after_ns],
+            evidence_row,
+        )
+        .optional()
 }
 
 /// A customer's latest stack receipt of `stack` (apply, rollback, destroy, drift).
@@ -840,13 +863,9 @@ pub fn latest_stack_receipt(
     customer: &str,
     stack: &str,
 ) -> rusqlite::Result<Option<StackEvidence>> {
-    conn.prepare_cached(
-        "SELECT id, stack, kind, outcome, version, finished_ns FROM receipts
-         WHERE customer = ?1 AND stack = ?2 AND kind IN ('apply', 'rollback', 'destroy', 'drift')
-         ORDER BY finished_ns DESC, received_at DESC LIMIT 1",
-    )?
-    .query_row(params![customer, stack], evidence_row)
-    .optional()
+    conn.prepare_cached(LATEST_STACK_RECEIPT_SQL)?
+        .query_row(params![customer, stack], evidence_row)
+        .optional()
 }
 
 /// A customer's last sync state for one release.

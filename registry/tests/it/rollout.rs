@@ -527,3 +527,32 @@ fn support_pages_show_rollouts_who_failed_and_a_customer_waiting_for_approval() 
     assert!(customer.contains("waiting for approval since 2027-01-15T08:00:30Z"));
     assert!(customer.contains("plan-&lt;b&gt;1&lt;/b&gt;") && !customer.contains("<b>1</b>"));
 }
+
+/// The assignment poll (10,000 runners at 300/s) and the gate a receipt re-reads
+/// are indexed lookups: no step of their plans scans a table.
+#[test]
+fn the_assignment_poll_and_the_gate_never_scan_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = stackpack_registry::db::Db::open(&dir.path().join("registry.db"), 1).unwrap();
+    for (name, sql) in stackpack_registry::db::rollouts::HOT_QUERIES {
+        let plan: Vec<String> = db
+            .read(|c| {
+                let mut statement = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                let nulls = vec![rusqlite::types::Null; statement.parameter_count()];
+                let rows = statement
+                    .query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))?
+                    .collect::<rusqlite::Result<Vec<String>>>()?;
+                Ok(rows)
+            })
+            .unwrap();
+        let scans: Vec<&String> = plan
+            .iter()
+            .filter(|step| {
+                step.starts_with("SCAN")
+                    && step.as_str() != "SCAN CONSTANT ROW"
+                    && !step.contains("INDEX")
+            })
+            .collect();
+        assert!(scans.is_empty(), "{name} scans: {plan:?}");
+    }
+}
