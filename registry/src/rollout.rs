@@ -279,7 +279,7 @@ fn advance_one(conn: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<()> 
             return Ok(());
         }
         let row = rdb::rollout(conn, id)?.expect("the rollout is there");
-        if rdb::any_waiting(conn, id)? {
+        if rdb::any_waiting(conn, id, &row.channel)? {
             return rdb::set_due(conn, id, None);
         }
         if row.wave_index + 1 >= row.waves.len() {

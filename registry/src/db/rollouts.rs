@@ -42,7 +42,9 @@ pub const STACK_FAILURE_IN_RELEASE_SQL: &str =
 pub const OPEN_ROLLOUTS_OF_CUSTOMER_SQL: &str =
     "SELECT r.id FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
          WHERE a.customer = ?1 AND r.state IN ('running', 'paused', 'halted') ORDER BY r.id";
-pub const ANY_WAITING_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollout_assignments WHERE rollout_id = ?1 AND gate <> 'succeeded')";
+pub const ANY_WAITING_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollout_assignments a
+         JOIN customers c ON c.id = a.customer
+         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel IS ?2)";
 pub const FIRST_FAILURE_SQL: &str = "SELECT customer, gate_reason FROM rollout_assignments
          WHERE rollout_id = ?1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1";
 
@@ -604,10 +606,12 @@ pub fn first_failure(
         .optional()
 }
 
-/// Whether any customer of a rollout has not succeeded yet.
-pub fn any_waiting(conn: &Connection, rollout: i64) -> rusqlite::Result<bool> {
+/// Whether any customer of a rollout in `channel` is still waiting at the gate. A
+/// customer moved to another channel since it was assigned no longer holds the
+/// rollout up (a failure it reported still halts it).
+pub fn any_waiting(conn: &Connection, rollout: i64, channel: &str) -> rusqlite::Result<bool> {
     conn.prepare_cached(ANY_WAITING_SQL)?
-        .query_row(params![rollout], |r| r.get(0))
+        .query_row(params![rollout, channel], |r| r.get(0))
 }
 
 /// A customer's gate standing in a rollout; `None` when not assigned.

@@ -202,6 +202,18 @@ fn empty_waves_are_skipped_and_a_lower_version_is_refused() {
 
         let lower = promote(tx, REPO, &statement("1.0.0", false), T0).unwrap_err();
         assert_eq!(lower.code, Code::Conflict);
+
+        // A customer moved to another channel no longer holds the rollout up.
+        customer(tx, "initech", Some("general"));
+        advance(tx, T0 + 100_000 * NS).unwrap();
+        assert_eq!(
+            assigned(tx, first.rollout),
+            ["globex"],
+            "globex has not succeeded yet"
+        );
+        rdb::set_placement(tx, "globex", "beta", None).unwrap();
+        advance(tx, T0 + 100_001 * NS).unwrap();
+        assert_eq!(assigned(tx, first.rollout), ["globex", "initech"]);
         let unknown = promote(tx, REPO, &statement("2.0.0", false), T0).unwrap_err();
         assert_eq!(unknown.code, Code::ManifestInvalid);
         let mut forged = statement("1.1.0", false);
