@@ -556,3 +556,85 @@ fn the_assignment_poll_and_the_gate_never_scan_a_table() {
         assert!(scans.is_empty(), "{name} scans: {plan:?}");
     }
 }
+
+/// A single stack is a release of one: a statement of kind `stack` approves a bundle
+/// in its repository, and the gate reads the stack's own receipts.
+#[test]
+fn a_stack_promotion_rolls_out_on_stack_receipts() {
+    use stackpack_test_support::receipts::ReceiptBuilder;
+    const STACKS: &str = "acme/stacks/network";
+    let fleet = Fleet::start(
+        "1h",
+        &[("acme", Some("canary")), ("globex", Some("canary"))],
+    );
+    let config = br#"{"format":1,"stack":"network","version":"2.0.0"}"#;
+    let (manifest, digest) = fleet.publisher.push_bundle_config(STACKS, "2.0.0", config);
+    let signed = SignedChannelStatement::sign(
+        ChannelStatement {
+            format: CHANNEL_STATEMENT_FORMAT,
+            channel: "stable".into(),
+            kind: ApprovedKind::Stack,
+            release: "network".into(),
+            version: "2.0.0".parse().unwrap(),
+            digest: digest.parse().unwrap(),
+            required: false,
+            promoted_at: "2027-01-15T08:00:00Z".into(),
+            promoted_by: None,
+            key_id: String::new(),
+        },
+        &vendor(),
+    );
+    let subject = stackpack_schema::oci::Descriptor::new(
+        OCI_MANIFEST,
+        digest.parse().unwrap(),
+        manifest.len() as u64,
+    );
+    let (statement_manifest, layer) = statement_artifact(&signed, &subject);
+    fleet.publisher.push_blob(STACKS, &layer);
+    fleet.publisher.push_blob(STACKS, media_type::EMPTY_BLOB);
+    let bytes = statement_manifest.to_bytes();
+    let r = fleet
+        .publisher
+        .push_manifest(STACKS, &sha256(&bytes), &bytes, OCI_MANIFEST);
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+
+    let acme = fleet.customer("acme");
+    let a = fleet.assignment(&acme, "acme").assignments[0].clone();
+    assert_eq!(
+        (a.kind, a.release.as_str()),
+        (ApprovedKind::Stack, "network")
+    );
+    let receipt = |customer: &str, outcome: Outcome| {
+        ReceiptBuilder::new(customer, "network", "2.0.0")
+            .id(format!("{customer}-network"))
+            .bundle_digest(digest.parse().unwrap())
+            .kind(ReceiptKind::Apply, outcome)
+            .at("2027-01-15T09:00:00Z")
+            .sign(&PrivateKey::from_secret_bytes(
+                [customer.len() as u8 + 1; 32],
+            ))
+    };
+    let r = acme.req(
+        "POST",
+        "/api/v1/receipts",
+        &[],
+        Some(&receipt("acme", Outcome::Succeeded).to_bytes()),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let shown = fleet.rollout(a.rollout);
+    assert_eq!(shown["assignments"][0]["gate"], "succeeded", "{shown}");
+    let globex = fleet.customer("globex");
+    let r = globex.req(
+        "POST",
+        "/api/v1/receipts",
+        &[],
+        Some(&receipt("globex", Outcome::Failed).to_bytes()),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let shown = fleet.rollout(a.rollout);
+    assert_eq!(shown["rollout"]["state"], "halted");
+    assert!(shown["rollout"]["haltedReason"]
+        .as_str()
+        .unwrap()
+        .contains("globex-network"));
+}
