@@ -932,6 +932,17 @@ pub fn place(
             format!("customer `{customer}` is not known; register it with `stackpack-registry customer add {customer}`"),
         ));
     }
+    // A customer joining a channel runs what its rollouts completed; the running
+    // ones assign it when their waves reach its own (`advance`).
+    for row in rdb::completed_rollouts(conn, channel)? {
+        let index = ChannelConfig {
+            waves: row.waves.clone(),
+            soak_seconds: row.soak_seconds,
+            configured: true,
+        }
+        .wave_index(wave);
+        assign(conn, &row, customer, &row.waves[index], index, now_ns)?;
+    }
     advance(conn, now_ns)?;
     Ok(())
 }

@@ -483,6 +483,19 @@ pub fn open_rollouts_of(
     .collect()
 }
 
+/// The newest completed rollout of each release in `channel`: what a customer
+/// joining the channel runs.
+pub fn completed_rollouts(conn: &Connection, channel: &str) -> rusqlite::Result<Vec<RolloutRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id IN (
+             SELECT MAX(id) FROM rollouts WHERE channel = ?1 AND state = 'completed'
+             GROUP BY kind, release)
+         ORDER BY id"
+    ))?
+    .query_map(params![channel], rollout_row)?
+    .collect()
+}
+
 /// The newest rollout started from a promotion.
 pub fn rollout_of_promotion(conn: &Connection, promotion: i64) -> rusqlite::Result<Option<i64>> {
     conn.prepare_cached(ROLLOUT_OF_PROMOTION_SQL)?

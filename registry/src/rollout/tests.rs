@@ -170,6 +170,11 @@ fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
             T0 + 10_011 * NS,
         );
         assert_eq!(row(tx, id).state, RolloutState::Completed);
+        // A customer joining the channel afterwards runs what it completed.
+        db::ledger::register_customer(tx, "hooli", None, None, "2027-01-01T00:00:00Z").unwrap();
+        place(tx, "hooli", "stable", Some("canary"), T0 + 20_000 * NS).unwrap();
+        let answer = assignment(tx, "hooli", T0 + 20_001 * NS).unwrap().unwrap();
+        assert_eq!(answer.assignments[0].version.to_string(), "1.0.0");
         let kinds: Vec<EventKind> = rdb::events(tx, id)
             .unwrap()
             .iter()
