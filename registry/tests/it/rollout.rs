@@ -115,7 +115,12 @@ struct Fleet {
 impl Fleet {
     /// A registry with customers in channel `stable` at the given waves.
     fn start(soak: &str, customers: &[(&str, Option<&str>)]) -> Fleet {
-        let server = OurRegistry::start();
+        Fleet::start_with(&[], soak, customers)
+    }
+
+    /// [`Fleet::start`], with extra `serve` arguments.
+    fn start_with(args: &[&str], soak: &str, customers: &[(&str, Option<&str>)]) -> Fleet {
+        let server = OurRegistry::start_with(args);
         cli_ok(&server, &["channel", "set", "stable", "--soak", soak]);
         for (id, wave) in customers {
             cli_ok(&server, &["customer", "add", id]);
@@ -411,6 +416,25 @@ fn forged_or_unheld_statements_are_refused_and_start_nothing() {
         .assignment(&fleet.customer("acme"), "acme")
         .assignments
         .is_empty());
+
+    let doc = fleet
+        .admin
+        .req("GET", "/api/v1/openapi.json", &[], None)
+        .json();
+    for path in [
+        "/api/v1/customers/{id}/assignment",
+        "/api/v1/customers/{id}/sync",
+        "/api/v1/customers/{id}/rollout",
+        "/api/v1/release-receipts",
+        "/api/v1/channels/{name}",
+        "/api/v1/rollouts",
+        "/api/v1/rollouts/{id}",
+        "/api/v1/rollouts/{id}/pause",
+        "/api/v1/rollouts/{id}/resume",
+        "/api/v1/rollouts/{id}/abort",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} is documented");
+    }
 }
 
 #[test]
@@ -637,4 +661,44 @@ fn a_stack_promotion_rolls_out_on_stack_receipts() {
         .as_str()
         .unwrap()
         .contains("globex-network"));
+}
+
+/// The scheduler opens a wave whose soak passed by itself, with nobody asking: the
+/// database is read directly, so no request moves the rollout on.
+#[test]
+fn the_scheduler_opens_a_due_wave_without_a_request() {
+    let fleet = Fleet::start_with(
+        &["--rollout-tick-secs", "1"],
+        "1s",
+        &[("acme", Some("canary")), ("globex", Some("early"))],
+    );
+    let v1 = release("1.0.0");
+    push_release(&fleet.publisher, &v1);
+    assert_eq!(
+        promote(&fleet.publisher, &statement(&v1, false), &v1).status,
+        201
+    );
+    let acme = fleet.customer("acme");
+    fleet.report(
+        &acme,
+        &release_receipt("acme", "acme-1", "1.0.0", Outcome::Succeeded),
+    );
+    let db = rusqlite::Connection::open(fleet.server.data.join("registry.db")).unwrap();
+    let assigned = || -> i64 {
+        db.query_row(
+            "SELECT COUNT(*) FROM rollout_assignments WHERE customer = 'globex'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while assigned() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        assigned(),
+        1,
+        "the early wave opened on the scheduler's tick"
+    );
 }
