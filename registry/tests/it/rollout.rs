@@ -702,3 +702,85 @@ fn the_scheduler_opens_a_due_wave_without_a_request() {
         "the early wave opened on the scheduler's tick"
     );
 }
+
+#[test]
+fn admins_place_customers_and_set_channels_over_the_api() {
+    let fleet = Fleet::start("1h", &[]);
+    cli_ok(&fleet.server, &["customer", "add", "acme"]);
+    let body = br#"{"waves":["pilot","everyone"],"soak":"90m"}"#;
+    let r = fleet
+        .admin
+        .req("PUT", "/api/v1/channels/beta", &[], Some(body));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["soakSeconds"], 5400);
+    let bad = fleet.admin.req(
+        "PUT",
+        "/api/v1/channels/beta",
+        &[],
+        Some(br#"{"soak":"soon"}"#),
+    );
+    assert_eq!(bad.status, 400);
+
+    let support = Client::new(
+        fleet.server.url(),
+        Some(fleet.server.token("support", None)),
+    );
+    let place = br#"{"channel":"beta","wave":"pilot"}"#;
+    let r = support.req("PUT", "/api/v1/customers/acme/rollout", &[], Some(place));
+    assert_eq!(
+        r.status, 403,
+        "support reads rollouts, only admins change them"
+    );
+    let r = fleet
+        .admin
+        .req("PUT", "/api/v1/customers/acme/rollout", &[], Some(place));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        (r.json()["channel"].clone(), r.json()["wave"].clone()),
+        ("beta".into(), "pilot".into())
+    );
+    let r = fleet.admin.req(
+        "PUT",
+        "/api/v1/customers/acme/rollout",
+        &[],
+        Some(br#"{"channel":"beta","wave":"canary"}"#),
+    );
+    assert_eq!(r.status, 400);
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("`pilot`"),
+        "the error lists the waves"
+    );
+    let r = fleet
+        .admin
+        .req("PUT", "/api/v1/customers/nobody/rollout", &[], Some(place));
+    assert_eq!(r.status, 404);
+
+    let answer = fleet.assignment(&support, "acme");
+    assert_eq!(
+        (answer.channel.as_deref(), answer.wave.as_deref()),
+        (Some("beta"), Some("pilot"))
+    );
+    let channels = json(&cli_ok(&fleet.server, &["channel", "list", "--json"]));
+    assert!(channels
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["name"] == "beta" && c["customers"] == 1));
+    let out = cli(
+        &fleet.server,
+        &[
+            "customer",
+            "set",
+            "acme",
+            "--channel",
+            "beta",
+            "--wave",
+            "nope",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown wave is a usage error"
+    );
+}
