@@ -847,6 +847,7 @@ pub fn record_release_receipt(db: &Db, signed: &SignedReleaseReceipt) -> Result<
             &now,
             now_ns,
         )?;
+        rdb::note_seen(tx, &r.customer, &finished_at, finished_ns)?;
         refresh_customer(tx, &r.customer, now_ns).map_err(sql)?;
         Ok(true)
     })
@@ -874,7 +875,7 @@ pub fn record_sync(db: &Db, customer: &str, report: &SyncReport) -> Result<()> {
         }
         let now_ns = now_ns();
         let now = format_ns(now_ns);
-        rdb::note_sync(tx, customer, &now)?;
+        rdb::note_sync(tx, customer, &now, now_ns)?;
         for release in &report.releases {
             let pending = release
                 .pending

@@ -940,10 +940,28 @@ pub fn upsert_sync(
     Ok(())
 }
 
-pub fn note_sync(conn: &Connection, customer: &str, now: &str) -> rusqlite::Result<()> {
+/// Records a sync pass: its time, and the customer as seen then (a pass that
+/// changed nothing leaves no receipt, yet its runner is alive).
+pub fn note_sync(
+    conn: &Connection,
+    customer: &str,
+    now: &str,
+    now_ns: i64,
+) -> rusqlite::Result<()> {
     conn.execute(
         "UPDATE customers SET last_sync = ?2 WHERE id = ?1",
         params![customer, now],
+    )?;
+    note_seen(conn, customer, now, now_ns)
+}
+
+/// The customer was seen at `at` (a release receipt's finish, a sync pass), unless
+/// it was seen later already.
+pub fn note_seen(conn: &Connection, customer: &str, at: &str, at_ns: i64) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3
+         WHERE id = ?1 AND (last_seen_ns IS NULL OR last_seen_ns < ?3)",
+        params![customer, at, at_ns],
     )?;
     Ok(())
 }

@@ -371,6 +371,14 @@ fn an_aborted_rollout_assigns_nobody_else_and_a_failed_sync_halts() {
     );
     let r = acme.req("POST", "/api/v1/customers/acme/sync", &[], Some(&body));
     assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    let seen = fleet
+        .admin
+        .req("GET", "/api/v1/customers/acme", &[], None)
+        .json();
+    assert!(
+        seen["customer"]["lastSeen"].is_string(),
+        "a sync pass counts as seen: {seen}"
+    );
     let shown = fleet.rollout(second.rollout);
     assert_eq!(shown["rollout"]["state"], "halted");
     assert!(shown["rollout"]["haltedReason"]
