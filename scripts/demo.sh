@@ -24,7 +24,8 @@
 #
 # The customer's AWS account is moto, an emulator of the AWS APIs on 127.0.0.1
 # (`scripts/moto.sh`): the only stand-in here, since no cloud is reachable.
-# Everything lives under `target/demo/` and is made afresh on each run.
+# Everything lives under `target/demo/` (cargo's target folder, wherever
+# `CARGO_TARGET_DIR` puts it) and is made afresh on each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -55,9 +56,13 @@ fi
 scripts/install-test-deps.sh
 terraform=$(scripts/terraform-path.sh)
 export CHECKPOINT_DISABLE=1 NO_COLOR=${NO_COLOR:-}
-cargo build --quiet --bins
-bin=$root/target/debug
-demo=${STACKPACK_DEMO_DIR:-$root/target/demo}
+# Cargo shows its progress on a terminal; the first build compiles every dependency.
+echo "==> building stackpack, stackpack-runner and stackpack-registry (the first build takes about 6 minutes on 2 cores)" >&2
+cargo build --bins
+# Where cargo put them: `CARGO_TARGET_DIR` or `build.target-dir` may move `target/`.
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+bin=$target_dir/debug
+demo=${STACKPACK_DEMO_DIR:-$target_dir/demo}
 rm -rf "$demo"
 mkdir -p "$demo"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -95,7 +100,7 @@ for _ in $(seq 1 100); do
   curl -fs "http://127.0.0.1:$port/healthz" > /dev/null && break
   sleep 0.1
 done
-echo "listening on 127.0.0.1:$port (data in target/demo/registry)"
+echo "listening on 127.0.0.1:$port (data in $registry_data)"
 registry=127.0.0.1:$port/acme
 
 step "the inference service's image (umoci), pushed with skopeo, pinned in the release"

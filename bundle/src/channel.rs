@@ -116,6 +116,7 @@ pub fn read_statement(
 /// Every statement listed in `layout`'s `index.json` (for `channel`, when given),
 /// each with its manifest descriptor. Unreadable ones are returned as errors, so a
 /// caller can say which it skipped.
+#[allow(clippy::type_complexity)]
 pub fn statements_in(
     layout: &ImageLayout,
     channel: Option<&str>,

@@ -39,6 +39,9 @@ pub enum Command {
     Publish(PublishArgs),
     /// Write bundles and their signatures to an OCI image layout tar, for airgaps.
     Export(ExportArgs),
+    /// Approve a published release (or stack) version for a channel: sign the
+    /// statement the registry's rollout and every runner act on, and push it beside it.
+    Promote(PromoteArgs),
     /// Check the interface contract of changed stacks and modules, and lint the repository.
     Check(crate::commands::check::CheckArgs),
     /// Customers: start one's inputs file for a stack.
@@ -136,6 +139,54 @@ pub struct ExportArgs {
     /// Plain HTTP, for registries on this machine's loopback only.
     #[arg(long)]
     pub insecure: bool,
+    /// Carry the vendor's signed approvals for this channel too (from `stackpack
+    /// promote`), so an airgapped runner can follow the channel; refused when a named
+    /// release has none.
+    #[arg(long, value_name = "CHANNEL")]
+    pub channel: Option<String>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 promoted; 1 refused (the registry refused the promotion, the version is not a release or bundle, it cannot be reached); 2 the command was wrong (bad name or channel, no such version, no key)."
+)]
+pub struct PromoteArgs {
+    /// The published release (or single stack) and version, as `NAME@VERSION`.
+    #[arg(value_name = "NAME@VERSION")]
+    pub target: String,
+    /// The channel it is approved for (`stable`, `beta`, …).
+    #[arg(long, value_name = "CHANNEL")]
+    pub channel: String,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Write the statement into this image layout instead of a registry, for an
+    /// airgapped flow (the default, `<repo>/.stackpack/bundles`, when no registry is
+    /// given or set in `stackpack.toml`); `stackpack export --channel` carries it.
+    #[arg(long, value_name = "DIR", conflicts_with = "registry")]
+    pub layout: Option<PathBuf>,
+    /// The private signing key (default: `[signing] key` in `stackpack.toml`).
+    // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
+    // that our own check refuses it without printing it, as clap's error would.
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    pub key: Option<PathBuf>,
+    /// A required step: a customer several versions behind passes through this
+    /// version rather than skipping it.
+    #[arg(long)]
+    pub required: bool,
+    /// Who promotes, for the rollout's history (default: `$GITHUB_ACTOR`,
+    /// `$GITLAB_USER_LOGIN`, then `$USER`).
+    #[arg(long, value_name = "TEXT")]
+    pub by: Option<String>,
+    /// Also write the signed statement's JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The vendor repository, for `[signing] key` and `registry` in `stackpack.toml`
+    /// (optional: without one, pass `--key` and `--registry`).
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub repo: PathBuf,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

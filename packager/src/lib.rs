@@ -20,6 +20,8 @@
 //!   packages) to a registry, claiming each tag exactly once; [`release_publish`]
 //!   then publishes each release (stacks and services as one signed OCI index),
 //!   its bump partly from [`release_wiring`].
+//! - [`promote`] signs "this release version is approved for channel C" and pushes
+//!   it beside the release, where the registry's rollout starts from it.
 //! - [`error`] re-exports the one user-facing error the three programs share.
 //! - [`check`] compares two releases' interfaces (read by the `stackpack_interface`
 //!   crate from the `.tf` files) under the interface rules, the required version
@@ -44,6 +46,7 @@ pub mod keys;
 pub mod module_package;
 pub mod pack;
 pub mod plan;
+pub mod promote;
 pub mod providers;
 pub mod publish;
 pub mod release_graph;

@@ -76,6 +76,15 @@ pub enum RemoteError {
     },
     #[error("registry `{host}` failed: {detail}")]
     Server { host: String, detail: String },
+    /// The registry understood the request and refused it (a 4xx other than 401, 403
+    /// and 429), in its own words: a promotion its rollout cannot accept, say.
+    #[error("registry `{host}` refused the request for `{repository}` (HTTP {status}): {detail}")]
+    Rejected {
+        host: String,
+        repository: String,
+        status: u16,
+        detail: String,
+    },
     #[error("`{host}` speaks plain HTTP, and HTTPS was asked for")]
     PlainHttp { host: String },
     #[error("`{host}` is not an OCI registry: `GET /v2/` answered {detail}")]
@@ -171,6 +180,31 @@ impl RegistryAddress {
 
     pub fn module_repository(&self, module: &str) -> String {
         format!("{}/modules/{module}", self.namespace)
+    }
+}
+
+/// The messages of the distribution spec's error document (`{"errors":[{"message"}]}`)
+/// when `body` is one, else the body itself, cut short: a refusal shows the
+/// registry's own words, not its JSON.
+fn error_messages(body: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        errors: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        #[serde(default)]
+        message: String,
+    }
+    match serde_json::from_str::<Envelope>(body) {
+        Ok(envelope) if envelope.errors.iter().any(|e| !e.message.is_empty()) => envelope
+            .errors
+            .iter()
+            .filter(|e| !e.message.is_empty())
+            .map(|e| e.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => body.trim().chars().take(500).collect(),
     }
 }
 
@@ -363,6 +397,16 @@ impl Remote {
                 repository,
                 format!("403 Forbidden {message}").trim().to_string(),
             ),
+            OciDistributionError::ServerError { code, message, .. }
+                if (400..500).contains(&code) && code != 429 =>
+            {
+                RemoteError::Rejected {
+                    host,
+                    repository: repository.to_string(),
+                    status: code,
+                    detail: error_messages(&message),
+                }
+            }
             OciDistributionError::ServerError { code, message, .. } => RemoteError::Server {
                 host,
                 detail: format!("HTTP {code} {message}").trim().to_string(),
@@ -842,5 +886,20 @@ impl Remote {
         }
         index.manifests.push(referrer.clone());
         self.push_manifest(repository, &tag, &index.to_bytes(), media_type::OCI_INDEX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_messages;
+
+    #[test]
+    fn a_refusal_shows_the_registry_s_words_not_its_json() {
+        let body = r#"{"errors":[{"code":"CONFLICT","message":"channel `stable` has `1.2.0`, newer than `1.1.0`","detail":null}]}"#;
+        assert_eq!(
+            error_messages(body),
+            "channel `stable` has `1.2.0`, newer than `1.1.0`"
+        );
+        assert_eq!(error_messages("  plain text\n"), "plain text");
     }
 }

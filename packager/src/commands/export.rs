@@ -1,5 +1,6 @@
 use std::path::Path;
 
+use stackpack_bundle::channel::statements_in;
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::release::{find_release, verify_release};
 use stackpack_bundle::transfer::{export_bundles, pull_bundle};
@@ -9,6 +10,7 @@ use stackpack_packager::Error;
 use stackpack_packager::Result;
 use stackpack_schema::oci::Descriptor;
 use stackpack_schema::reference::StackRef;
+use stackpack_schema::rollout::SignedChannelStatement;
 use stackpack_terminal::ExitStatus;
 
 use crate::cli::{ExportArgs, GlobalArgs};
@@ -21,6 +23,9 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
         .iter()
         .map(|text| bundle_reference(text))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(channel) = &args.channel {
+        stackpack_packager::promote::check_channel(channel)?;
+    }
     // A registry's bundles are pulled into a temporary layout first.
     let staging;
     let layout = match &args.registry {
@@ -38,18 +43,32 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     };
     let mut manifests = Vec::new();
     let mut extra = Vec::new();
+    let mut statements = Vec::new();
     for reference in &references {
-        match release_parts(&layout, reference)? {
+        let subject = match release_parts(&layout, reference)? {
             Some(release) => {
+                let index = release.entries[0].digest.clone();
                 manifests.extend(release.bundles);
                 extra.extend(release.entries);
+                index
             }
-            None => manifests.push(signed_manifest(&layout, reference)?),
+            None => {
+                let bundle = signed_manifest(&layout, reference)?;
+                let digest = bundle.digest.clone();
+                manifests.push(bundle);
+                digest
+            }
+        };
+        if let Some(channel) = &args.channel {
+            statements.extend(channel_statements(&layout, reference, &subject, channel)?);
         }
     }
+    extra.extend(statements.iter().map(|(d, _)| d.clone()));
     // Two releases (or a release and a bundle named on its own) may share bundles.
     let mut seen = std::collections::BTreeSet::new();
     manifests.retain(|d| seen.insert(d.digest.clone()));
+    let mut seen = std::collections::BTreeSet::new();
+    extra.retain(|d| seen.insert(d.digest.clone()));
     let size = export_bundles(&layout, &manifests, &extra, &args.out)
         .map_err(|e| Error::refused_by(e).at(args.out.display()))?;
     if args.json {
@@ -61,28 +80,36 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
                 "version": d.annotation(stackpack_schema::media_type::annotation::VERSION),
                 "digest": d.digest,
             })).collect::<Vec<_>>(),
-            "releases": extra.iter().filter(|d| d.annotation(stackpack_schema::media_type::annotation::RELEASE).is_some()).map(|d| serde_json::json!({
+            "releases": extra.iter().filter(|d| is_release(d)).map(|d| serde_json::json!({
                 "release": d.annotation(stackpack_schema::media_type::annotation::RELEASE),
                 "version": d.annotation(stackpack_schema::media_type::annotation::VERSION),
+                "digest": d.digest,
+            })).collect::<Vec<_>>(),
+            "statements": statements.iter().map(|(d, signed)| serde_json::json!({
+                "channel": signed.statement.channel,
+                "kind": signed.statement.kind,
+                "release": signed.statement.release,
+                "version": signed.statement.version.to_string(),
+                "subject": signed.statement.digest,
+                "keyId": signed.statement.key_id,
                 "digest": d.digest,
             })).collect::<Vec<_>>(),
         }));
     } else {
         println!("{}", args.out.display());
-        let releases = extra
-            .iter()
-            .filter(|d| {
-                d.annotation(stackpack_schema::media_type::annotation::RELEASE)
-                    .is_some()
-            })
-            .count();
+        let releases = extra.iter().filter(|d| is_release(d)).count();
         let with_releases = match releases {
             0 => String::new(),
             1 => " and 1 release".to_string(),
             n => format!(" and {n} releases"),
         };
+        let with_statements = match (&args.channel, statements.len()) {
+            (Some(channel), 1) => format!(", with 1 statement for channel `{channel}`"),
+            (Some(channel), n) => format!(", with {n} statements for channel `{channel}`"),
+            (None, _) => String::new(),
+        };
         output::status(&format!(
-            "exported {} bundle{}{with_releases} ({}) to `{}`",
+            "exported {} bundle{}{with_releases}{with_statements} ({}) to `{}`",
             manifests.len(),
             if manifests.len() == 1 { "" } else { "s" },
             output::human_size(size),
@@ -90,6 +117,12 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
         ));
     }
     Ok(ExitStatus::Success)
+}
+
+/// A release's index entry (not a channel statement, which names its release too).
+fn is_release(entry: &Descriptor) -> bool {
+    entry.annotation(stackpack_schema::media_type::annotation::KIND)
+        == Some(stackpack_bundle::release::RELEASE_KIND)
 }
 
 /// `STACK@VERSION`; a version is required, since an export is a fixed set.
@@ -119,12 +152,16 @@ fn pull_into(
         output::status(&format!("pulling `{reference}` from `{address}`"));
         let release = release_repository(&address, &reference.stack);
         if remote.tag_digest(&release, &version.to_string())?.is_some() {
-            pull_release(&remote, &address, &reference.stack, version, &layout)?;
+            let index = pull_release(&remote, &address, &reference.stack, version, &layout)?;
+            if let Some(channel) = &args.channel {
+                pull_statements(&remote, &release, &index.digest, channel, &layout)?;
+            }
             continue;
         }
-        pull_bundle(
+        let stack_repository = address.stack_repository(&reference.stack);
+        let pulled = pull_bundle(
             &remote,
-            &address.stack_repository(&reference.stack),
+            &stack_repository,
             &reference.stack,
             version,
             &layout,
@@ -134,8 +171,84 @@ fn pull_into(
             stackpack_bundle::transfer::TransferError::Remote(r) => Error::from(r),
             other => Error::refused(other.to_string()),
         })?;
+        if let Some(channel) = &args.channel {
+            pull_statements(
+                &remote,
+                &stack_repository,
+                &pulled.manifest.digest,
+                channel,
+                &layout,
+            )?;
+        }
     }
     Ok(layout)
+}
+
+/// The subject's statements for `channel`, from the registry into the staging layout.
+fn pull_statements(
+    remote: &stackpack_bundle::remote::Remote,
+    repository: &str,
+    subject: &stackpack_schema::digest::Digest,
+    channel: &str,
+    layout: &ImageLayout,
+) -> Result<()> {
+    stackpack_packager::promote::pull_statements(
+        remote,
+        repository,
+        subject,
+        channel,
+        layout,
+        &mut |digest, why| {
+            output::warning(&format!(
+                "skipped `{}@{digest}`: it is not a readable channel statement: {why}",
+                repository
+            ))
+        },
+    )?;
+    Ok(())
+}
+
+/// The statements in `layout` approving `subject` (what `reference` names) for
+/// `channel`, each intact (its signature checks against its own key: which keys to
+/// trust is the runner's to decide). None is a refusal: an export for a channel
+/// without the vendor's approval would be refused by every runner following it.
+fn channel_statements(
+    layout: &ImageLayout,
+    reference: &StackRef,
+    subject: &stackpack_schema::digest::Digest,
+    channel: &str,
+) -> Result<Vec<(Descriptor, SignedChannelStatement)>> {
+    let mut found = Vec::new();
+    for (descriptor, read) in statements_in(layout, Some(channel))? {
+        let signed = match read {
+            Ok(signed) if &signed.statement.digest == subject => signed,
+            Ok(_) => continue,
+            Err(e) => {
+                output::warning(&format!(
+                    "skipped channel statement `{}`: {e}",
+                    descriptor.digest.short()
+                ));
+                continue;
+            }
+        };
+        if let Err(e) = signed.verify_integrity() {
+            output::warning(&format!(
+                "skipped channel statement `{}` for `{reference}`: {e}",
+                descriptor.digest.short()
+            ));
+            continue;
+        }
+        found.push((descriptor, signed));
+    }
+    if found.is_empty() {
+        return Err(Error::refused(format!(
+            "`{reference}` has no statement approving it for channel `{channel}`"
+        ))
+        .hint(format!(
+            "approve it first with `stackpack promote {reference} --channel {channel}`"
+        )));
+    }
+    Ok(found)
 }
 
 /// `--from`, or the layout `stackpack build` writes by default.

@@ -7,6 +7,7 @@ pub mod export;
 pub mod gate;
 pub mod inspect;
 pub mod keygen;
+pub mod promote;
 pub mod publish;
 pub mod version;
 
@@ -29,6 +30,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Inspect(args) => inspect::run(args, global),
         Command::Publish(args) => publish::run(args, global),
         Command::Export(args) => export::run(args, global),
+        Command::Promote(args) => promote::run(args, global),
         Command::Check(args) => check::run(args),
         Command::Customer(CustomerCommand::New(args)) => customer::new(args),
     }

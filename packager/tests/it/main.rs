@@ -18,6 +18,7 @@ mod module_packages;
 mod module_sources;
 mod one_view_of_versions;
 mod parsing;
+mod promote;
 mod providers;
 mod publish;
 mod release_graph;

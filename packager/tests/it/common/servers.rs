@@ -1,7 +1,7 @@
 //! Real registries on 127.0.0.1 for the publish tests: CNCF Distribution (Debian's
 //! `docker-registry`) and our own `stackpack-registry`; and a fault-injecting proxy
 //! that stands in for a registry failing mid-upload (named as such: it forwards to a
-//! real registry and answers one chosen request with a 500).
+//! real registry and answers one chosen request with a 500, or another refusal).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -28,6 +28,26 @@ impl FaultProxy {
         path_contains: &'static str,
         fail_nth: usize,
     ) -> FaultProxy {
+        FaultProxy::answering(
+            upstream,
+            method,
+            path_contains,
+            fail_nth,
+            "500 Internal Server Error",
+            r#"{"errors":[{"code":"UNKNOWN","message":"injected failure","detail":0}]}"#,
+        )
+    }
+
+    /// As [`FaultProxy::start`], answering the chosen request with `status` (`409
+    /// Conflict`, say) and the JSON `body`: a registry refusing a request on its merits.
+    pub fn answering(
+        upstream: u16,
+        method: &'static str,
+        path_contains: &'static str,
+        fail_nth: usize,
+        status: &'static str,
+        body: &'static str,
+    ) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let failures = Arc::new(AtomicUsize::new(0));
@@ -41,9 +61,8 @@ impl FaultProxy {
                     let _ = serve(
                         client,
                         upstream,
-                        method,
-                        path_contains,
-                        fail_nth,
+                        (method, path_contains, fail_nth),
+                        (status, body),
                         &seen,
                         &failures,
                     );
@@ -58,15 +77,14 @@ impl FaultProxy {
     }
 }
 
-/// One connection: read each request head, answer 500 when it is the chosen one,
+/// One connection: read each request head, answer `status` when it is the chosen one,
 /// else forward it with `Connection: close` so the next request comes on a new
 /// connection and is inspected too.
 fn serve(
     mut client: TcpStream,
     upstream: u16,
-    method: &str,
-    path_contains: &str,
-    fail_nth: usize,
+    (method, path_contains, fail_nth): (&str, &str, usize),
+    (status, body): (&str, &str),
     seen: &AtomicUsize,
     failures: &AtomicUsize,
 ) -> std::io::Result<()> {
@@ -95,7 +113,11 @@ fn serve(
             .unwrap_or(0);
         std::io::copy(&mut (&mut client).take(length), &mut std::io::sink())?;
         client.write_all(
-            b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 69\r\nConnection: close\r\n\r\n{\"errors\":[{\"code\":\"UNKNOWN\",\"message\":\"injected failure\",\"detail\":0}]}",
+            format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
         )?;
         return Ok(());
     }
