@@ -494,9 +494,29 @@ fn a_customer_behind_is_assigned_the_required_version_first() {
         Some("1.2.0")
     );
     a.verify(&[vendor().public_key()], "stable").unwrap();
-    fleet.report(
-        &acme,
-        &release_receipt("acme", "acme-2", "1.1.0", Outcome::Succeeded),
+    let second = release_receipt("acme", "acme-2", "1.1.0", Outcome::Succeeded);
+    fleet.report(&acme, &second);
+    let again = acme.req(
+        "POST",
+        "/api/v1/release-receipts",
+        &[],
+        Some(&serde_json::to_vec(&second).unwrap()),
+    );
+    assert_eq!(
+        again.status, 200,
+        "the same receipt again is accepted and changes nothing"
+    );
+    let mut forged = second.clone();
+    forged.receipt.outcome = Outcome::Failed;
+    let refused = acme.req(
+        "POST",
+        "/api/v1/release-receipts",
+        &[],
+        Some(&serde_json::to_vec(&forged).unwrap()),
+    );
+    assert_eq!(
+        refused.status, 400,
+        "a receipt changed after signing does not verify"
     );
     let a = fleet.assignment(&acme, "acme").assignments[0].clone();
     assert_eq!(

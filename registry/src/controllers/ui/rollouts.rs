@@ -1,6 +1,8 @@
 //! `/ui/rollouts` (every rollout: release@version, channel, state, the wave open,
 //! when the next may open, why it halted) and `/ui/rollouts/{id}` (its waves, who
-//! was assigned when, who failed, and its history).
+//! was assigned when, who failed, and its history). Like every status read they
+//! first move rollouts on to now (the scheduler's own work, on the registry's
+//! clock); they never change what anyone decided.
 
 use std::fmt::Write as _;
 
