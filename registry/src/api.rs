@@ -10,7 +10,9 @@ use crate::timestamp::Timestamp;
 use utoipa::ToSchema;
 
 mod releases;
+mod rollouts;
 pub use releases::*;
+pub use rollouts::*;
 
 /// Where a release was built from.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]

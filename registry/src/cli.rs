@@ -55,6 +55,84 @@ pub enum Command {
     /// services pinned by digest), recorded as their indexes are pushed.
     #[command(subcommand)]
     Release(ReleaseCommand),
+    /// Channels (`stable`, `beta`, …): their ordered waves and soak time.
+    #[command(subcommand)]
+    Channel(ChannelCommand),
+    /// Rollouts of what the vendor promoted, wave by wave: status, history, and
+    /// pause, resume or abort one.
+    #[command(subcommand)]
+    Rollout(RolloutCommand),
+}
+
+#[derive(Subcommand)]
+pub enum ChannelCommand {
+    /// Set a channel's waves (in order) and soak time; what is not given keeps its
+    /// value. A channel never set has waves `canary,early,general` and soak `24h`.
+    Set(ChannelSetArgs),
+    /// List channels configured or in use: waves, soak time, customers.
+    List(DataJsonArgs),
+}
+
+#[derive(Args)]
+pub struct ChannelSetArgs {
+    /// The channel (`stable`, `beta`, any name).
+    pub name: String,
+    /// The waves in the order they open: `canary,early,general`.
+    #[arg(long, value_delimiter = ',', value_name = "WAVE,...")]
+    pub waves: Option<Vec<String>>,
+    /// How long a healthy wave soaks before the next opens: `24h`, `90m`, `30s`.
+    #[arg(long, value_name = "AGE")]
+    pub soak: Option<String>,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum RolloutCommand {
+    /// Every rollout, newest first: release@version, channel, state, the wave open,
+    /// when the next may open, why it halted.
+    Status(RolloutStatusArgs),
+    /// One rollout's history: who was assigned when, who failed, and why it halted.
+    Show(RolloutIdArgs),
+    /// Stop assigning anyone else until `resume`.
+    Pause(RolloutIdArgs),
+    /// Run a paused or halted rollout again; the health gate is read again, so a
+    /// customer still failing halts it again.
+    Resume(RolloutIdArgs),
+    /// Stop the rollout for good: nobody else is assigned; who was keeps it.
+    Abort(RolloutIdArgs),
+}
+
+#[derive(Args)]
+pub struct RolloutStatusArgs {
+    /// Only this channel's rollouts.
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Only this release's (or stack's) rollouts.
+    #[arg(long)]
+    pub release: Option<String>,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct RolloutIdArgs {
+    /// The rollout's id, as `rollout status` shows it.
+    pub id: i64,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Subcommand)]
@@ -135,6 +213,10 @@ pub struct ServeArgs {
     /// The address clients use (for `WWW-Authenticate` realms), e.g. `https://registry.example`.
     #[arg(long)]
     pub public_url: Option<String>,
+    /// Seconds between the scheduler's looks at rollouts (opening waves whose soak
+    /// time passed). Receipts and sync reports move rollouts on at once anyway.
+    #[arg(long, default_value_t = 5)]
+    pub rollout_tick_secs: u64,
 }
 
 #[derive(Subcommand)]
@@ -205,6 +287,28 @@ pub enum CustomerCommand {
     /// Trust or revoke a customer's installation keys (a second runner, a rotation).
     #[command(subcommand)]
     Key(CustomerKeyCommand),
+    /// Put a customer in a rollout channel and wave; it is assigned what the
+    /// channel's open waves already carry.
+    Set(CustomerSetArgs),
+}
+
+#[derive(Args)]
+pub struct CustomerSetArgs {
+    /// The customer id.
+    pub id: String,
+    /// The channel (`stable`, `beta`, any name).
+    #[arg(long)]
+    pub channel: String,
+    /// The wave (`canary`, `early`, `general`, or the channel's own); without it,
+    /// the channel's last.
+    #[arg(long)]
+    pub wave: Option<String>,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Subcommand)]

@@ -37,6 +37,8 @@ pub struct Config {
     pub idle_timeout: Duration,
     /// The address clients use, for `WWW-Authenticate` realms; else taken from `Host`.
     pub public_url: Option<String>,
+    /// How often rollouts are moved on by the clock (waves whose soak passed).
+    pub rollout_tick: Duration,
 }
 
 impl Config {
@@ -54,6 +56,7 @@ impl Config {
             min_free_bytes: 1024 * 1024 * 1024,
             idle_timeout: Duration::from_secs(60),
             public_url: None,
+            rollout_tick: Duration::from_secs(5),
         }
     }
 }

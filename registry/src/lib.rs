@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod names;
 pub mod receipt_keys;
 pub mod receipts;
+pub mod rollout;
 pub mod state;
 pub mod storage;
 pub mod timestamp;
@@ -121,9 +122,11 @@ pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::i
     let idle = state.config.idle_timeout;
     let state = Arc::new(state);
     let sweeper = tokio::spawn(sweep_uploads(state.clone()));
+    let scheduler = tokio::spawn(tick_rollouts(state.clone()));
     let app = controllers::router(state);
     conn::serve(listener, app, idle, shutdown_signal()).await;
     sweeper.abort();
+    scheduler.abort();
     Ok(())
 }
 
@@ -153,6 +156,28 @@ async fn sweep_uploads(state: Arc<AppState>) {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "sweeping expired uploads failed"),
             Err(e) => tracing::warn!(error = %e, "the upload sweep stopped"),
+        }
+    }
+}
+
+/// Moves rollouts on by the clock every `rollout_tick`: opens waves whose soak time
+/// passed. A failure (or a panic) in one tick is logged, and the next tick runs.
+async fn tick_rollouts(state: Arc<AppState>) {
+    let mut interval =
+        tokio::time::interval(state.config.rollout_tick.max(Duration::from_millis(100)));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        let state = state.clone();
+        let ticked = tokio::task::spawn_blocking(move || {
+            let now = rollout::now_ns();
+            state.db.write(|tx| Ok(rollout::advance(tx, now)?))
+        })
+        .await;
+        match ticked {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e.message, "moving rollouts on failed"),
+            Err(e) => tracing::error!(error = %e, "the rollout scheduler's tick panicked"),
         }
     }
 }

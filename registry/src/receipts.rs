@@ -122,6 +122,10 @@ pub fn store(
     db::ledger::insert_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
     db::ledger::note_in_cell(tx, &deployment, checked.finished_ns)?;
     db::ledger::note_in_adoption(tx, &deployment, checked.finished_ns)?;
+    // A stack receipt can fail or drift a release a rollout assigned: the gate
+    // hears of it at once.
+    let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
+    crate::rollout::refresh_customer(tx, &d.customer, now_ns)?;
     Ok(true)
 }
 

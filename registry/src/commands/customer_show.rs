@@ -57,6 +57,14 @@ fn print_header(s: &CustomerDetail) {
             .as_ref()
             .map_or_else(|| "never".into(), ToString::to_string)
     );
+    if let Some(p) = s.rollout.as_ref().filter(|p| p.channel.is_some()) {
+        println!(
+            "channel {}  wave {}  last sync {}",
+            p.channel.as_deref().unwrap_or("-"),
+            p.wave.as_deref().unwrap_or("(the channel's last)"),
+            p.last_sync.as_deref().unwrap_or("never")
+        );
+    }
 }
 
 fn print_stacks(stacks: &[FleetRow]) {

@@ -3,6 +3,7 @@
 //! where, one hint), made from the library's typed errors at this edge.
 
 pub mod adoption;
+pub mod channel;
 pub mod customer;
 pub mod customer_show;
 pub mod fleet;
@@ -12,6 +13,7 @@ pub mod receipts;
 pub mod release_fleet;
 pub mod releases;
 pub mod remote;
+pub mod rollout;
 pub mod serve;
 pub mod token;
 
@@ -23,8 +25,8 @@ use stackpack_registry::OpenError;
 pub use stackpack_terminal::{print_json, status, table, Error, ExitStatus, Result};
 
 use crate::cli::{
-    Cli, Command, CustomerCommand, CustomerKeyCommand, ReceiptsCommand, ReleaseCommand,
-    TokenCommand,
+    ChannelCommand, Cli, Command, CustomerCommand, CustomerKeyCommand, ReceiptsCommand,
+    ReleaseCommand, RolloutCommand, TokenCommand,
 };
 
 /// Runs the command the command line names.
@@ -44,6 +46,20 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         }
         Command::Customer(CustomerCommand::Key(CustomerKeyCommand::Revoke(args))) => {
             customer::revoke_key(args)
+        }
+        Command::Customer(CustomerCommand::Set(args)) => rollout::place(args),
+        Command::Channel(ChannelCommand::Set(args)) => channel::set(args),
+        Command::Channel(ChannelCommand::List(args)) => channel::list(args),
+        Command::Rollout(RolloutCommand::Status(args)) => rollout::status(args),
+        Command::Rollout(RolloutCommand::Show(args)) => rollout::show(args),
+        Command::Rollout(RolloutCommand::Pause(args)) => {
+            rollout::control(args, stackpack_registry::rollout::Control::Pause)
+        }
+        Command::Rollout(RolloutCommand::Resume(args)) => {
+            rollout::control(args, stackpack_registry::rollout::Control::Resume)
+        }
+        Command::Rollout(RolloutCommand::Abort(args)) => {
+            rollout::control(args, stackpack_registry::rollout::Control::Abort)
         }
         Command::Gc(args) => gc::run(args),
         Command::Receipts(ReceiptsCommand::Import(args)) => receipts::import(args),
@@ -79,6 +95,20 @@ pub fn open_existing(data: &Path) -> Result<AppState> {
             .caused_by(error)
             .at(data_folder(data)),
     })
+}
+
+/// A refusal of a rollout operation: a request the registry calls malformed is a
+/// usage error (exit 2), anything else a refusal; located at the data folder.
+pub fn rollout_refused(data: &Path) -> impl Fn(stackpack_registry::error::Error) -> Error + '_ {
+    use stackpack_registry::error::Code;
+    move |error| {
+        let base = match error.code {
+            Code::BadRequest => Error::usage(error.message.clone()),
+            Code::Internal => return Error::refused_by(error).at(data_folder(data)),
+            _ => Error::refused(error.message.clone()),
+        };
+        base.at(data_folder(data))
+    }
 }
 
 /// The hint for a duration flag that is not one.

@@ -19,6 +19,7 @@ fn config(args: &ServeArgs) -> Config {
     config.min_free_bytes = args.min_free_bytes;
     config.idle_timeout = Duration::from_secs(args.idle_timeout_secs.max(1));
     config.public_url = args.public_url.clone();
+    config.rollout_tick = Duration::from_secs(args.rollout_tick_secs.max(1));
     config
 }
 

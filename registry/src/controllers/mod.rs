@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod manifests;
 pub mod observe;
 pub mod referrers;
+pub mod rollouts;
 pub mod routing;
 pub mod tags;
 pub mod token;

@@ -8,14 +8,14 @@ use axum::http::request::Parts;
 use axum::http::Method;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, delete, get, post};
+use axum::routing::{any, delete, get, post, put};
 use axum::Router;
 
 use crate::controllers::body::{drain, DRAIN_CAP};
 use crate::controllers::context::context;
 use crate::controllers::v2_paths::{route, V2Route};
 use crate::controllers::{
-    base, blobs, health, ledger, manifests, observe, referrers, tags, token, ui, uploads,
+    base, blobs, health, ledger, manifests, observe, referrers, rollouts, tags, token, ui, uploads,
 };
 use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
@@ -127,6 +127,35 @@ pub fn router(state: SharedState) -> Router {
             "/api/v1/customers/{id}/keys/{key_id}",
             delete(ledger::customers::revoke_key),
         )
+        .route(
+            "/api/v1/customers/{id}/assignment",
+            get(rollouts::assignment::show),
+        )
+        .route("/api/v1/customers/{id}/sync", post(rollouts::sync::create))
+        .route(
+            "/api/v1/customers/{id}/rollout",
+            put(rollouts::placement::update),
+        )
+        .route(
+            "/api/v1/release-receipts",
+            post(rollouts::release_receipts::create),
+        )
+        .route("/api/v1/channels", get(rollouts::channels::list))
+        .route("/api/v1/channels/{name}", put(rollouts::channels::update))
+        .route("/api/v1/rollouts", get(rollouts::list::handle))
+        .route("/api/v1/rollouts/{id}", get(rollouts::show::handle))
+        .route(
+            "/api/v1/rollouts/{id}/pause",
+            post(rollouts::control::pause),
+        )
+        .route(
+            "/api/v1/rollouts/{id}/resume",
+            post(rollouts::control::resume),
+        )
+        .route(
+            "/api/v1/rollouts/{id}/abort",
+            post(rollouts::control::abort),
+        )
         .route("/api/v1/deployments", get(ledger::deployments::handle))
         .route("/api/v1/receipts", post(ledger::receipts::create))
         .route("/api/v1/support/versions", get(ledger::support::versions))
@@ -146,6 +175,8 @@ pub fn router(state: SharedState) -> Router {
         .route("/ui/customers/{id}", get(ui::customer::show))
         .route("/ui/stacks/{stack}/{version}", get(ui::stack_version::show))
         .route("/ui/releases/{name}/{version}", get(ui::release::show))
+        .route("/ui/rollouts", get(ui::rollouts::list))
+        .route("/ui/rollouts/{id}", get(ui::rollouts::show))
         .fallback(|| async { Error::new(Code::NotFound, "no such path").into_response() })
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(middleware::from_fn_with_state(

@@ -195,7 +195,18 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
-                "DROP TABLE release_indexes;
+                "DROP TABLE customer_sync;
+                 DROP TABLE release_receipts;
+                 DROP TABLE rollout_events;
+                 DROP TABLE rollout_assignments;
+                 DROP TABLE rollouts;
+                 DROP TABLE promotions;
+                 DROP TABLE channels;
+                 DROP INDEX customers_channel;
+                 ALTER TABLE customers DROP COLUMN channel;
+                 ALTER TABLE customers DROP COLUMN wave;
+                 ALTER TABLE customers DROP COLUMN last_sync;
+                 DROP TABLE release_indexes;
                  DROP TABLE release_index_stacks;
                  DROP TABLE release_index_services;
                  DROP INDEX receipts_release;

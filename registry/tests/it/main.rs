@@ -25,4 +25,5 @@ mod query_plans;
 mod receipt_forgery;
 mod registry_rules;
 mod release_ledger;
+mod rollout;
 mod ui;

@@ -315,7 +315,7 @@ fn form(token: &str) -> Vec<u8> {
 }
 
 /// Signs in over plain HTTP; returns the `Set-Cookie` header.
-fn sign_in(server: &OurRegistry, token: &str) -> String {
+pub(crate) fn sign_in(server: &OurRegistry, token: &str) -> String {
     let r = send(
         "POST",
         &format!("{}/ui/login", server.url()),
@@ -327,7 +327,7 @@ fn sign_in(server: &OurRegistry, token: &str) -> String {
     r.header("set-cookie").unwrap().to_string()
 }
 
-fn get(server: &OurRegistry, path: &str, cookie: &str) -> Resp {
+pub(crate) fn get(server: &OurRegistry, path: &str, cookie: &str) -> Resp {
     let pair = cookie.split(';').next().unwrap();
     send(
         "GET",
@@ -337,7 +337,7 @@ fn get(server: &OurRegistry, path: &str, cookie: &str) -> Resp {
     )
 }
 
-fn html(r: &Resp) -> String {
+pub(crate) fn html(r: &Resp) -> String {
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
     String::from_utf8(r.body.clone()).unwrap()

@@ -45,6 +45,9 @@ pub struct CustomerDetail {
     pub releases: Vec<CustomerRelease>,
     /// The latest receipts, newest first.
     pub recent: Vec<Deployment>,
+    /// Its rollout channel and wave, and when its runner last synced.
+    #[serde(default)]
+    pub rollout: Option<crate::api::Placement>,
 }
 
 /// One customer's snapshot, or `None` when the customer is not known. The API, the
@@ -58,9 +61,10 @@ pub fn detail(state: &crate::state::AppState, id: &str) -> Result<Option<Custome
             customer,
             customer_snapshot(c, id)?,
             db::ledger::deployments(c, Some(id), None, 50)?,
+            db::rollouts::placement(c, id)?,
         )))
     })?;
-    let Some((customer, releases, recent)) = found else {
+    let Some((customer, releases, recent, rollout)) = found else {
         return Ok(None);
     };
     let mut stacks = matrix(
@@ -78,6 +82,7 @@ pub fn detail(state: &crate::state::AppState, id: &str) -> Result<Option<Custome
         stacks,
         releases,
         recent,
+        rollout,
     }))
 }
 

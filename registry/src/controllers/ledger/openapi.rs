@@ -5,7 +5,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::api;
-use crate::controllers::ledger;
+use crate::controllers::{ledger, rollouts};
 
 struct BearerAuth;
 
@@ -46,6 +46,17 @@ impl Modify for BearerAuth {
         ledger::release_versions::list,
         ledger::release_versions::show,
         ledger::release_fleet::handle,
+        rollouts::assignment::show,
+        rollouts::sync::create,
+        rollouts::placement::update,
+        rollouts::release_receipts::create,
+        rollouts::channels::list,
+        rollouts::channels::update,
+        rollouts::list::handle,
+        rollouts::show::handle,
+        rollouts::control::pause,
+        rollouts::control::resume,
+        rollouts::control::abort,
     ),
     components(schemas(
         api::Release,
@@ -74,6 +85,17 @@ impl Modify for BearerAuth {
         api::MixedReason,
         api::DeployedRelease,
         api::CustomerRelease,
+        api::Channel,
+        api::NewChannel,
+        api::CustomerPlacement,
+        api::Placement,
+        api::Rollout,
+        api::RolloutState,
+        api::RolloutAssignment,
+        api::RolloutEvent,
+        api::RolloutDetail,
+        api::Gate,
+        api::EventKind,
     )),
     modifiers(&BearerAuth)
 )]

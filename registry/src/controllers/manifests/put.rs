@@ -6,7 +6,9 @@
 //! match the body. A stable `X.Y.Z` tag never moves to another digest. A bundle
 //! manifest (`artifactType` `application/vnd.stackpack.bundle.v1`) is also recorded
 //! as a stack version (`releases`) in the ledger, from its config blob, in the same
-//! transaction; a release index is recorded as a release ([`super::release_index`]).
+//! transaction; a release index is recorded as a release ([`super::release_index`]);
+//! a channel statement as a promotion that starts a rollout
+//! ([`super::channel_statement`]).
 
 use axum::body::Body;
 use axum::http::{header, StatusCode};
@@ -325,6 +327,7 @@ pub async fn handle(
     };
     let release_index =
         super::release_index::read(&ctx, name, &reference, &digest, &checked).await?;
+    let statement = super::channel_statement::read(&ctx, name, &checked).await?;
     let key = digest.to_string();
     let blob_keys: Vec<String> = checked.blobs.iter().map(|d| d.digest.to_string()).collect();
     let manifest_keys: Vec<String> = checked
@@ -333,7 +336,7 @@ pub async fn handle(
         .map(|d| d.digest.to_string())
         .collect();
     let subject = checked.subject.as_ref().map(|s| s.digest.to_string());
-    ctx.state.db.write(|tx| {
+    let promoted = ctx.state.db.write(|tx| {
         check_references(tx, name, &checked.blobs, &manifest_keys)?;
         if let Reference::Tag(tag) = &reference {
             check_tag_move(&ctx, tx, name, tag, &key)?;
@@ -364,7 +367,15 @@ pub async fn handle(
         if let Some(release) = &release_index {
             db::release_index::record(tx, release)?;
         }
-        Ok(())
+        match &statement {
+            Some(signed) => Ok(Some(crate::rollout::promote(
+                tx,
+                name,
+                signed,
+                crate::rollout::now_ns(),
+            )?)),
+            None => Ok(None),
+        }
     })?;
     if let Some(release) = &release {
         tracing::info!(stack = %release.stack, version = %release.version, digest = %key, "stack version recorded");
@@ -372,6 +383,11 @@ pub async fn handle(
     if let Some(index) = &release_index {
         let r = &index.release;
         tracing::info!(release = %r.name, version = %r.version, digest = %key, "release recorded");
+    }
+    if let (Some(signed), Some(promoted)) = (&statement, &promoted) {
+        let s = &signed.statement;
+        tracing::info!(release = %s.release, version = %s.version, channel = %s.channel,
+            rollout = promoted.rollout, new = promoted.created, "promotion recorded");
     }
     let mut headers = vec![
         ("Location", format!("/v2/{name}/manifests/{key}")),

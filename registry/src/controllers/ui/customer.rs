@@ -157,6 +157,15 @@ pub async fn show(
     // Every fleet row carries whether the customer was registered by the vendor.
     let registered = running.first().is_none_or(|r| r.registered);
     let mut body = facts(&customer, registered, &keys);
+    match state.db.read(|c| {
+        Ok((
+            db::rollouts::placement(c, &id)?,
+            db::rollouts::syncs(c, &id)?,
+        ))
+    }) {
+        Ok((placement, syncs)) => body.push_str(&rollout_section(placement.as_ref(), &syncs)),
+        Err(e) => return failed(e),
+    }
     body.push_str(&releases_section(&releases));
     body.push_str("<h2>Runs now</h2>");
     running.retain(|r| r.stack.is_some());
@@ -216,6 +225,83 @@ fn facts(customer: &Customer, registered: bool, keys: &Keys) -> String {
             key_list.join("<br>")
         },
     );
+    body
+}
+
+/// The customer's channel and wave, when its runner last synced, and per release
+/// its last sync state ("waiting for approval since …").
+fn rollout_section(
+    placement: Option<&crate::api::Placement>,
+    syncs: &[db::rollouts::SyncRow],
+) -> String {
+    let muted = |text: &str| format!("<span class=\"muted\">{}</span>", esc(text));
+    let (channel, wave, last_sync) = match placement {
+        Some(p) => (
+            p.channel.as_deref(),
+            p.wave.as_deref(),
+            p.last_sync.as_deref(),
+        ),
+        None => (None, None, None),
+    };
+    let mut body = format!(
+        "<h2>Rollout</h2><dl class=\"facts\"><dt>Channel</dt><dd id=\"channel\">{}</dd>\
+         <dt>Wave</dt><dd id=\"wave\">{}</dd><dt>Last sync</dt><dd id=\"last-sync\">{}</dd></dl>",
+        channel
+            .map(esc)
+            .unwrap_or_else(|| muted("none: nothing is assigned")),
+        wave.map(esc).unwrap_or_else(|| muted("the channel's last")),
+        last_sync.map(esc).unwrap_or_else(|| muted("never")),
+    );
+    if syncs.is_empty() {
+        return body;
+    }
+    let rows: Vec<Vec<String>> = syncs
+        .iter()
+        .map(|s| {
+            use stackpack_schema::rollout::{PendingApproval, SyncState};
+            let tone = match s.state {
+                SyncState::Converged | SyncState::Applied => Tone::Good,
+                SyncState::Failed | SyncState::Drifted | SyncState::Refused => Tone::Bad,
+                SyncState::PendingApproval | SyncState::OutsideWindow => Tone::Warn,
+            };
+            let pending: Option<PendingApproval> = s
+                .pending
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p).ok());
+            let waiting = match (&s.state, pending) {
+                (SyncState::PendingApproval, Some(p)) => format!(
+                    "waiting for approval since {} (<span class=\"mono\">{}</span>: +{} ~{} -{})",
+                    esc(&p.since),
+                    esc(&p.id),
+                    p.add,
+                    p.change,
+                    p.destroy
+                ),
+                _ => s.message.as_deref().map(esc).unwrap_or_default(),
+            };
+            vec![
+                esc(&s.release),
+                s.assigned
+                    .as_ref()
+                    .map(|v| esc(&v.to_string()))
+                    .unwrap_or_default(),
+                s.running
+                    .as_ref()
+                    .map(|v| esc(&v.to_string()))
+                    .unwrap_or_default(),
+                badge(tone, s.state.as_str()),
+                waiting,
+                esc(&s.reported_at),
+            ]
+        })
+        .collect();
+    body.push_str(&table(
+        &[
+            "Release", "Assigned", "Running", "Sync", "Detail", "Reported",
+        ],
+        &rows,
+        "sync",
+    ));
     body
 }
 

@@ -129,7 +129,7 @@ dl.facts dd { margin: 0; }
 /// A whole page. `signed_in` adds the navigation and the sign-out link.
 pub fn page(title: &str, signed_in: bool, body: &str) -> String {
     let nav = if signed_in {
-        "<nav><a href=\"/ui\">Fleet</a> · <a href=\"/ui/logout\">Sign out</a></nav>"
+        "<nav><a href=\"/ui\">Fleet</a> · <a href=\"/ui/rollouts\">Rollouts</a> · <a href=\"/ui/logout\">Sign out</a></nav>"
     } else {
         ""
     };

@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod html;
 pub mod login;
 pub mod release;
+pub mod rollouts;
 pub mod session;
 pub mod stack_version;
 

@@ -1,0 +1,198 @@
+//! `stackpack-registry rollout status | show | pause | resume | abort` and
+//! `customer set`.
+
+use stackpack_registry::api::{Rollout, RolloutDetail};
+use stackpack_registry::controllers::rollouts::{list::rollouts, show::detail};
+use stackpack_registry::{db, rollout};
+
+use crate::cli::{CustomerSetArgs, RolloutIdArgs, RolloutStatusArgs};
+use crate::commands::customer::check_name;
+use crate::commands::{open_existing, print_json, rollout_refused, status as say, table, Result};
+
+pub fn place(args: &CustomerSetArgs) -> Result<()> {
+    check_name("customer", &args.id)?;
+    check_name("channel", &args.channel)?;
+    if let Some(wave) = &args.wave {
+        check_name("wave", wave)?;
+    }
+    let state = open_existing(&args.data)?;
+    let placement = state
+        .db
+        .write(|tx| {
+            rollout::place(
+                tx,
+                &args.id,
+                &args.channel,
+                args.wave.as_deref(),
+                rollout::now_ns(),
+            )?;
+            Ok(db::rollouts::placement(tx, &args.id)?)
+        })
+        .map_err(rollout_refused(&args.data))?;
+    if args.json {
+        print_json(&placement);
+    } else {
+        say(&format!(
+            "customer `{}` is in channel `{}`, wave `{}`",
+            args.id,
+            args.channel,
+            args.wave.as_deref().unwrap_or("(the channel's last)")
+        ));
+    }
+    Ok(())
+}
+
+fn wave(r: &Rollout) -> String {
+    format!(
+        "{} {}/{}",
+        r.waves.get(r.wave_index).map(String::as_str).unwrap_or("-"),
+        r.wave_index + 1,
+        r.waves.len()
+    )
+}
+
+fn dash(value: Option<&str>) -> String {
+    value.unwrap_or("-").to_string()
+}
+
+pub fn status(args: &RolloutStatusArgs) -> Result<()> {
+    let state = open_existing(&args.data)?;
+    let all = rollouts(&state, args.channel.as_deref(), args.release.as_deref())
+        .map_err(rollout_refused(&args.data))?;
+    if args.json {
+        print_json(&all);
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.to_string(),
+                format!("{}@{}", r.release, r.version),
+                r.channel.clone(),
+                r.state.to_string(),
+                wave(r),
+                format!("{}/{}", r.succeeded, r.assigned),
+                dash(r.wave_opened_at.as_deref()),
+                dash(r.next_wave_at.as_deref()),
+                dash(r.halted_reason.as_deref()),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &[
+                "ID",
+                "RELEASE",
+                "CHANNEL",
+                "STATE",
+                "WAVE",
+                "SUCCEEDED",
+                "OPENED",
+                "NEXT WAVE AT",
+                "HALTED BECAUSE"
+            ],
+            &rows
+        )
+    );
+    if rows.is_empty() {
+        say("no rollouts; `stackpack promote RELEASE@VERSION --channel C` starts one");
+    }
+    Ok(())
+}
+
+fn print_detail(d: &RolloutDetail) {
+    let r = &d.rollout;
+    println!(
+        "rollout {}: {}@{} to `{}`, {} (wave {})",
+        r.id,
+        r.release,
+        r.version,
+        r.channel,
+        r.state,
+        wave(r)
+    );
+    if let Some(reason) = &r.halted_reason {
+        println!("halted because {reason}");
+    }
+    if let Some(next) = &r.next_wave_at {
+        println!("next wave at {next} if the gate holds");
+    }
+    let rows: Vec<Vec<String>> = d
+        .assignments
+        .iter()
+        .map(|a| {
+            vec![
+                a.customer.clone(),
+                a.wave.clone(),
+                a.assigned_at.clone(),
+                a.gate.to_string(),
+                dash(a.gate_reason.as_deref()),
+            ]
+        })
+        .collect();
+    println!();
+    print!(
+        "{}",
+        table(&["CUSTOMER", "WAVE", "ASSIGNED AT", "GATE", "WHY"], &rows)
+    );
+    let events: Vec<Vec<String>> = d
+        .events
+        .iter()
+        .map(|e| {
+            vec![
+                e.at.clone(),
+                e.kind.as_str().to_string(),
+                dash(e.customer.as_deref()),
+                dash(e.wave.as_deref()),
+                dash(e.detail.as_deref()),
+            ]
+        })
+        .collect();
+    println!();
+    print!(
+        "{}",
+        table(&["AT", "WHAT", "CUSTOMER", "WAVE", "DETAIL"], &events)
+    );
+}
+
+pub fn show(args: &RolloutIdArgs) -> Result<()> {
+    let state = open_existing(&args.data)?;
+    let d = detail(&state, args.id).map_err(rollout_refused(&args.data))?;
+    if args.json {
+        print_json(&d);
+    } else {
+        print_detail(&d);
+    }
+    Ok(())
+}
+
+pub fn control(args: &RolloutIdArgs, control: rollout::Control) -> Result<()> {
+    let state = open_existing(&args.data)?;
+    let summary = state
+        .db
+        .write(|tx| {
+            let row = rollout::control(tx, args.id, control, rollout::now_ns())?;
+            Ok(rollout::summary(tx, &row)?)
+        })
+        .map_err(rollout_refused(&args.data))?;
+    if args.json {
+        print_json(&summary);
+    } else {
+        say(&format!(
+            "rollout {} ({}@{} to `{}`) is {}{}",
+            summary.id,
+            summary.release,
+            summary.version,
+            summary.channel,
+            summary.state,
+            summary
+                .halted_reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(())
+}

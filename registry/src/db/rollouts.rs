@@ -1,0 +1,1004 @@
+//! Rollouts' tables: channels, customers' places, promotions, rollouts with their
+//! assignments and history, release receipts and sync reports. Plain functions; the
+//! scheduling is [`crate::rollout`].
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use stackpack_schema::receipt::{Outcome, ReceiptKind};
+use stackpack_schema::rollout::{ApprovedKind, SyncState};
+
+use super::{parsed, parsed_opt, Text};
+use crate::api::{EventKind, Gate, RolloutAssignment, RolloutEvent, RolloutState};
+
+/// The waves of a channel nobody configured.
+pub const DEFAULT_WAVES: [&str; 3] = ["canary", "early", "general"];
+/// The soak time of a channel nobody configured: a day.
+pub const DEFAULT_SOAK_SECONDS: u64 = 24 * 3600;
+
+pub const PLACEMENT_SQL: &str = "SELECT id, channel, wave, last_sync FROM customers WHERE id = ?1";
+pub const ROLLOUT_OF_PROMOTION_SQL: &str = "SELECT MAX(id) FROM rollouts WHERE promotion_id = ?1";
+pub const ANY_DUE_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollouts WHERE due_ns <= ?1)";
+pub const CHANNEL_SQL: &str = "SELECT waves, soak_seconds FROM channels WHERE name = ?1";
+pub const CUSTOMER_ASSIGNMENTS_SQL: &str =
+    "SELECT r.id, r.promotion_id, r.kind, r.release, a.assigned_at
+             FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
+             WHERE a.customer = ?1 AND r.channel = ?2 ORDER BY r.id DESC";
+pub const INSTALLED_RELEASE_SQL: &str = "SELECT version FROM release_receipts
+         WHERE customer = ?1 AND release = ?2 AND kind IN ('apply', 'rollback')
+           AND outcome IN ('succeeded', 'no-changes')
+         ORDER BY finished_ns DESC, received_ns DESC LIMIT 1";
+pub const LATEST_STACK_RECEIPT_SQL: &str =
+    "SELECT id, stack, kind, outcome, version, finished_ns FROM receipts
+         WHERE customer = ?1 AND stack = ?2 AND kind IN ('apply', 'rollback', 'destroy', 'drift')
+         ORDER BY finished_ns DESC, received_at DESC LIMIT 1";
+pub const LATEST_RELEASE_RECEIPT_SQL: &str =
+    "SELECT id, version, kind, outcome, finished_ns, received_ns FROM release_receipts
+         WHERE customer = ?1 AND release = ?2
+         ORDER BY finished_ns DESC, received_ns DESC LIMIT 1";
+pub const STACK_FAILURE_IN_RELEASE_SQL: &str =
+    "SELECT id, stack, kind, outcome, version, finished_ns FROM receipts
+         WHERE release_name = ?1 AND customer = ?2 AND release_version = ?3
+           AND outcome IN ('failed', 'drifted') AND finished_ns > ?4
+         ORDER BY finished_ns DESC LIMIT 1";
+pub const OPEN_ROLLOUTS_OF_CUSTOMER_SQL: &str =
+    "SELECT r.id FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
+         WHERE a.customer = ?1 AND r.state IN ('running', 'paused', 'halted') ORDER BY r.id";
+pub const ANY_WAITING_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollout_assignments a
+         JOIN customers c ON c.id = a.customer
+         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel IS ?2)";
+pub const FIRST_FAILURE_SQL: &str = "SELECT customer, gate_reason FROM rollout_assignments
+         WHERE rollout_id = ?1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1";
+
+/// The hot path's queries by name: the assignment poll and the gate a receipt
+/// re-reads. Each is an indexed lookup; the query-plan test holds them to it.
+pub const HOT_QUERIES: &[(&str, &str)] = &[
+    ("placement", PLACEMENT_SQL),
+    ("rollout_of_promotion", ROLLOUT_OF_PROMOTION_SQL),
+    ("any_due", ANY_DUE_SQL),
+    ("channel", CHANNEL_SQL),
+    ("customer_assignments", CUSTOMER_ASSIGNMENTS_SQL),
+    ("installed_release", INSTALLED_RELEASE_SQL),
+    ("latest_stack_receipt", LATEST_STACK_RECEIPT_SQL),
+    ("latest_release_receipt", LATEST_RELEASE_RECEIPT_SQL),
+    ("stack_failure_in_release", STACK_FAILURE_IN_RELEASE_SQL),
+    ("open_rollouts_of_customer", OPEN_ROLLOUTS_OF_CUSTOMER_SQL),
+    ("any_waiting", ANY_WAITING_SQL),
+    ("first_failure", FIRST_FAILURE_SQL),
+];
+
+/// A channel's waves and soak time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelConfig {
+    pub waves: Vec<String>,
+    pub soak_seconds: u64,
+    pub configured: bool,
+}
+
+impl ChannelConfig {
+    pub fn default_config() -> ChannelConfig {
+        ChannelConfig {
+            waves: DEFAULT_WAVES.iter().map(|w| w.to_string()).collect(),
+            soak_seconds: DEFAULT_SOAK_SECONDS,
+            configured: false,
+        }
+    }
+
+    /// The index of `wave` (a customer without one, or with one the channel does not
+    /// have, is in the last wave).
+    pub fn wave_index(&self, wave: Option<&str>) -> usize {
+        wave.and_then(|w| self.waves.iter().position(|x| x == w))
+            .unwrap_or(self.waves.len().saturating_sub(1))
+    }
+}
+
+fn waves_json(waves: &[String]) -> String {
+    serde_json::to_string(waves).expect("names serialise")
+}
+
+fn waves_from(text: &str) -> rusqlite::Result<Vec<String>> {
+    serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+/// The channel's configuration, or the defaults.
+pub fn channel(conn: &Connection, name: &str) -> rusqlite::Result<ChannelConfig> {
+    let row = conn
+        .prepare_cached(CHANNEL_SQL)?
+        .query_row(params![name], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })
+        .optional()?;
+    match row {
+        Some((waves, soak)) => Ok(ChannelConfig {
+            waves: waves_from(&waves)?,
+            soak_seconds: soak.max(0) as u64,
+            configured: true,
+        }),
+        None => Ok(ChannelConfig::default_config()),
+    }
+}
+
+pub fn set_channel(
+    conn: &Connection,
+    name: &str,
+    config: &ChannelConfig,
+    now: &str,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO channels (name, waves, soak_seconds, created) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (name) DO UPDATE SET waves = excluded.waves, soak_seconds = excluded.soak_seconds",
+        params![name, waves_json(&config.waves), config.soak_seconds as i64, now],
+    )?;
+    Ok(())
+}
+
+/// Every channel configured or in use, by name, with how many customers it has.
+pub fn channels(conn: &Connection) -> rusqlite::Result<Vec<(String, ChannelConfig, u64)>> {
+    let names: Vec<String> = conn
+        .prepare_cached(
+            "SELECT name FROM channels UNION
+             SELECT DISTINCT channel FROM customers WHERE channel IS NOT NULL ORDER BY 1",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    names
+        .into_iter()
+        .map(|name| {
+            let config = channel(conn, &name)?;
+            let count: i64 = conn
+                .prepare_cached("SELECT COUNT(*) FROM customers WHERE channel = ?1")?
+                .query_row(params![name], |r| r.get(0))?;
+            Ok((name, config, count.max(0) as u64))
+        })
+        .collect()
+}
+
+/// Puts a customer in a channel and wave (the wave `None`: the channel's last).
+/// False when the customer is not known.
+pub fn set_placement(
+    conn: &Connection,
+    customer: &str,
+    channel: &str,
+    wave: Option<&str>,
+) -> rusqlite::Result<bool> {
+    Ok(conn.execute(
+        "UPDATE customers SET channel = ?2, wave = ?3 WHERE id = ?1",
+        params![customer, channel, wave],
+    )? > 0)
+}
+
+/// A customer's channel, wave and last sync; `None` when the customer is not known.
+pub fn placement(
+    conn: &Connection,
+    customer: &str,
+) -> rusqlite::Result<Option<crate::api::Placement>> {
+    conn.prepare_cached(PLACEMENT_SQL)?
+        .query_row(params![customer], |r| {
+            Ok(crate::api::Placement {
+                customer: r.get(0)?,
+                channel: r.get(1)?,
+                wave: r.get(2)?,
+                last_sync: r.get(3)?,
+            })
+        })
+        .optional()
+}
+
+/// The customers of a channel with the wave each was put in, by id.
+pub fn channel_customers(
+    conn: &Connection,
+    channel: &str,
+) -> rusqlite::Result<Vec<(String, Option<String>)>> {
+    conn.prepare_cached("SELECT id, wave FROM customers WHERE channel = ?1 ORDER BY id")?
+        .query_map(params![channel], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// A recorded promotion.
+#[derive(Clone, Debug)]
+pub struct Promotion {
+    pub id: i64,
+    pub channel: String,
+    pub kind: ApprovedKind,
+    pub release: String,
+    pub version: semver::Version,
+    pub digest: String,
+    pub required: bool,
+    /// The signed statement, as received (JSON).
+    pub statement: String,
+}
+
+fn kind_text(kind: ApprovedKind) -> &'static str {
+    kind.as_str()
+}
+
+fn kind_from(text: &str) -> rusqlite::Result<ApprovedKind> {
+    match text {
+        "release" => Ok(ApprovedKind::Release),
+        "stack" => Ok(ApprovedKind::Stack),
+        other => Err(rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Text,
+            format!("stored kind `{other}`").into(),
+        )),
+    }
+}
+
+const PROMOTION_COLUMNS: &str = "id, channel, kind, release, version, digest, required, statement";
+
+fn promotion_row(r: &Row<'_>) -> rusqlite::Result<Promotion> {
+    Ok(Promotion {
+        id: r.get(0)?,
+        channel: r.get(1)?,
+        kind: kind_from(&r.get::<_, String>(2)?)?,
+        release: r.get(3)?,
+        version: parsed(r, 4)?,
+        digest: r.get(5)?,
+        required: r.get(6)?,
+        statement: r.get(7)?,
+    })
+}
+
+pub fn promotion(
+    conn: &Connection,
+    channel: &str,
+    kind: ApprovedKind,
+    release: &str,
+    version: &semver::Version,
+) -> rusqlite::Result<Option<Promotion>> {
+    conn.prepare_cached(&format!(
+        "SELECT {PROMOTION_COLUMNS} FROM promotions
+         WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND version = ?4"
+    ))?
+    .query_row(
+        params![channel, kind_text(kind), release, Text(version)],
+        promotion_row,
+    )
+    .optional()
+}
+
+pub fn promotion_by_id(conn: &Connection, id: i64) -> rusqlite::Result<Option<Promotion>> {
+    conn.prepare_cached(&format!(
+        "SELECT {PROMOTION_COLUMNS} FROM promotions WHERE id = ?1"
+    ))?
+    .query_row(params![id], promotion_row)
+    .optional()
+}
+
+/// The newest promotion (by version precedence) of a release to a channel.
+pub fn newest_promotion(
+    conn: &Connection,
+    channel: &str,
+    kind: ApprovedKind,
+    release: &str,
+) -> rusqlite::Result<Option<Promotion>> {
+    conn.prepare_cached(&format!(
+        "SELECT {PROMOTION_COLUMNS} FROM promotions
+         WHERE channel = ?1 AND kind = ?2 AND release = ?3 ORDER BY version_key DESC LIMIT 1"
+    ))?
+    .query_row(params![channel, kind_text(kind), release], promotion_row)
+    .optional()
+}
+
+/// The lowest required promotion of a release to a channel strictly between two
+/// versions (by precedence).
+pub fn required_between(
+    conn: &Connection,
+    channel: &str,
+    kind: ApprovedKind,
+    release: &str,
+    above: &semver::Version,
+    below: &semver::Version,
+) -> rusqlite::Result<Option<Promotion>> {
+    conn.prepare_cached(&format!(
+        "SELECT {PROMOTION_COLUMNS} FROM promotions
+         WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND required = 1
+           AND version_key > ?4 AND version_key < ?5
+         ORDER BY version_key LIMIT 1"
+    ))?
+    .query_row(
+        params![
+            channel,
+            kind_text(kind),
+            release,
+            crate::version_key::of(above),
+            crate::version_key::of(below)
+        ],
+        promotion_row,
+    )
+    .optional()
+}
+
+/// What a promotion records.
+pub struct NewPromotion<'a> {
+    pub channel: &'a str,
+    pub kind: ApprovedKind,
+    pub release: &'a str,
+    pub version: &'a semver::Version,
+    pub digest: &'a str,
+    pub required: bool,
+    pub statement: &'a str,
+    pub key_id: &'a str,
+    pub promoted_at: &'a str,
+}
+
+pub fn insert_promotion(
+    conn: &Connection,
+    p: &NewPromotion<'_>,
+    now: &str,
+) -> rusqlite::Result<i64> {
+    conn.execute(
+        "INSERT INTO promotions (channel, kind, release, version, version_key, digest, required,
+             statement, key_id, promoted_at, received_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            p.channel,
+            kind_text(p.kind),
+            p.release,
+            Text(p.version),
+            crate::version_key::of(p.version),
+            p.digest,
+            p.required,
+            p.statement,
+            p.key_id,
+            p.promoted_at,
+            now
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// A rollout as stored.
+#[derive(Clone, Debug)]
+pub struct RolloutRow {
+    pub id: i64,
+    pub promotion_id: i64,
+    pub channel: String,
+    pub kind: ApprovedKind,
+    pub release: String,
+    pub version: semver::Version,
+    pub digest: String,
+    pub waves: Vec<String>,
+    pub soak_seconds: u64,
+    pub state: RolloutState,
+    pub wave_index: usize,
+    pub wave_opened_at: Option<String>,
+    pub wave_opened_ns: Option<i64>,
+    pub halted_reason: Option<String>,
+    pub created: String,
+    pub updated: String,
+}
+
+const ROLLOUT_COLUMNS: &str = "id, promotion_id, channel, kind, release, version, digest, waves,
+    soak_seconds, state, wave_index, wave_opened_at, wave_opened_ns, halted_reason, created, updated";
+
+fn rollout_row(r: &Row<'_>) -> rusqlite::Result<RolloutRow> {
+    Ok(RolloutRow {
+        id: r.get(0)?,
+        promotion_id: r.get(1)?,
+        channel: r.get(2)?,
+        kind: kind_from(&r.get::<_, String>(3)?)?,
+        release: r.get(4)?,
+        version: parsed(r, 5)?,
+        digest: r.get(6)?,
+        waves: waves_from(&r.get::<_, String>(7)?)?,
+        soak_seconds: r.get::<_, i64>(8)?.max(0) as u64,
+        state: parsed(r, 9)?,
+        wave_index: r.get::<_, i64>(10)?.max(0) as usize,
+        wave_opened_at: r.get(11)?,
+        wave_opened_ns: r.get(12)?,
+        halted_reason: r.get(13)?,
+        created: r.get(14)?,
+        updated: r.get(15)?,
+    })
+}
+
+pub struct NewRollout<'a> {
+    pub promotion_id: i64,
+    pub channel: &'a str,
+    pub kind: ApprovedKind,
+    pub release: &'a str,
+    pub version: &'a semver::Version,
+    pub digest: &'a str,
+    pub config: &'a ChannelConfig,
+}
+
+/// Starts a rollout (running, no wave open yet: [`crate::rollout::advance`] opens
+/// the first).
+pub fn insert_rollout(conn: &Connection, r: &NewRollout<'_>, now: &str) -> rusqlite::Result<i64> {
+    conn.execute(
+        "INSERT INTO rollouts (promotion_id, channel, kind, release, version, digest, waves,
+             soak_seconds, state, wave_index, created, updated)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', -1, ?9, ?9)",
+        params![
+            r.promotion_id,
+            r.channel,
+            kind_text(r.kind),
+            r.release,
+            Text(r.version),
+            r.digest,
+            waves_json(&r.config.waves),
+            r.config.soak_seconds as i64,
+            now
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// The raw wave index: -1 before the first wave opened.
+pub fn raw_wave_index(conn: &Connection, id: i64) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT wave_index FROM rollouts WHERE id = ?1",
+        params![id],
+        |r| r.get(0),
+    )
+}
+
+pub fn rollout(conn: &Connection, id: i64) -> rusqlite::Result<Option<RolloutRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id = ?1"
+    ))?
+    .query_row(params![id], rollout_row)
+    .optional()
+}
+
+/// Rollouts in `state`, oldest first.
+pub fn rollouts_in(conn: &Connection, state: RolloutState) -> rusqlite::Result<Vec<RolloutRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE state = ?1 ORDER BY id"
+    ))?
+    .query_map(params![Text(state)], rollout_row)?
+    .collect()
+}
+
+/// Rollouts, newest first, of a channel and/or release when given.
+pub fn rollouts(
+    conn: &Connection,
+    channel: Option<&str>,
+    release: Option<&str>,
+    limit: usize,
+) -> rusqlite::Result<Vec<RolloutRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ROLLOUT_COLUMNS} FROM rollouts
+         WHERE (?1 IS NULL OR channel = ?1) AND (?2 IS NULL OR release = ?2)
+         ORDER BY id DESC LIMIT ?3"
+    ))?
+    .query_map(params![channel, release, limit as i64], rollout_row)?
+    .collect()
+}
+
+/// The open (running, paused, halted) rollouts of a release in a channel.
+pub fn open_rollouts_of(
+    conn: &Connection,
+    channel: &str,
+    kind: ApprovedKind,
+    release: &str,
+) -> rusqlite::Result<Vec<RolloutRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ROLLOUT_COLUMNS} FROM rollouts
+         WHERE channel = ?1 AND kind = ?2 AND release = ?3
+           AND state IN ('running', 'paused', 'halted') ORDER BY id"
+    ))?
+    .query_map(params![channel, kind_text(kind), release], rollout_row)?
+    .collect()
+}
+
+/// The newest completed rollout of each release in `channel`: what a customer
+/// joining the channel runs.
+pub fn completed_rollouts(conn: &Connection, channel: &str) -> rusqlite::Result<Vec<RolloutRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id IN (
+             SELECT MAX(id) FROM rollouts WHERE channel = ?1 AND state = 'completed'
+             GROUP BY kind, release)
+         ORDER BY id"
+    ))?
+    .query_map(params![channel], rollout_row)?
+    .collect()
+}
+
+/// The newest rollout started from a promotion.
+pub fn rollout_of_promotion(conn: &Connection, promotion: i64) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached(ROLLOUT_OF_PROMOTION_SQL)?
+        .query_row(params![promotion], |r| r.get(0))
+}
+
+pub fn set_state(
+    conn: &Connection,
+    id: i64,
+    state: RolloutState,
+    halted_reason: Option<&str>,
+    now: &str,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE rollouts SET state = ?2, halted_reason = ?3, updated = ?4,
+             due_ns = CASE WHEN ?2 = 'running' THEN due_ns ELSE NULL END
+         WHERE id = ?1",
+        params![id, Text(state), halted_reason, now],
+    )?;
+    Ok(())
+}
+
+pub fn set_wave(
+    conn: &Connection,
+    id: i64,
+    wave_index: usize,
+    opened_at: &str,
+    opened_ns: i64,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE rollouts SET wave_index = ?2, wave_opened_at = ?3, wave_opened_ns = ?4,
+             due_ns = NULL, updated = ?3
+         WHERE id = ?1",
+        params![id, wave_index as i64, opened_at, opened_ns],
+    )?;
+    Ok(())
+}
+
+/// When the rollout next needs looking at by the clock alone (its wave is healthy
+/// and soaking), or `None`.
+pub fn set_due(conn: &Connection, id: i64, due_ns: Option<i64>) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE rollouts SET due_ns = ?2 WHERE id = ?1 AND due_ns IS NOT ?2",
+        params![id, due_ns],
+    )?;
+    Ok(())
+}
+
+/// Whether a running rollout's next wave is due by `now_ns`: one indexed probe, so
+/// the assignment poll only writes when the clock moved a rollout on.
+pub fn any_due(conn: &Connection, now_ns: i64) -> rusqlite::Result<bool> {
+    conn.prepare_cached(ANY_DUE_SQL)?
+        .query_row(params![now_ns], |r| r.get(0))
+}
+
+pub fn insert_assignment(
+    conn: &Connection,
+    rollout: i64,
+    customer: &str,
+    wave: &str,
+    wave_index: usize,
+    now: &str,
+) -> rusqlite::Result<bool> {
+    Ok(conn.execute(
+        "INSERT OR IGNORE INTO rollout_assignments
+             (rollout_id, customer, wave, wave_index, assigned_at, gate, gate_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'waiting', ?5)",
+        params![rollout, customer, wave, wave_index as i64, now],
+    )? > 0)
+}
+
+/// The customers a rollout assigned.
+pub fn assigned_customers(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached(
+        "SELECT customer FROM rollout_assignments WHERE rollout_id = ?1 ORDER BY customer",
+    )?
+    .query_map(params![rollout], |r| r.get(0))?
+    .collect()
+}
+
+pub fn assignments(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<RolloutAssignment>> {
+    conn.prepare_cached(
+        "SELECT customer, wave, assigned_at, gate, gate_reason, gate_at FROM rollout_assignments
+         WHERE rollout_id = ?1 ORDER BY wave_index, assigned_at, customer",
+    )?
+    .query_map(params![rollout], |r| {
+        Ok(RolloutAssignment {
+            customer: r.get(0)?,
+            wave: r.get(1)?,
+            assigned_at: r.get(2)?,
+            gate: parsed(r, 3)?,
+            gate_reason: r.get(4)?,
+            gate_at: r.get(5)?,
+        })
+    })?
+    .collect()
+}
+
+/// How many of a rollout's customers stand at each gate: (assigned, succeeded, failed).
+pub fn gate_counts(conn: &Connection, rollout: i64) -> rusqlite::Result<(u64, u64, u64)> {
+    conn.prepare_cached(
+        "SELECT COUNT(*), COALESCE(SUM(gate = 'succeeded'), 0), COALESCE(SUM(gate = 'failed'), 0)
+         FROM rollout_assignments WHERE rollout_id = ?1",
+    )?
+    .query_row(params![rollout], |r| {
+        Ok((
+            r.get::<_, i64>(0)?.max(0) as u64,
+            r.get::<_, i64>(1)?.max(0) as u64,
+            r.get::<_, i64>(2)?.max(0) as u64,
+        ))
+    })
+}
+
+/// The first failed customer of a rollout, with why.
+pub fn first_failure(
+    conn: &Connection,
+    rollout: i64,
+) -> rusqlite::Result<Option<(String, Option<String>)>> {
+    conn.prepare_cached(FIRST_FAILURE_SQL)?
+        .query_row(params![rollout], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+}
+
+/// Whether any customer of a rollout in `channel` is still waiting at the gate. A
+/// customer moved to another channel since it was assigned no longer holds the
+/// rollout up (a failure it reported still halts it).
+pub fn any_waiting(conn: &Connection, rollout: i64, channel: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached(ANY_WAITING_SQL)?
+        .query_row(params![rollout, channel], |r| r.get(0))
+}
+
+/// A customer's gate standing in a rollout; `None` when not assigned.
+pub fn gate(
+    conn: &Connection,
+    rollout: i64,
+    customer: &str,
+) -> rusqlite::Result<Option<(Gate, Option<String>, String)>> {
+    conn.prepare_cached(
+        "SELECT gate, gate_reason, wave FROM rollout_assignments WHERE rollout_id = ?1 AND customer = ?2",
+    )?
+    .query_row(params![rollout, customer], |r| {
+        Ok((parsed(r, 0)?, r.get(1)?, r.get(2)?))
+    })
+    .optional()
+}
+
+pub fn set_gate(
+    conn: &Connection,
+    rollout: i64,
+    customer: &str,
+    gate: Gate,
+    reason: Option<&str>,
+    now: &str,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE rollout_assignments SET gate = ?3, gate_reason = ?4, gate_at = ?5
+         WHERE rollout_id = ?1 AND customer = ?2",
+        params![rollout, customer, Text(gate), reason, now],
+    )?;
+    Ok(())
+}
+
+/// The open rollouts that assigned `customer`.
+pub fn open_rollouts_of_customer(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<i64>> {
+    conn.prepare_cached(OPEN_ROLLOUTS_OF_CUSTOMER_SQL)?
+        .query_map(params![customer], |r| r.get(0))?
+        .collect()
+}
+
+/// One assignment of a customer: the rollout, its release and promotion, when.
+#[derive(Clone, Debug)]
+pub struct CustomerAssignment {
+    pub rollout: i64,
+    pub promotion_id: i64,
+    pub kind: ApprovedKind,
+    pub release: String,
+    pub assigned_at: String,
+}
+
+/// The newest assignment of `customer` per release in `channel` (read through
+/// `rollout_assignments_customer`).
+pub fn customer_assignments(
+    conn: &Connection,
+    customer: &str,
+    channel: &str,
+) -> rusqlite::Result<Vec<CustomerAssignment>> {
+    let rows: Vec<CustomerAssignment> = conn
+        .prepare_cached(CUSTOMER_ASSIGNMENTS_SQL)?
+        .query_map(params![customer, channel], |r| {
+            Ok(CustomerAssignment {
+                rollout: r.get(0)?,
+                promotion_id: r.get(1)?,
+                kind: kind_from(&r.get::<_, String>(2)?)?,
+                release: r.get(3)?,
+                assigned_at: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut newest: Vec<CustomerAssignment> = Vec::new();
+    for row in rows {
+        if !newest
+            .iter()
+            .any(|n| n.kind == row.kind && n.release == row.release)
+        {
+            newest.push(row);
+        }
+    }
+    newest.sort_by(|a, b| a.release.cmp(&b.release));
+    Ok(newest)
+}
+
+pub fn insert_event(
+    conn: &Connection,
+    rollout: i64,
+    at: &str,
+    kind: EventKind,
+    customer: Option<&str>,
+    wave: Option<&str>,
+    detail: Option<&str>,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO rollout_events (rollout_id, at, kind, customer, wave, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![rollout, at, Text(kind), customer, wave, detail])?;
+    Ok(())
+}
+
+pub fn events(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<RolloutEvent>> {
+    conn.prepare_cached(
+        "SELECT at, kind, customer, wave, detail FROM rollout_events
+         WHERE rollout_id = ?1 ORDER BY id",
+    )?
+    .query_map(params![rollout], |r| {
+        Ok(RolloutEvent {
+            at: r.get(0)?,
+            kind: parsed(r, 1)?,
+            customer: r.get(2)?,
+            wave: r.get(3)?,
+            detail: r.get(4)?,
+        })
+    })?
+    .collect()
+}
+
+/// A release receipt as the gate reads it.
+#[derive(Clone, Debug)]
+pub struct ReleaseReceiptRow {
+    pub id: String,
+    pub version: semver::Version,
+    pub kind: ReceiptKind,
+    pub outcome: Outcome,
+    pub finished_ns: i64,
+    pub received_ns: i64,
+}
+
+pub struct NewReleaseReceipt<'a> {
+    pub id: &'a str,
+    pub customer: &'a str,
+    pub release: &'a str,
+    pub version: &'a semver::Version,
+    pub digest: &'a str,
+    pub kind: ReceiptKind,
+    pub outcome: Outcome,
+    pub finished_at: &'a str,
+    pub finished_ns: i64,
+    pub key_id: &'a str,
+    pub document: &'a str,
+}
+
+pub fn release_receipt_document(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT document FROM release_receipts WHERE id = ?1")?
+        .query_row(params![id], |r| r.get(0))
+        .optional()
+}
+
+pub fn insert_release_receipt(
+    conn: &Connection,
+    r: &NewReleaseReceipt<'_>,
+    now: &str,
+    now_ns: i64,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO release_receipts (id, customer, release, version, digest, kind, outcome,
+             finished_at, finished_ns, key_id, received_at, received_ns, document)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        params![
+            r.id,
+            r.customer,
+            r.release,
+            Text(r.version),
+            r.digest,
+            Text(r.kind),
+            Text(r.outcome),
+            r.finished_at,
+            r.finished_ns,
+            r.key_id,
+            now,
+            now_ns,
+            r.document
+        ],
+    )?;
+    Ok(())
+}
+
+fn release_receipt_row(r: &Row<'_>) -> rusqlite::Result<ReleaseReceiptRow> {
+    Ok(ReleaseReceiptRow {
+        id: r.get(0)?,
+        version: parsed(r, 1)?,
+        kind: parsed(r, 2)?,
+        outcome: parsed(r, 3)?,
+        finished_ns: r.get(4)?,
+        received_ns: r.get(5)?,
+    })
+}
+
+/// A customer's latest release receipt of `release` (apply, rollback or destroy).
+pub fn latest_release_receipt(
+    conn: &Connection,
+    customer: &str,
+    release: &str,
+) -> rusqlite::Result<Option<ReleaseReceiptRow>> {
+    conn.prepare_cached(LATEST_RELEASE_RECEIPT_SQL)?
+        .query_row(params![customer, release], release_receipt_row)
+        .optional()
+}
+
+/// The version of `release` a customer runs: its latest release receipt that left
+/// one in place (an apply or rollback that succeeded).
+pub fn installed_release(
+    conn: &Connection,
+    customer: &str,
+    release: &str,
+) -> rusqlite::Result<Option<semver::Version>> {
+    conn.prepare_cached(INSTALLED_RELEASE_SQL)?
+        .query_row(params![customer, release], |r| parsed(r, 0))
+        .optional()
+}
+
+/// A stack receipt that counts against a release version at the gate.
+#[derive(Clone, Debug)]
+pub struct StackEvidence {
+    pub id: String,
+    pub stack: String,
+    pub kind: ReceiptKind,
+    pub outcome: Outcome,
+    pub version: semver::Version,
+    pub finished_ns: i64,
+}
+
+fn evidence_row(r: &Row<'_>) -> rusqlite::Result<StackEvidence> {
+    Ok(StackEvidence {
+        id: r.get(0)?,
+        stack: r.get(1)?,
+        kind: parsed(r, 2)?,
+        outcome: parsed(r, 3)?,
+        version: parsed(r, 4)?,
+        finished_ns: r.get(5)?,
+    })
+}
+
+/// The latest failed or drifted stack receipt of a customer made as part of
+/// `release@version` finishing after `after_ns` (read through `receipts_release`).
+pub fn stack_failure_in_release(
+    conn: &Connection,
+    customer: &str,
+    release: &str,
+    version: &semver::Version,
+    after_ns: i64,
+) -> rusqlite::Result<Option<StackEvidence>> {
+    conn.prepare_cached(STACK_FAILURE_IN_RELEASE_SQL)?
+        .query_row(
+            params![release, customer, Text(version), after_ns],
+            evidence_row,
+        )
+        .optional()
+}
+
+/// A customer's latest stack receipt of `stack` (apply, rollback, destroy, drift).
+pub fn latest_stack_receipt(
+    conn: &Connection,
+    customer: &str,
+    stack: &str,
+) -> rusqlite::Result<Option<StackEvidence>> {
+    conn.prepare_cached(LATEST_STACK_RECEIPT_SQL)?
+        .query_row(params![customer, stack], evidence_row)
+        .optional()
+}
+
+/// A customer's last sync state for one release.
+#[derive(Clone, Debug)]
+pub struct SyncRow {
+    pub release: String,
+    pub kind: ApprovedKind,
+    pub state: SyncState,
+    pub assigned: Option<semver::Version>,
+    pub running: Option<semver::Version>,
+    pub pending: Option<String>,
+    pub message: Option<String>,
+    pub reported_at: String,
+    pub reported_ns: i64,
+}
+
+pub struct NewSync<'a> {
+    pub customer: &'a str,
+    pub release: &'a str,
+    pub kind: ApprovedKind,
+    pub state: SyncState,
+    pub assigned: Option<&'a semver::Version>,
+    pub running: Option<&'a semver::Version>,
+    pub pending: Option<&'a str>,
+    pub message: Option<&'a str>,
+}
+
+pub fn upsert_sync(
+    conn: &Connection,
+    s: &NewSync<'_>,
+    now: &str,
+    now_ns: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO customer_sync (customer, release, kind, state, assigned, running, pending,
+             message, reported_at, reported_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (customer, release) DO UPDATE SET kind = excluded.kind,
+             state = excluded.state, assigned = excluded.assigned, running = excluded.running,
+             pending = excluded.pending, message = excluded.message,
+             reported_at = excluded.reported_at, reported_ns = excluded.reported_ns",
+    )?
+    .execute(params![
+        s.customer,
+        s.release,
+        kind_text(s.kind),
+        Text(s.state),
+        s.assigned.map(Text),
+        s.running.map(Text),
+        s.pending,
+        s.message,
+        now,
+        now_ns
+    ])?;
+    Ok(())
+}
+
+/// Records a sync pass: its time, and the customer as seen then (a pass that
+/// changed nothing leaves no receipt, yet its runner is alive).
+pub fn note_sync(
+    conn: &Connection,
+    customer: &str,
+    now: &str,
+    now_ns: i64,
+) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE customers SET last_sync = ?2 WHERE id = ?1",
+        params![customer, now],
+    )?;
+    note_seen(conn, customer, now, now_ns)
+}
+
+/// The customer was seen at `at` (a release receipt's finish, a sync pass), unless
+/// it was seen later already.
+pub fn note_seen(conn: &Connection, customer: &str, at: &str, at_ns: i64) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3
+         WHERE id = ?1 AND (last_seen_ns IS NULL OR last_seen_ns < ?3)",
+        params![customer, at, at_ns],
+    )?;
+    Ok(())
+}
+
+fn sync_row(r: &Row<'_>) -> rusqlite::Result<SyncRow> {
+    Ok(SyncRow {
+        release: r.get(0)?,
+        kind: kind_from(&r.get::<_, String>(1)?)?,
+        state: parsed(r, 2)?,
+        assigned: parsed_opt(r, 3)?,
+        running: parsed_opt(r, 4)?,
+        pending: r.get(5)?,
+        message: r.get(6)?,
+        reported_at: r.get(7)?,
+        reported_ns: r.get(8)?,
+    })
+}
+
+const SYNC_COLUMNS: &str =
+    "release, kind, state, assigned, running, pending, message, reported_at, reported_ns";
+
+pub fn sync_of(
+    conn: &Connection,
+    customer: &str,
+    release: &str,
+) -> rusqlite::Result<Option<SyncRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 AND release = ?2"
+    ))?
+    .query_row(params![customer, release], sync_row)
+    .optional()
+}
+
+pub fn syncs(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<SyncRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 ORDER BY release"
+    ))?
+    .query_map(params![customer], sync_row)?
+    .collect()
+}

@@ -1,0 +1,984 @@
+//! Rollouts: the vendor promotes, the registry schedules.
+//!
+//! A promotion is the vendor's signed [`SignedChannelStatement`], pushed as an OCI
+//! artifact into the release's repository ([`promote`] records it and starts a
+//! rollout in the manifest's own transaction). The registry cannot approve
+//! anything: it only decides *when* each customer of the channel is assigned what
+//! the vendor signed, wave by wave:
+//!
+//! - the first wave with customers opens at once;
+//! - wave k+1 opens when every customer assigned so far stands `succeeded` at the
+//!   health gate and wave k has soaked (its soak time on the registry's clock,
+//!   never a runner's); waves without customers are skipped;
+//! - any assigned customer standing `failed` (a failed apply, a failed stack
+//!   receipt or smoke check, drift, a failed sync) halts the rollout: nobody else is
+//!   assigned, and the halt says who and why.
+//!
+//! Each assigned customer's gate standing is kept in `rollout_assignments`, updated
+//! as that customer's receipts and sync reports arrive ([`refresh_customer`]), so
+//! [`advance`] reads a rollout's health by key. Everything takes the time as an
+//! argument (`now_ns`, UTC nanoseconds), so the schedule is a deterministic function
+//! of the database and the clock, and tests inject the clock.
+
+use rusqlite::Connection;
+use stackpack_schema::receipt::{Outcome, ReceiptKind};
+use stackpack_schema::release_receipt::SignedReleaseReceipt;
+use stackpack_schema::rollout::{
+    ApprovedKind, Assignment, AssignmentResponse, SignedChannelStatement, SyncReport, SyncState,
+};
+
+use crate::api::{EventKind, Gate, Rollout, RolloutDetail, RolloutState};
+use crate::db::rollouts::{self as rdb, ChannelConfig, RolloutRow};
+use crate::db::{self, Db};
+use crate::error::{Code, Error, Result};
+use crate::receipt_keys::{check_key, FirstUse, SigningKey};
+
+const NS: i64 = 1_000_000_000;
+
+/// The registry's clock: now, UTC nanoseconds.
+pub fn now_ns() -> i64 {
+    i64::try_from(time::OffsetDateTime::now_utc().unix_timestamp_nanos()).unwrap_or(i64::MAX)
+}
+
+/// A registry-clock time as RFC 3339, UTC, to the millisecond.
+pub fn format_ns(ns: i64) -> String {
+    let at =
+        time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns / 1_000_000) * 1_000_000)
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    at.format(&time::format_description::well_known::Rfc3339)
+        .expect("a UTC time formats")
+}
+
+fn sql(e: rusqlite::Error) -> Error {
+    e.into()
+}
+
+fn bad(message: impl Into<String>) -> Error {
+    Error::new(Code::BadRequest, message)
+}
+
+/// A soak time as `channel set --soak` and `PUT /api/v1/channels` take it.
+pub fn parse_soak(text: &str) -> Option<u64> {
+    crate::age::parse_secs(text)
+}
+
+// ---------------------------------------------------------------------------
+// Promotion
+
+/// What [`promote`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Promoted {
+    pub promotion: i64,
+    pub rollout: i64,
+    /// False: the same statement was promoted before; nothing changed.
+    pub created: bool,
+}
+
+/// Records a promotion of the statement `signed` (already read from the manifest
+/// pushed to `repository`, its subject checked to be the digest it approves) and
+/// starts its rollout, superseding the release's older open rollouts in the
+/// channel. Refused (`MANIFEST_INVALID`, nothing stored) when the signature does
+/// not verify or the registry does not hold what it approves; `CONFLICT` when the
+/// channel already has a newer version of the release, or this version with another
+/// statement. The same statement again changes nothing.
+pub fn promote(
+    conn: &Connection,
+    repository: &str,
+    signed: &SignedChannelStatement,
+    now_ns: i64,
+) -> Result<Promoted> {
+    let refused = |message: String| {
+        Error::new(
+            Code::ManifestInvalid,
+            format!("channel statement in `{repository}`: {message}"),
+        )
+    };
+    signed
+        .verify_integrity()
+        .map_err(|e| refused(e.to_string()))?;
+    let s = &signed.statement;
+    for (what, name) in [("channel", &s.channel), ("release", &s.release)] {
+        stackpack_schema::reference::validate_name(name)
+            .map_err(|e| refused(format!("{what} `{name}`: {e}")))?;
+    }
+    let digest = s.digest.to_string();
+    match s.kind {
+        ApprovedKind::Release => {
+            let held = db::release_index::version(conn, &s.release, &s.version.to_string())?;
+            match held {
+                Some(v) if v.digest == s.digest && v.repository != repository => {
+                    return Err(refused(format!(
+                        "`{}@{}` lives in `{}`; push the statement there",
+                        s.release, s.version, v.repository
+                    )))
+                }
+                Some(v) if v.digest == s.digest => {}
+                Some(v) => {
+                    return Err(refused(format!(
+                        "it approves `{}@{}` with digest `{digest}`, but the registry holds that version with digest `{}`",
+                        s.release, s.version, v.digest
+                    )))
+                }
+                None => {
+                    return Err(refused(format!(
+                        "it approves `{}@{}`, which the registry does not hold; push the release first (`stackpack publish`)",
+                        s.release, s.version
+                    )))
+                }
+            }
+        }
+        ApprovedKind::Stack => match db::ledger::release_digest(conn, &s.release, &s.version)? {
+            Some(held)
+                if held == s.digest && db::manifests::exists(conn, repository, &digest)? => {}
+            _ => {
+                return Err(refused(format!(
+                    "it approves stack `{}@{}` with digest `{digest}`, which the registry does not hold; push the bundle first",
+                    s.release, s.version
+                )))
+            }
+        },
+    }
+    let document = String::from_utf8(signed.to_bytes()).expect("JSON is UTF-8");
+    if let Some(existing) = rdb::promotion(conn, &s.channel, s.kind, &s.release, &s.version)? {
+        if existing.statement == document {
+            let rollout = rdb::rollout_of_promotion(conn, existing.id)?.unwrap_or_default();
+            return Ok(Promoted {
+                promotion: existing.id,
+                rollout,
+                created: false,
+            });
+        }
+        return Err(Error::new(
+            Code::Conflict,
+            format!(
+                "`{}@{}` was already promoted to channel `{}` with another statement",
+                s.release, s.version, s.channel
+            ),
+        ));
+    }
+    if let Some(newest) = rdb::newest_promotion(conn, &s.channel, s.kind, &s.release)? {
+        if newest.version.cmp_precedence(&s.version) == std::cmp::Ordering::Greater {
+            return Err(Error::new(
+                Code::Conflict,
+                format!(
+                    "channel `{}` already has `{}@{}`, newer than `{}`; promote a newer version",
+                    s.channel, s.release, newest.version, s.version
+                ),
+            ));
+        }
+    }
+    let now = format_ns(now_ns);
+    let promotion = rdb::insert_promotion(
+        conn,
+        &rdb::NewPromotion {
+            channel: &s.channel,
+            kind: s.kind,
+            release: &s.release,
+            version: &s.version,
+            digest: &digest,
+            required: s.required,
+            statement: &document,
+            key_id: &s.key_id,
+            promoted_at: &s.promoted_at,
+        },
+        &now,
+    )?;
+    let config = rdb::channel(conn, &s.channel)?;
+    let older = rdb::open_rollouts_of(conn, &s.channel, s.kind, &s.release)?;
+    let rollout = rdb::insert_rollout(
+        conn,
+        &rdb::NewRollout {
+            promotion_id: promotion,
+            channel: &s.channel,
+            kind: s.kind,
+            release: &s.release,
+            version: &s.version,
+            digest: &digest,
+            config: &config,
+        },
+        &now,
+    )?;
+    for old in older {
+        rdb::set_state(conn, old.id, RolloutState::Superseded, None, &now)?;
+        let detail = format!("by rollout {rollout} (`{}@{}`)", s.release, s.version);
+        rdb::insert_event(
+            conn,
+            old.id,
+            &now,
+            EventKind::Superseded,
+            None,
+            None,
+            Some(&detail),
+        )?;
+    }
+    let detail = format!(
+        "`{}@{}` approved for `{}` by key `{}`{}{}",
+        s.release,
+        s.version,
+        s.channel,
+        s.key_id,
+        s.promoted_by
+            .as_deref()
+            .map(|by| format!(" ({by})"))
+            .unwrap_or_default(),
+        if s.required { "; required" } else { "" }
+    );
+    rdb::insert_event(
+        conn,
+        rollout,
+        &now,
+        EventKind::Promoted,
+        None,
+        None,
+        Some(&detail),
+    )?;
+    advance_one(conn, rollout, now_ns)?;
+    Ok(Promoted {
+        promotion,
+        rollout,
+        created: true,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Scheduling
+
+/// Moves every running rollout on as far as `now_ns` allows: opens due waves,
+/// assigns customers who joined an open wave, halts on a failure, completes. The
+/// registry's clock only; deterministic for a database and a time.
+pub fn advance(conn: &Connection, now_ns: i64) -> rusqlite::Result<()> {
+    for row in rdb::rollouts_in(conn, RolloutState::Running)? {
+        advance_one(conn, row.id, now_ns)?;
+    }
+    Ok(())
+}
+
+/// [`advance`] only when a rollout's next wave is due by the clock (one indexed
+/// probe): what the assignment poll runs, so it writes only when there is news.
+pub fn advance_if_due(db: &Db, now_ns: i64) -> Result<()> {
+    if db.read(|c| rdb::any_due(c, now_ns))? {
+        db.write(|tx| Ok(advance(tx, now_ns)?))?;
+    }
+    Ok(())
+}
+
+fn advance_one(conn: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<()> {
+    let Some(row) = rdb::rollout(conn, id)? else {
+        return Ok(());
+    };
+    if row.state != RolloutState::Running {
+        return Ok(());
+    }
+    if rdb::raw_wave_index(conn, id)? < 0 {
+        open_from(conn, &row, 0, now_ns)?;
+    } else {
+        assign_late_joiners(conn, &row, now_ns)?;
+    }
+    loop {
+        if halt_on_failure(conn, id, now_ns)? {
+            return Ok(());
+        }
+        let row = rdb::rollout(conn, id)?.expect("the rollout is there");
+        if rdb::any_waiting(conn, id, &row.channel)? {
+            return rdb::set_due(conn, id, None);
+        }
+        if row.wave_index + 1 >= row.waves.len() {
+            let now = format_ns(now_ns);
+            rdb::set_state(conn, id, RolloutState::Completed, None, &now)?;
+            return rdb::insert_event(conn, id, &now, EventKind::Completed, None, None, None);
+        }
+        let next_at = next_wave_ns(&row);
+        if now_ns < next_at {
+            return rdb::set_due(conn, id, Some(next_at));
+        }
+        open_from(conn, &row, row.wave_index + 1, now_ns)?;
+    }
+}
+
+/// When the wave after the current one may open (if healthy): opened + soak.
+fn next_wave_ns(row: &RolloutRow) -> i64 {
+    let soak = i64::try_from(row.soak_seconds)
+        .unwrap_or(i64::MAX / NS)
+        .saturating_mul(NS);
+    row.wave_opened_ns.unwrap_or(0).saturating_add(soak)
+}
+
+/// Opens wave `start`, and the ones after it while they have no customers.
+fn open_from(
+    conn: &Connection,
+    row: &RolloutRow,
+    start: usize,
+    now_ns: i64,
+) -> rusqlite::Result<()> {
+    let now = format_ns(now_ns);
+    let config = ChannelConfig {
+        waves: row.waves.clone(),
+        soak_seconds: row.soak_seconds,
+        configured: true,
+    };
+    let customers = rdb::channel_customers(conn, &row.channel)?;
+    for index in start..row.waves.len() {
+        let wave = &row.waves[index];
+        rdb::set_wave(conn, row.id, index, &now, now_ns)?;
+        let members: Vec<&String> = customers
+            .iter()
+            .filter(|(_, w)| config.wave_index(w.as_deref()) == index)
+            .map(|(c, _)| c)
+            .collect();
+        if members.is_empty() {
+            rdb::insert_event(
+                conn,
+                row.id,
+                &now,
+                EventKind::WaveSkipped,
+                None,
+                Some(wave),
+                Some("no customers"),
+            )?;
+            continue;
+        }
+        let detail = format!("{} customers", members.len());
+        rdb::insert_event(
+            conn,
+            row.id,
+            &now,
+            EventKind::WaveOpened,
+            None,
+            Some(wave),
+            Some(&detail),
+        )?;
+        for customer in members {
+            assign(conn, row, customer, wave, index, now_ns)?;
+        }
+        return Ok(());
+    }
+    Ok(())
+}
+
+/// Customers put into a wave already open (or an earlier one) after it opened.
+fn assign_late_joiners(conn: &Connection, row: &RolloutRow, now_ns: i64) -> rusqlite::Result<()> {
+    let config = ChannelConfig {
+        waves: row.waves.clone(),
+        soak_seconds: row.soak_seconds,
+        configured: true,
+    };
+    let assigned = rdb::assigned_customers(conn, row.id)?;
+    for (customer, wave) in rdb::channel_customers(conn, &row.channel)? {
+        let index = config.wave_index(wave.as_deref());
+        if index <= row.wave_index && assigned.binary_search(&customer).is_err() {
+            assign(conn, row, &customer, &row.waves[index], index, now_ns)?;
+        }
+    }
+    Ok(())
+}
+
+fn assign(
+    conn: &Connection,
+    row: &RolloutRow,
+    customer: &str,
+    wave: &str,
+    index: usize,
+    now_ns: i64,
+) -> rusqlite::Result<()> {
+    let now = format_ns(now_ns);
+    if rdb::insert_assignment(conn, row.id, customer, wave, index, &now)? {
+        rdb::insert_event(
+            conn,
+            row.id,
+            &now,
+            EventKind::Assigned,
+            Some(customer),
+            Some(wave),
+            None,
+        )?;
+        refresh_gate(conn, row, customer, now_ns)?;
+    }
+    Ok(())
+}
+
+/// Halts a running rollout with a failed customer; true when it did.
+fn halt_on_failure(conn: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<bool> {
+    let Some((customer, reason)) = rdb::first_failure(conn, id)? else {
+        return Ok(false);
+    };
+    let wave = rdb::gate(conn, id, &customer)?.map(|(_, _, wave)| wave);
+    let why = format!(
+        "customer `{customer}`{} failed: {}",
+        wave.as_deref()
+            .map(|w| format!(" (wave `{w}`)"))
+            .unwrap_or_default(),
+        reason.as_deref().unwrap_or("no reason recorded")
+    );
+    let now = format_ns(now_ns);
+    rdb::set_state(conn, id, RolloutState::Halted, Some(&why), &now)?;
+    rdb::insert_event(
+        conn,
+        id,
+        &now,
+        EventKind::Halted,
+        Some(&customer),
+        wave.as_deref(),
+        Some(&why),
+    )?;
+    Ok(true)
+}
+
+// ---------------------------------------------------------------------------
+// The health gate
+
+/// Where one customer stands for one rollout, from its receipts and sync reports.
+pub fn evaluate(
+    conn: &Connection,
+    row: &RolloutRow,
+    customer: &str,
+) -> rusqlite::Result<(Gate, Option<String>)> {
+    let target = &row.version;
+    let name = &row.release;
+    // The time of the success the gate stands on: failures reported after it count.
+    let mut success: Option<(i64, i64)> = None;
+    match row.kind {
+        ApprovedKind::Release => {
+            if let Some(r) = rdb::latest_release_receipt(conn, customer, name)? {
+                if &r.version == target && r.outcome == Outcome::Failed {
+                    return Ok((
+                        Gate::Failed,
+                        Some(format!(
+                            "release receipt `{}`: {} of `{name}@{target}` failed",
+                            r.id, r.kind
+                        )),
+                    ));
+                }
+                if &r.version == target && r.kind == ReceiptKind::Apply && r.outcome.in_place() {
+                    success = Some((r.finished_ns, r.received_ns));
+                }
+            }
+            let after = success.map_or(i64::MIN, |(finished, _)| finished);
+            if let Some(e) = rdb::stack_failure_in_release(conn, customer, name, target, after)? {
+                return Ok((
+                    Gate::Failed,
+                    Some(format!(
+                        "stack receipt `{}`: {} of stack `{}@{}` {}",
+                        e.id, e.kind, e.stack, e.version, e.outcome
+                    )),
+                ));
+            }
+        }
+        ApprovedKind::Stack => {
+            if let Some(e) = rdb::latest_stack_receipt(conn, customer, name)? {
+                let failed = e.outcome == Outcome::Failed && &e.version == target;
+                let drifted = e.kind == ReceiptKind::Drift && e.outcome == Outcome::Drifted;
+                if failed || drifted {
+                    return Ok((
+                        Gate::Failed,
+                        Some(format!(
+                            "stack receipt `{}`: {} of `{}@{}` {}",
+                            e.id, e.kind, e.stack, e.version, e.outcome
+                        )),
+                    ));
+                }
+                if &e.version == target && e.kind == ReceiptKind::Apply && e.outcome.in_place() {
+                    success = Some((e.finished_ns, 0));
+                }
+            }
+        }
+    }
+    if let Some(sync) = rdb::sync_of(conn, customer, name)? {
+        let reported_after = success.is_none_or(|(_, received)| sync.reported_ns > received);
+        let about_target =
+            sync.assigned.as_ref() == Some(target) || sync.running.as_ref() == Some(target);
+        if reported_after
+            && about_target
+            && matches!(sync.state, SyncState::Failed | SyncState::Drifted)
+        {
+            return Ok((
+                Gate::Failed,
+                Some(format!(
+                    "its runner reported `{}` for `{name}@{target}`{}",
+                    sync.state,
+                    sync.message.map(|m| format!(": {m}")).unwrap_or_default()
+                )),
+            ));
+        }
+    }
+    Ok(match success {
+        Some(_) => (Gate::Succeeded, None),
+        None => (Gate::Waiting, None),
+    })
+}
+
+/// Re-reads one customer's gate standing in one rollout; records a change.
+fn refresh_gate(
+    conn: &Connection,
+    row: &RolloutRow,
+    customer: &str,
+    now_ns: i64,
+) -> rusqlite::Result<()> {
+    let Some((old, old_reason, wave)) = rdb::gate(conn, row.id, customer)? else {
+        return Ok(());
+    };
+    let (gate, reason) = evaluate(conn, row, customer)?;
+    if gate == old && reason == old_reason {
+        return Ok(());
+    }
+    let now = format_ns(now_ns);
+    rdb::set_gate(conn, row.id, customer, gate, reason.as_deref(), &now)?;
+    let kind = match gate {
+        Gate::Succeeded => Some(EventKind::Succeeded),
+        Gate::Failed => Some(EventKind::Failed),
+        Gate::Waiting => None,
+    };
+    if let Some(kind) = kind {
+        rdb::insert_event(
+            conn,
+            row.id,
+            &now,
+            kind,
+            Some(customer),
+            Some(&wave),
+            reason.as_deref(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Re-reads `customer`'s standing in every open rollout that assigned it, then moves
+/// those rollouts on: what a receipt or sync report of the customer runs.
+pub fn refresh_customer(conn: &Connection, customer: &str, now_ns: i64) -> rusqlite::Result<()> {
+    for id in rdb::open_rollouts_of_customer(conn, customer)? {
+        if let Some(row) = rdb::rollout(conn, id)? {
+            refresh_gate(conn, &row, customer, now_ns)?;
+            advance_one(conn, id, now_ns)?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// People's controls
+
+/// What a person does to a rollout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    Pause,
+    Resume,
+    Abort,
+}
+
+impl Control {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Control::Pause => "pause",
+            Control::Resume => "resume",
+            Control::Abort => "abort",
+        }
+    }
+}
+
+/// Pauses, resumes (clearing a halt; the gate is read again, so a cause still
+/// failing halts it again) or aborts rollout `id`. Returns it as it then stands.
+pub fn control(conn: &Connection, id: i64, control: Control, now_ns: i64) -> Result<RolloutRow> {
+    let row = rdb::rollout(conn, id)?
+        .ok_or_else(|| Error::new(Code::NotFound, format!("there is no rollout {id}")))?;
+    let now = format_ns(now_ns);
+    let refuse = |hint: &str| {
+        Error::new(
+            Code::Conflict,
+            format!(
+                "rollout {id} is {}; it cannot {}: {hint}",
+                row.state,
+                control.as_str()
+            ),
+        )
+    };
+    match (control, row.state) {
+        (Control::Pause, RolloutState::Running | RolloutState::Halted) => {
+            rdb::set_state(
+                conn,
+                id,
+                RolloutState::Paused,
+                row.halted_reason.as_deref(),
+                &now,
+            )?;
+            rdb::insert_event(conn, id, &now, EventKind::Paused, None, None, None)?;
+        }
+        (Control::Pause, RolloutState::Paused) => {}
+        (Control::Resume, RolloutState::Paused | RolloutState::Halted) => {
+            rdb::set_state(conn, id, RolloutState::Running, None, &now)?;
+            rdb::insert_event(
+                conn,
+                id,
+                &now,
+                EventKind::Resumed,
+                None,
+                None,
+                row.halted_reason.as_deref(),
+            )?;
+            for customer in rdb::assigned_customers(conn, id)? {
+                refresh_gate(conn, &row, &customer, now_ns)?;
+            }
+            advance_one(conn, id, now_ns)?;
+        }
+        (Control::Resume, RolloutState::Running) => {}
+        (Control::Abort, state) if state.is_open() => {
+            rdb::set_state(conn, id, RolloutState::Aborted, None, &now)?;
+            rdb::insert_event(
+                conn,
+                id,
+                &now,
+                EventKind::Aborted,
+                None,
+                None,
+                Some("no further assignments; those assigned keep theirs"),
+            )?;
+        }
+        (Control::Abort, RolloutState::Aborted) => {}
+        _ => return Err(refuse("it is over; a new promotion starts a new rollout")),
+    }
+    Ok(rdb::rollout(conn, id)?.expect("the rollout is there"))
+}
+
+// ---------------------------------------------------------------------------
+// Reading
+
+/// A rollout as the API answers it.
+pub fn summary(conn: &Connection, row: &RolloutRow) -> rusqlite::Result<Rollout> {
+    let (assigned, succeeded, failed) = rdb::gate_counts(conn, row.id)?;
+    let promotion = rdb::promotion_by_id(conn, row.promotion_id)?;
+    let statement = promotion
+        .as_ref()
+        .and_then(|p| serde_json::from_str::<SignedChannelStatement>(&p.statement).ok());
+    let open = row.wave_opened_ns.is_some();
+    let has_next = row.wave_index + 1 < row.waves.len();
+    Ok(Rollout {
+        id: row.id,
+        channel: row.channel.clone(),
+        kind: row.kind.as_str().into(),
+        release: row.release.clone(),
+        version: row.version.to_string(),
+        digest: row.digest.clone(),
+        required: promotion.as_ref().is_some_and(|p| p.required),
+        state: row.state,
+        waves: row.waves.clone(),
+        wave_index: row.wave_index,
+        soak_seconds: row.soak_seconds,
+        wave_opened_at: row.wave_opened_at.clone(),
+        next_wave_at: (open && has_next && row.state == RolloutState::Running)
+            .then(|| format_ns(next_wave_ns(row))),
+        halted_reason: row.halted_reason.clone(),
+        promoted_by: statement.and_then(|s| s.statement.promoted_by),
+        created: row.created.clone(),
+        updated: row.updated.clone(),
+        assigned,
+        succeeded,
+        failed,
+    })
+}
+
+/// Rollouts, newest first.
+pub fn list(
+    conn: &Connection,
+    channel: Option<&str>,
+    release: Option<&str>,
+) -> rusqlite::Result<Vec<Rollout>> {
+    rdb::rollouts(conn, channel, release, 1000)?
+        .iter()
+        .map(|row| summary(conn, row))
+        .collect()
+}
+
+/// One rollout with who got it when, who failed, and its history.
+pub fn detail(conn: &Connection, id: i64) -> rusqlite::Result<Option<RolloutDetail>> {
+    let Some(row) = rdb::rollout(conn, id)? else {
+        return Ok(None);
+    };
+    Ok(Some(RolloutDetail {
+        rollout: summary(conn, &row)?,
+        assignments: rdb::assignments(conn, id)?,
+        events: rdb::events(conn, id)?,
+    }))
+}
+
+fn stored_statement(text: &str) -> rusqlite::Result<SignedChannelStatement> {
+    SignedChannelStatement::from_bytes(text.as_bytes()).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+/// What `customer`'s runner should run: per release of its channel, the newest
+/// rollout that assigned it (a required version first, when it runs one below it).
+/// `None` when the customer is not known. Indexed lookups only.
+pub fn assignment(
+    conn: &Connection,
+    customer: &str,
+    now_ns: i64,
+) -> rusqlite::Result<Option<AssignmentResponse>> {
+    let Some(placement) = rdb::placement(conn, customer)? else {
+        return Ok(None);
+    };
+    let mut assignments = Vec::new();
+    if let Some(channel) = &placement.channel {
+        for a in rdb::customer_assignments(conn, customer, channel)? {
+            let Some(promotion) = rdb::promotion_by_id(conn, a.promotion_id)? else {
+                continue;
+            };
+            let target = promotion.version.clone();
+            let installed = match a.kind {
+                ApprovedKind::Release => rdb::installed_release(conn, customer, &a.release)?,
+                ApprovedKind::Stack => rdb::latest_stack_receipt(conn, customer, &a.release)?
+                    .filter(|e| e.outcome.in_place() && e.kind != ReceiptKind::Drift)
+                    .map(|e| e.version),
+            };
+            let step = match &installed {
+                Some(installed) => {
+                    rdb::required_between(conn, channel, a.kind, &a.release, installed, &target)?
+                }
+                None => None,
+            };
+            let (promotion, rollout, on_the_way_to) = match step {
+                Some(required) => {
+                    let rollout =
+                        rdb::rollout_of_promotion(conn, required.id)?.unwrap_or(a.rollout);
+                    (required, rollout, Some(target))
+                }
+                None => (promotion, a.rollout, None),
+            };
+            let statement = stored_statement(&promotion.statement)?;
+            assignments.push(Assignment {
+                kind: a.kind,
+                release: a.release.clone(),
+                version: promotion.version.clone(),
+                digest: statement.statement.digest.clone(),
+                rollout,
+                assigned_at: a.assigned_at.clone(),
+                statement,
+                on_the_way_to,
+            });
+        }
+    }
+    Ok(Some(AssignmentResponse {
+        customer: customer.to_string(),
+        channel: placement.channel.clone(),
+        wave: placement.channel.as_ref().map(|channel| {
+            let config =
+                rdb::channel(conn, channel).unwrap_or_else(|_| ChannelConfig::default_config());
+            let index = config.wave_index(placement.wave.as_deref());
+            config.waves.get(index).cloned().unwrap_or_default()
+        }),
+        assignments,
+        now: format_ns(now_ns),
+    }))
+}
+
+// ---------------------------------------------------------------------------
+// What runners report
+
+/// Checks and stores a signed release receipt reported over HTTP by a token allowed
+/// to report for its customer (installation keys pinned as for stack receipts), and
+/// re-reads the customer's gate. True when it was new.
+pub fn record_release_receipt(db: &Db, signed: &SignedReleaseReceipt) -> Result<bool> {
+    let r = &signed.receipt;
+    if !signed.verifies() {
+        return Err(bad(format!(
+            "the release receipt `{}`'s signature does not verify against the key it names",
+            r.id
+        )));
+    }
+    for (what, name) in [("customer", &r.customer), ("release", &r.release)] {
+        stackpack_schema::reference::validate_name(name)
+            .map_err(|e| bad(format!("{what}: {e}")))?;
+    }
+    if r.id.is_empty() || r.id.len() > 128 || r.id.chars().any(char::is_control) {
+        return Err(bad(
+            "the receipt id must be 1 to 128 characters, none of them control characters",
+        ));
+    }
+    let (finished_at, finished_ns) = db::utc_time(&r.finished_at).ok_or_else(|| {
+        bad(format!(
+            "`finishedAt` `{}` is not an RFC 3339 time",
+            r.finished_at
+        ))
+    })?;
+    db::utc_time(&r.started_at).ok_or_else(|| {
+        bad(format!(
+            "`startedAt` `{}` is not an RFC 3339 time",
+            r.started_at
+        ))
+    })?;
+    let document = String::from_utf8(stackpack_schema::signature::canonical_json(signed))
+        .expect("JSON is UTF-8");
+    let digest = r.digest.to_string();
+    db.write(|tx| {
+        let now_ns = now_ns();
+        let now = format_ns(now_ns);
+        if let Some(existing) = rdb::release_receipt_document(tx, &r.id)? {
+            return if existing == document {
+                Ok(false)
+            } else {
+                Err(Error::new(
+                    Code::Conflict,
+                    format!(
+                        "another release receipt with id `{}` is already stored",
+                        r.id
+                    ),
+                ))
+            };
+        }
+        db::ledger::note_customer(tx, &r.customer, &now)?;
+        let key = SigningKey {
+            key_id: &r.key_id,
+            public_key: &signed.public_key,
+        };
+        check_key(tx, &r.customer, &key, &FirstUse::Reporter, &now)?;
+        rdb::insert_release_receipt(
+            tx,
+            &rdb::NewReleaseReceipt {
+                id: &r.id,
+                customer: &r.customer,
+                release: &r.release,
+                version: &r.version,
+                digest: &digest,
+                kind: r.kind,
+                outcome: r.outcome,
+                finished_at: &finished_at,
+                finished_ns,
+                key_id: &r.key_id,
+                document: &document,
+            },
+            &now,
+            now_ns,
+        )?;
+        rdb::note_seen(tx, &r.customer, &finished_at, finished_ns)?;
+        refresh_customer(tx, &r.customer, now_ns).map_err(sql)?;
+        Ok(true)
+    })
+}
+
+/// Stores a runner's sync report for `customer`: last seen, and each release's state
+/// (a failure at the assigned version counts at the gate).
+pub fn record_sync(db: &Db, customer: &str, report: &SyncReport) -> Result<()> {
+    if report.customer != customer {
+        return Err(bad(format!(
+            "the report is customer `{}`'s, but was sent for `{customer}`",
+            report.customer
+        )));
+    }
+    for release in &report.releases {
+        stackpack_schema::reference::validate_name(&release.release)
+            .map_err(|e| bad(format!("release: {e}")))?;
+    }
+    db.write(|tx| {
+        if db::ledger::customer(tx, customer)?.is_none() {
+            return Err(Error::new(
+                Code::NotFound,
+                format!("customer `{customer}` is not known"),
+            ));
+        }
+        let now_ns = now_ns();
+        let now = format_ns(now_ns);
+        rdb::note_sync(tx, customer, &now, now_ns)?;
+        for release in &report.releases {
+            let pending = release
+                .pending
+                .as_ref()
+                .map(|p| serde_json::to_string(p).expect("a pending approval serialises"));
+            rdb::upsert_sync(
+                tx,
+                &rdb::NewSync {
+                    customer,
+                    release: &release.release,
+                    kind: release.kind,
+                    state: release.state,
+                    assigned: release.assigned.as_ref(),
+                    running: release.running.as_ref(),
+                    pending: pending.as_deref(),
+                    message: release.message.as_deref(),
+                },
+                &now,
+                now_ns,
+            )?;
+        }
+        refresh_customer(tx, customer, now_ns)?;
+        Ok(())
+    })
+}
+
+/// Puts `customer` in `channel` and `wave` (checked against the channel's waves)
+/// and assigns it what the channel's open waves already carry.
+pub fn place(
+    conn: &Connection,
+    customer: &str,
+    channel: &str,
+    wave: Option<&str>,
+    now_ns: i64,
+) -> Result<()> {
+    stackpack_schema::reference::validate_name(channel)
+        .map_err(|e| bad(format!("channel `{channel}`: {e}")))?;
+    let config = rdb::channel(conn, channel)?;
+    if let Some(wave) = wave {
+        if !config.waves.iter().any(|w| w == wave) {
+            return Err(bad(format!(
+                "channel `{channel}` has no wave `{wave}`; its waves are {}",
+                config
+                    .waves
+                    .iter()
+                    .map(|w| format!("`{w}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    if !rdb::set_placement(conn, customer, channel, wave)? {
+        return Err(Error::new(
+            Code::NotFound,
+            format!("customer `{customer}` is not known; register it with `stackpack-registry customer add {customer}`"),
+        ));
+    }
+    // A customer joining a channel runs what its rollouts completed; the running
+    // ones assign it when their waves reach its own (`advance`).
+    for row in rdb::completed_rollouts(conn, channel)? {
+        let index = ChannelConfig {
+            waves: row.waves.clone(),
+            soak_seconds: row.soak_seconds,
+            configured: true,
+        }
+        .wave_index(wave);
+        assign(conn, &row, customer, &row.waves[index], index, now_ns)?;
+    }
+    advance(conn, now_ns)?;
+    Ok(())
+}
+
+/// Sets a channel's waves and soak time (what is not given keeps its value).
+pub fn set_channel(
+    conn: &Connection,
+    name: &str,
+    waves: Option<Vec<String>>,
+    soak_seconds: Option<u64>,
+    now_ns: i64,
+) -> Result<ChannelConfig> {
+    stackpack_schema::reference::validate_name(name)
+        .map_err(|e| bad(format!("channel `{name}`: {e}")))?;
+    let mut config = rdb::channel(conn, name)?;
+    if let Some(waves) = waves {
+        if waves.is_empty() {
+            return Err(bad("a channel needs at least one wave"));
+        }
+        for (i, wave) in waves.iter().enumerate() {
+            stackpack_schema::reference::validate_name(wave)
+                .map_err(|e| bad(format!("wave `{wave}`: {e}")))?;
+            if waves[..i].contains(wave) {
+                return Err(bad(format!("wave `{wave}` is listed twice")));
+            }
+        }
+        config.waves = waves;
+    }
+    if let Some(soak) = soak_seconds {
+        config.soak_seconds = soak;
+    }
+    config.configured = true;
+    rdb::set_channel(conn, name, &config, &format_ns(now_ns))?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests;
