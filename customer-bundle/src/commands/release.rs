@@ -75,6 +75,7 @@ fn prepare<'a>(
         wait: Duration::from_secs(deploy.wait),
         parallel: 1,
         allow_downgrade: false,
+        reviewed: Default::default(),
     })
 }
 

@@ -49,6 +49,9 @@ pub struct ReleaseRun<'a> {
     pub wait: Duration,
     pub parallel: usize,
     pub allow_downgrade: bool,
+    /// Reviewed plans (`plan --out`) by stack: such a stack is applied exactly as
+    /// its plan says, or refused when the bundle, the inputs or the state moved.
+    pub reviewed: std::collections::BTreeMap<String, PathBuf>,
 }
 
 impl ReleaseRun<'_> {
@@ -106,6 +109,16 @@ pub enum Planned {
 
 /// Plans every stack in order.
 pub fn plan(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<(String, Planned)>> {
+    plan_to(run, ui, None)
+}
+
+/// Plans every stack in order; with `out`, each stack with changes leaves a
+/// reviewed plan there (`<stack>.plan.json`, as `plan --out` writes it).
+pub fn plan_to(
+    run: &ReleaseRun,
+    ui: &ReleaseUi,
+    plans_to: Option<&std::path::Path>,
+) -> Result<Vec<(String, Planned)>> {
     let ledger = Ledger::open(&run.home.ledger_path())?;
     let scratch = crate::files::work_folder(&run.home.work_root(), "release-")?;
     let mut changing: BTreeSet<String> = BTreeSet::new();
@@ -136,6 +149,7 @@ pub fn plan(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<(String, Planned)>> 
             wait: run.wait,
             options: Options {
                 release: Some(run.reference()),
+                plan_out: plans_to.map(|dir| reviewed_plan_path(dir, &name)),
                 ..Options::default()
             },
         };
@@ -144,6 +158,11 @@ pub fn plan(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<(String, Planned)>> 
         out.push((name, Planned::Changes(Box::new(report))));
     }
     Ok(out)
+}
+
+/// Where [`plan_to`] writes a stack's reviewed plan in `dir`.
+pub fn reviewed_plan_path(dir: &std::path::Path, stack: &str) -> PathBuf {
+    dir.join(format!("{stack}.plan.json"))
 }
 
 /// What an apply did with one stack.
@@ -327,6 +346,7 @@ fn try_apply_stack(
         wait: run.wait,
         options: Options {
             release: Some(run.reference()),
+            reviewed: run.reviewed.get(name).cloned(),
             ..Options::default()
         },
     };
