@@ -49,7 +49,10 @@ fn pass_of(home: &Home, args: &SyncArgs) -> Result<Pass> {
     if let Some(inputs) = &args.inputs {
         pass.inputs = Some(inputs.clone());
     }
-    let address = args.registry.as_ref().or(home.config.sync.registry.as_ref());
+    let address = args
+        .registry
+        .as_ref()
+        .or(home.config.sync.registry.as_ref());
     if let Some(address) = address {
         let insecure = args.insecure || home.config.sync.insecure;
         pass.registry = Some(Registry::new(address, insecure, args.token.clone())?);
@@ -128,7 +131,9 @@ fn sleep_unless_stopped(wait: Duration) -> bool {
 }
 
 fn version(v: &Option<semver::Version>) -> String {
-    v.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+    v.as_ref()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "-".into())
 }
 
 fn detail(r: &SyncReleaseReport) -> String {
@@ -178,7 +183,10 @@ fn show(outcome: &Outcome, json: bool) {
         .collect();
     print!(
         "{}",
-        table(&["RELEASE", "ASSIGNED", "RUNNING", "STATE", "DETAIL"], &rows)
+        table(
+            &["RELEASE", "ASSIGNED", "RUNNING", "STATE", "DETAIL"],
+            &rows
+        )
     );
 }
 
@@ -214,11 +222,20 @@ pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
                 p.id.clone(),
                 format!("{}@{}", p.release, p.version),
                 p.since.clone(),
-                format!("{} to add, {} to change, {} to destroy", s.add, s.change, s.destroy),
+                format!(
+                    "{} to add, {} to change, {} to destroy",
+                    s.add, s.change, s.destroy
+                ),
                 if destructive > 0 {
-                    format!("{destructive} replaced or destroyed; review {}", pending::dir(&home, &p.id).join(pending::REVIEW).display())
+                    format!(
+                        "{destructive} replaced or destroyed; review {}",
+                        pending::dir(&home, &p.id).join(pending::REVIEW).display()
+                    )
                 } else {
-                    format!("review {}", pending::dir(&home, &p.id).join(pending::REVIEW).display())
+                    format!(
+                        "review {}",
+                        pending::dir(&home, &p.id).join(pending::REVIEW).display()
+                    )
                 },
             ]
         })

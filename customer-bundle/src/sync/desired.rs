@@ -77,9 +77,8 @@ pub fn read(path: &Path) -> Result<Vec<DesiredRelease>> {
         let span = entry.span();
         let at = format!("{}:{}", path.display(), line_of(&text, span.start));
         let entry = entry.into_inner();
-        stackpack_schema::reference::validate_name(&release).map_err(|e| {
-            Error::refused(format!("release `{release}`: {e}")).at(at.clone())
-        })?;
+        stackpack_schema::reference::validate_name(&release)
+            .map_err(|e| Error::refused(format!("release `{release}`: {e}")).at(at.clone()))?;
         let wanted = match (entry.version, entry.channel) {
             (Some(version), None) => {
                 let at = location_of(path, &text, Some(version.span()));
@@ -153,7 +152,11 @@ mod tests {
         )
         .unwrap();
         let error = super::read(&path).unwrap_err();
-        assert!(error.message.contains("customers/nobody"), "{}", error.message);
+        assert!(
+            error.message.contains("customers/nobody"),
+            "{}",
+            error.message
+        );
         assert!(error.location.unwrap().ends_with("desired.toml:3"));
 
         std::fs::write(&path, "[releases.environment]\nverison = \"1.3.0\"\n").unwrap();

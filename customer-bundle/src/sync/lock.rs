@@ -31,11 +31,11 @@ impl SyncLock {
                 "" => "another `stackpack-runner sync`".to_string(),
                 pid => format!("another `stackpack-runner sync` (process {pid})"),
             };
-            return Err(Error::refused(format!(
-                "{who} holds this home's lock: nothing was done"
-            ))
-            .at(format!("`{}`", path.display()))
-            .hint("one pass at a time per home; this one runs again at its next interval"));
+            return Err(
+                Error::refused(format!("{who} holds this home's lock: nothing was done"))
+                    .at(format!("`{}`", path.display()))
+                    .hint("one pass at a time per home; this one runs again at its next interval"),
+            );
         }
         file.set_len(0).map_err(|e| io("write", &path, e))?;
         let _ = file.rewind();

@@ -74,7 +74,11 @@ impl Outcome {
     }
 }
 
-fn release_report(release: &str, assigned: Option<&Version>, state: SyncState) -> SyncReleaseReport {
+fn release_report(
+    release: &str,
+    assigned: Option<&Version>,
+    state: SyncState,
+) -> SyncReleaseReport {
     SyncReleaseReport {
         release: release.to_string(),
         kind: ApprovedKind::Release,
@@ -215,7 +219,9 @@ fn removed(
                 ));
             }
             OnRemoval::Destroy if home.config.sync.approve == Approve::Auto => {
-                (ui.status)(&format!("destroying `{name}@{running}`: no longer assigned"));
+                (ui.status)(&format!(
+                    "destroying `{name}@{running}`: no longer assigned"
+                ));
                 let release = stored::load(home, name, &running)?;
                 match ops::destroy(home, &release, Duration::ZERO, ui) {
                     Ok(done) => {
@@ -344,7 +350,10 @@ fn converge(
             break;
         }
         let reference = format!("{name}@{}", target.version);
-        if let Some(refusal) = changed.iter().find_map(|(_, r)| r.verdict.refusal(&reference)) {
+        if let Some(refusal) = changed
+            .iter()
+            .find_map(|(_, r)| r.verdict.refusal(&reference))
+        {
             report.state = SyncState::Failed;
             report.message = Some(refusal.message);
             report.receipt_id = Some(changed[0].1.receipt.receipt.id.clone());
@@ -383,7 +392,11 @@ fn converge(
             .collect();
         let run = release_run(home, release, &target.inputs, reviewed)?;
         let stacks = run::apply(&run, ui)?;
-        let failed = stacks.iter().find_map(|s| s.error.as_ref().map(|e| (s.name.clone(), e.message.clone())));
+        let failed = stacks.iter().find_map(|s| {
+            s.error
+                .as_ref()
+                .map(|e| (s.name.clone(), e.message.clone()))
+        });
         for stack in stacks {
             ran.insert(stack.name.clone(), stack);
         }
@@ -475,7 +488,10 @@ pub fn record(
             } else {
                 StackResult::NotReached
             },
-            receipt_id: current.as_ref().filter(|_| at).map(|d| d.receipt_id.clone()),
+            receipt_id: current
+                .as_ref()
+                .filter(|_| at)
+                .map(|d| d.receipt_id.clone()),
             before: current.map(|d| d.version),
             error: None,
             outputs: None,
@@ -588,16 +604,19 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
     let started_at = receipts::now();
     let run = release_run(home, &release, &held.inputs, reviewed)?;
     let stacks = run::apply(&run, ui)?;
-    let failed = stacks
-        .iter()
-        .find_map(|s| s.error.as_ref().map(|e| (s.name.clone(), e.message.clone())));
-    let ran: BTreeMap<String, StackRun> =
-        stacks.into_iter().map(|s| (s.name.clone(), s)).collect();
+    let failed = stacks.iter().find_map(|s| {
+        s.error
+            .as_ref()
+            .map(|e| (s.name.clone(), e.message.clone()))
+    });
+    let ran: BTreeMap<String, StackRun> = stacks.into_iter().map(|s| (s.name.clone(), s)).collect();
     let signed = record(home, &release, started_at, ran)?;
     pending::remove(home, &held.id)?;
     if let Some((stack, message)) = failed {
         let mut error = moved(format!("`{stack}`: {message}"));
-        error.message.push_str(&format!(" (release receipt `{}`)", signed.receipt.id));
+        error
+            .message
+            .push_str(&format!(" (release receipt `{}`)", signed.receipt.id));
         return Err(error);
     }
     let ledger = Ledger::open(&home.ledger_path())?;

@@ -221,8 +221,11 @@ pub fn list(home: &Home) -> Result<Vec<Pending>> {
             continue;
         };
         let pending: Pending = serde_json::from_str(&text).map_err(|e| {
-            Error::refused(format!("pending approval `{}` is unreadable: {e}", path.display()))
-                .hint("remove its folder; the next `sync` pass plans again")
+            Error::refused(format!(
+                "pending approval `{}` is unreadable: {e}",
+                path.display()
+            ))
+            .hint("remove its folder; the next `sync` pass plans again")
         })?;
         out.push(pending);
     }
@@ -246,9 +249,13 @@ pub fn find(home: &Home, id: &str) -> Result<Pending> {
         [one] => Ok((*one).clone()),
         [] => Err(Error::refused(format!("no pending approval has id `{id}`"))
             .at(format!("`{}`", home.pending_dir().display()))
-            .hint("list them with `stackpack-runner pending`; a plan that changed since has a new id")),
-        _ => Err(Error::usage(format!("`{id}` matches several pending approvals"))
-            .hint("give more of the id")),
+            .hint(
+                "list them with `stackpack-runner pending`; a plan that changed since has a new id",
+            )),
+        _ => Err(
+            Error::usage(format!("`{id}` matches several pending approvals"))
+                .hint("give more of the id"),
+        ),
     }
 }
 

@@ -22,9 +22,9 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(address: &str, insecure: bool, token: Option<String>) -> Result<Registry> {
-        let address: RegistryAddress = address.parse().map_err(|e| {
-            Error::usage_by(e).hint("give the registry as `HOST[:PORT]/NAMESPACE`")
-        })?;
+        let address: RegistryAddress = address
+            .parse()
+            .map_err(|e| Error::usage_by(e).hint("give the registry as `HOST[:PORT]/NAMESPACE`"))?;
         Ok(Registry {
             address,
             insecure,
@@ -49,23 +49,25 @@ impl Registry {
             "cannot reach the registry: {error}; what runs is left as it is"
         ))
         .at(url)
-        .hint("the next pass tries again; check the address under `[sync] registry` and the network")
+        .hint(
+            "the next pass tries again; check the address under `[sync] registry` and the network",
+        )
     }
 
     /// The assignment for `customer`.
     pub fn assignment(&self, customer: &str) -> Result<AssignmentResponse> {
         let url = format!("{}/api/v1/customers/{customer}/assignment", self.base());
-        let answer = http::get(&url, Some(self.token()?), 4 << 20)
-            .map_err(|e| self.unreachable(&url, e))?;
+        let answer =
+            http::get(&url, Some(self.token()?), 4 << 20).map_err(|e| self.unreachable(&url, e))?;
         match answer.status {
             200 => serde_json::from_str(&answer.body).map_err(|e| {
                 Error::refused(format!("the registry's assignment is not readable: {e}")).at(&url)
             }),
-            404 => Err(Error::refused(format!(
-                "the registry does not know customer `{customer}`"
-            ))
-            .at(&url)
-            .hint("check `customer` in `runner.toml` with your vendor")),
+            404 => Err(
+                Error::refused(format!("the registry does not know customer `{customer}`"))
+                    .at(&url)
+                    .hint("check `customer` in `runner.toml` with your vendor"),
+            ),
             401 | 403 => Err(Error::refused(format!(
                 "the registry refused the token ({})",
                 answer.status

@@ -55,7 +55,11 @@ fn refusal(release: &str, assigned: Option<&Version>, message: String) -> Refusa
 }
 
 fn trusted(home: &Home) -> Result<Vec<PublicKey>> {
-    Ok(home.trusted_keys()?.into_iter().map(|(_, k, _)| k).collect())
+    Ok(home
+        .trusted_keys()?
+        .into_iter()
+        .map(|(_, k, _)| k)
+        .collect())
 }
 
 /// The inputs folder of the home (`[sync] inputs`), or the flag's.
@@ -64,7 +68,10 @@ pub fn default_inputs(home: &Home, flag: Option<&Path>) -> Option<PathBuf> {
         .or_else(|| home.config.sync.inputs.as_ref().map(|p| home.resolve(p)))
 }
 
-fn inputs_or_refuse(release: &str, inputs: Option<PathBuf>) -> std::result::Result<PathBuf, String> {
+fn inputs_or_refuse(
+    release: &str,
+    inputs: Option<PathBuf>,
+) -> std::result::Result<PathBuf, String> {
     inputs.ok_or_else(|| {
         format!("no inputs folder for release `{release}`: set `inputs` under `[sync]` in `runner.toml`, or for the release in the desired-state file")
     })
@@ -117,7 +124,10 @@ fn store_statements(home: &Home, channel_name: &str) -> Result<Statements> {
             Err(e) => {
                 out.refused.insert(
                     s.release.clone(),
-                    format!("the channel statement for `{}@{}` is refused: {e}", s.release, s.version),
+                    format!(
+                        "the channel statement for `{}@{}` is refused: {e}",
+                        s.release, s.version
+                    ),
                 );
             }
         }
@@ -169,8 +179,11 @@ pub fn from_store(home: &Home, inputs: Option<PathBuf>) -> Result<Assigned> {
             Some(s) => {
                 let s = &s.statement;
                 if !in_store(home, &name, &s.version, &s.digest)? {
-                    out.refused
-                        .push(refusal(&name, Some(&s.version), not_in_store(&name, &s.version)));
+                    out.refused.push(refusal(
+                        &name,
+                        Some(&s.version),
+                        not_in_store(&name, &s.version),
+                    ));
                     continue;
                 }
                 match inputs_or_refuse(&name, inputs.clone()) {
@@ -297,38 +310,54 @@ pub fn from_desired(
 
 /// Connected: the registry's assignment, each verified against the vendor's
 /// statement (trusted key, this channel, exactly this digest), pulled if needed.
-pub fn from_registry(home: &Home, registry: &Registry, inputs: Option<PathBuf>) -> Result<Assigned> {
+pub fn from_registry(
+    home: &Home,
+    registry: &Registry,
+    inputs: Option<PathBuf>,
+) -> Result<Assigned> {
     let response = registry.assignment(&home.config.customer)?;
     let channel_name = home.config.sync.channel();
     let keys = trusted(home)?;
     let mut out = Assigned::default();
     for a in response.assignments {
         if a.kind != ApprovedKind::Release {
-            out.refused.push(refusal(&a.release, Some(&a.version), format!(
+            out.refused.push(refusal(
+                &a.release,
+                Some(&a.version),
+                format!(
                 "`{}@{}` is assigned as a single stack, which this runner syncs as a release only",
                 a.release, a.version
-            )));
+            ),
+            ));
             continue;
         }
         if let Err(e) = a.verify(&keys, channel_name) {
             out.refused.push(refusal(
                 &a.release,
                 Some(&a.version),
-                format!("the registry's assignment of `{}@{}` is refused: {e}", a.release, a.version),
+                format!(
+                    "the registry's assignment of `{}@{}` is refused: {e}",
+                    a.release, a.version
+                ),
             ));
             continue;
         }
         if !a.version.pre.is_empty() && !home.config.policy.allow_prereleases {
-            out.refused.push(refusal(&a.release, Some(&a.version), format!(
-                "`{}@{}` is a prerelease, and this runner's policy allows stable versions only",
-                a.release, a.version
-            )));
+            out.refused.push(refusal(
+                &a.release,
+                Some(&a.version),
+                format!(
+                    "`{}@{}` is a prerelease, and this runner's policy allows stable versions only",
+                    a.release, a.version
+                ),
+            ));
             continue;
         }
         let inputs = match inputs_or_refuse(&a.release, inputs.clone()) {
             Ok(inputs) => inputs,
             Err(message) => {
-                out.refused.push(refusal(&a.release, Some(&a.version), message));
+                out.refused
+                    .push(refusal(&a.release, Some(&a.version), message));
                 continue;
             }
         };
@@ -344,10 +373,16 @@ pub fn from_registry(home: &Home, registry: &Registry, inputs: Option<PathBuf>) 
             }
         }
         if !in_store(home, &a.release, &a.version, &a.digest)? {
-            out.refused.push(refusal(&a.release, Some(&a.version), format!(
-                "the store's `{}@{}` is not the release the vendor approved (`{}`)",
-                a.release, a.version, a.digest.short()
-            )));
+            out.refused.push(refusal(
+                &a.release,
+                Some(&a.version),
+                format!(
+                    "the store's `{}@{}` is not the release the vendor approved (`{}`)",
+                    a.release,
+                    a.version,
+                    a.digest.short()
+                ),
+            ));
             continue;
         }
         out.targets.push(Target {
