@@ -76,6 +76,7 @@ fn prepare<'a>(
         parallel: 1,
         allow_downgrade: false,
         reviewed: Default::default(),
+        force: Default::default(),
     })
 }
 

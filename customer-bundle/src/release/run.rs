@@ -52,6 +52,9 @@ pub struct ReleaseRun<'a> {
     /// Reviewed plans (`plan --out`) by stack: such a stack is applied exactly as
     /// its plan says, or refused when the bundle, the inputs or the state moved.
     pub reviewed: std::collections::BTreeMap<String, PathBuf>,
+    /// Stacks planned even when the ledger says they already run this bundle with
+    /// these inputs (to correct drift).
+    pub force: BTreeSet<String>,
 }
 
 impl ReleaseRun<'_> {
@@ -136,7 +139,9 @@ pub fn plan_to(
         }
         let outputs = run.upstream_outputs(stack, &Outputs::new(), ui)?;
         let files = wiring::run_files(stack, &outputs, scratch.path())?;
-        if wiring::unchanged(run.home, &ledger, stack, &files)?.is_some() {
+        if !run.force.contains(&name)
+            && wiring::unchanged(run.home, &ledger, stack, &files)?.is_some()
+        {
             out.push((name, Planned::Unchanged));
             continue;
         }
@@ -326,7 +331,13 @@ fn try_apply_stack(
     result.before = ledger.current(name)?.map(|d| d.version);
     let outputs = run.upstream_outputs(stack, fresh, ui)?;
     let files: Vec<PathBuf> = wiring::run_files(stack, &outputs, scratch)?;
-    if let Some(current) = wiring::unchanged(run.home, &ledger, stack, &files)? {
+    // A reviewed plan is applied as reviewed (or refused when the state moved),
+    // never skipped: it may correct drift the ledger cannot see.
+    let unchanged = match run.reviewed.contains_key(name) || run.force.contains(name) {
+        true => None,
+        false => wiring::unchanged(run.home, &ledger, stack, &files)?,
+    };
+    if let Some(current) = unchanged {
         (ui.status)(&format!(
             "`{name}@{}` unchanged: already applied with these inputs",
             current.version

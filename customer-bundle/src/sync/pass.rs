@@ -17,13 +17,16 @@ use super::pending::{self, Fingerprint, Pending, PendingStack};
 use super::registry::Registry;
 use super::source::{self, Assigned, Target};
 use super::window::Window;
+use crate::deploy::{self, Options, Request, Target as DeployTarget, Ui};
+use crate::engine::PlanDetails;
 use crate::error::{Error, Result};
-use crate::home::{Approve, Home, OnRemoval, SyncSource};
+use crate::home::{Approve, Home, OnDrift, OnRemoval, SyncSource};
 use crate::ledger::Ledger;
 use crate::release::receipt::StackResult;
 use crate::release::run::{self, Planned, ReleaseRun, ReleaseUi, StackRun};
 use crate::release::{history, ops, stored, wiring};
 use crate::{receipts, review};
+use stackpack_schema::receipt::Outcome as ReceiptOutcome;
 
 /// What a pass is asked to do, beyond `runner.toml`.
 pub struct Pass {
@@ -317,7 +320,75 @@ fn sync_release(
         };
         return Ok(report);
     }
-    converge(home, &release, target, report, ui)
+    let report = converge(home, &release, target, report, BTreeSet::new(), ui)?;
+    match (report.state, sync.on_drift) {
+        (SyncState::Converged, Some(on_drift)) => {
+            drift(home, &release, target, report, on_drift, ui)
+        }
+        _ => Ok(report),
+    }
+}
+
+/// A converged release checked for changes made outside the runner: reported
+/// (drift receipts, state `drifted`), or corrected by applying the installed
+/// version again through the approval policy.
+fn drift(
+    home: &Home,
+    release: &VerifiedRelease,
+    target: &Target,
+    mut report: SyncReleaseReport,
+    on_drift: OnDrift,
+    ui: &ReleaseUi,
+) -> Result<SyncReleaseReport> {
+    let mut drifted = BTreeSet::new();
+    let mut receipt = None;
+    for stack in &release.description.stacks {
+        let request = Request {
+            stack: stack.name.clone(),
+            target: DeployTarget::Drift,
+            wait: Duration::ZERO,
+            options: Options::default(),
+        };
+        let mut yes = |_: &str, _: ReceiptKind, _: &PlanDetails| true;
+        let status = |line: &str| (ui.status)(line);
+        let mut deploy_ui = Ui {
+            verbose: ui.verbose,
+            quiet: ui.quiet,
+            status: &status,
+            confirm: &mut yes,
+        };
+        let done = deploy::run(home, request, &mut deploy_ui)?;
+        if done.receipt.receipt.outcome == ReceiptOutcome::Drifted {
+            drifted.insert(stack.name.clone());
+            receipt.get_or_insert(done.receipt.receipt.id);
+        }
+    }
+    if drifted.is_empty() {
+        return Ok(report);
+    }
+    let names = drifted
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match on_drift {
+        OnDrift::Report => {
+            report.state = SyncState::Drifted;
+            report.message = Some(format!(
+                "changed outside the runner: {names} (`on-drift = \"report\"`)"
+            ));
+            report.receipt_id = receipt;
+            Ok(report)
+        }
+        OnDrift::Correct => {
+            (ui.status)(&format!("correcting drift in {names}"));
+            let mut corrected = converge(home, release, target, report, drifted, ui)?;
+            if corrected.state == SyncState::Applied {
+                corrected.message = Some(format!("drift corrected in {names}"));
+            }
+            Ok(corrected)
+        }
+    }
 }
 
 /// Plans and applies (or holds) until nothing is left to plan: stacks waiting on
@@ -327,6 +398,7 @@ fn converge(
     release: &VerifiedRelease,
     target: &Target,
     mut report: SyncReleaseReport,
+    mut force: BTreeSet<String>,
     ui: &ReleaseUi,
 ) -> Result<SyncReleaseReport> {
     let sync = &home.config.sync;
@@ -336,7 +408,14 @@ fn converge(
     let ledger = Ledger::open(&home.ledger_path())?;
     let was_at_target = at_target(&ledger, release)?;
     for _ in 0..=release.description.stacks.len() {
-        let run = release_run(home, release, &target.inputs, BTreeMap::new())?;
+        // Forced stacks are planned once; after their apply the ledger knows them.
+        let run = release_run(
+            home,
+            release,
+            &target.inputs,
+            BTreeMap::new(),
+            std::mem::take(&mut force),
+        )?;
         let staging = pending::staging(home)?;
         let planned = run::plan_to(&run, ui, Some(staging.path()))?;
         let changed: Vec<(&String, &crate::deploy::Report)> = planned
@@ -390,7 +469,7 @@ fn converge(
                 )
             })
             .collect();
-        let run = release_run(home, release, &target.inputs, reviewed)?;
+        let run = release_run(home, release, &target.inputs, reviewed, BTreeSet::new())?;
         let stacks = run::apply(&run, ui)?;
         let failed = stacks.iter().find_map(|s| {
             s.error
@@ -427,6 +506,7 @@ pub fn release_run<'a>(
     release: &'a VerifiedRelease,
     inputs: &Path,
     reviewed: BTreeMap<String, PathBuf>,
+    force: BTreeSet<String>,
 ) -> Result<ReleaseRun<'a>> {
     let mut stacks = wiring::check_inputs_dir(home, &release.description, inputs)?;
     if !reviewed.is_empty() {
@@ -440,6 +520,7 @@ pub fn release_run<'a>(
         parallel: 1,
         allow_downgrade: home.config.sync.allow_downgrade,
         reviewed,
+        force,
     })
 }
 
@@ -602,7 +683,7 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
         .map(|s| (s.stack.clone(), held.plan_path(home, s)))
         .collect();
     let started_at = receipts::now();
-    let run = release_run(home, &release, &held.inputs, reviewed)?;
+    let run = release_run(home, &release, &held.inputs, reviewed, BTreeSet::new())?;
     let stacks = run::apply(&run, ui)?;
     let failed = stacks.iter().find_map(|s| {
         s.error

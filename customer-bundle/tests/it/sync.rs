@@ -536,3 +536,70 @@ fn an_unreachable_registry_fails_the_pass_and_keeps_what_runs() {
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(stderr.contains("cannot reach the registry"), "{stderr}");
 }
+
+/// Changes the network's recorded input behind the runner's back, as a person
+/// editing the resource by hand would.
+fn tamper_network(runner: &Runner) {
+    let path = runner.state_file("network");
+    let mut state: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let attributes = &mut state["resources"][0]["instances"][0]["attributes"];
+    attributes["input"]["value"] = Value::String("vpc-by-hand".into());
+    std::fs::write(&path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+}
+
+fn network_input(runner: &Runner) -> Value {
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(runner.state_file("network")).unwrap())
+            .unwrap();
+    state["resources"][0]["instances"][0]["attributes"]["input"]["value"].clone()
+}
+
+#[test]
+fn drift_is_reported_with_a_receipt_or_corrected_through_the_approval_policy() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(
+        &runner,
+        &format!("desired = {:?}\non-drift = \"report\"", desired),
+    );
+    assert_eq!(release(&sync(&runner), "platform")["state"], "applied");
+    assert_eq!(release(&sync(&runner), "platform")["state"], "converged");
+
+    tamper_network(&runner);
+    let found = sync(&runner);
+    let platform = release(&found, "platform");
+    assert_eq!(platform["state"], "drifted", "{found}");
+    assert!(platform["message"].as_str().unwrap().contains("`network`"));
+    let receipt = platform["receiptId"].as_str().unwrap();
+    let listed = runner.run(&["receipts", "list", "--json"]).ok().json();
+    assert!(listed["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["receipt"]["receipt"]["id"] == receipt
+            && r["receipt"]["receipt"]["outcome"] == "drifted"));
+    assert_eq!(
+        network_input(&runner),
+        "vpc-by-hand",
+        "reported, not changed"
+    );
+
+    runner.set_config("on-drift = \"report\"", "on-drift = \"correct\"");
+    let corrected = sync(&runner);
+    let platform = release(&corrected, "platform");
+    assert_eq!(platform["state"], "applied", "{corrected}");
+    assert!(platform["message"]
+        .as_str()
+        .unwrap()
+        .contains("drift corrected"));
+    assert_eq!(network_input(&runner), "vpc-10.1.0.0/16");
+    assert_eq!(release(&sync(&runner), "platform")["state"], "converged");
+}
