@@ -603,3 +603,161 @@ fn drift_is_reported_with_a_receipt_or_corrected_through_the_approval_policy() {
     assert_eq!(network_input(&runner), "vpc-10.1.0.0/16");
     assert_eq!(release(&sync(&runner), "platform")["state"], "converged");
 }
+
+/// A stand-in for the registry's rollout endpoints (assignment, sync report,
+/// receipts), NOT the registry: a few lines of HTTP on 127.0.0.1 that answer with
+/// a fixed assignment and keep what they are sent. The integrator replaces this
+/// test with one against the real `stackpack-registry`.
+struct StandInRegistry {
+    port: u16,
+    received: std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>,
+}
+
+impl StandInRegistry {
+    fn start(assignment: Value) -> StandInRegistry {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = received.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                reader.read_line(&mut request).unwrap();
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':') {
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap();
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let mut parts = request.split_whitespace();
+                let (method, path) = (parts.next().unwrap(), parts.next().unwrap().to_string());
+                let (status, answer) = if method == "GET" {
+                    ("200 OK", assignment.to_string())
+                } else {
+                    let document = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    keep.lock().unwrap().push((path.clone(), document));
+                    if path.ends_with("/sync") {
+                        ("204 No Content", String::new())
+                    } else {
+                        ("201 Created", "{}".to_string())
+                    }
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        StandInRegistry { port, received }
+    }
+
+    fn posted(&self, path: &str) -> Vec<Value> {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, d)| d.clone())
+            .collect()
+    }
+}
+
+fn assignment(signed: &SignedChannelStatement, index: &Descriptor) -> Value {
+    let s = &signed.statement;
+    serde_json::json!({
+        "kind": "release",
+        "release": s.release,
+        "version": s.version.to_string(),
+        "digest": index.digest.to_string(),
+        "rollout": 1,
+        "assignedAt": "2026-12-02T09:00:00Z",
+        "statement": signed,
+    })
+}
+
+#[test]
+fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_the_pass() {
+    let (vendor, indexes) = vendor(&["1.0.0"]);
+    let key = PrivateKey::from_pem(&std::fs::read_to_string(&vendor.key).unwrap()).unwrap();
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let stranger = PrivateKey::from_secret_bytes([9; 32]);
+    let mut forged = statement(&stranger, "stable", "2.0.0", &indexes[0]);
+    forged.statement.release = "evil".into();
+    let forged = SignedChannelStatement::sign(forged.statement, &stranger);
+    let registry = StandInRegistry::start(serde_json::json!({
+        "customer": "globex",
+        "channel": "stable",
+        "wave": "general",
+        "assignments": [
+            assignment(&statement(&key, "stable", "1.0.0", &indexes[0]), &indexes[0]),
+            assignment(&forged, &indexes[0]),
+        ],
+        "now": "2026-12-02T09:00:00Z",
+    }));
+    let gitops = GitOps::new(&runner, 3);
+    configure(
+        &runner,
+        &format!(
+            "registry = \"127.0.0.1:{}/acme\"\ninsecure = true\ninputs = {:?}",
+            registry.port,
+            gitops.dir.join("customers/globex")
+        ),
+    );
+    let pass = |code: i32| {
+        let output = runner
+            .command(&["sync", "--json"])
+            .env("STACKPACK_REGISTRY_TOKEN", "customer-token")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+
+    // The forged assignment is refused (exit 1); the vendor's is applied.
+    let first = pass(1);
+    assert_eq!(release(&first, "platform")["state"], "applied", "{first}");
+    let evil = release(&first, "evil");
+    assert_eq!(evil["state"], "refused");
+    assert!(
+        evil["message"].as_str().unwrap().contains("not trust")
+            || evil["message"].as_str().unwrap().contains("trusted"),
+        "{evil}"
+    );
+    let sent = registry.posted("/api/v1/receipts");
+    let applies = sent.iter().filter(|r| r["receipt"]["kind"] == "apply").count();
+    assert_eq!(applies, 3, "{sent:?}");
+    let release_receipts = registry.posted("/api/v1/release-receipts");
+    assert_eq!(release_receipts.len(), 1);
+    assert_eq!(release_receipts[0]["receipt"]["release"], "platform");
+    let reports = registry.posted("/api/v1/customers/globex/sync");
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0]["releases"][0]["state"], "applied");
+
+    // The next pass sends only its report: every receipt was acknowledged.
+    pass(1);
+    assert_eq!(registry.posted("/api/v1/receipts").len(), sent.len());
+    assert_eq!(registry.posted("/api/v1/release-receipts").len(), 1);
+    let reports = registry.posted("/api/v1/customers/globex/sync");
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[1]["releases"][0]["state"], "converged");
+}
