@@ -744,7 +744,10 @@ fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_t
         "{evil}"
     );
     let sent = registry.posted("/api/v1/receipts");
-    let applies = sent.iter().filter(|r| r["receipt"]["kind"] == "apply").count();
+    let applies = sent
+        .iter()
+        .filter(|r| r["receipt"]["kind"] == "apply")
+        .count();
     assert_eq!(applies, 3, "{sent:?}");
     let release_receipts = registry.posted("/api/v1/release-receipts");
     assert_eq!(release_receipts.len(), 1);
@@ -760,4 +763,68 @@ fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_t
     let reports = registry.posted("/api/v1/customers/globex/sync");
     assert_eq!(reports.len(), 2);
     assert_eq!(reports[1]["releases"][0]["state"], "converged");
+}
+
+/// A stand-in engine (a script around the real Terraform, named as such) that is
+/// slow to apply, so the runner can be killed mid-pass.
+const SLOW_APPLY: &str = r#"
+if [ "$1" = apply ]; then
+  stopped="$(dirname "$0")/engine.stopped"
+  trap 'echo "apply stopped" > "$stopped"; exit 1' INT TERM HUP
+  i=0
+  while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+fi
+exec "$REAL" "$@""#;
+
+#[test]
+fn a_pass_killed_midway_is_reported_by_the_next_which_continues() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let (engine, ran) = crate::common::fake_engine(scratch.path(), "slow-engine", SLOW_APPLY);
+    let runner = Runner::with_engine("globex", &engine);
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(&runner, &format!("desired = {:?}", desired));
+    let mut child = runner
+        .command(&["sync"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&ran)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("apply"))
+    {
+        assert!(start.elapsed().as_secs() < 120, "the engine never applied");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stopped = scratch.path().join("engine.stopped");
+    let start = std::time::Instant::now();
+    while !stopped.exists() {
+        assert!(start.elapsed().as_secs() < 30, "the engine ran on");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    runner.set_config(
+        &format!("{:?}", engine.display().to_string()),
+        &format!("{:?}", crate::common::terraform().display().to_string()),
+    );
+    let next = sync(&runner);
+    let interrupted = next["report"]["interrupted"].as_str().unwrap_or_default();
+    assert!(interrupted.contains("`network@0.1.0`"), "{next}");
+    assert_eq!(release(&next, "platform")["state"], "applied", "{next}");
+    assert_eq!(marker(&runner), serde_json::json!(3));
 }
