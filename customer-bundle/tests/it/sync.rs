@@ -828,3 +828,52 @@ fn a_pass_killed_midway_is_reported_by_the_next_which_continues() {
     assert_eq!(release(&next, "platform")["state"], "applied", "{next}");
     assert_eq!(marker(&runner), serde_json::json!(3));
 }
+
+#[test]
+fn sync_every_keeps_passing_and_sigterm_between_passes_ends_it_with_exit_0() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(&runner, &format!("desired = {:?}", desired));
+    // Files, not pipes: a pipe nobody reads would stall the engine's output.
+    let out = runner.temp.path().join("sync.out");
+    let err = runner.temp.path().join("sync.err");
+    let mut child = runner
+        .command(&["sync", "--every", "2s", "--json"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    // Two passes: the first applies, the next finds nothing to do.
+    while !runner.state_file("gpu-pools").exists() {
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "the first pass never applied"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // SAFETY: signals the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let stdout = std::fs::read(&out).unwrap();
+    let passes: Vec<Value> = serde_json::Deserializer::from_slice(&stdout)
+        .into_iter::<Value>()
+        .map(|v| v.unwrap())
+        .collect();
+    assert!(passes.len() >= 2, "{passes:?}\n{stderr}");
+    assert_eq!(release(&passes[0], "platform")["state"], "applied");
+    assert_eq!(release(&passes[1], "platform")["state"], "converged");
+}
