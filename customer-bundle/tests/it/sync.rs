@@ -511,6 +511,35 @@ fn an_airgapped_runner_syncs_from_imported_statements_and_refuses_untrusted_or_o
         "{applied}"
     );
     assert_eq!(marker(&runner), serde_json::json!(3));
+
+    // A statement approving a release the store does not hold: refused, and what
+    // runs stays.
+    let elsewhere = Descriptor::new(
+        stackpack_schema::media_type::OCI_INDEX,
+        stackpack_schema::Digest::of(b"platform 2.0.0, not exported"),
+        10,
+    );
+    write_statement(
+        &layout,
+        &statement(&key, "stable", "2.0.0", &elsewhere),
+        &elsewhere,
+    )
+    .unwrap();
+    runner
+        .run(&["import", vendor.export_tar("ahead.tar").to_str().unwrap()])
+        .ok();
+    let ahead = runner.run(&["sync", "--json"]).code(1).json();
+    let platform = release(&ahead, "platform");
+    assert_eq!(platform["state"], "refused", "{ahead}");
+    assert_eq!(platform["assigned"], "2.0.0");
+    assert_eq!(platform["running"], "1.0.0");
+    assert!(
+        platform["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not hold"),
+        "{ahead}"
+    );
 }
 
 fn remove_entry(layout: &stackpack_bundle::layout::ImageLayout, entry: &Descriptor) {
