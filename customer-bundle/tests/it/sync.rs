@@ -856,6 +856,8 @@ fn a_pass_killed_midway_is_reported_by_the_next_which_continues() {
     assert!(interrupted.contains("`network@0.1.0`"), "{next}");
     assert_eq!(release(&next, "platform")["state"], "applied", "{next}");
     assert_eq!(marker(&runner), serde_json::json!(3));
+    // Reported once: the stack ran again since.
+    assert!(sync(&runner)["report"].get("interrupted").is_none());
 }
 
 #[test]
