@@ -113,16 +113,13 @@ pub fn read_statement(
     Ok(signed)
 }
 
-/// A statement manifest listed in a layout, and what reading it gave.
-pub type FoundStatement = (Descriptor, Result<SignedChannelStatement, LayoutError>);
-
 /// Every statement listed in `layout`'s `index.json` (for `channel`, when given),
 /// each with its manifest descriptor. Unreadable ones are returned as errors, so a
 /// caller can say which it skipped.
 pub fn statements_in(
     layout: &ImageLayout,
     channel: Option<&str>,
-) -> Result<Vec<FoundStatement>, LayoutError> {
+) -> Result<Vec<(Descriptor, Result<SignedChannelStatement, LayoutError>)>, LayoutError> {
     Ok(layout
         .index()?
         .manifests
