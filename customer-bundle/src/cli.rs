@@ -65,6 +65,72 @@ pub enum Command {
     /// Work with receipts.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
+    /// Reconcile to what should run (the registry's assignment, a desired-state
+    /// file, or the channel statements in the store), following `[sync]` in
+    /// `runner.toml`: one pass, or one every `--every` interval. A plan the approval
+    /// policy holds waits for `stackpack-runner approve ID` (exit 0, state
+    /// `pending-approval`); exit 1 when a release failed or was refused, or the
+    /// registry could not be reached.
+    Sync(SyncArgs),
+    /// Plans a sync pass held for approval.
+    Pending(PendingArgs),
+    /// Apply exactly the plan a sync pass held; refused when the release, the
+    /// inputs or a stack's state moved since (the next pass plans again, new id).
+    Approve(ApproveArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct SyncArgs {
+    /// Keep syncing: a pass every DURATION (`1h`, `30m`, `1d`), ±10% jitter, and a
+    /// doubling backoff after a failed pass (up to DURATION). SIGTERM or SIGINT ends
+    /// the loop after the pass in progress, with exit 0.
+    #[arg(long, value_name = "DURATION")]
+    pub every: Option<String>,
+    /// Where the assignment comes from [default: `[sync] source`].
+    #[arg(long, value_enum)]
+    pub source: Option<SourceArg>,
+    /// The registry, `HOST[:PORT]/NAMESPACE` [default: `[sync] registry`].
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub registry: Option<String>,
+    /// Plain HTTP to the registry (loopback only).
+    #[arg(long)]
+    pub insecure: bool,
+    /// A `customer` token for this customer.
+    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The desired-state file [default: `[sync] desired`].
+    #[arg(long, value_name = "FILE")]
+    pub desired: Option<PathBuf>,
+    /// The inputs folder, one `STACK.tfvars` per stack [default: `[sync] inputs`].
+    #[arg(long, value_name = "DIR")]
+    pub inputs: Option<PathBuf>,
+    /// One JSON document per pass (the sync report).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceArg {
+    Registry,
+    Desired,
+    Store,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct PendingArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct ApproveArgs {
+    /// The pending approval's id (as `stackpack-runner pending` lists it).
+    pub id: String,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

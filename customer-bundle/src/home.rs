@@ -11,6 +11,9 @@
 //!                        so rollback and drift run with the same inputs
 //! work/                  throwaway work folders (unless `runner.toml` names another)
 //! locks/<stack>.lock     one runner at a time per stack
+//! sync.lock              one `sync` pass at a time per home
+//! pending/<id>/          plans a sync pass holds for approval (mode 0700): meta.json,
+//!                        review.md, one reviewed plan per stack
 //! ```
 
 use std::collections::BTreeMap;
@@ -40,6 +43,139 @@ pub struct Config {
     pub backend: BackendConfig,
     #[serde(default)]
     pub policy: Policy,
+    /// `stackpack-runner sync`: where the assignment comes from and what a pass may
+    /// do on its own.
+    #[serde(default, skip_serializing_if = "SyncConfig::is_default")]
+    pub sync: SyncConfig,
+}
+
+/// `[sync]`: how `stackpack-runner sync` reconciles this home.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SyncConfig {
+    /// Where the assignment comes from (default: `registry` when `registry` is set,
+    /// else `desired` when `desired` is set, else `store`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SyncSource>,
+    /// The registry: `HOST[:PORT]/NAMESPACE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+    /// Plain HTTP to `registry` (loopback only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
+    /// The folder of the customer's inputs: one `<stack>.tfvars` per stack.
+    /// Relative to the home.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<PathBuf>,
+    /// The channel this runner accepts statements for (default `stable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// The desired-state file (`desired.toml`, in a git checkout). Relative to the home.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired: Option<PathBuf>,
+    #[serde(default)]
+    pub approve: Approve,
+    /// Unset: a pass does not look for drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_drift: Option<OnDrift>,
+    #[serde(default)]
+    pub on_removal: OnRemoval,
+    /// When applies may happen: `Sat 02:00-06:00 UTC`, `Mon-Fri 22:00-23:30 UTC`,
+    /// `daily 01:00-03:00 UTC`. Unset: any time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// Apply an assignment older than what runs (default: refused).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_downgrade: bool,
+}
+
+impl SyncConfig {
+    fn is_default(&self) -> bool {
+        *self == SyncConfig::default()
+    }
+
+    /// The channel, `stable` unless set.
+    pub fn channel(&self) -> &str {
+        self.channel.as_deref().unwrap_or("stable")
+    }
+
+    /// The source, as set or as the other settings imply.
+    pub fn source(&self) -> SyncSource {
+        match (self.source, &self.registry, &self.desired) {
+            (Some(source), _, _) => source,
+            (None, Some(_), _) => SyncSource::Registry,
+            (None, None, Some(_)) => SyncSource::Desired,
+            (None, None, None) => SyncSource::Store,
+        }
+    }
+}
+
+/// Where a sync pass reads what should run.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SyncSource {
+    /// The registry's assignment for this customer, checked against the vendor's
+    /// signed channel statement.
+    Registry,
+    /// A desired-state file (GitOps).
+    Desired,
+    /// The channel statements imported into the store (airgapped).
+    Store,
+}
+
+impl SyncSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncSource::Registry => "registry",
+            SyncSource::Desired => "desired",
+            SyncSource::Store => "store",
+        }
+    }
+}
+
+/// Which plans a sync pass applies on its own.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Approve {
+    /// Every plan the policies pass.
+    Auto,
+    /// Additions and in-place changes; a plan that replaces or destroys a resource
+    /// waits for `stackpack-runner approve ID`.
+    #[default]
+    AutoUnlessDestructive,
+    /// Every plan waits for `stackpack-runner approve ID`.
+    Manual,
+}
+
+impl Approve {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approve::Auto => "auto",
+            Approve::AutoUnlessDestructive => "auto-unless-destructive",
+            Approve::Manual => "manual",
+        }
+    }
+}
+
+/// What a pass does about changes made outside the runner.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnDrift {
+    /// A drift receipt, and the release reported `drifted`.
+    Report,
+    /// The installed version applied again, through the approval policy.
+    Correct,
+}
+
+/// What a pass does with a release the desired state no longer names.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnRemoval {
+    /// Leave it running, untouched: data is never destroyed unless asked.
+    #[default]
+    Keep,
+    /// Destroy it, through the approval policy.
+    Destroy,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -312,6 +448,19 @@ impl Home {
 
     pub fn inputs_dir(&self) -> PathBuf {
         self.root.join("inputs")
+    }
+
+    pub fn pending_dir(&self) -> PathBuf {
+        self.root.join("pending")
+    }
+
+    /// A path `runner.toml` gives, relative to the home.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        }
     }
 
     pub fn state_dir(&self, stack: &str) -> PathBuf {

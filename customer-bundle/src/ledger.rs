@@ -88,7 +88,10 @@ pub struct StoredReceipt {
 /// transaction. Ledgers made before versions were kept are at 0 and hold the tables
 /// of step 1 already (hence `IF NOT EXISTS`). Add a step for any change; never edit
 /// one that shipped.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2];
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+
+/// Release receipts are reported to the registry like stack receipts.
+const SCHEMA_V3: &str = "ALTER TABLE release_receipts ADD COLUMN reported_at TEXT;";
 
 /// Release receipts (signed, as JSON), newest last.
 const SCHEMA_V2: &str = "
@@ -453,6 +456,32 @@ impl Ledger {
             );
         }
         Ok(out)
+    }
+
+    /// Release receipts the registry has not acknowledged, oldest first.
+    pub fn unreported_release_receipts(&self) -> Result<Vec<SignedReleaseReceipt>> {
+        let mut statement = self.conn.prepare(
+            "SELECT document FROM release_receipts WHERE reported_at IS NULL ORDER BY seq",
+        )?;
+        let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(
+                serde_json::from_str(&row?).map_err(|e| LedgerError::Corrupt {
+                    what: "release receipt",
+                    detail: e.to_string(),
+                })?,
+            );
+        }
+        Ok(out)
+    }
+
+    pub fn mark_release_reported(&self, id: &str, at: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE release_receipts SET reported_at = ?2 WHERE id = ?1 AND reported_at IS NULL",
+            params![id, at],
+        )?;
+        Ok(())
     }
 
     pub fn add_notes(&self, receipt_id: &str, notes: &[Note]) -> Result<()> {

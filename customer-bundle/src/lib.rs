@@ -24,6 +24,7 @@
 //! - [`release`]: releases: import, plan, apply, rollback and destroy of many stacks.
 //! - [`module_sources`]: module code only from the bundle, checked before `init`.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
+//! - [`sync`]: `sync`, `pending` and `approve`: reconcile to an assignment, with an approval policy.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
 pub mod deploy;
@@ -43,6 +44,7 @@ pub mod release;
 pub mod review;
 pub mod smoke;
 pub mod store;
+pub mod sync;
 pub mod unpack;
 
 pub use stackpack_bundle::error;

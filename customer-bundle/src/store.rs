@@ -238,6 +238,7 @@ fn import_staged(
     // signature, its description, that each bundle it pins is the one beside it),
     // then every bundle.
     let releases = super::release::stored::verify_staged(home, staged)?;
+    let statements = verify_statements(home, staged)?;
     let verified = verify_staged(home, staged, arrival, pulled_from)?;
     // 2. Refuse a different bundle under a version the store already holds.
     let store = home.store()?;
@@ -271,7 +272,71 @@ fn import_staged(
     for release in releases {
         super::release::stored::add(&mut copier, release)?;
     }
+    // 5. Channel statements, which point at releases: kept for `sync` to read.
+    for (signed, subject) in statements {
+        stackpack_bundle::channel::write_statement(&store, &signed, &subject)?;
+    }
     Ok(imported)
+}
+
+/// Every channel statement of the staging layout (an export made with
+/// `stackpack export --channel`), each verified for its own channel with the
+/// trusted keys; one that does not verify refuses the whole import. Returns each
+/// with the descriptor of what it approves.
+fn verify_statements(
+    home: &Home,
+    staged: &ImageLayout,
+) -> Result<
+    Vec<(
+        stackpack_schema::rollout::SignedChannelStatement,
+        stackpack_schema::oci::Descriptor,
+    )>,
+> {
+    use stackpack_bundle::channel;
+    let found = channel::statements_in(staged, None)?;
+    if found.is_empty() {
+        return Ok(vec![]);
+    }
+    let keys: Vec<_> = home
+        .trusted_keys()?
+        .into_iter()
+        .map(|(_, key, _)| key)
+        .collect();
+    let mut out = Vec::new();
+    for (descriptor, read) in found {
+        let signed = read.map_err(|e| {
+            Error::refused(format!(
+                "nothing was imported: the channel statement `{}` is unreadable: {e}",
+                descriptor.digest.short()
+            ))
+        })?;
+        let s = &signed.statement;
+        signed.verify(&keys, &s.channel).map_err(|e| {
+            let hint = match e {
+                stackpack_schema::rollout::StatementError::Signature(
+                    stackpack_schema::signature::SignatureError::Untrusted(_),
+                ) => "ask your vendor for the key that signs their channel statements, then run `stackpack-runner trust add vendor.pub`",
+                _ => "ask your vendor for a new export: this statement was changed after it was signed",
+            };
+            Error::refused(format!(
+                "nothing was imported: the channel statement approving `{}@{}` for channel `{}` is refused: {e}",
+                s.release, s.version, s.channel
+            ))
+            .hint(hint)
+        })?;
+        let bytes = staged.read_blob(&descriptor.digest, MAX_MANIFEST_SIZE)?;
+        let subject = serde_json::from_slice::<stackpack_schema::oci::ImageManifest>(&bytes)
+            .ok()
+            .and_then(|m| m.subject)
+            .ok_or_else(|| {
+                Error::refused(format!(
+                    "nothing was imported: the channel statement approving `{}@{}` names no subject",
+                    s.release, s.version
+                ))
+            })?;
+        out.push((signed, subject));
+    }
+    Ok(out)
 }
 
 /// Every bundle of the staging layout, verified with the trusted keys (and, when

@@ -9,6 +9,7 @@ pub mod release;
 pub mod release_status;
 pub mod setup;
 pub mod status;
+pub mod sync;
 
 use std::path::PathBuf;
 
@@ -54,6 +55,9 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
             json,
         }) => receipts::export(g, out.as_deref(), dir.as_deref(), *unreported, *json),
         Command::Receipts(ReceiptsCommand::List { json }) => receipts::list(g, *json),
+        Command::Sync(args) => sync::sync(g, args),
+        Command::Pending(args) => sync::pending(g, args),
+        Command::Approve(args) => sync::approve(g, args),
     }
 }
 

@@ -75,6 +75,8 @@ fn prepare<'a>(
         wait: Duration::from_secs(deploy.wait),
         parallel: 1,
         allow_downgrade: false,
+        reviewed: Default::default(),
+        force: Default::default(),
     })
 }
 

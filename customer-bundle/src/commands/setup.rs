@@ -26,6 +26,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
             max_latest_age: None,
             ..Policy::default()
         },
+        sync: Default::default(),
     };
     let home = Home::init(&root, config)?;
     let key = receipts::installation_key(&home.key_path())?;

@@ -49,6 +49,12 @@ pub struct ReleaseRun<'a> {
     pub wait: Duration,
     pub parallel: usize,
     pub allow_downgrade: bool,
+    /// Reviewed plans (`plan --out`) by stack: such a stack is applied exactly as
+    /// its plan says, or refused when the bundle, the inputs or the state moved.
+    pub reviewed: std::collections::BTreeMap<String, PathBuf>,
+    /// Stacks planned even when the ledger says they already run this bundle with
+    /// these inputs (to correct drift).
+    pub force: BTreeSet<String>,
 }
 
 impl ReleaseRun<'_> {
@@ -106,6 +112,16 @@ pub enum Planned {
 
 /// Plans every stack in order.
 pub fn plan(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<(String, Planned)>> {
+    plan_to(run, ui, None)
+}
+
+/// Plans every stack in order; with `out`, each stack with changes leaves a
+/// reviewed plan there (`<stack>.plan.json`, as `plan --out` writes it).
+pub fn plan_to(
+    run: &ReleaseRun,
+    ui: &ReleaseUi,
+    plans_to: Option<&std::path::Path>,
+) -> Result<Vec<(String, Planned)>> {
     let ledger = Ledger::open(&run.home.ledger_path())?;
     let scratch = crate::files::work_folder(&run.home.work_root(), "release-")?;
     let mut changing: BTreeSet<String> = BTreeSet::new();
@@ -123,7 +139,9 @@ pub fn plan(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<(String, Planned)>> 
         }
         let outputs = run.upstream_outputs(stack, &Outputs::new(), ui)?;
         let files = wiring::run_files(stack, &outputs, scratch.path())?;
-        if wiring::unchanged(run.home, &ledger, stack, &files)?.is_some() {
+        if !run.force.contains(&name)
+            && wiring::unchanged(run.home, &ledger, stack, &files)?.is_some()
+        {
             out.push((name, Planned::Unchanged));
             continue;
         }
@@ -136,6 +154,7 @@ pub fn plan(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<(String, Planned)>> 
             wait: run.wait,
             options: Options {
                 release: Some(run.reference()),
+                plan_out: plans_to.map(|dir| reviewed_plan_path(dir, &name)),
                 ..Options::default()
             },
         };
@@ -144,6 +163,11 @@ pub fn plan(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<(String, Planned)>> 
         out.push((name, Planned::Changes(Box::new(report))));
     }
     Ok(out)
+}
+
+/// Where [`plan_to`] writes a stack's reviewed plan in `dir`.
+pub fn reviewed_plan_path(dir: &std::path::Path, stack: &str) -> PathBuf {
+    dir.join(format!("{stack}.plan.json"))
 }
 
 /// What an apply did with one stack.
@@ -307,7 +331,13 @@ fn try_apply_stack(
     result.before = ledger.current(name)?.map(|d| d.version);
     let outputs = run.upstream_outputs(stack, fresh, ui)?;
     let files: Vec<PathBuf> = wiring::run_files(stack, &outputs, scratch)?;
-    if let Some(current) = wiring::unchanged(run.home, &ledger, stack, &files)? {
+    // A reviewed plan is applied as reviewed (or refused when the state moved),
+    // never skipped: it may correct drift the ledger cannot see.
+    let unchanged = match run.reviewed.contains_key(name) || run.force.contains(name) {
+        true => None,
+        false => wiring::unchanged(run.home, &ledger, stack, &files)?,
+    };
+    if let Some(current) = unchanged {
         (ui.status)(&format!(
             "`{name}@{}` unchanged: already applied with these inputs",
             current.version
@@ -327,6 +357,7 @@ fn try_apply_stack(
         wait: run.wait,
         options: Options {
             release: Some(run.reference()),
+            reviewed: run.reviewed.get(name).cloned(),
             ..Options::default()
         },
     };

@@ -20,5 +20,6 @@ mod registry;
 mod releases;
 mod reviewed_plans;
 mod smoke_rollback;
+mod sync;
 mod tamper;
 mod validation_agrees_with_terraform;

@@ -1,0 +1,268 @@
+//! `sync`, `pending` and `approve`: thin over `stackpack_runner::sync`.
+
+use std::time::Duration;
+
+use serde_json::json;
+use stackpack_runner::home::{self, Home, SyncSource};
+use stackpack_runner::release::run::ReleaseUi;
+use stackpack_runner::sync::pass::{self, Outcome, Pass};
+use stackpack_runner::sync::pending;
+use stackpack_runner::sync::registry::Registry;
+use stackpack_runner::{Error, Result};
+use stackpack_schema::rollout::{SyncReleaseReport, SyncState};
+use stackpack_terminal::ExitStatus;
+
+use super::{open_home, print_json, quiet, status, table, verbose};
+use crate::cli::{ApproveArgs, GlobalArgs, PendingArgs, SourceArg, SyncArgs};
+
+fn status_line(line: &str) {
+    status(line)
+}
+
+fn ui() -> ReleaseUi<'static> {
+    ReleaseUi {
+        verbose: verbose(),
+        quiet: quiet(),
+        status: &status_line,
+    }
+}
+
+/// `runner.toml`'s pass, with the flags' overrides.
+fn pass_of(home: &Home, args: &SyncArgs) -> Result<Pass> {
+    let mut pass = Pass::from_home(home);
+    if let Some(source) = args.source {
+        pass.source = match source {
+            SourceArg::Registry => SyncSource::Registry,
+            SourceArg::Desired => SyncSource::Desired,
+            SourceArg::Store => SyncSource::Store,
+        };
+    } else if home.config.sync.source.is_none() {
+        if args.registry.is_some() {
+            pass.source = SyncSource::Registry;
+        } else if args.desired.is_some() {
+            pass.source = SyncSource::Desired;
+        }
+    }
+    if let Some(desired) = &args.desired {
+        pass.desired = Some(desired.clone());
+    }
+    if let Some(inputs) = &args.inputs {
+        pass.inputs = Some(inputs.clone());
+    }
+    let address = args
+        .registry
+        .as_ref()
+        .or(home.config.sync.registry.as_ref());
+    if let Some(address) = address {
+        let insecure = args.insecure || home.config.sync.insecure;
+        pass.registry = Some(Registry::new(address, insecure, args.token.clone())?);
+    }
+    Ok(pass)
+}
+
+pub fn sync(global: &GlobalArgs, args: &SyncArgs) -> Result<ExitStatus> {
+    let home = open_home(global)?;
+    let Some(every) = &args.every else {
+        let outcome = pass::run_pass(&home, &pass_of(&home, args)?, &ui())?;
+        show(&outcome, args.json);
+        return Ok(ExitStatus::success_if(!outcome.failed()));
+    };
+    let interval = home::parse_age(every)
+        .filter(|s| *s > 0)
+        .map(|s| Duration::from_secs(s as u64))
+        .ok_or_else(|| {
+            Error::usage(format!("`--every {every}` is not a duration"))
+                .hint("write it as `1h`, `30m`, `1d` or `90s`")
+        })?;
+    // Between passes SIGTERM and SIGINT end the loop (exit 0); during a pass, an
+    // engine run records them as it always does, and the loop ends after the pass.
+    let _guard = stackpack_runner::interrupt::Guard::install();
+    let mut backoff: Option<Duration> = None;
+    loop {
+        let failed = match pass_of(&home, args).and_then(|p| pass::run_pass(&home, &p, &ui())) {
+            Ok(outcome) => {
+                show(&outcome, args.json);
+                outcome.failed()
+            }
+            Err(error) => {
+                stackpack_terminal::report(&error);
+                true
+            }
+        };
+        let wait = if failed {
+            let next = backoff
+                .map(|b| (b * 2).min(interval))
+                .unwrap_or_else(|| (interval / 16).max(Duration::from_secs(1)));
+            backoff = Some(next);
+            next
+        } else {
+            backoff = None;
+            jitter(interval)
+        };
+        status(&format!("next pass in {}s", wait.as_secs()));
+        if sleep_unless_stopped(wait) {
+            status("stopping: signal received between passes");
+            return Ok(ExitStatus::Success);
+        }
+    }
+}
+
+/// `interval` ±10%, so a fleet started together does not call at once.
+fn jitter(interval: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0)
+        ^ std::process::id().wrapping_mul(2_654_435_761);
+    let fraction = (nanos % 2001) as f64 / 10_000.0 - 0.1;
+    interval.mul_f64(1.0 + fraction)
+}
+
+/// Sleeps `wait`, waking early when a signal arrived; true when it did.
+fn sleep_unless_stopped(wait: Duration) -> bool {
+    let deadline = std::time::Instant::now() + wait;
+    while std::time::Instant::now() < deadline {
+        if stackpack_runner::interrupt::received().is_some() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200).min(deadline - std::time::Instant::now()));
+    }
+    stackpack_runner::interrupt::received().is_some()
+}
+
+fn version(v: &Option<semver::Version>) -> String {
+    v.as_ref()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+fn detail(r: &SyncReleaseReport) -> String {
+    let mut text = r.message.clone().unwrap_or_default();
+    if let Some(p) = &r.pending {
+        if text.is_empty() {
+            text = format!("approve with `stackpack-runner approve {}`", p.id);
+        }
+    }
+    if text.is_empty() {
+        if let Some(receipt) = &r.receipt_id {
+            text = format!("release receipt `{receipt}`");
+        }
+    }
+    text
+}
+
+fn show(outcome: &Outcome, json: bool) {
+    let report = &outcome.report;
+    if json {
+        print_json(&json!({
+            "report": report,
+            "receiptsSent": outcome.sent,
+            "unreported": outcome.unreported,
+        }));
+        return;
+    }
+    if let Some(interrupted) = &report.interrupted {
+        status(&format!("an earlier run was interrupted: {interrupted}"));
+    }
+    if report.releases.is_empty() {
+        println!("nothing is assigned to this runner");
+        return;
+    }
+    let rows: Vec<Vec<String>> = report
+        .releases
+        .iter()
+        .map(|r| {
+            vec![
+                r.release.clone(),
+                version(&r.assigned),
+                version(&r.running),
+                r.state.to_string(),
+                detail(r),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["RELEASE", "ASSIGNED", "RUNNING", "STATE", "DETAIL"],
+            &rows
+        )
+    );
+}
+
+pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
+    let home = open_home(global)?;
+    let held = pending::list(&home)?;
+    if args.json {
+        print_json(&json!({
+            "pending": held.iter().map(|p| json!({
+                "id": p.id,
+                "release": p.release,
+                "version": p.version.to_string(),
+                "digest": p.digest.to_string(),
+                "since": p.since,
+                "approval": p.report(),
+                "stacks": p.stacks,
+                "waiting": p.waiting,
+                "review": pending::dir(&home, &p.id).join(pending::REVIEW),
+            })).collect::<Vec<_>>()
+        }));
+        return Ok(ExitStatus::Success);
+    }
+    if held.is_empty() {
+        println!("no plan waits for approval");
+        return Ok(ExitStatus::Success);
+    }
+    let rows: Vec<Vec<String>> = held
+        .iter()
+        .map(|p| {
+            let s = p.summary();
+            let destructive: usize = p.stacks.iter().map(|s| s.destructive.len()).sum();
+            vec![
+                p.id.clone(),
+                format!("{}@{}", p.release, p.version),
+                p.since.clone(),
+                format!(
+                    "{} to add, {} to change, {} to destroy",
+                    s.add, s.change, s.destroy
+                ),
+                if destructive > 0 {
+                    format!(
+                        "{destructive} replaced or destroyed; review {}",
+                        pending::dir(&home, &p.id).join(pending::REVIEW).display()
+                    )
+                } else {
+                    format!(
+                        "review {}",
+                        pending::dir(&home, &p.id).join(pending::REVIEW).display()
+                    )
+                },
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(&["ID", "RELEASE", "SINCE", "PLAN", "DETAIL"], &rows)
+    );
+    Ok(ExitStatus::Success)
+}
+
+pub fn approve(global: &GlobalArgs, args: &ApproveArgs) -> Result<ExitStatus> {
+    let home = open_home(global)?;
+    let report = pass::approve(&home, &args.id, &ui())?;
+    if args.json {
+        print_json(&json!({ "release": report }));
+    } else {
+        println!(
+            "release `{}@{}` {}: {}",
+            report.release,
+            version(&report.assigned),
+            match report.state {
+                SyncState::Applied => "applied",
+                other => other.as_str(),
+            },
+            detail(&report)
+        );
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,714 @@
+//! One reconcile pass: read what should run, and for each release pull if needed,
+//! verify, plan, then follow the home's approval policy (apply, or hold the exact
+//! plan as a pending approval); leave a receipt when something happened, and
+//! report the pass.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use semver::Version;
+use stackpack_bundle::release::VerifiedRelease;
+use stackpack_schema::receipt::ReceiptKind;
+use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport, SyncReport, SyncState};
+
+use super::lock::SyncLock;
+use super::pending::{self, Fingerprint, Pending, PendingStack};
+use super::registry::Registry;
+use super::source::{self, Assigned, Target};
+use super::window::Window;
+use crate::deploy::{self, Options, Request, Target as DeployTarget, Ui};
+use crate::engine::PlanDetails;
+use crate::error::{Error, Result};
+use crate::home::{Approve, Home, OnDrift, OnRemoval, SyncSource};
+use crate::ledger::Ledger;
+use crate::release::receipt::StackResult;
+use crate::release::run::{self, Planned, ReleaseRun, ReleaseUi, StackRun};
+use crate::release::{history, ops, stored, wiring};
+use crate::{receipts, review};
+use stackpack_schema::receipt::Outcome as ReceiptOutcome;
+
+/// What a pass is asked to do, beyond `runner.toml`.
+pub struct Pass {
+    pub source: SyncSource,
+    /// The desired-state file (for `desired`).
+    pub desired: Option<PathBuf>,
+    /// The inputs folder every release uses unless the desired state names one.
+    pub inputs: Option<PathBuf>,
+    /// The registry, when one is set: the source for `registry`, where releases
+    /// are pulled from, and where the pass is reported.
+    pub registry: Option<Registry>,
+    pub now: time::OffsetDateTime,
+}
+
+impl Pass {
+    /// The pass `runner.toml` describes, with the flags' overrides applied by the
+    /// caller.
+    pub fn from_home(home: &Home) -> Pass {
+        let sync = &home.config.sync;
+        Pass {
+            source: sync.source(),
+            desired: sync.desired.as_ref().map(|p| home.resolve(p)),
+            inputs: source::default_inputs(home, None),
+            registry: None,
+            now: time::OffsetDateTime::now_utc(),
+        }
+    }
+}
+
+/// How a pass ended, and what it sent.
+pub struct Outcome {
+    pub report: SyncReport,
+    /// Receipts sent to the registry in this pass.
+    pub sent: usize,
+    /// Why the report could not be sent, when it could not.
+    pub unreported: Option<String>,
+}
+
+impl Outcome {
+    /// Whether something failed or was refused (exit 1).
+    pub fn failed(&self) -> bool {
+        self.unreported.is_some()
+            || self
+                .report
+                .releases
+                .iter()
+                .any(|r| matches!(r.state, SyncState::Failed | SyncState::Refused))
+    }
+}
+
+fn release_report(
+    release: &str,
+    assigned: Option<&Version>,
+    state: SyncState,
+) -> SyncReleaseReport {
+    SyncReleaseReport {
+        release: release.to_string(),
+        kind: ApprovedKind::Release,
+        assigned: assigned.cloned(),
+        running: None,
+        state,
+        pending: None,
+        message: None,
+        receipt_id: None,
+    }
+}
+
+/// Runs one pass under the home's sync lock.
+pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
+    let _lock = SyncLock::acquire(home)?;
+    let started_at = receipts::now();
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let interrupted: Vec<String> = ledger
+        .interrupted_runs()?
+        .into_iter()
+        .map(|r| {
+            format!(
+                "`{}` of `{}@{}` started at {} was interrupted (work folder `{}` kept)",
+                r.kind, r.stack, r.version, r.started_at, r.work
+            )
+        })
+        .collect();
+    for line in &interrupted {
+        (ui.status)(&format!("warning: {line}; this pass plans it again"));
+    }
+    let window = match &home.config.sync.window {
+        Some(text) => Some(text.parse::<Window>().map_err(|e| {
+            Error::refused(e).at(format!("`{}`", home.root.join("runner.toml").display()))
+        })?),
+        None => None,
+    };
+    let assigned = assignment(home, pass)?;
+    let mut releases = Vec::new();
+    let named: BTreeSet<String> = assigned
+        .targets
+        .iter()
+        .map(|t| t.release.clone())
+        .chain(assigned.refused.iter().map(|r| r.release.clone()))
+        .collect();
+    for target in &assigned.targets {
+        (ui.status)(&format!("syncing `{}@{}`", target.release, target.version));
+        let in_window = window.as_ref().is_none_or(|w| w.contains(pass.now));
+        let report = match sync_release(home, target, in_window, ui) {
+            Ok(report) => report,
+            Err(error) => {
+                let mut report =
+                    release_report(&target.release, Some(&target.version), SyncState::Failed);
+                report.message = Some(error.message);
+                report.running = history::current(&ledger, &target.release)?;
+                report
+            }
+        };
+        releases.push(report);
+    }
+    for refused in assigned.refused {
+        let mut report = release_report(&refused.release, refused.assigned.as_ref(), refused.state);
+        report.running = history::current(&ledger, &refused.release)?;
+        report.message = Some(refused.message);
+        releases.push(report);
+    }
+    if pass.source != SyncSource::Store {
+        releases.extend(removed(home, &ledger, &named, ui)?);
+    }
+    let report = SyncReport {
+        customer: home.config.customer.clone(),
+        started_at,
+        finished_at: receipts::now(),
+        releases,
+        interrupted: (!interrupted.is_empty()).then(|| interrupted.join("; ")),
+    };
+    let (mut sent, mut unreported) = (0, None);
+    if let Some(registry) = &pass.registry {
+        let sending = registry
+            .send_receipts(&ledger)
+            .and_then(|n| registry.send_report(&report).map(|()| n));
+        match sending {
+            Ok(n) => sent = n,
+            Err(error) => {
+                (ui.status)(&format!("warning: {}", error.message));
+                unreported = Some(error.message);
+            }
+        }
+    }
+    Ok(Outcome {
+        report,
+        sent,
+        unreported,
+    })
+}
+
+fn assignment(home: &Home, pass: &Pass) -> Result<Assigned> {
+    match pass.source {
+        SyncSource::Registry => {
+            let registry = pass.registry.as_ref().ok_or_else(|| {
+                Error::usage("`source = \"registry\"` needs a registry: set `registry` under `[sync]` in `runner.toml`, or pass `--registry HOST/NAMESPACE`")
+            })?;
+            source::from_registry(home, registry, pass.inputs.clone())
+        }
+        SyncSource::Desired => {
+            let path = pass.desired.as_ref().ok_or_else(|| {
+                Error::usage("`source = \"desired\"` needs a desired-state file: set `desired` under `[sync]` in `runner.toml`, or pass `--desired FILE`")
+            })?;
+            source::from_desired(home, path, pass.inputs.clone(), pass.registry.as_ref())
+        }
+        SyncSource::Store => source::from_store(home, pass.inputs.clone()),
+    }
+}
+
+/// Releases applied here that the source no longer names: kept unless
+/// `on-removal = "destroy"`.
+fn removed(
+    home: &Home,
+    ledger: &Ledger,
+    named: &BTreeSet<String>,
+    ui: &ReleaseUi,
+) -> Result<Vec<SyncReleaseReport>> {
+    let mut out = Vec::new();
+    let applied: BTreeSet<String> = ledger
+        .release_receipts(None)?
+        .into_iter()
+        .map(|r| r.receipt.release)
+        .collect();
+    for name in applied.difference(named) {
+        let Some(running) = history::current(ledger, name)? else {
+            continue;
+        };
+        let mut report = release_report(name, None, SyncState::Converged);
+        report.running = Some(running.clone());
+        match home.config.sync.on_removal {
+            OnRemoval::Keep => {
+                report.message = Some(format!(
+                    "no longer assigned: `{name}@{running}` is kept running (`on-removal = \"keep\"`)"
+                ));
+            }
+            OnRemoval::Destroy if home.config.sync.approve == Approve::Auto => {
+                (ui.status)(&format!(
+                    "destroying `{name}@{running}`: no longer assigned"
+                ));
+                let release = stored::load(home, name, &running)?;
+                match ops::destroy(home, &release, Duration::ZERO, ui) {
+                    Ok(done) => {
+                        report.state = SyncState::Applied;
+                        report.running = None;
+                        report.receipt_id = Some(done.receipt.receipt.id);
+                        report.message = Some("destroyed: no longer assigned".into());
+                    }
+                    Err(error) => {
+                        report.state = SyncState::Failed;
+                        report.message = Some(error.message);
+                    }
+                }
+            }
+            OnRemoval::Destroy => {
+                report.state = SyncState::Refused;
+                report.message = Some(format!(
+                    "no longer assigned: destroying it needs a person (`approve = \"{}\"`): run `stackpack-runner destroy {name}`",
+                    home.config.sync.approve.as_str()
+                ));
+            }
+        }
+        out.push(report);
+    }
+    Ok(out)
+}
+
+/// Whether every stack of `release` runs the version it pins, as the latest
+/// release receipt says.
+fn at_target(ledger: &Ledger, release: &VerifiedRelease) -> Result<bool> {
+    let d = &release.description;
+    for stack in &d.stacks {
+        match ledger.current(&stack.name)? {
+            Some(current) if current.digest == stack.digest.to_string() => {}
+            _ => return Ok(false),
+        }
+    }
+    Ok(history::current(ledger, &d.name)? == Some(d.version.clone()))
+}
+
+/// One release: checks, plan, the approval policy, apply or hold.
+fn sync_release(
+    home: &Home,
+    target: &Target,
+    in_window: bool,
+    ui: &ReleaseUi,
+) -> Result<SyncReleaseReport> {
+    let sync = &home.config.sync;
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let name = &target.release;
+    let version = &target.version;
+    let running = history::current(&ledger, name)?;
+    let mut report = release_report(name, Some(version), SyncState::Refused);
+    report.running = running.clone();
+    if let Some(running) = &running {
+        if version.cmp_precedence(running) == std::cmp::Ordering::Less && !sync.allow_downgrade {
+            report.message = Some(format!(
+                "`{name}@{version}` is older than the running `{running}`: a downgrade is refused (set `allow-downgrade = true` under `[sync]` to allow it)"
+            ));
+            return Ok(report);
+        }
+    }
+    if !version.pre.is_empty() && !home.config.policy.allow_prereleases {
+        report.message = Some(format!(
+            "`{name}@{version}` is a prerelease, and this runner's policy allows stable versions only"
+        ));
+        return Ok(report);
+    }
+    let release = stored::load(home, name, version)?;
+    if let Some(digest) = &target.digest {
+        if *digest != release.index_descriptor.digest {
+            report.message = Some(format!(
+                "the store's `{name}@{version}` is `{}`, not the `{}` the vendor approved",
+                release.index_descriptor.digest.short(),
+                digest.short()
+            ));
+            return Ok(report);
+        }
+    }
+    if let Err(error) = history::check_claims(&ledger, &release.description) {
+        report.message = Some(error.message);
+        return Ok(report);
+    }
+    if !in_window {
+        report.state = if at_target(&ledger, &release)? {
+            SyncState::Converged
+        } else {
+            report.message = Some(format!(
+                "outside the maintenance window `{}`: nothing is planned or applied until it opens",
+                sync.window.as_deref().unwrap_or_default()
+            ));
+            SyncState::OutsideWindow
+        };
+        return Ok(report);
+    }
+    let report = converge(home, &release, target, report, BTreeSet::new(), ui)?;
+    match (report.state, sync.on_drift) {
+        (SyncState::Converged, Some(on_drift)) => {
+            drift(home, &release, target, report, on_drift, ui)
+        }
+        _ => Ok(report),
+    }
+}
+
+/// A converged release checked for changes made outside the runner: reported
+/// (drift receipts, state `drifted`), or corrected by applying the installed
+/// version again through the approval policy.
+fn drift(
+    home: &Home,
+    release: &VerifiedRelease,
+    target: &Target,
+    mut report: SyncReleaseReport,
+    on_drift: OnDrift,
+    ui: &ReleaseUi,
+) -> Result<SyncReleaseReport> {
+    let mut drifted = BTreeSet::new();
+    let mut receipt = None;
+    for stack in &release.description.stacks {
+        let request = Request {
+            stack: stack.name.clone(),
+            target: DeployTarget::Drift,
+            wait: Duration::ZERO,
+            options: Options::default(),
+        };
+        let mut yes = |_: &str, _: ReceiptKind, _: &PlanDetails| true;
+        let status = |line: &str| (ui.status)(line);
+        let mut deploy_ui = Ui {
+            verbose: ui.verbose,
+            quiet: ui.quiet,
+            status: &status,
+            confirm: &mut yes,
+        };
+        let done = deploy::run(home, request, &mut deploy_ui)?;
+        if done.receipt.receipt.outcome == ReceiptOutcome::Drifted {
+            drifted.insert(stack.name.clone());
+            receipt.get_or_insert(done.receipt.receipt.id);
+        }
+    }
+    if drifted.is_empty() {
+        return Ok(report);
+    }
+    let names = drifted
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match on_drift {
+        OnDrift::Report => {
+            report.state = SyncState::Drifted;
+            report.message = Some(format!(
+                "changed outside the runner: {names} (`on-drift = \"report\"`)"
+            ));
+            report.receipt_id = receipt;
+            Ok(report)
+        }
+        OnDrift::Correct => {
+            (ui.status)(&format!("correcting drift in {names}"));
+            let mut corrected = converge(home, release, target, report, drifted, ui)?;
+            if corrected.state == SyncState::Applied {
+                corrected.message = Some(format!("drift corrected in {names}"));
+            }
+            Ok(corrected)
+        }
+    }
+}
+
+/// Plans and applies (or holds) until nothing is left to plan: stacks waiting on
+/// an upstream are planned once it is applied, within the same pass.
+fn converge(
+    home: &Home,
+    release: &VerifiedRelease,
+    target: &Target,
+    mut report: SyncReleaseReport,
+    mut force: BTreeSet<String>,
+    ui: &ReleaseUi,
+) -> Result<SyncReleaseReport> {
+    let sync = &home.config.sync;
+    let name = &target.release;
+    let started_at = receipts::now();
+    let mut ran: BTreeMap<String, StackRun> = BTreeMap::new();
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let was_at_target = at_target(&ledger, release)?;
+    for _ in 0..=release.description.stacks.len() {
+        // Forced stacks are planned once; after their apply the ledger knows them.
+        let run = release_run(
+            home,
+            release,
+            &target.inputs,
+            BTreeMap::new(),
+            std::mem::take(&mut force),
+        )?;
+        let staging = pending::staging(home)?;
+        let planned = run::plan_to(&run, ui, Some(staging.path()))?;
+        let changed: Vec<(&String, &crate::deploy::Report)> = planned
+            .iter()
+            .filter_map(|(stack, p)| match p {
+                Planned::Changes(r) => Some((stack, r.as_ref())),
+                _ => None,
+            })
+            .collect();
+        if changed.is_empty() {
+            break;
+        }
+        let reference = format!("{name}@{}", target.version);
+        if let Some(refusal) = changed
+            .iter()
+            .find_map(|(_, r)| r.verdict.refusal(&reference))
+        {
+            report.state = SyncState::Failed;
+            report.message = Some(refusal.message);
+            report.receipt_id = Some(changed[0].1.receipt.receipt.id.clone());
+            return finish(home, release, started_at, ran, report);
+        }
+        let destructive = changed
+            .iter()
+            .any(|(_, r)| !pending::destructive(&r.plan).is_empty());
+        let hold = match sync.approve {
+            Approve::Auto => false,
+            Approve::AutoUnlessDestructive => destructive,
+            Approve::Manual => true,
+        };
+        if hold {
+            let held = hold_plan(home, release, target, &planned, staging)?;
+            report.state = SyncState::PendingApproval;
+            report.message = Some(format!(
+                "held for approval (`approve = \"{}\"`): review `{}`, then run `stackpack-runner approve {}`",
+                sync.approve.as_str(),
+                pending::dir(home, &held.id).join(pending::REVIEW).display(),
+                held.id
+            ));
+            report.pending = Some(held.report());
+            report.receipt_id = Some(changed[0].1.receipt.receipt.id.clone());
+            return finish(home, release, started_at, ran, report);
+        }
+        // Applies exactly the plans the policy was applied to.
+        let reviewed: BTreeMap<String, PathBuf> = changed
+            .iter()
+            .map(|(stack, _)| {
+                (
+                    stack.to_string(),
+                    run::reviewed_plan_path(staging.path(), stack),
+                )
+            })
+            .collect();
+        let run = release_run(home, release, &target.inputs, reviewed, BTreeSet::new())?;
+        let stacks = run::apply(&run, ui)?;
+        let failed = stacks.iter().find_map(|s| {
+            s.error
+                .as_ref()
+                .map(|e| (s.name.clone(), e.message.clone()))
+        });
+        for stack in stacks {
+            ran.insert(stack.name.clone(), stack);
+        }
+        if let Some((stack, message)) = failed {
+            report.state = SyncState::Failed;
+            report.message = Some(format!("`{stack}` failed: {message}"));
+            return finish(home, release, started_at, ran, report);
+        }
+        if let Some(old) = pending::of_release(home, name)? {
+            pending::remove(home, &old.id)?;
+        }
+    }
+    report.state = if ran.is_empty() && was_at_target {
+        SyncState::Converged
+    } else {
+        SyncState::Applied
+    };
+    if let Some(old) = pending::of_release(home, name)? {
+        pending::remove(home, &old.id)?;
+    }
+    finish(home, release, started_at, ran, report)
+}
+
+/// The release's stacks with their inputs checked; with `reviewed`, only those
+/// stacks, each applied from its reviewed plan.
+pub fn release_run<'a>(
+    home: &'a Home,
+    release: &'a VerifiedRelease,
+    inputs: &Path,
+    reviewed: BTreeMap<String, PathBuf>,
+    force: BTreeSet<String>,
+) -> Result<ReleaseRun<'a>> {
+    let mut stacks = wiring::check_inputs_dir(home, &release.description, inputs)?;
+    if !reviewed.is_empty() {
+        stacks.retain(|s| reviewed.contains_key(&s.stack.name));
+    }
+    Ok(ReleaseRun {
+        home,
+        release,
+        stacks,
+        wait: Duration::ZERO,
+        parallel: 1,
+        allow_downgrade: home.config.sync.allow_downgrade,
+        reviewed,
+        force,
+    })
+}
+
+/// Records the release receipt when the pass changed something (or put the
+/// release in place), and finishes its report.
+fn finish(
+    home: &Home,
+    release: &VerifiedRelease,
+    started_at: String,
+    ran: BTreeMap<String, StackRun>,
+    mut report: SyncReleaseReport,
+) -> Result<SyncReleaseReport> {
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let placed = report.state == SyncState::Applied;
+    if !ran.is_empty() || placed {
+        let signed = record(home, release, started_at, ran)?;
+        report.receipt_id = Some(signed.receipt.id);
+    }
+    report.running = history::current(&ledger, &release.description.name)?;
+    Ok(report)
+}
+
+/// The release receipt of what ran, every stack of the release listed.
+pub fn record(
+    home: &Home,
+    release: &VerifiedRelease,
+    started_at: String,
+    mut ran: BTreeMap<String, StackRun>,
+) -> Result<crate::release::receipt::SignedReleaseReceipt> {
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let mut stacks = Vec::new();
+    for stack in &release.description.stacks {
+        if let Some(run) = ran.remove(&stack.name) {
+            stacks.push(run);
+            continue;
+        }
+        let current = ledger.current(&stack.name)?;
+        let at = current
+            .as_ref()
+            .is_some_and(|d| d.digest == stack.digest.to_string());
+        stacks.push(StackRun {
+            name: stack.name.clone(),
+            version: stack.version.clone(),
+            result: if at {
+                StackResult::Unchanged
+            } else {
+                StackResult::NotReached
+            },
+            receipt_id: current
+                .as_ref()
+                .filter(|_| at)
+                .map(|d| d.receipt_id.clone()),
+            before: current.map(|d| d.version),
+            error: None,
+            outputs: None,
+        });
+    }
+    ops::record(home, release, ReceiptKind::Apply, started_at, &stacks)
+}
+
+/// Keeps the plan as a pending approval, or keeps the one already held when it is
+/// the same plan (same id).
+fn hold_plan(
+    home: &Home,
+    release: &VerifiedRelease,
+    target: &Target,
+    planned: &[(String, Planned)],
+    staging: tempfile::TempDir,
+) -> Result<Pending> {
+    let key = receipts::installation_key(&home.key_path())?;
+    let mut records = Vec::new();
+    for (stack, p) in planned {
+        if let Planned::Changes(r) = p {
+            let (record, _) = review::read(&run::reviewed_plan_path(staging.path(), stack), &key)?;
+            records.push((stack, r, record));
+        }
+    }
+    let fingerprints: Vec<Fingerprint> = records
+        .iter()
+        .map(|(stack, r, record)| Fingerprint {
+            stack,
+            bundle: &record.bundle_digest,
+            inputs_hash: &record.inputs_hash,
+            state: &record.state,
+            plan: &r.plan,
+        })
+        .collect();
+    let id = pending::id(&release.index_descriptor.digest, &fingerprints);
+    let existing = pending::of_release(home, &target.release)?;
+    if let Some(existing) = existing {
+        if existing.id == id && pending::exists(&pending::dir(home, &id)) {
+            // The same change against the same state: the plan already held stays
+            // the one to approve.
+            return Ok(existing);
+        }
+        pending::remove(home, &existing.id)?;
+    }
+    let pending = Pending {
+        id,
+        release: target.release.clone(),
+        version: target.version.clone(),
+        digest: release.index_descriptor.digest.clone(),
+        inputs: target.inputs.clone(),
+        since: receipts::now(),
+        stacks: records
+            .iter()
+            .map(|(stack, r, _)| PendingStack {
+                stack: stack.to_string(),
+                version: release
+                    .description
+                    .stacks
+                    .iter()
+                    .find(|s| &s.name == *stack)
+                    .map(|s| s.version.clone())
+                    .unwrap_or_else(|| target.version.clone()),
+                plan: format!("{stack}.plan.json"),
+                summary: r.plan.summary,
+                destructive: pending::destructive(&r.plan),
+                changes: r
+                    .plan
+                    .changes
+                    .iter()
+                    .map(|c| (c.address.clone(), c.action.as_str().to_string()))
+                    .collect(),
+            })
+            .collect(),
+        waiting: planned
+            .iter()
+            .filter(|(_, p)| matches!(p, Planned::Waiting(_)))
+            .map(|(s, _)| s.clone())
+            .collect(),
+    };
+    pending::hold(home, staging, &pending)?;
+    Ok(pending)
+}
+
+/// `approve ID`: applies exactly the held plans, under the home's sync lock;
+/// refused when the release, the inputs or a stack's state moved since.
+pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseReport> {
+    let _lock = SyncLock::acquire(home)?;
+    let held = pending::find(home, id)?;
+    let moved = |what: String| {
+        Error::refused(format!(
+            "pending approval `{}` cannot be applied: {what}; nothing was applied",
+            held.id
+        ))
+        .hint("the next `stackpack-runner sync` pass plans again and holds the new plan under a new id")
+    };
+    let release = stored::load(home, &held.release, &held.version)?;
+    if release.index_descriptor.digest != held.digest {
+        pending::remove(home, &held.id)?;
+        return Err(moved(format!(
+            "the store's `{}@{}` is not the release it was planned for",
+            held.release, held.version
+        )));
+    }
+    let reviewed: BTreeMap<String, PathBuf> = held
+        .stacks
+        .iter()
+        .map(|s| (s.stack.clone(), held.plan_path(home, s)))
+        .collect();
+    let started_at = receipts::now();
+    let run = release_run(home, &release, &held.inputs, reviewed, BTreeSet::new())?;
+    let stacks = run::apply(&run, ui)?;
+    let failed = stacks.iter().find_map(|s| {
+        s.error
+            .as_ref()
+            .map(|e| (s.name.clone(), e.message.clone()))
+    });
+    let ran: BTreeMap<String, StackRun> = stacks.into_iter().map(|s| (s.name.clone(), s)).collect();
+    let signed = record(home, &release, started_at, ran)?;
+    pending::remove(home, &held.id)?;
+    if let Some((stack, message)) = failed {
+        let mut error = moved(format!("`{stack}`: {message}"));
+        error
+            .message
+            .push_str(&format!(" (release receipt `{}`)", signed.receipt.id));
+        return Err(error);
+    }
+    let ledger = Ledger::open(&home.ledger_path())?;
+    let mut report = release_report(&held.release, Some(&held.version), SyncState::Applied);
+    report.running = history::current(&ledger, &held.release)?;
+    report.receipt_id = Some(signed.receipt.id);
+    if !held.waiting.is_empty() {
+        report.message = Some(format!(
+            "applied; {} wait on their upstream and are planned by the next `sync` pass",
+            held.waiting.join(", ")
+        ));
+    }
+    Ok(report)
+}

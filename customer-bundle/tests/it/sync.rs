@@ -1,0 +1,910 @@
+//! `sync`: a runner that reconciles to a desired-state file or to the channel
+//! statements an airgapped export carried, with the approval policy holding the
+//! exact plan that replaces something until a person approves it. Real Terraform,
+//! real `stackpack` builds, small `terraform_data` stacks.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use stackpack_bundle::channel::write_statement;
+use stackpack_schema::oci::Descriptor;
+use stackpack_schema::rollout::{
+    ApprovedKind, ChannelStatement, SignedChannelStatement, CHANNEL_STATEMENT_FORMAT,
+};
+use stackpack_schema::signature::PrivateKey;
+
+use crate::common::release::ReleaseVendor;
+use crate::common::Runner;
+
+const ALL_V1: &[(&str, &str)] = &[
+    ("network", "0.1.0"),
+    ("cluster", "0.1.0"),
+    ("gpu-pools", "0.1.0"),
+];
+
+/// A resource replaced whenever the pool size changes: what makes a plan
+/// destructive.
+const MARKER: &str =
+    "\nresource \"terraform_data\" \"marker\" {\n  triggers_replace = var.pool_size\n}\n";
+
+/// A vendor whose gpu-pools stack replaces its marker when the pool size changes,
+/// built, with release `platform@1.0.0` (and the other versions asked for) of it.
+fn vendor(versions: &[&str]) -> (ReleaseVendor, Vec<Descriptor>) {
+    let vendor = ReleaseVendor::new();
+    vendor.change("gpu-pools", MARKER);
+    vendor.build();
+    let indexes = versions
+        .iter()
+        .map(|v| vendor.write(&vendor.description("platform", v, ALL_V1), &[], None))
+        .collect();
+    (vendor, indexes)
+}
+
+fn runner_with(vendor: &ReleaseVendor) -> Runner {
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+}
+
+/// A git checkout with `desired.toml` and `customers/globex/<stack>.tfvars`.
+struct GitOps {
+    dir: PathBuf,
+}
+
+impl GitOps {
+    fn new(runner: &Runner, pool_size: u32) -> GitOps {
+        let dir = runner.temp.path().join("gitops");
+        let inputs = dir.join("customers/globex");
+        std::fs::create_dir_all(&inputs).unwrap();
+        let gitops = GitOps { dir };
+        std::fs::write(inputs.join("network.tfvars"), "cidr = \"10.1.0.0/16\"\n").unwrap();
+        std::fs::write(inputs.join("cluster.tfvars"), "cluster_name = \"main\"\n").unwrap();
+        gitops.pool_size(pool_size);
+        gitops
+    }
+
+    fn pool_size(&self, size: u32) {
+        std::fs::write(
+            self.dir.join("customers/globex/gpu-pools.tfvars"),
+            format!("pool_size = {size}\n"),
+        )
+        .unwrap();
+    }
+
+    fn desire(&self, text: &str) -> PathBuf {
+        let path = self.dir.join("desired.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn platform(&self, version: &str) -> PathBuf {
+        self.desire(&format!(
+            "[releases.platform]\nversion = \"{version}\"\ninputs = \"customers/globex\"\n"
+        ))
+    }
+}
+
+fn configure(runner: &Runner, sync: &str) {
+    let path = runner.home.join("runner.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}\n[sync]\n{sync}\n")).unwrap();
+}
+
+fn sync(runner: &Runner) -> Value {
+    runner.run(&["sync", "--json"]).ok().json()
+}
+
+fn release<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["report"]["releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["release"] == name)
+        .unwrap_or_else(|| panic!("`{name}` in {report}"))
+}
+
+fn receipts(runner: &Runner) -> usize {
+    runner.run(&["receipts", "list", "--json"]).ok().json()["receipts"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+fn pending(runner: &Runner) -> Vec<Value> {
+    runner.run(&["pending", "--json"]).ok().json()["pending"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn marker(runner: &Runner) -> Value {
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(runner.state_file("gpu-pools")).unwrap())
+            .unwrap();
+    state["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "marker")
+        .map(|r| r["instances"][0]["attributes"]["triggers_replace"]["value"].clone())
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_desired_state_converges_and_a_second_pass_changes_nothing_and_leaves_no_receipt() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(
+        &runner,
+        &format!(
+            "desired = {:?}\napprove = \"auto-unless-destructive\"",
+            desired
+        ),
+    );
+
+    let first = sync(&runner);
+    let platform = release(&first, "platform");
+    assert_eq!(platform["state"], "applied", "{first}");
+    assert_eq!(platform["running"], "1.0.0");
+    assert!(platform["receiptId"].is_string());
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    let after_first = receipts(&runner);
+
+    let second = sync(&runner);
+    let platform = release(&second, "platform");
+    assert_eq!(platform["state"], "converged", "{second}");
+    assert!(platform.get("receiptId").is_none(), "{second}");
+    assert_eq!(
+        receipts(&runner),
+        after_first,
+        "a pass that changes nothing leaves no receipt"
+    );
+
+    // The table says the same for a person.
+    let table = runner.run(&["sync"]).ok();
+    assert!(table.stdout.contains("RELEASE"), "{}", table.stdout);
+    assert!(table.stdout.contains("converged"), "{}", table.stdout);
+
+    // Dropped from the desired state: kept running (`on-removal = "keep"`).
+    gitops.desire("[releases]\n");
+    let removed = sync(&runner);
+    let platform = release(&removed, "platform");
+    assert_eq!(platform["state"], "converged", "{removed}");
+    assert!(
+        platform["message"].as_str().unwrap().contains("kept"),
+        "{removed}"
+    );
+    assert_eq!(marker(&runner), serde_json::json!(3));
+}
+
+#[test]
+fn a_replacing_change_is_held_keeps_its_id_and_approve_applies_exactly_it() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(&runner, &format!("desired = {:?}", desired));
+    assert_eq!(release(&sync(&runner), "platform")["state"], "applied");
+
+    // The pool grows: its marker is replaced, so the plan waits for a person.
+    gitops.pool_size(5);
+    let held = sync(&runner);
+    let platform = release(&held, "platform");
+    assert_eq!(platform["state"], "pending-approval", "{held}");
+    let id = platform["pending"]["id"].as_str().unwrap().to_string();
+    assert!(
+        platform["pending"]["destructive"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a.as_str().unwrap().contains("terraform_data.marker")),
+        "{held}"
+    );
+    assert_eq!(marker(&runner), serde_json::json!(3), "nothing applied");
+    let listed = pending(&runner);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["id"], id.as_str());
+    let review = PathBuf::from(listed[0]["review"].as_str().unwrap());
+    assert!(std::fs::read_to_string(&review)
+        .unwrap()
+        .contains("terraform_data.marker"));
+    assert_private(review.parent().unwrap());
+
+    // The same plan on the next pass keeps its id: nobody is asked twice.
+    let again = sync(&runner);
+    assert_eq!(release(&again, "platform")["pending"]["id"], id.as_str());
+    assert_eq!(pending(&runner).len(), 1);
+
+    let approved = runner.run(&["approve", &id, "--json"]).ok().json();
+    assert_eq!(approved["release"]["state"], "applied", "{approved}");
+    assert_eq!(marker(&runner), serde_json::json!(5));
+    assert!(pending(&runner).is_empty());
+    assert_eq!(release(&sync(&runner), "platform")["state"], "converged");
+
+    // Held again, then the state moves under it: approve refuses, nothing applied.
+    gitops.pool_size(7);
+    let held = sync(&runner);
+    let id = release(&held, "platform")["pending"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Someone applies another pool size by hand.
+    let by_hand = crate::common::release::inputs_dir(runner.temp.path(), 9);
+    runner
+        .run(&[
+            "apply",
+            "platform@1.0.0",
+            "--inputs-dir",
+            by_hand.to_str().unwrap(),
+            "--yes",
+        ])
+        .ok();
+    assert_eq!(marker(&runner), serde_json::json!(9));
+    let refused = runner.run(&["approve", &id]).code(1);
+    assert!(
+        refused.stderr.contains("changed since"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("new id"), "{}", refused.stderr);
+    assert!(pending(&runner).is_empty());
+    assert_eq!(marker(&runner), serde_json::json!(9), "nothing applied");
+}
+
+fn assert_private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{} is {mode:o}", dir.display());
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let mode = entry.unwrap().metadata().unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0);
+    }
+}
+
+#[test]
+fn manual_policy_holds_additions_and_a_closed_window_holds_applies() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    // A window two hours from now: closed.
+    let hour = (time::OffsetDateTime::now_utc().hour() + 2) % 24;
+    configure(
+        &runner,
+        &format!(
+            "desired = {:?}\napprove = \"manual\"\nwindow = \"daily {hour:02}:00-{hour:02}:30 UTC\"",
+            desired
+        ),
+    );
+    let closed = sync(&runner);
+    assert_eq!(
+        release(&closed, "platform")["state"],
+        "outside-window",
+        "{closed}"
+    );
+    assert!(!runner.state_file("network").exists(), "nothing applied");
+    assert_eq!(receipts(&runner), 0, "nothing was even planned");
+
+    runner.set_config(
+        &format!("window = \"daily {hour:02}:00-{hour:02}:30 UTC\""),
+        "",
+    );
+    let held = sync(&runner);
+    let platform = release(&held, "platform");
+    assert_eq!(platform["state"], "pending-approval", "{held}");
+    assert_eq!(platform["pending"]["destroy"], 0);
+    assert!(platform["pending"]["add"].as_u64().unwrap() > 0);
+    assert!(!runner.state_file("network").exists(), "nothing applied");
+
+    // Approving applies the stacks it reviewed; the next pass plans those that
+    // waited on them, and holds them again.
+    let id = platform["pending"]["id"].as_str().unwrap();
+    runner.run(&["approve", id]).ok();
+    assert!(runner.state_file("network").exists());
+    let next = sync(&runner);
+    assert_eq!(
+        release(&next, "platform")["state"],
+        "pending-approval",
+        "{next}"
+    );
+}
+
+#[test]
+fn an_older_assignment_is_refused_and_a_bad_desired_state_names_its_line() {
+    let (vendor, _) = vendor(&["1.0.0", "1.1.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.1.0");
+    configure(
+        &runner,
+        &format!("desired = {:?}\napprove = \"auto\"", desired),
+    );
+    assert_eq!(release(&sync(&runner), "platform")["running"], "1.1.0");
+
+    gitops.platform("1.0.0");
+    let refused = runner.run(&["sync", "--json"]).code(1).json();
+    let platform = release(&refused, "platform");
+    assert_eq!(platform["state"], "refused", "{refused}");
+    assert_eq!(platform["running"], "1.1.0");
+    assert!(platform["message"].as_str().unwrap().contains("downgrade"));
+
+    gitops.desire("[releases.platfrom]\nversion = \"1.0.0\"\ninputs = \"customers/globex\"\n");
+    let unknown = runner.run(&["sync"]).code(1);
+    assert!(unknown.stderr.contains("platfrom"), "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("desired.toml:1"),
+        "{}",
+        unknown.stderr
+    );
+
+    gitops.desire("[releases.platform]\nversion = \"1.1.0\"\ninputs = \"customers/nobody\"\n");
+    let missing = runner.run(&["sync"]).code(2);
+    assert!(
+        missing.stderr.contains("customers/nobody"),
+        "{}",
+        missing.stderr
+    );
+    assert!(
+        missing.stderr.contains("desired.toml:3"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn a_second_sync_on_one_home_does_nothing_while_the_first_holds_the_lock() {
+    use fs2::FileExt;
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(&runner, &format!("desired = {:?}", desired));
+    // The lock as a running pass holds it (the operating system's, not a file's
+    // presence).
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(runner.home.join("sync.lock"))
+        .unwrap();
+    lock.lock_exclusive().unwrap();
+    let second = runner.run(&["sync"]).code(1);
+    assert!(
+        second.stderr.contains("holds this home's lock"),
+        "{}",
+        second.stderr
+    );
+    assert!(!runner.state_file("network").exists());
+    FileExt::unlock(&lock).unwrap();
+    assert_eq!(release(&sync(&runner), "platform")["state"], "applied");
+}
+
+fn statement(
+    vendor_key: &PrivateKey,
+    channel: &str,
+    version: &str,
+    index: &Descriptor,
+) -> SignedChannelStatement {
+    SignedChannelStatement::sign(
+        ChannelStatement {
+            format: CHANNEL_STATEMENT_FORMAT,
+            channel: channel.into(),
+            kind: ApprovedKind::Release,
+            release: "platform".into(),
+            version: semver::Version::parse(version).unwrap(),
+            digest: index.digest.clone(),
+            required: false,
+            promoted_at: "2026-12-02T09:00:00Z".into(),
+            promoted_by: None,
+            key_id: String::new(),
+        },
+        vendor_key,
+    )
+}
+
+#[test]
+fn an_airgapped_runner_syncs_from_imported_statements_and_refuses_untrusted_or_other_channel_ones()
+{
+    let (vendor, indexes) = vendor(&["1.0.0"]);
+    let key = PrivateKey::from_pem(&std::fs::read_to_string(&vendor.key).unwrap()).unwrap();
+
+    // Signed by a key this runner does not trust: the whole import is refused.
+    let stranger = PrivateKey::from_secret_bytes([9; 32]);
+    let runner = runner_with(&vendor);
+    let layout = vendor.layout();
+    let untrusted = write_statement(
+        &layout,
+        &statement(&stranger, "stable", "1.0.0", &indexes[0]),
+        &indexes[0],
+    )
+    .unwrap();
+    let refused = runner
+        .run(&[
+            "import",
+            vendor.export_tar("untrusted.tar").to_str().unwrap(),
+        ])
+        .code(1);
+    assert!(
+        refused.stderr.contains("nothing was imported"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("trust"), "{}", refused.stderr);
+    assert!(stackpack_bundle::release::releases_in(&runner.store())
+        .unwrap()
+        .is_empty());
+    remove_entry(&layout, &untrusted);
+
+    // For another channel: imported, and refused by a `stable` runner.
+    write_statement(
+        &layout,
+        &statement(&key, "beta", "1.0.0", &indexes[0]),
+        &indexes[0],
+    )
+    .unwrap();
+    runner
+        .run(&["import", vendor.export_tar("beta.tar").to_str().unwrap()])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let inputs = gitops.dir.join("customers/globex");
+    configure(
+        &runner,
+        &format!("source = \"store\"\ninputs = {:?}", inputs),
+    );
+    let other = runner.run(&["sync", "--json"]).code(1).json();
+    let platform = release(&other, "platform");
+    assert_eq!(platform["state"], "refused", "{other}");
+    assert!(
+        platform["message"].as_str().unwrap().contains("`beta`"),
+        "{other}"
+    );
+    assert!(!runner.state_file("network").exists());
+
+    // Approved for `stable`: the runner converges to it.
+    write_statement(
+        &layout,
+        &statement(&key, "stable", "1.0.0", &indexes[0]),
+        &indexes[0],
+    )
+    .unwrap();
+    runner
+        .run(&["import", vendor.export_tar("stable.tar").to_str().unwrap()])
+        .ok();
+    let applied = sync(&runner);
+    assert_eq!(
+        release(&applied, "platform")["state"],
+        "applied",
+        "{applied}"
+    );
+    assert_eq!(marker(&runner), serde_json::json!(3));
+
+    // A statement approving a release the store does not hold: refused, and what
+    // runs stays.
+    let elsewhere = Descriptor::new(
+        stackpack_schema::media_type::OCI_INDEX,
+        stackpack_schema::Digest::of(b"platform 2.0.0, not exported"),
+        10,
+    );
+    write_statement(
+        &layout,
+        &statement(&key, "stable", "2.0.0", &elsewhere),
+        &elsewhere,
+    )
+    .unwrap();
+    runner
+        .run(&["import", vendor.export_tar("ahead.tar").to_str().unwrap()])
+        .ok();
+    let ahead = runner.run(&["sync", "--json"]).code(1).json();
+    let platform = release(&ahead, "platform");
+    assert_eq!(platform["state"], "refused", "{ahead}");
+    assert_eq!(platform["assigned"], "2.0.0");
+    assert_eq!(platform["running"], "1.0.0");
+    assert!(
+        platform["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not hold"),
+        "{ahead}"
+    );
+}
+
+fn remove_entry(layout: &stackpack_bundle::layout::ImageLayout, entry: &Descriptor) {
+    let path = layout.root().join("index.json");
+    let mut index: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    index["manifests"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|m| m["digest"] != entry.digest.to_string());
+    std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
+}
+
+#[test]
+fn an_unreachable_registry_fails_the_pass_and_keeps_what_runs() {
+    let runner = Runner::new("globex");
+    configure(&runner, "registry = \"127.0.0.1:9/acme\"\ninsecure = true");
+    let failed = runner
+        .command(&["sync"])
+        .env("STACKPACK_REGISTRY_TOKEN", "token")
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("cannot reach the registry"), "{stderr}");
+}
+
+/// Changes the network's recorded input behind the runner's back, as a person
+/// editing the resource by hand would.
+fn tamper_network(runner: &Runner) {
+    let path = runner.state_file("network");
+    let mut state: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let attributes = &mut state["resources"][0]["instances"][0]["attributes"];
+    attributes["input"]["value"] = Value::String("vpc-by-hand".into());
+    std::fs::write(&path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+}
+
+fn network_input(runner: &Runner) -> Value {
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(runner.state_file("network")).unwrap())
+            .unwrap();
+    state["resources"][0]["instances"][0]["attributes"]["input"]["value"].clone()
+}
+
+#[test]
+fn drift_is_reported_with_a_receipt_or_corrected_through_the_approval_policy() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(
+        &runner,
+        &format!("desired = {:?}\non-drift = \"report\"", desired),
+    );
+    assert_eq!(release(&sync(&runner), "platform")["state"], "applied");
+    assert_eq!(release(&sync(&runner), "platform")["state"], "converged");
+
+    tamper_network(&runner);
+    let found = sync(&runner);
+    let platform = release(&found, "platform");
+    assert_eq!(platform["state"], "drifted", "{found}");
+    assert!(platform["message"].as_str().unwrap().contains("`network`"));
+    let receipt = platform["receiptId"].as_str().unwrap();
+    let listed = runner.run(&["receipts", "list", "--json"]).ok().json();
+    assert!(listed["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["receipt"]["receipt"]["id"] == receipt
+            && r["receipt"]["receipt"]["outcome"] == "drifted"));
+    assert_eq!(
+        network_input(&runner),
+        "vpc-by-hand",
+        "reported, not changed"
+    );
+
+    runner.set_config("on-drift = \"report\"", "on-drift = \"correct\"");
+    let corrected = sync(&runner);
+    let platform = release(&corrected, "platform");
+    assert_eq!(platform["state"], "applied", "{corrected}");
+    assert!(platform["message"]
+        .as_str()
+        .unwrap()
+        .contains("drift corrected"));
+    assert_eq!(network_input(&runner), "vpc-10.1.0.0/16");
+    assert_eq!(release(&sync(&runner), "platform")["state"], "converged");
+}
+
+/// A stand-in for the registry's rollout endpoints (assignment, sync report,
+/// receipts), NOT the registry: a few lines of HTTP on 127.0.0.1 that answer with
+/// a fixed assignment and keep what they are sent. The integrator replaces this
+/// test with one against the real `stackpack-registry`.
+struct StandInRegistry {
+    port: u16,
+    received: std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>,
+}
+
+impl StandInRegistry {
+    fn start(assignment: Value) -> StandInRegistry {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = received.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                reader.read_line(&mut request).unwrap();
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':') {
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap();
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let mut parts = request.split_whitespace();
+                let (method, path) = (parts.next().unwrap(), parts.next().unwrap().to_string());
+                let (status, answer) = if method == "GET" {
+                    ("200 OK", assignment.to_string())
+                } else {
+                    let document = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    keep.lock().unwrap().push((path.clone(), document));
+                    if path.ends_with("/sync") {
+                        ("204 No Content", String::new())
+                    } else {
+                        ("201 Created", "{}".to_string())
+                    }
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        StandInRegistry { port, received }
+    }
+
+    fn posted(&self, path: &str) -> Vec<Value> {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, d)| d.clone())
+            .collect()
+    }
+}
+
+fn assignment(signed: &SignedChannelStatement, index: &Descriptor) -> Value {
+    let s = &signed.statement;
+    serde_json::json!({
+        "kind": "release",
+        "release": s.release,
+        "version": s.version.to_string(),
+        "digest": index.digest.to_string(),
+        "rollout": 1,
+        "assignedAt": "2026-12-02T09:00:00Z",
+        "statement": signed,
+    })
+}
+
+#[test]
+fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_the_pass() {
+    let (vendor, indexes) = vendor(&["1.0.0"]);
+    let key = PrivateKey::from_pem(&std::fs::read_to_string(&vendor.key).unwrap()).unwrap();
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let stranger = PrivateKey::from_secret_bytes([9; 32]);
+    let mut forged = statement(&stranger, "stable", "2.0.0", &indexes[0]);
+    forged.statement.release = "evil".into();
+    let forged = SignedChannelStatement::sign(forged.statement, &stranger);
+    let registry = StandInRegistry::start(serde_json::json!({
+        "customer": "globex",
+        "channel": "stable",
+        "wave": "general",
+        "assignments": [
+            assignment(&statement(&key, "stable", "1.0.0", &indexes[0]), &indexes[0]),
+            assignment(&forged, &indexes[0]),
+        ],
+        "now": "2026-12-02T09:00:00Z",
+    }));
+    let gitops = GitOps::new(&runner, 3);
+    configure(
+        &runner,
+        &format!(
+            "registry = \"127.0.0.1:{}/acme\"\ninsecure = true\ninputs = {:?}",
+            registry.port,
+            gitops.dir.join("customers/globex")
+        ),
+    );
+    let pass = |code: i32| {
+        let output = runner
+            .command(&["sync", "--json"])
+            .env("STACKPACK_REGISTRY_TOKEN", "customer-token")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+
+    // The forged assignment is refused (exit 1); the vendor's is applied.
+    let first = pass(1);
+    assert_eq!(release(&first, "platform")["state"], "applied", "{first}");
+    let evil = release(&first, "evil");
+    assert_eq!(evil["state"], "refused");
+    assert!(
+        evil["message"].as_str().unwrap().contains("not trust")
+            || evil["message"].as_str().unwrap().contains("trusted"),
+        "{evil}"
+    );
+    let sent = registry.posted("/api/v1/receipts");
+    let applies = sent
+        .iter()
+        .filter(|r| r["receipt"]["kind"] == "apply")
+        .count();
+    assert_eq!(applies, 3, "{sent:?}");
+    let release_receipts = registry.posted("/api/v1/release-receipts");
+    assert_eq!(release_receipts.len(), 1);
+    assert_eq!(release_receipts[0]["receipt"]["release"], "platform");
+    let reports = registry.posted("/api/v1/customers/globex/sync");
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0]["releases"][0]["state"], "applied");
+
+    // The next pass sends only its report: every receipt was acknowledged.
+    pass(1);
+    assert_eq!(registry.posted("/api/v1/receipts").len(), sent.len());
+    assert_eq!(registry.posted("/api/v1/release-receipts").len(), 1);
+    let reports = registry.posted("/api/v1/customers/globex/sync");
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[1]["releases"][0]["state"], "converged");
+}
+
+/// A stand-in engine (a script around the real Terraform, named as such) that is
+/// slow to apply, so the runner can be killed mid-pass.
+const SLOW_APPLY: &str = r#"
+if [ "$1" = apply ]; then
+  stopped="$(dirname "$0")/engine.stopped"
+  trap 'echo "apply stopped" > "$stopped"; exit 1' INT TERM HUP
+  i=0
+  while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+fi
+exec "$REAL" "$@""#;
+
+#[test]
+fn a_pass_killed_midway_is_reported_by_the_next_which_continues() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let (engine, ran) = crate::common::fake_engine(scratch.path(), "slow-engine", SLOW_APPLY);
+    let runner = Runner::with_engine("globex", &engine);
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(&runner, &format!("desired = {:?}", desired));
+    let mut child = runner
+        .command(&["sync"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&ran)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("apply"))
+    {
+        assert!(start.elapsed().as_secs() < 120, "the engine never applied");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stopped = scratch.path().join("engine.stopped");
+    let start = std::time::Instant::now();
+    while !stopped.exists() {
+        assert!(start.elapsed().as_secs() < 30, "the engine ran on");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    runner.set_config(
+        &format!("{:?}", engine.display().to_string()),
+        &format!("{:?}", crate::common::terraform().display().to_string()),
+    );
+    let next = sync(&runner);
+    let interrupted = next["report"]["interrupted"].as_str().unwrap_or_default();
+    assert!(interrupted.contains("`network@0.1.0`"), "{next}");
+    assert_eq!(release(&next, "platform")["state"], "applied", "{next}");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    // Reported once: the stack ran again since.
+    assert!(sync(&runner)["report"].get("interrupted").is_none());
+}
+
+#[test]
+fn sync_every_keeps_passing_and_sigterm_between_passes_ends_it_with_exit_0() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let desired = gitops.platform("1.0.0");
+    configure(&runner, &format!("desired = {:?}", desired));
+    // Files, not pipes: a pipe nobody reads would stall the engine's output.
+    let out = runner.temp.path().join("sync.out");
+    let err = runner.temp.path().join("sync.err");
+    let mut child = runner
+        .command(&["sync", "--every", "2s", "--json"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    // Two passes: the first applies, the next finds nothing to do.
+    while !runner.state_file("gpu-pools").exists() {
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "the first pass never applied"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // SAFETY: signals the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let stdout = std::fs::read(&out).unwrap();
+    let passes: Vec<Value> = serde_json::Deserializer::from_slice(&stdout)
+        .into_iter::<Value>()
+        .map(|v| v.unwrap())
+        .collect();
+    assert!(passes.len() >= 2, "{passes:?}\n{stderr}");
+    assert_eq!(release(&passes[0], "platform")["state"], "applied");
+    assert_eq!(release(&passes[1], "platform")["state"], "converged");
+}
