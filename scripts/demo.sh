@@ -19,8 +19,14 @@
 #      inside a network namespace with no network at all (root only), the runner
 #      imports it and applies every stack in order, and `init` installs the provider
 #      from the bundles; receipts travel back as a file;
-#   6. support asks the registry which version every customer runs, and what
-#      exactly the release they run holds.
+#   6. a rollout: the `stable` channel in three waves (canary, early, general);
+#      the vendor promotes the release with its key; each customer's runner (its
+#      own home, its own emulated account) reconciles with `sync`; a canary's
+#      failed apply halts the rollout and the next wave is not assigned; after the
+#      customer's fix and `resume`, every wave converges; a release that replaces
+#      GPU node groups waits for globex's approval of the exact plan;
+#   7. support asks the registry which version every customer runs, what exactly
+#      the release they run holds, and where each rollout stands.
 #
 # The customer's AWS account is moto, an emulator of the AWS APIs on 127.0.0.1
 # (`scripts/moto.sh`): the only stand-in here, since no cloud is reachable.
@@ -70,7 +76,9 @@ seconds() { python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-  "$root"/scripts/moto.sh stop "$demo/moto-globex" || true
+  for account in globex umbrella hooli; do
+    "$root"/scripts/moto.sh stop "$demo/moto-$account" 2> /dev/null || true
+  done
 }
 trap cleanup EXIT
 
@@ -94,7 +102,8 @@ registry_data=$demo/registry
 token() { "$bin/stackpack-registry" token create --data "$registry_data" --json "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'; }
 publisher_token=$(token --role publisher)
 globex_token=$(token --role customer --customer globex)
-"$bin/stackpack-registry" serve --data "$registry_data" --listen "127.0.0.1:$port" > "$demo/registry.log" 2>&1 &
+# Rollouts move on a tick of a second here (5 s by default), so the waves' soak shows.
+"$bin/stackpack-registry" serve --data "$registry_data" --listen "127.0.0.1:$port" --rollout-tick-secs 1 > "$demo/registry.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do
   curl -fs "http://127.0.0.1:$port/healthz" > /dev/null && break
@@ -285,10 +294,95 @@ else
 fi
 "$bin/stackpack-registry" receipts import "$demo/initech-receipts.json" --customer initech --data "$registry_data"
 
+step "rollout: the stable channel in three waves; the vendor promotes, runners reconcile with sync"
+"$bin/stackpack-registry" channel set stable --waves canary,early,general --soak 5s --data "$registry_data"
+umbrella_token=$(token --role customer --customer umbrella)
+hooli_token=$(token --role customer --customer hooli)
+for placement in globex:canary umbrella:canary hooli:early; do
+  "$bin/stackpack-registry" customer set "${placement%%:*}" --channel stable --wave "${placement#*:}" --data "$registry_data"
+done
+# Each customer's inputs live on its side: umbrella's operator mistyped its network
+# range (a /8, which AWS refuses); hooli is a new customer on its own range.
+mkdir -p "$demo/inputs-umbrella" "$demo/inputs-hooli"
+cp customers/umbrella/*.tfvars "$demo/inputs-umbrella/"
+for file in customers/umbrella/*.tfvars; do
+  sed -e 's/umbrella/hooli/g; s/777788889999/444455556666/; s/10\.80\./10.90./' "$file" > "$demo/inputs-hooli/$(basename "$file")"
+done
+sed -i 's|^vpc_cidr           = "10.80.0.0/16"|vpc_cidr           = "10.80.0.0/8"|' "$demo/inputs-umbrella/network.tfvars"
+# A runner that reconciles: `[sync]` in its runner.toml says where the registry and
+# the inputs are, which channel it follows, and what it applies without a person.
+sync_settings() {
+  cat >> "$1/runner.toml" <<TOML
+
+[sync]
+registry = "$registry"
+insecure = true
+inputs = "$2"
+channel = "stable"
+approve = "auto-unless-destructive"
+TOML
+}
+sync_settings "$demo/runner-globex" "$demo/acme-infra/customers/globex"
+umbrella_url=$("$root"/scripts/moto.sh start "$demo/moto-umbrella")
+hooli_url=$("$root"/scripts/moto.sh start "$demo/moto-hooli")
+umbrella() { TF_VAR_aws_endpoint=$umbrella_url STACKPACK_REGISTRY_TOKEN=$umbrella_token "$bin/stackpack-runner" --home "$demo/runner-umbrella" "$@"; }
+hooli() { TF_VAR_aws_endpoint=$hooli_url STACKPACK_REGISTRY_TOKEN=$hooli_token "$bin/stackpack-runner" --home "$demo/runner-hooli" "$@"; }
+for customer in umbrella hooli; do
+  $customer init --customer "$customer" --engine terraform --engine-path "$terraform" > /dev/null
+  $customer trust add "$demo/vendor.pub" > /dev/null
+  sync_settings "$demo/runner-$customer" "$demo/inputs-$customer"
+done
+echo "umbrella and hooli: runner homes made, each with its own emulated AWS account"
+rollout_id() { "$bin/stackpack-registry" rollout status --release environment --data "$registry_data" --json | python3 -c 'import json,sys; print(max(r["id"] for r in json.load(sys.stdin)))'; }
+# Syncs until the customer's wave is open and its pass applied (the soak is 5 s).
+sync_until_applied() {
+  local customer=$1 state
+  for _ in $(seq 1 30); do
+    state=$($customer sync --json 2>> "$demo/sync-$customer.log" | python3 -c 'import json,sys; print(" ".join(r["state"] for r in json.load(sys.stdin)["report"]["releases"]) or "nothing-assigned")' || true)
+    if [ "$state" = applied ]; then
+      echo "$customer: its wave opened; the pass applied environment"
+      return 0
+    fi
+    sleep 2
+  done
+  echo "$customer was never assigned (last pass: $state; see $demo/sync-$customer.log)" >&2
+  return 1
+}
+
+echo "the vendor promotes environment@$release to stable (signed with its key; the registry cannot approve anything itself)"
+STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
+STACKPACK_REGISTRY_TOKEN=$globex_token globex sync
+umbrella sync || echo "umbrella's pass failed (exit $?): the rollout halts"
+"$bin/stackpack-registry" rollout status --release environment --data "$registry_data"
+hooli sync
+echo "hooli (early wave) is assigned nothing while the rollout is halted"
+
+echo "umbrella's operator fixes the range; its next pass applies; the vendor resumes"
+sed -i 's|"10.80.0.0/8"|"10.80.0.0/16"|' "$demo/inputs-umbrella/network.tfvars"
+umbrella sync
+"$bin/stackpack-registry" rollout resume "$(rollout_id)" --data "$registry_data"
+sync_until_applied hooli
+"$bin/stackpack-registry" rollout status --release environment --data "$registry_data"
+
+step "a release that replaces GPU node groups: it waits for globex's approval of the exact plan"
+sed -i 's|  node_group_name = "gpu-${each.key}"|  node_group_name = "${each.value.cluster}-gpu-${each.key}"|' modules/gpu-pool/node-groups.tf
+commit "gpu-pool: node groups named after their cluster"
+publish
+STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
+STACKPACK_REGISTRY_TOKEN=$globex_token globex sync
+globex pending
+pending=$(globex pending --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pending"][0]["id"])')
+echo "globex's operator reviews the plan (in $demo/runner-globex/pending/$pending/review.md) and approves it"
+STACKPACK_REGISTRY_TOKEN=$globex_token globex approve "$pending"
+umbrella sync
+sync_until_applied hooli
+"$bin/stackpack-registry" rollout status --release environment --data "$registry_data"
+
 step "support: which version every customer runs"
 "$bin/stackpack-registry" fleet --data "$registry_data"
 "$bin/stackpack-registry" fleet --release environment --data "$registry_data"
 # What exactly does globex run: every stack, the release, its services, in one answer.
 "$bin/stackpack-registry" customer show globex --data "$registry_data"
 "$bin/stackpack-registry" release show "environment@$release" --data "$registry_data"
-echo "the same on the support pages: http://127.0.0.1:$port/ui/customers/globex and http://127.0.0.1:$port/ui/releases/environment/$release"
+"$bin/stackpack-registry" rollout show "$(rollout_id)" --data "$registry_data"
+echo "the same on the support pages: http://127.0.0.1:$port/ui/customers/globex, http://127.0.0.1:$port/ui/releases/environment/$release and http://127.0.0.1:$port/ui/rollouts"
