@@ -652,7 +652,7 @@ pub fn summary(conn: &Connection, row: &RolloutRow) -> rusqlite::Result<Rollout>
     Ok(Rollout {
         id: row.id,
         channel: row.channel.clone(),
-        kind: row.kind.as_str().into(),
+        kind: row.kind,
         release: row.release.clone(),
         version: row.version.to_string(),
         digest: row.digest.clone(),

@@ -234,7 +234,8 @@ pub struct Rollout {
     pub id: i64,
     pub channel: String,
     /// `release` or `stack`.
-    pub kind: String,
+    #[schema(value_type = String)]
+    pub kind: stackpack_schema::rollout::ApprovedKind,
     pub release: String,
     pub version: String,
     pub digest: String,
