@@ -25,6 +25,11 @@ pub struct GlobalArgs {
     /// Print more about what happens (including the engine's own debug log).
     #[arg(short, long, global = true)]
     pub verbose: bool,
+    /// Append the engine's own output (init, plan, apply) to this file instead of
+    /// printing it; an engine error is still shown. Keeps a scheduled `sync`'s or a
+    /// script's log to the runner's summaries.
+    #[arg(long, global = true, env = "STACKPACK_ENGINE_LOG", value_name = "FILE")]
+    pub engine_log: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -7,6 +7,10 @@
 //! vendor builds prefix stdout lines with `o:` and write debug logs to stderr; the
 //! prefix is stripped and bare `[TRACE]`/`[DEBUG]`/`[INFO]` log lines are shown only
 //! with `--verbose`.
+//!
+//! With `--engine-log FILE` (`STACKPACK_ENGINE_LOG`), the engine's output goes to
+//! that file instead (appended, 0600), so a person reads the runner's summaries; an
+//! engine error block is still shown, since it is what the person must act on.
 
 pub use stackpack_bundle::engine_env::passes_to_engine;
 use std::io::{BufRead, BufReader, Read};
@@ -38,6 +42,72 @@ pub struct Engine {
     /// The stack's inputs: `TF_VAR_<name>` of these reaches the engine (the runner
     /// checked it with the other inputs); no other `TF_VAR_` does.
     pub input_variables: Vec<String>,
+    /// Where the engine's output goes instead of stderr (`--engine-log`).
+    pub log: Option<PathBuf>,
+}
+
+/// The variable `--engine-log` sets; the engine itself never sees it (its
+/// environment is allow-listed).
+pub const ENGINE_LOG_VARIABLE: &str = "STACKPACK_ENGINE_LOG";
+
+/// Where the engine's output goes: a file (shared by parallel runs: every line is
+/// one append), or the runner's stderr.
+#[derive(Clone)]
+struct Relay {
+    log: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
+    /// Inside an engine `Error` block: shown on stderr too, even with a log.
+    in_error: bool,
+}
+
+impl Relay {
+    fn open(path: Option<&Path>) -> Result<Relay> {
+        let log = match path {
+            None => None,
+            Some(path) => {
+                use std::os::unix::fs::OpenOptionsExt;
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| {
+                        Error::usage(format!(
+                            "cannot open the engine log `{}`: {e}",
+                            path.display()
+                        ))
+                        .hint(format!("give `--engine-log` (or `{ENGINE_LOG_VARIABLE}`) a file in a folder you can write to"))
+                    })?;
+                Some(std::sync::Arc::new(std::sync::Mutex::new(file)))
+            }
+        };
+        Ok(Relay {
+            log,
+            in_error: false,
+        })
+    }
+
+    /// Relays one line (without its newline).
+    fn line(&mut self, line: &str) {
+        let Some(log) = &self.log else {
+            eprintln!("{line}");
+            return;
+        };
+        use std::io::Write;
+        if let Ok(mut file) = log.lock() {
+            let _ = writeln!(file, "{line}");
+        }
+        // An error block: the `Error:` line (boxed or not), then its indented or
+        // empty lines, until the next line that starts something else.
+        let trimmed = line.trim_start_matches(['\u{2502}', '\u{256d}', '\u{2577}', '\u{2575}', ' ']);
+        if trimmed.starts_with("Error") {
+            self.in_error = true;
+        } else if !(line.is_empty() || line.starts_with([' ', '\u{2502}', '\u{2575}'])) {
+            self.in_error = false;
+        }
+        if self.in_error {
+            eprintln!("{line}");
+        }
+    }
 }
 
 /// What one engine run printed and how it ended.
@@ -123,6 +193,9 @@ impl Engine {
             version: String::new(),
             verbose,
             input_variables: Vec::new(),
+            log: std::env::var_os(ENGINE_LOG_VARIABLE)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
         };
         engine.version = engine.ask_version().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
@@ -225,6 +298,7 @@ impl Engine {
     /// is passed on as one SIGINT to the engine's group, the engine is waited for,
     /// and the run fails as interrupted.
     pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
+        let relay = Relay::open(self.log.as_deref())?;
         let _signals = super::interrupt::Guard::install();
         let mut command = self.command(dir);
         command
@@ -245,6 +319,7 @@ impl Engine {
         let watcher = forward_interrupts(child.id(), stop.clone());
         let stderr = child.stderr.take().expect("piped");
         let verbose = self.verbose;
+        let mut stderr_relay = relay.clone();
         let errors = std::thread::spawn(move || {
             // A debug log entry may run over many lines (graph dumps); it lasts until
             // the next line that starts a diagnostic.
@@ -256,11 +331,12 @@ impl Engine {
                     in_log = false;
                 }
                 if verbose || !in_log {
-                    eprintln!("{line}");
+                    stderr_relay.line(&line);
                 }
             }
         });
         let mut stdout = String::new();
+        let mut stdout_relay = relay;
         let mut reader = BufReader::new(child.stdout.take().expect("piped"));
         let mut line = Vec::new();
         loop {
@@ -275,10 +351,7 @@ impl Engine {
             let text = String::from_utf8_lossy(&line);
             let text = text.strip_prefix("o:").unwrap_or(&text);
             if !quiet {
-                eprint!("{text}");
-                if !text.ends_with('\n') {
-                    eprintln!();
-                }
+                stdout_relay.line(text.strip_suffix('\n').unwrap_or(text));
             }
             stdout.push_str(text);
         }

@@ -17,6 +17,13 @@ fn main() -> ExitCode {
         libc::umask(0o077);
     }
     let cli = cli::Cli::parse();
+    if let Some(log) = &cli.global.engine_log {
+        // Where every engine run reads it (`Engine::locate`), however deep. An
+        // absolute path: the engine runs in a work folder of its own. Set before any
+        // thread starts.
+        let log = std::path::absolute(log).unwrap_or_else(|_| log.clone());
+        std::env::set_var(stackpack_runner::engine::ENGINE_LOG_VARIABLE, log);
+    }
     commands::init_output(&cli.global);
     stackpack_terminal::finish(commands::run(&cli))
 }

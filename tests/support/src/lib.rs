@@ -3,7 +3,8 @@
 //! one way to find them ([`binary`]), git with a fixed identity ([`git`]), copying an
 //! example tree ([`copy_dir`]), free loopback ports, the real registries the tests
 //! start on 127.0.0.1 ([`servers`]), signed deployment receipts ([`receipts`]), a
-//! release as the packager pushes it ([`release_index`]), the
+//! release as the packager pushes it ([`release_index`]), a vendor repository made
+//! from a fixture ([`vendor`]), the
 //! real Terraform ([`terraform`]), and one policy for a tool that is missing ([`have`]).
 //!
 //! A missing tool is skipped with a message on a developer's machine and is a failure
@@ -12,6 +13,7 @@
 pub mod receipts;
 pub mod release_index;
 pub mod servers;
+pub mod vendor;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -17,40 +17,25 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use stackpack_test_support::servers::OurRegistry;
-use stackpack_test_support::{binary, copy_dir, git, repository_root, terraform, Run};
+use stackpack_test_support::vendor::FixtureVendor;
+use stackpack_test_support::{binary, copy_dir, terraform, Run};
 
 const NAMESPACE: &str = "shop";
 
-struct Vendor {
-    temp: tempfile::TempDir,
-    repo: PathBuf,
-    key: PathBuf,
-    public_key: PathBuf,
+/// The shop fixture's vendor, publishing and promoting to our registry.
+struct Vendor(FixtureVendor);
+
+impl std::ops::Deref for Vendor {
+    type Target = FixtureVendor;
+
+    fn deref(&self) -> &FixtureVendor {
+        &self.0
+    }
 }
 
 impl Vendor {
     fn new() -> Vendor {
-        let temp = tempfile::tempdir().unwrap();
-        let repo = temp.path().join("infra");
-        copy_dir(
-            &repository_root().join("tests/fixtures/rollout-vendor"),
-            &repo,
-        );
-        std::fs::write(repo.join(".gitignore"), ".stackpack/\n").unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "-m", "initial"]);
-        let keys = temp.path().join("vendor");
-        run(Command::new(binary("stackpack"))
-            .args(["keygen", "--out"])
-            .arg(&keys))
-        .ok();
-        Vendor {
-            repo,
-            key: keys.with_extension("key"),
-            public_key: keys.with_extension("pub"),
-            temp,
-        }
+        Vendor(FixtureVendor::new("rollout-vendor"))
     }
 
     fn stackpack(&self, registry: &OurRegistry, args: &[&str]) -> Run {
@@ -105,14 +90,6 @@ impl Vendor {
                 "--json",
             ],
         )
-    }
-
-    fn change(&self, path: &str, from: &str, to: &str) {
-        let file = self.repo.join(path);
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.contains(from), "{path}: {text}");
-        std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
-        git(&self.repo, &["commit", "-q", "-am", &format!("change {path}")]);
     }
 }
 
@@ -232,7 +209,10 @@ fn wait_for_rollout(registry: &OurRegistry, what: &str, done: impl Fn(&Value) ->
         if done(&current) {
             return current;
         }
-        assert!(Instant::now() < deadline, "{what}: the rollout is {current}");
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the rollout is {current}"
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
 }
@@ -244,14 +224,20 @@ fn state(rollout: &Value) -> &str {
 fn place(registry: &OurRegistry, customer: &Customer, wave: &str) {
     registry
         .run(&[
-            "customer", "set", customer.id, "--channel", "stable", "--wave", wave,
+            "customer",
+            "set",
+            customer.id,
+            "--channel",
+            "stable",
+            "--wave",
+            wave,
         ])
         .ok();
 }
 
 #[test]
-fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after_a_fix_and_resume(
-) {
+fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after_a_fix_and_resume()
+{
     let vendor = Vendor::new();
     let registry = OurRegistry::start_with(&["--rollout-tick-secs", "1"]);
     registry
@@ -333,7 +319,11 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
                 "{} before its wave: {}",
                 customer.id, pass.stderr
             );
-            assert!(Instant::now() < deadline, "{} was never assigned", customer.id);
+            assert!(
+                Instant::now() < deadline,
+                "{} was never assigned",
+                customer.id
+            );
             std::thread::sleep(Duration::from_millis(500));
         }
     }
@@ -358,7 +348,12 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
     assert_eq!(receipts(&globex).as_array().map(Vec::len), before);
 
     // A second version reaches the canaries first.
-    vendor.change("stacks/app/main.tf", "${var.replicas}\"", "${var.replicas}:v2\"");
+    vendor.commit(
+        "stacks/app/main.tf",
+        "${var.replicas}\"",
+        "${var.replicas}:v2\"",
+        "app: v2",
+    );
     let second = vendor.publish(&registry);
     vendor.promote(&registry, &second).ok();
     let (globex_second, running, _) = globex.sync();
@@ -366,7 +361,11 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
     assert_eq!(running.as_deref(), Some(second.as_str()));
     let (soylent_still, running, _) = soylent.sync();
     assert_eq!(soylent_still, "converged");
-    assert_eq!(running.as_deref(), Some(version.as_str()), "general waits for its wave");
+    assert_eq!(
+        running.as_deref(),
+        Some(version.as_str()),
+        "general waits for its wave"
+    );
 }
 
 #[test]

@@ -14,48 +14,25 @@ use std::process::Command;
 
 use serde_json::Value;
 use stackpack_test_support::servers::OurRegistry;
-use stackpack_test_support::{binary, copy_dir, git, repository_root, terraform, Run};
+use stackpack_test_support::vendor::FixtureVendor;
+use stackpack_test_support::{binary, git, terraform, Run};
 
 const NAMESPACE: &str = "fleet";
 
-struct Vendor {
-    temp: tempfile::TempDir,
-    repo: PathBuf,
-    key: PathBuf,
-    public_key: PathBuf,
+/// The fleet fixture's vendor, publishing to our registry.
+struct Vendor(FixtureVendor);
+
+impl std::ops::Deref for Vendor {
+    type Target = FixtureVendor;
+
+    fn deref(&self) -> &FixtureVendor {
+        &self.0
+    }
 }
 
 impl Vendor {
     fn new() -> Vendor {
-        let temp = tempfile::tempdir().unwrap();
-        let repo = temp.path().join("infra");
-        copy_dir(
-            &repository_root().join("tests/fixtures/fleet-vendor"),
-            &repo,
-        );
-        std::fs::write(repo.join(".gitignore"), ".stackpack/\n").unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "-m", "initial"]);
-        let keys = temp.path().join("vendor");
-        run(Command::new(binary("stackpack"))
-            .args(["keygen", "--out"])
-            .arg(&keys))
-        .ok();
-        Vendor {
-            repo,
-            key: keys.with_extension("key"),
-            public_key: keys.with_extension("pub"),
-            temp,
-        }
-    }
-
-    fn commit(&self, path: &str, from: &str, to: &str, message: &str) {
-        let file = self.repo.join(path);
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.contains(from), "{path}: {text}");
-        std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
-        git(&self.repo, &["commit", "-q", "-am", message]);
+        Vendor(FixtureVendor::new("fleet-vendor"))
     }
 
     /// `stackpack publish` of what changed; the version it gave the stack.
