@@ -12,8 +12,12 @@
 # and the baselines so that noise hits both alike (scripts/bench/suite.py). Figures
 # are printed, never asserted. The fleet scenario runs scripts/bench/fleet.sh on a
 # registry seeded with 10,000 customers × 30 stacks × 20 versions (1,000 with
-# --quick), seeded once and kept under the target folder. scripts/bench/providers.sh
-# measures the provider packages and offline plans of the real example separately.
+# --quick), seeded once and kept under the target folder. The rollout scenario runs
+# scripts/bench/rollout.sh: the assignment poll of 10,000 runners (1,000 with --quick)
+# at 3/s and 300/s beside support's queries, and a rollout of 100 emulated customers
+# in three waves, beside a bare `GET /healthz` and the configured soak times.
+# scripts/bench/providers.sh measures the provider packages and offline plans of the
+# real example separately.
 
 source "$(dirname "$0")/common.sh"
 need_tools pigz openssl git skopeo docker-registry wrk curl python3

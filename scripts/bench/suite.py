@@ -96,6 +96,7 @@ class Suite:
         self.rows = []  # (scenario, ours, baseline, best, speed vs baseline, speed vs best, rss)
         self.notes = []
         self.fleet_output = None
+        self.rollout_output = None
         self.terraform = subprocess.run(
             [os.path.join(ROOT, "scripts", "terraform-path.sh")],
             capture_output=True,
@@ -427,6 +428,42 @@ class Suite:
                  "aim: p99 < 50 ms", f"{156 / max(worst[2], 0.1):.1f}×", "—", "—")
         self.fleet_output = out.stdout.strip()
 
+    def rollout(self):
+        """The assignment poll of 10,000 runners and a 100-customer rollout, through
+        scripts/bench/rollout.sh."""
+        customers = 1000 if self.args.quick else 10000
+        log(f"== assignment poll at {customers:,} customers, rollout of 100 ==")
+        env = dict(os.environ, CUSTOMERS=str(customers),
+                   POLL_SECS="5" if self.args.quick else "20", SLOW_SECS="10" if self.args.quick else "60")
+        out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bench", "rollout.sh")], env=env,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            log(out.stderr[-2000:])
+            self.row("assignment poll and rollout", "failed (see the log)", "—", "—", "—", "—", "—")
+            return
+        polls = {}
+        for line in out.stdout.splitlines():
+            cells = line.split()
+            if len(cells) == 7 and "@" in cells[0] and cells[2].replace(".", "").isdigit():
+                polls[cells[0]] = (float(cells[2]), float(cells[3]), int(cells[5]))
+        for rate, clients in (("3", "0"), ("300", "0"), ("300", "4")):
+            ours = polls.get(f"assignment-poll@{rate}/s+{clients}-support")
+            best = polls.get(f"GET-/healthz@{rate}/s+{clients}-support")
+            if not ours or not best:
+                continue
+            beside = f" beside {clients} support clients" if clients != "0" else ""
+            self.row(f"assignment poll at {rate}/s{beside}, {customers:,} customers: p50 / p99",
+                     f"{ours[0]:.2f} / {ours[1]:.2f} ms ({ours[2]} errors)",
+                     f"{best[0]:.2f} / {best[1]:.2f} ms (bare `GET /healthz`, same rate)", "—",
+                     f"{best[1] / max(ours[1], 0.01):.2f}× (p99)", "—", "—")
+        done = re.search(r"promote→completed ([\d.]+) s observed", out.stdout)
+        best = re.search(r"soak total \+ one tick\): ([\d.]+) s", out.stdout)
+        if done and best:
+            self.row("rollout of 100 emulated customers, 3 waves, soak 2 s: promote → completed",
+                     f"{float(done.group(1)):.2f} s", f"{float(best.group(1)):.2f} s (soak total + one tick)",
+                     "—", f"{float(best.group(1)) / float(done.group(1)):.2f}×", "—", "—")
+        self.rollout_output = out.stdout.strip()
+
     def registries(self):
         log("== our registry beside CNCF Distribution (wrk) ==")
         seconds = self.args.wrk_seconds
@@ -593,6 +630,7 @@ def main():
             suite.scaling()
         if args.only != "transfers":
             suite.fleet()
+            suite.rollout()
         suite.notes.append(
             "The push-alone rows push into a registry started empty for each run, for both "
             "contenders, so skopeo's blob-info cache has no repository to mount the layer from "
@@ -656,6 +694,11 @@ Each contender ran {args.runs} time(s), in turns with the others; figures are me
             f.write("\n## Fleet queries\n\n`scripts/bench/fleet.sh` as the suite ran it: p50 and p99 "
                     "per query over HTTP, then `/v2/` manifest GETs idle and beside 4 clients looping on "
                     "support queries.\n\n```\n" + suite.fleet_output + "\n```\n")
+        if suite.rollout_output:
+            f.write("\n## Rollouts\n\n`scripts/bench/rollout.sh` as the suite ran it: the assignment poll "
+                    "open-loop (latency from each request's scheduled time), beside a bare `GET /healthz` at "
+                    "the same rate; then a rollout of 100 emulated runners beside the configured soak times."
+                    "\n\n```\n" + suite.rollout_output + "\n```\n")
     log(f"wrote {args.out}")
 
 
