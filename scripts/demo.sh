@@ -72,6 +72,10 @@ demo=${STACKPACK_DEMO_DIR:-$target_dir/demo}
 rm -rf "$demo"
 mkdir -p "$demo"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# The engine's own output (init, plan, apply: thousands of lines) goes to one log;
+# the runners print their summaries, and an engine error is still shown.
+export STACKPACK_ENGINE_LOG=$demo/engine.log
+echo "the engine's own output is kept in $STACKPACK_ENGINE_LOG"
 seconds() { python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }
 pids=()
 cleanup() {
@@ -232,7 +236,8 @@ STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" check --registry "$re
 publish
 third=$version
 STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:$third" --insecure
-globex plan "data-plane@$third" --inputs customers/globex/data-plane.tfvars 2>&1 | grep -E "must be replaced|^Plan:|planned" || true
+# The engine's own plan shows which resource is replaced and why.
+STACKPACK_ENGINE_LOG= globex plan "data-plane@$third" --inputs customers/globex/data-plane.tfvars 2>&1 | grep -E "must be replaced|^Plan:|planned" || true
 
 step "releases: globex moves from the one-stack data plane to the environment release (timed)"
 start=$(seconds)

@@ -55,7 +55,7 @@ pub const ENGINE_LOG_VARIABLE: &str = "STACKPACK_ENGINE_LOG";
 #[derive(Clone)]
 struct Relay {
     log: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
-    /// Inside an engine `Error` block: shown on stderr too, even with a log.
+    /// After the engine's first `Error`: shown on stderr too, even with a log.
     in_error: bool,
 }
 
@@ -96,13 +96,12 @@ impl Relay {
         if let Ok(mut file) = log.lock() {
             let _ = writeln!(file, "{line}");
         }
-        // An error block: the `Error:` line (boxed or not), then its indented or
-        // empty lines, until the next line that starts something else.
-        let trimmed = line.trim_start_matches(['\u{2502}', '\u{256d}', '\u{2577}', '\u{2575}', ' ']);
+        // From the first `Error` on (boxed or not), the rest of the run is shown
+        // too: the diagnostic, its source lines and the vendor's message (which
+        // Terraform prints unindented), whatever the engine's version lays out.
+        let trimmed = line.trim_start_matches(['\u{2502}', '\u{256d}', '\u{2577}', ' ']);
         if trimmed.starts_with("Error") {
             self.in_error = true;
-        } else if !(line.is_empty() || line.starts_with([' ', '\u{2502}', '\u{2575}'])) {
-            self.in_error = false;
         }
         if self.in_error {
             eprintln!("{line}");

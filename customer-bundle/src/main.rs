@@ -17,7 +17,12 @@ fn main() -> ExitCode {
         libc::umask(0o077);
     }
     let cli = cli::Cli::parse();
-    if let Some(log) = &cli.global.engine_log {
+    if let Some(log) = cli
+        .global
+        .engine_log
+        .as_ref()
+        .filter(|log| !log.as_os_str().is_empty())
+    {
         // Where every engine run reads it (`Engine::locate`), however deep. An
         // absolute path: the engine runs in a work folder of its own. Set before any
         // thread starts.

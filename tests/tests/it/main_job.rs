@@ -6,7 +6,9 @@
 //! outputs wired, its service mirrored into the customer's registry), a second
 //! release re-applies only the stack it changed, a rollback of the whole
 //! environment; an airgapped customer applies the release from one tar inside a
-//! network namespace; support's view of the fleet and of the release.
+//! network namespace; a rollout in three waves, halted by a canary's failure and
+//! resumed, with a destructive release waiting for approval; support's view of the
+//! fleet, of the release and of the rollout.
 
 use std::process::Command;
 
@@ -110,26 +112,50 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
         has("inside a network namespace: no network but 127.0.0.1");
     }
     has("release `environment@1.0.1` applied: release receipt");
-    // Support's view: both customers run the release's latest version, unmixed; the
-    // snapshot names every stack and the service's digest.
+    // The rollout: umbrella's failed apply halted it before the early wave; after
+    // its fix and `resume`, hooli's wave opened; the release replacing GPU node
+    // groups waited for globex's approval of the exact plan, then reached every wave.
+    has("umbrella's pass failed (exit 1): the rollout halts");
+    has("customer `umbrella` (wave `canary`) failed");
+    has("nothing is assigned to this runner");
+    has("hooli: its wave opened; the pass applied environment");
+    has("pending-approval");
+    has("2 replaced or destroyed");
+    has("release `environment@1.0.2` applied: release receipt");
+    assert!(
+        all.lines()
+            .any(|l| l.contains("environment@1.0.2") && l.contains(" completed ")),
+        "the second rollout completed:\n{all}"
+    );
+    // The engine's own output is in the demo's engine log, not in its output.
+    assert!(
+        !all.contains("Terraform has been successfully initialized"),
+        "{all}"
+    );
+    // Support's view: every customer runs its release unmixed (initech, airgapped,
+    // the version before); the snapshot names every stack and the service's digest.
     let release_fleet: Vec<&str> = stdout
         .lines()
         .skip_while(|l| !l.starts_with("CUSTOMER  ENVIRONMENT  VERSION  MIXED"))
         .collect();
-    for customer in ["globex", "initech"] {
+    for (customer, version) in [
+        ("globex", " 1.0.2 "),
+        ("umbrella", " 1.0.2 "),
+        ("hooli", " 1.0.2 "),
+        ("initech", " 1.0.1 "),
+    ] {
         assert!(
             release_fleet
                 .iter()
-                .any(|l| l.starts_with(customer) && l.contains(" 1.0.1 ")),
-            "{stdout}"
+                .any(|l| l.starts_with(customer) && l.contains(version)),
+            "{customer} at{version}:\n{stdout}"
         );
     }
-    has("release environment 1.0.1  index sha256:");
-    has("gpu-pools      0.1.1    sha256:");
+    has("release environment 1.0.2  index sha256:");
+    has("gpu-pools      0.1.2    sha256:");
     has("inference-api  sha256:");
     // ... and what exactly globex runs, in one command: its stacks and release.
     has("customer globex");
-    has("release environment 1.0.1  index sha256:");
 }
 
 /// The demo runs its airgapped customer in a network namespace only as root.
