@@ -232,7 +232,7 @@ pub fn promote(
         None,
         Some(&detail),
     )?;
-    advance_one(conn, rollout, now_ns)?;
+    advance_one(conn, rollout, now_ns, Joiners::Assign)?;
     Ok(Promoted {
         promotion,
         rollout,
@@ -248,7 +248,7 @@ pub fn promote(
 /// registry's clock only; deterministic for a database and a time.
 pub fn advance(conn: &Connection, now_ns: i64) -> rusqlite::Result<()> {
     for row in rdb::rollouts_in(conn, RolloutState::Running)? {
-        advance_one(conn, row.id, now_ns)?;
+        advance_one(conn, row.id, now_ns, Joiners::Assign)?;
     }
     Ok(())
 }
@@ -262,7 +262,16 @@ pub fn advance_if_due(db: &Db, now_ns: i64) -> Result<()> {
     Ok(())
 }
 
-fn advance_one(conn: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<()> {
+/// Whether a move looks for customers placed in an open wave since it opened: the
+/// tick does (it reads the channel's whole list); a receipt's move does not, so a
+/// receipt costs the same in a channel of ten customers or ten thousand.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Joiners {
+    Assign,
+    Skip,
+}
+
+fn advance_one(conn: &Connection, id: i64, now_ns: i64, joiners: Joiners) -> rusqlite::Result<()> {
     let Some(row) = rdb::rollout(conn, id)? else {
         return Ok(());
     };
@@ -271,7 +280,7 @@ fn advance_one(conn: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<()> 
     }
     if rdb::raw_wave_index(conn, id)? < 0 {
         open_from(conn, &row, 0, now_ns)?;
-    } else {
+    } else if joiners == Joiners::Assign {
         assign_late_joiners(conn, &row, now_ns)?;
     }
     loop {
@@ -547,7 +556,7 @@ pub fn refresh_customer(conn: &Connection, customer: &str, now_ns: i64) -> rusql
     for id in rdb::open_rollouts_of_customer(conn, customer)? {
         if let Some(row) = rdb::rollout(conn, id)? {
             refresh_gate(conn, &row, customer, now_ns)?;
-            advance_one(conn, id, now_ns)?;
+            advance_one(conn, id, now_ns, Joiners::Skip)?;
         }
     }
     Ok(())
@@ -616,7 +625,7 @@ pub fn control(conn: &Connection, id: i64, control: Control, now_ns: i64) -> Res
             for customer in rdb::assigned_customers(conn, id)? {
                 refresh_gate(conn, &row, &customer, now_ns)?;
             }
-            advance_one(conn, id, now_ns)?;
+            advance_one(conn, id, now_ns, Joiners::Assign)?;
         }
         (Control::Resume, RolloutState::Running) => {}
         (Control::Abort, state) if state.is_open() => {
