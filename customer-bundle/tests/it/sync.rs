@@ -1,7 +1,9 @@
-//! `sync`: a runner that reconciles to a desired-state file or to the channel
-//! statements an airgapped export carried, with the approval policy holding the
-//! exact plan that replaces something until a person approves it. Real Terraform,
-//! real `stackpack` builds, small `terraform_data` stacks.
+//! `sync`: a runner that reconciles to a desired-state file, to the channel
+//! statements an airgapped export carried, or to its assignment from our registry
+//! (started on 127.0.0.1, the release promoted with `stackpack promote`), with the
+//! approval policy holding the exact plan that replaces something until a person
+//! approves it. Real Terraform, real `stackpack` builds, small `terraform_data`
+//! stacks.
 
 use std::path::{Path, PathBuf};
 
@@ -13,8 +15,9 @@ use stackpack_schema::rollout::{
 };
 use stackpack_schema::signature::PrivateKey;
 
-use crate::common::release::ReleaseVendor;
+use crate::common::release::{push_release_to, ReleaseVendor};
 use crate::common::Runner;
+use stackpack_test_support::servers::OurRegistry;
 
 const ALL_V1: &[(&str, &str)] = &[
     ("network", "0.1.0"),
@@ -552,20 +555,6 @@ fn remove_entry(layout: &stackpack_bundle::layout::ImageLayout, entry: &Descript
     std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
 }
 
-#[test]
-fn an_unreachable_registry_fails_the_pass_and_keeps_what_runs() {
-    let runner = Runner::new("globex");
-    configure(&runner, "registry = \"127.0.0.1:9/acme\"\ninsecure = true");
-    let failed = runner
-        .command(&["sync"])
-        .env("STACKPACK_REGISTRY_TOKEN", "token")
-        .output()
-        .unwrap();
-    assert_eq!(failed.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert!(stderr.contains("cannot reach the registry"), "{stderr}");
-}
-
 /// Changes the network's recorded input behind the runner's back, as a person
 /// editing the resource by hand would.
 fn tamper_network(runner: &Runner) {
@@ -633,94 +622,146 @@ fn drift_is_reported_with_a_receipt_or_corrected_through_the_approval_policy() {
     assert_eq!(release(&sync(&runner), "platform")["state"], "converged");
 }
 
-/// A stand-in for the registry's rollout endpoints (assignment, sync report,
-/// receipts), NOT the registry: a few lines of HTTP on 127.0.0.1 that answer with
-/// a fixed assignment and keep what they are sent. The integrator replaces this
-/// test with one against the real `stackpack-registry`.
-struct StandInRegistry {
-    port: u16,
-    received: std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>,
+/// Our registry on 127.0.0.1 with channel `stable` (one wave, `canary`) and
+/// customer `globex` placed in it, and the vendor's release `platform@1.0.0`
+/// pushed to `acme/releases/platform`.
+struct Connected {
+    registry: OurRegistry,
 }
 
-impl StandInRegistry {
-    fn start(assignment: Value) -> StandInRegistry {
-        use std::io::{BufRead, BufReader, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let keep = received.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut request = String::new();
-                reader.read_line(&mut request).unwrap();
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                    if let Some((name, value)) = line.split_once(':') {
-                        if name.eq_ignore_ascii_case("content-length") {
-                            length = value.trim().parse().unwrap();
-                        }
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                let mut parts = request.split_whitespace();
-                let (method, path) = (parts.next().unwrap(), parts.next().unwrap().to_string());
-                let (status, answer) = if method == "GET" {
-                    ("200 OK", assignment.to_string())
-                } else {
-                    let document = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    keep.lock().unwrap().push((path.clone(), document));
-                    if path.ends_with("/sync") {
-                        ("204 No Content", String::new())
-                    } else {
-                        ("201 Created", "{}".to_string())
-                    }
-                };
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-            }
-        });
-        StandInRegistry { port, received }
+impl Connected {
+    fn start(vendor: &ReleaseVendor) -> Connected {
+        let registry = OurRegistry::start();
+        registry
+            .run(&["channel", "set", "stable", "--waves", "canary"])
+            .ok();
+        registry.run(&["customer", "add", "globex"]).ok();
+        registry
+            .run(&[
+                "customer",
+                "set",
+                "globex",
+                "--channel",
+                "stable",
+                "--wave",
+                "canary",
+            ])
+            .ok();
+        let publisher = stackpack_bundle::remote::Remote::with_credentials(
+            &registry.host(),
+            true,
+            stackpack_bundle::remote::Credentials::Bearer(registry.publisher_token()),
+        )
+        .unwrap();
+        push_release_to(&publisher, &vendor.layout(), "acme", "platform", "1.0.0");
+        Connected { registry }
     }
 
-    fn posted(&self, path: &str) -> Vec<Value> {
-        self.received
-            .lock()
+    /// `stackpack promote platform@VERSION --channel stable`, the statement signed
+    /// with `key`.
+    fn promote(&self, version: &str, key: &Path) {
+        let output = std::process::Command::new(crate::common::stackpack_bin())
+            .args([
+                "promote",
+                &format!("platform@{version}"),
+                "--channel",
+                "stable",
+                "--registry",
+                &format!("{}/acme", self.registry.host()),
+                "--insecure",
+                "--key",
+                key.to_str().unwrap(),
+            ])
+            .env("STACKPACK_REGISTRY_TOKEN", self.registry.publisher_token())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "promote: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// `runner.toml` pointing `sync` at this registry, inputs from `gitops`.
+    fn configure(&self, runner: &Runner, gitops: &GitOps) {
+        configure(
+            runner,
+            &format!(
+                "registry = \"{}/acme\"\ninsecure = true\ninputs = {:?}",
+                self.registry.host(),
+                gitops.dir.join("customers/globex")
+            ),
+        );
+    }
+
+    /// One pass with globex's customer token, expecting exit `code`; its report and
+    /// standard error.
+    fn pass(&self, runner: &Runner, code: i32) -> (Value, String) {
+        let output = runner
+            .command(&["sync", "--json"])
+            .env(
+                "STACKPACK_REGISTRY_TOKEN",
+                self.registry.token("customer", Some("globex")),
+            )
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        (
+            serde_json::from_slice(&output.stdout).unwrap_or(Value::Null),
+            stderr,
+        )
+    }
+
+    /// The rollout of `platform` as `stackpack-registry rollout show --json` gives
+    /// it: the rollout, each assigned customer's gate standing, the events.
+    fn rollout(&self) -> Value {
+        let status = self
+            .registry
+            .run(&["rollout", "status", "--release", "platform", "--json"])
+            .ok()
+            .json();
+        let list = status
+            .as_array()
+            .cloned()
+            .or_else(|| status["rollouts"].as_array().cloned())
+            .unwrap_or_else(|| panic!("rollout status: {status}"));
+        let id = list
+            .iter()
+            .filter_map(|r| r["id"].as_i64())
+            .max()
+            .unwrap_or_else(|| panic!("no rollout of platform: {status}"));
+        self.registry
+            .run(&["rollout", "show", &id.to_string(), "--json"])
+            .ok()
+            .json()
+    }
+
+    fn gate(&self) -> Value {
+        let rollout = self.rollout();
+        rollout["assignments"]
+            .as_array()
             .unwrap()
             .iter()
-            .filter(|(p, _)| p == path)
-            .map(|(_, d)| d.clone())
-            .collect()
+            .find(|a| a["customer"] == "globex")
+            .map(|a| a["gate"].clone())
+            .unwrap_or_else(|| panic!("globex is not assigned: {rollout}"))
     }
-}
 
-fn assignment(signed: &SignedChannelStatement, index: &Descriptor) -> Value {
-    let s = &signed.statement;
-    serde_json::json!({
-        "kind": "release",
-        "release": s.release,
-        "version": s.version.to_string(),
-        "digest": index.digest.to_string(),
-        "rollout": 1,
-        "assignedAt": "2026-12-02T09:00:00Z",
-        "statement": signed,
-    })
+    fn customer(&self) -> Value {
+        self.registry
+            .run(&["customer", "show", "globex", "--json"])
+            .ok()
+            .json()
+    }
 }
 
 #[test]
 fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_the_pass() {
-    let (vendor, indexes) = vendor(&["1.0.0"]);
-    let key = PrivateKey::from_pem(&std::fs::read_to_string(&vendor.key).unwrap()).unwrap();
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let connected = Connected::start(&vendor);
+    connected.promote("1.0.0", &vendor.key);
     let runner = runner_with(&vendor);
     runner
         .run(&[
@@ -728,70 +769,94 @@ fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_t
             vendor.export_tar("platform.tar").to_str().unwrap(),
         ])
         .ok();
-    let stranger = PrivateKey::from_secret_bytes([9; 32]);
-    let mut forged = statement(&stranger, "stable", "2.0.0", &indexes[0]);
-    forged.statement.release = "evil".into();
-    let forged = SignedChannelStatement::sign(forged.statement, &stranger);
-    let registry = StandInRegistry::start(serde_json::json!({
-        "customer": "globex",
-        "channel": "stable",
-        "wave": "general",
-        "assignments": [
-            assignment(&statement(&key, "stable", "1.0.0", &indexes[0]), &indexes[0]),
-            assignment(&forged, &indexes[0]),
-        ],
-        "now": "2026-12-02T09:00:00Z",
-    }));
     let gitops = GitOps::new(&runner, 3);
-    configure(
-        &runner,
-        &format!(
-            "registry = \"127.0.0.1:{}/acme\"\ninsecure = true\ninputs = {:?}",
-            registry.port,
-            gitops.dir.join("customers/globex")
-        ),
-    );
-    let pass = |code: i32| {
-        let output = runner
-            .command(&["sync", "--json"])
-            .env("STACKPACK_REGISTRY_TOKEN", "customer-token")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(code), "{stderr}");
-        serde_json::from_slice::<Value>(&output.stdout).unwrap()
-    };
+    connected.configure(&runner, &gitops);
+    assert_eq!(connected.gate(), "waiting");
+    assert!(connected.customer()["rollout"]["lastSync"].is_null());
 
-    // The forged assignment is refused (exit 1); the vendor's is applied.
-    let first = pass(1);
-    assert_eq!(release(&first, "platform")["state"], "applied", "{first}");
-    let evil = release(&first, "evil");
-    assert_eq!(evil["state"], "refused");
+    let (first, stderr) = connected.pass(&runner, 0);
+    let platform = release(&first, "platform");
+    assert_eq!(platform["state"], "applied", "{first}\n{stderr}");
+    assert_eq!(platform["running"], "1.0.0");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    let receipts_after_apply = receipts(&runner);
+    // The stack receipts and the release receipt reached the registry: the
+    // customer runs the release, and its gate stands `succeeded`.
+    assert_eq!(connected.gate(), "succeeded", "{}", connected.rollout());
+    let customer = connected.customer();
+    let releases = customer["releases"].as_array().unwrap();
     assert!(
-        evil["message"].as_str().unwrap().contains("not trust")
-            || evil["message"].as_str().unwrap().contains("trusted"),
-        "{evil}"
+        releases
+            .iter()
+            .any(|r| r["release"] == "platform" && r["version"] == "1.0.0"),
+        "{customer}"
     );
-    let sent = registry.posted("/api/v1/receipts");
-    let applies = sent
-        .iter()
-        .filter(|r| r["receipt"]["kind"] == "apply")
-        .count();
-    assert_eq!(applies, 3, "{sent:?}");
-    let release_receipts = registry.posted("/api/v1/release-receipts");
-    assert_eq!(release_receipts.len(), 1);
-    assert_eq!(release_receipts[0]["receipt"]["release"], "platform");
-    let reports = registry.posted("/api/v1/customers/globex/sync");
-    assert_eq!(reports.len(), 1);
-    assert_eq!(reports[0]["releases"][0]["state"], "applied");
+    assert_eq!(
+        customer["stacks"].as_array().unwrap().len(),
+        3,
+        "{customer}"
+    );
+    // The pass itself was reported.
+    let synced = customer["rollout"]["lastSync"].clone();
+    assert!(synced.is_string(), "{customer}");
 
-    // The next pass sends only its report: every receipt was acknowledged.
-    pass(1);
-    assert_eq!(registry.posted("/api/v1/receipts").len(), sent.len());
-    assert_eq!(registry.posted("/api/v1/release-receipts").len(), 1);
-    let reports = registry.posted("/api/v1/customers/globex/sync");
-    assert_eq!(reports.len(), 2);
-    assert_eq!(reports[1]["releases"][0]["state"], "converged");
+    // The next pass changes nothing and sends only its report.
+    let receipts_before = customer["recent"].as_array().unwrap().len();
+    let (second, _) = connected.pass(&runner, 0);
+    assert_eq!(release(&second, "platform")["state"], "converged");
+    assert_eq!(second["receiptsSent"], 0, "{second}");
+    let customer = connected.customer();
+    assert_eq!(
+        customer["recent"].as_array().unwrap().len(),
+        receipts_before
+    );
+    assert!(customer["rollout"]["lastSync"].is_string());
+
+    // The registry stopped: the pass fails saying so, and what runs stays.
+    let mut connected = connected;
+    connected.registry.kill();
+    let (_, stderr) = connected.pass(&runner, 1);
+    assert!(stderr.contains("cannot reach the registry"), "{stderr}");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    assert_eq!(network_input(&runner), "vpc-10.1.0.0/16");
+    assert_eq!(receipts(&runner), receipts_after_apply);
+}
+
+#[test]
+fn an_assignment_signed_by_a_key_the_runner_does_not_trust_is_refused_and_reported() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let connected = Connected::start(&vendor);
+    // The registry takes any well-formed statement; only the runner knows whom it
+    // trusts.
+    let stranger = vendor.temp.path().join("stranger");
+    let keygen = std::process::Command::new(crate::common::stackpack_bin())
+        .args(["keygen", "--out", stranger.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(keygen.status.success());
+    connected.promote("1.0.0", &stranger.with_extension("key"));
+    let runner = runner_with(&vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    connected.configure(&runner, &gitops);
+
+    let (refused, stderr) = connected.pass(&runner, 1);
+    let platform = release(&refused, "platform");
+    assert_eq!(platform["state"], "refused", "{refused}\n{stderr}");
+    let message = platform["message"].as_str().unwrap();
+    assert!(message.contains("trust"), "{message}");
+    assert!(!runner.state_file("network").exists(), "nothing applied");
+    assert_eq!(receipts(&runner), 0);
+    // Reported: the registry saw the pass, and the customer's gate still waits.
+    let customer = connected.customer();
+    assert!(customer["rollout"]["lastSync"].is_string(), "{customer}");
+    assert!(customer["releases"].as_array().unwrap().is_empty());
+    assert_eq!(connected.gate(), "waiting");
 }
 
 /// A stand-in engine (a script around the real Terraform, named as such) that is

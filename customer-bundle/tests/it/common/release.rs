@@ -310,12 +310,23 @@ pub fn service_image(
 /// publishes it: every part by digest, the index by its version, signatures
 /// findable by their subject.
 pub fn push_release(layout: &ImageLayout, host: &str, namespace: &str, name: &str, version: &str) {
+    let remote = stackpack_bundle::remote::Remote::new(host, true).unwrap();
+    push_release_to(&remote, layout, namespace, name, version);
+}
+
+/// [`push_release`] with `remote`'s credentials (a publisher token of our
+/// registry, say).
+pub fn push_release_to(
+    remote: &stackpack_bundle::remote::Remote,
+    layout: &ImageLayout,
+    namespace: &str,
+    name: &str,
+    version: &str,
+) {
     use stackpack_bundle::release::find_release;
-    use stackpack_bundle::remote::Remote;
     use stackpack_bundle::transfer::{push_manifest_with_blobs, push_signature};
     use stackpack_schema::media_type;
     use stackpack_schema::oci::ImageIndex;
-    let remote = Remote::new(host, true).unwrap();
     let repository = format!("{namespace}/releases/{name}");
     let version = Version::parse(version).unwrap();
     let index_descriptor = find_release(layout, name, &version).unwrap().unwrap();
@@ -326,10 +337,10 @@ pub fn push_release(layout: &ImageLayout, host: &str, namespace: &str, name: &st
             let manifest: stackpack_schema::oci::ImageManifest =
                 serde_json::from_slice(&layout.read_blob(&entry.digest, 1 << 20).unwrap()).unwrap();
             let subject = manifest.subject.unwrap().digest;
-            push_signature(&remote, &repository, layout, entry, &subject).unwrap();
+            push_signature(remote, &repository, layout, entry, &subject).unwrap();
         } else {
             push_manifest_with_blobs(
-                &remote,
+                remote,
                 &repository,
                 layout,
                 entry,
