@@ -417,7 +417,18 @@ fn converge(
             std::mem::take(&mut force),
         )?;
         let staging = pending::staging(home)?;
-        let planned = run::plan_to(&run, ui, Some(staging.path()))?;
+        let planned = match run::plan_to(&run, ui, Some(staging.path())) {
+            Ok(planned) => planned,
+            // A stack waiting on one this pass applied failed to plan: the pass
+            // stops there, as a failed apply does.
+            Err(error) if !ran.is_empty() => {
+                report.state = SyncState::Failed;
+                report.message = Some(error.message);
+                roll_back(home, release, &mut ran, &mut report, ui);
+                return finish(home, release, started_at, ran, report);
+            }
+            Err(error) => return Err(error),
+        };
         let changed: Vec<(&String, &crate::deploy::Report)> = planned
             .iter()
             .filter_map(|(stack, p)| match p {
@@ -482,6 +493,7 @@ fn converge(
         if let Some((stack, message)) = failed {
             report.state = SyncState::Failed;
             report.message = Some(format!("`{stack}` failed: {message}"));
+            roll_back(home, release, &mut ran, &mut report, ui);
             return finish(home, release, started_at, ran, report);
         }
         if let Some(old) = pending::of_release(home, name)? {
@@ -497,6 +509,31 @@ fn converge(
         pending::remove(home, &old.id)?;
     }
     finish(home, release, started_at, ran, report)
+}
+
+/// After a failure, with `[policy] on-failure = "rollback"`: every stack this
+/// pass changed goes back, the last applied first, as `apply` does.
+fn roll_back(
+    home: &Home,
+    release: &VerifiedRelease,
+    ran: &mut BTreeMap<String, StackRun>,
+    report: &mut SyncReleaseReport,
+    ui: &ReleaseUi,
+) {
+    // The release's order is the order its stacks were applied in.
+    let mut stacks: Vec<StackRun> = release
+        .description
+        .stacks
+        .iter()
+        .filter_map(|s| ran.remove(&s.name))
+        .collect();
+    if ops::roll_back_on_failure(home, &mut stacks, Duration::ZERO, ui) {
+        if let Some(message) = report.message.as_mut() {
+            message
+                .push_str("; what this pass changed was rolled back (`on-failure = \"rollback\"`)");
+        }
+    }
+    ran.extend(stacks.into_iter().map(|s| (s.name.clone(), s)));
 }
 
 /// The release's stacks with their inputs checked; with `reviewed`, only those
@@ -684,7 +721,7 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
         .collect();
     let started_at = receipts::now();
     let run = release_run(home, &release, &held.inputs, reviewed, BTreeSet::new())?;
-    let stacks = run::apply(&run, ui)?;
+    let stacks = ops::apply_stacks(&run, ui)?;
     let failed = stacks.iter().find_map(|s| {
         s.error
             .as_ref()

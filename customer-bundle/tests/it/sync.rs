@@ -973,3 +973,82 @@ fn sync_every_keeps_passing_and_sigterm_between_passes_ends_it_with_exit_0() {
     assert_eq!(release(&passes[0], "platform")["state"], "applied");
     assert_eq!(release(&passes[1], "platform")["state"], "converged");
 }
+
+/// Whether `stack`'s state records output `name`.
+fn has_output(runner: &Runner, stack: &str, name: &str) -> bool {
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(runner.state_file(stack)).unwrap()).unwrap();
+    state["outputs"].get(name).is_some()
+}
+
+#[test]
+fn a_failed_pass_rolls_back_what_it_changed_under_on_failure_rollback() {
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    configure(
+        &runner,
+        &format!("desired = {:?}", gitops.platform("1.0.0")),
+    );
+    assert_eq!(release(&sync(&runner), "platform")["state"], "applied");
+
+    // 1.1.0 changes the cluster, and GPU pools that refuse three GPUs per pool:
+    // the cluster is applied in the pass before the pools fail.
+    vendor.change(
+        "cluster",
+        "\noutput \"name\" {\n  value       = var.cluster_name\n  description = \"The cluster's name.\"\n}\n",
+    );
+    vendor.change(
+        "gpu-pools",
+        "\nresource \"terraform_data\" \"guard\" {\n  input = var.pool_size\n  lifecycle {\n    precondition {\n      condition     = var.pool_size < 2\n      error_message = \"a pool of more than one GPU needs a bigger cluster\"\n    }\n  }\n}\n",
+    );
+    let built = vendor.build();
+    let version = |stack: &str| built.iter().find(|(s, _)| s == stack).unwrap().1.clone();
+    let (cluster, gpu) = (version("cluster"), version("gpu-pools"));
+    vendor.write(
+        &vendor.description(
+            "platform",
+            "1.1.0",
+            &[
+                ("network", "0.1.0"),
+                ("cluster", &cluster),
+                ("gpu-pools", &gpu),
+            ],
+        ),
+        &[],
+        None,
+    );
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
+    runner.set_config("[policy]\n", "[policy]\non-failure = \"rollback\"\n");
+    gitops.platform("1.1.0");
+
+    let failed = runner.run(&["sync", "--json"]).code(1).json();
+    let platform = release(&failed, "platform");
+    assert_eq!(platform["state"], "failed", "{failed}");
+    let message = platform["message"].as_str().unwrap();
+    assert!(
+        message.contains("`terraform plan` failed") && message.contains("rolled back"),
+        "{message}"
+    );
+    assert!(
+        !has_output(&runner, "cluster", "name"),
+        "the cluster went back"
+    );
+    let listed = runner.run(&["receipts", "list", "--json"]).ok().json();
+    assert!(
+        listed["receipts"].as_array().unwrap().iter().any(|r| {
+            r["receipt"]["receipt"]["kind"] == "rollback"
+                && r["receipt"]["receipt"]["stack"] == "cluster"
+                && r["receipt"]["receipt"]["version"] == "0.1.0"
+        }),
+        "{listed}"
+    );
+    assert!(platform["receiptId"].is_string(), "{failed}");
+}
