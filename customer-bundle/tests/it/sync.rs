@@ -51,6 +51,18 @@ fn runner_with(vendor: &ReleaseVendor) -> Runner {
     runner
 }
 
+/// A runner trusting `vendor`, with the vendor's export imported.
+fn imported(vendor: &ReleaseVendor) -> Runner {
+    let runner = runner_with(vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
+        .ok();
+    runner
+}
+
 /// A git checkout with `desired.toml` and `customers/globex/<stack>.tfvars`.
 struct GitOps {
     dir: PathBuf,
@@ -138,13 +150,7 @@ fn marker(runner: &Runner) -> Value {
 #[test]
 fn a_desired_state_converges_and_a_second_pass_changes_nothing_and_leaves_no_receipt() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(
@@ -193,13 +199,7 @@ fn a_desired_state_converges_and_a_second_pass_changes_nothing_and_leaves_no_rec
 #[test]
 fn a_replacing_change_is_held_keeps_its_id_and_approve_applies_exactly_it() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(&runner, &format!("desired = {:?}", desired));
@@ -283,13 +283,7 @@ fn assert_private(dir: &Path) {
 #[test]
 fn manual_policy_holds_additions_and_a_closed_window_holds_applies() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     // A window two hours from now: closed.
@@ -337,13 +331,7 @@ fn manual_policy_holds_additions_and_a_closed_window_holds_applies() {
 #[test]
 fn an_older_assignment_is_refused_and_a_bad_desired_state_names_its_line() {
     let (vendor, _) = vendor(&["1.0.0", "1.1.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.1.0");
     configure(
@@ -386,13 +374,7 @@ fn an_older_assignment_is_refused_and_a_bad_desired_state_names_its_line() {
 fn a_second_sync_on_one_home_does_nothing_while_the_first_holds_the_lock() {
     use fs2::FileExt;
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(&runner, &format!("desired = {:?}", desired));
@@ -575,13 +557,7 @@ fn network_input(runner: &Runner) -> Value {
 #[test]
 fn drift_is_reported_with_a_receipt_or_corrected_through_the_approval_policy() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(
@@ -647,23 +623,56 @@ impl Connected {
                 "canary",
             ])
             .ok();
-        let publisher = stackpack_bundle::remote::Remote::with_credentials(
-            &registry.host(),
+        let connected = Connected { registry };
+        push_release_to(
+            &connected.publisher(),
+            &vendor.layout(),
+            "acme",
+            "platform",
+            "1.0.0",
+        );
+        connected
+    }
+
+    fn publisher(&self) -> stackpack_bundle::remote::Remote {
+        stackpack_bundle::remote::Remote::with_credentials(
+            &self.registry.host(),
             true,
-            stackpack_bundle::remote::Credentials::Bearer(registry.publisher_token()),
+            stackpack_bundle::remote::Credentials::Bearer(self.registry.publisher_token()),
+        )
+        .unwrap()
+    }
+
+    /// The vendor's bundle `stack@version` pushed to `acme/stacks/<stack>`, as
+    /// `stackpack publish` leaves it.
+    fn push_stack(&self, vendor: &ReleaseVendor, stack: &str, version: &str) {
+        let layout = vendor.layout();
+        let version = semver::Version::parse(version).unwrap();
+        let bundle = layout.find_bundle(stack, &version).unwrap().unwrap();
+        stackpack_bundle::transfer::push_manifest_with_blobs(
+            &self.publisher(),
+            &format!("acme/stacks/{stack}"),
+            &layout,
+            &bundle,
+            &version.to_string(),
+            None,
         )
         .unwrap();
-        push_release_to(&publisher, &vendor.layout(), "acme", "platform", "1.0.0");
-        Connected { registry }
     }
 
     /// `stackpack promote platform@VERSION --channel stable`, the statement signed
     /// with `key`.
     fn promote(&self, version: &str, key: &Path) {
+        self.promote_reference(&format!("platform@{version}"), key);
+    }
+
+    /// `stackpack promote REFERENCE --channel stable` (a release, or a single
+    /// stack).
+    fn promote_reference(&self, reference: &str, key: &Path) {
         let output = std::process::Command::new(crate::common::stackpack_bin())
             .args([
                 "promote",
-                &format!("platform@{version}"),
+                reference,
                 "--channel",
                 "stable",
                 "--registry",
@@ -717,29 +726,25 @@ impl Connected {
     /// The rollout of `platform` as `stackpack-registry rollout show --json` gives
     /// it: the rollout, each assigned customer's gate standing, the events.
     fn rollout(&self) -> Value {
-        let status = self
-            .registry
-            .run(&["rollout", "status", "--release", "platform", "--json"])
-            .ok()
-            .json();
-        let list = status
-            .as_array()
-            .cloned()
-            .or_else(|| status["rollouts"].as_array().cloned())
-            .unwrap_or_else(|| panic!("rollout status: {status}"));
-        let id = list
-            .iter()
-            .filter_map(|r| r["id"].as_i64())
-            .max()
-            .unwrap_or_else(|| panic!("no rollout of platform: {status}"));
+        self.rollout_of("platform")
+    }
+
+    /// The newest rollout of release (or stack) `name`, with each assigned
+    /// customer's gate standing and the events.
+    fn rollout_of(&self, name: &str) -> Value {
+        let id = self.registry.newest_rollout(name)["id"].to_string();
         self.registry
-            .run(&["rollout", "show", &id.to_string(), "--json"])
+            .run(&["rollout", "show", &id, "--json"])
             .ok()
             .json()
     }
 
     fn gate(&self) -> Value {
-        let rollout = self.rollout();
+        self.gate_of("platform")
+    }
+
+    fn gate_of(&self, name: &str) -> Value {
+        let rollout = self.rollout_of(name);
         rollout["assignments"]
             .as_array()
             .unwrap()
@@ -762,13 +767,7 @@ fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_t
     let (vendor, _) = vendor(&["1.0.0"]);
     let connected = Connected::start(&vendor);
     connected.promote("1.0.0", &vendor.key);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     connected.configure(&runner, &gitops);
     assert_eq!(connected.gate(), "waiting");
@@ -835,13 +834,7 @@ fn an_assignment_signed_by_a_key_the_runner_does_not_trust_is_refused_and_report
         .unwrap();
     assert!(keygen.status.success());
     connected.promote("1.0.0", &stranger.with_extension("key"));
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     connected.configure(&runner, &gitops);
 
@@ -928,13 +921,7 @@ fn a_pass_killed_midway_is_reported_by_the_next_which_continues() {
 #[test]
 fn sync_every_keeps_passing_and_sigterm_between_passes_ends_it_with_exit_0() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(&runner, &format!("desired = {:?}", desired));
@@ -999,30 +986,7 @@ fn a_failed_pass_rolls_back_what_it_changed_under_on_failure_rollback() {
 
     // 1.1.0 changes the cluster, and GPU pools that refuse three GPUs per pool:
     // the cluster is applied in the pass before the pools fail.
-    vendor.change(
-        "cluster",
-        "\noutput \"name\" {\n  value       = var.cluster_name\n  description = \"The cluster's name.\"\n}\n",
-    );
-    vendor.change(
-        "gpu-pools",
-        "\nresource \"terraform_data\" \"guard\" {\n  input = var.pool_size\n  lifecycle {\n    precondition {\n      condition     = var.pool_size < 2\n      error_message = \"a pool of more than one GPU needs a bigger cluster\"\n    }\n  }\n}\n",
-    );
-    let built = vendor.build();
-    let version = |stack: &str| built.iter().find(|(s, _)| s == stack).unwrap().1.clone();
-    let (cluster, gpu) = (version("cluster"), version("gpu-pools"));
-    vendor.write(
-        &vendor.description(
-            "platform",
-            "1.1.0",
-            &[
-                ("network", "0.1.0"),
-                ("cluster", &cluster),
-                ("gpu-pools", &gpu),
-            ],
-        ),
-        &[],
-        None,
-    );
+    vendor.write_failing_pools("platform", "1.1.0");
     runner
         .run(&["import", vendor.layout_dir().to_str().unwrap()])
         .ok();
@@ -1051,4 +1015,110 @@ fn a_failed_pass_rolls_back_what_it_changed_under_on_failure_rollback() {
         "{listed}"
     );
     assert!(platform["receiptId"].is_string(), "{failed}");
+}
+
+/// GPU pools on their own: the inputs a release would wire, in the file.
+fn solo_inputs(runner: &Runner, pool_size: u32) -> PathBuf {
+    let dir = runner.temp.path().join("solo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gpu-pools.tfvars");
+    std::fs::write(
+        &file,
+        format!("cluster_id = \"cluster-solo\"\npool_size = {pool_size}\n"),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn a_single_stack_in_the_desired_state_applies_and_a_replacing_change_is_held_until_approved() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = imported(&vendor);
+    let inputs = solo_inputs(&runner, 3);
+    let desired = runner.temp.path().join("desired.toml");
+    std::fs::write(
+        &desired,
+        format!(
+            "[stacks.gpu-pools]\nversion = \"0.1.0\"\ninputs = {:?}\n",
+            inputs.display().to_string()
+        ),
+    )
+    .unwrap();
+    configure(&runner, &format!("desired = {:?}", desired));
+
+    let first = sync(&runner);
+    let gpu = release(&first, "gpu-pools");
+    assert_eq!(gpu["state"], "applied", "{first}");
+    assert_eq!(gpu["kind"], "stack");
+    assert_eq!(gpu["running"], "0.1.0");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    // The stack's own receipt is the record: no release receipt, no release.
+    let listed = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let applied: Vec<&Value> = listed["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["receipt"]["receipt"]["kind"] == "apply")
+        .collect();
+    assert_eq!(applied.len(), 1, "{listed}");
+    assert_eq!(applied[0]["receipt"]["receipt"]["stack"], "gpu-pools");
+    assert_eq!(gpu["receiptId"], applied[0]["receipt"]["receipt"]["id"]);
+    assert!(applied[0]["receipt"]["receipt"].get("release").is_none());
+    assert!(!runner.state_file("network").exists());
+
+    let before = receipts(&runner);
+    let second = sync(&runner);
+    assert_eq!(release(&second, "gpu-pools")["state"], "converged");
+    assert_eq!(
+        receipts(&runner),
+        before,
+        "a converged pass leaves no receipt"
+    );
+
+    // The pool grows: its marker is replaced, so the plan waits for a person.
+    solo_inputs(&runner, 5);
+    let held = sync(&runner);
+    let gpu = release(&held, "gpu-pools");
+    assert_eq!(gpu["state"], "pending-approval", "{held}");
+    assert_eq!(gpu["kind"], "stack");
+    let id = gpu["pending"]["id"].as_str().unwrap().to_string();
+    assert_eq!(marker(&runner), serde_json::json!(3), "nothing applied");
+    assert_eq!(
+        release(&sync(&runner), "gpu-pools")["pending"]["id"],
+        id.as_str()
+    );
+    let approved = runner.run(&["approve", &id, "--json"]).ok().json();
+    assert_eq!(approved["release"]["state"], "applied", "{approved}");
+    assert_eq!(approved["release"]["kind"], "stack");
+    assert_eq!(marker(&runner), serde_json::json!(5));
+    assert!(pending(&runner).is_empty());
+    assert_eq!(release(&sync(&runner), "gpu-pools")["state"], "converged");
+}
+
+#[test]
+fn a_single_stack_promoted_on_its_own_is_synced_as_a_release_of_one() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let connected = Connected::start(&vendor);
+    connected.push_stack(&vendor, "gpu-pools", "0.1.0");
+    connected.promote_reference("gpu-pools@0.1.0", &vendor.key);
+    let runner = imported(&vendor);
+    let inputs = solo_inputs(&runner, 3);
+    configure(
+        &runner,
+        &format!(
+            "registry = \"{}/acme\"\ninsecure = true\ninputs = {:?}",
+            connected.registry.host(),
+            inputs.parent().unwrap()
+        ),
+    );
+
+    let (first, stderr) = connected.pass(&runner, 0);
+    let gpu = release(&first, "gpu-pools");
+    assert_eq!(gpu["state"], "applied", "{first}\n{stderr}");
+    assert_eq!(gpu["kind"], "stack");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    assert!(!runner.state_file("network").exists());
+    assert_eq!(connected.gate_of("gpu-pools"), "succeeded");
+    let (second, _) = connected.pass(&runner, 0);
+    assert_eq!(release(&second, "gpu-pools")["state"], "converged");
 }

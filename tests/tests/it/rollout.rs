@@ -112,7 +112,10 @@ impl Vendor {
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.contains(from), "{path}: {text}");
         std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
-        git(&self.repo, &["commit", "-q", "-am", &format!("change {path}")]);
+        git(
+            &self.repo,
+            &["commit", "-q", "-am", &format!("change {path}")],
+        );
     }
 }
 
@@ -209,18 +212,7 @@ fn run(command: &mut Command) -> Run {
 }
 
 fn rollout(registry: &OurRegistry) -> Value {
-    let status = registry
-        .run(&["rollout", "status", "--release", "shop", "--json"])
-        .ok()
-        .json();
-    let list = status
-        .as_array()
-        .cloned()
-        .or_else(|| status["rollouts"].as_array().cloned())
-        .unwrap_or_else(|| panic!("rollout status: {status}"));
-    list.into_iter()
-        .max_by_key(|r| r["id"].as_i64().unwrap_or(0))
-        .unwrap_or_else(|| panic!("no rollout of shop: {status}"))
+    registry.newest_rollout("shop")
 }
 
 /// Waits (on the registry's clock, through its own scheduler) until the newest
@@ -232,7 +224,10 @@ fn wait_for_rollout(registry: &OurRegistry, what: &str, done: impl Fn(&Value) ->
         if done(&current) {
             return current;
         }
-        assert!(Instant::now() < deadline, "{what}: the rollout is {current}");
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the rollout is {current}"
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
 }
@@ -244,14 +239,20 @@ fn state(rollout: &Value) -> &str {
 fn place(registry: &OurRegistry, customer: &Customer, wave: &str) {
     registry
         .run(&[
-            "customer", "set", customer.id, "--channel", "stable", "--wave", wave,
+            "customer",
+            "set",
+            customer.id,
+            "--channel",
+            "stable",
+            "--wave",
+            wave,
         ])
         .ok();
 }
 
 #[test]
-fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after_a_fix_and_resume(
-) {
+fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after_a_fix_and_resume()
+{
     let vendor = Vendor::new();
     let registry = OurRegistry::start_with(&["--rollout-tick-secs", "1"]);
     registry
@@ -333,7 +334,11 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
                 "{} before its wave: {}",
                 customer.id, pass.stderr
             );
-            assert!(Instant::now() < deadline, "{} was never assigned", customer.id);
+            assert!(
+                Instant::now() < deadline,
+                "{} was never assigned",
+                customer.id
+            );
             std::thread::sleep(Duration::from_millis(500));
         }
     }
@@ -358,7 +363,11 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
     assert_eq!(receipts(&globex).as_array().map(Vec::len), before);
 
     // A second version reaches the canaries first.
-    vendor.change("stacks/app/main.tf", "${var.replicas}\"", "${var.replicas}:v2\"");
+    vendor.change(
+        "stacks/app/main.tf",
+        "${var.replicas}\"",
+        "${var.replicas}:v2\"",
+    );
     let second = vendor.publish(&registry);
     vendor.promote(&registry, &second).ok();
     let (globex_second, running, _) = globex.sync();
@@ -366,7 +375,11 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
     assert_eq!(running.as_deref(), Some(second.as_str()));
     let (soylent_still, running, _) = soylent.sync();
     assert_eq!(soylent_still, "converged");
-    assert_eq!(running.as_deref(), Some(version.as_str()), "general waits for its wave");
+    assert_eq!(
+        running.as_deref(),
+        Some(version.as_str()),
+        "general waits for its wave"
+    );
 }
 
 #[test]

@@ -228,6 +228,37 @@ impl ReleaseVendor {
         index
     }
 
+    /// Release `name@version` of network 0.1.0, a cluster with a new output, and
+    /// GPU pools that refuse more than one GPU per pool (a precondition), built and
+    /// written; the versions of cluster and gpu-pools built.
+    pub fn write_failing_pools(&self, name: &str, version: &str) -> (String, String) {
+        self.change(
+            "cluster",
+            "\noutput \"name\" {\n  value       = var.cluster_name\n  description = \"The cluster's name.\"\n}\n",
+        );
+        self.change(
+            "gpu-pools",
+            "\nresource \"terraform_data\" \"guard\" {\n  input = var.pool_size\n  lifecycle {\n    precondition {\n      condition     = var.pool_size < 2\n      error_message = \"a pool of more than one GPU needs a bigger cluster\"\n    }\n  }\n}\n",
+        );
+        let built = self.build();
+        let built = |stack: &str| built.iter().find(|(s, _)| s == stack).unwrap().1.clone();
+        let (cluster, gpu) = (built("cluster"), built("gpu-pools"));
+        self.write(
+            &self.description(
+                name,
+                version,
+                &[
+                    ("network", "0.1.0"),
+                    ("cluster", &cluster),
+                    ("gpu-pools", &gpu),
+                ],
+            ),
+            &[],
+            None,
+        );
+        (cluster, gpu)
+    }
+
     /// The vendor's layout as a tar file.
     pub fn export_tar(&self, name: &str) -> PathBuf {
         tar_of(&self.layout_dir(), &self.temp.path().join(name))
