@@ -328,6 +328,16 @@ pub fn from_desired(
                 if statements.is_none() {
                     statements = Some(store_statements(home, channel_name)?);
                 }
+                let known = statements
+                    .as_ref()
+                    .is_some_and(|all| newest(home, &all.valid, kind, name).is_some());
+                if let (false, Some(registry)) = (known, registry) {
+                    // No statement carried here yet: the vendor's, found next to
+                    // the release in the registry, kept in the store.
+                    if fetch_statement(home, registry, kind, name, channel_name)? {
+                        statements = Some(store_statements(home, channel_name)?);
+                    }
+                }
                 let all = statements.as_ref().expect("read above");
                 match newest(home, &all.valid, kind, name) {
                     Some(s) => {
@@ -355,8 +365,13 @@ pub fn from_desired(
                                 .get(name)
                                 .map(|(_, m)| m.clone())
                                 .unwrap_or_else(|| {
+                                    let place = if registry.is_some() {
+                                        "in the store or the registry"
+                                    } else {
+                                        "in the store"
+                                    };
                                     format!(
-                                        "no trusted statement for `{name}` on channel `{channel_name}` in the store ({})",
+                                        "no trusted statement for `{name}` on channel `{channel_name}` {place} ({})",
                                         d.at
                                     )
                                 }),
@@ -493,4 +508,99 @@ fn pull(
         }
     }
     Ok(())
+}
+
+/// The newest statement for `name` on `channel` that the registry holds as a
+/// referrer of one of its version tags (`NS/releases/<name>`, a single stack:
+/// `NS/stacks/<name>`), signed by a trusted key: written into the store, and the
+/// release (or bundle) it approves pulled. False when there is none. The registry's
+/// assignment is per customer; a GitOps runner asks the repository instead.
+fn fetch_statement(
+    home: &Home,
+    registry: &Registry,
+    kind: ApprovedKind,
+    name: &str,
+    channel_name: &str,
+) -> Result<bool> {
+    use stackpack_bundle::remote::Remote;
+    use stackpack_schema::media_type;
+    use stackpack_schema::oci::ImageManifest;
+
+    let folder = match kind {
+        ApprovedKind::Release => "releases",
+        ApprovedKind::Stack => "stacks",
+    };
+    let repository = format!("{}/{folder}/{name}", registry.address.namespace);
+    let remote = Remote::new(&registry.address.host, registry.insecure)?;
+    let keys = trusted(home)?;
+    let mut versions: Vec<Version> = remote
+        .tags(&repository)?
+        .iter()
+        .filter_map(|t| Version::parse(t).ok())
+        .filter(|v| v.pre.is_empty() || home.config.policy.allow_prereleases)
+        .collect();
+    versions.sort_by(|a, b| b.cmp_precedence(a));
+    for version in versions {
+        let Some((subject_bytes, subject)) =
+            remote.pull_manifest(&repository, &version.to_string())?
+        else {
+            continue;
+        };
+        let referrers = remote.referrers(
+            &repository,
+            &subject,
+            Some(media_type::CHANNEL_STATEMENT_ARTIFACT),
+        )?;
+        for referrer in referrers {
+            let Some((bytes, _)) =
+                remote.pull_manifest(&repository, &referrer.digest.to_string())?
+            else {
+                continue;
+            };
+            let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
+                continue;
+            };
+            let Some(layer) = manifest
+                .layers
+                .iter()
+                .find(|l| l.media_type == media_type::CHANNEL_STATEMENT_LAYER)
+            else {
+                continue;
+            };
+            let layer = remote.pull_blob_bytes(&repository, layer, channel::STATEMENT_LIMIT)?;
+            let Ok(signed) = SignedChannelStatement::from_bytes(&layer) else {
+                continue;
+            };
+            let s = &signed.statement;
+            // Only a statement for exactly this tag's manifest, this name and kind,
+            // signed by a trusted key for this channel, counts.
+            if s.kind != kind
+                || s.release != name
+                || s.version != version
+                || s.digest != subject
+                || signed.verify(&keys, channel_name).is_err()
+            {
+                continue;
+            }
+            let media = manifest
+                .subject
+                .as_ref()
+                .map(|d| d.media_type.clone())
+                .unwrap_or_else(|| match kind {
+                    ApprovedKind::Release => media_type::OCI_INDEX.into(),
+                    ApprovedKind::Stack => media_type::OCI_MANIFEST.into(),
+                });
+            let subject = stackpack_schema::oci::Descriptor::new(
+                media,
+                subject.clone(),
+                subject_bytes.len() as u64,
+            );
+            if held(home, kind, name, &version)?.is_none() {
+                pull(home, registry, kind, name, &version)?;
+            }
+            channel::write_statement(&home.store()?, &signed, &subject)?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

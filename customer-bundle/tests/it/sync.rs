@@ -762,6 +762,17 @@ impl Connected {
     }
 }
 
+/// A signing key that is not the vendor's (and that no runner trusts).
+fn stranger_key(vendor: &ReleaseVendor) -> PathBuf {
+    let stranger = vendor.temp.path().join("stranger");
+    let keygen = std::process::Command::new(crate::common::stackpack_bin())
+        .args(["keygen", "--out", stranger.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(keygen.status.success());
+    stranger.with_extension("key")
+}
+
 #[test]
 fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_the_pass() {
     let (vendor, _) = vendor(&["1.0.0"]);
@@ -827,13 +838,8 @@ fn an_assignment_signed_by_a_key_the_runner_does_not_trust_is_refused_and_report
     let connected = Connected::start(&vendor);
     // The registry takes any well-formed statement; only the runner knows whom it
     // trusts.
-    let stranger = vendor.temp.path().join("stranger");
-    let keygen = std::process::Command::new(crate::common::stackpack_bin())
-        .args(["keygen", "--out", stranger.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(keygen.status.success());
-    connected.promote("1.0.0", &stranger.with_extension("key"));
+    let stranger = stranger_key(&vendor);
+    connected.promote("1.0.0", &stranger);
     let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     connected.configure(&runner, &gitops);
@@ -1121,4 +1127,54 @@ fn a_single_stack_promoted_on_its_own_is_synced_as_a_release_of_one() {
     assert_eq!(connected.gate_of("gpu-pools"), "succeeded");
     let (second, _) = connected.pass(&runner, 0);
     assert_eq!(release(&second, "gpu-pools")["state"], "converged");
+}
+
+#[test]
+fn a_desired_channel_resolves_through_the_registry_when_the_store_has_no_statement() {
+    let (vendor, _) = vendor(&["1.0.0", "1.1.0"]);
+    let connected = Connected::start(&vendor);
+    push_release_to(
+        &connected.publisher(),
+        &vendor.layout(),
+        "acme",
+        "platform",
+        "1.1.0",
+    );
+    let runner = runner_with(&vendor);
+    let gitops = GitOps::new(&runner, 3);
+    let desired =
+        gitops.desire("[releases.platform]\nchannel = \"stable\"\ninputs = \"customers/globex\"\n");
+    configure(
+        &runner,
+        &format!(
+            "source = \"desired\"\ndesired = {:?}\nregistry = \"{}/acme\"\ninsecure = true",
+            desired,
+            connected.registry.host()
+        ),
+    );
+
+    // Not promoted yet: no statement anywhere, nothing applied.
+    let (before, _) = connected.pass(&runner, 1);
+    assert_eq!(release(&before, "platform")["state"], "refused", "{before}");
+    assert!(!runner.state_file("network").exists());
+
+    // A statement signed by a key the runner does not trust is passed over.
+    let stranger = stranger_key(&vendor);
+    connected.promote("1.0.0", &stranger);
+    let (untrusted, _) = connected.pass(&runner, 1);
+    assert_eq!(release(&untrusted, "platform")["state"], "refused");
+    assert!(!runner.state_file("network").exists());
+
+    // The vendor's statement: found next to the release, the release pulled, and
+    // the statement kept in the store for the next passes.
+    connected.promote("1.1.0", &vendor.key);
+    let (applied, stderr) = connected.pass(&runner, 0);
+    let platform = release(&applied, "platform");
+    assert_eq!(platform["state"], "applied", "{applied}\n{stderr}");
+    assert_eq!(platform["running"], "1.1.0");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    let kept = stackpack_bundle::channel::statements_in(&runner.store(), Some("stable")).unwrap();
+    assert_eq!(kept.len(), 1);
+    let (converged, _) = connected.pass(&runner, 0);
+    assert_eq!(release(&converged, "platform")["state"], "converged");
 }
