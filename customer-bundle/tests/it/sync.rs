@@ -643,21 +643,28 @@ impl Connected {
         .unwrap()
     }
 
-    /// The vendor's bundle `stack@version` pushed to `acme/stacks/<stack>`, as
-    /// `stackpack publish` leaves it.
-    fn push_stack(&self, vendor: &ReleaseVendor, stack: &str, version: &str) {
-        let layout = vendor.layout();
-        let version = semver::Version::parse(version).unwrap();
-        let bundle = layout.find_bundle(stack, &version).unwrap().unwrap();
-        stackpack_bundle::transfer::push_manifest_with_blobs(
-            &self.publisher(),
-            &format!("acme/stacks/{stack}"),
-            &layout,
-            &bundle,
-            &version.to_string(),
-            None,
-        )
-        .unwrap();
+    /// `stackpack publish`: the vendor's stack bundles (with their signatures) into
+    /// `acme/stacks/<stack>`.
+    fn publish_stacks(&self, vendor: &ReleaseVendor) {
+        let output = std::process::Command::new(crate::common::stackpack_bin())
+            .current_dir(&vendor.dir)
+            .args([
+                "publish",
+                "--insecure",
+                "--registry",
+                &format!("{}/acme", self.registry.host()),
+                "--key",
+                vendor.key.to_str().unwrap(),
+            ])
+            .env("STACKPACK_REGISTRY_TOKEN", self.registry.publisher_token())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "publish: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     /// `stackpack promote platform@VERSION --channel stable`, the statement signed
@@ -1093,6 +1100,10 @@ fn a_single_stack_in_the_desired_state_applies_and_a_replacing_change_is_held_un
         release(&sync(&runner), "gpu-pools")["pending"]["id"],
         id.as_str()
     );
+    let listed = pending(&runner);
+    assert_eq!(listed[0]["kind"], "stack");
+    let table = runner.run(&["sync"]).ok().stdout;
+    assert!(table.contains("gpu-pools (stack)"), "{table}");
     let approved = runner.run(&["approve", &id, "--json"]).ok().json();
     assert_eq!(approved["release"]["state"], "applied", "{approved}");
     assert_eq!(approved["release"]["kind"], "stack");
@@ -1105,9 +1116,10 @@ fn a_single_stack_in_the_desired_state_applies_and_a_replacing_change_is_held_un
 fn a_single_stack_promoted_on_its_own_is_synced_as_a_release_of_one() {
     let (vendor, _) = vendor(&["1.0.0"]);
     let connected = Connected::start(&vendor);
-    connected.push_stack(&vendor, "gpu-pools", "0.1.0");
+    connected.publish_stacks(&vendor);
     connected.promote_reference("gpu-pools@0.1.0", &vendor.key);
-    let runner = imported(&vendor);
+    // Nothing imported: the runner pulls the bundle the statement approves.
+    let runner = runner_with(&vendor);
     let inputs = solo_inputs(&runner, 3);
     configure(
         &runner,
@@ -1124,6 +1136,11 @@ fn a_single_stack_promoted_on_its_own_is_synced_as_a_release_of_one() {
     assert_eq!(gpu["kind"], "stack");
     assert_eq!(marker(&runner), serde_json::json!(3));
     assert!(!runner.state_file("network").exists());
+    assert!(runner
+        .store()
+        .find_bundle("gpu-pools", &semver::Version::new(0, 1, 0))
+        .unwrap()
+        .is_some());
     assert_eq!(connected.gate_of("gpu-pools"), "succeeded");
     let (second, _) = connected.pass(&runner, 0);
     assert_eq!(release(&second, "gpu-pools")["state"], "converged");
