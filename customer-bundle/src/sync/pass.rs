@@ -324,10 +324,22 @@ fn sync_release(
             return Ok(report);
         }
     }
-    if target.kind == ApprovedKind::Release {
-        if let Err(error) = history::check_claims(&ledger, &release.description) {
-            report.message = Some(error.message);
-            return Ok(report);
+    match target.kind {
+        ApprovedKind::Release => {
+            if let Err(error) = history::check_claims(&ledger, &release.description) {
+                report.message = Some(error.message);
+                return Ok(report);
+            }
+        }
+        // Unattended, a pass does not take a stack out of the release it runs in.
+        ApprovedKind::Stack => {
+            if let Some(other) = history::claimed_by(&ledger, name)? {
+                report.message = Some(format!(
+                    "stack `{name}` runs as part of release `{}@{}`: a pass does not apply it on its own (destroy the release first, or assign the release)",
+                    other.name, other.version
+                ));
+                return Ok(report);
+            }
         }
     }
     if !in_window {

@@ -1044,7 +1044,8 @@ fn solo_inputs(runner: &Runner, pool_size: u32) -> PathBuf {
 }
 
 #[test]
-fn a_single_stack_in_the_desired_state_applies_and_a_replacing_change_is_held_until_approved() {
+fn a_single_stack_in_the_desired_state_applies_is_held_when_replacing_and_leaves_a_release_s_stacks_alone(
+) {
     let (vendor, _) = vendor(&["1.0.0"]);
     let runner = imported(&vendor);
     let inputs = solo_inputs(&runner, 3);
@@ -1110,6 +1111,29 @@ fn a_single_stack_in_the_desired_state_applies_and_a_replacing_change_is_held_un
     assert_eq!(marker(&runner), serde_json::json!(5));
     assert!(pending(&runner).is_empty());
     assert_eq!(release(&sync(&runner), "gpu-pools")["state"], "converged");
+
+    // A stack that runs as part of a release is not taken out of it by a pass.
+    runner
+        .run(&["destroy", "gpu-pools", "--confirm", "globex"])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let platform_only = gitops.platform("1.0.0");
+    runner.set_config(
+        &format!("desired = {:?}", desired),
+        &format!("desired = {:?}", platform_only),
+    );
+    assert_eq!(release(&sync(&runner), "platform")["state"], "applied");
+    runner.set_config(
+        &format!("desired = {:?}", platform_only),
+        &format!("desired = {:?}", desired),
+    );
+    let refused = runner.run(&["sync", "--json"]).code(1).json();
+    let gpu = release(&refused, "gpu-pools");
+    assert_eq!(gpu["state"], "refused", "{refused}");
+    assert!(gpu["message"]
+        .as_str()
+        .unwrap()
+        .contains("runs as part of release `platform@1.0.0`"));
 }
 
 #[test]
