@@ -643,60 +643,41 @@ impl Connected {
         .unwrap()
     }
 
-    /// `stackpack publish`: the vendor's stack bundles (with their signatures) into
-    /// `acme/stacks/<stack>`.
-    fn publish_stacks(&self, vendor: &ReleaseVendor) {
+    /// `stackpack ARGS --registry <this>/acme --insecure --key KEY` as a publisher,
+    /// in the vendor's repository; it must succeed.
+    fn stackpack(&self, vendor: &ReleaseVendor, args: &[&str], key: &Path) {
         let output = std::process::Command::new(crate::common::stackpack_bin())
             .current_dir(&vendor.dir)
-            .args([
-                "publish",
-                "--insecure",
-                "--registry",
-                &format!("{}/acme", self.registry.host()),
-                "--key",
-                vendor.key.to_str().unwrap(),
-            ])
+            .args(args)
+            .args(["--registry", &format!("{}/acme", self.registry.host())])
+            .args(["--insecure", "--key", key.to_str().unwrap()])
             .env("STACKPACK_REGISTRY_TOKEN", self.registry.publisher_token())
             .env("NO_COLOR", "1")
             .output()
             .unwrap();
         assert!(
             output.status.success(),
-            "publish: {}",
+            "{args:?}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
+    }
+
+    /// `stackpack publish`: the vendor's stack bundles (with their signatures) into
+    /// `acme/stacks/<stack>`.
+    fn publish_stacks(&self, vendor: &ReleaseVendor) {
+        self.stackpack(vendor, &["publish"], &vendor.key);
     }
 
     /// `stackpack promote platform@VERSION --channel stable`, the statement signed
     /// with `key`.
-    fn promote(&self, version: &str, key: &Path) {
-        self.promote_reference(&format!("platform@{version}"), key);
+    fn promote(&self, vendor: &ReleaseVendor, version: &str, key: &Path) {
+        self.promote_reference(vendor, &format!("platform@{version}"), key);
     }
 
     /// `stackpack promote REFERENCE --channel stable` (a release, or a single
     /// stack).
-    fn promote_reference(&self, reference: &str, key: &Path) {
-        let output = std::process::Command::new(crate::common::stackpack_bin())
-            .args([
-                "promote",
-                reference,
-                "--channel",
-                "stable",
-                "--registry",
-                &format!("{}/acme", self.registry.host()),
-                "--insecure",
-                "--key",
-                key.to_str().unwrap(),
-            ])
-            .env("STACKPACK_REGISTRY_TOKEN", self.registry.publisher_token())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "promote: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+    fn promote_reference(&self, vendor: &ReleaseVendor, reference: &str, key: &Path) {
+        self.stackpack(vendor, &["promote", reference, "--channel", "stable"], key);
     }
 
     /// `runner.toml` pointing `sync` at this registry, inputs from `gitops`.
@@ -784,7 +765,7 @@ fn stranger_key(vendor: &ReleaseVendor) -> PathBuf {
 fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_the_pass() {
     let (vendor, _) = vendor(&["1.0.0"]);
     let connected = Connected::start(&vendor);
-    connected.promote("1.0.0", &vendor.key);
+    connected.promote(&vendor, "1.0.0", &vendor.key);
     let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     connected.configure(&runner, &gitops);
@@ -846,7 +827,7 @@ fn an_assignment_signed_by_a_key_the_runner_does_not_trust_is_refused_and_report
     // The registry takes any well-formed statement; only the runner knows whom it
     // trusts.
     let stranger = stranger_key(&vendor);
-    connected.promote("1.0.0", &stranger);
+    connected.promote(&vendor, "1.0.0", &stranger);
     let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     connected.configure(&runner, &gitops);
@@ -1141,7 +1122,7 @@ fn a_single_stack_promoted_on_its_own_is_synced_as_a_release_of_one() {
     let (vendor, _) = vendor(&["1.0.0"]);
     let connected = Connected::start(&vendor);
     connected.publish_stacks(&vendor);
-    connected.promote_reference("gpu-pools@0.1.0", &vendor.key);
+    connected.promote_reference(&vendor, "gpu-pools@0.1.0", &vendor.key);
     // Nothing imported: the runner pulls the bundle the statement approves.
     let runner = runner_with(&vendor);
     let inputs = solo_inputs(&runner, 3);
@@ -1201,14 +1182,14 @@ fn a_desired_channel_resolves_through_the_registry_when_the_store_has_no_stateme
 
     // A statement signed by a key the runner does not trust is passed over.
     let stranger = stranger_key(&vendor);
-    connected.promote("1.0.0", &stranger);
+    connected.promote(&vendor, "1.0.0", &stranger);
     let (untrusted, _) = connected.pass(&runner, 1);
     assert_eq!(release(&untrusted, "platform")["state"], "refused");
     assert!(!runner.state_file("network").exists());
 
     // The vendor's statement: found next to the release, the release pulled, and
     // the statement kept in the store for the next passes.
-    connected.promote("1.1.0", &vendor.key);
+    connected.promote(&vendor, "1.1.0", &vendor.key);
     let (applied, stderr) = connected.pass(&runner, 0);
     let platform = release(&applied, "platform");
     assert_eq!(platform["state"], "applied", "{applied}\n{stderr}");
