@@ -77,6 +77,7 @@ fn prepare<'a>(
         allow_downgrade: false,
         reviewed: Default::default(),
         force: Default::default(),
+        single_stack: false,
     })
 }
 

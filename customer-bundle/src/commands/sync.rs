@@ -9,7 +9,7 @@ use stackpack_runner::sync::pass::{self, Outcome, Pass};
 use stackpack_runner::sync::pending;
 use stackpack_runner::sync::registry::Registry;
 use stackpack_runner::{Error, Result};
-use stackpack_schema::rollout::{SyncReleaseReport, SyncState};
+use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport, SyncState};
 use stackpack_terminal::ExitStatus;
 
 use super::{open_home, print_json, quiet, status, table, verbose};
@@ -173,7 +173,7 @@ fn show(outcome: &Outcome, json: bool) {
         .iter()
         .map(|r| {
             vec![
-                r.release.clone(),
+                named(r.kind, &r.release),
                 version(&r.assigned),
                 version(&r.running),
                 r.state.to_string(),
@@ -190,6 +190,14 @@ fn show(outcome: &Outcome, json: bool) {
     );
 }
 
+/// A release by its name; a single stack marked as one.
+fn named(kind: ApprovedKind, name: &str) -> String {
+    match kind {
+        ApprovedKind::Release => name.to_string(),
+        ApprovedKind::Stack => format!("{name} (stack)"),
+    }
+}
+
 pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let held = pending::list(&home)?;
@@ -197,6 +205,7 @@ pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
         print_json(&json!({
             "pending": held.iter().map(|p| json!({
                 "id": p.id,
+                "kind": p.kind,
                 "release": p.release,
                 "version": p.version.to_string(),
                 "digest": p.digest.to_string(),
@@ -220,7 +229,7 @@ pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
             let destructive: usize = p.stacks.iter().map(|s| s.destructive.len()).sum();
             vec![
                 p.id.clone(),
-                format!("{}@{}", p.release, p.version),
+                format!("{}@{}", named(p.kind, &p.release), p.version),
                 p.since.clone(),
                 format!(
                     "{} to add, {} to change, {} to destroy",

@@ -118,11 +118,8 @@ pub fn stopped(release: &VerifiedRelease, report: &ReleaseReport, what: &str) ->
 /// order.
 pub fn apply(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<ReleaseReport> {
     let started_at = receipts::now();
-    let mut stacks = super::run::apply(run, ui)?;
+    let stacks = apply_stacks(run, ui)?;
     let failed = stacks.iter().any(|s| s.error.is_some());
-    if failed && run.home.config.policy.on_failure == OnFailure::Rollback {
-        roll_back_changed(run.home, &mut stacks, run.wait, ui);
-    }
     let receipt = record(
         run.home,
         run.release,
@@ -135,6 +132,33 @@ pub fn apply(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<ReleaseRepo
         return Err(stopped(run.release, &report, "release"));
     }
     Ok(report)
+}
+
+/// Applies the run's stacks; when one fails and `[policy] on-failure =
+/// "rollback"`, the stacks it changed go back. Every release apply goes through
+/// here: the command, a sync pass, an approval.
+pub fn apply_stacks(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<Vec<StackRun>> {
+    let mut stacks = super::run::apply(run, ui)?;
+    if stacks.iter().any(|s| s.error.is_some()) {
+        roll_back_on_failure(run.home, &mut stacks, run.wait, ui);
+    }
+    Ok(stacks)
+}
+
+/// After a failure, with `[policy] on-failure = "rollback"`: what
+/// [`roll_back_changed`] does; otherwise nothing. True when something was rolled
+/// back.
+pub fn roll_back_on_failure(
+    home: &Home,
+    stacks: &mut [StackRun],
+    wait: Duration,
+    ui: &ReleaseUi,
+) -> bool {
+    if home.config.policy.on_failure != OnFailure::Rollback {
+        return false;
+    }
+    roll_back_changed(home, stacks, wait, ui);
+    stacks.iter().any(|s| s.result == StackResult::RolledBack)
 }
 
 /// After a failure: each stack this run changed goes back to the version it had,

@@ -55,15 +55,19 @@ pub struct ReleaseRun<'a> {
     /// Stacks planned even when the ledger says they already run this bundle with
     /// these inputs (to correct drift).
     pub force: BTreeSet<String>,
+    /// A single stack synced as a release of one (see `sync::single`): its
+    /// receipts name no release.
+    pub single_stack: bool,
 }
 
 impl ReleaseRun<'_> {
-    pub fn reference(&self) -> ReleaseRef {
-        ReleaseRef {
+    /// The release its receipts are part of; none for a single stack.
+    pub fn reference(&self) -> Option<ReleaseRef> {
+        (!self.single_stack).then(|| ReleaseRef {
             name: self.release.description.name.clone(),
             version: self.release.description.version.clone(),
             digest: self.release.index_descriptor.digest.clone(),
-        }
+        })
     }
 
     fn upstreams<'s>(&self, stack: &'s StackInputs) -> BTreeSet<&'s str> {
@@ -153,7 +157,7 @@ pub fn plan_to(
             },
             wait: run.wait,
             options: Options {
-                release: Some(run.reference()),
+                release: run.reference(),
                 plan_out: plans_to.map(|dir| reviewed_plan_path(dir, &name)),
                 ..Options::default()
             },
@@ -356,7 +360,7 @@ fn try_apply_stack(
         },
         wait: run.wait,
         options: Options {
-            release: Some(run.reference()),
+            release: run.reference(),
             reviewed: run.reviewed.get(name).cloned(),
             ..Options::default()
         },

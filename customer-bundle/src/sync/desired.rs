@@ -5,6 +5,10 @@
 //! [releases.environment]
 //! version = "1.3.0"           # or: channel = "stable"
 //! inputs = "customers/globex" # one <stack>.tfvars per stack
+//!
+//! [stacks.dns]                # a single stack: a release of one
+//! version = "0.4.0"           # or: channel = "stable"
+//! inputs = "customers/globex/dns.tfvars" # default: <inputs folder>/dns.tfvars
 //! ```
 //!
 //! Relative paths are relative to the file.
@@ -13,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use stackpack_schema::rollout::ApprovedKind;
 
 use crate::error::{Error, Result};
 use crate::home::{line_of, location_of};
@@ -22,6 +27,8 @@ use crate::home::{line_of, location_of};
 struct File {
     #[serde(default)]
     releases: BTreeMap<String, toml::Spanned<Entry>>,
+    #[serde(default)]
+    stacks: BTreeMap<String, toml::Spanned<Entry>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -46,16 +53,21 @@ pub enum Wanted {
 /// One release the file names.
 #[derive(Clone, Debug)]
 pub struct DesiredRelease {
+    /// A release, or a single stack (`[stacks.<name>]`).
+    pub kind: ApprovedKind,
+    /// The release's name, or the stack's.
     pub release: String,
     pub wanted: Wanted,
-    /// The inputs folder, made absolute (None: `[sync] inputs`).
+    /// The inputs folder (a single stack: its file), made absolute (None: `[sync]
+    /// inputs`).
     pub inputs: Option<PathBuf>,
     /// `file:line` of its table, for messages.
     pub at: String,
 }
 
-/// Reads and checks `path`: every release has a valid name, exactly one of
-/// `version` and `channel`, and an inputs folder that exists.
+/// Reads and checks `path`: every release (and stack) has a valid name, exactly
+/// one of `version` and `channel`, and an inputs folder (a stack: file) that
+/// exists.
 pub fn read(path: &Path) -> Result<Vec<DesiredRelease>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Error::usage(format!(
@@ -73,18 +85,28 @@ pub fn read(path: &Path) -> Result<Vec<DesiredRelease>> {
     })?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
-    for (release, entry) in file.releases {
+    let entries = file
+        .releases
+        .into_iter()
+        .map(|(n, e)| (ApprovedKind::Release, n, e))
+        .chain(
+            file.stacks
+                .into_iter()
+                .map(|(n, e)| (ApprovedKind::Stack, n, e)),
+        );
+    for (kind, release, entry) in entries {
+        let what = kind.as_str();
         let span = entry.span();
         let at = format!("{}:{}", path.display(), line_of(&text, span.start));
         let entry = entry.into_inner();
         stackpack_schema::reference::validate_name(&release)
-            .map_err(|e| Error::refused(format!("release `{release}`: {e}")).at(at.clone()))?;
+            .map_err(|e| Error::refused(format!("{what} `{release}`: {e}")).at(at.clone()))?;
         let wanted = match (entry.version, entry.channel) {
             (Some(version), None) => {
                 let at = location_of(path, &text, Some(version.span()));
                 let version = semver::Version::parse(version.get_ref()).map_err(|e| {
                     Error::refused(format!(
-                        "release `{release}`: `{}` is not a version: {e}",
+                        "{what} `{release}`: `{}` is not a version: {e}",
                         version.get_ref()
                     ))
                     .at(at)
@@ -94,7 +116,7 @@ pub fn read(path: &Path) -> Result<Vec<DesiredRelease>> {
             (None, Some(channel)) => Wanted::Channel(channel),
             _ => {
                 return Err(Error::refused(format!(
-                    "release `{release}` must name exactly one of `version` and `channel`"
+                    "{what} `{release}` must name exactly one of `version` and `channel`"
                 ))
                 .at(at)
                 .hint("`version = \"1.3.0\"` pins a version; `channel = \"stable\"` follows the vendor's channel"))
@@ -104,19 +126,28 @@ pub fn read(path: &Path) -> Result<Vec<DesiredRelease>> {
             Some(dir) => {
                 let line = location_of(path, &text, Some(dir.span()));
                 let dir = base.join(dir.get_ref());
-                if !dir.is_dir() {
+                let found = match kind {
+                    ApprovedKind::Release => dir.is_dir(),
+                    ApprovedKind::Stack => dir.is_file(),
+                };
+                if !found {
+                    let (thing, hint) = match kind {
+                        ApprovedKind::Release => ("folder", "the folder holds one `STACK.tfvars` per stack; paths are relative to the desired-state file"),
+                        ApprovedKind::Stack => ("file", "a single stack's inputs are one `.tfvars` file; paths are relative to the desired-state file"),
+                    };
                     return Err(Error::usage(format!(
-                        "release `{release}`: the inputs folder `{}` does not exist",
+                        "{what} `{release}`: the inputs {thing} `{}` does not exist",
                         dir.display()
                     ))
                     .at(line)
-                    .hint("the folder holds one `STACK.tfvars` per stack; paths are relative to the desired-state file"));
+                    .hint(hint));
                 }
                 Some(std::path::absolute(&dir).unwrap_or(dir))
             }
             None => None,
         };
         out.push(DesiredRelease {
+            kind,
             release,
             wanted,
             inputs,
@@ -158,6 +189,32 @@ mod tests {
             error.message
         );
         assert!(error.location.unwrap().ends_with("desired.toml:3"));
+
+        std::fs::write(dir.path().join("customers/globex/dns.tfvars"), "").unwrap();
+        std::fs::write(
+            &path,
+            "[stacks.dns]\nversion = \"0.4.0\"\ninputs = \"customers/globex/dns.tfvars\"\n\n[stacks.mail]\nchannel = \"stable\"\n",
+        )
+        .unwrap();
+        let read = super::read(&path).unwrap();
+        let dns = read.iter().find(|r| r.release == "dns").unwrap();
+        assert_eq!(dns.kind, ApprovedKind::Stack);
+        assert!(dns.inputs.as_ref().unwrap().ends_with("dns.tfvars"));
+        let mail = read.iter().find(|r| r.release == "mail").unwrap();
+        assert_eq!(mail.wanted, Wanted::Channel("stable".into()));
+        assert_eq!(mail.inputs, None);
+        // A single stack's inputs are a file, not a folder.
+        std::fs::write(
+            &path,
+            "[stacks.dns]\nversion = \"0.4.0\"\ninputs = \"customers/globex\"\n",
+        )
+        .unwrap();
+        let error = super::read(&path).unwrap_err();
+        assert!(
+            error.message.contains("stack `dns`: the inputs file"),
+            "{}",
+            error.message
+        );
 
         std::fs::write(&path, "[releases.environment]\nverison = \"1.3.0\"\n").unwrap();
         let error = super::read(&path).unwrap_err();

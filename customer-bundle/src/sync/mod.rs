@@ -15,5 +15,6 @@ pub mod lock;
 pub mod pass;
 pub mod pending;
 pub mod registry;
+pub mod single;
 pub mod source;
 pub mod window;

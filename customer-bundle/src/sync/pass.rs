@@ -15,6 +15,7 @@ use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport, SyncReport, Syn
 use super::lock::SyncLock;
 use super::pending::{self, Fingerprint, Pending, PendingStack};
 use super::registry::Registry;
+use super::single;
 use super::source::{self, Assigned, Target};
 use super::window::Window;
 use crate::deploy::{self, Options, Request, Target as DeployTarget, Ui};
@@ -134,8 +135,9 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
             Err(error) => {
                 let mut report =
                     release_report(&target.release, Some(&target.version), SyncState::Failed);
+                report.kind = target.kind;
                 report.message = Some(error.message);
-                report.running = history::current(&ledger, &target.release)?;
+                report.running = running(&ledger, target.kind, &target.release)?;
                 report
             }
         };
@@ -143,7 +145,8 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
     }
     for refused in assigned.refused {
         let mut report = release_report(&refused.release, refused.assigned.as_ref(), refused.state);
-        report.running = history::current(&ledger, &refused.release)?;
+        report.kind = refused.kind;
+        report.running = running(&ledger, refused.kind, &refused.release)?;
         report.message = Some(refused.message);
         releases.push(report);
     }
@@ -252,9 +255,25 @@ fn removed(
     Ok(out)
 }
 
+/// The version of release (or single stack) `name` in place.
+fn running(ledger: &Ledger, kind: ApprovedKind, name: &str) -> Result<Option<Version>> {
+    match kind {
+        ApprovedKind::Release => history::current(ledger, name),
+        ApprovedKind::Stack => Ok(ledger.current(name)?.map(|d| d.version)),
+    }
+}
+
+/// The release (or single stack) `name@version` as the store holds it, verified.
+fn load(home: &Home, kind: ApprovedKind, name: &str, version: &Version) -> Result<VerifiedRelease> {
+    match kind {
+        ApprovedKind::Release => stored::load(home, name, version),
+        ApprovedKind::Stack => single::load(home, name, version),
+    }
+}
+
 /// Whether every stack of `release` runs the version it pins, as the latest
-/// release receipt says.
-fn at_target(ledger: &Ledger, release: &VerifiedRelease) -> Result<bool> {
+/// release receipt says (a single stack: its bundle is in place).
+fn at_target(ledger: &Ledger, kind: ApprovedKind, release: &VerifiedRelease) -> Result<bool> {
     let d = &release.description;
     for stack in &d.stacks {
         match ledger.current(&stack.name)? {
@@ -262,7 +281,7 @@ fn at_target(ledger: &Ledger, release: &VerifiedRelease) -> Result<bool> {
             _ => return Ok(false),
         }
     }
-    Ok(history::current(ledger, &d.name)? == Some(d.version.clone()))
+    Ok(running(ledger, kind, &d.name)? == Some(d.version.clone()))
 }
 
 /// One release: checks, plan, the approval policy, apply or hold.
@@ -276,8 +295,9 @@ fn sync_release(
     let ledger = Ledger::open(&home.ledger_path())?;
     let name = &target.release;
     let version = &target.version;
-    let running = history::current(&ledger, name)?;
+    let running = running(&ledger, target.kind, name)?;
     let mut report = release_report(name, Some(version), SyncState::Refused);
+    report.kind = target.kind;
     report.running = running.clone();
     if let Some(running) = &running {
         if version.cmp_precedence(running) == std::cmp::Ordering::Less && !sync.allow_downgrade {
@@ -293,7 +313,7 @@ fn sync_release(
         ));
         return Ok(report);
     }
-    let release = stored::load(home, name, version)?;
+    let release = load(home, target.kind, name, version)?;
     if let Some(digest) = &target.digest {
         if *digest != release.index_descriptor.digest {
             report.message = Some(format!(
@@ -304,12 +324,26 @@ fn sync_release(
             return Ok(report);
         }
     }
-    if let Err(error) = history::check_claims(&ledger, &release.description) {
-        report.message = Some(error.message);
-        return Ok(report);
+    match target.kind {
+        ApprovedKind::Release => {
+            if let Err(error) = history::check_claims(&ledger, &release.description) {
+                report.message = Some(error.message);
+                return Ok(report);
+            }
+        }
+        // Unattended, a pass does not take a stack out of the release it runs in.
+        ApprovedKind::Stack => {
+            if let Some(other) = history::claimed_by(&ledger, name)? {
+                report.message = Some(format!(
+                    "stack `{name}` runs as part of release `{}@{}`: a pass does not apply it on its own (destroy the release first, or assign the release)",
+                    other.name, other.version
+                ));
+                return Ok(report);
+            }
+        }
     }
     if !in_window {
-        report.state = if at_target(&ledger, &release)? {
+        report.state = if at_target(&ledger, target.kind, &release)? {
             SyncState::Converged
         } else {
             report.message = Some(format!(
@@ -406,18 +440,30 @@ fn converge(
     let started_at = receipts::now();
     let mut ran: BTreeMap<String, StackRun> = BTreeMap::new();
     let ledger = Ledger::open(&home.ledger_path())?;
-    let was_at_target = at_target(&ledger, release)?;
+    let was_at_target = at_target(&ledger, target.kind, release)?;
     for _ in 0..=release.description.stacks.len() {
         // Forced stacks are planned once; after their apply the ledger knows them.
         let run = release_run(
             home,
             release,
+            target.kind,
             &target.inputs,
             BTreeMap::new(),
             std::mem::take(&mut force),
         )?;
         let staging = pending::staging(home)?;
-        let planned = run::plan_to(&run, ui, Some(staging.path()))?;
+        let planned = match run::plan_to(&run, ui, Some(staging.path())) {
+            Ok(planned) => planned,
+            // A stack waiting on one this pass applied failed to plan: the pass
+            // stops there, as a failed apply does.
+            Err(error) if !ran.is_empty() => {
+                report.state = SyncState::Failed;
+                report.message = Some(error.message);
+                roll_back(home, release, &mut ran, &mut report, ui);
+                return finish(home, release, started_at, ran, report);
+            }
+            Err(error) => return Err(error),
+        };
         let changed: Vec<(&String, &crate::deploy::Report)> = planned
             .iter()
             .filter_map(|(stack, p)| match p {
@@ -469,7 +515,14 @@ fn converge(
                 )
             })
             .collect();
-        let run = release_run(home, release, &target.inputs, reviewed, BTreeSet::new())?;
+        let run = release_run(
+            home,
+            release,
+            target.kind,
+            &target.inputs,
+            reviewed,
+            BTreeSet::new(),
+        )?;
         let stacks = run::apply(&run, ui)?;
         let failed = stacks.iter().find_map(|s| {
             s.error
@@ -482,6 +535,7 @@ fn converge(
         if let Some((stack, message)) = failed {
             report.state = SyncState::Failed;
             report.message = Some(format!("`{stack}` failed: {message}"));
+            roll_back(home, release, &mut ran, &mut report, ui);
             return finish(home, release, started_at, ran, report);
         }
         if let Some(old) = pending::of_release(home, name)? {
@@ -499,16 +553,46 @@ fn converge(
     finish(home, release, started_at, ran, report)
 }
 
-/// The release's stacks with their inputs checked; with `reviewed`, only those
-/// stacks, each applied from its reviewed plan.
+/// After a failure, with `[policy] on-failure = "rollback"`: every stack this
+/// pass changed goes back, the last applied first, as `apply` does.
+fn roll_back(
+    home: &Home,
+    release: &VerifiedRelease,
+    ran: &mut BTreeMap<String, StackRun>,
+    report: &mut SyncReleaseReport,
+    ui: &ReleaseUi,
+) {
+    // The release's order is the order its stacks were applied in.
+    let mut stacks: Vec<StackRun> = release
+        .description
+        .stacks
+        .iter()
+        .filter_map(|s| ran.remove(&s.name))
+        .collect();
+    if ops::roll_back_on_failure(home, &mut stacks, Duration::ZERO, ui) {
+        if let Some(message) = report.message.as_mut() {
+            message
+                .push_str("; what this pass changed was rolled back (`on-failure = \"rollback\"`)");
+        }
+    }
+    ran.extend(stacks.into_iter().map(|s| (s.name.clone(), s)));
+}
+
+/// The release's stacks with their inputs checked (`inputs` is the folder, or a
+/// single stack's file); with `reviewed`, only those stacks, each applied from its
+/// reviewed plan.
 pub fn release_run<'a>(
     home: &'a Home,
     release: &'a VerifiedRelease,
+    kind: ApprovedKind,
     inputs: &Path,
     reviewed: BTreeMap<String, PathBuf>,
     force: BTreeSet<String>,
 ) -> Result<ReleaseRun<'a>> {
-    let mut stacks = wiring::check_inputs_dir(home, &release.description, inputs)?;
+    let mut stacks = match kind {
+        ApprovedKind::Release => wiring::check_inputs_dir(home, &release.description, inputs)?,
+        ApprovedKind::Stack => single::stack_inputs(home, release, inputs)?,
+    };
     if !reviewed.is_empty() {
         stacks.retain(|s| reviewed.contains_key(&s.stack.name));
     }
@@ -521,11 +605,13 @@ pub fn release_run<'a>(
         allow_downgrade: home.config.sync.allow_downgrade,
         reviewed,
         force,
+        single_stack: kind == ApprovedKind::Stack,
     })
 }
 
 /// Records the release receipt when the pass changed something (or put the
-/// release in place), and finishes its report.
+/// release in place), and finishes its report. A single stack has no release
+/// receipt: its report points at the stack's own.
 fn finish(
     home: &Home,
     release: &VerifiedRelease,
@@ -535,11 +621,15 @@ fn finish(
 ) -> Result<SyncReleaseReport> {
     let ledger = Ledger::open(&home.ledger_path())?;
     let placed = report.state == SyncState::Applied;
-    if !ran.is_empty() || placed {
+    if report.kind == ApprovedKind::Stack {
+        if let Some(id) = ran.values().find_map(|s| s.receipt_id.clone()) {
+            report.receipt_id = Some(id);
+        }
+    } else if !ran.is_empty() || placed {
         let signed = record(home, release, started_at, ran)?;
         report.receipt_id = Some(signed.receipt.id);
     }
-    report.running = history::current(&ledger, &release.description.name)?;
+    report.running = running(&ledger, report.kind, &release.description.name)?;
     Ok(report)
 }
 
@@ -620,6 +710,7 @@ fn hold_plan(
     }
     let pending = Pending {
         id,
+        kind: target.kind,
         release: target.release.clone(),
         version: target.version.clone(),
         digest: release.index_descriptor.digest.clone(),
@@ -669,7 +760,7 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
         ))
         .hint("the next `stackpack-runner sync` pass plans again and holds the new plan under a new id")
     };
-    let release = stored::load(home, &held.release, &held.version)?;
+    let release = load(home, held.kind, &held.release, &held.version)?;
     if release.index_descriptor.digest != held.digest {
         pending::remove(home, &held.id)?;
         return Err(moved(format!(
@@ -683,27 +774,40 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
         .map(|s| (s.stack.clone(), held.plan_path(home, s)))
         .collect();
     let started_at = receipts::now();
-    let run = release_run(home, &release, &held.inputs, reviewed, BTreeSet::new())?;
-    let stacks = run::apply(&run, ui)?;
+    let run = release_run(
+        home,
+        &release,
+        held.kind,
+        &held.inputs,
+        reviewed,
+        BTreeSet::new(),
+    )?;
+    let stacks = ops::apply_stacks(&run, ui)?;
     let failed = stacks.iter().find_map(|s| {
         s.error
             .as_ref()
             .map(|e| (s.name.clone(), e.message.clone()))
     });
     let ran: BTreeMap<String, StackRun> = stacks.into_iter().map(|s| (s.name.clone(), s)).collect();
-    let signed = record(home, &release, started_at, ran)?;
+    // A single stack's own receipt is the record; a release gets its release
+    // receipt.
+    let receipt_id = match held.kind {
+        ApprovedKind::Release => Some(record(home, &release, started_at, ran)?.receipt.id),
+        ApprovedKind::Stack => ran.values().find_map(|s| s.receipt_id.clone()),
+    };
     pending::remove(home, &held.id)?;
     if let Some((stack, message)) = failed {
         let mut error = moved(format!("`{stack}`: {message}"));
-        error
-            .message
-            .push_str(&format!(" (release receipt `{}`)", signed.receipt.id));
+        if let Some(id) = &receipt_id {
+            error.message.push_str(&format!(" (receipt `{id}`)"));
+        }
         return Err(error);
     }
     let ledger = Ledger::open(&home.ledger_path())?;
     let mut report = release_report(&held.release, Some(&held.version), SyncState::Applied);
-    report.running = history::current(&ledger, &held.release)?;
-    report.receipt_id = Some(signed.receipt.id);
+    report.kind = held.kind;
+    report.running = running(&ledger, held.kind, &held.release)?;
+    report.receipt_id = receipt_id;
     if !held.waiting.is_empty() {
         report.message = Some(format!(
             "applied; {} wait on their upstream and are planned by the next `sync` pass",

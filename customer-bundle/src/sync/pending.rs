@@ -47,6 +47,10 @@ pub struct PendingStack {
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
     pub id: String,
+    /// A release, or a single stack (its `digest` is the bundle manifest's, its
+    /// `inputs` the stack's file).
+    #[serde(default)]
+    pub kind: stackpack_schema::rollout::ApprovedKind,
     pub release: String,
     pub version: Version,
     /// The release index's digest.

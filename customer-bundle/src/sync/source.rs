@@ -21,17 +21,23 @@ use crate::pull::RemoteBundle;
 /// A release a pass converges to.
 #[derive(Clone, Debug)]
 pub struct Target {
+    /// A release, or a single stack (a release of one: see `sync::single`).
+    pub kind: ApprovedKind,
+    /// The release's name, or the single stack's.
     pub release: String,
     pub version: Version,
     /// The release index digest a trusted statement approves; `None` for a version
     /// the desired-state file pins (any release the vendor signed as that version).
+    /// A single stack's is its bundle manifest's.
     pub digest: Option<Digest>,
+    /// The release's inputs folder, or the single stack's file.
     pub inputs: PathBuf,
 }
 
 /// A release named by the source that this pass will not act on.
 #[derive(Clone, Debug)]
 pub struct Refusal {
+    pub kind: ApprovedKind,
     pub release: String,
     pub assigned: Option<Version>,
     pub state: SyncState,
@@ -47,10 +53,18 @@ pub struct Assigned {
 
 fn refusal(release: &str, assigned: Option<&Version>, message: String) -> Refusal {
     Refusal {
+        kind: ApprovedKind::Release,
         release: release.to_string(),
         assigned: assigned.cloned(),
         state: SyncState::Refused,
         message,
+    }
+}
+
+impl Refusal {
+    fn of(mut self, kind: ApprovedKind) -> Refusal {
+        self.kind = kind;
+        self
     }
 }
 
@@ -77,12 +91,38 @@ fn inputs_or_refuse(
     })
 }
 
+/// A single stack's inputs file: the one named, or `<inputs folder>/<stack>.tfvars`.
+fn stack_inputs_or_refuse(
+    stack: &str,
+    file: Option<PathBuf>,
+    dir: Option<PathBuf>,
+) -> std::result::Result<PathBuf, String> {
+    file.or_else(|| dir.map(|d| d.join(format!("{stack}.tfvars"))))
+        .ok_or_else(|| {
+            format!("no inputs for stack `{stack}`: set `inputs` under `[sync]` in `runner.toml` (the folder holding `{stack}.tfvars`), or `inputs = \"FILE\"` for the stack in the desired-state file")
+        })
+}
+
+/// The inputs of a release (its folder) or of a single stack (its file).
+fn inputs_for(
+    kind: ApprovedKind,
+    name: &str,
+    given: Option<PathBuf>,
+    default: Option<PathBuf>,
+) -> std::result::Result<PathBuf, String> {
+    match kind {
+        ApprovedKind::Release => inputs_or_refuse(name, given.or(default)),
+        ApprovedKind::Stack => stack_inputs_or_refuse(name, given, default),
+    }
+}
+
 /// The statements in the store for `channel`, verified; the others as refusals
 /// by release.
 struct Statements {
     valid: Vec<SignedChannelStatement>,
-    refused: BTreeMap<String, String>,
-    other_channel: BTreeMap<String, String>,
+    /// By release (or stack) name: what it is, and why refused.
+    refused: BTreeMap<String, (ApprovedKind, String)>,
+    other_channel: BTreeMap<String, (ApprovedKind, String)>,
 }
 
 fn store_statements(home: &Home, channel_name: &str) -> Result<Statements> {
@@ -101,32 +141,37 @@ fn store_statements(home: &Home, channel_name: &str) -> Result<Statements> {
                     .annotation(stackpack_schema::media_type::annotation::RELEASE)
                     .unwrap_or("?")
                     .to_string();
-                out.refused
-                    .insert(release, format!("an unreadable channel statement: {e}"));
+                out.refused.insert(
+                    release,
+                    (
+                        ApprovedKind::Release,
+                        format!("an unreadable channel statement: {e}"),
+                    ),
+                );
                 continue;
             }
         };
         let s = &signed.statement;
-        if s.kind != ApprovedKind::Release {
-            continue;
-        }
         match signed.verify(&keys, channel_name) {
             Ok(_) => out.valid.push(signed),
             Err(stackpack_schema::rollout::StatementError::OtherChannel { found, .. }) => {
                 out.other_channel.insert(
                     s.release.clone(),
-                    format!(
+                    (s.kind, format!(
                         "the store's statement for `{}@{}` is for channel `{found}`, not this runner's channel `{channel_name}`",
                         s.release, s.version
-                    ),
+                    )),
                 );
             }
             Err(e) => {
                 out.refused.insert(
                     s.release.clone(),
-                    format!(
-                        "the channel statement for `{}@{}` is refused: {e}",
-                        s.release, s.version
+                    (
+                        s.kind,
+                        format!(
+                            "the channel statement for `{}@{}` is refused: {e}",
+                            s.release, s.version
+                        ),
                     ),
                 );
             }
@@ -140,18 +185,37 @@ fn store_statements(home: &Home, channel_name: &str) -> Result<Statements> {
 fn newest<'a>(
     home: &Home,
     statements: &'a [SignedChannelStatement],
+    kind: ApprovedKind,
     release: &str,
 ) -> Option<&'a SignedChannelStatement> {
     statements
         .iter()
-        .filter(|s| s.statement.release == release)
+        .filter(|s| s.statement.kind == kind && s.statement.release == release)
         .filter(|s| s.statement.version.pre.is_empty() || home.config.policy.allow_prereleases)
         .max_by(|a, b| a.statement.version.cmp_precedence(&b.statement.version))
 }
 
-/// Whether the store holds exactly the release a statement approves.
-fn in_store(home: &Home, release: &str, version: &Version, digest: &Digest) -> Result<bool> {
-    Ok(find_release(&home.store()?, release, version)?.is_some_and(|d| &d.digest == digest))
+/// The digest of the store's release (index) or single stack (bundle manifest)
+/// `name@version`, if it holds one.
+fn held(home: &Home, kind: ApprovedKind, name: &str, version: &Version) -> Result<Option<Digest>> {
+    let store = home.store()?;
+    Ok(match kind {
+        ApprovedKind::Release => find_release(&store, name, version)?,
+        ApprovedKind::Stack => store.find_bundle(name, version)?,
+    }
+    .map(|d| d.digest))
+}
+
+/// Whether the store holds exactly the release (or stack bundle) a statement
+/// approves.
+fn in_store(
+    home: &Home,
+    kind: ApprovedKind,
+    release: &str,
+    version: &Version,
+    digest: &Digest,
+) -> Result<bool> {
+    Ok(held(home, kind, release, version)?.as_ref() == Some(digest))
 }
 
 fn not_in_store(release: &str, version: &Version) -> String {
@@ -160,40 +224,47 @@ fn not_in_store(release: &str, version: &Version) -> String {
     )
 }
 
-/// Airgapped: every release with a trusted statement for this runner's channel.
+/// Airgapped: every release (and single stack) with a trusted statement for this
+/// runner's channel.
 pub fn from_store(home: &Home, inputs: Option<PathBuf>) -> Result<Assigned> {
     let channel_name = home.config.sync.channel();
     let statements = store_statements(home, channel_name)?;
-    let mut names: Vec<String> = statements
+    let mut names: Vec<(String, ApprovedKind)> = statements
         .valid
         .iter()
-        .map(|s| s.statement.release.clone())
-        .chain(statements.refused.keys().cloned())
-        .chain(statements.other_channel.keys().cloned())
+        .map(|s| (s.statement.release.clone(), s.statement.kind))
+        .chain(statements.refused.iter().map(|(n, (k, _))| (n.clone(), *k)))
+        .chain(
+            statements
+                .other_channel
+                .iter()
+                .map(|(n, (k, _))| (n.clone(), *k)),
+        )
         .collect();
-    names.sort();
+    names.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.as_str().cmp(b.1.as_str())));
     names.dedup();
     let mut out = Assigned::default();
-    for name in names {
-        match newest(home, &statements.valid, &name) {
+    for (name, kind) in names {
+        match newest(home, &statements.valid, kind, &name) {
             Some(s) => {
                 let s = &s.statement;
-                if !in_store(home, &name, &s.version, &s.digest)? {
-                    out.refused.push(refusal(
-                        &name,
-                        Some(&s.version),
-                        not_in_store(&name, &s.version),
-                    ));
+                if !in_store(home, kind, &name, &s.version, &s.digest)? {
+                    out.refused.push(
+                        refusal(&name, Some(&s.version), not_in_store(&name, &s.version)).of(kind),
+                    );
                     continue;
                 }
-                match inputs_or_refuse(&name, inputs.clone()) {
+                match inputs_for(kind, &name, None, inputs.clone()) {
                     Ok(inputs) => out.targets.push(Target {
+                        kind,
                         release: name.clone(),
                         version: s.version.clone(),
                         digest: Some(s.digest.clone()),
                         inputs,
                     }),
-                    Err(message) => out.refused.push(refusal(&name, Some(&s.version), message)),
+                    Err(message) => out
+                        .refused
+                        .push(refusal(&name, Some(&s.version), message).of(kind)),
                 }
             }
             None => {
@@ -201,9 +272,9 @@ pub fn from_store(home: &Home, inputs: Option<PathBuf>) -> Result<Assigned> {
                     .refused
                     .get(&name)
                     .or(statements.other_channel.get(&name))
-                    .cloned()
+                    .map(|(_, m)| m.clone())
                     .unwrap_or_else(|| format!("no statement for channel `{channel_name}`"));
-                out.refused.push(refusal(&name, None, message));
+                out.refused.push(refusal(&name, None, message).of(kind));
             }
         }
     }
@@ -222,40 +293,25 @@ pub fn from_desired(
     let mut out = Assigned::default();
     let mut statements: Option<Statements> = None;
     for d in wanted {
-        let inputs = match inputs_or_refuse(&d.release, d.inputs.clone().or(inputs.clone())) {
+        let (kind, name) = (d.kind, d.release.as_str());
+        let inputs = match inputs_for(kind, name, d.inputs.clone(), inputs.clone()) {
             Ok(inputs) => inputs,
             Err(message) => {
-                out.refused.push(refusal(&d.release, None, message));
+                out.refused.push(refusal(name, None, message).of(kind));
                 continue;
             }
         };
         match &d.wanted {
             Wanted::Version(version) => {
-                if find_release(&home.store()?, &d.release, version)?.is_none() {
+                if held(home, kind, name, version)?.is_none() {
                     match registry {
-                        Some(registry) => pull(home, registry, &d.release, version)?,
-                        None => {
-                            let held: Vec<String> = releases_in(&home.store()?)?
-                                .into_iter()
-                                .filter(|(n, _, _)| *n == d.release)
-                                .map(|(n, v, _)| format!("`{n}@{v}`"))
-                                .collect();
-                            let also = if held.is_empty() {
-                                format!("the store holds no release `{}`", d.release)
-                            } else {
-                                format!("the store holds {}", held.join(", "))
-                            };
-                            return Err(Error::refused(format!(
-                                "the desired state names release `{}@{version}`, which this runner does not have; {also}",
-                                d.release
-                            ))
-                            .at(d.at.clone())
-                            .hint("import it (`stackpack-runner import FILE`), set `registry` under `[sync]` to pull it, or fix the name or version"));
-                        }
+                        Some(registry) => pull(home, registry, kind, name, version)?,
+                        None => return Err(not_held(home, &d, version)?),
                     }
                 }
                 out.targets.push(Target {
-                    release: d.release.clone(),
+                    kind,
+                    release: name.to_string(),
                     version: version.clone(),
                     digest: None,
                     inputs,
@@ -263,44 +319,65 @@ pub fn from_desired(
             }
             Wanted::Channel(wanted_channel) => {
                 if wanted_channel != channel_name {
-                    out.refused.push(refusal(&d.release, None, format!(
-                        "the desired state follows channel `{wanted_channel}` for `{}` ({}), and this runner accepts statements for channel `{channel_name}` only",
-                        d.release, d.at
-                    )));
+                    out.refused.push(refusal(name, None, format!(
+                        "the desired state follows channel `{wanted_channel}` for `{name}` ({}), and this runner accepts statements for channel `{channel_name}` only",
+                        d.at
+                    )).of(kind));
                     continue;
                 }
                 if statements.is_none() {
                     statements = Some(store_statements(home, channel_name)?);
                 }
+                let known = statements
+                    .as_ref()
+                    .is_some_and(|all| newest(home, &all.valid, kind, name).is_some());
+                if let (false, Some(registry)) = (known, registry) {
+                    // No statement carried here yet: the vendor's, found next to
+                    // the release in the registry, kept in the store.
+                    if fetch_statement(home, registry, kind, name, channel_name)? {
+                        statements = Some(store_statements(home, channel_name)?);
+                    }
+                }
                 let all = statements.as_ref().expect("read above");
-                match newest(home, &all.valid, &d.release) {
+                match newest(home, &all.valid, kind, name) {
                     Some(s) => {
                         let s = &s.statement;
-                        if !in_store(home, &d.release, &s.version, &s.digest)? {
-                            out.refused.push(refusal(
-                                &d.release,
-                                Some(&s.version),
-                                not_in_store(&d.release, &s.version),
-                            ));
+                        if !in_store(home, kind, name, &s.version, &s.digest)? {
+                            out.refused.push(
+                                refusal(name, Some(&s.version), not_in_store(name, &s.version))
+                                    .of(kind),
+                            );
                             continue;
                         }
                         out.targets.push(Target {
-                            release: d.release.clone(),
+                            kind,
+                            release: name.to_string(),
                             version: s.version.clone(),
                             digest: Some(s.digest.clone()),
                             inputs,
                         });
                     }
-                    None => out.refused.push(refusal(
-                        &d.release,
-                        None,
-                        all.refused.get(&d.release).cloned().unwrap_or_else(|| {
-                            format!(
-                                "no trusted statement for `{}` on channel `{channel_name}` in the store ({})",
-                                d.release, d.at
-                            )
-                        }),
-                    )),
+                    None => out.refused.push(
+                        refusal(
+                            name,
+                            None,
+                            all.refused
+                                .get(name)
+                                .map(|(_, m)| m.clone())
+                                .unwrap_or_else(|| {
+                                    let place = if registry.is_some() {
+                                        "in the store or the registry"
+                                    } else {
+                                        "in the store"
+                                    };
+                                    format!(
+                                        "no trusted statement for `{name}` on channel `{channel_name}` {place} ({})",
+                                        d.at
+                                    )
+                                }),
+                        )
+                        .of(kind),
+                    ),
                 }
             }
         }
@@ -308,8 +385,39 @@ pub fn from_desired(
     Ok(out)
 }
 
+/// The desired state names a version this runner does not have, and no registry
+/// is set to pull it from.
+fn not_held(home: &Home, d: &desired::DesiredRelease, version: &Version) -> Result<Error> {
+    let store = home.store()?;
+    let what = d.kind.as_str();
+    let held: Vec<String> = match d.kind {
+        ApprovedKind::Release => releases_in(&store)?
+            .into_iter()
+            .filter(|(n, _, _)| *n == d.release)
+            .map(|(n, v, _)| format!("`{n}@{v}`"))
+            .collect(),
+        ApprovedKind::Stack => store
+            .versions(&d.release)?
+            .into_iter()
+            .map(|v| format!("`{}@{v}`", d.release))
+            .collect(),
+    };
+    let also = if held.is_empty() {
+        format!("the store holds no {what} `{}`", d.release)
+    } else {
+        format!("the store holds {}", held.join(", "))
+    };
+    Ok(Error::refused(format!(
+        "the desired state names {what} `{}@{version}`, which this runner does not have; {also}",
+        d.release
+    ))
+    .at(d.at.clone())
+    .hint("import it (`stackpack-runner import FILE`), set `registry` under `[sync]` to pull it, or fix the name or version"))
+}
+
 /// Connected: the registry's assignment, each verified against the vendor's
 /// statement (trusted key, this channel, exactly this digest), pulled if needed.
+/// A single stack's assignment is a release of one.
 pub fn from_registry(
     home: &Home,
     registry: &Registry,
@@ -320,72 +428,49 @@ pub fn from_registry(
     let keys = trusted(home)?;
     let mut out = Assigned::default();
     for a in response.assignments {
-        if a.kind != ApprovedKind::Release {
-            out.refused.push(refusal(
-                &a.release,
-                Some(&a.version),
-                format!(
-                "`{}@{}` is assigned as a single stack, which this runner syncs as a release only",
-                a.release, a.version
-            ),
-            ));
-            continue;
-        }
+        let kind = a.kind;
+        let refuse = |message: String| refusal(&a.release, Some(&a.version), message).of(kind);
         if let Err(e) = a.verify(&keys, channel_name) {
-            out.refused.push(refusal(
-                &a.release,
-                Some(&a.version),
-                format!(
-                    "the registry's assignment of `{}@{}` is refused: {e}",
-                    a.release, a.version
-                ),
-            ));
+            out.refused.push(refuse(format!(
+                "the registry's assignment of `{}@{}` is refused: {e}",
+                a.release, a.version
+            )));
             continue;
         }
         if !a.version.pre.is_empty() && !home.config.policy.allow_prereleases {
-            out.refused.push(refusal(
-                &a.release,
-                Some(&a.version),
-                format!(
-                    "`{}@{}` is a prerelease, and this runner's policy allows stable versions only",
-                    a.release, a.version
-                ),
-            ));
+            out.refused.push(refuse(format!(
+                "`{}@{}` is a prerelease, and this runner's policy allows stable versions only",
+                a.release, a.version
+            )));
             continue;
         }
-        let inputs = match inputs_or_refuse(&a.release, inputs.clone()) {
+        let inputs = match inputs_for(kind, &a.release, None, inputs.clone()) {
             Ok(inputs) => inputs,
             Err(message) => {
-                out.refused
-                    .push(refusal(&a.release, Some(&a.version), message));
+                out.refused.push(refuse(message));
                 continue;
             }
         };
-        if find_release(&home.store()?, &a.release, &a.version)?.is_none() {
-            if let Err(e) = pull(home, registry, &a.release, &a.version) {
-                out.refused.push(Refusal {
-                    release: a.release.clone(),
-                    assigned: Some(a.version.clone()),
-                    state: SyncState::Failed,
-                    message: e.message,
-                });
+        if held(home, kind, &a.release, &a.version)?.is_none() {
+            if let Err(e) = pull(home, registry, kind, &a.release, &a.version) {
+                let mut failed = refuse(e.message);
+                failed.state = SyncState::Failed;
+                out.refused.push(failed);
                 continue;
             }
         }
-        if !in_store(home, &a.release, &a.version, &a.digest)? {
-            out.refused.push(refusal(
-                &a.release,
-                Some(&a.version),
-                format!(
-                    "the store's `{}@{}` is not the release the vendor approved (`{}`)",
-                    a.release,
-                    a.version,
-                    a.digest.short()
-                ),
-            ));
+        if !in_store(home, kind, &a.release, &a.version, &a.digest)? {
+            out.refused.push(refuse(format!(
+                "the store's `{}@{}` is not the {} the vendor approved (`{}`)",
+                a.release,
+                a.version,
+                kind.as_str(),
+                a.digest.short()
+            )));
             continue;
         }
         out.targets.push(Target {
+            kind,
             release: a.release,
             version: a.version,
             digest: Some(a.digest),
@@ -395,14 +480,127 @@ pub fn from_registry(
     Ok(out)
 }
 
-/// `HOST/NS/releases/R:V` into the store, verified.
-fn pull(home: &Home, registry: &Registry, release: &str, version: &Version) -> Result<()> {
+/// `HOST/NS/releases/R:V` (a single stack: `HOST/NS/stacks/S:V`) into the store,
+/// verified.
+fn pull(
+    home: &Home,
+    registry: &Registry,
+    kind: ApprovedKind,
+    name: &str,
+    version: &Version,
+) -> Result<()> {
+    let folder = match kind {
+        ApprovedKind::Release => "releases",
+        ApprovedKind::Stack => "stacks",
+    };
     let reference = RemoteBundle {
         host: registry.address.host.clone(),
-        repository: format!("{}/releases/{release}", registry.address.namespace),
-        stack: release.to_string(),
+        repository: format!("{}/{folder}/{name}", registry.address.namespace),
+        stack: name.to_string(),
         version: version.clone(),
     };
-    crate::release::pull::pull(home, &reference, registry.insecure)?;
+    match kind {
+        ApprovedKind::Release => {
+            crate::release::pull::pull(home, &reference, registry.insecure)?;
+        }
+        ApprovedKind::Stack => {
+            crate::pull::pull(home, &reference, registry.insecure, None)?;
+        }
+    }
     Ok(())
+}
+
+/// The newest statement for `name` on `channel` that the registry holds as a
+/// referrer of one of its version tags (`NS/releases/<name>`, a single stack:
+/// `NS/stacks/<name>`), signed by a trusted key: written into the store, and the
+/// release (or bundle) it approves pulled. False when there is none. The registry's
+/// assignment is per customer; a GitOps runner asks the repository instead.
+fn fetch_statement(
+    home: &Home,
+    registry: &Registry,
+    kind: ApprovedKind,
+    name: &str,
+    channel_name: &str,
+) -> Result<bool> {
+    use stackpack_bundle::remote::Remote;
+    use stackpack_schema::media_type;
+    use stackpack_schema::oci::ImageManifest;
+
+    let folder = match kind {
+        ApprovedKind::Release => "releases",
+        ApprovedKind::Stack => "stacks",
+    };
+    let repository = format!("{}/{folder}/{name}", registry.address.namespace);
+    let remote = Remote::new(&registry.address.host, registry.insecure)?;
+    let keys = trusted(home)?;
+    let mut versions: Vec<Version> = remote
+        .tags(&repository)?
+        .iter()
+        .filter_map(|t| Version::parse(t).ok())
+        .filter(|v| v.pre.is_empty() || home.config.policy.allow_prereleases)
+        .collect();
+    versions.sort_by(|a, b| b.cmp_precedence(a));
+    for version in versions {
+        let Some((subject_bytes, subject)) =
+            remote.pull_manifest(&repository, &version.to_string())?
+        else {
+            continue;
+        };
+        let referrers = remote.referrers(
+            &repository,
+            &subject,
+            Some(media_type::CHANNEL_STATEMENT_ARTIFACT),
+        )?;
+        for referrer in referrers {
+            let Some((bytes, _)) =
+                remote.pull_manifest(&repository, &referrer.digest.to_string())?
+            else {
+                continue;
+            };
+            let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
+                continue;
+            };
+            let Some(layer) = manifest
+                .layers
+                .iter()
+                .find(|l| l.media_type == media_type::CHANNEL_STATEMENT_LAYER)
+            else {
+                continue;
+            };
+            let layer = remote.pull_blob_bytes(&repository, layer, channel::STATEMENT_LIMIT)?;
+            let Ok(signed) = SignedChannelStatement::from_bytes(&layer) else {
+                continue;
+            };
+            let s = &signed.statement;
+            // Only a statement for exactly this tag's manifest, this name and kind,
+            // signed by a trusted key for this channel, counts.
+            if s.kind != kind
+                || s.release != name
+                || s.version != version
+                || s.digest != subject
+                || signed.verify(&keys, channel_name).is_err()
+            {
+                continue;
+            }
+            let media = manifest
+                .subject
+                .as_ref()
+                .map(|d| d.media_type.clone())
+                .unwrap_or_else(|| match kind {
+                    ApprovedKind::Release => media_type::OCI_INDEX.into(),
+                    ApprovedKind::Stack => media_type::OCI_MANIFEST.into(),
+                });
+            let subject = stackpack_schema::oci::Descriptor::new(
+                media,
+                subject.clone(),
+                subject_bytes.len() as u64,
+            );
+            if held(home, kind, name, &version)?.is_none() {
+                pull(home, registry, kind, name, &version)?;
+            }
+            channel::write_statement(&home.store()?, &signed, &subject)?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

@@ -48,9 +48,15 @@ fn a_bundle_without_this_platforms_provider_is_refused_before_init_naming_it() {
     )
     .unwrap();
     common::git(&vendor.dir, &["commit", "-qam", "ship for linux_arm64"]);
-    // This test process's builds take that mirror.
+    // This build takes that mirror; the process-wide setting goes back at once, as
+    // the mirror is deleted with this test and later tests' builds need theirs.
+    let before = std::env::var_os("STACKPACK_PROVIDER_MIRROR");
     std::env::set_var("STACKPACK_PROVIDER_MIRROR", &mirror);
     let built = vendor.build();
+    match before {
+        Some(before) => std::env::set_var("STACKPACK_PROVIDER_MIRROR", before),
+        None => std::env::remove_var("STACKPACK_PROVIDER_MIRROR"),
+    }
     let version = &built.iter().find(|(s, _)| s == "data-plane").unwrap().1;
     let tar = vendor.export_tar("arm64.tar");
 

@@ -688,30 +688,7 @@ fn a_failed_stack_stops_the_release_says_where_each_stack_is_and_rolls_back_what
         .ok();
 
     // 1.1.0 changes the cluster, and GPU pools that refuse three GPUs per pool.
-    vendor.change(
-        "cluster",
-        "\noutput \"name\" {\n  value       = var.cluster_name\n  description = \"The cluster's name.\"\n}\n",
-    );
-    vendor.change(
-        "gpu-pools",
-        "\nresource \"terraform_data\" \"guard\" {\n  input = var.pool_size\n  lifecycle {\n    precondition {\n      condition     = var.pool_size < 2\n      error_message = \"a pool of more than one GPU needs a bigger cluster\"\n    }\n  }\n}\n",
-    );
-    let built = vendor.build();
-    let version = |stack: &str| built.iter().find(|(s, _)| s == stack).unwrap().1.clone();
-    let (cluster, gpu) = (version("cluster"), version("gpu-pools"));
-    vendor.write(
-        &vendor.description(
-            "platform",
-            "1.1.0",
-            &[
-                ("network", "0.1.0"),
-                ("cluster", &cluster),
-                ("gpu-pools", &gpu),
-            ],
-        ),
-        &[],
-        None,
-    );
+    let (cluster, gpu) = vendor.write_failing_pools("platform", "1.1.0");
     runner
         .run(&["import", vendor.layout_dir().to_str().unwrap()])
         .ok();

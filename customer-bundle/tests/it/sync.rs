@@ -1,7 +1,9 @@
-//! `sync`: a runner that reconciles to a desired-state file or to the channel
-//! statements an airgapped export carried, with the approval policy holding the
-//! exact plan that replaces something until a person approves it. Real Terraform,
-//! real `stackpack` builds, small `terraform_data` stacks.
+//! `sync`: a runner that reconciles to a desired-state file, to the channel
+//! statements an airgapped export carried, or to its assignment from our registry
+//! (started on 127.0.0.1, the release promoted with `stackpack promote`), with the
+//! approval policy holding the exact plan that replaces something until a person
+//! approves it. Real Terraform, real `stackpack` builds, small `terraform_data`
+//! stacks.
 
 use std::path::{Path, PathBuf};
 
@@ -13,8 +15,9 @@ use stackpack_schema::rollout::{
 };
 use stackpack_schema::signature::PrivateKey;
 
-use crate::common::release::ReleaseVendor;
+use crate::common::release::{push_release_to, ReleaseVendor};
 use crate::common::Runner;
+use stackpack_test_support::servers::OurRegistry;
 
 const ALL_V1: &[(&str, &str)] = &[
     ("network", "0.1.0"),
@@ -44,6 +47,18 @@ fn runner_with(vendor: &ReleaseVendor) -> Runner {
     let runner = Runner::new("globex");
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+}
+
+/// A runner trusting `vendor`, with the vendor's export imported.
+fn imported(vendor: &ReleaseVendor) -> Runner {
+    let runner = runner_with(vendor);
+    runner
+        .run(&[
+            "import",
+            vendor.export_tar("platform.tar").to_str().unwrap(),
+        ])
         .ok();
     runner
 }
@@ -135,13 +150,7 @@ fn marker(runner: &Runner) -> Value {
 #[test]
 fn a_desired_state_converges_and_a_second_pass_changes_nothing_and_leaves_no_receipt() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(
@@ -190,13 +199,7 @@ fn a_desired_state_converges_and_a_second_pass_changes_nothing_and_leaves_no_rec
 #[test]
 fn a_replacing_change_is_held_keeps_its_id_and_approve_applies_exactly_it() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(&runner, &format!("desired = {:?}", desired));
@@ -280,13 +283,7 @@ fn assert_private(dir: &Path) {
 #[test]
 fn manual_policy_holds_additions_and_a_closed_window_holds_applies() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     // A window two hours from now: closed.
@@ -334,13 +331,7 @@ fn manual_policy_holds_additions_and_a_closed_window_holds_applies() {
 #[test]
 fn an_older_assignment_is_refused_and_a_bad_desired_state_names_its_line() {
     let (vendor, _) = vendor(&["1.0.0", "1.1.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.1.0");
     configure(
@@ -383,13 +374,7 @@ fn an_older_assignment_is_refused_and_a_bad_desired_state_names_its_line() {
 fn a_second_sync_on_one_home_does_nothing_while_the_first_holds_the_lock() {
     use fs2::FileExt;
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(&runner, &format!("desired = {:?}", desired));
@@ -552,20 +537,6 @@ fn remove_entry(layout: &stackpack_bundle::layout::ImageLayout, entry: &Descript
     std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
 }
 
-#[test]
-fn an_unreachable_registry_fails_the_pass_and_keeps_what_runs() {
-    let runner = Runner::new("globex");
-    configure(&runner, "registry = \"127.0.0.1:9/acme\"\ninsecure = true");
-    let failed = runner
-        .command(&["sync"])
-        .env("STACKPACK_REGISTRY_TOKEN", "token")
-        .output()
-        .unwrap();
-    assert_eq!(failed.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert!(stderr.contains("cannot reach the registry"), "{stderr}");
-}
-
 /// Changes the network's recorded input behind the runner's back, as a person
 /// editing the resource by hand would.
 fn tamper_network(runner: &Runner) {
@@ -586,13 +557,7 @@ fn network_input(runner: &Runner) -> Value {
 #[test]
 fn drift_is_reported_with_a_receipt_or_corrected_through_the_approval_policy() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(
@@ -633,165 +598,252 @@ fn drift_is_reported_with_a_receipt_or_corrected_through_the_approval_policy() {
     assert_eq!(release(&sync(&runner), "platform")["state"], "converged");
 }
 
-/// A stand-in for the registry's rollout endpoints (assignment, sync report,
-/// receipts), NOT the registry: a few lines of HTTP on 127.0.0.1 that answer with
-/// a fixed assignment and keep what they are sent. The integrator replaces this
-/// test with one against the real `stackpack-registry`.
-struct StandInRegistry {
-    port: u16,
-    received: std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>,
+/// Our registry on 127.0.0.1 with channel `stable` (one wave, `canary`) and
+/// customer `globex` placed in it, and the vendor's release `platform@1.0.0`
+/// pushed to `acme/releases/platform`.
+struct Connected {
+    registry: OurRegistry,
 }
 
-impl StandInRegistry {
-    fn start(assignment: Value) -> StandInRegistry {
-        use std::io::{BufRead, BufReader, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let keep = received.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut request = String::new();
-                reader.read_line(&mut request).unwrap();
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                    if let Some((name, value)) = line.split_once(':') {
-                        if name.eq_ignore_ascii_case("content-length") {
-                            length = value.trim().parse().unwrap();
-                        }
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                let mut parts = request.split_whitespace();
-                let (method, path) = (parts.next().unwrap(), parts.next().unwrap().to_string());
-                let (status, answer) = if method == "GET" {
-                    ("200 OK", assignment.to_string())
-                } else {
-                    let document = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    keep.lock().unwrap().push((path.clone(), document));
-                    if path.ends_with("/sync") {
-                        ("204 No Content", String::new())
-                    } else {
-                        ("201 Created", "{}".to_string())
-                    }
-                };
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-            }
-        });
-        StandInRegistry { port, received }
+impl Connected {
+    fn start(vendor: &ReleaseVendor) -> Connected {
+        let registry = OurRegistry::start();
+        registry
+            .run(&["channel", "set", "stable", "--waves", "canary"])
+            .ok();
+        registry.run(&["customer", "add", "globex"]).ok();
+        registry
+            .run(&[
+                "customer",
+                "set",
+                "globex",
+                "--channel",
+                "stable",
+                "--wave",
+                "canary",
+            ])
+            .ok();
+        let connected = Connected { registry };
+        push_release_to(
+            &connected.publisher(),
+            &vendor.layout(),
+            "acme",
+            "platform",
+            "1.0.0",
+        );
+        connected
     }
 
-    fn posted(&self, path: &str) -> Vec<Value> {
-        self.received
-            .lock()
+    fn publisher(&self) -> stackpack_bundle::remote::Remote {
+        stackpack_bundle::remote::Remote::with_credentials(
+            &self.registry.host(),
+            true,
+            stackpack_bundle::remote::Credentials::Bearer(self.registry.publisher_token()),
+        )
+        .unwrap()
+    }
+
+    /// `stackpack ARGS --registry <this>/acme --insecure --key KEY` as a publisher,
+    /// in the vendor's repository; it must succeed.
+    fn stackpack(&self, vendor: &ReleaseVendor, args: &[&str], key: &Path) {
+        let output = std::process::Command::new(crate::common::stackpack_bin())
+            .current_dir(&vendor.dir)
+            .args(args)
+            .args(["--registry", &format!("{}/acme", self.registry.host())])
+            .args(["--insecure", "--key", key.to_str().unwrap()])
+            .env("STACKPACK_REGISTRY_TOKEN", self.registry.publisher_token())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// `stackpack publish`: the vendor's stack bundles (with their signatures) into
+    /// `acme/stacks/<stack>`.
+    fn publish_stacks(&self, vendor: &ReleaseVendor) {
+        self.stackpack(vendor, &["publish"], &vendor.key);
+    }
+
+    /// `stackpack promote platform@VERSION --channel stable`, the statement signed
+    /// with `key`.
+    fn promote(&self, vendor: &ReleaseVendor, version: &str, key: &Path) {
+        self.promote_reference(vendor, &format!("platform@{version}"), key);
+    }
+
+    /// `stackpack promote REFERENCE --channel stable` (a release, or a single
+    /// stack).
+    fn promote_reference(&self, vendor: &ReleaseVendor, reference: &str, key: &Path) {
+        self.stackpack(vendor, &["promote", reference, "--channel", "stable"], key);
+    }
+
+    /// `runner.toml` pointing `sync` at this registry, inputs from `gitops`.
+    fn configure(&self, runner: &Runner, gitops: &GitOps) {
+        configure(
+            runner,
+            &format!(
+                "registry = \"{}/acme\"\ninsecure = true\ninputs = {:?}",
+                self.registry.host(),
+                gitops.dir.join("customers/globex")
+            ),
+        );
+    }
+
+    /// One pass with globex's customer token, expecting exit `code`; its report and
+    /// standard error.
+    fn pass(&self, runner: &Runner, code: i32) -> (Value, String) {
+        let output = runner
+            .command(&["sync", "--json"])
+            .env(
+                "STACKPACK_REGISTRY_TOKEN",
+                self.registry.token("customer", Some("globex")),
+            )
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        (
+            serde_json::from_slice(&output.stdout).unwrap_or(Value::Null),
+            stderr,
+        )
+    }
+
+    /// The rollout of `platform` as `stackpack-registry rollout show --json` gives
+    /// it: the rollout, each assigned customer's gate standing, the events.
+    fn rollout(&self) -> Value {
+        self.rollout_of("platform")
+    }
+
+    /// The newest rollout of release (or stack) `name`, with each assigned
+    /// customer's gate standing and the events.
+    fn rollout_of(&self, name: &str) -> Value {
+        let id = self.registry.newest_rollout(name)["id"].to_string();
+        self.registry
+            .run(&["rollout", "show", &id, "--json"])
+            .ok()
+            .json()
+    }
+
+    fn gate(&self) -> Value {
+        self.gate_of("platform")
+    }
+
+    fn gate_of(&self, name: &str) -> Value {
+        let rollout = self.rollout_of(name);
+        rollout["assignments"]
+            .as_array()
             .unwrap()
             .iter()
-            .filter(|(p, _)| p == path)
-            .map(|(_, d)| d.clone())
-            .collect()
+            .find(|a| a["customer"] == "globex")
+            .map(|a| a["gate"].clone())
+            .unwrap_or_else(|| panic!("globex is not assigned: {rollout}"))
+    }
+
+    fn customer(&self) -> Value {
+        self.registry
+            .run(&["customer", "show", "globex", "--json"])
+            .ok()
+            .json()
     }
 }
 
-fn assignment(signed: &SignedChannelStatement, index: &Descriptor) -> Value {
-    let s = &signed.statement;
-    serde_json::json!({
-        "kind": "release",
-        "release": s.release,
-        "version": s.version.to_string(),
-        "digest": index.digest.to_string(),
-        "rollout": 1,
-        "assignedAt": "2026-12-02T09:00:00Z",
-        "statement": signed,
-    })
+/// A signing key that is not the vendor's (and that no runner trusts).
+fn stranger_key(vendor: &ReleaseVendor) -> PathBuf {
+    let stranger = vendor.temp.path().join("stranger");
+    let keygen = std::process::Command::new(crate::common::stackpack_bin())
+        .args(["keygen", "--out", stranger.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(keygen.status.success());
+    stranger.with_extension("key")
 }
 
 #[test]
 fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_the_pass() {
-    let (vendor, indexes) = vendor(&["1.0.0"]);
-    let key = PrivateKey::from_pem(&std::fs::read_to_string(&vendor.key).unwrap()).unwrap();
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
-    let stranger = PrivateKey::from_secret_bytes([9; 32]);
-    let mut forged = statement(&stranger, "stable", "2.0.0", &indexes[0]);
-    forged.statement.release = "evil".into();
-    let forged = SignedChannelStatement::sign(forged.statement, &stranger);
-    let registry = StandInRegistry::start(serde_json::json!({
-        "customer": "globex",
-        "channel": "stable",
-        "wave": "general",
-        "assignments": [
-            assignment(&statement(&key, "stable", "1.0.0", &indexes[0]), &indexes[0]),
-            assignment(&forged, &indexes[0]),
-        ],
-        "now": "2026-12-02T09:00:00Z",
-    }));
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let connected = Connected::start(&vendor);
+    connected.promote(&vendor, "1.0.0", &vendor.key);
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
-    configure(
-        &runner,
-        &format!(
-            "registry = \"127.0.0.1:{}/acme\"\ninsecure = true\ninputs = {:?}",
-            registry.port,
-            gitops.dir.join("customers/globex")
-        ),
-    );
-    let pass = |code: i32| {
-        let output = runner
-            .command(&["sync", "--json"])
-            .env("STACKPACK_REGISTRY_TOKEN", "customer-token")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(code), "{stderr}");
-        serde_json::from_slice::<Value>(&output.stdout).unwrap()
-    };
+    connected.configure(&runner, &gitops);
+    assert_eq!(connected.gate(), "waiting");
+    assert!(connected.customer()["rollout"]["lastSync"].is_null());
 
-    // The forged assignment is refused (exit 1); the vendor's is applied.
-    let first = pass(1);
-    assert_eq!(release(&first, "platform")["state"], "applied", "{first}");
-    let evil = release(&first, "evil");
-    assert_eq!(evil["state"], "refused");
+    let (first, stderr) = connected.pass(&runner, 0);
+    let platform = release(&first, "platform");
+    assert_eq!(platform["state"], "applied", "{first}\n{stderr}");
+    assert_eq!(platform["running"], "1.0.0");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    let receipts_after_apply = receipts(&runner);
+    // The stack receipts and the release receipt reached the registry: the
+    // customer runs the release, and its gate stands `succeeded`.
+    assert_eq!(connected.gate(), "succeeded", "{}", connected.rollout());
+    let customer = connected.customer();
+    let releases = customer["releases"].as_array().unwrap();
     assert!(
-        evil["message"].as_str().unwrap().contains("not trust")
-            || evil["message"].as_str().unwrap().contains("trusted"),
-        "{evil}"
+        releases
+            .iter()
+            .any(|r| r["release"] == "platform" && r["version"] == "1.0.0"),
+        "{customer}"
     );
-    let sent = registry.posted("/api/v1/receipts");
-    let applies = sent
-        .iter()
-        .filter(|r| r["receipt"]["kind"] == "apply")
-        .count();
-    assert_eq!(applies, 3, "{sent:?}");
-    let release_receipts = registry.posted("/api/v1/release-receipts");
-    assert_eq!(release_receipts.len(), 1);
-    assert_eq!(release_receipts[0]["receipt"]["release"], "platform");
-    let reports = registry.posted("/api/v1/customers/globex/sync");
-    assert_eq!(reports.len(), 1);
-    assert_eq!(reports[0]["releases"][0]["state"], "applied");
+    assert_eq!(
+        customer["stacks"].as_array().unwrap().len(),
+        3,
+        "{customer}"
+    );
+    // The pass itself was reported.
+    let synced = customer["rollout"]["lastSync"].clone();
+    assert!(synced.is_string(), "{customer}");
 
-    // The next pass sends only its report: every receipt was acknowledged.
-    pass(1);
-    assert_eq!(registry.posted("/api/v1/receipts").len(), sent.len());
-    assert_eq!(registry.posted("/api/v1/release-receipts").len(), 1);
-    let reports = registry.posted("/api/v1/customers/globex/sync");
-    assert_eq!(reports.len(), 2);
-    assert_eq!(reports[1]["releases"][0]["state"], "converged");
+    // The next pass changes nothing and sends only its report.
+    let receipts_before = customer["recent"].as_array().unwrap().len();
+    let (second, _) = connected.pass(&runner, 0);
+    assert_eq!(release(&second, "platform")["state"], "converged");
+    assert_eq!(second["receiptsSent"], 0, "{second}");
+    let customer = connected.customer();
+    assert_eq!(
+        customer["recent"].as_array().unwrap().len(),
+        receipts_before
+    );
+    assert!(customer["rollout"]["lastSync"].is_string());
+
+    // The registry stopped: the pass fails saying so, and what runs stays.
+    let mut connected = connected;
+    connected.registry.kill();
+    let (_, stderr) = connected.pass(&runner, 1);
+    assert!(stderr.contains("cannot reach the registry"), "{stderr}");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    assert_eq!(network_input(&runner), "vpc-10.1.0.0/16");
+    assert_eq!(receipts(&runner), receipts_after_apply);
+}
+
+#[test]
+fn an_assignment_signed_by_a_key_the_runner_does_not_trust_is_refused_and_reported() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let connected = Connected::start(&vendor);
+    // The registry takes any well-formed statement; only the runner knows whom it
+    // trusts.
+    let stranger = stranger_key(&vendor);
+    connected.promote(&vendor, "1.0.0", &stranger);
+    let runner = imported(&vendor);
+    let gitops = GitOps::new(&runner, 3);
+    connected.configure(&runner, &gitops);
+
+    let (refused, stderr) = connected.pass(&runner, 1);
+    let platform = release(&refused, "platform");
+    assert_eq!(platform["state"], "refused", "{refused}\n{stderr}");
+    let message = platform["message"].as_str().unwrap();
+    assert!(message.contains("trust"), "{message}");
+    assert!(!runner.state_file("network").exists(), "nothing applied");
+    assert_eq!(receipts(&runner), 0);
+    // Reported: the registry saw the pass, and the customer's gate still waits.
+    let customer = connected.customer();
+    assert!(customer["rollout"]["lastSync"].is_string(), "{customer}");
+    assert!(customer["releases"].as_array().unwrap().is_empty());
+    assert_eq!(connected.gate(), "waiting");
 }
 
 /// A stand-in engine (a script around the real Terraform, named as such) that is
@@ -863,13 +915,7 @@ fn a_pass_killed_midway_is_reported_by_the_next_which_continues() {
 #[test]
 fn sync_every_keeps_passing_and_sigterm_between_passes_ends_it_with_exit_0() {
     let (vendor, _) = vendor(&["1.0.0"]);
-    let runner = runner_with(&vendor);
-    runner
-        .run(&[
-            "import",
-            vendor.export_tar("platform.tar").to_str().unwrap(),
-        ])
-        .ok();
+    let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     let desired = gitops.platform("1.0.0");
     configure(&runner, &format!("desired = {:?}", desired));
@@ -907,4 +953,250 @@ fn sync_every_keeps_passing_and_sigterm_between_passes_ends_it_with_exit_0() {
     assert!(passes.len() >= 2, "{passes:?}\n{stderr}");
     assert_eq!(release(&passes[0], "platform")["state"], "applied");
     assert_eq!(release(&passes[1], "platform")["state"], "converged");
+}
+
+/// Whether `stack`'s state records output `name`.
+fn has_output(runner: &Runner, stack: &str, name: &str) -> bool {
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(runner.state_file(stack)).unwrap()).unwrap();
+    state["outputs"].get(name).is_some()
+}
+
+#[test]
+fn a_failed_pass_rolls_back_what_it_changed_under_on_failure_rollback() {
+    let vendor = ReleaseVendor::new();
+    vendor.build();
+    vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
+    let runner = runner_with(&vendor);
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    configure(
+        &runner,
+        &format!("desired = {:?}", gitops.platform("1.0.0")),
+    );
+    assert_eq!(release(&sync(&runner), "platform")["state"], "applied");
+
+    // 1.1.0 changes the cluster, and GPU pools that refuse three GPUs per pool:
+    // the cluster is applied in the pass before the pools fail.
+    vendor.write_failing_pools("platform", "1.1.0");
+    runner
+        .run(&["import", vendor.layout_dir().to_str().unwrap()])
+        .ok();
+    runner.set_config("[policy]\n", "[policy]\non-failure = \"rollback\"\n");
+    gitops.platform("1.1.0");
+
+    let failed = runner.run(&["sync", "--json"]).code(1).json();
+    let platform = release(&failed, "platform");
+    assert_eq!(platform["state"], "failed", "{failed}");
+    let message = platform["message"].as_str().unwrap();
+    assert!(
+        message.contains("`terraform plan` failed") && message.contains("rolled back"),
+        "{message}"
+    );
+    assert!(
+        !has_output(&runner, "cluster", "name"),
+        "the cluster went back"
+    );
+    let listed = runner.run(&["receipts", "list", "--json"]).ok().json();
+    assert!(
+        listed["receipts"].as_array().unwrap().iter().any(|r| {
+            r["receipt"]["receipt"]["kind"] == "rollback"
+                && r["receipt"]["receipt"]["stack"] == "cluster"
+                && r["receipt"]["receipt"]["version"] == "0.1.0"
+        }),
+        "{listed}"
+    );
+    assert!(platform["receiptId"].is_string(), "{failed}");
+}
+
+/// GPU pools on their own: the inputs a release would wire, in the file.
+fn solo_inputs(runner: &Runner, pool_size: u32) -> PathBuf {
+    let dir = runner.temp.path().join("solo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("gpu-pools.tfvars");
+    std::fs::write(
+        &file,
+        format!("cluster_id = \"cluster-solo\"\npool_size = {pool_size}\n"),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn a_single_stack_in_the_desired_state_applies_is_held_when_replacing_and_leaves_a_release_s_stacks_alone(
+) {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let runner = imported(&vendor);
+    let inputs = solo_inputs(&runner, 3);
+    let desired = runner.temp.path().join("desired.toml");
+    std::fs::write(
+        &desired,
+        format!(
+            "[stacks.gpu-pools]\nversion = \"0.1.0\"\ninputs = {:?}\n",
+            inputs.display().to_string()
+        ),
+    )
+    .unwrap();
+    configure(&runner, &format!("desired = {:?}", desired));
+
+    let first = sync(&runner);
+    let gpu = release(&first, "gpu-pools");
+    assert_eq!(gpu["state"], "applied", "{first}");
+    assert_eq!(gpu["kind"], "stack");
+    assert_eq!(gpu["running"], "0.1.0");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    // The stack's own receipt is the record: no release receipt, no release.
+    let listed = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let applied: Vec<&Value> = listed["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["receipt"]["receipt"]["kind"] == "apply")
+        .collect();
+    assert_eq!(applied.len(), 1, "{listed}");
+    assert_eq!(applied[0]["receipt"]["receipt"]["stack"], "gpu-pools");
+    assert_eq!(gpu["receiptId"], applied[0]["receipt"]["receipt"]["id"]);
+    assert!(applied[0]["receipt"]["receipt"].get("release").is_none());
+    assert!(!runner.state_file("network").exists());
+
+    let before = receipts(&runner);
+    let second = sync(&runner);
+    assert_eq!(release(&second, "gpu-pools")["state"], "converged");
+    assert_eq!(
+        receipts(&runner),
+        before,
+        "a converged pass leaves no receipt"
+    );
+
+    // The pool grows: its marker is replaced, so the plan waits for a person.
+    solo_inputs(&runner, 5);
+    let held = sync(&runner);
+    let gpu = release(&held, "gpu-pools");
+    assert_eq!(gpu["state"], "pending-approval", "{held}");
+    assert_eq!(gpu["kind"], "stack");
+    let id = gpu["pending"]["id"].as_str().unwrap().to_string();
+    assert_eq!(marker(&runner), serde_json::json!(3), "nothing applied");
+    assert_eq!(
+        release(&sync(&runner), "gpu-pools")["pending"]["id"],
+        id.as_str()
+    );
+    let listed = pending(&runner);
+    assert_eq!(listed[0]["kind"], "stack");
+    let table = runner.run(&["sync"]).ok().stdout;
+    assert!(table.contains("gpu-pools (stack)"), "{table}");
+    let approved = runner.run(&["approve", &id, "--json"]).ok().json();
+    assert_eq!(approved["release"]["state"], "applied", "{approved}");
+    assert_eq!(approved["release"]["kind"], "stack");
+    assert_eq!(marker(&runner), serde_json::json!(5));
+    assert!(pending(&runner).is_empty());
+    assert_eq!(release(&sync(&runner), "gpu-pools")["state"], "converged");
+
+    // A stack that runs as part of a release is not taken out of it by a pass.
+    runner
+        .run(&["destroy", "gpu-pools", "--confirm", "globex"])
+        .ok();
+    let gitops = GitOps::new(&runner, 3);
+    let platform_only = gitops.platform("1.0.0");
+    runner.set_config(
+        &format!("desired = {:?}", desired),
+        &format!("desired = {:?}", platform_only),
+    );
+    assert_eq!(release(&sync(&runner), "platform")["state"], "applied");
+    runner.set_config(
+        &format!("desired = {:?}", platform_only),
+        &format!("desired = {:?}", desired),
+    );
+    let refused = runner.run(&["sync", "--json"]).code(1).json();
+    let gpu = release(&refused, "gpu-pools");
+    assert_eq!(gpu["state"], "refused", "{refused}");
+    assert!(gpu["message"]
+        .as_str()
+        .unwrap()
+        .contains("runs as part of release `platform@1.0.0`"));
+}
+
+#[test]
+fn a_single_stack_promoted_on_its_own_is_synced_as_a_release_of_one() {
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let connected = Connected::start(&vendor);
+    connected.publish_stacks(&vendor);
+    connected.promote_reference(&vendor, "gpu-pools@0.1.0", &vendor.key);
+    // Nothing imported: the runner pulls the bundle the statement approves.
+    let runner = runner_with(&vendor);
+    let inputs = solo_inputs(&runner, 3);
+    configure(
+        &runner,
+        &format!(
+            "registry = \"{}/acme\"\ninsecure = true\ninputs = {:?}",
+            connected.registry.host(),
+            inputs.parent().unwrap()
+        ),
+    );
+
+    let (first, stderr) = connected.pass(&runner, 0);
+    let gpu = release(&first, "gpu-pools");
+    assert_eq!(gpu["state"], "applied", "{first}\n{stderr}");
+    assert_eq!(gpu["kind"], "stack");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    assert!(!runner.state_file("network").exists());
+    assert!(runner
+        .store()
+        .find_bundle("gpu-pools", &semver::Version::new(0, 1, 0))
+        .unwrap()
+        .is_some());
+    assert_eq!(connected.gate_of("gpu-pools"), "succeeded");
+    let (second, _) = connected.pass(&runner, 0);
+    assert_eq!(release(&second, "gpu-pools")["state"], "converged");
+}
+
+#[test]
+fn a_desired_channel_resolves_through_the_registry_when_the_store_has_no_statement() {
+    let (vendor, _) = vendor(&["1.0.0", "1.1.0"]);
+    let connected = Connected::start(&vendor);
+    push_release_to(
+        &connected.publisher(),
+        &vendor.layout(),
+        "acme",
+        "platform",
+        "1.1.0",
+    );
+    let runner = runner_with(&vendor);
+    let gitops = GitOps::new(&runner, 3);
+    let desired =
+        gitops.desire("[releases.platform]\nchannel = \"stable\"\ninputs = \"customers/globex\"\n");
+    configure(
+        &runner,
+        &format!(
+            "source = \"desired\"\ndesired = {:?}\nregistry = \"{}/acme\"\ninsecure = true",
+            desired,
+            connected.registry.host()
+        ),
+    );
+
+    // Not promoted yet: no statement anywhere, nothing applied.
+    let (before, _) = connected.pass(&runner, 1);
+    assert_eq!(release(&before, "platform")["state"], "refused", "{before}");
+    assert!(!runner.state_file("network").exists());
+
+    // A statement signed by a key the runner does not trust is passed over.
+    let stranger = stranger_key(&vendor);
+    connected.promote(&vendor, "1.0.0", &stranger);
+    let (untrusted, _) = connected.pass(&runner, 1);
+    assert_eq!(release(&untrusted, "platform")["state"], "refused");
+    assert!(!runner.state_file("network").exists());
+
+    // The vendor's statement: found next to the release, the release pulled, and
+    // the statement kept in the store for the next passes.
+    connected.promote(&vendor, "1.1.0", &vendor.key);
+    let (applied, stderr) = connected.pass(&runner, 0);
+    let platform = release(&applied, "platform");
+    assert_eq!(platform["state"], "applied", "{applied}\n{stderr}");
+    assert_eq!(platform["running"], "1.1.0");
+    assert_eq!(marker(&runner), serde_json::json!(3));
+    let kept = stackpack_bundle::channel::statements_in(&runner.store(), Some("stable")).unwrap();
+    assert_eq!(kept.len(), 1);
+    let (converged, _) = connected.pass(&runner, 0);
+    assert_eq!(release(&converged, "platform")["state"], "converged");
 }

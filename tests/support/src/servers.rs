@@ -228,6 +228,23 @@ impl OurRegistry {
         )
     }
 
+    /// The newest rollout of release (or single stack) `name`, as `rollout status
+    /// --json` lists it.
+    pub fn newest_rollout(&self, name: &str) -> serde_json::Value {
+        let status = self
+            .run(&["rollout", "status", "--release", name, "--json"])
+            .ok()
+            .json();
+        let list = status
+            .as_array()
+            .cloned()
+            .or_else(|| status["rollouts"].as_array().cloned())
+            .unwrap_or_else(|| panic!("rollout status: {status}"));
+        list.into_iter()
+            .max_by_key(|r| r["id"].as_i64().unwrap_or(0))
+            .unwrap_or_else(|| panic!("no rollout of {name}: {status}"))
+    }
+
     /// `127.0.0.1:PORT`, as `stackpack --registry` takes it.
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)

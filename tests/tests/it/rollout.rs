@@ -190,18 +190,7 @@ fn run(command: &mut Command) -> Run {
 }
 
 fn rollout(registry: &OurRegistry) -> Value {
-    let status = registry
-        .run(&["rollout", "status", "--release", "shop", "--json"])
-        .ok()
-        .json();
-    let list = status
-        .as_array()
-        .cloned()
-        .or_else(|| status["rollouts"].as_array().cloned())
-        .unwrap_or_else(|| panic!("rollout status: {status}"));
-    list.into_iter()
-        .max_by_key(|r| r["id"].as_i64().unwrap_or(0))
-        .unwrap_or_else(|| panic!("no rollout of shop: {status}"))
+    registry.newest_rollout("shop")
 }
 
 /// Waits (on the registry's clock, through its own scheduler) until the newest

@@ -228,6 +228,37 @@ impl ReleaseVendor {
         index
     }
 
+    /// Release `name@version` of network 0.1.0, a cluster with a new output, and
+    /// GPU pools that refuse more than one GPU per pool (a precondition), built and
+    /// written; the versions of cluster and gpu-pools built.
+    pub fn write_failing_pools(&self, name: &str, version: &str) -> (String, String) {
+        self.change(
+            "cluster",
+            "\noutput \"name\" {\n  value       = var.cluster_name\n  description = \"The cluster's name.\"\n}\n",
+        );
+        self.change(
+            "gpu-pools",
+            "\nresource \"terraform_data\" \"guard\" {\n  input = var.pool_size\n  lifecycle {\n    precondition {\n      condition     = var.pool_size < 2\n      error_message = \"a pool of more than one GPU needs a bigger cluster\"\n    }\n  }\n}\n",
+        );
+        let built = self.build();
+        let built = |stack: &str| built.iter().find(|(s, _)| s == stack).unwrap().1.clone();
+        let (cluster, gpu) = (built("cluster"), built("gpu-pools"));
+        self.write(
+            &self.description(
+                name,
+                version,
+                &[
+                    ("network", "0.1.0"),
+                    ("cluster", &cluster),
+                    ("gpu-pools", &gpu),
+                ],
+            ),
+            &[],
+            None,
+        );
+        (cluster, gpu)
+    }
+
     /// The vendor's layout as a tar file.
     pub fn export_tar(&self, name: &str) -> PathBuf {
         tar_of(&self.layout_dir(), &self.temp.path().join(name))
@@ -310,12 +341,23 @@ pub fn service_image(
 /// publishes it: every part by digest, the index by its version, signatures
 /// findable by their subject.
 pub fn push_release(layout: &ImageLayout, host: &str, namespace: &str, name: &str, version: &str) {
+    let remote = stackpack_bundle::remote::Remote::new(host, true).unwrap();
+    push_release_to(&remote, layout, namespace, name, version);
+}
+
+/// [`push_release`] with `remote`'s credentials (a publisher token of our
+/// registry, say).
+pub fn push_release_to(
+    remote: &stackpack_bundle::remote::Remote,
+    layout: &ImageLayout,
+    namespace: &str,
+    name: &str,
+    version: &str,
+) {
     use stackpack_bundle::release::find_release;
-    use stackpack_bundle::remote::Remote;
     use stackpack_bundle::transfer::{push_manifest_with_blobs, push_signature};
     use stackpack_schema::media_type;
     use stackpack_schema::oci::ImageIndex;
-    let remote = Remote::new(host, true).unwrap();
     let repository = format!("{namespace}/releases/{name}");
     let version = Version::parse(version).unwrap();
     let index_descriptor = find_release(layout, name, &version).unwrap().unwrap();
@@ -326,10 +368,10 @@ pub fn push_release(layout: &ImageLayout, host: &str, namespace: &str, name: &st
             let manifest: stackpack_schema::oci::ImageManifest =
                 serde_json::from_slice(&layout.read_blob(&entry.digest, 1 << 20).unwrap()).unwrap();
             let subject = manifest.subject.unwrap().digest;
-            push_signature(&remote, &repository, layout, entry, &subject).unwrap();
+            push_signature(remote, &repository, layout, entry, &subject).unwrap();
         } else {
             push_manifest_with_blobs(
-                &remote,
+                remote,
                 &repository,
                 layout,
                 entry,
