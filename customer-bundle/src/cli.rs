@@ -134,6 +134,13 @@ pub struct PendingArgs {
 pub struct ApproveArgs {
     /// The pending approval's id (as `stackpack-runner pending` lists it).
     pub id: String,
+    /// Plain HTTP to `[sync] registry`, which the approval is reported to (loopback
+    /// only).
+    #[arg(long)]
+    pub insecure: bool,
+    /// A `customer` token for this customer, to report the approval.
+    #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -1,9 +1,11 @@
 //! The commands, and how `stackpack-runner` talks: errors with a location and a hint,
 //! tables, colour only on a terminal and never with `NO_COLOR`.
 
+pub mod approve;
 pub mod deploy;
 pub mod import;
 pub mod inputs;
+pub mod pending;
 pub mod receipts;
 pub mod release;
 pub mod release_status;
@@ -56,8 +58,8 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         }) => receipts::export(g, out.as_deref(), dir.as_deref(), *unreported, *json),
         Command::Receipts(ReceiptsCommand::List { json }) => receipts::list(g, *json),
         Command::Sync(args) => sync::sync(g, args),
-        Command::Pending(args) => sync::pending(g, args),
-        Command::Approve(args) => sync::approve(g, args),
+        Command::Pending(args) => pending::pending(g, args),
+        Command::Approve(args) => approve::approve(g, args),
     }
 }
 

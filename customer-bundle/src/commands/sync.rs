@@ -1,4 +1,5 @@
-//! `sync`, `pending` and `approve`: thin over `stackpack_runner::sync`.
+//! `sync`: thin over `stackpack_runner::sync` (`pending` and `approve` have files
+//! of their own).
 
 use std::time::Duration;
 
@@ -6,20 +7,19 @@ use serde_json::json;
 use stackpack_runner::home::{self, Home, SyncSource};
 use stackpack_runner::release::run::ReleaseUi;
 use stackpack_runner::sync::pass::{self, Outcome, Pass};
-use stackpack_runner::sync::pending;
 use stackpack_runner::sync::registry::Registry;
 use stackpack_runner::{Error, Result};
-use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport, SyncState};
+use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport};
 use stackpack_terminal::ExitStatus;
 
 use super::{open_home, print_json, quiet, status, table, verbose};
-use crate::cli::{ApproveArgs, GlobalArgs, PendingArgs, SourceArg, SyncArgs};
+use crate::cli::{GlobalArgs, SourceArg, SyncArgs};
 
 fn status_line(line: &str) {
     status(line)
 }
 
-fn ui() -> ReleaseUi<'static> {
+pub(super) fn ui() -> ReleaseUi<'static> {
     ReleaseUi {
         verbose: verbose(),
         quiet: quiet(),
@@ -130,13 +130,13 @@ fn sleep_unless_stopped(wait: Duration) -> bool {
     stackpack_runner::interrupt::received().is_some()
 }
 
-fn version(v: &Option<semver::Version>) -> String {
+pub(super) fn version(v: &Option<semver::Version>) -> String {
     v.as_ref()
         .map(|v| v.to_string())
         .unwrap_or_else(|| "-".into())
 }
 
-fn detail(r: &SyncReleaseReport) -> String {
+pub(super) fn detail(r: &SyncReleaseReport) -> String {
     let mut text = r.message.clone().unwrap_or_default();
     if let Some(p) = &r.pending {
         if text.is_empty() {
@@ -191,87 +191,9 @@ fn show(outcome: &Outcome, json: bool) {
 }
 
 /// A release by its name; a single stack marked as one.
-fn named(kind: ApprovedKind, name: &str) -> String {
+pub(super) fn named(kind: ApprovedKind, name: &str) -> String {
     match kind {
         ApprovedKind::Release => name.to_string(),
         ApprovedKind::Stack => format!("{name} (stack)"),
     }
-}
-
-pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
-    let held = pending::list(&home)?;
-    if args.json {
-        print_json(&json!({
-            "pending": held.iter().map(|p| json!({
-                "id": p.id,
-                "kind": p.kind,
-                "release": p.release,
-                "version": p.version.to_string(),
-                "digest": p.digest.to_string(),
-                "since": p.since,
-                "approval": p.report(),
-                "stacks": p.stacks,
-                "waiting": p.waiting,
-                "review": pending::dir(&home, &p.id).join(pending::REVIEW),
-            })).collect::<Vec<_>>()
-        }));
-        return Ok(ExitStatus::Success);
-    }
-    if held.is_empty() {
-        println!("no plan waits for approval");
-        return Ok(ExitStatus::Success);
-    }
-    let rows: Vec<Vec<String>> = held
-        .iter()
-        .map(|p| {
-            let s = p.summary();
-            let destructive: usize = p.stacks.iter().map(|s| s.destructive.len()).sum();
-            vec![
-                p.id.clone(),
-                format!("{}@{}", named(p.kind, &p.release), p.version),
-                p.since.clone(),
-                format!(
-                    "{} to add, {} to change, {} to destroy",
-                    s.add, s.change, s.destroy
-                ),
-                if destructive > 0 {
-                    format!(
-                        "{destructive} replaced or destroyed; review {}",
-                        pending::dir(&home, &p.id).join(pending::REVIEW).display()
-                    )
-                } else {
-                    format!(
-                        "review {}",
-                        pending::dir(&home, &p.id).join(pending::REVIEW).display()
-                    )
-                },
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        table(&["ID", "RELEASE", "SINCE", "PLAN", "DETAIL"], &rows)
-    );
-    Ok(ExitStatus::Success)
-}
-
-pub fn approve(global: &GlobalArgs, args: &ApproveArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
-    let report = pass::approve(&home, &args.id, &ui())?;
-    if args.json {
-        print_json(&json!({ "release": report }));
-    } else {
-        println!(
-            "release `{}@{}` {}: {}",
-            report.release,
-            version(&report.assigned),
-            match report.state {
-                SyncState::Applied => "applied",
-                other => other.as_str(),
-            },
-            detail(&report)
-        );
-    }
-    Ok(ExitStatus::Success)
 }

@@ -748,6 +748,21 @@ fn hold_plan(
     Ok(pending)
 }
 
+/// After `approve`: sends the receipts it left and a sync report of that one
+/// release, so the registry's gate need not wait for the next pass.
+pub fn report_approval(home: &Home, registry: &Registry, report: &SyncReleaseReport) -> Result<()> {
+    let ledger = Ledger::open(&home.ledger_path())?;
+    registry.send_receipts(&ledger)?;
+    let now = receipts::now();
+    registry.send_report(&SyncReport {
+        customer: home.config.customer.clone(),
+        started_at: now.clone(),
+        finished_at: now,
+        releases: vec![report.clone()],
+        interrupted: None,
+    })
+}
+
 /// `approve ID`: applies exactly the held plans, under the home's sync lock;
 /// refused when the release, the inputs or a stack's state moved since.
 pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseReport> {
