@@ -87,57 +87,8 @@ pub fn promote(
     signed: &SignedChannelStatement,
     now_ns: i64,
 ) -> Result<Promoted> {
-    let refused = |message: String| {
-        Error::new(
-            Code::ManifestInvalid,
-            format!("channel statement in `{repository}`: {message}"),
-        )
-    };
-    signed
-        .verify_integrity()
-        .map_err(|e| refused(e.to_string()))?;
+    check_held(conn, repository, signed)?;
     let s = &signed.statement;
-    for (what, name) in [("channel", &s.channel), ("release", &s.release)] {
-        stackpack_schema::reference::validate_name(name)
-            .map_err(|e| refused(format!("{what} `{name}`: {e}")))?;
-    }
-    let digest = s.digest.to_string();
-    match s.kind {
-        ApprovedKind::Release => {
-            let held = db::release_index::version(conn, &s.release, &s.version.to_string())?;
-            match held {
-                Some(v) if v.digest == s.digest && v.repository != repository => {
-                    return Err(refused(format!(
-                        "`{}@{}` lives in `{}`; push the statement there",
-                        s.release, s.version, v.repository
-                    )))
-                }
-                Some(v) if v.digest == s.digest => {}
-                Some(v) => {
-                    return Err(refused(format!(
-                        "it approves `{}@{}` with digest `{digest}`, but the registry holds that version with digest `{}`",
-                        s.release, s.version, v.digest
-                    )))
-                }
-                None => {
-                    return Err(refused(format!(
-                        "it approves `{}@{}`, which the registry does not hold; push the release first (`stackpack publish`)",
-                        s.release, s.version
-                    )))
-                }
-            }
-        }
-        ApprovedKind::Stack => match db::ledger::release_digest(conn, &s.release, &s.version)? {
-            Some(held)
-                if held == s.digest && db::manifests::exists(conn, repository, &digest)? => {}
-            _ => {
-                return Err(refused(format!(
-                    "it approves stack `{}@{}` with digest `{digest}`, which the registry does not hold; push the bundle first",
-                    s.release, s.version
-                )))
-            }
-        },
-    }
     let document = String::from_utf8(signed.to_bytes()).expect("JSON is UTF-8");
     if let Some(existing) = rdb::promotion(conn, &s.channel, s.kind, &s.release, &s.version)? {
         if existing.statement == document {
@@ -167,6 +118,71 @@ pub fn promote(
             ));
         }
     }
+    start_rollout(conn, signed, &document, now_ns)
+}
+
+/// The statement verifies against its own key, names things by valid names, and
+/// approves a release version (or bundle) this registry holds, with that digest, in
+/// `repository`.
+fn check_held(conn: &Connection, repository: &str, signed: &SignedChannelStatement) -> Result<()> {
+    let refused = |message: String| {
+        Error::new(
+            Code::ManifestInvalid,
+            format!("channel statement in `{repository}`: {message}"),
+        )
+    };
+    signed
+        .verify_integrity()
+        .map_err(|e| refused(e.to_string()))?;
+    let s = &signed.statement;
+    for (what, name) in [("channel", &s.channel), ("release", &s.release)] {
+        stackpack_schema::reference::validate_name(name)
+            .map_err(|e| refused(format!("{what} `{name}`: {e}")))?;
+    }
+    let digest = s.digest.to_string();
+    match s.kind {
+        ApprovedKind::Release => {
+            let held = db::release_index::version(conn, &s.release, &s.version.to_string())?;
+            match held {
+                Some(v) if v.digest == s.digest && v.repository != repository => Err(refused(format!(
+                    "`{}@{}` lives in `{}`; push the statement there",
+                    s.release, s.version, v.repository
+                ))),
+                Some(v) if v.digest == s.digest => Ok(()),
+                Some(v) => Err(refused(format!(
+                    "it approves `{}@{}` with digest `{digest}`, but the registry holds that version with digest `{}`",
+                    s.release, s.version, v.digest
+                ))),
+                None => Err(refused(format!(
+                    "it approves `{}@{}`, which the registry does not hold; push the release first (`stackpack publish`)",
+                    s.release, s.version
+                ))),
+            }
+        }
+        ApprovedKind::Stack => match db::ledger::release_digest(conn, &s.release, &s.version)? {
+            Some(held)
+                if held == s.digest && db::manifests::exists(conn, repository, &digest)? =>
+            {
+                Ok(())
+            }
+            _ => Err(refused(format!(
+                "it approves stack `{}@{}` with digest `{digest}`, which the registry does not hold; push the bundle first",
+                s.release, s.version
+            ))),
+        },
+    }
+}
+
+/// Records the promotion, starts its rollout (superseding the release's open ones
+/// in the channel) and opens its first wave.
+fn start_rollout(
+    conn: &Connection,
+    signed: &SignedChannelStatement,
+    document: &str,
+    now_ns: i64,
+) -> Result<Promoted> {
+    let s = &signed.statement;
+    let digest = s.digest.to_string();
     let now = format_ns(now_ns);
     let promotion = rdb::insert_promotion(
         conn,
@@ -177,7 +193,7 @@ pub fn promote(
             version: &s.version,
             digest: &digest,
             required: s.required,
-            statement: &document,
+            statement: document,
             key_id: &s.key_id,
             promoted_at: &s.promoted_at,
         },

@@ -146,7 +146,7 @@ pub fn apply_stacks(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<Vec<
 }
 
 /// After a failure, with `[policy] on-failure = "rollback"`: what
-/// [`roll_back_changed`] does; otherwise nothing. True when something was rolled
+/// `roll_back_changed` does; otherwise nothing. True when something was rolled
 /// back.
 pub fn roll_back_on_failure(
     home: &Home,

@@ -493,42 +493,13 @@ fn converge(
             Approve::Manual => true,
         };
         if hold {
-            let held = hold_plan(home, release, target, &planned, staging)?;
-            report.state = SyncState::PendingApproval;
-            report.message = Some(format!(
-                "held for approval (`approve = \"{}\"`): review `{}`, then run `stackpack-runner approve {}`",
-                sync.approve.as_str(),
-                pending::dir(home, &held.id).join(pending::REVIEW).display(),
-                held.id
-            ));
-            report.pending = Some(held.report());
+            hold_for_approval(home, release, target, &planned, staging, &mut report)?;
             report.receipt_id = Some(changed[0].1.receipt.receipt.id.clone());
             return finish(home, release, started_at, ran, report);
         }
-        // Applies exactly the plans the policy was applied to.
-        let reviewed: BTreeMap<String, PathBuf> = changed
-            .iter()
-            .map(|(stack, _)| {
-                (
-                    stack.to_string(),
-                    run::reviewed_plan_path(staging.path(), stack),
-                )
-            })
-            .collect();
-        let run = release_run(
-            home,
-            release,
-            target.kind,
-            &target.inputs,
-            reviewed,
-            BTreeSet::new(),
-        )?;
-        let stacks = run::apply(&run, ui)?;
-        let failed = stacks.iter().find_map(|s| {
-            s.error
-                .as_ref()
-                .map(|e| (s.name.clone(), e.message.clone()))
-        });
+        let names: Vec<String> = changed.iter().map(|(stack, _)| stack.to_string()).collect();
+        let stacks = apply_planned(home, release, target, staging.path(), &names, ui)?;
+        let failed = first_failure(&stacks);
         for stack in stacks {
             ran.insert(stack.name.clone(), stack);
         }
@@ -551,6 +522,62 @@ fn converge(
         pending::remove(home, &old.id)?;
     }
     finish(home, release, started_at, ran, report)
+}
+
+/// Holds this round's plans as a pending approval and says so in the report.
+fn hold_for_approval(
+    home: &Home,
+    release: &VerifiedRelease,
+    target: &Target,
+    planned: &[(String, Planned)],
+    staging: tempfile::TempDir,
+    report: &mut SyncReleaseReport,
+) -> Result<()> {
+    let sync = &home.config.sync;
+    let held = hold_plan(home, release, target, planned, staging)?;
+    report.state = SyncState::PendingApproval;
+    report.message = Some(format!(
+        "held for approval (`approve = \"{}\"`): review `{}`, then run `stackpack-runner approve {}`",
+        sync.approve.as_str(),
+        pending::dir(home, &held.id).join(pending::REVIEW).display(),
+        held.id
+    ));
+    report.pending = Some(held.report());
+    Ok(())
+}
+
+/// Applies exactly the plans the policy was applied to (the reviewed plans this
+/// round staged for `stacks`); returns each stack's run and the first failure.
+fn apply_planned(
+    home: &Home,
+    release: &VerifiedRelease,
+    target: &Target,
+    staging: &Path,
+    stacks: &[String],
+    ui: &ReleaseUi,
+) -> Result<Vec<StackRun>> {
+    let reviewed: BTreeMap<String, PathBuf> = stacks
+        .iter()
+        .map(|stack| (stack.clone(), run::reviewed_plan_path(staging, stack)))
+        .collect();
+    let run = release_run(
+        home,
+        release,
+        target.kind,
+        &target.inputs,
+        reviewed,
+        BTreeSet::new(),
+    )?;
+    run::apply(&run, ui)
+}
+
+/// The first stack of a run that failed, with why.
+fn first_failure(stacks: &[StackRun]) -> Option<(String, String)> {
+    stacks.iter().find_map(|s| {
+        s.error
+            .as_ref()
+            .map(|e| (s.name.clone(), e.message.clone()))
+    })
 }
 
 /// After a failure, with `[policy] on-failure = "rollback"`: every stack this
@@ -798,11 +825,7 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
         BTreeSet::new(),
     )?;
     let stacks = ops::apply_stacks(&run, ui)?;
-    let failed = stacks.iter().find_map(|s| {
-        s.error
-            .as_ref()
-            .map(|e| (s.name.clone(), e.message.clone()))
-    });
+    let failed = first_failure(&stacks);
     let ran: BTreeMap<String, StackRun> = stacks.into_iter().map(|s| (s.name.clone(), s)).collect();
     // A single stack's own receipt is the record; a release gets its release
     // receipt.

@@ -289,7 +289,6 @@ pub fn from_desired(
     registry: Option<&Registry>,
 ) -> Result<Assigned> {
     let wanted = desired::read(path)?;
-    let channel_name = home.config.sync.channel();
     let mut out = Assigned::default();
     let mut statements: Option<Statements> = None;
     for d in wanted {
@@ -317,72 +316,96 @@ pub fn from_desired(
                     inputs,
                 });
             }
-            Wanted::Channel(wanted_channel) => {
-                if wanted_channel != channel_name {
-                    out.refused.push(refusal(name, None, format!(
-                        "the desired state follows channel `{wanted_channel}` for `{name}` ({}), and this runner accepts statements for channel `{channel_name}` only",
-                        d.at
-                    )).of(kind));
-                    continue;
-                }
-                if statements.is_none() {
-                    statements = Some(store_statements(home, channel_name)?);
-                }
-                let known = statements
-                    .as_ref()
-                    .is_some_and(|all| newest(home, &all.valid, kind, name).is_some());
-                if let (false, Some(registry)) = (known, registry) {
-                    // No statement carried here yet: the vendor's, found next to
-                    // the release in the registry, kept in the store.
-                    if fetch_statement(home, registry, kind, name, channel_name)? {
-                        statements = Some(store_statements(home, channel_name)?);
-                    }
-                }
-                let all = statements.as_ref().expect("read above");
-                match newest(home, &all.valid, kind, name) {
-                    Some(s) => {
-                        let s = &s.statement;
-                        if !in_store(home, kind, name, &s.version, &s.digest)? {
-                            out.refused.push(
-                                refusal(name, Some(&s.version), not_in_store(name, &s.version))
-                                    .of(kind),
-                            );
-                            continue;
-                        }
-                        out.targets.push(Target {
-                            kind,
-                            release: name.to_string(),
-                            version: s.version.clone(),
-                            digest: Some(s.digest.clone()),
-                            inputs,
-                        });
-                    }
-                    None => out.refused.push(
-                        refusal(
-                            name,
-                            None,
-                            all.refused
-                                .get(name)
-                                .map(|(_, m)| m.clone())
-                                .unwrap_or_else(|| {
-                                    let place = if registry.is_some() {
-                                        "in the store or the registry"
-                                    } else {
-                                        "in the store"
-                                    };
-                                    format!(
-                                        "no trusted statement for `{name}` on channel `{channel_name}` {place} ({})",
-                                        d.at
-                                    )
-                                }),
-                        )
-                        .of(kind),
-                    ),
-                }
-            }
+            Wanted::Channel(wanted_channel) => channel_target(
+                home,
+                &d,
+                wanted_channel,
+                inputs,
+                registry,
+                &mut statements,
+                &mut out,
+            )?,
         }
     }
     Ok(out)
+}
+
+/// A desired release that follows a channel: the newest version a trusted
+/// statement for this runner's channel approves (from the store, else fetched from
+/// the registry next to the release), or why there is none.
+fn channel_target(
+    home: &Home,
+    d: &desired::DesiredRelease,
+    wanted_channel: &str,
+    inputs: PathBuf,
+    registry: Option<&Registry>,
+    statements: &mut Option<Statements>,
+    out: &mut Assigned,
+) -> Result<()> {
+    let (kind, name) = (d.kind, d.release.as_str());
+    let channel_name = home.config.sync.channel();
+    if wanted_channel != channel_name {
+        out.refused.push(refusal(name, None, format!(
+            "the desired state follows channel `{wanted_channel}` for `{name}` ({}), and this runner accepts statements for channel `{channel_name}` only",
+            d.at
+        )).of(kind));
+        return Ok(());
+    }
+    if statements.is_none() {
+        *statements = Some(store_statements(home, channel_name)?);
+    }
+    let known = statements
+        .as_ref()
+        .is_some_and(|all| newest(home, &all.valid, kind, name).is_some());
+    if let (false, Some(registry)) = (known, registry) {
+        // No statement carried here yet: the vendor's, found next to
+        // the release in the registry, kept in the store.
+        if fetch_statement(home, registry, kind, name, channel_name)? {
+            *statements = Some(store_statements(home, channel_name)?);
+        }
+    }
+    let all = statements.as_ref().expect("read above");
+    match newest(home, &all.valid, kind, name) {
+        Some(s) => {
+            let s = &s.statement;
+            if !in_store(home, kind, name, &s.version, &s.digest)? {
+                out.refused.push(
+                    refusal(name, Some(&s.version), not_in_store(name, &s.version))
+                        .of(kind),
+                );
+                return Ok(());
+            }
+            out.targets.push(Target {
+                kind,
+                release: name.to_string(),
+                version: s.version.clone(),
+                digest: Some(s.digest.clone()),
+                inputs,
+            });
+        }
+        None => out.refused.push(
+            refusal(
+                name,
+                None,
+                all.refused
+                    .get(name)
+                    .map(|(_, m)| m.clone())
+                    .unwrap_or_else(|| {
+                        let place = if registry.is_some() {
+                            "in the store or the registry"
+                        } else {
+                            "in the store"
+                        };
+                        format!(
+                            "no trusted statement for `{name}` on channel `{channel_name}` {place} ({})",
+                            d.at
+                        )
+                    }),
+            )
+            .of(kind),
+        ),
+    }
+    Ok(())
 }
 
 /// The desired state names a version this runner does not have, and no registry

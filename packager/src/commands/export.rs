@@ -71,6 +71,21 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     extra.retain(|d| seen.insert(d.digest.clone()));
     let size = export_bundles(&layout, &manifests, &extra, &args.out)
         .map_err(|e| Error::refused_by(e).at(args.out.display()))?;
+    show(args, size, &manifests, &extra, &statements);
+    Ok(ExitStatus::Success)
+}
+
+/// What an export wrote: one JSON document, or the file's path and a summary.
+fn show(
+    args: &ExportArgs,
+    size: u64,
+    manifests: &[Descriptor],
+    extra: &[Descriptor],
+    statements: &[(
+        Descriptor,
+        stackpack_schema::rollout::SignedChannelStatement,
+    )],
+) {
     if args.json {
         output::print_json(&serde_json::json!({
             "file": args.out,
@@ -116,7 +131,6 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
             args.out.display()
         ));
     }
-    Ok(ExitStatus::Success)
 }
 
 /// A release's index entry (not a channel statement, which names its release too).

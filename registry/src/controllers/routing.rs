@@ -82,6 +82,43 @@ async fn dispatch(state: &SharedState, parts: &Parts, body: &mut Option<Body>) -
     }
 }
 
+/// Rollouts: the runner's assignment poll and reports, channels and placement, the
+/// rollouts themselves and their pages.
+fn rollout_routes() -> Router<SharedState> {
+    Router::new()
+        .route(
+            "/api/v1/customers/{id}/assignment",
+            get(rollouts::assignment::show),
+        )
+        .route("/api/v1/customers/{id}/sync", post(rollouts::sync::create))
+        .route(
+            "/api/v1/customers/{id}/rollout",
+            put(rollouts::placement::update),
+        )
+        .route(
+            "/api/v1/release-receipts",
+            post(rollouts::release_receipts::create),
+        )
+        .route("/api/v1/channels", get(rollouts::channels::list))
+        .route("/api/v1/channels/{name}", put(rollouts::channels::update))
+        .route("/api/v1/rollouts", get(rollouts::list::handle))
+        .route("/api/v1/rollouts/{id}", get(rollouts::show::handle))
+        .route(
+            "/api/v1/rollouts/{id}/pause",
+            post(rollouts::control::pause),
+        )
+        .route(
+            "/api/v1/rollouts/{id}/resume",
+            post(rollouts::control::resume),
+        )
+        .route(
+            "/api/v1/rollouts/{id}/abort",
+            post(rollouts::control::abort),
+        )
+        .route("/ui/rollouts", get(ui::rollouts::list))
+        .route("/ui/rollouts/{id}", get(ui::rollouts::show))
+}
+
 /// The whole application.
 pub fn router(state: SharedState) -> Router {
     Router::new()
@@ -127,35 +164,6 @@ pub fn router(state: SharedState) -> Router {
             "/api/v1/customers/{id}/keys/{key_id}",
             delete(ledger::customers::revoke_key),
         )
-        .route(
-            "/api/v1/customers/{id}/assignment",
-            get(rollouts::assignment::show),
-        )
-        .route("/api/v1/customers/{id}/sync", post(rollouts::sync::create))
-        .route(
-            "/api/v1/customers/{id}/rollout",
-            put(rollouts::placement::update),
-        )
-        .route(
-            "/api/v1/release-receipts",
-            post(rollouts::release_receipts::create),
-        )
-        .route("/api/v1/channels", get(rollouts::channels::list))
-        .route("/api/v1/channels/{name}", put(rollouts::channels::update))
-        .route("/api/v1/rollouts", get(rollouts::list::handle))
-        .route("/api/v1/rollouts/{id}", get(rollouts::show::handle))
-        .route(
-            "/api/v1/rollouts/{id}/pause",
-            post(rollouts::control::pause),
-        )
-        .route(
-            "/api/v1/rollouts/{id}/resume",
-            post(rollouts::control::resume),
-        )
-        .route(
-            "/api/v1/rollouts/{id}/abort",
-            post(rollouts::control::abort),
-        )
         .route("/api/v1/deployments", get(ledger::deployments::handle))
         .route("/api/v1/receipts", post(ledger::receipts::create))
         .route("/api/v1/support/versions", get(ledger::support::versions))
@@ -175,8 +183,7 @@ pub fn router(state: SharedState) -> Router {
         .route("/ui/customers/{id}", get(ui::customer::show))
         .route("/ui/stacks/{stack}/{version}", get(ui::stack_version::show))
         .route("/ui/releases/{name}/{version}", get(ui::release::show))
-        .route("/ui/rollouts", get(ui::rollouts::list))
-        .route("/ui/rollouts/{id}", get(ui::rollouts::show))
+        .merge(rollout_routes())
         .fallback(|| async { Error::new(Code::NotFound, "no such path").into_response() })
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(middleware::from_fn_with_state(

@@ -13,7 +13,7 @@ use stackpack_bundle::channel::STATEMENT_LIMIT;
 use stackpack_schema::media_type;
 use stackpack_schema::rollout::{ApprovedKind, SignedChannelStatement};
 
-use super::put::Checked;
+use super::checked::Checked;
 use super::release_index::release_name;
 use crate::controllers::Ctx;
 use crate::error::{Code, Error, Result};

@@ -16,7 +16,7 @@ use stackpack_schema::oci::ImageManifest;
 use stackpack_schema::release::{ReleaseDescription, RELEASE_FORMAT};
 use stackpack_schema::Digest;
 
-use super::put::Checked;
+use super::checked::Checked;
 use crate::api::{ReleaseServicePart, ReleaseStackPart, ReleaseVersion};
 use crate::controllers::Ctx;
 use crate::db;
