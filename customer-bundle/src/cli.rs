@@ -27,8 +27,9 @@ pub struct GlobalArgs {
     pub verbose: bool,
     /// Append the engine's own output (init, plan, apply) to this file instead of
     /// printing it; an engine error is still shown. Keeps a scheduled `sync`'s or a
-    /// script's log to the runner's summaries.
-    #[arg(long, global = true, env = "STACKPACK_ENGINE_LOG", value_name = "FILE")]
+    /// script's log to the runner's summaries. `STACKPACK_ENGINE_LOG=FILE` does the
+    /// same; set empty, it is off.
+    #[arg(long, global = true, value_name = "FILE")]
     pub engine_log: Option<PathBuf>,
 }
 
