@@ -484,6 +484,9 @@ fn new_receipt(
         finished_at: String::new(),
         key_id: String::new(),
         release: request.options.release.clone(),
+        changes: Vec::new(),
+        changes_digest: None,
+        drifted: Vec::new(),
     }
 }
 

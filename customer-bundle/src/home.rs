@@ -133,29 +133,8 @@ impl SyncSource {
     }
 }
 
-/// Which plans a sync pass applies on its own.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Approve {
-    /// Every plan the policies pass.
-    Auto,
-    /// Additions and in-place changes; a plan that replaces or destroys a resource
-    /// waits for `stackpack-runner approve ID`.
-    #[default]
-    AutoUnlessDestructive,
-    /// Every plan waits for `stackpack-runner approve ID`.
-    Manual,
-}
-
-impl Approve {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Approve::Auto => "auto",
-            Approve::AutoUnlessDestructive => "auto-unless-destructive",
-            Approve::Manual => "manual",
-        }
-    }
-}
+/// Which plans a sync pass applies on its own (the schema's: the runner reports it).
+pub use stackpack_schema::rollout::Approve;
 
 /// What a pass does about changes made outside the runner.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -249,6 +249,7 @@ fn report_applied(
             receipt_id: Some(signed.receipt.id.clone()),
         }],
         interrupted: None,
+        approve: None,
     };
     agent
         .post(&format!("{url}/api/v1/customers/{customer}/sync"))

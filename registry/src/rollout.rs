@@ -777,6 +777,7 @@ pub fn assignment(
                 assigned_at: a.assigned_at.clone(),
                 statement,
                 on_the_way_to,
+                hold: None,
             });
         }
     }

@@ -15,6 +15,8 @@
 //! - [`release`] is a customer environment as one version: stacks in order, wiring, services.
 //! - [`release_receipt`] is the signed snapshot of a release run: its stack receipts and services.
 //! - [`rollout`] is what the vendor approves for a channel, what the registry assigns, what a runner reports.
+//! - [`plan`] reads what a saved plan does: actions by address, drift, digests, differences.
+//! - [`forecast`] is each customer's plan along its real path, and a real plan that missed it.
 //! - [`rules`] names the interface rules and the findings a bundle records.
 //!
 //! This crate does no I/O: callers hand it bytes and get values back, so that the
@@ -22,9 +24,11 @@
 
 pub mod bundle;
 pub mod digest;
+pub mod forecast;
 pub mod interface;
 pub mod media_type;
 pub mod oci;
+pub mod plan;
 pub mod receipt;
 pub mod reference;
 pub mod release;

@@ -180,7 +180,23 @@ pub struct Receipt {
     /// release's stacks (absent for a stack applied on its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release: Option<ReleaseRef>,
+    /// Every resource the plan changes (address and action, never a value), at most
+    /// [`MAX_RECEIPT_CHANGES`]; the registry holds them against the forecast.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::plan::PlannedChange>,
+    /// [`crate::plan::changes_digest`] of all the plan's changes (also those past
+    /// the cap); absent from runners that predate forecasts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes_digest: Option<Digest>,
+    /// Resources the engine found changed outside it while refreshing before this
+    /// plan: a difference from the forecast there is the customer's hand, not a
+    /// wrong forecast.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drifted: Vec<String>,
 }
+
+/// The most resource changes a receipt lists; the digest covers them all.
+pub const MAX_RECEIPT_CHANGES: usize = 1000;
 
 /// A release by name, version and index digest, as a receipt names it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -309,6 +325,9 @@ mod tests {
             finished_at: "2026-01-01T00:05:00Z".into(),
             key_id: String::new(),
             release: None,
+            changes: Vec::new(),
+            changes_digest: None,
+            drifted: Vec::new(),
         }
     }
 

@@ -48,6 +48,59 @@ impl fmt::Display for ApprovedKind {
     }
 }
 
+/// Which plans a runner's sync pass applies on its own (`[sync] approve`), as it
+/// reports it with every pass.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Approve {
+    /// Every plan the policies pass.
+    Auto,
+    /// Additions and in-place changes; a plan that replaces or destroys a resource
+    /// waits for `stackpack-runner approve ID`.
+    #[default]
+    AutoUnlessDestructive,
+    /// Every plan waits for `stackpack-runner approve ID`.
+    Manual,
+}
+
+impl Approve {
+    pub const ALL: [Approve; 3] = [
+        Approve::Auto,
+        Approve::AutoUnlessDestructive,
+        Approve::Manual,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approve::Auto => "auto",
+            Approve::AutoUnlessDestructive => "auto-unless-destructive",
+            Approve::Manual => "manual",
+        }
+    }
+
+    /// True when a plan that replaces or destroys resources is applied without a person.
+    pub fn applies_destructive_plans(self) -> bool {
+        self == Approve::Auto
+    }
+}
+
+impl fmt::Display for Approve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Approve {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Approve::ALL
+            .into_iter()
+            .find(|a| a.as_str() == text)
+            .ok_or_else(|| format!("`{text}` is not an approval policy (`auto`, `auto-unless-destructive` or `manual`)"))
+    }
+}
+
 /// "Release `release` version `version` (index `digest`) is approved for `channel`."
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -197,6 +250,11 @@ pub struct Assignment {
     /// required step on the way to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_the_way_to: Option<semver::Version>,
+    /// Set when the vendor's forecast for this customer replaces or destroys
+    /// resources: the runner holds the plan for a person whatever its approval
+    /// policy, and says why with these words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<String>,
 }
 
 impl Assignment {
@@ -359,6 +417,10 @@ pub struct SyncReport {
     /// A pass killed earlier, found and reported by this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// The runner's approval policy (`[sync] approve`): promote reads it to know
+    /// which customers would apply a destructive forecast without a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve: Option<Approve>,
 }
 
 #[cfg(test)]
@@ -416,6 +478,7 @@ mod tests {
             assigned_at: "2026-12-02T09:00:00Z".into(),
             statement: signed,
             on_the_way_to: None,
+            hold: None,
         };
         assert!(assignment.verify(&[vendor.public_key()], "stable").is_ok());
         assignment.digest = Digest::of(b"another index");

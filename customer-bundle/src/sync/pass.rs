@@ -159,6 +159,7 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
         finished_at: receipts::now(),
         releases,
         interrupted: (!interrupted.is_empty()).then(|| interrupted.join("; ")),
+        approve: Some(home.config.sync.approve),
     };
     let (mut sent, mut unreported) = (0, None);
     if let Some(registry) = &pass.registry {
@@ -787,6 +788,7 @@ pub fn report_approval(home: &Home, registry: &Registry, report: &SyncReleaseRep
         finished_at: now,
         releases: vec![report.clone()],
         interrupted: None,
+        approve: None,
     })
 }
 

@@ -16,7 +16,6 @@
 
 mod account;
 mod engine;
-pub mod plan;
 pub mod render;
 
 use std::collections::BTreeSet;
@@ -32,7 +31,7 @@ use stackpack_schema::version::Bump;
 
 pub use account::{Account, Target};
 use engine::{input_args, write_tree, Engine, Failed};
-use plan::{Action, Counts, ResourceChange};
+use stackpack_schema::plan::{self, Action, Counts, ResourceChange};
 
 use crate::check::{Cache, Rule, RuleId, Tree};
 use crate::config::RepoConfig;

@@ -45,6 +45,9 @@ impl ReceiptBuilder {
                 finished_at: "2026-02-01T00:00:00Z".into(),
                 key_id: String::new(),
                 release: None,
+                changes: Vec::new(),
+                changes_digest: None,
+                drifted: Vec::new(),
             },
         }
     }
