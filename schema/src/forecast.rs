@@ -426,6 +426,18 @@ pub struct ForecastTargets {
     pub customers: Vec<ForecastTarget>,
 }
 
+/// `GET /api/v1/forecasts/{release}/{version}`: the stored forecast, its one-line
+/// summary and the real plans that missed it so far.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForecastView {
+    pub forecast: ReleaseForecast,
+    /// [`ReleaseForecast::summary`].
+    pub summary: String,
+    #[serde(default)]
+    pub misses: Vec<ForecastMiss>,
+}
+
 /// A real plan that differed from its forecast, as the registry records it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -788,7 +788,7 @@ pub fn report_approval(home: &Home, registry: &Registry, report: &SyncReleaseRep
         finished_at: now,
         releases: vec![report.clone()],
         interrupted: None,
-        approve: None,
+        approve: Some(home.config.sync.approve),
     })
 }
 
