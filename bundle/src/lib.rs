@@ -21,6 +21,8 @@
 //!   protection).
 //! - [`provider`] hashes provider packages the way lock files pin them, and lays
 //!   them out as a `filesystem_mirror` for the engine.
+//! - [`policy`] evaluates Rego policies (conftest's layout) on a plan: the runner
+//!   before it applies, the packager's forecast to know what the vendor calls stateful.
 //! - [`error`] is the user-facing error both programs print: what, where, a hint.
 //! - [`remote`] talks to OCI registries (and, through [`remote::http`], to the
 //!   ledger's plain JSON API); [`transfer`] moves bundles between registries,
@@ -35,6 +37,7 @@ pub mod error;
 pub mod freshness;
 pub mod gzip;
 pub mod layout;
+pub mod policy;
 pub mod provider;
 pub mod release;
 pub mod remote;

@@ -36,7 +36,6 @@ pub mod interrupt;
 pub mod ledger;
 pub mod lock;
 pub mod module_sources;
-pub mod policy;
 pub mod providers;
 pub mod pull;
 pub mod receipts;
@@ -49,3 +48,5 @@ pub mod unpack;
 
 pub use stackpack_bundle::error;
 pub use stackpack_bundle::error::{Error, ErrorKind, Result};
+/// Rego policies on plans: shared with the packager, whose forecasts read them.
+pub use stackpack_bundle::policy;

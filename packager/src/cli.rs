@@ -151,7 +151,7 @@ pub struct ExportArgs {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit codes: 0 promoted; 1 refused (the registry refused the promotion, the version is not a release or bundle, it cannot be reached); 2 the command was wrong (bad name or channel, no such version, no key)."
+    after_help = "Exit codes: 0 promoted; 1 refused (the registry refused the promotion, the version is not a release or bundle, it cannot be reached, the forecast replaces stateful resources of customers who apply unattended and `--accept-forecast` was not given); 2 the command was wrong (bad name or channel, no such version, no key)."
 )]
 pub struct PromoteArgs {
     /// The published release (or single stack) and version, as `NAME@VERSION`.
@@ -176,6 +176,11 @@ pub struct PromoteArgs {
     /// version rather than skipping it.
     #[arg(long)]
     pub required: bool,
+    /// Promote even when the registry's forecast replaces or destroys stateful
+    /// resources for customers whose runners apply such plans on their own: the
+    /// registry then asks those runners to hold the plan for a person.
+    #[arg(long)]
+    pub accept_forecast: bool,
     /// Who promotes, for the rollout's history (default: `$GITHUB_ACTOR`,
     /// `$GITLAB_USER_LOGIN`, then `$USER`).
     #[arg(long, value_name = "TEXT")]

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_packager::config::RepoConfig;
+use stackpack_packager::promote::forecast::{self, LedgerApi};
 use stackpack_packager::promote::{self, Approved, Promotion};
 use stackpack_packager::{Error, Result};
 use stackpack_schema::reference::StackRef;
@@ -55,6 +56,8 @@ pub fn run(args: &PromoteArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
             )?;
             let approved = promote::resolve_remote(&remote, &address, &name, &version)?;
             warn_other_signer(&approved, &key);
+            let api = LedgerApi::new(&address.host, args.registry.insecure);
+            read_forecast(&api, &approved, args)?;
             remote.authenticate(&approved.repository, stackpack_bundle::remote::Access::Push)?;
             let signed = promote::sign(&approved, &promotion, &key);
             let pushed = promote::push(&remote, &approved, &signed)?;
@@ -89,6 +92,50 @@ pub fn run(args: &PromoteArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     }
     report(args, &approved, &signed, &destination);
     Ok(ExitStatus::Success)
+}
+
+/// Reads the registry's forecast of what is promoted: refuses when customers whose
+/// runners apply on their own would lose stateful resources (unless
+/// `--accept-forecast`), and says who is not forecast.
+fn read_forecast(api: &LedgerApi, approved: &Approved, args: &PromoteArgs) -> Result<()> {
+    let check = forecast::check(
+        api,
+        &approved.name,
+        &approved.version,
+        &approved.subject.digest,
+        &args.channel,
+    )?;
+    let reference = format!("{}@{}", approved.name, approved.version);
+    if let Some(stale) = &check.stale {
+        output::warning(&format!(
+            "{stale}: promoting without a forecast; run `stackpack forecast {reference} --channel {}` again",
+            args.channel
+        ));
+        return Ok(());
+    }
+    let Some(summary) = &check.summary else {
+        output::detail(&format!(
+            "no forecast of `{reference}` is stored: run `stackpack forecast {reference} --channel {}` first to know each customer's plan",
+            args.channel
+        ));
+        return Ok(());
+    };
+    output::status(&format!("forecast: {summary}"));
+    for (customer, why) in &check.unknown {
+        output::warning(&format!("`{customer}` has no forecast: {why}"));
+    }
+    if let Some(refusal) = check.refusal(&approved.name, &approved.version, &args.channel) {
+        if !args.accept_forecast {
+            return Err(refusal);
+        }
+        for u in &check.unattended {
+            output::warning(&format!(
+                "accepted with `--accept-forecast`: {}; its runner will hold the plan for a person",
+                u.describe()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `NAME@VERSION`; a version is required: a promotion approves one exact version.

@@ -9,8 +9,12 @@
 //!   the same repository: our registry records the promotion from it, any other
 //!   registry keeps it as a referrer (through the tag-schema fallback on registries
 //!   without the referrers API, as bundle signatures are);
+//! - [`forecast`] reads the registry's forecast of what is promoted, and refuses
+//!   when a customer would lose a stateful resource without a person approving;
 //! - [`pull_statements`] copies a subject's statements for one channel into a
 //!   layout, for `export --channel`.
+
+pub mod forecast;
 
 use semver::Version;
 use stackpack_bundle::channel::{read_statement, statement_artifact, statement_entry_annotations};

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// One policy file, read.
 #[derive(Clone, Debug)]
@@ -92,7 +92,7 @@ pub fn read_folder(dir: &Path, owner: &'static str, shown_as: &str) -> Result<Ve
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(super::error::io("read", dir, e)),
+        Err(e) => return Err(crate::error::io("read", dir, e)),
     };
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -103,7 +103,7 @@ pub fn read_folder(dir: &Path, owner: &'static str, shown_as: &str) -> Result<Ve
         .into_iter()
         .map(|path| {
             let text =
-                std::fs::read_to_string(&path).map_err(|e| super::error::io("read", &path, e))?;
+                std::fs::read_to_string(&path).map_err(|e| crate::error::io("read", &path, e))?;
             let file = path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
