@@ -11,227 +11,51 @@
 //! the orchestration, not a cloud (the demo runs the same story on the AWS example
 //! in the emulated account).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use stackpack_test_support::copy_dir;
 use stackpack_test_support::servers::OurRegistry;
-use stackpack_test_support::vendor::FixtureVendor;
-use stackpack_test_support::{binary, copy_dir, terraform, Run};
+
+use crate::fleet::{place, state, wait_for_rollout, Customer, Vendor};
 
 const NAMESPACE: &str = "shop";
 
-/// The shop fixture's vendor, publishing and promoting to our registry.
-struct Vendor(FixtureVendor);
-
-impl std::ops::Deref for Vendor {
-    type Target = FixtureVendor;
-
-    fn deref(&self) -> &FixtureVendor {
-        &self.0
-    }
+fn shop_vendor() -> Vendor {
+    Vendor::new("rollout-vendor", NAMESPACE, "shop")
 }
 
-impl Vendor {
-    fn new() -> Vendor {
-        Vendor(FixtureVendor::new("rollout-vendor"))
-    }
-
-    fn stackpack(&self, registry: &OurRegistry, args: &[&str]) -> Run {
-        run(Command::new(binary("stackpack"))
-            .current_dir(&self.repo)
-            .args(args)
-            .env("STACKPACK_REGISTRY_TOKEN", registry.publisher_token()))
-    }
-
-    /// `stackpack publish`; the version it gave release `shop`.
-    fn publish(&self, registry: &OurRegistry) -> String {
-        let namespace = format!("{}/{NAMESPACE}", registry.host());
-        let key = self.key.to_str().unwrap();
-        let report = self
-            .stackpack(
-                registry,
-                &[
-                    "publish",
-                    "--json",
-                    "--insecure",
-                    "--registry",
-                    &namespace,
-                    "--key",
-                    key,
-                ],
-            )
-            .ok()
-            .json();
-        let release = report["releases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["release"] == "shop" && r["published"] == true)
-            .unwrap_or_else(|| panic!("shop was not published: {report}"));
-        release["version"].as_str().unwrap().to_string()
-    }
-
-    fn promote(&self, registry: &OurRegistry, version: &str) -> Run {
-        let namespace = format!("{}/{NAMESPACE}", registry.host());
-        self.stackpack(
-            registry,
-            &[
-                "promote",
-                &format!("shop@{version}"),
-                "--channel",
-                "stable",
-                "--registry",
-                &namespace,
-                "--insecure",
-                "--key",
-                self.key.to_str().unwrap(),
-                "--json",
-            ],
-        )
-    }
-}
-
-/// One customer's runner home, with the real Terraform, syncing from `source`.
-struct Customer {
+/// A shop customer: its base named after it, three replicas.
+fn shop_customer(
+    vendor: &Vendor,
+    registry: &OurRegistry,
     id: &'static str,
-    home: PathBuf,
-    inputs: PathBuf,
-    token: String,
+    sync: &str,
+) -> Customer {
+    let inputs = [
+        ("base.tfvars", format!("name = \"{id}\"\n")),
+        ("app.tfvars", "replicas = 3\n".to_string()),
+    ];
+    Customer::new(vendor, registry, id, sync, &inputs, Vec::new())
 }
 
-impl Customer {
-    fn new(vendor: &Vendor, registry: &OurRegistry, id: &'static str, sync: &str) -> Customer {
-        let home = vendor.temp.path().join(format!("home-{id}"));
-        let inputs = vendor.temp.path().join(format!("inputs-{id}"));
-        std::fs::create_dir_all(&inputs).unwrap();
-        std::fs::write(inputs.join("base.tfvars"), format!("name = \"{id}\"\n")).unwrap();
-        std::fs::write(inputs.join("app.tfvars"), "replicas = 3\n").unwrap();
-        let customer = Customer {
-            id,
-            home,
-            inputs,
-            token: registry.token("customer", Some(id)),
-        };
-        let engine = terraform();
-        customer
-            .run(&[
-                "init",
-                "--customer",
-                id,
-                "--engine-path",
-                engine.to_str().unwrap(),
-            ])
-            .ok();
-        customer
-            .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
-            .ok();
-        let config = customer.home.join("runner.toml");
-        let mut text = std::fs::read_to_string(&config).unwrap();
-        text.push_str(&format!(
-            "\n[sync]\n{sync}\ninputs = \"{}\"\nchannel = \"stable\"\napprove = \"auto\"\n",
-            customer.inputs.display()
-        ));
-        std::fs::write(&config, text).unwrap();
-        customer
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        run(Command::new(binary("stackpack-runner"))
-            .args(args)
-            .env("STACKPACK_RUNNER_HOME", &self.home)
-            .env("STACKPACK_REGISTRY_TOKEN", &self.token)
-            .env("CHECKPOINT_DISABLE", "1"))
-    }
-
-    /// One `sync` pass; the state it reports for release `shop` and the version
-    /// running after it.
-    fn sync(&self) -> (String, Option<String>, Run) {
-        self.sync_with(&[])
-    }
-
-    fn sync_with(&self, args: &[&str]) -> (String, Option<String>, Run) {
-        let pass = self.run(&[&["sync", "--json"], args].concat());
-        let json = pass.json();
-        let shop = json["report"]["releases"]
-            .as_array()
-            .and_then(|r| r.iter().find(|r| r["release"] == "shop").cloned());
-        match shop {
-            Some(shop) => (
-                shop["state"].as_str().unwrap().to_string(),
-                shop["running"].as_str().map(str::to_string),
-                pass,
-            ),
-            None => ("nothing-assigned".into(), None, pass),
-        }
-    }
-
-    fn set_replicas(&self, replicas: u32) {
-        std::fs::write(
-            self.inputs.join("app.tfvars"),
-            format!("replicas = {replicas}\n"),
-        )
-        .unwrap();
-    }
-}
-
-fn run(command: &mut Command) -> Run {
-    Run::from(
-        command
-            .env("NO_COLOR", "1")
-            .env_remove("GITHUB_HEAD_REF")
-            .env_remove("GITHUB_REF_NAME")
-            .env_remove("GITHUB_ACTOR")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap(),
-    )
+fn set_replicas(customer: &Customer, replicas: u32) {
+    customer.write_input("app.tfvars", &format!("replicas = {replicas}\n"));
 }
 
 fn rollout(registry: &OurRegistry) -> Value {
     registry.newest_rollout("shop")
 }
 
-/// Waits (on the registry's clock, through its own scheduler) until the newest
-/// rollout of `shop` satisfies `done`.
-fn wait_for_rollout(registry: &OurRegistry, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let current = rollout(registry);
-        if done(&current) {
-            return current;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: the rollout is {current}"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
-
-fn state(rollout: &Value) -> &str {
-    rollout["state"].as_str().unwrap_or_default()
-}
-
-fn place(registry: &OurRegistry, customer: &Customer, wave: &str) {
-    registry
-        .run(&[
-            "customer",
-            "set",
-            customer.id,
-            "--channel",
-            "stable",
-            "--wave",
-            wave,
-        ])
-        .ok();
+fn wait(registry: &OurRegistry, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    wait_for_rollout(registry, "shop", what, done)
 }
 
 #[test]
 fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after_a_fix_and_resume()
 {
-    let vendor = Vendor::new();
+    let vendor = shop_vendor();
     let registry = OurRegistry::start_with(&["--rollout-tick-secs", "1"]);
     registry
         .run(&[
@@ -246,14 +70,14 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
         .ok();
     let namespace = format!("{}/{NAMESPACE}", registry.host());
     let source = format!("registry = \"{namespace}\"\ninsecure = true");
-    let globex = Customer::new(&vendor, &registry, "globex", &source);
-    let umbrella = Customer::new(&vendor, &registry, "umbrella", &source);
-    let hooli = Customer::new(&vendor, &registry, "hooli", &source);
-    let soylent = Customer::new(&vendor, &registry, "soylent", &source);
-    place(&registry, &globex, "canary");
-    place(&registry, &umbrella, "canary");
-    place(&registry, &hooli, "early");
-    place(&registry, &soylent, "general");
+    let globex = shop_customer(&vendor, &registry, "globex", &source);
+    let umbrella = shop_customer(&vendor, &registry, "umbrella", &source);
+    let hooli = shop_customer(&vendor, &registry, "hooli", &source);
+    let soylent = shop_customer(&vendor, &registry, "soylent", &source);
+    place(&registry, globex.id, "canary");
+    place(&registry, umbrella.id, "canary");
+    place(&registry, hooli.id, "early");
+    place(&registry, soylent.id, "general");
 
     let version = vendor.publish(&registry);
     // Nothing is assigned before the vendor promotes: publishing is not approving.
@@ -261,8 +85,8 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
     assert_eq!(before, "nothing-assigned");
 
     // umbrella's operator set a value the engine refuses: its apply will fail.
-    umbrella.set_replicas(50);
-    vendor.promote(&registry, &version).ok();
+    set_replicas(&umbrella, 50);
+    vendor.promote(&registry, &version, &[]).ok();
     let opened = rollout(&registry);
     assert_eq!(state(&opened), "running", "{opened}");
 
@@ -296,7 +120,7 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
 
     // The failure halts the rollout, naming the customer; the next wave is never
     // assigned, however long its soak has passed.
-    let halted = wait_for_rollout(&registry, "halted by umbrella", |r| state(r) == "halted");
+    let halted = wait(&registry, "halted by umbrella", |r| state(r) == "halted");
     let reason = halted.to_string();
     assert!(reason.contains("umbrella"), "{halted}");
     std::thread::sleep(Duration::from_secs(3));
@@ -306,7 +130,7 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
     assert_eq!(state(&rollout(&registry)), "halted");
 
     // The customer fixes its inputs; its next pass applies; the vendor resumes.
-    umbrella.set_replicas(4);
+    set_replicas(&umbrella, 4);
     let (fixed, _, _) = umbrella.sync();
     assert_eq!(fixed, "applied");
     let id = rollout(&registry)["id"].to_string();
@@ -337,7 +161,7 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
         }
     }
     assert_eq!(converged, ["hooli", "soylent"]);
-    let done = wait_for_rollout(&registry, "completed", |r| state(r) == "completed");
+    let done = wait(&registry, "completed", |r| state(r) == "completed");
 
     // Who got it when, who failed: the history says it in order.
     let history = registry
@@ -364,7 +188,7 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
         "app: v2",
     );
     let second = vendor.publish(&registry);
-    vendor.promote(&registry, &second).ok();
+    vendor.promote(&registry, &second, &[]).ok();
     let (globex_second, running, _) = globex.sync();
     assert_eq!(globex_second, "applied");
     assert_eq!(running.as_deref(), Some(second.as_str()));
@@ -380,10 +204,10 @@ fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after
 #[test]
 fn an_airgapped_runner_syncs_from_the_statement_its_export_carried_and_a_gitops_runner_from_its_desired_state(
 ) {
-    let vendor = Vendor::new();
+    let vendor = shop_vendor();
     let registry = OurRegistry::start();
     let version = vendor.publish(&registry);
-    vendor.promote(&registry, &version).ok();
+    vendor.promote(&registry, &version, &[]).ok();
     let namespace = format!("{}/{NAMESPACE}", registry.host());
     let tar = vendor.temp.path().join("shop.tar");
     vendor
@@ -404,22 +228,22 @@ fn an_airgapped_runner_syncs_from_the_statement_its_export_carried_and_a_gitops_
         .ok();
 
     // Airgapped: the statement came in the tar; the runner never calls a registry.
-    let initech = Customer::new(&vendor, &registry, "initech", "source = \"store\"");
+    let initech = shop_customer(&vendor, &registry, "initech", "source = \"store\"");
     initech.run(&["import", tar.to_str().unwrap()]).ok();
     let (state, running, _) = initech.sync();
     assert_eq!(state, "applied");
     assert_eq!(running.as_deref(), Some(version.as_str()));
 
     // A runner that trusts another key refuses the same tar's statement.
-    let stranger = Vendor::new();
-    let wary = Customer::new(&stranger, &registry, "wary", "source = \"store\"");
+    let stranger = shop_vendor();
+    let wary = shop_customer(&stranger, &registry, "wary", "source = \"store\"");
     let refused = wary.run(&["import", tar.to_str().unwrap()]);
     assert_eq!(refused.code, 1, "{}", refused.stderr);
 
     // GitOps: a desired-state file in a checkout names the release and the inputs.
     let gitops = vendor.temp.path().join("gitops");
     std::fs::create_dir_all(&gitops).unwrap();
-    let acme = Customer::new(&vendor, &registry, "acme", "source = \"desired\"");
+    let acme = shop_customer(&vendor, &registry, "acme", "source = \"desired\"");
     copy_dir(&acme.inputs, &gitops.join("acme"));
     write_desired(&gitops, &format!("version = \"{version}\""), "acme");
     acme.run(&["import", tar.to_str().unwrap()]).ok();
