@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::json;
 use stackpack_runner::deploy::{self, Options, Report, Request, Target, Ui};
 use stackpack_runner::engine::PlanDetails;
-use stackpack_schema::plan::Action;
 use stackpack_runner::policy;
 use stackpack_runner::{Error, Result};
+use stackpack_schema::plan::Action;
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use super::{open_home, parse_bundle, parse_stack, print_json, quiet, status, verbose};

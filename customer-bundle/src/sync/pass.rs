@@ -489,7 +489,10 @@ fn converge(
             .iter()
             .any(|(_, r)| !pending::destructive(&r.plan).is_empty());
         if let Some(reason) = HoldReason::of(sync.approve, destructive, target.hold.as_deref()) {
-            let held = Held { planned: &planned, reason };
+            let held = Held {
+                planned: &planned,
+                reason,
+            };
             hold_for_approval(home, release, target, held, staging, &mut report)?;
             report.receipt_id = Some(changed[0].1.receipt.receipt.id.clone());
             return finish(home, release, started_at, ran, report);

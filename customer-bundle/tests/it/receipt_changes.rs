@@ -18,7 +18,12 @@ use crate::common::Runner;
 fn imported(cidr: &str) -> (ReleaseVendor, Runner, PathBuf, String) {
     let vendor = ReleaseVendor::new();
     let built = vendor.build();
-    let version = built.iter().find(|(s, _)| s == "network").unwrap().1.clone();
+    let version = built
+        .iter()
+        .find(|(s, _)| s == "network")
+        .unwrap()
+        .1
+        .clone();
     let runner = Runner::new("globex");
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
@@ -121,10 +126,8 @@ fn a_receipt_from_a_runner_before_forecasts_still_verifies_and_reads_as_having_n
     .unwrap();
     use ed25519_dalek::pkcs8::DecodePrivateKey as _;
     let signing = ed25519_dalek::SigningKey::from_pkcs8_pem(&key.to_pem()).unwrap();
-    let signature = ed25519_dalek::Signer::sign(
-        &signing,
-        &stackpack_schema::signature::canonical_json(&old),
-    );
+    let signature =
+        ed25519_dalek::Signer::sign(&signing, &stackpack_schema::signature::canonical_json(&old));
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD;
     let document = serde_json::json!({

@@ -1202,7 +1202,8 @@ fn a_desired_channel_resolves_through_the_registry_when_the_store_has_no_stateme
 }
 
 #[test]
-fn an_assignment_with_a_hold_is_held_for_a_person_even_under_auto_says_why_and_approve_applies_it() {
+fn an_assignment_with_a_hold_is_held_for_a_person_even_under_auto_says_why_and_approve_applies_it()
+{
     let (vendor, _) = vendor(&["1.0.0"]);
     let connected = Connected::start(&vendor);
     connected.promote(&vendor, "1.0.0", &vendor.key);

@@ -63,7 +63,7 @@ fn relay(mut client: TcpStream, upstream: &str, hold: Option<&str>) {
     let status = headers.remove(0);
     if headers
         .iter()
-        .any(|h| h.to_ascii_lowercase() == "transfer-encoding: chunked")
+        .any(|h| h.eq_ignore_ascii_case("transfer-encoding: chunked"))
     {
         body = dechunk(&body);
     }
