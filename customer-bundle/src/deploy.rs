@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use semver::Version;
 use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt, RECEIPT_FORMAT,
+    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt, MAX_RECEIPT_CHANGES,
+    RECEIPT_FORMAT,
 };
 
 use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
@@ -215,7 +216,7 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
                     .plan
                     .changes
                     .iter()
-                    .filter(|c| c.action == super::engine::Action::Add)
+                    .filter(|c| c.action == stackpack_schema::plan::Action::Create)
                     .map(|c| c.address.clone())
                     .collect(),
                 ..Options::default()
@@ -291,6 +292,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
         &mut work_kept,
     );
     receipt.plan = plan.summary;
+    record_changes(&mut receipt, &plan);
     receipt.finished_at = receipts::now();
     let ending = Ending {
         home,
@@ -488,6 +490,27 @@ fn new_receipt(
         changes_digest: None,
         drifted: Vec::new(),
     }
+}
+
+/// The plan's actions in the receipt, for the registry to hold against the
+/// forecast: every resource change (capped, the digest covering them all) and what
+/// the refresh found changed outside the engine. Only when a plan was read (a run
+/// that failed before planning has none); a drift check records what drifted, not
+/// a plan to compare with a forecast.
+fn record_changes(receipt: &mut Receipt, plan: &PlanDetails) {
+    if plan.json.is_empty() {
+        return;
+    }
+    receipt.drifted = stackpack_schema::plan::drifted(&plan.json);
+    if receipt.kind == ReceiptKind::Drift {
+        return;
+    }
+    let changes = plan.planned();
+    receipt.changes_digest = Some(stackpack_schema::plan::changes_digest(&changes));
+    let mut listed = changes;
+    listed.sort();
+    listed.truncate(MAX_RECEIPT_CHANGES);
+    receipt.changes = listed;
 }
 
 /// Records how a run ended: a signed receipt always, a deployment when it changed

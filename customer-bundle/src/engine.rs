@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use stackpack_schema::bundle::EngineName;
+use stackpack_schema::plan::{self, Action, PlannedChange, ResourceChange};
 use stackpack_schema::receipt::PlanSummary;
 
 use super::error::{Error, Result};
@@ -120,41 +121,26 @@ pub struct RunOutput {
 pub struct PlanDetails {
     pub summary: PlanSummary,
     pub output_changes: u64,
-    /// Every resource the plan touches, with what it does to it.
+    /// Every managed resource the plan changes, with what it does to it, sorted by
+    /// address (the schema's reading, the one receipts and forecasts share).
     pub changes: Vec<ResourceChange>,
     /// `show -json` as the engine printed it: what policies read.
     pub json: String,
 }
 
-/// What a plan does to one resource.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Action {
-    Add,
-    Change,
-    Replace,
-    Destroy,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Add => "add",
-            Action::Change => "change",
-            Action::Replace => "replace",
-            Action::Destroy => "destroy",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceChange {
-    pub address: String,
-    pub action: Action,
-}
-
 impl PlanDetails {
     pub fn is_empty(&self) -> bool {
         self.summary.add + self.summary.change + self.summary.destroy + self.output_changes == 0
+    }
+
+    /// Each resource change as a receipt records it: address and action.
+    pub fn planned(&self) -> Vec<PlannedChange> {
+        self.changes.iter().map(PlannedChange::from).collect()
+    }
+
+    /// How many resources the plan does `action` to.
+    pub fn count(&self, action: Action) -> usize {
+        self.changes.iter().filter(|c| c.action == action).count()
     }
 }
 
@@ -608,40 +594,27 @@ pub fn parse_version_text(text: &str) -> Option<String> {
     Some(word[1..].to_string())
 }
 
-/// Counts a `show -json` plan: resource changes by action, and output changes.
+/// Counts a `show -json` plan: resource changes by action (read by the schema's
+/// [`stackpack_schema::plan::changes`]), and output changes.
 pub fn parse_plan_json(text: &str) -> std::result::Result<PlanDetails, String> {
     let value: serde_json::Value = serde_json::from_str(text.trim()).map_err(|e| e.to_string())?;
     if !value.is_object() {
         return Err("not a JSON object".into());
     }
-    let mut details = PlanDetails::default();
-    for change in value["resource_changes"].as_array().into_iter().flatten() {
-        let actions: Vec<&str> = change["change"]["actions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.as_str())
-            .collect();
-        let action = match actions.as_slice() {
-            ["create"] => Action::Add,
-            ["update"] => Action::Change,
-            ["delete"] => Action::Destroy,
-            ["delete", "create"] | ["create", "delete"] => Action::Replace,
-            _ => continue,
-        };
-        match action {
-            Action::Add => details.summary.add += 1,
-            Action::Change => details.summary.change += 1,
+    let mut details = PlanDetails {
+        changes: plan::changes(text.trim())?,
+        ..PlanDetails::default()
+    };
+    for change in &details.changes {
+        match change.action {
+            Action::Create => details.summary.add += 1,
+            Action::Update => details.summary.change += 1,
             Action::Destroy => details.summary.destroy += 1,
             Action::Replace => {
                 details.summary.add += 1;
                 details.summary.destroy += 1;
             }
         }
-        details.changes.push(ResourceChange {
-            address: change["address"].as_str().unwrap_or_default().to_string(),
-            action,
-        });
     }
     if let Some(outputs) = value["output_changes"].as_object() {
         for change in outputs.values() {

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use serde_json::json;
 use stackpack_runner::deploy::{self, Options, Report, Request, Target, Ui};
-use stackpack_runner::engine::{Action, PlanDetails};
+use stackpack_runner::engine::PlanDetails;
 use stackpack_runner::policy;
 use stackpack_runner::{Error, Result};
+use stackpack_schema::plan::Action;
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use super::{open_home, parse_bundle, parse_stack, print_json, quiet, status, verbose};
@@ -77,21 +78,20 @@ fn markdown(report: &Report) -> String {
     let _ = writeln!(out, "- bundle: `{}`", r.bundle_digest);
     let _ = writeln!(out, "- inputs hash: `{}`", r.inputs_hash);
     let _ = writeln!(out, "- engine: {} {}", r.engine.name, r.engine.version);
-    let count = |action: Action| p.changes.iter().filter(|c| c.action == action).count();
     let _ = writeln!(
         out,
         "\n| add | change | replace | destroy | outputs changed |\n|---|---|---|---|---|\n| {} | {} | {} | {} | {} |",
-        count(Action::Add),
-        count(Action::Change),
-        count(Action::Replace),
-        count(Action::Destroy),
+        p.count(Action::Create),
+        p.count(Action::Update),
+        p.count(Action::Replace),
+        p.count(Action::Destroy),
         p.output_changes
     );
     for action in [
         Action::Replace,
         Action::Destroy,
-        Action::Change,
-        Action::Add,
+        Action::Update,
+        Action::Create,
     ] {
         let addresses: Vec<&str> = p
             .changes

@@ -25,6 +25,7 @@ pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
                 "approval": p.report(),
                 "stacks": p.stacks,
                 "waiting": p.waiting,
+                "reason": p.reason,
                 "review": pending::dir(&home, &p.id).join(pending::REVIEW),
             })).collect::<Vec<_>>()
         }));
@@ -39,6 +40,17 @@ pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
         .map(|p| {
             let s = p.summary();
             let destructive: usize = p.stacks.iter().map(|s| s.destructive.len()).sum();
+            let mut detail = Vec::new();
+            if let Some(reason) = &p.reason {
+                detail.push(format!("held: {reason}"));
+            }
+            if destructive > 0 {
+                detail.push(format!("{destructive} replaced or destroyed"));
+            }
+            detail.push(format!(
+                "review {}",
+                pending::dir(&home, &p.id).join(pending::REVIEW).display()
+            ));
             vec![
                 p.id.clone(),
                 format!("{}@{}", named(p.kind, &p.release), p.version),
@@ -47,17 +59,7 @@ pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
                     "{} to add, {} to change, {} to destroy",
                     s.add, s.change, s.destroy
                 ),
-                if destructive > 0 {
-                    format!(
-                        "{destructive} replaced or destroyed; review {}",
-                        pending::dir(&home, &p.id).join(pending::REVIEW).display()
-                    )
-                } else {
-                    format!(
-                        "review {}",
-                        pending::dir(&home, &p.id).join(pending::REVIEW).display()
-                    )
-                },
+                detail.join("; "),
             ]
         })
         .collect();

@@ -13,7 +13,7 @@ use stackpack_schema::receipt::ReceiptKind;
 use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport, SyncReport, SyncState};
 
 use super::lock::SyncLock;
-use super::pending::{self, Fingerprint, Pending, PendingStack};
+use super::pending::{self, Fingerprint, HoldReason, Pending, PendingStack};
 use super::registry::Registry;
 use super::single;
 use super::source::{self, Assigned, Target};
@@ -488,13 +488,12 @@ fn converge(
         let destructive = changed
             .iter()
             .any(|(_, r)| !pending::destructive(&r.plan).is_empty());
-        let hold = match sync.approve {
-            Approve::Auto => false,
-            Approve::AutoUnlessDestructive => destructive,
-            Approve::Manual => true,
-        };
-        if hold {
-            hold_for_approval(home, release, target, &planned, staging, &mut report)?;
+        if let Some(reason) = HoldReason::of(sync.approve, destructive, target.hold.as_deref()) {
+            let held = Held {
+                planned: &planned,
+                reason,
+            };
+            hold_for_approval(home, release, target, held, staging, &mut report)?;
             report.receipt_id = Some(changed[0].1.receipt.receipt.id.clone());
             return finish(home, release, started_at, ran, report);
         }
@@ -525,21 +524,30 @@ fn converge(
     finish(home, release, started_at, ran, report)
 }
 
-/// Holds this round's plans as a pending approval and says so in the report.
+/// This round's plans, and why they wait.
+struct Held<'a> {
+    planned: &'a [(String, Planned)],
+    reason: HoldReason,
+}
+
+/// Holds this round's plans as a pending approval and says so, and why, in the
+/// report.
 fn hold_for_approval(
     home: &Home,
     release: &VerifiedRelease,
     target: &Target,
-    planned: &[(String, Planned)],
+    held: Held,
     staging: tempfile::TempDir,
     report: &mut SyncReleaseReport,
 ) -> Result<()> {
-    let sync = &home.config.sync;
-    let held = hold_plan(home, release, target, planned, staging)?;
+    let held = hold_plan(home, release, target, held, staging)?;
     report.state = SyncState::PendingApproval;
     report.message = Some(format!(
-        "held for approval (`approve = \"{}\"`): review `{}`, then run `stackpack-runner approve {}`",
-        sync.approve.as_str(),
+        "held for approval ({}): review `{}`, then run `stackpack-runner approve {}`",
+        held.reason
+            .as_ref()
+            .map(|r| r.to_string())
+            .unwrap_or_default(),
         pending::dir(home, &held.id).join(pending::REVIEW).display(),
         held.id
     ));
@@ -705,7 +713,7 @@ fn hold_plan(
     home: &Home,
     release: &VerifiedRelease,
     target: &Target,
-    planned: &[(String, Planned)],
+    Held { planned, reason }: Held,
     staging: tempfile::TempDir,
 ) -> Result<Pending> {
     let key = receipts::installation_key(&home.key_path())?;
@@ -731,7 +739,12 @@ fn hold_plan(
     if let Some(existing) = existing {
         if existing.id == id && pending::exists(&pending::dir(home, &id)) {
             // The same change against the same state: the plan already held stays
-            // the one to approve.
+            // the one to approve, with why it waits now.
+            let mut existing = existing;
+            if existing.reason.as_ref() != Some(&reason) {
+                existing.reason = Some(reason);
+                pending::rewrite(home, &existing)?;
+            }
             return Ok(existing);
         }
         pending::remove(home, &existing.id)?;
@@ -758,12 +771,7 @@ fn hold_plan(
                 plan: format!("{stack}.plan.json"),
                 summary: r.plan.summary,
                 destructive: pending::destructive(&r.plan),
-                changes: r
-                    .plan
-                    .changes
-                    .iter()
-                    .map(|c| (c.address.clone(), c.action.as_str().to_string()))
-                    .collect(),
+                changes: r.plan.planned(),
             })
             .collect(),
         waiting: planned
@@ -771,6 +779,7 @@ fn hold_plan(
             .filter(|(_, p)| matches!(p, Planned::Waiting(_)))
             .map(|(s, _)| s.clone())
             .collect(),
+        reason: Some(reason),
     };
     pending::hold(home, staging, &pending)?;
     Ok(pending)

@@ -14,9 +14,11 @@ use semver::Version;
 use serde::{Deserialize, Serialize};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::receipt::PlanSummary;
-use stackpack_schema::rollout::PendingApproval;
+use stackpack_schema::rollout::{Approve, PendingApproval};
 
-use crate::engine::{Action, PlanDetails};
+use stackpack_schema::plan::{Action, PlannedChange};
+
+use crate::engine::PlanDetails;
 use crate::error::{io, Error, Result};
 use crate::files;
 use crate::home::Home;
@@ -38,8 +40,82 @@ pub struct PendingStack {
     /// Resources the plan replaces or destroys.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destructive: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<(String, String)>,
+    /// Every resource change, by address.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "planned_changes"
+    )]
+    pub changes: Vec<PlannedChange>,
+}
+
+/// `changes` as this runner writes them, or as runners before the schema's plan
+/// actions did (`[address, "add" | "change" | "replace" | "destroy"]` pairs): a plan
+/// held before an upgrade is still approvable after it.
+fn planned_changes<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Vec<PlannedChange>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Now(PlannedChange),
+        Before(String, String),
+    }
+    Vec::<Written>::deserialize(deserializer)?
+        .into_iter()
+        .map(|written| match written {
+            Written::Now(change) => Ok(change),
+            Written::Before(address, action) => {
+                let action = match action.as_str() {
+                    "add" => Action::Create,
+                    "change" => Action::Update,
+                    other => other.parse().map_err(serde::de::Error::custom)?,
+                };
+                Ok(PlannedChange { address, action })
+            }
+        })
+        .collect()
+}
+
+/// Why a pass holds a plan for a person instead of applying it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "by")]
+pub enum HoldReason {
+    /// The home's approval policy: `manual`, or `auto-unless-destructive` on a plan
+    /// that replaces or destroys resources.
+    Policy { approve: Approve },
+    /// The registry's assignment asks for a person (its forecast replaces or
+    /// destroys resources here), in its words; whatever the policy says.
+    Registry { words: String },
+}
+
+impl HoldReason {
+    /// Why a plan with changes waits, if it does: the registry's hold first, else
+    /// the policy (`destructive`: the plan replaces or destroys a resource).
+    pub fn of(approve: Approve, destructive: bool, hold: Option<&str>) -> Option<HoldReason> {
+        if let Some(words) = hold {
+            return Some(HoldReason::Registry {
+                words: words.to_string(),
+            });
+        }
+        let held = match approve {
+            Approve::Auto => false,
+            Approve::AutoUnlessDestructive => destructive,
+            Approve::Manual => true,
+        };
+        held.then_some(HoldReason::Policy { approve })
+    }
+}
+
+impl std::fmt::Display for HoldReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HoldReason::Policy { approve } => write!(f, "`approve = \"{approve}\"`"),
+            HoldReason::Registry { words } => {
+                write!(f, "the registry asks for a person: {words}")
+            }
+        }
+    }
 }
 
 /// `meta.json`.
@@ -63,6 +139,9 @@ pub struct Pending {
     /// Stacks whose upstream changes first: planned on the pass after approval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting: Vec<String>,
+    /// Why it waits (absent from plans held before runners said so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<HoldReason>,
 }
 
 /// What a stack's plan is made of, for the id.
@@ -97,7 +176,7 @@ pub fn id(release_digest: &Digest, stacks: &[Fingerprint]) -> String {
 pub fn destructive(plan: &PlanDetails) -> Vec<String> {
     plan.changes
         .iter()
-        .filter(|c| matches!(c.action, Action::Replace | Action::Destroy))
+        .filter(|c| c.action.is_destructive())
         .map(|c| c.address.clone())
         .collect()
 }
@@ -137,6 +216,9 @@ impl Pending {
             "# Pending approval `{}`\n\nRelease `{}@{}` (`{}`), held since {}.\n\n",
             self.id, self.release, self.version, self.digest, self.since
         );
+        if let Some(reason) = &self.reason {
+            md.push_str(&format!("Held because {reason}.\n\n"));
+        }
         md.push_str("| Stack | Version | Add | Change | Destroy |\n|---|---|---|---|---|\n");
         for s in &self.stacks {
             md.push_str(&format!(
@@ -149,13 +231,13 @@ impl Pending {
                 continue;
             }
             md.push_str(&format!("\n## `{}`\n\n", s.stack));
-            for (address, action) in &s.changes {
-                let mark = if matches!(action.as_str(), "replace" | "destroy") {
+            for change in &s.changes {
+                let mark = if change.action.is_destructive() {
                     " **(destructive)**"
                 } else {
                     ""
                 };
-                md.push_str(&format!("- {action} `{address}`{mark}\n"));
+                md.push_str(&format!("- {change}{mark}\n"));
             }
         }
         if !self.waiting.is_empty() {
@@ -204,6 +286,17 @@ pub fn hold(home: &Home, staged: tempfile::TempDir, pending: &Pending) -> Result
         std::fs::remove_dir_all(&target).map_err(|e| io("remove", &target, e))?;
     }
     std::fs::rename(&dir, &target).map_err(|e| io("move into", &target, e))
+}
+
+/// Rewrites the record of pending approval `pending.id` in place (the same plan,
+/// held for another reason).
+pub fn rewrite(home: &Home, pending: &Pending) -> Result<()> {
+    let dir = dir(home, &pending.id);
+    files::write_private(
+        &dir.join(META),
+        &(serde_json::to_string_pretty(pending).expect("serialises") + "\n"),
+    )?;
+    files::write_private(&dir.join(REVIEW), &pending.review())
 }
 
 /// Every pending approval, oldest first.
@@ -279,4 +372,64 @@ pub fn dir(home: &Home, id: &str) -> PathBuf {
 
 pub fn exists(path: &Path) -> bool {
     path.join(META).is_file()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registry_hold_holds_whatever_the_policy_and_the_policy_holds_as_before() {
+        let words = "forecast replaces `terraform_data.marker`";
+        for approve in Approve::ALL {
+            for destructive in [false, true] {
+                assert_eq!(
+                    HoldReason::of(approve, destructive, Some(words)),
+                    Some(HoldReason::Registry {
+                        words: words.into()
+                    }),
+                    "{approve}, destructive: {destructive}"
+                );
+            }
+        }
+        assert_eq!(HoldReason::of(Approve::Auto, true, None), None);
+        assert_eq!(
+            HoldReason::of(Approve::AutoUnlessDestructive, false, None),
+            None
+        );
+        assert_eq!(
+            HoldReason::of(Approve::AutoUnlessDestructive, true, None),
+            Some(HoldReason::Policy {
+                approve: Approve::AutoUnlessDestructive
+            })
+        );
+        assert_eq!(
+            HoldReason::of(Approve::Manual, false, None)
+                .unwrap()
+                .to_string(),
+            "`approve = \"manual\"`"
+        );
+    }
+
+    #[test]
+    fn a_plan_held_by_an_older_runner_with_its_own_action_words_is_still_read() {
+        let before = serde_json::json!({
+            "stack": "gpu-pools", "version": "1.0.0", "plan": "gpu-pools.plan.json",
+            "summary": {"add": 1, "change": 1, "destroy": 1},
+            "changes": [["terraform_data.a", "add"], ["terraform_data.b", "change"],
+                        ["terraform_data.c", "replace"]],
+        });
+        let stack: PendingStack = serde_json::from_value(before).unwrap();
+        assert_eq!(
+            stack.changes.iter().map(|c| c.action).collect::<Vec<_>>(),
+            [Action::Create, Action::Update, Action::Replace]
+        );
+        let written = serde_json::to_value(&stack).unwrap();
+        assert_eq!(
+            written["changes"][0],
+            serde_json::json!({"address": "terraform_data.a", "action": "create"})
+        );
+        let again: PendingStack = serde_json::from_value(written).unwrap();
+        assert_eq!(again.changes, stack.changes);
+    }
 }

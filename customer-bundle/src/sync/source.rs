@@ -32,6 +32,10 @@ pub struct Target {
     pub digest: Option<Digest>,
     /// The release's inputs folder, or the single stack's file.
     pub inputs: PathBuf,
+    /// The registry asks for a person before this is applied (its forecast replaces
+    /// or destroys resources here), in its words: a plan with changes is held
+    /// whatever `[sync] approve` says. Only an assignment carries one.
+    pub hold: Option<String>,
 }
 
 /// A release named by the source that this pass will not act on.
@@ -261,6 +265,7 @@ pub fn from_store(home: &Home, inputs: Option<PathBuf>) -> Result<Assigned> {
                         version: s.version.clone(),
                         digest: Some(s.digest.clone()),
                         inputs,
+                        hold: None,
                     }),
                     Err(message) => out
                         .refused
@@ -314,6 +319,7 @@ pub fn from_desired(
                     version: version.clone(),
                     digest: None,
                     inputs,
+                    hold: None,
                 });
             }
             Wanted::Channel(wanted_channel) => channel_target(
@@ -381,6 +387,7 @@ fn channel_target(
                 version: s.version.clone(),
                 digest: Some(s.digest.clone()),
                 inputs,
+                hold: None,
             });
         }
         None => out.refused.push(
@@ -498,6 +505,7 @@ pub fn from_registry(
             version: a.version,
             digest: Some(a.digest),
             inputs,
+            hold: a.hold.filter(|words| !words.trim().is_empty()),
         });
     }
     Ok(out)

@@ -242,6 +242,19 @@ fn a_change_made_by_hand_in_the_account_is_drift(runner: &Runner) {
         .code(3)
         .json();
     assert_eq!(drifted["outcome"], "drifted");
+    // The receipt names what the refresh found changed by hand: the registry tells
+    // the customer's hand from a wrong forecast by it.
+    let receipt: SignedReceipt = serde_json::from_value(drifted["receipt"].clone()).unwrap();
+    receipt.verify_integrity().unwrap();
+    assert!(
+        receipt
+            .receipt
+            .drifted
+            .iter()
+            .any(|a| a.ends_with("aws_vpc.this")),
+        "{:?}",
+        receipt.receipt.drifted
+    );
     let status = runner.run(&["status", "--json"]).ok().json();
     assert_eq!(status["stacks"][0]["lastDriftCheck"]["outcome"], "drifted");
 }

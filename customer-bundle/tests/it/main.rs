@@ -16,6 +16,7 @@ mod policies;
 mod privacy;
 mod providers;
 mod pull;
+mod receipt_changes;
 mod registry;
 mod releases;
 mod reviewed_plans;

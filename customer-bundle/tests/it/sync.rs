@@ -1200,3 +1200,64 @@ fn a_desired_channel_resolves_through_the_registry_when_the_store_has_no_stateme
     let (converged, _) = connected.pass(&runner, 0);
     assert_eq!(release(&converged, "platform")["state"], "converged");
 }
+
+#[test]
+fn an_assignment_with_a_hold_is_held_for_a_person_even_under_auto_says_why_and_approve_applies_it()
+{
+    let (vendor, _) = vendor(&["1.0.0"]);
+    let connected = Connected::start(&vendor);
+    connected.promote(&vendor, "1.0.0", &vendor.key);
+    let relay = crate::common::hold_relay::HoldRelay::start(connected.registry.host());
+    let runner = imported(&vendor);
+    let gitops = GitOps::new(&runner, 3);
+    configure(
+        &runner,
+        &format!(
+            "registry = \"{}/acme\"\ninsecure = true\ninputs = {:?}\napprove = \"auto\"",
+            relay.host,
+            gitops.dir.join("customers/globex")
+        ),
+    );
+    let (first, stderr) = connected.pass(&runner, 0);
+    assert_eq!(
+        release(&first, "platform")["state"],
+        "applied",
+        "{first}\n{stderr}"
+    );
+    assert_eq!(marker(&runner), serde_json::json!(3));
+
+    // The pool grows (its marker is replaced: `auto` would apply it), and the
+    // registry's forecast asks for a person.
+    let words = "the forecast replaces `terraform_data.marker` (pool_size)";
+    relay.hold(Some(words));
+    gitops.pool_size(5);
+    let (held, stderr) = connected.pass(&runner, 0);
+    let platform = release(&held, "platform");
+    assert_eq!(platform["state"], "pending-approval", "{held}\n{stderr}");
+    let message = platform["message"].as_str().unwrap();
+    assert!(message.contains(words), "{message}");
+    assert!(message.contains("registry asks for a person"), "{message}");
+    assert_eq!(held["report"]["approve"], "auto", "{held}");
+    assert_eq!(marker(&runner), serde_json::json!(3), "nothing applied");
+    let id = platform["pending"]["id"].as_str().unwrap().to_string();
+    let listed = pending(&runner);
+    assert_eq!(
+        listed[0]["reason"],
+        serde_json::json!({"by": "registry", "words": words})
+    );
+    let table = runner.run(&["pending"]).ok().stdout;
+    assert!(table.contains(words), "{table}");
+    let review = std::fs::read_to_string(listed[0]["review"].as_str().unwrap()).unwrap();
+    assert!(review.contains(words), "{review}");
+
+    runner.run(&["approve", &id]).ok();
+    assert_eq!(marker(&runner), serde_json::json!(5));
+    assert!(pending(&runner).is_empty());
+    // Still under the hold, a plan with nothing to change converges.
+    let (after, stderr) = connected.pass(&runner, 0);
+    assert_eq!(
+        release(&after, "platform")["state"],
+        "converged",
+        "{after}\n{stderr}"
+    );
+}
