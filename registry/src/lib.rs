@@ -30,6 +30,7 @@ pub mod conn;
 pub mod controllers;
 pub mod db;
 pub mod error;
+pub mod forecast;
 pub mod gc;
 pub mod metrics;
 pub mod names;

@@ -28,6 +28,8 @@ pub struct Checked {
     pub finished_ns: i64,
     document: String,
     public_key_b64: String,
+    /// The receipt itself when it carries a plan to hold against a forecast.
+    planned: Option<stackpack_schema::receipt::Receipt>,
 }
 
 fn bad(message: impl Into<String>) -> Error {
@@ -84,6 +86,7 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
         finished_ns,
         document,
         public_key_b64: signed.public_key.clone(),
+        planned: receipt.changes_digest.is_some().then(|| receipt.clone()),
     })
 }
 
@@ -122,6 +125,10 @@ pub fn store(
     db::ledger::insert_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
     db::ledger::note_in_cell(tx, &deployment, checked.finished_ns)?;
     db::ledger::note_in_adoption(tx, &deployment, checked.finished_ns)?;
+    // A real plan that differs from its forecast fails the gate below.
+    if let Some(receipt) = &checked.planned {
+        crate::forecast::hold_receipt(tx, receipt, now_text)?;
+    }
     // A stack receipt can fail or drift a release a rollout assigned: the gate
     // hears of it at once.
     let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);

@@ -459,6 +459,9 @@ pub fn evaluate(
 ) -> rusqlite::Result<(Gate, Option<String>)> {
     let target = &row.version;
     let name = &row.release;
+    if let Some(reason) = crate::forecast::gate_reason(conn, name, target, customer)? {
+        return Ok((Gate::Failed, Some(reason)));
+    }
     // The time of the success the gate stands on: failures reported after it count.
     let mut success: Option<(i64, i64)> = None;
     match row.kind {
@@ -628,6 +631,8 @@ pub fn control(conn: &Connection, id: i64, control: Control, now_ns: i64) -> Res
         }
         (Control::Pause, RolloutState::Paused) => {}
         (Control::Resume, RolloutState::Paused | RolloutState::Halted) => {
+            // A person looked at the forecast's misses: they halt no more.
+            crate::forecast::acknowledge(conn, &row.release, &row.version)?;
             rdb::set_state(conn, id, RolloutState::Running, None, &now)?;
             rdb::insert_event(
                 conn,
@@ -720,6 +725,9 @@ pub fn detail(conn: &Connection, id: i64) -> rusqlite::Result<Option<RolloutDeta
         rollout: summary(conn, &row)?,
         assignments: rdb::assignments(conn, id)?,
         events: rdb::events(conn, id)?,
+        forecast: crate::db::forecasts::forecast(conn, &row.release, &row.version)?
+            .map(|f| f.summary()),
+        misses: crate::db::forecasts::misses(conn, &row.release, &row.version)?,
     }))
 }
 
@@ -776,8 +784,8 @@ pub fn assignment(
                 rollout,
                 assigned_at: a.assigned_at.clone(),
                 statement,
+                hold: crate::forecast::hold(conn, &a.release, &promotion.version, customer)?,
                 on_the_way_to,
-                hold: None,
             });
         }
     }
@@ -902,6 +910,9 @@ pub fn record_sync(db: &Db, customer: &str, report: &SyncReport) -> Result<()> {
         let now_ns = now_ns();
         let now = format_ns(now_ns);
         rdb::note_sync(tx, customer, &now, now_ns)?;
+        if let Some(approve) = report.approve {
+            db::forecasts::set_approve(tx, customer, approve)?;
+        }
         for release in &report.releases {
             let pending = release
                 .pending

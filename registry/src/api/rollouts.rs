@@ -288,4 +288,11 @@ pub struct RolloutDetail {
     pub rollout: Rollout,
     pub assignments: Vec<RolloutAssignment>,
     pub events: Vec<RolloutEvent>,
+    /// The one-line summary of the version's forecast, if the vendor sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<String>,
+    /// Real plans that differed from their forecast (`ForecastMiss`), oldest first.
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub misses: Vec<stackpack_schema::forecast::ForecastMiss>,
 }

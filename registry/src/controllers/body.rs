@@ -84,7 +84,17 @@ pub async fn read_limited(
     config: &crate::config::Config,
     what: &str,
 ) -> Result<axum::body::Bytes> {
-    let limit = config.max_json_bytes;
+    read_limited_to(body, config, what, config.max_json_bytes).await
+}
+
+/// Reads a JSON body of at most `limit` bytes (a document larger by nature than
+/// `max_json_bytes`, such as a fleet's forecast).
+pub async fn read_limited_to(
+    body: Body,
+    config: &crate::config::Config,
+    what: &str,
+    limit: u64,
+) -> Result<axum::body::Bytes> {
     let mut stream = body.into_data_stream();
     let mut bytes = Vec::new();
     while let Some(chunk) =

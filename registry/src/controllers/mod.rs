@@ -9,6 +9,7 @@ pub mod base;
 pub mod blobs;
 pub mod body;
 pub mod context;
+pub mod forecasts;
 pub mod health;
 pub mod ledger;
 pub mod manifests;
@@ -22,6 +23,6 @@ pub mod ui;
 pub mod uploads;
 pub mod v2_paths;
 
-pub use body::{discard, drain, empty, read_limited, DRAIN_CAP};
+pub use body::{discard, drain, empty, read_limited, read_limited_to, DRAIN_CAP};
 pub use context::{context, Authorised, Ctx, MayAdminister, MayPublish, MayReport};
 pub use routing::router;

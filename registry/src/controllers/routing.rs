@@ -15,7 +15,8 @@ use crate::controllers::body::{drain, DRAIN_CAP};
 use crate::controllers::context::context;
 use crate::controllers::v2_paths::{route, V2Route};
 use crate::controllers::{
-    base, blobs, health, ledger, manifests, observe, referrers, rollouts, tags, token, ui, uploads,
+    base, blobs, forecasts, health, ledger, manifests, observe, referrers, rollouts, tags, token,
+    ui, uploads,
 };
 use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
@@ -115,6 +116,11 @@ fn rollout_routes() -> Router<SharedState> {
             "/api/v1/rollouts/{id}/abort",
             post(rollouts::control::abort),
         )
+        .route(
+            "/api/v1/forecasts/{release}/{version}",
+            put(forecasts::put::handle).get(forecasts::show::handle),
+        )
+        .route("/api/v1/forecast-targets", get(forecasts::targets::handle))
         .route("/ui/rollouts", get(ui::rollouts::list))
         .route("/ui/rollouts/{id}", get(ui::rollouts::show))
 }

@@ -14,6 +14,7 @@ mod crash;
 mod differential;
 mod fleet;
 mod fleet_paging;
+mod forecast;
 mod gc_safety;
 mod interop;
 mod latency;

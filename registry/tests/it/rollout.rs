@@ -25,17 +25,17 @@ use stackpack_test_support::release_index::{ReleaseArtifacts, ReleaseBuilder};
 
 const REPO: &str = "acme/releases/platform";
 
-fn vendor() -> PrivateKey {
+pub(crate) fn vendor() -> PrivateKey {
     PrivateKey::from_secret_bytes([42; 32])
 }
 
-fn release(version: &str) -> ReleaseArtifacts {
+pub(crate) fn release(version: &str) -> ReleaseArtifacts {
     ReleaseBuilder::new("platform", version)
         .stack("network", "1.0.0", &[])
         .build()
 }
 
-fn push_release(client: &Client, artifacts: &ReleaseArtifacts) {
+pub(crate) fn push_release(client: &Client, artifacts: &ReleaseArtifacts) {
     for blob in &artifacts.blobs {
         client.push_blob(REPO, blob);
     }
@@ -49,7 +49,7 @@ fn push_release(client: &Client, artifacts: &ReleaseArtifacts) {
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
 }
 
-fn statement(artifacts: &ReleaseArtifacts, required: bool) -> SignedChannelStatement {
+pub(crate) fn statement(artifacts: &ReleaseArtifacts, required: bool) -> SignedChannelStatement {
     SignedChannelStatement::sign(
         ChannelStatement {
             format: CHANNEL_STATEMENT_FORMAT,
@@ -69,7 +69,11 @@ fn statement(artifacts: &ReleaseArtifacts, required: bool) -> SignedChannelState
 
 /// Pushes a statement the way `stackpack promote` does: its layer and the empty
 /// config, then the manifest by digest, subject the release index.
-fn promote(client: &Client, signed: &SignedChannelStatement, artifacts: &ReleaseArtifacts) -> Resp {
+pub(crate) fn promote(
+    client: &Client,
+    signed: &SignedChannelStatement,
+    artifacts: &ReleaseArtifacts,
+) -> Resp {
     let (manifest, layer) = statement_artifact(signed, &artifacts.index.descriptor());
     client.push_blob(REPO, &layer);
     client.push_blob(REPO, media_type::EMPTY_BLOB);
@@ -77,7 +81,7 @@ fn promote(client: &Client, signed: &SignedChannelStatement, artifacts: &Release
     client.push_manifest(REPO, &sha256(&bytes), &bytes, OCI_MANIFEST)
 }
 
-fn release_receipt(
+pub(crate) fn release_receipt(
     customer: &str,
     id: &str,
     version: &str,
@@ -106,15 +110,15 @@ fn release_receipt(
     )
 }
 
-struct Fleet {
-    server: OurRegistry,
-    publisher: Client,
-    admin: Client,
+pub(crate) struct Fleet {
+    pub(crate) server: OurRegistry,
+    pub(crate) publisher: Client,
+    pub(crate) admin: Client,
 }
 
 impl Fleet {
     /// A registry with customers in channel `stable` at the given waves.
-    fn start(soak: &str, customers: &[(&str, Option<&str>)]) -> Fleet {
+    pub(crate) fn start(soak: &str, customers: &[(&str, Option<&str>)]) -> Fleet {
         Fleet::start_with(&[], soak, customers)
     }
 
@@ -139,14 +143,14 @@ impl Fleet {
         }
     }
 
-    fn customer(&self, id: &str) -> Client {
+    pub(crate) fn customer(&self, id: &str) -> Client {
         Client::new(
             self.server.url(),
             Some(self.server.token("customer", Some(id))),
         )
     }
 
-    fn assignment(&self, client: &Client, id: &str) -> AssignmentResponse {
+    pub(crate) fn assignment(&self, client: &Client, id: &str) -> AssignmentResponse {
         let r = client.req(
             "GET",
             &format!("/api/v1/customers/{id}/assignment"),
@@ -157,7 +161,7 @@ impl Fleet {
         serde_json::from_slice(&r.body).unwrap()
     }
 
-    fn report(&self, client: &Client, signed: &SignedReleaseReceipt) {
+    pub(crate) fn report(&self, client: &Client, signed: &SignedReleaseReceipt) {
         let r = client.req(
             "POST",
             "/api/v1/release-receipts",
@@ -167,7 +171,7 @@ impl Fleet {
         assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     }
 
-    fn rollout(&self, id: i64) -> serde_json::Value {
+    pub(crate) fn rollout(&self, id: i64) -> serde_json::Value {
         json(&cli_ok(
             &self.server,
             &["rollout", "show", &id.to_string(), "--json"],
@@ -586,7 +590,10 @@ fn support_pages_show_rollouts_who_failed_and_a_customer_waiting_for_approval() 
 fn the_assignment_poll_and_the_gate_never_scan_a_table() {
     let dir = tempfile::tempdir().unwrap();
     let db = stackpack_registry::db::Db::open(&dir.path().join("registry.db"), 1).unwrap();
-    for (name, sql) in stackpack_registry::db::rollouts::HOT_QUERIES {
+    let hot = stackpack_registry::db::rollouts::HOT_QUERIES
+        .iter()
+        .chain(stackpack_registry::db::forecasts::HOT_QUERIES);
+    for (name, sql) in hot {
         let plan: Vec<String> = db
             .read(|c| {
                 let mut statement = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;

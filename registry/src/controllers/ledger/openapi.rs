@@ -5,7 +5,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::api;
-use crate::controllers::{ledger, rollouts};
+use crate::controllers::{forecasts, ledger, rollouts};
 
 struct BearerAuth;
 
@@ -57,6 +57,9 @@ impl Modify for BearerAuth {
         rollouts::control::pause,
         rollouts::control::resume,
         rollouts::control::abort,
+        forecasts::put::handle,
+        forecasts::show::handle,
+        forecasts::targets::handle,
     ),
     components(schemas(
         api::Release,

@@ -174,6 +174,10 @@ pub async fn show(
     } else {
         body.push_str(&rows_table(&running, false, "running"));
     }
+    match super::forecast::customer_section(&state, &id) {
+        Ok(section) => body.push_str(&section),
+        Err(e) => return failed(e),
+    }
     body.push_str(&history_section(&history, &keys));
     respond(StatusCode::OK, page(&customer.id, true, &body))
 }

@@ -6,6 +6,7 @@
 
 pub mod customer;
 pub mod fleet;
+pub mod forecast;
 pub mod html;
 pub mod login;
 pub mod release;

@@ -165,6 +165,10 @@ pub async fn show(
             "assignments",
         ));
     }
+    match super::forecast::rollout_section(&state, &d) {
+        Ok(section) => body.push_str(&section),
+        Err(e) => return failed(e),
+    }
     let events: Vec<Vec<String>> = d
         .events
         .iter()
