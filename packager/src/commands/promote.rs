@@ -92,7 +92,7 @@ pub fn run(args: &PromoteArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
 }
 
 /// `NAME@VERSION`; a version is required: a promotion approves one exact version.
-fn target(text: &str) -> Result<(String, semver::Version)> {
+pub(crate) fn target(text: &str) -> Result<(String, semver::Version)> {
     const HINT: &str = "name it as `NAME@VERSION`, such as `data-plane@1.4.0`";
     let reference: StackRef = text
         .parse()
