@@ -101,7 +101,7 @@ pub fn forecast(
     for (index, target) in targets.customers.iter().enumerate() {
         match prepared.job(index, target) {
             Ok(job) => jobs.push(job),
-            Err(early) => results[index] = Some(early),
+            Err((outcome, reason)) => results[index] = Some(early(target, outcome, reason)),
         }
     }
     let folder = options.cache.then(|| cache::folder(witness.root()));
@@ -142,6 +142,22 @@ pub fn forecast(
         account: prepared.account.clone(),
         customers: results.into_iter().flatten().collect(),
     })
+}
+
+/// The forecast of a customer that could not run.
+fn early(target: &ForecastTarget, outcome: ForecastOutcome, reason: String) -> CustomerForecast {
+    CustomerForecast {
+        customer: target.customer.clone(),
+        wave: target.wave.clone(),
+        running: target.running.clone(),
+        through: target.through.clone(),
+        outcome,
+        stacks: Vec::new(),
+        inputs_set: Vec::new(),
+        reason: Some(reason),
+        cached: false,
+        seconds: 0.0,
+    }
 }
 
 /// Another customer's forecast (or a cached one) as `target`'s.
@@ -246,34 +262,22 @@ impl<'a> Prepared<'a> {
         }
     }
 
-    /// `target`'s job, or its forecast when it cannot run (skipped, not forecast).
+    /// `target`'s job, or why it cannot run (skipped, not forecast).
     fn job(
         &self,
         index: usize,
         target: &ForecastTarget,
-    ) -> std::result::Result<Job, CustomerForecast> {
-        let early = |outcome: ForecastOutcome, reason: String| CustomerForecast {
-            customer: target.customer.clone(),
-            wave: target.wave.clone(),
-            running: target.running.clone(),
-            through: target.through.clone(),
-            outcome,
-            stacks: Vec::new(),
-            inputs_set: Vec::new(),
-            reason: Some(reason),
-            cached: false,
-            seconds: 0.0,
-        };
+    ) -> std::result::Result<Job, (ForecastOutcome, String)> {
         let mut hops: Vec<&Hop> = Vec::new();
         for version in &target.through {
             match &self.through[version] {
                 Ok(hop) => hops.push(hop),
-                Err(reason) => return Err(early(ForecastOutcome::NotForecast, reason.clone())),
+                Err(reason) => return Err((ForecastOutcome::NotForecast, reason.clone())),
             }
         }
         hops.push(&self.candidate.hop);
         let running = running_stacks(&self.candidate.hop, target);
-        let not_forecast = |reason: String| early(ForecastOutcome::NotForecast, reason);
+        let not_forecast = |reason: String| (ForecastOutcome::NotForecast, reason);
         let running: Vec<Step> = running
             .iter()
             .map(|s| self.step(s))
@@ -292,7 +296,7 @@ impl<'a> Prepared<'a> {
         let mut inputs = BTreeMap::new();
         for stack in stacks {
             let Some(file) = self.inputs.get(stack).and_then(|c| c.get(&target.customer)) else {
-                return Err(early(
+                return Err((
                     ForecastOutcome::Skipped,
                     format!(
                         "no inputs file `customers/{}/{stack}.tfvars`",
@@ -362,17 +366,16 @@ impl<'a> Prepared<'a> {
         let progress = std::io::stderr().is_terminal();
         std::thread::scope(|scope| {
             for _ in 0..parallel.max(1).min(jobs.len()) {
-                scope.spawn(|| loop {
-                    let Some(job) = jobs.get(next.fetch_add(1, Ordering::SeqCst)) else {
-                        break;
-                    };
-                    let forecast = self.customer(job, &targets[job.index], &plugins);
-                    if progress {
-                        stackpack_terminal::status(&render::progress_line(&forecast));
+                scope.spawn(|| {
+                    while let Some(job) = jobs.get(next.fetch_add(1, Ordering::SeqCst)) {
+                        let forecast = self.customer(job, &targets[job.index], &plugins);
+                        if progress {
+                            stackpack_terminal::status(&render::progress_line(&forecast));
+                        }
+                        done.lock()
+                            .expect("no worker panics")
+                            .push((*job, forecast));
                     }
-                    done.lock()
-                        .expect("no worker panics")
-                        .push((*job, forecast));
                 });
             }
         });
