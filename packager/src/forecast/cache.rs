@@ -79,3 +79,33 @@ pub fn engine_identity(path: &Path) -> String {
         .unwrap_or_default();
     format!("{} {version}", path.display())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_changes_with_every_thing_a_forecast_reads_and_only_with_those() {
+        let base = Digest::of(b"base 1.0.0");
+        let app = Digest::of(b"app 1.1.0");
+        let key = |inputs: &[u8], engine: &str, through: bool| {
+            let mut path = vec![vec![("base", &base), ("app", &app)]];
+            if through {
+                path.insert(0, vec![("app", &base)]);
+            }
+            CacheKey {
+                running: vec![("base", &base)],
+                path,
+                inputs: vec![("base", Digest::of(inputs))],
+                engine,
+                account: "emulator `http://127.0.0.1:5000`",
+            }
+            .digest()
+        };
+        let first = key(b"name = \"acme\"", "terraform 1.9.0", false);
+        assert_eq!(first, key(b"name = \"acme\"", "terraform 1.9.0", false));
+        assert_ne!(first, key(b"name = \"globex\"", "terraform 1.9.0", false));
+        assert_ne!(first, key(b"name = \"acme\"", "terraform 1.10.0", false));
+        assert_ne!(first, key(b"name = \"acme\"", "terraform 1.9.0", true));
+    }
+}
