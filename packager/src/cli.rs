@@ -42,6 +42,9 @@ pub enum Command {
     /// Approve a published release (or stack) version for a channel: sign the
     /// statement the registry's rollout and every runner act on, and push it beside it.
     Promote(PromoteArgs),
+    /// Forecast every customer's plan from the versions it runs to a published
+    /// release version, in an emulated account, and send it to the registry.
+    Forecast(ForecastArgs),
     /// Check the interface contract of changed stacks and modules, and lint the repository.
     Check(crate::commands::check::CheckArgs),
     /// Customers: start one's inputs file for a stack.
@@ -195,6 +198,34 @@ pub struct PromoteArgs {
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 forecast made (customers skipped or not forecast are named on stderr, and the forecast says so); 1 refused or failed (the registry cannot be reached or refused, the account or engine is not usable); 2 the command was wrong (bad flags, no `[witness]` table, a release that does not exist)."
+)]
+pub struct ForecastArgs {
+    /// The published release (or single stack) and version, as `NAME@VERSION`.
+    #[arg(value_name = "NAME@VERSION")]
+    pub target: String,
+    /// Forecast only the customers on this channel (default: every customer the
+    /// registry's ledger knows).
+    #[arg(long, value_name = "CHANNEL")]
+    pub channel: Option<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Customers forecast at once (default: `[witness] parallel`, else 4).
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
+    /// Print the forecast as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not send the forecast to the registry (`PUT /api/v1/forecasts/...`).
+    #[arg(long)]
+    pub no_send: bool,
+    /// The vendor repository: `stackpack.toml`, git history, `customers/`.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub repo: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -40,6 +40,7 @@ pub mod config;
 pub mod customers;
 pub mod discover;
 pub mod error;
+pub mod forecast;
 pub mod git;
 pub mod impact;
 pub mod keys;

@@ -49,6 +49,24 @@ pub fn post_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpEr
     )
 }
 
+/// PUTs `body` as JSON to `url` with a bearer `token` (the packager sends a release's
+/// forecast to the registry); the same rules as [`post_json`].
+pub fn put_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpError> {
+    check_url(url)?;
+    send(
+        Duration::from_secs(10),
+        Duration::from_secs(60),
+        MAX_ANSWER,
+        |client| {
+            client
+                .put(url)
+                .bearer_auth(token)
+                .header("Content-Type", "application/json")
+                .body(body)
+        },
+    )
+}
+
 /// POSTs a form (`application/x-www-form-urlencoded`) with extra `headers` and no
 /// token, for a cloud API's query-style call (the outcome witness asks an emulated
 /// account's STS for credentials). Plain `http://` is allowed: nothing secret is sent.

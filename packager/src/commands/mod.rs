@@ -4,6 +4,7 @@ pub mod build;
 pub mod check;
 pub mod customer;
 pub mod export;
+pub mod forecast;
 pub mod gate;
 pub mod inspect;
 pub mod keygen;
@@ -31,6 +32,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Publish(args) => publish::run(args, global),
         Command::Export(args) => export::run(args, global),
         Command::Promote(args) => promote::run(args, global),
+        Command::Forecast(args) => forecast::run(args),
         Command::Check(args) => check::run(args),
         Command::Customer(CustomerCommand::New(args)) => customer::new(args),
     }

@@ -139,7 +139,7 @@ fn read_forecast(api: &LedgerApi, approved: &Approved, args: &PromoteArgs) -> Re
 }
 
 /// `NAME@VERSION`; a version is required: a promotion approves one exact version.
-fn target(text: &str) -> Result<(String, semver::Version)> {
+pub(crate) fn target(text: &str) -> Result<(String, semver::Version)> {
     const HINT: &str = "name it as `NAME@VERSION`, such as `data-plane@1.4.0`";
     let reference: StackRef = text
         .parse()

@@ -155,3 +155,36 @@ pub fn write_tree(
     )?;
     Ok(work)
 }
+
+/// The plugin cache engines share: engines do not share it safely while they fill
+/// it, so the first `init` of each tree (by key) runs alone; later ones in parallel.
+#[derive(Debug, Default)]
+pub struct PluginCache {
+    warm: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    first_init: std::sync::Mutex<()>,
+}
+
+impl PluginCache {
+    /// Runs `init` for the tree `key`: alone until one `init` of it has succeeded.
+    pub fn init<T, E>(&self, key: &str, init: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let warm = |cache: &Self| {
+            cache
+                .warm
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(key)
+        };
+        if warm(self) {
+            return init();
+        }
+        let _alone = self.first_init.lock().unwrap_or_else(|e| e.into_inner());
+        let result = init();
+        if result.is_ok() {
+            self.warm
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key.to_string());
+        }
+        result
+    }
+}

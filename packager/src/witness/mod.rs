@@ -14,13 +14,13 @@
 //! every file is checked against the digest the signed config holds, so what is
 //! applied is what was released. Providers come from the build's mirror, offline.
 
-mod account;
-mod engine;
+pub(crate) mod account;
+pub(crate) mod engine;
 pub mod render;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ use stackpack_schema::digest::Digest;
 use stackpack_schema::version::Bump;
 
 pub use account::{Account, Target};
-use engine::{input_args, write_tree, Engine, Failed};
+use engine::{input_args, write_tree, Engine, Failed, PluginCache};
 use stackpack_schema::plan::{self, Action, Counts, ResourceChange};
 
 use crate::check::{Cache, Rule, RuleId, Tree};
@@ -249,6 +249,25 @@ impl Witness {
         &self.account
     }
 
+    /// The repository's folder, absolute.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The scratch folder every engine run works in, removed with the witness.
+    pub(crate) fn scratch(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    /// `[witness] parallel`, else [`DEFAULT_PARALLEL`].
+    pub fn parallel(&self) -> usize {
+        self.parallel
+    }
+
     /// Witnesses every stack in `jobs`, customers in parallel.
     pub fn run(&self, jobs: &[StackJob]) -> Result<Vec<StackWitness>> {
         jobs.iter().map(|job| self.run_stack(job)).collect()
@@ -256,7 +275,7 @@ impl Witness {
 
     fn run_stack(&self, job: &StackJob) -> Result<StackWitness> {
         let started = Instant::now();
-        let old_files = release_files(&self.root, job)?;
+        let old_files = release_files(&self.root, &job.name, &job.release)?;
         let mut cache = Cache::default();
         let new_tree = Tree::load_with(&self.root, &job.path, &mut cache)
             .map_err(|e| Error::refused_by(e).at(&job.path))?;
@@ -268,8 +287,7 @@ impl Witness {
             job,
             old_files: &old_files,
             new_files: &new_files,
-            warm: &[AtomicBool::new(false), AtomicBool::new(false)],
-            first_init: &Mutex::new(()),
+            plugins: &PluginCache::default(),
         };
         let customers = run.customers(&sample(&all, self.sample));
         let witness = customers
@@ -347,7 +365,8 @@ fn notes(job: &StackJob, witnessed: usize, total: usize, witness: Bump) -> Vec<S
     notes
 }
 
-type Files = Vec<(String, Vec<u8>, bool)>;
+/// A tree's files: repository-relative path, bytes, executable.
+pub(crate) type Files = Vec<(String, Vec<u8>, bool)>;
 
 /// One stack's witness, shared by its worker threads.
 struct Run<'a> {
@@ -355,11 +374,8 @@ struct Run<'a> {
     job: &'a StackJob,
     old_files: &'a Files,
     new_files: &'a Files,
-    /// Per tree (old, new): has one `init` filled the shared plugin cache yet?
-    warm: &'a [AtomicBool; 2],
-    /// Engines do not share a plugin cache safely while they fill it: the first
-    /// `init` of each tree runs alone.
-    first_init: &'a Mutex<()>,
+    /// The first `init` of each tree (old, new) fills the shared plugin cache alone.
+    plugins: &'a PluginCache,
 }
 
 impl Run<'_> {
@@ -542,15 +558,9 @@ impl Run<'_> {
         session: &account::Session,
         log: &Path,
     ) -> std::result::Result<String, Failed> {
-        if self.warm[tree].load(Ordering::SeqCst) {
-            return self.witness.engine.run(dir, args, session, log);
-        }
-        let _alone = self.first_init.lock().unwrap_or_else(|e| e.into_inner());
-        let result = self.witness.engine.run(dir, args, session, log);
-        if result.is_ok() {
-            self.warm[tree].store(true, Ordering::SeqCst);
-        }
-        result
+        let key = if tree == 0 { "old" } else { "new" };
+        self.plugins
+            .init(key, || self.witness.engine.run(dir, args, session, log))
     }
 }
 
@@ -578,7 +588,7 @@ impl CustomerRuns<'_> {
 }
 
 /// A failed engine run in `tree` (the release or the work tree), with its last lines.
-fn failed(tree: &str, f: Failed) -> String {
+pub(crate) fn failed(tree: &str, f: Failed) -> String {
     format!("`{}` of {tree} failed:\n{}", f.what, f.tail)
 }
 
@@ -618,7 +628,7 @@ fn sample(customers: &[(String, String)], sample: Option<usize>) -> Vec<(String,
 
 /// The names of the inputs a `.tfvars` or `.tfvars.json` file sets; none when it
 /// cannot be read (the customer check reports that).
-fn set_inputs(path: &Path) -> Vec<String> {
+pub(crate) fn set_inputs(path: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
@@ -634,9 +644,9 @@ fn set_inputs(path: &Path) -> Vec<String> {
 
 /// The released files, from git at the commit the release was built from, each
 /// checked against the digest its signed config records.
-fn release_files(root: &Path, job: &StackJob) -> Result<Files> {
-    let config = &job.release.config;
-    let label = format!("`{}@{}`", job.name, job.release.version);
+pub(crate) fn release_files(root: &Path, name: &str, release: &Release) -> Result<Files> {
+    let config = &release.config;
+    let label = format!("`{name}@{}`", release.version);
     let archive = crate::git::Git::open(root)
         .and_then(|git| git.archive(&config.source.commit))
         .map_err(|e| {

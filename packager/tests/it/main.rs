@@ -12,6 +12,7 @@ mod check_command;
 mod customer_new;
 mod example_repo;
 mod file_layers;
+mod forecast;
 mod impact;
 mod keys;
 mod module_packages;
