@@ -1,6 +1,7 @@
 //! `stackpack forecast NAME@VERSION [--channel C]`: every customer's plan from where it
 //! stands to the candidate, printed and sent to the registry.
 
+use stackpack_packager::forecast::api::LedgerApi;
 use stackpack_packager::forecast::source::{self, RegistryIndexes};
 use stackpack_packager::forecast::{self, render, Options};
 use stackpack_packager::releases::RegistryReleases;
@@ -39,17 +40,11 @@ pub fn run(args: &ForecastArgs) -> Result<ExitStatus> {
         address: &address,
     };
     let candidate = source::candidate(&indexes, &bundles, &name, &version)?;
-    let api = source::api_root(&address.host, args.registry.insecure);
-    let token = std::env::var("STACKPACK_REGISTRY_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty());
-    let targets = source::targets(
-        &api,
-        token.as_deref(),
-        &name,
-        &version,
-        args.channel.as_deref(),
-    )?;
+    let api = LedgerApi::new(&address.host, args.registry.insecure);
+    if !args.no_send {
+        api.require_token("sending the forecast")?;
+    }
+    let targets = api.targets(&name, &version, args.channel.as_deref())?;
     let options = Options {
         parallel: args.parallel.unwrap_or(witness.parallel()),
         cache: true,
@@ -65,12 +60,7 @@ pub fn run(args: &ForecastArgs) -> Result<ExitStatus> {
         output::warning(&line);
     }
     if !args.no_send {
-        let token = token.ok_or_else(|| {
-            Error::usage("sending the forecast needs a registry token").hint(
-                "set `STACKPACK_REGISTRY_TOKEN` to a token that may publish, or pass `--no-send`",
-            )
-        })?;
-        source::send(&api, &token, &forecast)?;
+        api.send(&forecast)?;
         output::status(&format!(
             "sent the forecast of `{}@{}` to registry `{}`",
             forecast.release, forecast.version, address.host

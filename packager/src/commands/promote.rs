@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_packager::config::RepoConfig;
-use stackpack_packager::promote::forecast::{self, LedgerApi};
+use stackpack_packager::forecast::api::LedgerApi;
+use stackpack_packager::promote::forecast;
 use stackpack_packager::promote::{self, Approved, Promotion};
 use stackpack_packager::{Error, Result};
 use stackpack_schema::reference::StackRef;

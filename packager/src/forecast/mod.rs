@@ -8,6 +8,7 @@
 //! signed config, and the same per-customer account (STS `AssumeRole` into a fresh
 //! account id: an account reset between customers, not an emulator restart).
 
+pub mod api;
 pub mod cache;
 mod path;
 pub mod render;
@@ -21,12 +22,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use semver::Version;
+use stackpack_bundle::policy::{self, PolicyFile};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::forecast::{
     CustomerForecast, ForecastOutcome, ForecastTarget, ForecastTargets, ReleaseForecast,
     StackForecast, FORECAST_FORMAT,
 };
-use stackpack_schema::plan::{self, PlannedChange};
+use stackpack_schema::plan::{self, PlannedChange, ResourceChange};
 
 use crate::error::Result;
 use crate::releases::ReleaseSource;
@@ -41,6 +43,9 @@ pub struct Bundle {
     pub digest: Digest,
     pub entrypoint: String,
     pub files: Files,
+    /// Declares the input that holds its providers to the forecast's account; a
+    /// bundle with no provider at all (only Terraform's own resources) need not.
+    pub takes_account_input: bool,
 }
 
 /// How a forecast runs.
@@ -52,12 +57,48 @@ pub struct Options {
     pub cache: bool,
 }
 
-/// Addresses the candidate bundle's own policies deny in this plan: stateful
-/// resources replaced or destroyed.
-fn stateful(plan_json: &str, candidate_files: &Files) -> Vec<String> {
-    // joined with the bundle's policy evaluator at merge
-    let _ = (plan_json, candidate_files);
-    Vec::new()
+/// Addresses the candidate bundle's own policies deny in this plan, among those it
+/// replaces or destroys: the vendor's word for what is stateful (the example's
+/// `policies/stateful.rego` names buckets and databases). The policies are the
+/// runner's (`<stack>/policies/*.rego`, evaluated by the same code), so a forecast
+/// calls stateful exactly what the runner would refuse to replace unattended.
+fn stateful(plan_json: &str, candidate: &Bundle, changes: &[ResourceChange]) -> Vec<String> {
+    let folder = format!("{}/policies/", candidate.entrypoint.trim_end_matches('/'));
+    let files: Vec<PolicyFile> = candidate
+        .files
+        .iter()
+        .filter(|(path, _, _)| {
+            path.strip_prefix(&folder)
+                .is_some_and(|name| !name.contains('/') && name.ends_with(".rego"))
+        })
+        .map(|(path, bytes, _)| PolicyFile {
+            owner: "vendor",
+            name: path.clone(),
+            text: String::from_utf8_lossy(bytes).into_owned(),
+        })
+        .collect();
+    if files.is_empty() {
+        return Vec::new();
+    }
+    let destructive: BTreeSet<&str> = changes
+        .iter()
+        .filter(|c| c.action.is_destructive())
+        .map(|c| c.address.as_str())
+        .collect();
+    // A policy that cannot be read here fails the runner's plan too: nothing is
+    // called stateful by it, and the runner says why when it runs.
+    let Ok(verdict) = policy::evaluate(&files, plan_json, &[]) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = verdict
+        .denied
+        .iter()
+        .filter_map(|d| d.address.clone())
+        .filter(|a| destructive.contains(a.as_str()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Everything a forecast reads before any engine runs: the steps along the way and
@@ -467,7 +508,7 @@ fn stack_forecast(step: &Step, planned: path::Planned, target: &ForecastTarget) 
         to_digest: step.stack.digest.clone(),
         outcome: ForecastOutcome::of(planned.changes.iter().map(|c| &c.action)),
         changes_digest: plan::changes_digest(&actions),
-        stateful: stateful(&planned.json, path::files(step)),
+        stateful: stateful(&planned.json, &step.bundle, &planned.changes),
         changes: planned.changes,
     }
 }
@@ -534,15 +575,17 @@ fn load_bundle(
         ));
     }
     let input = witness.account().required_input();
-    if !release
+    let takes_account_input = release
         .config
         .interface
         .inputs
         .iter()
-        .any(|i| i.name == input)
-    {
+        .any(|i| i.name == input);
+    // A stack with providers but no way to point them at the account could reach a
+    // real one; a stack without providers reaches nothing.
+    if !takes_account_input && !release.config.providers.is_empty() {
         return Err(format!(
-            "stack `{name}@{version}` has no input `{input}`: the forecast cannot hold it to the {}",
+            "stack `{name}@{version}` uses providers but has no input `{input}`: the forecast cannot hold it to the {}",
             witness.account().describe()
         ));
     }
@@ -556,5 +599,6 @@ fn load_bundle(
         digest: digest.clone(),
         entrypoint: release.config.entrypoint.clone(),
         files,
+        takes_account_input,
     })
 }

@@ -14,7 +14,7 @@ use super::source::HopStack;
 use super::Bundle;
 use crate::witness::account::Session;
 use crate::witness::engine::{input_args, write_tree, Engine, PluginCache};
-use crate::witness::{failed, Files};
+use crate::witness::failed;
 
 /// The file that carries the outputs wired into a stack's inputs.
 const WIRED_INPUTS: &str = "stackpack_forecast_wired.tfvars.json";
@@ -93,7 +93,12 @@ impl<'a> CustomerPath<'a> {
             .inputs
             .get(&stack.name)
             .ok_or_else(|| format!("no inputs file for stack `{}`", stack.name))?;
-        let mut args = input_args(&self.session, inputs);
+        let mut args = if step.bundle.takes_account_input {
+            input_args(&self.session, inputs)
+        } else {
+            // `-var` for an input a stack does not declare is an error to the engine.
+            vec![format!("-var-file={}", inputs.display())]
+        };
         args.push(format!("-var-file={}", wired_file.display()));
         let state = self
             .dir
@@ -240,9 +245,4 @@ pub(crate) fn reason(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The files of a step, for the policy evaluator.
-pub(crate) fn files(step: &Step) -> &Files {
-    &step.bundle.files
 }

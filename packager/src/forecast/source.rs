@@ -8,7 +8,6 @@ use semver::Version;
 use stackpack_bundle::layout::{ImageLayout, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
 use stackpack_bundle::remote::{RegistryAddress, Remote};
 use stackpack_schema::digest::Digest;
-use stackpack_schema::forecast::ForecastTargets;
 use stackpack_schema::oci::{ImageIndex, ImageManifest};
 use stackpack_schema::release::{ReleaseDescription, Wire};
 use stackpack_schema::rollout::ApprovedKind;
@@ -188,75 +187,4 @@ pub fn through_hop(
             Err(e) => Err(e.to_string()),
         },
     }
-}
-
-/// The registry's API root for `host`: `https://HOST`, or `http://HOST` with
-/// `--insecure` (loopback only: the HTTP client refuses a token in clear elsewhere).
-pub fn api_root(host: &str, insecure: bool) -> String {
-    format!("{}://{host}", if insecure { "http" } else { "https" })
-}
-
-/// `GET /api/v1/forecast-targets?release=R&version=V[&channel=C]`.
-pub fn targets(
-    api: &str,
-    token: Option<&str>,
-    release: &str,
-    version: &Version,
-    channel: Option<&str>,
-) -> Result<ForecastTargets> {
-    let mut url = format!("{api}/api/v1/forecast-targets?release={release}&version={version}");
-    if let Some(channel) = channel {
-        url.push_str(&format!("&channel={channel}"));
-    }
-    let answer = stackpack_bundle::remote::http::get(&url, token, 64 << 20).map_err(|e| {
-        Error::refused(format!(
-            "cannot ask registry `{api}` which customers `{release}@{version}` would reach: {e}"
-        ))
-        .hint("check that the registry is up and `--registry` names it; a forecast needs the registry's ledger")
-    })?;
-    if answer.status != 200 {
-        return Err(Error::refused(format!(
-            "registry `{api}` answered HTTP {} to `GET /api/v1/forecast-targets` for `{release}@{version}`: {}",
-            answer.status,
-            answer.body.trim()
-        ))
-        .hint(match answer.status {
-            401 | 403 => "set `STACKPACK_REGISTRY_TOKEN` to a token of this registry that may read its ledger",
-            404 => "the registry does not know this release, or is older than this `stackpack` and has no forecasts",
-            _ => "see the registry's log",
-        }));
-    }
-    serde_json::from_str(&answer.body).map_err(|e| {
-        Error::refused(format!(
-            "registry `{api}` answered forecast targets this `stackpack` cannot read: {e}"
-        ))
-    })
-}
-
-/// `PUT /api/v1/forecasts/{release}/{version}`: the registry keeps the forecast.
-pub fn send(
-    api: &str,
-    token: &str,
-    forecast: &stackpack_schema::forecast::ReleaseForecast,
-) -> Result<()> {
-    let url = format!(
-        "{api}/api/v1/forecasts/{}/{}",
-        forecast.release, forecast.version
-    );
-    let body = serde_json::to_vec(forecast).expect("a forecast serialises");
-    let answer = stackpack_bundle::remote::http::put_json(&url, token, body).map_err(|e| {
-        Error::refused(format!("cannot send the forecast to registry `{api}`: {e}"))
-            .hint("run again when the registry answers, or pass `--no-send` to only print it")
-    })?;
-    if !(200..300).contains(&answer.status) {
-        return Err(Error::refused(format!(
-            "registry `{api}` refused the forecast of `{}@{}` (HTTP {}): {}",
-            forecast.release,
-            forecast.version,
-            answer.status,
-            answer.body.trim()
-        ))
-        .hint("a forecast is sent with a token that may publish (`STACKPACK_REGISTRY_TOKEN`)"));
-    }
-    Ok(())
 }

@@ -7,71 +7,11 @@
 //! asks those runners to hold the plan for a person.
 
 use semver::Version;
-use stackpack_bundle::remote::http;
 use stackpack_schema::forecast::{ForecastOutcome, ForecastTargets, ForecastView};
 use stackpack_schema::rollout::Approve;
 
 use crate::error::{Error, Result};
-
-/// The largest forecast answer read: a few kilobytes a customer.
-const MAX_FORECAST_ANSWER: u64 = 64 << 20;
-
-/// The registry's JSON API beside its OCI API: `http://` only on loopback
-/// (`--insecure`), else `https://`; the bearer token of `STACKPACK_REGISTRY_TOKEN`.
-#[derive(Clone, Debug)]
-pub struct LedgerApi {
-    base: String,
-    token: Option<String>,
-}
-
-impl LedgerApi {
-    pub fn new(host: &str, insecure: bool) -> LedgerApi {
-        let scheme = if insecure { "http" } else { "https" };
-        LedgerApi {
-            base: format!("{scheme}://{host}"),
-            token: std::env::var("STACKPACK_REGISTRY_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty()),
-        }
-    }
-
-    pub fn base(&self) -> &str {
-        &self.base
-    }
-
-    /// GETs `path` and reads its JSON; `None` on a 404 (a registry without the
-    /// ledger, or nothing stored).
-    pub fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<Option<T>> {
-        let url = format!("{}{path}", self.base);
-        let answer = http::get(&url, self.token.as_deref(), MAX_FORECAST_ANSWER)
-            .map_err(|e| unreachable(&url, e))?;
-        match answer.status {
-            404 => Ok(None),
-            200..=299 => serde_json::from_str(&answer.body).map(Some).map_err(|e| {
-                Error::refused(format!("`{url}` answered with JSON this build cannot read: {e}"))
-                    .hint("the registry and `stackpack` may be of different versions: upgrade the older one")
-            }),
-            401 | 403 => Err(Error::refused(format!(
-                "`{url}` refused the token ({})",
-                answer.status
-            ))
-            .hint("set `STACKPACK_REGISTRY_TOKEN` to a token with the `publish` or `support` role")),
-            status => Err(Error::refused(format!(
-                "`{url}` answered {status}: {}",
-                first_line(&answer.body)
-            ))),
-        }
-    }
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or_default().trim()
-}
-
-fn unreachable(url: &str, e: http::HttpError) -> Error {
-    Error::refused(format!("cannot reach `{url}`: {e}"))
-        .hint("check the registry's address and that it runs; pass `--insecure` for plain HTTP on loopback")
-}
+use crate::forecast::api::{first_line, LedgerApi};
 
 /// One customer the forecast stops (or would stop) the promotion for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,8 +48,7 @@ pub fn check(
     digest: &stackpack_schema::digest::Digest,
     channel: &str,
 ) -> Result<ForecastCheck> {
-    let Some(view) = api.get::<ForecastView>(&format!("/api/v1/forecasts/{release}/{version}"))?
-    else {
+    let Some(view) = api.view(release, version)? else {
         return Ok(ForecastCheck::default());
     };
     if &view.forecast.digest != digest {
@@ -122,16 +61,7 @@ pub fn check(
             ..ForecastCheck::default()
         });
     }
-    let targets: ForecastTargets = api
-        .get(&format!(
-            "/api/v1/forecast-targets?release={release}&version={version}&channel={channel}"
-        ))?
-        .unwrap_or(ForecastTargets {
-            release: release.to_string(),
-            version: version.clone(),
-            channel: Some(channel.to_string()),
-            customers: Vec::new(),
-        });
+    let targets = api.targets(release, version, Some(channel))?;
     Ok(judge(&view, &targets))
 }
 

@@ -326,10 +326,10 @@ fn a_running_bundle_the_registry_holds_under_another_digest_is_not_forecast_and_
 }
 
 #[test]
-fn a_registry_that_cannot_be_reached_or_has_no_forecast_targets_is_a_failure_with_a_hint() {
+fn a_registry_that_cannot_be_reached_or_refuses_the_token_is_a_failure_with_a_hint() {
     let shop = shop();
     let port = stackpack_test_support::free_port();
-    let forecast = |registry: &str| {
+    let forecast = |registry: &str, token: String| {
         Run::from(
             std::process::Command::new(env!("CARGO_BIN_EXE_stackpack"))
                 .current_dir(&shop.vendor.repo)
@@ -341,21 +341,27 @@ fn a_registry_that_cannot_be_reached_or_has_no_forecast_targets_is_a_failure_wit
                     "--insecure",
                     "--no-send",
                 ])
-                .env("STACKPACK_REGISTRY_TOKEN", shop.registry.publisher_token())
+                .env("STACKPACK_REGISTRY_TOKEN", token)
                 .env("NO_COLOR", "1")
                 .output()
                 .unwrap(),
         )
     };
-    // A registry that answers but has no forecast targets (an older one) says so.
-    let older = forecast(&format!("{}/vendor", shop.registry.host()));
-    assert_eq!(older.code, 1, "{}", older.stderr);
+    // A token that may not read the ledger (a customer's) is refused, and said so
+    // before anything is planned.
+    let customer = shop.registry.token("customer", Some("acme"));
+    let refused = forecast(&format!("{}/vendor", shop.registry.host()), customer);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
     assert!(
-        older.stderr.contains("/api/v1/forecast-targets"),
+        refused.stderr.contains("/api/v1/forecast-targets"),
         "{}",
-        older.stderr
+        refused.stderr
     );
-    assert!(older.stderr.contains("hint:"), "{}", older.stderr);
+    assert!(
+        refused.stderr.contains("STACKPACK_REGISTRY_TOKEN"),
+        "{}",
+        refused.stderr
+    );
     let run = Run::from(
         std::process::Command::new(env!("CARGO_BIN_EXE_stackpack"))
             .current_dir(&shop.vendor.repo)

@@ -151,6 +151,7 @@ fn each_customer_is_forecast_from_where_it_stands_and_a_hand_made_change_halts_t
         place(&registry, customer.id, "canary");
     }
     // In the ledger, never installed, and no inputs in the repository.
+    registry.run(&["customer", "add", "delta"]).ok();
     place(&registry, "delta", "general");
     let env = vendor_env(&moto);
 
@@ -201,9 +202,22 @@ fn each_customer_is_forecast_from_where_it_stands_and_a_hand_made_change_halts_t
     let v4 = vendor.publish_with(&registry, &env);
 
     let first = forecast(&vendor, &registry, &moto, &v4);
-    assert_eq!(from_version(&first, "alpha", "net"), v1);
-    assert_eq!(from_version(&first, "bravo", "app"), v2);
-    assert_eq!(from_version(&first, "charlie", "net"), v3);
+    // Each runs the release at its own version, and so other versions of the stacks.
+    for (id, running) in [("alpha", &v1), ("bravo", &v2), ("charlie", &v3)] {
+        assert_eq!(
+            customer_entry(&first, id)["running"],
+            running.as_str(),
+            "{first}"
+        );
+    }
+    assert_ne!(
+        from_version(&first, "alpha", "app"),
+        from_version(&first, "bravo", "app")
+    );
+    assert_ne!(
+        from_version(&first, "bravo", "net"),
+        from_version(&first, "charlie", "net")
+    );
     let alpha_changes = changes(&first, "alpha");
     let bravo_changes = changes(&first, "bravo");
     let charlie_changes = changes(&first, "charlie");
