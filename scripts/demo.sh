@@ -24,7 +24,9 @@
 #      own home, its own emulated account) reconciles with `sync`; a canary's
 #      failed apply halts the rollout and the next wave is not assigned; after the
 #      customer's fix and `resume`, every wave converges; a release that replaces
-#      GPU node groups waits for globex's approval of the exact plan;
+#      GPU node groups is forecast for each customer from the version it runs
+#      (promote reads the forecast; each real plan is held against it), then waits
+#      for globex's approval of the exact plan;
 #   7. support asks the registry which version every customer runs, what exactly
 #      the release they run holds, and where each rollout stands.
 #
@@ -80,7 +82,7 @@ seconds() { python3 -c 'import time; print(f"{time.monotonic():.3f}")'; }
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-  for account in globex umbrella hooli; do
+  for account in globex umbrella hooli forecast; do
     "$root"/scripts/moto.sh stop "$demo/moto-$account" 2> /dev/null || true
   done
 }
@@ -369,10 +371,21 @@ umbrella sync
 sync_until_applied hooli
 "$bin/stackpack-registry" rollout status --release environment --data "$registry_data"
 
-step "a release that replaces GPU node groups: it waits for globex's approval of the exact plan"
+step "a release that replaces GPU node groups: forecast for each customer, then it waits for globex's approval of the exact plan"
 sed -i 's|  node_group_name = "gpu-${each.key}"|  node_group_name = "${each.value.cluster}-gpu-${each.key}"|' modules/gpu-pool/node-groups.tf
 commit "gpu-pool: node groups named after their cluster"
 publish
+# Before promoting, the vendor forecasts each customer's plan from the version it
+# really runs (the registry's ledger) to this one, in an emulated account of its own
+# (a separate emulator: bucket names are global, as in AWS). hooli's inputs live only
+# on its side, so it is skipped and named. The registry keeps the forecast; promote
+# reads it, and every real plan is held against it.
+forecast_url=$("$root"/scripts/moto.sh start "$demo/moto-forecast")
+printf '\n[witness]\nengine = "%s"\nparallel = 2\n' "$terraform" >> stackpack.toml
+commit "witness and forecast: this machine's engine"
+echo "forecasting environment@$release for the stable channel (each customer: its running version applied, then this one planned; a few minutes)"
+STACKPACK_REGISTRY_TOKEN=$publisher_token STACKPACK_WITNESS_ENDPOINT=$forecast_url "$bin/stackpack" forecast "environment@$release" --channel stable --registry "$registry" --insecure
+"$root"/scripts/moto.sh stop "$demo/moto-forecast"
 STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
 STACKPACK_REGISTRY_TOKEN=$globex_token globex sync
 globex pending
