@@ -34,24 +34,21 @@ pub enum HttpError {
 /// server answered. Plain `http://` is allowed only to loopback hosts, so a customer
 /// token never crosses a network in clear.
 pub fn post_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpError> {
-    check_url(url)?;
-    send(
-        Duration::from_secs(10),
-        Duration::from_secs(60),
-        MAX_ANSWER,
-        |client| {
-            client
-                .post(url)
-                .bearer_auth(token)
-                .header("Content-Type", "application/json")
-                .body(body)
-        },
-    )
+    send_json(reqwest::Method::POST, url, token, body)
 }
 
 /// PUTs `body` as JSON to `url` with a bearer `token` (the packager sends a release's
 /// forecast to the registry); the same rules as [`post_json`].
 pub fn put_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpError> {
+    send_json(reqwest::Method::PUT, url, token, body)
+}
+
+fn send_json(
+    method: reqwest::Method,
+    url: &str,
+    token: &str,
+    body: Vec<u8>,
+) -> Result<Answer, HttpError> {
     check_url(url)?;
     send(
         Duration::from_secs(10),
@@ -59,7 +56,7 @@ pub fn put_json(url: &str, token: &str, body: Vec<u8>) -> Result<Answer, HttpErr
         MAX_ANSWER,
         |client| {
             client
-                .put(url)
+                .request(method, url)
                 .bearer_auth(token)
                 .header("Content-Type", "application/json")
                 .body(body)

@@ -246,6 +246,24 @@ pub fn state(rollout: &Value) -> &str {
     rollout["state"].as_str().unwrap_or_default()
 }
 
+/// Our registry, its scheduler on a tick of a second, channel `stable` in three waves
+/// (`canary`, `early`, `general`) with `soak` between them.
+pub fn rollout_registry(soak: &str) -> OurRegistry {
+    let registry = OurRegistry::start_with(&["--rollout-tick-secs", "1"]);
+    registry
+        .run(&[
+            "channel",
+            "set",
+            "stable",
+            "--waves",
+            "canary,early,general",
+            "--soak",
+            soak,
+        ])
+        .ok();
+    registry
+}
+
 /// `customer set ID --channel stable --wave WAVE`.
 pub fn place(registry: &OurRegistry, customer: &str, wave: &str) {
     registry

@@ -14,7 +14,7 @@ use serde_json::Value;
 use stackpack_test_support::servers::{Moto, OurRegistry};
 use stackpack_test_support::{git, provider_mirror, terraform};
 
-use crate::fleet::{place, state, wait_for_rollout, Customer, Vendor};
+use crate::fleet::{place, rollout_registry, state, wait_for_rollout, Customer, Vendor};
 
 const NAMESPACE: &str = "edge";
 
@@ -127,18 +127,7 @@ fn each_customer_is_forecast_from_where_it_stands_and_a_hand_made_change_halts_t
         &["commit", "-q", "-m", "customers and the forecast's engine"],
     );
 
-    let registry = OurRegistry::start_with(&["--rollout-tick-secs", "1"]);
-    registry
-        .run(&[
-            "channel",
-            "set",
-            "stable",
-            "--waves",
-            "canary,early,general",
-            "--soak",
-            "1s",
-        ])
-        .ok();
+    let registry = rollout_registry("1s");
     let source = format!("registry = \"{}\"\ninsecure = true", vendor.at(&registry));
     let customers: Vec<Customer> = ids
         .iter()

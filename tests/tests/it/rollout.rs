@@ -18,7 +18,7 @@ use serde_json::Value;
 use stackpack_test_support::copy_dir;
 use stackpack_test_support::servers::OurRegistry;
 
-use crate::fleet::{place, state, wait_for_rollout, Customer, Vendor};
+use crate::fleet::{place, rollout_registry, state, wait_for_rollout, Customer, Vendor};
 
 const NAMESPACE: &str = "shop";
 
@@ -56,18 +56,7 @@ fn wait(registry: &OurRegistry, what: &str, done: impl Fn(&Value) -> bool) -> Va
 fn a_rollout_opens_wave_after_wave_halts_on_a_canary_failure_and_converges_after_a_fix_and_resume()
 {
     let vendor = shop_vendor();
-    let registry = OurRegistry::start_with(&["--rollout-tick-secs", "1"]);
-    registry
-        .run(&[
-            "channel",
-            "set",
-            "stable",
-            "--waves",
-            "canary,early,general",
-            "--soak",
-            "2s",
-        ])
-        .ok();
+    let registry = rollout_registry("2s");
     let namespace = format!("{}/{NAMESPACE}", registry.host());
     let source = format!("registry = \"{namespace}\"\ninsecure = true");
     let globex = shop_customer(&vendor, &registry, "globex", &source);
