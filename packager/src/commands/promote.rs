@@ -115,7 +115,7 @@ fn read_forecast(api: &LedgerApi, approved: &Approved, args: &PromoteArgs) -> Re
         return Ok(());
     }
     let Some(summary) = &check.summary else {
-        output::detail(&format!(
+        output::status(&format!(
             "no forecast of `{reference}` is stored: run `stackpack forecast {reference} --channel {}` first to know each customer's plan",
             args.channel
         ));

@@ -601,3 +601,127 @@ fn a_promotion_the_registry_refuses_is_shown_in_the_registry_s_words() {
     let remote = remote(&registry.host(), None);
     assert!(statements_of(&remote, "acme/releases/data-plane", &index).is_empty());
 }
+
+/// A forecast of `data-plane@0.1.0` (index `index`) replacing a bucket the bundle's
+/// policies call stateful for `globex`, and changing nothing for `initech`.
+fn stateful_forecast(index: &Digest) -> serde_json::Value {
+    let customer =
+        |id: &str, outcome: &str, changes: serde_json::Value, stateful: serde_json::Value| {
+            serde_json::json!({
+                "customer": id, "outcome": outcome, "seconds": 1.0,
+                "stacks": [{
+                    "stack": "network", "to": "0.1.0", "toDigest": index.to_string(),
+                    "outcome": outcome, "changes": changes, "stateful": stateful,
+                    "changesDigest": Digest::of(b"changes").to_string(),
+                }],
+            })
+        };
+    serde_json::json!({
+        "format": 1, "kind": "release", "release": "data-plane", "version": "0.1.0",
+        "digest": index.to_string(), "channel": "stable",
+        "createdAt": "2026-12-02T00:00:00Z", "account": "emulator",
+        "customers": [
+            customer("globex", "replace",
+                serde_json::json!([{"address": "aws_s3_bucket.models", "kind": "aws_s3_bucket", "action": "replace"}]),
+                serde_json::json!(["aws_s3_bucket.models"])),
+            customer("initech", "no-change", serde_json::json!([]), serde_json::json!([])),
+        ],
+    })
+}
+
+#[test]
+fn promote_refuses_a_forecast_that_replaces_a_stateful_resource_of_a_customer_who_applies_unattended(
+) {
+    let registry = OurRegistry::start();
+    let host = registry.host();
+    let mut vendor = Vendor::new();
+    vendor.token = Some(registry.publisher_token());
+    let index = vendor.publish(&host);
+    for id in ["globex", "initech"] {
+        registry.run(&["customer", "add", id]).ok();
+        registry
+            .run(&[
+                "customer",
+                "set",
+                id,
+                "--channel",
+                "stable",
+                "--wave",
+                "general",
+            ])
+            .ok();
+    }
+    // Without a forecast, promote says so and goes on: the forecast is the vendor's
+    // tool, not a gate a registry without one could close.
+    let unforecast = vendor
+        .promote(&host, "data-plane@0.1.0", &["--channel", "beta"])
+        .ok();
+    assert!(
+        unforecast
+            .stderr
+            .contains("no forecast of `data-plane@0.1.0`"),
+        "{}",
+        unforecast.stderr
+    );
+
+    let put = stackpack_bundle::remote::http::put_json(
+        &format!("http://{host}/api/v1/forecasts/data-plane/0.1.0"),
+        vendor.token.as_deref().unwrap(),
+        serde_json::to_vec(&stateful_forecast(&index)).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        (200..300).contains(&put.status),
+        "{}: {}",
+        put.status,
+        put.body
+    );
+
+    // globex's runner never said its policy: it may apply on its own, so promote
+    // refuses, naming it and the bucket, and signs nothing.
+    let refused = vendor.promote(&host, "data-plane@0.1.0", &["--channel", "stable"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("`globex`: `network: aws_s3_bucket.models`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains("`initech`:"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("--accept-forecast"),
+        "{}",
+        refused.stderr
+    );
+    let remote = remote(&host, vendor.token.as_deref());
+    let stable: Vec<_> = statements_of(&remote, "acme/releases/data-plane", &index)
+        .into_iter()
+        .filter(|s| s.statement.channel == "stable")
+        .collect();
+    assert!(stable.is_empty(), "nothing signed for stable: {stable:?}");
+
+    // Accepted knowingly: promoted, and globex's assignment asks its runner to hold.
+    let accepted = vendor
+        .promote(
+            &host,
+            "data-plane@0.1.0",
+            &["--channel", "stable", "--accept-forecast"],
+        )
+        .ok();
+    assert!(
+        accepted
+            .stderr
+            .contains("accepted with `--accept-forecast`"),
+        "{}",
+        accepted.stderr
+    );
+    let token = registry.token("customer", Some("globex"));
+    let assignment = stackpack_bundle::remote::http::get(
+        &format!("http://{host}/api/v1/customers/globex/assignment"),
+        Some(&token),
+        1 << 20,
+    )
+    .unwrap();
+    assert!(assignment.body.contains("\"hold\""), "{}", assignment.body);
+}
