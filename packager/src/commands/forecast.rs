@@ -49,8 +49,10 @@ pub fn run(args: &ForecastArgs) -> Result<ExitStatus> {
         parallel: args.parallel.unwrap_or(witness.parallel()),
         cache: true,
     };
+    let started = std::time::Instant::now();
     let forecast =
         forecast::forecast(&witness, &indexes, &bundles, &candidate, &targets, &options)?;
+    let elapsed = started.elapsed().as_secs_f64();
     if args.json {
         output::print_json(&forecast);
     } else {
@@ -59,6 +61,17 @@ pub fn run(args: &ForecastArgs) -> Result<ExitStatus> {
     for line in render::unknown(&forecast) {
         output::warning(&line);
     }
+    let planned = forecast
+        .customers
+        .iter()
+        .filter(|c| c.outcome.is_known())
+        .count();
+    let cached = forecast.customers.iter().filter(|c| c.cached).count();
+    output::status(&format!(
+        "forecast {planned} of {} customer(s) in {elapsed:.0} s ({cached} from the cache, {} parallel)",
+        forecast.customers.len(),
+        options.parallel
+    ));
     if !args.no_send {
         api.send(&forecast)?;
         output::status(&format!(

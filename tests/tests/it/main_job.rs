@@ -119,7 +119,22 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
     has("customer `umbrella` (wave `canary`) failed");
     has("nothing is assigned to this runner");
     has("hooli: its wave opened; the pass applied environment");
+    // Before promoting the GPU release, the vendor forecast each customer's plan from
+    // the version it runs: globex's node groups replaced, umbrella unchanged, hooli
+    // (inputs only on its side) skipped and named; promote read it, and the registry
+    // asked globex's runner to hold the plan for a person.
+    assert!(
+        all.lines().any(|l| l.starts_with("globex ")
+            && l.contains(" replace ")
+            && l.contains("aws_eks_node_group.pool")),
+        "globex's forecast replaces its GPU node groups:\n{all}"
+    );
+    has("was skipped: no inputs file `customers/hooli/");
+    has("forecast: ");
+    has("held for approval (the registry asks for a person: the vendor's forecast replaces");
     has("pending-approval");
+    // Every real plan matched its forecast: nothing halted on a miss.
+    assert!(!all.contains("forecast missed"), "{all}");
     has("2 replaced or destroyed");
     has("release `environment@1.0.2` applied: release receipt");
     assert!(
