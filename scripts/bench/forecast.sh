@@ -30,6 +30,7 @@ registry_pid=""
 cleanup() {
   [ -z "$registry_pid" ] || kill "$registry_pid" 2> /dev/null || true
   "$root/scripts/moto.sh" stop "$work/moto" > /dev/null 2>&1 || true
+  "$root/scripts/moto.sh" stop "$work/moto-floor" > /dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -46,10 +47,13 @@ endpoint=$("$root/scripts/moto.sh" start "$work/moto")
 version=$("$bin/stackpack-registry" rollout status --release environment --data "$work/registry" --json | python3 -c 'import json,sys; print(max(json.load(sys.stdin), key=lambda r: r["id"])["version"])')
 echo "environment@$version, customers of channel stable, emulator $endpoint" >&2
 
-echo "floor: globex's four stacks by hand (init, apply, outputs wired, plan)…" >&2
+echo "floor: globex's four stacks by hand (init, apply, outputs wired, plan), in an emulator of its own…" >&2
+# Its own: bucket names are global, and the forecasts create globex's too.
+floor_endpoint=$("$root/scripts/moto.sh" start "$work/moto-floor")
 mkdir -p "$work/floor"
 floor=$(python3 scripts/bench/forecast_floor.py "$demo/acme-infra" environment globex "$terraform" \
-  "$demo/acme-infra/.stackpack/providers" "$endpoint" "$work/floor")
+  "$demo/acme-infra/.stackpack/providers" "$floor_endpoint" "$work/floor")
+"$root/scripts/moto.sh" stop "$work/moto-floor" > /dev/null 2>&1 || true
 
 run_forecast() { # PARALLEL COPY: wall seconds; the forecast JSON in COPY.json
   local parallel=$1 copy=$2 start

@@ -43,9 +43,17 @@ pub(crate) struct CustomerPath<'a> {
     pub dir: PathBuf,
     /// Each applied stack's outputs, by stack.
     outputs: BTreeMap<String, serde_json::Map<String, Value>>,
-    /// Each applied stack's last tree and arguments, in the order first applied:
-    /// what is destroyed afterwards, in reverse.
-    applied: Vec<(String, PathBuf, Vec<String>)>,
+    /// Each applied stack's last tree, bundle and arguments, in the order first
+    /// applied: what is destroyed afterwards, in reverse.
+    applied: Vec<Applied>,
+}
+
+/// Where a stack was last applied from.
+struct Applied {
+    stack: String,
+    work: PathBuf,
+    digest: stackpack_schema::digest::Digest,
+    args: Vec<String>,
 }
 
 impl<'a> CustomerPath<'a> {
@@ -81,6 +89,20 @@ impl<'a> CustomerPath<'a> {
     /// against the stack's one state file; the tree's folder and the input arguments.
     fn prepare(&self, hop: usize, step: &Step) -> Result<(PathBuf, Vec<String>), String> {
         let stack = &step.stack;
+        // The same bundle as applied already (a stack this version does not change):
+        // its tree is initialised; only the wired values may be new.
+        if let Some(same) = self
+            .applied
+            .iter()
+            .find(|a| a.stack == stack.name && a.digest == step.bundle.digest)
+        {
+            let wired = self.wired(stack)?;
+            let file = same.work.join(WIRED_INPUTS);
+            std::fs::write(&file, serde_json::to_vec(&wired).expect("JSON")).map_err(|e| {
+                format!("cannot write the scratch folder `{}`: {e}", file.display())
+            })?;
+            return Ok((same.work.clone(), same.args.clone()));
+        }
         let label = format!("`{}@{}`", stack.name, stack.version);
         let dir = self.dir.join(hop.to_string()).join(&stack.name);
         let io =
@@ -144,7 +166,7 @@ impl<'a> CustomerPath<'a> {
             .to_vec();
         apply.extend(args.iter().cloned());
         self.run(&work, &apply, &label)?;
-        self.applied(&step.stack.name, work, args, &label)
+        self.applied(step, work, args, &label)
     }
 
     /// Plans `step` on top of what is applied, then applies that plan; the plan's
@@ -164,39 +186,37 @@ impl<'a> CustomerPath<'a> {
         plan.push(format!("-out={}", plan_file.display()));
         plan.extend(args.iter().cloned());
         self.run(&work, &plan, &label)?;
-        let planned = if record {
-            let show = ["show", "-json", "-no-color"].map(String::from);
-            let json = self.run(
-                &work,
-                &[show.to_vec(), vec![plan_file.display().to_string()]].concat(),
-                &label,
-            )?;
-            Some(Planned {
-                changes: plan::changes(&json)?,
-                json,
-            })
-        } else {
-            None
-        };
-        // Dependents are planned on what this step really made, as a runner applies.
-        let apply = ["apply", "-auto-approve", "-input=false", "-no-color"].map(String::from);
-        self.run(
+        let show = ["show", "-json", "-no-color"].map(String::from);
+        let json = self.run(
             &work,
-            &[apply.to_vec(), vec![plan_file.display().to_string()]].concat(),
+            &[show.to_vec(), vec![plan_file.display().to_string()]].concat(),
             &label,
         )?;
-        self.applied(&step.stack.name, work, args, &label)?;
-        Ok(planned)
+        let changes = plan::changes(&json)?;
+        // An empty plan makes nothing and puts out what is already recorded: the
+        // runner applies nothing there either.
+        if !changes.is_empty() || changes_outputs(&json) {
+            // Dependents are planned on what this step really made, as a runner applies.
+            let apply = ["apply", "-auto-approve", "-input=false", "-no-color"].map(String::from);
+            self.run(
+                &work,
+                &[apply.to_vec(), vec![plan_file.display().to_string()]].concat(),
+                &label,
+            )?;
+            self.applied(step, work, args, &label)?;
+        }
+        Ok(record.then_some(Planned { changes, json }))
     }
 
     /// Records what `stack` put out, and where it was applied from.
     fn applied(
         &mut self,
-        stack: &str,
+        step: &Step,
         work: PathBuf,
         args: Vec<String>,
         label: &str,
     ) -> Result<(), String> {
+        let stack = step.stack.name.as_str();
         let json = self.run(&work, &["output".into(), "-json".into()], label)?;
         let outputs: serde_json::Map<String, Value> = serde_json::from_str(&json)
             .map_err(|e| format!("`output -json` of {label} is not JSON: {e}"))?;
@@ -205,9 +225,15 @@ impl<'a> CustomerPath<'a> {
             .map(|(name, output)| (name, output.get("value").cloned().unwrap_or(Value::Null)))
             .collect();
         self.outputs.insert(stack.to_string(), values);
-        match self.applied.iter_mut().find(|(s, _, _)| s == stack) {
-            Some(entry) => *entry = (stack.to_string(), work, args),
-            None => self.applied.push((stack.to_string(), work, args)),
+        let entry = Applied {
+            stack: stack.to_string(),
+            work,
+            digest: step.bundle.digest.clone(),
+            args,
+        };
+        match self.applied.iter_mut().find(|a| a.stack == stack) {
+            Some(found) => *found = entry,
+            None => self.applied.push(entry),
         }
         Ok(())
     }
@@ -217,7 +243,10 @@ impl<'a> CustomerPath<'a> {
     /// global even in an emulator, and a sandbox account is shared: nothing stays.
     pub fn destroy(&self) -> Option<String> {
         let mut left = None;
-        for (stack, work, args) in self.applied.iter().rev() {
+        for Applied {
+            stack, work, args, ..
+        } in self.applied.iter().rev()
+        {
             let mut destroy: Vec<String> = [
                 "destroy",
                 "-auto-approve",
@@ -234,6 +263,20 @@ impl<'a> CustomerPath<'a> {
         }
         left
     }
+}
+
+/// True when the plan in `json` (`show -json`) changes an output's value.
+fn changes_outputs(json: &str) -> bool {
+    let Ok(plan) = serde_json::from_str::<Value>(json) else {
+        return true;
+    };
+    plan["output_changes"].as_object().is_some_and(|outputs| {
+        outputs.values().any(|o| {
+            o["change"]["actions"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|a| a != "no-op"))
+        })
+    })
 }
 
 /// The last lines of an engine's failure, without a line that looks like a secret.
