@@ -176,6 +176,8 @@ pub struct CustomerForecast {
     /// Taken from the forecast cache (the same running bundles, candidate and inputs).
     #[serde(default)]
     pub cached: bool,
+    /// From the start to the forecast known (cleaning the account afterwards is not
+    /// counted: the wall time of a whole run is).
     pub seconds: f64,
 }
 

@@ -438,6 +438,8 @@ impl<'a> Prepared<'a> {
         let session = self.witness.account().session(&target.customer);
         let mut path = CustomerPath::new(self.witness.engine(), plugins, session, &job.inputs, dir);
         let walked = walk(&mut path, job, target);
+        // The forecast is known here; what follows is cleaning the account.
+        let seconds = started.elapsed().as_secs_f64();
         let left = path.destroy();
         let (stacks, failure) = walked;
         let outcome = match &failure {
@@ -466,7 +468,7 @@ impl<'a> Prepared<'a> {
             inputs_set: job.inputs_set.clone(),
             reason: failure.map(|f| path::reason(&f)),
             cached: false,
-            seconds: started.elapsed().as_secs_f64(),
+            seconds,
         }
     }
 }
