@@ -5,6 +5,8 @@
 //! - [`layout`] reads and writes OCI image layouts: `oci-layout`, `index.json`,
 //!   `blobs/sha256/…`. Blobs are streamed to a temporary file, checked against their
 //!   digest, then renamed into place, so a blob is visible only once it is whole.
+//! - [`layout_tar`] reads a layout from a tar file (what `stackpack export` writes)
+//!   into a staging layout, streamed and checked blob by blob.
 //! - [`archive`] walks and unpacks a stack layer (`tar+gzip`) with explicit limits,
 //!   refusing absolute paths, `..`, links, devices and decompression bombs.
 //! - [`verify`] checks a bundle in a layout end to end: the signature by a trusted
@@ -37,6 +39,7 @@ pub mod error;
 pub mod freshness;
 pub mod gzip;
 pub mod layout;
+pub mod layout_tar;
 pub mod policy;
 pub mod provider;
 pub mod release;

@@ -33,7 +33,7 @@ pub enum Command {
     Version(VersionArgs),
     /// Build, sign and store the changed (or named) stacks in an image layout.
     Build(BuildArgs),
-    /// Show a bundle (or every bundle) in an image layout, and verify it.
+    /// Show a bundle (or every bundle) in an image layout, folder or tar, and verify it.
     Inspect(InspectArgs),
     /// Version, build, sign and push every changed stack to an OCI registry.
     Publish(PublishArgs),
@@ -273,8 +273,9 @@ pub struct PlanArgs {
 pub struct VersionArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
-    /// Read the last releases from this registry, as `publish` does; without an
-    /// answer, versions come from the local layout only (said on stderr).
+    /// Read the last releases from this registry, as `publish` does; when it cannot
+    /// be reached, versions come from the local layout only (said on stderr); when it
+    /// refuses the credentials or needs `--insecure`, an error (exit 1).
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -294,7 +295,8 @@ pub struct BuildArgs {
 #[derive(Args, Debug)]
 #[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct InspectArgs {
-    /// `LAYOUT` to list its bundles, or `LAYOUT:STACK@VERSION` for one bundle.
+    /// `LAYOUT` to list its bundles, or `LAYOUT:STACK@VERSION` to verify and show one
+    /// bundle. A layout is a folder (`build --out`) or a tar of one (`export`).
     pub target: String,
     /// A trusted public key (repeatable); without one, signatures are checked but
     /// not trusted.

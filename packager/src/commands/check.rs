@@ -69,7 +69,7 @@ impl std::str::FromStr for Against {
 /// Check the interface contract of changed stacks and modules, and lint the repository.
 #[derive(clap::Args, Debug, Clone)]
 #[command(
-    after_help = "Exit codes: 0 every change fits its version; 1 a requested bump is too small, a lint failed, a release's graph is broken (a missing stack, a dependency outside the release, a cycle, a wiring to a missing output or input, a type that does not fit, a service that is not an OCI reference), or the witness refused its account or failed; 2 the command was wrong (bad flags, an invalid `stackpack.toml` or `stack.toml`)."
+    after_help = "Exit codes: 0 every change fits its version; 1 a requested bump is too small, a lint failed, a release's graph is broken (a missing stack, a dependency outside the release, a cycle, a wiring to a missing output or input, a type that does not fit, a service that is not an OCI reference), or the witness refused its account or failed, the registry refused the credentials or needs `--insecure` (a registry that cannot be reached at all is a warning: versions then come from the local layout); 2 the command was wrong (bad flags, an invalid `stackpack.toml` or `stack.toml`)."
 )]
 pub struct CheckArgs {
     /// The vendor repository (the folder holding `stackpack.toml`).
@@ -94,7 +94,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub no_lint: bool,
     /// Read last releases from this registry (`HOST[:PORT]/NAMESPACE`) [default:
-    /// `registry` in `stackpack.toml`]; without an answer, from the local layout.
+    /// `registry` in `stackpack.toml`]; when it cannot be reached, from the local
+    /// layout (a warning); when it refuses, an error.
     #[arg(long, value_name = "HOST/NAMESPACE")]
     pub registry: Option<String>,
     /// Plain HTTP, for registries on this machine's loopback only.

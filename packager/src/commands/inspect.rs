@@ -1,7 +1,8 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use stackpack_bundle::archive::Limits;
 use stackpack_bundle::layout::{EntryKind, ImageLayout};
+use stackpack_bundle::layout_tar::unpack_layout_tar;
 use stackpack_bundle::verify::{verify_bundle, Trust, VerifiedBundle};
 use stackpack_packager::keys::read_public_key;
 use stackpack_packager::Error;
@@ -25,11 +26,33 @@ fn parse_target(target: &str) -> (PathBuf, Option<StackRef>) {
     (PathBuf::from(target), None)
 }
 
+/// The layout at `path`: a folder as it is, or a tar file of one (what `stackpack
+/// export` writes, plain or gzip), streamed into a staging folder the caller keeps
+/// for as long as it reads the layout. The tar is read as the runner's `import` reads
+/// it: every blob checked against its name, links and unsafe paths refused.
+fn open_layout(path: &Path) -> Result<(ImageLayout, Option<tempfile::TempDir>)> {
+    let hint =
+        "pass the folder `stackpack build` wrote (`--out`), or the tar `stackpack export` wrote";
+    let metadata = std::fs::metadata(path)
+        .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", path.display())).hint(hint))?;
+    if metadata.is_dir() {
+        let layout = ImageLayout::open(path).map_err(|e| Error::usage_by(e).hint(hint))?;
+        return Ok((layout, None));
+    }
+    let staging = tempfile::Builder::new()
+        .prefix("stackpack-inspect-")
+        .tempdir()
+        .map_err(|e| {
+            stackpack_packager::error::io("create a staging folder in", &std::env::temp_dir(), e)
+        })?;
+    let layout = unpack_layout_tar(path, staging.path())?;
+    Ok((layout, Some(staging)))
+}
+
 pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     let (path, reference) = parse_target(&args.target);
-    let layout = ImageLayout::open(&path).map_err(|e| {
-        Error::usage_by(e).hint("pass the folder `stackpack build` wrote (`--out`)")
-    })?;
+    // Kept until the command ends: a tar's staging folder is removed with it.
+    let (layout, _staging) = open_layout(&path)?;
     let trusted = args
         .trust
         .iter()

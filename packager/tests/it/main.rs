@@ -15,6 +15,7 @@ mod file_layers;
 mod forecast;
 mod impact;
 mod keys;
+mod layout_tars;
 mod module_packages;
 mod module_sources;
 mod one_view_of_versions;

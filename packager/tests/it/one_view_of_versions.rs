@@ -1,10 +1,11 @@
 //! `version` and `check --against last-release` read the registry `publish` pushes to,
-//! so that a fresh clone agrees with `publish`; without an answer they fall back to
-//! the local layout and say so.
+//! so that a fresh clone agrees with `publish`; a registry that cannot be reached at
+//! all leaves them on the local layout with a warning naming it, and one that answers
+//! and refuses (a token, plain HTTP without `--insecure`) is an error, as for `publish`.
 
 use crate::common;
 
-use common::servers::Distribution;
+use common::servers::{Distribution, OurRegistry};
 use common::{git, stackpack, TestRepo};
 
 fn publish(repo: &TestRepo, host: &str, extra: &[&str]) -> common::Run {
@@ -111,15 +112,120 @@ fn check_on_a_fresh_clone_compares_with_the_release_in_the_registry() {
 }
 
 #[test]
-fn without_a_reachable_registry_versions_are_said_to_be_local() {
+fn a_closed_port_leaves_versions_local_with_a_warning_naming_the_registry() {
     let repo = TestRepo::new();
+    let port = common::servers::free_port();
+    let address = format!("127.0.0.1:{port}/acme");
     for command in ["version", "check"] {
         let run = repo
-            .run(&[command, "--insecure", "--registry", "127.0.0.1:1/acme"])
+            .run(&[command, "--insecure", "--registry", &address])
             .ok();
         assert!(
-            run.stderr.contains("cannot be reached")
+            run.stderr.contains("warning")
+                && run
+                    .stderr
+                    .contains(&format!("`{address}` cannot be reached"))
                 && run.stderr.contains("versions come from the local layout"),
+            "{command}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// `stackpack COMMAND --registry HOST/acme [extra]` with `STACKPACK_REGISTRY_TOKEN`.
+fn run_with_token(
+    repo: &TestRepo,
+    command: &str,
+    host: &str,
+    token: &str,
+    extra: &[&str],
+) -> common::Run {
+    let address = format!("{host}/acme");
+    let mut args = vec![command, "--registry", &address];
+    args.extend_from_slice(extra);
+    common::Run::from_output(
+        std::process::Command::new(env!("CARGO_BIN_EXE_stackpack"))
+            .current_dir(&repo.dir)
+            .args(&args)
+            .env("STACKPACK_REGISTRY_TOKEN", token)
+            .env("NO_COLOR", "1")
+            .env_remove("GITHUB_HEAD_REF")
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn a_refused_token_is_an_error_with_the_publish_hint_not_a_fallback() {
+    let registry = OurRegistry::start();
+    let repo = TestRepo::new();
+    for command in ["version", "check"] {
+        let run = run_with_token(
+            &repo,
+            command,
+            &registry.host(),
+            "not-a-real-token",
+            &["--insecure"],
+        );
+        assert_eq!(run.code, 1, "{command}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "registry `{}` refused a bearer token",
+                registry.host()
+            )) && run.stderr.contains("hint: the token given was refused")
+                && run.stderr.contains("STACKPACK_REGISTRY_TOKEN"),
+            "{command}: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("cannot be reached"),
+            "{command}: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("not-a-real-token"),
+            "the secret was printed"
+        );
+    }
+    // The right token reads the registry: no fallback, no warning.
+    let run = run_with_token(
+        &repo,
+        "version",
+        &registry.host(),
+        &registry.publisher_token(),
+        &["--insecure", "--json"],
+    )
+    .ok();
+    assert!(!run.stderr.contains("local layout"), "{}", run.stderr);
+}
+
+#[test]
+fn a_plain_http_registry_without_insecure_is_an_error_saying_to_add_it() {
+    let registry = OurRegistry::start();
+    let repo = TestRepo::new();
+    for command in ["version", "check"] {
+        let run = run_with_token(
+            &repo,
+            command,
+            &registry.host(),
+            &registry.publisher_token(),
+            &[],
+        );
+        assert_eq!(run.code, 1, "{command}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains(&format!("`{}` speaks plain HTTP", registry.host()))
+                && run.stderr.contains("hint: add `--insecure`"),
+            "{command}: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("InvalidContentType"),
+            "{command}: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("cannot be reached"),
             "{command}: {}",
             run.stderr
         );
