@@ -248,7 +248,7 @@ fn an_import_for_a_customer_never_registered_is_refused_and_pins_nothing_until_i
     );
     let out = import(&server, &file, &["--customer", "umbrella"]);
     assert_eq!(out.status.code(), Some(1));
-    let report = json(&out);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let refused = &report["receipts"][0]["refused"];
     assert_eq!(refused["code"], "DENIED", "{report}");
     assert!(
