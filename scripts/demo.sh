@@ -299,6 +299,7 @@ else
   echo "(not root, or no unshare/ip: initech runs on this machine's network instead of a namespace)"
   (cd "$root" && unset TF_VAR_aws_endpoint && scripts/demo.sh --airgapped-customer "$demo" "$bin" "$terraform" "$release") || true
 fi
+"$bin/stackpack-registry" customer add initech --name "Initech (airgapped)" --data "$registry_data"
 "$bin/stackpack-registry" receipts import "$demo/initech-receipts.json" --customer initech --data "$registry_data"
 
 step "rollout: the stable channel in three waves; the vendor promotes, runners reconcile with sync"

@@ -1004,28 +1004,45 @@ fn check_reviewed(
     Ok((record, bytes))
 }
 
-/// Checks inputs against the bundle: the interface's names and types first, then
-/// the stack's own `validation` rules, read from the verified, unpacked bundle.
+/// Checks inputs against the bundle: the interface's names and types, and the
+/// stack's own `validation` rules, read from the verified, unpacked bundle. Every
+/// finding at once: three mistakes take one run to see, not three.
 pub fn check_inputs(
     home: &Home,
     bundle: &VerifiedBundle,
     inputs: &inputs::Inputs,
 ) -> Result<Vec<inputs::Finding>> {
-    let findings = inputs::check(inputs, &bundle.config.interface);
+    let mut findings = inputs::check(inputs, &bundle.config.interface);
     let has_rules = bundle
         .config
         .interface
         .inputs
         .iter()
         .any(|i| !i.validations.is_empty());
-    if !findings.is_empty() || !has_rules {
+    if !has_rules {
         return Ok(findings);
     }
     let scratch = files::work_folder(&home.work_root(), "check-inputs-")?;
     let dir = unpack::unpack_verified(home, bundle, scratch.path())?;
     let module = stackpack_interface::extract_module(&dir)
         .map_err(|e| Error::refused(format!("cannot read the stack's variables: {e}")))?;
-    Ok(inputs::validate(inputs, &module, &bundle.config.entrypoint))
+    let rules = inputs::validate(inputs, &module, &bundle.config.entrypoint);
+    findings.extend(without_inputs_already_found(rules, &findings));
+    Ok(findings)
+}
+
+/// The rule findings for inputs the interface check found nothing wrong with: a
+/// value of the wrong type has already been reported, and a rule run on it would
+/// only repeat that in the stack's words (or judge a value the engine would never
+/// have accepted).
+fn without_inputs_already_found(
+    rules: Vec<inputs::Finding>,
+    found: &[inputs::Finding],
+) -> Vec<inputs::Finding> {
+    rules
+        .into_iter()
+        .filter(|rule| found.iter().all(|f| f.input != rule.input))
+        .collect()
 }
 
 /// `plan -detailed-exitcode`: 0 nothing to do, 2 drifted.

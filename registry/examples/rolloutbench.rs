@@ -83,7 +83,14 @@ fn seed(data: &str, customers: usize, soak: &str, tokens: &str) {
                     rollout::now_ns(),
                 )?;
                 let (token, hash, token_id) = stackpack_registry::auth::new_token();
-                db::tokens::insert(tx, &token_id, &hash, Role::Customer, Some(&id), &now, None)?;
+                let new = db::tokens::NewToken {
+                    role: Role::Customer,
+                    name: None,
+                    customer: Some(&id),
+                    created: &now,
+                    expires_at: None,
+                };
+                db::tokens::insert(tx, &token_id, &hash, &new)?;
                 lines.push_str(&format!("{id} {token}\n"));
             }
             Ok(())

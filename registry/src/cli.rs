@@ -223,8 +223,8 @@ pub struct ServeArgs {
 pub enum TokenCommand {
     /// Create a token. It is printed once, on stdout; only its hash is stored.
     Create(TokenCreateArgs),
-    /// List tokens: id, role, customer, created, expiry, revocation. Never the token
-    /// or its hash.
+    /// List tokens: id, name, role, customer, created, expiry, revocation. Never the
+    /// token or its hash.
     List(DataJsonArgs),
     /// Revoke a token by its id (from `token list`): it is refused at once.
     Revoke(TokenRevokeArgs),
@@ -256,6 +256,11 @@ pub struct TokenRevokeArgs {
 pub struct TokenCreateArgs {
     #[arg(long, value_enum)]
     pub role: Role,
+    /// A name to tell the token apart in `token list` (`ci`, `release laptop`):
+    /// printable, at most 64 characters, unique in this registry (a revoked token
+    /// keeps its name).
+    #[arg(long)]
+    pub name: Option<String>,
     /// The customer a `customer` token reports for.
     #[arg(long)]
     pub customer: Option<String>,

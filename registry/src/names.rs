@@ -76,6 +76,44 @@ pub fn is_prerelease_version_tag(tag: &str) -> bool {
     semver::Version::parse(tag).is_ok_and(|v| !v.pre.is_empty())
 }
 
+/// Longest token name accepted, in characters: a label for a list, not a note.
+pub const MAX_TOKEN_NAME_CHARS: usize = 64;
+
+/// Why a token name (`token create --name`) is refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokenNameError {
+    #[error("a token name cannot be empty")]
+    Empty,
+    #[error("a token name is at most {MAX_TOKEN_NAME_CHARS} characters; this one has {0}")]
+    TooLong(usize),
+    // A name is printed in a table: a tab, newline or escape would break the columns
+    // or the terminal, and spaces at either end would make two names look alike.
+    #[error("token name {0:?} has a control or invisible character, or spaces at either end")]
+    Unprintable(String),
+}
+
+/// Zero-width and text-direction characters: invisible on screen, they make two
+/// different names print alike (or a name print backwards).
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// Checks a token's name: printable characters (spaces inside are fine), not
+/// padded with spaces, at most [`MAX_TOKEN_NAME_CHARS`].
+pub fn validate_token_name(name: &str) -> Result<(), TokenNameError> {
+    if name.is_empty() {
+        return Err(TokenNameError::Empty);
+    }
+    let chars = name.chars().count();
+    if chars > MAX_TOKEN_NAME_CHARS {
+        return Err(TokenNameError::TooLong(chars));
+    }
+    if name.chars().any(|c| c.is_control() || is_invisible(c)) || name.trim() != name {
+        return Err(TokenNameError::Unprintable(name.to_string()));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +142,38 @@ mod tests {
         assert!(!is_stable_version_tag("1.2.3-rc.1"));
         assert!(!is_stable_version_tag("latest"));
         assert!(is_prerelease_version_tag("1.2.3-rc.1"));
+    }
+
+    #[test]
+    fn token_names_are_printable_unpadded_and_bounded() {
+        for good in [
+            "ci",
+            "release pipeline (GitHub)",
+            "Zürich ops",
+            &"é".repeat(64),
+        ] {
+            validate_token_name(good).unwrap();
+        }
+        assert_eq!(validate_token_name(""), Err(TokenNameError::Empty));
+        assert_eq!(
+            validate_token_name(&"a".repeat(65)),
+            Err(TokenNameError::TooLong(65))
+        );
+        for bad in [
+            "ci\tjob",
+            "line\nbreak",
+            "\u{1b}[31mred",
+            "ci\u{202e}",
+            " ci",
+            "ci ",
+        ] {
+            assert!(
+                matches!(
+                    validate_token_name(bad),
+                    Err(TokenNameError::Unprintable(_))
+                ),
+                "{bad:?}"
+            );
+        }
     }
 }

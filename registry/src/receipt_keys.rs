@@ -5,9 +5,10 @@
 //! the key is one of that customer's installation keys. A customer's first key is
 //! pinned on first use, but only through a path that already says who the customer
 //! is: a token allowed to report for it (its own customer token, or an admin's), or
-//! `receipts import --customer ID` typed by the vendor. A file carried out of an
-//! airgapped site proves nothing about whose it is, so without `--customer` it may
-//! only carry receipts signed by keys already pinned. A key pinned to one customer
+//! `receipts import --customer ID` typed by the vendor for a customer it registered
+//! (`customer add`). A file carried out of an airgapped site proves nothing about
+//! whose it is, so without `--customer` it may only carry receipts signed by keys
+//! already pinned. A key pinned to one customer
 //! is refused for another unless an admin registered it for that one too
 //! (`customer key add`): otherwise one customer's installation could write, and then
 //! lock, another customer's history.
@@ -107,6 +108,21 @@ pub fn check_key(
             ),
             format!(
                 "if the file came from `{customer}`'s installation, import it with `--customer {customer}`"
+            ),
+        ));
+    }
+    // A file names its own customer and carries its own key: for a customer the
+    // vendor never registered, nothing but the file would vouch for either, and the
+    // ledger would grow a customer (a typo, someone else's file) nobody added.
+    if matches!(first_use, FirstUse::Named(_)) && !db::ledger::is_registered(tx, customer)? {
+        return Err(denied(
+            format!(
+                "customer `{customer}` is not registered: key `{key_id}` from this file would be \
+                 the only thing vouching for it"
+            ),
+            format!(
+                "if `{customer}` is your customer, register it first: \
+                 `stackpack-registry customer add {customer}`, then import the file again"
             ),
         ));
     }

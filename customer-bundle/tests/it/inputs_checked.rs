@@ -161,3 +161,47 @@ fn several_inputs_files_later_ones_win_and_tfvars_json_is_read_with_its_lines() 
         run.stderr
     );
 }
+
+/// Issue 23, item 21: three different mistakes in one file (a rule the stack's
+/// `validation` block refuses, an input the stack does not have, a required input
+/// left out) are all reported by one run, each at its place.
+#[test]
+fn check_inputs_reports_every_mistake_in_one_run() {
+    let vendor = Vendor::new();
+    let runner = Runner::new("globex");
+    let reference = build_and_import(&vendor, &runner);
+    let bad = runner.temp.path().join("globex.tfvars");
+    let text = GLOBEX
+        .replace("\"globex\"", "\"Globex_Inc\"")
+        .replace("region               = \"us-east-1\"\n", "")
+        + "node_count           = 3\n";
+    std::fs::write(&bad, text).unwrap();
+    let run = check_inputs(&runner, &reference, &[&bad]).code(1);
+    let stderr = &run.stderr;
+    assert!(
+        stderr.contains("The customer_id must be 2 to 31 lowercase letters"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`node_count`"), "{stderr}");
+    assert!(
+        stderr.contains("required input `region` is not set"),
+        "{stderr}"
+    );
+
+    let out = runner.run(&[
+        "check-inputs",
+        &reference,
+        "--inputs",
+        bad.to_str().unwrap(),
+        "--json",
+    ]);
+    let report = out.code(1).json();
+    let mut inputs: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["input"].as_str().unwrap())
+        .collect();
+    inputs.sort_unstable();
+    assert_eq!(inputs, ["customer_id", "node_count", "region"], "{report}");
+}

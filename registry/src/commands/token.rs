@@ -1,6 +1,7 @@
 //! `stackpack-registry token create | list | revoke`.
 
 use stackpack_registry::auth::Role;
+use stackpack_registry::names::{self, MAX_TOKEN_NAME_CHARS};
 use stackpack_registry::{age, db};
 
 use crate::cli::{DataJsonArgs, TokenCreateArgs, TokenRevokeArgs};
@@ -39,28 +40,57 @@ fn expiry(expires_in: Option<&str>) -> Result<Option<String>> {
 pub fn create(args: &TokenCreateArgs) -> Result<()> {
     let customer = args.customer.as_deref();
     check_customer(args.role, customer)?;
+    let name = args.name.as_deref();
+    if let Some(name) = name {
+        names::validate_token_name(name).map_err(|e| {
+            Error::usage_by(e).hint(format!(
+                "name it with printable characters, at most {MAX_TOKEN_NAME_CHARS}: `--name ci`"
+            ))
+        })?;
+    }
     let expires_at = expiry(args.expires_in.as_deref())?;
     let state = open_existing(&args.data)?;
     let (token, hash, id) = stackpack_registry::auth::new_token();
     let now = db::now_rfc3339();
-    state
+    let new = db::tokens::NewToken {
+        role: args.role,
+        name,
+        customer,
+        created: &now,
+        expires_at: expires_at.as_deref(),
+    };
+    let created = state
         .db
         .write(|tx| {
-            let expires = expires_at.as_deref();
-            db::tokens::insert(tx, &id, &hash, args.role, customer, &now, expires)?;
+            if let Some(name) = name {
+                if db::tokens::name_taken(tx, name)? {
+                    return Ok(false);
+                }
+            }
+            db::tokens::insert(tx, &id, &hash, &new)?;
             if let Some(customer) = customer {
                 db::ledger::upsert_customer(tx, customer, None, &now)?;
             }
-            Ok(())
+            Ok(true)
         })
         .map_err(refused_in(&args.data))?;
+    if !created {
+        return Err(Error::refused(format!(
+            "a token named `{}` already exists in this registry",
+            name.unwrap_or_default()
+        ))
+        .hint("pick another `--name`; `stackpack-registry token list` shows the names taken"));
+    }
+    let label = name.map(|n| format!(" `{n}`")).unwrap_or_default();
     if args.json {
-        print_json(&serde_json::json!({"id": id, "role": args.role.as_str(),
-            "customer": customer, "expiresAt": expires_at, "token": token}));
+        print_json(
+            &serde_json::json!({"id": id, "name": name, "role": args.role.as_str(),
+            "customer": customer, "expiresAt": expires_at, "token": token}),
+        );
     } else {
         println!("{token}");
         status(&format!(
-            "created {} token `{id}`{}{}; it is shown only this once",
+            "created {} token{label} (id `{id}`){}{}; it is shown only this once",
             args.role.as_str(),
             customer
                 .map(|c| format!(" for customer `{c}`"))
@@ -111,6 +141,7 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
             let dash = || "-".to_string();
             vec![
                 t.id.clone(),
+                t.name.clone().unwrap_or_else(dash),
                 t.role.to_string(),
                 t.customer.clone().unwrap_or_else(dash),
                 t.created.to_string(),
@@ -129,6 +160,7 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
         table(
             &[
                 "ID",
+                "NAME",
                 "ROLE",
                 "CUSTOMER",
                 "CREATED",

@@ -248,6 +248,16 @@ pub fn register_customer(
     Ok(())
 }
 
+/// Whether the vendor registered the customer (`customer add`, a customer token);
+/// false for one unknown or known only from its receipts.
+pub fn is_registered(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM customers WHERE id = ?1 AND registered_at IS NOT NULL)",
+        params![id],
+        |r| r.get(0),
+    )
+}
+
 /// Creates a customer first known from a receipt, not registered by the vendor.
 pub fn note_customer(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<()> {
     conn.execute(
@@ -375,6 +385,8 @@ pub fn customers_of_key(conn: &Connection, public_key: &str) -> rusqlite::Result
         .collect()
 }
 
+/// Adds a customer's installation key. An admin adding a key already pinned (from an
+/// imported file, say) vouches for it: it is recorded as the admin's from then on.
 pub fn add_installation_key(
     conn: &Connection,
     customer: &str,
@@ -384,8 +396,10 @@ pub fn add_installation_key(
     pinned_by: PinnedBy,
 ) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT OR IGNORE INTO installation_keys (customer, key_id, public_key, first_seen, pinned_by)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO installation_keys (customer, key_id, public_key, first_seen, pinned_by)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (customer, key_id) DO UPDATE SET pinned_by = 'admin'
+         WHERE excluded.pinned_by = 'admin'",
         params![customer, key_id, public_key, now, pinned_by.as_str()],
     )?;
     Ok(())

@@ -492,6 +492,15 @@ CREATE INDEX forecast_misses_customer ON forecast_misses(customer, id);
 ALTER TABLE customers ADD COLUMN approve TEXT;
 "#;
 
+/// Version 11: a token's name (`token create --name`), so `token list` tells three
+/// publisher tokens apart. Names are unique among tokens that have one (revoking and
+/// re-creating `ci` needs a new name, or the old token's name is still taken, which
+/// keeps `token list` unambiguous); tokens from before have none.
+const V11: &str = r#"
+ALTER TABLE tokens ADD COLUMN name TEXT;
+CREATE UNIQUE INDEX tokens_name ON tokens(name) WHERE name IS NOT NULL;
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -516,6 +525,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V8),
     |tx| tx.execute_batch(V9),
     |tx| tx.execute_batch(V10),
+    |tx| tx.execute_batch(V11),
 ];
 
 /// The schema version this build writes.

@@ -26,6 +26,8 @@ pub const LAST_USED_SECS: i64 = 60;
 #[serde(rename_all = "camelCase")]
 pub struct TokenInfo {
     pub id: String,
+    /// What `token create --name` called it; `None` for a token made without one.
+    pub name: Option<String>,
     pub role: Role,
     pub customer: Option<String>,
     pub created: Timestamp,
@@ -35,21 +37,45 @@ pub struct TokenInfo {
     pub last_used: Option<Timestamp>,
 }
 
+/// A token to store: everything but its id and hash is what `token create` was told.
+pub struct NewToken<'a> {
+    pub role: Role,
+    pub name: Option<&'a str>,
+    pub customer: Option<&'a str>,
+    pub created: &'a str,
+    pub expires_at: Option<&'a str>,
+}
+
 pub fn insert(
     conn: &Connection,
     id: &str,
     hash: &[u8],
-    role: Role,
-    customer: Option<&str>,
-    created: &str,
-    expires_at: Option<&str>,
+    new: &NewToken<'_>,
 ) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT INTO tokens (id, hash, role, customer, created, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![id, hash, role.as_str(), customer, created, expires_at],
+        "INSERT INTO tokens (id, hash, role, name, customer, created, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            id,
+            hash,
+            new.role.as_str(),
+            new.name,
+            new.customer,
+            new.created,
+            new.expires_at
+        ],
     )?;
     Ok(())
+}
+
+/// Whether a token (revoked or not) already has this name: names are unique, so
+/// `token list` never shows two tokens one could mistake for each other.
+pub fn name_taken(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM tokens WHERE name = ?1)",
+        params![name],
+        |r| r.get(0),
+    )
 }
 
 pub fn by_hash(conn: &Connection, hash: &[u8]) -> rusqlite::Result<Option<TokenRow>> {
@@ -74,12 +100,13 @@ pub fn by_hash(conn: &Connection, hash: &[u8]) -> rusqlite::Result<Option<TokenR
 /// Every token, oldest first, without its hash.
 pub fn list(conn: &Connection) -> rusqlite::Result<Vec<TokenInfo>> {
     conn.prepare(
-        "SELECT id, role, customer, created, expires_at, revoked_at, last_used FROM tokens
-         ORDER BY created, id",
+        "SELECT id, role, customer, created, expires_at, revoked_at, last_used, name
+         FROM tokens ORDER BY created, id",
     )?
     .query_map([], |r| {
         Ok(TokenInfo {
             id: r.get(0)?,
+            name: r.get(7)?,
             role: parsed(r, 1)?,
             customer: r.get(2)?,
             created: r.get(3)?,

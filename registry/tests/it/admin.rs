@@ -178,3 +178,83 @@ fn the_data_folder_and_its_database_are_private_under_umask_022() {
         }
     }
 }
+
+#[test]
+fn three_publisher_tokens_are_told_apart_by_their_names_in_token_list() {
+    let server = OurRegistry::start();
+    let (_, ci) = token_with(&server, "publisher", &["--name", "ci"]);
+    let (_, laptop) = token_with(&server, "publisher", &["--name", "release laptop"]);
+    let (_, unnamed) = token_with(&server, "publisher", &[]);
+    let list: serde_json::Value =
+        serde_json::from_slice(&cli(&server, &["token", "list", "--json"]).stdout).unwrap();
+    let name_of = |id: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap()["name"]
+            .clone()
+    };
+    assert_eq!(name_of(&ci), "ci");
+    assert_eq!(name_of(&laptop), "release laptop");
+    assert!(name_of(&unnamed).is_null(), "{list}");
+
+    let table = text(&cli(&server, &["token", "list"]).stdout);
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.starts_with("ID") && header.contains("NAME"),
+        "{table}"
+    );
+    let row = |id: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(id))
+            .unwrap()
+            .to_string()
+    };
+    assert!(row(&ci).contains(" ci "), "{table}");
+    assert!(row(&laptop).contains("release laptop"), "{table}");
+}
+
+#[test]
+fn a_token_name_already_taken_even_by_a_revoked_token_is_refused_and_nothing_is_created() {
+    let server = OurRegistry::start();
+    let (_, ci) = token_with(&server, "publisher", &["--name", "ci"]);
+    assert!(cli(&server, &["token", "revoke", &ci]).status.success());
+    let out = cli(
+        &server,
+        &["token", "create", "--role", "publisher", "--name", "ci"],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("a token named `ci` already exists") && stderr.contains("hint:"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no token printed");
+    let list: serde_json::Value =
+        serde_json::from_slice(&cli(&server, &["token", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+}
+
+#[test]
+fn a_token_name_with_a_control_character_or_too_long_is_a_usage_error() {
+    let server = OurRegistry::start();
+    let long = "n".repeat(65);
+    for bad in ["ci\tjob", "\u{1b}[2Jci", " ci", "", long.as_str()] {
+        let out = cli(
+            &server,
+            &["token", "create", "--role", "publisher", "--name", bad],
+        );
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {stderr}");
+        assert!(
+            stderr.contains("token name") && stderr.contains("hint:"),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    let list: serde_json::Value =
+        serde_json::from_slice(&cli(&server, &["token", "list", "--json"]).stdout).unwrap();
+    assert!(list.as_array().unwrap().is_empty(), "{list}");
+}

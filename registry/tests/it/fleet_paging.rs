@@ -42,6 +42,7 @@ fn import(server: &OurRegistry, receipts: &[SignedReceipt]) {
         lines.push(b'\n');
     }
     std::fs::write(&file, lines).unwrap();
+    register_customers(server, receipts.iter().map(|r| r.receipt.customer.as_str()));
     let mut args = vec!["receipts", "import", file.to_str().unwrap()];
     for signed in receipts {
         args.extend(["--customer", signed.receipt.customer.as_str()]);

@@ -588,6 +588,7 @@ fn a_bundle_kept_in_another_registry_is_recorded_through_the_api() {
 #[test]
 fn a_receipt_file_carried_out_of_an_airgapped_site_is_imported_once() {
     let registry = OurRegistry::start();
+    register_customers(&registry, ["umbrella"]);
     let support = Client::new(registry.url(), Some(registry.token("support", None)));
     let publisher = Client::new(registry.url(), Some(registry.token("publisher", None)));
     let digest = push_bundle(&publisher, "data-plane", "1.0.0");

@@ -63,6 +63,7 @@ fn current_version_is_the_latest_by_time_not_by_text() {
 }
 
 fn import(server: &OurRegistry, file: &std::path::Path, json: bool) -> std::process::Output {
+    register_customers(server, ["umbrella"]);
     let mut cmd = Command::new(BIN);
     cmd.args(["receipts", "import"])
         .arg(file)
@@ -273,6 +274,7 @@ fn commands_exit_quietly_when_stdout_closes() {
     )
     .unwrap();
     // A customer with a receipt, so that every command below has lines to write.
+    register_customers(&server, ["umbrella"]);
     server
         .run(&[
             "receipts",

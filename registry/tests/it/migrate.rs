@@ -312,3 +312,44 @@ fn a_database_from_a_newer_build_is_refused() {
     assert!(stderr.contains("schema version 99"), "{stderr}");
     assert_eq!(user_version(&data), 99, "left as it was");
 }
+
+#[test]
+fn a_token_from_before_names_is_listed_without_one_and_a_named_token_can_be_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = old_registry(dir.path());
+    rusqlite::Connection::open(data.join("registry.db"))
+        .unwrap()
+        .execute(
+            "INSERT INTO tokens (id, hash, role, created) VALUES ('old0', x'00', 'publisher', '2026-01-01T00:00:00Z')",
+            [],
+        )
+        .unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .arg("--data")
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let list = run(&["token", "list", "--json"]);
+    assert_eq!(list[0]["id"], "old0", "{list}");
+    assert!(list[0]["name"].is_null(), "{list}");
+    run(&[
+        "token",
+        "create",
+        "--role",
+        "publisher",
+        "--name",
+        "ci",
+        "--json",
+    ]);
+    let list = run(&["token", "list", "--json"]);
+    assert_eq!(list[1]["name"], "ci", "{list}");
+}

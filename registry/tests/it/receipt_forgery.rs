@@ -212,6 +212,7 @@ fn an_import_without_customer_of_a_key_not_yet_pinned_is_refused_with_a_hint_to_
 #[test]
 fn an_import_naming_the_customer_pins_its_first_key_and_later_imports_need_no_flag() {
     let server = OurRegistry::start();
+    cli_ok(&server, &["customer", "add", "umbrella"]);
     let dir = tempfile::tempdir().unwrap();
     let first = file_of(
         &dir,
@@ -233,7 +234,56 @@ fn an_import_naming_the_customer_pins_its_first_key_and_later_imports_need_no_fl
     let out = import(&server, &other, &["--customer", "umbrella"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stored(&server), ["u-1", "u-2"]);
-    // Umbrella was never registered: the fleet says so instead of a bare row.
+}
+
+/// Issue 23, item 24: a file names its own customer and carries its own key; for a
+/// customer never registered nothing else vouches for either.
+#[test]
+fn an_import_for_a_customer_never_registered_is_refused_and_pins_nothing_until_it_is_added() {
+    let server = OurRegistry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = file_of(
+        &dir,
+        &[&receipt("umbrella", "u-1", "1.0.0", &initech_key())],
+    );
+    let out = import(&server, &file, &["--customer", "umbrella"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let refused = &report["receipts"][0]["refused"];
+    assert_eq!(refused["code"], "DENIED", "{report}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("customer `umbrella` is not registered"),
+        "{report}"
+    );
+    assert!(
+        refused["hint"]
+            .as_str()
+            .unwrap()
+            .contains("`stackpack-registry customer add umbrella`"),
+        "{report}"
+    );
+    assert!(stored(&server).is_empty());
+    let rows = json(&cli_ok(&server, &["fleet", "--json"]));
+    assert_eq!(rows, serde_json::json!([]), "no row for umbrella");
+    // Registered, the same file imports.
+    cli_ok(&server, &["customer", "add", "umbrella"]);
+    let out = import(&server, &file, &["--customer", "umbrella"]);
+    assert_eq!(json(&out)["receipts"][0]["created"], true);
+    let rows = json(&cli_ok(&server, &["fleet", "--json"]));
+    assert_eq!(rows[0]["registered"], true, "{rows}");
+    assert_eq!(rows[0]["version"], "1.0.0", "{rows}");
+}
+
+#[test]
+fn a_customer_an_admin_token_reported_for_is_marked_not_registered_in_the_fleet() {
+    let server = OurRegistry::start();
+    let admin = Client::new(server.url(), Some(server.token("admin", None)));
+    let signed = receipt("umbrella", "u-1", "1.0.0", &initech_key());
+    let r = admin.req("POST", "/api/v1/receipts", &[], Some(&signed.to_bytes()));
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     let fleet = cli_ok(&server, &["fleet", "--customer", "umbrella"]);
     let fleet = String::from_utf8_lossy(&fleet.stdout);
     assert!(
@@ -266,6 +316,8 @@ fn a_customer_registered_by_the_vendor_is_not_marked_unregistered_in_the_fleet()
 #[test]
 fn a_file_mixing_good_and_forged_receipts_stores_nothing_and_pins_no_key() {
     let server = OurRegistry::start();
+    cli_ok(&server, &["customer", "add", "umbrella"]);
+    cli_ok(&server, &["customer", "add", "initech"]);
     let dir = tempfile::tempdir().unwrap();
     let good = receipt("umbrella", "u-1", "1.0.0", &globex_key());
     let forged = receipt("initech", "forged", "9.9.9", &globex_key());

@@ -579,27 +579,57 @@ fn a_customer_page_shows_history_receipts_signatures_and_inputs_hashes() {
 }
 
 /// Issue 23, item 24: a key pinned by `receipts import --customer` came from the
-/// same file as the receipts it signs; the page says so rather than "trusted".
+/// same file as the receipts it signs; the page says so rather than "trusted" or
+/// "signature verified", until an admin adds the key.
 #[test]
-fn a_key_pinned_on_first_use_by_an_import_is_not_shown_as_trusted_nor_its_customer_as_registered() {
+fn a_key_pinned_by_an_import_is_not_called_trusted_until_an_admin_adds_it() {
     let seeded = seed();
     let server = &seeded.server;
     let cookie = sign_in(server, &seeded.support);
     let page = html(&get(server, "/ui/customers/umbrella", &cookie));
     let history = page.split("<table id=\"history\">").nth(1).unwrap();
-    assert_eq!(history.matches("signature verified").count(), 2);
     assert_eq!(
-        history.matches("key pinned on first use by import").count(),
+        history.matches("signature verified").count(),
+        0,
+        "{history}"
+    );
+    assert_eq!(
+        history
+            .matches("signature matches the key in the file")
+            .count(),
         2
     );
+    let pinned = "key pinned from an imported file; not yet trusted";
+    assert_eq!(history.matches(pinned).count(), 2);
     assert!(!page.contains("trusted key"), "{page}");
     let facts = page.split("</dl>").next().unwrap();
-    assert!(
-        facts.contains("key pinned on first use by import"),
-        "{facts}"
+    assert!(facts.contains(pinned), "{facts}");
+
+    // The vendor, having had the key from the customer some other way, vouches for it.
+    let key = server.data.with_file_name("umbrella.pub");
+    std::fs::write(&key, installation_key("umbrella").public_key().to_pem()).unwrap();
+    cli_ok(
+        server,
+        &["customer", "key", "add", "umbrella", key.to_str().unwrap()],
     );
-    // Umbrella was registered by the vendor; wonka, known only from an imported
-    // file, was not, and the fleet says so rather than showing a bare row.
+    let page = html(&get(server, "/ui/customers/umbrella", &cookie));
+    let history = page.split("<table id=\"history\">").nth(1).unwrap();
+    assert_eq!(
+        history.matches("signature verified").count(),
+        2,
+        "{history}"
+    );
+    assert_eq!(history.matches("trusted key").count(), 2, "{history}");
+    assert!(!page.contains(pinned), "{page}");
+}
+
+/// Issue 23, item 24: a file for a customer the vendor never registered is refused,
+/// saying how to register it, so the fleet grows no customer only the file vouches for.
+#[test]
+fn an_import_for_a_customer_never_registered_is_refused_with_a_hint_to_add_it_first() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let cookie = sign_in(server, &seeded.support);
     let file = server.data.with_file_name("wonka-receipts.json");
     let wonka = receipt(
         "wonka",
@@ -613,21 +643,38 @@ fn a_key_pinned_on_first_use_by_an_import_is_not_shown_as_trusted_nor_its_custom
         &minutes_ago(5),
     );
     std::fs::write(&file, wonka.to_bytes()).unwrap();
-    let import = ["receipts", "import", file.to_str().unwrap()];
-    cli_ok(server, &[&import[..], &["--customer", "wonka"]].concat());
+    let import = [
+        "receipts",
+        "import",
+        file.to_str().unwrap(),
+        "--customer",
+        "wonka",
+    ];
+    let out = cli(server, &import);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("customer `wonka` is not registered"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: if `wonka` is your customer, register it first: `stackpack-registry customer add wonka`"),
+        "{stderr}"
+    );
     let fleet = html(&get(server, "/ui", &cookie));
-    let note = "not registered: known only from its receipts";
-    let noted: Vec<&str> = fleet
+    assert!(!fleet.contains("wonka"), "no row for it: {fleet}");
+    assert_eq!(get(server, "/ui/customers/wonka", &cookie).status, 404);
+
+    // Registered, the same file imports, and wonka's row is its stack and version.
+    cli_ok(server, &["customer", "add", "wonka"]);
+    cli_ok(server, &import);
+    let fleet = html(&get(server, "/ui", &cookie));
+    let row = fleet
         .split("<tr>")
-        .filter(|row| row.contains(note))
-        .collect();
-    assert!(!noted.is_empty(), "{fleet}");
-    assert!(noted.iter().all(|row| row.contains("wonka")), "{noted:?}");
-    let page = html(&get(server, "/ui/customers/wonka", &cookie));
-    let facts = page.split("</dl>").next().unwrap();
-    assert!(facts.contains(note), "{facts}");
-    let page = html(&get(server, "/ui/customers/umbrella", &cookie));
-    assert!(!page.contains(note), "{page}");
+        .find(|row| row.contains("wonka"))
+        .unwrap();
+    assert!(row.contains("data-plane") && row.contains("1.0.0"), "{row}");
+    assert!(!row.contains("not registered"), "{row}");
 }
 
 #[test]
@@ -988,6 +1035,7 @@ fn the_fleet_and_stack_version_pages_show_a_page_of_rows_and_link_to_the_next() 
     for customer in &customers {
         import.extend(["--customer", customer]);
     }
+    register_customers(&server, customers.iter().map(String::as_str));
     cli_ok(&server, &import);
     let cookie = sign_in(&server, &server.token("support", None));
 

@@ -32,11 +32,15 @@ type Keys = HashMap<String, (bool, Option<PinnedBy>)>;
 
 /// A key's standing in words. A key pinned by `receipts import --customer` came from
 /// the same file as the receipts it signs, so it is not called trusted: the vendor
-/// named the customer, no token of the customer's vouched for it.
+/// named the customer, no token of the customer's vouched for it (until an admin
+/// adds it with `customer key add`).
 fn key_standing(revoked: bool, pinned_by: Option<PinnedBy>) -> (Tone, &'static str) {
     match (revoked, pinned_by) {
         (true, _) => (Tone::Warn, "key since revoked"),
-        (false, Some(PinnedBy::Import)) => (Tone::Warn, "key pinned on first use by import"),
+        (false, Some(PinnedBy::Import)) => (
+            Tone::Warn,
+            "key pinned from an imported file; not yet trusted",
+        ),
         // Registered by an admin, or vouched for by a token that may report for the
         // customer (and before the ledger recorded how: a first receipt).
         (false, Some(PinnedBy::Admin | PinnedBy::Report) | None) => (Tone::Good, "trusted key"),
@@ -58,13 +62,21 @@ fn signature(document: &str, keys: &Keys) -> (String, String) {
     let verdict = match signed.verify_integrity() {
         Ok(key) => {
             let id = key.key_id();
-            let (tone, standing) = match keys.get(&id) {
+            let known = keys.get(&id);
+            let (tone, standing) = match known {
                 Some((revoked, pinned_by)) => key_standing(*revoked, *pinned_by),
                 None => (Tone::Bad, "key not trusted"),
             };
+            // The signature checks out against the key the receipt carries; that
+            // says something only when someone other than the file vouched for it.
+            let checked = match known {
+                Some((_, Some(PinnedBy::Admin | PinnedBy::Report) | None)) => {
+                    badge(Tone::Good, "signature verified")
+                }
+                _ => badge(Tone::Warn, "signature matches the key in the file"),
+            };
             format!(
-                "{} <span class=\"mono\">{}</span> {}",
-                badge(Tone::Good, "signature verified"),
+                "{checked} <span class=\"mono\">{}</span> {}",
                 esc(&id),
                 badge(tone, standing)
             )

@@ -321,6 +321,18 @@ pub fn write_layout(root: &Path, tag: &str, seed: u64, layer_sizes: &[usize]) ->
 }
 
 /// Runs `stackpack-registry ARGS --data <server's data>` and returns what it did.
+/// Registers customers as the vendor does (`POST /api/v1/customers`, what `customer
+/// add` does), so a file of their receipts may be imported with `--customer`.
+pub fn register_customers<'a>(server: &OurRegistry, ids: impl IntoIterator<Item = &'a str>) {
+    let admin = Client::new(server.url(), Some(server.token("admin", None)));
+    let mut seen = std::collections::HashSet::new();
+    for id in ids.into_iter().filter(|id| seen.insert(*id)) {
+        let body = serde_json::json!({ "id": id }).to_string();
+        let r = admin.req("POST", "/api/v1/customers", &[], Some(body.as_bytes()));
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+}
+
 pub fn cli(server: &OurRegistry, args: &[&str]) -> std::process::Output {
     std::process::Command::new(BIN)
         .args(args)
