@@ -195,7 +195,13 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
-                "DROP TABLE customer_sync;
+                "DROP INDEX tokens_name;
+                 ALTER TABLE tokens DROP COLUMN name;
+                 DROP TABLE forecast_misses;
+                 DROP TABLE forecast_customers;
+                 DROP TABLE forecasts;
+                 ALTER TABLE customers DROP COLUMN approve;
+                 DROP TABLE customer_sync;
                  DROP TABLE release_receipts;
                  DROP TABLE rollout_events;
                  DROP TABLE rollout_assignments;
