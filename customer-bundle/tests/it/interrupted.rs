@@ -18,7 +18,7 @@ use common::{fake_engine, globex_inputs, Run, Runner, Vendor};
 const SLOW_ENGINE: &str = r#"
 if [ "$1" = apply ]; then
   stopped="$(dirname "$0")/engine.stopped"
-  trap 'sleep 1; echo "$1 stopped" > "$stopped"; exit 1' INT TERM
+  trap 'sleep 4; echo "$1 stopped" > "$stopped"; exit 1' INT TERM
   i=0
   while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 fi
@@ -143,7 +143,8 @@ fn sigkill_mid_apply_takes_the_engine_down_keeps_the_lock_until_it_stops_and_is_
     let (_vendor, runner, mut child, reference, stopped) = applying(scratch.path());
     child.kill().unwrap();
     child.wait().unwrap();
-    // The engine is still stopping (it takes a second): the stack stays locked.
+    // The engine is still stopping (it takes four seconds, so a loaded machine still
+    // starts the next command in time): the stack stays locked.
     let inputs = globex_inputs();
     let busy = runner
         .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])

@@ -937,7 +937,22 @@ fn sync_every_keeps_passing_and_sigterm_between_passes_ends_it_with_exit_0() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    // Until the second pass has reported (under load a pass takes seconds): a fixed
+    // wait here made the test depend on the machine's speed.
+    let reported = |out: &std::path::Path| {
+        let bytes = std::fs::read(out).unwrap_or_default();
+        serde_json::Deserializer::from_slice(&bytes)
+            .into_iter::<Value>()
+            .take_while(Result::is_ok)
+            .count()
+    };
+    while reported(&out) < 2 {
+        assert!(
+            start.elapsed().as_secs() < 180,
+            "the second pass never reported"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     // SAFETY: signals the child this test started.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);
