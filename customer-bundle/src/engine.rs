@@ -616,19 +616,7 @@ pub fn parse_plan_json(text: &str) -> std::result::Result<PlanDetails, String> {
             }
         }
     }
-    if let Some(outputs) = value["output_changes"].as_object() {
-        for change in outputs.values() {
-            let actions: Vec<&str> = change["actions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|a| a.as_str())
-                .collect();
-            if !actions.iter().all(|a| *a == "no-op") {
-                details.output_changes += 1;
-            }
-        }
-    }
+    details.output_changes = stackpack_schema::plan::output_changes(&value);
     Ok(details)
 }
 

@@ -168,6 +168,23 @@ pub fn differences(forecast: &[PlannedChange], actual: &[PlannedChange]) -> Vec<
         .collect()
 }
 
+/// How many outputs a plan (`show -json`, parsed) changes: entries of
+/// `output_changes` whose `actions` are not all `no-op`.
+pub fn output_changes(plan: &Value) -> u64 {
+    plan["output_changes"]
+        .as_object()
+        .into_iter()
+        .flat_map(|outputs| outputs.values())
+        .filter(|change| {
+            !change["actions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|a| a.as_str() == Some("no-op"))
+        })
+        .count() as u64
+}
+
 /// The managed resources the engine found changed outside it while refreshing, before
 /// planning (`resource_drift` in `show -json`, Terraform 0.15.4 and later), sorted.
 pub fn drifted(plan_json: &str) -> Vec<String> {
@@ -401,6 +418,17 @@ mod comparing {
         assert_eq!(found[2].to_string(), "update `c`, forecast said no change");
         assert!(differences(&forecast, &forecast).is_empty());
         assert_ne!(changes_digest(&forecast), changes_digest(&actual));
+    }
+
+    #[test]
+    fn output_changes_read_each_outputs_own_actions_and_skip_no_ops() {
+        let plan = serde_json::json!({"output_changes": {
+            "a": {"actions": ["create"]},
+            "b": {"actions": ["no-op"]},
+            "c": {"actions": ["update"]},
+        }});
+        assert_eq!(output_changes(&plan), 2);
+        assert_eq!(output_changes(&serde_json::json!({})), 0);
     }
 
     #[test]

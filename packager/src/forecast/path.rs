@@ -265,18 +265,10 @@ impl<'a> CustomerPath<'a> {
     }
 }
 
-/// True when the plan in `json` (`show -json`) changes an output's value.
+/// True when the plan in `json` (`show -json`) changes an output's value (one that
+/// cannot be read is taken as changing them: applying is the safe side).
 fn changes_outputs(json: &str) -> bool {
-    let Ok(plan) = serde_json::from_str::<Value>(json) else {
-        return true;
-    };
-    plan["output_changes"].as_object().is_some_and(|outputs| {
-        outputs.values().any(|o| {
-            o["change"]["actions"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|a| a != "no-op"))
-        })
-    })
+    serde_json::from_str::<Value>(json).map_or(true, |plan| plan::output_changes(&plan) > 0)
 }
 
 /// The last lines of an engine's failure, without a line that looks like a secret.
