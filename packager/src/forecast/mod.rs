@@ -439,7 +439,9 @@ impl<'a> Prepared<'a> {
         let mut path = CustomerPath::new(self.witness.engine(), plugins, session, &job.inputs, dir);
         let walked = walk(&mut path, job, target);
         // The forecast is known here; what follows is cleaning the account.
-        let seconds = started.elapsed().as_secs_f64();
+        // To the millisecond: a shorter decimal reads back as the same number, so the
+        // JSON the registry keeps and gives back equals what was sent.
+        let seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let left = path.destroy();
         let (stacks, failure) = walked;
         let outcome = match &failure {
