@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 
 use common::{fake_engine, globex_inputs, Run, Runner, Vendor};
 
-/// Applies slowly; on SIGINT or SIGTERM takes a second to stop, then says so.
+/// Applies slowly; on SIGINT or SIGTERM takes four seconds to stop, then says so.
+/// `trapped` in its marker once it listens for them.
 const SLOW_ENGINE: &str = r#"
 if [ "$1" = apply ]; then
   stopped="$(dirname "$0")/engine.stopped"
   trap 'sleep 4; echo "$1 stopped" > "$stopped"; exit 1' INT TERM
+  echo trapped >> "$0.ran"
   i=0
   while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 fi
@@ -71,6 +73,8 @@ fn applying_with(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // `trapped`, not `apply`: a signal before the engine's trap is set would
+    // end it without a word, and the test would wait for a stop it never says.
     wait_for(
         "the engine to start applying",
         Duration::from_secs(120),
@@ -78,7 +82,7 @@ fn applying_with(
             std::fs::read_to_string(&ran)
                 .unwrap_or_default()
                 .lines()
-                .any(|l| l.starts_with("apply"))
+                .any(|l| l == "trapped")
         },
     );
     (
@@ -205,6 +209,7 @@ if [ "$1" = apply ]; then
   echo $! > "$(dirname "$0")/provisioner.pid"
   stopped="$(dirname "$0")/engine.stopped"
   trap 'echo "$1 stopped" > "$stopped"; exit 1' INT TERM
+  echo trapped >> "$0.ran"
   i=0
   while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 fi
