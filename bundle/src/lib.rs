@@ -29,6 +29,7 @@
 //! - [`remote`] talks to OCI registries (and, through [`remote::http`], to the
 //!   ledger's plain JSON API); [`transfer`] moves bundles between registries,
 //!   layouts and tar files.
+//! - [`s3`] checks and creates the bucket that keeps a customer's engine state.
 //!
 //! Verification always streams: memory does not grow with the size of a bundle.
 
@@ -44,6 +45,7 @@ pub mod policy;
 pub mod provider;
 pub mod release;
 pub mod remote;
+pub mod s3;
 pub mod sign;
 pub mod transfer;
 pub mod trust;

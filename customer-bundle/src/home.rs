@@ -188,6 +188,11 @@ pub struct BackendConfig {
     /// `-backend-config` settings. `{stack}` in a value is replaced by the stack name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config: BTreeMap<String, String>,
+    /// `[backend.s3]`, with `type = "s3"`: state in a bucket of the customer's own
+    /// account, checked by the runner and laid out by it (one key per customer and
+    /// stack), natively locked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<S3Backend>,
 }
 
 impl Default for BackendConfig {
@@ -195,6 +200,63 @@ impl Default for BackendConfig {
         BackendConfig {
             kind: "local".into(),
             config: BTreeMap::new(),
+            s3: None,
+        }
+    }
+}
+
+impl BackendConfig {
+    /// The state kept in a bucket, when `type = "s3"` and `[backend.s3]` is set.
+    pub fn s3(&self) -> Option<&S3Backend> {
+        self.s3.as_ref().filter(|_| self.kind == "s3")
+    }
+}
+
+/// `[backend.s3]`: a versioned, encrypted, private bucket in the customer's account.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct S3Backend {
+    pub bucket: String,
+    /// The bucket's region (default: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else
+    /// `us-east-1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Keys are `<key-prefix>/<customer>/<stack>.tfstate` (default `stackpack`).
+    #[serde(default = "default_key_prefix")]
+    pub key_prefix: String,
+    /// An S3 emulator's URL (path-style requests). Real accounts leave it unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Locking through a DynamoDB table instead of the lock object beside the state
+    /// (`use_lockfile`): for engines before Terraform 1.10 / OpenTofu 1.8, which
+    /// have no native S3 locking. The table needs a string partition key `LockID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamodb_table: Option<String>,
+}
+
+fn default_key_prefix() -> String {
+    "stackpack".into()
+}
+
+impl S3Backend {
+    pub fn region(&self) -> String {
+        self.region
+            .clone()
+            .or_else(|| {
+                ["AWS_REGION", "AWS_DEFAULT_REGION"]
+                    .iter()
+                    .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+            })
+            .unwrap_or_else(|| "us-east-1".into())
+    }
+
+    /// The state object's key for one stack of one customer.
+    pub fn state_key(&self, customer: &str, stack: &str) -> String {
+        let prefix = self.key_prefix.trim_matches('/');
+        if prefix.is_empty() {
+            format!("{customer}/{stack}.tfstate")
+        } else {
+            format!("{prefix}/{customer}/{stack}.tfstate")
         }
     }
 }

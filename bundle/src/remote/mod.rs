@@ -209,7 +209,7 @@ fn error_messages(body: &str) -> String {
 }
 
 /// reqwest's message and every cause under it.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

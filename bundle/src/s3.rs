@@ -1,0 +1,517 @@
+//! A small S3 client: the few bucket calls the runner makes to check (and, when
+//! asked, create) the bucket that keeps a customer's engine state, and to read a
+//! state lock's own record.
+//!
+//! Why not the AWS SDK: it would bring a second HTTP stack and hundreds of crates
+//! for eight calls. These requests are signed with AWS Signature Version 4 over the
+//! workspace's one HTTP client (`reqwest`), path-style against an emulator's
+//! endpoint, virtual-hosted against AWS itself. Credentials come from the usual
+//! environment variables; the secret is never printed, not even by `Debug`.
+
+use std::fmt;
+use std::time::Duration;
+
+use sha2::{Digest as _, Sha256};
+
+/// Credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+/// `AWS_SESSION_TOKEN`.
+#[derive(Clone)]
+pub struct AwsCredentials {
+    pub access_key_id: String,
+    secret_access_key: String,
+    session_token: Option<String>,
+}
+
+impl fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AwsCredentials({}, secret withheld)", self.key_id_shown())
+    }
+}
+
+impl AwsCredentials {
+    /// The credentials the environment holds, if both halves are set.
+    pub fn from_env() -> Option<AwsCredentials> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Some(AwsCredentials {
+            access_key_id: var("AWS_ACCESS_KEY_ID")?,
+            secret_access_key: var("AWS_SECRET_ACCESS_KEY")?,
+            session_token: var("AWS_SESSION_TOKEN"),
+        })
+    }
+
+    /// The access key id as messages show it: its first four and last four
+    /// characters, enough to tell which key, never the secret.
+    pub fn key_id_shown(&self) -> String {
+        let id = &self.access_key_id;
+        if id.len() <= 8 || !id.is_ascii() {
+            return "…".into();
+        }
+        format!("{}…{}", &id[..4], &id[id.len() - 4..])
+    }
+}
+
+/// What a bucket call can end with, besides success.
+#[derive(Debug, thiserror::Error)]
+pub enum S3Error {
+    #[error("bucket `{bucket}` does not exist")]
+    NoSuchBucket { bucket: String },
+    #[error("bucket `{bucket}` is in region `{actual}`, not `{expected}`")]
+    WrongRegion {
+        bucket: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("the credentials (access key `{key_id}`) were refused for bucket `{bucket}`: {code}")]
+    Denied {
+        bucket: String,
+        key_id: String,
+        code: String,
+    },
+    #[error("cannot reach S3 at `{url}`: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("S3 answered {operation} on bucket `{bucket}` with HTTP {status} {code}")]
+    Failed {
+        operation: &'static str,
+        bucket: String,
+        status: u16,
+        code: String,
+    },
+}
+
+/// A bucket's settings that keep state safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BucketSettings {
+    pub versioning: bool,
+    pub encryption: bool,
+    pub public_access_blocked: bool,
+}
+
+/// One S3 endpoint, region and set of credentials.
+pub struct S3Client {
+    endpoint: Option<String>,
+    region: String,
+    credentials: AwsCredentials,
+    http: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+}
+
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+impl S3Client {
+    /// `endpoint`: an emulator's URL (path-style); `None` for AWS itself.
+    pub fn new(
+        endpoint: Option<&str>,
+        region: &str,
+        credentials: AwsCredentials,
+    ) -> Result<S3Client, S3Error> {
+        crate::remote::tls();
+        let unreachable = |detail: String| S3Error::Unreachable {
+            url: endpoint.unwrap_or("AWS S3").to_string(),
+            detail,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| unreachable(e.to_string()))?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|e| unreachable(e.to_string()))?;
+        Ok(S3Client {
+            endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
+            region: region.to_string(),
+            credentials,
+            http,
+            runtime,
+        })
+    }
+
+    /// Host and path of `bucket`'s `key` (empty: the bucket itself).
+    fn address(&self, bucket: &str, key: &str) -> (String, String, String) {
+        let key_path: String = key.split('/').map(uri_encode).collect::<Vec<_>>().join("/");
+        match &self.endpoint {
+            Some(endpoint) => {
+                let (scheme, host) = endpoint.split_once("://").unwrap_or(("https", endpoint));
+                (
+                    scheme.to_string(),
+                    host.to_string(),
+                    format!("/{bucket}/{key_path}"),
+                )
+            }
+            None => (
+                "https".into(),
+                format!("{bucket}.s3.{}.amazonaws.com", self.region),
+                format!("/{key_path}"),
+            ),
+        }
+    }
+
+    /// Sends one signed request. `query` is a sub-resource (`versioning`) or empty.
+    fn send(
+        &self,
+        method: reqwest::Method,
+        bucket: &str,
+        key: &str,
+        query: &str,
+        body: &str,
+    ) -> Result<Answer, S3Error> {
+        let (scheme, host, path) = self.address(bucket, key);
+        let now = time::OffsetDateTime::now_utc();
+        let signed = sign_v4(&SigningInput {
+            method: method.as_str(),
+            host: &host,
+            path: &path,
+            query,
+            body: body.as_bytes(),
+            region: &self.region,
+            credentials: &self.credentials,
+            now,
+        });
+        let url = if query.is_empty() {
+            format!("{scheme}://{host}{path}")
+        } else {
+            format!("{scheme}://{host}{path}?{query}")
+        };
+        let mut request = self.http.request(method, &url).body(body.to_string());
+        for (name, value) in signed {
+            request = request.header(name, value);
+        }
+        self.runtime.block_on(async {
+            let answer = request.send().await.map_err(|e| S3Error::Unreachable {
+                url: format!("{scheme}://{host}"),
+                detail: crate::remote::error_chain(&e),
+            })?;
+            let status = answer.status().as_u16();
+            let headers = answer.headers().clone();
+            let body = answer.text().await.unwrap_or_default();
+            Ok(Answer {
+                status,
+                headers,
+                body,
+            })
+        })
+    }
+
+    /// The error an unsuccessful answer means.
+    fn error(&self, operation: &'static str, bucket: &str, answer: &Answer) -> S3Error {
+        let code = tag_text(&answer.body, "Code").unwrap_or_default();
+        let actual = answer
+            .headers
+            .get("x-amz-bucket-region")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match (answer.status, code.as_str(), actual) {
+            (_, "NoSuchBucket", _) | (404, "", _) => S3Error::NoSuchBucket {
+                bucket: bucket.into(),
+            },
+            (301 | 400, _, Some(actual)) if actual != self.region => S3Error::WrongRegion {
+                bucket: bucket.into(),
+                expected: self.region.clone(),
+                actual,
+            },
+            (
+                403,
+                _,
+                _,
+            )
+            | (
+                _,
+                "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "ExpiredToken"
+                | "InvalidToken",
+                _,
+            ) => S3Error::Denied {
+                bucket: bucket.into(),
+                key_id: self.credentials.key_id_shown(),
+                code: if code.is_empty() {
+                    "AccessDenied".into()
+                } else {
+                    code
+                },
+            },
+            (status, _, _) => S3Error::Failed {
+                operation,
+                bucket: bucket.into(),
+                status,
+                code,
+            },
+        }
+    }
+
+    /// True when the bucket exists (and these credentials may see it).
+    pub fn bucket_exists(&self, bucket: &str) -> Result<bool, S3Error> {
+        let answer = self.send(reqwest::Method::HEAD, bucket, "", "", "")?;
+        match self.error("HeadBucket", bucket, &answer) {
+            _ if answer.status == 200 => Ok(true),
+            S3Error::NoSuchBucket { .. } => Ok(false),
+            error => Err(error),
+        }
+    }
+
+    /// Versioning, default encryption and the public access block, as set.
+    pub fn bucket_settings(&self, bucket: &str) -> Result<BucketSettings, S3Error> {
+        let versioning = self.get_config(bucket, "versioning", "GetBucketVersioning")?;
+        let encryption = self.get_config(bucket, "encryption", "GetBucketEncryption")?;
+        let block = self.get_config(bucket, "publicAccessBlock", "GetPublicAccessBlock")?;
+        Ok(BucketSettings {
+            versioning: versioning
+                .as_deref()
+                .and_then(|xml| tag_text(xml, "Status"))
+                .is_some_and(|status| status == "Enabled"),
+            encryption: encryption
+                .as_deref()
+                .is_some_and(|xml| tag_text(xml, "SSEAlgorithm").is_some()),
+            public_access_blocked: block.as_deref().is_some_and(|xml| {
+                [
+                    "BlockPublicAcls",
+                    "IgnorePublicAcls",
+                    "BlockPublicPolicy",
+                    "RestrictPublicBuckets",
+                ]
+                .iter()
+                .all(|flag| tag_text(xml, flag).as_deref() == Some("true"))
+            }),
+        })
+    }
+
+    /// A bucket sub-resource's document, or `None` when it is not configured.
+    fn get_config(
+        &self,
+        bucket: &str,
+        query: &str,
+        operation: &'static str,
+    ) -> Result<Option<String>, S3Error> {
+        let answer = self.send(reqwest::Method::GET, bucket, "", query, "")?;
+        if answer.status == 200 {
+            return Ok(Some(answer.body));
+        }
+        let code = tag_text(&answer.body, "Code").unwrap_or_default();
+        if answer.status == 404 && code != "NoSuchBucket" {
+            // `ServerSideEncryptionConfigurationNotFoundError`,
+            // `NoSuchPublicAccessBlockConfiguration`: not set.
+            return Ok(None);
+        }
+        Err(self.error(operation, bucket, &answer))
+    }
+
+    fn put(
+        &self,
+        bucket: &str,
+        query: &str,
+        body: &str,
+        operation: &'static str,
+    ) -> Result<(), S3Error> {
+        let answer = self.send(reqwest::Method::PUT, bucket, "", query, body)?;
+        if (200..300).contains(&answer.status) {
+            return Ok(());
+        }
+        Err(self.error(operation, bucket, &answer))
+    }
+
+    /// Creates the bucket in this client's region.
+    pub fn create_bucket(&self, bucket: &str) -> Result<(), S3Error> {
+        let body = if self.region == "us-east-1" {
+            String::new()
+        } else {
+            format!(
+                "<CreateBucketConfiguration xmlns=\"{XMLNS}\"><LocationConstraint>{}</LocationConstraint></CreateBucketConfiguration>",
+                self.region
+            )
+        };
+        self.put(bucket, "", &body, "CreateBucket")
+    }
+
+    pub fn enable_versioning(&self, bucket: &str) -> Result<(), S3Error> {
+        let body = format!(
+            "<VersioningConfiguration xmlns=\"{XMLNS}\"><Status>Enabled</Status></VersioningConfiguration>"
+        );
+        self.put(bucket, "versioning", &body, "PutBucketVersioning")
+    }
+
+    /// Default encryption with S3-managed keys (`AES256`); a customer who wants
+    /// their own KMS key sets it on the bucket, which the runner then accepts.
+    pub fn enable_encryption(&self, bucket: &str) -> Result<(), S3Error> {
+        let body = format!(
+            "<ServerSideEncryptionConfiguration xmlns=\"{XMLNS}\"><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>"
+        );
+        self.put(bucket, "encryption", &body, "PutBucketEncryption")
+    }
+
+    pub fn block_public_access(&self, bucket: &str) -> Result<(), S3Error> {
+        let body = format!(
+            "<PublicAccessBlockConfiguration xmlns=\"{XMLNS}\"><BlockPublicAcls>true</BlockPublicAcls><IgnorePublicAcls>true</IgnorePublicAcls><BlockPublicPolicy>true</BlockPublicPolicy><RestrictPublicBuckets>true</RestrictPublicBuckets></PublicAccessBlockConfiguration>"
+        );
+        self.put(bucket, "publicAccessBlock", &body, "PutPublicAccessBlock")
+    }
+
+    /// An object's text, or `None` when there is no such key.
+    pub fn get_object(&self, bucket: &str, key: &str) -> Result<Option<String>, S3Error> {
+        let answer = self.send(reqwest::Method::GET, bucket, key, "", "")?;
+        match answer.status {
+            200 => Ok(Some(answer.body)),
+            404 if tag_text(&answer.body, "Code").as_deref() != Some("NoSuchBucket") => Ok(None),
+            _ => Err(self.error("GetObject", bucket, &answer)),
+        }
+    }
+}
+
+const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
+
+/// The text of the first `<tag>…</tag>` in an S3 XML answer (these answers are flat
+/// enough that a reader of one element is all they need).
+fn tag_text(xml: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let start = xml.find(&open)? + open.len();
+    let end = xml[start..].find(&format!("</{tag}>"))? + start;
+    Some(xml[start..end].trim().to_string())
+}
+
+/// RFC 3986 unreserved characters stay; everything else is `%XX` (SigV4's rule).
+fn uri_encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+struct SigningInput<'a> {
+    method: &'a str,
+    host: &'a str,
+    path: &'a str,
+    query: &'a str,
+    body: &'a [u8],
+    region: &'a str,
+    credentials: &'a AwsCredentials,
+    now: time::OffsetDateTime,
+}
+
+/// The headers of an AWS Signature Version 4 request for service `s3`.
+fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
+    let now = input.now;
+    let date = format!(
+        "{:04}{:02}{:02}",
+        now.year(),
+        u8::from(now.month()),
+        now.day()
+    );
+    let stamp = format!(
+        "{date}T{:02}{:02}{:02}Z",
+        now.hour(),
+        now.minute(),
+        now.second()
+    );
+    let payload = hex::encode(Sha256::digest(input.body));
+    // A bare sub-resource (`versioning`) is signed as `versioning=`.
+    let query = match input.query {
+        "" => String::new(),
+        q if q.contains('=') => q.to_string(),
+        q => format!("{q}="),
+    };
+    let mut headers = vec![
+        ("host", input.host.to_string()),
+        ("x-amz-content-sha256", payload.clone()),
+        ("x-amz-date", stamp.clone()),
+    ];
+    if let Some(token) = &input.credentials.session_token {
+        headers.push(("x-amz-security-token", token.clone()));
+    }
+    let canonical_headers: String = headers.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
+    let signed_headers = headers.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(";");
+    let canonical = format!(
+        "{}\n{}\n{query}\n{canonical_headers}\n{signed_headers}\n{payload}",
+        input.method, input.path
+    );
+    let scope = format!("{date}/{}/s3/aws4_request", input.region);
+    let to_sign = format!(
+        "AWS4-HMAC-SHA256\n{stamp}\n{scope}\n{}",
+        hex::encode(Sha256::digest(canonical.as_bytes()))
+    );
+    let mut key = hmac_sha256(
+        format!("AWS4{}", input.credentials.secret_access_key).as_bytes(),
+        date.as_bytes(),
+    );
+    for part in [input.region, "s3", "aws4_request"] {
+        key = hmac_sha256(&key, part.as_bytes());
+    }
+    let signature = hex::encode(hmac_sha256(&key, to_sign.as_bytes()));
+    headers.retain(|(name, _)| *name != "host");
+    headers.push((
+        "authorization",
+        format!(
+            "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed_headers}, Signature={signature}",
+            input.credentials.access_key_id
+        ),
+    ));
+    headers
+}
+
+/// HMAC-SHA256 (RFC 2104) over `sha2`, which the workspace already has: four
+/// lines do not warrant another crate.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_matches_rfc_4231_case_2() {
+        assert_eq!(
+            hex::encode(hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn requests_are_signed_as_aws_documents_it() {
+        let credentials = AwsCredentials {
+            access_key_id: "AKIAIOSFODNN7EXAMPLE".into(),
+            secret_access_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".into(),
+            session_token: None,
+        };
+        let headers = sign_v4(&SigningInput {
+            method: "GET",
+            host: "examplebucket.s3.amazonaws.com",
+            path: "/",
+            query: "lifecycle",
+            body: b"",
+            region: "us-east-1",
+            credentials: &credentials,
+            now: time::macros::datetime!(2013-05-24 00:00:00 UTC),
+        });
+        let authorization = &headers.iter().find(|(n, _)| *n == "authorization").unwrap().1;
+        // From AWS's "GET Bucket Lifecycle" example of Signature Version 4.
+        assert!(
+            authorization.ends_with(
+                "SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"
+            ),
+            "{authorization}"
+        );
+        assert!(!format!("{credentials:?}").contains("wJalr"));
+    }
+}
