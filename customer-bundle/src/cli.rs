@@ -66,6 +66,9 @@ pub enum Command {
     Drift(DriftArgs),
     /// Destroy everything a stack manages here, after the customer id is typed.
     Destroy(DestroyArgs),
+    /// Break a stuck state lock: shows who holds it, refuses while that run is alive
+    /// here, and unlocks through the engine once the lock's id is typed or given.
+    Unlock(UnlockArgs),
     /// Send receipts the registry has not acknowledged yet.
     Report(ReportArgs),
     /// Work with receipts.
@@ -164,9 +167,46 @@ pub struct InitArgs {
     /// Allow prerelease versions (default: stable versions only).
     #[arg(long)]
     pub allow_prereleases: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Where engine state lives: `local` (under the home, for tries and tests) or `s3`
+/// (a bucket in your own account: versioned, encrypted, private, natively locked).
+/// AWS credentials come from the environment (`AWS_ACCESS_KEY_ID`, …) and are never
+/// written or printed.
+#[derive(Args, Debug)]
+pub struct BackendArgs {
+    #[arg(long, value_enum, default_value = "local")]
+    pub backend: BackendKind,
+    /// The state bucket (with `--backend s3`).
+    #[arg(long, required_if_eq("backend", "s3"))]
+    pub bucket: Option<String>,
+    /// The bucket's region (default: `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`).
+    #[arg(long, requires = "bucket")]
+    pub region: Option<String>,
+    /// State keys are `<prefix>/<customer>/<stack>.tfstate`.
+    #[arg(long, default_value = "stackpack", requires = "bucket")]
+    pub key_prefix: String,
+    /// An S3 emulator's URL (path-style). Real accounts leave it unset.
+    #[arg(long, value_name = "URL", requires = "bucket")]
+    pub s3_endpoint: Option<String>,
+    /// Lock through this DynamoDB table (engines before Terraform 1.10 / OpenTofu 1.8).
+    #[arg(long, value_name = "TABLE", requires = "bucket")]
+    pub dynamodb_table: Option<String>,
+    /// Create the bucket if it is missing, and turn on versioning, default
+    /// encryption and the public access block where they are off.
+    #[arg(long, requires = "bucket")]
+    pub create_bucket: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    Local,
+    S3,
 }
 
 #[derive(Subcommand, Debug)]
@@ -406,4 +446,17 @@ pub enum ReceiptsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct UnlockArgs {
+    /// The stack whose state lock is stuck.
+    pub stack: String,
+    /// The lock's id, as the engine's error or this command shows it. Without it,
+    /// the id is asked for on the terminal.
+    #[arg(long, value_name = "ID")]
+    pub lock_id: Option<String>,
+    #[arg(long)]
+    pub json: bool,
 }

@@ -721,7 +721,8 @@ pub(crate) fn prepare_work(
         ));
     }
     files::write_private(&dir.join(INPUTS_FILE), inputs_text)?;
-    let (override_file, backend_args) = engine::backend_setup(home, &bundle.config.stack)?;
+    engine.stack = Some(bundle.config.stack.clone());
+    let (override_file, backend_args) = engine::backend_setup(home, engine, &bundle.config.stack)?;
     std::fs::write(dir.join("stackpack_backend_override.tf"), override_file)
         .map_err(|e| io("write in", &dir, e))?;
     let mut init = vec![

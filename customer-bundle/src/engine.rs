@@ -45,6 +45,8 @@ pub struct Engine {
     pub input_variables: Vec<String>,
     /// Where the engine's output goes instead of stderr (`--engine-log`).
     pub log: Option<PathBuf>,
+    /// The stack it works on, for messages.
+    pub stack: Option<String>,
 }
 
 /// The variable `--engine-log` sets; the engine itself never sees it (its
@@ -114,6 +116,28 @@ impl Relay {
 pub struct RunOutput {
     pub code: Option<i32>,
     pub stdout: String,
+    /// The lock's id, when the engine could not take the state lock because another
+    /// run holds it (from the `Lock Info:` the engine prints).
+    pub lock_id: Option<String>,
+}
+
+/// Finds the lock's id in the engine's "Error acquiring the state lock" message.
+#[derive(Default)]
+struct LockErrorReader {
+    in_lock_info: bool,
+    id: Option<String>,
+}
+
+impl LockErrorReader {
+    fn line(&mut self, line: &str) {
+        let line = line.trim_start_matches(['\u{2502}', ' ']).trim_end();
+        if line == "Lock Info:" {
+            self.in_lock_info = true;
+        } else if let Some(id) = line.strip_prefix("ID:").filter(|_| self.in_lock_info) {
+            self.id = Some(id.trim().to_string());
+            self.in_lock_info = false;
+        }
+    }
 }
 
 /// A plan's counts, and the outputs it changes.
@@ -178,6 +202,7 @@ impl Engine {
             version: String::new(),
             verbose,
             input_variables: Vec::new(),
+            stack: None,
             log: std::env::var_os(ENGINE_LOG_VARIABLE)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
@@ -309,7 +334,9 @@ impl Engine {
             // A debug log entry may run over many lines (graph dumps); it lasts until
             // the next line that starts a diagnostic.
             let mut in_log = false;
+            let mut lock = LockErrorReader::default();
             for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                lock.line(&line);
                 if is_debug_log(&line) {
                     in_log = true;
                 } else if is_diagnostic(&line) {
@@ -319,6 +346,7 @@ impl Engine {
                     stderr_relay.line(&line);
                 }
             }
+            lock.id
         });
         let mut stdout = String::new();
         let mut stdout_relay = relay;
@@ -344,7 +372,7 @@ impl Engine {
             .wait()
             .map_err(|e| Error::refused(format!("engine `{}` failed: {e}", self.name)))?;
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = errors.join();
+        let lock_id = errors.join().unwrap_or_default();
         let _ = watcher.join();
         if let Some(signal) = super::interrupt::received() {
             return Err(Error::refused(format!(
@@ -358,6 +386,7 @@ impl Engine {
         Ok(RunOutput {
             code: status.code(),
             stdout,
+            lock_id,
         })
     }
 
@@ -398,6 +427,15 @@ impl Engine {
         step: &str,
     ) -> Result<RunOutput> {
         let output = self.run(dir, args, quiet)?;
+        if let Some(id) = output.lock_id.as_deref().filter(|_| output.code != Some(0)) {
+            let stack = self.stack.as_deref().unwrap_or("STACK");
+            return Err(Error::refused(format!(
+                "the state of stack `{stack}` is locked by another run (lock `{id}`), so `{} {step}` did not start",
+                self.name
+            ))
+            .at(format!("work folder `{}`", dir.display()))
+            .hint(format!("wait for that run and try again (the engine's lock information is above); if no run holds it any more, see `stackpack-runner unlock {stack} --lock-id {id}`")));
+        }
         if output.code != Some(0) {
             return Err(Error::refused(format!(
                 "`{} {step}` failed ({})",
@@ -628,8 +666,12 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The backend override file and `-backend-config` arguments for `stack`.
-pub fn backend_setup(home: &Home, stack: &str) -> Result<(String, Vec<String>)> {
+pub fn backend_setup(home: &Home, engine: &Engine, stack: &str) -> Result<(String, Vec<String>)> {
     let backend = &home.config.backend;
+    if let Some(s3) = backend.s3() {
+        let settings = s3_settings(s3, &home.config.customer, stack, engine)?;
+        return Ok((backend_file("s3", &settings), Vec::new()));
+    }
     let mut args = Vec::new();
     if backend.kind == "local" {
         let dir = home.state_dir(stack);
@@ -645,11 +687,81 @@ pub fn backend_setup(home: &Home, stack: &str) -> Result<(String, Vec<String>)> 
             value.replace("{stack}", stack)
         ));
     }
-    let file = format!(
-        "# Written by stackpack-runner: state lives outside the work folder.\nterraform {{\n  backend \"{}\" {{}}\n}}\n",
-        backend.kind
-    );
-    Ok((file, args))
+    Ok((backend_file(&backend.kind, ""), args))
+}
+
+fn backend_file(kind: &str, settings: &str) -> String {
+    format!(
+        "# Written by stackpack-runner: state lives outside the work folder.\nterraform {{\n  backend \"{kind}\" {{\n{settings}  }}\n}}\n"
+    )
+}
+
+/// An HCL string: JSON's quoting, with `${` and `%{` kept literal.
+fn hcl_string(text: &str) -> String {
+    serde_json::to_string(text)
+        .unwrap_or_default()
+        .replace("${", "$${")
+        .replace("%{", "%%{")
+}
+
+/// The `s3` backend's settings, in the syntax of this engine's version: native
+/// locking (`use_lockfile`) from Terraform 1.10 and OpenTofu 1.8, a DynamoDB table
+/// before; `endpoints`/`use_path_style` from 1.6, `endpoint`/`force_path_style`
+/// before. No credential is ever written here: the engine reads the environment.
+fn s3_settings(
+    s3: &crate::home::S3Backend,
+    customer: &str,
+    stack: &str,
+    engine: &Engine,
+) -> Result<String> {
+    let version = semver::Version::parse(&engine.version)
+        .unwrap_or_else(|_| semver::Version::new(99, 0, 0));
+    let native_lock = match engine.name {
+        EngineName::Terraform => version >= semver::Version::new(1, 10, 0),
+        _ => version >= semver::Version::new(1, 8, 0),
+    };
+    let modern = version >= semver::Version::new(1, 6, 0);
+    let mut lines = vec![
+        ("bucket", hcl_string(&s3.bucket)),
+        ("key", hcl_string(&s3.state_key(customer, stack))),
+        ("region", hcl_string(&s3.region())),
+        ("encrypt", "true".into()),
+    ];
+    match (&s3.dynamodb_table, native_lock) {
+        (Some(table), _) => lines.push(("dynamodb_table", hcl_string(table))),
+        (None, true) => lines.push(("use_lockfile", "true".into())),
+        (None, false) => {
+            return Err(Error::refused(format!(
+                "engine `{}` {} cannot lock state in S3 by itself (native locking needs Terraform 1.10 or OpenTofu 1.8)",
+                engine.name, engine.version
+            ))
+            .at("`[backend.s3]` in `runner.toml`")
+            .hint("set `dynamodb-table` under `[backend.s3]` (a table with a string partition key `LockID`), or use a newer engine"))
+        }
+    }
+    if let Some(endpoint) = &s3.endpoint {
+        // An emulator: path-style requests, and none of the account lookups AWS
+        // itself answers.
+        if modern {
+            lines.push(("endpoints", format!("{{ s3 = {} }}", hcl_string(endpoint))));
+            lines.push(("use_path_style", "true".into()));
+            lines.push(("skip_requesting_account_id", "true".into()));
+        } else {
+            lines.push(("endpoint", hcl_string(endpoint)));
+            lines.push(("force_path_style", "true".into()));
+        }
+        for skip in [
+            "skip_credentials_validation",
+            "skip_metadata_api_check",
+            "skip_region_validation",
+        ] {
+            lines.push((skip, "true".into()));
+        }
+    }
+    Ok(lines
+        .iter()
+        .map(|(name, value)| format!("    {name} = {value}\n"))
+        .collect())
 }
 
 #[cfg(test)]

@@ -444,6 +444,10 @@ impl Home {
             .hint("edit it, or choose another folder with `--home DIR`"));
         }
         for dir in ["trusted", "state", "inputs", "locks"] {
+            if dir == "state" && config.backend.s3().is_some() {
+                // The bucket keeps the state: the home holds none of its own.
+                continue;
+            }
             let dir = root.join(dir);
             files::create_folder(&dir)?;
         }
@@ -583,7 +587,25 @@ fn check_config(config: &Config) -> Result<()> {
     if config.backend.kind != "local" && config.backend.kind.is_empty() {
         return Err(Error::usage("the backend type is empty"));
     }
-    Ok(())
+    match (&config.backend.s3, config.backend.kind.as_str()) {
+        (None, "s3") if !config.backend.config.contains_key("bucket") => Err(Error::refused(
+            "`[backend]` has `type = \"s3\"` but no `[backend.s3]` with its `bucket`",
+        )
+        .at(format!("`{CONFIG_FILE}`"))
+        .hint("add `[backend.s3]` with `bucket = \"…\"` (see `stackpack-runner init --help`)")),
+        (Some(_), kind) if kind != "s3" => Err(Error::refused(format!(
+            "`[backend.s3]` is set but the backend type is `{kind}`"
+        ))
+        .at(format!("`{CONFIG_FILE}`"))
+        .hint("set `type = \"s3\"` under `[backend]`, or remove `[backend.s3]`")),
+        (Some(_), _) if !config.backend.config.is_empty() => Err(Error::refused(format!(
+            "`[backend.s3]` and `config` both configure the s3 backend: {}",
+            config.backend.config.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        ))
+        .at(format!("`{CONFIG_FILE}`"))
+        .hint("keep `[backend.s3]` and remove `config` under `[backend]`")),
+        _ => Ok(()),
+    }
 }
 
 /// `file:line` of a byte offset in `text`.

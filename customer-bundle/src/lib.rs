@@ -42,8 +42,10 @@ pub mod receipts;
 pub mod release;
 pub mod review;
 pub mod smoke;
+pub mod state_bucket;
 pub mod store;
 pub mod sync;
+pub mod unlock;
 pub mod unpack;
 
 pub use stackpack_bundle::error;

@@ -100,6 +100,14 @@ impl StackLock {
         }
     }
 
+    /// Takes the lock for `stack` at once, or says which process holds it (its id
+    /// as the lock file gives it, empty when unknown).
+    pub fn try_take(dir: &Path, stack: &str) -> Result<std::result::Result<StackLock, String>> {
+        files::create_folder(dir)?;
+        let path = dir.join(format!("{stack}.lock"));
+        Ok(PidFileLock::try_acquire(&path)?.map(|lock| StackLock { lock }))
+    }
+
     /// The lock's file descriptor, for the engine to inherit.
     pub fn raw_fd(&self) -> std::os::fd::RawFd {
         self.lock.raw_fd()

@@ -33,15 +33,19 @@ pub enum ReceiptKind {
     Plan,
     /// Everything the stack manages was destroyed; nothing of it runs any more.
     Destroy,
+    /// A stuck state lock was broken (`stackpack-runner unlock`): nothing was planned
+    /// or applied; version and bundle are those installed when it was broken.
+    Unlock,
 }
 
 impl ReceiptKind {
-    pub const ALL: [ReceiptKind; 5] = [
+    pub const ALL: [ReceiptKind; 6] = [
         ReceiptKind::Apply,
         ReceiptKind::Rollback,
         ReceiptKind::Drift,
         ReceiptKind::Plan,
         ReceiptKind::Destroy,
+        ReceiptKind::Unlock,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -51,6 +55,7 @@ impl ReceiptKind {
             ReceiptKind::Drift => "drift",
             ReceiptKind::Plan => "plan",
             ReceiptKind::Destroy => "destroy",
+            ReceiptKind::Unlock => "unlock",
         }
     }
 

@@ -12,6 +12,7 @@ pub mod release_status;
 pub mod setup;
 pub mod status;
 pub mod sync;
+pub mod unlock;
 
 use std::path::PathBuf;
 
@@ -47,6 +48,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Rollback(args) => deploy::rollback(g, args),
         Command::Drift(args) => deploy::drift(g, args),
         Command::Destroy(args) => deploy::destroy(g, args),
+        Command::Unlock(args) => unlock::unlock(g, args),
         Command::Status(args) => status::status(g, args),
         Command::MirrorServices(args) => release::mirror_services(g, args),
         Command::Report(args) => receipts::report(g, args),

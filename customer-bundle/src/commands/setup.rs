@@ -4,12 +4,31 @@ use stackpack_terminal::ExitStatus;
 use std::path::Path;
 
 use serde_json::json;
-use stackpack_runner::home::{BackendConfig, Config, EngineConfig, Home, Policy};
+use stackpack_runner::home::{BackendConfig, Config, EngineConfig, Home, Policy, S3Backend};
 use stackpack_runner::receipts;
+use stackpack_runner::state_bucket;
 use stackpack_runner::Result;
 
 use super::{home_root, open_home, print_json, status, table};
-use crate::cli::{GlobalArgs, InitArgs};
+use crate::cli::{BackendArgs, BackendKind, GlobalArgs, InitArgs};
+
+/// `runner.toml`'s `[backend]` the flags ask for.
+fn backend_config(args: &BackendArgs) -> BackendConfig {
+    match (args.backend, &args.bucket) {
+        (BackendKind::S3, Some(bucket)) => BackendConfig {
+            kind: "s3".into(),
+            s3: Some(S3Backend {
+                bucket: bucket.clone(),
+                region: args.region.clone(),
+                key_prefix: args.key_prefix.clone(),
+                endpoint: args.s3_endpoint.clone(),
+                dynamodb_table: args.dynamodb_table.clone(),
+            }),
+            ..BackendConfig::default()
+        },
+        _ => BackendConfig::default(),
+    }
+}
 
 pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
     let root = home_root(global)?;
@@ -20,13 +39,19 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
             path: args.engine_path.clone(),
         },
         work: args.work.clone(),
-        backend: BackendConfig::default(),
+        backend: backend_config(&args.backend),
         policy: Policy {
             allow_prereleases: args.allow_prereleases,
             max_latest_age: None,
             ..Policy::default()
         },
         sync: Default::default(),
+    };
+    // The bucket is checked (and made, when asked) before the home exists: a
+    // refused bucket leaves nothing behind.
+    let bucket = match config.backend.s3() {
+        Some(s3) => Some(state_bucket::check(s3, args.backend.create_bucket)?),
+        None => None,
     };
     let home = Home::init(&root, config)?;
     let key = receipts::installation_key(&home.key_path())?;
@@ -36,11 +61,32 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
             "home": root.display().to_string(),
             "customer": home.config.customer,
             "installationKeyId": key_id,
+            "backend": home.config.backend.kind,
+            "bucket": home.config.backend.s3().map(|s3| json!({
+                "name": s3.bucket,
+                "region": s3.region(),
+                "keyPrefix": format!("{}/{}/", s3.key_prefix.trim_matches('/'), home.config.customer),
+                "checked": bucket.as_ref().is_some_and(|b| b.checked),
+                "configured": bucket.as_ref().map(|b| b.configured.clone()).unwrap_or_default(),
+            })),
         }));
     } else {
         println!("created runner home `{}`", root.display());
         println!("customer          {}", home.config.customer);
         println!("installation key  {key_id}");
+        if let (Some(s3), Some(check)) = (home.config.backend.s3(), &bucket) {
+            println!(
+                "state             s3://{}/{}",
+                s3.bucket,
+                s3.state_key(&home.config.customer, "<stack>")
+            );
+            for setting in &check.configured {
+                status(&format!("bucket `{}`: {setting}", s3.bucket));
+            }
+            if !check.checked {
+                status(&format!("warning: bucket `{}` was not checked: no AWS credentials in the environment (the engine may still find some)", s3.bucket));
+            }
+        }
         status("next: `stackpack-runner trust add vendor.pub`, then `stackpack-runner import FILE.tar`");
     }
     Ok(ExitStatus::Success)
