@@ -24,7 +24,11 @@ pub struct AwsCredentials {
 
 impl fmt::Debug for AwsCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "AwsCredentials({}, secret withheld)", self.key_id_shown())
+        write!(
+            f,
+            "AwsCredentials({}, secret withheld)",
+            self.key_id_shown()
+        )
     }
 }
 
@@ -214,15 +218,10 @@ impl S3Client {
                 expected: self.region.clone(),
                 actual,
             },
-            (
-                403,
-                _,
-                _,
-            )
+            (403, _, _)
             | (
                 _,
-                "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "ExpiredToken"
-                | "InvalidToken",
+                "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "ExpiredToken" | "InvalidToken",
                 _,
             ) => S3Error::Denied {
                 bucket: bucket.into(),
@@ -359,6 +358,33 @@ impl S3Client {
     }
 }
 
+impl S3Client {
+    /// The keys under `prefix` (the first 1,000: state objects of one customer's
+    /// stacks, never near that).
+    pub fn list_keys(&self, bucket: &str, prefix: &str) -> Result<Vec<String>, S3Error> {
+        let query = format!("list-type=2&prefix={}", uri_encode(prefix));
+        let answer = self.send(reqwest::Method::GET, bucket, "", &query, "")?;
+        if answer.status != 200 {
+            return Err(self.error("ListObjectsV2", bucket, &answer));
+        }
+        Ok(answer
+            .body
+            .split("<Key>")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| xml_unescape(key)))
+            .collect())
+    }
+}
+
+/// The five entities XML escapes, undone.
+fn xml_unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
 const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
 
 /// The text of the first `<tag>…</tag>` in an S3 XML answer (these answers are flat
@@ -425,7 +451,11 @@ fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
         headers.push(("x-amz-security-token", token.clone()));
     }
     let canonical_headers: String = headers.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
-    let signed_headers = headers.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(";");
+    let signed_headers = headers
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(";");
     let canonical = format!(
         "{}\n{}\n{query}\n{canonical_headers}\n{signed_headers}\n{payload}",
         input.method, input.path
@@ -504,7 +534,11 @@ mod tests {
             credentials: &credentials,
             now: time::macros::datetime!(2013-05-24 00:00:00 UTC),
         });
-        let authorization = &headers.iter().find(|(n, _)| *n == "authorization").unwrap().1;
+        let authorization = &headers
+            .iter()
+            .find(|(n, _)| *n == "authorization")
+            .unwrap()
+            .1;
         // From AWS's "GET Bucket Lifecycle" example of Signature Version 4.
         assert!(
             authorization.ends_with(

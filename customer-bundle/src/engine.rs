@@ -714,8 +714,8 @@ fn s3_settings(
     stack: &str,
     engine: &Engine,
 ) -> Result<String> {
-    let version = semver::Version::parse(&engine.version)
-        .unwrap_or_else(|_| semver::Version::new(99, 0, 0));
+    let version =
+        semver::Version::parse(&engine.version).unwrap_or_else(|_| semver::Version::new(99, 0, 0));
     let native_lock = match engine.name {
         EngineName::Terraform => version >= semver::Version::new(1, 10, 0),
         _ => version >= semver::Version::new(1, 8, 0),

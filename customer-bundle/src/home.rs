@@ -600,7 +600,13 @@ fn check_config(config: &Config) -> Result<()> {
         .hint("set `type = \"s3\"` under `[backend]`, or remove `[backend.s3]`")),
         (Some(_), _) if !config.backend.config.is_empty() => Err(Error::refused(format!(
             "`[backend.s3]` and `config` both configure the s3 backend: {}",
-            config.backend.config.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            config
+                .backend
+                .config
+                .keys()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
         .at(format!("`{CONFIG_FILE}`"))
         .hint("keep `[backend.s3]` and remove `config` under `[backend]`")),

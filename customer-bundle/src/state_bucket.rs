@@ -15,6 +15,9 @@ pub struct BucketCheck {
     pub configured: Vec<&'static str>,
     /// False when no credentials were in the environment to check with.
     pub checked: bool,
+    /// Stacks of this customer whose state the bucket already keeps (a home
+    /// initialised again after the old one was lost finds them here).
+    pub stacks_with_state: Vec<String>,
 }
 
 /// The client for `backend`, or `None` when the environment holds no credentials
@@ -30,7 +33,7 @@ pub fn client(backend: &S3Backend) -> Result<Option<S3Client>> {
 
 /// Checks the bucket; with `create`, makes it and turns on what is missing.
 /// Each missing setting is named with the command that fixes it.
-pub fn check(backend: &S3Backend, create: bool) -> Result<BucketCheck> {
+pub fn check(backend: &S3Backend, customer: &str, create: bool) -> Result<BucketCheck> {
     let Some(client) = client(backend)? else {
         return Ok(BucketCheck::default());
     };
@@ -46,6 +49,7 @@ pub fn check(backend: &S3Backend, create: bool) -> Result<BucketCheck> {
                 "bucket `{bucket}` does not exist in region `{}`",
                 backend.region()
             ))
+            .at(format!("bucket `{bucket}`"))
             .hint("pass `--create-bucket` to create it versioned, encrypted and private, or name an existing bucket"));
         }
         client.create_bucket(bucket).map_err(fail)?;
@@ -71,9 +75,22 @@ pub fn check(backend: &S3Backend, create: bool) -> Result<BucketCheck> {
         check.configured.push(name);
     }
     if missing.is_empty() {
+        let prefix = backend.state_key(customer, "");
+        let prefix = prefix.trim_end_matches(".tfstate");
+        check.stacks_with_state = client
+            .list_keys(bucket, prefix)
+            .map_err(fail)?
+            .iter()
+            .filter_map(|key| key.strip_prefix(prefix)?.strip_suffix(".tfstate"))
+            .filter(|stack| !stack.contains('/'))
+            .map(str::to_string)
+            .collect();
         return Ok(check);
     }
-    let names: Vec<String> = missing.iter().map(|(name, _)| format!("{name} is off")).collect();
+    let names: Vec<String> = missing
+        .iter()
+        .map(|(name, _)| format!("{name} is off"))
+        .collect();
     let fixes: Vec<String> = missing.iter().map(|(_, fix)| fix.clone()).collect();
     Err(Error::refused(format!(
         "bucket `{bucket}` cannot keep state safely: {}",

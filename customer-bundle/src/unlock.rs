@@ -150,19 +150,18 @@ pub fn break_lock(
 
 /// A work folder holding only the backend: `force-unlock` needs no provider, so
 /// none is installed, and a CLI configuration of our own keeps the user's out.
-fn prepare(
-    home: &Home,
-    engine: &mut Engine,
-    stack: &str,
-    dir: &Path,
-) -> Result<Vec<String>> {
+fn prepare(home: &Home, engine: &mut Engine, stack: &str, dir: &Path) -> Result<Vec<String>> {
     let cli_config = dir.join("stackpack-unlock.tfrc");
     std::fs::write(&cli_config, "").map_err(|e| io("write", &cli_config, e))?;
     engine.cli_config = Some(cli_config);
     let (backend_file, backend_args) = super::engine::backend_setup(home, engine, stack)?;
     let file = dir.join("stackpack_backend.tf");
     std::fs::write(&file, backend_file).map_err(|e| io("write", &file, e))?;
-    let mut init = vec!["init".to_string(), "-input=false".into(), "-no-color".into()];
+    let mut init = vec![
+        "init".to_string(),
+        "-input=false".into(),
+        "-no-color".into(),
+    ];
     init.extend(backend_args);
     Ok(init)
 }

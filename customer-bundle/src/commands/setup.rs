@@ -50,7 +50,11 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
     // The bucket is checked (and made, when asked) before the home exists: a
     // refused bucket leaves nothing behind.
     let bucket = match config.backend.s3() {
-        Some(s3) => Some(state_bucket::check(s3, args.backend.create_bucket)?),
+        Some(s3) => Some(state_bucket::check(
+            s3,
+            &config.customer,
+            args.backend.create_bucket,
+        )?),
         None => None,
     };
     let home = Home::init(&root, config)?;
@@ -68,6 +72,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
                 "keyPrefix": format!("{}/{}/", s3.key_prefix.trim_matches('/'), home.config.customer),
                 "checked": bucket.as_ref().is_some_and(|b| b.checked),
                 "configured": bucket.as_ref().map(|b| b.configured.clone()).unwrap_or_default(),
+                "stacksWithState": bucket.as_ref().map(|b| b.stacks_with_state.clone()).unwrap_or_default(),
             })),
         }));
     } else {
@@ -82,6 +87,12 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
             );
             for setting in &check.configured {
                 status(&format!("bucket `{}`: {setting}", s3.bucket));
+            }
+            if !check.stacks_with_state.is_empty() {
+                status(&format!(
+                    "the bucket already keeps the state of {}: apply each with its inputs to take it over here (an unchanged stack plans no change)",
+                    check.stacks_with_state.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+                ));
             }
             if !check.checked {
                 status(&format!("warning: bucket `{}` was not checked: no AWS credentials in the environment (the engine may still find some)", s3.bucket));

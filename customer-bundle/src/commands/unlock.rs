@@ -44,7 +44,10 @@ pub fn unlock(global: &GlobalArgs, args: &UnlockArgs) -> Result<ExitStatus> {
             "receiptId": unlocked.receipt_id,
         }));
     } else {
-        println!("unlocked the state of `{stack}` (lock `{}`)", unlocked.lock_id);
+        println!(
+            "unlocked the state of `{stack}` (lock `{}`)",
+            unlocked.lock_id
+        );
         match &unlocked.receipt_id {
             Some(id) => status(&format!("recorded receipt `{id}`")),
             None => status(&format!(

@@ -21,6 +21,7 @@ mod registry;
 mod releases;
 mod reviewed_plans;
 mod smoke_rollback;
+mod state_in_bucket;
 mod sync;
 mod tamper;
 mod validation_agrees_with_terraform;

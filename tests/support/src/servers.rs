@@ -272,10 +272,17 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Moto {
+        Moto::start_with(&[])
+    }
+
+    /// Started with moto's own settings in `env` (`INITIAL_NO_AUTH_ACTION_COUNT=0`
+    /// makes it check credentials as AWS does).
+    pub fn start_with(env: &[(&str, &str)]) -> Moto {
         let dir = tempfile::tempdir().unwrap();
         let output = Command::new(super::repository_root().join("scripts/moto.sh"))
             .arg("start")
             .arg(dir.path())
+            .envs(env.iter().copied())
             // A test killed outright runs no Drop: the emulator then stops by itself.
             .env("MOTO_OWNER_PID", std::process::id().to_string())
             .stderr(Stdio::inherit())

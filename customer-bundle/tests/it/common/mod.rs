@@ -105,7 +105,7 @@ pub struct Runner {
     pub temp: tempfile::TempDir,
     pub home: PathBuf,
     /// The customer's AWS account, emulated: started on the first engine run.
-    moto: std::sync::OnceLock<Moto>,
+    moto: std::sync::OnceLock<std::sync::Arc<Moto>>,
 }
 
 impl Runner {
@@ -145,7 +145,9 @@ impl Runner {
             args.first().copied(),
             Some("plan" | "apply" | "rollback" | "drift" | "destroy")
         );
-        if runs_engine {
+        // A runner whose state lives in the emulated account reaches it on every
+        // command (`init` checks the bucket, `unlock` reads the lock).
+        if runs_engine || self.moto.get().is_some() {
             command.envs(self.moto().env());
         }
         command
@@ -153,7 +155,31 @@ impl Runner {
 
     /// The emulated AWS account this runner applies to.
     pub fn moto(&self) -> &Moto {
-        self.moto.get_or_init(Moto::start)
+        self.moto.get_or_init(|| std::sync::Arc::new(Moto::start()))
+    }
+
+    /// `init` with `extra` arguments against the emulated account `moto`, which
+    /// several runners may share (one customer's account, several machines).
+    /// Returns the runner and how `init` ended.
+    pub fn on_account(customer: &str, moto: std::sync::Arc<Moto>, extra: &[&str]) -> (Runner, Run) {
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().join("home");
+        let runner = Runner {
+            temp,
+            home,
+            moto: std::sync::OnceLock::from(moto),
+        };
+        let engine = terraform();
+        let mut args = vec![
+            "init",
+            "--customer",
+            customer,
+            "--engine-path",
+            engine.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let run = runner.run(&args);
+        (runner, run)
     }
 
     pub fn run(&self, args: &[&str]) -> Run {

@@ -1,0 +1,455 @@
+//! Engine state kept in a bucket of the customer's own account (`--backend s3`),
+//! against the S3 emulator (moto) standing in for that account: the runner checks or
+//! creates the bucket (versioning, default encryption, public access blocked), keeps
+//! no state of its own, and a home lost and made again finds every stack's state.
+//! A state lock held elsewhere stops a second runner clearly, and `unlock` breaks a
+//! stuck one only with its id, never while its run is alive here. Real Terraform,
+//! the small `terraform_data` stacks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::common::release::ReleaseVendor;
+use crate::common::{Moto, Run, Runner};
+
+const BUCKET: &str = "globex-tf-state";
+const STATE_KEY: &str = "stackpack/globex/network.tfstate";
+
+/// A runner on the emulated account, state in `BUCKET`, trusting the vendor and
+/// holding its stacks; returns it with `network@V` and what `init --json` said.
+fn runner_on(
+    moto: &Arc<Moto>,
+    vendor: &ReleaseVendor,
+    version: &str,
+    extra: &[&str],
+) -> (Runner, String, Value) {
+    let mut args = vec![
+        "--backend",
+        "s3",
+        "--bucket",
+        BUCKET,
+        "--s3-endpoint",
+        &moto.url,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let (runner, init) = Runner::on_account("globex", moto.clone(), &args);
+    let init = init.ok().json();
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner
+        .run(&["import", vendor.export_tar("stacks.tar").to_str().unwrap()])
+        .ok();
+    (runner, format!("network@{version}"), init)
+}
+
+fn network_version(vendor: &ReleaseVendor) -> String {
+    vendor
+        .build()
+        .into_iter()
+        .find(|(s, _)| s == "network")
+        .unwrap()
+        .1
+}
+
+fn inputs(runner: &Runner, cidr: &str) -> PathBuf {
+    let path = runner.temp.path().join("network.tfvars");
+    std::fs::write(&path, format!("cidr = \"{cidr}\"\n")).unwrap();
+    path
+}
+
+fn apply(runner: &Runner, reference: &str, inputs: &Path) -> Value {
+    let run = runner
+        .run(&[
+            "apply",
+            reference,
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+            "--json",
+        ])
+        .ok()
+        .json();
+    run["receipt"]["receipt"].clone()
+}
+
+/// Every file under `dir` whose name ends with `.tfstate`.
+fn state_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.to_string_lossy().ends_with(".tfstate") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The bucket's versions of the network stack's state, newest first, as boto3
+/// lists them: `(version id, the resource's input)`.
+fn state_versions(moto: &Moto) -> Vec<(String, String)> {
+    let listed = moto
+        .python(&format!(
+            r#"
+import boto3, json
+s3 = boto3.client("s3", endpoint_url=ENDPOINT)
+out = []
+for v in s3.list_object_versions(Bucket="{BUCKET}", Prefix="{STATE_KEY}")["Versions"]:
+    if v["Key"] != "{STATE_KEY}":
+        continue
+    body = json.load(s3.get_object(Bucket="{BUCKET}", Key="{STATE_KEY}", VersionId=v["VersionId"])["Body"])
+    out.append([v["VersionId"], body["resources"][0]["instances"][0]["attributes"]["input"]])
+print(json.dumps(out))
+"#
+        ))
+        .ok();
+    serde_json::from_str(listed.stdout.trim()).unwrap()
+}
+
+#[test]
+fn state_in_the_customers_bucket_outlives_the_runner_home_and_an_earlier_version_restores() {
+    let moto = Arc::new(Moto::start());
+    let vendor = ReleaseVendor::new();
+    let version = network_version(&vendor);
+
+    // The first machine makes the bucket, applies, and keeps no state of its own.
+    let (first, reference, made) = runner_on(&moto, &vendor, &version, &["--create-bucket"]);
+    assert_eq!(
+        made["bucket"]["configured"],
+        serde_json::json!([
+            "created",
+            "versioning",
+            "default encryption",
+            "public access block"
+        ])
+    );
+    assert_eq!(made["bucket"]["stacksWithState"], serde_json::json!([]));
+    let receipt = apply(&first, &reference, &inputs(&first, "10.1.0.0/16"));
+    assert_eq!(receipt["outcome"], "succeeded");
+    assert!(
+        state_files(&first.home).is_empty(),
+        "{:?}",
+        state_files(&first.home)
+    );
+    assert!(!first.home.join("state").exists());
+    assert_eq!(state_versions(&moto).len(), 1);
+
+    // The machine is lost with its home; a new one initialised on the same bucket
+    // finds the stack's state and takes it over without creating anything again.
+    std::fs::remove_dir_all(&first.home).unwrap();
+    let (second, reference, found) = runner_on(&moto, &vendor, &version, &[]);
+    assert_eq!(
+        found["bucket"]["stacksWithState"],
+        serde_json::json!(["network"])
+    );
+    let toml = std::fs::read_to_string(second.home.join("runner.toml")).unwrap();
+    assert!(toml.contains("[backend.s3]"), "{toml}");
+
+    let same = inputs(&second, "10.1.0.0/16");
+    let taken_over = apply(&second, &reference, &same);
+    assert_eq!(taken_over["outcome"], "no-changes", "{taken_over}");
+    let status = second.run(&["status", "--json"]).ok().json();
+    assert_eq!(status["stacks"][0]["stack"], "network", "{status}");
+    assert_eq!(status["stacks"][0]["version"], version.as_str());
+    second.run(&["drift", "network", "--json"]).ok();
+    // The next apply continues from that state: an update, not a second resource.
+    let moved = apply(&second, &reference, &inputs(&second, "10.2.0.0/16"));
+    assert_eq!(moved["plan"]["change"], 1, "{moved}");
+    assert_eq!(moved["plan"]["add"], 0, "{moved}");
+
+    // Restoring an earlier state, as docs/runner.md says: copy that version over
+    // the current one. The state then says the old range again, so planning the
+    // new range shows one change where it showed none.
+    let versions = state_versions(&moto);
+    assert_eq!(versions[0].1, "vpc-10.2.0.0/16", "{versions:?}");
+    let earlier = versions
+        .iter()
+        .find(|(_, input)| input == "vpc-10.1.0.0/16")
+        .unwrap()
+        .0
+        .clone();
+    moto.python(&format!(
+        r#"
+import boto3
+s3 = boto3.client("s3", endpoint_url=ENDPOINT)
+s3.copy_object(Bucket="{BUCKET}", Key="{STATE_KEY}", CopySource={{"Bucket": "{BUCKET}", "Key": "{STATE_KEY}", "VersionId": "{earlier}"}})
+"#
+    ))
+    .ok();
+    let new_range = second.temp.path().join("network.tfvars");
+    let plan = second
+        .run(&[
+            "plan",
+            &reference,
+            "--inputs",
+            new_range.to_str().unwrap(),
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(plan["receipt"]["receipt"]["plan"]["change"], 1, "{plan}");
+}
+
+/// A lock record as Terraform writes it beside the state, left by a run on a
+/// machine that is gone.
+const STUCK_LOCK: &str = r#"{"ID":"5f1c2a0e-7d3b-4e8f-9a61-2b4c6d8e0f13","Operation":"OperationTypeApply","Info":"","Who":"ops@lost-host","Version":"1.15.5","Created":"2026-12-02T03:14:15.000000Z","Path":"globex-tf-state/stackpack/globex/network.tfstate"}"#;
+const STUCK_ID: &str = "5f1c2a0e-7d3b-4e8f-9a61-2b4c6d8e0f13";
+
+fn lock_exists(moto: &Moto) -> bool {
+    let run = moto
+        .python(&format!(
+            r#"
+import boto3
+s3 = boto3.client("s3", endpoint_url=ENDPOINT)
+keys = [o["Key"] for o in s3.list_objects_v2(Bucket="{BUCKET}").get("Contents", [])]
+print("{STATE_KEY}.tflock" in keys)
+"#
+        ))
+        .ok();
+    run.stdout.trim() == "True"
+}
+
+#[test]
+fn a_held_state_lock_stops_a_second_runner_and_unlock_breaks_it_only_with_its_id() {
+    let moto = Arc::new(Moto::start());
+    let vendor = ReleaseVendor::new();
+    let version = network_version(&vendor);
+    let (runner, reference, _) = runner_on(&moto, &vendor, &version, &["--create-bucket"]);
+    let network = inputs(&runner, "10.1.0.0/16");
+    apply(&runner, &reference, &network);
+    moto.python(&format!(
+        "import boto3\nboto3.client(\"s3\", endpoint_url=ENDPOINT).put_object(Bucket=\"{BUCKET}\", Key=\"{STATE_KEY}.tflock\", Body={STUCK_LOCK:?})\n"
+    ))
+    .ok();
+
+    // Another runner holds the state: this one does not start, and says how to go on.
+    let blocked = runner
+        .run(&["plan", &reference, "--inputs", network.to_str().unwrap()])
+        .code(1);
+    assert!(
+        blocked
+            .stderr
+            .contains(&format!("is locked by another run (lock `{STUCK_ID}`)")),
+        "{}",
+        blocked.stderr
+    );
+    assert!(
+        blocked.stderr.contains(&format!(
+            "stackpack-runner unlock network --lock-id {STUCK_ID}"
+        )),
+        "{}",
+        blocked.stderr
+    );
+
+    // While a run holds the stack on this machine, the lock is not stuck.
+    let locks = runner.home.join("locks/network.lock");
+    let mut holder = Command::new("flock")
+        .arg("-x")
+        .arg(&locks)
+        .args(["sleep", "60"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let held = || {
+        !Command::new("flock")
+            .arg("-n")
+            .arg(&locks)
+            .arg("true")
+            .status()
+            .unwrap()
+            .success()
+    };
+    for _ in 0..100 {
+        if held() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let refused = runner
+        .run(&["unlock", "network", "--lock-id", STUCK_ID])
+        .code(1);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(
+        refused.stderr.contains("alive on this machine"),
+        "{}",
+        refused.stderr
+    );
+    assert!(lock_exists(&moto));
+
+    // The holder is shown; a wrong id, or none without a terminal, unlocks nothing.
+    let wrong = runner
+        .run(&["unlock", "network", "--lock-id", "not-the-id"])
+        .code(1);
+    assert!(wrong.stderr.contains("ops@lost-host"), "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains("OperationTypeApply"),
+        "{}",
+        wrong.stderr
+    );
+    assert!(
+        wrong
+            .stderr
+            .contains("lock id `not-the-id` is not the id of the lock held"),
+        "{}",
+        wrong.stderr
+    );
+    let untyped = runner.run(&["unlock", "network"]).code(1);
+    assert!(
+        untyped.stderr.contains(&format!("--lock-id {STUCK_ID}")),
+        "{}",
+        untyped.stderr
+    );
+    assert!(lock_exists(&moto));
+
+    let unlocked = runner
+        .run(&["unlock", "network", "--lock-id", STUCK_ID, "--json"])
+        .ok()
+        .json();
+    assert_eq!(unlocked["unlocked"], true);
+    assert!(!lock_exists(&moto));
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let last = &receipts["receipts"].as_array().unwrap().last().unwrap()["receipt"]["receipt"];
+    assert_eq!(last["kind"], "unlock", "{last}");
+    assert_eq!(last["outcome"], "succeeded");
+    assert_eq!(last["id"], unlocked["receiptId"]);
+    assert_eq!(last["version"], version.as_str());
+
+    // The stack runs again; a second unlock finds nothing to do.
+    runner
+        .run(&["plan", &reference, "--inputs", network.to_str().unwrap()])
+        .ok();
+    let again = runner
+        .run(&["unlock", "network", "--lock-id", STUCK_ID])
+        .ok();
+    assert!(again.stdout.contains("is not locked"), "{}", again.stdout);
+}
+
+#[test]
+fn a_bucket_without_versioning_is_refused_with_the_fix_and_create_bucket_turns_it_on() {
+    let moto = Arc::new(Moto::start());
+    moto.python(&format!(
+        "import boto3\nboto3.client(\"s3\", endpoint_url=ENDPOINT).create_bucket(Bucket=\"{BUCKET}\")\n"
+    ))
+    .ok();
+    let args = [
+        "--backend",
+        "s3",
+        "--bucket",
+        BUCKET,
+        "--s3-endpoint",
+        moto.url.as_str(),
+    ];
+    let (runner, refused) = Runner::on_account("globex", moto.clone(), &args);
+    let refused = refused.code(1);
+    assert!(
+        refused.stderr.contains("versioning is off"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains(&format!(
+            "aws s3api put-bucket-versioning --bucket {BUCKET} --versioning-configuration Status=Enabled"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !runner.home.join("runner.toml").exists(),
+        "a refused bucket leaves no home"
+    );
+
+    let missing = Runner::on_account(
+        "globex",
+        moto.clone(),
+        &[
+            "--backend",
+            "s3",
+            "--bucket",
+            "globex-no-such-bucket",
+            "--s3-endpoint",
+            &moto.url,
+        ],
+    )
+    .1
+    .code(1);
+    assert!(
+        missing
+            .stderr
+            .contains("bucket `globex-no-such-bucket` does not exist"),
+        "{}",
+        missing.stderr
+    );
+    assert!(
+        missing.stderr.contains("--create-bucket"),
+        "{}",
+        missing.stderr
+    );
+
+    let mut fixing = args.to_vec();
+    fixing.extend(["--create-bucket", "--json"]);
+    let fixed = Runner::on_account("globex", moto.clone(), &fixing)
+        .1
+        .ok()
+        .json();
+    let configured = fixed["bucket"]["configured"].as_array().unwrap();
+    assert!(configured.contains(&Value::from("versioning")), "{fixed}");
+    assert!(!configured.contains(&Value::from("created")), "{fixed}");
+    let versioning = moto
+        .python(&format!(
+            "import boto3\nprint(boto3.client(\"s3\", endpoint_url=ENDPOINT).get_bucket_versioning(Bucket=\"{BUCKET}\")[\"Status\"])\n"
+        ))
+        .ok();
+    assert_eq!(versioning.stdout.trim(), "Enabled");
+}
+
+#[test]
+fn credentials_the_account_refuses_are_named_and_the_secret_never_printed() {
+    // An emulator that checks credentials as AWS does: it knows no access key.
+    let moto = Arc::new(Moto::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]));
+    let secret = "wJalrXUtnFEMI-never-print-this-secret";
+    let temp = tempfile::tempdir().unwrap();
+    let run = Run::from(
+        Command::new(env!("CARGO_BIN_EXE_stackpack-runner"))
+            .args([
+                "init",
+                "--customer",
+                "globex",
+                "--backend",
+                "s3",
+                "--bucket",
+                BUCKET,
+            ])
+            .args(["--s3-endpoint", &moto.url, "--create-bucket"])
+            .env("STACKPACK_RUNNER_HOME", temp.path().join("home"))
+            .env("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEWRONG1234")
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    )
+    .code(1);
+    assert!(
+        run.stderr
+            .contains("the credentials (access key `AKIA…1234`) were refused"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("AWS_SECRET_ACCESS_KEY"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(secret) && !run.stdout.contains(secret));
+    assert!(!run.stderr.contains("AKIAEXAMPLEWRONG1234"));
+}
