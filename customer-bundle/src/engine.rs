@@ -801,6 +801,91 @@ mod tests {
         }
     }
 
+    fn engine(name: EngineName, version: &str) -> Engine {
+        Engine {
+            name,
+            path: PathBuf::from("/bin/false"),
+            cli_config: None,
+            inherit_fds: Vec::new(),
+            version: version.into(),
+            verbose: false,
+            input_variables: Vec::new(),
+            log: None,
+            stack: None,
+        }
+    }
+
+    #[test]
+    fn s3_state_is_locked_natively_where_the_engine_can_and_through_dynamodb_before() {
+        let mut s3 = crate::home::S3Backend {
+            bucket: "globex-state".into(),
+            region: Some("eu-west-1".into()),
+            key_prefix: "/stackpack/".into(),
+            endpoint: Some("http://127.0.0.1:5000".into()),
+            dynamodb_table: None,
+        };
+        let modern = s3_settings(
+            &s3,
+            "globex",
+            "network",
+            &engine(EngineName::Terraform, "1.15.5"),
+        )
+        .unwrap();
+        for line in [
+            "key = \"stackpack/globex/network.tfstate\"",
+            "use_lockfile = true",
+            "endpoints = { s3 = \"http://127.0.0.1:5000\" }",
+            "use_path_style = true",
+            "encrypt = true",
+        ] {
+            assert!(modern.contains(line), "{line} in\n{modern}");
+        }
+        assert!(
+            s3_settings(&s3, "globex", "network", &engine(EngineName::Tofu, "1.8.0"))
+                .unwrap()
+                .contains("use_lockfile = true")
+        );
+        // Terraform 0.15 knows neither native locking nor the newer settings' names.
+        let old = s3_settings(
+            &s3,
+            "globex",
+            "network",
+            &engine(EngineName::Terraform, "0.15.5"),
+        );
+        assert!(old
+            .unwrap_err()
+            .to_string()
+            .contains("cannot lock state in S3 by itself"));
+        s3.dynamodb_table = Some("globex-locks".into());
+        let old = s3_settings(
+            &s3,
+            "globex",
+            "network",
+            &engine(EngineName::Terraform, "0.15.5"),
+        )
+        .unwrap();
+        assert!(old.contains("dynamodb_table = \"globex-locks\""), "{old}");
+        assert!(
+            old.contains("force_path_style = true") && !old.contains("use_lockfile"),
+            "{old}"
+        );
+    }
+
+    #[test]
+    fn the_lock_id_is_read_from_the_engines_lock_error() {
+        let mut reader = LockErrorReader::default();
+        for line in [
+            "\u{2502} Error: Error acquiring the state lock",
+            "\u{2502} ID:        not-this-one",
+            "\u{2502} Lock Info:",
+            "\u{2502}   ID:        5f1c2a0e-7d3b",
+            "\u{2502}   Path:      globex-state/stackpack/globex/network.tfstate",
+        ] {
+            reader.line(line);
+        }
+        assert_eq!(reader.id.as_deref(), Some("5f1c2a0e-7d3b"));
+    }
+
     #[test]
     fn debug_logs_are_told_from_diagnostics() {
         assert!(is_debug_log("[TRACE] graph after …:"));
