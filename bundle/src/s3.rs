@@ -12,6 +12,7 @@ use std::fmt;
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
+use stackpack_schema::digest::hmac_sha256;
 
 /// Credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
 /// `AWS_SESSION_TOKEN`.
@@ -484,38 +485,9 @@ fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
     headers
 }
 
-/// HMAC-SHA256 (RFC 2104) over `sha2`, which the workspace already has: four
-/// lines do not warrant another crate.
-fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hmac_matches_rfc_4231_case_2() {
-        assert_eq!(
-            hex::encode(hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-    }
 
     #[test]
     fn requests_are_signed_as_aws_documents_it() {

@@ -157,6 +157,28 @@ impl std::io::Write for Sha256Hasher {
     }
 }
 
+/// HMAC-SHA256 (RFC 2104): the runner's keyed inputs hash and AWS request signing
+/// both use it; a few lines over `sha2` need no crate of their own.
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|k| k ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +211,15 @@ mod tests {
         let short = d.short();
         assert!(short.starts_with("sha256:2d71"));
         assert!(short.ends_with(&d.hex()[60..]));
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_test_case_2() {
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }
