@@ -457,6 +457,7 @@ pub struct UnlockArgs {
     /// the id is asked for on the terminal.
     #[arg(long, value_name = "ID")]
     pub lock_id: Option<String>,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }

@@ -7,14 +7,20 @@ use serde_json::json;
 use stackpack_runner::home::{BackendConfig, Config, EngineConfig, Home, Policy, S3Backend};
 use stackpack_runner::receipts;
 use stackpack_runner::state_bucket;
-use stackpack_runner::Result;
+use stackpack_runner::{Error, Result};
 
 use super::{home_root, open_home, print_json, status, table};
 use crate::cli::{BackendArgs, BackendKind, GlobalArgs, InitArgs};
 
 /// `runner.toml`'s `[backend]` the flags ask for.
-fn backend_config(args: &BackendArgs) -> BackendConfig {
-    match (args.backend, &args.bucket) {
+fn backend_config(args: &BackendArgs) -> Result<BackendConfig> {
+    Ok(match (args.backend, &args.bucket) {
+        (BackendKind::Local, Some(bucket)) => {
+            return Err(Error::usage(format!(
+                "`--bucket {bucket}` names a state bucket, but the backend is `local`"
+            ))
+            .hint("add `--backend s3`"))
+        }
         (BackendKind::S3, Some(bucket)) => BackendConfig {
             kind: "s3".into(),
             s3: Some(S3Backend {
@@ -27,7 +33,7 @@ fn backend_config(args: &BackendArgs) -> BackendConfig {
             ..BackendConfig::default()
         },
         _ => BackendConfig::default(),
-    }
+    })
 }
 
 pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
@@ -39,7 +45,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
             path: args.engine_path.clone(),
         },
         work: args.work.clone(),
-        backend: backend_config(&args.backend),
+        backend: backend_config(&args.backend)?,
         policy: Policy {
             allow_prereleases: args.allow_prereleases,
             max_latest_age: None,
