@@ -291,7 +291,9 @@ pub struct DeployArgs {
     /// `data.stackpack.allow_replace`); give it again for more.
     #[arg(long, value_name = "ADDRESS")]
     pub allow_replace: Vec<String>,
-    /// Wait up to this many seconds for another runner working on the same stack.
+    /// Wait up to this many seconds for another runner working on the same stack:
+    /// one of this home (its lock file), or one elsewhere that holds the state's
+    /// lock in a shared backend (the engine's `-lock-timeout`).
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
     #[arg(long)]

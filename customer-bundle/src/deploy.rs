@@ -759,12 +759,16 @@ fn plan_and_apply(
     let Workspace { engine, dir, .. } = *run;
     let request = context.request;
     let quiet = ui.quiet;
+    // A run elsewhere holding the state's lock (a shared backend) is waited for as
+    // long as one of this home is.
+    let lock_timeout = format!("-lock-timeout={}s", request.wait.as_secs());
     let mut plan_args = vec![
         "plan".to_string(),
         "-input=false".into(),
         "-no-color".into(),
         format!("-out={PLAN_FILE}"),
         format!("-var-file={INPUTS_FILE}"),
+        lock_timeout.clone(),
     ];
     match request.target {
         Target::Drift => return drift(engine, dir, plan_args, quiet, plan),
@@ -815,6 +819,7 @@ fn plan_and_apply(
             "apply".into(),
             "-input=false".into(),
             "-no-color".into(),
+            lock_timeout,
             PLAN_FILE.into(),
         ],
         quiet,

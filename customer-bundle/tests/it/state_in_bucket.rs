@@ -445,3 +445,81 @@ fn credentials_the_account_refuses_are_named_and_the_secret_never_printed() {
     assert!(!run.stderr.contains(secret) && !run.stdout.contains(secret));
     assert!(!run.stderr.contains("AKIAEXAMPLEWRONG1234"));
 }
+
+#[test]
+fn a_second_runner_on_the_same_bucket_stops_on_the_state_lock_while_the_first_applies_or_waits_with_wait(
+) {
+    let moto = Arc::new(Moto::start());
+    let vendor = ReleaseVendor::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let applying = scratch.path().join("applying");
+    // A resource that takes a while to create, and says when it started.
+    vendor.change(
+        "network",
+        &format!(
+            "\nresource \"terraform_data\" \"slow\" {{\n  provisioner \"local-exec\" {{\n    command = \"touch {} && sleep 12\"\n  }}\n}}\n",
+            applying.display()
+        ),
+    );
+    let version = network_version(&vendor);
+    let (first, reference, _) = runner_on(&moto, &vendor, &version, &["--create-bucket"]);
+    // Another machine of the same customer: its own home, the same bucket.
+    let (second, _, _) = runner_on(&moto, &vendor, &version, &[]);
+    let network = inputs(&first, "10.1.0.0/16");
+    let child = first
+        .command(&[
+            "apply",
+            &reference,
+            "--inputs",
+            network.to_str().unwrap(),
+            "--yes",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !applying.exists() {
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "the first runner never started applying"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let network = network.to_str().unwrap();
+
+    let blocked = second
+        .run(&["plan", &reference, "--inputs", network])
+        .code(1);
+    assert!(
+        blocked.stderr.contains("is locked by another run (lock `"),
+        "{}",
+        blocked.stderr
+    );
+    assert!(
+        blocked.stderr.contains("Error acquiring the state lock"),
+        "{}",
+        blocked.stderr
+    );
+    // The holder, from the lock's own record: the first runner's apply.
+    let holder = second.run(&["unlock", "network"]).code(1);
+    assert!(
+        holder.stderr.contains("OperationTypeApply"),
+        "{}",
+        holder.stderr
+    );
+    assert!(holder.stderr.contains("--lock-id "), "{}", holder.stderr);
+
+    // With `--wait`, the second runner waits for the lock instead, and goes on.
+    let waited = second
+        .run(&[
+            "plan", &reference, "--inputs", network, "--wait", "120", "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        waited["receipt"]["receipt"]["outcome"], "no-changes",
+        "{waited}"
+    );
+    Run::from(child.wait_with_output().unwrap()).ok();
+}
