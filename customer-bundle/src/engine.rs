@@ -742,13 +742,23 @@ fn s3_settings(
     if let Some(endpoint) = &s3.endpoint {
         // An emulator: path-style requests, and none of the account lookups AWS
         // itself answers.
+        let url = hcl_string(endpoint);
+        let with_table = s3.dynamodb_table.is_some();
         if modern {
-            lines.push(("endpoints", format!("{{ s3 = {} }}", hcl_string(endpoint))));
+            let endpoints = if with_table {
+                format!("{{ s3 = {url}, dynamodb = {url} }}")
+            } else {
+                format!("{{ s3 = {url} }}")
+            };
+            lines.push(("endpoints", endpoints));
             lines.push(("use_path_style", "true".into()));
             lines.push(("skip_requesting_account_id", "true".into()));
         } else {
-            lines.push(("endpoint", hcl_string(endpoint)));
+            lines.push(("endpoint", url.clone()));
             lines.push(("force_path_style", "true".into()));
+            if with_table {
+                lines.push(("dynamodb_endpoint", url));
+            }
         }
         for skip in [
             "skip_credentials_validation",
@@ -867,6 +877,10 @@ mod tests {
         assert!(old.contains("dynamodb_table = \"globex-locks\""), "{old}");
         assert!(
             old.contains("force_path_style = true") && !old.contains("use_lockfile"),
+            "{old}"
+        );
+        assert!(
+            old.contains("dynamodb_endpoint = \"http://127.0.0.1:5000\""),
             "{old}"
         );
     }
