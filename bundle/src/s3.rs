@@ -14,6 +14,8 @@ use std::time::Duration;
 use sha2::{Digest as _, Sha256};
 use stackpack_schema::digest::hmac_sha256;
 
+use crate::remote::http::percent_encode;
+
 /// Credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
 /// `AWS_SESSION_TOKEN`.
 #[derive(Clone)]
@@ -138,7 +140,11 @@ impl S3Client {
 
     /// Host and path of `bucket`'s `key` (empty: the bucket itself).
     fn address(&self, bucket: &str, key: &str) -> (String, String, String) {
-        let key_path: String = key.split('/').map(uri_encode).collect::<Vec<_>>().join("/");
+        let key_path: String = key
+            .split('/')
+            .map(percent_encode)
+            .collect::<Vec<_>>()
+            .join("/");
         match &self.endpoint {
             Some(endpoint) => {
                 let (scheme, host) = endpoint.split_once("://").unwrap_or(("https", endpoint));
@@ -363,7 +369,7 @@ impl S3Client {
     /// The keys under `prefix` (the first 1,000: state objects of one customer's
     /// stacks, never near that).
     pub fn list_keys(&self, bucket: &str, prefix: &str) -> Result<Vec<String>, S3Error> {
-        let query = format!("list-type=2&prefix={}", uri_encode(prefix));
+        let query = format!("list-type=2&prefix={}", percent_encode(prefix));
         let answer = self.send(reqwest::Method::GET, bucket, "", &query, "")?;
         if answer.status != 200 {
             return Err(self.error("ListObjectsV2", bucket, &answer));
@@ -395,19 +401,6 @@ fn tag_text(xml: &str, tag: &str) -> Option<String> {
     let start = xml.find(&open)? + open.len();
     let end = xml[start..].find(&format!("</{tag}>"))? + start;
     Some(xml[start..end].trim().to_string())
-}
-
-/// RFC 3986 unreserved characters stay; everything else is `%XX` (SigV4's rule).
-fn uri_encode(segment: &str) -> String {
-    segment
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 struct SigningInput<'a> {

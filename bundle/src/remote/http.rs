@@ -30,6 +30,20 @@ pub enum HttpError {
     Transport(String),
 }
 
+/// Percent-encodes a URL path segment or query value: RFC 3986's unreserved
+/// characters stay, every other byte is `%XX` (also AWS Signature Version 4's rule).
+pub fn percent_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// POSTs `body` as JSON to `url` with a bearer `token`, and returns whatever the
 /// server answered. Plain `http://` is allowed only to loopback hosts, so a customer
 /// token never crosses a network in clear.

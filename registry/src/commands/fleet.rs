@@ -75,17 +75,7 @@ fn query(args: &FleetArgs) -> Result<FleetQuery> {
 }
 
 /// Percent-encodes a query value.
-pub fn encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+pub use stackpack_bundle::remote::http::percent_encode as encode;
 
 fn query_string(args: &FleetArgs) -> String {
     let mut pairs = vec![("staleAfter", args.stale_after.clone())];

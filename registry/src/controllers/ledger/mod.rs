@@ -120,17 +120,7 @@ pub fn next_page(uri: &Uri, next: &str) -> String {
 }
 
 /// Percent-encodes a query value.
-pub fn encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+pub use stackpack_bundle::remote::http::percent_encode as encode;
 
 /// Takes a page of rows fetched with one row more than `limit`: the extra row says
 /// another page follows, whose cursor `cursor` makes from the page's last row.
