@@ -17,13 +17,7 @@ use crate::common::Runner;
 /// inputs file with range `cidr`.
 fn imported(cidr: &str) -> (ReleaseVendor, Runner, PathBuf, String) {
     let vendor = ReleaseVendor::new();
-    let built = vendor.build();
-    let version = built
-        .iter()
-        .find(|(s, _)| s == "network")
-        .unwrap()
-        .1
-        .clone();
+    let version = vendor.build_version_of("network");
     let runner = Runner::new("globex");
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])

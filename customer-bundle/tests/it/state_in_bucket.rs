@@ -47,15 +47,6 @@ fn runner_on(
     (runner, format!("network@{version}"), init)
 }
 
-fn network_version(vendor: &ReleaseVendor) -> String {
-    vendor
-        .build()
-        .into_iter()
-        .find(|(s, _)| s == "network")
-        .unwrap()
-        .1
-}
-
 fn inputs(runner: &Runner, cidr: &str) -> PathBuf {
     let path = runner.temp.path().join("network.tfvars");
     std::fs::write(&path, format!("cidr = \"{cidr}\"\n")).unwrap();
@@ -119,7 +110,7 @@ print(json.dumps(out))
 fn state_in_the_customers_bucket_outlives_the_runner_home_and_an_earlier_version_restores() {
     let moto = Arc::new(Moto::start());
     let vendor = ReleaseVendor::new();
-    let version = network_version(&vendor);
+    let version = vendor.build_version_of("network");
 
     // The first machine makes the bucket, applies, and keeps no state of its own.
     let (first, reference, made) = runner_on(&moto, &vendor, &version, &["--create-bucket"]);
@@ -227,7 +218,7 @@ print("{STATE_KEY}.tflock" in keys)
 fn a_held_state_lock_stops_a_second_runner_and_unlock_breaks_it_only_with_its_id() {
     let moto = Arc::new(Moto::start());
     let vendor = ReleaseVendor::new();
-    let version = network_version(&vendor);
+    let version = vendor.build_version_of("network");
     let (runner, reference, _) = runner_on(&moto, &vendor, &version, &["--create-bucket"]);
     let network = inputs(&runner, "10.1.0.0/16");
     apply(&runner, &reference, &network);
@@ -461,7 +452,7 @@ fn a_second_runner_on_the_same_bucket_stops_on_the_state_lock_while_the_first_ap
             applying.display()
         ),
     );
-    let version = network_version(&vendor);
+    let version = vendor.build_version_of("network");
     let (first, reference, _) = runner_on(&moto, &vendor, &version, &["--create-bucket"]);
     // Another machine of the same customer: its own home, the same bucket.
     let (second, _, _) = runner_on(&moto, &vendor, &version, &[]);

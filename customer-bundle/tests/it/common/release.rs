@@ -135,6 +135,15 @@ impl ReleaseVendor {
         crate::common::build_stacks(&self.dir, &self.key)
     }
 
+    /// Builds the changed stacks; returns the version built of `stack`.
+    pub fn build_version_of(&self, stack: &str) -> String {
+        self.build()
+            .into_iter()
+            .find(|(built, _)| built == stack)
+            .unwrap_or_else(|| panic!("`{stack}` was not built"))
+            .1
+    }
+
     /// Appends to a stack's `main.tf` and commits.
     pub fn change(&self, stack: &str, text: &str) {
         let path = self.dir.join("stacks").join(stack).join("main.tf");
