@@ -24,6 +24,7 @@ use stackpack_schema::receipt::PlanSummary;
 use super::error::{Error, Result};
 use super::files;
 use super::home::Home;
+use super::redact::Secrets;
 
 /// The plan file's name inside the work folder.
 pub const PLAN_FILE: &str = "stackpack.tfplan";
@@ -45,6 +46,9 @@ pub struct Engine {
     pub input_variables: Vec<String>,
     /// Where the engine's output goes instead of stderr (`--engine-log`).
     pub log: Option<PathBuf>,
+    /// The sensitive values this run passes: replaced in every line relayed or
+    /// logged, whatever the engine prints.
+    pub secrets: Secrets,
 }
 
 /// The variable `--engine-log` sets; the engine itself never sees it (its
@@ -58,10 +62,11 @@ struct Relay {
     log: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
     /// After the engine's first `Error`: shown on stderr too, even with a log.
     in_error: bool,
+    secrets: Secrets,
 }
 
 impl Relay {
-    fn open(path: Option<&Path>) -> Result<Relay> {
+    fn open(path: Option<&Path>, secrets: &Secrets) -> Result<Relay> {
         let log = match path {
             None => None,
             Some(path) => {
@@ -84,11 +89,13 @@ impl Relay {
         Ok(Relay {
             log,
             in_error: false,
+            secrets: secrets.clone(),
         })
     }
 
-    /// Relays one line (without its newline).
+    /// Relays one line (without its newline), each secret replaced.
     fn line(&mut self, line: &str) {
+        let line = &self.secrets.redact(line);
         let Some(log) = &self.log else {
             eprintln!("{line}");
             return;
@@ -178,6 +185,7 @@ impl Engine {
             version: String::new(),
             verbose,
             input_variables: Vec::new(),
+            secrets: Secrets::default(),
             log: std::env::var_os(ENGINE_LOG_VARIABLE)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
@@ -283,7 +291,7 @@ impl Engine {
     /// is passed on as one SIGINT to the engine's group, the engine is waited for,
     /// and the run fails as interrupted.
     pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
-        let relay = Relay::open(self.log.as_deref())?;
+        let relay = Relay::open(self.log.as_deref(), &self.secrets)?;
         let _signals = super::interrupt::Guard::install();
         let mut command = self.command(dir);
         command

@@ -337,17 +337,7 @@ fn check_value(
 /// Only inputs the stack has with the types the type check already accepted reach
 /// here; `stack` names the stack's folder in hints.
 pub fn validate(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<Finding> {
-    let mut vars = BTreeMap::new();
-    for variable in &module.variables {
-        let value = match inputs.get(&variable.name) {
-            Some(set) => stackpack_interface::types::convert(&set.value, &variable.type_expr),
-            None => match variable.effective_default() {
-                Some(default) => default,
-                None => continue,
-            },
-        };
-        vars.insert(variable.name.clone(), value);
-    }
+    let vars = bound(inputs, module);
     let mut findings = Vec::new();
     for variable in &module.variables {
         // Terraform does not run a variable's rules on a null value it allows.
@@ -384,6 +374,55 @@ pub fn validate(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<F
         }
     }
     findings
+}
+
+/// A `validation` rule the runner could not decide (a function it does not
+/// evaluate, such as `sha1`): the engine checks it when it plans.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleLeft {
+    pub input: String,
+    pub condition: String,
+    /// `stack/file:line` of the rule.
+    pub location: String,
+}
+
+/// The rules of the inputs that have a value which [`validate`] could neither pass
+/// nor fail, so that `check-inputs` never claims more than it checked.
+pub fn left_to_engine(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<RuleLeft> {
+    let vars = bound(inputs, module);
+    let mut left = Vec::new();
+    for variable in &module.variables {
+        if vars.get(&variable.name).is_none_or(|v| v.is_null()) {
+            continue;
+        }
+        for rule in &variable.validations {
+            if tfvars::validation_verdict(module, rule, &vars) == Verdict::Unknown {
+                left.push(RuleLeft {
+                    input: variable.name.clone(),
+                    condition: rule.condition.clone(),
+                    location: format!("{stack}/{}", rule.location),
+                });
+            }
+        }
+    }
+    left
+}
+
+/// Every input's value as the engine binds it to `var.*`: converted to its type,
+/// or its default when not set (inputs with neither are left out).
+fn bound(inputs: &Inputs, module: &ModuleInterface) -> BTreeMap<String, serde_json::Value> {
+    let mut vars = BTreeMap::new();
+    for variable in &module.variables {
+        let value = match inputs.get(&variable.name) {
+            Some(set) => stackpack_interface::types::convert(&set.value, &variable.type_expr),
+            None => match variable.effective_default() {
+                Some(default) => default,
+                None => continue,
+            },
+        };
+        vars.insert(variable.name.clone(), value);
+    }
+    vars
 }
 
 fn short(value: &serde_json::Value) -> String {
