@@ -557,6 +557,16 @@ impl Ending<'_> {
         let signed = receipts::sign(receipt, self.key);
         self.ledger.add_receipt(&signed)?;
         self.ledger.add_notes(&signed.receipt.id, &self.notes)?;
+        // `status` tells a run stopped half-way from one the engine failed.
+        if let Some(signal) = super::interrupt::received() {
+            let note = Note {
+                kind: crate::ledger::INTERRUPTED_NOTE.into(),
+                rule: super::interrupt::name(signal),
+                address: None,
+                message: error.message.clone(),
+            };
+            self.ledger.add_notes(&signed.receipt.id, &[note])?;
+        }
         self.ledger
             .finish_run(&signed.receipt.id, &signed.receipt.stack)?;
         error.message = format!(
