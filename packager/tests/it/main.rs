@@ -7,6 +7,7 @@ mod acme;
 mod common;
 
 mod addresses;
+mod advice;
 mod bad_input;
 mod check_command;
 mod customer_new;
