@@ -871,6 +871,13 @@ fn evaluate_policies(
     ui: &Ui,
     plan: &PlanDetails,
 ) -> Result<Verdict> {
+    // Said before any verdict: a policy may let it through, the person should not.
+    if !plan.runs_commands.is_empty() {
+        (ui.status)(&format!(
+            "warning: this stack runs commands on the runner's machine: {}",
+            plan.runs_commands.join(", ")
+        ));
+    }
     let files = policy_files(context, run)?;
     if !files.is_empty() {
         (ui.status)(&format!(

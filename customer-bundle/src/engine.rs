@@ -133,6 +133,9 @@ pub struct PlanDetails {
     pub changes: Vec<ResourceChange>,
     /// `show -json` as the engine printed it: what policies read.
     pub json: String,
+    /// What in the configuration runs commands on this machine when applied or
+    /// planned: see [`runs_commands`].
+    pub runs_commands: Vec<String>,
 }
 
 impl PlanDetails {
@@ -625,7 +628,38 @@ pub fn parse_plan_json(text: &str) -> std::result::Result<PlanDetails, String> {
         }
     }
     details.output_changes = stackpack_schema::plan::output_changes(&value);
+    details.runs_commands = runs_commands(&value["configuration"]["root_module"], "");
     Ok(details)
+}
+
+/// The resources with a `local-exec` provisioner and the `external` data sources
+/// of a plan's configuration (`show -json`'s `configuration.root_module`), modules
+/// included, each with what it is: programs the engine starts on the runner's
+/// machine, with its credentials, which no plan shows.
+pub fn runs_commands(module: &serde_json::Value, prefix: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for resource in module["resources"].as_array().into_iter().flatten() {
+        let address = format!(
+            "{prefix}{}",
+            resource["address"].as_str().unwrap_or_default()
+        );
+        let local_exec = resource["provisioners"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["type"] == "local-exec");
+        if local_exec {
+            found.push(format!("`{address}` (local-exec provisioner)"));
+        }
+        if resource["mode"] == "data" && resource["type"] == "external" {
+            found.push(format!("`{address}` (external data source)"));
+        }
+    }
+    for (name, call) in module["module_calls"].as_object().into_iter().flatten() {
+        let prefix = format!("{prefix}module.{name}.");
+        found.extend(runs_commands(&call["module"], &prefix));
+    }
+    found
 }
 
 fn find_on_path(name: &str) -> Option<PathBuf> {

@@ -28,6 +28,7 @@ mod release_graph;
 mod releases;
 mod reproducible;
 mod rules;
+mod runner_commands;
 mod secrets;
 mod tamper;
 mod transfers;
