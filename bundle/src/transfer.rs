@@ -117,18 +117,7 @@ pub fn pull_bundle_reusing(
         .cloned()
         .collect();
     if let Some(have) = have {
-        let mut needed: Vec<&Digest> = blobs.iter().map(|b| &b.digest).collect();
-        needed.sort();
-        needed.dedup();
-        let mut here = 0;
-        for digest in &needed {
-            if layout.has_blob(digest) || layout.copy_blob_from(have, digest)? {
-                here += 1;
-            }
-        }
-        if let Some(progress) = &progress {
-            progress.already_here(here, needed.len());
-        }
+        copy_blobs_already_here(&blobs, have, layout, progress.as_ref())?;
     }
     received += remote.pull_blobs(repository, &blobs, layout, progress)?;
     layout.write_blob(&bytes)?;
@@ -175,6 +164,29 @@ pub fn pull_bundle_reusing(
         signatures,
         bytes_received: received,
     })
+}
+
+/// Copies into `layout` every one of `blobs` that `have` holds intact (hashed as it
+/// is copied), and tells `progress` how many of them need not move.
+fn copy_blobs_already_here(
+    blobs: &[Descriptor],
+    have: &ImageLayout,
+    layout: &ImageLayout,
+    progress: Option<&Progress>,
+) -> Result<(), TransferError> {
+    let mut needed: Vec<&Digest> = blobs.iter().map(|b| &b.digest).collect();
+    needed.sort();
+    needed.dedup();
+    let mut here = 0;
+    for digest in &needed {
+        if layout.has_blob(digest) || layout.copy_blob_from(have, digest)? {
+            here += 1;
+        }
+    }
+    if let Some(progress) = progress {
+        progress.already_here(here, needed.len());
+    }
+    Ok(())
 }
 
 /// Pulls every signature the registry lists for the bundle `digest` into `layout`;
