@@ -185,6 +185,31 @@ impl ImageLayout {
         Ok(bytes)
     }
 
+    /// Copies the blob `digest` from `other`, hashing it on the way: true when it is
+    /// now here, checked. False, writing nothing, when `other` lacks it or its copy
+    /// does not hash to `digest` (changed or cut short since it was stored).
+    pub fn copy_blob_from(
+        &self,
+        other: &ImageLayout,
+        digest: &Digest,
+    ) -> Result<bool, LayoutError> {
+        let mut source = match other.open_blob(digest) {
+            Ok(file) => file,
+            Err(LayoutError::MissingBlob { .. }) => return Ok(false),
+            Err(error) => return Err(error),
+        };
+        let mut writer = self.blob_writer()?;
+        io::copy(&mut source, &mut writer).map_err(io_error(
+            "cannot copy a blob from",
+            &other.blob_path(digest),
+        ))?;
+        match writer.commit_expecting(digest) {
+            Ok(_) => Ok(true),
+            Err(LayoutError::DigestMismatch { .. }) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Writes a blob from memory; returns its descriptor-ready digest and size.
     pub fn write_blob(&self, bytes: &[u8]) -> Result<(Digest, u64), LayoutError> {
         let mut writer = self.blob_writer()?;

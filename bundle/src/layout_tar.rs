@@ -233,9 +233,13 @@ fn unpack_blob(
     })?;
     ends_early(file, name, copied, size)?;
     writer.commit_expecting(digest).map_err(|e| match e {
-        LayoutError::DigestMismatch { .. } => {
-            not_a_layout(file, format!("blob `{name}` does not match its digest"))
-        }
+        // A bit flipped on a disk or a USB stick, or an edit: either way not the
+        // file the vendor wrote.
+        LayoutError::DigestMismatch { .. } => Error::refused(format!(
+            "`{}` was altered or corrupted: blob `{name}` does not match its digest",
+            file.display()
+        ))
+        .hint("get a fresh copy from the vendor, and compare its `sha256sum` with theirs"),
         other => other.into(),
     })?;
     Ok(())

@@ -281,7 +281,7 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../examples/acme-infra/stacks/data-plane/policies");
         let files = read_folder(&dir, "vendor", "policies").unwrap();
-        assert_eq!(files.len(), 4);
+        assert_eq!(files.len(), 5);
         let verdict = evaluate(&files, PLAN, &[]).unwrap();
         assert_eq!(verdict.denied.len(), 1, "{verdict:?}");
         assert_eq!(verdict.denied[0].rule, "deny_stateful_replace");

@@ -69,6 +69,21 @@ pub fn pull_bundle(
     layout: &ImageLayout,
     progress: Option<Progress>,
 ) -> Result<Pulled, TransferError> {
+    pull_bundle_reusing(remote, repository, stack, version, layout, None, progress)
+}
+
+/// [`pull_bundle`], taking every blob that `have` (a store) already holds intact
+/// from there instead of the registry: an upgrade moves only what changed, and
+/// the progress says how many blobs were already here.
+pub fn pull_bundle_reusing(
+    remote: &Remote,
+    repository: &str,
+    stack: &str,
+    version: &Version,
+    layout: &ImageLayout,
+    have: Option<&ImageLayout>,
+    progress: Option<Progress>,
+) -> Result<Pulled, TransferError> {
     let reference = format!("{}/{repository}:{version}", remote.host());
     let (bytes, digest) = remote
         .pull_manifest(repository, &version.to_string())?
@@ -101,6 +116,9 @@ pub fn pull_bundle(
         .chain(&manifest.layers)
         .cloned()
         .collect();
+    if let Some(have) = have {
+        copy_blobs_already_here(&blobs, have, layout, progress.as_ref())?;
+    }
     received += remote.pull_blobs(repository, &blobs, layout, progress)?;
     layout.write_blob(&bytes)?;
     let mut manifest_descriptor =
@@ -146,6 +164,29 @@ pub fn pull_bundle(
         signatures,
         bytes_received: received,
     })
+}
+
+/// Copies into `layout` every one of `blobs` that `have` holds intact (hashed as it
+/// is copied), and tells `progress` how many of them need not move.
+fn copy_blobs_already_here(
+    blobs: &[Descriptor],
+    have: &ImageLayout,
+    layout: &ImageLayout,
+    progress: Option<&Progress>,
+) -> Result<(), TransferError> {
+    let mut needed: Vec<&Digest> = blobs.iter().map(|b| &b.digest).collect();
+    needed.sort();
+    needed.dedup();
+    let mut here = 0;
+    for digest in &needed {
+        if layout.has_blob(digest) || layout.copy_blob_from(have, digest)? {
+            here += 1;
+        }
+    }
+    if let Some(progress) = progress {
+        progress.already_here(here, needed.len());
+    }
+    Ok(())
 }
 
 /// Pulls every signature the registry lists for the bundle `digest` into `layout`;

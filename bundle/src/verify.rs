@@ -72,7 +72,7 @@ pub enum VerifyError {
     NewerFormat { format: u32, newest: u32 },
     #[error("the bundle's signed config says `{found}`, but `{expected}` was asked for")]
     WrongBundle { expected: String, found: String },
-    #[error("bundle `{reference}` has no signature")]
+    #[error("no trusted signature matches bundle `{reference}`")]
     Unsigned { reference: String },
     #[error("bundle `{reference}` is signed by key {keys}, which is not trusted")]
     Untrusted { reference: String, keys: String },

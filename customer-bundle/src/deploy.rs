@@ -362,6 +362,7 @@ fn read_inputs(home: &Home, bundle: &VerifiedBundle, files: &[PathBuf]) -> Resul
     // changed since verification), the unpack into the work folder below fails the
     // same way, and there it is recorded; the names and types are checked still.
     let findings = check_inputs(home, bundle, &parsed)
+        .map(|checked| checked.findings)
         .unwrap_or_else(|_| inputs::check(&parsed, &bundle.config.interface));
     match findings_error(&findings) {
         Some(error) => Err(error),
@@ -556,6 +557,16 @@ impl Ending<'_> {
         let signed = receipts::sign(receipt, self.key);
         self.ledger.add_receipt(&signed)?;
         self.ledger.add_notes(&signed.receipt.id, &self.notes)?;
+        // `status` tells a run stopped half-way from one the engine failed.
+        if let Some(signal) = super::interrupt::received() {
+            let note = Note {
+                kind: crate::ledger::INTERRUPTED_NOTE.into(),
+                rule: super::interrupt::name(signal),
+                address: None,
+                message: error.message.clone(),
+            };
+            self.ledger.add_notes(&signed.receipt.id, &[note])?;
+        }
         self.ledger
             .finish_run(&signed.receipt.id, &signed.receipt.stack)?;
         error.message = format!(
@@ -649,6 +660,7 @@ fn execute(
         .iter()
         .map(|i| i.name.clone())
         .collect();
+    engine.secrets = crate::redact::Secrets::of_inputs(&bundle.config.interface, inputs_text);
     receipt.engine.version = engine.version.clone();
     engine.check_required_version(bundle.config.engine.version_constraint.as_deref())?;
     if let Some(wanted) = bundle.config.engine.name {
@@ -865,6 +877,13 @@ fn evaluate_policies(
     ui: &Ui,
     plan: &PlanDetails,
 ) -> Result<Verdict> {
+    // Said before any verdict: a policy may let it through, the person should not.
+    if !plan.runs_commands.is_empty() {
+        (ui.status)(&format!(
+            "warning: this stack runs commands on the runner's machine: {}",
+            plan.runs_commands.join(", ")
+        ));
+    }
     let files = policy_files(context, run)?;
     if !files.is_empty() {
         (ui.status)(&format!(
@@ -1010,15 +1029,26 @@ fn check_reviewed(
     Ok((record, bytes))
 }
 
+/// What checking inputs against a bundle found.
+#[derive(Debug, Default)]
+pub struct InputsChecked {
+    /// Every mistake, at once: three mistakes take one run to see, not three.
+    pub findings: Vec<inputs::Finding>,
+    /// The rules only the engine can decide, which it checks when it plans.
+    pub left_to_engine: Vec<inputs::RuleLeft>,
+}
+
 /// Checks inputs against the bundle: the interface's names and types, and the
-/// stack's own `validation` rules, read from the verified, unpacked bundle. Every
-/// finding at once: three mistakes take one run to see, not three.
+/// stack's own `validation` rules, read from the verified, unpacked bundle.
 pub fn check_inputs(
     home: &Home,
     bundle: &VerifiedBundle,
     inputs: &inputs::Inputs,
-) -> Result<Vec<inputs::Finding>> {
-    let mut findings = inputs::check(inputs, &bundle.config.interface);
+) -> Result<InputsChecked> {
+    let mut checked = InputsChecked {
+        findings: inputs::check(inputs, &bundle.config.interface),
+        left_to_engine: Vec::new(),
+    };
     let has_rules = bundle
         .config
         .interface
@@ -1026,15 +1056,21 @@ pub fn check_inputs(
         .iter()
         .any(|i| !i.validations.is_empty());
     if !has_rules {
-        return Ok(findings);
+        return Ok(checked);
     }
     let scratch = files::work_folder(&home.work_root(), "check-inputs-")?;
     let dir = unpack::unpack_verified(home, bundle, scratch.path())?;
     let module = stackpack_interface::extract_module(&dir)
         .map_err(|e| Error::refused(format!("cannot read the stack's variables: {e}")))?;
-    let rules = inputs::validate(inputs, &module, &bundle.config.entrypoint);
-    findings.extend(without_inputs_already_found(rules, &findings));
-    Ok(findings)
+    let stack = &bundle.config.entrypoint;
+    let rules = inputs::validate(inputs, &module, stack);
+    let rules = without_inputs_already_found(rules, &checked.findings);
+    checked.findings.extend(rules);
+    checked.left_to_engine = inputs::left_to_engine(inputs, &module, stack)
+        .into_iter()
+        .filter(|rule| checked.findings.iter().all(|f| f.input != rule.input))
+        .collect();
+    Ok(checked)
 }
 
 /// The rule findings for inputs the interface check found nothing wrong with: a

@@ -24,6 +24,7 @@ use stackpack_schema::receipt::PlanSummary;
 use super::error::{Error, Result};
 use super::files;
 use super::home::Home;
+use super::redact::Secrets;
 
 /// The plan file's name inside the work folder.
 pub const PLAN_FILE: &str = "stackpack.tfplan";
@@ -47,6 +48,9 @@ pub struct Engine {
     pub log: Option<PathBuf>,
     /// The stack it works on, for messages.
     pub stack: Option<String>,
+    /// The sensitive values this run passes: replaced in every line relayed or
+    /// logged, whatever the engine prints.
+    pub secrets: Secrets,
 }
 
 /// The variable `--engine-log` sets; the engine itself never sees it (its
@@ -60,10 +64,11 @@ struct Relay {
     log: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
     /// After the engine's first `Error`: shown on stderr too, even with a log.
     in_error: bool,
+    secrets: Secrets,
 }
 
 impl Relay {
-    fn open(path: Option<&Path>) -> Result<Relay> {
+    fn open(path: Option<&Path>, secrets: &Secrets) -> Result<Relay> {
         let log = match path {
             None => None,
             Some(path) => {
@@ -86,11 +91,13 @@ impl Relay {
         Ok(Relay {
             log,
             in_error: false,
+            secrets: secrets.clone(),
         })
     }
 
-    /// Relays one line (without its newline).
+    /// Relays one line (without its newline), each secret replaced.
     fn line(&mut self, line: &str) {
+        let line = &self.secrets.redact(line);
         let Some(log) = &self.log else {
             eprintln!("{line}");
             return;
@@ -150,6 +157,9 @@ pub struct PlanDetails {
     pub changes: Vec<ResourceChange>,
     /// `show -json` as the engine printed it: what policies read.
     pub json: String,
+    /// What in the configuration runs commands on this machine when applied or
+    /// planned: see [`runs_commands`].
+    pub runs_commands: Vec<String>,
 }
 
 impl PlanDetails {
@@ -203,6 +213,7 @@ impl Engine {
             verbose,
             input_variables: Vec::new(),
             stack: None,
+            secrets: Secrets::default(),
             log: std::env::var_os(ENGINE_LOG_VARIABLE)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
@@ -308,7 +319,7 @@ impl Engine {
     /// is passed on as one SIGINT to the engine's group, the engine is waited for,
     /// and the run fails as interrupted.
     pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
-        let relay = Relay::open(self.log.as_deref())?;
+        let relay = Relay::open(self.log.as_deref(), &self.secrets)?;
         let _signals = super::interrupt::Guard::install();
         let mut command = self.command(dir);
         command
@@ -655,7 +666,38 @@ pub fn parse_plan_json(text: &str) -> std::result::Result<PlanDetails, String> {
         }
     }
     details.output_changes = stackpack_schema::plan::output_changes(&value);
+    details.runs_commands = runs_commands(&value["configuration"]["root_module"], "");
     Ok(details)
+}
+
+/// The resources with a `local-exec` provisioner and the `external` data sources
+/// of a plan's configuration (`show -json`'s `configuration.root_module`), modules
+/// included, each with what it is: programs the engine starts on the runner's
+/// machine, with its credentials, which no plan shows.
+pub fn runs_commands(module: &serde_json::Value, prefix: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for resource in module["resources"].as_array().into_iter().flatten() {
+        let address = format!(
+            "{prefix}{}",
+            resource["address"].as_str().unwrap_or_default()
+        );
+        let local_exec = resource["provisioners"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["type"] == "local-exec");
+        if local_exec {
+            found.push(format!("`{address}` (local-exec provisioner)"));
+        }
+        if resource["mode"] == "data" && resource["type"] == "external" {
+            found.push(format!("`{address}` (external data source)"));
+        }
+    }
+    for (name, call) in module["module_calls"].as_object().into_iter().flatten() {
+        let prefix = format!("{prefix}module.{name}.");
+        found.extend(runs_commands(&call["module"], &prefix));
+    }
+    found
 }
 
 fn find_on_path(name: &str) -> Option<PathBuf> {
@@ -822,6 +864,7 @@ mod tests {
             input_variables: Vec::new(),
             log: None,
             stack: None,
+            secrets: Secrets::default(),
         }
     }
 

@@ -512,6 +512,30 @@ impl Home {
         self.root.join("state").join(stack)
     }
 
+    /// The engine's state file of `stack`, when the runner keeps it in the home
+    /// (the `local` backend without a `path` of its own): readable without an engine.
+    pub fn local_state_file(&self, stack: &str) -> Option<PathBuf> {
+        let backend = &self.config.backend;
+        (backend.kind == "local" && !backend.config.contains_key("path"))
+            .then(|| self.state_dir(stack).join("terraform.tfstate"))
+    }
+
+    /// How many managed resource instances the state of `stack` holds, when the
+    /// runner can read it without an engine (see [`Home::local_state_file`]) and it
+    /// exists: what is known of the account without a plan.
+    pub fn resources_in_state(&self, stack: &str) -> Option<usize> {
+        let text = std::fs::read_to_string(self.local_state_file(stack)?).ok()?;
+        let state: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(
+            state["resources"]
+                .as_array()?
+                .iter()
+                .filter(|r| r["mode"] == "managed")
+                .map(|r| r["instances"].as_array().map_or(0, Vec::len))
+                .sum(),
+        )
+    }
+
     pub fn work_root(&self) -> PathBuf {
         match &self.config.work {
             Some(work) if work.is_absolute() => work.clone(),

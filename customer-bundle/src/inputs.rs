@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use stackpack_interface::tfvars::{self, did_you_mean, TfvarsProblem, Verdict};
-use stackpack_interface::ModuleInterface;
+use stackpack_interface::{ModuleInterface, Validation, Variable};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::interface::{Input, Interface};
 
@@ -337,6 +337,88 @@ fn check_value(
 /// Only inputs the stack has with the types the type check already accepted reach
 /// here; `stack` names the stack's folder in hints.
 pub fn validate(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (variable, rule, verdict) in verdicts(inputs, module) {
+        if verdict != Verdict::Fails {
+            continue;
+        }
+        let set = inputs.get(&variable.name);
+        let shown = match set {
+            _ if variable.sensitive => "(sensitive value)".to_string(),
+            Some(set) => short(&set.value),
+            None => "its default".to_string(),
+        };
+        findings.push(Finding {
+            location: set
+                .map(InputValue::location)
+                .unwrap_or_else(|| inputs.path.clone()),
+            input: variable.name.clone(),
+            message: format!(
+                "input `{}` ({shown}) breaks the stack's rule: {}",
+                variable.name,
+                rule.error_message
+                    .as_deref()
+                    .unwrap_or("its validation condition is false")
+            ),
+            hint: Some(format!(
+                "the rule is `{}` at `{stack}/{}`",
+                rule.condition, rule.location
+            )),
+        });
+    }
+    findings
+}
+
+/// Every `validation` rule of an input with a value, with what it says of it.
+fn verdicts<'m>(
+    inputs: &Inputs,
+    module: &'m ModuleInterface,
+) -> Vec<(&'m Variable, &'m Validation, Verdict)> {
+    let vars = bound(inputs, module);
+    let mut out = Vec::new();
+    for variable in &module.variables {
+        // Terraform does not run a variable's rules on a null value it allows.
+        if vars.get(&variable.name).is_none_or(|v| v.is_null()) {
+            continue;
+        }
+        for rule in &variable.validations {
+            out.push((
+                variable,
+                rule,
+                tfvars::validation_verdict(module, rule, &vars),
+            ));
+        }
+    }
+    out
+}
+
+/// A `validation` rule the runner could not decide (a function it does not
+/// evaluate, such as `sha1`): the engine checks it when it plans.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleLeft {
+    pub input: String,
+    pub condition: String,
+    /// `stack/file:line` of the rule.
+    pub location: String,
+}
+
+/// The rules of the inputs that have a value which [`validate`] could neither pass
+/// nor fail, so that `check-inputs` never claims more than it checked.
+pub fn left_to_engine(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<RuleLeft> {
+    verdicts(inputs, module)
+        .into_iter()
+        .filter(|(_, _, verdict)| *verdict == Verdict::Unknown)
+        .map(|(variable, rule, _)| RuleLeft {
+            input: variable.name.clone(),
+            condition: rule.condition.clone(),
+            location: format!("{stack}/{}", rule.location),
+        })
+        .collect()
+}
+
+/// Every input's value as the engine binds it to `var.*`: converted to its type,
+/// or its default when not set (inputs with neither are left out).
+fn bound(inputs: &Inputs, module: &ModuleInterface) -> BTreeMap<String, serde_json::Value> {
     let mut vars = BTreeMap::new();
     for variable in &module.variables {
         let value = match inputs.get(&variable.name) {
@@ -348,42 +430,7 @@ pub fn validate(inputs: &Inputs, module: &ModuleInterface, stack: &str) -> Vec<F
         };
         vars.insert(variable.name.clone(), value);
     }
-    let mut findings = Vec::new();
-    for variable in &module.variables {
-        // Terraform does not run a variable's rules on a null value it allows.
-        if vars.get(&variable.name).is_none_or(|v| v.is_null()) {
-            continue;
-        }
-        for rule in &variable.validations {
-            if tfvars::validation_verdict(module, rule, &vars) != Verdict::Fails {
-                continue;
-            }
-            let set = inputs.get(&variable.name);
-            let shown = match set {
-                _ if variable.sensitive => "(sensitive value)".to_string(),
-                Some(set) => short(&set.value),
-                None => "its default".to_string(),
-            };
-            findings.push(Finding {
-                location: set
-                    .map(InputValue::location)
-                    .unwrap_or_else(|| inputs.path.clone()),
-                input: variable.name.clone(),
-                message: format!(
-                    "input `{}` ({shown}) breaks the stack's rule: {}",
-                    variable.name,
-                    rule.error_message
-                        .as_deref()
-                        .unwrap_or("its validation condition is false")
-                ),
-                hint: Some(format!(
-                    "the rule is `{}` at `{stack}/{}`",
-                    rule.condition, rule.location
-                )),
-            });
-        }
-    }
-    findings
+    vars
 }
 
 fn short(value: &serde_json::Value) -> String {

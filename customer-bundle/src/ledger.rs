@@ -152,12 +152,16 @@ CREATE TABLE IF NOT EXISTS notes (
 /// notes are kept here, by receipt id.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Note {
-    /// `policy-deny`, `policy-warn` or `smoke-failed`.
+    /// `policy-deny`, `policy-warn`, `smoke-failed`, or `interrupted` (the run was
+    /// stopped by a signal; `rule` names it).
     pub kind: String,
     pub rule: String,
     pub address: Option<String>,
     pub message: String,
 }
+
+/// The kind of [`Note`] a run stopped by a signal leaves on its `failed` receipt.
+pub const INTERRUPTED_NOTE: &str = "interrupted";
 
 /// Brings the ledger to the newest schema this runner knows, or refuses one from a
 /// newer runner (whose tables this one might misread or damage).
@@ -516,6 +520,16 @@ impl Ledger {
             "WHERE stack = ?1 AND kind IN ('apply', 'rollback', 'destroy')",
             params![stack],
         )
+    }
+
+    /// Every stack this runner has applied, rolled back or destroyed, or tried to,
+    /// by name.
+    pub fn attempted_stacks(&self) -> Result<Vec<String>> {
+        let mut statement = self.conn.prepare(
+            "SELECT DISTINCT stack FROM receipts WHERE kind IN ('apply', 'rollback', 'destroy') ORDER BY stack",
+        )?;
+        let rows = statement.query_map([], |row| row.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     /// The receipt `id`.

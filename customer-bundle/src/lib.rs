@@ -11,6 +11,7 @@
 //!   `import` of a layout (folder or tar) after every bundle in it is verified.
 //! - [`unpack`]: a verified bundle out of the store into a work folder, checked again.
 //! - [`engine`]: running Terraform or OpenTofu in a throwaway work folder.
+//! - [`redact`]: sensitive inputs replaced in the engine output relayed and kept.
 //! - [`inputs`]: checking a customer's `.tfvars` against a bundle's interface.
 //! - [`ledger`]: the local SQLite record of every receipt and deployment.
 //! - [`receipts`]: the installation key and signed receipts.
@@ -39,6 +40,7 @@ pub mod module_sources;
 pub mod providers;
 pub mod pull;
 pub mod receipts;
+pub mod redact;
 pub mod release;
 pub mod review;
 pub mod smoke;

@@ -7,7 +7,7 @@ use super::error::{Error, Result};
 use super::home::Home;
 use super::store::{import_pulled, staging, Imported};
 use stackpack_bundle::remote::{Progress, Remote};
-use stackpack_bundle::transfer::{pull_bundle, TransferError};
+use stackpack_bundle::transfer::{pull_bundle_reusing, TransferError};
 
 /// `HOST[:PORT]/REPOSITORY:VERSION`, where the repository's last component is the
 /// stack (`registry.acme.example/acme/stacks/data-plane:1.4.0`).
@@ -65,12 +65,15 @@ pub fn pull(
     let remote = Remote::new(&bundle.host, insecure)?;
     remote.probe()?;
     let (_staging_dir, staged) = staging(home)?;
-    pull_bundle(
+    // What the store holds already, checked again as it is copied, is not moved.
+    let store = home.store()?;
+    pull_bundle_reusing(
         &remote,
         &bundle.repository,
         &bundle.stack,
         &bundle.version,
         &staged,
+        Some(&store),
         progress,
     )
     .map_err(|e| match e {

@@ -104,9 +104,11 @@ fn verify_error(
         ))
         .at(at)
         .hint("import it again from the file your vendor sent; if that file is the one refused, it was cut short on its way here: copy it again"),
-        VerifyError::Unsigned { .. } => Error::refused(format!("bundle `{reference}` has no signature"))
+        // No signature names this manifest's digest: it was changed (and re-hashed)
+        // after signing, or travelled without its signatures.
+        VerifyError::Unsigned { .. } => Error::refused(format!("no trusted signature matches bundle `{reference}`: it was changed after it was signed, or came without its signatures"))
             .at(at)
-            .hint("bundles must be imported with their signatures: use the layout `stackpack build` or `stackpack export` wrote"),
+            .hint("get a fresh copy from the vendor (`stackpack export` carries the signatures)"),
         newer @ VerifyError::NewerFormat { .. } => Error::refused(format!("bundle `{reference}` failed verification: {newer}"))
             .at(at)
             .hint("install a newer `stackpack-runner` (the vendor's release notes name the version), then import the bundle again"),

@@ -322,6 +322,10 @@ pub struct StackConfig {
     /// (`vpc_id = "network.vpc_id"`); the upstream stack is a dependency too.
     #[serde(default)]
     pub inputs: StackInputs,
+    /// Lint levels for the files in this stack's folder, over the repository's
+    /// (`runs-commands-on-runner = "off"` for a stack that means to run one).
+    #[serde(default)]
+    pub rules: toml::Table,
 }
 
 /// `[inputs]` of a `stack.toml`.
@@ -350,8 +354,15 @@ impl StackConfig {
         let config: StackConfig = toml::from_str(&text).map_err(|e| {
             Error::usage(format!("`{display}` is invalid: {}", e.message()))
                 .at(location_of(Path::new(display), &text, e.span()))
-                .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include`, `depends-on`, `[inputs.from]` and `[[smoke]]`; see `docs/configuration.md`")
+                .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include`, `depends-on`, `[inputs.from]`, `[rules]` and `[[smoke]]`; see `docs/configuration.md`")
         })?;
+        if let Err(message) =
+            crate::check::RuleConfig::from_table(&config.rules).and_then(|rules| rules.only_lints())
+        {
+            return Err(Error::usage(format!("`{display}` `[rules]`: {message}"))
+                .at(display)
+                .hint("a stack's `[rules]` sets lints only (`error`, `warn`, `off`); interface rules are set in `stackpack.toml`"));
+        }
         for entry in &config.include {
             let escapes = entry.starts_with('/')
                 || entry.split('/').any(|part| part == ".." || part.is_empty());

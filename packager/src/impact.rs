@@ -749,6 +749,49 @@ pub fn github(reports: &[CustomerReport]) -> String {
     out
 }
 
+/// True when every error of `report` is an unfilled placeholder: a customer not yet
+/// onboarded (a fresh `customer new`), which no release breaks and no release fixes.
+fn only_placeholders(report: &CustomerReport) -> bool {
+    report
+        .errors()
+        .all(|f| f.rule == RuleId::Inputs(Inputs::PlaceholderNotFilled))
+}
+
+/// The customers a release really breaks: those with an error other than an
+/// unfilled placeholder.
+fn broken(reports: &[CustomerReport]) -> BTreeSet<String> {
+    reports
+        .iter()
+        .filter(|r| r.breaks && !only_placeholders(r))
+        .map(|r| r.customer.clone())
+        .collect()
+}
+
+/// Inputs that look renamed, `(old, new)`: a customer's file sets an input the
+/// stack no longer has, and leaves out a required one it now has, and either they
+/// are the only two such in that file or their names are alike.
+fn renames(reports: &[CustomerReport]) -> BTreeSet<(String, String)> {
+    let mut found = BTreeSet::new();
+    for report in reports {
+        let of = |rule: Inputs| -> Vec<&str> {
+            report
+                .errors()
+                .filter(|f| f.rule == RuleId::Inputs(rule))
+                .map(|f| f.item.as_str())
+                .collect()
+        };
+        let (unknown, missing) = (of(Inputs::UnknownInput), of(Inputs::MissingInput));
+        for old in &unknown {
+            let alike = did_you_mean(old, &missing);
+            let only = (unknown.len() == 1 && missing.len() == 1).then(|| missing[0]);
+            if let Some(new) = alike.or(only) {
+                found.insert((old.to_string(), new.to_string()));
+            }
+        }
+    }
+    found
+}
+
 /// The refusal of a release that would break customers, without `error:` and the
 /// hint: who, and every finding at `file:line` (lines after the first).
 pub fn refusal_message(reports: &[CustomerReport], why: Option<&str>) -> String {
@@ -756,6 +799,13 @@ pub fn refusal_message(reports: &[CustomerReport], why: Option<&str>) -> String 
     let names: Vec<String> = affected.iter().map(|c| format!("`{c}`")).collect();
     let mut out = if affected.is_empty() {
         "`--allow-breaking` names customers this release does not break".to_string()
+    } else if broken(reports).is_empty() {
+        format!(
+            "the inputs of {} customer{} still hold placeholders: {}",
+            affected.len(),
+            if affected.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        )
     } else {
         format!(
             "this release would break {} customer{}: {}",
@@ -799,13 +849,43 @@ pub fn gate(reports: &[CustomerReport], allowed: &[String]) -> Option<(String, S
     Some((refusal_message(reports, why.as_deref()), hint))
 }
 
-/// The hint for a refusal: fix the inputs, or name exactly who a major release breaks.
+/// The hint for a refusal: fill in a new customer's placeholders; keep a renamed
+/// input as an alias; else fix the inputs, or name exactly who a major release
+/// breaks. A customer not yet onboarded is never a reason for a major release.
 pub fn refusal_hint(reports: &[CustomerReport]) -> String {
-    let names: Vec<String> = affected(reports).into_iter().collect();
-    format!(
-        "fix their inputs first, or release a major version naming exactly them: `--bump major --allow-breaking {}`",
-        names.join(" ")
-    )
+    let mut parts = Vec::new();
+    let unfilled: BTreeSet<&str> = reports
+        .iter()
+        .filter(|r| r.breaks && only_placeholders(r))
+        .map(|r| r.file.as_str())
+        .collect();
+    if !unfilled.is_empty() {
+        let files: Vec<String> = unfilled.iter().map(|f| format!("`{f}`")).collect();
+        parts.push(format!(
+            "fill in the placeholders in {}, then check again: a customer not yet onboarded needs no breaking release",
+            files.join(", ")
+        ));
+    }
+    let renames = renames(reports);
+    if !renames.is_empty() {
+        let pairs: Vec<String> = renames
+            .iter()
+            .map(|(old, new)| format!("`{old}` → `{new}`"))
+            .collect();
+        parts.push(format!(
+            "{} looks like a rename: keep the old name as a deprecated alias for one release, and no customer breaks (rule `input-renamed-with-alias`, a minor release; see \"Renaming an input\" in `docs/check.md`)",
+            pairs.join(", ")
+        ));
+    }
+    let names: Vec<String> = broken(reports).into_iter().collect();
+    if !names.is_empty() {
+        parts.push(format!(
+            "{}fix their inputs first, or release a major version naming exactly them: `--bump major --allow-breaking {}`",
+            if renames.is_empty() { "" } else { "otherwise " },
+            names.join(" ")
+        ));
+    }
+    parts.join("; ")
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@ use std::time::Instant;
 
 /// Hears one transfer.
 pub trait TransferObserver: Send + Sync {
+    /// Before [`TransferObserver::begin`]: `here` of the `of` blobs needed were
+    /// already at the destination (checked), and will not move.
+    fn already_here(&self, _here: usize, _of: usize) {}
     /// The transfer starts: `total_bytes` in `blobs` blobs will move.
     fn begin(&self, total_bytes: u64, blobs: usize);
     /// `bytes` more moved.
@@ -99,6 +102,8 @@ pub struct Bar {
     display: Display,
     tally: Tally,
     state: Mutex<Option<(Instant, Option<indicatif::ProgressBar>)>>,
+    /// From [`TransferObserver::already_here`]: blobs not moved, of how many.
+    here: Mutex<Option<(usize, usize)>>,
 }
 
 impl Bar {
@@ -109,6 +114,7 @@ impl Bar {
             display,
             tally: Tally::default(),
             state: Mutex::new(None),
+            here: Mutex::new(None),
         })
     }
 
@@ -119,6 +125,19 @@ impl Bar {
 }
 
 impl TransferObserver for Bar {
+    fn already_here(&self, here: usize, of: usize) {
+        if here == 0 {
+            return;
+        }
+        if let Ok(mut noted) = self.here.lock() {
+            *noted = Some((here, of));
+        }
+        // On a terminal the bar shows the rest; with nothing left, no bar comes.
+        if self.display == Display::Terminal || here == of {
+            eprintln!("`{}`: {}", self.label, here_text(here, of));
+        }
+    }
+
     fn begin(&self, total_bytes: u64, blobs: usize) {
         self.tally.begin(total_bytes, blobs);
         let bar = (self.display == Display::Terminal && total_bytes > 0).then(|| {
@@ -133,8 +152,12 @@ impl TransferObserver for Bar {
             bar
         });
         if self.display == Display::Lines && total_bytes > 0 {
+            let here = match self.here.lock().ok().and_then(|h| *h) {
+                Some((here, of)) => format!("; {}", here_text(here, of)),
+                None => String::new(),
+            };
             eprintln!(
-                "`{}`: {blobs} blob(s) to move, {} ({total_bytes} bytes)",
+                "`{}`: {blobs} blob(s) to move, {} ({total_bytes} bytes){here}",
                 self.label,
                 indicatif::BinaryBytes(total_bytes)
             );
@@ -179,6 +202,15 @@ impl TransferObserver for Bar {
             indicatif::BinaryBytes(moved),
             indicatif::BinaryBytes((moved as f64 / seconds) as u64)
         );
+    }
+}
+
+/// `2 of 3 blobs already here`, or `all 3 blobs already here, nothing to move`.
+fn here_text(here: usize, of: usize) -> String {
+    if here == of {
+        format!("all {of} blob(s) already here, checked: nothing to move")
+    } else {
+        format!("{here} of {of} blob(s) already here, checked")
     }
 }
 

@@ -229,6 +229,12 @@ impl Confirm {
             "plan for `{reference}` ({kind}): {} to add, {} to change, {} to destroy, {} output(s) changed",
             plan.summary.add, plan.summary.change, plan.summary.destroy, plan.output_changes
         );
+        if !plan.runs_commands.is_empty() {
+            eprintln!(
+                "it runs commands on the runner's machine: {}",
+                plan.runs_commands.join(", ")
+            );
+        }
         let expected = match self {
             Confirm::NotAsked | Confirm::Yes => return true,
             Confirm::Ask => {
@@ -288,6 +294,7 @@ fn print_report(report: &Report, json: bool) {
                 "change": report.plan.summary.change,
                 "destroy": report.plan.summary.destroy,
                 "outputChanges": report.plan.output_changes,
+                "runsCommands": report.plan.runs_commands,
             },
             "outputs": redacted(&report.outputs),
             "policy": report.verdict,
@@ -310,13 +317,19 @@ fn print_report(report: &Report, json: bool) {
             println!("  warn: {}", policy::line(result));
         }
     }
-    let summary = format!(
+    let mut summary = format!(
         "{} to add, {} to change, {} to destroy, {} output(s) changed",
         report.plan.summary.add,
         report.plan.summary.change,
         report.plan.summary.destroy,
         report.plan.output_changes
     );
+    if !report.plan.runs_commands.is_empty() {
+        summary.push_str(&format!(
+            "; runs commands on the runner's machine: {}",
+            report.plan.runs_commands.join(", ")
+        ));
+    }
     match (r.kind, r.outcome) {
         (ReceiptKind::Drift, Outcome::Drifted) => {
             println!("`{}@{}` has drifted: {summary}", r.stack, r.version)

@@ -25,14 +25,61 @@ struct StackStatus {
     notes: Vec<Note>,
 }
 
+/// How a stack that does not run here now was left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Standing {
+    /// Its last attempt destroyed it.
+    Destroyed,
+    /// Its last attempt failed, having created nothing that counts as deployed.
+    Failed,
+    /// Its last run was stopped half-way (a signal, or the runner killed).
+    Interrupted,
+}
+
+impl Standing {
+    fn as_str(self) -> &'static str {
+        match self {
+            Standing::Destroyed => "destroyed",
+            Standing::Failed => "failed",
+            Standing::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// A stack the runner tried, that does not run here now: a failed or interrupted
+/// first apply, or a destroy. Shown, not hidden: resources may still be there.
+struct NotDeployed {
+    stack: String,
+    standing: Standing,
+    attempt: Option<SignedReceipt>,
+    /// Managed resource instances in the state, when the runner can read it.
+    in_state: Option<usize>,
+    /// The work folder an interrupted run left.
+    work: Option<String>,
+}
+
+impl NotDeployed {
+    /// What is known of the account, in words.
+    fn state_text(&self) -> String {
+        let known = match self.in_state {
+            Some(0) if self.standing == Standing::Destroyed => return "destroyed".into(),
+            Some(n) => format!("{n} resource(s) in state"),
+            None => "state unknown — run plan".into(),
+        };
+        format!("{} ({known})", self.standing.as_str())
+    }
+}
+
 pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
     let stacks = deployed(&home, &ledger)?;
     let interrupted = ledger.interrupted_runs()?;
+    let others = not_deployed(&home, &ledger, &stacks, &interrupted)?;
     let releases = super::release_status::releases_status(&ledger)?;
     if args.json {
         let mut document = status_json(&home, &interrupted, &stacks);
+        document["notDeployed"] = not_deployed_json(&others);
         document["releases"] = releases;
         print_json(&document);
         return Ok(ExitStatus::Success);
@@ -43,10 +90,10 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
             run.kind, run.stack, run.version, run.started_at, run.work
         ));
     }
-    if stacks.is_empty() {
+    if stacks.is_empty() && others.is_empty() {
         progress("nothing has been applied by this runner yet");
     } else {
-        print!("{}", status_table(&stacks));
+        print!("{}", status_table(&stacks, &others));
     }
     print!("{}", super::release_status::releases_text(&releases));
     Ok(ExitStatus::Success)
@@ -91,6 +138,76 @@ fn deployed(home: &Home, ledger: &Ledger) -> Result<Vec<StackStatus>> {
     Ok(stacks)
 }
 
+/// Every stack the ledger knows of that does not run here now, and how it was left.
+fn not_deployed(
+    home: &Home,
+    ledger: &Ledger,
+    deployed: &[StackStatus],
+    interrupted: &[StartedRun],
+) -> Result<Vec<NotDeployed>> {
+    let mut names: Vec<String> = ledger.attempted_stacks()?;
+    names.extend(interrupted.iter().map(|run| run.stack.clone()));
+    names.sort();
+    names.dedup();
+    names.retain(|name| deployed.iter().all(|s| &s.deployment.stack != name));
+    let mut out = Vec::new();
+    for stack in names {
+        let attempt = ledger.last_attempt(&stack)?;
+        let run = interrupted.iter().rev().find(|run| run.stack == stack);
+        let stopped = match &attempt {
+            Some(a) => ledger
+                .notes(&a.receipt.id)?
+                .iter()
+                .any(|n| n.kind == stackpack_runner::ledger::INTERRUPTED_NOTE),
+            None => false,
+        };
+        let standing = match &attempt {
+            _ if run.is_some() || stopped => Standing::Interrupted,
+            Some(a) if a.receipt.kind == ReceiptKind::Destroy && a.receipt.outcome.in_place() => {
+                Standing::Destroyed
+            }
+            _ => Standing::Failed,
+        };
+        out.push(NotDeployed {
+            in_state: home.resources_in_state(&stack),
+            stack,
+            standing,
+            attempt,
+            work: run.map(|run| run.work.clone()),
+        });
+    }
+    Ok(out)
+}
+
+fn attempt_json(r: &SignedReceipt, notes: &[Note]) -> serde_json::Value {
+    json!({
+        "kind": r.receipt.kind,
+        "version": r.receipt.version.to_string(),
+        "outcome": r.receipt.outcome,
+        "at": r.receipt.finished_at,
+        "receiptId": r.receipt.id,
+        "failed": notes.iter().filter(|n| n.kind != "policy-warn").map(|n| json!({
+            "kind": n.kind,
+            "rule": n.rule,
+            "address": n.address,
+            "message": n.message,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn not_deployed_json(others: &[NotDeployed]) -> serde_json::Value {
+    json!(others
+        .iter()
+        .map(|o| json!({
+            "stack": o.stack,
+            "state": o.standing.as_str(),
+            "resourcesInState": o.in_state,
+            "lastAttempt": o.attempt.as_ref().map(|r| attempt_json(r, &[])),
+            "workFolder": o.work,
+        }))
+        .collect::<Vec<_>>())
+}
+
 fn status_json(
     home: &Home,
     interrupted: &[StartedRun],
@@ -120,31 +237,31 @@ fn status_json(
                     "outcome": r.receipt.outcome,
                     "at": r.receipt.finished_at,
                 })),
-                "lastAttempt": s.attempt.as_ref().map(|r| json!({
-                    "kind": r.receipt.kind,
-                    "version": r.receipt.version.to_string(),
-                    "outcome": r.receipt.outcome,
-                    "at": r.receipt.finished_at,
-                    "receiptId": r.receipt.id,
-                    "failed": s.notes.iter().filter(|n| n.kind != "policy-warn").map(|n| json!({
-                        "kind": n.kind,
-                        "rule": n.rule,
-                        "address": n.address,
-                        "message": n.message,
-                    })).collect::<Vec<_>>(),
-                })),
+                "lastAttempt": s.attempt.as_ref().map(|r| attempt_json(r, &s.notes)),
             })
         }).collect::<Vec<_>>(),
     })
 }
 
-fn status_table(stacks: &[StackStatus]) -> String {
-    let rows: Vec<Vec<String>> = stacks
+fn attempt_text(attempt: Option<&SignedReceipt>) -> String {
+    attempt
+        .map(|r| {
+            format!(
+                "{} {} {} at {}",
+                r.receipt.kind, r.receipt.version, r.receipt.outcome, r.receipt.finished_at
+            )
+        })
+        .unwrap_or_else(|| "-".into())
+}
+
+fn status_table(stacks: &[StackStatus], others: &[NotDeployed]) -> String {
+    let mut rows: Vec<Vec<String>> = stacks
         .iter()
         .map(|s| {
             vec![
                 s.deployment.stack.clone(),
                 s.deployment.version.to_string(),
+                "deployed".into(),
                 s.since.clone(),
                 s.newer
                     .as_ref()
@@ -154,25 +271,27 @@ fn status_table(stacks: &[StackStatus]) -> String {
                     .as_ref()
                     .map(|r| format!("{} at {}", r.receipt.outcome, r.receipt.finished_at))
                     .unwrap_or_else(|| "not checked".into()),
-                s.attempt
-                    .as_ref()
-                    .map(|r| {
-                        format!(
-                            "{} {} {} at {}",
-                            r.receipt.kind,
-                            r.receipt.version,
-                            r.receipt.outcome,
-                            r.receipt.finished_at
-                        )
-                    })
-                    .unwrap_or_else(|| "-".into()),
+                attempt_text(s.attempt.as_ref()),
             ]
         })
         .collect();
+    rows.extend(others.iter().map(|o| {
+        vec![
+            o.stack.clone(),
+            "-".into(),
+            o.state_text(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            attempt_text(o.attempt.as_ref()),
+        ]
+    }));
+    rows.sort_by(|a, b| a[0].cmp(&b[0]));
     table(
         &[
             "STACK",
             "VERSION",
+            "STATE",
             "SINCE",
             "NEWER IN STORE",
             "DRIFT",

@@ -175,11 +175,9 @@ pub fn installed_outputs(home: &Home, stack: &str, ui: &mut Ui) -> Result<serde_
         ))
         .hint(format!("apply `{stack}` first"))
     })?;
-    let backend = &home.config.backend;
-    if backend.kind == "local" && !backend.config.contains_key("path") {
+    if let Some(path) = home.local_state_file(stack) {
         // The state is a file in the home: read its outputs without starting the
         // engine (the same document `output -json` prints, less the types).
-        let path = home.state_dir(stack).join("terraform.tfstate");
         if let Ok(text) = std::fs::read_to_string(&path) {
             let state: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| Error::refused(format!("cannot read `{}`: {e}", path.display())))?;

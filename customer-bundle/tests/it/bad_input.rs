@@ -678,3 +678,19 @@ fn engine_variables_in_the_runners_environment_do_not_change_what_apply_does() {
     assert_eq!(receipt["plan"]["destroy"], 0, "{receipt}");
     assert!(!scratch.path().join("data").exists());
 }
+
+/// Issue 23, item 18: `destroy --confirm WRONG` is refused without saying what the
+/// right confirmation is (that would make typing it no check at all).
+#[test]
+fn a_wrong_destroy_confirmation_does_not_reveal_the_right_one() {
+    let runner = Runner::new("globex");
+    let run = runner
+        .run(&["destroy", "data-plane", "--confirm", "initech"])
+        .code(1);
+    assert!(
+        run.stderr.contains("does not name this runner's customer"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("globex"), "{}", run.stderr);
+}

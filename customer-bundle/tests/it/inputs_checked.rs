@@ -205,3 +205,81 @@ fn check_inputs_reports_every_mistake_in_one_run() {
     inputs.sort_unstable();
     assert_eq!(inputs, ["customer_id", "node_count", "region"], "{report}");
 }
+
+/// A sensitive input whose rule the runner cannot evaluate (`sha1`).
+const PASSWORD_RULE: &str = r#"
+variable "db_password" {
+  description = "The database password."
+  type      = string
+  sensitive = true
+  validation {
+    condition     = sha1(var.db_password) == "0000000000000000000000000000000000000000"
+    error_message = "The db_password must be the one agreed with the vendor."
+  }
+}
+"#;
+
+const PASSWORD: &str = "hunter2-correct-horse";
+
+/// Issue 23, item 7: `check-inputs` names the rule it left to the engine instead of
+/// claiming every rule met, and when the engine (real Terraform) refuses the value
+/// and quotes the inputs line holding it, the runner's relayed output and the
+/// engine log it keeps show the value replaced, never in clear.
+#[test]
+fn rules_left_to_the_engine_are_named_and_sensitive_values_are_redacted_from_its_output() {
+    let vendor = Vendor::new();
+    vendor.change("stacks/data-plane/variables.tf", PASSWORD_RULE);
+    let runner = Runner::new("globex");
+    let reference = build_and_import(&vendor, &runner);
+    let inputs = runner.temp.path().join("globex.tfvars");
+    std::fs::write(&inputs, format!("{GLOBEX}db_password = \"{PASSWORD}\"\n")).unwrap();
+
+    let run = check_inputs(&runner, &reference, &[&inputs]).ok();
+    assert!(
+        !run.stdout.contains("every validation rule met:")
+            && run.stdout.contains("except 1 left to the engine"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("left to the engine: `sha1("),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("input `db_password`"), "{}", run.stdout);
+    let json = runner
+        .run(&[
+            "check-inputs",
+            &reference,
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(json["leftToEngine"][0]["input"], "db_password", "{json}");
+
+    let log = runner.temp.path().join("engine.log");
+    let plan = runner
+        .command(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
+        .env("STACKPACK_ENGINE_LOG", &log)
+        .output()
+        .unwrap();
+    let plan = common::Run::from(plan).code(1);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("db_password must be the one agreed"),
+        "the engine did not refuse the value: {logged}"
+    );
+    for (what, text) in [
+        ("stderr", &plan.stderr),
+        ("stdout", &plan.stdout),
+        ("engine log", &logged),
+    ] {
+        assert!(
+            !text.contains(PASSWORD),
+            "the password is in the {what}: {text}"
+        );
+    }
+    assert!(logged.contains("(sensitive value)"), "{logged}");
+}

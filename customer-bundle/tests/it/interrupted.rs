@@ -180,11 +180,53 @@ fn sigkill_mid_apply_takes_the_engine_down_keeps_the_lock_until_it_stops_and_is_
         Path::new(work).is_dir(),
         "the work folder `{work}` was not kept"
     );
-    assert_eq!(
-        runner.run(&["status"]).ok().stdout.lines().count(),
-        0,
-        "nothing counts as deployed"
+    assert!(
+        json["stacks"].as_array().unwrap().is_empty(),
+        "nothing counts as deployed: {json}"
     );
+    // Issue 23, item 15: a row says the stack's run was interrupted, not "nothing
+    // has been applied".
+    assert_eq!(json["notDeployed"][0]["state"], "interrupted", "{json}");
+    let table = runner.run(&["status"]).ok();
+    assert!(
+        table
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("data-plane") && l.contains("interrupted")),
+        "{}",
+        table.stdout
+    );
+}
+
+/// Issue 23, item 15: after a first apply stopped with SIGINT (a `failed` receipt),
+/// `status` shows the stack as interrupted with what its state holds, instead of
+/// "nothing has been applied by this runner yet".
+#[test]
+fn status_shows_a_stack_whose_first_apply_was_interrupted_with_what_its_state_holds() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (_vendor, runner, child, _reference, _stopped) = applying(scratch.path());
+    signal(&child, libc::SIGINT);
+    Run::from(child.wait_with_output().unwrap()).code(1);
+    let json = runner.run(&["status", "--json"]).ok().json();
+    assert!(json["stacks"].as_array().unwrap().is_empty(), "{json}");
+    let row = &json["notDeployed"][0];
+    assert_eq!(row["stack"], "data-plane", "{json}");
+    assert_eq!(row["state"], "interrupted", "{json}");
+    assert_eq!(row["lastAttempt"]["kind"], "apply", "{json}");
+    assert_eq!(row["lastAttempt"]["outcome"], "failed", "{json}");
+    let table = runner.run(&["status"]).ok();
+    assert!(
+        !table.stderr.contains("nothing has been applied"),
+        "{}",
+        table.stderr
+    );
+    let line = table
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("data-plane"))
+        .unwrap_or_else(|| panic!("no row for the stack: {}", table.stdout));
+    assert!(line.contains("interrupted ("), "{line}");
+    assert!(line.contains("apply"), "{line}");
 }
 
 /// True while `pid` runs (a zombie waiting for its parent to reap it is not running).

@@ -368,6 +368,24 @@ fn destroy_removes_the_customers_resources_only_for_the_right_customer_and_is_re
     );
     let status = runner.run(&["status", "--json"]).ok().json();
     assert!(status["stacks"].as_array().unwrap().is_empty(), "{status}");
+    // Issue 23, item 15: a destroyed stack is a row saying so, not "nothing has
+    // been applied by this runner yet".
+    assert_eq!(status["notDeployed"][0]["stack"], "data-plane", "{status}");
+    assert_eq!(status["notDeployed"][0]["state"], "destroyed", "{status}");
+    assert_eq!(status["notDeployed"][0]["resourcesInState"], 0, "{status}");
+    let table = runner.run(&["status"]).ok();
+    let row = table.stdout.lines().find(|l| l.starts_with("data-plane"));
+    assert!(
+        row.is_some_and(|row| row.contains("destroyed") && row.contains("destroy ")),
+        "{}{}",
+        table.stdout,
+        table.stderr
+    );
+    assert!(
+        !table.stderr.contains("nothing has been applied"),
+        "{}",
+        table.stderr
+    );
     // Nothing left to destroy, drift-check or roll back to.
     let again = runner
         .run(&["destroy", "data-plane", "--confirm", "globex"])

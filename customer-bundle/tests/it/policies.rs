@@ -35,7 +35,7 @@ fn each_example_policy_denies_a_bad_change_and_allows_a_good_one() {
         .run(&["plan", &good, "--inputs", inputs, "--json"])
         .ok()
         .json();
-    assert_eq!(planned["policy"]["files"], 4, "{}", planned["policy"]);
+    assert_eq!(planned["policy"]["files"], 5, "{}", planned["policy"]);
     assert_eq!(planned["policy"]["denied"], serde_json::json!([]));
 
     // Bad: SSH open to the world, a pool that may grow to 32 nodes, and resources
@@ -206,4 +206,44 @@ fn a_stateful_resource_is_replaced_only_when_the_operator_names_it() {
         .unwrap()
         .clone();
     assert!(last["notes"].to_string().contains("goes away"), "{last:#}");
+}
+
+/// A resource with a `local-exec` provisioner, which runs `touch` on the runner's
+/// machine when applied.
+const LOCAL_EXEC: &str = "\nresource \"terraform_data\" \"hook\" {\n  provisioner \"local-exec\" {\n    command = \"touch /tmp/stackpack-hook-ran\"\n  }\n}\n";
+
+/// Issue 23, item 8: a stack that runs commands on the runner's machine (a
+/// `local-exec` provisioner) is named as doing so when it is planned, and the
+/// example's `commands.rego` denies it before anything is applied.
+#[test]
+fn a_command_on_the_runners_machine_is_named_in_the_plan_and_denied_by_the_example_policy() {
+    let vendor = Vendor::new();
+    vendor.change("stacks/data-plane/main.tf", LOCAL_EXEC);
+    let runner = Runner::new("globex");
+    let reference = build_and_import(&vendor, &runner);
+    let inputs = globex_inputs();
+    let run = runner
+        .run(&[
+            "plan",
+            &reference,
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--json",
+        ])
+        .code(1);
+    assert!(
+        run.stderr.contains(
+            "this stack runs commands on the runner's machine: `terraform_data.hook` (local-exec provisioner)"
+        ),
+        "{}",
+        run.stderr
+    );
+    let denied = run.json()["policy"]["denied"].clone();
+    let denied = denied.as_array().unwrap();
+    assert!(
+        denied
+            .iter()
+            .any(|d| d["rule"] == "deny_runner_commands" && d["address"] == "terraform_data.hook"),
+        "{denied:?}"
+    );
 }

@@ -347,3 +347,97 @@ fn a_bundle_signed_for_another_repository_is_refused_unless_that_mirror_is_trust
     runner.run(&["pull", &reference, "--insecure"]).ok();
     assert!(!runner.store().index().unwrap().manifests.is_empty());
 }
+
+/// The blobs of `manifest`: config and layers.
+fn blobs_of(manifest: &ImageManifest) -> Vec<stackpack_schema::digest::Digest> {
+    std::iter::once(&manifest.config)
+        .chain(&manifest.layers)
+        .map(|b| b.digest.clone())
+        .collect()
+}
+
+/// Issue 23, item 14: an upgrade pulls only what the store lacks (the provider and
+/// large files stay), the CI progress line says how many blobs were already here,
+/// and pulling what the store holds moves nothing.
+#[test]
+fn a_pull_moves_only_the_blobs_the_store_does_not_already_hold() {
+    let registry = Distribution::require();
+    let vendor = Vendor::new();
+    let first = publish_data_plane(&vendor, &registry);
+    let runner = trusting_runner(&vendor);
+    let host = registry.host();
+    runner
+        .run(&[
+            "pull",
+            &format!("{host}/acme/stacks/data-plane:0.1.0"),
+            "--insecure",
+        ])
+        .ok();
+
+    let second = publish_data_plane(&vendor, &registry);
+    let old = blobs_of(&first);
+    let new = blobs_of(&second);
+    let shared = new.iter().filter(|d| old.contains(d)).count();
+    assert!(shared >= 1 && shared < new.len(), "{old:?} {new:?}");
+    let to_move: u64 = std::iter::once(&second.config)
+        .chain(&second.layers)
+        .filter(|b| !old.contains(&b.digest))
+        .map(|b| b.size)
+        .sum();
+    let pulled = runner
+        .run(&[
+            "pull",
+            &format!("{host}/acme/stacks/data-plane:0.1.1"),
+            "--insecure",
+        ])
+        .ok();
+    let announced = pulled
+        .stderr
+        .lines()
+        .find(|l| l.contains("blob(s) to move"))
+        .unwrap_or_else(|| panic!("no announced total: {}", pulled.stderr));
+    assert!(
+        announced.starts_with(&format!(
+            "`data-plane`: {} blob(s) to move, ",
+            new.len() - shared
+        )),
+        "{announced}"
+    );
+    assert!(
+        announced.contains(&format!("({to_move} bytes)")),
+        "{announced}"
+    );
+    assert!(
+        announced.ends_with(&format!(
+            "; {shared} of {} blob(s) already here, checked",
+            new.len()
+        )),
+        "{announced}"
+    );
+    runner.run(&["verify", "data-plane@0.1.1"]).ok();
+
+    // Everything already here: nothing moves, and the line says so.
+    let again = trusting_runner(&vendor);
+    std::fs::remove_dir_all(&again.home).unwrap();
+    common::copy_dir(&runner.home, &again.home);
+    let pulled = again
+        .run(&[
+            "pull",
+            &format!("{host}/acme/stacks/data-plane:0.1.1"),
+            "--insecure",
+        ])
+        .ok();
+    assert!(
+        pulled.stderr.contains(&format!(
+            "all {} blob(s) already here, checked: nothing to move",
+            new.len()
+        )),
+        "{}",
+        pulled.stderr
+    );
+    assert!(
+        !pulled.stderr.contains("blob(s) to move"),
+        "{}",
+        pulled.stderr
+    );
+}

@@ -101,6 +101,86 @@ fn tampered_or_unsigned_bundles_are_refused_at_import_and_nothing_enters_the_sto
     }
 }
 
+/// Edits the config of `stack@version` in `layout` and re-hashes everything up to
+/// the index, as someone who knows the format would: every digest matches again,
+/// but no signature names the new manifest.
+fn edit_and_rehash(layout: &ImageLayout, stack: &str, version: &semver::Version) {
+    let bundle = layout.find_bundle(stack, version).unwrap().unwrap();
+    let mut manifest: ImageManifest =
+        serde_json::from_slice(&layout.read_blob(&bundle.digest, 1 << 20).unwrap()).unwrap();
+    let config = layout.read_blob(&manifest.config.digest, 1 << 24).unwrap();
+    // Valid JSON still, and another digest.
+    let edited = String::from_utf8(config).unwrap() + "\n";
+    let (digest, size) = layout.write_blob(edited.as_bytes()).unwrap();
+    manifest.config.digest = digest;
+    manifest.config.size = size;
+    let (manifest_digest, manifest_size) = layout
+        .write_blob(&serde_json::to_vec(&manifest).unwrap())
+        .unwrap();
+    layout
+        .update_index(|index| {
+            for entry in index
+                .manifests
+                .iter_mut()
+                .filter(|d| d.digest == bundle.digest)
+            {
+                entry.digest = manifest_digest.clone();
+                entry.size = manifest_size;
+            }
+        })
+        .unwrap();
+}
+
+/// Issue 23, item 18: an exported tar with a flipped byte is "altered or
+/// corrupted: get a fresh copy from the vendor" (not "not an image layout tar",
+/// with a hint about `tar -cf`), and a re-hashed edit is "no trusted signature
+/// matches this bundle" (not "has no signature").
+#[test]
+fn a_damaged_tar_says_altered_or_corrupted_and_a_rehashed_edit_says_no_signature_matches() {
+    let vendor = Vendor::new();
+    let version = data_plane(&vendor);
+    let runner = Runner::new("globex");
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+
+    let flipped = tempfile::tempdir().unwrap();
+    common::copy_dir(&vendor.layout(), flipped.path());
+    let layout = ImageLayout::open(flipped.path()).unwrap();
+    tamper(&layout, "data-plane", &version, Tamper::Layer);
+    let tar = common::release::tar_of(flipped.path(), &runner.temp.path().join("flipped.tar"));
+    let run = runner.run(&["import", tar.to_str().unwrap()]).code(1);
+    assert!(
+        run.stderr.contains("was altered or corrupted"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: get a fresh copy from the vendor"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("tar -cf"), "{}", run.stderr);
+
+    let edited = tempfile::tempdir().unwrap();
+    common::copy_dir(&vendor.layout(), edited.path());
+    edit_and_rehash(
+        &ImageLayout::open(edited.path()).unwrap(),
+        "data-plane",
+        &version,
+    );
+    let tar = common::release::tar_of(edited.path(), &runner.temp.path().join("edited.tar"));
+    let run = runner.run(&["import", tar.to_str().unwrap()]).code(1);
+    assert!(
+        run.stderr.contains("no trusted signature matches bundle"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("has no signature"), "{}", run.stderr);
+    assert!(runner.store().entries().unwrap().is_empty());
+}
+
 #[test]
 fn a_bundle_by_an_untrusted_key_is_refused_with_a_hint() {
     let vendor = Vendor::new();

@@ -118,6 +118,7 @@ pub fn lint_with(
         }
         if rel.ends_with(".tf") && !rel.starts_with("customers/") {
             controller_owned_fields(rel, text, &mut findings);
+            runs_commands(rel, text, &mut findings);
         }
     }
     for dir in options.modules.iter().chain(options.stacks.iter()) {
@@ -137,6 +138,9 @@ pub fn lint_with(
         could_be_ephemeral(dir, &module, engine, &texts, &mut findings);
     }
     let mut kept = options.rules.apply(apply_ignores(&texts, findings));
+    for stack in &options.stacks {
+        kept = stack_rules(repo_root, stack).apply_under(stack, kept);
+    }
     kept.sort_by(|a, b| (&a.file, a.line, &a.rule).cmp(&(&b.file, b.line, &b.rule)));
     kept.dedup();
     Ok(kept)
@@ -355,6 +359,65 @@ fn controller_owned_fields(rel: &str, text: &str, out: &mut Vec<Finding>) {
             });
         }
     }
+}
+
+/// `runs-commands-on-runner`: a `local-exec` provisioner or an `external` data
+/// source runs a program on the machine that runs the engine, the customer's
+/// runner, with its credentials, and no plan shows what it does.
+fn runs_commands(rel: &str, text: &str, out: &mut Vec<Finding>) {
+    // A file that does not parse is reported by the interface reader, with its line.
+    let Ok(body) = hcl_edit::parser::parse_body(text) else {
+        return;
+    };
+    let lines = Lines::new(text);
+    let label = |block: &Block, i: usize| block.labels.get(i).map(|l| l.as_str().to_string());
+    let mut warn = |item: String, span, what: String| {
+        out.push(Finding {
+            severity: Severity::Warning,
+            ..lint_finding(
+                Lint::RunsCommandsOnRunner,
+                item,
+                rel,
+                lines.of(span),
+                format!("{what}: it runs commands on the runner's machine, in the customer's account, and no plan shows what they do; customers' policies may refuse it"),
+            )
+        });
+    };
+    for block in body.blocks() {
+        let kind = label(block, 0).unwrap_or_default();
+        let address = format!("{kind}.{}", label(block, 1).unwrap_or_default());
+        match block.ident.as_str() {
+            "data" if kind == "external" => warn(
+                format!("data.{address}"),
+                block.span(),
+                format!("`data.{address}` is an `external` data source"),
+            ),
+            "resource" => {
+                for provisioner in block.body.blocks().filter(|b| {
+                    b.ident.as_str() == "provisioner"
+                        && label(b, 0).as_deref() == Some("local-exec")
+                }) {
+                    warn(
+                        address.clone(),
+                        provisioner.span(),
+                        format!("`{address}` has a `local-exec` provisioner"),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The lint levels a stack's own `stack.toml` `[rules]` sets for the files in its
+/// folder (none when it has none or cannot be read: `build` reports that).
+fn stack_rules(repo_root: &Path, dir: &str) -> RuleConfig {
+    let path = repo_root.join(dir).join("stack.toml");
+    std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| toml::from_str::<crate::config::StackConfig>(&text).ok())
+        .and_then(|config| RuleConfig::from_table(&config.rules).ok())
+        .unwrap_or_default()
 }
 
 /// A controller-owned attribute: its block path, span and owner.

@@ -116,6 +116,32 @@ impl RuleConfig {
         self.levels.get(&rule).copied()
     }
 
+    /// Refuses interface rules: where only lints may be set (a stack's `[rules]`).
+    pub fn only_lints(self) -> Result<RuleConfig, String> {
+        match self
+            .levels
+            .keys()
+            .find(|rule| !matches!(rule, RuleId::Lint(_)))
+        {
+            Some(rule) => Err(format!(
+                "`{}` is an interface rule; a stack sets lints only",
+                rule.id()
+            )),
+            None => Ok(self),
+        }
+    }
+
+    /// [`RuleConfig::apply`] to the findings in files under `dir` (a stack's
+    /// folder, for its own `[rules]`); the others are kept as they are.
+    pub fn apply_under(&self, dir: &str, findings: Vec<Finding>) -> Vec<Finding> {
+        let prefix = format!("{dir}/");
+        let (inside, mut outside): (Vec<Finding>, Vec<Finding>) = findings
+            .into_iter()
+            .partition(|f| f.file.starts_with(&prefix));
+        outside.extend(self.apply(inside));
+        outside
+    }
+
     /// Applies the levels: drops rules turned off, sets configured bumps and severities.
     pub fn apply(&self, findings: Vec<Finding>) -> Vec<Finding> {
         findings

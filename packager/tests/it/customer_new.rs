@@ -101,7 +101,9 @@ fn the_scaffold_is_refused_by_check_until_its_placeholders_are_filled() {
         refused.stderr
     );
     assert!(
-        refused.stderr.contains("would break 1 customer: `hooli`"),
+        refused
+            .stderr
+            .contains("the inputs of 1 customer still hold placeholders: `hooli`"),
         "{}",
         refused.stderr
     );

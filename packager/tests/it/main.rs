@@ -7,6 +7,7 @@ mod acme;
 mod common;
 
 mod addresses;
+mod advice;
 mod bad_input;
 mod check_command;
 mod customer_new;
@@ -27,6 +28,7 @@ mod release_graph;
 mod releases;
 mod reproducible;
 mod rules;
+mod runner_commands;
 mod secrets;
 mod tamper;
 mod transfers;

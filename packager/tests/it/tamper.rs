@@ -235,5 +235,9 @@ fn a_missing_signature_is_refused() {
     std::fs::write(&index_path, serde_json::to_vec(&index).unwrap()).unwrap();
     let run = inspect(&built, &built.repo.public_key);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("has no signature"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no trusted signature matches"),
+        "{}",
+        run.stderr
+    );
 }

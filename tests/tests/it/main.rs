@@ -5,5 +5,6 @@ mod fleet;
 mod forecast;
 mod freshness;
 mod main_job;
+mod readme_tour;
 mod rollout;
 mod support_ledger;
