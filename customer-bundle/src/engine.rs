@@ -45,7 +45,14 @@ pub struct Engine {
     pub input_variables: Vec<String>,
     /// Where the engine's output goes instead of stderr (`--engine-log`).
     pub log: Option<PathBuf>,
+    /// The error stream from the first `Error` on (at most [`ERROR_LINES`] lines)
+    /// of the last run that printed one: what a failed receipt says the engine said.
+    pub errors: std::sync::Arc<std::sync::Mutex<String>>,
 }
+
+/// Lines of an engine's error kept for the receipt; its summary and resource come
+/// first, the rest is source context.
+const ERROR_LINES: usize = 40;
 
 /// The variable `--engine-log` sets; the engine itself never sees it (its
 /// environment is allow-listed).
@@ -106,6 +113,34 @@ impl Relay {
         }
         if self.in_error {
             eprintln!("{line}");
+        }
+    }
+}
+
+/// The lines of an engine's error stream from its first `Error` on.
+#[derive(Default)]
+struct ErrorLines {
+    text: String,
+    lines: usize,
+}
+
+impl ErrorLines {
+    fn line(&mut self, line: &str) {
+        let trimmed = line.trim_start_matches(['\u{2502}', '\u{256d}', '\u{2577}', ' ']);
+        let starts = trimmed.contains("Error") && !is_debug_log(line);
+        if (self.lines > 0 || starts) && self.lines < ERROR_LINES {
+            self.text.push_str(line);
+            self.text.push('\n');
+            self.lines += 1;
+        }
+    }
+
+    /// Keeps the error for the receipt, when this run printed one.
+    fn keep(self, into: &std::sync::Mutex<String>) {
+        if self.lines > 0 {
+            if let Ok(mut kept) = into.lock() {
+                *kept = self.text;
+            }
         }
     }
 }
@@ -181,6 +216,7 @@ impl Engine {
             log: std::env::var_os(ENGINE_LOG_VARIABLE)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            errors: Default::default(),
         };
         engine.version = engine.ask_version().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
@@ -305,11 +341,17 @@ impl Engine {
         let stderr = child.stderr.take().expect("piped");
         let verbose = self.verbose;
         let mut stderr_relay = relay.clone();
+        let kept_errors = self.errors.clone();
+        if let Ok(mut kept) = kept_errors.lock() {
+            kept.clear();
+        }
         let errors = std::thread::spawn(move || {
             // A debug log entry may run over many lines (graph dumps); it lasts until
             // the next line that starts a diagnostic.
             let mut in_log = false;
+            let mut error = ErrorLines::default();
             for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                error.line(&line);
                 if is_debug_log(&line) {
                     in_log = true;
                 } else if is_diagnostic(&line) {
@@ -319,6 +361,7 @@ impl Engine {
                     stderr_relay.line(&line);
                 }
             }
+            error.keep(&kept_errors);
         });
         let mut stdout = String::new();
         let mut stdout_relay = relay;
