@@ -9,9 +9,10 @@ use crate::cli::{CustomerSetArgs, RolloutIdArgs, RolloutStatusArgs};
 use crate::commands::customer::check_name;
 use crate::commands::{open_existing, print_json, rollout_refused, status as say, table, Result};
 
-pub fn place(args: &CustomerSetArgs) -> Result<()> {
+/// `customer set --channel C [--wave W]`.
+pub fn place(args: &CustomerSetArgs, channel: &str) -> Result<()> {
     check_name("customer", &args.id)?;
-    check_name("channel", &args.channel)?;
+    check_name("channel", channel)?;
     if let Some(wave) = &args.wave {
         check_name("wave", wave)?;
     }
@@ -22,7 +23,7 @@ pub fn place(args: &CustomerSetArgs) -> Result<()> {
             rollout::place(
                 tx,
                 &args.id,
-                &args.channel,
+                channel,
                 args.wave.as_deref(),
                 rollout::now_ns(),
             )?;
@@ -35,7 +36,7 @@ pub fn place(args: &CustomerSetArgs) -> Result<()> {
         say(&format!(
             "customer `{}` is in channel `{}`, wave `{}`",
             args.id,
-            args.channel,
+            channel,
             args.wave.as_deref().unwrap_or("(the channel's last)")
         ));
     }
