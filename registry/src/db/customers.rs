@@ -209,8 +209,10 @@ pub fn versions(conn: &Connection, stack: &str) -> rusqlite::Result<Vec<VersionL
 }
 
 /// Per stack of a customer, the receipts that say why it stands as it does: the
-/// last attempt when it failed, the drift report when it drifted, and the newest
-/// receipt of any kind (what runner reported last).
+/// newest failed attempt that nothing has mended yet (no successful apply after it:
+/// a failed upgrade rolled back still says why the customer is not on the new
+/// version), the drift report when it drifted, and the newest receipt of any kind
+/// (what runner reported last).
 #[derive(Clone, Debug, Default)]
 pub struct CellReceipts {
     pub failed: Option<String>,
@@ -223,11 +225,19 @@ pub fn cell_receipts(
     customer: &str,
 ) -> rusqlite::Result<std::collections::BTreeMap<String, CellReceipts>> {
     conn.prepare_cached(
-        "SELECT f.stack, a.document, d.document,
+        "SELECT f.stack,
+             (SELECT document FROM receipts r INDEXED BY receipts_current
+                 WHERE r.customer = f.customer AND r.stack = f.stack AND r.outcome = 'failed'
+                 AND r.kind IN ('apply', 'rollback', 'destroy')
+                 AND NOT EXISTS (SELECT 1 FROM receipts s INDEXED BY receipts_current
+                     WHERE s.customer = r.customer AND s.stack = r.stack
+                     AND s.kind = 'apply' AND s.outcome IN ('succeeded', 'no-changes')
+                     AND s.finished_ns > r.finished_ns)
+                 ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1),
+             d.document,
              (SELECT document FROM receipts r WHERE r.customer = f.customer AND r.stack = f.stack
                  ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1)
          FROM fleet_cells f
-         LEFT JOIN receipts a ON a.id = f.attempt_id AND f.failed = 1
          LEFT JOIN receipts d ON d.id = f.drift_id AND f.drifted = 1
          WHERE f.customer = ?1",
     )?

@@ -234,15 +234,32 @@ fn state_lines(
             (None, _) => format!("runs nothing of {}", esc(stack)),
         };
         let cell = why_cells.get(stack);
-        if let Some(a) = row.last_attempt.as_ref().filter(|a| a.outcome == Outcome::Failed) {
-            let reason = cell
-                .and_then(|c| c.failed.as_deref())
-                .and_then(why::receipt)
-                .and_then(|r| why::failure(&r))
-                .unwrap_or_else(|| "no reason in the receipt".into());
+        let failure = cell.and_then(|c| c.failed.as_deref()).and_then(why::receipt);
+        let last_failed = row
+            .last_attempt
+            .as_ref()
+            .is_some_and(|a| a.outcome == Outcome::Failed);
+        if let Some(r) = &failure {
+            let reason = why::failure(r).unwrap_or_else(|| "no reason in the receipt".into());
+            let (badge_text, after) = match (&row.last_attempt, last_failed) {
+                (_, true) => ("last attempt failed", String::new()),
+                (Some(a), false) if a.kind == stackpack_schema::receipt::ReceiptKind::Rollback => {
+                    ("failed", " (since rolled back)".to_string())
+                }
+                _ => ("failed", String::new()),
+            };
             let _ = write!(
                 line,
-                "; {} {} {} {}: {reason}",
+                "; {} {} {} {}: {reason}{after}",
+                badge(Tone::Bad, badge_text),
+                esc(r.kind.as_str()),
+                esc(&r.version.to_string()),
+                when(&r.finished_at),
+            );
+        } else if let Some(a) = row.last_attempt.as_ref().filter(|_| last_failed) {
+            let _ = write!(
+                line,
+                "; {} {} {} {}: no reason in the receipt",
                 badge(Tone::Bad, "last attempt failed"),
                 esc(a.kind.as_str()),
                 esc(&a.version.to_string()),
