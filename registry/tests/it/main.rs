@@ -6,6 +6,7 @@
 mod common;
 
 mod admin;
+mod alerts;
 mod adoption_deltas;
 mod auth_matrix;
 mod bad_input;

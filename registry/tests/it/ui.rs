@@ -69,7 +69,7 @@ fn changes(stack: &str, version: &str) -> Option<serde_json::Value> {
 
 /// Pushes a bundle as the packager does (config, layer, manifest tagged with the
 /// version) and its signature as a referrer. Returns the bundle's digest.
-fn push_bundle(client: &Client, stack: &str, version: &str, network: &str) -> String {
+pub(crate) fn push_bundle(client: &Client, stack: &str, version: &str, network: &str) -> String {
     let repo = format!("acme/stacks/{stack}");
     let config = serde_json::json!({
         "format": 1, "stack": stack, "version": version,
@@ -163,14 +163,14 @@ const GPU_ERROR: &str =
     "creating EKS Node Group (gpu): InsufficientInstanceCapacity: <script>alert(1)</script>\u{7} no capacity";
 
 /// Each customer's own installation key: one key may sign for one customer only.
-fn installation_key(customer: &str) -> PrivateKey {
+pub(crate) fn installation_key(customer: &str) -> PrivateKey {
     let mut secret = [customer.len() as u8 + 40; 32];
     let n = customer.len().min(32);
     secret[..n].copy_from_slice(&customer.as_bytes()[..n]);
     PrivateKey::from_secret_bytes(secret)
 }
 
-fn minutes_ago(minutes: i64) -> String {
+pub(crate) fn minutes_ago(minutes: i64) -> String {
     (time::OffsetDateTime::now_utc() - time::Duration::minutes(minutes))
         .replace_nanosecond(0)
         .unwrap()
