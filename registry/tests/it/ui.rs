@@ -795,6 +795,35 @@ struct Driver {
     profile: PathBuf,
 }
 
+impl Driver {
+    /// `chromedriver` on a free port, once it answers.
+    fn start() -> Driver {
+        let port = free_port();
+        let profile = tempfile::tempdir().unwrap();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let driver = Driver {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            profile: profile.path().join("chromium"),
+            _profile: profile,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while try_send("GET", &format!("{}/status", driver.url), &[], None).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "chromedriver did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        driver
+    }
+}
+
 impl Drop for Driver {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -821,7 +850,7 @@ struct Browser {
 }
 
 impl Browser {
-    fn start(driver: &Driver) -> Browser {
+    fn start(driver: &Driver, (width, height): (u32, u32)) -> Browser {
         let args = [
             "--headless",
             "--no-sandbox",
@@ -830,7 +859,7 @@ impl Browser {
             "--disable-component-update",
             "--disable-sync",
             "--no-first-run",
-            "--window-size=1366,900",
+            &format!("--window-size={width},{height}"),
             &format!("--user-data-dir={}", driver.profile.display()),
         ];
         let value = webdriver(
@@ -945,6 +974,15 @@ impl Browser {
             .collect()
     }
 
+    /// What a script says of the page (WebDriver runs it; the pages have none).
+    fn script(&self, source: &str) -> serde_json::Value {
+        webdriver(
+            "POST",
+            &format!("{}/execute/sync", self.session),
+            Some(serde_json::json!({"script": source, "args": []})),
+        )
+    }
+
     /// Saves the page as `name.png` under `STACKPACK_SCREENSHOTS`, when set.
     fn screenshot(&self, name: &str) {
         let Some(dir) = std::env::var_os("STACKPACK_SCREENSHOTS") else {
@@ -974,29 +1012,8 @@ fn headless_chromium_signs_in_filters_to_one_stack_and_opens_a_customer_and_a_ve
     }
     let seeded = seed();
     let server = &seeded.server;
-    let port = free_port();
-    let profile = tempfile::tempdir().unwrap();
-    let child = Command::new("chromedriver")
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let driver = Driver {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-        profile: profile.path().join("chromium"),
-        _profile: profile,
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while try_send("GET", &format!("{}/status", driver.url), &[], None).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "chromedriver did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let browser = Browser::start(&driver);
+    let driver = Driver::start();
+    let browser = Browser::start(&driver, (1366, 900));
 
     browser.go(&format!("{}/", server.url()));
     browser.url_when(|u| u.ends_with("/ui/login"));
@@ -1303,4 +1320,80 @@ fn adoption_is_drawn_as_svg_on_the_command_line_as_on_the_stack_page() {
     let page = html(&get(server, "/ui/stacks/data-plane", &cookie));
     let drawn = page.split("<svg").nth(1).unwrap().split("</svg>").next().unwrap();
     assert_eq!(format!("<svg{drawn}</svg>"), svg.trim_end());
+}
+
+/// Issue 29 in a real browser at 1280 px: the indexes and their search, a customer
+/// with a failed upgrade and a drift showing their reasons, the adoption chart,
+/// and not one page that scrolls sideways.
+#[test]
+fn headless_chromium_searches_the_indexes_reads_the_reasons_and_never_scrolls_sideways_at_1280_px() {
+    if !have("chromedriver") || !have("chromium") {
+        return;
+    }
+    let seeded = seed();
+    let server = &seeded.server;
+    let driver = Driver::start();
+    let browser = Browser::start(&driver, (1280, 900));
+    let fits = |page: &str| {
+        let width = browser.script("return document.documentElement.scrollWidth");
+        assert!(
+            width.as_u64().unwrap() <= 1280,
+            "{page} is {width} px wide at a 1280 px window"
+        );
+    };
+    browser.go(&format!("{}/ui/login", server.url()));
+    browser.type_into("#token", &seeded.support);
+    browser.click("button[type=submit]");
+    browser.url_when(|u| u.ends_with("/ui"));
+    fits("/ui");
+
+    browser.click("header nav a[href=\"/ui/customers\"]");
+    browser.url_when(|u| u.ends_with("/ui/customers"));
+    assert_eq!(browser.column("customers", 1).len(), 5);
+    fits("/ui/customers");
+    browser.screenshot("customers");
+    browser.type_into("#q", "123456789012");
+    browser.click("#search");
+    browser.url_when(|u| u.contains("q=123456789012"));
+    assert_eq!(browser.column("customers", 1), ["globex"]);
+    assert_eq!(browser.column("customers", 4), ["123456789012"]);
+
+    browser.click("#customers tbody tr:first-child td:first-child a");
+    browser.url_when(|u| u.ends_with("/ui/customers/globex"));
+    let state = browser.text(&browser.find("#state"));
+    assert!(
+        state.contains("aws_eks_node_group.gpu: creating EKS Node Group (gpu): InsufficientInstanceCapacity"),
+        "{state}"
+    );
+    assert!(state.contains("(since rolled back)") && state.contains("aws_security_group.api (ingress, tags)"), "{state}");
+    let whys = browser.column("history", 6);
+    assert!(whys[0].contains("aws_security_group.api"), "{whys:?}");
+    assert!(whys[2].contains("InsufficientInstanceCapacity"), "{whys:?}");
+    let exact = browser.script("return document.querySelector('#history time').title");
+    assert!(exact.as_str().unwrap().ends_with(" UTC"), "{exact}");
+    fits("/ui/customers/globex");
+    browser.screenshot("customer-why");
+
+    browser.go(&format!("{}/ui/customers/acme", server.url()));
+    fits("/ui/customers/acme (a 200,000-character error)");
+
+    browser.click("header nav a[href=\"/ui/stacks\"]");
+    browser.url_when(|u| u.ends_with("/ui/stacks"));
+    assert_eq!(browser.column("stacks", 1), ["control-plane", "data-plane"]);
+    fits("/ui/stacks");
+    browser.click("#stacks tbody tr:nth-child(2) td:first-child a");
+    browser.url_when(|u| u.ends_with("/ui/stacks/data-plane"));
+    let bars = browser.find_all("svg.chart rect[data-version]");
+    assert!(!bars.is_empty(), "the chart is drawn");
+    let shown = browser.script("const r = document.querySelector('svg.chart').getBoundingClientRect(); return r.width > 300 && r.height > 100");
+    assert_eq!(shown, serde_json::json!(true));
+    assert_eq!(browser.column("drifting", 1), ["globex"]);
+    fits("/ui/stacks/data-plane");
+    browser.screenshot("stack");
+
+    browser.click("header nav a[href=\"/ui/releases\"]");
+    browser.url_when(|u| u.ends_with("/ui/releases"));
+    fits("/ui/releases");
+    browser.go(&format!("{}/ui/stacks/data-plane/2.0.0", server.url()));
+    fits("/ui/stacks/data-plane/2.0.0");
 }

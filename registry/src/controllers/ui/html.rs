@@ -188,7 +188,8 @@ td { overflow-wrap: anywhere; }
 .why { font-size: .9em; }
 .why code { white-space: normal; overflow-wrap: anywhere; }
 ul.state { background: #fff; border: 1px solid var(--line); padding: .6rem 1rem .6rem 2rem; margin: 0 0 1rem; }
-ul.state li { margin: .15rem 0; }
+ul.state li { margin: .15rem 0; overflow-wrap: anywhere; }
+dl.facts dd { overflow-wrap: anywhere; }
 svg.chart { background: #fff; border: 1px solid var(--line); max-width: 100%; height: auto; }
 time { text-decoration: underline dotted; }
 code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .9em; }
