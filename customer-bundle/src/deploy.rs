@@ -564,7 +564,10 @@ impl Ending<'_> {
         // The engine's own error when it printed one, else the runner's (a refused
         // input, an interrupted run).
         if receipt.failure.is_none() {
-            receipt.failure = Some(stackpack_schema::receipt::Failure::new(&error.message, None));
+            receipt.failure = Some(stackpack_schema::receipt::Failure::new(
+                &error.message,
+                None,
+            ));
         }
         let signed = receipts::sign(receipt, self.key);
         self.ledger.add_receipt(&signed)?;

@@ -17,76 +17,11 @@ use std::time::Duration;
 use rusqlite::Connection;
 use stackpack_schema::receipt::{plain_text, SignedReceipt};
 
+use crate::alert_event::Body;
+pub use crate::alert_event::{check_webhook, parse_events, Event};
 use crate::api::Deployment;
 use crate::db;
 use crate::state::AppState;
-
-/// What an alert is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// A stack's last attempt failed (it had not).
-    Failed,
-    /// A stack drifted (it had not).
-    Drifted,
-    /// No receipt from a customer for the configured time.
-    Silent,
-    /// A stack fell behind: a newer stable version was published, or a rollback.
-    Behind,
-}
-
-impl Event {
-    pub const ALL: [Event; 4] = [Event::Failed, Event::Drifted, Event::Silent, Event::Behind];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Event::Failed => "failed",
-            Event::Drifted => "drifted",
-            Event::Silent => "silent",
-            Event::Behind => "behind",
-        }
-    }
-}
-
-impl std::str::FromStr for Event {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Event::ALL
-            .into_iter()
-            .find(|e| e.as_str() == text)
-            .ok_or_else(|| {
-                format!("`{text}` is not an alert event; the events are `failed`, `drifted`, `silent` and `behind`")
-            })
-    }
-}
-
-/// `failed,drifted` as events, each once.
-pub fn parse_events(text: &str) -> Result<Vec<Event>, String> {
-    let mut events: Vec<Event> = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let event: Event = part.parse()?;
-        if !events.contains(&event) {
-            events.push(event);
-        }
-    }
-    if events.is_empty() {
-        return Err("no alert event given; name some of `failed`, `drifted`, `silent`, `behind`".into());
-    }
-    Ok(events)
-}
-
-/// A webhook address: `http://` or `https://`, nothing else.
-pub fn check_webhook(url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    match rest {
-        Some(rest) if !rest.is_empty() && !url.chars().any(char::is_whitespace) => Ok(()),
-        _ => Err(format!(
-            "webhook `{url}` is not an `http://` or `https://` address"
-        )),
-    }
-}
 
 /// Tries a delivery gets before it is dropped (about an hour and a half in all).
 pub const MAX_ATTEMPTS: u32 = 12;
@@ -95,13 +30,6 @@ pub const MAX_ATTEMPTS: u32 = 12;
 /// 15 minutes.
 pub fn backoff(attempts: u32) -> Duration {
     Duration::from_secs((1u64 << attempts.min(10)).min(900))
-}
-
-/// Slack wants `&`, `<` and `>` escaped in `text`; nothing else.
-fn slack(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// Where a person reads more: the customer's page, when the registry knows its
@@ -114,43 +42,6 @@ fn page_url(public_url: Option<&str>, customer: &str) -> Option<String> {
             crate::controllers::ui::html::url(customer)
         )
     })
-}
-
-/// The JSON an event carries.
-struct Body<'a> {
-    event: Event,
-    customer: &'a str,
-    stack: Option<&'a str>,
-    version: Option<String>,
-    receipt: Option<&'a str>,
-    at: &'a str,
-    reason: Option<String>,
-}
-
-impl Body<'_> {
-    fn to_json(&self) -> String {
-        let what = match (self.stack, &self.version) {
-            (Some(stack), Some(v)) => format!("{stack} {v} "),
-            (Some(stack), None) => format!("{stack} "),
-            _ => String::new(),
-        };
-        let mut text = format!("{}: {what}{}", self.customer, self.event.as_str());
-        if let Some(reason) = &self.reason {
-            text.push_str(": ");
-            text.push_str(reason);
-        }
-        serde_json::json!({
-            "event": self.event.as_str(),
-            "customer": self.customer,
-            "stack": self.stack,
-            "version": self.version,
-            "receipt": self.receipt,
-            "at": self.at,
-            "reason": self.reason,
-            "text": slack(&text),
-        })
-        .to_string()
-    }
 }
 
 /// A queued event as sent: with the customer's page (`url`, and a link at the end
@@ -170,7 +61,9 @@ fn as_sent(body: &str, public_url: Option<&str>) -> String {
 
 /// The reason a receipt gives, on one line: the failure, or what drifted.
 fn reason(document: &str, event: Event) -> Option<String> {
-    let r = serde_json::from_str::<SignedReceipt>(document).ok()?.receipt;
+    let r = serde_json::from_str::<SignedReceipt>(document)
+        .ok()?
+        .receipt;
     let text = match event {
         Event::Failed => {
             let f = r.failure?;
@@ -241,56 +134,7 @@ pub fn note_receipt(
             at: d.finished_at.as_str(),
             reason: reason(document, event),
         };
-        db::alerts::enqueue(
-            tx,
-            event.as_str(),
-            &body.to_json(),
-            now.as_str(),
-            now_ns,
-        )?;
-    }
-    Ok(())
-}
-
-/// Before a stable release of `stack` is recorded: the customers up to date on it
-/// (only when a webhook wants `behind`, else none, and nothing is read).
-pub fn up_to_date(tx: &Connection, stack: &str) -> rusqlite::Result<Vec<(String, String)>> {
-    if db::alerts::wanting(tx, Event::Behind.as_str())?.is_empty() {
-        return Ok(Vec::new());
-    }
-    tx.prepare_cached(
-        "SELECT customer, version FROM fleet_cells
-         WHERE stack = ?1 AND behind = 0 AND version IS NOT NULL",
-    )?
-    .query_map([stack], |r| Ok((r.get(0)?, r.get(1)?)))?
-    .collect()
-}
-
-/// After it was recorded: queues `behind` for each of `were_current` that the new
-/// release `latest` left behind.
-pub fn note_behind(
-    tx: &Connection,
-    stack: &str,
-    latest: &str,
-    were_current: &[(String, String)],
-) -> rusqlite::Result<()> {
-    let now = crate::timestamp::Timestamp::now();
-    let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
-    for (customer, version) in were_current {
-        let behind = db::alerts::cell_flags(tx, customer, stack)?.is_some_and(|f| f.2);
-        if !behind {
-            continue;
-        }
-        let body = Body {
-            event: Event::Behind,
-            customer,
-            stack: Some(stack),
-            version: Some(version.clone()),
-            receipt: None,
-            at: now.as_str(),
-            reason: Some(format!("{stack} {latest} is out")),
-        };
-        db::alerts::enqueue(tx, "behind", &body.to_json(), now.as_str(), now_ns)?;
+        db::alerts::enqueue(tx, event.as_str(), &body.to_json(), now.as_str(), now_ns)?;
     }
     Ok(())
 }
@@ -338,7 +182,8 @@ pub async fn run(state: Arc<AppState>) {
         }
     };
     let in_flight: InFlight = Default::default();
-    let mut interval = tokio::time::interval(state.config.alert_tick.max(Duration::from_millis(50)));
+    let mut interval =
+        tokio::time::interval(state.config.alert_tick.max(Duration::from_millis(50)));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
@@ -366,13 +211,23 @@ pub async fn run(state: Arc<AppState>) {
             if !in_flight.lock().expect("not poisoned").insert(item.id) {
                 continue;
             }
-            tokio::spawn(deliver(state.clone(), client.clone(), item, in_flight.clone()));
+            tokio::spawn(deliver(
+                state.clone(),
+                client.clone(),
+                item,
+                in_flight.clone(),
+            ));
         }
     }
 }
 
 /// One POST, and its outcome written back.
-async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts::Due, in_flight: InFlight) {
+async fn deliver(
+    state: Arc<AppState>,
+    client: reqwest::Client,
+    item: db::alerts::Due,
+    in_flight: InFlight,
+) {
     let sent = client
         .post(&item.webhook)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -386,7 +241,10 @@ async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts
             "the webhook did not answer within {} s",
             state.config.alert_timeout.as_secs()
         )),
-        Err(e) => Some(format!("the webhook cannot be reached: {}", error_chain(&e))),
+        Err(e) => Some(format!(
+            "the webhook cannot be reached: {}",
+            error_chain(&e)
+        )),
     };
     let writing = state.clone();
     let id = item.id;

@@ -27,10 +27,17 @@ const PALETTE: [&str; 8] = [
 
 /// Every bucket from the first point to `today`'s, each with what customers ran at
 /// its end (a point holds until the next), at most [`MAX_BARS`], the latest.
-fn buckets(a: &Adoption, today: Date) -> Vec<(String, &std::collections::BTreeMap<String, u64>, u64)> {
+fn buckets(
+    a: &Adoption,
+    today: Date,
+) -> Vec<(String, &std::collections::BTreeMap<String, u64>, u64)> {
     let step = if a.bucket == "week" { 7 } else { 1 };
     let parse = |at: &str| {
-        Date::parse(at, time::macros::format_description!("[year]-[month]-[day]")).ok()
+        Date::parse(
+            at,
+            time::macros::format_description!("[year]-[month]-[day]"),
+        )
+        .ok()
     };
     let mut out = Vec::new();
     let mut points = a.points.iter().peekable();
@@ -182,11 +189,17 @@ mod tests {
         let today = Date::from_calendar_date(2026, time::Month::March, 4).unwrap();
         let svg = adoption_svg(&[a], today);
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-        assert!(svg.contains("data-plane&lt;x&gt;"), "the stack's name is escaped");
+        assert!(
+            svg.contains("data-plane&lt;x&gt;"),
+            "the stack's name is escaped"
+        );
         // Four days drawn: 1 and 2 March show two customers on 1.0.0, 3 and 4 one each.
         assert_eq!(svg.matches("data-version=\"1.0.0\"").count(), 4);
         assert_eq!(svg.matches("data-version=\"1.1.0\"").count(), 2);
         assert!(svg.contains("<title>2026-03-04: 1 customer on 1.1.0 of 2</title>"));
-        assert!(svg.contains(">1.1.0</text>"), "the legend names the version");
+        assert!(
+            svg.contains(">1.1.0</text>"),
+            "the legend names the version"
+        );
     }
 }

@@ -54,7 +54,7 @@ pub struct Config {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfiguredAlert {
     pub webhook: String,
-    pub events: Vec<crate::alerts::Event>,
+    pub events: Vec<crate::alert_event::Event>,
 }
 
 impl std::str::FromStr for ConfiguredAlert {
@@ -65,10 +65,10 @@ impl std::str::FromStr for ConfiguredAlert {
         let (events, webhook) = text.split_once('=').ok_or_else(|| {
             format!("`{text}` is not `EVENTS=URL`, as in `failed,drifted=https://hooks.example/x`")
         })?;
-        crate::alerts::check_webhook(webhook)?;
+        crate::alert_event::check_webhook(webhook)?;
         Ok(ConfiguredAlert {
             webhook: webhook.to_string(),
-            events: crate::alerts::parse_events(events)?,
+            events: crate::alert_event::parse_events(events)?,
         })
     }
 }

@@ -23,8 +23,9 @@
 //! SIGINT or SIGTERM, letting requests in flight finish, and sweeps expired uploads.
 
 pub mod age;
-pub mod api;
+pub mod alert_event;
 pub mod alerts;
+pub mod api;
 pub mod auth;
 pub mod chart;
 pub mod config;

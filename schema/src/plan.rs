@@ -228,6 +228,21 @@ pub struct DriftedResource {
 pub const MAX_DRIFT_DETAILS: usize = 200;
 pub const MAX_DRIFT_ATTRIBUTES: usize = 50;
 
+/// What a plan's entry does to a managed resource; `None` for a data source or a
+/// no-op.
+fn managed_action(resource: &Value) -> Option<Action> {
+    if resource["mode"].as_str() == Some("data") {
+        return None;
+    }
+    let actions: Vec<&str> = resource["change"]["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    Action::of_actions(&actions)
+}
+
 /// What [`drifted`] finds, each with the attributes that changed (bounded by
 /// [`MAX_DRIFT_DETAILS`] and [`MAX_DRIFT_ATTRIBUTES`]), sorted by address.
 pub fn drift_details(plan_json: &str) -> Vec<DriftedResource> {
@@ -236,20 +251,11 @@ pub fn drift_details(plan_json: &str) -> Vec<DriftedResource> {
     };
     let mut out: Vec<DriftedResource> = Vec::new();
     for resource in plan["resource_drift"].as_array().into_iter().flatten() {
-        if resource["mode"].as_str() == Some("data") {
-            continue;
-        }
-        let change = &resource["change"];
-        let actions: Vec<&str> = change["actions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let (Some(_), Some(address)) = (Action::of_actions(&actions), resource["address"].as_str())
+        let (Some(_), Some(address)) = (managed_action(resource), resource["address"].as_str())
         else {
             continue;
         };
+        let change = &resource["change"];
         let mut attributes = changed_attributes(change, false);
         attributes.truncate(MAX_DRIFT_ATTRIBUTES);
         out.push(DriftedResource {
@@ -307,19 +313,10 @@ pub fn changes(plan_json: &str) -> Result<Vec<ResourceChange>, String> {
         .map_err(|e| format!("`show -json` printed no plan: {e}"))?;
     let mut out = Vec::new();
     for resource in plan["resource_changes"].as_array().into_iter().flatten() {
-        if resource["mode"].as_str() == Some("data") {
-            continue;
-        }
-        let change = &resource["change"];
-        let actions: Vec<&str> = change["actions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let Some(action) = Action::of_actions(&actions) else {
+        let Some(action) = managed_action(resource) else {
             continue;
         };
+        let change = &resource["change"];
         let attributes = match action {
             Action::Update => changed_attributes(change, true),
             // Whatever is computed comes back unknown after a replacement: only what
@@ -517,6 +514,9 @@ mod comparing {
             ]
         );
         let text = serde_json::to_string(&details).unwrap();
-        assert!(!text.contains("hunter2") && !text.contains("s3cret"), "{text}");
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cret"),
+            "{text}"
+        );
     }
 }

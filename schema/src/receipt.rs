@@ -509,7 +509,10 @@ mod tests {
         let key = PrivateKey::from_secret_bytes([5; 32]);
         let signed = SignedReceipt::sign(sample(), &key);
         let text = String::from_utf8(signed.to_bytes()).unwrap();
-        assert!(!text.contains("failure") && !text.contains("\"runner\""), "{text}");
+        assert!(
+            !text.contains("failure") && !text.contains("\"runner\""),
+            "{text}"
+        );
         let read = SignedReceipt::from_bytes(text.as_bytes()).unwrap();
         assert_eq!(read.receipt.failure, None);
         assert_eq!(read.verify_integrity().unwrap(), key.public_key());
@@ -525,7 +528,10 @@ mod tests {
         let signed = SignedReceipt::sign(with_why, &key);
         let read = SignedReceipt::from_bytes(&signed.to_bytes()).unwrap();
         assert_eq!(read.verify_integrity().unwrap(), key.public_key());
-        assert_eq!(read.receipt.failure.unwrap().address.unwrap(), "aws_vpc.main");
+        assert_eq!(
+            read.receipt.failure.unwrap().address.unwrap(),
+            "aws_vpc.main"
+        );
     }
 
     #[test]
@@ -542,7 +548,11 @@ mod tests {
         let huge = format!("<b>\u{7}bell</b>\r\n{}", "x".repeat(10_000));
         let bounded = Failure::new(&huge, None);
         assert_eq!(bounded.summary.chars().count(), MAX_FAILURE_TEXT);
-        assert!(bounded.summary.starts_with("<b> bell</b> xxx"), "{}", &bounded.summary[..20]);
+        assert!(
+            bounded.summary.starts_with("<b> bell</b> xxx"),
+            "{}",
+            &bounded.summary[..20]
+        );
         assert!(bounded.summary.ends_with('…'));
         assert!(!bounded.summary.chars().any(char::is_control));
     }

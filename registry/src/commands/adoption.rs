@@ -28,7 +28,10 @@ pub fn run(args: &AdoptionArgs) -> Result<()> {
     }
     if args.format == "svg" {
         let today = time::OffsetDateTime::now_utc().date();
-        println!("{}", stackpack_registry::chart::adoption_svg(&answer, today));
+        println!(
+            "{}",
+            stackpack_registry::chart::adoption_svg(&answer, today)
+        );
         return Ok(());
     }
     let mut rows = Vec::new();

@@ -10,9 +10,8 @@ use crate::commands::{open_existing, print_json, refused_in, status, table, Erro
 pub fn add(args: &AlertAddArgs) -> Result<()> {
     alerts::check_webhook(&args.webhook)
         .map_err(|e| Error::usage(e).hint("give the webhook's whole address, `https://…`"))?;
-    let events = alerts::parse_events(&args.on).map_err(|e| {
-        Error::usage(e).hint("as in `--on failed,drifted,silent`")
-    })?;
+    let events = alerts::parse_events(&args.on)
+        .map_err(|e| Error::usage(e).hint("as in `--on failed,drifted,silent`"))?;
     let names: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
     let state = open_existing(&args.data)?;
     let now = db::now_rfc3339();
@@ -67,7 +66,15 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
     print!(
         "{}",
         table(
-            &["ID", "EVENTS", "FROM", "DELIVERED", "WAITING", "WEBHOOK", "STATE"],
+            &[
+                "ID",
+                "EVENTS",
+                "FROM",
+                "DELIVERED",
+                "WAITING",
+                "WEBHOOK",
+                "STATE"
+            ],
             &rows
         )
     );

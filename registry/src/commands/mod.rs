@@ -26,8 +26,8 @@ use stackpack_registry::OpenError;
 pub use stackpack_terminal::{print_json, status, table, Error, ExitStatus, Result};
 
 use crate::cli::{
-    AlertCommand, ChannelCommand, Cli, Command, CustomerCommand, CustomerKeyCommand, ReceiptsCommand,
-    ReleaseCommand, RolloutCommand, TokenCommand,
+    AlertCommand, ChannelCommand, Cli, Command, CustomerCommand, CustomerKeyCommand,
+    ReceiptsCommand, ReleaseCommand, RolloutCommand, TokenCommand,
 };
 
 /// Runs the command the command line names.
@@ -48,7 +48,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Customer(CustomerCommand::Key(CustomerKeyCommand::Revoke(args))) => {
             customer::revoke_key(args)
         }
-        Command::Customer(CustomerCommand::Set(args)) => customer::set(args),
+        Command::Customer(CustomerCommand::Set(args)) => rollout::set(args),
         Command::Alert(AlertCommand::Add(args)) => alert::add(args),
         Command::Alert(AlertCommand::List(args)) => alert::list(args),
         Command::Alert(AlertCommand::Remove(args)) => alert::remove(args),

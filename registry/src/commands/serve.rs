@@ -40,10 +40,14 @@ fn init_logs() {
 pub fn run(args: &ServeArgs) -> Result<()> {
     init_logs();
     let data = &args.data;
-    let silent_after = stackpack_registry::age::parse_secs(&args.silent_after).ok_or_else(|| {
-        Error::usage(stackpack_registry::age::invalid("--silent-after", &args.silent_after))
+    let silent_after =
+        stackpack_registry::age::parse_secs(&args.silent_after).ok_or_else(|| {
+            Error::usage(stackpack_registry::age::invalid(
+                "--silent-after",
+                &args.silent_after,
+            ))
             .hint("as in `--silent-after 24h`")
-    })?;
+        })?;
     let mut config = config(args);
     config.silent_after = Duration::from_secs(silent_after);
     let state = stackpack_registry::open(config).map_err(|error| {

@@ -2,6 +2,8 @@
 //! deliveries go, and the outbox of events waiting to be delivered.
 
 use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::alert_event::{Body, Event};
 use serde::Serialize;
 
 /// One webhook.
@@ -199,7 +201,9 @@ pub fn cell_flags(
     conn.prepare_cached(
         "SELECT failed, drifted, behind > 0 FROM fleet_cells WHERE customer = ?1 AND stack = ?2",
     )?
-    .query_row(params![customer, stack], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    .query_row(params![customer, stack], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })
     .optional()
 }
 
@@ -230,5 +234,48 @@ pub fn heard_from(conn: &Connection, customer: &str) -> rusqlite::Result<()> {
         "UPDATE customers SET silent_since = NULL WHERE id = ?1 AND silent_since IS NOT NULL",
     )?
     .execute(params![customer])?;
+    Ok(())
+}
+
+/// Before a stable release of `stack` is recorded: the customers up to date on it
+/// (only when a webhook wants `behind`, else none, and nothing is read).
+pub fn up_to_date(tx: &Connection, stack: &str) -> rusqlite::Result<Vec<(String, String)>> {
+    if wanting(tx, Event::Behind.as_str())?.is_empty() {
+        return Ok(Vec::new());
+    }
+    tx.prepare_cached(
+        "SELECT customer, version FROM fleet_cells
+         WHERE stack = ?1 AND behind = 0 AND version IS NOT NULL",
+    )?
+    .query_map([stack], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
+}
+
+/// After it was recorded: queues `behind` for each of `were_current` that the new
+/// release `latest` left behind.
+pub fn note_behind(
+    tx: &Connection,
+    stack: &str,
+    latest: &str,
+    were_current: &[(String, String)],
+) -> rusqlite::Result<()> {
+    let now = crate::timestamp::Timestamp::now();
+    let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
+    for (customer, version) in were_current {
+        let behind = cell_flags(tx, customer, stack)?.is_some_and(|f| f.2);
+        if !behind {
+            continue;
+        }
+        let body = Body {
+            event: Event::Behind,
+            customer,
+            stack: Some(stack),
+            version: Some(version.clone()),
+            receipt: None,
+            at: now.as_str(),
+            reason: Some(format!("{stack} {latest} is out")),
+        };
+        enqueue(tx, "behind", &body.to_json(), now.as_str(), now_ns)?;
+    }
     Ok(())
 }

@@ -40,9 +40,9 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
         ],
     )?;
     if changed > 0 && stable {
-        let were_current = crate::alerts::up_to_date(conn, &r.stack)?;
+        let were_current = super::alerts::up_to_date(conn, &r.stack)?;
         refresh_stack_behind(conn, &r.stack)?;
-        crate::alerts::note_behind(conn, &r.stack, &r.version.to_string(), &were_current)?;
+        super::alerts::note_behind(conn, &r.stack, &r.version.to_string(), &were_current)?;
     }
     Ok(())
 }

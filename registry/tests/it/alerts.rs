@@ -109,7 +109,12 @@ fn post(server: &OurRegistry, customer: &str, signed: &SignedReceipt) -> Duratio
     started.elapsed()
 }
 
-fn receipt(customer: &str, id: &str, version: &str, outcome: (ReceiptKind, Outcome)) -> ReceiptBuilder {
+fn receipt(
+    customer: &str,
+    id: &str,
+    version: &str,
+    outcome: (ReceiptKind, Outcome),
+) -> ReceiptBuilder {
     ReceiptBuilder::new(customer, "data-plane", version)
         .id(id)
         .kind(outcome.0, outcome.1)
@@ -136,12 +141,44 @@ fn a_failed_a_drifted_and_a_behind_stack_each_post_one_event_once_per_change() {
     use Outcome::*;
     use ReceiptKind::*;
     let sign = |b: ReceiptBuilder| b.sign(&key);
-    post(&server, "globex", &sign(receipt("globex", "r1", "1.0.0", (Apply, Succeeded)).bundle_digest(dp1.parse().unwrap()).at(&minutes_ago(4))));
+    post(
+        &server,
+        "globex",
+        &sign(
+            receipt("globex", "r1", "1.0.0", (Apply, Succeeded))
+                .bundle_digest(dp1.parse().unwrap())
+                .at(&minutes_ago(4)),
+        ),
+    );
     let failure = "creating EKS Node Group (gpu): InsufficientInstanceCapacity";
-    post(&server, "globex", &sign(receipt("globex", "r2", "2.0.0", (Apply, Failed)).failure(failure, Some("aws_eks_node_group.gpu")).at(&minutes_ago(3))));
+    post(
+        &server,
+        "globex",
+        &sign(
+            receipt("globex", "r2", "2.0.0", (Apply, Failed))
+                .failure(failure, Some("aws_eks_node_group.gpu"))
+                .at(&minutes_ago(3)),
+        ),
+    );
     // Failing again is no change: no second event.
-    post(&server, "globex", &sign(receipt("globex", "r3", "2.0.0", (Apply, Failed)).failure(failure, None).at(&minutes_ago(2))));
-    post(&server, "globex", &sign(receipt("globex", "r4", "1.0.0", (Drift, Drifted)).drifted("aws_vpc.main", &["tags"]).at(&minutes_ago(1))));
+    post(
+        &server,
+        "globex",
+        &sign(
+            receipt("globex", "r3", "2.0.0", (Apply, Failed))
+                .failure(failure, None)
+                .at(&minutes_ago(2)),
+        ),
+    );
+    post(
+        &server,
+        "globex",
+        &sign(
+            receipt("globex", "r4", "1.0.0", (Drift, Drifted))
+                .drifted("aws_vpc.main", &["tags"])
+                .at(&minutes_ago(1)),
+        ),
+    );
     let events = hook.wait_for(2);
     assert_eq!(events[0]["event"], "failed");
     assert_eq!(events[0]["customer"], "globex");
@@ -159,7 +196,12 @@ fn a_failed_a_drifted_and_a_behind_stack_each_post_one_event_once_per_change() {
     assert_eq!(events[2]["event"], "behind");
     assert_eq!(events[2]["reason"], "data-plane 1.1.0 is out");
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(hook.accepted().len(), 3, "once per change: {:?}", hook.accepted());
+    assert_eq!(
+        hook.accepted().len(),
+        3,
+        "once per change: {:?}",
+        hook.accepted()
+    );
 
     let out = cli_ok(&server, &["alert", "list", "--json"]);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -169,17 +211,26 @@ fn a_failed_a_drifted_and_a_behind_stack_each_post_one_event_once_per_change() {
 }
 
 #[test]
-fn a_webhook_answering_500_is_retried_until_it_answers_and_an_unreachable_one_shows_on_healthz_and_alert_list() {
+fn a_webhook_answering_500_is_retried_until_it_answers_and_an_unreachable_one_shows_on_healthz_and_alert_list(
+) {
     let flaky = Hook::start(&[500, 200], Duration::ZERO);
     let nobody = format!("http://127.0.0.1:{}/hook", free_port());
     let server = fast(&[]);
     register_customers(&server, ["globex"]);
     for webhook in [&flaky.url, &nobody] {
-        cli_ok(&server, &["alert", "add", "--webhook", webhook, "--on", "failed"]);
+        cli_ok(
+            &server,
+            &["alert", "add", "--webhook", webhook, "--on", "failed"],
+        );
     }
-    let signed = receipt("globex", "r1", "1.0.0", (ReceiptKind::Apply, Outcome::Failed))
-        .failure("boom", None)
-        .sign(&installation_key("globex"));
+    let signed = receipt(
+        "globex",
+        "r1",
+        "1.0.0",
+        (ReceiptKind::Apply, Outcome::Failed),
+    )
+    .failure("boom", None)
+    .sign(&installation_key("globex"));
     post(&server, "globex", &signed);
     let events = flaky.wait_for(1);
     assert_eq!(events[0]["event"], "failed");
@@ -197,12 +248,19 @@ fn a_webhook_answering_500_is_retried_until_it_answers_and_an_unreachable_one_sh
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(
-        health.contains(&format!("alert webhook `{nobody}` failing: the webhook cannot be reached")),
+        health.contains(&format!(
+            "alert webhook `{nobody}` failing: the webhook cannot be reached"
+        )),
         "{health}"
     );
     let out = cli_ok(&server, &["alert", "list"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let line = |webhook: &str| text.lines().find(|l| l.contains(webhook)).unwrap().to_string();
+    let line = |webhook: &str| {
+        text.lines()
+            .find(|l| l.contains(webhook))
+            .unwrap()
+            .to_string()
+    };
     assert!(line(&flaky.url).contains("ok, last delivered"), "{text}");
     assert!(line(&nobody).contains("failing since"), "{text}");
 }
@@ -210,26 +268,47 @@ fn a_webhook_answering_500_is_retried_until_it_answers_and_an_unreachable_one_sh
 #[test]
 fn a_slow_webhook_never_holds_up_receipts_or_v2() {
     let slow = Hook::start(&[200], Duration::from_secs(3));
-    let server = fast(&["--alert-timeout-secs", "10", "--alert", &format!("failed={}", slow.url)]);
+    let server = fast(&[
+        "--alert-timeout-secs",
+        "10",
+        "--alert",
+        &format!("failed={}", slow.url),
+    ]);
     let customers: Vec<String> = (0..20).map(|i| format!("c{i:02}")).collect();
     register_customers(&server, customers.iter().map(String::as_str));
     let started = Instant::now();
     for c in &customers {
-        let signed = receipt(c, &format!("{c}-r1"), "1.0.0", (ReceiptKind::Apply, Outcome::Failed))
-            .failure("boom", None)
-            .sign(&installation_key(c));
+        let signed = receipt(
+            c,
+            &format!("{c}-r1"),
+            "1.0.0",
+            (ReceiptKind::Apply, Outcome::Failed),
+        )
+        .failure("boom", None)
+        .sign(&installation_key(c));
         let took = post(&server, c, &signed);
         assert!(took < Duration::from_secs(1), "a receipt took {took:?}");
         let t = Instant::now();
         let r = send("GET", &format!("{}/v2/", server.url()), &[], None);
         assert!(r.status == 200 || r.status == 401, "{}", r.status);
-        assert!(t.elapsed() < Duration::from_secs(1), "`/v2/` took {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "`/v2/` took {:?}",
+            t.elapsed()
+        );
     }
     assert!(started.elapsed() < Duration::from_secs(15));
     // Delivered side by side: twenty 3-second answers in far less than 60 s.
     let events = slow.wait_for(20);
-    assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
-    let mut named: Vec<String> = events.iter().map(|e| e["customer"].as_str().unwrap().to_string()).collect();
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut named: Vec<String> = events
+        .iter()
+        .map(|e| e["customer"].as_str().unwrap().to_string())
+        .collect();
     named.sort();
     assert_eq!(named, customers);
 }
@@ -237,20 +316,38 @@ fn a_slow_webhook_never_holds_up_receipts_or_v2() {
 #[test]
 fn a_customer_silent_past_the_configured_age_is_announced_once_per_silence() {
     let hook = Hook::start(&[200], Duration::ZERO);
-    let server = fast(&["--silent-after", "2s", "--alert", &format!("silent={}", hook.url)]);
+    let server = fast(&[
+        "--silent-after",
+        "2s",
+        "--alert",
+        &format!("silent={}", hook.url),
+    ]);
     register_customers(&server, ["globex", "initech"]);
     let key = installation_key("globex");
     let report = |id: &str| {
-        let signed = receipt("globex", id, "1.0.0", (ReceiptKind::Apply, Outcome::Succeeded)).sign(&key);
+        let signed = receipt(
+            "globex",
+            id,
+            "1.0.0",
+            (ReceiptKind::Apply, Outcome::Succeeded),
+        )
+        .sign(&key);
         post(&server, "globex", &signed);
     };
     report("r1");
     let events = hook.wait_for(1);
     assert_eq!(events[0]["event"], "silent");
     assert_eq!(events[0]["customer"], "globex");
-    assert!(events[0]["text"].as_str().unwrap().starts_with("globex: silent: no receipt since "));
+    assert!(events[0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("globex: silent: no receipt since "));
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(hook.accepted().len(), 1, "said once, and never of a customer that never reported");
+    assert_eq!(
+        hook.accepted().len(),
+        1,
+        "said once, and never of a customer that never reported"
+    );
     // Heard from again, then silent again: a new silence, a new event.
     report("r2");
     let events = hook.wait_for(2);
@@ -260,13 +357,37 @@ fn a_customer_silent_past_the_configured_age_is_announced_once_per_silence() {
 #[test]
 fn alert_add_refuses_a_bad_address_or_event_and_remove_forgets_one() {
     let server = OurRegistry::start();
-    let out = cli(&server, &["alert", "add", "--webhook", "ftp://x", "--on", "failed"]);
+    let out = cli(
+        &server,
+        &["alert", "add", "--webhook", "ftp://x", "--on", "failed"],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`ftp://x`"));
-    let out = cli(&server, &["alert", "add", "--webhook", "https://h.example", "--on", "late"]);
+    let out = cli(
+        &server,
+        &[
+            "alert",
+            "add",
+            "--webhook",
+            "https://h.example",
+            "--on",
+            "late",
+        ],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`late` is not an alert event"));
-    let out = cli_ok(&server, &["alert", "add", "--webhook", "https://h.example", "--on", "silent", "--json"]);
+    let out = cli_ok(
+        &server,
+        &[
+            "alert",
+            "add",
+            "--webhook",
+            "https://h.example",
+            "--on",
+            "silent",
+            "--json",
+        ],
+    );
     let added: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = added["id"].to_string();
     cli_ok(&server, &["alert", "remove", &id]);

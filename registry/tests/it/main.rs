@@ -6,8 +6,8 @@
 mod common;
 
 mod admin;
-mod alerts;
 mod adoption_deltas;
+mod alerts;
 mod auth_matrix;
 mod bad_input;
 mod concurrency;

@@ -355,7 +355,10 @@ fn hostile_failure(digest: &str, at: &str) -> SignedReceipt {
         .at(at)
         .build();
     receipt.failure = Some(stackpack_schema::receipt::Failure {
-        summary: format!("<img src=x onerror=alert(1)>\u{1b}[31m\r\n{}", "A".repeat(200_000)),
+        summary: format!(
+            "<img src=x onerror=alert(1)>\u{1b}[31m\r\n{}",
+            "A".repeat(200_000)
+        ),
         address: Some("<b>aws_instance.x</b>".into()),
     });
     SignedReceipt::sign(receipt, &installation_key("acme"))
@@ -1147,7 +1150,10 @@ fn index_pages_list_customers_stacks_and_releases_and_search_by_id_stack_version
     let server = &seeded.server;
     let cookie = sign_in(server, &seeded.support);
     let ids = |page: &str| -> Vec<String> {
-        let table = page.split("<table id=\"customers\">").nth(1).unwrap_or_default();
+        let table = page
+            .split("<table id=\"customers\">")
+            .nth(1)
+            .unwrap_or_default();
         table
             .split("<a href=\"/ui/customers/")
             .skip(1)
@@ -1155,8 +1161,14 @@ fn index_pages_list_customers_stacks_and_releases_and_search_by_id_stack_version
             .collect()
     };
     let all = html(&get(server, "/ui/customers", &cookie));
-    assert_eq!(ids(&all), ["acme", "globex", "hooli", "initech", "umbrella"]);
-    assert!(all.contains("1 failed") && all.contains("1 drifted"), "states in words");
+    assert_eq!(
+        ids(&all),
+        ["acme", "globex", "hooli", "initech", "umbrella"]
+    );
+    assert!(
+        all.contains("1 failed") && all.contains("1 drifted"),
+        "states in words"
+    );
     for (q, expected) in [
         ("glob", vec!["globex"]),
         ("123456789012", vec!["globex"]),
@@ -1173,13 +1185,21 @@ fn index_pages_list_customers_stacks_and_releases_and_search_by_id_stack_version
     assert!(stacks.contains("<a href=\"/ui/stacks/data-plane\">data-plane</a>"));
     assert!(stacks.contains("<a href=\"/ui/stacks/control-plane\">control-plane</a>"));
     let only = html(&get(server, "/ui/stacks?q=data", &cookie));
-    assert!(only.contains("/ui/stacks/data-plane\"") && !only.contains("/ui/stacks/control-plane\""));
+    assert!(
+        only.contains("/ui/stacks/data-plane\"") && !only.contains("/ui/stacks/control-plane\"")
+    );
 
     let stack = html(&get(server, "/ui/stacks/data-plane", &cookie));
     assert!(stack.contains("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\""));
-    assert!(stack.contains("data-version=\"1.0.0\""), "the chart draws versions run");
+    assert!(
+        stack.contains("data-version=\"1.0.0\""),
+        "the chart draws versions run"
+    );
     let drifting = stack.split("<table id=\"drifting\">").nth(1).unwrap();
-    assert!(drifting.contains("/ui/customers/globex"), "globex drifted on data-plane");
+    assert!(
+        drifting.contains("/ui/customers/globex"),
+        "globex drifted on data-plane"
+    );
     assert_eq!(get(server, "/ui/stacks/no-such-stack", &cookie).status, 404);
 
     let releases = html(&get(server, "/ui/releases", &cookie));
@@ -1207,7 +1227,8 @@ fn a_search_with_sql_or_html_in_it_is_answered_as_text() {
             let page = html(&get(server, &format!("{path}?q={q}"), &cookie));
             assert!(!page.contains("<script>alert"), "{path}?q={q}: escaped");
             assert!(
-                !page.contains("/ui/customers/globex\"") && !page.contains("/ui/stacks/data-plane\""),
+                !page.contains("/ui/customers/globex\"")
+                    && !page.contains("/ui/stacks/data-plane\""),
                 "{path}?q={q} matches nothing"
             );
         }
@@ -1220,7 +1241,9 @@ fn a_search_with_sql_or_html_in_it_is_answered_as_text() {
     assert!(page.contains("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
     // The table is still there.
     assert_eq!(
-        html(&get(server, "/ui/customers", &cookie)).matches("<a href=\"/ui/customers/").count(),
+        html(&get(server, "/ui/customers", &cookie))
+            .matches("<a href=\"/ui/customers/")
+            .count(),
         5
     );
 }
@@ -1246,9 +1269,15 @@ fn a_customer_page_leads_with_each_stacks_state_and_the_reason() {
         .split("<li>")
         .find(|l| l.starts_with("runs data-plane"))
         .unwrap();
-    assert!(data_plane.contains(">1.0.0</a> since <time datetime=\""), "{data_plane}");
+    assert!(
+        data_plane.contains(">1.0.0</a> since <time datetime=\""),
+        "{data_plane}"
+    );
     // The failed upgrade, since rolled back, still says why globex is not on 2.0.0.
-    assert!(data_plane.contains("failed</span> apply 2.0.0 <time"), "{data_plane}");
+    assert!(
+        data_plane.contains("failed</span> apply 2.0.0 <time"),
+        "{data_plane}"
+    );
     assert!(data_plane.contains("5 h ago</time>"), "{data_plane}");
     assert!(data_plane.contains("(since rolled back)"), "{data_plane}");
     assert!(data_plane.contains(
@@ -1257,7 +1286,10 @@ fn a_customer_page_leads_with_each_stacks_state_and_the_reason() {
     assert!(data_plane.contains("drifted</span> <time"));
     assert!(data_plane.contains("<code>aws_security_group.api</code> (ingress, tags)"));
     assert!(state.contains("runs control-plane"));
-    assert!(!page.contains("<script>alert"), "the engine's markup is escaped");
+    assert!(
+        !page.contains("<script>alert"),
+        "the engine's markup is escaped"
+    );
     assert!(!page.contains('\u{7}'), "control characters are stripped");
 
     assert!(page.contains("<dd id=\"account\">123456789012</dd>"));
@@ -1277,7 +1309,10 @@ fn a_customer_page_leads_with_each_stacks_state_and_the_reason() {
     let page = html(&get(server, "/ui/customers/acme", &cookie));
     assert!(page.contains("<code>&lt;b&gt;aws_instance.x&lt;/b&gt;</code>: &lt;img src=x"));
     assert!(!page.contains("<img src=x") && !page.contains('\u{1b}'));
-    assert!(!page.contains(&"A".repeat(400)), "the reason shown is bounded");
+    assert!(
+        !page.contains(&"A".repeat(400)),
+        "the reason shown is bounded"
+    );
     assert!(page.contains(&format!("{}…", "A".repeat(200))));
     assert!(page.len() < 100_000, "{} bytes", page.len());
 }
@@ -1291,15 +1326,30 @@ fn customer_set_records_details_and_an_empty_value_clears_one() {
     let out = cli(&server, &["customer", "set", "globex"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("names nothing to set"));
-    let out = cli(&server, &["customer", "set", "globex", "--environment", "Prod Env"]);
+    let out = cli(
+        &server,
+        &["customer", "set", "globex", "--environment", "Prod Env"],
+    );
     assert_eq!(out.status.code(), Some(2));
     let out = cli_ok(
         &server,
-        &["customer", "set", "globex", "--account", "42", "--notes", "x", "--json"],
+        &[
+            "customer",
+            "set",
+            "globex",
+            "--account",
+            "42",
+            "--notes",
+            "x",
+            "--json",
+        ],
     );
     let details: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(details, serde_json::json!({"account": "42", "notes": "x"}));
-    let out = cli_ok(&server, &["customer", "set", "globex", "--notes", "", "--json"]);
+    let out = cli_ok(
+        &server,
+        &["customer", "set", "globex", "--notes", "", "--json"],
+    );
     let details: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(details, serde_json::json!({"account": "42"}));
 }
@@ -1309,16 +1359,31 @@ fn customer_set_records_details_and_an_empty_value_clears_one() {
 fn adoption_is_drawn_as_svg_on_the_command_line_as_on_the_stack_page() {
     let seeded = seed();
     let server = &seeded.server;
-    let out = cli_ok(server, &["adoption", "--stack", "data-plane", "--format", "svg"]);
+    let out = cli_ok(
+        server,
+        &["adoption", "--stack", "data-plane", "--format", "svg"],
+    );
     let svg = String::from_utf8(out.stdout).unwrap();
-    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{svg}");
+    assert!(
+        svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{svg}"
+    );
     assert!(svg.trim_end().ends_with("</svg>"));
     for version in ["1.0.0", "2.0.0", "2.1.0-rc.1"] {
-        assert!(svg.contains(&format!(">{version}</text>")), "legend names {version}");
+        assert!(
+            svg.contains(&format!(">{version}</text>")),
+            "legend names {version}"
+        );
     }
     let cookie = sign_in(server, &seeded.support);
     let page = html(&get(server, "/ui/stacks/data-plane", &cookie));
-    let drawn = page.split("<svg").nth(1).unwrap().split("</svg>").next().unwrap();
+    let drawn = page
+        .split("<svg")
+        .nth(1)
+        .unwrap()
+        .split("</svg>")
+        .next()
+        .unwrap();
     assert_eq!(format!("<svg{drawn}</svg>"), svg.trim_end());
 }
 
@@ -1326,7 +1391,8 @@ fn adoption_is_drawn_as_svg_on_the_command_line_as_on_the_stack_page() {
 /// with a failed upgrade and a drift showing their reasons, the adoption chart,
 /// and not one page that scrolls sideways.
 #[test]
-fn headless_chromium_searches_the_indexes_reads_the_reasons_and_never_scrolls_sideways_at_1280_px() {
+fn headless_chromium_searches_the_indexes_reads_the_reasons_and_never_scrolls_sideways_at_1280_px()
+{
     if !have("chromedriver") || !have("chromium") {
         return;
     }
@@ -1362,10 +1428,16 @@ fn headless_chromium_searches_the_indexes_reads_the_reasons_and_never_scrolls_si
     browser.url_when(|u| u.ends_with("/ui/customers/globex"));
     let state = browser.text(&browser.find("#state"));
     assert!(
-        state.contains("aws_eks_node_group.gpu: creating EKS Node Group (gpu): InsufficientInstanceCapacity"),
+        state.contains(
+            "aws_eks_node_group.gpu: creating EKS Node Group (gpu): InsufficientInstanceCapacity"
+        ),
         "{state}"
     );
-    assert!(state.contains("(since rolled back)") && state.contains("aws_security_group.api (ingress, tags)"), "{state}");
+    assert!(
+        state.contains("(since rolled back)")
+            && state.contains("aws_security_group.api (ingress, tags)"),
+        "{state}"
+    );
     let whys = browser.column("history", 6);
     assert!(whys[0].contains("aws_security_group.api"), "{whys:?}");
     assert!(whys[2].contains("InsufficientInstanceCapacity"), "{whys:?}");

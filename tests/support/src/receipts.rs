@@ -124,15 +124,22 @@ impl ReceiptBuilder {
     /// Found `address` drifted in `attributes` (names only).
     pub fn drifted(mut self, address: &str, attributes: &[&str]) -> ReceiptBuilder {
         self.receipt.drifted.push(address.into());
-        self.receipt.drift.push(stackpack_schema::plan::DriftedResource {
-            address: address.into(),
-            attributes: attributes.iter().map(|a| a.to_string()).collect(),
-        });
+        self.receipt
+            .drift
+            .push(stackpack_schema::plan::DriftedResource {
+                address: address.into(),
+                attributes: attributes.iter().map(|a| a.to_string()).collect(),
+            });
         self
     }
 
     /// Reported by runner `version` on `platform`, with one provider.
-    pub fn runner(mut self, version: &str, platform: &str, provider: (&str, &str)) -> ReceiptBuilder {
+    pub fn runner(
+        mut self,
+        version: &str,
+        platform: &str,
+        provider: (&str, &str),
+    ) -> ReceiptBuilder {
         self.receipt.runner = Some(stackpack_schema::receipt::RunnerRun {
             version: version.into(),
             platform: platform.into(),

@@ -13,11 +13,11 @@ use axum::response::{IntoResponse, Response};
 use stackpack_schema::receipt::{Outcome, SignedReceipt};
 
 use super::fleet::{rows_table, version_link};
-use super::html::{badge, error_page, esc, page, respond, short_digest, table, when, Tone};
-use super::why;
-use super::release::{digest, release_link, services_table, standing};
-use super::{failed, viewer};
 use super::html;
+use super::html::{badge, error_page, esc, page, respond, short_digest, table, when, Tone};
+use super::release::{digest, release_link, services_table, standing};
+use super::why;
+use super::{failed, viewer};
 use crate::api::{Customer, CustomerRelease, Deployment, FleetRow};
 use crate::controllers::ledger::fleet::{matrix, FleetQuery};
 use crate::controllers::ledger::release_fleet::customer_snapshot;
@@ -213,7 +213,10 @@ fn state_lines(
 ) -> String {
     let mut lines = Vec::new();
     match (&customer.last_seen, customer.stale == Some(true)) {
-        (None, _) => lines.push(format!("{} no receipt yet", badge(Tone::Warn, "never reported"))),
+        (None, _) => lines.push(format!(
+            "{} no receipt yet",
+            badge(Tone::Warn, "never reported")
+        )),
         (Some(seen), true) => lines.push(format!(
             "{} last receipt {}",
             badge(Tone::Warn, "silent"),
@@ -223,76 +226,92 @@ fn state_lines(
     }
     for row in running {
         let Some(stack) = &row.stack else { continue };
-        let mut line = match (&row.version, &row.since) {
-            (Some(v), Some(since)) => format!(
-                "runs {} {} since {}",
-                esc(stack),
-                version_link(stack, v),
-                html::when_for(since.as_str())
-            ),
-            (Some(v), None) => format!("runs {} {}", esc(stack), version_link(stack, v)),
-            (None, _) => format!("runs nothing of {}", esc(stack)),
-        };
-        let cell = why_cells.get(stack);
-        let failure = cell.and_then(|c| c.failed.as_deref()).and_then(why::receipt);
-        let last_failed = row
-            .last_attempt
-            .as_ref()
-            .is_some_and(|a| a.outcome == Outcome::Failed);
-        if let Some(r) = &failure {
-            let reason = why::failure(r).unwrap_or_else(|| "no reason in the receipt".into());
-            let (badge_text, after) = match (&row.last_attempt, last_failed) {
-                (_, true) => ("last attempt failed", String::new()),
-                (Some(a), false) if a.kind == stackpack_schema::receipt::ReceiptKind::Rollback => {
-                    ("failed", " (since rolled back)".to_string())
-                }
-                _ => ("failed", String::new()),
-            };
-            let _ = write!(
-                line,
-                "; {} {} {} {}: {reason}{after}",
-                badge(Tone::Bad, badge_text),
-                esc(r.kind.as_str()),
-                esc(&r.version.to_string()),
-                when(&r.finished_at),
-            );
-        } else if let Some(a) = row.last_attempt.as_ref().filter(|_| last_failed) {
-            let _ = write!(
-                line,
-                "; {} {} {} {}: no reason in the receipt",
-                badge(Tone::Bad, "last attempt failed"),
-                esc(a.kind.as_str()),
-                esc(&a.version.to_string()),
-                when(a.finished_at.as_str()),
-            );
-        }
-        if row.drifted {
-            let r = cell.and_then(|c| c.drifted.as_deref()).and_then(why::receipt);
-            let at = r.as_ref().map(|r| when(&r.finished_at)).unwrap_or_default();
-            let reason = r
-                .as_ref()
-                .and_then(why::drift)
-                .unwrap_or_else(|| "no resource in the receipt".into());
-            let _ = write!(line, "; {} {at}: {reason}", badge(Tone::Bad, "drifted"));
-        }
-        if row.behind > 0 {
-            let latest = row.latest_stable.as_ref().map(ToString::to_string).unwrap_or_default();
-            let _ = write!(
-                line,
-                "; {}",
-                badge(Tone::Warn, &format!("behind {} (latest {latest})", row.behind))
-            );
-        }
-        if !line.contains("class=\"badge") {
-            let _ = write!(line, "; {}", badge(Tone::Good, "up to date"));
-        }
-        lines.push(line);
+        lines.push(stack_line(row, stack, why_cells.get(stack)));
     }
     if lines.is_empty() {
         lines.push("<span class=\"muted\">No deployment reported yet.</span>".into());
     }
     let items: String = lines.iter().map(|l| format!("<li>{l}</li>")).collect();
     format!("<ul class=\"state\" id=\"state\">{items}</ul>")
+}
+
+/// One stack's line: what runs since when, then why it is not simply fine (an
+/// unmended failure, a drift, how far behind), each with its reason.
+fn stack_line(row: &FleetRow, stack: &str, cell: Option<&db::customers::CellReceipts>) -> String {
+    let mut line = match (&row.version, &row.since) {
+        (Some(v), Some(since)) => format!(
+            "runs {} {} since {}",
+            esc(stack),
+            version_link(stack, v),
+            html::when_for(since.as_str())
+        ),
+        (Some(v), None) => format!("runs {} {}", esc(stack), version_link(stack, v)),
+        (None, _) => format!("runs nothing of {}", esc(stack)),
+    };
+    let failure = cell
+        .and_then(|c| c.failed.as_deref())
+        .and_then(why::receipt);
+    let last_failed = row
+        .last_attempt
+        .as_ref()
+        .is_some_and(|a| a.outcome == Outcome::Failed);
+    if let Some(r) = &failure {
+        let reason = why::failure(r).unwrap_or_else(|| "no reason in the receipt".into());
+        let (badge_text, after) = match (&row.last_attempt, last_failed) {
+            (_, true) => ("last attempt failed", String::new()),
+            (Some(a), false) if a.kind == stackpack_schema::receipt::ReceiptKind::Rollback => {
+                ("failed", " (since rolled back)".to_string())
+            }
+            _ => ("failed", String::new()),
+        };
+        let _ = write!(
+            line,
+            "; {} {} {} {}: {reason}{after}",
+            badge(Tone::Bad, badge_text),
+            esc(r.kind.as_str()),
+            esc(&r.version.to_string()),
+            when(&r.finished_at),
+        );
+    } else if let Some(a) = row.last_attempt.as_ref().filter(|_| last_failed) {
+        let _ = write!(
+            line,
+            "; {} {} {} {}: no reason in the receipt",
+            badge(Tone::Bad, "last attempt failed"),
+            esc(a.kind.as_str()),
+            esc(&a.version.to_string()),
+            when(a.finished_at.as_str()),
+        );
+    }
+    if row.drifted {
+        let r = cell
+            .and_then(|c| c.drifted.as_deref())
+            .and_then(why::receipt);
+        let at = r.as_ref().map(|r| when(&r.finished_at)).unwrap_or_default();
+        let reason = r
+            .as_ref()
+            .and_then(why::drift)
+            .unwrap_or_else(|| "no resource in the receipt".into());
+        let _ = write!(line, "; {} {at}: {reason}", badge(Tone::Bad, "drifted"));
+    }
+    if row.behind > 0 {
+        let latest = row
+            .latest_stable
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let _ = write!(
+            line,
+            "; {}",
+            badge(
+                Tone::Warn,
+                &format!("behind {} (latest {latest})", row.behind)
+            )
+        );
+    }
+    if !line.contains("class=\"badge") {
+        let _ = write!(line, "; {}", badge(Tone::Good, "up to date"));
+    }
+    line
 }
 
 /// The customer's details and facts: account, region, environment, contact,
@@ -309,7 +328,9 @@ fn facts(
     let seen = match (&customer.last_seen, customer.stale == Some(true)) {
         (None, _) => badge(Tone::Warn, "never reported"),
         (Some(seen), true) => format!("{} {}", when(seen.as_str()), badge(Tone::Warn, "silent")),
-        (Some(seen), false) => format!("{} {}", when(seen.as_str()), badge(Tone::Good, "reporting")),
+        (Some(seen), false) => {
+            format!("{} {}", when(seen.as_str()), badge(Tone::Good, "reporting"))
+        }
     };
     let not_set = || "<span class=\"muted\">not set</span>".to_string();
     let detail = |v: &Option<String>| v.as_deref().map(esc).unwrap_or_else(not_set);

@@ -128,10 +128,7 @@ pub async fn releases(State(state): State<SharedState>, headers: HeaderMap, uri:
         return refusal.into_response();
     }
     let q = search_text(&uri);
-    let versions = match state
-        .db
-        .support(|c| db::release_index::versions(c, None))
-    {
+    let versions = match state.db.support(|c| db::release_index::versions(c, None)) {
         Ok(versions) => versions,
         Err(e) => return failed(e),
     };

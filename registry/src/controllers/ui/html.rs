@@ -52,7 +52,8 @@ pub fn short_digest(digest: &str) -> String {
 /// How long ago `at` was, in words at one precision (`just now`, `12 min ago`,
 /// `3 h ago`, `4 days ago`); `None` for a time that does not parse.
 pub fn ago(at: &str, now: time::OffsetDateTime) -> Option<String> {
-    let then = time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok()?;
+    let then =
+        time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok()?;
     let secs = (now - then).whole_seconds();
     Some(match secs {
         s if s < -60 => "in the future".to_string(),
@@ -67,7 +68,10 @@ pub fn ago(at: &str, now: time::OffsetDateTime) -> Option<String> {
 pub fn exact(at: &str) -> Option<(String, String)> {
     use time::format_description::well_known::Rfc3339;
     let then = time::OffsetDateTime::parse(at, &Rfc3339).ok()?;
-    let utc = then.to_offset(time::UtcOffset::UTC).replace_nanosecond(0).ok()?;
+    let utc = then
+        .to_offset(time::UtcOffset::UTC)
+        .replace_nanosecond(0)
+        .ok()?;
     let machine = utc.format(&Rfc3339).ok()?;
     let human = format!(
         "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
@@ -278,7 +282,10 @@ mod tests {
         assert_eq!(ago("2026-11-29T12:00:00Z"), "3 days ago");
         assert_eq!(
             exact("2026-12-02T22:03:11.23Z").unwrap(),
-            ("2026-12-02T22:03:11Z".into(), "2026-12-02 22:03:11 UTC".into())
+            (
+                "2026-12-02T22:03:11Z".into(),
+                "2026-12-02 22:03:11 UTC".into()
+            )
         );
         assert_eq!(when("<not a time>"), "&lt;not a time&gt;");
     }

@@ -103,7 +103,8 @@ pub async fn show(
         Err(e) => return failed(e),
     };
     if versions.is_empty() {
-        let message = format!("stack `{stack}` is not known to this registry: no version published or run");
+        let message =
+            format!("stack `{stack}` is not known to this registry: no version published or run");
         return super::html::error_page(StatusCode::NOT_FOUND, &message, true);
     }
     let trouble = |query: FleetQuery| {
@@ -148,13 +149,25 @@ pub async fn show(
         &drawn,
         time::OffsetDateTime::now_utc().date(),
     ));
+    body.push_str(&versions_section(&stack, &versions));
+    body.push_str("<h2>Last attempt failed</h2>");
+    section(&mut body, &failing, "failing");
+    body.push_str("<h2>Drifted</h2>");
+    section(&mut body, &drifting, "drifting");
+    respond(StatusCode::OK, page(&stack, true, &body))
+}
+
+/// A stack's versions, newest first, each with how many customers run it (a link
+/// to them on the customers index).
+fn versions_section(stack: &str, versions: &[db::customers::VersionLine]) -> String {
+    let mut body = String::new();
     let rows: Vec<Vec<String>> = versions
         .iter()
         .map(|v| {
             vec![
                 format!(
                     "<a href=\"/ui/stacks/{}/{}\">{}</a>",
-                    url(&stack),
+                    url(stack),
                     url(&v.version),
                     esc(&v.version)
                 ),
@@ -163,9 +176,10 @@ pub async fn show(
                 } else {
                     badge(Tone::Good, "stable")
                 },
-                v.published_at.as_deref().map(when).unwrap_or_else(|| {
-                    "<span class=\"muted\">not published here</span>".into()
-                }),
+                v.published_at
+                    .as_deref()
+                    .map(when)
+                    .unwrap_or_else(|| "<span class=\"muted\">not published here</span>".into()),
                 format!(
                     "<a href=\"/ui/customers?q={}\">{}</a>",
                     url(&v.version),
@@ -180,11 +194,7 @@ pub async fn show(
         &rows,
         "versions",
     ));
-    body.push_str("<h2>Last attempt failed</h2>");
-    section(&mut body, &failing, "failing");
-    body.push_str("<h2>Drifted</h2>");
-    section(&mut body, &drifting, "drifting");
-    respond(StatusCode::OK, page(&stack, true, &body))
+    body
 }
 
 fn section(body: &mut String, rows: &[crate::api::FleetRow], id: &str) {
