@@ -510,7 +510,8 @@ CREATE UNIQUE INDEX tokens_name ON tokens(name) WHERE name IS NOT NULL;
 /// delivery (`alert_outbox`: written in the receipt's own transaction, delivered
 /// by a background task, so a slow webhook never holds a receipt up), and which
 /// customers were already announced silent (`customers.silent_since`, so `silent`
-/// is said once per silence).
+/// is said once per silence). Stack versions keep the token that recorded them
+/// (`releases.pushed_by`: who pushed what, by the token's id and so its name).
 const V12: &str = r#"
 ALTER TABLE customers ADD COLUMN account TEXT;
 ALTER TABLE customers ADD COLUMN region TEXT;
@@ -518,6 +519,7 @@ ALTER TABLE customers ADD COLUMN contact TEXT;
 ALTER TABLE customers ADD COLUMN notes TEXT;
 ALTER TABLE customers ADD COLUMN silent_since TEXT;
 CREATE INDEX customers_account ON customers(account) WHERE account IS NOT NULL;
+ALTER TABLE releases ADD COLUMN pushed_by TEXT;
 CREATE TABLE alerts (
     id INTEGER PRIMARY KEY,
     webhook TEXT NOT NULL,

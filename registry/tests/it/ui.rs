@@ -185,7 +185,21 @@ fn seed() -> Seeded {
     use Outcome::*;
     use ReceiptKind::*;
     let server = OurRegistry::start();
-    let publisher = Client::new(server.url(), Some(server.token("publisher", None)));
+    // A named token, so the stack version pages say who pushed each version.
+    let out = cli_ok(
+        &server,
+        &[
+            "token",
+            "create",
+            "--role",
+            "publisher",
+            "--name",
+            "ci",
+            "--json",
+        ],
+    );
+    let token: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let publisher = Client::new(server.url(), Some(token["token"].as_str().unwrap().into()));
     let dp = |v: &str, network: &str| push_bundle(&publisher, "data-plane", v, network);
     let dp1 = dp("1.0.0", "1.2.0");
     let _dp11 = dp("1.1.0", "1.2.0");
@@ -743,6 +757,10 @@ fn a_stack_version_page_shows_who_runs_it_its_interface_changes_signature_and_co
         ["acme:data-plane"]
     );
     assert!(page.contains("c0ffee200"), "the source commit");
+    assert!(
+        page.contains("<dd id=\"pushed-by\">token <code>ci</code></dd>"),
+        "who pushed it, by the token's name"
+    );
     assert!(page.contains("signature verifies"));
     let key = PrivateKey::from_secret_bytes(VENDOR_KEY)
         .public_key()

@@ -278,6 +278,9 @@ pub async fn handle(
         if let Some(release) = &release {
             db::ledger::upsert_release(tx, release)?;
             db::ledger::set_release_modules(tx, release)?;
+            if let crate::auth::Principal::Token { id, .. } = &ctx.principal {
+                db::ledger::note_pusher(tx, release, id)?;
+            }
         }
         if let Some(release) = &release_index {
             db::release_index::record(tx, release)?;
