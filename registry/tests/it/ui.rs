@@ -1187,6 +1187,15 @@ fn index_pages_list_customers_stacks_and_releases_and_search_by_id_stack_version
         all.contains("1 failed") && all.contains("1 drifted"),
         "states in words"
     );
+    let umbrella = all.split("/ui/customers/umbrella").nth(1).unwrap();
+    assert!(
+        umbrella
+            .split("</tr>")
+            .next()
+            .unwrap()
+            .contains(">silent</span>"),
+        "a customer quiet for months is called silent"
+    );
     for (q, expected) in [
         ("glob", vec!["globex"]),
         ("123456789012", vec!["globex"]),

@@ -15,6 +15,9 @@ use super::{failed, viewer};
 use crate::db;
 use crate::state::SharedState;
 
+/// Silent after the fleet page's default of seven days without a receipt.
+const SILENT_SECS: i64 = 7 * 86_400;
+
 /// Customers listed at most; a search narrows the rest down.
 pub const INDEX_ROWS: u64 = 200;
 
@@ -37,8 +40,14 @@ fn standing(c: &db::customers::CustomerLine) -> String {
     if c.drifted > 0 {
         out.push_str(&badge(Tone::Bad, &format!("{} drifted", c.drifted)));
     }
+    let silent = c.last_seen.as_deref().is_some_and(|seen| {
+        time::OffsetDateTime::parse(seen, &time::format_description::well_known::Rfc3339)
+            .is_ok_and(|at| (time::OffsetDateTime::now_utc() - at).whole_seconds() > SILENT_SECS)
+    });
     if c.last_seen.is_none() {
         out.push_str(&badge(Tone::Warn, "never reported"));
+    } else if silent {
+        out.push_str(&badge(Tone::Warn, "silent"));
     } else if out.is_empty() {
         out.push_str(&badge(Tone::Good, "ok"));
     }
