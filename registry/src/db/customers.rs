@@ -110,7 +110,9 @@ pub fn search(conn: &Connection, q: &str, limit: u64) -> rusqlite::Result<Vec<Cu
          WHERE ?1 = ''
             OR c.id LIKE ?2 ESCAPE '\\' OR c.name LIKE ?2 ESCAPE '\\'
             OR c.account LIKE ?2 ESCAPE '\\'
-            OR c.id IN (SELECT customer FROM fleet_cells WHERE stack = ?1 OR version = ?1)
+            OR c.id IN (SELECT customer FROM fleet_cells WHERE stack = ?1
+                UNION SELECT customer FROM fleet_cells INDEXED BY fleet_cells_version
+                    WHERE version = ?1 AND attempt_id IS NOT NULL)
          ORDER BY c.id LIMIT ?3",
     )?
     .query_map(params![q, pattern, limit as i64], |r| {
@@ -142,19 +144,22 @@ pub struct StackLine {
 }
 
 /// Stacks whose name contains `q` (all when empty), with their published versions,
-/// the latest stable one, and how many customers run, failed and drifted on each.
+/// the latest stable one, and how many customers run, failed and drifted on each:
+/// one pass over `fleet_cells_stack_state`, never the cells themselves.
 pub fn stacks(conn: &Connection, q: &str) -> rusqlite::Result<Vec<StackLine>> {
     let pattern = contains_pattern(q.trim());
     conn.prepare_cached(
-        "WITH names AS (SELECT stack FROM releases UNION SELECT stack FROM fleet_cells)
+        "WITH cells AS (SELECT stack, COUNT(version) AS running, SUM(failed) AS failed,
+                 SUM(drifted) AS drifted
+                 FROM fleet_cells INDEXED BY fleet_cells_stack_state GROUP BY stack),
+             names AS (SELECT stack FROM releases UNION SELECT stack FROM cells)
          SELECT n.stack,
              (SELECT COUNT(*) FROM releases r WHERE r.stack = n.stack),
              (SELECT version FROM releases r WHERE r.stack = n.stack AND r.stable = 1
                  ORDER BY version_key DESC LIMIT 1),
-             (SELECT COUNT(*) FROM fleet_cells f WHERE f.stack = n.stack AND f.version IS NOT NULL),
-             (SELECT COUNT(*) FROM fleet_cells f WHERE f.stack = n.stack AND f.failed = 1),
-             (SELECT COUNT(*) FROM fleet_cells f WHERE f.stack = n.stack AND f.drifted = 1)
-         FROM names n WHERE n.stack LIKE ?1 ESCAPE '\\' ORDER BY n.stack",
+             COALESCE(c.running, 0), COALESCE(c.failed, 0), COALESCE(c.drifted, 0)
+         FROM names n LEFT JOIN cells c ON c.stack = n.stack
+         WHERE n.stack LIKE ?1 ESCAPE '\\' ORDER BY n.stack",
     )?
     .query_map(params![pattern], |r| {
         Ok(StackLine {
@@ -180,30 +185,50 @@ pub struct VersionLine {
 }
 
 /// A stack's versions, newest first: those published and those customers run
-/// (a bundle kept in another registry may be run without being recorded here).
+/// (a bundle kept in another registry may be run without being recorded here),
+/// counted from `fleet_cells_stack_state`.
 pub fn versions(conn: &Connection, stack: &str) -> rusqlite::Result<Vec<VersionLine>> {
-    let mut lines: Vec<(Option<Vec<u8>>, VersionLine)> = conn
+    let mut running: std::collections::HashMap<String, u64> = conn
         .prepare_cached(
-            "WITH v AS (SELECT version, version_key, published_at, prerelease FROM releases WHERE stack = ?1
-                UNION ALL SELECT DISTINCT version, version_key, NULL, prerelease FROM fleet_cells
-                    WHERE stack = ?1 AND version IS NOT NULL
-                    AND version NOT IN (SELECT version FROM releases WHERE stack = ?1))
-             SELECT v.version, v.version_key, v.published_at, v.prerelease,
-                 (SELECT COUNT(*) FROM fleet_cells f WHERE f.stack = ?1 AND f.version = v.version)
-             FROM v",
+            "SELECT version, COUNT(*) FROM fleet_cells INDEXED BY fleet_cells_stack_state
+             WHERE stack = ?1 AND version IS NOT NULL GROUP BY version",
         )?
         .query_map(params![stack], |r| {
+            Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut lines: Vec<(Option<Vec<u8>>, VersionLine)> = conn
+        .prepare_cached(
+            "SELECT version, version_key, published_at, prerelease FROM releases WHERE stack = ?1",
+        )?
+        .query_map(params![stack], |r| {
+            let version: String = r.get(0)?;
             Ok((
                 r.get::<_, Option<Vec<u8>>>(1)?,
                 VersionLine {
-                    version: r.get(0)?,
+                    customers: 0,
+                    version,
                     published_at: r.get(2)?,
                     prerelease: r.get::<_, i64>(3)? != 0,
-                    customers: r.get::<_, i64>(4)? as u64,
                 },
             ))
         })?
         .collect::<rusqlite::Result<_>>()?;
+    for (_, line) in &mut lines {
+        line.customers = running.remove(&line.version).unwrap_or(0);
+    }
+    for (version, customers) in running {
+        let parsed = semver::Version::parse(&version).ok();
+        lines.push((
+            parsed.as_ref().map(crate::version_key::of),
+            VersionLine {
+                prerelease: parsed.as_ref().is_some_and(|v| !v.pre.is_empty()),
+                version,
+                published_at: None,
+                customers,
+            },
+        ));
+    }
     lines.sort_by(|a, b| b.0.cmp(&a.0));
     Ok(lines.into_iter().map(|(_, line)| line).collect())
 }

@@ -512,6 +512,8 @@ CREATE UNIQUE INDEX tokens_name ON tokens(name) WHERE name IS NOT NULL;
 /// customers were already announced silent (`customers.silent_since`, so `silent`
 /// is said once per silence). Stack versions keep the token that recorded them
 /// (`releases.pushed_by`: who pushed what, by the token's id and so its name).
+/// An index answers the stack pages from `fleet_cells` alone: per stack its
+/// versions with their failed and drifted counts.
 const V12: &str = r#"
 ALTER TABLE customers ADD COLUMN account TEXT;
 ALTER TABLE customers ADD COLUMN region TEXT;
@@ -520,6 +522,7 @@ ALTER TABLE customers ADD COLUMN notes TEXT;
 ALTER TABLE customers ADD COLUMN silent_since TEXT;
 CREATE INDEX customers_account ON customers(account) WHERE account IS NOT NULL;
 ALTER TABLE releases ADD COLUMN pushed_by TEXT;
+CREATE INDEX fleet_cells_stack_state ON fleet_cells(stack, version, failed, drifted);
 CREATE TABLE alerts (
     id INTEGER PRIMARY KEY,
     webhook TEXT NOT NULL,

@@ -199,6 +199,7 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
                  DROP TABLE alerts;
                  DROP INDEX customers_account;
                  ALTER TABLE releases DROP COLUMN pushed_by;
+                 DROP INDEX fleet_cells_stack_state;
                  ALTER TABLE customers DROP COLUMN account;
                  ALTER TABLE customers DROP COLUMN region;
                  ALTER TABLE customers DROP COLUMN contact;
