@@ -489,6 +489,13 @@ fn new_receipt(
         release: request.options.release.clone(),
         changes: Vec::new(),
         changes_digest: None,
+        failure: None,
+        drift: Vec::new(),
+        runner: Some(stackpack_schema::receipt::RunnerRun {
+            version: env!("CARGO_PKG_VERSION").into(),
+            platform: stackpack_bundle::provider::current_platform(),
+            providers: Vec::new(),
+        }),
         drifted: Vec::new(),
     }
 }
@@ -503,6 +510,7 @@ fn record_changes(receipt: &mut Receipt, plan: &PlanDetails) {
         return;
     }
     receipt.drifted = stackpack_schema::plan::drifted(&plan.json);
+    receipt.drift = stackpack_schema::plan::drift_details(&plan.json);
     if receipt.kind == ReceiptKind::Drift {
         return;
     }
@@ -554,6 +562,14 @@ impl Ending<'_> {
         work_kept: Option<PathBuf>,
     ) -> Result<Error> {
         receipt.outcome = Outcome::Failed;
+        // The engine's own error when it printed one, else the runner's (a refused
+        // input, an interrupted run).
+        if receipt.failure.is_none() {
+            receipt.failure = Some(stackpack_schema::receipt::Failure::new(
+                &error.message,
+                None,
+            ));
+        }
         let signed = receipts::sign(receipt, self.key);
         self.ledger.add_receipt(&signed)?;
         self.ledger.add_notes(&signed.receipt.id, &self.notes)?;
@@ -686,6 +702,16 @@ fn execute(
     })?;
     let result = prepare_work(home, bundle, inputs_text, &mut engine, work.path(), ui).and_then(
         |(dir, init, providers)| {
+            if let Some(runner) = receipt.runner.as_mut() {
+                runner.providers = providers
+                    .installed
+                    .iter()
+                    .map(|p| stackpack_schema::receipt::ProviderRun {
+                        source: p.source.clone(),
+                        version: p.version.clone(),
+                    })
+                    .collect();
+            }
             (ui.status)(&format!("{} init", engine.name));
             engine.run_ok(&dir, &init, ui.quiet, "init")?;
             super::module_sources::refuse_installed_from_outside(&dir)?;
@@ -698,6 +724,10 @@ fn execute(
             plan_and_apply(&context, &run, ui, receipt, plan, found)
         },
     );
+    if result.is_err() {
+        let said = engine.errors.lock().map(|e| e.clone()).unwrap_or_default();
+        receipt.failure = stackpack_schema::receipt::Failure::from_engine_output(&said);
+    }
     if result.is_err()
         && matches!(
             request.target,

@@ -48,10 +48,17 @@ pub struct Engine {
     pub log: Option<PathBuf>,
     /// The stack it works on, for messages.
     pub stack: Option<String>,
-    /// The sensitive values this run passes: replaced in every line relayed or
-    /// logged, whatever the engine prints.
+    /// The sensitive values this run passes: replaced in every line relayed,
+    /// logged or kept for a receipt, whatever the engine prints.
     pub secrets: Secrets,
+    /// The error stream from the first `Error` on (at most [`ERROR_LINES`] lines)
+    /// of the last run that printed one: what a failed receipt says the engine said.
+    pub errors: std::sync::Arc<std::sync::Mutex<String>>,
 }
+
+/// Lines of an engine's error kept for the receipt; its summary and resource come
+/// first, the rest is source context.
+const ERROR_LINES: usize = 40;
 
 /// The variable `--engine-log` sets; the engine itself never sees it (its
 /// environment is allow-listed).
@@ -115,6 +122,34 @@ impl Relay {
         }
         if self.in_error {
             eprintln!("{line}");
+        }
+    }
+}
+
+/// The lines of an engine's error stream from its first `Error` on.
+#[derive(Default)]
+struct ErrorLines {
+    text: String,
+    lines: usize,
+}
+
+impl ErrorLines {
+    fn line(&mut self, line: &str) {
+        let trimmed = line.trim_start_matches(['\u{2502}', '\u{256d}', '\u{2577}', ' ']);
+        let starts = trimmed.contains("Error") && !is_debug_log(line);
+        if (self.lines > 0 || starts) && self.lines < ERROR_LINES {
+            self.text.push_str(line);
+            self.text.push('\n');
+            self.lines += 1;
+        }
+    }
+
+    /// Keeps the error for the receipt, when this run printed one.
+    fn keep(self, into: &std::sync::Mutex<String>) {
+        if self.lines > 0 {
+            if let Ok(mut kept) = into.lock() {
+                *kept = self.text;
+            }
         }
     }
 }
@@ -217,6 +252,7 @@ impl Engine {
             log: std::env::var_os(ENGINE_LOG_VARIABLE)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            errors: Default::default(),
         };
         engine.version = engine.ask_version().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
@@ -341,13 +377,21 @@ impl Engine {
         let stderr = child.stderr.take().expect("piped");
         let verbose = self.verbose;
         let mut stderr_relay = relay.clone();
+        let kept_errors = self.errors.clone();
+        let secrets = self.secrets.clone();
+        if let Ok(mut kept) = kept_errors.lock() {
+            kept.clear();
+        }
         let errors = std::thread::spawn(move || {
             // A debug log entry may run over many lines (graph dumps); it lasts until
             // the next line that starts a diagnostic.
             let mut in_log = false;
             let mut lock = LockErrorReader::default();
+            let mut error = ErrorLines::default();
             for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
                 lock.line(&line);
+                // Redacted before it is kept: the error goes into a signed receipt.
+                error.line(&secrets.redact(&line));
                 if is_debug_log(&line) {
                     in_log = true;
                 } else if is_diagnostic(&line) {
@@ -357,6 +401,7 @@ impl Engine {
                     stderr_relay.line(&line);
                 }
             }
+            error.keep(&kept_errors);
             lock.id
         });
         let mut stdout = String::new();
@@ -865,6 +910,7 @@ mod tests {
             log: None,
             stack: None,
             secrets: Secrets::default(),
+            errors: Default::default(),
         }
     }
 

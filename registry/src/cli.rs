@@ -62,6 +62,48 @@ pub enum Command {
     /// pause, resume or abort one.
     #[command(subcommand)]
     Rollout(RolloutCommand),
+    /// Webhooks told when a customer's stack fails, drifts, falls behind, or the
+    /// customer goes silent.
+    #[command(subcommand)]
+    Alert(AlertCommand),
+}
+
+#[derive(Subcommand)]
+pub enum AlertCommand {
+    /// Add a webhook (or set the events of one already added).
+    Add(AlertAddArgs),
+    /// List the webhooks: their events, deliveries, and the last error of a failing one.
+    List(DataJsonArgs),
+    /// Remove a webhook and the events still waiting for it.
+    Remove(AlertRemoveArgs),
+}
+
+#[derive(Args)]
+pub struct AlertAddArgs {
+    /// Where to POST: an `http://` or `https://` address (a Slack incoming webhook works).
+    #[arg(long)]
+    pub webhook: String,
+    /// The events it wants: `failed`, `drifted`, `silent`, `behind`, comma-separated.
+    #[arg(long, value_name = "EVENTS")]
+    pub on: String,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct AlertRemoveArgs {
+    /// The webhook's id, as `alert list` shows it.
+    pub id: i64,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Subcommand)]
@@ -217,6 +259,20 @@ pub struct ServeArgs {
     /// time passed). Receipts and sync reports move rollouts on at once anyway.
     #[arg(long, default_value_t = 5)]
     pub rollout_tick_secs: u64,
+    /// A webhook told of customers' state changes, as `EVENTS=URL`
+    /// (`failed,drifted,silent,behind=https://hooks.example/x`); repeat for more.
+    /// Kept beside those `alert add` made; replaced at each start.
+    #[arg(long = "alert", value_name = "EVENTS=URL")]
+    pub alerts: Vec<stackpack_registry::config::ConfiguredAlert>,
+    /// A customer with no receipt for this long is announced `silent`: `24h`, `7d`.
+    #[arg(long, default_value = "7d", value_name = "AGE")]
+    pub silent_after: String,
+    /// Milliseconds between looks at the alert outbox.
+    #[arg(long, default_value_t = 1000)]
+    pub alert_tick_ms: u64,
+    /// Seconds a webhook may take to answer before its delivery counts as failed.
+    #[arg(long, default_value_t = 10)]
+    pub alert_timeout_secs: u64,
 }
 
 #[derive(Subcommand)]
@@ -292,8 +348,9 @@ pub enum CustomerCommand {
     /// Trust or revoke a customer's installation keys (a second runner, a rotation).
     #[command(subcommand)]
     Key(CustomerKeyCommand),
-    /// Put a customer in a rollout channel and wave; it is assigned what the
-    /// channel's open waves already carry.
+    /// Set a customer's details (cloud account, region, environment, contact,
+    /// notes; an empty value clears one), or put it in a rollout channel and wave
+    /// (it is assigned what the channel's open waves already carry).
     Set(CustomerSetArgs),
 }
 
@@ -303,11 +360,26 @@ pub struct CustomerSetArgs {
     pub id: String,
     /// The channel (`stable`, `beta`, any name).
     #[arg(long)]
-    pub channel: String,
+    pub channel: Option<String>,
     /// The wave (`canary`, `early`, `general`, or the channel's own); without it,
-    /// the channel's last.
-    #[arg(long)]
+    /// the channel's last. Only with `--channel`.
+    #[arg(long, requires = "channel")]
     pub wave: Option<String>,
+    /// The cloud account the customer's environment lives in (searchable on `/ui/customers`).
+    #[arg(long)]
+    pub account: Option<String>,
+    /// The cloud region (`eu-west-1`).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// `production`, `staging`, … (a name: `[a-z0-9]` with `.`, `_`, `-`).
+    #[arg(long)]
+    pub environment: Option<String>,
+    /// Who to call: a name, an address, an on-call rota.
+    #[arg(long)]
+    pub contact: Option<String>,
+    /// Free notes for support.
+    #[arg(long)]
+    pub notes: Option<String>,
     /// The data folder of an existing registry.
     #[arg(long)]
     pub data: PathBuf,
@@ -537,7 +609,10 @@ pub struct AdoptionArgs {
     /// One point per `day` or per `week` (weeks start on Monday).
     #[arg(long, default_value = "day", value_parser = ["day", "week"])]
     pub bucket: String,
+    /// `table`, or `svg`: a stacked chart of customers per version over time.
+    #[arg(long, default_value = "table", value_parser = ["table", "svg"])]
+    pub format: String,
     /// Print one JSON document.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
 }

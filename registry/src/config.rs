@@ -39,6 +39,38 @@ pub struct Config {
     pub public_url: Option<String>,
     /// How often rollouts are moved on by the clock (waves whose soak passed).
     pub rollout_tick: Duration,
+    /// Webhooks from the command line (`--alert EVENTS=URL`): kept in the database
+    /// beside those `alert add` made, replaced at each start.
+    pub alerts: Vec<ConfiguredAlert>,
+    /// A customer with no receipt for this long is announced `silent`.
+    pub silent_after: Duration,
+    /// How often the alert outbox is looked at.
+    pub alert_tick: Duration,
+    /// How long a webhook may take to answer before the delivery counts as failed.
+    pub alert_timeout: Duration,
+}
+
+/// One webhook the configuration names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfiguredAlert {
+    pub webhook: String,
+    pub events: Vec<crate::alert_event::Event>,
+}
+
+impl std::str::FromStr for ConfiguredAlert {
+    type Err = String;
+
+    /// `failed,drifted=https://hooks.example/x`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (events, webhook) = text.split_once('=').ok_or_else(|| {
+            format!("`{text}` is not `EVENTS=URL`, as in `failed,drifted=https://hooks.example/x`")
+        })?;
+        crate::alert_event::check_webhook(webhook)?;
+        Ok(ConfiguredAlert {
+            webhook: webhook.to_string(),
+            events: crate::alert_event::parse_events(events)?,
+        })
+    }
 }
 
 impl Config {
@@ -57,6 +89,10 @@ impl Config {
             idle_timeout: Duration::from_secs(60),
             public_url: None,
             rollout_tick: Duration::from_secs(5),
+            alerts: Vec::new(),
+            silent_after: Duration::from_secs(7 * 86_400),
+            alert_tick: Duration::from_secs(1),
+            alert_timeout: Duration::from_secs(10),
         }
     }
 }

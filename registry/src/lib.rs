@@ -23,8 +23,11 @@
 //! SIGINT or SIGTERM, letting requests in flight finish, and sweeps expired uploads.
 
 pub mod age;
+pub mod alert_event;
+pub mod alerts;
 pub mod api;
 pub mod auth;
+pub mod chart;
 pub mod config;
 pub mod conn;
 pub mod controllers;
@@ -61,6 +64,8 @@ pub enum OpenError {
     Io(#[from] std::io::Error),
     #[error("cannot open the database: {0}")]
     Db(#[from] db::OpenError),
+    #[error("cannot record the configured alerts: {0}")]
+    Alerts(String),
 }
 
 /// Opens the data folder, creating it (database and blob store) if new, and migrates
@@ -69,7 +74,23 @@ pub fn open(config: Config) -> Result<AppState, OpenError> {
     make_private(&config.data)?;
     let storage = storage::Storage::open(&config.data)?;
     let db = db::Db::open(&config.data.join(DB_FILE), 4)?;
+    configure_alerts(&db, &config.alerts)?;
     Ok(AppState::new(config, db, storage))
+}
+
+/// The configuration's webhooks replace those of the last start.
+fn configure_alerts(db: &db::Db, alerts: &[config::ConfiguredAlert]) -> Result<(), OpenError> {
+    let now = timestamp::Timestamp::now();
+    db.write(|tx| {
+        let webhooks: Vec<String> = alerts.iter().map(|a| a.webhook.clone()).collect();
+        db::alerts::keep_configured(tx, &webhooks)?;
+        for a in alerts {
+            let events: Vec<&str> = a.events.iter().map(|e| e.as_str()).collect();
+            db::alerts::add(tx, &a.webhook, &events, "config", now.as_str())?;
+        }
+        Ok(())
+    })
+    .map_err(|e| OpenError::Alerts(e.message))
 }
 
 /// The data folder holds token hashes, customers' receipts and their installation
@@ -124,10 +145,12 @@ pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> std::i
     let state = Arc::new(state);
     let sweeper = tokio::spawn(sweep_uploads(state.clone()));
     let scheduler = tokio::spawn(tick_rollouts(state.clone()));
+    let alerter = tokio::spawn(alerts::run(state.clone()));
     let app = controllers::router(state);
     conn::serve(listener, app, idle, shutdown_signal()).await;
     sweeper.abort();
     scheduler.abort();
+    alerter.abort();
     Ok(())
 }
 

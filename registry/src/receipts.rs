@@ -122,6 +122,7 @@ pub fn store(
         received_at: now.clone(),
         ..d.clone()
     };
+    let before = db::alerts::cell_flags(tx, &d.customer, &d.stack)?;
     db::ledger::insert_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
     db::ledger::note_in_cell(tx, &deployment, checked.finished_ns)?;
     db::ledger::note_in_adoption(tx, &deployment, checked.finished_ns)?;
@@ -133,6 +134,8 @@ pub fn store(
     // hears of it at once.
     let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
     crate::rollout::refresh_customer(tx, &d.customer, now_ns)?;
+    // Queued in this transaction, delivered by the alert task: never waited for.
+    crate::alerts::note_receipt(tx, &deployment, &checked.document, before)?;
     Ok(true)
 }
 

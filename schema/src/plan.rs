@@ -212,6 +212,63 @@ pub fn drifted(plan_json: &str) -> Vec<String> {
     out
 }
 
+/// One resource the engine found changed outside it, with the names of the
+/// top-level attributes that differ (never their values: a drifted password must not
+/// travel in a receipt).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedResource {
+    pub address: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributes: Vec<String>,
+}
+
+/// The most drifted resources a receipt details, and attribute names per resource:
+/// a receipt stays small whatever a customer did by hand.
+pub const MAX_DRIFT_DETAILS: usize = 200;
+pub const MAX_DRIFT_ATTRIBUTES: usize = 50;
+
+/// What a plan's entry does to a managed resource; `None` for a data source or a
+/// no-op.
+fn managed_action(resource: &Value) -> Option<Action> {
+    if resource["mode"].as_str() == Some("data") {
+        return None;
+    }
+    let actions: Vec<&str> = resource["change"]["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    Action::of_actions(&actions)
+}
+
+/// What [`drifted`] finds, each with the attributes that changed (bounded by
+/// [`MAX_DRIFT_DETAILS`] and [`MAX_DRIFT_ATTRIBUTES`]), sorted by address.
+pub fn drift_details(plan_json: &str) -> Vec<DriftedResource> {
+    let Ok(plan) = serde_json::from_str::<Value>(plan_json) else {
+        return Vec::new();
+    };
+    let mut out: Vec<DriftedResource> = Vec::new();
+    for resource in plan["resource_drift"].as_array().into_iter().flatten() {
+        let (Some(_), Some(address)) = (managed_action(resource), resource["address"].as_str())
+        else {
+            continue;
+        };
+        let change = &resource["change"];
+        let mut attributes = changed_attributes(change, false);
+        attributes.truncate(MAX_DRIFT_ATTRIBUTES);
+        out.push(DriftedResource {
+            address: address.to_string(),
+            attributes,
+        });
+    }
+    out.sort_by(|a, b| a.address.cmp(&b.address));
+    out.dedup_by(|a, b| a.address == b.address);
+    out.truncate(MAX_DRIFT_DETAILS);
+    out
+}
+
 /// One resource the plan changes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -256,19 +313,10 @@ pub fn changes(plan_json: &str) -> Result<Vec<ResourceChange>, String> {
         .map_err(|e| format!("`show -json` printed no plan: {e}"))?;
     let mut out = Vec::new();
     for resource in plan["resource_changes"].as_array().into_iter().flatten() {
-        if resource["mode"].as_str() == Some("data") {
-            continue;
-        }
-        let change = &resource["change"];
-        let actions: Vec<&str> = change["actions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let Some(action) = Action::of_actions(&actions) else {
+        let Some(action) = managed_action(resource) else {
             continue;
         };
+        let change = &resource["change"];
         let attributes = match action {
             Action::Update => changed_attributes(change, true),
             // Whatever is computed comes back unknown after a replacement: only what
@@ -440,5 +488,35 @@ mod comparing {
         ]});
         assert_eq!(drifted(&plan.to_string()), ["aws_subnet.a", "aws_vpc.main"]);
         assert!(drifted("{}").is_empty());
+    }
+
+    #[test]
+    fn drift_details_name_the_changed_attributes_and_never_their_values() {
+        let plan = serde_json::json!({"resource_drift": [
+            {"address": "aws_db_instance.main", "mode": "managed", "change": {"actions": ["update"],
+             "before": {"password": "hunter2", "size": 10, "name": "db"},
+             "after": {"password": "s3cret!", "size": 20, "name": "db"}}},
+            {"address": "data.aws_region.here", "mode": "data", "change": {"actions": ["update"]}},
+            {"address": "aws_subnet.a", "mode": "managed", "change": {"actions": ["delete"]}},
+        ]});
+        let details = drift_details(&plan.to_string());
+        assert_eq!(
+            details,
+            [
+                DriftedResource {
+                    address: "aws_db_instance.main".into(),
+                    attributes: vec!["password".into(), "size".into()],
+                },
+                DriftedResource {
+                    address: "aws_subnet.a".into(),
+                    attributes: vec![],
+                },
+            ]
+        );
+        let text = serde_json::to_string(&details).unwrap();
+        assert!(
+            !text.contains("hunter2") && !text.contains("s3cret"),
+            "{text}"
+        );
     }
 }

@@ -198,6 +198,145 @@ pub struct Receipt {
     /// wrong forecast.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drifted: Vec<String>,
+    /// Why a failed run failed: the engine's first error (its summary and the
+    /// resource it names), bounded and stripped of control characters. Absent from
+    /// successes and from runners that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    /// What drifted, with the names of the attributes that changed (never their
+    /// values), at most [`crate::plan::MAX_DRIFT_DETAILS`] resources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<crate::plan::DriftedResource>,
+    /// The runner's version, its platform and the providers the run used: support's
+    /// first question about any failure. Absent from runners that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<RunnerRun>,
+}
+
+/// The longest failure summary and resource address a receipt carries, in
+/// characters: an engine error can be pages long, a receipt stays small.
+pub const MAX_FAILURE_TEXT: usize = 1000;
+
+/// Why a run failed, as the engine said it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    /// The diagnostic's summary (`creating EKS Node Group (gpu): InsufficientInstanceCapacity`),
+    /// or the runner's own error when the engine never got to say anything.
+    pub summary: String,
+    /// The resource the diagnostic names (`aws_eks_node_group.gpu`), when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+}
+
+impl Failure {
+    /// A failure with both texts bounded by [`MAX_FAILURE_TEXT`] and cleaned by
+    /// [`plain_text`].
+    pub fn new(summary: &str, address: Option<&str>) -> Failure {
+        Failure {
+            summary: plain_text(summary, MAX_FAILURE_TEXT),
+            address: address
+                .map(|a| plain_text(a, MAX_FAILURE_TEXT))
+                .filter(|a| !a.is_empty()),
+        }
+    }
+
+    /// The first error diagnostic in what an engine printed to its error stream
+    /// (boxed `│ Error: …` or plain), with the `with ADDRESS,` line that follows it.
+    pub fn from_engine_output(text: &str) -> Option<Failure> {
+        let mut summary: Option<String> = None;
+        let mut address = None;
+        for line in text.lines() {
+            let line = strip_escapes(line);
+            let line = line.trim_start_matches(['\u{2502}', '\u{256d}', '\u{2577}', ' ']);
+            match &summary {
+                None => {
+                    if let Some(rest) = line.strip_prefix("Error: ") {
+                        summary = Some(rest.trim().to_string());
+                    }
+                }
+                Some(_) => {
+                    if let Some(rest) = line.strip_prefix("with ") {
+                        address = Some(rest.trim().trim_end_matches(',').to_string());
+                        break;
+                    }
+                    // The diagnostic ends at its box's bottom or at the next one.
+                    if line.starts_with('\u{2575}') || line.starts_with("Error: ") {
+                        break;
+                    }
+                }
+            }
+        }
+        summary.map(|s| Failure::new(&s, address.as_deref()))
+    }
+}
+
+/// Terminal escape sequences (`ESC [ … letter`) removed, as an engine's colours.
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for next in chars.by_ref() {
+                    if next.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` on one line: escape sequences removed, every other control character (a
+/// newline too) turned into a space, runs of spaces made one, and at most `max`
+/// characters, the cut marked with `…`. What a page or an alert can show as it is
+/// (once escaped for its format).
+pub fn plain_text(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    let mut last_space = true;
+    for c in strip_escapes(text).chars() {
+        let c = if c.is_control() { ' ' } else { c };
+        if c == ' ' && last_space {
+            continue;
+        }
+        last_space = c == ' ';
+        if count == max {
+            out.pop();
+            out.push('…');
+            return out;
+        }
+        out.push(c);
+        count += 1;
+    }
+    out.trim_end().to_string()
+}
+
+/// The runner a receipt came from and what it ran with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnerRun {
+    /// `stackpack-runner`'s version.
+    pub version: String,
+    /// `linux_amd64`, `darwin_arm64`: the platform names provider packages use.
+    pub platform: String,
+    /// The providers the bundle installed for this run, by source address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<ProviderRun>,
+}
+
+/// One provider a run used.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderRun {
+    /// `registry.terraform.io/hashicorp/aws`.
+    pub source: String,
+    pub version: String,
 }
 
 /// The most resource changes a receipt lists; the digest covers them all.
@@ -333,6 +472,9 @@ mod tests {
             changes: Vec::new(),
             changes_digest: None,
             drifted: Vec::new(),
+            failure: None,
+            drift: Vec::new(),
+            runner: None,
         }
     }
 
@@ -364,5 +506,59 @@ mod tests {
             serde_json::to_string(&Outcome::NoChanges).unwrap(),
             r#""no-changes""#
         );
+    }
+
+    #[test]
+    fn a_receipt_signed_before_the_why_fields_still_verifies_and_reads_them_as_absent() {
+        // A receipt as a runner without `failure`, `drift` and `runner` wrote it.
+        let key = PrivateKey::from_secret_bytes([5; 32]);
+        let signed = SignedReceipt::sign(sample(), &key);
+        let text = String::from_utf8(signed.to_bytes()).unwrap();
+        assert!(
+            !text.contains("failure") && !text.contains("\"runner\""),
+            "{text}"
+        );
+        let read = SignedReceipt::from_bytes(text.as_bytes()).unwrap();
+        assert_eq!(read.receipt.failure, None);
+        assert_eq!(read.verify_integrity().unwrap(), key.public_key());
+
+        let mut with_why = sample();
+        with_why.outcome = Outcome::Failed;
+        with_why.failure = Some(Failure::new("boom", Some("aws_vpc.main")));
+        with_why.runner = Some(RunnerRun {
+            version: "0.1.0".into(),
+            platform: "linux_amd64".into(),
+            providers: vec![],
+        });
+        let signed = SignedReceipt::sign(with_why, &key);
+        let read = SignedReceipt::from_bytes(&signed.to_bytes()).unwrap();
+        assert_eq!(read.verify_integrity().unwrap(), key.public_key());
+        assert_eq!(
+            read.receipt.failure.unwrap().address.unwrap(),
+            "aws_vpc.main"
+        );
+    }
+
+    #[test]
+    fn an_engine_error_is_read_to_its_summary_and_resource_bounded_and_on_one_line() {
+        let stderr = "\u{1b}[31m╷\u{1b}[0m\n│ \u{1b}[1mError: \u{1b}[0mcreating EKS Node Group (gpu): InsufficientInstanceCapacity\n│ \n│   with aws_eks_node_group.gpu,\n│   on main.tf line 12, in resource \"aws_eks_node_group\" \"gpu\":\n╵\n";
+        let failure = Failure::from_engine_output(stderr).unwrap();
+        assert_eq!(
+            failure.summary,
+            "creating EKS Node Group (gpu): InsufficientInstanceCapacity"
+        );
+        assert_eq!(failure.address.as_deref(), Some("aws_eks_node_group.gpu"));
+        assert_eq!(Failure::from_engine_output("all fine\n"), None);
+
+        let huge = format!("<b>\u{7}bell</b>\r\n{}", "x".repeat(10_000));
+        let bounded = Failure::new(&huge, None);
+        assert_eq!(bounded.summary.chars().count(), MAX_FAILURE_TEXT);
+        assert!(
+            bounded.summary.starts_with("<b> bell</b> xxx"),
+            "{}",
+            &bounded.summary[..20]
+        );
+        assert!(bounded.summary.ends_with('…'));
+        assert!(!bounded.summary.chars().any(char::is_control));
     }
 }

@@ -93,7 +93,13 @@ touch "$RESULTS" "$WORK/load"
   "$BENCH" page "$URL" "$TOKEN" "$ROUNDS" \
     "/ui?stack=stack-07&behind=true" \
     "/ui/customers/customer-00042" \
-    "/ui/stacks/stack-07/1.19.0"
+    "/ui/stacks/stack-07/1.19.0" \
+    "/ui/customers" \
+    "/ui/customers?q=customer-0004" \
+    "/ui/customers?q=1.19.0" \
+    "/ui/stacks" \
+    "/ui/stacks/stack-07" \
+    "/ui/releases"
 } >"$RESULTS"
 [[ " $SECTIONS " != *" adoption "* ]] || "$BENCH" measure "$URL" "$TOKEN" "$ADOPTION_ROUNDS" \
   "/api/v1/adoption?stack=stack-07&bucket=day" \

@@ -324,6 +324,58 @@ fn an_engine_failing_midway_is_recorded_as_failed_and_nothing_counts_as_applied(
     assert!(status["stacks"].as_array().unwrap().is_empty(), "{status}");
 }
 
+/// Issue 29: a failed receipt says why: the engine's first error (its summary and
+/// the resource it names, on one line, control characters and colours stripped,
+/// bounded however long the engine's message), and which runner, platform and
+/// providers ran it.
+#[test]
+fn a_failed_apply_receipt_carries_the_engines_error_and_resource_bounded_and_the_runner() {
+    let vendor = Vendor::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let long = "x".repeat(5000);
+    let (engine, _) = fake_engine(
+        scratch.path(),
+        "engine-failing-at-apply",
+        &format!(
+            "if [ \"$1\" = apply ]; then printf '\\033[31m╷\\033[0m\\n│ \\033[1mError: \\033[0mcreating EKS Node Group (gpu): InsufficientInstanceCapacity <b>\\a{long}\\n│ \\n│   with aws_eks_node_group.gpu,\\n│   on main.tf line 3:\\n╵\\n' >&2; exit 1; fi\nexec \"$REAL\" \"$@\""
+        ),
+    );
+    let runner = Runner::with_engine("globex", &engine);
+    let reference = build_and_import(&vendor, &runner);
+    let inputs = globex_inputs();
+    runner
+        .run(&[
+            "apply",
+            &reference,
+            "--inputs",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+        .code(1);
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let receipt = &receipts["receipts"][0]["receipt"]["receipt"];
+    assert_eq!(receipt["outcome"], "failed");
+    let failure = &receipt["failure"];
+    assert_eq!(failure["address"], "aws_eks_node_group.gpu", "{receipt}");
+    let summary = failure["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("creating EKS Node Group (gpu): InsufficientInstanceCapacity <b> xxx"),
+        "{summary}"
+    );
+    assert_eq!(summary.chars().count(), 1000, "bounded");
+    assert!(!summary.chars().any(char::is_control));
+    let runner_run = &receipt["runner"];
+    assert_eq!(runner_run["version"], env!("CARGO_PKG_VERSION"));
+    assert!(
+        runner_run["platform"].as_str().unwrap().contains('_'),
+        "{runner_run}"
+    );
+    assert!(
+        !runner_run["providers"].as_array().unwrap().is_empty(),
+        "{runner_run}"
+    );
+}
+
 #[test]
 fn a_second_runner_on_the_same_stack_is_refused_clearly_or_waits() {
     let vendor = Vendor::new();

@@ -26,6 +26,14 @@ pub fn run(args: &AdoptionArgs) -> Result<()> {
         print_json(&answer);
         return Ok(());
     }
+    if args.format == "svg" {
+        let today = time::OffsetDateTime::now_utc().date();
+        println!(
+            "{}",
+            stackpack_registry::chart::adoption_svg(&answer, today)
+        );
+        return Ok(());
+    }
     let mut rows = Vec::new();
     for stack in &answer {
         for point in &stack.points {

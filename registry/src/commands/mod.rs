@@ -3,6 +3,7 @@
 //! where, one hint), made from the library's typed errors at this edge.
 
 pub mod adoption;
+pub mod alert;
 pub mod channel;
 pub mod customer;
 pub mod customer_show;
@@ -25,8 +26,8 @@ use stackpack_registry::OpenError;
 pub use stackpack_terminal::{print_json, status, table, Error, ExitStatus, Result};
 
 use crate::cli::{
-    ChannelCommand, Cli, Command, CustomerCommand, CustomerKeyCommand, ReceiptsCommand,
-    ReleaseCommand, RolloutCommand, TokenCommand,
+    AlertCommand, ChannelCommand, Cli, Command, CustomerCommand, CustomerKeyCommand,
+    ReceiptsCommand, ReleaseCommand, RolloutCommand, TokenCommand,
 };
 
 /// Runs the command the command line names.
@@ -47,7 +48,10 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Customer(CustomerCommand::Key(CustomerKeyCommand::Revoke(args))) => {
             customer::revoke_key(args)
         }
-        Command::Customer(CustomerCommand::Set(args)) => rollout::place(args),
+        Command::Customer(CustomerCommand::Set(args)) => rollout::set(args),
+        Command::Alert(AlertCommand::Add(args)) => alert::add(args),
+        Command::Alert(AlertCommand::List(args)) => alert::list(args),
+        Command::Alert(AlertCommand::Remove(args)) => alert::remove(args),
         Command::Channel(ChannelCommand::Set(args)) => channel::set(args),
         Command::Channel(ChannelCommand::List(args)) => channel::list(args),
         Command::Rollout(RolloutCommand::Status(args)) => rollout::status(args),

@@ -8,10 +8,53 @@ use stackpack_registry::{db, rollout};
 use crate::cli::{CustomerSetArgs, RolloutIdArgs, RolloutStatusArgs};
 use crate::commands::customer::check_name;
 use crate::commands::{open_existing, print_json, rollout_refused, status as say, table, Result};
+use crate::commands::{refused_in, Error};
 
-pub fn place(args: &CustomerSetArgs) -> Result<()> {
+/// `customer set ID [--account A] [--region R] [--environment E] [--contact C]
+/// [--notes N] [--channel C [--wave W]]`.
+pub fn set(args: &CustomerSetArgs) -> Result<()> {
     check_name("customer", &args.id)?;
-    check_name("channel", &args.channel)?;
+    if let Some(environment) = args.environment.as_deref().filter(|e| !e.is_empty()) {
+        check_name("environment", environment)?;
+    }
+    let details = db::customers::Details {
+        account: args.account.clone(),
+        region: args.region.clone(),
+        environment: args.environment.clone(),
+        contact: args.contact.clone(),
+        notes: args.notes.clone(),
+    };
+    if details.is_empty() && args.channel.is_none() {
+        return Err(Error::usage(format!(
+            "`customer set {}` names nothing to set",
+            args.id
+        ))
+        .hint("give `--account`, `--region`, `--environment`, `--contact`, `--notes` or `--channel`"));
+    }
+    if !details.is_empty() {
+        let state = open_existing(&args.data)?;
+        let now = db::now_rfc3339();
+        let set = state.db.write(|tx| {
+            db::customers::set_details(tx, &args.id, &details, &now)?;
+            Ok(db::customers::details(tx, &args.id)?.unwrap_or_default())
+        });
+        let set = set.map_err(refused_in(&args.data))?;
+        if args.json && args.channel.is_none() {
+            print_json(&set);
+        } else {
+            say(&format!("set the details of customer `{}`", args.id));
+        }
+    }
+    if let Some(channel) = &args.channel {
+        return place(args, channel);
+    }
+    Ok(())
+}
+
+/// `customer set --channel C [--wave W]`.
+pub fn place(args: &CustomerSetArgs, channel: &str) -> Result<()> {
+    check_name("customer", &args.id)?;
+    check_name("channel", channel)?;
     if let Some(wave) = &args.wave {
         check_name("wave", wave)?;
     }
@@ -22,7 +65,7 @@ pub fn place(args: &CustomerSetArgs) -> Result<()> {
             rollout::place(
                 tx,
                 &args.id,
-                &args.channel,
+                channel,
                 args.wave.as_deref(),
                 rollout::now_ns(),
             )?;
@@ -35,7 +78,7 @@ pub fn place(args: &CustomerSetArgs) -> Result<()> {
         say(&format!(
             "customer `{}` is in channel `{}`, wave `{}`",
             args.id,
-            args.channel,
+            channel,
             args.wave.as_deref().unwrap_or("(the channel's last)")
         ));
     }

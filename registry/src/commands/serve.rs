@@ -20,6 +20,9 @@ fn config(args: &ServeArgs) -> Config {
     config.idle_timeout = Duration::from_secs(args.idle_timeout_secs.max(1));
     config.public_url = args.public_url.clone();
     config.rollout_tick = Duration::from_secs(args.rollout_tick_secs.max(1));
+    config.alerts = args.alerts.clone();
+    config.alert_tick = Duration::from_millis(args.alert_tick_ms.max(50));
+    config.alert_timeout = Duration::from_secs(args.alert_timeout_secs.max(1));
     config
 }
 
@@ -37,7 +40,17 @@ fn init_logs() {
 pub fn run(args: &ServeArgs) -> Result<()> {
     init_logs();
     let data = &args.data;
-    let state = stackpack_registry::open(config(args)).map_err(|error| {
+    let silent_after =
+        stackpack_registry::age::parse_secs(&args.silent_after).ok_or_else(|| {
+            Error::usage(stackpack_registry::age::invalid(
+                "--silent-after",
+                &args.silent_after,
+            ))
+            .hint("as in `--silent-after 24h`")
+        })?;
+    let mut config = config(args);
+    config.silent_after = Duration::from_secs(silent_after);
+    let state = stackpack_registry::open(config).map_err(|error| {
         Error::refused(format!("cannot open the registry: {error}"))
             .caused_by(error)
             .at(data_folder(data))

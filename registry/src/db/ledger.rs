@@ -40,9 +40,44 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
         ],
     )?;
     if changed > 0 && stable {
+        let were_current = super::alerts::up_to_date(conn, &r.stack)?;
         refresh_stack_behind(conn, &r.stack)?;
+        super::alerts::note_behind(conn, &r.stack, &r.version.to_string(), &were_current)?;
     }
     Ok(())
+}
+
+/// Records which token recorded a stack version (the first one to, for this
+/// digest): who pushed what.
+pub fn note_pusher(conn: &Connection, r: &Release, token_id: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE releases SET pushed_by = ?4
+         WHERE stack = ?1 AND version = ?2 AND digest = ?3 AND pushed_by IS NULL",
+    )?
+    .execute(params![
+        r.stack,
+        Text(&r.version),
+        Text(&r.digest),
+        token_id
+    ])?;
+    Ok(())
+}
+
+/// The token that recorded a stack version: its id, and its name if it has one;
+/// `None` for versions recorded before tokens were kept.
+pub fn pusher(
+    conn: &Connection,
+    stack: &str,
+    version: &str,
+) -> rusqlite::Result<Option<(String, Option<String>)>> {
+    conn.prepare_cached(
+        "SELECT r.pushed_by, t.name FROM releases r LEFT JOIN tokens t ON t.id = r.pushed_by
+         WHERE r.stack = ?1 AND r.version = ?2 AND r.pushed_by IS NOT NULL",
+    )?
+    .query_row(params![stack, version], |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })
+    .optional()
 }
 
 /// Works out again how many stable releases are newer than what each cell of

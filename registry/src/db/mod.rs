@@ -2,7 +2,9 @@
 //! transaction, which derefs to one) and does one thing; the controllers decide
 //! which run together in one transaction.
 
+pub mod alerts;
 pub mod blobs;
+pub mod customers;
 pub mod fleet;
 pub mod forecasts;
 pub mod ledger;
@@ -501,6 +503,50 @@ ALTER TABLE tokens ADD COLUMN name TEXT;
 CREATE UNIQUE INDEX tokens_name ON tokens(name) WHERE name IS NOT NULL;
 "#;
 
+/// Version 12: what support needs to answer "why" and to be told. Customers carry
+/// their details (cloud account, region, contact, free notes; `customer set`), the
+/// account searchable by index. Alerts: the webhooks (`alerts`, with the events
+/// each wants and how its last delivery went), an outbox of events waiting for
+/// delivery (`alert_outbox`: written in the receipt's own transaction, delivered
+/// by a background task, so a slow webhook never holds a receipt up), and which
+/// customers were already announced silent (`customers.silent_since`, so `silent`
+/// is said once per silence). Stack versions keep the token that recorded them
+/// (`releases.pushed_by`: who pushed what, by the token's id and so its name).
+/// An index answers the stack pages from `fleet_cells` alone: per stack its
+/// versions with their failed and drifted counts.
+const V12: &str = r#"
+ALTER TABLE customers ADD COLUMN account TEXT;
+ALTER TABLE customers ADD COLUMN region TEXT;
+ALTER TABLE customers ADD COLUMN contact TEXT;
+ALTER TABLE customers ADD COLUMN notes TEXT;
+ALTER TABLE customers ADD COLUMN silent_since TEXT;
+CREATE INDEX customers_account ON customers(account) WHERE account IS NOT NULL;
+ALTER TABLE releases ADD COLUMN pushed_by TEXT;
+CREATE INDEX fleet_cells_stack_state ON fleet_cells(stack, version, failed, drifted);
+CREATE TABLE alerts (
+    id INTEGER PRIMARY KEY,
+    webhook TEXT NOT NULL,
+    events TEXT NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('cli', 'config')),
+    created TEXT NOT NULL,
+    delivered INTEGER NOT NULL DEFAULT 0,
+    last_ok_at TEXT,
+    last_error TEXT,
+    last_error_at TEXT,
+    UNIQUE (webhook, source)
+);
+CREATE TABLE alert_outbox (
+    id INTEGER PRIMARY KEY,
+    alert INTEGER NOT NULL REFERENCES alerts(id) ON DELETE CASCADE,
+    event TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_ns INTEGER NOT NULL
+);
+CREATE INDEX alert_outbox_due ON alert_outbox(next_ns);
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -526,6 +572,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V9),
     |tx| tx.execute_batch(V10),
     |tx| tx.execute_batch(V11),
+    |tx| tx.execute_batch(V12),
 ];
 
 /// The schema version this build writes.

@@ -95,6 +95,9 @@ fn receipt(customer: &str, id: &str, changes: Vec<PlannedChange>) -> Receipt {
         release: None,
         changes_digest: Some(plan::changes_digest(&changes)),
         changes,
+        failure: None,
+        drift: Vec::new(),
+        runner: None,
         drifted: vec![],
     }
 }

@@ -195,7 +195,17 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
-                "DROP INDEX tokens_name;
+                "DROP TABLE alert_outbox;
+                 DROP TABLE alerts;
+                 DROP INDEX customers_account;
+                 ALTER TABLE releases DROP COLUMN pushed_by;
+                 DROP INDEX fleet_cells_stack_state;
+                 ALTER TABLE customers DROP COLUMN account;
+                 ALTER TABLE customers DROP COLUMN region;
+                 ALTER TABLE customers DROP COLUMN contact;
+                 ALTER TABLE customers DROP COLUMN notes;
+                 ALTER TABLE customers DROP COLUMN silent_since;
+                 DROP INDEX tokens_name;
                  ALTER TABLE tokens DROP COLUMN name;
                  DROP TABLE forecast_misses;
                  DROP TABLE forecast_customers;

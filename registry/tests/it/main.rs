@@ -7,6 +7,7 @@ mod common;
 
 mod admin;
 mod adoption_deltas;
+mod alerts;
 mod auth_matrix;
 mod bad_input;
 mod concurrency;

@@ -48,6 +48,9 @@ impl ReceiptBuilder {
                 changes: Vec::new(),
                 changes_digest: None,
                 drifted: Vec::new(),
+                failure: None,
+                drift: Vec::new(),
+                runner: None,
             },
         }
     }
@@ -107,6 +110,43 @@ impl ReceiptBuilder {
             version: semver::Version::parse(version)
                 .unwrap_or_else(|e| panic!("`{version}` is not a version: {e}")),
             digest,
+        });
+        self
+    }
+
+    /// Failed with the engine's error `summary` about `address`.
+    pub fn failure(mut self, summary: &str, address: Option<&str>) -> ReceiptBuilder {
+        self.receipt.outcome = Outcome::Failed;
+        self.receipt.failure = Some(stackpack_schema::receipt::Failure::new(summary, address));
+        self
+    }
+
+    /// Found `address` drifted in `attributes` (names only).
+    pub fn drifted(mut self, address: &str, attributes: &[&str]) -> ReceiptBuilder {
+        self.receipt.drifted.push(address.into());
+        self.receipt
+            .drift
+            .push(stackpack_schema::plan::DriftedResource {
+                address: address.into(),
+                attributes: attributes.iter().map(|a| a.to_string()).collect(),
+            });
+        self
+    }
+
+    /// Reported by runner `version` on `platform`, with one provider.
+    pub fn runner(
+        mut self,
+        version: &str,
+        platform: &str,
+        provider: (&str, &str),
+    ) -> ReceiptBuilder {
+        self.receipt.runner = Some(stackpack_schema::receipt::RunnerRun {
+            version: version.into(),
+            platform: platform.into(),
+            providers: vec![stackpack_schema::receipt::ProviderRun {
+                source: provider.0.into(),
+                version: provider.1.into(),
+            }],
         });
         self
     }

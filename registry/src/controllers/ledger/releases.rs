@@ -139,6 +139,9 @@ pub async fn create(
             }
             db::ledger::upsert_release(tx, &release)?;
             db::ledger::set_release_modules(tx, &release)?;
+            if let crate::auth::Principal::Token { id, .. } = &ctx.principal {
+                db::ledger::note_pusher(tx, &release, id)?;
+            }
             Ok(())
         })?;
     Ok((StatusCode::CREATED, Json(release)))

@@ -215,6 +215,21 @@ fn check_tag_move(
     }
 }
 
+/// Records a stack version the push carries: the release, its modules, and the
+/// token that pushed it.
+fn record_stack_version(
+    tx: &rusqlite::Transaction,
+    release: &crate::api::Release,
+    principal: &crate::auth::Principal,
+) -> rusqlite::Result<()> {
+    db::ledger::upsert_release(tx, release)?;
+    db::ledger::set_release_modules(tx, release)?;
+    if let crate::auth::Principal::Token { id, .. } = principal {
+        db::ledger::note_pusher(tx, release, id)?;
+    }
+    Ok(())
+}
+
 pub async fn handle(
     ctx: Ctx,
     name: &str,
@@ -276,8 +291,7 @@ pub async fn handle(
             db::manifests::set_tag(tx, name, tag, &key, now)?;
         }
         if let Some(release) = &release {
-            db::ledger::upsert_release(tx, release)?;
-            db::ledger::set_release_modules(tx, release)?;
+            record_stack_version(tx, release, &ctx.principal)?;
         }
         if let Some(release) = &release_index {
             db::release_index::record(tx, release)?;

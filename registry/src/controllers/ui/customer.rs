@@ -4,7 +4,7 @@
 //! hash and whether its signature verifies with a key the ledger trusts for the
 //! customer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use axum::extract::{Path, State};
@@ -13,10 +13,12 @@ use axum::response::{IntoResponse, Response};
 use stackpack_schema::receipt::{Outcome, SignedReceipt};
 
 use super::fleet::{rows_table, version_link};
-use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
+use super::html;
+use super::html::{badge, error_page, esc, page, respond, short_digest, table, when, Tone};
 use super::release::{digest, release_link, services_table, standing};
+use super::why;
 use super::{failed, viewer};
-use crate::api::{Customer, CustomerRelease, Deployment};
+use crate::api::{Customer, CustomerRelease, Deployment, FleetRow};
 use crate::controllers::ledger::fleet::{matrix, FleetQuery};
 use crate::controllers::ledger::release_fleet::customer_snapshot;
 use crate::controllers::ledger::{mark_stale, stale_after};
@@ -96,23 +98,22 @@ fn history_row(d: &Deployment, document: &str, keys: &Keys) -> Vec<String> {
         Outcome::Succeeded | Outcome::NoChanges => Tone::Good,
     };
     let (verdict, inputs) = signature(document, keys);
+    let receipt = why::receipt(document);
     vec![
-        format!(
-            "<span class=\"mono\">{}</span>",
-            esc(d.finished_at.as_str())
-        ),
+        when(d.finished_at.as_str()),
         esc(d.kind.as_str()),
         badge(tone, d.outcome.as_str()),
         esc(&d.stack),
         version_link(&d.stack, &d.version),
-        format!(
-            "<span class=\"mono\" title=\"{}\">{}</span>",
-            esc(&d.digest.to_string()),
-            esc(&d.digest.short())
-        ),
-        inputs,
+        receipt.as_ref().map(why::reason).unwrap_or_default(),
+        receipt.as_ref().map(why::runner).unwrap_or_default(),
         verdict,
-        format!("<span class=\"mono\">{}</span>", esc(&d.receipt_id)),
+        format!(
+            "<span class=\"mono\" title=\"{}\">{}</span><br>{inputs}<br><span class=\"mono\">{}</span>",
+            esc(&d.digest.to_string()),
+            esc(&d.digest.short()),
+            esc(&d.receipt_id)
+        ),
     ]
 }
 
@@ -138,11 +139,17 @@ pub async fn show(
             db::ledger::installation_key_standing(c, &id)?,
             db::ledger::history_documents(c, &id, HISTORY_ROWS)?,
             customer_snapshot(c, &id)?,
+            (
+                db::customers::details(c, &id)?.unwrap_or_default(),
+                db::customers::cell_receipts(c, &id)?,
+            ),
         ))
     });
-    let (customer, keys, history, releases) = match found {
-        Ok((Some(customer), keys, history, releases)) => (customer, keys, history, releases),
-        Ok((None, _, _, _)) => {
+    let (customer, keys, history, releases, (details, why_cells)) = match found {
+        Ok((Some(customer), keys, history, releases, more)) => {
+            (customer, keys, history, releases, more)
+        }
+        Ok((None, ..)) => {
             let message = format!("customer `{id}` is not known to this registry");
             return error_page(StatusCode::NOT_FOUND, &message, true);
         }
@@ -168,7 +175,10 @@ pub async fn show(
 
     // Every fleet row carries whether the customer was registered by the vendor.
     let registered = running.first().is_none_or(|r| r.registered);
-    let mut body = facts(&customer, registered, &keys);
+    running.retain(|r| r.stack.is_some());
+    let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
+    body.push_str(&state_lines(&customer, &running, &why_cells));
+    body.push_str(&facts(&customer, registered, &keys, &details, &why_cells));
     match state.db.read(|c| {
         Ok((
             db::rollouts::placement(c, &id)?,
@@ -180,7 +190,6 @@ pub async fn show(
     }
     body.push_str(&releases_section(&releases));
     body.push_str("<h2>Runs now</h2>");
-    running.retain(|r| r.stack.is_some());
     if running.is_empty() {
         body.push_str("<p class=\"muted\">No deployment reported yet.</p>");
     } else {
@@ -194,15 +203,156 @@ pub async fn show(
     respond(StatusCode::OK, page(&customer.id, true, &body))
 }
 
-/// The customer's name and facts: environment, registration, last seen, and its
+/// The customer's state first, one line per stack, in words: "runs data-plane
+/// 1.4.0 since 3 days; last attempt failed 2 h ago: `aws_eks_node_group.gpu`:
+/// InsufficientInstanceCapacity".
+fn state_lines(
+    customer: &Customer,
+    running: &[FleetRow],
+    why_cells: &BTreeMap<String, db::customers::CellReceipts>,
+) -> String {
+    let mut lines = Vec::new();
+    match (&customer.last_seen, customer.stale == Some(true)) {
+        (None, _) => lines.push(format!(
+            "{} no receipt yet",
+            badge(Tone::Warn, "never reported")
+        )),
+        (Some(seen), true) => lines.push(format!(
+            "{} last receipt {}",
+            badge(Tone::Warn, "silent"),
+            when(seen.as_str())
+        )),
+        (Some(_), false) => {}
+    }
+    for row in running {
+        let Some(stack) = &row.stack else { continue };
+        lines.push(stack_line(row, stack, why_cells.get(stack)));
+    }
+    if lines.is_empty() {
+        lines.push("<span class=\"muted\">No deployment reported yet.</span>".into());
+    }
+    let items: String = lines.iter().map(|l| format!("<li>{l}</li>")).collect();
+    format!("<ul class=\"state\" id=\"state\">{items}</ul>")
+}
+
+/// One stack's line: what runs since when, then why it is not simply fine (an
+/// unmended failure, a drift, how far behind), each with its reason.
+fn stack_line(row: &FleetRow, stack: &str, cell: Option<&db::customers::CellReceipts>) -> String {
+    let mut line = match (&row.version, &row.since) {
+        (Some(v), Some(since)) => format!(
+            "runs {} {} since {}",
+            esc(stack),
+            version_link(stack, v),
+            html::when_for(since.as_str())
+        ),
+        (Some(v), None) => format!("runs {} {}", esc(stack), version_link(stack, v)),
+        (None, _) => format!("runs nothing of {}", esc(stack)),
+    };
+    let failure = cell
+        .and_then(|c| c.failed.as_deref())
+        .and_then(why::receipt);
+    let last_failed = row
+        .last_attempt
+        .as_ref()
+        .is_some_and(|a| a.outcome == Outcome::Failed);
+    if let Some(r) = &failure {
+        let reason = why::failure(r).unwrap_or_else(|| "no reason in the receipt".into());
+        let (badge_text, after) = match (&row.last_attempt, last_failed) {
+            (_, true) => ("last attempt failed", String::new()),
+            (Some(a), false) if a.kind == stackpack_schema::receipt::ReceiptKind::Rollback => {
+                ("failed", " (since rolled back)".to_string())
+            }
+            _ => ("failed", String::new()),
+        };
+        let _ = write!(
+            line,
+            "; {} {} {} {}: {reason}{after}",
+            badge(Tone::Bad, badge_text),
+            esc(r.kind.as_str()),
+            esc(&r.version.to_string()),
+            when(&r.finished_at),
+        );
+    } else if let Some(a) = row.last_attempt.as_ref().filter(|_| last_failed) {
+        let _ = write!(
+            line,
+            "; {} {} {} {}: no reason in the receipt",
+            badge(Tone::Bad, "last attempt failed"),
+            esc(a.kind.as_str()),
+            esc(&a.version.to_string()),
+            when(a.finished_at.as_str()),
+        );
+    }
+    if row.drifted {
+        let r = cell
+            .and_then(|c| c.drifted.as_deref())
+            .and_then(why::receipt);
+        let at = r.as_ref().map(|r| when(&r.finished_at)).unwrap_or_default();
+        let reason = r
+            .as_ref()
+            .and_then(why::drift)
+            .unwrap_or_else(|| "no resource in the receipt".into());
+        let _ = write!(line, "; {} {at}: {reason}", badge(Tone::Bad, "drifted"));
+    }
+    if row.behind > 0 {
+        let latest = row
+            .latest_stable
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let _ = write!(
+            line,
+            "; {}",
+            badge(
+                Tone::Warn,
+                &format!("behind {} (latest {latest})", row.behind)
+            )
+        );
+    }
+    if !line.contains("class=\"badge") {
+        let _ = write!(line, "; {}", badge(Tone::Good, "up to date"));
+    }
+    line
+}
+
+/// The customer's details and facts: account, region, environment, contact,
+/// notes, registration, last seen, the runner that reported last, and its
 /// installation keys with their standing.
-fn facts(customer: &Customer, registered: bool, keys: &Keys) -> String {
-    let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
+fn facts(
+    customer: &Customer,
+    registered: bool,
+    keys: &Keys,
+    details: &db::customers::Details,
+    why_cells: &BTreeMap<String, db::customers::CellReceipts>,
+) -> String {
+    let mut body = String::new();
     let seen = match (&customer.last_seen, customer.stale == Some(true)) {
         (None, _) => badge(Tone::Warn, "never reported"),
-        (Some(seen), true) => format!("{} {}", esc(seen.as_str()), badge(Tone::Warn, "silent")),
-        (Some(seen), false) => format!("{} {}", esc(seen.as_str()), badge(Tone::Good, "reporting")),
+        (Some(seen), true) => format!("{} {}", when(seen.as_str()), badge(Tone::Warn, "silent")),
+        (Some(seen), false) => {
+            format!("{} {}", when(seen.as_str()), badge(Tone::Good, "reporting"))
+        }
     };
+    let not_set = || "<span class=\"muted\">not set</span>".to_string();
+    let detail = |v: &Option<String>| v.as_deref().map(esc).unwrap_or_else(not_set);
+    let mut runners: Vec<String> = why_cells
+        .iter()
+        .filter_map(|(stack, c)| {
+            let r = why::receipt(c.newest.as_deref()?)?;
+            Some(format!("{}: {}", esc(stack), why::runner(&r)))
+        })
+        .collect();
+    runners.dedup();
+    let _ = write!(
+        body,
+        "<dl class=\"facts\"><dt>Account</dt><dd id=\"account\">{}</dd><dt>Region</dt><dd id=\"region\">{}</dd>\
+         <dt>Contact</dt><dd id=\"contact\">{}</dd><dt>Notes</dt><dd id=\"notes\">{}</dd>\
+         <dt>Runs with</dt><dd id=\"runner\">{}</dd>",
+        detail(&details.account),
+        detail(&details.region),
+        detail(&details.contact),
+        detail(&details.notes),
+        if runners.is_empty() { not_set() } else { runners.join("<br>") },
+    );
     let mut key_list: Vec<String> = keys
         .iter()
         .map(|(key, (revoked, pinned_by))| {
@@ -217,7 +367,7 @@ fn facts(customer: &Customer, registered: bool, keys: &Keys) -> String {
     key_list.sort();
     let _ = write!(
         body,
-        "<dl class=\"facts\"><dt>Name</dt><dd>{}</dd><dt>Environment</dt><dd id=\"environment\">{}</dd>\
+        "<dt>Name</dt><dd>{}</dd><dt>Environment</dt><dd id=\"environment\">{}</dd>\
          <dt>Registered</dt><dd>{}</dd><dt>Last seen</dt><dd id=\"last-seen\">{seen}</dd>\
          <dt>Installation keys</dt><dd>{}</dd></dl>",
         customer.name.as_deref().map(esc).unwrap_or_default(),
@@ -227,12 +377,12 @@ fn facts(customer: &Customer, registered: bool, keys: &Keys) -> String {
             .map(esc)
             .unwrap_or_else(|| "<span class=\"muted\">not set</span>".into()),
         if registered {
-            esc(customer.created.as_str())
+            when(customer.created.as_str())
         } else {
             format!(
                 "{} <span class=\"muted\">first seen {}</span>",
                 badge(Tone::Warn, "not registered: known only from its receipts"),
-                esc(customer.created.as_str())
+                when(customer.created.as_str())
             )
         },
         if key_list.is_empty() {
@@ -375,15 +525,15 @@ fn history_section(history: &[(Deployment, String)], keys: &Keys) -> String {
     } else {
         body.push_str(&table(
             &[
-                "Finished (UTC)",
+                "Finished",
                 "Kind",
                 "Outcome",
                 "Stack",
                 "Version",
-                "Bundle",
-                "Inputs hash",
+                "Why",
+                "Runner",
                 "Signature",
-                "Receipt",
+                "Bundle · inputs · receipt",
             ],
             &rows,
             "history",

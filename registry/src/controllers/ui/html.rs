@@ -49,6 +49,90 @@ pub fn short_digest(digest: &str) -> String {
     }
 }
 
+/// How long ago `at` was, in words at one precision (`just now`, `12 min ago`,
+/// `3 h ago`, `4 days ago`); `None` for a time that does not parse.
+pub fn ago(at: &str, now: time::OffsetDateTime) -> Option<String> {
+    let then =
+        time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok()?;
+    let secs = (now - then).whole_seconds();
+    Some(match secs {
+        s if s < -60 => "in the future".to_string(),
+        s if s < 60 => "just now".to_string(),
+        s if s < 3600 => format!("{} min ago", s / 60),
+        s if s < 2 * 86_400 => format!("{} h ago", s / 3600),
+        s => format!("{} days ago", s / 86_400),
+    })
+}
+
+/// The exact time, to the second, as every page writes it: `2026-12-02 16:22:06 UTC`.
+pub fn exact(at: &str) -> Option<(String, String)> {
+    use time::format_description::well_known::Rfc3339;
+    let then = time::OffsetDateTime::parse(at, &Rfc3339).ok()?;
+    let utc = then
+        .to_offset(time::UtcOffset::UTC)
+        .replace_nanosecond(0)
+        .ok()?;
+    let machine = utc.format(&Rfc3339).ok()?;
+    let human = format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+        utc.year(),
+        u8::from(utc.month()),
+        utc.day(),
+        utc.hour(),
+        utc.minute(),
+        utc.second()
+    );
+    Some((machine, human))
+}
+
+/// A time as pages show it: how long ago, with the exact time on hover
+/// (`<time datetime=… title=…>`); text that is not a time is shown as it is.
+pub fn when(at: &str) -> String {
+    let now = time::OffsetDateTime::now_utc();
+    match (ago(at, now), exact(at)) {
+        (Some(ago), Some((machine, human))) => format!(
+            "<time datetime=\"{}\" title=\"{}\">{}</time>",
+            esc(&machine),
+            esc(&human),
+            esc(&ago)
+        ),
+        _ => esc(at),
+    }
+}
+
+/// A time as a duration up to now ("since 3 days"), the exact time on hover.
+pub fn when_for(at: &str) -> String {
+    let now = time::OffsetDateTime::now_utc();
+    match (ago(at, now), exact(at)) {
+        (Some(ago), Some((machine, human))) => {
+            let text = match ago.strip_suffix(" ago") {
+                Some(duration) => duration.to_string(),
+                None => "a moment".to_string(),
+            };
+            format!(
+                "<time datetime=\"{}\" title=\"{}\">{}</time>",
+                esc(&machine),
+                esc(&human),
+                esc(&text)
+            )
+        }
+        _ => esc(at),
+    }
+}
+
+/// A search box for an index page: `q`, named by `label`.
+pub fn search_form(action: &str, label: &str, q: &str) -> String {
+    format!(
+        "<form class=\"filters\" method=\"get\" action=\"{}\" role=\"search\">\
+         <label>{}<input type=\"text\" name=\"q\" id=\"q\" value=\"{}\" size=\"40\"></label>\
+         <button type=\"submit\" id=\"search\">Search</button> <a href=\"{}\">Clear</a></form>",
+        esc(action),
+        esc(label),
+        esc(q),
+        esc(action)
+    )
+}
+
 /// The kinds of badge; each has its own colour, and always its own word.
 #[derive(Clone, Copy)]
 pub enum Tone {
@@ -104,6 +188,14 @@ th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(-
 th { background: #eef0f4; font-weight: 600; font-size: .85rem; text-transform: uppercase; letter-spacing: .02em; color: var(--muted); }
 tbody tr:hover { background: #f3f6fc; }
 td .mono { white-space: nowrap; }
+td { overflow-wrap: anywhere; }
+.why { font-size: .9em; }
+.why code { white-space: normal; overflow-wrap: anywhere; }
+ul.state { background: #fff; border: 1px solid var(--line); padding: .6rem 1rem .6rem 2rem; margin: 0 0 1rem; }
+ul.state li { margin: .15rem 0; overflow-wrap: anywhere; }
+dl.facts dd { overflow-wrap: anywhere; }
+svg.chart { background: #fff; border: 1px solid var(--line); max-width: 100%; height: auto; }
+time { text-decoration: underline dotted; }
 code, .mono { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .9em; }
 .badge { display: inline-block; padding: 0 .45rem; margin: 0 .25rem .15rem 0; border-radius: .6rem; font-size: .8rem; font-weight: 600; border: 1px solid; }
 .badge.good { color: #135f2a; background: #e3f5e8; border-color: #9fd3ad; }
@@ -129,7 +221,7 @@ dl.facts dd { margin: 0; }
 /// A whole page. `signed_in` adds the navigation and the sign-out link.
 pub fn page(title: &str, signed_in: bool, body: &str) -> String {
     let nav = if signed_in {
-        "<nav><a href=\"/ui\">Fleet</a> · <a href=\"/ui/rollouts\">Rollouts</a> · <a href=\"/ui/logout\">Sign out</a></nav>"
+        "<nav><a href=\"/ui\">Fleet</a> · <a href=\"/ui/customers\">Customers</a> · <a href=\"/ui/stacks\">Stacks</a> · <a href=\"/ui/releases\">Releases</a> · <a href=\"/ui/rollouts\">Rollouts</a> · <a href=\"/ui/logout\">Sign out</a></nav>"
     } else {
         ""
     };
@@ -175,6 +267,28 @@ pub fn error_page(status: StatusCode, message: &str, signed_in: bool) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_read_as_how_long_ago_at_one_precision_with_the_exact_time_beside() {
+        let now = time::OffsetDateTime::parse(
+            "2026-12-02T12:00:00Z",
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap();
+        let ago = |at: &str| ago(at, now).unwrap();
+        assert_eq!(ago("2026-12-02T11:59:30Z"), "just now");
+        assert_eq!(ago("2026-12-02T11:48:00.499Z"), "11 min ago");
+        assert_eq!(ago("2026-12-02T10:00:00Z"), "2 h ago");
+        assert_eq!(ago("2026-11-29T12:00:00Z"), "3 days ago");
+        assert_eq!(
+            exact("2026-12-02T22:03:11.23Z").unwrap(),
+            (
+                "2026-12-02T22:03:11Z".into(),
+                "2026-12-02 22:03:11 UTC".into()
+            )
+        );
+        assert_eq!(when("<not a time>"), "&lt;not a time&gt;");
+    }
 
     #[test]
     fn markup_in_values_is_escaped() {

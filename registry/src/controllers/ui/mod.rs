@@ -5,6 +5,7 @@
 //! and the `SameSite=Strict` cookie is not even sent with one.
 
 pub mod customer;
+pub mod customers;
 pub mod fleet;
 pub mod forecast;
 pub mod html;
@@ -12,7 +13,9 @@ pub mod login;
 pub mod release;
 pub mod rollouts;
 pub mod session;
+pub mod stack;
 pub mod stack_version;
+pub mod why;
 
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};

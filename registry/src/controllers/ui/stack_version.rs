@@ -254,8 +254,20 @@ fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -
     })
 }
 
-/// The release's facts (bundle, source, signature, previous version), or why there
-/// are none.
+/// Who recorded a stack version: the token's name, or its id when it has none.
+fn pushed_by(state: &AppState, stack: &str, version: &str) -> String {
+    match state.db.read(|c| db::ledger::pusher(c, stack, version)) {
+        Ok(Some((_, Some(name)))) => format!("token <code>{}</code>", esc(&name)),
+        Ok(Some((id, None))) => format!("unnamed token <code>{}</code>", esc(&id)),
+        Ok(None) => {
+            "<span class=\"muted\">not recorded (pushed before tokens were kept)</span>".into()
+        }
+        Err(e) => esc(&e.message),
+    }
+}
+
+/// The release's facts (bundle, source, signature, previous version, who pushed
+/// it), or why there are none.
 fn release_facts(state: &AppState, stack: &str, facts: &Facts) -> String {
     let mut body = String::new();
     match &facts.release {
@@ -269,14 +281,14 @@ fn release_facts(state: &AppState, stack: &str, facts: &Facts) -> String {
                  <dt>Branch</dt><dd>{}</dd><dt>Source</dt><dd class=\"mono\">{}</dd>\
                  <dt>Created</dt><dd>{}</dd><dt>Published here</dt><dd>{}</dd>\
                  <dt>Channel</dt><dd>{}</dd><dt>Signature</dt><dd id=\"signature\">{}</dd>\
-                 <dt>Previous version</dt><dd>{}</dd></dl>",
+                 <dt>Previous version</dt><dd>{}</dd><dt>Pushed by</dt><dd id=\"pushed-by\">{}</dd></dl>",
                 esc(&release.digest.to_string()),
                 esc(&release.repository),
                 source.commit.as_deref().map(esc).unwrap_or_default(),
                 source.branch.as_deref().map(esc).unwrap_or_default(),
                 source.repository.as_deref().map(esc).unwrap_or_default(),
                 release.created.as_ref().map(|t| esc(t.as_str())).unwrap_or_default(),
-                esc(release.published_at.as_str()),
+                super::html::when(release.published_at.as_str()),
                 if release.prerelease {
                     badge(Tone::Info, "prerelease")
                 } else {
@@ -288,6 +300,7 @@ fn release_facts(state: &AppState, stack: &str, facts: &Facts) -> String {
                     .as_ref()
                     .map(|p| super::fleet::version_link(stack, &p.version))
                     .unwrap_or_else(|| "<span class=\"muted\">none: the first release</span>".into()),
+                pushed_by(state, stack, &release.version.to_string()),
             );
         }
         None => body.push_str(

@@ -1,0 +1,326 @@
+//! Alerts that reach a person: when a customer's stack starts failing, drifts, falls
+//! behind a new stable release, or the customer goes silent, every webhook that
+//! wants that event gets one JSON POST (with a Slack-compatible `text`), once per
+//! change.
+//!
+//! A change is queued in the outbox inside the transaction that stores the receipt
+//! (so it is never lost and never sent for a receipt that was rolled back), and
+//! delivered by a background task: a slow or failing webhook never holds a receipt
+//! or any other request up. A failed delivery is tried again with backoff, up to
+//! [`MAX_ATTEMPTS`]; the webhook's last error shows in `alert list` and on
+//! `/healthz`.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use stackpack_schema::receipt::{plain_text, SignedReceipt};
+
+use crate::alert_event::Body;
+pub use crate::alert_event::{check_webhook, parse_events, Event};
+use crate::api::Deployment;
+use crate::db;
+use crate::state::AppState;
+
+/// Tries a delivery gets before it is dropped (about an hour and a half in all).
+pub const MAX_ATTEMPTS: u32 = 12;
+
+/// The wait before the try after `attempts` failed ones: 1 s, 2 s, 4 s, … up to
+/// 15 minutes.
+pub fn backoff(attempts: u32) -> Duration {
+    Duration::from_secs((1u64 << attempts.min(10)).min(900))
+}
+
+/// Where a person reads more: the customer's page, when the registry knows its
+/// public address.
+fn page_url(public_url: Option<&str>, customer: &str) -> Option<String> {
+    public_url.map(|base| {
+        format!(
+            "{}/ui/customers/{}",
+            base.trim_end_matches('/'),
+            crate::controllers::ui::html::url(customer)
+        )
+    })
+}
+
+/// A queued event as sent: with the customer's page (`url`, and a link at the end
+/// of `text`) when the registry knows its public address.
+fn as_sent(body: &str, public_url: Option<&str>) -> String {
+    let Ok(mut json) = serde_json::from_str::<serde_json::Value>(body) else {
+        return body.to_string();
+    };
+    let customer = json["customer"].as_str().unwrap_or_default().to_string();
+    if let Some(url) = page_url(public_url, &customer) {
+        let text = json["text"].as_str().unwrap_or_default().to_string();
+        json["text"] = format!("{text} (<{url}|details>)").into();
+        json["url"] = url.into();
+    }
+    json.to_string()
+}
+
+/// The reason a receipt gives, on one line: the failure, or what drifted.
+fn reason(document: &str, event: Event) -> Option<String> {
+    let r = serde_json::from_str::<SignedReceipt>(document)
+        .ok()?
+        .receipt;
+    let text = match event {
+        Event::Failed => {
+            let f = r.failure?;
+            match f.address {
+                Some(a) => format!("`{a}`: {}", f.summary),
+                None => f.summary,
+            }
+        }
+        Event::Drifted => {
+            let mut names: Vec<String> = if r.drift.is_empty() {
+                r.drifted.iter().map(|a| format!("`{a}`")).collect()
+            } else {
+                r.drift
+                    .iter()
+                    .map(|d| match d.attributes.is_empty() {
+                        true => format!("`{}`", d.address),
+                        false => format!("`{}` ({})", d.address, d.attributes.join(", ")),
+                    })
+                    .collect()
+            };
+            let more = names.len().saturating_sub(3);
+            names.truncate(3);
+            if names.is_empty() {
+                return None;
+            }
+            let mut text = names.join(", ");
+            if more > 0 {
+                text.push_str(&format!(" and {more} more"));
+            }
+            text
+        }
+        Event::Silent | Event::Behind => return None,
+    };
+    Some(plain_text(&text, 500))
+}
+
+/// Inside a receipt's transaction, after it was filed: queues an event for each
+/// state its cell entered (`before` is the cell's `(failed, drifted, behind)` before
+/// the receipt). The customer is heard from, so no longer silent.
+pub fn note_receipt(
+    tx: &Connection,
+    d: &Deployment,
+    document: &str,
+    before: Option<(bool, bool, bool)>,
+) -> rusqlite::Result<()> {
+    db::alerts::heard_from(tx, &d.customer)?;
+    let Some(after) = db::alerts::cell_flags(tx, &d.customer, &d.stack)? else {
+        return Ok(());
+    };
+    let before = before.unwrap_or((false, false, false));
+    let entered = [
+        (Event::Failed, !before.0 && after.0),
+        (Event::Drifted, !before.1 && after.1),
+        (Event::Behind, !before.2 && after.2),
+    ];
+    let now = crate::timestamp::Timestamp::now();
+    let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
+    for (event, entered) in entered {
+        if !entered || db::alerts::wanting(tx, event.as_str())?.is_empty() {
+            continue;
+        }
+        let body = Body {
+            event,
+            customer: &d.customer,
+            stack: Some(&d.stack),
+            version: Some(d.version.to_string()),
+            receipt: Some(&d.receipt_id),
+            at: d.finished_at.as_str(),
+            reason: reason(document, event),
+        };
+        db::alerts::enqueue(tx, event.as_str(), &body.to_json(), now.as_str(), now_ns)?;
+    }
+    Ok(())
+}
+
+/// Customers silent longer than `after` and not yet announced: queues `silent` for
+/// each, once per silence.
+pub fn note_silent(tx: &Connection, after: Duration) -> rusqlite::Result<usize> {
+    let now = crate::timestamp::Timestamp::now();
+    let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
+    let before_ns = now_ns.saturating_sub(i64::try_from(after.as_nanos()).unwrap_or(i64::MAX));
+    let silent = db::alerts::newly_silent(tx, before_ns, now.as_str())?;
+    for (customer, last_seen) in &silent {
+        let body = Body {
+            event: Event::Silent,
+            customer,
+            stack: None,
+            version: None,
+            receipt: None,
+            at: now.as_str(),
+            reason: Some(format!("no receipt since {last_seen}")),
+        };
+        db::alerts::enqueue(tx, "silent", &body.to_json(), now.as_str(), now_ns)?;
+    }
+    Ok(silent.len())
+}
+
+/// Deliveries under way, so a tick does not send one twice.
+type InFlight = Arc<Mutex<HashSet<i64>>>;
+
+/// Runs for as long as the server: every `alert_tick`, notes silent customers and
+/// starts the deliveries that are due, each on its own task, so one slow webhook
+/// delays no other.
+pub async fn run(state: Arc<AppState>) {
+    // reqwest is built without a TLS provider of its own: choose rustls's, once.
+    stackpack_bundle::remote::tls();
+    let client = match reqwest::Client::builder()
+        .connect_timeout(state.config.alert_timeout)
+        .timeout(state.config.alert_timeout)
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::error!(error = %e, "alerts cannot be delivered: no HTTP client");
+            return;
+        }
+    };
+    let in_flight: InFlight = Default::default();
+    let mut interval =
+        tokio::time::interval(state.config.alert_tick.max(Duration::from_millis(50)));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        let reading = state.clone();
+        let due = tokio::task::spawn_blocking(move || {
+            let silent_after = reading.config.silent_after;
+            reading.db.write(|tx| {
+                note_silent(tx, silent_after)?;
+                Ok(db::alerts::due(tx, crate::rollout::now_ns(), 64)?)
+            })
+        })
+        .await;
+        let due = match due {
+            Ok(Ok(due)) => due,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e.message, "reading the alert outbox failed");
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the alert task panicked");
+                continue;
+            }
+        };
+        for item in due {
+            if !in_flight.lock().expect("not poisoned").insert(item.id) {
+                continue;
+            }
+            tokio::spawn(deliver(
+                state.clone(),
+                client.clone(),
+                item,
+                in_flight.clone(),
+            ));
+        }
+    }
+}
+
+/// One POST, and its outcome written back.
+async fn deliver(
+    state: Arc<AppState>,
+    client: reqwest::Client,
+    item: db::alerts::Due,
+    in_flight: InFlight,
+) {
+    let sent = client
+        .post(&item.webhook)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(as_sent(&item.body, state.config.public_url.as_deref()))
+        .send()
+        .await;
+    let error = match sent {
+        Ok(answer) if answer.status().is_success() => None,
+        Ok(answer) => Some(format!("the webhook answered {}", answer.status())),
+        Err(e) if e.is_timeout() => Some(format!(
+            "the webhook did not answer within {} s",
+            state.config.alert_timeout.as_secs()
+        )),
+        Err(e) => Some(format!(
+            "the webhook cannot be reached: {}",
+            error_chain(&e)
+        )),
+    };
+    let writing = state.clone();
+    let id = item.id;
+    let written = tokio::task::spawn_blocking(move || {
+        let now = crate::timestamp::Timestamp::now();
+        writing.db.write(|tx| {
+            match &error {
+                None => db::alerts::delivered(tx, &item, now.as_str())?,
+                Some(error) => {
+                    let next = (item.attempts + 1 < MAX_ATTEMPTS).then(|| {
+                        crate::rollout::now_ns()
+                            + backoff(item.attempts).as_nanos().min(i64::MAX as u128) as i64
+                    });
+                    tracing::warn!(webhook = %item.webhook, error = %error, attempt = item.attempts + 1, "alert delivery failed");
+                    db::alerts::failed(tx, &item, error, now.as_str(), next)?
+                }
+            }
+            Ok(())
+        })
+    })
+    .await;
+    if let Ok(Err(e)) = written {
+        tracing::warn!(error = %e.message, "recording an alert delivery failed");
+    }
+    in_flight.lock().expect("not poisoned").remove(&id);
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_parse_once_each_and_a_wrong_one_is_named() {
+        assert_eq!(
+            parse_events("failed, drifted,failed").unwrap(),
+            [Event::Failed, Event::Drifted]
+        );
+        assert!(parse_events("failed,late").unwrap_err().contains("`late`"));
+        assert!(parse_events("").is_err());
+        assert!(check_webhook("https://hooks.example/x").is_ok());
+        assert!(check_webhook("ftp://x").is_err());
+        assert_eq!(backoff(0), Duration::from_secs(1));
+        assert_eq!(backoff(3), Duration::from_secs(8));
+        assert_eq!(backoff(30), Duration::from_secs(900));
+    }
+
+    #[test]
+    fn an_event_says_what_happened_in_text_slack_reads() {
+        let body = Body {
+            event: Event::Failed,
+            customer: "globex",
+            stack: Some("data-plane"),
+            version: Some("2.0.0".into()),
+            receipt: Some("r1"),
+            at: "2026-12-02T10:00:00Z",
+            reason: Some("`aws_eks_node_group.gpu`: <Insufficient> & more".into()),
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&as_sent(&body.to_json(), Some("https://registry.example/")))
+                .unwrap();
+        assert_eq!(json["event"], "failed");
+        assert_eq!(
+            json["text"],
+            "globex: data-plane 2.0.0 failed: `aws_eks_node_group.gpu`: &lt;Insufficient&gt; &amp; more (<https://registry.example/ui/customers/globex|details>)"
+        );
+        assert_eq!(json["url"], "https://registry.example/ui/customers/globex");
+    }
+}
