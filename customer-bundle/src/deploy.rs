@@ -18,7 +18,7 @@ use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
 use super::error::{io, Error, Result};
 use super::files;
 use super::home::Home;
-use super::home::OnFailure;
+use super::home::{OnFailure, SecretsInState};
 use super::inputs;
 use super::ledger::Note;
 use super::ledger::{Deployment, Ledger, StartedRun};
@@ -26,6 +26,7 @@ use super::lock::StackLock;
 use super::policy::{self, Verdict};
 use super::receipts;
 use super::review;
+use super::secrets_in_state;
 use super::smoke;
 use super::store;
 use super::unpack;
@@ -129,6 +130,8 @@ struct Resolved {
 struct Found {
     verdict: Verdict,
     smoke: Vec<smoke::Failure>,
+    /// Sensitive inputs' values the state holds after the apply.
+    secrets: Vec<secrets_in_state::Found>,
 }
 
 impl Found {
@@ -154,6 +157,12 @@ impl Found {
                 rule: f.check.clone(),
                 address: None,
                 message: f.message.clone(),
+            }))
+            .chain(self.secrets.iter().map(|f| Note {
+                kind: "secret-in-state".into(),
+                rule: f.input.clone(),
+                address: Some(f.address.clone()),
+                message: secrets_in_state::describe(f),
             }))
             .collect()
     }
@@ -263,6 +272,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     let bundle = verify(home, stack, version, ui)?;
     let parsed = read_inputs(home, &bundle, &resolved.inputs)?;
     let text = parsed.to_engine_json();
+    let secrets = secrets_in_state::sensitive_values(&parsed, &bundle.config.interface);
     let key = receipts::installation_key(&home.key_path())?;
     let inputs_hash = inputs::inputs_hash(&parsed, &receipts::inputs_secret(&key));
     let reviewed = match &request.options.reviewed {
@@ -279,6 +289,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             home,
             bundle: &bundle,
             inputs_text: &text,
+            secrets: &secrets,
             request: &request,
             ledger: &ledger,
             lock_fd: lock.raw_fd(),
@@ -316,12 +327,17 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
         Ok(Step::Done(outcome, outputs)) => {
             // An apply the engine finished changed what runs, even when its smoke
             // checks failed: it is recorded as deployed, and as `failed`.
-            receipt.outcome = if found.smoke.is_empty() {
+            let secrets_denied = !found.secrets.is_empty()
+                && home.config.policy.secrets_in_state == SecretsInState::Deny;
+            receipt.outcome = if found.smoke.is_empty() && !secrets_denied {
                 outcome
             } else {
                 Outcome::Failed
             };
             let signed = ending.record_success(receipt)?;
+            if secrets_denied {
+                return Err(secrets_in_state::refusal(&found.secrets, &signed.receipt));
+            }
             Ok(Report {
                 receipt: signed,
                 plan,
@@ -603,6 +619,8 @@ struct Context<'a> {
     home: &'a Home,
     bundle: &'a VerifiedBundle,
     inputs_text: &'a str,
+    /// The sensitive inputs' values, looked for in the state after an apply.
+    secrets: &'a [(String, String)],
     request: &'a Request,
     ledger: &'a Ledger,
     lock_fd: std::os::fd::RawFd,
@@ -829,6 +847,14 @@ fn plan_and_apply(
         Target::Destroy => None,
         _ => Some(engine.outputs(dir)?),
     };
+    if outputs.is_some() {
+        found.secrets = secrets_in_state::find(&engine.show_state(dir)?, context.secrets);
+        if context.home.config.policy.secrets_in_state == SecretsInState::Warn {
+            for f in &found.secrets {
+                (ui.status)(&format!("warning: {}", secrets_in_state::describe(f)));
+            }
+        }
+    }
     if let (Target::Apply { .. }, Some(outputs)) = (&request.target, &outputs) {
         found.smoke = smoke_checks(engine, dir, outputs, ui)?;
     }

@@ -20,6 +20,7 @@
 //! - [`pull`]: a bundle from a registry into the store, verified first.
 //! - [`policy`]: Rego policies (vendor's and customer's) on every plan.
 //! - [`review`]: reviewed plans, signed by the installation key.
+//! - [`secrets_in_state`]: the values of sensitive inputs looked for in the state after an apply.
 //! - [`smoke`]: `check` blocks and output assertions after an apply.
 //! - [`release`]: releases: import, plan, apply, rollback and destroy of many stacks.
 //! - [`module_sources`]: module code only from the bundle, checked before `init`.
@@ -41,6 +42,7 @@ pub mod pull;
 pub mod receipts;
 pub mod release;
 pub mod review;
+pub mod secrets_in_state;
 pub mod smoke;
 pub mod state_bucket;
 pub mod store;

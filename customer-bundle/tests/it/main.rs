@@ -20,6 +20,7 @@ mod receipt_changes;
 mod registry;
 mod releases;
 mod reviewed_plans;
+mod secrets_in_state;
 mod smoke_rollback;
 mod state_in_bucket;
 mod sync;
