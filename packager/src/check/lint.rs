@@ -20,6 +20,8 @@
 //!   stack or module whose `required_version` only allows engines with ephemeral
 //!   inputs (Terraform >= 1.10, OpenTofu >= 1.11), could be `ephemeral = true` and so
 //!   stay out of plans and state.
+//! - `sensitive-input-stored` (warning, [`super::stored_secrets`]): a sensitive
+//!   input given to an argument the provider stores in the state.
 //!
 //! An inline ignore applies to its own line and the line after it.
 
@@ -73,7 +75,7 @@ impl LintOptions {
     }
 }
 
-fn lint_finding(
+pub(super) fn lint_finding(
     rule: Lint,
     item: impl Into<String>,
     file: &str,
@@ -135,6 +137,7 @@ pub fn lint_with(
             .then(|| stack_engine(repo_root, dir))
             .flatten();
         could_be_ephemeral(dir, &module, engine, &texts, &mut findings);
+        super::stored_secrets::stored_secrets(dir, &module, &texts, &mut findings);
     }
     let mut kept = options.rules.apply(apply_ignores(&texts, findings));
     kept.sort_by(|a, b| (&a.file, a.line, &a.rule).cmp(&(&b.file, b.line, &b.rule)));
@@ -266,16 +269,16 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
 }
 
 /// Line numbers of byte offsets in one text.
-struct Lines(Vec<usize>);
+pub(super) struct Lines(Vec<usize>);
 
 impl Lines {
-    fn new(text: &str) -> Lines {
+    pub(super) fn new(text: &str) -> Lines {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         Lines(starts)
     }
 
-    fn of(&self, span: Option<std::ops::Range<usize>>) -> usize {
+    pub(super) fn of(&self, span: Option<std::ops::Range<usize>>) -> usize {
         span.map_or(0, |s| match self.0.binary_search(&s.start) {
             Ok(i) => i + 1,
             Err(i) => i,

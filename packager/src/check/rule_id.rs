@@ -46,6 +46,7 @@ rule_family! {
         IgnoreWithoutReason => "ignore-without-reason",
         ControllerOwnedField => "controller-owned-field",
         SensitiveInputNotEphemeral => "sensitive-input-not-ephemeral",
+        SensitiveInputStored => "sensitive-input-stored",
     }
 }
 
