@@ -505,6 +505,7 @@ fn new_receipt(
         changes: Vec::new(),
         changes_digest: None,
         drifted: Vec::new(),
+        preflight: Vec::new(),
     }
 }
 
@@ -660,6 +661,7 @@ fn execute(
     } = context;
     let mut engine = Engine::locate(home, ui.verbose)?;
     engine.inherit_fds.push(lock_fd);
+    engine.transcript = super::support_bundle::transcript_for(home, &receipt.id);
     engine.input_variables = bundle
         .config
         .interface

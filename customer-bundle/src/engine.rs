@@ -47,6 +47,9 @@ pub struct Engine {
     pub log: Option<PathBuf>,
     /// The stack it works on, for messages.
     pub stack: Option<String>,
+    /// A file every line of the engine's output is also appended to (a run's
+    /// transcript, kept for the support bundle when the run fails).
+    pub transcript: Option<PathBuf>,
 }
 
 /// The variable `--engine-log` sets; the engine itself never sees it (its
@@ -58,12 +61,26 @@ pub const ENGINE_LOG_VARIABLE: &str = "STACKPACK_ENGINE_LOG";
 #[derive(Clone)]
 struct Relay {
     log: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
+    transcript: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
     /// After the engine's first `Error`: shown on stderr too, even with a log.
     in_error: bool,
 }
 
 impl Relay {
-    fn open(path: Option<&Path>) -> Result<Relay> {
+    fn open(path: Option<&Path>, transcript: Option<&Path>) -> Result<Relay> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A transcript that cannot be opened costs the support bundle its engine
+        // output, never the run.
+        let transcript = transcript
+            .and_then(|path| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(path)
+                    .ok()
+            })
+            .map(|file| std::sync::Arc::new(std::sync::Mutex::new(file)));
         let log = match path {
             None => None,
             Some(path) => {
@@ -85,12 +102,17 @@ impl Relay {
         };
         Ok(Relay {
             log,
+            transcript,
             in_error: false,
         })
     }
 
     /// Relays one line (without its newline).
     fn line(&mut self, line: &str) {
+        if let Some(Ok(mut file)) = self.transcript.as_ref().map(|t| t.lock()) {
+            use std::io::Write;
+            let _ = writeln!(file, "{line}");
+        }
         let Some(log) = &self.log else {
             eprintln!("{line}");
             return;
@@ -203,6 +225,7 @@ impl Engine {
             verbose,
             input_variables: Vec::new(),
             stack: None,
+            transcript: None,
             log: std::env::var_os(ENGINE_LOG_VARIABLE)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
@@ -308,7 +331,7 @@ impl Engine {
     /// is passed on as one SIGINT to the engine's group, the engine is waited for,
     /// and the run fails as interrupted.
     pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
-        let relay = Relay::open(self.log.as_deref())?;
+        let relay = Relay::open(self.log.as_deref(), self.transcript.as_deref())?;
         let _signals = super::interrupt::Guard::install();
         let mut command = self.command(dir);
         command
@@ -822,6 +845,7 @@ mod tests {
             input_variables: Vec::new(),
             log: None,
             stack: None,
+            transcript: None,
         }
     }
 

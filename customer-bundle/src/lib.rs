@@ -26,6 +26,7 @@
 //! - [`module_sources`]: module code only from the bundle, checked before `init`.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
 //! - [`sync`]: `sync`, `pending` and `approve`: reconcile to an assignment, with an approval policy.
+//! - [`support_bundle`]: what support needs from this home, secrets left out.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
 pub mod deploy;
@@ -46,6 +47,7 @@ pub mod secrets_in_state;
 pub mod smoke;
 pub mod state_bucket;
 pub mod store;
+pub mod support_bundle;
 pub mod sync;
 pub mod unlock;
 pub mod unpack;

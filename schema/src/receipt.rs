@@ -198,6 +198,10 @@ pub struct Receipt {
     /// wrong forecast.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drifted: Vec<String>,
+    /// What preflight checked of the account before this plan (quotas, instance
+    /// types, network ranges); absent when it did not run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<crate::preflight::PreflightCheck>,
 }
 
 /// The most resource changes a receipt lists; the digest covers them all.
@@ -333,6 +337,7 @@ mod tests {
             changes: Vec::new(),
             changes_digest: None,
             drifted: Vec::new(),
+            preflight: Vec::new(),
         }
     }
 

@@ -23,6 +23,7 @@ mod reviewed_plans;
 mod secrets_in_state;
 mod smoke_rollback;
 mod state_in_bucket;
+mod support_bundle;
 mod sync;
 mod tamper;
 mod validation_agrees_with_terraform;

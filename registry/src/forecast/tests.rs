@@ -96,6 +96,7 @@ fn receipt(customer: &str, id: &str, changes: Vec<PlannedChange>) -> Receipt {
         changes_digest: Some(plan::changes_digest(&changes)),
         changes,
         drifted: vec![],
+        preflight: vec![],
     }
 }
 

@@ -48,6 +48,7 @@ impl ReceiptBuilder {
                 changes: Vec::new(),
                 changes_digest: None,
                 drifted: Vec::new(),
+                preflight: Vec::new(),
             },
         }
     }
