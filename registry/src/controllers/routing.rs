@@ -187,6 +187,10 @@ pub fn router(state: SharedState) -> Router {
         .route("/ui/login", get(ui::login::show).post(ui::login::sign_in))
         .route("/ui/logout", get(ui::login::sign_out))
         .route("/ui/customers/{id}", get(ui::customer::show))
+        .route(
+            "/ui/customers/{id}/support-bundles/{n}",
+            get(ui::support_bundle::download),
+        )
         .route("/ui/stacks/{stack}/{version}", get(ui::stack_version::show))
         .route("/ui/releases/{name}/{version}", get(ui::release::show))
         .merge(rollout_routes())

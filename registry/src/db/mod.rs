@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod manifests;
 pub mod release_index;
 pub mod rollouts;
+pub mod support_bundles;
 pub mod tokens;
 pub mod uploads;
 
@@ -501,6 +502,21 @@ ALTER TABLE tokens ADD COLUMN name TEXT;
 CREATE UNIQUE INDEX tokens_name ON tokens(name) WHERE name IS NOT NULL;
 "#;
 
+/// Version 12: support bundles a runner wrote (`stackpack-runner support-bundle`)
+/// and an operator imported for a customer (`support-bundle import`), kept whole
+/// (capped in size) for the customer's support page to offer.
+const V12: &str = r#"
+CREATE TABLE support_bundles (
+    id INTEGER PRIMARY KEY,
+    customer TEXT NOT NULL,
+    imported_at TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    bytes BLOB NOT NULL
+);
+CREATE INDEX support_bundles_customer ON support_bundles(customer, id);
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -526,6 +542,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V9),
     |tx| tx.execute_batch(V10),
     |tx| tx.execute_batch(V11),
+    |tx| tx.execute_batch(V12),
 ];
 
 /// The schema version this build writes.

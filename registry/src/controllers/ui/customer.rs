@@ -169,6 +169,7 @@ pub async fn show(
     // Every fleet row carries whether the customer was registered by the vendor.
     let registered = running.first().is_none_or(|r| r.registered);
     let mut body = facts(&customer, registered, &keys);
+    body.push_str(&super::support_bundle::link(&state, &id));
     match state.db.read(|c| {
         Ok((
             db::rollouts::placement(c, &id)?,

@@ -13,6 +13,7 @@ pub mod release;
 pub mod rollouts;
 pub mod session;
 pub mod stack_version;
+pub mod support_bundle;
 
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
