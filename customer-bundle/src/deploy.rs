@@ -132,6 +132,8 @@ struct Found {
     smoke: Vec<smoke::Failure>,
     /// Sensitive inputs' values the state holds after the apply.
     secrets: Vec<secrets_in_state::Found>,
+    /// What preflight checked of the account on the plan.
+    preflight: Vec<stackpack_schema::preflight::PreflightCheck>,
 }
 
 impl Found {
@@ -290,6 +292,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             bundle: &bundle,
             inputs_text: &text,
             secrets: &secrets,
+            inputs: &parsed,
             request: &request,
             ledger: &ledger,
             lock_fd: lock.raw_fd(),
@@ -304,6 +307,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     );
     receipt.plan = plan.summary;
     record_changes(&mut receipt, &plan);
+    receipt.preflight = std::mem::take(&mut found.preflight);
     receipt.finished_at = receipts::now();
     let ending = Ending {
         home,
@@ -622,6 +626,8 @@ struct Context<'a> {
     inputs_text: &'a str,
     /// The sensitive inputs' values, looked for in the state after an apply.
     secrets: &'a [(String, String)],
+    /// The inputs as read (files and `TF_VAR_`), for preflight.
+    inputs: &'a inputs::Inputs,
     request: &'a Request,
     ledger: &'a Ledger,
     lock_fd: std::os::fd::RawFd,
@@ -810,6 +816,13 @@ fn plan_and_apply(
     }
     *plan = engine.show_plan(dir)?;
     if request.target.kind() != ReceiptKind::Destroy {
+        let config = &context.bundle.config;
+        found.preflight =
+            super::preflight::for_plan(config, dir, context.inputs, &plan.changes, ui.status);
+        let reference = format!("{}@{}", receipt.stack, receipt.version);
+        if let Some(refusal) = super::preflight::refusal(&reference, &found.preflight) {
+            return Err(refusal);
+        }
         found.verdict = evaluate_policies(context, run, ui, plan)?;
     }
     let reference = format!("{}@{}", receipt.stack, receipt.version);

@@ -19,6 +19,7 @@
 //! - [`providers`]: the bundle's provider packages as the engine's only source.
 //! - [`pull`]: a bundle from a registry into the store, verified first.
 //! - [`policy`]: Rego policies (vendor's and customer's) on every plan.
+//! - [`preflight`]: the account checked against what a stack needs, before an apply.
 //! - [`review`]: reviewed plans, signed by the installation key.
 //! - [`secrets_in_state`]: the values of sensitive inputs looked for in the state after an apply.
 //! - [`smoke`]: `check` blocks and output assertions after an apply.
@@ -38,6 +39,7 @@ pub mod interrupt;
 pub mod ledger;
 pub mod lock;
 pub mod module_sources;
+pub mod preflight;
 pub mod providers;
 pub mod pull;
 pub mod receipts;

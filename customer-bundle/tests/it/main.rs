@@ -13,6 +13,7 @@ mod interrupted;
 mod lifecycle;
 mod module_sources;
 mod policies;
+mod preflight;
 mod privacy;
 mod providers;
 mod pull;
