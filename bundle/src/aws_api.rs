@@ -53,20 +53,11 @@ impl AwsApi {
         credentials: AwsCredentials,
         timeout: Duration,
     ) -> Result<AwsApi, ApiError> {
-        crate::remote::tls();
-        let unreachable = |detail: String| ApiError::Unreachable {
+        let (http, runtime) = crate::s3::http_parts(timeout.min(Duration::from_secs(5)), timeout)
+            .map_err(|detail| ApiError::Unreachable {
             url: endpoint.unwrap_or("AWS").to_string(),
             detail,
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| unreachable(e.to_string()))?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .timeout(timeout)
-            .build()
-            .map_err(|e| unreachable(e.to_string()))?;
+        })?;
         Ok(AwsApi {
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
             region: region.to_string(),

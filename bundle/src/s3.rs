@@ -115,20 +115,11 @@ impl S3Client {
         region: &str,
         credentials: AwsCredentials,
     ) -> Result<S3Client, S3Error> {
-        crate::remote::tls();
-        let unreachable = |detail: String| S3Error::Unreachable {
-            url: endpoint.unwrap_or("AWS S3").to_string(),
-            detail,
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| unreachable(e.to_string()))?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| unreachable(e.to_string()))?;
+        let (http, runtime) = http_parts(Duration::from_secs(10), Duration::from_secs(60))
+            .map_err(|detail| S3Error::Unreachable {
+                url: endpoint.unwrap_or("AWS S3").to_string(),
+                detail,
+            })?;
         Ok(S3Client {
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
             region: region.to_string(),
@@ -383,6 +374,24 @@ impl S3Client {
             .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| xml_unescape(key)))
             .collect())
     }
+}
+
+/// The HTTP client and the one-thread runtime an AWS client blocks on.
+pub(crate) fn http_parts(
+    connect: Duration,
+    timeout: Duration,
+) -> Result<(reqwest::Client, tokio::runtime::Runtime), String> {
+    crate::remote::tls();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let http = reqwest::Client::builder()
+        .connect_timeout(connect)
+        .timeout(timeout)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok((http, runtime))
 }
 
 /// The five entities XML escapes, undone.

@@ -819,10 +819,7 @@ fn plan_and_apply(
         let config = &context.bundle.config;
         found.preflight =
             super::preflight::for_plan(config, dir, context.inputs, &plan.changes, ui.status);
-        let reference = format!("{}@{}", receipt.stack, receipt.version);
-        if let Some(refusal) = super::preflight::refusal(&reference, &found.preflight) {
-            return Err(refusal);
-        }
+        super::preflight::refuse_failed(receipt, &found.preflight)?;
         found.verdict = evaluate_policies(context, run, ui, plan)?;
     }
     let reference = format!("{}@{}", receipt.stack, receipt.version);
@@ -863,12 +860,9 @@ fn plan_and_apply(
         _ => Some(engine.outputs(dir)?),
     };
     if outputs.is_some() {
-        found.secrets = secrets_in_state::find(&engine.show_state(dir)?, context.secrets);
-        if context.home.config.policy.secrets_in_state == SecretsInState::Warn {
-            for f in &found.secrets {
-                (ui.status)(&format!("warning: {}", secrets_in_state::describe(f)));
-            }
-        }
+        let policy = context.home.config.policy.secrets_in_state;
+        found.secrets =
+            secrets_in_state::after_apply(engine, dir, context.secrets, policy, ui.status)?;
     }
     if let (Target::Apply { .. }, Some(outputs)) = (&request.target, &outputs) {
         found.smoke = smoke_checks(engine, dir, outputs, ui)?;

@@ -651,6 +651,18 @@ pub fn refusal(reference: &str, checks: &[PreflightCheck]) -> Option<Error> {
     Some(error)
 }
 
+/// Fails a run whose preflight found the account cannot take it.
+pub fn refuse_failed(
+    receipt: &stackpack_schema::receipt::Receipt,
+    checks: &[PreflightCheck],
+) -> super::error::Result<()> {
+    let reference = format!("{}@{}", receipt.stack, receipt.version);
+    match refusal(&reference, checks) {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
 /// One line per check, for progress output.
 pub fn describe(c: &PreflightCheck) -> String {
     format!(

@@ -159,6 +159,27 @@ pub fn describe(found: &Found) -> String {
 /// The fix a vendor makes, for the hint.
 pub const HINT: &str = "the stack stores a secret in state: ask the vendor to keep it out (a container-only resource with `lifecycle { ignore_changes = [...] }` and the value set out of band, or a write-only `*_wo` argument), or set `secrets-in-state = \"warn\"` under `[policy]` in `runner.toml` to accept it";
 
+/// After an apply: the secrets the state holds, each shown as a warning when the
+/// policy only warns (a denial is the caller's error, once the receipt is kept).
+pub fn after_apply(
+    engine: &super::engine::Engine,
+    dir: &std::path::Path,
+    secrets: &[(String, String)],
+    policy: super::home::SecretsInState,
+    status: &dyn Fn(&str),
+) -> super::error::Result<Vec<Found>> {
+    if secrets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let found = find(&engine.show_state(dir)?, secrets);
+    if policy == super::home::SecretsInState::Warn {
+        for f in &found {
+            status(&format!("warning: {}", describe(f)));
+        }
+    }
+    Ok(found)
+}
+
 /// The error of an apply denied for the secrets it left in the state: the receipt
 /// is recorded (`failed`), each place named.
 pub fn refusal(found: &[Found], receipt: &Receipt) -> Error {

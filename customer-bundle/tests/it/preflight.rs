@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::common::release::ReleaseVendor;
-use crate::common::{example_dir, git, Run, Runner, Vendor};
+use crate::common::{example_dir, Run, Runner, Vendor};
 
 /// Makes VPCs in the emulated account until `total` are in use (moto's own default
 /// VPC counts), the first with `first_cidr`; returns their ids.
@@ -51,12 +51,7 @@ fn a_plan_past_the_vpc_quota_or_onto_an_existing_range_fails_with_both_numbers_a
     let built = vendor.build();
     let version = &built.iter().find(|(s, _)| s == "network").unwrap().1;
     let runner = Runner::new("globex");
-    runner
-        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
-        .ok();
-    runner
-        .run(&["import", vendor.layout().to_str().unwrap()])
-        .ok();
+    runner.trust_and_import(&vendor.public_key, &vendor.layout());
     let reference = format!("network@{version}");
     let inputs = example_dir().join("customers/globex/network.tfvars");
     // The account is at its quota of 5 VPCs, one of them on globex's range.
@@ -139,25 +134,15 @@ resource "terraform_data" "pool" {
 #[test]
 fn preflight_alone_checks_instance_types_per_zone_and_an_api_that_does_not_answer_is_not_checked() {
     let vendor = ReleaseVendor::new();
-    let folder = vendor.dir.join("stacks/pool");
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("stack.toml"),
+    vendor.add_stack(
+        "pool",
         "description = \"pool\"\nengine = \"terraform\"\n\n[preflight]\ninternet-gateways = 1\n",
-    )
-    .unwrap();
-    std::fs::write(folder.join("main.tf"), POOL).unwrap();
-    git(&vendor.dir, &["add", "-A"]);
-    git(&vendor.dir, &["commit", "-q", "-m", "pool"]);
+        POOL,
+    );
     let version = vendor.build_version_of("pool");
     let runner = Runner::new("globex");
     runner.moto();
-    runner
-        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
-        .ok();
-    runner
-        .run(&["import", vendor.layout_dir().to_str().unwrap()])
-        .ok();
+    runner.trust_and_import(&vendor.public_key, &vendor.layout_dir());
     let reference = format!("pool@{version}");
     let inputs = |instance_type: &str| {
         let path = runner.temp.path().join(format!("{instance_type}.tfvars"));

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use crate::common::release::ReleaseVendor;
-use crate::common::{git, Run, Runner};
+use crate::common::{Run, Runner};
 
 /// A stack that stores one sensitive input from the inputs file and one from the
 /// environment, and keeps a third (shorter than the threshold) too.
@@ -49,32 +49,14 @@ pub const API_TOKEN: &str = "tok-9f8e7d6c5b4a3210";
 /// inputs file (the password and the pin; the token comes from `TF_VAR_api_token`).
 pub fn vault_runner() -> (Runner, String, PathBuf) {
     let vendor = ReleaseVendor::new();
-    let folder = vendor.dir.join("stacks/vault");
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(
-        folder.join("stack.toml"),
+    vendor.add_stack(
+        "vault",
         "description = \"vault\"\nengine = \"terraform\"\n",
-    )
-    .unwrap();
-    std::fs::write(folder.join("main.tf"), VAULT).unwrap();
-    git(&vendor.dir, &["add", "-A"]);
-    git(&vendor.dir, &["commit", "-q", "-m", "vault"]);
+        VAULT,
+    );
     let version = vendor.build_version_of("vault");
     let runner = Runner::new("globex");
-    runner
-        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
-        .ok();
-    let tar = vendor.temp.path().join("stacks.tar");
-    let status = std::process::Command::new("tar")
-        .arg("-cf")
-        .arg(&tar)
-        .arg("-C")
-        .arg(vendor.layout_dir())
-        .arg(".")
-        .status()
-        .unwrap();
-    assert!(status.success());
-    runner.run(&["import", tar.to_str().unwrap()]).ok();
+    runner.trust_and_import(&vendor.public_key, &vendor.layout_dir());
     let inputs = runner.temp.path().join("vault.tfvars");
     std::fs::write(
         &inputs,

@@ -75,7 +75,7 @@ impl LintOptions {
     }
 }
 
-pub(super) fn lint_finding(
+fn lint_finding(
     rule: Lint,
     item: impl Into<String>,
     file: &str,
@@ -269,16 +269,16 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
 }
 
 /// Line numbers of byte offsets in one text.
-pub(super) struct Lines(Vec<usize>);
+struct Lines(Vec<usize>);
 
 impl Lines {
-    pub(super) fn new(text: &str) -> Lines {
+    fn new(text: &str) -> Lines {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         Lines(starts)
     }
 
-    pub(super) fn of(&self, span: Option<std::ops::Range<usize>>) -> usize {
+    fn of(&self, span: Option<std::ops::Range<usize>>) -> usize {
         span.map_or(0, |s| match self.0.binary_search(&s.start) {
             Ok(i) => i + 1,
             Err(i) => i,

@@ -11,7 +11,6 @@ use hcl_edit::structure::Body;
 use hcl_edit::Span;
 use stackpack_interface::ModuleInterface;
 
-use super::lint::{lint_finding, Lines};
 use super::{Finding, Lint, Severity};
 
 /// Arguments the provider stores in the state, by resource type: a curated list of
@@ -74,8 +73,14 @@ pub fn stored_secrets(
     }
 }
 
+/// The 1-based line of a span's start in `text`.
+fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> usize {
+    span.map_or(0, |s| {
+        text[..s.start.min(text.len())].matches('\n').count() + 1
+    })
+}
+
 fn in_file(rel: &str, text: &str, body: &Body, sensitive: &[&str], out: &mut Vec<Finding>) {
-    let lines = Lines::new(text);
     for block in body.blocks().filter(|b| b.ident.as_str() == "resource") {
         let labels: Vec<&str> = block.labels.iter().map(|l| l.as_str()).collect();
         let [kind, name] = labels[..] else {
@@ -95,16 +100,15 @@ fn in_file(rel: &str, text: &str, body: &Body, sensitive: &[&str], out: &mut Vec
                     None => "a write-only `*_wo` argument, once the provider offers one".to_string(),
                 };
                 out.push(Finding {
+                    rule: Lint::SensitiveInputStored.into(),
+                    item: format!("{kind}.{name}.{argument}"),
+                    file: rel.to_string(),
+                    line: line_of(text, attr.span()),
+                    bump: None,
                     severity: Severity::Warning,
-                    ..lint_finding(
-                        Lint::SensitiveInputStored,
-                        format!("{kind}.{name}.{argument}"),
-                        rel,
-                        lines.of(attr.span()),
-                        format!(
-                            "sensitive input `{input}` is given to `{kind}.{name}.{argument}`, which the provider stores in the state in plain text (the runner refuses such an apply by default); keep it out with a container-only resource whose value is set out of band (`lifecycle {{ ignore_changes = [{argument}] }}` and no value from the stack), or with {write_only}"
-                        ),
-                    )
+                    message: format!(
+                        "sensitive input `{input}` is given to `{kind}.{name}.{argument}`, which the provider stores in the state in plain text (the runner refuses such an apply by default); keep it out with a container-only resource whose value is set out of band (`lifecycle {{ ignore_changes = [{argument}] }}` and no value from the stack), or with {write_only}"
+                    ),
                 });
             }
         }
