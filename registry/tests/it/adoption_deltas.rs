@@ -195,7 +195,8 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
-                "DROP INDEX tokens_name;
+                "DROP TABLE support_bundles;
+                 DROP INDEX tokens_name;
                  ALTER TABLE tokens DROP COLUMN name;
                  DROP TABLE forecast_misses;
                  DROP TABLE forecast_customers;
