@@ -34,6 +34,7 @@
 //! Verification always streams: memory does not grow with the size of a bundle.
 
 pub mod archive;
+pub mod aws_api;
 pub mod channel;
 pub mod engine_env;
 pub mod error;

@@ -115,20 +115,11 @@ impl S3Client {
         region: &str,
         credentials: AwsCredentials,
     ) -> Result<S3Client, S3Error> {
-        crate::remote::tls();
-        let unreachable = |detail: String| S3Error::Unreachable {
-            url: endpoint.unwrap_or("AWS S3").to_string(),
-            detail,
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| unreachable(e.to_string()))?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|e| unreachable(e.to_string()))?;
+        let (http, runtime) = http_parts(Duration::from_secs(10), Duration::from_secs(60))
+            .map_err(|detail| S3Error::Unreachable {
+                url: endpoint.unwrap_or("AWS S3").to_string(),
+                detail,
+            })?;
         Ok(S3Client {
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
             region: region.to_string(),
@@ -174,6 +165,8 @@ impl S3Client {
         let (scheme, host, path) = self.address(bucket, key);
         let now = time::OffsetDateTime::now_utc();
         let signed = sign_v4(&SigningInput {
+            service: "s3",
+            extra_headers: &[],
             method: method.as_str(),
             host: &host,
             path: &path,
@@ -383,8 +376,26 @@ impl S3Client {
     }
 }
 
+/// The HTTP client and the one-thread runtime an AWS client blocks on.
+pub(crate) fn http_parts(
+    connect: Duration,
+    timeout: Duration,
+) -> Result<(reqwest::Client, tokio::runtime::Runtime), String> {
+    crate::remote::tls();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let http = reqwest::Client::builder()
+        .connect_timeout(connect)
+        .timeout(timeout)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok((http, runtime))
+}
+
 /// The five entities XML escapes, undone.
-fn xml_unescape(text: &str) -> String {
+pub(crate) fn xml_unescape(text: &str) -> String {
     text.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
@@ -396,26 +407,31 @@ const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
 
 /// The text of the first `<tag>…</tag>` in an S3 XML answer (these answers are flat
 /// enough that a reader of one element is all they need).
-fn tag_text(xml: &str, tag: &str) -> Option<String> {
+pub(crate) fn tag_text(xml: &str, tag: &str) -> Option<String> {
     let open = format!("<{tag}>");
     let start = xml.find(&open)? + open.len();
     let end = xml[start..].find(&format!("</{tag}>"))? + start;
     Some(xml[start..end].trim().to_string())
 }
 
-struct SigningInput<'a> {
-    method: &'a str,
-    host: &'a str,
-    path: &'a str,
-    query: &'a str,
-    body: &'a [u8],
-    region: &'a str,
-    credentials: &'a AwsCredentials,
-    now: time::OffsetDateTime,
+pub(crate) struct SigningInput<'a> {
+    pub service: &'a str,
+    /// Headers signed beside `host` and the `x-amz-*` ones (`content-type`,
+    /// `x-amz-target`), lower-case names.
+    pub extra_headers: &'a [(&'static str, String)],
+    pub method: &'a str,
+    pub host: &'a str,
+    pub path: &'a str,
+    pub query: &'a str,
+    pub body: &'a [u8],
+    pub region: &'a str,
+    pub credentials: &'a AwsCredentials,
+    pub now: time::OffsetDateTime,
 }
 
-/// The headers of an AWS Signature Version 4 request for service `s3`.
-fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
+/// The headers of an AWS Signature Version 4 request (any service: `s3`, `ec2`,
+/// `servicequotas`); the extra headers are signed and returned too.
+pub(crate) fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
     let now = input.now;
     let date = format!(
         "{:04}{:02}{:02}",
@@ -444,6 +460,8 @@ fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
     if let Some(token) = &input.credentials.session_token {
         headers.push(("x-amz-security-token", token.clone()));
     }
+    headers.extend(input.extra_headers.iter().cloned());
+    headers.sort_by_key(|(name, _)| *name);
     let canonical_headers: String = headers.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
     let signed_headers = headers
         .iter()
@@ -454,7 +472,7 @@ fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
         "{}\n{}\n{query}\n{canonical_headers}\n{signed_headers}\n{payload}",
         input.method, input.path
     );
-    let scope = format!("{date}/{}/s3/aws4_request", input.region);
+    let scope = format!("{date}/{}/{}/aws4_request", input.region, input.service);
     let to_sign = format!(
         "AWS4-HMAC-SHA256\n{stamp}\n{scope}\n{}",
         hex::encode(Sha256::digest(canonical.as_bytes()))
@@ -463,7 +481,7 @@ fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
         format!("AWS4{}", input.credentials.secret_access_key).as_bytes(),
         date.as_bytes(),
     );
-    for part in [input.region, "s3", "aws4_request"] {
+    for part in [input.region, input.service, "aws4_request"] {
         key = hmac_sha256(&key, part.as_bytes());
     }
     let signature = hex::encode(hmac_sha256(&key, to_sign.as_bytes()));
@@ -490,6 +508,8 @@ mod tests {
             session_token: None,
         };
         let headers = sign_v4(&SigningInput {
+            service: "s3",
+            extra_headers: &[],
             method: "GET",
             host: "examplebucket.s3.amazonaws.com",
             path: "/",

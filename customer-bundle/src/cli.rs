@@ -69,6 +69,17 @@ pub enum Command {
     /// Break a stuck state lock: shows who holds it, refuses while that run is alive
     /// here, and unlocks through the engine once the lock's id is typed or given.
     Unlock(UnlockArgs),
+    /// Write what the vendor's support needs into one tar.gz: status, receipts, the
+    /// ledger's recent rows, the last failed run's engine output, engine and
+    /// provider versions, preflight results, the state's resource addresses (no
+    /// values) and `runner.toml` with secrets removed. No input value, environment
+    /// or state attribute goes in.
+    SupportBundle(SupportBundleArgs),
+    /// Check the account against what a stack needs (VPC, NAT and Internet gateway
+    /// quotas, instance types per zone, the network range against existing VPCs),
+    /// without planning. Exit 1 when a check failed; a check whose API did not
+    /// answer is `not-checked`.
+    Preflight(PreflightArgs),
     /// Send receipts the registry has not acknowledged yet.
     Report(ReportArgs),
     /// Work with receipts.
@@ -459,6 +470,30 @@ pub struct UnlockArgs {
     /// the id is asked for on the terminal.
     #[arg(long, value_name = "ID")]
     pub lock_id: Option<String>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct SupportBundleArgs {
+    /// The file to write (a tar.gz, mode 0600; replaced atomically).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct PreflightArgs {
+    /// `STACK@VERSION`, in the store.
+    pub reference: String,
+    /// Inputs files (`.tfvars` or `.tfvars.json`); later files win.
+    #[arg(long = "inputs", value_name = "FILE")]
+    pub inputs: Vec<PathBuf>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

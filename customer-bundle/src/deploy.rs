@@ -18,7 +18,7 @@ use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
 use super::error::{io, Error, Result};
 use super::files;
 use super::home::Home;
-use super::home::OnFailure;
+use super::home::{OnFailure, SecretsInState};
 use super::inputs;
 use super::ledger::Note;
 use super::ledger::{Deployment, Ledger, StartedRun};
@@ -26,6 +26,7 @@ use super::lock::StackLock;
 use super::policy::{self, Verdict};
 use super::receipts;
 use super::review;
+use super::secrets_in_state;
 use super::smoke;
 use super::store;
 use super::unpack;
@@ -129,6 +130,10 @@ struct Resolved {
 struct Found {
     verdict: Verdict,
     smoke: Vec<smoke::Failure>,
+    /// Sensitive inputs' values the state holds after the apply.
+    secrets: Vec<secrets_in_state::Found>,
+    /// What preflight checked of the account on the plan.
+    preflight: Vec<stackpack_schema::preflight::PreflightCheck>,
 }
 
 impl Found {
@@ -154,6 +159,12 @@ impl Found {
                 rule: f.check.clone(),
                 address: None,
                 message: f.message.clone(),
+            }))
+            .chain(self.secrets.iter().map(|f| Note {
+                kind: "secret-in-state".into(),
+                rule: f.input.clone(),
+                address: Some(f.address.clone()),
+                message: secrets_in_state::describe(f),
             }))
             .collect()
     }
@@ -263,6 +274,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     let bundle = verify(home, stack, version, ui)?;
     let parsed = read_inputs(home, &bundle, &resolved.inputs)?;
     let text = parsed.to_engine_json();
+    let secrets = secrets_in_state::sensitive_values(&parsed, &bundle.config.interface);
     let key = receipts::installation_key(&home.key_path())?;
     let inputs_hash = inputs::inputs_hash(&parsed, &receipts::inputs_secret(&key));
     let reviewed = match &request.options.reviewed {
@@ -279,6 +291,8 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             home,
             bundle: &bundle,
             inputs_text: &text,
+            secrets: &secrets,
+            inputs: &parsed,
             request: &request,
             ledger: &ledger,
             lock_fd: lock.raw_fd(),
@@ -293,6 +307,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     );
     receipt.plan = plan.summary;
     record_changes(&mut receipt, &plan);
+    receipt.preflight = std::mem::take(&mut found.preflight);
     receipt.finished_at = receipts::now();
     let ending = Ending {
         home,
@@ -316,12 +331,17 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
         Ok(Step::Done(outcome, outputs)) => {
             // An apply the engine finished changed what runs, even when its smoke
             // checks failed: it is recorded as deployed, and as `failed`.
-            receipt.outcome = if found.smoke.is_empty() {
+            let secrets_denied = !found.secrets.is_empty()
+                && home.config.policy.secrets_in_state == SecretsInState::Deny;
+            receipt.outcome = if found.smoke.is_empty() && !secrets_denied {
                 outcome
             } else {
                 Outcome::Failed
             };
             let signed = ending.record_success(receipt)?;
+            if secrets_denied {
+                return Err(secrets_in_state::refusal(&found.secrets, &signed.receipt));
+            }
             Ok(Report {
                 receipt: signed,
                 plan,
@@ -497,6 +517,7 @@ fn new_receipt(
             providers: Vec::new(),
         }),
         drifted: Vec::new(),
+        preflight: Vec::new(),
     }
 }
 
@@ -630,6 +651,10 @@ struct Context<'a> {
     home: &'a Home,
     bundle: &'a VerifiedBundle,
     inputs_text: &'a str,
+    /// The sensitive inputs' values, looked for in the state after an apply.
+    secrets: &'a [(String, String)],
+    /// The inputs as read (files and `TF_VAR_`), for preflight.
+    inputs: &'a inputs::Inputs,
     request: &'a Request,
     ledger: &'a Ledger,
     lock_fd: std::os::fd::RawFd,
@@ -669,6 +694,7 @@ fn execute(
     } = context;
     let mut engine = Engine::locate(home, ui.verbose)?;
     engine.inherit_fds.push(lock_fd);
+    engine.transcript = super::support_bundle::transcript_for(home, &receipt.id);
     engine.input_variables = bundle
         .config
         .interface
@@ -832,6 +858,10 @@ fn plan_and_apply(
     }
     *plan = engine.show_plan(dir)?;
     if request.target.kind() != ReceiptKind::Destroy {
+        let config = &context.bundle.config;
+        found.preflight =
+            super::preflight::for_plan(config, dir, context.inputs, &plan.changes, ui.status);
+        super::preflight::refuse_failed(receipt, &found.preflight)?;
         found.verdict = evaluate_policies(context, run, ui, plan)?;
     }
     let reference = format!("{}@{}", receipt.stack, receipt.version);
@@ -871,6 +901,11 @@ fn plan_and_apply(
         Target::Destroy => None,
         _ => Some(engine.outputs(dir)?),
     };
+    if outputs.is_some() {
+        let policy = context.home.config.policy.secrets_in_state;
+        found.secrets =
+            secrets_in_state::after_apply(engine, dir, context.secrets, policy, ui.status)?;
+    }
     if let (Target::Apply { .. }, Some(outputs)) = (&request.target, &outputs) {
         found.smoke = smoke_checks(engine, dir, outputs, ui)?;
     }

@@ -54,6 +54,9 @@ pub struct Engine {
     /// The error stream from the first `Error` on (at most [`ERROR_LINES`] lines)
     /// of the last run that printed one: what a failed receipt says the engine said.
     pub errors: std::sync::Arc<std::sync::Mutex<String>>,
+    /// A file every line of the engine's output is also appended to (a run's
+    /// transcript, kept for the support bundle when the run fails).
+    pub transcript: Option<PathBuf>,
 }
 
 /// Lines of an engine's error kept for the receipt; its summary and resource come
@@ -69,13 +72,27 @@ pub const ENGINE_LOG_VARIABLE: &str = "STACKPACK_ENGINE_LOG";
 #[derive(Clone)]
 struct Relay {
     log: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
+    transcript: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
     /// After the engine's first `Error`: shown on stderr too, even with a log.
     in_error: bool,
     secrets: Secrets,
 }
 
 impl Relay {
-    fn open(path: Option<&Path>, secrets: &Secrets) -> Result<Relay> {
+    fn open(path: Option<&Path>, secrets: &Secrets, transcript: Option<&Path>) -> Result<Relay> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A transcript that cannot be opened costs the support bundle its engine
+        // output, never the run.
+        let transcript = transcript
+            .and_then(|path| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .mode(0o600)
+                    .open(path)
+                    .ok()
+            })
+            .map(|file| std::sync::Arc::new(std::sync::Mutex::new(file)));
         let log = match path {
             None => None,
             Some(path) => {
@@ -97,6 +114,7 @@ impl Relay {
         };
         Ok(Relay {
             log,
+            transcript,
             in_error: false,
             secrets: secrets.clone(),
         })
@@ -105,6 +123,10 @@ impl Relay {
     /// Relays one line (without its newline), each secret replaced.
     fn line(&mut self, line: &str) {
         let line = &self.secrets.redact(line);
+        if let Some(Ok(mut file)) = self.transcript.as_ref().map(|t| t.lock()) {
+            use std::io::Write;
+            let _ = writeln!(file, "{line}");
+        }
         let Some(log) = &self.log else {
             eprintln!("{line}");
             return;
@@ -249,6 +271,7 @@ impl Engine {
             input_variables: Vec::new(),
             stack: None,
             secrets: Secrets::default(),
+            transcript: None,
             log: std::env::var_os(ENGINE_LOG_VARIABLE)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
@@ -355,7 +378,11 @@ impl Engine {
     /// is passed on as one SIGINT to the engine's group, the engine is waited for,
     /// and the run fails as interrupted.
     pub fn run(&self, dir: &Path, args: &[String], quiet: bool) -> Result<RunOutput> {
-        let relay = Relay::open(self.log.as_deref(), &self.secrets)?;
+        let relay = Relay::open(
+            self.log.as_deref(),
+            &self.secrets,
+            self.transcript.as_deref(),
+        )?;
         let _signals = super::interrupt::Guard::install();
         let mut command = self.command(dir);
         command
@@ -911,6 +938,7 @@ mod tests {
             stack: None,
             secrets: Secrets::default(),
             errors: Default::default(),
+            transcript: None,
         }
     }
 

@@ -287,6 +287,25 @@ pub struct Policy {
     /// the repository it was signed for.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mirrors: BTreeMap<String, String>,
+    /// What to do when an apply left the value of a sensitive input in the state:
+    /// `deny` (the default: the run fails) or `warn`.
+    #[serde(default, skip_serializing_if = "SecretsInState::is_deny")]
+    pub secrets_in_state: SecretsInState,
+}
+
+/// `[policy] secrets-in-state`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretsInState {
+    #[default]
+    Deny,
+    Warn,
+}
+
+impl SecretsInState {
+    fn is_deny(&self) -> bool {
+        *self == SecretsInState::Deny
+    }
 }
 
 impl Policy {

@@ -20,12 +20,15 @@
 //! - [`providers`]: the bundle's provider packages as the engine's only source.
 //! - [`pull`]: a bundle from a registry into the store, verified first.
 //! - [`policy`]: Rego policies (vendor's and customer's) on every plan.
+//! - [`preflight`]: the account checked against what a stack needs, before an apply.
 //! - [`review`]: reviewed plans, signed by the installation key.
+//! - [`secrets_in_state`]: the values of sensitive inputs looked for in the state after an apply.
 //! - [`smoke`]: `check` blocks and output assertions after an apply.
 //! - [`release`]: releases: import, plan, apply, rollback and destroy of many stacks.
 //! - [`module_sources`]: module code only from the bundle, checked before `init`.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
 //! - [`sync`]: `sync`, `pending` and `approve`: reconcile to an assignment, with an approval policy.
+//! - [`support_bundle`]: what support needs from this home, secrets left out.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
 pub mod deploy;
@@ -37,15 +40,18 @@ pub mod interrupt;
 pub mod ledger;
 pub mod lock;
 pub mod module_sources;
+pub mod preflight;
 pub mod providers;
 pub mod pull;
 pub mod receipts;
 pub mod redact;
 pub mod release;
 pub mod review;
+pub mod secrets_in_state;
 pub mod smoke;
 pub mod state_bucket;
 pub mod store;
+pub mod support_bundle;
 pub mod sync;
 pub mod unlock;
 pub mod unpack;

@@ -198,6 +198,7 @@ fn record(
         changes: Vec::new(),
         changes_digest: None,
         drifted: Vec::new(),
+        preflight: Vec::new(),
         ..base.receipt
     };
     let id = receipt.id.clone();

@@ -310,6 +310,11 @@ pub struct StackConfig {
     /// every apply (see `docs/runner.md`); the packager only carries them.
     #[serde(default)]
     pub smoke: Vec<toml::Table>,
+    /// `[preflight]`: what the stack adds to the account (`vpcs`, `nat-gateways`,
+    /// `internet-gateways`), read by the runner's `preflight` command from the
+    /// bundle's `stack.toml`; the packager only carries it.
+    #[serde(default)]
+    pub preflight: Option<toml::Table>,
     /// Dotfiles and dot-folders to pack, relative to the stack folder: the engine
     /// never reads them, so they are left out unless named here (see
     /// [`crate::pack::is_hidden`]).
@@ -354,7 +359,7 @@ impl StackConfig {
         let config: StackConfig = toml::from_str(&text).map_err(|e| {
             Error::usage(format!("`{display}` is invalid: {}", e.message()))
                 .at(location_of(Path::new(display), &text, e.span()))
-                .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include`, `depends-on`, `[inputs.from]`, `[rules]` and `[[smoke]]`; see `docs/configuration.md`")
+                .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include`, `depends-on`, `[inputs.from]`, `[rules]`, `[preflight]` and `[[smoke]]`; see `docs/configuration.md`")
         })?;
         if let Err(message) =
             crate::check::RuleConfig::from_table(&config.rules).and_then(|rules| rules.only_lints())

@@ -46,6 +46,10 @@ pub enum Command {
     /// Work with deployment receipts.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
+    /// Keep a runner's support bundle (`stackpack-runner support-bundle`) for a
+    /// customer; its support page links the newest.
+    #[command(subcommand)]
+    SupportBundle(SupportBundleCommand),
     /// Show which version of which stack every customer runs (support's view), or
     /// with `--release NAME` which version of a release and which stacks are mixed.
     Fleet(FleetArgs),
@@ -501,6 +505,27 @@ pub enum ReceiptsCommand {
     /// Import signed receipts (carried out of an airgapped site): all of them, or none
     /// if any is refused.
     Import(ReceiptsImportArgs),
+}
+
+#[derive(Subcommand)]
+pub enum SupportBundleCommand {
+    /// Import one support bundle file for a customer.
+    Import(SupportBundleImportArgs),
+}
+
+#[derive(Args)]
+pub struct SupportBundleImportArgs {
+    /// The tar.gz `stackpack-runner support-bundle -o FILE` wrote.
+    pub file: PathBuf,
+    /// The customer it comes from (known to this registry).
+    #[arg(long, value_name = "ID")]
+    pub customer: String,
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]

@@ -29,6 +29,7 @@ pub mod interface;
 pub mod media_type;
 pub mod oci;
 pub mod plan;
+pub mod preflight;
 pub mod receipt;
 pub mod reference;
 pub mod release;

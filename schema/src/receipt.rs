@@ -211,6 +211,10 @@ pub struct Receipt {
     /// first question about any failure. Absent from runners that predate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<RunnerRun>,
+    /// What preflight checked of the account before this plan (quotas, instance
+    /// types, network ranges); absent when it did not run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<crate::preflight::PreflightCheck>,
 }
 
 /// The longest failure summary and resource address a receipt carries, in
@@ -475,6 +479,7 @@ mod tests {
             failure: None,
             drift: Vec::new(),
             runner: None,
+            preflight: Vec::new(),
         }
     }
 

@@ -6,11 +6,13 @@ pub mod deploy;
 pub mod import;
 pub mod inputs;
 pub mod pending;
+pub mod preflight;
 pub mod receipts;
 pub mod release;
 pub mod release_status;
 pub mod setup;
 pub mod status;
+pub mod support_bundle;
 pub mod sync;
 pub mod unlock;
 
@@ -49,6 +51,8 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Drift(args) => deploy::drift(g, args),
         Command::Destroy(args) => deploy::destroy(g, args),
         Command::Unlock(args) => unlock::unlock(g, args),
+        Command::SupportBundle(args) => support_bundle::support_bundle(g, args),
+        Command::Preflight(args) => preflight::preflight(g, args),
         Command::Status(args) => status::status(g, args),
         Command::MirrorServices(args) => release::mirror_services(g, args),
         Command::Report(args) => receipts::report(g, args),

@@ -20,6 +20,8 @@
 //!   stack or module whose `required_version` only allows engines with ephemeral
 //!   inputs (Terraform >= 1.10, OpenTofu >= 1.11), could be `ephemeral = true` and so
 //!   stay out of plans and state.
+//! - `sensitive-input-stored` (warning, [`super::stored_secrets`]): a sensitive
+//!   input given to an argument the provider stores in the state.
 //!
 //! An inline ignore applies to its own line and the line after it.
 
@@ -136,6 +138,7 @@ pub fn lint_with(
             .then(|| stack_engine(repo_root, dir))
             .flatten();
         could_be_ephemeral(dir, &module, engine, &texts, &mut findings);
+        super::stored_secrets::stored_secrets(dir, &module, &texts, &mut findings);
     }
     let mut kept = options.rules.apply(apply_ignores(&texts, findings));
     for stack in &options.stacks {

@@ -11,6 +11,7 @@ pub(crate) mod finding;
 pub mod lint;
 pub mod render;
 pub(crate) mod rule_id;
+mod stored_secrets;
 pub mod tree;
 
 use std::collections::BTreeMap;

@@ -47,6 +47,7 @@ rule_family! {
         ControllerOwnedField => "controller-owned-field",
         SensitiveInputNotEphemeral => "sensitive-input-not-ephemeral",
         RunsCommandsOnRunner => "runs-commands-on-runner",
+        SensitiveInputStored => "sensitive-input-stored",
     }
 }
 

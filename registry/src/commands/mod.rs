@@ -16,6 +16,7 @@ pub mod releases;
 pub mod remote;
 pub mod rollout;
 pub mod serve;
+pub mod support_bundle;
 pub mod token;
 
 use std::path::Path;
@@ -67,6 +68,9 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         }
         Command::Gc(args) => gc::run(args),
         Command::Receipts(ReceiptsCommand::Import(args)) => receipts::import(args),
+        Command::SupportBundle(crate::cli::SupportBundleCommand::Import(args)) => {
+            support_bundle::import(args)
+        }
         Command::Fleet(args) => fleet::run(args),
         Command::Adoption(args) => adoption::run(args),
         Command::Release(ReleaseCommand::List(args)) => releases::list(args),

@@ -191,6 +191,10 @@ pub fn router(state: SharedState) -> Router {
         .route("/ui/stacks", get(ui::stack::index))
         .route("/ui/stacks/{stack}", get(ui::stack::show))
         .route("/ui/releases", get(ui::customers::releases))
+        .route(
+            "/ui/customers/{id}/support-bundles/{n}",
+            get(ui::support_bundle::download),
+        )
         .route("/ui/stacks/{stack}/{version}", get(ui::stack_version::show))
         .route("/ui/releases/{name}/{version}", get(ui::release::show))
         .merge(rollout_routes())

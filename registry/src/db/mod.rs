@@ -11,6 +11,7 @@ pub mod ledger;
 pub mod manifests;
 pub mod release_index;
 pub mod rollouts;
+pub mod support_bundles;
 pub mod tokens;
 pub mod uploads;
 
@@ -547,6 +548,21 @@ CREATE TABLE alert_outbox (
 CREATE INDEX alert_outbox_due ON alert_outbox(next_ns);
 "#;
 
+/// Version 13: support bundles a runner wrote (`stackpack-runner support-bundle`)
+/// and an operator imported for a customer (`support-bundle import`), kept whole
+/// (capped in size) for the customer's support page to offer.
+const V13: &str = r#"
+CREATE TABLE support_bundles (
+    id INTEGER PRIMARY KEY,
+    customer TEXT NOT NULL,
+    imported_at TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    bytes BLOB NOT NULL
+);
+CREATE INDEX support_bundles_customer ON support_bundles(customer, id);
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -573,6 +589,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V10),
     |tx| tx.execute_batch(V11),
     |tx| tx.execute_batch(V12),
+    |tx| tx.execute_batch(V13),
 ];
 
 /// The schema version this build writes.

@@ -99,6 +99,7 @@ fn receipt(customer: &str, id: &str, changes: Vec<PlannedChange>) -> Receipt {
         drift: Vec::new(),
         runner: None,
         drifted: vec![],
+        preflight: vec![],
     }
 }
 

@@ -28,4 +28,5 @@ mod receipt_forgery;
 mod registry_rules;
 mod release_ledger;
 mod rollout;
+mod support_bundles;
 mod ui;

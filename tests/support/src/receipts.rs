@@ -51,6 +51,7 @@ impl ReceiptBuilder {
                 failure: None,
                 drift: Vec::new(),
                 runner: None,
+                preflight: Vec::new(),
             },
         }
     }

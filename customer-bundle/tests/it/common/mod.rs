@@ -182,6 +182,13 @@ impl Runner {
         (runner, run)
     }
 
+    /// Trusts the vendor's key and imports its layout (a folder or a tar).
+    pub fn trust_and_import(&self, public_key: &Path, layout: &Path) {
+        self.run(&["trust", "add", public_key.to_str().unwrap()])
+            .ok();
+        self.run(&["import", layout.to_str().unwrap()]).ok();
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
         Run::from(self.command(args).output().expect("stackpack-runner runs"))
     }

@@ -144,6 +144,16 @@ impl ReleaseVendor {
             .1
     }
 
+    /// Adds stack `name` (its `stack.toml` and `main.tf`) and commits.
+    pub fn add_stack(&self, name: &str, stack_toml: &str, main: &str) {
+        let folder = self.dir.join("stacks").join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("stack.toml"), stack_toml).unwrap();
+        std::fs::write(folder.join("main.tf"), main).unwrap();
+        git(&self.dir, &["add", "-A"]);
+        git(&self.dir, &["commit", "-q", "-m", &format!("add {name}")]);
+    }
+
     /// Appends to a stack's `main.tf` and commits.
     pub fn change(&self, stack: &str, text: &str) {
         let path = self.dir.join("stacks").join(stack).join("main.tf");

@@ -179,6 +179,7 @@ pub async fn show(
     let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
     body.push_str(&state_lines(&customer, &running, &why_cells));
     body.push_str(&facts(&customer, registered, &keys, &details, &why_cells));
+    body.push_str(&super::support_bundle::link(&state, &id));
     match state.db.read(|c| {
         Ok((
             db::rollouts::placement(c, &id)?,

@@ -15,6 +15,7 @@ pub mod rollouts;
 pub mod session;
 pub mod stack;
 pub mod stack_version;
+pub mod support_bundle;
 pub mod why;
 
 use axum::http::{header, HeaderMap, StatusCode};
