@@ -34,6 +34,7 @@ use stackpack_interface::{DefaultValue, ModuleInterface, Variable};
 
 use stackpack_schema::bundle::EngineName;
 
+use super::env_names;
 use super::tree::join;
 use super::{Cache, CheckError, Finding, Lint, RuleConfig, Severity};
 use crate::secret_text::{looks_like_value, secret_in, secret_key};
@@ -73,6 +74,23 @@ impl LintOptions {
     }
 }
 
+/// The level a lint has when `[rules]` does not name it. What a module may
+/// reasonably leave out (a type Terraform infers, a description) and what only costs
+/// work later (a size a controller owns, a secret that could be ephemeral) warns;
+/// what packs a secret, an environment or a customer into a module refuses.
+pub fn default_severity(rule: Lint) -> Severity {
+    match rule {
+        Lint::InputTypeMissing
+        | Lint::InputDescriptionMissing
+        | Lint::ControllerOwnedField
+        | Lint::SensitiveInputNotEphemeral => Severity::Warning,
+        Lint::NoEnvironmentNames
+        | Lint::NoSecretLiterals
+        | Lint::SensitiveInputDefault
+        | Lint::IgnoreWithoutReason => Severity::Error,
+    }
+}
+
 fn lint_finding(
     rule: Lint,
     item: impl Into<String>,
@@ -86,7 +104,7 @@ fn lint_finding(
         file: file.to_string(),
         line,
         bump: None,
-        severity: Severity::Error,
+        severity: default_severity(rule),
         message,
     }
 }
@@ -225,7 +243,7 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
     let mut add = |rule: Lint, message: String| {
         findings.push(lint_finding(rule, &var.name, &file, line, message));
     };
-    if var.sensitive && matches!(&var.default, DefaultValue::Value(v) if !v.is_null()) {
+    if var.sensitive && matches!(&var.default, DefaultValue::Value(v) if could_hold_secret(v)) {
         add(
             Lint::SensitiveInputDefault,
             format!(
@@ -262,6 +280,20 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
                 );
             }
         }
+    }
+}
+
+/// Could this default of a sensitive input be a secret? `""`, `null`, `[]` and `{}`
+/// are how a module makes a secret optional (the AKS module's `client_secret`), and
+/// a bool is a switch: none packs a secret.
+fn could_hold_secret(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Null | Value::Bool(_) => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(map) => !map.is_empty(),
+        Value::Number(_) => true,
     }
 }
 
@@ -341,18 +373,15 @@ fn controller_owned_fields(rel: &str, text: &str, out: &mut Vec<Finding>) {
                 })
                 .collect::<Vec<_>>()
                 .join(".");
-            out.push(Finding {
-                severity: Severity::Warning,
-                ..lint_finding(
-                    Lint::ControllerOwnedField,
-                    format!("{address}.{dotted}"),
-                    rel,
-                    lines.of(line),
-                    format!(
-                        "`{address}` sets `{dotted}`, which {owner} changes outside Terraform: drift you will fight every plan; add `lifecycle {{ ignore_changes = [{ignore}] }}`"
-                    ),
-                )
-            });
+            out.push(lint_finding(
+                Lint::ControllerOwnedField,
+                format!("{address}.{dotted}"),
+                rel,
+                lines.of(line),
+                format!(
+                    "`{address}` sets `{dotted}`, which {owner} changes outside Terraform: drift you will fight every plan; add `lifecycle {{ ignore_changes = [{ignore}] }}`"
+                ),
+            ));
         }
     }
 }
@@ -519,19 +548,16 @@ fn could_be_ephemeral(
         if !only_ephemeral_uses {
             continue;
         }
-        out.push(Finding {
-            severity: Severity::Warning,
-            ..lint_finding(
-                Lint::SensitiveInputNotEphemeral,
-                &var.name,
-                &join(dir, &var.location.file),
-                var.location.line,
-                format!(
-                    "sensitive input `{}` only reaches provider configuration, ephemeral resources or write-only arguments, and `required_version = \"{required}\"` means {engine_name}: declare it `ephemeral = true` so it stays out of plans and state",
-                    var.name
-                ),
-            )
-        });
+        out.push(lint_finding(
+            Lint::SensitiveInputNotEphemeral,
+            &var.name,
+            &join(dir, &var.location.file),
+            var.location.line,
+            format!(
+                "sensitive input `{}` only reaches provider configuration, ephemeral resources or write-only arguments, and `required_version = \"{required}\"` means {engine_name}: declare it `ephemeral = true` so it stays out of plans and state",
+                var.name
+            ),
+        ));
     }
 }
 
@@ -700,23 +726,28 @@ fn code_of(line: &str, in_block_comment: &mut bool) -> String {
     out
 }
 
+/// `no-environment-names` in one module file: the values it holds (see
+/// [`super::env_names`]); a template file (`.tftpl`) is all value but its comments.
 fn environment_names(rel: &str, text: &str, names: &[(String, &str)], out: &mut Vec<Finding>) {
-    let mut in_block = false;
-    for (i, line) in text.lines().enumerate() {
-        let code = code_of(line, &mut in_block).to_lowercase();
+    let lines = Lines::new(text);
+    let values = if rel.ends_with(".tf.json") {
+        env_names::json_values(text)
+    } else if rel.ends_with(".tf") {
+        env_names::hcl_values(text)
+    } else {
+        None
+    };
+    let values = values.unwrap_or_else(|| template_lines(text));
+    let mut seen = std::collections::BTreeSet::new();
+    for value in values {
+        let line = value.at.map_or(0, |at| lines.of(Some(at..at)));
         for (name, what) in names {
-            let found = code.match_indices(name.as_str()).any(|(at, _)| {
-                let before = code[..at].chars().next_back();
-                let after = code[at + name.len()..].chars().next();
-                !before.is_some_and(|c| c.is_alphanumeric())
-                    && !after.is_some_and(|c| c.is_alphanumeric())
-            });
-            if found {
+            if env_names::names_word(&value.text, name) && seen.insert((line, name.clone())) {
                 out.push(lint_finding(
                     Lint::NoEnvironmentNames,
                     name.clone(),
                     rel,
-                    i + 1,
+                    line,
                     format!("module mentions the {what} name `{name}`: modules must not know environments or customers"),
                 ));
             }
@@ -724,16 +755,54 @@ fn environment_names(rel: &str, text: &str, names: &[(String, &str)], out: &mut 
     }
 }
 
+/// A template's lines without their comments, each a value.
+fn template_lines(text: &str) -> Vec<env_names::Literal> {
+    let mut in_block = false;
+    let mut at = 0;
+    let mut out = Vec::new();
+    for line in text.split_inclusive('\n') {
+        out.push(env_names::Literal {
+            text: code_of(line, &mut in_block),
+            at: Some(at),
+        });
+        at += line.len();
+    }
+    out
+}
+
+/// Is this a documentation file: read by people, never by the engine? A README,
+/// an upgrade guide, a changelog, a licence, any Markdown or reStructuredText file,
+/// anything under a `docs/` folder.
+pub fn is_documentation(rel: &str) -> bool {
+    let lower = rel.to_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let stem = name.split('.').next().unwrap_or(name);
+    [".md", ".markdown", ".rst", ".adoc"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+        || ["readme", "changelog", "license", "licence", "notice"].contains(&stem)
+        || stem.starts_with("upgrade")
+        || lower.split('/').any(|part| part == "docs")
+}
+
 fn secrets(rel: &str, text: &str, out: &mut Vec<Finding>) {
+    // A usage example in a README (`password = "YourPwdShouldBeLongAndSecure!"`)
+    // is shown to people, never read by the engine: worth a look, not a refusal.
+    let documentation = is_documentation(rel);
     for (i, line) in text.lines().enumerate() {
         if let Some(what) = secret_in(line) {
-            out.push(lint_finding(
+            let mut finding = lint_finding(
                 Lint::NoSecretLiterals,
                 what,
                 rel,
                 i + 1,
                 format!("this line holds what looks like {what}: keep secrets out of the repository and pass them at apply time"),
-            ));
+            );
+            if documentation {
+                finding.severity = Severity::Warning;
+                finding.message = format!("this documentation holds what looks like {what}: the engine never reads it, but make sure it is an example, not a real secret");
+            }
+            out.push(finding);
         }
     }
 }

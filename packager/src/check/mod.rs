@@ -7,6 +7,7 @@
 //! the repository lints, and [`render`] prints findings for people, CI and scripts.
 
 mod diff;
+mod env_names;
 pub(crate) mod finding;
 pub mod lint;
 pub mod render;
