@@ -9,6 +9,7 @@ mod common;
 mod addresses;
 mod bad_input;
 mod check_command;
+mod community;
 mod customer_new;
 mod example_repo;
 mod file_layers;
