@@ -283,6 +283,9 @@ fn finding(
         bump: None,
         severity,
         message,
+        before: None,
+        after: None,
+        decisive: false,
     }
 }
 

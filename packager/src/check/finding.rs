@@ -37,6 +37,17 @@ pub struct Finding {
     pub bump: Option<Bump>,
     pub severity: Severity,
     pub message: String,
+    /// What the item was in the last release, where the rule compares two values (a
+    /// type, a default, a constraint), as the source spells it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// What the item is now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// One of the findings that decided the unit's bump: its bump is the unit's, above
+    /// patch. Set by [`super::check_units`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub decisive: bool,
 }
 
 impl Finding {
@@ -54,6 +65,15 @@ impl Finding {
             bump: self.bump?,
             message: self.message.clone(),
         })
+    }
+
+    /// The finding with the values it compares, before and after.
+    pub fn with_change(mut self, before: impl Into<String>, after: impl Into<String>) -> Finding {
+        // Messages quote values in backticks; the fields hold the values alone.
+        let bare = |text: String| text.trim_matches('`').to_string();
+        self.before = Some(bare(before.into()));
+        self.after = Some(bare(after.into()));
+        self
     }
 
     /// `file:line`.
@@ -162,6 +182,9 @@ mod tests {
             bump: Some(Bump::Major),
             severity: Severity::Info,
             message: "100% changed\nsecond line".into(),
+            before: None,
+            after: None,
+            decisive: false,
         };
         assert_eq!(
             github_annotation(&f, "error"),

@@ -106,6 +106,9 @@ fn lint_finding(
         bump: None,
         severity: default_severity(rule),
         message,
+        before: None,
+        after: None,
+        decisive: false,
     }
 }
 

@@ -233,7 +233,7 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
             }
         }
         diff::diff_kinds(old, new, &mut findings);
-        diff::diff_constraints(old, new, &mut findings);
+        diff::diff_constraints(old, new, &mut findings, &mut warnings);
     }
     let mut findings = rules.apply(findings);
     findings.sort_by(|a, b| {
@@ -245,6 +245,10 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
         .filter_map(|f| f.bump)
         .max()
         .unwrap_or(Bump::Patch);
+    // Say why: the findings whose bump is the unit's decided it.
+    for f in &mut findings {
+        f.decisive = bump > Bump::Patch && f.bump == Some(bump);
+    }
     if bump == Bump::Major && old.exists() {
         // An alias may outlive one major release, no more.
         for var in &new.root().variables {

@@ -397,6 +397,9 @@ mod tests {
             bump: Some(bump),
             severity: Severity::Info,
             message: format!("{rule} happened"),
+            before: None,
+            after: None,
+            decisive: false,
         };
         let text = refusal(
             "stacks/a",
@@ -426,6 +429,9 @@ mod tests {
             bump: None,
             severity: Severity::Error,
             message: "expected `}`".into(),
+            before: None,
+            after: None,
+            decisive: false,
         };
         let text = refusal("stacks/a", Bump::Patch, None, &[unreadable]);
         assert!(!text.contains("--bump"), "{text}");

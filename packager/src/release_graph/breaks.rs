@@ -93,6 +93,9 @@ impl WiringBreak {
             bump: Some(self.bump()),
             severity: Severity::Info,
             message: self.message(),
+            before: None,
+            after: None,
+            decisive: false,
         }
     }
 

@@ -61,6 +61,9 @@ fn finding(rule: Graph, item: &str, file: &str, line: usize, message: String) ->
         bump: None,
         severity: Severity::Error,
         message,
+        before: None,
+        after: None,
+        decisive: false,
     }
 }
 

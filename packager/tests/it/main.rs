@@ -31,5 +31,6 @@ mod rules;
 mod secrets;
 mod tamper;
 mod transfers;
+mod version_truth;
 mod versions;
 mod witness;

@@ -23,6 +23,9 @@ fn error_finding(
         bump: None,
         severity: Severity::Error,
         message,
+        before: None,
+        after: None,
+        decisive: false,
     }
 }
 

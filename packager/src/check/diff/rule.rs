@@ -23,5 +23,8 @@ pub(super) fn finding(
         bump: Some(rule.default_bump()),
         severity: Severity::Info,
         message,
+        before: None,
+        after: None,
+        decisive: false,
     }
 }
