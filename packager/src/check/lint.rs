@@ -1,14 +1,18 @@
-//! Repository lints, all on by default and each configurable in `[rules]`:
+//! Repository lints, all on by default and each configurable in `[rules]`
+//! ([`default_severity`] says which refuse and which warn):
 //!
-//! - `no-environment-names`: modules mention no environment or customer name (customer
-//!   ids are the folder names under `customers/`, environments come from the config).
-//!   Code only: a comment may talk about "production".
+//! - `no-environment-names`: modules name no environment or customer (customer ids
+//!   are the folder names under `customers/`, environments come from the config) in
+//!   a value: a literal, a resource's name, a tag (see [`super::env_names`]). Schema
+//!   names, input and output names and prose may use the same words.
 //! - `no-secret-literals`: no secret-looking literal in any packed file or `.tfvars`:
 //!   cloud access keys, private keys, tokens, and literal values given to keys named
-//!   like `password`, `secret` or `token`. The value itself is never printed.
-//! - `sensitive-input-default`: a `sensitive` input has no default.
-//! - `input-type-missing`, `input-description-missing`: every input of a module or
-//!   stack has a type and a description.
+//!   like `password`, `secret` or `token`. The value itself is never printed. In
+//!   documentation, which the engine never reads, a warning.
+//! - `sensitive-input-default`: a `sensitive` input has no default that could hold a
+//!   secret (`""`, `null` and empty collections are how modules make one optional).
+//! - `input-type-missing`, `input-description-missing` (warnings): every input of a
+//!   module or stack has a type and a description.
 //! - `ignore-without-reason`: `# stackpack:ignore <rule> reason: <why>` must say why.
 //! - `controller-owned-field` (warning): a resource sets a size an autoscaler or a
 //!   controller changes outside Terraform (`desired_size` in `scaling_config`,
@@ -125,9 +129,10 @@ pub fn lint_with(
 ) -> Result<Vec<Finding>, CheckError> {
     let names = forbidden_names(repo_root, options);
     let texts = lintable_texts(repo_root, options);
+    let read = folders_the_engine_reads(repo_root, options, cache);
     let mut findings = Vec::new();
     for (rel, text) in &texts {
-        secrets(rel, text, &mut findings);
+        secrets(rel, text, shown_to_people(rel, &read), &mut findings);
         let in_module = options
             .modules
             .iter()
@@ -788,10 +793,40 @@ pub fn is_documentation(rel: &str) -> bool {
         || lower.split('/').any(|part| part == "docs")
 }
 
-fn secrets(rel: &str, text: &str, out: &mut Vec<Finding>) {
-    // A usage example in a README (`password = "YourPwdShouldBeLongAndSecure!"`)
-    // is shown to people, never read by the engine: worth a look, not a refusal.
-    let documentation = is_documentation(rel);
+/// The folders of every module and stack with the local modules each calls,
+/// transitively: the `.tf` files the engine reads when one is applied.
+fn folders_the_engine_reads(
+    repo_root: &Path,
+    options: &LintOptions,
+    cache: &mut Cache,
+) -> std::collections::BTreeSet<String> {
+    let mut read = std::collections::BTreeSet::new();
+    for dir in options.modules.iter().chain(options.stacks.iter()) {
+        read.insert(dir.clone());
+        // A module that cannot be read is reported by the interface checker.
+        if let Ok(tree) = super::Tree::load_lenient(super::tree::Source::Dir(repo_root), dir, cache)
+        {
+            read.extend(tree.modules.into_keys());
+        }
+    }
+    read
+}
+
+/// Is the file at `rel` shown to people rather than read by the engine: documentation,
+/// or Terraform code in a folder no module or stack calls (a module's `examples/`,
+/// its tests, its wrappers)? A usage example there (`password =
+/// "YourPwdShouldBeLongAndSecure!"`) is worth a look, not a refusal.
+fn shown_to_people(rel: &str, read: &std::collections::BTreeSet<String>) -> Option<&'static str> {
+    if is_documentation(rel) {
+        return Some("this documentation");
+    }
+    let code = rel.ends_with(".tf") || rel.ends_with(".tf.json");
+    let folder = rel.rsplit_once('/').map_or("", |(folder, _)| folder);
+    (code && !rel.starts_with("customers/") && !read.contains(folder))
+        .then_some("this example, which no module or stack calls,")
+}
+
+fn secrets(rel: &str, text: &str, shown: Option<&str>, out: &mut Vec<Finding>) {
     for (i, line) in text.lines().enumerate() {
         if let Some(what) = secret_in(line) {
             let mut finding = lint_finding(
@@ -801,9 +836,9 @@ fn secrets(rel: &str, text: &str, out: &mut Vec<Finding>) {
                 i + 1,
                 format!("this line holds what looks like {what}: keep secrets out of the repository and pass them at apply time"),
             );
-            if documentation {
+            if let Some(shown) = shown {
                 finding.severity = Severity::Warning;
-                finding.message = format!("this documentation holds what looks like {what}: the engine never reads it, but make sure it is an example, not a real secret");
+                finding.message = format!("{shown} holds what looks like {what}: the engine never reads it when the module is used, but make sure it is an example, not a real secret");
             }
             out.push(finding);
         }
