@@ -283,8 +283,7 @@ fn finding(
         bump: None,
         severity,
         message,
-        before: None,
-        after: None,
+        change: None,
         decisive: false,
     }
 }

@@ -110,8 +110,7 @@ fn lint_finding(
         bump: None,
         severity: default_severity(rule),
         message,
-        before: None,
-        after: None,
+        change: None,
         decisive: false,
     }
 }
@@ -132,7 +131,8 @@ pub fn lint_with(
     let read = folders_the_engine_reads(repo_root, options, cache);
     let mut findings = Vec::new();
     for (rel, text) in &texts {
-        secrets(rel, text, shown_to_people(rel, &read), &mut findings);
+        let shown = shown_to_people(rel, &read);
+        secrets(rel, text, shown, &mut findings);
         let in_module = options
             .modules
             .iter()
@@ -140,7 +140,7 @@ pub fn lint_with(
         if in_module
             && (rel.ends_with(".tf") || rel.ends_with(".tf.json") || rel.ends_with(".tftpl"))
         {
-            environment_names(rel, text, &names, &mut findings);
+            environment_names(rel, text, &names, shown, &mut findings);
         }
         if rel.ends_with(".tf") && !rel.starts_with("customers/") {
             controller_owned_fields(rel, text, &mut findings);
@@ -736,7 +736,13 @@ fn code_of(line: &str, in_block_comment: &mut bool) -> String {
 
 /// `no-environment-names` in one module file: the values it holds (see
 /// [`super::env_names`]); a template file (`.tftpl`) is all value but its comments.
-fn environment_names(rel: &str, text: &str, names: &[(String, &str)], out: &mut Vec<Finding>) {
+fn environment_names(
+    rel: &str,
+    text: &str,
+    names: &[(String, &str)],
+    shown: Option<&str>,
+    out: &mut Vec<Finding>,
+) {
     let lines = Lines::new(text);
     let values = if rel.ends_with(".tf.json") {
         env_names::json_values(text)
@@ -751,13 +757,19 @@ fn environment_names(rel: &str, text: &str, names: &[(String, &str)], out: &mut 
         let line = value.at.map_or(0, |at| lines.of(Some(at..at)));
         for (name, what) in names {
             if env_names::names_word(&value.text, name) && seen.insert((line, name.clone())) {
-                out.push(lint_finding(
+                let mut finding = lint_finding(
                     Lint::NoEnvironmentNames,
                     name.clone(),
                     rel,
                     line,
                     format!("module mentions the {what} name `{name}`: modules must not know environments or customers"),
-                ));
+                );
+                // An example's `Environment = "staging"` tag shows a caller's use.
+                if let Some(shown) = shown {
+                    finding.severity = Severity::Warning;
+                    finding.message = format!("{shown} mentions the {what} name `{name}`: the engine never reads it when the module is used");
+                }
+                out.push(finding);
             }
         }
     }

@@ -397,8 +397,7 @@ mod tests {
             bump: Some(bump),
             severity: Severity::Info,
             message: format!("{rule} happened"),
-            before: None,
-            after: None,
+            change: None,
             decisive: false,
         };
         let text = refusal(
@@ -429,8 +428,7 @@ mod tests {
             bump: None,
             severity: Severity::Error,
             message: "expected `}`".into(),
-            before: None,
-            after: None,
+            change: None,
             decisive: false,
         };
         let text = refusal("stacks/a", Bump::Patch, None, &[unreadable]);

@@ -93,8 +93,7 @@ impl WiringBreak {
             bump: Some(self.bump()),
             severity: Severity::Info,
             message: self.message(),
-            before: None,
-            after: None,
+            change: None,
             decisive: false,
         }
     }

@@ -61,8 +61,7 @@ fn finding(rule: Graph, item: &str, file: &str, line: usize, message: String) ->
         bump: None,
         severity: Severity::Error,
         message,
-        before: None,
-        after: None,
+        change: None,
         decisive: false,
     }
 }

@@ -75,7 +75,8 @@ fn a_gke_module_with_gvisor_sandboxes_is_not_refused_for_naming_the_sandbox_envi
 }
 
 #[test]
-fn an_rds_module_passes_with_production_in_prose_and_passwords_in_its_readme_and_examples_as_warnings() {
+fn an_rds_module_passes_with_production_in_prose_and_passwords_in_its_readme_and_examples_as_warnings(
+) {
     let repo = repo_with(&["rds"]);
     let findings = lints(repo.path(), RuleConfig::default());
     assert_eq!(errors(&findings), Vec::<String>::new(), "{findings:#?}");
@@ -180,5 +181,42 @@ fn real_problems_in_the_same_modules_are_still_refused() {
             "error no-secret-literals a literal password or token modules/rds/modules/db_instance/main.tf:53",
         ],
         "{findings:#?}"
+    );
+}
+
+/// terraform-aws-vpc's `examples/complete-vpc` tags its VPC `Environment =
+/// "staging"`: a caller's use, in a folder no module or stack calls, which the
+/// engine never reads when the module is used. A warning; the same tag in the
+/// module's own code refuses.
+#[test]
+fn an_environment_in_an_example_no_one_calls_warns_and_in_the_module_refuses() {
+    let repo = repo_with(&["vpc-v1"]);
+    let example = "module \"vpc\" {\n  source = \"../../\"\n\n  name = \"complete-example\"\n  cidr = \"10.10.0.0/16\"\n\n  tags = {\n    Owner       = \"user\"\n    Environment = \"staging\"\n  }\n}\n";
+    let dir = repo.path().join("modules/vpc-v1/examples/complete-vpc");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("main.tf"), example).unwrap();
+    let findings = lints(repo.path(), RuleConfig::default());
+    let named: Vec<String> = shown(&findings)
+        .into_iter()
+        .filter(|f| f.contains("no-environment-names"))
+        .collect();
+    assert_eq!(
+        named,
+        ["warning no-environment-names staging modules/vpc-v1/examples/complete-vpc/main.tf:9"]
+    );
+    let main = repo.path().join("modules/vpc-v1/main.tf");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(
+        &main,
+        text.replace(
+            "var.vpc_tags, var.tags",
+            "var.vpc_tags, var.tags, map(\"Environment\", \"staging\")",
+        ),
+    )
+    .unwrap();
+    let findings = lints(repo.path(), RuleConfig::default());
+    assert_eq!(
+        errors(&findings),
+        ["error no-environment-names staging modules/vpc-v1/main.tf:18"]
     );
 }

@@ -82,6 +82,13 @@ fn changed_site(
     (new.root_dir.clone(), locate(new.root()).unwrap_or_default())
 }
 
+/// A constraint in a message: quoted, or `none`.
+fn show(constraint: &Option<String>) -> String {
+    constraint
+        .as_deref()
+        .map_or("none".to_string(), |c| format!("`{c}`"))
+}
+
 /// Modules whose own constraint narrowed while the tree's did not: another module of
 /// the tree already required as much (EKS v19.17.0 raised its root's `aws` from
 /// `>= 4.47` to `>= 4.57`, which its self-managed node group already asked for). No
@@ -120,10 +127,6 @@ fn narrowed_but_covered(
 /// narrows the stack's too. `notes` says where one module narrowed what the tree
 /// already required.
 pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>, notes: &mut Vec<String>) {
-    let show = |c: &Option<String>| {
-        c.as_deref()
-            .map_or("none".to_string(), |c| format!("`{c}`"))
-    };
     let engine = |m: &ModuleInterface| m.required_version.as_ref().map(|(v, _)| v.clone());
     let engine_at = |m: &ModuleInterface| m.required_version.as_ref().map(|(_, l)| l.clone());
     let (before, after) = (combined(old, &engine), combined(new, &engine));
@@ -165,8 +168,13 @@ pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>, notes: &
             .with_change(show(&before), show(&after)),
         );
     }
-    // Providers the release already used, declared or only implied by its resources
-    // (no constraint: every version), that the new tree constrains.
+    provider_constraints(old, new, out, notes);
+}
+
+/// Provider constraints across the tree: those the release already used, declared
+/// or only implied by its resources (no constraint: every version), that the new
+/// tree constrains.
+fn provider_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>, notes: &mut Vec<String>) {
     let used: BTreeSet<&str> = old
         .modules
         .values()

@@ -23,8 +23,7 @@ fn error_finding(
         bump: None,
         severity: Severity::Error,
         message,
-        before: None,
-        after: None,
+        change: None,
         decisive: false,
     }
 }

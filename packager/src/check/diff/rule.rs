@@ -23,8 +23,7 @@ pub(super) fn finding(
         bump: Some(rule.default_bump()),
         severity: Severity::Info,
         message,
-        before: None,
-        after: None,
+        change: None,
         decisive: false,
     }
 }
