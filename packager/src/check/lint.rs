@@ -825,18 +825,32 @@ fn folders_the_engine_reads(
 }
 
 /// Is the file at `rel` shown to people rather than read by the engine: documentation,
-/// or Terraform code in a folder no module or stack calls (a module's `examples/`,
-/// its tests, its wrappers)? A usage example there (`password =
-/// "YourPwdShouldBeLongAndSecure!"`) is worth a look, not a refusal.
+/// or a file of an example no module or stack calls (Terraform code in a folder
+/// outside every tree, anything under an `examples/` or `test/` folder outside every
+/// tree)? A usage example there (`password = "YourPwdShouldBeLongAndSecure!"`, a
+/// demo's Kubernetes secret) is worth a look, not a refusal.
 fn shown_to_people(rel: &str, read: &std::collections::BTreeSet<String>) -> Option<&'static str> {
     if is_documentation(rel) {
         return Some("this documentation");
     }
+    if rel.starts_with("customers/") {
+        return None;
+    }
     let code = rel.ends_with(".tf") || rel.ends_with(".tf.json");
     let folder = rel.rsplit_once('/').map_or("", |(folder, _)| folder);
-    (code && !rel.starts_with("customers/") && !read.contains(folder))
-        .then_some("this example, which no module or stack calls,")
+    let unread_code = code && !read.contains(folder);
+    // The folders on the way down from the repository: an example folder counts when
+    // no folder from it down to the file is one the engine reads.
+    let parts: Vec<&str> = folder.split('/').collect();
+    let in_example = (1..=parts.len()).any(|end| {
+        EXAMPLE_FOLDERS.contains(&parts[end - 1])
+            && (end..=parts.len()).all(|below| !read.contains(&parts[..below].join("/")))
+    });
+    (unread_code || in_example).then_some("this example, which no module or stack calls,")
 }
+
+/// Folders modules keep examples and tests in, beside their code.
+const EXAMPLE_FOLDERS: &[&str] = &["examples", "example", "test", "tests", "fixtures"];
 
 fn secrets(rel: &str, text: &str, shown: Option<&str>, out: &mut Vec<Finding>) {
     for (i, line) in text.lines().enumerate() {

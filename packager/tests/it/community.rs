@@ -220,3 +220,38 @@ fn an_environment_in_an_example_no_one_calls_warns_and_in_the_module_refuses() {
         ["error no-environment-names staging modules/vpc-v1/main.tf:18"]
     );
 }
+
+/// terraform-google-kubernetes-engine's `examples/acm-terraform-blog-part1` ships a
+/// demo's Kubernetes manifest with `MYSQL_ROOT_PASSWORD: "wp_user"` beside the
+/// example's own `terraform/` folder: part of an example, never read by the engine
+/// when the module is used. A warning; the same line in the module's own templates
+/// refuses.
+#[test]
+fn a_demo_secret_in_an_example_folder_warns_and_in_the_module_refuses() {
+    let repo = repo_with(&["gke"]);
+    let manifest =
+        "apiVersion: v1\nkind: Secret\nstringData:\n  MYSQL_ROOT_PASSWORD: \"wp_user\"\n";
+    for (folder, file) in [
+        ("examples/acm-blog/config-root", "wordpress-bundle.yaml"),
+        ("templates", "bundle.yaml"),
+    ] {
+        let dir = repo.path().join("modules/gke").join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(file), manifest).unwrap();
+    }
+    std::fs::create_dir_all(repo.path().join("modules/gke/examples/acm-blog/terraform")).unwrap();
+    std::fs::write(
+        repo.path()
+            .join("modules/gke/examples/acm-blog/terraform/main.tf"),
+        "module \"gke\" {\n  source = \"../../../\"\n}\n",
+    )
+    .unwrap();
+    let findings = lints(repo.path(), RuleConfig::default());
+    assert_eq!(
+        shown(&findings),
+        [
+            "warning no-secret-literals a literal password or token modules/gke/examples/acm-blog/config-root/wordpress-bundle.yaml:4",
+            "error no-secret-literals a literal password or token modules/gke/templates/bundle.yaml:4",
+        ]
+    );
+}

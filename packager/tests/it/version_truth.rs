@@ -4,33 +4,10 @@
 //! inside collections, releases that touch only what the engine never reads, and
 //! untyped inputs (`any`, as Terraform reads them).
 
-use std::path::Path;
-
-use stackpack_packager::check::{compare_dirs, CheckReport, RuleConfig};
+use stackpack_packager::check::CheckReport;
 use stackpack_schema::version::Bump;
 
-const DIR: &str = "modules/rds";
-
-fn write(base: &Path, files: &[(&str, &str)]) {
-    for (name, text) in files {
-        let path = base.join(DIR).join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-}
-
-fn compare(old: &[(&str, &str)], new: &[(&str, &str)]) -> CheckReport {
-    let tmp = tempfile::tempdir().unwrap();
-    write(&tmp.path().join("old"), old);
-    write(&tmp.path().join("new"), new);
-    compare_dirs(
-        &tmp.path().join("old"),
-        &tmp.path().join("new"),
-        DIR,
-        &RuleConfig::default(),
-    )
-    .unwrap()
-}
+use crate::rules::compare;
 
 /// `rule item file:line bump` of every finding.
 fn summary(report: &CheckReport) -> Vec<String> {
@@ -121,7 +98,7 @@ fn a_provider_constraint_narrowed_in_the_root_versions_tf_is_major() {
     let report = compare(&borrowed(&old), &borrowed(&new));
     assert_eq!(
         summary(&report),
-        ["provider-constraint-narrowed aws modules/rds/versions.tf:5 major"]
+        ["provider-constraint-narrowed aws modules/m/versions.tf:5 major"]
     );
     assert_eq!(report.bump, Bump::Major);
 }
@@ -133,7 +110,7 @@ fn a_provider_constraint_narrowed_in_a_used_submodule_is_major_and_in_an_unused_
     let report = compare(&borrowed(&old), &borrowed(&used));
     assert_eq!(
         summary(&report),
-        ["provider-constraint-narrowed aws modules/rds/modules/db_instance/versions.tf:5 major"]
+        ["provider-constraint-narrowed aws modules/m/modules/db_instance/versions.tf:5 major"]
     );
     let unused = rds(">= 4.47", ">= 4.47", ">= 5.0");
     let report = compare(&borrowed(&old), &borrowed(&unused));
@@ -152,7 +129,7 @@ fn required_version_narrowed_is_major() {
     let report = compare(&borrowed(&old), &borrowed(&new));
     assert_eq!(
         summary(&report),
-        ["engine-constraint-narrowed required_version modules/rds/versions.tf:2 major"]
+        ["engine-constraint-narrowed required_version modules/m/versions.tf:2 major"]
     );
 }
 
@@ -217,7 +194,7 @@ fn an_attribute_narrowed_deep_inside_collections_is_major() {
         let report = compare_types(old, new);
         assert_eq!(
             summary(&report),
-            ["type-narrowed pools modules/rds/variables.tf:6 major"],
+            ["type-narrowed pools modules/m/variables.tf:6 major"],
             "{old} → {new}"
         );
     }
@@ -243,7 +220,7 @@ fn an_optional_attribute_added_deep_inside_collections_is_minor() {
         let report = compare_types(old, new);
         assert_eq!(
             summary(&report),
-            ["type-widened pools modules/rds/variables.tf:6 minor"],
+            ["type-widened pools modules/m/variables.tf:6 minor"],
             "{old} → {new}"
         );
     }
@@ -282,13 +259,13 @@ fn untyped_inputs_compare_as_any() {
     let report = compare(&borrowed(&old), &borrowed(&new));
     assert_eq!(
         summary(&report),
-        ["input-added-with-default tags modules/rds/variables.tf:16 minor"]
+        ["input-added-with-default tags modules/m/variables.tf:16 minor"]
     );
     // Still untyped, default changed: callers who never set it get another plan.
     let report = compare(&borrowed(&old), &borrowed(&with(vpc("", "vpc"))));
     assert_eq!(
         summary(&report),
-        ["default-changed name modules/rds/variables.tf:6 major"]
+        ["default-changed name modules/m/variables.tf:6 major"]
     );
     // A type given where there was none: `any` → `list(string)` narrows.
     let typed_azs = vpc("", "").replace(
@@ -298,7 +275,7 @@ fn untyped_inputs_compare_as_any() {
     let report = compare(&borrowed(&old), &borrowed(&with(typed_azs)));
     assert_eq!(
         summary(&report),
-        ["type-narrowed azs modules/rds/variables.tf:11 major"]
+        ["type-narrowed azs modules/m/variables.tf:11 major"]
     );
 }
 
@@ -315,7 +292,7 @@ fn a_root_narrowing_that_a_used_submodule_already_required_is_patch_and_said() {
     assert_eq!(report.bump, Bump::Patch);
     assert_eq!(
         report.warnings,
-        ["`modules/rds/versions.tf:5`: provider `aws` constraint narrowed from `>= 4.47` to `>= 4.57` here, but the modules of `modules/rds` together already required `>= 4.47, >= 4.57`: no version allowed before is refused now (patch)"]
+        ["`modules/m/versions.tf:5`: provider `aws` constraint narrowed from `>= 4.47` to `>= 4.57` here, but the modules of `modules/m` together already required `>= 4.47, >= 4.57`: no version allowed before is refused now (patch)"]
     );
 }
 
