@@ -283,6 +283,8 @@ fn finding(
         bump: None,
         severity,
         message,
+        change: None,
+        decisive: false,
     }
 }
 

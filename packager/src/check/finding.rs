@@ -37,6 +37,21 @@ pub struct Finding {
     pub bump: Option<Bump>,
     pub severity: Severity,
     pub message: String,
+    /// The values compared, where the rule compares two (a type, a default, a
+    /// constraint): `before` and `after` beside the other fields in JSON.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Box<Change>>,
+    /// One of the findings that decided the unit's bump: its bump is the unit's, above
+    /// patch. Set by [`super::check_units`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub decisive: bool,
+}
+
+/// What an item was in the last release and is now, as the source spells it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub before: String,
+    pub after: String,
 }
 
 impl Finding {
@@ -54,6 +69,17 @@ impl Finding {
             bump: self.bump?,
             message: self.message.clone(),
         })
+    }
+
+    /// The finding with the values it compares, before and after.
+    pub fn with_change(mut self, before: impl Into<String>, after: impl Into<String>) -> Finding {
+        // Messages quote values in backticks; the fields hold the values alone.
+        let bare = |text: String| text.trim_matches('`').to_string();
+        self.change = Some(Box::new(Change {
+            before: bare(before.into()),
+            after: bare(after.into()),
+        }));
+        self
     }
 
     /// `file:line`.
@@ -162,6 +188,8 @@ mod tests {
             bump: Some(Bump::Major),
             severity: Severity::Info,
             message: "100% changed\nsecond line".into(),
+            change: None,
+            decisive: false,
         };
         assert_eq!(
             github_annotation(&f, "error"),

@@ -1,14 +1,18 @@
-//! Repository lints, all on by default and each configurable in `[rules]`:
+//! Repository lints, all on by default and each configurable in `[rules]`
+//! ([`default_severity`] says which refuse and which warn):
 //!
-//! - `no-environment-names`: modules mention no environment or customer name (customer
-//!   ids are the folder names under `customers/`, environments come from the config).
-//!   Code only: a comment may talk about "production".
+//! - `no-environment-names`: modules name no environment or customer (customer ids
+//!   are the folder names under `customers/`, environments come from the config) in
+//!   a value: a literal, a resource's name, a tag (see [`super::env_names`]). Schema
+//!   names, input and output names and prose may use the same words.
 //! - `no-secret-literals`: no secret-looking literal in any packed file or `.tfvars`:
 //!   cloud access keys, private keys, tokens, and literal values given to keys named
-//!   like `password`, `secret` or `token`. The value itself is never printed.
-//! - `sensitive-input-default`: a `sensitive` input has no default.
-//! - `input-type-missing`, `input-description-missing`: every input of a module or
-//!   stack has a type and a description.
+//!   like `password`, `secret` or `token`. The value itself is never printed. In
+//!   documentation, which the engine never reads, a warning.
+//! - `sensitive-input-default`: a `sensitive` input has no default that could hold a
+//!   secret (`""`, `null` and empty collections are how modules make one optional).
+//! - `input-type-missing`, `input-description-missing` (warnings): every input of a
+//!   module or stack has a type and a description.
 //! - `ignore-without-reason`: `# stackpack:ignore <rule> reason: <why>` must say why.
 //! - `controller-owned-field` (warning): a resource sets a size an autoscaler or a
 //!   controller changes outside Terraform (`desired_size` in `scaling_config`,
@@ -36,6 +40,7 @@ use stackpack_interface::{DefaultValue, ModuleInterface, Variable};
 
 use stackpack_schema::bundle::EngineName;
 
+use super::env_names;
 use super::tree::join;
 use super::{Cache, CheckError, Finding, Lint, RuleConfig, Severity};
 use crate::secret_text::{looks_like_value, secret_in, secret_key};
@@ -75,6 +80,25 @@ impl LintOptions {
     }
 }
 
+/// The level a lint has when `[rules]` does not name it. What a module may
+/// reasonably leave out (a type Terraform infers, a description) and what only costs
+/// work later (a size a controller owns, a secret that could be ephemeral) warns;
+/// what packs a secret, an environment or a customer into a module refuses.
+pub fn default_severity(rule: Lint) -> Severity {
+    match rule {
+        Lint::InputTypeMissing
+        | Lint::InputDescriptionMissing
+        | Lint::ControllerOwnedField
+        | Lint::SensitiveInputNotEphemeral
+        | Lint::RunsCommandsOnRunner
+        | Lint::SensitiveInputStored => Severity::Warning,
+        Lint::NoEnvironmentNames
+        | Lint::NoSecretLiterals
+        | Lint::SensitiveInputDefault
+        | Lint::IgnoreWithoutReason => Severity::Error,
+    }
+}
+
 fn lint_finding(
     rule: Lint,
     item: impl Into<String>,
@@ -88,8 +112,10 @@ fn lint_finding(
         file: file.to_string(),
         line,
         bump: None,
-        severity: Severity::Error,
+        severity: default_severity(rule),
         message,
+        change: None,
+        decisive: false,
     }
 }
 
@@ -106,9 +132,11 @@ pub fn lint_with(
 ) -> Result<Vec<Finding>, CheckError> {
     let names = forbidden_names(repo_root, options);
     let texts = lintable_texts(repo_root, options);
+    let read = folders_the_engine_reads(repo_root, options, cache);
     let mut findings = Vec::new();
     for (rel, text) in &texts {
-        secrets(rel, text, &mut findings);
+        let shown = shown_to_people(rel, &read);
+        secrets(rel, text, shown, &mut findings);
         let in_module = options
             .modules
             .iter()
@@ -116,7 +144,7 @@ pub fn lint_with(
         if in_module
             && (rel.ends_with(".tf") || rel.ends_with(".tf.json") || rel.ends_with(".tftpl"))
         {
-            environment_names(rel, text, &names, &mut findings);
+            environment_names(rel, text, &names, shown, &mut findings);
         }
         if rel.ends_with(".tf") && !rel.starts_with("customers/") {
             controller_owned_fields(rel, text, &mut findings);
@@ -232,7 +260,7 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
     let mut add = |rule: Lint, message: String| {
         findings.push(lint_finding(rule, &var.name, &file, line, message));
     };
-    if var.sensitive && matches!(&var.default, DefaultValue::Value(v) if !v.is_null()) {
+    if var.sensitive && matches!(&var.default, DefaultValue::Value(v) if could_hold_secret(v)) {
         add(
             Lint::SensitiveInputDefault,
             format!(
@@ -269,6 +297,20 @@ fn input_lints(dir: &str, var: &Variable, findings: &mut Vec<Finding>) {
                 );
             }
         }
+    }
+}
+
+/// Could this default of a sensitive input be a secret? `""`, `null`, `[]` and `{}`
+/// are how a module makes a secret optional (the AKS module's `client_secret`), and
+/// a bool is a switch: none packs a secret.
+fn could_hold_secret(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Null | Value::Bool(_) => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(map) => !map.is_empty(),
+        Value::Number(_) => true,
     }
 }
 
@@ -348,18 +390,15 @@ fn controller_owned_fields(rel: &str, text: &str, out: &mut Vec<Finding>) {
                 })
                 .collect::<Vec<_>>()
                 .join(".");
-            out.push(Finding {
-                severity: Severity::Warning,
-                ..lint_finding(
-                    Lint::ControllerOwnedField,
-                    format!("{address}.{dotted}"),
-                    rel,
-                    lines.of(line),
-                    format!(
-                        "`{address}` sets `{dotted}`, which {owner} changes outside Terraform: drift you will fight every plan; add `lifecycle {{ ignore_changes = [{ignore}] }}`"
-                    ),
-                )
-            });
+            out.push(lint_finding(
+                Lint::ControllerOwnedField,
+                format!("{address}.{dotted}"),
+                rel,
+                lines.of(line),
+                format!(
+                    "`{address}` sets `{dotted}`, which {owner} changes outside Terraform: drift you will fight every plan; add `lifecycle {{ ignore_changes = [{ignore}] }}`"
+                ),
+            ));
         }
     }
 }
@@ -375,16 +414,13 @@ fn runs_commands(rel: &str, text: &str, out: &mut Vec<Finding>) {
     let lines = Lines::new(text);
     let label = |block: &Block, i: usize| block.labels.get(i).map(|l| l.as_str().to_string());
     let mut warn = |item: String, span, what: String| {
-        out.push(Finding {
-            severity: Severity::Warning,
-            ..lint_finding(
+        out.push(lint_finding(
                 Lint::RunsCommandsOnRunner,
                 item,
                 rel,
                 lines.of(span),
                 format!("{what}: it runs commands on the runner's machine, in the customer's account, and no plan shows what they do; customers' policies may refuse it"),
-            )
-        });
+            ));
     };
     for block in body.blocks() {
         let kind = label(block, 0).unwrap_or_default();
@@ -585,19 +621,16 @@ fn could_be_ephemeral(
         if !only_ephemeral_uses {
             continue;
         }
-        out.push(Finding {
-            severity: Severity::Warning,
-            ..lint_finding(
-                Lint::SensitiveInputNotEphemeral,
-                &var.name,
-                &join(dir, &var.location.file),
-                var.location.line,
-                format!(
-                    "sensitive input `{}` only reaches provider configuration, ephemeral resources or write-only arguments, and `required_version = \"{required}\"` means {engine_name}: declare it `ephemeral = true` so it stays out of plans and state",
-                    var.name
-                ),
-            )
-        });
+        out.push(lint_finding(
+            Lint::SensitiveInputNotEphemeral,
+            &var.name,
+            &join(dir, &var.location.file),
+            var.location.line,
+            format!(
+                "sensitive input `{}` only reaches provider configuration, ephemeral resources or write-only arguments, and `required_version = \"{required}\"` means {engine_name}: declare it `ephemeral = true` so it stays out of plans and state",
+                var.name
+            ),
+        ));
     }
 }
 
@@ -766,40 +799,139 @@ fn code_of(line: &str, in_block_comment: &mut bool) -> String {
     out
 }
 
-fn environment_names(rel: &str, text: &str, names: &[(String, &str)], out: &mut Vec<Finding>) {
-    let mut in_block = false;
-    for (i, line) in text.lines().enumerate() {
-        let code = code_of(line, &mut in_block).to_lowercase();
+/// `no-environment-names` in one module file: the values it holds (see
+/// [`super::env_names`]); a template file (`.tftpl`) is all value but its comments.
+fn environment_names(
+    rel: &str,
+    text: &str,
+    names: &[(String, &str)],
+    shown: Option<&str>,
+    out: &mut Vec<Finding>,
+) {
+    let lines = Lines::new(text);
+    let values = if rel.ends_with(".tf.json") {
+        env_names::json_values(text)
+    } else if rel.ends_with(".tf") {
+        env_names::hcl_values(text)
+    } else {
+        None
+    };
+    let values = values.unwrap_or_else(|| template_lines(text));
+    let mut seen = std::collections::BTreeSet::new();
+    for value in values {
+        let line = value.at.map_or(0, |at| lines.of(Some(at..at)));
         for (name, what) in names {
-            let found = code.match_indices(name.as_str()).any(|(at, _)| {
-                let before = code[..at].chars().next_back();
-                let after = code[at + name.len()..].chars().next();
-                !before.is_some_and(|c| c.is_alphanumeric())
-                    && !after.is_some_and(|c| c.is_alphanumeric())
-            });
-            if found {
-                out.push(lint_finding(
+            if env_names::names_word(&value.text, name) && seen.insert((line, name.clone())) {
+                let mut finding = lint_finding(
                     Lint::NoEnvironmentNames,
                     name.clone(),
                     rel,
-                    i + 1,
+                    line,
                     format!("module mentions the {what} name `{name}`: modules must not know environments or customers"),
-                ));
+                );
+                // An example's `Environment = "staging"` tag shows a caller's use.
+                if let Some(shown) = shown {
+                    finding.severity = Severity::Warning;
+                    finding.message = format!("{shown} mentions the {what} name `{name}`: the engine never reads it when the module is used");
+                }
+                out.push(finding);
             }
         }
     }
 }
 
-fn secrets(rel: &str, text: &str, out: &mut Vec<Finding>) {
+/// A template's lines without their comments, each a value.
+fn template_lines(text: &str) -> Vec<env_names::Literal> {
+    let mut in_block = false;
+    let mut at = 0;
+    let mut out = Vec::new();
+    for line in text.split_inclusive('\n') {
+        out.push(env_names::Literal {
+            text: code_of(line, &mut in_block),
+            at: Some(at),
+        });
+        at += line.len();
+    }
+    out
+}
+
+/// Is this a documentation file: read by people, never by the engine? A README,
+/// an upgrade guide, a changelog, a licence, any Markdown or reStructuredText file,
+/// anything under a `docs/` folder.
+pub fn is_documentation(rel: &str) -> bool {
+    let lower = rel.to_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let stem = name.split('.').next().unwrap_or(name);
+    [".md", ".markdown", ".rst", ".adoc"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
+        || ["readme", "changelog", "license", "licence", "notice"].contains(&stem)
+        || stem.starts_with("upgrade")
+        || lower.split('/').any(|part| part == "docs")
+}
+
+/// The folders of every module and stack with the local modules each calls,
+/// transitively: the `.tf` files the engine reads when one is applied.
+fn folders_the_engine_reads(
+    repo_root: &Path,
+    options: &LintOptions,
+    cache: &mut Cache,
+) -> std::collections::BTreeSet<String> {
+    let mut read = std::collections::BTreeSet::new();
+    for dir in options.modules.iter().chain(options.stacks.iter()) {
+        read.insert(dir.clone());
+        // A module that cannot be read is reported by the interface checker.
+        if let Ok(tree) = super::Tree::load_lenient(super::tree::Source::Dir(repo_root), dir, cache)
+        {
+            read.extend(tree.modules.into_keys());
+        }
+    }
+    read
+}
+
+/// Is the file at `rel` shown to people rather than read by the engine: documentation,
+/// or a file of an example no module or stack calls (Terraform code in a folder
+/// outside every tree, anything under an `examples/` or `test/` folder outside every
+/// tree)? A usage example there (`password = "YourPwdShouldBeLongAndSecure!"`, a
+/// demo's Kubernetes secret) is worth a look, not a refusal.
+fn shown_to_people(rel: &str, read: &std::collections::BTreeSet<String>) -> Option<&'static str> {
+    if is_documentation(rel) {
+        return Some("this documentation");
+    }
+    if rel.starts_with("customers/") {
+        return None;
+    }
+    let code = rel.ends_with(".tf") || rel.ends_with(".tf.json");
+    let folder = rel.rsplit_once('/').map_or("", |(folder, _)| folder);
+    let unread_code = code && !read.contains(folder);
+    // The folders on the way down from the repository: an example folder counts when
+    // no folder from it down to the file is one the engine reads.
+    let parts: Vec<&str> = folder.split('/').collect();
+    let in_example = (1..=parts.len()).any(|end| {
+        EXAMPLE_FOLDERS.contains(&parts[end - 1])
+            && (end..=parts.len()).all(|below| !read.contains(&parts[..below].join("/")))
+    });
+    (unread_code || in_example).then_some("this example, which no module or stack calls,")
+}
+
+/// Folders modules keep examples and tests in, beside their code.
+const EXAMPLE_FOLDERS: &[&str] = &["examples", "example", "test", "tests", "fixtures"];
+
+fn secrets(rel: &str, text: &str, shown: Option<&str>, out: &mut Vec<Finding>) {
     for (i, line) in text.lines().enumerate() {
         if let Some(what) = secret_in(line) {
-            out.push(lint_finding(
+            let mut finding = lint_finding(
                 Lint::NoSecretLiterals,
                 what,
                 rel,
                 i + 1,
                 format!("this line holds what looks like {what}: keep secrets out of the repository and pass them at apply time"),
-            ));
+            );
+            if let Some(shown) = shown {
+                finding.severity = Severity::Warning;
+                finding.message = format!("{shown} holds what looks like {what}: the engine never reads it when the module is used, but make sure it is an example, not a real secret");
+            }
+            out.push(finding);
         }
     }
 }

@@ -7,6 +7,7 @@
 //! the repository lints, and [`render`] prints findings for people, CI and scripts.
 
 mod diff;
+mod env_names;
 pub(crate) mod finding;
 pub mod lint;
 pub mod render;
@@ -259,7 +260,7 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
             }
         }
         diff::diff_kinds(old, new, &mut findings);
-        diff::diff_constraints(old, new, &mut findings);
+        diff::diff_constraints(old, new, &mut findings, &mut warnings);
     }
     let mut findings = rules.apply(findings);
     findings.sort_by(|a, b| {
@@ -271,6 +272,10 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
         .filter_map(|f| f.bump)
         .max()
         .unwrap_or(Bump::Patch);
+    // Say why: the findings whose bump is the unit's decided it.
+    for f in &mut findings {
+        f.decisive = bump > Bump::Patch && f.bump == Some(bump);
+    }
     if bump == Bump::Major && old.exists() {
         // An alias may outlive one major release, no more.
         for var in &new.root().variables {

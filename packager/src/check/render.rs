@@ -397,6 +397,8 @@ mod tests {
             bump: Some(bump),
             severity: Severity::Info,
             message: format!("{rule} happened"),
+            change: None,
+            decisive: false,
         };
         let text = refusal(
             "stacks/a",
@@ -426,6 +428,8 @@ mod tests {
             bump: None,
             severity: Severity::Error,
             message: "expected `}`".into(),
+            change: None,
+            decisive: false,
         };
         let text = refusal("stacks/a", Bump::Patch, None, &[unreadable]);
         assert!(!text.contains("--bump"), "{text}");

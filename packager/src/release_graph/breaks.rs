@@ -93,6 +93,8 @@ impl WiringBreak {
             bump: Some(self.bump()),
             severity: Severity::Info,
             message: self.message(),
+            change: None,
+            decisive: false,
         }
     }
 

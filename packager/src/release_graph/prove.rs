@@ -61,6 +61,8 @@ fn finding(rule: Graph, item: &str, file: &str, line: usize, message: String) ->
         bump: None,
         severity: Severity::Error,
         message,
+        change: None,
+        decisive: false,
     }
 }
 

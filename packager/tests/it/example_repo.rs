@@ -313,9 +313,14 @@ fn lints_find_names_secrets_defaults_and_missing_docs() {
         ],
         "{findings:#?}"
     );
-    assert!(findings
-        .iter()
-        .all(|f| f.severity == Severity::Error && f.bump.is_none()));
+    // A missing description warns by default; the rest refuse.
+    assert!(findings.iter().all(|f| f.bump.is_none()
+        && f.severity
+            == if f.rule.id() == "input-description-missing" {
+                Severity::Warning
+            } else {
+                Severity::Error
+            }));
     // The secret itself is never printed.
     assert!(findings.iter().all(|f| !f.message.contains("s3cr3t")));
 
@@ -325,7 +330,7 @@ fn lints_find_names_secrets_defaults_and_missing_docs() {
             .replace("  label = \"globex-vpc\" # a customer's name\n", "  label = \"globex-vpc\" # stackpack:ignore no-environment-names\n")
     });
     let table: toml::Table =
-        toml::from_str("input-description-missing = \"warn\"\nno-secret-literals = \"off\"")
+        toml::from_str("input-description-missing = \"error\"\nno-secret-literals = \"off\"")
             .unwrap();
     let mut options = lint_options(&repo.root);
     options.rules = RuleConfig::from_table(&table).unwrap();
@@ -337,7 +342,7 @@ fn lints_find_names_secrets_defaults_and_missing_docs() {
     assert_eq!(
         got,
         vec![
-            "warning input-description-missing api_token modules/model-bucket/variables.tf:27",
+            "error input-description-missing api_token modules/model-bucket/variables.tf:27",
             "error sensitive-input-default api_token modules/model-bucket/variables.tf:27",
             "error ignore-without-reason no-environment-names modules/network/main.tf:12",
             "error no-environment-names globex modules/network/main.tf:12",

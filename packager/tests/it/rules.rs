@@ -9,17 +9,21 @@ use std::path::Path;
 use stackpack_packager::check::{compare_dirs, CheckReport, RuleConfig, Severity};
 use stackpack_schema::version::Bump;
 
-const DIR: &str = "modules/m";
+pub(crate) const DIR: &str = "modules/m";
 
 fn write(base: &Path, files: &[(&str, &str)]) {
     let dir = base.join(DIR);
     std::fs::create_dir_all(&dir).unwrap();
     for (name, text) in files {
-        std::fs::write(dir.join(name), text).unwrap();
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
     }
 }
 
-fn compare(old: &[(&str, &str)], new: &[(&str, &str)]) -> CheckReport {
+/// Compares two versions of the module at `modules/m`, given as (path inside the
+/// module, text) pairs.
+pub(crate) fn compare(old: &[(&str, &str)], new: &[(&str, &str)]) -> CheckReport {
     let tmp = tempfile::tempdir().unwrap();
     write(&tmp.path().join("old"), old);
     write(&tmp.path().join("new"), new);

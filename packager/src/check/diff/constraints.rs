@@ -8,7 +8,7 @@ use stackpack_interface::{Location, ModuleInterface};
 
 use super::rule::{finding, Rule};
 use crate::check::finding::Finding;
-use crate::check::tree::Tree;
+use crate::check::tree::{join, Tree};
 
 /// Providers whose source moved: another provider under the same local name.
 pub(super) fn provider_sources(
@@ -34,17 +34,20 @@ pub(super) fn provider_sources(
             )
         };
         if full_source(&prev.source) != full_source(&p.source) {
-            out.push(finding(
-                Rule::ProviderSourceChanged,
-                name,
-                dir,
-                &p.location,
-                format!(
-                    "provider `{name}` changed its source from {} to {}",
-                    show_source(prev.source.as_deref()),
-                    show_source(p.source.as_deref())
-                ),
-            ));
+            let (before, after) = (
+                show_source(prev.source.as_deref()),
+                show_source(p.source.as_deref()),
+            );
+            out.push(
+                finding(
+                    Rule::ProviderSourceChanged,
+                    name,
+                    dir,
+                    &p.location,
+                    format!("provider `{name}` changed its source from {before} to {after}"),
+                )
+                .with_change(before, after),
+            );
         }
     }
 }
@@ -79,19 +82,66 @@ fn changed_site(
     (new.root_dir.clone(), locate(new.root()).unwrap_or_default())
 }
 
+/// A constraint in a message: quoted, or `none`.
+fn show(constraint: &Option<String>) -> String {
+    constraint
+        .as_deref()
+        .map_or("none".to_string(), |c| format!("`{c}`"))
+}
+
+/// Modules whose own constraint narrowed while the tree's did not: another module of
+/// the tree already required as much (EKS v19.17.0 raised its root's `aws` from
+/// `>= 4.47` to `>= 4.57`, which its self-managed node group already asked for). No
+/// version allowed before is refused now, so no bump; a note says why.
+fn narrowed_but_covered(
+    old: &Tree,
+    new: &Tree,
+    what: &str,
+    combined_before: Option<&str>,
+    pick: &dyn Fn(&ModuleInterface) -> Option<String>,
+    locate: &dyn Fn(&ModuleInterface) -> Option<Location>,
+    notes: &mut Vec<String>,
+) {
+    for (dir, module) in &new.modules {
+        let Some(before) = old.modules.get(dir) else {
+            continue;
+        };
+        let (own_before, own_after) = (pick(before), pick(module));
+        if compare_text(own_before.as_deref(), own_after.as_deref()) != SetChange::Narrowed {
+            continue;
+        }
+        let at = locate(module).unwrap_or_default();
+        notes.push(format!(
+            "`{}`: {what} narrowed from `{}` to `{}` here, but the modules of `{}` together already required `{}`: no version allowed before is refused now (patch)",
+            join(dir, &at.to_string()),
+            own_before.as_deref().unwrap_or("any"),
+            own_after.as_deref().unwrap_or("any"),
+            new.root_dir,
+            combined_before.unwrap_or("any"),
+        ));
+    }
+}
+
 /// Engine and provider constraints, as the whole tree (the stack and every module it
 /// vendors) states them: a vendored module that narrows its provider constraint
-/// narrows the stack's too.
-pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
-    let show = |c: &Option<String>| {
-        c.as_deref()
-            .map_or("none".to_string(), |c| format!("`{c}`"))
-    };
+/// narrows the stack's too. `notes` says where one module narrowed what the tree
+/// already required.
+pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>, notes: &mut Vec<String>) {
     let engine = |m: &ModuleInterface| m.required_version.as_ref().map(|(v, _)| v.clone());
     let engine_at = |m: &ModuleInterface| m.required_version.as_ref().map(|(_, l)| l.clone());
     let (before, after) = (combined(old, &engine), combined(new, &engine));
     let change = compare_text(before.as_deref(), after.as_deref());
-    if change != SetChange::Same {
+    if change == SetChange::Same {
+        narrowed_but_covered(
+            old,
+            new,
+            "`required_version`",
+            before.as_deref(),
+            &engine,
+            &engine_at,
+            notes,
+        );
+    } else {
         let (dir, loc) = changed_site(old, new, &engine, &engine_at);
         let (rule, how) = match change {
             SetChange::Narrowed => (
@@ -103,20 +153,28 @@ pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
                 "every engine version allowed before still is",
             ),
         };
-        out.push(finding(
-            rule,
-            "required_version",
-            &dir,
-            &loc,
-            format!(
-                "`required_version` changed from {} to {}: {how}",
-                show(&before),
-                show(&after)
-            ),
-        ));
+        out.push(
+            finding(
+                rule,
+                "required_version",
+                &dir,
+                &loc,
+                format!(
+                    "`required_version` changed from {} to {}: {how}",
+                    show(&before),
+                    show(&after)
+                ),
+            )
+            .with_change(show(&before), show(&after)),
+        );
     }
-    // Providers the release already used, declared or only implied by its resources
-    // (no constraint: every version), that the new tree constrains.
+    provider_constraints(old, new, out, notes);
+}
+
+/// Provider constraints across the tree: those the release already used, declared
+/// or only implied by its resources (no constraint: every version), that the new
+/// tree constrains.
+fn provider_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>, notes: &mut Vec<String>) {
     let used: BTreeSet<&str> = old
         .modules
         .values()
@@ -144,6 +202,15 @@ pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
         let (before, after) = (combined(old, &version), combined(new, &version));
         let change = compare_text(before.as_deref(), after.as_deref());
         if change == SetChange::Same {
+            narrowed_but_covered(
+                old,
+                new,
+                &format!("provider `{name}` constraint"),
+                before.as_deref(),
+                &version,
+                &version_at,
+                notes,
+            );
             continue;
         }
         let (dir, loc) = changed_site(old, new, &version, &version_at);
@@ -157,16 +224,19 @@ pub fn diff_constraints(old: &Tree, new: &Tree, out: &mut Vec<Finding>) {
                 "every version allowed before still is",
             ),
         };
-        out.push(finding(
-            rule,
-            name.as_str(),
-            &dir,
-            &loc,
-            format!(
-                "provider `{name}` constraint changed from {} to {}: {how}",
-                show(&before),
-                show(&after)
-            ),
-        ));
+        out.push(
+            finding(
+                rule,
+                name.as_str(),
+                &dir,
+                &loc,
+                format!(
+                    "provider `{name}` constraint changed from {} to {}: {how}",
+                    show(&before),
+                    show(&after)
+                ),
+            )
+            .with_change(show(&before), show(&after)),
+        );
     }
 }

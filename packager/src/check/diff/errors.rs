@@ -23,6 +23,8 @@ fn error_finding(
         bump: None,
         severity: Severity::Error,
         message,
+        change: None,
+        decisive: false,
     }
 }
 

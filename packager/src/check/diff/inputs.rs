@@ -271,39 +271,45 @@ fn compare_default(old: &Variable, new: &Variable, dir: &str, out: &mut Vec<Find
     let name = &new.name;
     match (&old.default, &new.default) {
         (DefaultValue::Required, DefaultValue::Required) => {}
-        (DefaultValue::Required, _) => out.push(finding(
-            Rule::InputDefaultAdded,
-            name,
-            dir,
-            &new.location,
-            format!(
-                "input `{name}` now has default {}",
-                show_default(&new.default, new)
-            ),
-        )),
-        (_, DefaultValue::Required) => out.push(finding(
-            Rule::InputDefaultRemoved,
-            name,
-            dir,
-            &new.location,
-            format!(
-                "input `{name}` lost its default {}: callers who never set it now fail",
-                show_default(&old.default, old)
-            ),
-        )),
+        (DefaultValue::Required, _) => out.push(
+            finding(
+                Rule::InputDefaultAdded,
+                name,
+                dir,
+                &new.location,
+                format!(
+                    "input `{name}` now has default {}",
+                    show_default(&new.default, new)
+                ),
+            )
+            .with_change("no default", show_default(&new.default, new)),
+        ),
+        (_, DefaultValue::Required) => out.push(
+            finding(
+                Rule::InputDefaultRemoved,
+                name,
+                dir,
+                &new.location,
+                format!(
+                    "input `{name}` lost its default {}: callers who never set it now fail",
+                    show_default(&old.default, old)
+                ),
+            )
+            .with_change(show_default(&old.default, old), "no default"),
+        ),
         (a, b) => {
             if default_differs(old, new) {
-                out.push(finding(
-                    Rule::DefaultChanged,
-                    name,
-                    dir,
-                    &new.location,
-                    format!(
-                        "input `{name}` changed its default from {} to {}",
-                        show_default(a, old),
-                        show_default(b, new)
-                    ),
-                ));
+                let (before, after) = (show_default(a, old), show_default(b, new));
+                out.push(
+                    finding(
+                        Rule::DefaultChanged,
+                        name,
+                        dir,
+                        &new.location,
+                        format!("input `{name}` changed its default from {before} to {after}"),
+                    )
+                    .with_change(before, after),
+                );
             }
         }
     }

@@ -23,5 +23,7 @@ pub(super) fn finding(
         bump: Some(rule.default_bump()),
         severity: Severity::Info,
         message,
+        change: None,
+        decisive: false,
     }
 }

@@ -21,28 +21,31 @@ pub(super) fn compare_type(old: &Variable, new: &Variable, dir: &str, out: &mut 
         } else {
             Rule::TypeNarrowed
         };
-        out.push(finding(
-            rule,
-            name,
-            dir,
-            &new.location,
-            format!("input `{name}` changed its type from `{o}` to `{n}`"),
-        ));
+        out.push(
+            finding(
+                rule,
+                name,
+                dir,
+                &new.location,
+                format!("input `{name}` changed its type from `{o}` to `{n}`"),
+            )
+            .with_change(o.to_string(), n.to_string()),
+        );
     }
     let mut attr_defaults = Vec::new();
     o.changed_optional_defaults(n, name, &mut attr_defaults);
     for (path, od, nd) in attr_defaults {
-        out.push(finding(
-            Rule::DefaultChanged,
-            &path,
-            dir,
-            &new.location,
-            format!(
-                "optional attribute `{path}` changed its default from {} to {}",
-                show(&od),
-                show(&nd)
-            ),
-        ));
+        let (before, after) = (show(&od), show(&nd));
+        out.push(
+            finding(
+                Rule::DefaultChanged,
+                &path,
+                dir,
+                &new.location,
+                format!("optional attribute `{path}` changed its default from {before} to {after}"),
+            )
+            .with_change(before, after),
+        );
     }
 }
 
