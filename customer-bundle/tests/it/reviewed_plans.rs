@@ -35,7 +35,7 @@ fn a_reviewed_plan_is_applied_as_reviewed_and_refused_after_its_inputs_changed()
         "{summary}"
     );
     assert!(summary.contains("### Policies"), "{summary}");
-    assert!(summary.contains("4 file(s): passed"), "{summary}");
+    assert!(summary.contains("5 file(s): passed"), "{summary}");
     let document: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&reviewed).unwrap()).unwrap();
     assert_eq!(document["record"]["state"], "empty");

@@ -248,7 +248,8 @@ fn bundles_tampered_in_the_store_are_refused_before_anything_is_unpacked_or_run(
             }
             let run = runner.run(&args).code(1);
             assert!(
-                run.stderr.contains("failed verification") || run.stderr.contains("no signature"),
+                run.stderr.contains("failed verification")
+                    || run.stderr.contains("no trusted signature matches"),
                 "{how:?} {command}: {}",
                 run.stderr
             );
