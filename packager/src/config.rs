@@ -361,8 +361,8 @@ impl StackConfig {
                 .at(location_of(Path::new(display), &text, e.span()))
                 .hint("`stack.toml` takes `description`, `engine`, `initial-version`, `include`, `depends-on`, `[inputs.from]`, `[rules]`, `[preflight]` and `[[smoke]]`; see `docs/configuration.md`")
         })?;
-        if let Err(message) =
-            crate::check::RuleConfig::from_table(&config.rules).and_then(|rules| rules.only_lints())
+        if let Err(message) = crate::check::rule_config::RuleConfig::from_table(&config.rules)
+            .and_then(|rules| rules.only_lints())
         {
             return Err(Error::usage(format!("`{display}` `[rules]`: {message}"))
                 .at(display)

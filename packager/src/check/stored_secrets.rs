@@ -11,7 +11,7 @@ use hcl_edit::structure::Body;
 use hcl_edit::Span;
 use stackpack_interface::ModuleInterface;
 
-use super::{Finding, Lint};
+use super::{Finding, Lint, Severity};
 
 /// Arguments the provider stores in the state, by resource type: a curated list of
 /// the ones a secret is most often given to. Where the provider has a write-only
@@ -105,7 +105,7 @@ fn in_file(rel: &str, text: &str, body: &Body, sensitive: &[&str], out: &mut Vec
                     file: rel.to_string(),
                     line: line_of(text, attr.span()),
                     bump: None,
-                    severity: super::lint::default_severity(Lint::SensitiveInputStored),
+                    severity: Severity::Warning,
                     change: None,
                     decisive: false,
                     message: format!(
@@ -167,7 +167,7 @@ resource "aws_ssm_parameter" "plain" {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].item, "aws_db_instance.main.password");
         assert_eq!(found[0].line, 12);
-        assert_eq!(found[0].severity, crate::check::Severity::Warning);
+        assert_eq!(found[0].severity, Severity::Warning);
         assert!(found[0].message.contains("ignore_changes = [password]"));
         assert!(found[0].message.contains("`password_wo`"));
     }
