@@ -51,7 +51,7 @@ pub struct Engine {
     /// The sensitive values this run passes: replaced in every line relayed,
     /// logged or kept for a receipt, whatever the engine prints.
     pub secrets: Secrets,
-    /// The error stream from the first `Error` on (at most [`ERROR_LINES`] lines)
+    /// The error stream from the first `Error` on (at most `ERROR_LINES` lines)
     /// of the last run that printed one: what a failed receipt says the engine said.
     pub errors: std::sync::Arc<std::sync::Mutex<String>>,
     /// A file every line of the engine's output is also appended to (a run's

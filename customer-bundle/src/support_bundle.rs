@@ -44,7 +44,7 @@ pub struct Written {
 }
 
 /// The transcript file of run `receipt_id` (every line of the engine's output),
-/// in `<home>/runs/`; the oldest beyond [`KEPT_TRANSCRIPTS`] are removed. `None`
+/// in `<home>/runs/`; the oldest beyond `KEPT_TRANSCRIPTS` are removed. `None`
 /// when the folder cannot be made (the run goes on without one).
 pub fn transcript_for(home: &Home, receipt_id: &str) -> Option<PathBuf> {
     let dir = home.root.join("runs");

@@ -3,7 +3,7 @@
 //!
 //! - `no-environment-names`: modules name no environment or customer (customer ids
 //!   are the folder names under `customers/`, environments come from the config) in
-//!   a value: a literal, a resource's name, a tag (see [`super::env_names`]). Schema
+//!   a value: a literal, a resource's name, a tag (see `check/env_names.rs`). Schema
 //!   names, input and output names and prose may use the same words.
 //! - `no-secret-literals`: no secret-looking literal in any packed file or `.tfvars`:
 //!   cloud access keys, private keys, tokens, and literal values given to keys named
@@ -24,7 +24,7 @@
 //!   stack or module whose `required_version` only allows engines with ephemeral
 //!   inputs (Terraform >= 1.10, OpenTofu >= 1.11), could be `ephemeral = true` and so
 //!   stay out of plans and state.
-//! - `sensitive-input-stored` (warning, [`super::stored_secrets`]): a sensitive
+//! - `sensitive-input-stored` (warning, `check/stored_secrets.rs`): a sensitive
 //!   input given to an argument the provider stores in the state.
 //!
 //! An inline ignore applies to its own line and the line after it.
