@@ -161,12 +161,15 @@ pub fn note_silent(tx: &Connection, after: Duration) -> rusqlite::Result<usize> 
     Ok(silent.len())
 }
 
-/// Deliveries under way, so a tick does not send one twice.
-type InFlight = Arc<Mutex<HashSet<i64>>>;
+/// Deliveries under way, by (alert id, customer), so a tick neither sends an
+/// event twice nor overtakes one still being sent.
+type InFlight = Arc<Mutex<HashSet<(i64, String)>>>;
 
 /// Runs for as long as the server: every `alert_tick`, notes silent customers and
-/// starts the deliveries that are due, each on its own task, so one slow webhook
-/// delays no other.
+/// starts the deliveries that are due, one task per webhook and customer: one slow
+/// webhook delays no other, a fleet's events reach a webhook side by side, and one
+/// customer's events reach it in the order they happened (a `failed` before the
+/// `drifted` that followed it) for as long as it answers.
 pub async fn run(state: Arc<AppState>) {
     // reqwest is built without a TLS provider of its own: choose rustls's, once.
     stackpack_bundle::remote::tls();
@@ -207,27 +210,43 @@ pub async fn run(state: Arc<AppState>) {
                 continue;
             }
         };
+        let mut queues: Vec<((i64, String), Vec<db::alerts::Due>)> = Vec::new();
         for item in due {
-            if !in_flight.lock().expect("not poisoned").insert(item.id) {
+            let key = (item.alert, customer_of(&item.body));
+            match queues.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, items)) => items.push(item),
+                None => queues.push((key, vec![item])),
+            }
+        }
+        for (key, items) in queues {
+            if !in_flight.lock().expect("not poisoned").insert(key.clone()) {
                 continue;
             }
-            tokio::spawn(deliver(
-                state.clone(),
-                client.clone(),
-                item,
-                in_flight.clone(),
-            ));
+            let (state, client, in_flight) = (state.clone(), client.clone(), in_flight.clone());
+            tokio::spawn(async move {
+                for item in items {
+                    // A failed one waits for its backoff; the ones after it are
+                    // tried on a later tick rather than overtaking it now.
+                    if !deliver(state.clone(), client.clone(), item).await {
+                        break;
+                    }
+                }
+                in_flight.lock().expect("not poisoned").remove(&key);
+            });
         }
     }
 }
 
-/// One POST, and its outcome written back.
-async fn deliver(
-    state: Arc<AppState>,
-    client: reqwest::Client,
-    item: db::alerts::Due,
-    in_flight: InFlight,
-) {
+/// The customer an outbox body is about (every event names one).
+fn customer_of(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("customer")?.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// One POST, and its outcome written back. True when the webhook took it.
+async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts::Due) -> bool {
     let sent = client
         .post(&item.webhook)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -246,8 +265,8 @@ async fn deliver(
             error_chain(&e)
         )),
     };
+    let took_it = error.is_none();
     let writing = state.clone();
-    let id = item.id;
     let written = tokio::task::spawn_blocking(move || {
         let now = crate::timestamp::Timestamp::now();
         writing.db.write(|tx| {
@@ -269,7 +288,7 @@ async fn deliver(
     if let Ok(Err(e)) = written {
         tracing::warn!(error = %e.message, "recording an alert delivery failed");
     }
-    in_flight.lock().expect("not poisoned").remove(&id);
+    took_it
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
