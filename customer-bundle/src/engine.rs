@@ -529,9 +529,25 @@ impl Engine {
                 }
             ))
             .at(format!("work folder `{}`", dir.display()))
-            .hint("the engine's messages are above"));
+            .hint(self.failure_hint(dir)));
         }
         Ok(output)
+    }
+
+    /// What to do after a failed run: the engine's messages, unless it could not
+    /// save the state to the backend (an S3 endpoint lost mid-apply). Then what it
+    /// made is only in the work folder's `errored.tfstate`, and the lock it took
+    /// may be left in the bucket: both are named, in the order to undo them.
+    fn failure_hint(&self, dir: &Path) -> String {
+        if !dir.join("errored.tfstate").exists() {
+            return "the engine's messages are above".into();
+        }
+        let stack = self.stack.as_deref().unwrap_or("STACK");
+        format!(
+            "the engine could not save the state: what it did is in `{}` only. Once the state's bucket answers again, run `{} state push -lock=false errored.tfstate` in that folder (the lock this run left still keeps other runs out), then `stackpack-runner unlock {stack}` shows that lock and its id to break it with `--lock-id`. Do not apply `{stack}` before: it would fork the state",
+            dir.join("errored.tfstate").display(),
+            self.path.display()
+        )
     }
 
     /// `show -json PLANFILE`, summarised.
