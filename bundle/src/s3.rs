@@ -359,6 +359,15 @@ impl S3Client {
 }
 
 impl S3Client {
+    /// Writes `text` as the object `key` (a new version where versioning is on).
+    pub fn put_object(&self, bucket: &str, key: &str, text: &str) -> Result<(), S3Error> {
+        let answer = self.send(reqwest::Method::PUT, bucket, key, "", text)?;
+        if (200..300).contains(&answer.status) {
+            return Ok(());
+        }
+        Err(self.error("PutObject", bucket, &answer))
+    }
+
     /// The keys under `prefix` (the first 1,000: state objects of one customer's
     /// stacks, never near that).
     pub fn list_keys(&self, bucket: &str, prefix: &str) -> Result<Vec<String>, S3Error> {

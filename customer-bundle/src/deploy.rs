@@ -14,6 +14,7 @@ use stackpack_schema::receipt::{
     RECEIPT_FORMAT,
 };
 
+use super::deployment_record;
 use super::engine::{self, Engine, PlanDetails, PLAN_FILE};
 use super::error::{io, Error, Result};
 use super::files;
@@ -315,6 +316,8 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
         key: &key,
         inputs_text: &text,
         notes: found.notes(),
+        record: deployment_record::RecordInputs::of(&parsed, &bundle.config.interface),
+        status: ui.status,
     };
     match result {
         Ok(Step::Declined) => Err({
@@ -551,6 +554,9 @@ struct Ending<'a> {
     key: &'a stackpack_schema::signature::PrivateKey,
     inputs_text: &'a str,
     notes: Vec<Note>,
+    /// What the deployment record beside a bucket's state keeps of the inputs.
+    record: deployment_record::RecordInputs,
+    status: &'a dyn Fn(&str),
 }
 
 impl Ending<'_> {
@@ -572,6 +578,9 @@ impl Ending<'_> {
                 inputs_file: saved.display().to_string(),
                 applied_at: r.finished_at.clone(),
             })?;
+            if let Some(warning) = deployment_record::after_run(self.home, r, &self.record) {
+                (self.status)(&warning);
+            }
         }
         Ok(signed)
     }
@@ -1179,7 +1188,8 @@ fn drift(
 }
 
 /// Keeps the inputs a deployment used, so rollback and drift run with them.
-fn save_inputs(home: &Home, receipt_id: &str, stack: &str, text: &str) -> Result<PathBuf> {
+/// Keeps a run's inputs in the home, where `drift`, `rollback` and `destroy` find them.
+pub fn save_inputs(home: &Home, receipt_id: &str, stack: &str, text: &str) -> Result<PathBuf> {
     let dir = home.inputs_dir();
     files::create_folder(&dir)?;
     let path = dir.join(format!("{stack}-{receipt_id}.tfvars.json"));

@@ -27,11 +27,13 @@
 //! - [`release`]: releases: import, plan, apply, rollback and destroy of many stacks.
 //! - [`module_sources`]: module code only from the bundle, checked before `init`.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
+//! - [`state_bucket`], [`deployment_record`]: state in the customer's bucket, and what runs, kept beside it.
 //! - [`sync`]: `sync`, `pending` and `approve`: reconcile to an assignment, with an approval policy.
 //! - [`support_bundle`]: what support needs from this home, secrets left out.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
 pub mod deploy;
+pub mod deployment_record;
 pub mod engine;
 pub mod files;
 pub mod home;

@@ -4,6 +4,7 @@ use stackpack_terminal::ExitStatus;
 use std::path::Path;
 
 use serde_json::json;
+use stackpack_runner::deployment_record::{self, DeploymentRecord};
 use stackpack_runner::home::{BackendConfig, Config, EngineConfig, Home, Policy, S3Backend};
 use stackpack_runner::receipts;
 use stackpack_runner::state_bucket;
@@ -64,6 +65,11 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
         None => None,
     };
     let home = Home::init(&root, config)?;
+    // What runs, from the records beside the state: `status` and `drift` go on at once.
+    let adopted = match &bucket {
+        Some(check) => deployment_record::adopt(&home, &check.stacks_with_state)?,
+        None => Vec::new(),
+    };
     let key = receipts::installation_key(&home.key_path())?;
     let key_id = key.public_key().key_id();
     if args.json {
@@ -79,6 +85,12 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
                 "checked": bucket.as_ref().is_some_and(|b| b.checked),
                 "configured": bucket.as_ref().map(|b| b.configured.clone()).unwrap_or_default(),
                 "stacksWithState": bucket.as_ref().map(|b| b.stacks_with_state.clone()).unwrap_or_default(),
+                "deploymentsFound": adopted.iter().map(|r| json!({
+                    "stack": r.stack,
+                    "version": r.version.to_string(),
+                    "appliedAt": r.applied_at,
+                    "withheldInputs": r.withheld,
+                })).collect::<Vec<_>>(),
             })),
         }));
     } else {
@@ -94,12 +106,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
             for setting in &check.configured {
                 status(&format!("bucket `{}`: {setting}", s3.bucket));
             }
-            if !check.stacks_with_state.is_empty() {
-                status(&format!(
-                    "the bucket already keeps the state of {}: apply each with its inputs to take it over here (an unchanged stack plans no change)",
-                    check.stacks_with_state.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
-                ));
-            }
+            found_in_bucket(check, &adopted);
             if !check.checked {
                 status(&format!("warning: bucket `{}` was not checked: no AWS credentials in the environment (the engine may still find some)", s3.bucket));
             }
@@ -107,6 +114,36 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
         status("next: `stackpack-runner trust add vendor.pub`, then `stackpack-runner import FILE.tar`");
     }
     Ok(ExitStatus::Success)
+}
+
+/// What a home made on a bucket that already keeps state found there.
+fn found_in_bucket(check: &state_bucket::BucketCheck, adopted: &[DeploymentRecord]) {
+    for record in adopted {
+        let withheld = if record.withheld.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; give `{}` again as `TF_VAR_` variables (sensitive inputs never leave a home)",
+                record.withheld.join("`, `")
+            )
+        };
+        status(&format!(
+            "found `{}@{}` in the bucket (applied {}): `status` and `drift` go on from it{withheld}",
+            record.stack, record.version, record.applied_at
+        ));
+    }
+    let untaken: Vec<String> = check
+        .stacks_with_state
+        .iter()
+        .filter(|stack| !adopted.iter().any(|r| &r.stack == *stack))
+        .map(|s| format!("`{s}`"))
+        .collect();
+    if !untaken.is_empty() {
+        status(&format!(
+            "the bucket keeps the state of {}, with no record of what runs: apply each with its inputs to take it over here (an unchanged stack plans no change)",
+            untaken.join(", ")
+        ));
+    }
 }
 
 pub fn trust_add(global: &GlobalArgs, file: &Path, json: bool) -> Result<ExitStatus> {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::common::cut_relay::CutRelay;
 use crate::common::release::ReleaseVendor;
 use crate::common::{Moto, Run, Runner};
 
@@ -133,6 +134,17 @@ fn state_in_the_customers_bucket_outlives_the_runner_home_and_an_earlier_version
     );
     assert!(!first.home.join("state").exists());
     assert_eq!(state_versions(&moto).len(), 1);
+    // Beside the state: what runs, and the inputs it ran with.
+    let record = moto
+        .python(&format!(
+            "import boto3\nprint(boto3.client(\"s3\", endpoint_url=ENDPOINT).get_object(Bucket=\"{BUCKET}\", Key=\"stackpack/globex/network.stackpack.json\")[\"Body\"].read().decode())\n"
+        ))
+        .ok();
+    let record: Value = serde_json::from_str(record.stdout.trim()).unwrap();
+    assert_eq!(record["version"], version.as_str(), "{record}");
+    assert_eq!(record["kind"], "apply", "{record}");
+    assert_eq!(record["receiptId"], receipt["id"], "{record}");
+    assert_eq!(record["inputs"]["cidr"], "10.1.0.0/16", "{record}");
 
     // The machine is lost with its home; a new one initialised on the same bucket
     // finds the stack's state and takes it over without creating anything again.
@@ -144,6 +156,21 @@ fn state_in_the_customers_bucket_outlives_the_runner_home_and_an_earlier_version
     );
     let toml = std::fs::read_to_string(second.home.join("runner.toml")).unwrap();
     assert!(toml.contains("[backend.s3]"), "{toml}");
+    // The record beside the state says what runs: `status` and `drift` go on at
+    // once, with the inputs the last apply used (no take-over apply needed).
+    assert_eq!(
+        found["bucket"]["deploymentsFound"][0]["stack"], "network",
+        "{found}"
+    );
+    assert_eq!(
+        found["bucket"]["deploymentsFound"][0]["version"],
+        version.as_str()
+    );
+    let status = second.run(&["status", "--json"]).ok().json();
+    assert_eq!(status["stacks"][0]["stack"], "network", "{status}");
+    assert_eq!(status["stacks"][0]["version"], version.as_str());
+    let drift = second.run(&["drift", "network", "--json"]).ok().json();
+    assert_eq!(drift["outcome"], "no-changes", "{drift}");
 
     let same = inputs(&second, "10.1.0.0/16");
     let taken_over = apply(&second, &reference, &same);
@@ -513,4 +540,132 @@ fn a_second_runner_on_the_same_bucket_stops_on_the_state_lock_while_the_first_ap
         "{waited}"
     );
     Run::from(child.wait_with_output().unwrap()).ok();
+}
+
+#[test]
+fn the_s3_endpoint_lost_mid_apply_fails_the_run_truthfully_and_names_the_lock_left_behind() {
+    let moto = Arc::new(Moto::start());
+    // The runner reaches the bucket through a relay the test cuts during the apply.
+    let relay = CutRelay::start(&moto.url);
+    let vendor = ReleaseVendor::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let applying = scratch.path().join("applying");
+    vendor.change(
+        "network",
+        &format!(
+            "\nresource \"terraform_data\" \"slow\" {{\n  provisioner \"local-exec\" {{\n    command = \"touch {} && sleep 6\"\n  }}\n}}\n",
+            applying.display()
+        ),
+    );
+    let version = vendor.build_version_of("network");
+    let args = [
+        "--backend",
+        "s3",
+        "--bucket",
+        BUCKET,
+        "--s3-endpoint",
+        relay.url.as_str(),
+        "--create-bucket",
+    ];
+    let (runner, init) = Runner::on_account("globex", moto.clone(), &args);
+    init.ok();
+    runner.trust_and_import(&vendor.public_key, &vendor.export_tar("stacks.tar"));
+    let reference = format!("network@{version}");
+    let network = inputs(&runner, "10.1.0.0/16");
+    let child = runner
+        .command(&[
+            "apply",
+            &reference,
+            "--inputs",
+            network.to_str().unwrap(),
+            "--yes",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !applying.exists() {
+        assert!(start.elapsed().as_secs() < 120, "the apply never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    relay.cut();
+    let failed = Run::from(child.wait_with_output().unwrap()).code(1);
+
+    // The engine's own words, then the runner's: the state could not be saved.
+    assert!(
+        failed.stderr.contains("Failed to save state")
+            || failed.stderr.contains("Failed to persist state"),
+        "{}",
+        failed.stderr
+    );
+    // The receipt says the apply failed, with the engine's error.
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let last = &receipts["receipts"].as_array().unwrap().last().unwrap()["receipt"]["receipt"];
+    assert_eq!(last["kind"], "apply", "{last}");
+    assert_eq!(last["outcome"], "failed", "{last}");
+    // The lock this run took is still in the bucket: the hint names its id.
+    let held = moto
+        .python(&format!(
+            "import boto3, json\nprint(json.load(boto3.client(\"s3\", endpoint_url=ENDPOINT).get_object(Bucket=\"{BUCKET}\", Key=\"{STATE_KEY}.tflock\")[\"Body\"])[\"ID\"])\n"
+        ))
+        .ok();
+    let lock_id = held.stdout.trim();
+    assert!(!lock_id.is_empty());
+    // What the engine did is only in the kept work folder; the hint says so, and
+    // the runbook's order: push that state, then break the lock the run left.
+    let errored = failed
+        .stderr
+        .split('`')
+        .find(|part| part.ends_with("/errored.tfstate"))
+        .unwrap_or_else(|| panic!("no errored.tfstate named:\n{}", failed.stderr));
+    let errored = PathBuf::from(errored);
+    assert!(errored.exists(), "{}", errored.display());
+    assert!(
+        failed
+            .stderr
+            .contains("state push -lock=false errored.tfstate"),
+        "{}",
+        failed.stderr
+    );
+    assert!(
+        failed.stderr.contains("stackpack-runner unlock network"),
+        "{}",
+        failed.stderr
+    );
+
+    // The endpoint is back: the runbook, step by step.
+    let _back = relay.restore(&moto.url);
+    let pushed = Command::new(crate::common::terraform())
+        .args(["state", "push", "-lock=false", "errored.tfstate"])
+        .current_dir(errored.parent().unwrap())
+        .envs(moto.env())
+        .output()
+        .unwrap();
+    assert!(pushed.status.success(), "{pushed:?}");
+    let shown = runner.run(&["unlock", "network"]).code(1);
+    assert!(
+        shown.stderr.contains(&format!("--lock-id {lock_id}")),
+        "{}",
+        shown.stderr
+    );
+    runner
+        .run(&["unlock", "network", "--lock-id", lock_id])
+        .ok();
+    // Nothing was lost: the state holds what the failed apply created.
+    let plan = runner
+        .run(&[
+            "plan",
+            &reference,
+            "--inputs",
+            network.to_str().unwrap(),
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        plan["receipt"]["receipt"]["plan"],
+        serde_json::json!({"add": 0, "change": 0, "destroy": 0}),
+        "{plan}"
+    );
 }
