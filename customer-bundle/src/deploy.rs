@@ -568,7 +568,8 @@ impl Ending<'_> {
             .finish_run(&signed.receipt.id, &signed.receipt.stack)?;
         let r = &signed.receipt;
         if r.kind.changes_deployment() {
-            let saved = save_inputs(self.home, &r.id, &r.stack, self.inputs_text)?;
+            let saved =
+                deployment_record::save_inputs(self.home, &r.id, &r.stack, self.inputs_text)?;
             self.ledger.add_deployment(&Deployment {
                 kind: r.kind,
                 stack: r.stack.clone(),
@@ -1185,14 +1186,4 @@ fn drift(
         ))
         .hint("the engine's messages are above")),
     }
-}
-
-/// Keeps the inputs a deployment used, so rollback and drift run with them.
-/// Keeps a run's inputs in the home, where `drift`, `rollback` and `destroy` find them.
-pub fn save_inputs(home: &Home, receipt_id: &str, stack: &str, text: &str) -> Result<PathBuf> {
-    let dir = home.inputs_dir();
-    files::create_folder(&dir)?;
-    let path = dir.join(format!("{stack}-{receipt_id}.tfvars.json"));
-    files::write_private(&path, text)?;
-    Ok(path)
 }

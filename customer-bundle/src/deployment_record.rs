@@ -17,6 +17,7 @@ use stackpack_schema::interface::Interface;
 use stackpack_schema::receipt::{Receipt, ReceiptKind};
 
 use super::error::{Error, Result};
+use super::files;
 use super::home::{Home, S3Backend};
 use super::inputs::Inputs;
 use super::ledger::{Deployment, Ledger};
@@ -150,7 +151,7 @@ pub fn adopt(home: &Home, stacks: &[String]) -> Result<Vec<DeploymentRecord>> {
         let text = serde_json::to_string_pretty(&Value::Object(record.inputs.clone()))
             .expect("inputs serialise")
             + "\n";
-        let saved = super::deploy::save_inputs(home, &record.receipt_id, stack, &text)?;
+        let saved = save_inputs(home, &record.receipt_id, stack, &text)?;
         ledger.add_deployment(&Deployment {
             kind: record.kind,
             stack: stack.clone(),
@@ -163,4 +164,19 @@ pub fn adopt(home: &Home, stacks: &[String]) -> Result<Vec<DeploymentRecord>> {
         adopted.push(record);
     }
     Ok(adopted)
+}
+
+/// Keeps the inputs a deployment used in the home, so `drift`, `rollback` and
+/// `destroy` run with them.
+pub fn save_inputs(
+    home: &Home,
+    receipt_id: &str,
+    stack: &str,
+    text: &str,
+) -> Result<std::path::PathBuf> {
+    let dir = home.inputs_dir();
+    files::create_folder(&dir)?;
+    let path = dir.join(format!("{stack}-{receipt_id}.tfvars.json"));
+    files::write_private(&path, text)?;
+    Ok(path)
 }
