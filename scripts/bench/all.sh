@@ -16,6 +16,8 @@
 # scripts/bench/rollout.sh: the assignment poll of 10,000 runners (1,000 with --quick)
 # at 3/s and 300/s beside support's queries, and a rollout of 100 emulated customers
 # in three waves, beside a bare `GET /healthz` and the configured soak times.
+# scripts/bench/state.sh: plan and apply of the example with its state in the
+# account's bucket beside the local backend, and preflight beside the plan.
 # scripts/bench/providers.sh measures the provider packages and offline plans of the
 # real example separately.
 

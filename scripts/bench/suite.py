@@ -97,6 +97,7 @@ class Suite:
         self.notes = []
         self.fleet_output = None
         self.rollout_output = None
+        self.state_output = None
         self.terraform = subprocess.run(
             [os.path.join(ROOT, "scripts", "terraform-path.sh")],
             capture_output=True,
@@ -464,6 +465,39 @@ class Suite:
                      "—", f"{float(best.group(1)) / float(done.group(1)):.2f}×", "—", "—")
         self.rollout_output = out.stdout.strip()
 
+    def state(self):
+        """Plan and apply of the example with the state in the account's bucket beside
+        the local backend, and preflight beside the plan, through scripts/bench/state.sh."""
+        runs = 1 if self.args.quick else 3
+        log(f"== remote state and preflight: the example's data plane, {runs} run(s) each ==")
+        env = dict(os.environ, BIN_DIR=self.bin, RUNS=str(runs))
+        out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bench", "state.sh")], env=env,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            log(out.stderr[-2000:])
+            self.row("plan and apply, state in the account's bucket", "failed (see the log)", "—", "—", "—", "—", "—")
+            return
+        median = {}
+        for line in out.stdout.splitlines():
+            cells = line.split()
+            if len(cells) == 4 and cells[0] == "median":
+                median[(cells[1], cells[2])] = float(cells[3])
+        for step, name in (("plan-first", "plan, first (engine init included)"),
+                           ("apply", "apply (36 resources created)"),
+                           ("plan-unchanged", "plan after the apply (nothing to change)")):
+            s3, local = median.get((step, "s3")), median.get((step, "local"))
+            if s3 is None or local is None:
+                continue
+            self.row(f"example data plane, {name}: state in the account's S3 bucket (moto)",
+                     f"{s3:.2f} s", f"{local:.2f} s (`local` backend in the home)", "—",
+                     f"{local / s3:.2f}×", "—", "—")
+        pre, plan = median.get(("preflight", "local")), median.get(("plan-unchanged", "local"))
+        if pre is not None and plan is not None:
+            self.row("example data plane, `stackpack-runner preflight` alone (quotas, instance types, range)",
+                     f"{pre:.2f} s", f"{plan:.2f} s (the plan after the apply)", "—",
+                     f"{plan / pre:.2f}×", "—", "—")
+        self.state_output = out.stdout.strip()
+
     def registries(self):
         log("== our registry beside CNCF Distribution (wrk) ==")
         seconds = self.args.wrk_seconds
@@ -631,6 +665,7 @@ def main():
         if args.only != "transfers":
             suite.fleet()
             suite.rollout()
+            suite.state()
         suite.notes.append(
             "The push-alone rows push into a registry started empty for each run, for both "
             "contenders, so skopeo's blob-info cache has no repository to mount the layer from "
@@ -699,6 +734,11 @@ Each contender ran {args.runs} time(s), in turns with the others; figures are me
                     "open-loop (latency from each request's scheduled time), beside a bare `GET /healthz` at "
                     "the same rate; then a rollout of 100 emulated runners beside the configured soak times."
                     "\n\n```\n" + suite.rollout_output + "\n```\n")
+        if suite.state_output:
+            f.write("\n## Remote state and preflight\n\n`scripts/bench/state.sh` as the suite ran it: the "
+                    "example's data plane planned, applied and planned again with its state in a bucket of "
+                    "the (emulated) account beside the `local` backend, and preflight alone beside the plan."
+                    "\n\n```\n" + suite.state_output + "\n```\n")
     log(f"wrote {args.out}")
 
 
