@@ -4,8 +4,8 @@
 #
 #   1. the vendor's CI: a signing key, a provider mirror, the embedded registry,
 #      `stackpack publish` (each bundle carries the AWS provider it locks);
-#   2. a connected customer (globex): the runner pulls, verifies, applies real
-#      resources, reports; then an upgrade changes a resource in place, a change
+#   2. a connected customer (globex): its engine state in a bucket of its own
+#      account; the runner pulls, verifies, applies real resources, reports; then an upgrade changes a resource in place, a change
 #      made by hand is found by `drift`, `rollback` puts the earlier version back;
 #   3. a changed default that would replace a resource: the contract says major,
 #      and the plan shows the replacement;
@@ -177,7 +177,11 @@ url=$("$root"/scripts/moto.sh start "$demo/moto-globex")
 echo "the AWS API emulator answers on $url"
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
 globex() { TF_VAR_aws_endpoint=$url "$bin/stackpack-runner" --home "$demo/runner-globex" "$@"; }
-globex init --customer globex --engine terraform --engine-path "$terraform"
+# Its engine state lives in its own account: a bucket the runner makes versioned,
+# encrypted and private (`--s3-endpoint` points at the emulator; a real account
+# leaves it out). The runner home keeps no state file then.
+globex init --customer globex --engine terraform --engine-path "$terraform" \
+  --backend s3 --bucket globex-tf-state --create-bucket --s3-endpoint "$url"
 globex trust add "$demo/vendor.pub"
 STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:$first" --insecure
 globex check-inputs "data-plane@$first" --inputs customers/globex/data-plane.tfvars
@@ -192,6 +196,21 @@ clusters = eks.list_clusters()["clusters"]
 groups = [g for c in clusters for g in eks.list_nodegroups(clusterName=c)["nodegroups"]]
 buckets = [b["Name"] for b in s3.list_buckets()["Buckets"]]
 print(f"in the account now: {len(vpcs)} VPC, {len(subnets)} subnets, clusters {clusters}, node groups {groups}, buckets {buckets}")
+PY
+# The state the apply wrote: an object in globex's bucket (listed through the S3 API),
+# and no state file in the runner's home.
+python3 - "$url" "$demo/runner-globex" <<'PY'
+import json, os, sys, boto3
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
+for o in s3.list_objects_v2(Bucket="globex-tf-state")["Contents"]:
+    if o["Key"].endswith(".tfstate"):
+        versions = [v for v in s3.list_object_versions(Bucket="globex-tf-state", Prefix=o["Key"])["Versions"] if v["Key"] == o["Key"]]
+        print(f"state in globex's own bucket: s3://globex-tf-state/{o['Key']} ({o['Size']:,} bytes, {len(versions)} version{'s' * (len(versions) != 1)} kept)")
+    elif o["Key"].endswith(".stackpack.json"):
+        record = json.load(s3.get_object(Bucket="globex-tf-state", Key=o["Key"])["Body"])
+        print(f"beside it, what runs (a new runner home reads it): s3://globex-tf-state/{o['Key']} ({record['stack']}@{record['version']})")
+local = [f for _, _, files in os.walk(sys.argv[2]) for f in files if f.endswith(".tfstate")]
+print(f"state files in the runner's home: {len(local)}")
 PY
 globex report --registry "$registry" --insecure --token "$globex_token"
 

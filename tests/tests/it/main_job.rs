@@ -39,6 +39,11 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
     has("provider `registry.terraform.io/hashicorp/aws` 3.39.0 from the bundle");
     has("applied `data-plane@0.1.0`: 36 to add, 0 to change, 0 to destroy");
     has("in the account now: 1 VPC, 6 subnets, clusters ['globex-data']");
+    // Its engine state is an object in a bucket of its own account, not a file in
+    // the runner's home.
+    has("state in globex's own bucket: s3://globex-tf-state/stackpack/globex/data-plane.tfstate (");
+    has("state files in the runner's home: 0");
+    has("beside it, what runs (a new runner home reads it): s3://globex-tf-state/stackpack/globex/data-plane.stackpack.json (data-plane@0.1.0)");
     // The second stack and the second version did not send the provider again.
     let sent: Vec<u64> = stdout
         .lines()
