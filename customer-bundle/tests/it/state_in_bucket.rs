@@ -484,26 +484,7 @@ fn a_second_runner_on_the_same_bucket_stops_on_the_state_lock_while_the_first_ap
     // Another machine of the same customer: its own home, the same bucket.
     let (second, _, _) = runner_on(&moto, &vendor, &version, &[]);
     let network = inputs(&first, "10.1.0.0/16");
-    let child = first
-        .command(&[
-            "apply",
-            &reference,
-            "--inputs",
-            network.to_str().unwrap(),
-            "--yes",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    while !applying.exists() {
-        assert!(
-            start.elapsed().as_secs() < 120,
-            "the first runner never started applying"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let child = start_slow_apply(&first, &reference, &network, &applying);
     let network = network.to_str().unwrap();
 
     let blocked = second
@@ -572,23 +553,7 @@ fn the_s3_endpoint_lost_mid_apply_fails_the_run_truthfully_and_names_the_lock_le
     runner.trust_and_import(&vendor.public_key, &vendor.export_tar("stacks.tar"));
     let reference = format!("network@{version}");
     let network = inputs(&runner, "10.1.0.0/16");
-    let child = runner
-        .command(&[
-            "apply",
-            &reference,
-            "--inputs",
-            network.to_str().unwrap(),
-            "--yes",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    while !applying.exists() {
-        assert!(start.elapsed().as_secs() < 120, "the apply never started");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let child = start_slow_apply(&runner, &reference, &network, &applying);
     relay.cut();
     let failed = Run::from(child.wait_with_output().unwrap()).code(1);
 
@@ -668,4 +633,32 @@ fn the_s3_endpoint_lost_mid_apply_fails_the_run_truthfully_and_names_the_lock_le
         serde_json::json!({"add": 0, "change": 0, "destroy": 0}),
         "{plan}"
     );
+}
+
+/// Starts `apply` of the slow stack and returns once its slow resource is being
+/// created (the provisioner touched `applying`): the run holds the state lock then.
+fn start_slow_apply(
+    runner: &Runner,
+    reference: &str,
+    network: &Path,
+    applying: &Path,
+) -> std::process::Child {
+    let child = runner
+        .command(&[
+            "apply",
+            reference,
+            "--inputs",
+            network.to_str().unwrap(),
+            "--yes",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !applying.exists() {
+        assert!(start.elapsed().as_secs() < 120, "the apply never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child
 }
