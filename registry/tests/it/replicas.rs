@@ -779,7 +779,9 @@ impl Cluster {
     fn start(haproxy: &Path) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
-        let hook = Hook::start(&[200], Duration::ZERO);
+        // A webhook slow to answer: each delivery is in flight across several of the
+        // replicas' alert ticks, which must leave it to the one that claimed it.
+        let hook = Hook::start(&[200], Duration::from_millis(800));
         let args: Vec<String> = [
             "--prerelease-tags",
             "immutable",
