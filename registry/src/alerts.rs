@@ -10,8 +10,7 @@
 //! [`MAX_ATTEMPTS`]; the webhook's last error shows in `alert list` and on
 //! `/healthz`.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -134,7 +133,7 @@ pub fn note_receipt(
             at: d.finished_at.as_str(),
             reason: reason(document, event),
         };
-        db::alerts::enqueue(tx, event.as_str(), &body.to_json(), now.as_str(), now_ns)?;
+        db::alerts::enqueue(tx, &body, now.as_str(), now_ns)?;
     }
     Ok(())
 }
@@ -156,20 +155,25 @@ pub fn note_silent(tx: &Connection, after: Duration) -> rusqlite::Result<usize> 
             at: now.as_str(),
             reason: Some(format!("no receipt since {last_seen}")),
         };
-        db::alerts::enqueue(tx, "silent", &body.to_json(), now.as_str(), now_ns)?;
+        db::alerts::enqueue(tx, &body, now.as_str(), now_ns)?;
     }
     Ok(silent.len())
 }
 
-/// Deliveries under way, by (alert id, customer), so a tick neither sends an
-/// event twice nor overtakes one still being sent.
-type InFlight = Arc<Mutex<HashSet<(i64, String)>>>;
+/// Events one tick claims at most.
+const CLAIM_LIMIT: usize = 64;
 
 /// Runs for as long as the server: every `alert_tick`, notes silent customers and
 /// starts the deliveries that are due, one task per webhook and customer: one slow
 /// webhook delays no other, a fleet's events reach a webhook side by side, and one
 /// customer's events reach it in the order they happened (a `failed` before the
 /// `drifted` that followed it) for as long as it answers.
+///
+/// Every replica runs this on the one database. What keeps two from sending one
+/// event is the outbox's claim ([`db::alerts::claim`]), taken in a write
+/// transaction, not anything in this process: the claim lasts as long as its
+/// deliveries may take (each is bounded by `alert_timeout`), so a replica killed
+/// mid-delivery holds its events only until then, and another sends them.
 pub async fn run(state: Arc<AppState>) {
     // reqwest is built without a TLS provider of its own: choose rustls's, once.
     stackpack_bundle::remote::tls();
@@ -184,7 +188,6 @@ pub async fn run(state: Arc<AppState>) {
             return;
         }
     };
-    let in_flight: InFlight = Default::default();
     let mut interval =
         tokio::time::interval(state.config.alert_tick.max(Duration::from_millis(50)));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -193,9 +196,13 @@ pub async fn run(state: Arc<AppState>) {
         let reading = state.clone();
         let due = tokio::task::spawn_blocking(move || {
             let silent_after = reading.config.silent_after;
+            // A delivery's bound, and a margin for writing its outcome.
+            let per_event = reading.config.alert_timeout + Duration::from_secs(15);
+            let per_event_ns = i64::try_from(per_event.as_nanos()).unwrap_or(i64::MAX);
             reading.db.write(|tx| {
                 note_silent(tx, silent_after)?;
-                Ok(db::alerts::due(tx, crate::rollout::now_ns(), 64)?)
+                let now = crate::rollout::now_ns();
+                Ok(db::alerts::claim(tx, now, CLAIM_LIMIT, per_event_ns)?)
             })
         })
         .await;
@@ -212,37 +219,44 @@ pub async fn run(state: Arc<AppState>) {
         };
         let mut queues: Vec<((i64, String), Vec<db::alerts::Due>)> = Vec::new();
         for item in due {
-            let key = (item.alert, customer_of(&item.body));
+            let key = (item.alert, item.customer.clone());
             match queues.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, items)) => items.push(item),
                 None => queues.push((key, vec![item])),
             }
         }
-        for (key, items) in queues {
-            if !in_flight.lock().expect("not poisoned").insert(key.clone()) {
-                continue;
-            }
-            let (state, client, in_flight) = (state.clone(), client.clone(), in_flight.clone());
-            tokio::spawn(async move {
-                for item in items {
-                    // A failed one waits for its backoff; the ones after it are
-                    // tried on a later tick rather than overtaking it now.
-                    if !deliver(state.clone(), client.clone(), item).await {
-                        break;
-                    }
-                }
-                in_flight.lock().expect("not poisoned").remove(&key);
-            });
+        for (_, items) in queues {
+            let (state, client) = (state.clone(), client.clone());
+            tokio::spawn(deliver_in_order(state, client, items));
         }
     }
 }
 
-/// The customer an outbox body is about (every event names one).
-fn customer_of(body: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("customer")?.as_str().map(str::to_owned))
-        .unwrap_or_default()
+/// Delivers one webhook's events about one customer, in order. A failed one waits
+/// for its backoff; the ones after it are given back, to be tried on a later tick
+/// rather than overtaking it now.
+async fn deliver_in_order(
+    state: Arc<AppState>,
+    client: reqwest::Client,
+    items: Vec<db::alerts::Due>,
+) {
+    let mut items = items.into_iter();
+    for item in items.by_ref() {
+        if !deliver(state.clone(), client.clone(), item).await {
+            break;
+        }
+    }
+    let untried: Vec<i64> = items.map(|item| item.id).collect();
+    if untried.is_empty() {
+        return;
+    }
+    let released = tokio::task::spawn_blocking(move || {
+        state.db.write(|tx| Ok(db::alerts::unclaim(tx, &untried)?))
+    })
+    .await;
+    if let Ok(Err(e)) = released {
+        tracing::warn!(error = %e.message, "giving back alert claims failed; they lapse on their own");
+    }
 }
 
 /// One POST, and its outcome written back. True when the webhook took it.

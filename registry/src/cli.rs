@@ -43,6 +43,10 @@ pub enum Command {
     Customer(CustomerCommand),
     /// Delete expired uploads and blobs that no manifest references.
     Gc(GcArgs),
+    /// Bring the database to this build's schema and exit (`serve` does it too), or
+    /// with `--check` only say whether it is current: exit 0 current, 3 behind
+    /// (migrations to run), 1 written by a newer build.
+    Migrate(MigrateArgs),
     /// Work with deployment receipts.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
@@ -207,6 +211,19 @@ pub struct ReleaseShowArgs {
     pub release: String,
     #[command(flatten)]
     pub source: Source,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct MigrateArgs {
+    /// The data folder of an existing registry.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Change nothing; say whether the database is current (exit 3 when behind).
+    #[arg(long)]
+    pub check: bool,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

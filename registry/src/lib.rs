@@ -35,6 +35,7 @@ pub mod db;
 pub mod error;
 pub mod forecast;
 pub mod gc;
+pub mod lease;
 pub mod metrics;
 pub mod names;
 pub mod receipt_keys;
@@ -137,6 +138,45 @@ pub fn open_existing(config: Config) -> Result<AppState, OpenError> {
     Ok(AppState::new(config, db, storage))
 }
 
+/// Where a registry's database stands against this build's schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum SchemaState {
+    /// At this build's version: nothing to do.
+    Current { version: u32 },
+    /// Older: `migrate` (or any command that opens it) brings it forward.
+    Behind { found: u32, known: u32 },
+    /// Written by a newer build: this one refuses it.
+    Newer { found: u32, known: u32 },
+}
+
+/// Where the database in `data` stands, read without changing anything.
+pub fn schema_state(data: &std::path::Path) -> Result<SchemaState, OpenError> {
+    let path = data.join(DB_FILE);
+    if !path.is_file() {
+        return Err(OpenError::Missing(data.to_path_buf()));
+    }
+    let found = db::stored_version(&path).map_err(db::OpenError::from)?;
+    let known = db::SCHEMA_VERSION;
+    Ok(match found.cmp(&known) {
+        std::cmp::Ordering::Equal => SchemaState::Current { version: found },
+        std::cmp::Ordering::Less => SchemaState::Behind { found, known },
+        std::cmp::Ordering::Greater => SchemaState::Newer { found, known },
+    })
+}
+
+/// Brings the database in `data` to this build's schema and returns the version it
+/// was at when this process got to it. Replicas started at once on one database may all call this: one
+/// migrates, the others wait for its steps and find them done.
+pub fn migrate(data: &std::path::Path) -> Result<u32, OpenError> {
+    let path = data.join(DB_FILE);
+    if !path.is_file() {
+        return Err(OpenError::Missing(data.to_path_buf()));
+    }
+    make_private(data)?;
+    Ok(db::migrate_file(&path)?)
+}
+
 /// Serves on `listener` until SIGINT or SIGTERM; requests in flight finish first.
 /// Connections idle longer than the configured timeout are closed, and expired
 /// upload sessions are swept in the background.
@@ -164,11 +204,20 @@ async fn sweep_uploads(state: Arc<AppState>) {
     loop {
         interval.tick().await;
         let state = state.clone();
+        // One replica sweeps at a time: the others find gc's lease held and wait
+        // for their next tick.
         let swept = tokio::task::spawn_blocking(move || {
-            let mut report = gc::GcReport::default();
-            gc::sweep_uploads(&state.db, &state.storage, lifetime, &mut report).map(|()| report)
+            lease::hold(&state.db, lease::GC, || {
+                let mut report = gc::GcReport::default();
+                gc::sweep_uploads(&state.db, &state.storage, lifetime, &mut report).map(|()| report)
+            })
         })
-        .await;
+        .await
+        .map(|held| match held {
+            Ok(Ok(swept)) => swept,
+            Ok(Err(_)) => Ok(gc::GcReport::default()),
+            Err(e) => Err(e),
+        });
         match swept {
             Ok(Ok(report)) if report.expired_uploads + report.stray_upload_files > 0 => {
                 tracing::info!(

@@ -22,8 +22,6 @@ pub struct AppState {
     pub db: Db,
     pub storage: Storage,
     pub metrics: Metrics,
-    /// Signed-in support pages.
-    pub sessions: crate::controllers::ui::session::Sessions,
     uploads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<UploadProgress>>>>,
 }
 
@@ -36,7 +34,6 @@ impl AppState {
             db,
             storage,
             metrics: Metrics::default(),
-            sessions: Default::default(),
             uploads: Mutex::new(HashMap::new()),
         }
     }

@@ -2,20 +2,34 @@
 
 use std::time::Duration;
 
-use stackpack_registry::gc;
+use stackpack_registry::{gc, lease};
 
 use crate::cli::GcArgs;
-use crate::commands::{open_existing, print_json, refused_in, Result};
+use crate::commands::{data_folder, open_existing, print_json, refused_in, Error, Result};
 
 pub fn run(args: &GcArgs) -> Result<()> {
     let state = open_existing(&args.data)?;
-    let report = gc::run(
-        &state.db,
-        &state.storage,
-        Duration::from_secs(args.upload_lifetime_secs),
-        Duration::from_secs(args.grace_secs),
-    )
+    let held = lease::hold(&state.db, lease::GC, || {
+        gc::run(
+            &state.db,
+            &state.storage,
+            Duration::from_secs(args.upload_lifetime_secs),
+            Duration::from_secs(args.grace_secs),
+        )
+    })
     .map_err(refused_in(&args.data))?;
+    let report = match held {
+        Ok(report) => report.map_err(refused_in(&args.data))?,
+        Err(other) => {
+            let until = stackpack_registry::rollout::format_ns(other.until_ns);
+            return Err(Error::refused(format!(
+                "gc is already running: {} holds its lease until {until}",
+                other.holder
+            ))
+            .at(data_folder(&args.data))
+            .hint("wait for it to finish; the lease of a process that died lapses on its own"));
+        }
+    };
     if args.json {
         print_json(&report);
     } else {

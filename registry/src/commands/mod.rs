@@ -10,6 +10,7 @@ pub mod customer_show;
 pub mod fleet;
 pub mod gc;
 pub mod init;
+pub mod migrate;
 pub mod receipts;
 pub mod release_fleet;
 pub mod releases;
@@ -67,6 +68,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
             rollout::control(args, stackpack_registry::rollout::Control::Abort)
         }
         Command::Gc(args) => gc::run(args),
+        Command::Migrate(args) => return migrate::run(args),
         Command::Receipts(ReceiptsCommand::Import(args)) => receipts::import(args),
         Command::SupportBundle(crate::cli::SupportBundleCommand::Import(args)) => {
             support_bundle::import(args)
@@ -94,15 +96,29 @@ pub fn refused_in(data: &Path) -> impl Fn(stackpack_registry::error::Error) -> E
 /// one, so a mistyped `--data` is a usage error (exit 2) rather than a new, empty
 /// registry.
 pub fn open_existing(data: &Path) -> Result<AppState> {
-    stackpack_registry::open_existing(Config::new(data)).map_err(|error| match &error {
-        OpenError::Missing(_) => Error::usage_by(error).at(data_folder(data)).hint(format!(
+    stackpack_registry::open_existing(Config::new(data)).map_err(|error| cannot_open(data, error))
+}
+
+/// A registry that cannot be opened: none there is a usage error (exit 2); a
+/// database from a newer build says what to run instead.
+pub fn cannot_open(data: &Path, error: OpenError) -> Error {
+    if let OpenError::Missing(_) = error {
+        return Error::usage_by(error).at(data_folder(data)).hint(format!(
             "check `--data`; to start a new registry there, run `stackpack-registry init --data {}`",
             data.display()
-        )),
-        _ => Error::refused(format!("cannot open the registry: {error}"))
-            .caused_by(error)
-            .at(data_folder(data)),
-    })
+        ));
+    }
+    let newer = matches!(
+        error,
+        OpenError::Db(stackpack_registry::db::OpenError::Newer { .. })
+    );
+    let error = Error::refused(format!("cannot open the registry: {error}"))
+        .caused_by(error)
+        .at(data_folder(data));
+    match newer {
+        true => error.hint("run the newer `stackpack-registry` that last opened it; this build never changes a newer schema"),
+        false => error,
+    }
 }
 
 /// A refusal of a rollout operation: a request the registry calls malformed is a

@@ -5,7 +5,7 @@ use std::time::Duration;
 use stackpack_registry::config::Config;
 
 use crate::cli::ServeArgs;
-use crate::commands::{data_folder, Error, Result};
+use crate::commands::{cannot_open, Error, Result};
 
 fn config(args: &ServeArgs) -> Config {
     let mut config = Config::new(&args.data);
@@ -50,11 +50,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         })?;
     let mut config = config(args);
     config.silent_after = Duration::from_secs(silent_after);
-    let state = stackpack_registry::open(config).map_err(|error| {
-        Error::refused(format!("cannot open the registry: {error}"))
-            .caused_by(error)
-            .at(data_folder(data))
-    })?;
+    let state = stackpack_registry::open(config).map_err(|error| cannot_open(data, error))?;
     let runtime = tokio::runtime::Runtime::new().map_err(|error| {
         Error::refused(format!("cannot start the runtime: {error}")).caused_by(error)
     })?;

@@ -103,20 +103,17 @@ pub fn wanting(conn: &Connection, event: &str) -> rusqlite::Result<Vec<i64>> {
         .collect()
 }
 
-/// Queues `body` for every webhook that wants `event`, due at once.
-pub fn enqueue(
-    conn: &Connection,
-    event: &str,
-    body: &str,
-    now: &str,
-    now_ns: i64,
-) -> rusqlite::Result<usize> {
+/// Queues `body` for every webhook that wants its event, due at once.
+pub fn enqueue(conn: &Connection, body: &Body, now: &str, now_ns: i64) -> rusqlite::Result<usize> {
+    let event = body.event.as_str();
     let ids = wanting(conn, event)?;
+    let json = body.to_json();
     let mut insert = conn.prepare_cached(
-        "INSERT INTO alert_outbox (alert, event, body, created, next_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO alert_outbox (alert, event, body, customer, created, next_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     for id in &ids {
-        insert.execute(params![id, event, body, now, now_ns])?;
+        insert.execute(params![id, event, json, body.customer, now, now_ns])?;
     }
     Ok(ids.len())
 }
@@ -128,26 +125,66 @@ pub struct Due {
     pub alert: i64,
     pub webhook: String,
     pub body: String,
+    /// The customer it is about: one customer's events reach a webhook in order.
+    pub customer: String,
     pub attempts: u32,
 }
 
-/// Events due by `now_ns`, oldest first, at most `limit`.
-pub fn due(conn: &Connection, now_ns: i64, limit: usize) -> rusqlite::Result<Vec<Due>> {
-    conn.prepare_cached(
-        "SELECT o.id, o.alert, a.webhook, o.body, o.attempts FROM alert_outbox o
-         JOIN alerts a ON a.id = o.alert
-         WHERE o.next_ns <= ?1 ORDER BY o.next_ns, o.id LIMIT ?2",
-    )?
-    .query_map(params![now_ns, limit as i64], |r| {
-        Ok(Due {
-            id: r.get(0)?,
-            alert: r.get(1)?,
-            webhook: r.get(2)?,
-            body: r.get(3)?,
-            attempts: r.get::<_, i64>(4)? as u32,
-        })
-    })?
-    .collect()
+/// Claims the events due by `now_ns`, oldest first, at most `limit`, for the caller
+/// to deliver: each is claimed until `now_ns` plus `per_event_ns` for every event of
+/// its webhook and customer claimed with it, and one more. Nothing claimed by
+/// another (a replica delivering it, or whose claim has not lapsed) is claimed
+/// again, and neither is anything of a webhook and customer with an event in
+/// flight, so their events are not sent side by side out of order. Run in a write
+/// transaction: the claim and the reading are one.
+pub fn claim(
+    conn: &Connection,
+    now_ns: i64,
+    limit: usize,
+    per_event_ns: i64,
+) -> rusqlite::Result<Vec<Due>> {
+    let due: Vec<Due> = conn
+        .prepare_cached(
+            "SELECT o.id, o.alert, a.webhook, o.body, o.customer, o.attempts FROM alert_outbox o
+             JOIN alerts a ON a.id = o.alert
+             WHERE o.next_ns <= ?1 AND o.claimed_until_ns <= ?1
+               AND NOT EXISTS (SELECT 1 FROM alert_outbox p WHERE p.alert = o.alert
+                   AND p.customer = o.customer AND p.claimed_until_ns > ?1)
+             ORDER BY o.next_ns, o.id LIMIT ?2",
+        )?
+        .query_map(params![now_ns, limit as i64], |r| {
+            Ok(Due {
+                id: r.get(0)?,
+                alert: r.get(1)?,
+                webhook: r.get(2)?,
+                body: r.get(3)?,
+                customer: r.get(4)?,
+                attempts: r.get::<_, i64>(5)? as u32,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut mark =
+        conn.prepare_cached("UPDATE alert_outbox SET claimed_until_ns = ?2 WHERE id = ?1")?;
+    for item in &due {
+        let together = due
+            .iter()
+            .filter(|d| d.alert == item.alert && d.customer == item.customer)
+            .count() as i64;
+        let until = now_ns.saturating_add(per_event_ns.saturating_mul(together + 1));
+        mark.execute(params![item.id, until])?;
+    }
+    Ok(due)
+}
+
+/// Gives back the claims on events that were not tried (a delivery before them
+/// failed): a later tick claims them again.
+pub fn unclaim(conn: &Connection, ids: &[i64]) -> rusqlite::Result<()> {
+    let mut release =
+        conn.prepare_cached("UPDATE alert_outbox SET claimed_until_ns = 0 WHERE id = ?1")?;
+    for id in ids {
+        release.execute([id])?;
+    }
+    Ok(())
 }
 
 /// A delivery that succeeded: the event leaves the outbox.
@@ -171,7 +208,8 @@ pub fn failed(
 ) -> rusqlite::Result<()> {
     match next_ns {
         Some(next) => conn.execute(
-            "UPDATE alert_outbox SET attempts = attempts + 1, next_ns = ?2 WHERE id = ?1",
+            "UPDATE alert_outbox SET attempts = attempts + 1, next_ns = ?2, claimed_until_ns = 0
+             WHERE id = ?1",
             params![due.id, next],
         )?,
         None => conn.execute("DELETE FROM alert_outbox WHERE id = ?1", params![due.id])?,
@@ -208,24 +246,22 @@ pub fn cell_flags(
 }
 
 /// Customers that reported once but not since `before_ns`, not yet announced
-/// silent: marks them announced at `now` and returns `(id, last_seen)`.
+/// silent: marks them announced at `now` and returns `(id, last_seen)`. One
+/// statement that only marks a customer still unmarked, so of two replicas noting
+/// the same silence at once, one returns it and the other nothing: `silent` is
+/// queued once per silence.
 pub fn newly_silent(
     conn: &Connection,
     before_ns: i64,
     now: &str,
 ) -> rusqlite::Result<Vec<(String, String)>> {
-    let found: Vec<(String, String)> = conn
-        .prepare_cached(
-            "SELECT id, last_seen FROM customers
-             WHERE last_seen_ns IS NOT NULL AND last_seen_ns < ?1 AND silent_since IS NULL",
-        )?
-        .query_map(params![before_ns], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut mark = conn.prepare_cached("UPDATE customers SET silent_since = ?2 WHERE id = ?1")?;
-    for (id, _) in &found {
-        mark.execute(params![id, now])?;
-    }
-    Ok(found)
+    conn.prepare_cached(
+        "UPDATE customers SET silent_since = ?2
+         WHERE last_seen_ns IS NOT NULL AND last_seen_ns < ?1 AND silent_since IS NULL
+         RETURNING id, last_seen",
+    )?
+    .query_map(params![before_ns, now], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
 }
 
 /// A receipt arrived: the customer is no longer silent.
@@ -275,7 +311,55 @@ pub fn note_behind(
             at: now.as_str(),
             reason: Some(format!("{stack} {latest} is out")),
         };
-        enqueue(tx, "behind", &body.to_json(), now.as_str(), now_ns)?;
+        enqueue(tx, &body, now.as_str(), now_ns)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event<'a>(customer: &'a str, receipt: &'a str) -> Body<'a> {
+        Body {
+            event: Event::Failed,
+            customer,
+            stack: Some("data-plane"),
+            version: Some("1.0.0".into()),
+            receipt: Some(receipt),
+            at: "2026-12-02T10:00:00Z",
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn a_claimed_event_is_claimed_by_nobody_else_until_its_claim_lapses_and_a_customers_next_waits()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::Db::open(&dir.path().join("registry.db"), 1).unwrap();
+        let now = "2026-12-02T10:00:00Z";
+        let claimed = db
+            .write(|tx| {
+                add(tx, "http://127.0.0.1:1/hook", &["failed"], "cli", now)?;
+                enqueue(tx, &event("globex", "r1"), now, 100)?;
+                enqueue(tx, &event("globex", "r2"), now, 100)?;
+                enqueue(tx, &event("initech", "r3"), now, 100)?;
+                Ok(claim(tx, 1_000, 1, 500)?)
+            })
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed[0].customer, "globex");
+        // Another replica at the same moment: globex's second event waits behind
+        // the first, still in flight; initech's goes.
+        let other = db.write(|tx| Ok(claim(tx, 1_001, 64, 500)?)).unwrap();
+        let others: Vec<&str> = other.iter().map(|d| d.customer.as_str()).collect();
+        assert_eq!(others, ["initech"]);
+        // The first claimant died: its claim (one event, so two spans) lapses.
+        let later = db.write(|tx| Ok(claim(tx, 2_000, 64, 500)?)).unwrap();
+        let ids: Vec<i64> = later.iter().map(|d| d.id).collect();
+        assert_eq!(ids, [claimed[0].id, claimed[0].id + 1]);
+        db.write(|tx| Ok(unclaim(tx, &ids)?)).unwrap();
+        let again = db.write(|tx| Ok(claim(tx, 2_000, 64, 500)?)).unwrap();
+        assert_eq!(again.len(), 2, "given back, claimed again");
+    }
 }

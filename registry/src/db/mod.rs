@@ -7,10 +7,12 @@ pub mod blobs;
 pub mod customers;
 pub mod fleet;
 pub mod forecasts;
+pub mod leases;
 pub mod ledger;
 pub mod manifests;
 pub mod release_index;
 pub mod rollouts;
+pub mod sessions;
 pub mod support_bundles;
 pub mod tokens;
 pub mod uploads;
@@ -563,6 +565,32 @@ CREATE TABLE support_bundles (
 CREATE INDEX support_bundles_customer ON support_bundles(customer, id);
 "#;
 
+/// Version 15: what several `serve` processes on one database share, so that no
+/// correctness rests on one process's memory. Support page sessions (`ui_sessions`:
+/// the SHA-256 of the session id and of its token, with an expiry), so a sign-in on
+/// one replica holds on every other; the alert outbox names each event's customer
+/// and who claimed it until when (`claimed_until_ns`), so one replica delivers an
+/// event and the others leave it, and a killed replica's claim lapses; and `leases`,
+/// one row per job that only one process may run at a time (`gc`), with the holder
+/// and an expiry for the same reason.
+const V15: &str = r#"
+CREATE TABLE ui_sessions (
+    id_hash BLOB PRIMARY KEY,
+    token_hash BLOB NOT NULL,
+    expires_ns INTEGER NOT NULL
+);
+CREATE INDEX ui_sessions_expires ON ui_sessions(expires_ns);
+ALTER TABLE alert_outbox ADD COLUMN customer TEXT NOT NULL DEFAULT '';
+UPDATE alert_outbox SET customer = COALESCE(json_extract(body, '$.customer'), '');
+ALTER TABLE alert_outbox ADD COLUMN claimed_until_ns INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX alert_outbox_key ON alert_outbox(alert, customer, claimed_until_ns);
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until_ns INTEGER NOT NULL
+);
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -590,6 +618,9 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V11),
     |tx| tx.execute_batch(V12),
     |tx| tx.execute_batch(V13),
+    // Issue 27 numbers this step 15 (14 is taken by another change under way); the
+    // list must stay contiguous, so it sits 14th until the two are merged.
+    |tx| tx.execute_batch(V15),
 ];
 
 /// The schema version this build writes.
@@ -629,7 +660,7 @@ pub fn utc_time(value: &str) -> Option<(String, i64)> {
 pub enum OpenError {
     #[error("{0}")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("the database is at schema version {found}, newer than this build's {known}")]
+    #[error("the database is at schema version {found}, newer than this build's {known}: a newer `stackpack-registry` wrote it")]
     Newer { found: u32, known: u32 },
 }
 
@@ -684,13 +715,17 @@ impl Pool {
     }
 }
 
+/// How long a statement waits for another connection's write lock (this process's
+/// or another replica's) before it fails as busy.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn connect(path: &Path, create: bool) -> rusqlite::Result<Connection> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
     let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.busy_timeout(BUSY_WAIT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     // FULL: a write is on disk (the WAL synced) before we answer 201; NORMAL could
     // lose the last acknowledged pushes on a power loss.
@@ -705,11 +740,28 @@ pub fn support_connections() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
 
-/// Brings the database up to [`SCHEMA_VERSION`], one step per transaction.
-fn migrate(conn: &mut Connection) -> Result<(), OpenError> {
+/// How long a process waits for another that is migrating the same database (its
+/// steps hold the write lock): several replicas started at once on an old database
+/// all come up, one migrating, the others waiting and then finding it current.
+const MIGRATION_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Brings the database up to [`SCHEMA_VERSION`], one step per transaction. Each step
+/// reads the version inside its own immediate transaction, so of two processes
+/// migrating at once, the second waits for the first's step and then sees it done.
+/// Returns the version the database was at when this process got to it.
+fn migrate(conn: &mut Connection) -> Result<u32, OpenError> {
+    conn.busy_timeout(MIGRATION_WAIT)?;
+    let migrated = migrate_steps(conn);
+    conn.busy_timeout(BUSY_WAIT)?;
+    migrated
+}
+
+fn migrate_steps(conn: &mut Connection) -> Result<u32, OpenError> {
+    let mut found = None;
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let found = *found.get_or_insert(version);
         if version > SCHEMA_VERSION {
             return Err(OpenError::Newer {
                 found: version,
@@ -717,12 +769,26 @@ fn migrate(conn: &mut Connection) -> Result<(), OpenError> {
             });
         }
         let Some(step) = MIGRATIONS.get(version as usize) else {
-            return Ok(());
+            return Ok(found);
         };
         step(&tx)?;
         tx.pragma_update(None, "user_version", version + 1)?;
         tx.commit()?;
     }
+}
+
+/// Brings the existing database at `path` to [`SCHEMA_VERSION`]; returns the
+/// version it was at when this process got the write lock (another process may
+/// have migrated it meanwhile: then this one found it current).
+pub fn migrate_file(path: &Path) -> Result<u32, OpenError> {
+    migrate(&mut connect(path, false)?)
+}
+
+/// The schema version of the database at `path`, read without changing anything.
+pub fn stored_version(path: &Path) -> rusqlite::Result<u32> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.busy_timeout(BUSY_WAIT)?;
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }
 
 /// Runs blocking database work without stalling the async worker it is called from:

@@ -20,8 +20,8 @@ use stackpack_test_support::receipts::ReceiptBuilder;
 use crate::ui::{installation_key, minutes_ago, push_bundle};
 
 /// A webhook that records what it receives.
-struct Hook {
-    url: String,
+pub(crate) struct Hook {
+    pub(crate) url: String,
     /// Every request's body, in order of arrival, with the status it was answered.
     got: Arc<Mutex<Vec<(u16, serde_json::Value)>>>,
 }
@@ -29,7 +29,7 @@ struct Hook {
 impl Hook {
     /// Answers the n-th request with `answers[n]` (the last one from then on),
     /// each after `delay`.
-    fn start(answers: &[u16], delay: Duration) -> Hook {
+    pub(crate) fn start(answers: &[u16], delay: Duration) -> Hook {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let got: Arc<Mutex<Vec<(u16, serde_json::Value)>>> = Default::default();
@@ -77,7 +77,7 @@ impl Hook {
     }
 
     /// The bodies answered with a 2xx.
-    fn accepted(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn accepted(&self) -> Vec<serde_json::Value> {
         self.got
             .lock()
             .unwrap()
@@ -88,7 +88,7 @@ impl Hook {
     }
 
     /// Waits until `n` bodies were accepted (panics after 30 s), then returns them.
-    fn wait_for(&self, n: usize) -> Vec<serde_json::Value> {
+    pub(crate) fn wait_for(&self, n: usize) -> Vec<serde_json::Value> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let accepted = self.accepted();

@@ -27,6 +27,7 @@ mod query_plans;
 mod receipt_forgery;
 mod registry_rules;
 mod release_ledger;
+mod replicas;
 mod rollout;
 mod support_bundles;
 mod ui;

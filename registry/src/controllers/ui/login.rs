@@ -94,7 +94,10 @@ pub async fn sign_in(State(state): State<SharedState>, headers: HeaderMap, body:
     if let Err(message) = may_read(&principal) {
         return form(StatusCode::FORBIDDEN, Some(&message));
     }
-    let id = state.sessions.open(hash);
+    let id = match session::open(&state.db, &hash) {
+        Ok(id) => id,
+        Err(e) => return e.into_response(),
+    };
     let secure = state
         .config
         .public_url
@@ -109,7 +112,9 @@ pub async fn sign_in(State(state): State<SharedState>, headers: HeaderMap, body:
 
 pub async fn sign_out(State(state): State<SharedState>, headers: HeaderMap) -> Response {
     if let Some(id) = session::cookie(&headers) {
-        state.sessions.close(&id);
+        if let Err(e) = session::close(&state.db, &id) {
+            return e.into_response();
+        }
     }
     (
         [(header::SET_COOKIE, session::clear_cookie())],

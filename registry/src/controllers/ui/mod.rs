@@ -36,12 +36,16 @@ pub enum Refusal {
     SignIn,
     /// The session's token stopped working (revoked, expired) or may not read.
     Refused(String),
+    /// The session could not be looked up (the database failed): the cookie stays,
+    /// a retry may well work.
+    Failed(Error),
 }
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         match self {
             Refusal::SignIn => Redirect::to("/ui/login").into_response(),
+            Refusal::Failed(error) => error.into_response(),
             Refusal::Refused(message) => {
                 let mut response = login::form(StatusCode::UNAUTHORIZED, Some(&message));
                 response.headers_mut().insert(
@@ -59,11 +63,15 @@ impl IntoResponse for Refusal {
 /// The viewer behind the request's session cookie.
 pub fn viewer(state: &SharedState, headers: &HeaderMap) -> Result<Viewer, Refusal> {
     let id = session::cookie(headers).ok_or(Refusal::SignIn)?;
-    let hash = state.sessions.token_hash(&id).ok_or(Refusal::SignIn)?;
+    let hash = session::token_hash(&state.db, &id)
+        .map_err(Refusal::Failed)?
+        .ok_or(Refusal::SignIn)?;
     let principal = match auth::authenticate_hash(&state.db, &hash, |_| {}) {
         Ok(principal) => principal,
         Err(e) => {
-            state.sessions.close(&id);
+            // Its token no longer works; if the close fails, the check above
+            // refuses the session again next time anyway.
+            let _ = session::close(&state.db, &id);
             return Err(Refusal::Refused(format!(
                 "{}; sign in with a current token",
                 e.message

@@ -1,15 +1,17 @@
 //! Support page sessions: signing in with a token opens a session whose random id
-//! travels in an `HttpOnly`, `SameSite=Strict` cookie. The server keeps only the
-//! SHA-256 of the session id and of the token, so neither is ever stored, and every
-//! request checks the token again: revoking or expiring it ends its sessions at once.
-//! Sessions live in memory; a restart signs everyone out.
+//! travels in an `HttpOnly`, `SameSite=Strict` cookie. The database keeps only the
+//! SHA-256 of the session id and of the token ([`crate::db::sessions`]), so neither
+//! is ever stored, and every request checks the token again: revoking or expiring it
+//! ends its sessions at once. Sessions live in the database, so a session opened on
+//! one replica is good on every other, and survives a restart.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::{header, HeaderMap};
 use base64::Engine as _;
+
+use crate::db::{self, Db};
+use crate::error::Error;
 
 /// The cookie's name.
 pub const COOKIE: &str = "stackpack_session";
@@ -17,58 +19,40 @@ pub const COOKIE: &str = "stackpack_session";
 /// How long a session lasts, whatever happens in it.
 pub const LIFETIME: Duration = Duration::from_secs(8 * 3600);
 
-/// The most sessions kept at once; the oldest goes first.
-const MAX_SESSIONS: usize = 10_000;
-
-struct Session {
-    token_hash: Vec<u8>,
-    opened: Instant,
+fn lifetime_ns() -> i64 {
+    i64::try_from(LIFETIME.as_nanos()).unwrap_or(i64::MAX)
 }
 
-#[derive(Default)]
-pub struct Sessions {
-    open: Mutex<HashMap<Vec<u8>, Session>>,
+/// Opens a session for the token with this hash; returns the cookie's value.
+pub fn open(db: &Db, token_hash: &[u8]) -> Result<String, Error> {
+    let mut bytes = [0u8; 32];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut bytes);
+    let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let now = crate::rollout::now_ns();
+    let id_hash = crate::auth::hash_token(&id);
+    db.write(|tx| {
+        Ok(db::sessions::open(
+            tx,
+            &id_hash,
+            token_hash,
+            now,
+            now.saturating_add(lifetime_ns()),
+        )?)
+    })?;
+    Ok(id)
 }
 
-impl Sessions {
-    /// Opens a session for the token with this hash; returns the cookie's value.
-    pub fn open(&self, token_hash: Vec<u8>) -> String {
-        let mut bytes = [0u8; 32];
-        rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut bytes);
-        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        open.retain(|_, s| s.opened.elapsed() < LIFETIME);
-        if open.len() >= MAX_SESSIONS {
-            if let Some(oldest) = open
-                .iter()
-                .min_by_key(|(_, s)| s.opened)
-                .map(|(k, _)| k.clone())
-            {
-                open.remove(&oldest);
-            }
-        }
-        open.insert(
-            crate::auth::hash_token(&id),
-            Session {
-                token_hash,
-                opened: Instant::now(),
-            },
-        );
-        id
-    }
+/// The token hash behind a live session.
+pub fn token_hash(db: &Db, id: &str) -> Result<Option<Vec<u8>>, Error> {
+    let id_hash = crate::auth::hash_token(id);
+    let now = crate::rollout::now_ns();
+    db.read(|c| db::sessions::token_hash(c, &id_hash, now))
+}
 
-    /// The token hash behind a live session.
-    pub fn token_hash(&self, id: &str) -> Option<Vec<u8>> {
-        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        open.get(&crate::auth::hash_token(id))
-            .filter(|s| s.opened.elapsed() < LIFETIME)
-            .map(|s| s.token_hash.clone())
-    }
-
-    pub fn close(&self, id: &str) {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        open.remove(&crate::auth::hash_token(id));
-    }
+/// Ends a session (signing out, or its token stopped working).
+pub fn close(db: &Db, id: &str) -> Result<(), Error> {
+    let id_hash = crate::auth::hash_token(id);
+    db.write(|tx| Ok(db::sessions::close(tx, &id_hash)?))
 }
 
 /// The session id in the request's cookies, if any.
@@ -104,15 +88,16 @@ mod tests {
 
     #[test]
     fn a_closed_session_is_gone_and_ids_are_unguessable() {
-        let sessions = Sessions::default();
-        let a = sessions.open(vec![1]);
-        let b = sessions.open(vec![2]);
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("registry.db"), 1).unwrap();
+        let a = open(&db, &[1]).unwrap();
+        let b = open(&db, &[2]).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 43);
-        assert_eq!(sessions.token_hash(&a), Some(vec![1]));
-        sessions.close(&a);
-        assert_eq!(sessions.token_hash(&a), None);
-        assert_eq!(sessions.token_hash(&b), Some(vec![2]));
+        assert_eq!(token_hash(&db, &a).unwrap(), Some(vec![1]));
+        close(&db, &a).unwrap();
+        assert_eq!(token_hash(&db, &a).unwrap(), None);
+        assert_eq!(token_hash(&db, &b).unwrap(), Some(vec![2]));
         let mut headers = HeaderMap::new();
         headers.insert(
             header::COOKIE,

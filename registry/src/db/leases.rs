@@ -1,0 +1,76 @@
+//! Leases: a job only one process may run at a time (`gc`) takes its row for a
+//! while. The row names the holder and when the lease lapses, so a replica killed
+//! mid-job holds nobody up for longer than that. Taking, renewing and giving back
+//! are single statements in the caller's write transaction: the database, not a
+//! process's memory, decides who holds it.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// Who holds a lease, and until when (nanoseconds since the epoch).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub holder: String,
+    pub until_ns: i64,
+}
+
+/// Takes lease `name` for `holder` until `until_ns`, if nobody else holds it at
+/// `now_ns` (the holder itself may take it again: that renews it). `Err` names
+/// the one who holds it.
+pub fn take(
+    conn: &Connection,
+    name: &str,
+    holder: &str,
+    now_ns: i64,
+    until_ns: i64,
+) -> rusqlite::Result<Result<(), Held>> {
+    let taken = conn
+        .prepare_cached(
+            "INSERT INTO leases (name, holder, until_ns) VALUES (?1, ?2, ?4)
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ns = excluded.until_ns
+             WHERE leases.holder = excluded.holder OR leases.until_ns <= ?3",
+        )?
+        .execute(params![name, holder, now_ns, until_ns])?;
+    if taken > 0 {
+        return Ok(Ok(()));
+    }
+    Ok(Err(holder_of(conn, name)?.unwrap_or(Held {
+        holder: String::new(),
+        until_ns: now_ns,
+    })))
+}
+
+/// Who holds lease `name`, if anyone ever took it.
+pub fn holder_of(conn: &Connection, name: &str) -> rusqlite::Result<Option<Held>> {
+    conn.prepare_cached("SELECT holder, until_ns FROM leases WHERE name = ?1")?
+        .query_row([name], |r| {
+            Ok(Held {
+                holder: r.get(0)?,
+                until_ns: r.get(1)?,
+            })
+        })
+        .optional()
+}
+
+/// Gives lease `name` back, if `holder` still holds it.
+pub fn give_back(conn: &Connection, name: &str, holder: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM leases WHERE name = ?1 AND holder = ?2")?
+        .execute(params![name, holder])?;
+    Ok(())
+}
+
+/// Takes lease `name` over from `from` (a holder known to be dead), if `from`
+/// still holds it.
+pub fn take_over(
+    conn: &Connection,
+    name: &str,
+    holder: &str,
+    from: &str,
+    until_ns: i64,
+) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE leases SET holder = ?2, until_ns = ?4 WHERE name = ?1 AND holder = ?3",
+        )?
+        .execute(params![name, holder, from, until_ns])?
+        > 0)
+}
