@@ -57,3 +57,16 @@ EOF
   git -C "$repo" add -A
   git -C "$repo" -c user.name=bench -c user.email=bench@example.invalid commit -q -m bench
 }
+
+# runner_bins: the folder holding `stackpack` and `stackpack-runner`: BIN_DIR when
+# given (binaries already built), else built now in PROFILE (debug by default).
+runner_bins() {
+  if [ -n "${BIN_DIR:-}" ]; then
+    (cd "$BIN_DIR" && pwd)
+    return
+  fi
+  local profile=${PROFILE:-debug} flags=()
+  [ "$profile" = release ] && flags+=(--release)
+  cargo build "${flags[@]}" -q -p stackpack-runner -p stackpack-packager --bins >&2
+  echo "$CARGO_TARGET_DIR/$profile"
+}

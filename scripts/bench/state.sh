@@ -24,16 +24,8 @@ root=$PWD
 PROFILE=${PROFILE:-debug}
 RUNS=${RUNS:-3}
 scripts/install-test-deps.sh > /dev/null
-if [ -n "${BIN_DIR:-}" ]; then
-  bin=$(cd "$BIN_DIR" && pwd)
-else
-  if [ "$PROFILE" = release ]; then
-    cargo build --release -q -p stackpack-runner -p stackpack-packager --bins
-  else
-    cargo build -q -p stackpack-runner -p stackpack-packager --bins
-  fi
-  bin=$root/${CARGO_TARGET_DIR:-target}/$PROFILE
-fi
+source scripts/bench/common.sh
+bin=$(runner_bins)
 terraform=$(scripts/terraform-path.sh)
 export CHECKPOINT_DISABLE=1
 work=$(mktemp -d)
