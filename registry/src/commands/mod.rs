@@ -94,15 +94,56 @@ pub fn refused_in(data: &Path) -> impl Fn(stackpack_registry::error::Error) -> E
 /// one, so a mistyped `--data` is a usage error (exit 2) rather than a new, empty
 /// registry.
 pub fn open_existing(data: &Path) -> Result<AppState> {
-    stackpack_registry::open_existing(Config::new(data)).map_err(|error| match &error {
+    open_existing_with(Config::new(data))
+}
+
+/// [`open_existing`] with more than the data folder configured (where blobs live).
+pub fn open_existing_with(config: Config) -> Result<AppState> {
+    let data = config.data.clone();
+    let data = data.as_path();
+    stackpack_registry::open_existing(config).map_err(|error| match &error {
         OpenError::Missing(_) => Error::usage_by(error).at(data_folder(data)).hint(format!(
             "check `--data`; to start a new registry there, run `stackpack-registry init --data {}`",
             data.display()
         )),
+        _ => open_refused(error, data),
+    })
+}
+
+/// A registry that cannot be opened: where, and for the blob store what to do.
+pub fn open_refused(error: OpenError, data: &Path) -> Error {
+    match &error {
+        OpenError::Blobs(blobs) => {
+            let hint = blobs_hint(blobs);
+            Error::refused(format!("cannot open the registry: {error}"))
+                .caused_by(error)
+                .hint(hint)
+        }
         _ => Error::refused(format!("cannot open the registry: {error}"))
             .caused_by(error)
             .at(data_folder(data)),
-    })
+    }
+}
+
+/// What to do when the blob store cannot be used.
+pub fn blobs_hint(error: &stackpack_registry::storage::OpenError) -> &'static str {
+    use stackpack_bundle::s3::S3Error;
+    use stackpack_registry::storage::OpenError;
+    match error {
+        OpenError::NoCredentials { .. } => {
+            "export `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` for a key that may read and write the bucket"
+        }
+        OpenError::S3 { source, .. } => match source {
+            S3Error::NoSuchBucket { .. } => "create the bucket first, or correct `--blobs`",
+            S3Error::Denied { .. } => {
+                "check `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`: the key must be allowed to list, read and write the bucket"
+            }
+            S3Error::WrongRegion { .. } => "give the bucket's own region with `--s3-region`",
+            S3Error::Unreachable { .. } => "check `--s3-endpoint` and that the S3 service answers",
+            S3Error::Failed { .. } => "check the bucket's settings and the key's permissions",
+        },
+        OpenError::Io(_) => "check that the data folder is writable",
+    }
 }
 
 /// A refusal of a rollout operation: a request the registry calls malformed is a

@@ -5,7 +5,7 @@ use std::time::Duration;
 use stackpack_registry::config::Config;
 
 use crate::cli::ServeArgs;
-use crate::commands::{data_folder, Error, Result};
+use crate::commands::{Error, Result};
 
 fn config(args: &ServeArgs) -> Config {
     let mut config = Config::new(&args.data);
@@ -50,11 +50,12 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         })?;
     let mut config = config(args);
     config.silent_after = Duration::from_secs(silent_after);
-    let state = stackpack_registry::open(config).map_err(|error| {
-        Error::refused(format!("cannot open the registry: {error}"))
-            .caused_by(error)
-            .at(data_folder(data))
-    })?;
+    config.blobs = args
+        .blob_store
+        .location()
+        .map_err(|e| Error::usage(e).hint("as in `--blobs s3://bucket/registry`"))?;
+    let state = stackpack_registry::open(config)
+        .map_err(|error| crate::commands::open_refused(error, data))?;
     let runtime = tokio::runtime::Runtime::new().map_err(|error| {
         Error::refused(format!("cannot start the runtime: {error}")).caused_by(error)
     })?;
@@ -72,7 +73,8 @@ pub fn run(args: &ServeArgs) -> Result<()> {
                 .caused_by(error)
         })?;
         println!("listening on http://{address}");
-        tracing::info!(%address, data = %data.display(), "stackpack-registry serving");
+        let blobs = state.blobs.location();
+        tracing::info!(%address, data = %data.display(), %blobs, "stackpack-registry serving");
         stackpack_registry::serve(state, listener)
             .await
             .map_err(|error| Error::refused(format!("serving stopped: {error}")).caused_by(error))

@@ -563,6 +563,20 @@ CREATE TABLE support_bundles (
 CREATE INDEX support_bundles_customer ON support_bundles(customer, id);
 "#;
 
+/// Version 14: the pieces an upload session's bytes are stored in when blobs live
+/// in object storage (`--blobs s3://…`): each a whole object
+/// (`uploads/<id>/<start>`), recorded once written, so that any replica sharing
+/// the database and the bucket can tell the session's size and go on with it.
+/// Filesystem uploads keep one file and record none.
+const V14: &str = r#"
+CREATE TABLE upload_segments (
+    upload TEXT NOT NULL REFERENCES uploads(id) ON DELETE CASCADE,
+    start INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (upload, start)
+) WITHOUT ROWID;
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -590,6 +604,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V11),
     |tx| tx.execute_batch(V12),
     |tx| tx.execute_batch(V13),
+    |tx| tx.execute_batch(V14),
 ];
 
 /// The schema version this build writes.

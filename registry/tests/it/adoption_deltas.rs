@@ -195,7 +195,8 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
-                "DROP TABLE support_bundles;
+                "DROP TABLE upload_segments;
+                 DROP TABLE support_bundles;
                  DROP TABLE alert_outbox;
                  DROP TABLE alerts;
                  DROP INDEX customers_account;

@@ -28,5 +28,6 @@ mod receipt_forgery;
 mod registry_rules;
 mod release_ledger;
 mod rollout;
+mod s3_blobs;
 mod support_bundles;
 mod ui;
