@@ -16,7 +16,7 @@ use stackpack_schema::digest::Sha256Hasher;
 use stackpack_schema::Digest;
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
-use super::{Backend, BlobStore, ByteStream, Segment, StageError, Staged, UploadWriter};
+use super::{Backend, BlobStore, ByteStream, Segment, StageError, Staged, UploadWriter, Written};
 
 pub struct FsStore {
     root: PathBuf,
@@ -88,10 +88,10 @@ impl UploadWriter for FileWriter {
         .boxed()
     }
 
-    fn finish(mut self: Box<Self>) -> BoxFuture<'static, io::Result<Option<Segment>>> {
+    fn finish(mut self: Box<Self>) -> BoxFuture<'static, io::Result<Written>> {
         async move {
             self.writer.flush().await?;
-            Ok(None)
+            Ok(Written::Segment(None))
         }
         .boxed()
     }
@@ -193,6 +193,13 @@ impl BlobStore for FsStore {
             Ok(Box::new(FileWriter { writer }) as Box<dyn UploadWriter>)
         }
         .boxed()
+    }
+
+    fn blob_writer<'a>(
+        &'a self,
+        _expected: &'a Digest,
+    ) -> Option<BoxFuture<'a, io::Result<Box<dyn UploadWriter>>>> {
+        None
     }
 
     fn stage<'a>(

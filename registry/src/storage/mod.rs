@@ -171,13 +171,22 @@ pub trait Staged: Send {
     fn promote(self: Box<Self>) -> io::Result<()>;
 }
 
-/// Where one request's body goes in an upload session.
+/// What a finished [`UploadWriter`] stored.
+pub enum Written {
+    /// The rest of a session's bytes: the last segment, if one was stored.
+    Segment(Option<Segment>),
+    /// A whole blob, written straight into its place ([`BlobStore::blob_writer`]),
+    /// visible once promoted, if the bytes' digest is the one claimed.
+    Blob(Box<dyn Staged>),
+}
+
+/// Where one request's body goes.
 pub trait UploadWriter: Send {
     /// Takes the next bytes; returns the segment stored by the way, if one was,
     /// which the caller records (see [`BlobStore::records_segments`]).
     fn write(&mut self, chunk: Bytes) -> BoxFuture<'_, io::Result<Option<Segment>>>;
-    /// Stores what is left; returns its segment, if one was stored.
-    fn finish(self: Box<Self>) -> BoxFuture<'static, io::Result<Option<Segment>>>;
+    /// Stores what is left.
+    fn finish(self: Box<Self>) -> BoxFuture<'static, io::Result<Written>>;
 }
 
 /// A store of blobs and of the bytes of upload sessions. The `async` methods serve
@@ -211,6 +220,14 @@ pub trait BlobStore: Send + Sync {
         id: &'a str,
         size: u64,
     ) -> BoxFuture<'a, io::Result<Box<dyn UploadWriter>>>;
+    /// A writer of a whole blob claimed to be `expected`, sent in one request, when
+    /// the store writes such a blob straight into its place rather than into a
+    /// session and copying it at the end (object storage: the copy would be a
+    /// second trip of every byte); `None` where sessions cost no copy (files).
+    fn blob_writer<'a>(
+        &'a self,
+        expected: &'a Digest,
+    ) -> Option<BoxFuture<'a, io::Result<Box<dyn UploadWriter>>>>;
     /// Checks session `id`'s bytes (its `segments`, for a store that records them)
     /// against `expected` and stages them as that blob. `hasher`: the running hash
     /// of the bytes, when this process saw them all arrive.

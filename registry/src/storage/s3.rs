@@ -33,7 +33,7 @@ use stackpack_schema::Digest;
 
 use super::{
     Backend, BlobStore, ByteStream, OpenError, S3Location, Segment, StageError, Staged,
-    UploadWriter,
+    UploadWriter, Written,
 };
 use crate::metrics::Metrics;
 
@@ -236,8 +236,8 @@ impl UploadWriter for SegmentWriter {
         .boxed()
     }
 
-    fn finish(mut self: Box<Self>) -> BoxFuture<'static, io::Result<Option<Segment>>> {
-        async move { self.flush().await }.boxed()
+    fn finish(mut self: Box<Self>) -> BoxFuture<'static, io::Result<Written>> {
+        async move { Ok(Written::Segment(self.flush().await?)) }.boxed()
     }
 }
 
@@ -298,79 +298,150 @@ impl Drop for StagedObject {
     }
 }
 
-/// Reads the segments in order, hashing them, into parts of `key`: the work of
-/// [`S3Store::stage`], on the store's runtime.
-async fn assemble(
+/// Writes a blob's bytes into parts of a multipart upload of its key, created with
+/// the first full part; a blob smaller than one part stays in memory and is written
+/// whole on promotion. Dropped before it finishes, it aborts the upload.
+struct PartWriter {
     shared: Arc<Shared>,
-    id: String,
-    segments: Vec<Segment>,
+    handle: tokio::runtime::Handle,
     key: String,
-) -> io::Result<(Sha256Hasher, u64, Pending)> {
-    let mut hasher = Sha256Hasher::new();
-    let mut part: Vec<u8> = Vec::new();
-    let mut upload_id: Option<String> = None;
-    let mut etags = Vec::new();
-    let mut next = 0u64;
-    let result: io::Result<()> = async {
-        for segment in &segments {
-            if segment.start != next {
-                return Err(io::Error::other(format!(
-                    "upload `{id}` has no bytes recorded from {next} to {}",
-                    segment.start
-                )));
-            }
-            next += segment.size;
-            let segment_key = shared.segment_key(&id, segment.start);
-            let Some(mut answer) = shared
-                .timed("get", shared.client.get(&segment_key, None))
-                .await?
-            else {
-                return Err(io::Error::other(format!(
-                    "upload `{id}` lost its segment `{segment_key}`"
-                )));
-            };
-            while let Some(chunk) = answer.chunk().await.map_err(io::Error::other)? {
-                hasher.update(&chunk);
-                part.extend_from_slice(&chunk);
-                if part.len() >= SEGMENT {
-                    let id = match &upload_id {
-                        Some(id) => id.clone(),
-                        None => {
-                            let created = shared.client.create_multipart(&key);
-                            let new = shared.timed("create_multipart", created).await?;
-                            upload_id = Some(new.clone());
-                            new
-                        }
-                    };
-                    let body = std::mem::take(&mut part);
-                    let number = etags.len() as u32 + 1;
-                    let upload = shared.client.upload_part(&key, &id, number, body);
-                    etags.push(shared.timed("upload_part", upload).await?);
-                }
-            }
+    upload_id: Option<String>,
+    etags: Vec<String>,
+    buffer: Vec<u8>,
+    size: u64,
+}
+
+impl PartWriter {
+    fn new(shared: Arc<Shared>, handle: tokio::runtime::Handle, key: String) -> PartWriter {
+        PartWriter {
+            shared,
+            handle,
+            key,
+            upload_id: None,
+            etags: Vec::new(),
+            buffer: Vec::new(),
+            size: 0,
         }
-        if let Some(id) = &upload_id {
-            if !part.is_empty() {
-                let body = std::mem::take(&mut part);
-                let number = etags.len() as u32 + 1;
-                let upload = shared.client.upload_part(&key, id, number, body);
-                etags.push(shared.timed("upload_part", upload).await?);
-            }
+    }
+
+    async fn push(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.size += chunk.len() as u64;
+        self.buffer.extend_from_slice(chunk);
+        if self.buffer.len() >= SEGMENT {
+            self.upload_part().await?;
         }
         Ok(())
     }
-    .await;
-    if let Err(e) = result {
-        if let Some(upload_id) = upload_id {
-            let _ = shared.client.abort_multipart(&key, &upload_id).await;
-        }
-        return Err(e);
+
+    /// Sends the buffer as the next part, on the store's runtime.
+    async fn upload_part(&mut self) -> io::Result<()> {
+        let shared = self.shared.clone();
+        let key = self.key.clone();
+        let upload_id = self.upload_id.clone();
+        let body = std::mem::take(&mut self.buffer);
+        let number = self.etags.len() as u32 + 1;
+        let (upload_id, etag) = self
+            .handle
+            .spawn(async move {
+                let upload_id = match upload_id {
+                    Some(id) => id,
+                    None => {
+                        let create = shared.client.create_multipart(&key);
+                        shared.timed("create_multipart", create).await?
+                    }
+                };
+                let upload = shared.client.upload_part(&key, &upload_id, number, body);
+                let etag = shared.timed("upload_part", upload).await?;
+                Ok::<_, io::Error>((upload_id, etag))
+            })
+            .await
+            .map_err(io::Error::other)??;
+        self.upload_id = Some(upload_id);
+        self.etags.push(etag);
+        Ok(())
     }
-    let pending = match upload_id {
-        Some(upload_id) => Pending::Parts { upload_id, etags },
-        None => Pending::Whole(part),
-    };
-    Ok((hasher, next, pending))
+
+    /// Sends what is left; the blob is then ready to be promoted.
+    async fn staged(mut self) -> io::Result<StagedObject> {
+        if self.upload_id.is_some() && !self.buffer.is_empty() {
+            self.upload_part().await?;
+        }
+        let pending = match self.upload_id.take() {
+            Some(upload_id) => Pending::Parts {
+                upload_id,
+                etags: std::mem::take(&mut self.etags),
+            },
+            None => Pending::Whole(std::mem::take(&mut self.buffer)),
+        };
+        Ok(StagedObject {
+            shared: self.shared.clone(),
+            handle: self.handle.clone(),
+            key: self.key.clone(),
+            size: self.size,
+            pending,
+        })
+    }
+}
+
+impl Drop for PartWriter {
+    fn drop(&mut self) {
+        if let Some(upload_id) = self.upload_id.take() {
+            let shared = self.shared.clone();
+            let key = self.key.clone();
+            self.handle.spawn(async move {
+                let _ = shared.client.abort_multipart(&key, &upload_id).await;
+            });
+        }
+    }
+}
+
+impl UploadWriter for PartWriter {
+    fn write(&mut self, chunk: Bytes) -> BoxFuture<'_, io::Result<Option<Segment>>> {
+        async move {
+            self.push(&chunk).await?;
+            Ok(None)
+        }
+        .boxed()
+    }
+
+    fn finish(self: Box<Self>) -> BoxFuture<'static, io::Result<Written>> {
+        async move { Ok(Written::Blob(Box::new((*self).staged().await?))) }.boxed()
+    }
+}
+
+/// Reads the segments in order, hashing them, into parts of the blob's key: the
+/// work of [`S3Store::stage`], on the store's runtime.
+async fn assemble(
+    mut writer: PartWriter,
+    id: String,
+    segments: Vec<Segment>,
+) -> io::Result<(Sha256Hasher, StagedObject)> {
+    let shared = writer.shared.clone();
+    let mut hasher = Sha256Hasher::new();
+    let mut next = 0u64;
+    for segment in &segments {
+        if segment.start != next {
+            return Err(io::Error::other(format!(
+                "upload `{id}` has no bytes recorded from {next} to {}",
+                segment.start
+            )));
+        }
+        next += segment.size;
+        let segment_key = shared.segment_key(&id, segment.start);
+        let Some(mut answer) = shared
+            .timed("get", shared.client.get(&segment_key, None))
+            .await?
+        else {
+            return Err(io::Error::other(format!(
+                "upload `{id}` lost its segment `{segment_key}`"
+            )));
+        };
+        while let Some(chunk) = answer.chunk().await.map_err(io::Error::other)? {
+            hasher.update(&chunk);
+            writer.push(&chunk).await?;
+        }
+    }
+    Ok((hasher, writer.staged().await?))
 }
 
 impl BlobStore for S3Store {
@@ -452,6 +523,15 @@ impl BlobStore for S3Store {
         .boxed()
     }
 
+    fn blob_writer<'a>(
+        &'a self,
+        expected: &'a Digest,
+    ) -> Option<BoxFuture<'a, io::Result<Box<dyn UploadWriter>>>> {
+        let key = self.shared.blob_key(expected);
+        let writer = PartWriter::new(self.shared.clone(), self.handle.clone(), key);
+        Some(async move { Ok(Box::new(writer) as Box<dyn UploadWriter>) }.boxed())
+    }
+
     fn stage<'a>(
         &'a self,
         id: &'a str,
@@ -460,19 +540,10 @@ impl BlobStore for S3Store {
         _hasher: Option<Sha256Hasher>,
     ) -> BoxFuture<'a, Result<Box<dyn Staged>, StageError>> {
         async move {
-            let shared = self.shared.clone();
-            let key = shared.blob_key(expected);
-            let (hasher, size, pending) = self
-                .run(assemble(shared, id.to_string(), segments, key.clone()))
-                .await?;
-            // From here a drop aborts the multipart upload.
-            let staged = StagedObject {
-                shared: self.shared.clone(),
-                handle: self.handle.clone(),
-                key,
-                size,
-                pending,
-            };
+            let key = self.shared.blob_key(expected);
+            let writer = PartWriter::new(self.shared.clone(), self.handle.clone(), key);
+            // A drop of what this returns aborts the multipart upload.
+            let (hasher, staged) = self.run(assemble(writer, id.to_string(), segments)).await?;
             let actual = hasher.finish();
             if &actual != expected {
                 return Err(StageError::Mismatch { actual });

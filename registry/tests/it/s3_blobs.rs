@@ -201,6 +201,10 @@ fn blobs_pushed_chunked_and_whole_to_the_s3_emulator_pull_back_byte_for_byte() {
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     let small = bytes(2, 3 * MIB);
     let small_digest = client.push_blob("acme/app", &small);
+    // 20 MiB in the request that finishes the session: straight into a multipart
+    // upload of three parts, no copy.
+    let whole = bytes(7, 20 * MIB);
+    let whole_digest = client.push_blob("acme/app", &whole);
 
     let manifest = image_manifest(
         &config_digest,
@@ -208,6 +212,7 @@ fn blobs_pushed_chunked_and_whole_to_the_s3_emulator_pull_back_byte_for_byte() {
         &[
             (big_digest.clone(), big.len()),
             (small_digest.clone(), small.len()),
+            (whole_digest.clone(), whole.len()),
         ],
         None,
         None,
@@ -225,6 +230,10 @@ fn blobs_pushed_chunked_and_whole_to_the_s3_emulator_pull_back_byte_for_byte() {
         "the 21 MiB blob"
     );
     assert!(pull(&client, "acme/app", &small_digest) == small);
+    assert!(
+        pull(&client, "acme/app", &whole_digest) == whole,
+        "the 20 MiB blob"
+    );
     assert_eq!(pull(&client, "acme/app", &config_digest), config);
     let r = client.req("GET", "/v2/acme/app/manifests/1.0.0", &[], None);
     assert_eq!(r.body, manifest);
@@ -248,7 +257,7 @@ fn blobs_pushed_chunked_and_whole_to_the_s3_emulator_pull_back_byte_for_byte() {
     // The blobs are objects of their own; no session left anything behind.
     let mut stored = keys(&moto, &format!("{PREFIX}/blobs/"));
     stored.sort();
-    let mut expected: Vec<String> = [&big_digest, &small_digest, &config_digest]
+    let mut expected: Vec<String> = [&big_digest, &small_digest, &whole_digest, &config_digest]
         .iter()
         .map(|d| format!("{PREFIX}/blobs/sha256/{}", &d[7..]))
         .collect();
@@ -270,7 +279,7 @@ fn blobs_pushed_chunked_and_whole_to_the_s3_emulator_pull_back_byte_for_byte() {
     let metrics = String::from_utf8(client.req("GET", "/metrics", &[], None).body).unwrap();
     assert!(
         metrics.contains(
-            "stackpack_registry_blob_store_duration_seconds_count{backend=\"s3\",operation=\"upload_part\"} 3"
+            "stackpack_registry_blob_store_duration_seconds_count{backend=\"s3\",operation=\"upload_part\"} 6"
         ),
         "{metrics}"
     );
@@ -332,6 +341,14 @@ fn a_wrong_digest_leaves_nothing_visible_and_nothing_in_the_buckets_blobs() {
     }
     let r = finish(&client, &location, &claimed);
     assert_eq!(r.status, 400);
+    assert_eq!(r.error_code(), "DIGEST_INVALID");
+    // A large one sent whole, straight into a multipart upload.
+    let r = client.req(
+        "POST",
+        &format!("/v2/acme/app/blobs/uploads/?digest={claimed}"),
+        &[],
+        Some(&blob),
+    );
     assert_eq!(r.error_code(), "DIGEST_INVALID");
     // And a small one sent whole.
     let r = client.req(

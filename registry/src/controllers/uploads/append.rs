@@ -56,7 +56,8 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> 
         }
     }
     let body = body.take().unwrap_or_default();
-    let size = append_body(&ctx.state, id, true, body, &mut progress, &mut Vec::new()).await?;
+    let appended = append_body(&ctx.state, id, true, body, &mut progress, None).await?;
+    let size = appended.size;
     ctx.state
         .db
         .write(|tx| Ok(db::uploads::touch(tx, id, db::now_unix())?))?;

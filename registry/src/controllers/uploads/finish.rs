@@ -27,15 +27,16 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> 
     // The session may have finished while this request waited for the lock.
     check_session(&ctx, name, id)?;
     let body = body.take().unwrap_or_default();
-    append_body(&ctx.state, id, true, body, &mut progress, &mut Vec::new()).await?;
+    let appended = append_body(&ctx.state, id, true, body, &mut progress, Some(&digest)).await?;
+    let session = Some(id);
     let result = commit(
         &ctx.state,
         name,
         id,
         &digest,
         &mut progress,
-        Some(id),
-        Vec::new(),
+        session,
+        appended,
     )
     .await;
     drop(progress);

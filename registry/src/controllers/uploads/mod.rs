@@ -16,7 +16,7 @@ use crate::controllers::Ctx;
 use crate::db;
 use crate::error::{Code, Error, Result};
 use crate::state::{AppState, UploadProgress};
-use crate::storage::StageError;
+use crate::storage::{StageError, Staged, UploadWriter, Written};
 
 /// A fresh session id: 128 random bits in hex.
 pub fn new_id() -> String {
@@ -129,42 +129,27 @@ pub async fn upload_size(state: &AppState, id: &str) -> Result<u64> {
     Ok(state.blobs.upload_size(id, recorded).await?)
 }
 
-/// Appends the request body to upload `id`, keeping the running hash in `progress`
-/// when it matches the bytes stored. Segments the store writes are recorded in the
-/// session (`session`), or kept in `unrecorded` for an upload without one (a
-/// single-request `POST`). Returns the new size.
-pub async fn append_body(
-    state: &AppState,
-    id: &str,
+/// Records the segments a writer stores: in the session's rows, or in memory for
+/// an upload without a session (a single-request `POST`).
+struct Recorder<'a> {
+    state: &'a AppState,
+    id: &'a str,
     session: bool,
-    body: Body,
-    progress: &mut UploadProgress,
-    unrecorded: &mut Vec<db::uploads::Segment>,
-) -> Result<u64> {
-    let mut size = if session {
-        upload_size(state, id).await?
-    } else {
-        unrecorded.iter().map(|s| s.size).sum()
-    };
-    ensure_room(state, 0)?;
-    if progress.hasher.as_ref().is_some_and(|h| h.len() != size) {
-        progress.hasher = None;
-    }
-    if progress.hasher.is_none() && size == 0 {
-        progress.hasher = Some(Sha256Hasher::new());
-    }
-    let mut writer = state.blobs.upload_writer(id, size).await?;
-    let record = |segment: Option<db::uploads::Segment>,
-                  unrecorded: &mut Vec<db::uploads::Segment>|
-     -> Result<()> {
+    unrecorded: &'a mut Vec<db::uploads::Segment>,
+}
+
+impl Recorder<'_> {
+    fn record(&mut self, segment: Option<db::uploads::Segment>) -> Result<()> {
         let Some(segment) = segment else {
             return Ok(());
         };
-        if !session {
-            unrecorded.push(segment);
+        if !self.session {
+            self.unrecorded.push(segment);
             return Ok(());
         }
-        let added = state
+        let id = self.id;
+        let added = self
+            .state
             .db
             .write(|tx| Ok(db::uploads::add_segment(tx, id, segment, db::now_unix())?))?;
         if !added {
@@ -176,7 +161,92 @@ pub async fn append_body(
             ));
         }
         Ok(())
+    }
+}
+
+/// What a request's body became.
+pub struct Appended {
+    pub size: u64,
+    /// The whole blob, when the body went straight into its place.
+    pub blob: Option<Box<dyn Staged>>,
+    /// Segments stored for an upload without a session, which records none.
+    pub unrecorded: Vec<db::uploads::Segment>,
+}
+
+/// Appends the request body to upload `id`, keeping the running hash in `progress`
+/// when it matches the bytes stored. Segments the store writes are recorded in the
+/// session (`session`), or returned for an upload without one. With
+/// `whole` (the digest of a blob sent whole, in the request that finishes it) and
+/// nothing stored yet, a store that can writes the body straight into the blob.
+pub async fn append_body(
+    state: &AppState,
+    id: &str,
+    session: bool,
+    body: Body,
+    progress: &mut UploadProgress,
+    whole: Option<&Digest>,
+) -> Result<Appended> {
+    let size = if session {
+        upload_size(state, id).await?
+    } else {
+        0
     };
+    let mut unrecorded = Vec::new();
+    ensure_room(state, 0)?;
+    if progress.hasher.as_ref().is_some_and(|h| h.len() != size) {
+        progress.hasher = None;
+    }
+    if progress.hasher.is_none() && size == 0 {
+        progress.hasher = Some(Sha256Hasher::new());
+    }
+    let straight = whole
+        .filter(|_| size == 0)
+        .and_then(|digest| state.blobs.blob_writer(digest));
+    let mut writer = match straight {
+        Some(writer) => writer.await?,
+        None => state.blobs.upload_writer(id, size).await?,
+    };
+    let mut recorder = Recorder {
+        state,
+        id,
+        session,
+        unrecorded: &mut unrecorded,
+    };
+    let result = read_body(state, body, size, writer.as_mut(), progress, &mut recorder).await;
+    // What the request brought is stored as far as it got, also when it failed: the
+    // client may ask how far and go on.
+    let finished = writer.finish().await;
+    let stored = match (result, finished) {
+        (Ok(size), Ok(Written::Segment(last))) => recorder.record(last).map(|()| (size, None)),
+        (Ok(size), Ok(Written::Blob(blob))) => Ok((size, Some(blob))),
+        (Err(e), Ok(Written::Segment(last))) => recorder.record(last).and(Err(e)),
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(e.into()),
+    };
+    match stored {
+        Ok((size, blob)) => Ok(Appended {
+            size,
+            blob,
+            unrecorded,
+        }),
+        Err(e) => {
+            // What reached the store is unknown now; hash it again when finishing.
+            progress.hasher = None;
+            Err(e)
+        }
+    }
+}
+
+/// Reads `body` into `writer` within the limits (size, time, disk floor), hashing
+/// it into `progress`. Returns the upload's size after it.
+async fn read_body(
+    state: &AppState,
+    body: Body,
+    mut size: u64,
+    writer: &mut dyn UploadWriter,
+    progress: &mut UploadProgress,
+    recorder: &mut Recorder<'_>,
+) -> Result<u64> {
     let mut stream = body.into_data_stream();
     let limit = state.config.max_blob_bytes;
     // One request may not outlive a session (a body trickled past the lifetime would
@@ -184,72 +254,50 @@ pub async fn append_body(
     let deadline = tokio::time::Instant::now() + state.config.upload_lifetime;
     let idle = state.config.idle_timeout;
     let mut since_room_check = 0u64;
-    let result: Result<()> = async {
-        loop {
-            let wait_until = deadline.min(tokio::time::Instant::now() + idle);
-            let Ok(next) = tokio::time::timeout_at(wait_until, stream.next()).await else {
-                return Err(Error::new(
-                    Code::BlobUploadInvalid,
-                    "the upload was too slow: it stalled, or outlived its session; start again",
-                ));
-            };
-            let Some(chunk) = next else {
-                break;
-            };
-            let chunk = chunk.map_err(|e| {
-                Error::new(
-                    Code::BlobUploadInvalid,
-                    format!("the upload was cut off: {e}"),
-                )
-            })?;
-            size += chunk.len() as u64;
-            if size > limit {
-                let rest = Body::from_stream(std::mem::replace(
-                    &mut stream,
-                    Body::empty().into_data_stream(),
-                ));
-                crate::controllers::drain(rest, crate::controllers::DRAIN_CAP).await;
-                return Err(Error::too_large("the blob", limit));
-            }
-            since_room_check += chunk.len() as u64;
-            if since_room_check >= ROOM_CHECK_EVERY {
-                since_room_check = 0;
-                ensure_room(state, ROOM_CHECK_EVERY)?;
-            }
-            if let Some(hasher) = progress.hasher.as_mut() {
-                hasher.update(&chunk);
-            }
-            state.metrics.add_received(chunk.len() as u64);
-            let segment = writer.write(chunk).await?;
-            record(segment, unrecorded)?;
+    loop {
+        let wait_until = deadline.min(tokio::time::Instant::now() + idle);
+        let Ok(next) = tokio::time::timeout_at(wait_until, stream.next()).await else {
+            return Err(Error::new(
+                Code::BlobUploadInvalid,
+                "the upload was too slow: it stalled, or outlived its session; start again",
+            ));
+        };
+        let Some(chunk) = next else {
+            return Ok(size);
+        };
+        let chunk = chunk.map_err(|e| {
+            Error::new(
+                Code::BlobUploadInvalid,
+                format!("the upload was cut off: {e}"),
+            )
+        })?;
+        size += chunk.len() as u64;
+        if size > limit {
+            let rest = Body::from_stream(std::mem::replace(
+                &mut stream,
+                Body::empty().into_data_stream(),
+            ));
+            crate::controllers::drain(rest, crate::controllers::DRAIN_CAP).await;
+            return Err(Error::too_large("the blob", limit));
         }
-        Ok(())
-    }
-    .await;
-    // What the request brought is stored as far as it got, also when it failed: the
-    // client may ask how far and go on.
-    let finished = writer.finish().await;
-    if let Err(e) = result {
-        // What reached the store is unknown now; hash it again when finishing.
-        progress.hasher = None;
-        if let Ok(segment) = finished {
-            let _ = record(segment, unrecorded);
+        since_room_check += chunk.len() as u64;
+        if since_room_check >= ROOM_CHECK_EVERY {
+            since_room_check = 0;
+            ensure_room(state, ROOM_CHECK_EVERY)?;
         }
-        return Err(e);
+        if let Some(hasher) = progress.hasher.as_mut() {
+            hasher.update(&chunk);
+        }
+        state.metrics.add_received(chunk.len() as u64);
+        let segment = writer.write(chunk).await?;
+        recorder.record(segment)?;
     }
-    if let Err(e) = finished
-        .map_err(Error::from)
-        .and_then(|s| record(s, unrecorded))
-    {
-        progress.hasher = None;
-        return Err(e);
-    }
-    Ok(size)
 }
 
 /// Checks upload `id` against `expected`, makes it the blob and records it (in one
-/// transaction with deleting the session, when there is one). On a mismatch the
-/// upload's bytes are removed and nothing becomes visible.
+/// transaction with deleting the session, when there is one). `blob`: the bytes
+/// already written straight into the blob's place. On a mismatch the upload's bytes
+/// are removed and nothing becomes visible.
 pub async fn commit(
     state: &AppState,
     name: &str,
@@ -257,18 +305,28 @@ pub async fn commit(
     expected: &Digest,
     progress: &mut UploadProgress,
     session: Option<&str>,
-    unrecorded: Vec<db::uploads::Segment>,
+    appended: Appended,
 ) -> Result<u64> {
-    let segments = match session {
-        Some(id) if state.blobs.records_segments() => {
-            state.db.read(|c| db::uploads::segments(c, id))?
+    let staged = match appended.blob {
+        // Written straight into place, hashed on the way: nothing else was stored.
+        Some(blob) => match progress.hasher.take().map(Sha256Hasher::finish) {
+            Some(actual) if &actual == expected => Ok(blob),
+            Some(actual) => Err(StageError::Mismatch { actual }),
+            None => Err(StageError::Io(std::io::Error::other(
+                "the blob's running hash was lost",
+            ))),
+        },
+        None => {
+            let segments = match session {
+                Some(id) if state.blobs.records_segments() => {
+                    state.db.read(|c| db::uploads::segments(c, id))?
+                }
+                _ => appended.unrecorded,
+            };
+            let hasher = progress.hasher.take();
+            state.blobs.stage(id, segments, expected, hasher).await
         }
-        _ => unrecorded,
     };
-    let staged = state
-        .blobs
-        .stage(id, segments, expected, progress.hasher.take())
-        .await;
     let staged = match staged {
         Ok(staged) => staged,
         Err(StageError::Mismatch { actual }) => {

@@ -55,8 +55,9 @@ pub async fn handle(ctx: Ctx, name: &str, body: &mut Option<Body>) -> Result<Res
         let mut progress = UploadProgress::default();
         let result = async {
             let body = body.take().unwrap_or_default();
-            let mut segments = Vec::new();
-            super::append_body(&ctx.state, &id, false, body, &mut progress, &mut segments).await?;
+            let whole = Some(&digest);
+            let appended =
+                super::append_body(&ctx.state, &id, false, body, &mut progress, whole).await?;
             commit(
                 &ctx.state,
                 name,
@@ -64,7 +65,7 @@ pub async fn handle(ctx: Ctx, name: &str, body: &mut Option<Body>) -> Result<Res
                 &digest,
                 &mut progress,
                 None,
-                segments,
+                appended,
             )
             .await
         }
