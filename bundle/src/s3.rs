@@ -129,11 +129,6 @@ impl S3Client {
         })
     }
 
-    /// Host and path of `bucket`'s `key` (empty: the bucket itself).
-    fn address(&self, bucket: &str, key: &str) -> (String, String, String) {
-        address(self.endpoint.as_deref(), &self.region, bucket, key)
-    }
-
     /// Sends one signed request. `query` is a sub-resource (`versioning`) or empty.
     fn send(
         &self,
@@ -143,32 +138,22 @@ impl S3Client {
         query: &str,
         body: &str,
     ) -> Result<Answer, S3Error> {
-        let (scheme, host, path) = self.address(bucket, key);
-        let now = time::OffsetDateTime::now_utc();
-        let signed = sign_v4(&SigningInput {
-            service: "s3",
-            extra_headers: &[],
-            method: method.as_str(),
-            host: &host,
-            path: &path,
-            query,
-            body: body.as_bytes(),
+        let site = Site {
+            endpoint: self.endpoint.as_deref(),
             region: &self.region,
             credentials: &self.credentials,
-            now,
-        });
-        let url = if query.is_empty() {
-            format!("{scheme}://{host}{path}")
-        } else {
-            format!("{scheme}://{host}{path}?{query}")
         };
-        let mut request = self.http.request(method, &url).body(body.to_string());
-        for (name, value) in signed {
-            request = request.header(name, value);
-        }
+        let (request, origin) = site.request(
+            &self.http,
+            method,
+            bucket,
+            key,
+            query,
+            body.as_bytes().to_vec(),
+        );
         self.runtime.block_on(async {
             let answer = request.send().await.map_err(|e| S3Error::Unreachable {
-                url: format!("{scheme}://{host}"),
+                url: origin,
                 detail: crate::remote::error_chain(&e),
             })?;
             let status = answer.status().as_u16();
@@ -396,31 +381,18 @@ impl S3Objects {
         headers: &[(&'static str, String)],
         body: Vec<u8>,
     ) -> Result<reqwest::Response, S3Error> {
-        let (scheme, host, path) =
-            address(self.endpoint.as_deref(), &self.region, &self.bucket, key);
-        let signed = sign_v4(&SigningInput {
-            service: "s3",
-            extra_headers: &[],
-            method: method.as_str(),
-            host: &host,
-            path: &path,
-            query,
-            body: &body,
+        let site = Site {
+            endpoint: self.endpoint.as_deref(),
             region: &self.region,
             credentials: &self.credentials,
-            now: time::OffsetDateTime::now_utc(),
-        });
-        let url = if query.is_empty() {
-            format!("{scheme}://{host}{path}")
-        } else {
-            format!("{scheme}://{host}{path}?{query}")
         };
-        let mut request = self.http.request(method, &url).body(body);
-        for (name, value) in signed.into_iter().chain(headers.iter().cloned()) {
-            request = request.header(name, value);
+        let (mut request, origin) =
+            site.request(&self.http, method, &self.bucket, key, query, body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
         }
         request.send().await.map_err(|e| S3Error::Unreachable {
-            url: format!("{scheme}://{host}"),
+            url: origin,
             detail: crate::remote::error_chain(&e),
         })
     }
@@ -468,8 +440,9 @@ impl S3Objects {
             .await?;
         match answer.status().as_u16() {
             200 | 206 => Ok(Some(answer)),
+            // `NoSuchKey`; a missing bucket is an error, not a missing object.
             404 => match self.refusal("GetObject", answer).await {
-                S3Error::NoSuchBucket { .. } | S3Error::Failed { .. } => Ok(None),
+                S3Error::Failed { .. } => Ok(None),
                 other => Err(other),
             },
             _ => Err(self.refusal("GetObject", answer).await),
@@ -650,6 +623,51 @@ impl S3Objects {
                 return Ok(objects);
             }
         }
+    }
+}
+
+/// Where requests go and how they are signed.
+struct Site<'a> {
+    endpoint: Option<&'a str>,
+    region: &'a str,
+    credentials: &'a AwsCredentials,
+}
+
+impl Site<'_> {
+    /// A signed request for `bucket`'s `key` (`query` canonical already), and the
+    /// origin it goes to, for messages.
+    fn request(
+        &self,
+        http: &reqwest::Client,
+        method: reqwest::Method,
+        bucket: &str,
+        key: &str,
+        query: &str,
+        body: Vec<u8>,
+    ) -> (reqwest::RequestBuilder, String) {
+        let (scheme, host, path) = address(self.endpoint, self.region, bucket, key);
+        let signed = sign_v4(&SigningInput {
+            service: "s3",
+            extra_headers: &[],
+            method: method.as_str(),
+            host: &host,
+            path: &path,
+            query,
+            body: &body,
+            region: self.region,
+            credentials: self.credentials,
+            now: time::OffsetDateTime::now_utc(),
+        });
+        let url = if query.is_empty() {
+            format!("{scheme}://{host}{path}")
+        } else {
+            format!("{scheme}://{host}{path}?{query}")
+        };
+        let mut request = http.request(method, &url).body(body);
+        for (name, value) in signed {
+            request = request.header(name, value);
+        }
+        (request, format!("{scheme}://{host}"))
     }
 }
 

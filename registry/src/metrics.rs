@@ -29,6 +29,20 @@ impl Histogram {
         self.sum += seconds;
         self.count += 1;
     }
+
+    /// Its lines in the text format: buckets, `+Inf`, sum and count.
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        for (index, bound) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels},le=\"{bound}\"}} {}",
+                self.counts[index]
+            );
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
 }
 
 #[derive(Default)]
@@ -99,27 +113,10 @@ impl Metrics {
             .unwrap_or_else(|p| p.into_inner())
             .iter()
         {
-            for (index, bound) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "stackpack_registry_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {}",
-                    h.counts[index]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "stackpack_registry_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
-                h.count
-            );
-            let _ = writeln!(
-                out,
-                "stackpack_registry_request_duration_seconds_sum{{route=\"{route}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "stackpack_registry_request_duration_seconds_count{{route=\"{route}\"}} {}",
-                h.count
+            h.render(
+                &mut out,
+                "stackpack_registry_request_duration_seconds",
+                &format!("route=\"{route}\""),
             );
         }
         out.push_str("# HELP stackpack_registry_blob_store_duration_seconds Time of one call to the blob store.\n");
@@ -130,28 +127,10 @@ impl Metrics {
             .unwrap_or_else(|p| p.into_inner())
             .iter()
         {
-            let labels = format!("backend=\"{backend}\",operation=\"{operation}\"");
-            for (index, bound) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "stackpack_registry_blob_store_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {}",
-                    h.counts[index]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "stackpack_registry_blob_store_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
-                h.count
-            );
-            let _ = writeln!(
-                out,
-                "stackpack_registry_blob_store_duration_seconds_sum{{{labels}}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "stackpack_registry_blob_store_duration_seconds_count{{{labels}}} {}",
-                h.count
+            h.render(
+                &mut out,
+                "stackpack_registry_blob_store_duration_seconds",
+                &format!("backend=\"{backend}\",operation=\"{operation}\""),
             );
         }
         out.push_str("# HELP stackpack_registry_blob_bytes_received_total Blob bytes uploaded.\n");
