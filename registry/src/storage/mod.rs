@@ -274,3 +274,38 @@ pub async fn read_small(
     }
     Ok(Some(bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blob_locations_name_a_bucket_and_a_prefix_ending_in_a_slash() {
+        let parsed = BlobLocation::parse("s3://acme-registry/prod/blobs/", None, Some("eu-west-1"));
+        assert_eq!(
+            parsed,
+            Ok(BlobLocation::S3(S3Location {
+                bucket: "acme-registry".into(),
+                prefix: "prod/blobs/".into(),
+                endpoint: None,
+                region: "eu-west-1".into(),
+            }))
+        );
+        let BlobLocation::S3(bare) = BlobLocation::parse(
+            "s3://acme-registry",
+            Some("http://127.0.0.1:9000"),
+            Some("r"),
+        )
+        .unwrap() else {
+            panic!("an S3 location");
+        };
+        assert_eq!(bare.prefix, "");
+        assert_eq!(bare.to_string(), "s3://acme-registry/");
+        assert!(BlobLocation::parse("/srv/blobs", None, None)
+            .unwrap_err()
+            .contains("`/srv/blobs` is not a blob store"));
+        assert!(BlobLocation::parse("s3://Bad_Bucket/x", None, None)
+            .unwrap_err()
+            .contains("`Bad_Bucket` is not a bucket name"));
+    }
+}
