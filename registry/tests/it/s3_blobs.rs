@@ -500,3 +500,48 @@ fn a_missing_bucket_and_refused_credentials_stop_the_start_with_their_names() {
     .code(1);
     assert!(run.stderr.contains("no S3 credentials"), "{}", run.stderr);
 }
+
+#[test]
+fn a_chunk_cut_off_keeps_what_arrived_and_the_session_goes_on_from_there() {
+    use std::io::Write;
+    let moto = emulator();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let registry = Replica::start(&data, &moto);
+    let client = Client::new(registry.url(), Some(publisher(&data)));
+    let blob = bytes(8, 20 * MIB);
+    let digest = sha256(&blob);
+    let location = begin(&client, "acme/app");
+
+    // A PATCH announcing the whole blob whose connection drops after 10 MiB.
+    let path = &location[location.find("/v2/").unwrap()..];
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", registry.port)).unwrap();
+    write!(
+        stream,
+        "PATCH {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+        client.token.as_deref().unwrap(),
+        blob.len()
+    )
+    .unwrap();
+    stream.write_all(&blob[..10 * MIB]).unwrap();
+    stream.flush().unwrap();
+    drop(stream);
+
+    // What arrived is stored; the client asks how far and sends the rest.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let stored = loop {
+        let r = client.req("GET", &location, &[], None);
+        assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+        let range = r.header("range").unwrap().to_string();
+        let stored: usize = range.split('-').nth(1).unwrap().parse::<usize>().unwrap() + 1;
+        if stored == 10 * MIB || std::time::Instant::now() > deadline {
+            break stored;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(stored, 10 * MIB);
+    let location = patch(&client, &location, stored, &blob[stored..]);
+    let r = finish(&client, &location, &digest);
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert!(pull(&client, "acme/app", &digest) == blob);
+}
