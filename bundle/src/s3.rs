@@ -129,30 +129,6 @@ impl S3Client {
         })
     }
 
-    /// Host and path of `bucket`'s `key` (empty: the bucket itself).
-    fn address(&self, bucket: &str, key: &str) -> (String, String, String) {
-        let key_path: String = key
-            .split('/')
-            .map(percent_encode)
-            .collect::<Vec<_>>()
-            .join("/");
-        match &self.endpoint {
-            Some(endpoint) => {
-                let (scheme, host) = endpoint.split_once("://").unwrap_or(("https", endpoint));
-                (
-                    scheme.to_string(),
-                    host.to_string(),
-                    format!("/{bucket}/{key_path}"),
-                )
-            }
-            None => (
-                "https".into(),
-                format!("{bucket}.s3.{}.amazonaws.com", self.region),
-                format!("/{key_path}"),
-            ),
-        }
-    }
-
     /// Sends one signed request. `query` is a sub-resource (`versioning`) or empty.
     fn send(
         &self,
@@ -162,32 +138,22 @@ impl S3Client {
         query: &str,
         body: &str,
     ) -> Result<Answer, S3Error> {
-        let (scheme, host, path) = self.address(bucket, key);
-        let now = time::OffsetDateTime::now_utc();
-        let signed = sign_v4(&SigningInput {
-            service: "s3",
-            extra_headers: &[],
-            method: method.as_str(),
-            host: &host,
-            path: &path,
-            query,
-            body: body.as_bytes(),
+        let site = Site {
+            endpoint: self.endpoint.as_deref(),
             region: &self.region,
             credentials: &self.credentials,
-            now,
-        });
-        let url = if query.is_empty() {
-            format!("{scheme}://{host}{path}")
-        } else {
-            format!("{scheme}://{host}{path}?{query}")
         };
-        let mut request = self.http.request(method, &url).body(body.to_string());
-        for (name, value) in signed {
-            request = request.header(name, value);
-        }
+        let (request, origin) = site.request(
+            &self.http,
+            method,
+            bucket,
+            key,
+            query,
+            body.as_bytes().to_vec(),
+        );
         self.runtime.block_on(async {
             let answer = request.send().await.map_err(|e| S3Error::Unreachable {
-                url: format!("{scheme}://{host}"),
+                url: origin,
                 detail: crate::remote::error_chain(&e),
             })?;
             let status = answer.status().as_u16();
@@ -203,42 +169,13 @@ impl S3Client {
 
     /// The error an unsuccessful answer means.
     fn error(&self, operation: &'static str, bucket: &str, answer: &Answer) -> S3Error {
-        let code = tag_text(&answer.body, "Code").unwrap_or_default();
-        let actual = answer
-            .headers
-            .get("x-amz-bucket-region")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        match (answer.status, code.as_str(), actual) {
-            (_, "NoSuchBucket", _) | (404, "", _) => S3Error::NoSuchBucket {
-                bucket: bucket.into(),
-            },
-            (301 | 400, _, Some(actual)) if actual != self.region => S3Error::WrongRegion {
-                bucket: bucket.into(),
-                expected: self.region.clone(),
-                actual,
-            },
-            (403, _, _)
-            | (
-                _,
-                "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "ExpiredToken" | "InvalidToken",
-                _,
-            ) => S3Error::Denied {
-                bucket: bucket.into(),
-                key_id: self.credentials.key_id_shown(),
-                code: if code.is_empty() {
-                    "AccessDenied".into()
-                } else {
-                    code
-                },
-            },
-            (status, _, _) => S3Error::Failed {
-                operation,
-                bucket: bucket.into(),
-                status,
-                code,
-            },
-        }
+        answer_error(
+            &self.region,
+            &self.credentials,
+            operation,
+            bucket,
+            (answer.status, &answer.headers, &answer.body),
+        )
     }
 
     /// True when the bucket exists (and these credentials may see it).
@@ -382,6 +319,439 @@ impl S3Client {
             .skip(1)
             .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| xml_unescape(key)))
             .collect())
+    }
+}
+
+/// One object a listing names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub key: String,
+    pub size: u64,
+    /// When it was last written (S3's `LastModified`); `None` when unreadable.
+    pub last_modified: Option<time::OffsetDateTime>,
+}
+
+/// Object calls on one bucket, async on the caller's runtime: for a store of many
+/// large objects (the registry's blobs), read and written in pieces. GETs stream
+/// (the caller reads the answer's chunks); writes are whole bodies the caller keeps
+/// bounded (a multipart upload's parts). Requests are signed like [`S3Client`]'s.
+pub struct S3Objects {
+    endpoint: Option<String>,
+    region: String,
+    credentials: AwsCredentials,
+    bucket: String,
+    http: reqwest::Client,
+}
+
+impl S3Objects {
+    /// `endpoint`: an emulator's or another S3 API's URL (path-style); `None` for
+    /// AWS itself. A request that sends or receives nothing for `read_timeout` fails.
+    pub fn new(
+        endpoint: Option<&str>,
+        region: &str,
+        credentials: AwsCredentials,
+        bucket: &str,
+        read_timeout: Duration,
+    ) -> Result<S3Objects, S3Error> {
+        crate::remote::tls();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(read_timeout)
+            .build()
+            .map_err(|e| S3Error::Unreachable {
+                url: endpoint.unwrap_or("AWS S3").to_string(),
+                detail: crate::remote::error_chain(&e),
+            })?;
+        Ok(S3Objects {
+            endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
+            region: region.to_string(),
+            credentials,
+            bucket: bucket.to_string(),
+            http,
+        })
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// Sends one signed request. `query` is canonical already: parameters sorted
+    /// by name, values percent-encoded (a bare sub-resource such as `uploads` is
+    /// signed as `uploads=`). `headers` travel unsigned (`range`).
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        key: &str,
+        query: &str,
+        headers: &[(&'static str, String)],
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, S3Error> {
+        let site = Site {
+            endpoint: self.endpoint.as_deref(),
+            region: &self.region,
+            credentials: &self.credentials,
+        };
+        let (mut request, origin) =
+            site.request(&self.http, method, &self.bucket, key, query, body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        request.send().await.map_err(|e| S3Error::Unreachable {
+            url: origin,
+            detail: crate::remote::error_chain(&e),
+        })
+    }
+
+    /// The error an unsuccessful answer means (its body read for S3's code).
+    async fn refusal(&self, operation: &'static str, answer: reqwest::Response) -> S3Error {
+        let status = answer.status().as_u16();
+        let headers = answer.headers().clone();
+        let body = answer.text().await.unwrap_or_default();
+        answer_error(
+            &self.region,
+            &self.credentials,
+            operation,
+            &self.bucket,
+            (status, &headers, &body),
+        )
+    }
+
+    /// Succeeds when the bucket exists and these credentials may list it: HEAD on
+    /// a bucket tells too little (no code in its answer), so this lists one key.
+    pub async fn check_bucket(&self, prefix: &str) -> Result<(), S3Error> {
+        let query = format!("list-type=2&max-keys=1&prefix={}", percent_encode(prefix));
+        let answer = self
+            .send(reqwest::Method::GET, "", &query, &[], Vec::new())
+            .await?;
+        if answer.status().is_success() {
+            return Ok(());
+        }
+        Err(self.refusal("ListObjectsV2", answer).await)
+    }
+
+    /// The object's answer, to be read chunk by chunk (`Response::chunk`), or
+    /// `None` when there is no such key. `range`: first and last byte, inclusive.
+    pub async fn get(
+        &self,
+        key: &str,
+        range: Option<(u64, u64)>,
+    ) -> Result<Option<reqwest::Response>, S3Error> {
+        let headers: Vec<(&'static str, String)> = range
+            .map(|(first, last)| ("range", format!("bytes={first}-{last}")))
+            .into_iter()
+            .collect();
+        let answer = self
+            .send(reqwest::Method::GET, key, "", &headers, Vec::new())
+            .await?;
+        match answer.status().as_u16() {
+            200 | 206 => Ok(Some(answer)),
+            // `NoSuchKey`; a missing bucket is an error, not a missing object.
+            404 => match self.refusal("GetObject", answer).await {
+                S3Error::Failed { .. } => Ok(None),
+                other => Err(other),
+            },
+            _ => Err(self.refusal("GetObject", answer).await),
+        }
+    }
+
+    /// The object's size, or `None` when there is no such key.
+    pub async fn head(&self, key: &str) -> Result<Option<u64>, S3Error> {
+        let answer = self
+            .send(reqwest::Method::HEAD, key, "", &[], Vec::new())
+            .await?;
+        match answer.status().as_u16() {
+            200 => Ok(answer
+                .headers()
+                .get(reqwest::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse().ok())),
+            404 => Ok(None),
+            _ => Err(self.refusal("HeadObject", answer).await),
+        }
+    }
+
+    /// Writes `body` as the whole object `key`.
+    pub async fn put(&self, key: &str, body: Vec<u8>) -> Result<(), S3Error> {
+        let answer = self.send(reqwest::Method::PUT, key, "", &[], body).await?;
+        if answer.status().is_success() {
+            return Ok(());
+        }
+        Err(self.refusal("PutObject", answer).await)
+    }
+
+    /// Deletes `key`; a key already gone is no error.
+    pub async fn delete(&self, key: &str) -> Result<(), S3Error> {
+        let answer = self
+            .send(reqwest::Method::DELETE, key, "", &[], Vec::new())
+            .await?;
+        if answer.status().is_success() || answer.status().as_u16() == 404 {
+            return Ok(());
+        }
+        Err(self.refusal("DeleteObject", answer).await)
+    }
+
+    /// Starts a multipart upload of `key`; returns its upload id. Nothing is
+    /// visible at `key` until [`S3Objects::complete_multipart`].
+    pub async fn create_multipart(&self, key: &str) -> Result<String, S3Error> {
+        let answer = self
+            .send(reqwest::Method::POST, key, "uploads", &[], Vec::new())
+            .await?;
+        if !answer.status().is_success() {
+            return Err(self.refusal("CreateMultipartUpload", answer).await);
+        }
+        let body = answer.text().await.unwrap_or_default();
+        tag_text(&body, "UploadId")
+            .map(|id| xml_unescape(&id))
+            .ok_or_else(|| S3Error::Failed {
+                operation: "CreateMultipartUpload",
+                bucket: self.bucket.clone(),
+                status: 200,
+                code: "no UploadId in the answer".into(),
+            })
+    }
+
+    /// Uploads part `number` (from 1; every part but the last at least 5 MiB);
+    /// returns its ETag, which completing names.
+    pub async fn upload_part(
+        &self,
+        key: &str,
+        upload_id: &str,
+        number: u32,
+        body: Vec<u8>,
+    ) -> Result<String, S3Error> {
+        let query = format!("partNumber={number}&uploadId={}", percent_encode(upload_id));
+        let answer = self
+            .send(reqwest::Method::PUT, key, &query, &[], body)
+            .await?;
+        if !answer.status().is_success() {
+            return Err(self.refusal("UploadPart", answer).await);
+        }
+        Ok(answer
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    /// Joins the parts (ETags in part order) into the object `key`, which appears
+    /// whole at once.
+    pub async fn complete_multipart(
+        &self,
+        key: &str,
+        upload_id: &str,
+        etags: &[String],
+    ) -> Result<(), S3Error> {
+        let parts: String = etags
+            .iter()
+            .enumerate()
+            .map(|(i, etag)| {
+                format!(
+                    "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
+                    i + 1,
+                    etag.replace('&', "&amp;").replace('"', "&quot;")
+                )
+            })
+            .collect();
+        let body =
+            format!("<CompleteMultipartUpload xmlns=\"{XMLNS}\">{parts}</CompleteMultipartUpload>");
+        let query = format!("uploadId={}", percent_encode(upload_id));
+        let answer = self
+            .send(reqwest::Method::POST, key, &query, &[], body.into_bytes())
+            .await?;
+        let status = answer.status().as_u16();
+        if status != 200 {
+            return Err(self.refusal("CompleteMultipartUpload", answer).await);
+        }
+        // S3 may answer 200 and still fail, with an `<Error>` document.
+        let text = answer.text().await.unwrap_or_default();
+        if text.contains("<Error>") {
+            return Err(S3Error::Failed {
+                operation: "CompleteMultipartUpload",
+                bucket: self.bucket.clone(),
+                status,
+                code: tag_text(&text, "Code").unwrap_or_default(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Drops a multipart upload and the parts it holds.
+    pub async fn abort_multipart(&self, key: &str, upload_id: &str) -> Result<(), S3Error> {
+        let query = format!("uploadId={}", percent_encode(upload_id));
+        let answer = self
+            .send(reqwest::Method::DELETE, key, &query, &[], Vec::new())
+            .await?;
+        if answer.status().is_success() || answer.status().as_u16() == 404 {
+            return Ok(());
+        }
+        Err(self.refusal("AbortMultipartUpload", answer).await)
+    }
+
+    /// Every object under `prefix`, page after page.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>, S3Error> {
+        let mut objects = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let query = match &token {
+                Some(t) => format!(
+                    "continuation-token={}&list-type=2&prefix={}",
+                    percent_encode(t),
+                    percent_encode(prefix)
+                ),
+                None => format!("list-type=2&prefix={}", percent_encode(prefix)),
+            };
+            let answer = self
+                .send(reqwest::Method::GET, "", &query, &[], Vec::new())
+                .await?;
+            if !answer.status().is_success() {
+                return Err(self.refusal("ListObjectsV2", answer).await);
+            }
+            let body = answer.text().await.unwrap_or_default();
+            objects.extend(body.split("<Contents>").skip(1).filter_map(|item| {
+                let item = item.split("</Contents>").next()?;
+                Some(ObjectInfo {
+                    key: xml_unescape(&tag_text(item, "Key")?),
+                    size: tag_text(item, "Size")?.parse().ok()?,
+                    last_modified: tag_text(item, "LastModified").and_then(|t| {
+                        time::OffsetDateTime::parse(
+                            &t,
+                            &time::format_description::well_known::Rfc3339,
+                        )
+                        .ok()
+                    }),
+                })
+            }));
+            token = (tag_text(&body, "IsTruncated").as_deref() == Some("true"))
+                .then(|| tag_text(&body, "NextContinuationToken").map(|t| xml_unescape(&t)))
+                .flatten();
+            if token.is_none() {
+                return Ok(objects);
+            }
+        }
+    }
+}
+
+/// Where requests go and how they are signed.
+struct Site<'a> {
+    endpoint: Option<&'a str>,
+    region: &'a str,
+    credentials: &'a AwsCredentials,
+}
+
+impl Site<'_> {
+    /// A signed request for `bucket`'s `key` (`query` canonical already), and the
+    /// origin it goes to, for messages.
+    fn request(
+        &self,
+        http: &reqwest::Client,
+        method: reqwest::Method,
+        bucket: &str,
+        key: &str,
+        query: &str,
+        body: Vec<u8>,
+    ) -> (reqwest::RequestBuilder, String) {
+        let (scheme, host, path) = address(self.endpoint, self.region, bucket, key);
+        let signed = sign_v4(&SigningInput {
+            service: "s3",
+            extra_headers: &[],
+            method: method.as_str(),
+            host: &host,
+            path: &path,
+            query,
+            body: &body,
+            region: self.region,
+            credentials: self.credentials,
+            now: time::OffsetDateTime::now_utc(),
+        });
+        let url = if query.is_empty() {
+            format!("{scheme}://{host}{path}")
+        } else {
+            format!("{scheme}://{host}{path}?{query}")
+        };
+        let mut request = http.request(method, &url).body(body);
+        for (name, value) in signed {
+            request = request.header(name, value);
+        }
+        (request, format!("{scheme}://{host}"))
+    }
+}
+
+/// Scheme, host and path of `bucket`'s `key` (empty: the bucket itself): path-style
+/// against an endpoint, virtual-hosted against AWS.
+fn address(
+    endpoint: Option<&str>,
+    region: &str,
+    bucket: &str,
+    key: &str,
+) -> (String, String, String) {
+    let key_path: String = key
+        .split('/')
+        .map(percent_encode)
+        .collect::<Vec<_>>()
+        .join("/");
+    match endpoint {
+        Some(endpoint) => {
+            let (scheme, host) = endpoint.split_once("://").unwrap_or(("https", endpoint));
+            (
+                scheme.to_string(),
+                host.to_string(),
+                format!("/{bucket}/{key_path}"),
+            )
+        }
+        None => (
+            "https".into(),
+            format!("{bucket}.s3.{region}.amazonaws.com"),
+            format!("/{key_path}"),
+        ),
+    }
+}
+
+/// The error an unsuccessful answer (status, headers, body) means.
+fn answer_error(
+    region: &str,
+    credentials: &AwsCredentials,
+    operation: &'static str,
+    bucket: &str,
+    (status, headers, body): (u16, &reqwest::header::HeaderMap, &str),
+) -> S3Error {
+    let code = tag_text(body, "Code").unwrap_or_default();
+    let actual = headers
+        .get("x-amz-bucket-region")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    match (status, code.as_str(), actual) {
+        (_, "NoSuchBucket", _) | (404, "", _) => S3Error::NoSuchBucket {
+            bucket: bucket.into(),
+        },
+        (301 | 400, _, Some(actual)) if actual != region => S3Error::WrongRegion {
+            bucket: bucket.into(),
+            expected: region.to_string(),
+            actual,
+        },
+        (403, _, _)
+        | (
+            _,
+            "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "ExpiredToken" | "InvalidToken",
+            _,
+        ) => S3Error::Denied {
+            bucket: bucket.into(),
+            key_id: credentials.key_id_shown(),
+            code: if code.is_empty() {
+                "AccessDenied".into()
+            } else {
+                code
+            },
+        },
+        (status, _, _) => S3Error::Failed {
+            operation,
+            bucket: bucket.into(),
+            status,
+            code,
+        },
     }
 }
 

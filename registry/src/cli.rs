@@ -236,11 +236,43 @@ pub struct InitArgs {
     pub data: PathBuf,
 }
 
+/// Where blobs live, for the commands that read or delete them.
+#[derive(Args, Clone, Debug, Default)]
+pub struct BlobArgs {
+    /// Keep blobs in an S3 bucket instead of the data folder: `s3://bucket/prefix`.
+    /// Credentials from `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (and
+    /// `AWS_SESSION_TOKEN`). Every replica, and `gc`, must name the same.
+    #[arg(long, value_name = "s3://BUCKET/PREFIX")]
+    pub blobs: Option<String>,
+    /// The URL of another S3 API for `--blobs` (MinIO, Ceph, an emulator); AWS
+    /// itself without it.
+    #[arg(long, value_name = "URL", requires = "blobs")]
+    pub s3_endpoint: Option<String>,
+    /// The bucket's region; else `AWS_REGION`, `AWS_DEFAULT_REGION`, or `us-east-1`.
+    #[arg(long, value_name = "REGION", requires = "blobs")]
+    pub s3_region: Option<String>,
+}
+
+impl BlobArgs {
+    pub fn location(&self) -> Result<stackpack_registry::storage::BlobLocation, String> {
+        match &self.blobs {
+            None => Ok(Default::default()),
+            Some(text) => stackpack_registry::storage::BlobLocation::parse(
+                text,
+                self.s3_endpoint.as_deref(),
+                self.s3_region.as_deref(),
+            ),
+        }
+    }
+}
+
 #[derive(Args)]
 pub struct ServeArgs {
     /// The data folder: `registry.db`, `blobs/`, `uploads/`. Created if new.
     #[arg(long)]
     pub data: PathBuf,
+    #[command(flatten)]
+    pub blob_store: BlobArgs,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:5000")]
     pub listen: String,
@@ -506,6 +538,8 @@ pub struct GcArgs {
     /// The data folder of an existing registry.
     #[arg(long)]
     pub data: PathBuf,
+    #[command(flatten)]
+    pub blob_store: BlobArgs,
     /// Keep unreferenced blobs younger than this many seconds.
     #[arg(long, default_value_t = 3600)]
     pub grace_secs: u64,

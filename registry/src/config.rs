@@ -17,6 +17,8 @@ pub enum TagPolicy {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub data: PathBuf,
+    /// Where blob bytes live: the data folder (the default) or an S3 bucket.
+    pub blobs: crate::storage::BlobLocation,
     /// Anyone may pull without a token.
     pub anonymous_pull: bool,
     /// How semver prerelease tags (`1.4.0-feat.2`) behave.
@@ -77,6 +79,7 @@ impl Config {
     pub fn new(data: impl Into<PathBuf>) -> Self {
         Config {
             data: data.into(),
+            blobs: Default::default(),
             anonymous_pull: false,
             prerelease_tags: TagPolicy::Mutable,
             other_tags: TagPolicy::Mutable,

@@ -16,14 +16,14 @@
 //! Work goes in batches of [`BATCH`] rows, so a reader or a push never waits long
 //! behind a large collection.
 
-use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
+use stackpack_schema::Digest;
 
 use crate::db::{self, Db};
 use crate::error::Error;
-use crate::storage::Storage;
+use crate::storage::BlobStore;
 
 /// Rows per transaction.
 pub const BATCH: usize = 256;
@@ -38,43 +38,26 @@ pub struct GcReport {
     pub bytes_freed: u64,
 }
 
-fn older_than(path: &Path, cutoff: SystemTime) -> bool {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .is_ok_and(|modified| modified < cutoff)
-}
-
-fn remove(path: &Path, report: &mut GcReport) -> bool {
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    match std::fs::remove_file(path) {
-        Ok(()) => {
-            report.bytes_freed += size;
-            true
-        }
-        Err(_) => false,
-    }
-}
-
 /// Collects everything: expired uploads, stray files, and unreferenced blobs older
 /// than `grace`.
 pub fn run(
     db: &Db,
-    storage: &Storage,
+    store: &dyn BlobStore,
     upload_lifetime: Duration,
     grace: Duration,
 ) -> Result<GcReport, Error> {
     let mut report = GcReport::default();
-    sweep_uploads(db, storage, upload_lifetime, &mut report)?;
-    delete_unreferenced_blobs(db, storage, grace, &mut report)?;
-    sweep_blob_files(db, storage, grace, &mut report)?;
+    sweep_uploads(db, store, upload_lifetime, &mut report)?;
+    delete_unreferenced_blobs(db, store, grace, &mut report)?;
+    sweep_blob_files(db, store, grace, &mut report)?;
     Ok(report)
 }
 
-/// Deletes expired upload sessions and upload files no session owns. `serve` runs
+/// Deletes expired upload sessions and upload bytes no session owns. `serve` runs
 /// this in the background; `gc` runs it first.
 pub fn sweep_uploads(
     db: &Db,
-    storage: &Storage,
+    store: &dyn BlobStore,
     lifetime: Duration,
     report: &mut GcReport,
 ) -> Result<(), Error> {
@@ -88,32 +71,31 @@ pub fn sweep_uploads(
             Ok(ids)
         })?;
         for id in &ids {
-            remove(&storage.upload_path(id), report);
+            report.bytes_freed += store.remove_upload(id).unwrap_or(0);
         }
         report.expired_uploads += ids.len() as u64;
         if ids.len() < BATCH {
             break;
         }
     }
-    // A session's file is written before its row, and every write to it makes it
-    // young again, so an old file without a row belongs to no live session.
+    // A session's bytes are written before its row, and every write to them makes
+    // them young again, so old bytes without a row belong to no live session.
     let cutoff = SystemTime::now() - lifetime;
     let live = db.scan(db::uploads::all_ids)?;
-    let stray: Vec<(String, PathBuf)> = std::fs::read_dir(storage.uploads_dir())?
-        .flatten()
-        .map(|entry| {
-            (
-                entry.file_name().to_string_lossy().to_string(),
-                entry.path(),
-            )
-        })
-        .filter(|(id, path)| !live.contains(id) && older_than(path, cutoff))
+    let stray: Vec<String> = store
+        .list_uploads()?
+        .into_iter()
+        .filter(|(id, modified)| !live.contains(id) && *modified < cutoff)
+        .map(|(id, _)| id)
         .collect();
     for batch in stray.chunks(BATCH) {
         db.write(|tx| {
-            for (id, path) in batch {
-                if db::uploads::get(tx, id)?.is_none() && remove(path, report) {
-                    report.stray_upload_files += 1;
+            for id in batch {
+                if db::uploads::get(tx, id)?.is_none() {
+                    if let Ok(freed) = store.remove_upload(id) {
+                        report.bytes_freed += freed;
+                        report.stray_upload_files += 1;
+                    }
                 }
             }
             Ok(())
@@ -123,10 +105,10 @@ pub fn sweep_uploads(
 }
 
 /// Deletes the rows of unreferenced blobs older than `grace`, batch by batch, each
-/// batch committed before its files are unlinked.
+/// batch committed before its bytes are deleted.
 fn delete_unreferenced_blobs(
     db: &Db,
-    storage: &Storage,
+    store: &dyn BlobStore,
     grace: Duration,
     report: &mut GcReport,
 ) -> Result<(), Error> {
@@ -137,11 +119,7 @@ fn delete_unreferenced_blobs(
             db::blobs::delete_rows(tx, &digests)?;
             Ok(digests)
         })?;
-        let files: Vec<(String, PathBuf)> = digests
-            .iter()
-            .filter_map(|d| Some((d.clone(), blob_file(storage, d)?)))
-            .collect();
-        unlink_unrecorded(db, &files, report)?;
+        delete_unrecorded(db, store, &digests, report)?;
         report.blobs_deleted += digests.len() as u64;
         if digests.len() < BATCH {
             return Ok(());
@@ -149,24 +127,25 @@ fn delete_unreferenced_blobs(
     }
 }
 
-fn blob_file(storage: &Storage, digest: &str) -> Option<PathBuf> {
-    digest
-        .parse::<stackpack_schema::Digest>()
-        .ok()
-        .map(|d| storage.blob_path(&d))
-}
-
-/// Unlinks each file whose digest has no row, holding the write lock so that no
-/// commit records one meanwhile. Returns how many were removed.
-fn unlink_unrecorded(
+/// Deletes the bytes of each blob that has no row, holding the write lock so that
+/// no commit records one meanwhile. Returns how many were removed.
+fn delete_unrecorded(
     db: &Db,
-    files: &[(String, PathBuf)],
+    store: &dyn BlobStore,
+    digests: &[String],
     report: &mut GcReport,
 ) -> Result<u64, Error> {
     db.write(|tx| {
         let mut removed = 0;
-        for (digest, path) in files {
-            if db::blobs::size(tx, digest)?.is_none() && remove(path, report) {
+        for key in digests {
+            let Ok(digest) = key.parse::<Digest>() else {
+                continue;
+            };
+            if db::blobs::size(tx, key)?.is_some() {
+                continue;
+            }
+            if let Ok(Some(freed)) = store.delete_blob(&digest) {
+                report.bytes_freed += freed;
                 removed += 1;
             }
         }
@@ -174,11 +153,11 @@ fn unlink_unrecorded(
     })
 }
 
-/// Removes blob files that have no row (left by a crash between a rename and its
-/// commit, or between gc's commit and its unlink) and are older than `grace`.
+/// Removes stored blobs that have no row (left by a crash between a promotion and
+/// its commit, or between gc's commit and its delete) and are older than `grace`.
 fn sweep_blob_files(
     db: &Db,
-    storage: &Storage,
+    store: &dyn BlobStore,
     grace: Duration,
     report: &mut GcReport,
 ) -> Result<(), Error> {
@@ -186,20 +165,14 @@ fn sweep_blob_files(
     // A first, lock-free pass by a snapshot; each candidate is checked again under
     // the write lock before it goes.
     let known = db.scan(db::blobs::all)?;
-    let mut stray = Vec::new();
-    for prefix in std::fs::read_dir(storage.blobs_dir())?.flatten() {
-        let Ok(files) = std::fs::read_dir(prefix.path()) else {
-            continue;
-        };
-        for file in files.flatten() {
-            let digest = format!("sha256:{}", file.file_name().to_string_lossy());
-            if !known.contains(&digest) && older_than(&file.path(), cutoff) {
-                stray.push((digest, file.path()));
-            }
-        }
-    }
+    let stray: Vec<String> = store
+        .list_blobs()?
+        .into_iter()
+        .filter(|(digest, modified)| !known.contains(digest) && *modified < cutoff)
+        .map(|(digest, _)| digest)
+        .collect();
     for batch in stray.chunks(BATCH) {
-        let removed = unlink_unrecorded(db, batch, report)?;
+        let removed = delete_unrecorded(db, store, batch, report)?;
         report.stray_blob_files += removed;
     }
     Ok(())

@@ -10,8 +10,9 @@
 //!   manifests and tags, upload sessions, tokens, and the ledger (releases,
 //!   customers, receipts); its schema is versioned (`user_version`) and migrated
 //!   forward on open. Database work runs off the async workers.
-//! - [`storage`] keeps blob files, content-addressed, written under a temporary name,
-//!   checked against their digest and renamed into place.
+//! - [`storage`] keeps blob bytes behind one trait, in the data folder (the default)
+//!   or in an S3 bucket: content-addressed, staged, checked against their digest and
+//!   made visible whole, inside the transaction that records them.
 //! - [`auth`] resolves bearer tokens (stored hashed) into roles and decides who may
 //!   do what; [`error`] is the one error type, rendered as the spec's JSON body.
 //! - [`receipts`] checks and records runners' signed receipts; [`gc`] collects
@@ -65,6 +66,8 @@ pub enum OpenError {
     Io(#[from] std::io::Error),
     #[error("cannot open the database: {0}")]
     Db(#[from] db::OpenError),
+    #[error("{0}")]
+    Blobs(#[from] storage::OpenError),
     #[error("cannot record the configured alerts: {0}")]
     Alerts(String),
 }
@@ -73,10 +76,11 @@ pub enum OpenError {
 /// the database forward. Only `serve` creates a registry.
 pub fn open(config: Config) -> Result<AppState, OpenError> {
     make_private(&config.data)?;
-    let storage = storage::Storage::open(&config.data)?;
+    let metrics = Arc::new(metrics::Metrics::default());
+    let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
     let db = db::Db::open(&config.data.join(DB_FILE), 4)?;
     configure_alerts(&db, &config.alerts)?;
-    Ok(AppState::new(config, db, storage))
+    Ok(AppState::new(config, db, blobs, metrics))
 }
 
 /// The configuration's webhooks replace those of the last start.
@@ -134,8 +138,9 @@ pub fn open_existing(config: Config) -> Result<AppState, OpenError> {
     }
     make_private(&config.data)?;
     let db = db::Db::open_existing(&config.data.join(DB_FILE), 2)?;
-    let storage = storage::Storage::open(&config.data)?;
-    Ok(AppState::new(config, db, storage))
+    let metrics = Arc::new(metrics::Metrics::default());
+    let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
+    Ok(AppState::new(config, db, blobs, metrics))
 }
 
 /// Where a registry's database stands against this build's schema.
@@ -209,7 +214,7 @@ async fn sweep_uploads(state: Arc<AppState>) {
         let swept = tokio::task::spawn_blocking(move || {
             lease::hold(&state.db, lease::GC, || {
                 let mut report = gc::GcReport::default();
-                gc::sweep_uploads(&state.db, &state.storage, lifetime, &mut report).map(|()| report)
+                gc::sweep_uploads(&state.db, state.blobs.as_ref(), lifetime, &mut report).map(|()| report)
             })
         })
         .await

@@ -18,10 +18,39 @@ struct Histogram {
     count: u64,
 }
 
+impl Histogram {
+    fn add(&mut self, elapsed: Duration) {
+        let seconds = elapsed.as_secs_f64();
+        for (index, bound) in BUCKETS.iter().enumerate() {
+            if seconds <= *bound {
+                self.counts[index] += 1;
+            }
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+
+    /// Its lines in the text format: buckets, `+Inf`, sum and count.
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        for (index, bound) in BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels},le=\"{bound}\"}} {}",
+                self.counts[index]
+            );
+        }
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
+    }
+}
+
 #[derive(Default)]
 pub struct Metrics {
     requests: Mutex<BTreeMap<(&'static str, String, u16), u64>>,
     latency: Mutex<BTreeMap<&'static str, Histogram>>,
+    /// Calls to the blob store, by backend and operation.
+    storage: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
     pub bytes_received: AtomicU64,
     pub bytes_sent: AtomicU64,
 }
@@ -34,16 +63,23 @@ impl Metrics {
                 .entry((route, method.to_string(), status))
                 .or_default() += 1;
         }
-        let seconds = elapsed.as_secs_f64();
         let mut latency = self.latency.lock().unwrap_or_else(|p| p.into_inner());
-        let histogram = latency.entry(route).or_default();
-        for (index, bound) in BUCKETS.iter().enumerate() {
-            if seconds <= *bound {
-                histogram.counts[index] += 1;
-            }
-        }
-        histogram.sum += seconds;
-        histogram.count += 1;
+        latency.entry(route).or_default().add(elapsed);
+    }
+
+    /// Times one call of the blob store (`backend`: `s3`; `operation`: `get`,
+    /// `put`, `upload_part`, …).
+    pub fn observe_storage(
+        &self,
+        backend: &'static str,
+        operation: &'static str,
+        elapsed: Duration,
+    ) {
+        let mut storage = self.storage.lock().unwrap_or_else(|p| p.into_inner());
+        storage
+            .entry((backend, operation))
+            .or_default()
+            .add(elapsed);
     }
 
     pub fn add_received(&self, bytes: u64) {
@@ -77,27 +113,24 @@ impl Metrics {
             .unwrap_or_else(|p| p.into_inner())
             .iter()
         {
-            for (index, bound) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "stackpack_registry_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {}",
-                    h.counts[index]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "stackpack_registry_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
-                h.count
+            h.render(
+                &mut out,
+                "stackpack_registry_request_duration_seconds",
+                &format!("route=\"{route}\""),
             );
-            let _ = writeln!(
-                out,
-                "stackpack_registry_request_duration_seconds_sum{{route=\"{route}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "stackpack_registry_request_duration_seconds_count{{route=\"{route}\"}} {}",
-                h.count
+        }
+        out.push_str("# HELP stackpack_registry_blob_store_duration_seconds Time of one call to the blob store.\n");
+        out.push_str("# TYPE stackpack_registry_blob_store_duration_seconds histogram\n");
+        for ((backend, operation), h) in self
+            .storage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            h.render(
+                &mut out,
+                "stackpack_registry_blob_store_duration_seconds",
+                &format!("backend=\"{backend}\",operation=\"{operation}\""),
             );
         }
         out.push_str("# HELP stackpack_registry_blob_bytes_received_total Blob bytes uploaded.\n");

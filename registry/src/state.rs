@@ -8,7 +8,7 @@ use stackpack_schema::digest::Sha256Hasher;
 use crate::config::Config;
 use crate::db::Db;
 use crate::metrics::Metrics;
-use crate::storage::Storage;
+use crate::storage::BlobStore;
 
 /// The running hash of one upload session, kept between its requests. `None` when a
 /// request failed half way or the server restarted: the file is then hashed again.
@@ -20,20 +20,21 @@ pub struct UploadProgress {
 pub struct AppState {
     pub config: Config,
     pub db: Db,
-    pub storage: Storage,
-    pub metrics: Metrics,
+    /// Where blob bytes live: the data folder, or an S3 bucket.
+    pub blobs: Arc<dyn BlobStore>,
+    pub metrics: Arc<Metrics>,
     uploads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<UploadProgress>>>>,
 }
 
 pub type SharedState = Arc<AppState>;
 
 impl AppState {
-    pub fn new(config: Config, db: Db, storage: Storage) -> Self {
+    pub fn new(config: Config, db: Db, blobs: Arc<dyn BlobStore>, metrics: Arc<Metrics>) -> Self {
         AppState {
             config,
             db,
-            storage,
-            metrics: Metrics::default(),
+            blobs,
+            metrics,
             uploads: Mutex::new(HashMap::new()),
         }
     }

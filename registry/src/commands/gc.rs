@@ -5,14 +5,21 @@ use std::time::Duration;
 use stackpack_registry::{gc, lease};
 
 use crate::cli::GcArgs;
-use crate::commands::{data_folder, open_existing, print_json, refused_in, Error, Result};
+use stackpack_registry::config::Config;
+
+use crate::commands::{data_folder, open_existing_with, print_json, refused_in, Error, Result};
 
 pub fn run(args: &GcArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
+    let mut config = Config::new(&args.data);
+    config.blobs = args
+        .blob_store
+        .location()
+        .map_err(|e| Error::usage(e).hint("as in `--blobs s3://bucket/registry`"))?;
+    let state = open_existing_with(config)?;
     let held = lease::hold(&state.db, lease::GC, || {
         gc::run(
             &state.db,
-            &state.storage,
+            state.blobs.as_ref(),
             Duration::from_secs(args.upload_lifetime_secs),
             Duration::from_secs(args.grace_secs),
         )

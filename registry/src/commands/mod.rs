@@ -96,28 +96,60 @@ pub fn refused_in(data: &Path) -> impl Fn(stackpack_registry::error::Error) -> E
 /// one, so a mistyped `--data` is a usage error (exit 2) rather than a new, empty
 /// registry.
 pub fn open_existing(data: &Path) -> Result<AppState> {
-    stackpack_registry::open_existing(Config::new(data)).map_err(|error| cannot_open(data, error))
+    open_existing_with(Config::new(data))
+}
+
+/// [`open_existing`] with more than the data folder configured (where blobs live).
+pub fn open_existing_with(config: Config) -> Result<AppState> {
+    let data = config.data.clone();
+    stackpack_registry::open_existing(config).map_err(|error| cannot_open(&data, error))
 }
 
 /// A registry that cannot be opened: none there is a usage error (exit 2); a
-/// database from a newer build says what to run instead.
+/// database from a newer build says what to run instead; a blob store that cannot
+/// be used says what to do.
 pub fn cannot_open(data: &Path, error: OpenError) -> Error {
-    if let OpenError::Missing(_) = error {
-        return Error::usage_by(error).at(data_folder(data)).hint(format!(
+    match &error {
+        OpenError::Missing(_) => Error::usage_by(error).at(data_folder(data)).hint(format!(
             "check `--data`; to start a new registry there, run `stackpack-registry init --data {}`",
             data.display()
-        ));
+        )),
+        OpenError::Blobs(blobs) => {
+            let hint = blobs_hint(blobs);
+            Error::refused(format!("cannot open the registry: {error}"))
+                .caused_by(error)
+                .hint(hint)
+        }
+        OpenError::Db(stackpack_registry::db::OpenError::Newer { .. }) => {
+            Error::refused(format!("cannot open the registry: {error}"))
+                .caused_by(error)
+                .at(data_folder(data))
+                .hint("run the newer `stackpack-registry` that last opened it; this build never changes a newer schema")
+        }
+        _ => Error::refused(format!("cannot open the registry: {error}"))
+            .caused_by(error)
+            .at(data_folder(data)),
     }
-    let newer = matches!(
-        error,
-        OpenError::Db(stackpack_registry::db::OpenError::Newer { .. })
-    );
-    let error = Error::refused(format!("cannot open the registry: {error}"))
-        .caused_by(error)
-        .at(data_folder(data));
-    match newer {
-        true => error.hint("run the newer `stackpack-registry` that last opened it; this build never changes a newer schema"),
-        false => error,
+}
+
+/// What to do when the blob store cannot be used.
+pub fn blobs_hint(error: &stackpack_registry::storage::OpenError) -> &'static str {
+    use stackpack_bundle::s3::S3Error;
+    use stackpack_registry::storage::OpenError;
+    match error {
+        OpenError::NoCredentials { .. } => {
+            "export `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` for a key that may read and write the bucket"
+        }
+        OpenError::S3 { source, .. } => match source {
+            S3Error::NoSuchBucket { .. } => "create the bucket first, or correct `--blobs`",
+            S3Error::Denied { .. } => {
+                "check `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`: the key must be allowed to list, read and write the bucket"
+            }
+            S3Error::WrongRegion { .. } => "give the bucket's own region with `--s3-region`",
+            S3Error::Unreachable { .. } => "check `--s3-endpoint` and that the S3 service answers",
+            S3Error::Failed { .. } => "check the bucket's settings and the key's permissions",
+        },
+        OpenError::Io(_) => "check that the data folder is writable",
     }
 }
 

@@ -50,7 +50,12 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         })?;
     let mut config = config(args);
     config.silent_after = Duration::from_secs(silent_after);
-    let state = stackpack_registry::open(config).map_err(|error| cannot_open(data, error))?;
+    config.blobs = args
+        .blob_store
+        .location()
+        .map_err(|e| Error::usage(e).hint("as in `--blobs s3://bucket/registry`"))?;
+    let state = stackpack_registry::open(config)
+        .map_err(|error| cannot_open(data, error))?;
     let runtime = tokio::runtime::Runtime::new().map_err(|error| {
         Error::refused(format!("cannot start the runtime: {error}")).caused_by(error)
     })?;
@@ -68,7 +73,8 @@ pub fn run(args: &ServeArgs) -> Result<()> {
                 .caused_by(error)
         })?;
         println!("listening on http://{address}");
-        tracing::info!(%address, data = %data.display(), "stackpack-registry serving");
+        let blobs = state.blobs.location();
+        tracing::info!(%address, data = %data.display(), %blobs, "stackpack-registry serving");
         stackpack_registry::serve(state, listener)
             .await
             .map_err(|error| Error::refused(format!("serving stopped: {error}")).caused_by(error))

@@ -565,6 +565,20 @@ CREATE TABLE support_bundles (
 CREATE INDEX support_bundles_customer ON support_bundles(customer, id);
 "#;
 
+/// Version 14: the pieces an upload session's bytes are stored in when blobs live
+/// in object storage (`--blobs s3://…`): each a whole object
+/// (`uploads/<id>/<start>`), recorded once written, so that any replica sharing
+/// the database and the bucket can tell the session's size and go on with it.
+/// Filesystem uploads keep one file and record none.
+const V14: &str = r#"
+CREATE TABLE upload_segments (
+    upload TEXT NOT NULL REFERENCES uploads(id) ON DELETE CASCADE,
+    start INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (upload, start)
+) WITHOUT ROWID;
+"#;
+
 /// Version 15: what several `serve` processes on one database share, so that no
 /// correctness rests on one process's memory. Support page sessions (`ui_sessions`:
 /// the SHA-256 of the session id and of its token, with an expiry), so a sign-in on
@@ -618,8 +632,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V11),
     |tx| tx.execute_batch(V12),
     |tx| tx.execute_batch(V13),
-    // Issue 27 numbers this step 15 (14 is taken by another change under way); the
-    // list must stay contiguous, so it sits 14th until the two are merged.
+    |tx| tx.execute_batch(V14),
     |tx| tx.execute_batch(V15),
 ];
 

@@ -65,3 +65,47 @@ pub fn all_ids(conn: &Connection) -> rusqlite::Result<std::collections::HashSet<
         .query_map([], |r| r.get(0))?
         .collect()
 }
+
+/// One stored piece of a session's bytes (object storage only): `size` bytes from
+/// byte `start` of the upload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub start: u64,
+    pub size: u64,
+}
+
+/// How many bytes the recorded segments of session `id` hold.
+pub fn segments_size(conn: &Connection, id: &str) -> rusqlite::Result<u64> {
+    conn.prepare_cached("SELECT COALESCE(SUM(size), 0) FROM upload_segments WHERE upload = ?1")?
+        .query_row(params![id], |r| r.get(0))
+}
+
+/// The recorded segments of session `id`, in order.
+pub fn segments(conn: &Connection, id: &str) -> rusqlite::Result<Vec<Segment>> {
+    conn.prepare_cached("SELECT start, size FROM upload_segments WHERE upload = ?1 ORDER BY start")?
+        .query_map(params![id], |r| {
+            Ok(Segment {
+                start: r.get(0)?,
+                size: r.get(1)?,
+            })
+        })?
+        .collect()
+}
+
+/// Records a segment of session `id` when it starts where the recorded ones end;
+/// returns false otherwise (another replica appended meanwhile: the caller's bytes
+/// do not continue the session).
+pub fn add_segment(
+    conn: &Connection,
+    id: &str,
+    segment: Segment,
+    now: i64,
+) -> rusqlite::Result<bool> {
+    if segments_size(conn, id)? != segment.start || get(conn, id)?.is_none() {
+        return Ok(false);
+    }
+    conn.prepare_cached("INSERT INTO upload_segments (upload, start, size) VALUES (?1, ?2, ?3)")?
+        .execute(params![id, segment.start, segment.size])?;
+    touch(conn, id, now)?;
+    Ok(true)
+}

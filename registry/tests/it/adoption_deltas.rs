@@ -197,6 +197,7 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
             conn.execute_batch(
                 "DROP TABLE ui_sessions;
                  DROP TABLE leases;
+                 DROP TABLE upload_segments;
                  DROP TABLE support_bundles;
                  DROP TABLE alert_outbox;
                  DROP TABLE alerts;

@@ -29,5 +29,6 @@ mod registry_rules;
 mod release_ledger;
 mod replicas;
 mod rollout;
+mod s3_blobs;
 mod support_bundles;
 mod ui;

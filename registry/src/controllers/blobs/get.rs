@@ -3,7 +3,6 @@
 use axum::body::Body;
 use axum::http::{header, StatusCode};
 use axum::response::Response;
-use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 use crate::auth::Action;
 use crate::controllers::{empty, Ctx};
@@ -50,7 +49,6 @@ pub async fn handle(ctx: Ctx, name: &str, digest: &str, head: bool) -> Result<Re
     else {
         return Err(unknown());
     };
-    let path = ctx.state.storage.blob_path(&digest);
     let range = match ctx.header(header::RANGE) {
         Some(value) => match parse_range(value, size) {
             Some(range) => Some(range),
@@ -82,16 +80,10 @@ pub async fn handle(ctx: Ctx, name: &str, digest: &str, head: bool) -> Result<Re
     if head {
         return Ok(empty(status, &headers));
     }
-    let mut file = match tokio::fs::File::open(&path).await {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(unknown()),
-        Err(e) => return Err(e.into()),
+    let Some(stream) = ctx.state.blobs.read(&digest, first, length).await? else {
+        return Err(unknown());
     };
-    if first > 0 {
-        file.seek(std::io::SeekFrom::Start(first)).await?;
-    }
     ctx.state.metrics.add_sent(length);
-    let stream = tokio_util::io::ReaderStream::with_capacity(file.take(length), 256 * 1024);
     let mut response = empty(status, &headers);
     *response.body_mut() = Body::from_stream(stream);
     Ok(response)

@@ -55,18 +55,23 @@ pub async fn read(
             ),
         ));
     }
-    let bytes = tokio::fs::read(ctx.state.storage.blob_path(&layer.digest))
-        .await
-        .map_err(|_| {
-            Error::new(
-                Code::ManifestBlobUnknown,
-                format!(
-                    "blob `{}` is not in repository `{repository}`; push it first",
-                    layer.digest
-                ),
-            )
-            .with_detail(serde_json::json!({ "digest": layer.digest.to_string() }))
-        })?;
+    let stored = crate::storage::read_small(
+        ctx.state.blobs.as_ref(),
+        &layer.digest,
+        layer.size,
+        STATEMENT_LIMIT,
+    )
+    .await;
+    let bytes = stored.ok().flatten().ok_or_else(|| {
+        Error::new(
+            Code::ManifestBlobUnknown,
+            format!(
+                "blob `{}` is not in repository `{repository}`; push it first",
+                layer.digest
+            ),
+        )
+        .with_detail(serde_json::json!({ "digest": layer.digest.to_string() }))
+    })?;
     if bytes.len() as u64 > STATEMENT_LIMIT {
         return Err(refused(repository, "its statement is too large"));
     }

@@ -101,9 +101,14 @@ async fn read_release(
     if config.media_type != media_type::BUNDLE_CONFIG || config.size > 4 * 1024 * 1024 {
         return None;
     }
-    let bytes = tokio::fs::read(ctx.state.storage.blob_path(&config.digest))
-        .await
-        .ok()?;
+    let bytes = crate::storage::read_small(
+        ctx.state.blobs.as_ref(),
+        &config.digest,
+        config.size,
+        4 * 1024 * 1024,
+    )
+    .await
+    .ok()??;
     let head: BundleConfigHead = match serde_json::from_slice(&bytes) {
         Ok(head) => head,
         Err(e) => {

@@ -184,17 +184,24 @@ async fn description(ctx: &Ctx, repository: &str, checked: &Checked) -> Result<R
     }
     // The size is the stored blob's: the description manifest was checked against
     // its blobs when it was pushed.
-    let bytes = tokio::fs::read(ctx.state.storage.blob_path(&config.digest))
-        .await
-        .map_err(|e| {
-            Error::new(
-                Code::ManifestBlobUnknown,
-                format!(
-                    "the release description `{}` cannot be read: {e}",
-                    config.digest
-                ),
-            )
-        })?;
+    let cannot_read = |why: String| {
+        Error::new(
+            Code::ManifestBlobUnknown,
+            format!(
+                "the release description `{}` cannot be read: {why}",
+                config.digest
+            ),
+        )
+    };
+    let bytes = crate::storage::read_small(
+        ctx.state.blobs.as_ref(),
+        &config.digest,
+        config.size,
+        DESCRIPTION_CAP,
+    )
+    .await
+    .map_err(|e| cannot_read(e.to_string()))?
+    .ok_or_else(|| cannot_read("it is not stored".into()))?;
     let description: ReleaseDescription = serde_json::from_slice(&bytes).map_err(|e| {
         refused(
             repository,

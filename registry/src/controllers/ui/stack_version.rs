@@ -12,10 +12,10 @@ use semver::Version;
 use stackpack_schema::bundle::BundleConfig;
 use stackpack_schema::interface::Interface;
 use stackpack_schema::media_type;
+use stackpack_schema::oci::Descriptor;
 use stackpack_schema::oci::ImageManifest;
 use stackpack_schema::signature::SignatureEnvelope;
 use stackpack_schema::version::Bump;
-use stackpack_schema::Digest;
 
 use super::fleet::rows_table;
 use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
@@ -37,18 +37,26 @@ fn manifest(state: &AppState, repo: &str, digest: &str) -> Option<ImageManifest>
     serde_json::from_slice(&stored.content).ok()
 }
 
-fn blob(state: &AppState, digest: &Digest) -> Option<Vec<u8>> {
-    std::fs::read(state.storage.blob_path(digest)).ok()
+/// A small blob's bytes (a config, a signature), wherever blobs are stored.
+async fn blob(state: &AppState, blob: &Descriptor) -> Option<Vec<u8>> {
+    crate::storage::read_small(
+        state.blobs.as_ref(),
+        &blob.digest,
+        blob.size,
+        16 * 1024 * 1024,
+    )
+    .await
+    .ok()?
 }
 
 /// The bundle config of a release whose bundle lives in this registry.
-pub fn bundle_config(state: &AppState, release: &Release) -> Option<BundleConfig> {
+pub async fn bundle_config(state: &AppState, release: &Release) -> Option<BundleConfig> {
     let manifest = manifest(state, &release.repository, &release.digest.to_string())?;
-    serde_json::from_slice(&blob(state, &manifest.config.digest)?).ok()
+    serde_json::from_slice(&blob(state, &manifest.config).await?).ok()
 }
 
 /// What the signature stored beside the bundle says, in words.
-fn signature(state: &AppState, release: &Release) -> String {
+async fn signature(state: &AppState, release: &Release) -> String {
     let referrers = state
         .db
         .read(|c| {
@@ -66,10 +74,13 @@ fn signature(state: &AppState, release: &Release) -> String {
             badge(Tone::Warn, "no signature here")
         );
     };
-    let envelope = manifest(state, &release.repository, &referrer.digest.to_string())
-        .and_then(|m| m.layers.first().cloned())
-        .and_then(|layer| blob(state, &layer.digest))
-        .and_then(|bytes| SignatureEnvelope::from_bytes(&bytes).ok());
+    let layer = manifest(state, &release.repository, &referrer.digest.to_string())
+        .and_then(|m| m.layers.first().cloned());
+    let bytes = match layer {
+        Some(layer) => blob(state, &layer).await,
+        None => None,
+    };
+    let envelope = bytes.and_then(|bytes| SignatureEnvelope::from_bytes(&bytes).ok());
     let Some(envelope) = envelope else {
         return badge(Tone::Bad, "signature unreadable");
     };
@@ -268,7 +279,7 @@ fn pushed_by(state: &AppState, stack: &str, version: &str) -> String {
 
 /// The release's facts (bundle, source, signature, previous version, who pushed
 /// it), or why there are none.
-fn release_facts(state: &AppState, stack: &str, facts: &Facts) -> String {
+fn release_facts(state: &AppState, stack: &str, facts: &Facts, signature: &str) -> String {
     let mut body = String::new();
     match &facts.release {
         Some(release) => {
@@ -294,7 +305,7 @@ fn release_facts(state: &AppState, stack: &str, facts: &Facts) -> String {
                 } else {
                     badge(Tone::Good, "stable")
                 },
-                signature(state, release),
+                signature,
                 facts
                     .previous
                     .as_ref()
@@ -398,11 +409,15 @@ pub async fn show(
         return error_page(StatusCode::NOT_FOUND, &message, true);
     }
     let mut body = format!("<h1 id=\"release\">{}@{}</h1>", esc(&stack), esc(&version));
-    let config = facts
-        .release
-        .as_ref()
-        .and_then(|r| bundle_config(&state, r));
-    body.push_str(&release_facts(&state, &stack, &facts));
+    let config = match &facts.release {
+        Some(release) => bundle_config(&state, release).await,
+        None => None,
+    };
+    let signature = match &facts.release {
+        Some(release) => signature(&state, release).await,
+        None => String::new(),
+    };
+    body.push_str(&release_facts(&state, &stack, &facts, &signature));
 
     body.push_str(&runners_section(&facts, after.is_some(), &uri, &query));
 

@@ -7,7 +7,7 @@ use axum::response::Response;
 
 use crate::auth::Action;
 use crate::controllers::uploads::{
-    append_body, check_session, ensure_room_for_body, file_size, progress_headers,
+    append_body, check_session, ensure_room_for_body, progress_headers, upload_size,
 };
 use crate::controllers::{empty, Ctx};
 use crate::db;
@@ -28,8 +28,7 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> 
     ensure_room_for_body(&ctx)?;
     let lock = ctx.state.upload_lock(id);
     let mut progress = lock.lock().await;
-    let path = ctx.state.storage.upload_path(id);
-    let size = file_size(&path).await?;
+    let size = upload_size(&ctx.state, id).await?;
     if let Some(value) = ctx.header(header::CONTENT_RANGE) {
         let out_of_order = || {
             Error::new(
@@ -57,7 +56,8 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> 
         }
     }
     let body = body.take().unwrap_or_default();
-    let size = append_body(&ctx.state, &path, body, &mut progress).await?;
+    let appended = append_body(&ctx.state, id, true, body, &mut progress, None).await?;
+    let size = appended.size;
     ctx.state
         .db
         .write(|tx| Ok(db::uploads::touch(tx, id, db::now_unix())?))?;

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use crate::auth::Action;
-use crate::controllers::uploads::check_session;
+use crate::controllers::uploads::{check_session, remove_upload};
 use crate::controllers::{empty, Ctx};
 use crate::db;
 use crate::error::Result;
@@ -15,7 +15,7 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str) -> Result<Response> {
     let lock = ctx.state.upload_lock(id);
     let _progress = lock.lock().await;
     ctx.state.db.write(|tx| Ok(db::uploads::delete(tx, id)?))?;
-    let _ = tokio::fs::remove_file(ctx.state.storage.upload_path(id)).await;
+    remove_upload(&ctx.state, id).await;
     ctx.state.forget_upload(id);
     Ok(empty(
         StatusCode::NO_CONTENT,

@@ -26,10 +26,19 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> 
     let mut progress = lock.lock().await;
     // The session may have finished while this request waited for the lock.
     check_session(&ctx, name, id)?;
-    let path = ctx.state.storage.upload_path(id);
     let body = body.take().unwrap_or_default();
-    append_body(&ctx.state, &path, body, &mut progress).await?;
-    let result = commit(&ctx.state, name, &path, &digest, &mut progress, Some(id)).await;
+    let appended = append_body(&ctx.state, id, true, body, &mut progress, Some(&digest)).await?;
+    let session = Some(id);
+    let result = commit(
+        &ctx.state,
+        name,
+        id,
+        &digest,
+        &mut progress,
+        session,
+        appended,
+    )
+    .await;
     drop(progress);
     ctx.state.forget_upload(id);
     result?;

@@ -9,7 +9,7 @@ use axum::response::Response;
 use crate::auth::Action;
 use crate::controllers::uploads::{
     commit, digest_param, ensure_room, ensure_room_for_body, new_id, open_session, owner,
-    progress_headers,
+    progress_headers, remove_upload,
 };
 use crate::controllers::{empty, Ctx};
 use crate::db;
@@ -52,26 +52,35 @@ pub async fn handle(ctx: Ctx, name: &str, body: &mut Option<Body>) -> Result<Res
     } else if let Some(digest) = digest_param(&ctx)? {
         ensure_room_for_body(&ctx)?;
         let id = new_id();
-        let path = ctx.state.storage.upload_path(&id);
         let mut progress = UploadProgress::default();
         let result = async {
             let body = body.take().unwrap_or_default();
-            super::append_body(&ctx.state, &path, body, &mut progress).await?;
-            commit(&ctx.state, name, &path, &digest, &mut progress, None).await
+            let whole = Some(&digest);
+            let appended =
+                super::append_body(&ctx.state, &id, false, body, &mut progress, whole).await?;
+            commit(
+                &ctx.state,
+                name,
+                &id,
+                &digest,
+                &mut progress,
+                None,
+                appended,
+            )
+            .await
         }
         .await;
         if result.is_err() {
-            let _ = tokio::fs::remove_file(&path).await;
+            remove_upload(&ctx.state, &id).await;
         }
         result?;
         return Ok(created(name, &digest.to_string()));
     }
     ensure_room(&ctx.state, 0)?;
     let id = new_id();
-    let path = ctx.state.storage.upload_path(&id);
-    tokio::fs::write(&path, b"").await?;
+    ctx.state.blobs.upload_start(&id).await?;
     if let Err(e) = open_session(&ctx, name, &owner(&ctx), &id) {
-        let _ = tokio::fs::remove_file(&path).await;
+        remove_upload(&ctx.state, &id).await;
         return Err(e);
     }
     Ok(empty(StatusCode::ACCEPTED, &progress_headers(name, &id, 0)))
