@@ -266,66 +266,81 @@ impl BlobArgs {
     }
 }
 
+/// `serve`'s options. Each may also be set in the file `--config` names (the same
+/// names, in TOML); one given on the command line wins over the file's.
 #[derive(Args)]
 pub struct ServeArgs {
+    /// A TOML file with any of these options under their own names
+    /// (`data = "/srv/registry"`, `blobs = "s3://bucket/registry"`, `[[alert]]`
+    /// tables with `webhook` and `on`), so that replicas share one.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// The data folder: `registry.db`, `blobs/`, `uploads/`. Created if new.
+    /// Required here or in `--config`.
     #[arg(long)]
-    pub data: PathBuf,
+    pub data: Option<PathBuf>,
     #[command(flatten)]
     pub blob_store: BlobArgs,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:5000")]
-    pub listen: String,
+    /// Address to listen on [default: 127.0.0.1:5000].
+    #[arg(long)]
+    pub listen: Option<String>,
     /// Let anyone pull without a token.
     #[arg(long)]
     pub anonymous_pull: bool,
-    /// Whether semver prerelease tags may move to another manifest.
-    #[arg(long, value_enum, default_value = "mutable")]
-    pub prerelease_tags: TagPolicy,
-    /// Whether other tags (`latest`, …) may move. Stable `X.Y.Z` tags never do.
-    #[arg(long, value_enum, default_value = "mutable")]
-    pub other_tags: TagPolicy,
-    /// Largest manifest accepted, in bytes.
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
-    pub max_manifest_bytes: u64,
-    /// Largest blob accepted, in bytes.
-    #[arg(long, default_value_t = 16 * 1024 * 1024 * 1024)]
-    pub max_blob_bytes: u64,
+    /// Whether semver prerelease tags may move to another manifest [default: mutable].
+    #[arg(long, value_enum)]
+    pub prerelease_tags: Option<TagPolicy>,
+    /// Whether other tags (`latest`, …) may move [default: mutable]. Stable `X.Y.Z`
+    /// tags never do.
+    #[arg(long, value_enum)]
+    pub other_tags: Option<TagPolicy>,
+    /// Largest manifest accepted, in bytes [default: 4 MiB].
+    #[arg(long)]
+    pub max_manifest_bytes: Option<u64>,
+    /// Largest blob accepted, in bytes [default: 16 GiB].
+    #[arg(long)]
+    pub max_blob_bytes: Option<u64>,
     /// Seconds an upload session may sit untouched before it expires (and the longest
-    /// one upload request may take). Expired sessions are swept in the background.
-    #[arg(long, default_value_t = 3600)]
-    pub upload_lifetime_secs: u64,
-    /// Upload sessions one token may hold open at once.
-    #[arg(long, default_value_t = 256)]
-    pub max_upload_sessions_per_token: u64,
-    /// Refuse writes while the data folder's disk has less free space than this.
-    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
-    pub min_free_bytes: u64,
+    /// one upload request may take) [default: 3600]. Expired sessions are swept in
+    /// the background.
+    #[arg(long)]
+    pub upload_lifetime_secs: Option<u64>,
+    /// Upload sessions one token may hold open at once [default: 256].
+    #[arg(long)]
+    pub max_upload_sessions_per_token: Option<u64>,
+    /// Refuse writes while the data folder's disk has less free space than this
+    /// [default: 1 GiB].
+    #[arg(long)]
+    pub min_free_bytes: Option<u64>,
     /// Seconds a connection may stay silent, or take to send a request's headers,
-    /// before it is closed.
-    #[arg(long, default_value_t = 60)]
-    pub idle_timeout_secs: u64,
+    /// before it is closed [default: 60].
+    #[arg(long)]
+    pub idle_timeout_secs: Option<u64>,
     /// The address clients use (for `WWW-Authenticate` realms), e.g. `https://registry.example`.
     #[arg(long)]
     pub public_url: Option<String>,
     /// Seconds between the scheduler's looks at rollouts (opening waves whose soak
-    /// time passed). Receipts and sync reports move rollouts on at once anyway.
-    #[arg(long, default_value_t = 5)]
-    pub rollout_tick_secs: u64,
+    /// time passed) [default: 5]. Receipts and sync reports move rollouts on at once
+    /// anyway.
+    #[arg(long)]
+    pub rollout_tick_secs: Option<u64>,
     /// A webhook told of customers' state changes, as `EVENTS=URL`
     /// (`failed,drifted,silent,behind=https://hooks.example/x`); repeat for more.
-    /// Kept beside those `alert add` made; replaced at each start.
+    /// Kept beside those `alert add` made and those of `--config`; replaced at each
+    /// start.
     #[arg(long = "alert", value_name = "EVENTS=URL")]
     pub alerts: Vec<stackpack_registry::config::ConfiguredAlert>,
-    /// A customer with no receipt for this long is announced `silent`: `24h`, `7d`.
-    #[arg(long, default_value = "7d", value_name = "AGE")]
-    pub silent_after: String,
-    /// Milliseconds between looks at the alert outbox.
-    #[arg(long, default_value_t = 1000)]
-    pub alert_tick_ms: u64,
-    /// Seconds a webhook may take to answer before its delivery counts as failed.
-    #[arg(long, default_value_t = 10)]
-    pub alert_timeout_secs: u64,
+    /// A customer with no receipt for this long is announced `silent`: `24h`, `7d`
+    /// [default: 7d].
+    #[arg(long, value_name = "AGE")]
+    pub silent_after: Option<String>,
+    /// Milliseconds between looks at the alert outbox [default: 1000].
+    #[arg(long)]
+    pub alert_tick_ms: Option<u64>,
+    /// Seconds a webhook may take to answer before its delivery counts as failed
+    /// [default: 10].
+    #[arg(long)]
+    pub alert_timeout_secs: Option<u64>,
 }
 
 #[derive(Subcommand)]

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// How tags other than stable `X.Y.Z` ones behave on a second push with another digest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TagPolicy {
     /// They move to the new manifest.
     #[default]

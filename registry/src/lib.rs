@@ -214,7 +214,8 @@ async fn sweep_uploads(state: Arc<AppState>) {
         let swept = tokio::task::spawn_blocking(move || {
             lease::hold(&state.db, lease::GC, || {
                 let mut report = gc::GcReport::default();
-                gc::sweep_uploads(&state.db, state.blobs.as_ref(), lifetime, &mut report).map(|()| report)
+                gc::sweep_uploads(&state.db, state.blobs.as_ref(), lifetime, &mut report)
+                    .map(|()| report)
             })
         })
         .await

@@ -17,6 +17,7 @@ pub mod releases;
 pub mod remote;
 pub mod rollout;
 pub mod serve;
+pub mod serve_file;
 pub mod support_bundle;
 pub mod token;
 

@@ -4,26 +4,85 @@ use std::time::Duration;
 
 use stackpack_registry::config::Config;
 
-use crate::cli::ServeArgs;
+use crate::cli::{BlobArgs, ServeArgs};
+use crate::commands::serve_file::ServeFile;
 use crate::commands::{cannot_open, Error, Result};
 
-fn config(args: &ServeArgs) -> Config {
-    let mut config = Config::new(&args.data);
-    config.anonymous_pull = args.anonymous_pull;
-    config.prerelease_tags = args.prerelease_tags;
-    config.other_tags = args.other_tags;
-    config.max_manifest_bytes = args.max_manifest_bytes;
-    config.max_blob_bytes = args.max_blob_bytes;
-    config.upload_lifetime = Duration::from_secs(args.upload_lifetime_secs);
-    config.max_sessions_per_token = args.max_upload_sessions_per_token;
-    config.min_free_bytes = args.min_free_bytes;
-    config.idle_timeout = Duration::from_secs(args.idle_timeout_secs.max(1));
-    config.public_url = args.public_url.clone();
-    config.rollout_tick = Duration::from_secs(args.rollout_tick_secs.max(1));
-    config.alerts = args.alerts.clone();
-    config.alert_tick = Duration::from_millis(args.alert_tick_ms.max(50));
-    config.alert_timeout = Duration::from_secs(args.alert_timeout_secs.max(1));
-    config
+/// The configuration from the command line over the file over the defaults.
+fn config(args: &ServeArgs, file: &ServeFile) -> Result<Config> {
+    let data = args
+        .data
+        .clone()
+        .or_else(|| file.data.clone())
+        .ok_or_else(|| {
+            Error::usage("`serve` needs a data folder")
+                .hint("give `--data DIR`, or `data = \"DIR\"` in the file `--config` names")
+        })?;
+    let mut config = Config::new(data);
+    let blobs = BlobArgs {
+        blobs: args.blob_store.blobs.clone().or_else(|| file.blobs.clone()),
+        s3_endpoint: args
+            .blob_store
+            .s3_endpoint
+            .clone()
+            .or_else(|| file.s3_endpoint.clone()),
+        s3_region: args
+            .blob_store
+            .s3_region
+            .clone()
+            .or_else(|| file.s3_region.clone()),
+    };
+    config.blobs = blobs
+        .location()
+        .map_err(|e| Error::usage(e).hint("as in `--blobs s3://bucket/registry`"))?;
+    config.anonymous_pull = args.anonymous_pull || file.anonymous_pull.unwrap_or(false);
+    if let Some(policy) = args.prerelease_tags.or(file.prerelease_tags) {
+        config.prerelease_tags = policy;
+    }
+    if let Some(policy) = args.other_tags.or(file.other_tags) {
+        config.other_tags = policy;
+    }
+    if let Some(bytes) = args.max_manifest_bytes.or(file.max_manifest_bytes) {
+        config.max_manifest_bytes = bytes;
+    }
+    if let Some(bytes) = args.max_blob_bytes.or(file.max_blob_bytes) {
+        config.max_blob_bytes = bytes;
+    }
+    if let Some(secs) = args.upload_lifetime_secs.or(file.upload_lifetime_secs) {
+        config.upload_lifetime = Duration::from_secs(secs);
+    }
+    if let Some(n) = args
+        .max_upload_sessions_per_token
+        .or(file.max_upload_sessions_per_token)
+    {
+        config.max_sessions_per_token = n;
+    }
+    if let Some(bytes) = args.min_free_bytes.or(file.min_free_bytes) {
+        config.min_free_bytes = bytes;
+    }
+    if let Some(secs) = args.idle_timeout_secs.or(file.idle_timeout_secs) {
+        config.idle_timeout = Duration::from_secs(secs.max(1));
+    }
+    config.public_url = args.public_url.clone().or_else(|| file.public_url.clone());
+    if let Some(secs) = args.rollout_tick_secs.or(file.rollout_tick_secs) {
+        config.rollout_tick = Duration::from_secs(secs.max(1));
+    }
+    config.alerts = file.alerts(args.config.as_deref())?;
+    config.alerts.extend(args.alerts.iter().cloned());
+    if let Some(ms) = args.alert_tick_ms.or(file.alert_tick_ms) {
+        config.alert_tick = Duration::from_millis(ms.max(50));
+    }
+    if let Some(secs) = args.alert_timeout_secs.or(file.alert_timeout_secs) {
+        config.alert_timeout = Duration::from_secs(secs.max(1));
+    }
+    if let Some(age) = args.silent_after.as_ref().or(file.silent_after.as_ref()) {
+        let secs = stackpack_registry::age::parse_secs(age).ok_or_else(|| {
+            Error::usage(stackpack_registry::age::invalid("--silent-after", age))
+                .hint("as in `--silent-after 24h`")
+        })?;
+        config.silent_after = Duration::from_secs(secs);
+    }
+    Ok(config)
 }
 
 fn init_logs() {
@@ -39,28 +98,21 @@ fn init_logs() {
 
 pub fn run(args: &ServeArgs) -> Result<()> {
     init_logs();
-    let data = &args.data;
-    let silent_after =
-        stackpack_registry::age::parse_secs(&args.silent_after).ok_or_else(|| {
-            Error::usage(stackpack_registry::age::invalid(
-                "--silent-after",
-                &args.silent_after,
-            ))
-            .hint("as in `--silent-after 24h`")
-        })?;
-    let mut config = config(args);
-    config.silent_after = Duration::from_secs(silent_after);
-    config.blobs = args
-        .blob_store
-        .location()
-        .map_err(|e| Error::usage(e).hint("as in `--blobs s3://bucket/registry`"))?;
-    let state = stackpack_registry::open(config)
-        .map_err(|error| cannot_open(data, error))?;
+    let file = ServeFile::read(args.config.as_deref())?;
+    let config = config(args, &file)?;
+    let data = config.data.clone();
+    let data = data.as_path();
+    let listen = args
+        .listen
+        .clone()
+        .or_else(|| file.listen.clone())
+        .unwrap_or_else(|| "127.0.0.1:5000".to_string());
+    let state = stackpack_registry::open(config).map_err(|error| cannot_open(data, error))?;
     let runtime = tokio::runtime::Runtime::new().map_err(|error| {
         Error::refused(format!("cannot start the runtime: {error}")).caused_by(error)
     })?;
     runtime.block_on(async move {
-        let listen = &args.listen;
+        let listen = &listen;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|error| {

@@ -30,5 +30,6 @@ mod release_ledger;
 mod replicas;
 mod rollout;
 mod s3_blobs;
+mod serve_config;
 mod support_bundles;
 mod ui;
