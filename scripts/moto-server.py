@@ -22,6 +22,15 @@ would look drifted forever:
 
 Each fix is applied only when moto still has the code it corrects; otherwise the
 server starts as it is and says so on stderr.
+
+One more is not a fix but a stand-in, off unless asked for:
+
+4. EC2 instance quotas: moto answers Service Quotas for `vpc` codes only; for `ec2`
+   codes (On-Demand vCPUs per instance family, such as `L-1216C47A`) it answers
+   NoSuchResourceException. With STACKPACK_MOTO_EC2_QUOTAS naming a JSON file of
+   seeded values (`{"L-DB2E81BA": 8}`), GetServiceQuota for service code `ec2` and
+   a code in that file answers in AWS's shape with that value. The file is read on
+   every call (a test may change it between runs); every other call is moto's own.
 """
 import copy
 import sys
@@ -142,6 +151,63 @@ def add_eks_updates():
     return None
 
 
+# Names and ARNs as AWS gives them, for the codes a seeded file may hold.
+EC2_QUOTA_NAMES = {
+    "L-1216C47A": "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances",
+    "L-DB2E81BA": "Running On-Demand G and VT instances",
+    "L-417A185B": "Running On-Demand P instances",
+    "L-1945791B": "Running On-Demand Inf instances",
+    "L-2C3B7624": "Running On-Demand Trn instances",
+    "L-6E869C2A": "Running On-Demand DL instances",
+    "L-74FC7D96": "Running On-Demand F instances",
+    "L-7295265B": "Running On-Demand X instances",
+    "L-F7808C92": "Running On-Demand HPC instances",
+}
+
+
+def seed_ec2_quotas():
+    """The stand-in for EC2 instance quotas (4. above): seeded, not emulated."""
+    import json
+    import os
+
+    from moto.servicequotas.responses import ServiceQuotasResponse
+
+    path = os.environ.get("STACKPACK_MOTO_EC2_QUOTAS")
+    if not path:
+        return None  # off: moto's own answers
+    original = ServiceQuotasResponse.get_service_quota
+
+    def get_service_quota(self):
+        params = json.loads(self.body or "{}")
+        code = params.get("QuotaCode")
+        seeded = {}
+        if params.get("ServiceCode") == "ec2" and os.path.exists(path):
+            with open(path) as file:
+                seeded = json.load(file)
+        if code not in seeded:
+            return original(self)
+        return json.dumps({"Quota": {
+            "ServiceCode": "ec2",
+            "ServiceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+            "QuotaArn": f"arn:aws:servicequotas:{self.region}:{self.current_account}:ec2/{code}",
+            "QuotaCode": code,
+            "QuotaName": EC2_QUOTA_NAMES.get(code, code),
+            "Value": float(seeded[code]),
+            "Unit": "None",
+            "Adjustable": True,
+            "GlobalQuota": False,
+            "UsageMetric": {
+                "MetricNamespace": "AWS/Usage",
+                "MetricName": "ResourceCount",
+                "MetricDimensions": {"Class": "Standard/OnDemand", "Resource": "vCPU", "Service": "EC2", "Type": "Resource"},
+                "MetricStatisticRecommendation": "Maximum",
+            },
+        }})
+
+    ServiceQuotasResponse.get_service_quota = get_service_quota
+    return None
+
+
 def exit_with_owner(pid):
     """Stops this server when process `pid` is gone.
 
@@ -177,7 +243,7 @@ def main():
 
     if os.environ.get("MOTO_OWNER_PID"):
         exit_with_owner(int(os.environ["MOTO_OWNER_PID"]))
-    for fix in (fix_eks_remote_access, fix_launch_template_tags, add_eks_updates):
+    for fix in (fix_eks_remote_access, fix_launch_template_tags, add_eks_updates, seed_ec2_quotas):
         try:
             problem = fix()
         except Exception as error:  # a moto that moved its code: run it as it is

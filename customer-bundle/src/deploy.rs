@@ -869,8 +869,7 @@ fn plan_and_apply(
     *plan = engine.show_plan(dir)?;
     if request.target.kind() != ReceiptKind::Destroy {
         let config = &context.bundle.config;
-        found.preflight =
-            super::preflight::for_plan(config, dir, context.inputs, &plan.changes, ui.status);
+        found.preflight = super::preflight::for_plan(config, dir, context.inputs, plan, ui.status);
         super::preflight::refuse_failed(receipt, &found.preflight)?;
         found.verdict = evaluate_policies(context, run, ui, plan)?;
     }

@@ -11,8 +11,11 @@
 //! - every instance type the inputs name, against the zones that offer it (the
 //!   zones the inputs name, or any zone of the region);
 //! - the stack's network range (an input named like `*cidr*`) against the account's
-//!   VPCs: a collision names the other VPC. Checked only while the stack's own VPC
-//!   does not exist yet (a plan that creates one), or it would collide with itself.
+//!   VPCs and the VPCs peered with them (in any account or region): a collision
+//!   names the other VPC. Checked only while the stack's own VPC does not exist yet
+//!   (a plan that creates one), or it would collide with itself;
+//! - the On-Demand vCPU quota of each instance family group against what runs plus
+//!   what the pools can add ([`vcpus`]).
 //!
 //! The account is reached as the stack's provider reaches it: region from the
 //! inputs (`region`, `aws_region`) or `AWS_REGION`/`AWS_DEFAULT_REGION`, the usual
@@ -32,17 +35,21 @@ use stackpack_schema::preflight::{PreflightCheck, PreflightKind, PreflightStatus
 use super::error::Error;
 use super::inputs::Inputs;
 
+pub mod vcpus;
+
 /// How long one API call may take before its check is "not checked".
 const API_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the stack adds to the account, by kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
     pub vpcs: u64,
     pub nat_gateways: u64,
     pub internet_gateways: u64,
     /// Whether the stack's own VPC is still to be made (the range is checked then).
     pub creates_vpc: bool,
+    /// The machines the stack can grow by, for the vCPU quotas.
+    pub pools: Vec<vcpus::Pool>,
 }
 
 impl Needs {
@@ -62,6 +69,7 @@ impl Needs {
             nat_gateways: count("aws_nat_gateway"),
             internet_gateways: count("aws_internet_gateway"),
             creates_vpc: vpcs > 0,
+            pools: Vec::new(),
         }
     }
 
@@ -82,6 +90,7 @@ impl Needs {
             nat_gateways: get("nat-gateways", has("aws_nat_gateway")),
             internet_gateways: get("internet-gateways", has("aws_internet_gateway")),
             creates_vpc: vpcs > 0,
+            pools: Vec::new(),
         }
     }
 }
@@ -194,6 +203,7 @@ pub fn run(inputs: &Inputs, needs: Needs) -> Vec<PreflightCheck> {
             checks.push(cidr_check(&api, cidr));
         }
     }
+    vcpus::checks(&api, &needs.pools, &mut checks);
     checks
 }
 
@@ -223,6 +233,7 @@ fn planned_subjects(needs: &Needs, wanted: &Wanted, region: &str) -> Vec<(Prefli
                 .map(|c| (PreflightKind::Cidr, c.clone())),
         );
     }
+    subjects.extend(vcpus::subjects(&needs.pools));
     subjects
 }
 
@@ -365,7 +376,7 @@ fn quotas(api: &AwsApi, needs: &Needs, out: &mut Vec<PreflightCheck>) {
         if adds == 0 {
             continue;
         }
-        let quota = match quota_value(api, code) {
+        let quota = match quota_value(api, "vpc", code) {
             Ok(quota) => quota,
             Err(e) => {
                 out.push(not_checked(
@@ -419,10 +430,11 @@ fn quotas(api: &AwsApi, needs: &Needs, out: &mut Vec<PreflightCheck>) {
     }
 }
 
-fn quota_value(api: &AwsApi, code: &str) -> Result<u64, ApiError> {
+/// A quota's value (`GetServiceQuota`): `service` `vpc` or `ec2`.
+fn quota_value(api: &AwsApi, service: &str, code: &str) -> Result<u64, ApiError> {
     let answer = api.service_quotas(
         "GetServiceQuota",
-        &serde_json::json!({"ServiceCode": "vpc", "QuotaCode": code}),
+        &serde_json::json!({"ServiceCode": service, "QuotaCode": code}),
     )?;
     answer["Quota"]["Value"]
         .as_f64()
@@ -555,11 +567,9 @@ fn cidr_check(api: &AwsApi, cidr: &str) -> PreflightCheck {
         Ok(pages) => pages,
         Err(e) => return not_checked(kind, cidr, &e.to_string()),
     };
+    let mut own = Vec::new();
     for item in pages.iter().flat_map(|page| items_of(page, "vpcSet")) {
-        let id = tag_texts(&item, "vpcId")
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+        let id = first_text(&item, "vpcId");
         // The primary block and every associated one (`cidrBlockAssociationSet`).
         for block in tag_texts(&item, "cidrBlock") {
             if parse_cidr(&block).is_some_and(|other| overlaps(range, other)) {
@@ -572,30 +582,127 @@ fn cidr_check(api: &AwsApi, cidr: &str) -> PreflightCheck {
                 );
             }
         }
+        own.push(id);
     }
-    check(
-        kind,
-        cidr,
-        PreflightStatus::Passed,
-        format!("`{cidr}` overlaps no VPC in `{}`", api.region()),
-        None,
-    )
+    match peered_collision(api, range, &own) {
+        Err(e) => not_checked(
+            kind,
+            cidr,
+            &format!(
+                "`{cidr}` overlaps no VPC in `{}`, but the VPCs peered with them: {e}",
+                api.region()
+            ),
+        ),
+        Ok(Some(peer)) => check(
+            kind,
+            cidr,
+            PreflightStatus::Failed,
+            format!(
+                "`{cidr}` overlaps VPC `{}` (`{}`) of account `{}` in `{}`, peered with this account's VPC `{}` by `{}`",
+                peer.vpc, peer.block, peer.owner, peer.region, peer.local_vpc, peer.peering
+            ),
+            Some("choose a range that overlaps neither the account's VPCs nor the VPCs peered with them (`aws ec2 describe-vpc-peering-connections` lists them), and set it in the inputs".into()),
+        ),
+        Ok(None) => check(
+            kind,
+            cidr,
+            PreflightStatus::Passed,
+            format!(
+                "`{cidr}` overlaps no VPC in `{}` and no VPC peered with them",
+                api.region()
+            ),
+            None,
+        ),
+    }
+}
+
+fn first_text(xml: &str, tag: &str) -> String {
+    tag_texts(xml, tag).into_iter().next().unwrap_or_default()
+}
+
+/// A VPC on the other side of a peering whose range overlaps the stack's.
+struct PeeredVpc {
+    vpc: String,
+    block: String,
+    owner: String,
+    region: String,
+    local_vpc: String,
+    peering: String,
+}
+
+/// The first VPC peered with one of the account's (`own`) whose range overlaps
+/// `range`: on either side of a peering not gone, in any account or region (a
+/// peered VPC of another account never shows in `DescribeVpcs`).
+fn peered_collision(
+    api: &AwsApi,
+    range: (u32, u8),
+    own: &[String],
+) -> Result<Option<PeeredVpc>, ApiError> {
+    const GONE: [&str; 5] = ["deleted", "deleting", "rejected", "failed", "expired"];
+    for page in api.ec2("DescribeVpcPeeringConnections", &[])? {
+        for item in items_of(&page, "vpcPeeringConnectionSet") {
+            let status = tag_texts(&item, "status")
+                .first()
+                .map(|s| first_text(s, "code"))
+                .unwrap_or_default();
+            if GONE.contains(&status.as_str()) {
+                continue;
+            }
+            let sides: Vec<String> = ["requesterVpcInfo", "accepterVpcInfo"]
+                .iter()
+                .filter_map(|side| tag_texts(&item, side).into_iter().next())
+                .collect();
+            for (at, side) in sides.iter().enumerate() {
+                let vpc = first_text(side, "vpcId");
+                if own.contains(&vpc) {
+                    continue; // checked with the account's own VPCs
+                }
+                let mut blocks = tag_texts(side, "cidrBlock");
+                blocks.dedup();
+                let Some(block) = blocks
+                    .into_iter()
+                    .find(|b| parse_cidr(b).is_some_and(|other| overlaps(range, other)))
+                else {
+                    continue;
+                };
+                let local_vpc = sides
+                    .get(1 - at)
+                    .map(|s| first_text(s, "vpcId"))
+                    .unwrap_or_default();
+                let region = Some(first_text(side, "region"))
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| api.region().to_string());
+                return Ok(Some(PeeredVpc {
+                    vpc,
+                    block,
+                    owner: first_text(side, "ownerId"),
+                    region,
+                    local_vpc,
+                    peering: first_text(&item, "vpcPeeringConnectionId"),
+                }));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Preflight on a plan (`plan`, `apply`, `rollback`): what it creates against the
 /// account, each result shown as a progress line. Nothing when the stack manages no
-/// AWS resource and declares no `[preflight]`.
+/// AWS resource and declares no `[preflight]`. The pools are the plan's (node
+/// groups, autoscaling groups, instances), or the inputs' when the plan has none.
 pub fn for_plan(
     config: &BundleConfig,
     dir: &std::path::Path,
     inputs: &Inputs,
-    changes: &[ResourceChange],
+    plan: &super::engine::PlanDetails,
     status: &dyn Fn(&str),
 ) -> Vec<PreflightCheck> {
     if !applies(config, table_in(dir).as_ref()) {
         return Vec::new();
     }
-    let checks = run(inputs, Needs::planned(changes));
+    let mut needs = Needs::planned(&plan.changes);
+    needs.pools = vcpus::from_plan(&plan.json).unwrap_or_else(|| vcpus::from_inputs(inputs));
+    let checks = run(inputs, needs);
     for c in &checks {
         status(&describe(c));
     }
@@ -627,6 +734,7 @@ pub fn alone(
     if ledger.current(stack)?.is_some() {
         needs.creates_vpc = false;
     }
+    needs.pools = vcpus::from_inputs(&inputs);
     Ok(run(&inputs, needs))
 }
 

@@ -17,8 +17,12 @@ pub enum PreflightKind {
     InternetGatewayQuota,
     /// An instance type the inputs name, against the zones that offer it.
     InstanceType,
-    /// The stack's network range against the account's VPCs.
+    /// The stack's network range against the account's VPCs and the VPCs peered
+    /// with them.
     Cidr,
+    /// On-Demand vCPUs of one instance family group (service quota `ec2`, such as
+    /// `L-1216C47A` for the standard families), for the pools' maximum sizes.
+    VcpuQuota,
 }
 
 impl PreflightKind {
@@ -29,6 +33,7 @@ impl PreflightKind {
             PreflightKind::InternetGatewayQuota => "internet-gateway-quota",
             PreflightKind::InstanceType => "instance-type",
             PreflightKind::Cidr => "cidr",
+            PreflightKind::VcpuQuota => "vcpu-quota",
         }
     }
 }
