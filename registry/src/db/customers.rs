@@ -304,12 +304,6 @@ pub fn index_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, Vec
         ("stacks", STACKS, &stacks[..]),
     ]
     .into_iter()
-    .map(|(name, sql, values)| {
-        let steps = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-            .query_map(values, |r| r.get(3))?
-            .collect::<rusqlite::Result<Vec<String>>>()?;
-        Ok((name, steps))
-    })
+    .map(|(name, sql, values)| Ok((name, super::query_plan(conn, sql, values)?)))
     .collect()
 }

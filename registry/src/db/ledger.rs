@@ -721,13 +721,7 @@ pub fn adoption_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, 
     ];
     statements
         .into_iter()
-        .map(|(name, sql, values)| {
-            let steps = conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-                .query_map(values, |r| r.get(3))?
-                .collect::<rusqlite::Result<Vec<String>>>()?;
-            Ok((name, steps))
-        })
+        .map(|(name, sql, values)| Ok((name, super::query_plan(conn, &sql, values)?)))
         .collect()
 }
 

@@ -898,6 +898,19 @@ where
     Ok(row.get::<_, Option<Text<T>>>(index)?.map(|text| text.0))
 }
 
+/// The plan SQLite picks for `sql` with `values`, one line per step (`SCAN f`,
+/// `SEARCH f USING INDEX …`, `USE TEMP B-TREE FOR ORDER BY`), for the tests that
+/// hold statements to their indexes.
+pub(crate) fn query_plan(
+    conn: &Connection,
+    sql: &str,
+    values: &[&dyn rusqlite::ToSql],
+) -> rusqlite::Result<Vec<String>> {
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
+        .query_map(values, |r| r.get(3))?
+        .collect()
+}
+
 /// Seconds since the Unix epoch.
 pub fn now_unix() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
