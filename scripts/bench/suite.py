@@ -97,6 +97,7 @@ class Suite:
         self.notes = []
         self.fleet_output = None
         self.rollout_output = None
+        self.alerts_output = None
         self.terraform = subprocess.run(
             [os.path.join(ROOT, "scripts", "terraform-path.sh")],
             capture_output=True,
@@ -464,6 +465,35 @@ class Suite:
                      "—", f"{float(best.group(1)) / float(done.group(1)):.2f}×", "—", "—")
         self.rollout_output = out.stdout.strip()
 
+    def alerts(self):
+        """Receipts that each change a customer's state, with a webhook told of each
+        and without, through scripts/bench/alerts.sh."""
+        receipts = 200 if self.args.quick else 1000
+        log(f"== alert fan-out of {receipts:,} state changes ==")
+        env = dict(os.environ, RECEIPTS=str(receipts), ROUNDS="1" if self.args.quick else "3")
+        out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bench", "alerts.sh")], env=env,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            log(out.stderr[-2000:])
+            self.row("alert fan-out", "failed (see the log)", "—", "—", "—", "—", "—")
+            return
+        rates = {}
+        arrived = None
+        for line in out.stdout.splitlines():
+            cells = line.split()
+            if cells and cells[0] in ("off", "on") and len(cells) >= 4:
+                rate = next((c for c in cells[1:] if c.replace(".", "").isdigit()), None)
+                if rate:
+                    rates[cells[0]] = float(rate)
+                if cells[0] == "on" and cells[-1] == "s":
+                    arrived = cells[-2]
+        if "off" in rates and "on" in rates:
+            self.row(f"receipts ingested with alerts on, {receipts:,} state changes to a local webhook",
+                     f"{rates['on']:.0f} receipts/s (last event after {arrived} s)",
+                     f"{rates['off']:.0f} receipts/s with alerts off", "—",
+                     f"{rates['on'] / max(rates['off'], 0.01):.2f}×", "—", "—")
+        self.alerts_output = out.stdout.strip()
+
     def registries(self):
         log("== our registry beside CNCF Distribution (wrk) ==")
         seconds = self.args.wrk_seconds
@@ -631,6 +661,7 @@ def main():
         if args.only != "transfers":
             suite.fleet()
             suite.rollout()
+            suite.alerts()
         suite.notes.append(
             "The push-alone rows push into a registry started empty for each run, for both "
             "contenders, so skopeo's blob-info cache has no repository to mount the layer from "
@@ -699,6 +730,10 @@ Each contender ran {args.runs} time(s), in turns with the others; figures are me
                     "open-loop (latency from each request's scheduled time), beside a bare `GET /healthz` at "
                     "the same rate; then a rollout of 100 emulated runners beside the configured soak times."
                     "\n\n```\n" + suite.rollout_output + "\n```\n")
+        if suite.alerts_output:
+            f.write("\n## Alerts\n\n`scripts/bench/alerts.sh` as the suite ran it: receipts that each "
+                    "change a customer's state, ingested with a webhook told of each and without, and when "
+                    "the last event reached the webhook.\n\n```\n" + suite.alerts_output + "\n```\n")
     log(f"wrote {args.out}")
 
 
