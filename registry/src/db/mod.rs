@@ -13,6 +13,7 @@ pub mod manifests;
 pub mod release_index;
 pub mod rollouts;
 pub mod sessions;
+pub mod settings;
 pub mod support_bundles;
 pub mod tokens;
 pub mod uploads;
@@ -660,6 +661,18 @@ CREATE INDEX fleet_cells_stack_failed ON fleet_cells(stack, customer) WHERE fail
 CREATE INDEX fleet_cells_stack_drifted ON fleet_cells(stack, customer) WHERE drifted = 1;
 "#;
 
+/// Version 17: facts about the registry itself (`registry_settings`): where its
+/// blobs live (`blobs`: `data-folder` or `s3://bucket/prefix`), so that a replica or
+/// `gc` started with another `--blobs` than the one the database's rows point into
+/// is refused instead of answering "blob unknown" for everything, or collecting
+/// nothing.
+const V17: &str = r#"
+CREATE TABLE registry_settings (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -690,6 +703,7 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V14),
     |tx| tx.execute_batch(V15),
     |tx| tx.execute_batch(V16),
+    |tx| tx.execute_batch(V17),
 ];
 
 /// The schema version this build writes.

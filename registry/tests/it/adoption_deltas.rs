@@ -234,7 +234,8 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
         {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch(
-                "DROP TRIGGER fleet_stack_versions_insert;
+                "DROP TABLE registry_settings;
+                 DROP TRIGGER fleet_stack_versions_insert;
                  DROP TRIGGER fleet_stack_versions_delete;
                  DROP TRIGGER fleet_stack_versions_update;
                  DROP TABLE fleet_stack_versions;

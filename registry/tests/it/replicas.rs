@@ -696,16 +696,9 @@ fn gc_runs_on_one_replica_at_a_time_and_a_dead_holders_lease_lapses() {
     json(&run(&["gc", "--json"], &data));
 }
 
-/// Undoes the newest schema version (16, the kept stack counts), to make a
+/// Undoes the newest schema version (17, where the blobs live), to make a
 /// database one version behind. A new migration moves this to its own undo.
-const UNDO_NEWEST: &str = "DROP TRIGGER fleet_stack_versions_insert;
-     DROP TRIGGER fleet_stack_versions_delete;
-     DROP TRIGGER fleet_stack_versions_update;
-     DROP TABLE fleet_stack_versions;
-     DROP INDEX fleet_cells_version_customer;
-     DROP INDEX fleet_cells_stack_unattempted;
-     DROP INDEX fleet_cells_stack_failed;
-     DROP INDEX fleet_cells_stack_drifted;";
+const UNDO_NEWEST: &str = "DROP TABLE registry_settings;";
 
 #[test]
 fn two_replicas_migrating_one_database_at_once_one_waits_and_migrate_check_says_where_it_stands() {
