@@ -630,3 +630,85 @@ fn a_registry_moves_its_blobs_from_its_data_folder_into_a_bucket_and_a_replica_t
     let again = Run::from(registry_command(&migrate).output().unwrap()).ok();
     assert!(again.stderr.contains("nothing to move"), "{}", again.stderr);
 }
+
+#[test]
+fn the_s3_endpoint_lost_mid_upload_fails_the_request_cleanly_and_the_session_resumes_when_it_returns(
+) {
+    use stackpack_test_support::cut_relay::CutRelay;
+    let moto = emulator();
+    let relay = CutRelay::start(&moto.url);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    let args: Vec<String> = [
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--data",
+        data.to_str().unwrap(),
+        "--blobs",
+        &format!("s3://{BUCKET}/{PREFIX}"),
+        "--s3-endpoint",
+        &relay.url,
+    ]
+    .map(String::from)
+    .to_vec();
+    let child = registry_command(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    wait_for_port(port);
+    let replica = Replica { child, port };
+    let client = Client::new(replica.url(), Some(publisher(&data)));
+    let blob = bytes(11, 12 * MIB + 3);
+    let (first, second) = blob.split_at(9 * MIB);
+    let location = begin(&client, "acme/data-plane");
+    let location = patch(&client, &location, 0, first);
+
+    // The endpoint goes away: the next chunk fails, nothing is claimed stored, and
+    // /healthz takes the replica out naming the blob store.
+    relay.cut();
+    let range = format!("{}-{}", first.len(), blob.len() - 1);
+    let r = client.req(
+        "PATCH",
+        &location,
+        &[
+            ("Content-Type", "application/octet-stream"),
+            ("Content-Range", &range),
+        ],
+        Some(second),
+    );
+    assert!(
+        r.status >= 500,
+        "{} {}",
+        r.status,
+        String::from_utf8_lossy(&r.body)
+    );
+    let health = send("GET", &format!("{}/healthz", replica.url()), &[], None);
+    assert_eq!(health.status, 503);
+    assert!(
+        String::from_utf8_lossy(&health.body).contains("s3://registry-blobs/acme/"),
+        "{}",
+        String::from_utf8_lossy(&health.body)
+    );
+
+    // Back: the session still holds the first chunk, goes on from there, and the
+    // blob is whole and right.
+    let _back = relay.restore(&moto.url);
+    let status = client.req("GET", &location, &[], None);
+    assert_eq!(status.status, 204);
+    assert_eq!(
+        status.header("range"),
+        Some(format!("0-{}", first.len() - 1).as_str())
+    );
+    let location = patch(&client, &location, first.len(), second);
+    let digest = sha256(&blob);
+    let r = finish(&client, &location, &digest);
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(pull(&client, "acme/data-plane", &digest), blob);
+    assert_eq!(
+        send("GET", &format!("{}/healthz", replica.url()), &[], None).status,
+        200
+    );
+}
