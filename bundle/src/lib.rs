@@ -35,6 +35,7 @@
 
 pub mod archive;
 pub mod aws_api;
+pub mod aws_profile;
 pub mod channel;
 pub mod engine_env;
 pub mod error;

@@ -17,7 +17,7 @@ use stackpack_schema::digest::hmac_sha256;
 use crate::remote::http::percent_encode;
 
 /// Credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
-/// `AWS_SESSION_TOKEN`.
+/// `AWS_SESSION_TOKEN`, or from the profile `AWS_PROFILE` names ([`AwsCredentials::load`]).
 #[derive(Clone)]
 pub struct AwsCredentials {
     pub access_key_id: String,
@@ -44,6 +44,26 @@ impl AwsCredentials {
             secret_access_key: var("AWS_SECRET_ACCESS_KEY")?,
             session_token: var("AWS_SESSION_TOKEN"),
         })
+    }
+
+    /// The credentials the AWS CLI and the engine's AWS provider would use: the
+    /// environment's key pair, else the static keys of the profile `AWS_PROFILE`
+    /// names (or `default`) in `~/.aws/credentials` and `~/.aws/config`. `Ok(None)`
+    /// when there are none; an error when a profile is named but gives no keys.
+    pub fn load() -> Result<Option<AwsCredentials>, crate::aws_profile::ProfileError> {
+        if let Some(credentials) = AwsCredentials::from_env() {
+            return Ok(Some(credentials));
+        }
+        let Some(profile) = crate::aws_profile::load()? else {
+            return Ok(None);
+        };
+        Ok(profile.access_key_id.zip(profile.secret_access_key).map(
+            |(access_key_id, secret_access_key)| AwsCredentials {
+                access_key_id,
+                secret_access_key,
+                session_token: profile.session_token,
+            },
+        ))
     }
 
     /// The access key id as messages show it: its first four and last four

@@ -106,7 +106,9 @@ pub fn after_run(home: &Home, receipt: &Receipt, inputs: &RecordInputs) -> Optio
 
 fn write(backend: &S3Backend, key: &str, record: &DeploymentRecord) -> Result<()> {
     let Some(client) = state_bucket::client(backend)? else {
-        return Err(Error::refused("no AWS credentials in the environment"));
+        return Err(Error::refused(
+            "no AWS credentials in the environment or in an AWS profile",
+        ));
     };
     let text = serde_json::to_string_pretty(record).expect("a record serialises") + "\n";
     client

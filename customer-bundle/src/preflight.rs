@@ -171,12 +171,13 @@ fn not_checked(kind: PreflightKind, subject: &str, why: &str) -> PreflightCheck 
 pub fn run(inputs: &Inputs, needs: Needs) -> Vec<PreflightCheck> {
     let account = Account::of(inputs);
     let wanted = Wanted::of(inputs, &account.region);
-    let api = match AwsCredentials::from_env() {
-        None => Err(
-            "no AWS credentials in the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`)"
+    let api = match AwsCredentials::load() {
+        Err(e) => Err(e.to_string()),
+        Ok(None) => Err(
+            "no AWS credentials in the environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`) or in an AWS profile"
                 .to_string(),
         ),
-        Some(credentials) => AwsApi::new(
+        Ok(Some(credentials)) => AwsApi::new(
             account.endpoint.as_deref(),
             &account.region,
             credentials,

@@ -20,10 +20,16 @@ pub struct BucketCheck {
     pub stacks_with_state: Vec<String>,
 }
 
-/// The client for `backend`, or `None` when the environment holds no credentials
-/// (the engine may still find some: an instance profile, a web identity).
+/// The client for `backend`, or `None` when neither the environment nor an AWS
+/// profile holds credentials (the engine may still find some: an instance
+/// profile, a web identity).
 pub fn client(backend: &S3Backend) -> Result<Option<S3Client>> {
-    let Some(credentials) = AwsCredentials::from_env() else {
+    let credentials = AwsCredentials::load().map_err(|e| {
+        Error::refused(e.to_string())
+            .at(format!("bucket `{}`", backend.bucket))
+            .hint("set `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or name a profile with static keys in `AWS_PROFILE`")
+    })?;
+    let Some(credentials) = credentials else {
         return Ok(None);
     };
     S3Client::new(backend.endpoint.as_deref(), &backend.region(), credentials)
@@ -147,7 +153,7 @@ pub struct LockInfo {
 pub fn held_lock(backend: &S3Backend, key: &str) -> Result<Option<LockInfo>> {
     let Some(client) = client(backend)? else {
         return Err(Error::refused(
-            "cannot read the state lock: no AWS credentials in the environment",
+            "cannot read the state lock: no AWS credentials in the environment or in an AWS profile",
         )
         .hint("set `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (or `AWS_SESSION_TOKEN`), or pass `--lock-id` from the engine's error"));
     };

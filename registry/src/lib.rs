@@ -108,7 +108,7 @@ pub fn open(config: Config) -> Result<AppState, OpenError> {
     make_private(&config.data)?;
     let metrics = Arc::new(metrics::Metrics::default());
     let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
-    let db = db::Db::open(&config.data.join(DB_FILE), 4)?;
+    let db = db::Db::open(&config.data.join(DB_FILE), 4)?.reporting_to(metrics.clone());
     check_blob_location(&db, &config.blobs)?;
     configure_alerts(&db, &config.alerts)?;
     Ok(AppState::new(config, db, blobs, metrics))
@@ -168,8 +168,8 @@ pub fn open_existing(config: Config) -> Result<AppState, OpenError> {
         return Err(OpenError::Missing(config.data.clone()));
     }
     make_private(&config.data)?;
-    let db = db::Db::open_existing(&config.data.join(DB_FILE), 2)?;
     let metrics = Arc::new(metrics::Metrics::default());
+    let db = db::Db::open_existing(&config.data.join(DB_FILE), 2)?.reporting_to(metrics.clone());
     let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
     Ok(AppState::new(config, db, blobs, metrics))
 }

@@ -51,6 +51,8 @@ pub struct Metrics {
     latency: Mutex<BTreeMap<&'static str, Histogram>>,
     /// Calls to the blob store, by backend and operation.
     storage: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
+    /// Calls to the database, by backend and kind of call.
+    database: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
     pub bytes_received: AtomicU64,
     pub bytes_sent: AtomicU64,
 }
@@ -80,6 +82,13 @@ impl Metrics {
             .entry((backend, operation))
             .or_default()
             .add(elapsed);
+    }
+
+    /// Times one database call (`backend`: `sqlite`; `call`: `read`, `scan`,
+    /// `support`, `write`), waiting for its connection included.
+    pub fn observe_database(&self, backend: &'static str, call: &'static str, elapsed: Duration) {
+        let mut database = self.database.lock().unwrap_or_else(|p| p.into_inner());
+        database.entry((backend, call)).or_default().add(elapsed);
     }
 
     pub fn add_received(&self, bytes: u64) {
@@ -131,6 +140,20 @@ impl Metrics {
                 &mut out,
                 "stackpack_registry_blob_store_duration_seconds",
                 &format!("backend=\"{backend}\",operation=\"{operation}\""),
+            );
+        }
+        out.push_str("# HELP stackpack_registry_database_duration_seconds Time of one database call, waiting for a connection included.\n");
+        out.push_str("# TYPE stackpack_registry_database_duration_seconds histogram\n");
+        for ((backend, call), h) in self
+            .database
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            h.render(
+                &mut out,
+                "stackpack_registry_database_duration_seconds",
+                &format!("backend=\"{backend}\",call=\"{call}\""),
             );
         }
         out.push_str("# HELP stackpack_registry_blob_bytes_received_total Blob bytes uploaded.\n");

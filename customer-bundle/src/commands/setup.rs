@@ -108,7 +108,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
             }
             found_in_bucket(check, &adopted);
             if !check.checked {
-                status(&format!("warning: bucket `{}` was not checked: no AWS credentials in the environment (the engine may still find some)", s3.bucket));
+                status(&format!("warning: bucket `{}` was not checked: no AWS credentials in the environment or in an AWS profile (the engine may still find some)", s3.bucket));
             }
         }
         status("next: `stackpack-runner trust add vendor.pub`, then `stackpack-runner import FILE.tar`");

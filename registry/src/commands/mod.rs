@@ -149,7 +149,10 @@ pub fn blobs_hint(error: &stackpack_registry::storage::OpenError) -> &'static st
     use stackpack_registry::storage::OpenError;
     match error {
         OpenError::NoCredentials { .. } => {
-            "export `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` for a key that may read and write the bucket"
+            "export `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` for a key that may read and write the bucket, or name a profile with `AWS_PROFILE`"
+        }
+        OpenError::Profile { .. } => {
+            "give the profile static keys in `~/.aws/credentials`, or export `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`"
         }
         OpenError::S3 { source, .. } => match source {
             S3Error::NoSuchBucket { .. } => "create the bucket first, or correct `--blobs`",

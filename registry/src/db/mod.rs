@@ -20,11 +20,13 @@ pub mod uploads;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
 use crate::error::Error;
+use crate::metrics::Metrics;
 
 /// Version 1: the schema before versioning. Databases made then have `user_version` 0
 /// and exactly these tables; every statement says `IF NOT EXISTS`, so running it on
@@ -765,6 +767,43 @@ pub struct Db {
     readers: Pool,
     scanners: Pool,
     supporters: Pool,
+    /// Where each call's time goes (`/metrics`): waiting for a connection included,
+    /// since that is what a request waits for.
+    metrics: Arc<Metrics>,
+}
+
+/// Which database keeps the metadata and the ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// The kinds of database call [`Db`] runs, as `/metrics` labels them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    Read,
+    Scan,
+    Support,
+    Write,
+}
+
+impl Call {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Call::Read => "read",
+            Call::Scan => "scan",
+            Call::Support => "support",
+            Call::Write => "write",
+        }
+    }
 }
 
 /// A few reader connections, handed out round robin.
@@ -907,17 +946,36 @@ impl Db {
             readers: Pool::open(path, readers)?,
             scanners: Pool::open(path, 2)?,
             supporters: Pool::open(path, support_connections())?,
+            metrics: Arc::default(),
         })
+    }
+
+    /// The same database, timing its calls into `metrics` (the registry's own, which
+    /// `/metrics` renders) rather than into a set nobody reads.
+    pub fn reporting_to(self, metrics: Arc<Metrics>) -> Db {
+        Db { metrics, ..self }
+    }
+
+    pub fn backend(&self) -> Backend {
+        Backend::Sqlite
+    }
+
+    fn timed<T>(&self, call: Call, f: impl FnOnce() -> T) -> T {
+        let started = Instant::now();
+        let value = f();
+        self.metrics
+            .observe_database(self.backend().as_str(), call.as_str(), started.elapsed());
+        value
     }
 
     /// Runs a quick, indexed lookup `f` on a reader connection, inline.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
-        self.readers.run(f)
+        self.timed(Call::Read, || self.readers.run(f))
     }
 
     /// Runs a query `f` that may take a while, off the async workers.
     pub fn scan<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
-        blocking(|| self.scanners.run(f))
+        blocking(|| self.timed(Call::Scan, || self.scanners.run(f)))
     }
 
     /// Runs one of support's ledger queries `f`, off the async workers, on the
@@ -926,20 +984,22 @@ impl Db {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, Error> {
-        blocking(|| self.supporters.run(f))
+        blocking(|| self.timed(Call::Support, || self.supporters.run(f)))
     }
 
     /// Runs `f` in one immediate write transaction: all of it or none of it.
     pub fn write<T>(&self, f: impl FnOnce(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
         blocking(|| {
-            let mut conn = self
-                .writer
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let value = f(&tx)?;
-            tx.commit()?;
-            Ok(value)
+            self.timed(Call::Write, || {
+                let mut conn = self
+                    .writer
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let value = f(&tx)?;
+                tx.commit()?;
+                Ok(value)
+            })
         })
     }
 

@@ -97,7 +97,7 @@ impl BlobLocation {
 
     /// `s3://bucket` or `s3://bucket/some/prefix`; `endpoint` and `region` from
     /// their own flags (the region otherwise from `AWS_REGION`, `AWS_DEFAULT_REGION`,
-    /// or `us-east-1`).
+    /// the AWS profile's `region`, or `us-east-1`).
     pub fn parse(
         text: &str,
         endpoint: Option<&str>,
@@ -132,9 +132,16 @@ impl BlobLocation {
                 .map(str::to_string)
                 .or_else(|| env("AWS_REGION"))
                 .or_else(|| env("AWS_DEFAULT_REGION"))
+                .or_else(profile_region)
                 .unwrap_or_else(|| "us-east-1".into()),
         }))
     }
+}
+
+/// The region of the AWS profile in use, if it names one (an unreadable profile is
+/// reported where its credentials are read, not here).
+fn profile_region() -> Option<String> {
+    stackpack_bundle::aws_profile::load().ok().flatten()?.region
 }
 
 /// Why a blob store cannot be used.
@@ -142,8 +149,14 @@ impl BlobLocation {
 pub enum OpenError {
     #[error("cannot prepare the blob folder: {0}")]
     Io(#[from] io::Error),
-    #[error("no S3 credentials for `{location}`: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` are not both set")]
+    #[error("no S3 credentials for `{location}`: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` are not both set, and no AWS profile has keys (`AWS_PROFILE`, `~/.aws/credentials`)")]
     NoCredentials { location: String },
+    #[error("no S3 credentials for `{location}`: {source}")]
+    Profile {
+        location: String,
+        #[source]
+        source: stackpack_bundle::aws_profile::ProfileError,
+    },
     #[error("the blob store `{location}` cannot be used: {source}")]
     S3 {
         location: String,

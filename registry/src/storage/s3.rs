@@ -99,9 +99,14 @@ impl S3Store {
     /// first push.
     pub fn open(location: &S3Location, metrics: Arc<Metrics>) -> Result<S3Store, OpenError> {
         let shown = location.to_string();
-        let credentials = AwsCredentials::from_env().ok_or_else(|| OpenError::NoCredentials {
-            location: shown.clone(),
-        })?;
+        let credentials = AwsCredentials::load()
+            .map_err(|source| OpenError::Profile {
+                location: shown.clone(),
+                source,
+            })?
+            .ok_or_else(|| OpenError::NoCredentials {
+                location: shown.clone(),
+            })?;
         let failed = |source| OpenError::S3 {
             location: shown.clone(),
             source,

@@ -467,6 +467,37 @@ fn metrics_count_requests_by_route_method_and_status() {
     assert!(!metrics.contains("stackpack_registry_blob_bytes_received_total 0\n"));
 }
 
+/// An operator tells a slow database from a slow blob store or a slow network by
+/// the database's own histogram, per backend and kind of call.
+#[test]
+fn metrics_time_the_database_per_backend_and_kind_of_call() {
+    let fleet = Fleet::published();
+    let count = |metrics: &str, call: &str| -> u64 {
+        let line = format!(
+            "stackpack_registry_database_duration_seconds_count{{backend=\"sqlite\",call=\"{call}\"}} "
+        );
+        // A kind of call not made yet has no line at all.
+        let Some(at) = metrics.find(&line) else {
+            return 0;
+        };
+        let rest = &metrics[at + line.len()..];
+        rest[..rest.find('\n').unwrap()].parse().unwrap()
+    };
+    let before = String::from_utf8(fleet.support.req("GET", "/metrics", &[], None).body).unwrap();
+    // Publishing wrote the manifests; reading a release's fleet is support's query.
+    assert!(count(&before, "write") >= 5, "{before}");
+    fleet.get("/api/v1/releases");
+    let after = String::from_utf8(fleet.support.req("GET", "/metrics", &[], None).body).unwrap();
+    assert!(
+        count(&after, "read") + count(&after, "scan") + count(&after, "support")
+            > count(&before, "read") + count(&before, "scan") + count(&before, "support"),
+        "{after}"
+    );
+    assert!(after.contains(
+        "stackpack_registry_database_duration_seconds_bucket{backend=\"sqlite\",call=\"write\",le=\"+Inf\"}"
+    ));
+}
+
 #[test]
 fn stable_tags_are_immutable_and_prerelease_tags_follow_the_policy() {
     let server = OurRegistry::start();

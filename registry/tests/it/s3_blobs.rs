@@ -712,3 +712,73 @@ fn the_s3_endpoint_lost_mid_upload_fails_the_request_cleanly_and_the_session_res
         200
     );
 }
+
+/// An operator whose keys live in `~/.aws` (as the AWS CLI keeps them) names the
+/// profile, as for every other AWS tool; a profile that runs something for its keys
+/// (SSO here) is refused with the command that exports them.
+#[test]
+fn the_blob_store_takes_its_keys_and_region_from_the_aws_profile_named() {
+    let moto = emulator();
+    let dir = tempfile::tempdir().unwrap();
+    let aws = dir.path().join("home/.aws");
+    std::fs::create_dir_all(&aws).unwrap();
+    std::fs::write(
+        aws.join("credentials"),
+        "[default]\naws_access_key_id = AKIAEXAMPLEWRONG1234\naws_secret_access_key = wrong\n\n[ops]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    )
+    .unwrap();
+    std::fs::write(
+        aws.join("config"),
+        "[profile ops]\nregion = us-east-1\n[profile sso]\nsso_session = corp\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    let serve = |profile: &str, port: u16| {
+        let mut command = Command::new(BIN);
+        command
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data"])
+            .arg(&data)
+            .args([
+                "--blobs",
+                &format!("s3://{BUCKET}/{PREFIX}"),
+                "--s3-endpoint",
+                &moto.url,
+            ])
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+            .env_remove("AWS_CONFIG_FILE")
+            .env("HOME", dir.path().join("home"))
+            .env("AWS_PROFILE", profile)
+            .env("NO_COLOR", "1");
+        command
+    };
+    let refused = Run::from(serve("sso", port).output().unwrap()).code(1);
+    assert!(
+        refused.stderr.contains("AWS profile `sso`")
+            && refused
+                .stderr
+                .contains("aws configure export-credentials --profile sso"),
+        "{}",
+        refused.stderr
+    );
+    let mut child = serve("ops", port)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    wait_for_port(port);
+    let client = Client::new(format!("http://127.0.0.1:{port}"), Some(publisher(&data)));
+    let blob = bytes(3, MIB);
+    let digest = client.push_blob("acme/app", &blob);
+    assert_eq!(pull(&client, "acme/app", &digest), blob);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(keys(&moto, PREFIX)
+        .iter()
+        .any(|k| k.ends_with(&digest[7..])));
+}
