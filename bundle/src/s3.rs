@@ -198,11 +198,27 @@ impl S3Client {
         )
     }
 
-    /// True when the bucket exists (and these credentials may see it).
+    /// True when the bucket exists (and these credentials may see it) in this
+    /// client's region. AWS answers a HEAD in the wrong region with a redirect; an
+    /// endpoint that answers it anyway (an emulator, one regional endpoint for all)
+    /// still says the bucket's region, and a bucket elsewhere is refused the same,
+    /// since the engine, signing for this region, would fail on it in AWS.
     pub fn bucket_exists(&self, bucket: &str) -> Result<bool, S3Error> {
         let answer = self.send(reqwest::Method::HEAD, bucket, "", "", "")?;
+        let actual = answer
+            .headers
+            .get("x-amz-bucket-region")
+            .and_then(|v| v.to_str().ok())
+            .filter(|actual| !actual.is_empty() && *actual != self.region);
         match self.error("HeadBucket", bucket, &answer) {
-            _ if answer.status == 200 => Ok(true),
+            _ if answer.status == 200 => match actual {
+                Some(actual) => Err(S3Error::WrongRegion {
+                    bucket: bucket.into(),
+                    expected: self.region.clone(),
+                    actual: actual.to_string(),
+                }),
+                None => Ok(true),
+            },
             S3Error::NoSuchBucket { .. } => Ok(false),
             error => Err(error),
         }

@@ -422,6 +422,45 @@ fn a_bucket_without_versioning_is_refused_with_the_fix_and_create_bucket_turns_i
     assert_eq!(versioning.stdout.trim(), "Enabled");
 }
 
+/// A bucket made in another region than the runner is told: refused at `init`,
+/// naming both regions and the flag that fixes it, before the engine signs a
+/// request AWS would refuse mid-plan.
+#[test]
+fn a_bucket_in_another_region_is_refused_naming_its_region() {
+    let moto = Arc::new(Moto::start());
+    moto.python(&format!(
+        "import boto3\nboto3.client(\"s3\", endpoint_url=ENDPOINT, region_name=\"eu-west-1\").create_bucket(Bucket=\"{BUCKET}\", CreateBucketConfiguration={{\"LocationConstraint\": \"eu-west-1\"}})\n"
+    ))
+    .ok();
+    let mut args = vec![
+        "--backend",
+        "s3",
+        "--bucket",
+        BUCKET,
+        "--s3-endpoint",
+        moto.url.as_str(),
+    ];
+    args.extend(["--region", "us-east-1"]);
+    let (runner, refused) = Runner::on_account("globex", moto.clone(), &args);
+    let refused = refused.code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "bucket `{BUCKET}` is in region `eu-west-1`, not `us-east-1`"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("--region eu-west-1"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !runner.home.join("runner.toml").exists(),
+        "a refused bucket leaves no home"
+    );
+}
+
 #[test]
 fn credentials_the_account_refuses_are_named_and_the_secret_never_printed() {
     // An emulator that checks credentials as AWS does: it knows no access key.
