@@ -18,7 +18,9 @@
 # MB/s of a SIZE_MIB blob (registry/examples/loadgen.rs: one GET; POST then one PUT);
 # receipt ingestion per second (fleetbench ingest, 8 clients); support's queries on a
 # fleet of CUSTOMERS customers × 30 stacks × 20 versions (fleet.sh's seed, kept under
-# the target folder and copied for each of ours), p99 of the slowest and median p50.
+# the target folder and copied for each of ours), each query's p50 and p99 taken as
+# medians over the rounds, then the slowest query's p99 and the median query's p50.
+# Every row is ROUNDS rounds with the contenders in turns, and their median.
 # Distribution has no ledger: its receipt and support cells are "—".
 #
 #   scripts/bench/scaleout.sh            # 10,000 customers, 64 MiB, 3 rounds, wrk 3 s
@@ -280,14 +282,31 @@ QUERIES=(
   "/api/v1/adoption?stack=stack-07"
   "/api/v1/customers"
 )
+# Each round ingests new receipts (their ids are salted with the time) and asks
+# every query QUERY_ROUNDS times, ours and the embedded default in turns.
+declare -A RATES=() INGEST_P99=()
+for round in $(seq "$ROUNDS"); do
+  for name in ours embedded; do
+    say "receipt ingestion, $name, round $round of $ROUNDS: $RECEIPTS signed receipts from 8 clients…"
+    out=$("$FLEETBENCH" ingest "${URL[$name]}" "${TOKEN[$name]}" 8 "$RECEIPTS")
+    read -r rate p50 p99 errors <<<"$out"
+    [ "$errors" = 0 ] || echo "warning: $name refused $errors receipts" >&2
+    RATES[$name]+=" $rate"; INGEST_P99[$name]+=" $p99"
+    say "support queries, $name, round $round of $ROUNDS: ${#QUERIES[@]} queries × $QUERY_ROUNDS…"
+    "$FLEETBENCH" measure "${URL[$name]}" "${SUPPORT[$name]}" "$QUERY_ROUNDS" "${QUERIES[@]}" >"$WORK/queries-$name-$round"
+  done
+done
 for name in ours embedded; do
-  say "receipt ingestion, $name: $RECEIPTS signed receipts from 8 clients…"
-  out=$("$FLEETBENCH" ingest "${URL[$name]}" "${TOKEN[$name]}" 8 "$RECEIPTS")
-  read -r rate p50 p99 errors <<<"$out"
-  [ "$errors" = 0 ] || echo "warning: $name refused $errors receipts" >&2
-  FIG[ingest-$name]="$rate $p99"
-  say "support queries, $name: ${#QUERIES[@]} queries × $QUERY_ROUNDS rounds…"
-  "$FLEETBENCH" measure "${URL[$name]}" "${SUPPORT[$name]}" "$QUERY_ROUNDS" "${QUERIES[@]}" >"$WORK/queries-$name"
+  # shellcheck disable=SC2086
+  FIG[ingest-$name]="$(median ${RATES[$name]}) $(median ${INGEST_P99[$name]})"
+  # Per query the median over the rounds of its p50 and of its p99; then the slowest
+  # query's p99 and the median query's p50.
+  python3 -c 'import statistics, sys
+rounds = [[line.split() for line in open(path)] for path in sys.argv[1:]]
+for i, row in enumerate(rounds[0]):
+    p50 = statistics.median(float(r[i][1]) for r in rounds)
+    p99 = statistics.median(float(r[i][2]) for r in rounds)
+    print(row[0], f"{p50:.1f}", f"{p99:.1f}", row[3])' "$WORK/queries-$name-"* >"$WORK/queries-$name"
   FIG[support-$name]=$(python3 -c 'import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
 worst = max(rows, key=lambda r: float(r[2]))
@@ -345,6 +364,6 @@ echo "manifest GET straight to ours' replica 1 (no haproxy): 1 client $r1_rps/s 
 echo "$BUCKETS"
 for name in ours embedded; do
   echo
-  echo "support queries, $name (p50 ms, p99 ms, bytes):"
+  echo "support queries, $name (medians over the rounds of p50 ms and p99 ms, bytes):"
   column -t "$WORK/queries-$name"
 done
