@@ -9,10 +9,14 @@
 //! fleetbench page URL TOKEN ROUNDS PATH...          the same for /ui pages, signed in
 //! fleetbench load URL SUPPORT PUBLISHER GETS CLIENTS PATH...
 //!     /v2/ manifest GET latency, idle and while CLIENTS loop on the support PATHs
+//! fleetbench ingest URL ADMIN CLIENTS COUNT
+//!     COUNT signed receipts (of 100 customers `ingest-NNN`, each its own key)
+//!     posted to `/api/v1/receipts` by CLIENTS threads
 //! ```
 //!
 //! `measure` and `page` print one line per path: `PATH p50_ms p99_ms bytes`;
-//! `load` one line per condition: `WHAT p50_ms p99_ms support_answers_per_s`.
+//! `load` one line per condition: `WHAT p50_ms p99_ms support_answers_per_s`;
+//! `ingest` one line: `receipts_per_s p50_ms p99_ms errors`.
 
 use std::time::Instant;
 
@@ -326,6 +330,81 @@ fn load(args: &[String]) {
     println!("/v2/-manifest-GET-with-{clients}-support-clients {p50:.2} {p99:.2} {rate:.0}");
 }
 
+/// Receipts posted as runners post them, by CLIENTS threads at once: signed before
+/// the clock starts, ids salted with the time so that a second run on the same
+/// registry stores new ones rather than answering "stored before".
+fn ingest(args: &[String]) {
+    let (url, bearer) = (args[0].clone(), format!("Bearer {}", args[1]));
+    let clients: usize = args[2].parse().unwrap();
+    let count: usize = args[3].parse().unwrap();
+    let salt = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let at = time_at(0, 1);
+    let keys: Vec<PrivateKey> = (0..100u64)
+        .map(|c| {
+            let mut secret = [0u8; 32];
+            secret[..8].copy_from_slice(&c.to_le_bytes());
+            secret[8] = 2;
+            PrivateKey::from_secret_bytes(secret)
+        })
+        .collect();
+    let bodies: Vec<Vec<u8>> = (0..count)
+        .map(|i| {
+            let customer = format!("ingest-{:03}", i % 100);
+            ReceiptBuilder::new(&customer, "stack-00", "1.0.0")
+                .id(format!("ingest-{salt}-{i}"))
+                .at(&at)
+                .sign(&keys[i % 100])
+                .to_bytes()
+        })
+        .collect();
+    let bodies = std::sync::Arc::new(bodies);
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            let (url, bearer, bodies, next) =
+                (url.clone(), bearer.clone(), bodies.clone(), next.clone());
+            std::thread::spawn(move || {
+                let agent = ureq::AgentBuilder::new().build();
+                let (mut times, mut errors) = (Vec::new(), 0usize);
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(body) = bodies.get(i) else { break };
+                    let start = Instant::now();
+                    match agent
+                        .post(&format!("{url}/api/v1/receipts"))
+                        .set("Authorization", &bearer)
+                        .set("Content-Type", "application/json")
+                        .send_bytes(body)
+                    {
+                        Ok(r) if r.status() == 201 => {}
+                        Ok(_) | Err(_) => errors += 1,
+                    }
+                    times.push(start.elapsed().as_secs_f64() * 1000.0);
+                }
+                (times, errors)
+            })
+        })
+        .collect();
+    let (mut times, mut errors) = (Vec::new(), 0);
+    for worker in workers {
+        let (t, e) = worker.join().unwrap();
+        times.extend(t);
+        errors += e;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{:.0} {:.2} {:.2} {errors}",
+        count as f64 / seconds,
+        percentile(&times, 0.5),
+        percentile(&times, 0.99)
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let agent = ureq::AgentBuilder::new().redirects(0).build();
@@ -376,8 +455,9 @@ fn main() {
             }
         }
         Some("load") => load(&args[1..]),
+        Some("ingest") => ingest(&args[1..]),
         _ => {
-            eprintln!("usage: fleetbench seed DATA CUSTOMERS STACKS VERSIONS | measure URL TOKEN ROUNDS PATH... | page URL TOKEN ROUNDS PATH... | load URL SUPPORT PUBLISHER GETS CLIENTS PATH...");
+            eprintln!("usage: fleetbench seed DATA CUSTOMERS STACKS VERSIONS | measure URL TOKEN ROUNDS PATH... | page URL TOKEN ROUNDS PATH... | load URL SUPPORT PUBLISHER GETS CLIENTS PATH... | ingest URL ADMIN CLIENTS COUNT");
             std::process::exit(2);
         }
     }

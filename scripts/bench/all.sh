@@ -21,15 +21,36 @@
 # without, and when the last event reached it.
 # scripts/bench/state.sh: plan and apply of the example with its state in the
 # account's bucket beside the local backend, and preflight beside the plan.
+# scripts/bench/scaleout.sh: three replicas behind haproxy with blobs in moto's S3
+# and metadata in one SQLite database they share on this host, beside Distribution's
+# S3 driver on the same moto and the embedded default.
+#
+#   scripts/bench/all.sh --only scaleout [--quick]   # just the scale-out rows, printed
+#   scripts/bench/all.sh --only transfers            # just build, publish, push, pull
+#
+# With --only nothing is written unless `--out FILE` names where: a partial run must
+# not replace the whole suite's figures in docs/benchmarks.md.
 # scripts/bench/providers.sh measures the provider packages and offline plans of the
 # real example separately.
 
 source "$(dirname "$0")/common.sh"
-need_tools pigz openssl git skopeo docker-registry wrk curl python3
+need_tools pigz openssl git skopeo docker-registry wrk curl python3 haproxy
 
 PROFILE=${PROFILE:-release}
-QUICK=false
-for arg in "$@"; do [ "$arg" != --quick ] || QUICK=true; done
+QUICK=false ONLY=
+previous=
+for arg in "$@"; do
+  [ "$arg" != --quick ] || QUICK=true
+  [ "$previous" != --only ] || ONLY=$arg
+  case "$arg" in --only=*) ONLY=${arg#--only=} ;; esac
+  previous=$arg
+done
+
+# The scale-out rows build and start what they need themselves (scaleout.sh): no
+# packager, runner or SHA-256 preamble.
+if [ "$ONLY" = scaleout ]; then
+  exec python3 "$ROOT/scripts/bench/suite.py" --bin "$CARGO_TARGET_DIR/release" "$@"
+fi
 
 echo "building the programs ($PROFILE)…" >&2
 (cd "$ROOT" && cargo build --quiet --profile "$PROFILE" \

@@ -99,6 +99,7 @@ class Suite:
         self.rollout_output = None
         self.state_output = None
         self.alerts_output = None
+        self.scaleout_output = None
         self.terraform = subprocess.run(
             [os.path.join(ROOT, "scripts", "terraform-path.sh")],
             capture_output=True,
@@ -566,6 +567,29 @@ class Suite:
                              f"{ours['mbps']:.0f} MB/s", f"{theirs['mbps']:.0f} MB/s (Distribution)", "—",
                              f"{ours['mbps'] / theirs['mbps']:.2f}×", "—", "—")
 
+    def scaleout(self):
+        """Three replicas on one SQLite database, blobs in moto's S3, behind haproxy,
+        beside Distribution on the same S3 and the embedded default, through
+        scripts/bench/scaleout.sh. Its progress goes straight to the suite's stderr:
+        the run takes minutes."""
+        log("== scale-out: 3 replicas + haproxy + S3 (moto), Distribution on the same S3 ==")
+        out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bench", "scaleout.sh")]
+                             + (["--quick"] if self.args.quick else []),
+                             stdout=subprocess.PIPE, text=True)
+        if out.returncode != 0:
+            self.row("scale-out, 3 replicas behind haproxy", "failed (see the log above)", "—", "—", "—", "—", "—")
+            return
+        for line in out.stdout.splitlines():
+            cells = line.split("\t")
+            if len(cells) == 7 and cells[0] == "row":
+                _, what, ours, baseline, embedded, speed, vs_embedded = cells
+                self.row(f"scale-out (3 replicas + haproxy, blobs in S3 on moto, metadata in one SQLite "
+                         f"shared on this host: PostgreSQL not built yet): {what}", ours,
+                         baseline if baseline == "—" else f"{baseline} (Distribution, S3 on moto)",
+                         f"{embedded} (embedded: one process, SQLite + folder)", speed, vs_embedded, "—")
+        self.scaleout_output = "\n".join(
+            line for line in out.stdout.splitlines() if not line.startswith("row\t")).strip()
+
     def check_tree(self):
         modules = self.args.modules
         log(f"== check on a module tree of {modules} modules ==")
@@ -670,11 +694,17 @@ def main():
     parser.add_argument("--bin", required=True)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--runs", type=int)
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    parser.add_argument("--out", help="the Markdown file to write (docs/benchmarks.md; with --only, none "
+                        "unless named, so that a partial run does not replace the whole suite's figures)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--preamble", default="", help="a file of lines measured before (sizes, SHA)")
-    parser.add_argument("--only", choices=["transfers"], help="run only the build, publish, push and pull rows")
+    parser.add_argument("--only", choices=["transfers", "scaleout"],
+                        help="run only the build, publish, push and pull rows, or only the scale-out rows")
     args = parser.parse_args()
+    if args.out is None and args.only is None:
+        args.out = os.path.join(ROOT, "docs", "benchmarks.md")
+    if args.out is None:
+        args.no_write = True
     args.runs = args.runs or (1 if args.quick else 3)
     args.size = 30 if args.quick else 100
     args.modules = 40 if args.quick else 200
@@ -684,19 +714,22 @@ def main():
     suite = Suite(args)
     started = time.monotonic()
     try:
-        suite.keygen()
-        suite.start_distribution()
-        suite.start_ours()
-        suite.build_and_publish()
-        if args.only != "transfers":
+        # The scale-out bench starts its own registries; the suite's are for the others.
+        if args.only != "scaleout":
+            suite.keygen()
+            suite.start_distribution()
+            suite.start_ours()
+            suite.build_and_publish()
+        if args.only is None:
             suite.registries()
             suite.check_tree()
             suite.scaling()
-        if args.only != "transfers":
             suite.fleet()
             suite.rollout()
             suite.state()
             suite.alerts()
+        if args.only in (None, "scaleout"):
+            suite.scaleout()
         suite.notes.append(
             "The push-alone rows push into a registry started empty for each run, for both "
             "contenders, so skopeo's blob-info cache has no repository to mount the layer from "
@@ -715,6 +748,15 @@ def main():
             "A bundle's blobs move four at a time over pooled connections; uploads are one "
             "streamed PUT up to 256 MiB and 64 MiB PATCH chunks above. A pull hashes each blob "
             "as it arrives, verifies the staged bundle, then renames its blobs into the store."
+        )
+        suite.notes.append(
+            "Scale-out rows come from `scripts/bench/scaleout.sh`: three `stackpack-registry serve` "
+            "replicas reading one `--config` file, blobs in S3, metadata in one SQLite database the replicas "
+            "share on this one host (PostgreSQL metadata, for replicas on several hosts, is not built yet), "
+            "behind haproxy, beside CNCF "
+            "Distribution's own S3 driver on the same S3 (`redirect: disable`, so its blob GETs stream "
+            "through it as ours do); the \"best\" column holds the embedded default there. The S3 is "
+            "moto, the S3 emulator, a Python process on this same machine: not what a real bucket gives."
         )
         suite.notes.append(
             "Fleet rows come from `scripts/bench/fleet.sh`: a registry seeded with 10,000 customers × "
@@ -774,6 +816,10 @@ Each contender ran {args.runs} time(s), in turns with the others; figures are me
             f.write("\n## Alerts\n\n`scripts/bench/alerts.sh` as the suite ran it: receipts that each "
                     "change a customer's state, ingested with a webhook told of each and without, and when "
                     "the last event reached the webhook.\n\n```\n" + suite.alerts_output + "\n```\n")
+        if suite.scaleout_output:
+            f.write("\n## Scale-out\n\n`scripts/bench/scaleout.sh` as the suite ran it: three replicas "
+                    "behind haproxy with blobs in moto's S3, beside Distribution on the same S3 and the "
+                    "embedded default.\n\n```\n" + suite.scaleout_output + "\n```\n")
     log(f"wrote {args.out}")
 
 
