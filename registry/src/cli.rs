@@ -47,6 +47,10 @@ pub enum Command {
     /// with `--check` only say whether it is current: exit 0 current, 3 behind
     /// (migrations to run), 1 written by a newer build.
     Migrate(MigrateArgs),
+    /// Write a consistent copy of the database while the registry serves: tokens,
+    /// customers, receipts, manifests and tags. Blobs are not in it: copy the data
+    /// folder's `blobs/` after it, or keep versioning on the bucket.
+    Backup(BackupArgs),
     /// Work with deployment receipts.
     #[command(subcommand)]
     Receipts(ReceiptsCommand),
@@ -217,6 +221,19 @@ pub struct ReleaseShowArgs {
 }
 
 #[derive(Args)]
+pub struct BackupArgs {
+    /// The data folder of an existing registry (it may be serving).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// The file to write; never overwritten.
+    #[arg(long, value_name = "FILE")]
+    pub to: PathBuf,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct MigrateArgs {
     /// The data folder of an existing registry.
     #[arg(long)]

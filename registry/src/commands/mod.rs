@@ -4,6 +4,7 @@
 
 pub mod adoption;
 pub mod alert;
+pub mod backup;
 pub mod channel;
 pub mod customer;
 pub mod customer_show;
@@ -70,6 +71,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         }
         Command::Gc(args) => gc::run(args),
         Command::Migrate(args) => return migrate::run(args),
+        Command::Backup(args) => backup::run(args),
         Command::Receipts(ReceiptsCommand::Import(args)) => receipts::import(args),
         Command::SupportBundle(crate::cli::SupportBundleCommand::Import(args)) => {
             support_bundle::import(args)

@@ -3,6 +3,7 @@
 //! which run together in one transaction.
 
 pub mod alerts;
+pub mod backup;
 pub mod blobs;
 pub mod customers;
 pub mod fleet;

@@ -258,3 +258,118 @@ fn a_token_name_with_a_control_character_or_too_long_is_a_usage_error() {
         serde_json::from_slice(&cli(&server, &["token", "list", "--json"]).stdout).unwrap();
     assert!(list.as_array().unwrap().is_empty(), "{list}");
 }
+
+/// Copies a folder tree (the blobs an operator copies after the database).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// An operator backs the registry up while it serves; a registry made from the
+/// backup and the blobs copied after it answers as the original did, to the same
+/// tokens. A backup never replaces a file, leaves nothing half-written beside it,
+/// and is private whatever the umask.
+#[test]
+fn a_backup_taken_while_serving_restores_a_registry_that_answers_the_same() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = OurRegistry::start();
+    let token = server.token("publisher", None);
+    let client = Client::new(server.url(), Some(token.clone()));
+    let (manifest, digest) = client.push_image("acme/app", "1.0.0", 3);
+    register_customers(&server, ["globex"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("registry-backup.db");
+    let out = cli_ok(
+        &server,
+        &["backup", "--to", file.to_str().unwrap(), "--json"],
+    );
+    let summary = json(&out);
+    assert_eq!(summary["file"], file.display().to_string());
+    let rows = |table: &str| {
+        summary["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["table"] == table)
+            .unwrap_or_else(|| panic!("no {table} in {summary}"))["rows"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        (rows("manifests"), rows("tags"), rows("customers")),
+        (1, 1, 1)
+    );
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+
+    // Written while serving: the registry still takes pushes afterwards.
+    client.push_image("acme/app", "1.0.1", 4);
+    let again = cli(&server, &["backup", "--to", file.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("already exists"),
+        "{}",
+        text(&again.stderr)
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["registry-backup.db".to_string()],
+        "no partial file is left"
+    );
+
+    let restored = dir.path().join("restored");
+    std::fs::create_dir(&restored).unwrap();
+    std::fs::copy(&file, restored.join("registry.db")).unwrap();
+    copy_tree(&server.data.join("blobs"), &restored.join("blobs"));
+    let back = OurRegistry::start_on(restored);
+    let restored_client = Client::new(back.url(), Some(token));
+    let r = restored_client.req(
+        "GET",
+        "/v2/acme/app/manifests/1.0.0",
+        &[("Accept", OCI_MANIFEST)],
+        None,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, manifest);
+    assert_eq!(r.header("docker-content-digest"), Some(digest.as_str()));
+    // What came after the backup is not in it.
+    let later = restored_client.req(
+        "GET",
+        "/v2/acme/app/manifests/1.0.1",
+        &[("Accept", OCI_MANIFEST)],
+        None,
+    );
+    assert_eq!(later.status, 404);
+}
+
+#[test]
+fn a_backup_of_a_folder_without_a_registry_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["backup", "--data"])
+        .arg(dir.path().join("nothing"))
+        .arg("--to")
+        .arg(dir.path().join("b.db"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("there is no registry in"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.path().join("b.db").exists());
+}
