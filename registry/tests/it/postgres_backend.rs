@@ -77,6 +77,8 @@ fn tokens_answer_the_same_on_sqlite_and_postgres() {
     assert_eq!(sqlite, postgres);
     // The story is not empty on either: both stored and read back two tokens.
     assert!(sqlite.iter().any(|a| a == "count 2"), "{sqlite:?}");
+    assert!(sqlite.iter().any(|a| a == "duplicate name refused true"));
+    assert!(sqlite.iter().any(|a| a == "duplicate hash refused true"));
     assert!(sqlite
         .iter()
         .any(|a| a.contains("\"lastUsed\":\"2026-02-02T00:00:00Z\"")));
