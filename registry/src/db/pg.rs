@@ -23,8 +23,24 @@ CREATE TABLE tokens (
 CREATE UNIQUE INDEX tokens_name ON tokens(name) WHERE name IS NOT NULL;
 "#;
 
+/// PostgreSQL version 2: what replicas share besides the ledger: support page
+/// sessions (`db/sessions.rs`) and leases (`db/leases.rs`, `gc`'s), as SQLite's V15.
+const PG2: &str = r#"
+CREATE TABLE ui_sessions (
+    id_hash BYTEA PRIMARY KEY,
+    token_hash BYTEA NOT NULL,
+    expires_ns BIGINT NOT NULL
+);
+CREATE INDEX ui_sessions_expires ON ui_sessions(expires_ns);
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until_ns BIGINT NOT NULL
+);
+"#;
+
 /// The schema, one step per version.
-const MIGRATIONS: &[&str] = &[PG1];
+const MIGRATIONS: &[&str] = &[PG1, PG2];
 
 /// The PostgreSQL schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

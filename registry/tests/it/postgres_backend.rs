@@ -4,7 +4,7 @@
 
 use stackpack_registry::auth::Role;
 use stackpack_registry::db::sql::{Pg, PgError, Sql};
-use stackpack_registry::db::{pg, tokens, Db};
+use stackpack_registry::db::{leases, pg, sessions, tokens, Db};
 use stackpack_test_support::servers::Postgres;
 
 /// Every answer `tokens` gives to one fixed sequence of calls, as text to compare.
@@ -84,6 +84,107 @@ fn tokens_answer_the_same_on_sqlite_and_postgres() {
         .any(|a| a.contains("\"lastUsed\":\"2026-02-02T00:00:00Z\"")));
 }
 
+/// Every answer `leases` and `sessions` give to one fixed sequence of calls.
+fn lease_and_session_story<C: Sql>(conn: &C) -> Vec<String> {
+    let mut answers = Vec::new();
+    let mut say = |what: String| answers.push(what);
+    say(format!(
+        "{:?}",
+        leases::take(conn, "gc", "a", 100, 200).unwrap()
+    ));
+    // b is refused while a holds it, a renews, and b gets it once it lapsed.
+    say(format!(
+        "{:?}",
+        leases::take(conn, "gc", "b", 150, 250).unwrap()
+    ));
+    say(format!(
+        "{:?}",
+        leases::take(conn, "gc", "a", 150, 300).unwrap()
+    ));
+    say(format!(
+        "{:?}",
+        leases::take(conn, "gc", "b", 300, 400).unwrap()
+    ));
+    say(format!(
+        "{:?}",
+        leases::take_over(conn, "gc", "c", "a", 500).unwrap()
+    ));
+    say(format!(
+        "{:?}",
+        leases::take_over(conn, "gc", "c", "b", 500).unwrap()
+    ));
+    leases::give_back(conn, "gc", "b").unwrap();
+    say(format!("{:?}", leases::holder_of(conn, "gc").unwrap()));
+    leases::give_back(conn, "gc", "c").unwrap();
+    say(format!("{:?}", leases::holder_of(conn, "gc").unwrap()));
+
+    sessions::open(conn, &[1; 32], &[0xaa; 32], 1_000, 2_000).unwrap();
+    sessions::open(conn, &[2; 32], &[0xbb; 32], 1_500, 3_000).unwrap();
+    say(format!(
+        "{:?}",
+        sessions::token_hash(conn, &[1; 32], 1_999).unwrap()
+    ));
+    say(format!(
+        "{:?}",
+        sessions::token_hash(conn, &[1; 32], 2_000).unwrap()
+    ));
+    // Opening a session later forgets the expired one.
+    sessions::open(conn, &[3; 32], &[0xcc; 32], 2_500, 4_000).unwrap();
+    sessions::open(conn, &[1; 32], &[0xdd; 32], 2_500, 4_000).unwrap();
+    sessions::close(conn, &[2; 32]).unwrap();
+    for id in [[1; 32], [2; 32], [3; 32]] {
+        say(format!(
+            "{:?}",
+            sessions::token_hash(conn, &id, 2_600).unwrap()
+        ));
+    }
+    answers
+}
+
+#[test]
+fn leases_and_sessions_answer_the_same_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registry.db");
+    drop(Db::open(&path, 1).unwrap());
+    let sqlite = lease_and_session_story(&rusqlite::Connection::open(&path).unwrap());
+
+    let server = Postgres::start();
+    let mut client = pg::connect(&server.url()).unwrap();
+    pg::migrate(&mut client).unwrap();
+    let postgres = lease_and_session_story(&Pg::new(client));
+
+    assert_eq!(sqlite, postgres);
+    assert_eq!(sqlite[0], "Ok(())");
+    assert!(sqlite[1].contains("holder: \"a\""), "{sqlite:?}");
+}
+
+/// Two replicas take the `gc` lease at once, each in its own PostgreSQL
+/// transaction: the second waits for the first's row and then finds it held.
+#[test]
+fn of_two_postgres_transactions_taking_one_lease_only_one_gets_it() {
+    let server = Postgres::start();
+    let mut first = pg::connect(&server.url()).unwrap();
+    pg::migrate(&mut first).unwrap();
+    let mut second = pg::connect(&server.url()).unwrap();
+    let tx = Pg::new(first.transaction().unwrap());
+    assert_eq!(leases::take(&tx, "gc", "a", 100, 200).unwrap(), Ok(()));
+    let racer = std::thread::spawn(move || {
+        let tx = Pg::new(second.transaction().unwrap());
+        let taken = leases::take(&tx, "gc", "b", 100, 200).unwrap();
+        tx.into_inner().commit().unwrap();
+        taken
+    });
+    // Give the racer time to block on the row before the first commits.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !racer.is_finished(),
+        "the second took the lease without waiting"
+    );
+    tx.into_inner().commit().unwrap();
+    let held = racer.join().unwrap().expect_err("both took the lease");
+    assert_eq!(held.holder, "a");
+}
+
 #[test]
 fn a_postgres_transaction_rolled_back_leaves_nothing() {
     let server = Postgres::start();
@@ -138,3 +239,4 @@ fn postgres_down_is_an_error_naming_it() {
     let error = pg::connect(&url).err().expect("nothing listens there");
     assert!(error.to_string().starts_with("postgresql:"), "{error}");
 }
+
