@@ -22,13 +22,14 @@
 //!
 //! `poll` prints one line: `WHAT sent p50_ms p99_ms max_ms errors support_answers_per_s`.
 
-use std::io::{BufRead, Write};
+mod bench;
+
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stackpack_bundle::channel::statement_artifact;
-use stackpack_registry::auth::Role;
 use stackpack_registry::config::Config;
 use stackpack_registry::{db, rollout};
 use stackpack_schema::media_type;
@@ -82,15 +83,7 @@ fn seed(data: &str, customers: usize, soak: &str, tokens: &str) {
                     Some(wave_of(c, customers)),
                     rollout::now_ns(),
                 )?;
-                let (token, hash, token_id) = stackpack_registry::auth::new_token();
-                let new = db::tokens::NewToken {
-                    role: Role::Customer,
-                    name: None,
-                    customer: Some(&id),
-                    created: &now,
-                    expires_at: None,
-                };
-                db::tokens::insert(tx, &token_id, &hash, &new)?;
+                let token = bench::customer_token(tx, &id, &now)?;
                 lines.push_str(&format!("{id} {token}\n"));
             }
             Ok(())
@@ -101,18 +94,6 @@ fn seed(data: &str, customers: usize, soak: &str, tokens: &str) {
         "seeded {customers} customers in channel `stable` (soak {soak} s) with their tokens in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-}
-
-fn read_tokens(path: &str) -> Vec<(String, String)> {
-    let file = std::fs::File::open(path).expect("the tokens file opens");
-    std::io::BufReader::new(file)
-        .lines()
-        .map(|line| {
-            let line = line.expect("the tokens file reads");
-            let (id, token) = line.split_once(' ').expect("lines are `CUSTOMER TOKEN`");
-            (id.to_string(), format!("Bearer {token}"))
-        })
-        .collect()
 }
 
 fn artifacts() -> ReleaseArtifacts {
@@ -292,7 +273,7 @@ fn newest_rollout(agent: &ureq::Agent, url: &str, support: &str) -> i64 {
 
 fn promote(url: &str, publisher: &str, support: &str, tokens: &str) {
     let (publisher, support) = (format!("Bearer {publisher}"), format!("Bearer {support}"));
-    let tokens = read_tokens(tokens);
+    let tokens = bench::read_tokens(tokens);
     let agent = ureq::AgentBuilder::new().build();
     let release = artifacts();
     push_release(&agent, url, &publisher, &release);
@@ -326,11 +307,6 @@ fn promote(url: &str, publisher: &str, support: &str, tokens: &str) {
             .unwrap_or_default(),
         r["assigned"],
     );
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
 }
 
 /// Signs in to the pages: the session cookie.
@@ -399,7 +375,7 @@ fn support_clients(
 /// does not delay the next request, and each latency counts from the due time (no
 /// coordinated omission).
 fn poll(args: &[String]) {
-    let (url, tokens) = (args[0].clone(), read_tokens(&args[1]));
+    let (url, tokens) = (args[0].clone(), bench::read_tokens(&args[1]));
     let rate: f64 = args[2].parse().expect("RATE is a number");
     let seconds: f64 = args[3].parse().expect("SECONDS is a number");
     let clients: usize = args[4].parse().expect("CLIENTS is a number");
@@ -473,8 +449,8 @@ fn poll(args: &[String]) {
     println!(
         "{what}@{rate}/s+{clients}-support {} {:.2} {:.2} {:.2} {} {rate_answered:.0}",
         times.len(),
-        percentile(&times, 0.5),
-        percentile(&times, 0.99),
+        bench::percentile(&times, 0.5),
+        bench::percentile(&times, 0.99),
         times.last().copied().unwrap_or_default(),
         errors.load(Ordering::Relaxed),
     );
@@ -528,7 +504,10 @@ fn rollout_bench(args: &[String]) {
     let customers: usize = args[4].parse().expect("CUSTOMERS is a number");
     let soak: f64 = args[5].parse().expect("SOAK_SECS is a number");
     let tick: f64 = args[6].parse().expect("TICK_SECS is a number");
-    let tokens: Vec<_> = read_tokens(&args[3]).into_iter().take(customers).collect();
+    let tokens: Vec<_> = bench::read_tokens(&args[3])
+        .into_iter()
+        .take(customers)
+        .collect();
     let agent = ureq::AgentBuilder::new().build();
     let release = artifacts();
     push_release(&agent, &url, &publisher, &release);

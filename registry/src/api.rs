@@ -66,6 +66,18 @@ pub struct Customer {
     /// No receipt within the `staleAfter` age (or none at all). Only in listings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale: Option<bool>,
+    /// The cloud account its environment lives in (`customer set --account`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// The cloud region (`customer set --region`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Who to call (`customer set --contact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact: Option<String>,
+    /// Free notes for support (`customer set --notes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
 }
 
 /// Body of `POST /api/v1/customers`.

@@ -222,8 +222,21 @@ pub struct MigrateArgs {
     #[arg(long)]
     pub data: PathBuf,
     /// Change nothing; say whether the database is current (exit 3 when behind).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "move_blobs_to")]
     pub check: bool,
+    /// Then move every blob into this store (`s3://bucket/prefix`, or `data-folder`
+    /// to bring them back) and record it as where the blobs live. Stop every
+    /// replica first; start them again with the new `--blobs`. The old copies are
+    /// left for you to remove.
+    #[arg(long, value_name = "s3://BUCKET/PREFIX")]
+    pub move_blobs_to: Option<String>,
+    /// The URL of another S3 API (MinIO, Ceph, an emulator) for the bucket side of
+    /// the move; AWS itself without it.
+    #[arg(long, value_name = "URL", requires = "move_blobs_to")]
+    pub s3_endpoint: Option<String>,
+    /// The bucket's region; else `AWS_REGION`, `AWS_DEFAULT_REGION`, or `us-east-1`.
+    #[arg(long, value_name = "REGION", requires = "move_blobs_to")]
+    pub s3_region: Option<String>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

@@ -70,6 +70,36 @@ pub enum OpenError {
     Blobs(#[from] storage::OpenError),
     #[error("cannot record the configured alerts: {0}")]
     Alerts(String),
+    #[error("this registry's blobs live in `{recorded}`, not in `{given}`")]
+    BlobsElsewhere { recorded: String, given: String },
+    #[error("cannot read where this registry's blobs live: {0}")]
+    Settings(String),
+}
+
+/// Refuses a blob store other than the one the database's rows point into, and
+/// records it on first use. A registry from before blob stores had a choice kept
+/// them in its data folder. `serve` checks at start; so does every command that
+/// reads or deletes blobs (`gc`), while those that only read or write rows do not
+/// need to be told where blobs live.
+pub fn check_blob_location(db: &db::Db, location: &storage::BlobLocation) -> Result<(), OpenError> {
+    let given = location.identity();
+    let recorded = db
+        .write(|tx| {
+            if let Some(recorded) = db::settings::get(tx, db::settings::BLOBS)? {
+                return Ok(recorded);
+            }
+            let recorded = match db::settings::any_blob(tx)? {
+                true => storage::BlobLocation::DataFolder.identity(),
+                false => given.clone(),
+            };
+            db::settings::set(tx, db::settings::BLOBS, &recorded)?;
+            Ok(recorded)
+        })
+        .map_err(|e| OpenError::Settings(e.message))?;
+    match recorded == given {
+        true => Ok(()),
+        false => Err(OpenError::BlobsElsewhere { recorded, given }),
+    }
 }
 
 /// Opens the data folder, creating it (database and blob store) if new, and migrates
@@ -79,6 +109,7 @@ pub fn open(config: Config) -> Result<AppState, OpenError> {
     let metrics = Arc::new(metrics::Metrics::default());
     let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
     let db = db::Db::open(&config.data.join(DB_FILE), 4)?;
+    check_blob_location(&db, &config.blobs)?;
     configure_alerts(&db, &config.alerts)?;
     Ok(AppState::new(config, db, blobs, metrics))
 }

@@ -15,7 +15,10 @@
 # --quick), seeded once and kept under the target folder. The rollout scenario runs
 # scripts/bench/rollout.sh: the assignment poll of 10,000 runners (1,000 with --quick)
 # at 3/s and 300/s beside support's queries, and a rollout of 100 emulated customers
-# in three waves, beside a bare `GET /healthz` and the configured soak times.
+# in three waves, beside a bare `GET /healthz` and the configured soak times. The
+# alerts scenario runs scripts/bench/alerts.sh: 1,000 receipts (200 with --quick)
+# that each change a customer's state, ingested with a webhook told of each and
+# without, and when the last event reached it.
 # scripts/bench/state.sh: plan and apply of the example with its state in the
 # account's bucket beside the local backend, and preflight beside the plan.
 # scripts/bench/providers.sh measures the provider packages and offline plans of the

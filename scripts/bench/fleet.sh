@@ -34,9 +34,11 @@ REGISTRY=${REGISTRY:-$CARGO_TARGET_DIR/release/stackpack-registry}
 BENCH=$CARGO_TARGET_DIR/release/examples/fleetbench
 LOAD_CLIENTS=${LOAD_CLIENTS:-4}
 LOAD_GETS=${LOAD_GETS:-2000}
-# `queries`, `adoption`, `load`, or several: what to measure. `adoption` times
-# adoption alone (one stack per day and per week, every stack), ADOPTION_ROUNDS
-# rounds, for comparing builds quickly (`SECTIONS=adoption REGISTRY=…`).
+# `queries`, `adoption`, `load`, `indexes`, or several: what to measure. `adoption`
+# times adoption alone (one stack per day and per week, every stack),
+# ADOPTION_ROUNDS rounds, for comparing builds quickly (`SECTIONS=adoption
+# REGISTRY=…`); `indexes` only issue 29's index pages and search (part of
+# `queries`).
 SECTIONS=${SECTIONS:-queries adoption load}
 ADOPTION_ROUNDS=${ADOPTION_ROUNDS:-$ROUNDS}
 
@@ -66,6 +68,16 @@ for _ in $(seq 100); do curl -fs "$URL/healthz" >/dev/null && break; sleep 0.1; 
 
 RESULTS=$WORK/results
 touch "$RESULTS" "$WORK/load"
+# Issue 29's index pages and search: who runs a version, the stacks index, a stack.
+INDEX_PAGES=(
+  "/ui/customers"
+  "/ui/customers?q=customer-0004"
+  "/ui/customers?q=1.19.0"
+  "/ui/customers?q=stack-07"
+  "/ui/stacks"
+  "/ui/stacks/stack-07"
+  "/ui/releases"
+)
 [[ " $SECTIONS " != *" queries "* ]] || {
   "$BENCH" measure "$URL" "$TOKEN" "$ROUNDS" \
     "/api/v1/fleet?stack=stack-07&behind=true" \
@@ -94,13 +106,10 @@ touch "$RESULTS" "$WORK/load"
     "/ui?stack=stack-07&behind=true" \
     "/ui/customers/customer-00042" \
     "/ui/stacks/stack-07/1.19.0" \
-    "/ui/customers" \
-    "/ui/customers?q=customer-0004" \
-    "/ui/customers?q=1.19.0" \
-    "/ui/stacks" \
-    "/ui/stacks/stack-07" \
-    "/ui/releases"
+    "${INDEX_PAGES[@]}"
 } >"$RESULTS"
+[[ " $SECTIONS " != *" indexes "* ]] || "$BENCH" page "$URL" "$TOKEN" "$ROUNDS" \
+  "${INDEX_PAGES[@]}" >>"$RESULTS"
 [[ " $SECTIONS " != *" adoption "* ]] || "$BENCH" measure "$URL" "$TOKEN" "$ADOPTION_ROUNDS" \
   "/api/v1/adoption?stack=stack-07&bucket=day" \
   "/api/v1/adoption?stack=stack-07&bucket=week" \

@@ -98,6 +98,7 @@ class Suite:
         self.fleet_output = None
         self.rollout_output = None
         self.state_output = None
+        self.alerts_output = None
         self.terraform = subprocess.run(
             [os.path.join(ROOT, "scripts", "terraform-path.sh")],
             capture_output=True,
@@ -498,6 +499,35 @@ class Suite:
                      f"{plan / pre:.2f}×", "—", "—")
         self.state_output = out.stdout.strip()
 
+    def alerts(self):
+        """Receipts that each change a customer's state, with a webhook told of each
+        and without, through scripts/bench/alerts.sh."""
+        receipts = 200 if self.args.quick else 1000
+        log(f"== alert fan-out of {receipts:,} state changes ==")
+        env = dict(os.environ, RECEIPTS=str(receipts), ROUNDS="1" if self.args.quick else "3")
+        out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bench", "alerts.sh")], env=env,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            log(out.stderr[-2000:])
+            self.row("alert fan-out", "failed (see the log)", "—", "—", "—", "—", "—")
+            return
+        rates = {}
+        arrived = None
+        for line in out.stdout.splitlines():
+            cells = line.split()
+            if cells and cells[0] in ("off", "on") and len(cells) >= 4:
+                rate = next((c for c in cells[1:] if c.replace(".", "").isdigit()), None)
+                if rate:
+                    rates[cells[0]] = float(rate)
+                if cells[0] == "on" and cells[-1] == "s":
+                    arrived = cells[-2]
+        if "off" in rates and "on" in rates:
+            self.row(f"receipts ingested with alerts on, {receipts:,} state changes to a local webhook",
+                     f"{rates['on']:.0f} receipts/s (last event after {arrived} s)",
+                     f"{rates['off']:.0f} receipts/s with alerts off", "—",
+                     f"{rates['on'] / max(rates['off'], 0.01):.2f}×", "—", "—")
+        self.alerts_output = out.stdout.strip()
+
     def registries(self):
         log("== our registry beside CNCF Distribution (wrk) ==")
         seconds = self.args.wrk_seconds
@@ -666,6 +696,7 @@ def main():
             suite.fleet()
             suite.rollout()
             suite.state()
+            suite.alerts()
         suite.notes.append(
             "The push-alone rows push into a registry started empty for each run, for both "
             "contenders, so skopeo's blob-info cache has no repository to mount the layer from "
@@ -739,6 +770,10 @@ Each contender ran {args.runs} time(s), in turns with the others; figures are me
                     "example's data plane planned, applied and planned again with its state in a bucket of "
                     "the (emulated) account beside the `local` backend, and preflight alone beside the plan."
                     "\n\n```\n" + suite.state_output + "\n```\n")
+        if suite.alerts_output:
+            f.write("\n## Alerts\n\n`scripts/bench/alerts.sh` as the suite ran it: receipts that each "
+                    "change a customer's state, ingested with a webhook told of each and without, and when "
+                    "the last event reached the webhook.\n\n```\n" + suite.alerts_output + "\n```\n")
     log(f"wrote {args.out}")
 
 

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::common::cut_relay::CutRelay;
 use crate::common::release::ReleaseVendor;
 use crate::common::{Moto, Run, Runner};
+use stackpack_test_support::cut_relay::CutRelay;
 
 const BUCKET: &str = "globex-tf-state";
 const STATE_KEY: &str = "stackpack/globex/network.tfstate";

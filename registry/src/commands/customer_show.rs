@@ -1,7 +1,8 @@
 //! `stackpack-registry customer show ID`: what exactly one customer runs, as one
 //! snapshot (its stacks with their last attempts, its release with the mixed stacks
-//! and the services' digests), from `--data` or over `--url`. Both read the same
-//! document, `GET /api/v1/customers/{id}`; nothing is worked out here.
+//! and the services' digests), with its details (`customer set`), from `--data` or
+//! over `--url`. Both read the same document, `GET /api/v1/customers/{id}`; nothing
+//! is worked out here.
 
 use stackpack_registry::api::{CustomerRelease, FleetRow};
 use stackpack_registry::controllers::ledger::customers::{detail, CustomerDetail};
@@ -57,6 +58,19 @@ fn print_header(s: &CustomerDetail) {
             .as_ref()
             .map_or_else(|| "never".into(), ToString::to_string)
     );
+    if c.account.is_some() || c.region.is_some() {
+        println!(
+            "account {}  region {}",
+            c.account.as_deref().unwrap_or("-"),
+            c.region.as_deref().unwrap_or("-")
+        );
+    }
+    if let Some(contact) = &c.contact {
+        println!("contact {contact}");
+    }
+    if let Some(notes) = &c.notes {
+        println!("notes {notes}");
+    }
     if let Some(p) = s.rollout.as_ref().filter(|p| p.channel.is_some()) {
         println!(
             "channel {}  wave {}  last sync {}",

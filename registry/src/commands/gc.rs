@@ -16,6 +16,8 @@ pub fn run(args: &GcArgs) -> Result<()> {
         .location()
         .map_err(|e| Error::usage(e).hint("as in `--blobs s3://bucket/registry`"))?;
     let state = open_existing_with(config)?;
+    stackpack_registry::check_blob_location(&state.db, &state.config.blobs)
+        .map_err(|error| crate::commands::cannot_open(&args.data, error))?;
     let held = lease::hold(&state.db, lease::GC, || {
         gc::run(
             &state.db,

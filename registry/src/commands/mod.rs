@@ -121,6 +121,16 @@ pub fn cannot_open(data: &Path, error: OpenError) -> Error {
                 .caused_by(error)
                 .hint(hint)
         }
+        OpenError::BlobsElsewhere { recorded, .. } => {
+            let hint = match recorded.as_str() {
+                "data-folder" => "start it without `--blobs`, as every other replica of it; to move its blobs into a bucket, run `stackpack-registry migrate --move-blobs-to s3://…` first".to_string(),
+                bucket => format!("start it with `--blobs {bucket}`, as every other replica of it; to move its blobs, run `stackpack-registry migrate --move-blobs-to …` first"),
+            };
+            Error::refused(format!("cannot open the registry: {error}"))
+                .caused_by(error)
+                .at(data_folder(data))
+                .hint(hint)
+        }
         OpenError::Db(stackpack_registry::db::OpenError::Newer { .. }) => {
             Error::refused(format!("cannot open the registry: {error}"))
                 .caused_by(error)

@@ -95,40 +95,53 @@ pub fn contains_pattern(text: &str) -> String {
     out
 }
 
-/// Customers whose id, name or account contains `q`, or who run a stack named `q`
-/// or a version `q` of any stack; all customers when `q` is empty. At most `limit`,
-/// by id.
-pub fn search(conn: &Connection, q: &str, limit: u64) -> rusqlite::Result<Vec<CustomerLine>> {
-    let q = q.trim();
-    let pattern = contains_pattern(q);
-    conn.prepare_cached(
-        "SELECT c.id, c.name, c.environment, c.account, c.region, c.last_seen,
+const SEARCH: &str = "SELECT c.id, c.name, c.environment, c.account, c.region, c.last_seen,
              (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.version IS NOT NULL),
              (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.failed = 1),
              (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.drifted = 1)
          FROM customers c
-         WHERE ?1 = ''
-            OR c.id LIKE ?2 ESCAPE '\\' OR c.name LIKE ?2 ESCAPE '\\'
-            OR c.account LIKE ?2 ESCAPE '\\'
-            OR c.id IN (SELECT customer FROM fleet_cells WHERE stack = ?1
-                UNION SELECT customer FROM fleet_cells INDEXED BY fleet_cells_version
-                    WHERE version = ?1 AND attempt_id IS NOT NULL)
-         ORDER BY c.id LIMIT ?3",
-    )?
-    .query_map(params![q, pattern, limit as i64], |r| {
-        Ok(CustomerLine {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            environment: r.get(2)?,
-            account: r.get(3)?,
-            region: r.get(4)?,
-            last_seen: r.get(5)?,
-            stacks: r.get::<_, i64>(6)? as u64,
-            failed: r.get::<_, i64>(7)? as u64,
-            drifted: r.get::<_, i64>(8)? as u64,
-        })
-    })?
-    .collect()
+         WHERE c.id IN (
+             SELECT id FROM (SELECT id FROM customers
+                 WHERE ?1 = '' OR id LIKE ?2 ESCAPE '\\' OR name LIKE ?2 ESCAPE '\\'
+                     OR account LIKE ?2 ESCAPE '\\'
+                 ORDER BY id LIMIT ?3)
+             UNION ALL SELECT customer FROM (SELECT customer
+                 FROM fleet_cells INDEXED BY fleet_cells_stack
+                 WHERE stack = ?1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT ?3)
+             UNION ALL SELECT customer FROM (SELECT customer
+                 FROM fleet_cells INDEXED BY fleet_cells_stack_unattempted
+                 WHERE stack = ?1 AND attempt_id IS NULL ORDER BY customer LIMIT ?3)
+             UNION ALL SELECT customer FROM (SELECT DISTINCT customer
+                 FROM fleet_cells INDEXED BY fleet_cells_version_customer
+                 WHERE version = ?1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT ?3))
+         ORDER BY c.id LIMIT ?3";
+
+/// Customers whose id, name or account contains `q`, or who run a stack named `q`
+/// or a version `q` of any stack; all customers when `q` is empty. At most `limit`,
+/// by id.
+///
+/// Each way of matching gives its own first `limit` customers by id, read in id
+/// order off an index and stopped there (a version most of the fleet runs would
+/// otherwise gather every one of its cells); the first `limit` of their union are
+/// the first `limit` of all matches.
+pub fn search(conn: &Connection, q: &str, limit: u64) -> rusqlite::Result<Vec<CustomerLine>> {
+    let q = q.trim();
+    let pattern = contains_pattern(q);
+    conn.prepare_cached(SEARCH)?
+        .query_map(params![q, pattern, limit as i64], |r| {
+            Ok(CustomerLine {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                environment: r.get(2)?,
+                account: r.get(3)?,
+                region: r.get(4)?,
+                last_seen: r.get(5)?,
+                stacks: r.get::<_, i64>(6)? as u64,
+                failed: r.get::<_, i64>(7)? as u64,
+                drifted: r.get::<_, i64>(8)? as u64,
+            })
+        })?
+        .collect()
 }
 
 /// One line of the stacks index.
@@ -143,15 +156,10 @@ pub struct StackLine {
     pub drifted: u64,
 }
 
-/// Stacks whose name contains `q` (all when empty), with their published versions,
-/// the latest stable one, and how many customers run, failed and drifted on each:
-/// one pass over `fleet_cells_stack_state`, never the cells themselves.
-pub fn stacks(conn: &Connection, q: &str) -> rusqlite::Result<Vec<StackLine>> {
-    let pattern = contains_pattern(q.trim());
-    conn.prepare_cached(
-        "WITH cells AS (SELECT stack, COUNT(version) AS running, SUM(failed) AS failed,
-                 SUM(drifted) AS drifted
-                 FROM fleet_cells INDEXED BY fleet_cells_stack_state GROUP BY stack),
+const STACKS: &str = "WITH cells AS (SELECT stack,
+                 SUM(CASE WHEN version <> '' THEN cells ELSE 0 END) AS running,
+                 SUM(failed) AS failed, SUM(drifted) AS drifted
+                 FROM fleet_stack_versions GROUP BY stack HAVING SUM(cells) > 0),
              names AS (SELECT stack FROM releases UNION SELECT stack FROM cells)
          SELECT n.stack,
              (SELECT COUNT(*) FROM releases r WHERE r.stack = n.stack),
@@ -159,19 +167,26 @@ pub fn stacks(conn: &Connection, q: &str) -> rusqlite::Result<Vec<StackLine>> {
                  ORDER BY version_key DESC LIMIT 1),
              COALESCE(c.running, 0), COALESCE(c.failed, 0), COALESCE(c.drifted, 0)
          FROM names n LEFT JOIN cells c ON c.stack = n.stack
-         WHERE n.stack LIKE ?1 ESCAPE '\\' ORDER BY n.stack",
-    )?
-    .query_map(params![pattern], |r| {
-        Ok(StackLine {
-            stack: r.get(0)?,
-            versions: r.get::<_, i64>(1)? as u64,
-            latest: r.get(2)?,
-            customers: r.get::<_, i64>(3)? as u64,
-            failed: r.get::<_, i64>(4)? as u64,
-            drifted: r.get::<_, i64>(5)? as u64,
-        })
-    })?
-    .collect()
+         WHERE n.stack LIKE ?1 ESCAPE '\\' ORDER BY n.stack";
+
+/// Stacks whose name contains `q` (all when empty), with their published versions,
+/// the latest stable one, and how many customers run, failed and drifted on each:
+/// summed from `fleet_stack_versions` (a row per stack and version, kept as cells
+/// change), never the cells themselves.
+pub fn stacks(conn: &Connection, q: &str) -> rusqlite::Result<Vec<StackLine>> {
+    let pattern = contains_pattern(q.trim());
+    conn.prepare_cached(STACKS)?
+        .query_map(params![pattern], |r| {
+            Ok(StackLine {
+                stack: r.get(0)?,
+                versions: r.get::<_, i64>(1)? as u64,
+                latest: r.get(2)?,
+                customers: r.get::<_, i64>(3)? as u64,
+                failed: r.get::<_, i64>(4)? as u64,
+                drifted: r.get::<_, i64>(5)? as u64,
+            })
+        })?
+        .collect()
 }
 
 /// One version of a stack with how many customers run it.
@@ -186,12 +201,12 @@ pub struct VersionLine {
 
 /// A stack's versions, newest first: those published and those customers run
 /// (a bundle kept in another registry may be run without being recorded here),
-/// counted from `fleet_cells_stack_state`.
+/// counted in `fleet_stack_versions`.
 pub fn versions(conn: &Connection, stack: &str) -> rusqlite::Result<Vec<VersionLine>> {
     let mut running: std::collections::HashMap<String, u64> = conn
         .prepare_cached(
-            "SELECT version, COUNT(*) FROM fleet_cells INDEXED BY fleet_cells_stack_state
-             WHERE stack = ?1 AND version IS NOT NULL GROUP BY version",
+            "SELECT version, cells FROM fleet_stack_versions
+             WHERE stack = ?1 AND version <> '' AND cells > 0",
         )?
         .query_map(params![stack], |r| {
             Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))
@@ -276,5 +291,19 @@ pub fn cell_receipts(
             },
         ))
     })?
+    .collect()
+}
+
+/// The plans SQLite picks for the indexes' statements, by name (`search`,
+/// `stacks`), one line per step, for the test that holds them to their indexes.
+pub fn index_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, Vec<String>)>> {
+    let search: [&dyn rusqlite::ToSql; 3] = [&"1.19.0", &"%1.19.0%", &201i64];
+    let stacks: [&dyn rusqlite::ToSql; 1] = [&"%%"];
+    [
+        ("search", SEARCH, &search[..]),
+        ("stacks", STACKS, &stacks[..]),
+    ]
+    .into_iter()
+    .map(|(name, sql, values)| Ok((name, super::query_plan(conn, sql, values)?)))
     .collect()
 }

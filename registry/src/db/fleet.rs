@@ -397,21 +397,15 @@ pub fn customers_page(
     }
     let limit = q.bind(limit as i64);
     let sql = format!(
-        "SELECT c.id, c.name, c.environment, c.created, c.last_seen FROM customers c
-         WHERE {} ORDER BY c.id LIMIT {limit}",
+        "{} WHERE {} ORDER BY c.id LIMIT {limit}",
+        super::ledger::CUSTOMER_SELECT,
         q.condition()
     );
     conn.prepare_cached(&sql)?
-        .query_map(params_from_iter(q.params.iter()), |r| {
-            Ok(Customer {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                environment: r.get(2)?,
-                created: r.get(3)?,
-                last_seen: r.get(4)?,
-                stale: None,
-            })
-        })?
+        .query_map(
+            params_from_iter(q.params.iter()),
+            super::ledger::customer_row,
+        )?
         .collect()
 }
 

@@ -305,10 +305,13 @@ pub fn note_customer(conn: &Connection, id: &str, now: &str) -> rusqlite::Result
 /// Customers with their last receipt's finish time (kept in `last_seen` as receipts
 /// arrive). Every receipt registers its customer (and migration 4 registered those
 /// from before), so the customers table is the whole list.
-const CUSTOMER_SELECT: &str =
-    "SELECT c.id, c.name, c.environment, c.created, c.last_seen FROM customers c";
+/// Its details (`customer set`) come along, so every answer that gives a customer
+/// says who and where it is.
+pub(crate) const CUSTOMER_SELECT: &str =
+    "SELECT c.id, c.name, c.environment, c.created, c.last_seen,
+         c.account, c.region, c.contact, c.notes FROM customers c";
 
-fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
+pub(crate) fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
     Ok(Customer {
         id: r.get(0)?,
         name: r.get(1)?,
@@ -316,6 +319,10 @@ fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
         created: r.get(3)?,
         last_seen: r.get(4)?,
         stale: None,
+        account: r.get(5)?,
+        region: r.get(6)?,
+        contact: r.get(7)?,
+        notes: r.get(8)?,
     })
 }
 
@@ -714,13 +721,7 @@ pub fn adoption_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, 
     ];
     statements
         .into_iter()
-        .map(|(name, sql, values)| {
-            let steps = conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-                .query_map(values, |r| r.get(3))?
-                .collect::<rusqlite::Result<Vec<String>>>()?;
-            Ok((name, steps))
-        })
+        .map(|(name, sql, values)| Ok((name, super::query_plan(conn, &sql, values)?)))
         .collect()
 }
 

@@ -25,6 +25,7 @@
 //! finds no row, so it never removes a blob being committed.
 
 pub mod fs;
+pub mod moving;
 pub mod s3;
 
 use std::io;
@@ -85,6 +86,15 @@ impl std::fmt::Display for S3Location {
 }
 
 impl BlobLocation {
+    /// What the database records of it: `data-folder`, or `s3://bucket/prefix`
+    /// (how the bucket is reached, endpoint and region, may differ per replica).
+    pub fn identity(&self) -> String {
+        match self {
+            BlobLocation::DataFolder => "data-folder".to_string(),
+            BlobLocation::S3(s3) => s3.to_string(),
+        }
+    }
+
     /// `s3://bucket` or `s3://bucket/some/prefix`; `endpoint` and `region` from
     /// their own flags (the region otherwise from `AWS_REGION`, `AWS_DEFAULT_REGION`,
     /// or `us-east-1`).

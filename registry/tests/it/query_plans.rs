@@ -59,6 +59,28 @@ fn fleet_queries_use_an_index_for_each_filter_and_never_read_receipts() {
             true,
         ),
         (
+            "stack and failed",
+            Filter {
+                stack: Some("data-plane"),
+                failed: true,
+                ..Filter::default()
+            },
+            Carriers::Many,
+            "fleet_cells_stack_failed",
+            true,
+        ),
+        (
+            "stack and drifted",
+            Filter {
+                stack: Some("data-plane"),
+                drifted: true,
+                ..Filter::default()
+            },
+            Carriers::Many,
+            "fleet_cells_stack_drifted",
+            true,
+        ),
+        (
             "stack below a version",
             Filter {
                 stack: Some("data-plane"),
@@ -288,4 +310,38 @@ fn adoption_reads_its_deltas_by_key_and_a_new_change_finds_its_neighbours_by_ind
             "{name} reads {wanted}: {plan:?}"
         );
     }
+}
+
+/// The index pages never pass over every cell: search walks the customers who run
+/// a version, or have a cell of a stack, through an index in id order (no sort of
+/// every match), and the stacks index sums the kept counts without reading a cell.
+#[test]
+fn index_pages_read_kept_counts_and_search_walks_its_indexes_in_id_order() {
+    let (_dir, db) = database();
+    let plans = db
+        .support(stackpack_registry::db::customers::index_plans)
+        .unwrap();
+    let (_, search) = plans.iter().find(|(n, _)| *n == "search").unwrap();
+    for index in [
+        "fleet_cells_version_customer",
+        "fleet_cells_stack ",
+        "fleet_cells_stack_unattempted",
+    ] {
+        assert!(
+            search.iter().any(|s| s.contains(index)),
+            "{index}: {search:#?}"
+        );
+    }
+    let faults: Vec<&String> = search
+        .iter()
+        .filter(|s| s.starts_with("SCAN f") || s.contains("receipts") || s.contains("FOR ORDER BY"))
+        .filter(|s| !s.contains("COVERING INDEX fleet_cells_"))
+        .collect();
+    assert!(faults.is_empty(), "{faults:?} in {search:#?}");
+    let (_, stacks) = plans.iter().find(|(n, _)| *n == "stacks").unwrap();
+    assert!(
+        stacks.iter().all(|s| !s.contains("fleet_cells")),
+        "{stacks:#?}"
+    );
+    assert!(stacks.iter().any(|s| s.contains("fleet_stack_versions")));
 }

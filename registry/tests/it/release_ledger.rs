@@ -338,7 +338,7 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
 }
 
 /// `customer show ARGS --url` with a token, as support runs it from anywhere.
-fn show_over_url(server: &OurRegistry, token: &str, args: &[&str]) -> std::process::Output {
+pub fn show_over_url(server: &OurRegistry, token: &str, args: &[&str]) -> std::process::Output {
     std::process::Command::new(BIN)
         .args(["customer", "show"])
         .args(args)

@@ -545,3 +545,170 @@ fn a_chunk_cut_off_keeps_what_arrived_and_the_session_goes_on_from_there() {
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     assert!(pull(&client, "acme/app", &digest) == blob);
 }
+
+#[test]
+fn a_registry_moves_its_blobs_from_its_data_folder_into_a_bucket_and_a_replica_told_the_wrong_store_is_refused(
+) {
+    let moto = emulator();
+    // A registry as it runs today: blobs in its data folder, a bundle-sized layer
+    // beside small ones.
+    let mut folder = OurRegistry::start();
+    let data = folder.data.clone();
+    let token = publisher(&data);
+    let client = Client::new(folder.url(), Some(token.clone()));
+    let big = bytes(7, 9 * MIB + 5);
+    let big_digest = client.push_blob("acme/data-plane", &big);
+    let (manifest, manifest_digest) = client.push_image("acme/data-plane", "1.0.0", 3);
+    folder.terminate();
+
+    // A replica started on the bucket before the move is refused: the rows point
+    // into the data folder, and it would answer "blob unknown" for all of them.
+    let mut serve: Vec<String> = vec!["serve".into(), "--data".into(), data.display().to_string()];
+    serve.extend(blobs_flags(&moto));
+    serve.extend(["--listen".into(), format!("127.0.0.1:{}", free_port())]);
+    let refused = Run::from(registry_command(&serve).output().unwrap());
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("blobs live in `data-folder`, not in `s3://registry-blobs/acme/`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("--move-blobs-to"),
+        "{}",
+        refused.stderr
+    );
+
+    let mut migrate: Vec<String> = vec![
+        "migrate".into(),
+        "--json".into(),
+        "--data".into(),
+        data.display().to_string(),
+        "--move-blobs-to".into(),
+        format!("s3://{BUCKET}/{PREFIX}"),
+        "--s3-endpoint".into(),
+        moto.url.clone(),
+    ];
+    let moved = Run::from(registry_command(&migrate).output().unwrap())
+        .ok()
+        .json();
+    assert_eq!(moved["moved"]["blobs"], 3, "{moved}");
+    assert!(keys(&moto, &format!("{PREFIX}/blobs/sha256/")).len() >= 3);
+    assert_eq!(open_multipart_uploads(&moto), 0);
+
+    // On the bucket now: every blob and manifest answers as before, the token too.
+    let replica = Replica::start(&data, &moto);
+    let client = Client::new(replica.url(), Some(token));
+    assert_eq!(pull(&client, "acme/data-plane", &big_digest), big);
+    let r = client.req(
+        "GET",
+        "/v2/acme/data-plane/manifests/1.0.0",
+        &[("Accept", OCI_MANIFEST)],
+        None,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, manifest);
+    assert_eq!(sha256(&r.body), manifest_digest);
+    drop(replica);
+
+    // And a replica still told the data folder is refused the other way round.
+    let mut folder_serve: Vec<String> = serve[..3].to_vec();
+    folder_serve.extend(["--listen".into(), format!("127.0.0.1:{}", free_port())]);
+    let refused = Run::from(registry_command(&folder_serve).output().unwrap());
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("--blobs s3://registry-blobs/acme/"),
+        "{}",
+        refused.stderr
+    );
+
+    // A second move to where they already are changes nothing.
+    migrate[1] = "--data".into();
+    migrate.remove(1);
+    let again = Run::from(registry_command(&migrate).output().unwrap()).ok();
+    assert!(again.stderr.contains("nothing to move"), "{}", again.stderr);
+}
+
+#[test]
+fn the_s3_endpoint_lost_mid_upload_fails_the_request_cleanly_and_the_session_resumes_when_it_returns(
+) {
+    use stackpack_test_support::cut_relay::CutRelay;
+    let moto = emulator();
+    let relay = CutRelay::start(&moto.url);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    let args: Vec<String> = [
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--data",
+        data.to_str().unwrap(),
+        "--blobs",
+        &format!("s3://{BUCKET}/{PREFIX}"),
+        "--s3-endpoint",
+        &relay.url,
+    ]
+    .map(String::from)
+    .to_vec();
+    let child = registry_command(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    wait_for_port(port);
+    let replica = Replica { child, port };
+    let client = Client::new(replica.url(), Some(publisher(&data)));
+    let blob = bytes(11, 12 * MIB + 3);
+    let (first, second) = blob.split_at(9 * MIB);
+    let location = begin(&client, "acme/data-plane");
+    let location = patch(&client, &location, 0, first);
+
+    // The endpoint goes away: the next chunk fails, nothing is claimed stored, and
+    // /healthz takes the replica out naming the blob store.
+    relay.cut();
+    let range = format!("{}-{}", first.len(), blob.len() - 1);
+    let r = client.req(
+        "PATCH",
+        &location,
+        &[
+            ("Content-Type", "application/octet-stream"),
+            ("Content-Range", &range),
+        ],
+        Some(second),
+    );
+    assert!(
+        r.status >= 500,
+        "{} {}",
+        r.status,
+        String::from_utf8_lossy(&r.body)
+    );
+    let health = send("GET", &format!("{}/healthz", replica.url()), &[], None);
+    assert_eq!(health.status, 503);
+    assert!(
+        String::from_utf8_lossy(&health.body).contains("s3://registry-blobs/acme/"),
+        "{}",
+        String::from_utf8_lossy(&health.body)
+    );
+
+    // Back: the session still holds the first chunk, goes on from there, and the
+    // blob is whole and right.
+    let _back = relay.restore(&moto.url);
+    let status = client.req("GET", &location, &[], None);
+    assert_eq!(status.status, 204);
+    assert_eq!(
+        status.header("range"),
+        Some(format!("0-{}", first.len() - 1).as_str())
+    );
+    let location = patch(&client, &location, first.len(), second);
+    let digest = sha256(&blob);
+    let r = finish(&client, &location, &digest);
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(pull(&client, "acme/data-plane", &digest), blob);
+    assert_eq!(
+        send("GET", &format!("{}/healthz", replica.url()), &[], None).status,
+        200
+    );
+}

@@ -1381,6 +1381,88 @@ fn customer_set_records_details_and_an_empty_value_clears_one() {
     assert_eq!(details, serde_json::json!({"account": "42"}));
 }
 
+/// What `customer set` records is what support reads back: in the customer's API
+/// answer and the customers list, and in `customer show` (table and `--json`,
+/// from `--data` and over `--url`); a customer without details shows none.
+#[test]
+fn customer_details_show_in_the_api_and_in_customer_show() {
+    let server = OurRegistry::start();
+    cli_ok(&server, &["customer", "add", "globex", "--name", "Globex"]);
+    cli_ok(&server, &["customer", "add", "acme"]);
+    cli_ok(
+        &server,
+        &[
+            "customer",
+            "set",
+            "globex",
+            "--account",
+            "123456789012",
+            "--region",
+            "eu-west-1",
+            "--environment",
+            "production",
+            "--contact",
+            "ops@globex.example, +1 555 0100",
+            "--notes",
+            "GPU pools in eu-west-1 only; change window Tue 02:00 UTC",
+        ],
+    );
+    let support = server.token("support", None);
+    let client = Client::new(server.url(), Some(support.clone()));
+    let mut detail = client
+        .req("GET", "/api/v1/customers/globex", &[], None)
+        .json();
+    let customer = detail["customer"].take();
+    let expected = serde_json::json!({
+        "id": "globex",
+        "name": "Globex",
+        "environment": "production",
+        "created": customer["created"],
+        "lastSeen": null,
+        "account": "123456789012",
+        "region": "eu-west-1",
+        "contact": "ops@globex.example, +1 555 0100",
+        "notes": "GPU pools in eu-west-1 only; change window Tue 02:00 UTC",
+    });
+    assert_eq!(customer, expected);
+    let listed = client.req("GET", "/api/v1/customers", &[], None).json();
+    let mut stale = expected.clone();
+    stale["stale"] = true.into();
+    assert_eq!(listed[1], stale, "the list gives the same customer");
+    // Without details, none of their keys: older clients read the same document.
+    assert_eq!(
+        listed[0],
+        serde_json::json!({
+            "id": "acme",
+            "name": null,
+            "environment": null,
+            "created": listed[0]["created"],
+            "lastSeen": null,
+            "stale": true,
+        })
+    );
+
+    let shown = json(&cli_ok(&server, &["customer", "show", "globex", "--json"]));
+    assert_eq!(shown["customer"], expected);
+    let remote = crate::release_ledger::show_over_url(&server, &support, &["globex", "--json"]);
+    assert!(remote.status.success());
+    assert_eq!(json(&remote)["customer"], expected);
+    for out in [
+        cli_ok(&server, &["customer", "show", "globex"]),
+        crate::release_ledger::show_over_url(&server, &support, &["globex"]),
+    ] {
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains("account 123456789012  region eu-west-1\n"),
+            "{text}"
+        );
+        assert!(text.contains("contact ops@globex.example, +1 555 0100\n"));
+        assert!(text.contains("notes GPU pools in eu-west-1 only; change window Tue 02:00 UTC\n"));
+    }
+    let text = String::from_utf8(cli_ok(&server, &["customer", "show", "acme"]).stdout).unwrap();
+    assert!(!text.contains("account") && !text.contains("contact") && !text.contains("notes"));
+}
+
 /// `adoption --format svg` prints the chart the stack page shows.
 #[test]
 fn adoption_is_drawn_as_svg_on_the_command_line_as_on_the_stack_page() {

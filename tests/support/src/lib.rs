@@ -10,6 +10,7 @@
 //! A missing tool is skipped with a message on a developer's machine and is a failure
 //! where `STACKPACK_REQUIRE_TOOLS` is set, as the test script and CI set it.
 
+pub mod cut_relay;
 pub mod receipts;
 pub mod release_index;
 pub mod servers;

@@ -14,7 +14,6 @@ use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
 
-pub mod cut_relay;
 pub mod hold_relay;
 pub mod release;
 
