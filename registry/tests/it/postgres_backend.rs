@@ -240,3 +240,83 @@ fn postgres_down_is_an_error_naming_it() {
     assert!(error.to_string().starts_with("postgresql:"), "{error}");
 }
 
+#[test]
+fn postgres_errors_never_print_the_password_in_the_url() {
+    let server = Postgres::start();
+    let down = stackpack_test_support::free_port();
+    for url in [
+        // Nothing listens there.
+        format!("postgres://stackpack:hunter2secret@127.0.0.1:{down}/postgres"),
+        // A database that does not exist, on a server that answers.
+        format!(
+            "postgres://stackpack:hunter2secret@127.0.0.1:{}/nowhere",
+            server.port
+        ),
+        // Not a URL the client can read.
+        "postgres://stackpack:hunter2secret@127.0.0.1:notaport/postgres".to_string(),
+    ] {
+        let error = pg::connect(&url).err().expect("the connection fails");
+        let shown = format!("{error} / {error:?}");
+        assert!(!shown.contains("hunter2secret"), "{shown}");
+    }
+}
+
+/// Run only by `a_killed_test_leaves_no_postgres_running`, as its child: starts a
+/// cluster, says where (port and folder) in the file named by
+/// `STACKPACK_HOLD_POSTGRES`, and waits to be killed.
+#[test]
+#[ignore = "the child of a_killed_test_leaves_no_postgres_running"]
+fn hold_a_postgres_until_killed() {
+    let Some(out) = std::env::var_os("STACKPACK_HOLD_POSTGRES") else {
+        return;
+    };
+    let server = Postgres::start();
+    let out = std::path::PathBuf::from(out);
+    let partial = out.with_extension("partial");
+    let said = format!("{}\n{}", server.port, server.dir().display());
+    std::fs::write(&partial, said).unwrap();
+    std::fs::rename(&partial, &out).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(600));
+}
+
+/// A test killed outright (SIGKILL: no Drop runs) leaves no PostgreSQL behind: the
+/// watchdog `Postgres` starts stops the cluster and removes its folder.
+#[test]
+fn a_killed_test_leaves_no_postgres_running() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let said = dir.path().join("held");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "postgres_backend::hold_a_postgres_until_killed",
+            "--ignored",
+        ])
+        .env("STACKPACK_HOLD_POSTGRES", &said)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let said = loop {
+        if let Ok(said) = std::fs::read_to_string(&said) {
+            break said;
+        }
+        assert!(Instant::now() < deadline, "the child started no PostgreSQL");
+        assert!(child.try_wait().unwrap().is_none(), "the child ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (port, cluster) = said.split_once('\n').unwrap();
+    let url = format!("postgres://stackpack@127.0.0.1:{port}/postgres");
+    pg::connect(&url).expect("the child's cluster answers");
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pg::connect(&url).is_ok() || std::path::Path::new(cluster).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the killed test's cluster still runs (or its folder {cluster} is left)"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -340,6 +340,9 @@ pub struct Postgres {
     bin: PathBuf,
     user: Option<String>,
     pub port: u16,
+    /// `scripts/postgres-watchdog.sh`, once the cluster runs: stops it should this
+    /// process be killed outright; exits by itself once the cluster's folder is gone.
+    watchdog: Option<Child>,
 }
 
 impl Postgres {
@@ -359,11 +362,12 @@ impl Postgres {
                 .unwrap();
             assert!(chowned.success(), "chown `{user}` of the cluster's folder");
         }
-        let server = Postgres {
+        let mut server = Postgres {
             dir,
             bin,
             user,
             port: free_port(),
+            watchdog: None,
         };
         let data = server.dir.path().join("data");
         server.run_as(
@@ -398,7 +402,31 @@ impl Postgres {
                 "start".as_ref(),
             ],
         );
+        server.watchdog = Some(server.watch());
         server
+    }
+
+    /// Starts the watchdog that stops this cluster when this process is killed
+    /// outright (no Drop runs then, and `pg_ctl` detached the server from us). It
+    /// runs in a process group of its own, so a test runner killing the test's
+    /// group leaves it to do its work, and holds none of our output pipes, so a
+    /// runner reading them to the end is not kept waiting.
+    fn watch(&self) -> Child {
+        use std::os::unix::process::CommandExt;
+        Command::new(super::repository_root().join("scripts/postgres-watchdog.sh"))
+            .arg(std::process::id().to_string())
+            .arg(self.dir.path())
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("scripts/postgres-watchdog.sh runs")
+    }
+
+    /// The folder the cluster lives in (its data in `data/`, its log in `log`).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// `postgres://stackpack@127.0.0.1:PORT/postgres`: the superuser `initdb` made,
@@ -445,6 +473,11 @@ impl Drop for Postgres {
             .arg(data)
             .args(["-m", "immediate", "-w", "stop"])
             .output();
+        // Stopped: the watchdog has nothing left to do.
+        if let Some(mut watchdog) = self.watchdog.take() {
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+        }
     }
 }
 
