@@ -4,7 +4,9 @@
 
 use stackpack_registry::auth::Role;
 use stackpack_registry::db::sql::{Pg, PgError, Sql};
-use stackpack_registry::db::{leases, pg, sessions, tokens, Db};
+use stackpack_registry::db::{
+    blobs, leases, manifests, pg, sessions, settings, support_bundles, tokens, uploads, Db,
+};
 use stackpack_test_support::servers::Postgres;
 
 /// Every answer `tokens` gives to one fixed sequence of calls, as text to compare.
@@ -183,6 +185,356 @@ fn of_two_postgres_transactions_taking_one_lease_only_one_gets_it() {
     tx.into_inner().commit().unwrap();
     let held = racer.join().unwrap().expect_err("both took the lease");
     assert_eq!(held.holder, "a");
+}
+
+/// Every answer `settings`, `uploads`, `blobs`, `manifests` and `support_bundles`
+/// give to one push's worth of calls: an upload session's parts, the blob it
+/// became, a manifest and an index over it, tags and referrers, where the blobs
+/// live, and a customer's support bundles.
+fn push_story<C: Sql>(conn: &C) -> Vec<String> {
+    let mut answers = Vec::new();
+    answers.extend(settings_story(conn));
+    answers.extend(upload_story(conn));
+    answers.extend(blob_story(conn));
+    answers.extend(manifest_story(conn));
+    answers.extend(support_bundle_story(conn));
+    answers
+}
+
+fn digest(of: &str) -> String {
+    stackpack_schema::Digest::of(of.as_bytes()).to_string()
+}
+
+fn sorted(mut digests: Vec<String>) -> Vec<String> {
+    // `unreferenced` promises no order: gc takes them as they come.
+    digests.sort();
+    digests
+}
+
+fn settings_story<C: Sql>(conn: &C) -> Vec<String> {
+    let mut answers = vec![format!(
+        "{:?}",
+        settings::get(conn, settings::BLOBS).unwrap()
+    )];
+    settings::set(conn, settings::BLOBS, "data-folder").unwrap();
+    settings::set(conn, settings::BLOBS, "s3://bucket/prefix").unwrap();
+    answers.push(format!(
+        "{:?}",
+        settings::get(conn, settings::BLOBS).unwrap()
+    ));
+    answers.push(format!("any blob {}", settings::any_blob(conn).unwrap()));
+    answers
+}
+
+fn upload_story<C: Sql>(conn: &C) -> Vec<String> {
+    let mut answers = Vec::new();
+    uploads::create(conn, "u1", "acme/app", "tok", 100).unwrap();
+    uploads::create(conn, "u2", "acme/app", "other", 100).unwrap();
+    let segment = |start, size| uploads::Segment { start, size };
+    // Parts that continue the session are kept; one that does not is refused.
+    for (part, now) in [
+        (segment(0, 10), 110),
+        (segment(5, 5), 120),
+        (segment(10, 5), 130),
+    ] {
+        answers.push(format!(
+            "{:?}",
+            uploads::add_segment(conn, "u1", part, now).unwrap()
+        ));
+    }
+    answers.push(format!(
+        "{:?}",
+        uploads::add_segment(conn, "nope", segment(0, 1), 1).unwrap()
+    ));
+    answers.push(format!("{:?}", uploads::segments(conn, "u1").unwrap()));
+    answers.push(format!(
+        "size {}",
+        uploads::segments_size(conn, "u1").unwrap()
+    ));
+    answers.push(format!(
+        "size {}",
+        uploads::segments_size(conn, "u2").unwrap()
+    ));
+    let u1 = uploads::get(conn, "u1").unwrap().unwrap();
+    answers.push(format!("{} {}", u1.repo, u1.updated));
+    answers.push(format!(
+        "open {}",
+        uploads::open_by_owner(conn, "tok", 120).unwrap()
+    ));
+    answers.push(format!("{:?}", uploads::expired(conn, 100, 10).unwrap()));
+    let mut ids: Vec<String> = uploads::all_ids(conn).unwrap().into_iter().collect();
+    ids.sort();
+    answers.push(format!("{ids:?}"));
+    // Deleting a session forgets its parts.
+    answers.push(format!("{:?}", uploads::delete(conn, "u1").unwrap()));
+    answers.push(format!("{:?}", uploads::delete(conn, "u1").unwrap()));
+    answers.push(format!("{:?}", uploads::segments(conn, "u1").unwrap()));
+    answers
+}
+
+fn blob_story<C: Sql>(conn: &C) -> Vec<String> {
+    let (layer, config) = (digest("layer"), digest("config"));
+    blobs::insert_and_link(conn, "acme/app", &layer, 15, 100).unwrap();
+    // Recorded again (another push of the same bytes): nothing changes.
+    blobs::insert_and_link(conn, "acme/app", &layer, 15, 200).unwrap();
+    blobs::insert_and_link(conn, "acme/app", &config, 2, 100).unwrap();
+    blobs::link(conn, "acme/other", &layer).unwrap();
+    let mut answers = vec![
+        format!(
+            "{:?}",
+            blobs::size_in_repo(conn, "acme/app", &layer).unwrap()
+        ),
+        format!(
+            "{:?}",
+            blobs::size_in_repo(conn, "acme/nobody", &layer).unwrap()
+        ),
+        format!("{:?}", blobs::size(conn, &config).unwrap()),
+        format!("{:?}", blobs::size(conn, &digest("never")).unwrap()),
+        format!("{:?}", blobs::unlink(conn, "acme/other", &layer).unwrap()),
+        format!("{:?}", blobs::unlink(conn, "acme/other", &layer).unwrap()),
+        format!("any blob {}", settings::any_blob(conn).unwrap()),
+    ];
+    let mut all: Vec<String> = blobs::all(conn).unwrap().into_iter().collect();
+    all.sort();
+    answers.push(format!("{all:?}"));
+    answers
+}
+
+fn manifest_story<C: Sql>(conn: &C) -> Vec<String> {
+    let (layer, config) = (digest("layer"), digest("config"));
+    let (image, index, signature) = (digest("image"), digest("index"), digest("signature"));
+    let (image, index, signature) = (image.as_str(), index.as_str(), signature.as_str());
+    fn new<'a>(digest: &'a str, content: &'a [u8]) -> manifests::NewManifest<'a> {
+        manifests::NewManifest {
+            repo: "acme/app",
+            digest,
+            media_type: "application/vnd.oci.image.manifest.v1+json",
+            artifact_type: None,
+            subject: None,
+            annotations: None,
+            content,
+            blobs: &[],
+            manifests: &[],
+        }
+    }
+    let image_blobs = [config.clone(), layer.clone()];
+    let index_children = [image.to_string()];
+    manifests::insert(
+        conn,
+        &manifests::NewManifest {
+            blobs: &image_blobs,
+            ..new(image, b"{\"image\":1}")
+        },
+        100,
+    )
+    .unwrap();
+    manifests::insert(
+        conn,
+        &manifests::NewManifest {
+            media_type: "application/vnd.oci.image.index.v1+json",
+            manifests: &index_children,
+            ..new(index, b"{\"index\":1}")
+        },
+        101,
+    )
+    .unwrap();
+    manifests::insert(
+        conn,
+        &manifests::NewManifest {
+            artifact_type: Some("application/vnd.dev.cosign"),
+            subject: Some(image),
+            annotations: Some("{\"by\":\"ci\"}"),
+            ..new(signature, b"{\"signature\":1}")
+        },
+        102,
+    )
+    .unwrap();
+    // Stored again: a no-op.
+    manifests::insert(conn, &new(image, b"{\"image\":1}"), 200).unwrap();
+    // Tags in byte order, as the distribution API pages them; mixed case and
+    // punctuation tell byte order from a locale's.
+    for (tag, target) in [
+        ("v1", image),
+        ("V1", image),
+        ("latest", index),
+        ("a-b", image),
+        ("a.b", image),
+        ("_x", index),
+    ] {
+        manifests::set_tag(conn, "acme/app", tag, target, 100).unwrap();
+    }
+    manifests::set_tag(conn, "acme/app", "v1", index, 150).unwrap();
+    let shown = |m: Option<manifests::StoredManifest>| {
+        m.map(|m| {
+            format!(
+                "{} {} {}",
+                m.digest,
+                m.media_type,
+                String::from_utf8_lossy(&m.content)
+            )
+        })
+    };
+    let mut answers = vec![
+        format!("{:?}", manifests::exists(conn, "acme/app", image).unwrap()),
+        format!(
+            "{:?}",
+            manifests::exists(conn, "acme/other", image).unwrap()
+        ),
+        format!(
+            "{:?}",
+            shown(manifests::get_by_digest(conn, "acme/app", index).unwrap())
+        ),
+        format!(
+            "{:?}",
+            shown(manifests::get_by_tag(conn, "acme/app", "v1").unwrap())
+        ),
+        format!(
+            "{:?}",
+            shown(manifests::get_by_tag(conn, "acme/app", "nope").unwrap())
+        ),
+        format!(
+            "{:?}",
+            manifests::tag_digest(conn, "acme/app", "V1").unwrap()
+        ),
+        format!(
+            "{:?}",
+            manifests::list_tags(conn, "acme/app", None, None).unwrap()
+        ),
+        format!(
+            "{:?}",
+            manifests::list_tags(conn, "acme/app", Some("a.b"), Some(2)).unwrap()
+        ),
+        format!(
+            "{:?}",
+            manifests::list_repositories(conn, None, Some(5)).unwrap()
+        ),
+        format!(
+            "{:?}",
+            manifests::tags_depending_on(conn, "acme/app", image).unwrap()
+        ),
+        format!(
+            "{:?}",
+            blobs::referenced_in_repo(conn, "acme/app", &layer).unwrap()
+        ),
+        format!(
+            "{:?}",
+            sorted(blobs::unreferenced(conn, 1_000, 10).unwrap())
+        ),
+    ];
+    for artifact_type in [None, Some("application/vnd.dev.cosign"), Some("other")] {
+        let referrers = manifests::referrers(conn, "acme/app", image, artifact_type).unwrap();
+        answers.push(format!(
+            "{:?}",
+            referrers
+                .iter()
+                .map(|r| format!(
+                    "{} {:?} {} {:?}",
+                    r.digest, r.artifact_type, r.size, r.annotations
+                ))
+                .collect::<Vec<_>>()
+        ));
+    }
+    answers.push(format!(
+        "{:?}",
+        manifests::delete_tag(conn, "acme/app", "_x").unwrap()
+    ));
+    answers.push(format!(
+        "{:?}",
+        manifests::delete(conn, "acme/app", image).unwrap()
+    ));
+    answers.push(format!(
+        "{:?}",
+        manifests::delete(conn, "acme/app", image).unwrap()
+    ));
+    answers.push(format!(
+        "{:?}",
+        manifests::list_tags(conn, "acme/app", None, None).unwrap()
+    ));
+    answers.push(format!(
+        "{:?}",
+        sorted(blobs::unreferenced(conn, 1_000, 10).unwrap())
+    ));
+    blobs::delete_rows(conn, &[layer]).unwrap();
+    answers.push(format!(
+        "{:?}",
+        blobs::size(conn, &digest("layer")).unwrap()
+    ));
+    answers.push(format!(
+        "{:?}",
+        manifests::repo_exists(conn, "acme/app").unwrap()
+    ));
+    answers.push(format!(
+        "{:?}",
+        manifests::repo_exists(conn, "acme/nobody").unwrap()
+    ));
+    answers
+}
+
+fn support_bundle_story<C: Sql>(conn: &C) -> Vec<String> {
+    let first = support_bundles::insert(conn, "acme", b"first", "2026-01-01T00:00:00Z").unwrap();
+    let second = support_bundles::insert(conn, "acme", b"second", "2026-01-02T00:00:00Z").unwrap();
+    vec![
+        format!("{first:?}"),
+        format!("{second:?}"),
+        format!("{:?}", support_bundles::latest(conn, "acme").unwrap()),
+        format!("{:?}", support_bundles::latest(conn, "globex").unwrap()),
+        format!(
+            "{:?}",
+            support_bundles::bytes(conn, "acme", first.id).unwrap()
+        ),
+        // Another customer's bundle id answers nothing.
+        format!(
+            "{:?}",
+            support_bundles::bytes(conn, "globex", first.id).unwrap()
+        ),
+    ]
+}
+
+#[test]
+fn a_push_answers_the_same_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registry.db");
+    drop(Db::open(&path, 1).unwrap());
+    let mut connection = rusqlite::Connection::open(&path).unwrap();
+    // Through a transaction, as the handlers call them.
+    let tx = connection.transaction().unwrap();
+    let sqlite = push_story(&tx);
+    tx.commit().unwrap();
+
+    let server = Postgres::start();
+    // A database whose default collation is a language's (ICU's en-US sets case
+    // and punctuation aside), as a production one may well be: tag lists and the
+    // catalog must still page in byte order, as on SQLite.
+    let mut admin = pg::connect(&server.url()).unwrap();
+    admin
+        .batch_execute(
+            "CREATE DATABASE push TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'",
+        )
+        .unwrap();
+    let url = server.url().replace("/postgres", "/push");
+    let mut client = pg::connect(&url).unwrap();
+    pg::migrate(&mut client).unwrap();
+    let tx = Pg::new(client.transaction().unwrap());
+    let postgres = push_story(&tx);
+    tx.into_inner().commit().unwrap();
+
+    for (i, (s, p)) in sqlite.iter().zip(&postgres).enumerate() {
+        assert_eq!(s, p, "answer {i} differs");
+    }
+    assert_eq!(sqlite.len(), postgres.len());
+    // And the answers are the ones a push relies on.
+    let tags = sqlite.iter().find(|a| a.contains("\"latest\"")).unwrap();
+    assert_eq!(tags, r#"["V1", "_x", "a-b", "a.b", "latest", "v1"]"#);
+    assert!(
+        sqlite.contains(&"Some(\"s3://bucket/prefix\")".to_string()),
+        "{sqlite:?}"
+    );
+    assert!(
+        sqlite.contains(
+            &"[Segment { start: 0, size: 10 }, Segment { start: 10, size: 5 }]".to_string()
+        ),
+        "{sqlite:?}"
+    );
 }
 
 #[test]
