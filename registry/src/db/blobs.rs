@@ -1,85 +1,101 @@
-//! Blobs and which repositories may see them.
+//! Blobs and which repositories may see them. Written against [`Sql`], so the same
+//! functions run on SQLite and PostgreSQL.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use super::sql::Sql;
 
 /// The blob's size, if `repo` links it.
-pub fn size_in_repo(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<Option<u64>> {
-    conn.prepare_cached(
+pub fn size_in_repo<C: Sql + ?Sized>(
+    conn: &C,
+    repo: &str,
+    digest: &str,
+) -> Result<Option<u64>, C::Error> {
+    let row = conn.query_opt(
         "SELECT b.size FROM repo_blobs r JOIN blobs b ON b.digest = r.digest
          WHERE r.repo = ?1 AND r.digest = ?2",
-    )?
-    .query_row(params![repo, digest], |r| r.get(0))
-    .optional()
+        &[repo.into(), digest.into()],
+    )?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
 }
 
 /// The blob's size, if it is stored at all.
-pub fn size(conn: &Connection, digest: &str) -> rusqlite::Result<Option<u64>> {
-    conn.prepare_cached("SELECT size FROM blobs WHERE digest = ?1")?
-        .query_row(params![digest], |r| r.get(0))
-        .optional()
+pub fn size<C: Sql + ?Sized>(conn: &C, digest: &str) -> Result<Option<u64>, C::Error> {
+    let row = conn.query_opt("SELECT size FROM blobs WHERE digest = ?1", &[digest.into()])?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
 }
 
 /// Records a whole, verified blob and links it into `repo`.
-pub fn insert_and_link(
-    conn: &Connection,
+pub fn insert_and_link<C: Sql + ?Sized>(
+    conn: &C,
     repo: &str,
     digest: &str,
     size: u64,
     now: i64,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT OR IGNORE INTO blobs (digest, size, created) VALUES (?1, ?2, ?3)")?
-        .execute(params![digest, size, now])?;
+) -> Result<(), C::Error> {
+    conn.execute(
+        "INSERT INTO blobs (digest, size, created) VALUES (?1, ?2, ?3)
+         ON CONFLICT DO NOTHING",
+        &[digest.into(), (size as i64).into(), now.into()],
+    )?;
     link(conn, repo, digest)
 }
 
-pub fn link(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT OR IGNORE INTO repo_blobs (repo, digest) VALUES (?1, ?2)")?
-        .execute(params![repo, digest])?;
+pub fn link<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<(), C::Error> {
+    conn.execute(
+        "INSERT INTO repo_blobs (repo, digest) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        &[repo.into(), digest.into()],
+    )?;
     Ok(())
 }
 
 /// Removes `repo`'s link; the bytes stay until `gc`. True when a link was removed.
-pub fn unlink(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<bool> {
-    Ok(conn
-        .prepare_cached("DELETE FROM repo_blobs WHERE repo = ?1 AND digest = ?2")?
-        .execute(params![repo, digest])?
-        > 0)
+pub fn unlink<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<bool, C::Error> {
+    let removed = conn.execute(
+        "DELETE FROM repo_blobs WHERE repo = ?1 AND digest = ?2",
+        &[repo.into(), digest.into()],
+    )?;
+    Ok(removed > 0)
 }
 
 /// True when some manifest in `repo` references the blob.
-pub fn referenced_in_repo(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached(
+pub fn referenced_in_repo<C: Sql + ?Sized>(
+    conn: &C,
+    repo: &str,
+    digest: &str,
+) -> Result<bool, C::Error> {
+    let row = conn.query_opt(
         "SELECT 1 FROM manifest_refs WHERE repo = ?1 AND child = ?2 AND kind = 'blob' LIMIT 1",
-    )?
-    .exists(params![repo, digest])
+        &[repo.into(), digest.into()],
+    )?;
+    Ok(row.is_some())
 }
 
 /// Up to `limit` blobs that no manifest references and that were recorded at or
 /// before `before`.
-pub fn unreferenced(conn: &Connection, before: i64, limit: usize) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached(
+pub fn unreferenced<C: Sql + ?Sized>(
+    conn: &C,
+    before: i64,
+    limit: usize,
+) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
         "SELECT digest FROM blobs b WHERE created <= ?1 AND NOT EXISTS (
              SELECT 1 FROM manifest_refs m WHERE m.child = b.digest AND m.kind = 'blob')
          LIMIT ?2",
-    )?
-    .query_map(params![before, limit as i64], |r| r.get(0))?
-    .collect()
+        &[before.into(), (limit as i64).into()],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// Deletes the rows (and repository links) of `digests`.
-pub fn delete_rows(conn: &Connection, digests: &[String]) -> rusqlite::Result<()> {
-    let mut links = conn.prepare_cached("DELETE FROM repo_blobs WHERE digest = ?1")?;
-    let mut rows = conn.prepare_cached("DELETE FROM blobs WHERE digest = ?1")?;
+pub fn delete_rows<C: Sql + ?Sized>(conn: &C, digests: &[String]) -> Result<(), C::Error> {
     for digest in digests {
-        links.execute(params![digest])?;
-        rows.execute(params![digest])?;
+        conn.execute("DELETE FROM repo_blobs WHERE digest = ?1", &[digest.into()])?;
+        conn.execute("DELETE FROM blobs WHERE digest = ?1", &[digest.into()])?;
     }
     Ok(())
 }
 
 /// Every blob digest recorded.
-pub fn all(conn: &Connection) -> rusqlite::Result<std::collections::HashSet<String>> {
-    conn.prepare("SELECT digest FROM blobs")?
-        .query_map([], |r| r.get(0))?
-        .collect()
+pub fn all<C: Sql + ?Sized>(conn: &C) -> Result<std::collections::HashSet<String>, C::Error> {
+    let rows = conn.query("SELECT digest FROM blobs", &[])?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }

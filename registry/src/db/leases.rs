@@ -4,7 +4,7 @@
 //! are single statements in the caller's write transaction: the database, not a
 //! process's memory, decides who holds it.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use super::sql::Sql;
 
 /// Who holds a lease, and until when (nanoseconds since the epoch).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,20 +16,19 @@ pub struct Held {
 /// Takes lease `name` for `holder` until `until_ns`, if nobody else holds it at
 /// `now_ns` (the holder itself may take it again: that renews it). `Err` names
 /// the one who holds it.
-pub fn take(
-    conn: &Connection,
+pub fn take<C: Sql + ?Sized>(
+    conn: &C,
     name: &str,
     holder: &str,
     now_ns: i64,
     until_ns: i64,
-) -> rusqlite::Result<Result<(), Held>> {
-    let taken = conn
-        .prepare_cached(
-            "INSERT INTO leases (name, holder, until_ns) VALUES (?1, ?2, ?4)
-             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ns = excluded.until_ns
-             WHERE leases.holder = excluded.holder OR leases.until_ns <= ?3",
-        )?
-        .execute(params![name, holder, now_ns, until_ns])?;
+) -> Result<Result<(), Held>, C::Error> {
+    let taken = conn.execute(
+        "INSERT INTO leases (name, holder, until_ns) VALUES (?1, ?2, ?4)
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ns = excluded.until_ns
+         WHERE leases.holder = excluded.holder OR leases.until_ns <= ?3",
+        &[name.into(), holder.into(), now_ns.into(), until_ns.into()],
+    )?;
     if taken > 0 {
         return Ok(Ok(()));
     }
@@ -40,37 +39,39 @@ pub fn take(
 }
 
 /// Who holds lease `name`, if anyone ever took it.
-pub fn holder_of(conn: &Connection, name: &str) -> rusqlite::Result<Option<Held>> {
-    conn.prepare_cached("SELECT holder, until_ns FROM leases WHERE name = ?1")?
-        .query_row([name], |r| {
-            Ok(Held {
-                holder: r.get(0)?,
-                until_ns: r.get(1)?,
-            })
-        })
-        .optional()
+pub fn holder_of<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Option<Held>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT holder, until_ns FROM leases WHERE name = ?1",
+        &[name.into()],
+    )?;
+    let Some(r) = row else { return Ok(None) };
+    Ok(Some(Held {
+        holder: r.get(0)?,
+        until_ns: r.get(1)?,
+    }))
 }
 
 /// Gives lease `name` back, if `holder` still holds it.
-pub fn give_back(conn: &Connection, name: &str, holder: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM leases WHERE name = ?1 AND holder = ?2")?
-        .execute(params![name, holder])?;
+pub fn give_back<C: Sql + ?Sized>(conn: &C, name: &str, holder: &str) -> Result<(), C::Error> {
+    conn.execute(
+        "DELETE FROM leases WHERE name = ?1 AND holder = ?2",
+        &[name.into(), holder.into()],
+    )?;
     Ok(())
 }
 
 /// Takes lease `name` over from `from` (a holder known to be dead), if `from`
 /// still holds it.
-pub fn take_over(
-    conn: &Connection,
+pub fn take_over<C: Sql + ?Sized>(
+    conn: &C,
     name: &str,
     holder: &str,
     from: &str,
     until_ns: i64,
-) -> rusqlite::Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "UPDATE leases SET holder = ?2, until_ns = ?4 WHERE name = ?1 AND holder = ?3",
-        )?
-        .execute(params![name, holder, from, until_ns])?
-        > 0)
+) -> Result<bool, C::Error> {
+    let changed = conn.execute(
+        "UPDATE leases SET holder = ?2, until_ns = ?4 WHERE name = ?1 AND holder = ?3",
+        &[name.into(), holder.into(), from.into(), until_ns.into()],
+    )?;
+    Ok(changed > 0)
 }

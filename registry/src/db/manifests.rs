@@ -1,6 +1,7 @@
-//! Manifests (image manifests and indexes), what they reference, and tags.
+//! Manifests (image manifests and indexes), what they reference, and tags. Written
+//! against [`Sql`], so the same functions run on SQLite and PostgreSQL.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use super::sql::{Decode, Row, Sql};
 use stackpack_schema::Digest;
 
 /// A stored manifest's metadata and bytes.
@@ -33,200 +34,231 @@ pub struct NewManifest<'a> {
     pub manifests: &'a [String],
 }
 
-pub fn exists(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT 1 FROM manifests WHERE repo = ?1 AND digest = ?2")?
-        .exists(params![repo, digest])
+pub fn exists<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<bool, C::Error> {
+    let row = conn.query_opt(
+        "SELECT 1 FROM manifests WHERE repo = ?1 AND digest = ?2",
+        &[repo.into(), digest.into()],
+    )?;
+    Ok(row.is_some())
 }
 
 /// Stores a manifest and its references. Storing the same digest again is a no-op.
-pub fn insert(conn: &Connection, m: &NewManifest<'_>, now: i64) -> rusqlite::Result<()> {
-    let inserted = conn
-        .prepare_cached(
-            "INSERT OR IGNORE INTO manifests
-             (repo, digest, media_type, artifact_type, size, subject, annotations, content, created)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
-            m.repo,
-            m.digest,
-            m.media_type,
-            m.artifact_type,
-            m.content.len() as u64,
-            m.subject,
-            m.annotations,
-            m.content,
-            now
-        ])?;
+pub fn insert<C: Sql + ?Sized>(conn: &C, m: &NewManifest<'_>, now: i64) -> Result<(), C::Error> {
+    let inserted = conn.execute(
+        "INSERT INTO manifests
+         (repo, digest, media_type, artifact_type, size, subject, annotations, content, created)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT DO NOTHING",
+        &[
+            m.repo.into(),
+            m.digest.into(),
+            m.media_type.into(),
+            m.artifact_type.into(),
+            (m.content.len() as i64).into(),
+            m.subject.into(),
+            m.annotations.into(),
+            m.content.into(),
+            now.into(),
+        ],
+    )?;
     if inserted == 0 {
         return Ok(());
     }
-    let mut refs = conn.prepare_cached(
-        "INSERT OR IGNORE INTO manifest_refs (repo, manifest, child, kind) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    for blob in m.blobs {
-        refs.execute(params![m.repo, m.digest, blob, "blob"])?;
-    }
-    for child in m.manifests {
-        refs.execute(params![m.repo, m.digest, child, "manifest"])?;
+    let refs = m.blobs.iter().map(|blob| (blob, "blob"));
+    let refs = refs.chain(m.manifests.iter().map(|child| (child, "manifest")));
+    for (child, kind) in refs {
+        conn.execute(
+            "INSERT INTO manifest_refs (repo, manifest, child, kind) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT DO NOTHING",
+            &[m.repo.into(), m.digest.into(), child.into(), kind.into()],
+        )?;
     }
     Ok(())
 }
 
-pub fn get_by_digest(
-    conn: &Connection,
-    repo: &str,
-    digest: &str,
-) -> rusqlite::Result<Option<StoredManifest>> {
-    conn.prepare_cached(
-        "SELECT digest, media_type, content FROM manifests WHERE repo = ?1 AND digest = ?2",
-    )?
-    .query_row(params![repo, digest], |r| {
+impl StoredManifest {
+    fn from_row(r: &Row) -> Result<StoredManifest, Decode> {
         Ok(StoredManifest {
-            digest: super::parsed(r, 0)?,
+            digest: r.parsed(0)?,
             media_type: r.get(1)?,
             content: r.get(2)?,
         })
-    })
-    .optional()
+    }
 }
 
-pub fn get_by_tag(
-    conn: &Connection,
+pub fn get_by_digest<C: Sql + ?Sized>(
+    conn: &C,
+    repo: &str,
+    digest: &str,
+) -> Result<Option<StoredManifest>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT digest, media_type, content FROM manifests WHERE repo = ?1 AND digest = ?2",
+        &[repo.into(), digest.into()],
+    )?;
+    Ok(row.as_ref().map(StoredManifest::from_row).transpose()?)
+}
+
+pub fn get_by_tag<C: Sql + ?Sized>(
+    conn: &C,
     repo: &str,
     tag: &str,
-) -> rusqlite::Result<Option<StoredManifest>> {
-    conn.prepare_cached(
+) -> Result<Option<StoredManifest>, C::Error> {
+    let row = conn.query_opt(
         "SELECT m.digest, m.media_type, m.content FROM tags t
          JOIN manifests m ON m.repo = t.repo AND m.digest = t.digest
          WHERE t.repo = ?1 AND t.tag = ?2",
-    )?
-    .query_row(params![repo, tag], |r| {
-        Ok(StoredManifest {
-            digest: super::parsed(r, 0)?,
-            media_type: r.get(1)?,
-            content: r.get(2)?,
-        })
-    })
-    .optional()
+        &[repo.into(), tag.into()],
+    )?;
+    Ok(row.as_ref().map(StoredManifest::from_row).transpose()?)
 }
 
-pub fn tag_digest(conn: &Connection, repo: &str, tag: &str) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached("SELECT digest FROM tags WHERE repo = ?1 AND tag = ?2")?
-        .query_row(params![repo, tag], |r| r.get(0))
-        .optional()
+pub fn tag_digest<C: Sql + ?Sized>(
+    conn: &C,
+    repo: &str,
+    tag: &str,
+) -> Result<Option<String>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT digest FROM tags WHERE repo = ?1 AND tag = ?2",
+        &[repo.into(), tag.into()],
+    )?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
 }
 
-pub fn set_tag(
-    conn: &Connection,
+pub fn set_tag<C: Sql + ?Sized>(
+    conn: &C,
     repo: &str,
     tag: &str,
     digest: &str,
     now: i64,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+) -> Result<(), C::Error> {
+    conn.execute(
         "INSERT INTO tags (repo, tag, digest, updated) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (repo, tag) DO UPDATE SET digest = excluded.digest, updated = excluded.updated",
-    )?
-    .execute(params![repo, tag, digest, now])?;
+        &[repo.into(), tag.into(), digest.into(), now.into()],
+    )?;
     Ok(())
 }
 
-pub fn delete_tag(conn: &Connection, repo: &str, tag: &str) -> rusqlite::Result<bool> {
-    Ok(conn
-        .prepare_cached("DELETE FROM tags WHERE repo = ?1 AND tag = ?2")?
-        .execute(params![repo, tag])?
-        > 0)
+pub fn delete_tag<C: Sql + ?Sized>(conn: &C, repo: &str, tag: &str) -> Result<bool, C::Error> {
+    let deleted = conn.execute(
+        "DELETE FROM tags WHERE repo = ?1 AND tag = ?2",
+        &[repo.into(), tag.into()],
+    )?;
+    Ok(deleted > 0)
 }
 
 /// Deletes a manifest, its references and the tags on it. True when it existed.
-pub fn delete(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<bool> {
-    let deleted = conn
-        .prepare_cached("DELETE FROM manifests WHERE repo = ?1 AND digest = ?2")?
-        .execute(params![repo, digest])?;
-    conn.prepare_cached("DELETE FROM manifest_refs WHERE repo = ?1 AND manifest = ?2")?
-        .execute(params![repo, digest])?;
-    conn.prepare_cached("DELETE FROM tags WHERE repo = ?1 AND digest = ?2")?
-        .execute(params![repo, digest])?;
+pub fn delete<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<bool, C::Error> {
+    let params = [repo.into(), digest.into()];
+    let deleted = conn.execute(
+        "DELETE FROM manifests WHERE repo = ?1 AND digest = ?2",
+        &params,
+    )?;
+    conn.execute(
+        "DELETE FROM manifest_refs WHERE repo = ?1 AND manifest = ?2",
+        &params,
+    )?;
+    conn.execute("DELETE FROM tags WHERE repo = ?1 AND digest = ?2", &params)?;
     Ok(deleted > 0)
 }
 
 /// Tags on `digest` or on any index that lists it, directly or through other
 /// indexes: deleting `digest` would break what each of them points at.
-pub fn tags_depending_on(
-    conn: &Connection,
+pub fn tags_depending_on<C: Sql + ?Sized>(
+    conn: &C,
     repo: &str,
     digest: &str,
-) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached(
+) -> Result<Vec<String>, C::Error> {
+    // `CAST(?2 AS TEXT)`: PostgreSQL types the recursive column from its first
+    // term, and a bare parameter there has no type of its own.
+    let rows = conn.query(
         "WITH RECURSIVE parents(digest) AS (
-             SELECT ?2
+             SELECT CAST(?2 AS TEXT)
              UNION
              SELECT r.manifest FROM manifest_refs r JOIN parents p ON r.child = p.digest
              WHERE r.repo = ?1 AND r.kind = 'manifest')
          SELECT t.tag FROM tags t JOIN parents p ON t.digest = p.digest WHERE t.repo = ?1
          ORDER BY t.tag",
-    )?
-    .query_map(params![repo, digest], |r| r.get(0))?
-    .collect()
+        &[repo.into(), digest.into()],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// True when the repository has any manifest, tag or blob.
-pub fn repo_exists(conn: &Connection, repo: &str) -> rusqlite::Result<bool> {
+pub fn repo_exists<C: Sql + ?Sized>(conn: &C, repo: &str) -> Result<bool, C::Error> {
     Ok(conn
-        .prepare_cached("SELECT 1 FROM manifests WHERE repo = ?1 LIMIT 1")?
-        .exists(params![repo])?
+        .query_opt(
+            "SELECT 1 FROM manifests WHERE repo = ?1 LIMIT 1",
+            &[repo.into()],
+        )?
+        .is_some()
         || conn
-            .prepare_cached("SELECT 1 FROM repo_blobs WHERE repo = ?1 LIMIT 1")?
-            .exists(params![repo])?)
+            .query_opt(
+                "SELECT 1 FROM repo_blobs WHERE repo = ?1 LIMIT 1",
+                &[repo.into()],
+            )?
+            .is_some())
+}
+
+/// A page's `LIMIT`: `None` is every row. `i64::MAX` rather than SQLite's `-1`,
+/// which PostgreSQL refuses.
+fn page_limit(limit: Option<u64>) -> i64 {
+    limit.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 /// Tags in lexical order after `last`, at most `limit` (+1 to tell whether more follow).
-pub fn list_tags(
-    conn: &Connection,
+pub fn list_tags<C: Sql + ?Sized>(
+    conn: &C,
     repo: &str,
     last: Option<&str>,
     limit: Option<u64>,
-) -> rusqlite::Result<Vec<String>> {
-    let limit = limit.map(|n| n as i64).unwrap_or(-1);
-    conn.prepare_cached("SELECT tag FROM tags WHERE repo = ?1 AND tag > ?2 ORDER BY tag LIMIT ?3")?
-        .query_map(params![repo, last.unwrap_or(""), limit], |r| r.get(0))?
-        .collect()
+) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
+        "SELECT tag FROM tags WHERE repo = ?1 AND tag > ?2 ORDER BY tag LIMIT ?3",
+        &[
+            repo.into(),
+            last.unwrap_or("").into(),
+            page_limit(limit).into(),
+        ],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// Repository names in order after `last`.
-pub fn list_repositories(
-    conn: &Connection,
+pub fn list_repositories<C: Sql + ?Sized>(
+    conn: &C,
     last: Option<&str>,
     limit: Option<u64>,
-) -> rusqlite::Result<Vec<String>> {
-    let limit = limit.map(|n| n as i64).unwrap_or(-1);
-    conn.prepare_cached(
+) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
         "SELECT DISTINCT repo FROM manifests WHERE repo > ?1 ORDER BY repo LIMIT ?2",
-    )?
-    .query_map(params![last.unwrap_or(""), limit], |r| r.get(0))?
-    .collect()
+        &[last.unwrap_or("").into(), page_limit(limit).into()],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// Manifests in `repo` whose `subject` is `digest`, optionally of one artifact type.
-pub fn referrers(
-    conn: &Connection,
+pub fn referrers<C: Sql + ?Sized>(
+    conn: &C,
     repo: &str,
     subject: &str,
     artifact_type: Option<&str>,
-) -> rusqlite::Result<Vec<Referrer>> {
-    conn.prepare_cached(
+) -> Result<Vec<Referrer>, C::Error> {
+    let rows = conn.query(
         "SELECT digest, media_type, artifact_type, size, annotations FROM manifests
-         WHERE repo = ?1 AND subject = ?2 AND (?3 IS NULL OR artifact_type = ?3)
+         WHERE repo = ?1 AND subject = ?2 AND (CAST(?3 AS TEXT) IS NULL OR artifact_type = ?3)
          ORDER BY created, digest",
-    )?
-    .query_map(params![repo, subject, artifact_type], |r| {
-        Ok(Referrer {
-            digest: super::parsed(r, 0)?,
+        &[repo.into(), subject.into(), artifact_type.into()],
+    )?;
+    let mut referrers = Vec::with_capacity(rows.len());
+    for r in rows {
+        referrers.push(Referrer {
+            digest: r.parsed(0)?,
             media_type: r.get(1)?,
             artifact_type: r.get(2)?,
             size: r.get(3)?,
             annotations: r.get(4)?,
-        })
-    })?
-    .collect()
+        });
+    }
+    Ok(referrers)
 }

@@ -2,41 +2,45 @@
 //! every other. Only hashes are kept: the SHA-256 of the session id (the cookie's
 //! value) and of the token that opened it.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use super::sql::Sql;
 
 /// Records a session until `expires_ns`, and forgets those that expired by `now_ns`.
-pub fn open(
-    conn: &Connection,
+pub fn open<C: Sql + ?Sized>(
+    conn: &C,
     id_hash: &[u8],
     token_hash: &[u8],
     now_ns: i64,
     expires_ns: i64,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM ui_sessions WHERE expires_ns <= ?1")?
-        .execute([now_ns])?;
-    conn.prepare_cached(
+) -> Result<(), C::Error> {
+    conn.execute(
+        "DELETE FROM ui_sessions WHERE expires_ns <= ?1",
+        &[now_ns.into()],
+    )?;
+    conn.execute(
         "INSERT INTO ui_sessions (id_hash, token_hash, expires_ns) VALUES (?1, ?2, ?3)",
-    )?
-    .execute(params![id_hash, token_hash, expires_ns])?;
+        &[id_hash.into(), token_hash.into(), expires_ns.into()],
+    )?;
     Ok(())
 }
 
 /// The token hash behind a session that is live at `now_ns`.
-pub fn token_hash(
-    conn: &Connection,
+pub fn token_hash<C: Sql + ?Sized>(
+    conn: &C,
     id_hash: &[u8],
     now_ns: i64,
-) -> rusqlite::Result<Option<Vec<u8>>> {
-    conn.prepare_cached(
+) -> Result<Option<Vec<u8>>, C::Error> {
+    let row = conn.query_opt(
         "SELECT token_hash FROM ui_sessions WHERE id_hash = ?1 AND expires_ns > ?2",
-    )?
-    .query_row(params![id_hash, now_ns], |r| r.get(0))
-    .optional()
+        &[id_hash.into(), now_ns.into()],
+    )?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
 }
 
 /// Ends a session.
-pub fn close(conn: &Connection, id_hash: &[u8]) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM ui_sessions WHERE id_hash = ?1")?
-        .execute([id_hash])?;
+pub fn close<C: Sql + ?Sized>(conn: &C, id_hash: &[u8]) -> Result<(), C::Error> {
+    conn.execute(
+        "DELETE FROM ui_sessions WHERE id_hash = ?1",
+        &[id_hash.into()],
+    )?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Support bundles imported for a customer: the file whole, with its size and
-//! SHA-256 (see `V12` in the schema).
+//! SHA-256 (see `V12` in the schema). Written against [`Sql`], so the same
+//! functions run on SQLite and PostgreSQL.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use super::sql::{Row, Sql};
 
 /// The largest support bundle kept: a runner's bundle is a few hundred KiB; a file
 /// far past that is not one.
@@ -18,32 +19,8 @@ pub struct SupportBundle {
     pub sha256: String,
 }
 
-pub fn insert(
-    conn: &Connection,
-    customer: &str,
-    bytes: &[u8],
-    at: &str,
-) -> rusqlite::Result<SupportBundle> {
-    let sha256 = stackpack_schema::digest::Digest::of(bytes).to_string();
-    conn.prepare_cached(
-        "INSERT INTO support_bundles (customer, imported_at, size, sha256, bytes) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![customer, at, bytes.len() as i64, sha256, bytes])?;
-    Ok(SupportBundle {
-        id: conn.last_insert_rowid(),
-        customer: customer.to_string(),
-        imported_at: at.to_string(),
-        size: bytes.len() as i64,
-        sha256,
-    })
-}
-
-/// The newest bundle of `customer`.
-pub fn latest(conn: &Connection, customer: &str) -> rusqlite::Result<Option<SupportBundle>> {
-    conn.prepare_cached(
-        "SELECT id, customer, imported_at, size, sha256 FROM support_bundles WHERE customer = ?1 ORDER BY id DESC LIMIT 1",
-    )?
-    .query_row(params![customer], |r| {
+impl SupportBundle {
+    fn from_row(r: &Row) -> Result<SupportBundle, super::sql::Decode> {
         Ok(SupportBundle {
             id: r.get(0)?,
             customer: r.get(1)?,
@@ -51,13 +28,55 @@ pub fn latest(conn: &Connection, customer: &str) -> rusqlite::Result<Option<Supp
             size: r.get(3)?,
             sha256: r.get(4)?,
         })
-    })
-    .optional()
+    }
+}
+
+pub fn insert<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+    bytes: &[u8],
+    at: &str,
+) -> Result<SupportBundle, C::Error> {
+    let sha256 = stackpack_schema::digest::Digest::of(bytes).to_string();
+    // `RETURNING` rather than `last_insert_rowid()`: the id the database gave it,
+    // on either backend.
+    let row = conn.query_one(
+        "INSERT INTO support_bundles (customer, imported_at, size, sha256, bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         RETURNING id, customer, imported_at, size, sha256",
+        &[
+            customer.into(),
+            at.into(),
+            (bytes.len() as i64).into(),
+            sha256.as_str().into(),
+            bytes.into(),
+        ],
+    )?;
+    Ok(SupportBundle::from_row(&row)?)
+}
+
+/// The newest bundle of `customer`.
+pub fn latest<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+) -> Result<Option<SupportBundle>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT id, customer, imported_at, size, sha256 FROM support_bundles
+         WHERE customer = ?1 ORDER BY id DESC LIMIT 1",
+        &[customer.into()],
+    )?;
+    Ok(row.as_ref().map(SupportBundle::from_row).transpose()?)
 }
 
 /// The bytes of bundle `id`, when it is `customer`'s.
-pub fn bytes(conn: &Connection, customer: &str, id: i64) -> rusqlite::Result<Option<Vec<u8>>> {
-    conn.prepare_cached("SELECT bytes FROM support_bundles WHERE customer = ?1 AND id = ?2")?
-        .query_row(params![customer, id], |r| r.get(0))
-        .optional()
+pub fn bytes<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+    id: i64,
+) -> Result<Option<Vec<u8>>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT bytes FROM support_bundles WHERE customer = ?1 AND id = ?2",
+        &[customer.into(), id.into()],
+    )?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
 }

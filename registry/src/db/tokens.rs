@@ -1,8 +1,7 @@
 //! API tokens. Only the SHA-256 of a token is stored; the token itself is shown once.
+//! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL.
 
-use rusqlite::{params, Connection, OptionalExtension};
-
-use super::parsed;
+use super::sql::{Row, Sql};
 use crate::auth::Role;
 use crate::timestamp::Timestamp;
 
@@ -46,23 +45,23 @@ pub struct NewToken<'a> {
     pub expires_at: Option<&'a str>,
 }
 
-pub fn insert(
-    conn: &Connection,
+pub fn insert<C: Sql + ?Sized>(
+    conn: &C,
     id: &str,
     hash: &[u8],
     new: &NewToken<'_>,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     conn.execute(
         "INSERT INTO tokens (id, hash, role, name, customer, created, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![
-            id,
-            hash,
-            new.role.as_str(),
-            new.name,
-            new.customer,
-            new.created,
-            new.expires_at
+        &[
+            id.into(),
+            hash.into(),
+            new.role.as_str().into(),
+            new.name.into(),
+            new.customer.into(),
+            new.created.into(),
+            new.expires_at.into(),
         ],
     )?;
     Ok(())
@@ -70,78 +69,77 @@ pub fn insert(
 
 /// Whether a token (revoked or not) already has this name: names are unique, so
 /// `token list` never shows two tokens one could mistake for each other.
-pub fn name_taken(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM tokens WHERE name = ?1)",
-        params![name],
-        |r| r.get(0),
-    )
+pub fn name_taken<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<bool, C::Error> {
+    // `COUNT` rather than `EXISTS`: an integer on both backends (PostgreSQL's
+    // `EXISTS` is a boolean).
+    let row = conn.query_one(
+        "SELECT COUNT(*) FROM tokens WHERE name = ?1",
+        &[name.into()],
+    )?;
+    Ok(row.get::<i64>(0)? > 0)
 }
 
-pub fn by_hash(conn: &Connection, hash: &[u8]) -> rusqlite::Result<Option<TokenRow>> {
-    conn.prepare_cached(
+pub fn by_hash<C: Sql + ?Sized>(conn: &C, hash: &[u8]) -> Result<Option<TokenRow>, C::Error> {
+    let row = conn.query_opt(
         "SELECT id, hash, role, customer, expires_at, revoked_at, last_used FROM tokens
          WHERE hash = ?1",
-    )?
-    .query_row(params![hash], |r| {
-        Ok(TokenRow {
-            id: r.get(0)?,
-            hash: r.get(1)?,
-            role: parsed(r, 2)?,
-            customer: r.get(3)?,
-            expires_at: r.get(4)?,
-            revoked_at: r.get(5)?,
-            last_used: r.get(6)?,
-        })
+        &[hash.into()],
+    )?;
+    let Some(r) = row else { return Ok(None) };
+    Ok(Some(TokenRow {
+        id: r.get(0)?,
+        hash: r.get(1)?,
+        role: r.parsed(2)?,
+        customer: r.get(3)?,
+        expires_at: r.get(4)?,
+        revoked_at: r.get(5)?,
+        last_used: r.get(6)?,
+    }))
+}
+
+fn info(r: &Row) -> Result<TokenInfo, super::sql::Decode> {
+    Ok(TokenInfo {
+        id: r.get(0)?,
+        name: r.get(7)?,
+        role: r.parsed(1)?,
+        customer: r.get(2)?,
+        created: r.get(3)?,
+        expires_at: r.get(4)?,
+        revoked_at: r.get(5)?,
+        last_used: r.get(6)?,
     })
-    .optional()
 }
 
 /// Every token, oldest first, without its hash.
-pub fn list(conn: &Connection) -> rusqlite::Result<Vec<TokenInfo>> {
-    conn.prepare(
+pub fn list<C: Sql + ?Sized>(conn: &C) -> Result<Vec<TokenInfo>, C::Error> {
+    let rows = conn.query(
         "SELECT id, role, customer, created, expires_at, revoked_at, last_used, name
          FROM tokens ORDER BY created, id",
-    )?
-    .query_map([], |r| {
-        Ok(TokenInfo {
-            id: r.get(0)?,
-            name: r.get(7)?,
-            role: parsed(r, 1)?,
-            customer: r.get(2)?,
-            created: r.get(3)?,
-            expires_at: r.get(4)?,
-            revoked_at: r.get(5)?,
-            last_used: r.get(6)?,
-        })
-    })?
-    .collect()
+        &[],
+    )?;
+    Ok(rows.iter().map(info).collect::<Result<_, _>>()?)
 }
 
 /// Marks a token revoked (keeping the first revocation time). Returns the token's
 /// revocation time, or `None` when no token has that id.
-pub fn revoke(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<Option<String>> {
+pub fn revoke<C: Sql + ?Sized>(conn: &C, id: &str, now: &str) -> Result<Option<String>, C::Error> {
     conn.execute(
         "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
-        params![id, now],
+        &[id.into(), now.into()],
     )?;
-    conn.query_row(
-        "SELECT revoked_at FROM tokens WHERE id = ?1",
-        params![id],
-        |r| r.get(0),
-    )
-    .optional()
+    let row = conn.query_opt("SELECT revoked_at FROM tokens WHERE id = ?1", &[id.into()])?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
 }
 
-pub fn count(conn: &Connection) -> rusqlite::Result<u64> {
-    conn.query_row("SELECT COUNT(*) FROM tokens", [], |r| r.get(0))
+pub fn count<C: Sql + ?Sized>(conn: &C) -> Result<u64, C::Error> {
+    Ok(conn.query_one("SELECT COUNT(*) FROM tokens", &[])?.get(0)?)
 }
 
 /// Records that token `id` was used at `now`.
-pub fn touch(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<()> {
+pub fn touch<C: Sql + ?Sized>(conn: &C, id: &str, now: &str) -> Result<(), C::Error> {
     conn.execute(
         "UPDATE tokens SET last_used = ?2 WHERE id = ?1",
-        params![id, now],
+        &[id.into(), now.into()],
     )?;
     Ok(())
 }

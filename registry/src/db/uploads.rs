@@ -1,7 +1,9 @@
-//! Upload sessions. The bytes live in `uploads/<id>`; the row says which repository
-//! the session belongs to and when it was last touched.
+//! Upload sessions. The bytes live in `uploads/<id>` (or, in object storage, in the
+//! segments recorded here); the row says which repository the session belongs to
+//! and when it was last touched. Written against [`Sql`], so the same functions
+//! run on SQLite and PostgreSQL.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use super::sql::Sql;
 
 pub struct Upload {
     pub repo: String,
@@ -9,61 +11,70 @@ pub struct Upload {
 }
 
 /// Opens a session of `repo` for `owner` (the token id, or `anonymous`).
-pub fn create(
-    conn: &Connection,
+pub fn create<C: Sql + ?Sized>(
+    conn: &C,
     id: &str,
     repo: &str,
     owner: &str,
     now: i64,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+) -> Result<(), C::Error> {
+    conn.execute(
         "INSERT INTO uploads (id, repo, owner, created, updated) VALUES (?1, ?2, ?3, ?4, ?4)",
-    )?
-    .execute(params![id, repo, owner, now])?;
+        &[id.into(), repo.into(), owner.into(), now.into()],
+    )?;
     Ok(())
 }
 
-pub fn get(conn: &Connection, id: &str) -> rusqlite::Result<Option<Upload>> {
-    conn.prepare_cached("SELECT repo, updated FROM uploads WHERE id = ?1")?
-        .query_row(params![id], |r| {
-            Ok(Upload {
-                repo: r.get(0)?,
-                updated: r.get(1)?,
-            })
-        })
-        .optional()
+pub fn get<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Upload>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT repo, updated FROM uploads WHERE id = ?1",
+        &[id.into()],
+    )?;
+    let Some(r) = row else { return Ok(None) };
+    Ok(Some(Upload {
+        repo: r.get(0)?,
+        updated: r.get(1)?,
+    }))
 }
 
-pub fn touch(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE uploads SET updated = ?2 WHERE id = ?1")?
-        .execute(params![id, now])?;
+pub fn touch<C: Sql + ?Sized>(conn: &C, id: &str, now: i64) -> Result<(), C::Error> {
+    conn.execute(
+        "UPDATE uploads SET updated = ?2 WHERE id = ?1",
+        &[id.into(), now.into()],
+    )?;
     Ok(())
 }
 
-pub fn delete(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
-    Ok(conn
-        .prepare_cached("DELETE FROM uploads WHERE id = ?1")?
-        .execute(params![id])?
-        > 0)
+pub fn delete<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<bool, C::Error> {
+    let deleted = conn.execute("DELETE FROM uploads WHERE id = ?1", &[id.into()])?;
+    Ok(deleted > 0)
 }
 
 /// Up to `limit` sessions last touched at or before `before`.
-pub fn expired(conn: &Connection, before: i64, limit: usize) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached("SELECT id FROM uploads WHERE updated <= ?1 LIMIT ?2")?
-        .query_map(params![before, limit as i64], |r| r.get(0))?
-        .collect()
+pub fn expired<C: Sql + ?Sized>(
+    conn: &C,
+    before: i64,
+    limit: usize,
+) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
+        "SELECT id FROM uploads WHERE updated <= ?1 LIMIT ?2",
+        &[before.into(), (limit as i64).into()],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// How many sessions `owner` has open that were touched after `after`.
-pub fn open_by_owner(conn: &Connection, owner: &str, after: i64) -> rusqlite::Result<u64> {
-    conn.prepare_cached("SELECT COUNT(*) FROM uploads WHERE owner = ?1 AND updated > ?2")?
-        .query_row(params![owner, after], |r| r.get(0))
+pub fn open_by_owner<C: Sql + ?Sized>(conn: &C, owner: &str, after: i64) -> Result<u64, C::Error> {
+    let row = conn.query_one(
+        "SELECT COUNT(*) FROM uploads WHERE owner = ?1 AND updated > ?2",
+        &[owner.into(), after.into()],
+    )?;
+    Ok(row.get(0)?)
 }
 
-pub fn all_ids(conn: &Connection) -> rusqlite::Result<std::collections::HashSet<String>> {
-    conn.prepare("SELECT id FROM uploads")?
-        .query_map([], |r| r.get(0))?
-        .collect()
+pub fn all_ids<C: Sql + ?Sized>(conn: &C) -> Result<std::collections::HashSet<String>, C::Error> {
+    let rows = conn.query("SELECT id FROM uploads", &[])?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// One stored piece of a session's bytes (object storage only): `size` bytes from
@@ -75,37 +86,52 @@ pub struct Segment {
 }
 
 /// How many bytes the recorded segments of session `id` hold.
-pub fn segments_size(conn: &Connection, id: &str) -> rusqlite::Result<u64> {
-    conn.prepare_cached("SELECT COALESCE(SUM(size), 0) FROM upload_segments WHERE upload = ?1")?
-        .query_row(params![id], |r| r.get(0))
+pub fn segments_size<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<u64, C::Error> {
+    // PostgreSQL's SUM of a BIGINT is a NUMERIC: cast back so both backends answer
+    // an integer.
+    let row = conn.query_one(
+        "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM upload_segments WHERE upload = ?1",
+        &[id.into()],
+    )?;
+    Ok(row.get(0)?)
 }
 
 /// The recorded segments of session `id`, in order.
-pub fn segments(conn: &Connection, id: &str) -> rusqlite::Result<Vec<Segment>> {
-    conn.prepare_cached("SELECT start, size FROM upload_segments WHERE upload = ?1 ORDER BY start")?
-        .query_map(params![id], |r| {
-            Ok(Segment {
-                start: r.get(0)?,
-                size: r.get(1)?,
-            })
-        })?
-        .collect()
+pub fn segments<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Vec<Segment>, C::Error> {
+    let rows = conn.query(
+        "SELECT start, size FROM upload_segments WHERE upload = ?1 ORDER BY start",
+        &[id.into()],
+    )?;
+    let mut segments = Vec::with_capacity(rows.len());
+    for r in rows {
+        segments.push(Segment {
+            start: r.get(0)?,
+            size: r.get(1)?,
+        });
+    }
+    Ok(segments)
 }
 
 /// Records a segment of session `id` when it starts where the recorded ones end;
 /// returns false otherwise (another replica appended meanwhile: the caller's bytes
 /// do not continue the session).
-pub fn add_segment(
-    conn: &Connection,
+pub fn add_segment<C: Sql + ?Sized>(
+    conn: &C,
     id: &str,
     segment: Segment,
     now: i64,
-) -> rusqlite::Result<bool> {
+) -> Result<bool, C::Error> {
     if segments_size(conn, id)? != segment.start || get(conn, id)?.is_none() {
         return Ok(false);
     }
-    conn.prepare_cached("INSERT INTO upload_segments (upload, start, size) VALUES (?1, ?2, ?3)")?
-        .execute(params![id, segment.start, segment.size])?;
+    conn.execute(
+        "INSERT INTO upload_segments (upload, start, size) VALUES (?1, ?2, ?3)",
+        &[
+            id.into(),
+            (segment.start as i64).into(),
+            (segment.size as i64).into(),
+        ],
+    )?;
     touch(conn, id, now)?;
     Ok(true)
 }

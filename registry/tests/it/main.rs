@@ -23,6 +23,7 @@ mod ledger;
 mod ledger_rules;
 mod migrate;
 mod packager_bundles;
+mod postgres_backend;
 mod query_plans;
 mod receipt_forgery;
 mod registry_rules;

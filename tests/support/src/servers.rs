@@ -330,3 +330,187 @@ impl Drop for Moto {
             .status();
     }
 }
+
+/// PostgreSQL (Debian's `postgresql`) as a cluster of its own in a temporary folder,
+/// listening on 127.0.0.1 at a free port and on a socket in that folder; never the
+/// system service. The server refuses to run as root: as root, the cluster belongs
+/// to Debian's `postgres` user (or `nobody` where there is none). Stops when dropped.
+pub struct Postgres {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    user: Option<String>,
+    pub port: u16,
+    /// `scripts/postgres-watchdog.sh`, once the cluster runs: stops it should this
+    /// process be killed outright; exits by itself once the cluster's folder is gone.
+    watchdog: Option<Child>,
+}
+
+impl Postgres {
+    /// Starts one, panicking with the install hint when PostgreSQL is missing.
+    pub fn start() -> Postgres {
+        let bin = postgres_bin().expect(
+            "PostgreSQL's `initdb` is neither on PATH nor in /usr/lib/postgresql: \
+             run scripts/install-test-deps.sh",
+        );
+        let user = postgres_user();
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(user) = &user {
+            let chowned = Command::new("chown")
+                .arg(user)
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(chowned.success(), "chown `{user}` of the cluster's folder");
+        }
+        let mut server = Postgres {
+            dir,
+            bin,
+            user,
+            port: free_port(),
+            watchdog: None,
+        };
+        let data = server.dir.path().join("data");
+        server.run_as(
+            "initdb",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-U".as_ref(),
+                "stackpack".as_ref(),
+                "--auth=trust".as_ref(),
+                "-E".as_ref(),
+                "UTF8".as_ref(),
+                "--no-sync".as_ref(),
+            ],
+        );
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            server.port,
+            server.dir.path().display()
+        );
+        let log = server.dir.path().join("log");
+        server.run_as(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-o".as_ref(),
+                options.as_ref(),
+                "-l".as_ref(),
+                log.as_os_str(),
+                "-w".as_ref(),
+                "start".as_ref(),
+            ],
+        );
+        server.watchdog = Some(server.watch());
+        server
+    }
+
+    /// Starts the watchdog that stops this cluster when this process is killed
+    /// outright (no Drop runs then, and `pg_ctl` detached the server from us). It
+    /// runs in a process group of its own, so a test runner killing the test's
+    /// group leaves it to do its work, and holds none of our output pipes, so a
+    /// runner reading them to the end is not kept waiting.
+    fn watch(&self) -> Child {
+        use std::os::unix::process::CommandExt;
+        Command::new(super::repository_root().join("scripts/postgres-watchdog.sh"))
+            .arg(std::process::id().to_string())
+            .arg(self.dir.path())
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("scripts/postgres-watchdog.sh runs")
+    }
+
+    /// The folder the cluster lives in (its data in `data/`, its log in `log`).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// `postgres://stackpack@127.0.0.1:PORT/postgres`: the superuser `initdb` made,
+    /// trusted on loopback.
+    pub fn url(&self) -> String {
+        format!("postgres://stackpack@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let path = self.bin.join(program);
+        match &self.user {
+            Some(user) => {
+                let mut command = Command::new("runuser");
+                command.args(["-u", user, "--"]).arg(path);
+                command
+            }
+            None => Command::new(path),
+        }
+    }
+
+    fn run_as(&self, program: &str, args: &[&std::ffi::OsStr]) {
+        let output = self
+            .command(program)
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap_or_else(|e| panic!("`{program}` runs: {e}"));
+        let log = std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
+        assert!(
+            output.status.success(),
+            "`{program}` failed: {}{}\n{log}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.path().join("data");
+        let _ = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(data)
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+        // Stopped: the watchdog has nothing left to do.
+        if let Some(mut watchdog) = self.watchdog.take() {
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+        }
+    }
+}
+
+/// The folder holding `initdb` and `pg_ctl`: on PATH, or Debian's
+/// `/usr/lib/postgresql/VERSION/bin` (not on PATH), the newest there.
+fn postgres_bin() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .find(|dir| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file())
+    });
+    on_path.or_else(|| {
+        let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|entry| Some(entry.ok()?.path().join("bin")))
+            .filter(|bin| bin.join("initdb").is_file())
+            .collect();
+        versions.sort();
+        versions.pop()
+    })
+}
+
+/// Who runs the cluster: nobody else when we are not root; as root, `postgres`
+/// where Debian's package made that user, else `nobody`.
+fn postgres_user() -> Option<String> {
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return None;
+    }
+    let has_postgres = Command::new("id")
+        .arg("postgres")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    Some(if has_postgres { "postgres" } else { "nobody" }.to_string())
+}

@@ -1,0 +1,464 @@
+//! One way to run SQL on either backend (issue 27): a module written against
+//! [`Sql`] runs on SQLite (`rusqlite`) and on PostgreSQL (`postgres`) alike. SQL is
+//! written once, with SQLite's numbered placeholders (`?1`, `?2`, …), which the
+//! PostgreSQL side rewrites to `$1`, `$2`, …; parameters are [`Param`]s and rows
+//! come back as owned [`Row`]s read by column index. See `POSTGRES.md` beside this
+//! file for the plan this is the first step of.
+
+use std::cell::RefCell;
+
+/// A statement's parameter: the four kinds the schema stores. Integers are 64-bit
+/// everywhere (`INTEGER` in SQLite, `BIGINT` in PostgreSQL); booleans are integers
+/// 0 and 1, as SQLite keeps them.
+#[derive(Clone, Copy, Debug)]
+pub enum Param<'a> {
+    Null,
+    Int(i64),
+    Text(&'a str),
+    Bytes(&'a [u8]),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(value: &'a str) -> Self {
+        Param::Text(value)
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(value: &'a String) -> Self {
+        Param::Text(value)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Param<'a> {
+    fn from(value: &'a [u8]) -> Self {
+        Param::Bytes(value)
+    }
+}
+
+impl From<i64> for Param<'_> {
+    fn from(value: i64) -> Self {
+        Param::Int(value)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(value: bool) -> Self {
+        Param::Int(i64::from(value))
+    }
+}
+
+impl<'a, T: Into<Param<'a>>> From<Option<T>> for Param<'a> {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Param::Null, Into::into)
+    }
+}
+
+/// One column's value as read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Value {
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "NULL",
+            Value::Int(_) => "an integer",
+            Value::Real(_) => "a real",
+            Value::Text(_) => "text",
+            Value::Bytes(_) => "bytes",
+        }
+    }
+}
+
+/// Why a row could not be read as asked: the same on both backends.
+#[derive(Debug, thiserror::Error)]
+pub enum Decode {
+    #[error("the query returned no row")]
+    NoRow,
+    #[error("column {column} is {found}, not {expected}")]
+    Type {
+        column: usize,
+        expected: &'static str,
+        found: &'static str,
+    },
+    #[error("column {column} holds `{value}`: {message}")]
+    Parse {
+        column: usize,
+        value: String,
+        message: String,
+    },
+    #[error("column {column} has PostgreSQL type `{type_name}`, which no module reads")]
+    Unsupported { column: usize, type_name: String },
+}
+
+/// A row read back, its columns in the query's order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row(pub Vec<Value>);
+
+impl Row {
+    /// Column `index` as `T` (`Option<T>` where it may be `NULL`).
+    pub fn get<T: FromValue>(&self, index: usize) -> Result<T, Decode> {
+        let value = self.0.get(index).unwrap_or(&Value::Null);
+        T::from_value(value).ok_or(Decode::Type {
+            column: index,
+            expected: T::EXPECTED,
+            found: value.kind(),
+        })
+    }
+
+    /// Column `index`, read through its text into `T` (a role, a digest, a time).
+    pub fn parsed<T>(&self, index: usize) -> Result<T, Decode>
+    where
+        T: std::str::FromStr,
+        T::Err: std::fmt::Display,
+    {
+        let text: String = self.get(index)?;
+        text.parse().map_err(|e: T::Err| Decode::Parse {
+            column: index,
+            message: e.to_string(),
+            value: text,
+        })
+    }
+
+    /// [`Row::parsed`] for a column that may be `NULL`.
+    pub fn parsed_opt<T>(&self, index: usize) -> Result<Option<T>, Decode>
+    where
+        T: std::str::FromStr,
+        T::Err: std::fmt::Display,
+    {
+        match self.0.get(index) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.parsed(index).map(Some),
+        }
+    }
+}
+
+/// A Rust type a column is read as.
+pub trait FromValue: Sized {
+    const EXPECTED: &'static str;
+    fn from_value(value: &Value) -> Option<Self>;
+}
+
+impl FromValue for String {
+    const EXPECTED: &'static str = "text";
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Text(text) => Some(text.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for i64 {
+    const EXPECTED: &'static str = "an integer";
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for u64 {
+    const EXPECTED: &'static str = "a non-negative integer";
+    fn from_value(value: &Value) -> Option<Self> {
+        i64::from_value(value).and_then(|n| u64::try_from(n).ok())
+    }
+}
+
+impl FromValue for bool {
+    const EXPECTED: &'static str = "0 or 1";
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Int(0) => Some(false),
+            Value::Int(1) => Some(true),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for Vec<u8> {
+    const EXPECTED: &'static str = "bytes";
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Bytes(bytes) => Some(bytes.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for crate::timestamp::Timestamp {
+    const EXPECTED: &'static str = "an RFC 3339 time";
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Text(text) => text.parse().ok(),
+            _ => None,
+        }
+    }
+}
+
+impl<T: FromValue> FromValue for Option<T> {
+    const EXPECTED: &'static str = T::EXPECTED;
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Null => Some(None),
+            other => T::from_value(other).map(Some),
+        }
+    }
+}
+
+/// A connection or transaction of either backend. `Error` is the backend's own
+/// (so SQLite callers keep `rusqlite::Result` while modules move over one by one);
+/// a row that does not read as asked becomes one through `From<Decode>`.
+pub trait Sql {
+    type Error: From<Decode> + std::error::Error;
+
+    /// Runs one statement; returns how many rows it changed.
+    fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, Self::Error>;
+
+    /// Every row of one query.
+    fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, Self::Error>;
+
+    /// The first row of one query, if any.
+    fn query_opt(&self, sql: &str, params: &[Param<'_>]) -> Result<Option<Row>, Self::Error> {
+        Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    /// The first row of a query that always returns one (`COUNT`, `EXISTS`).
+    fn query_one(&self, sql: &str, params: &[Param<'_>]) -> Result<Row, Self::Error> {
+        Ok(self.query_opt(sql, params)?.ok_or(Decode::NoRow)?)
+    }
+}
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(ToSqlOutput::Borrowed(match *self {
+            Param::Null => ValueRef::Null,
+            Param::Int(n) => ValueRef::Integer(n),
+            Param::Text(text) => ValueRef::Text(text.as_bytes()),
+            Param::Bytes(bytes) => ValueRef::Blob(bytes),
+        }))
+    }
+}
+
+impl From<Decode> for rusqlite::Error {
+    fn from(e: Decode) -> Self {
+        match e {
+            Decode::NoRow => rusqlite::Error::QueryReturnedNoRows,
+            Decode::Type { column, .. }
+            | Decode::Parse { column, .. }
+            | Decode::Unsupported { column, .. } => rusqlite::Error::FromSqlConversionFailure(
+                column,
+                rusqlite::types::Type::Null,
+                Box::new(e),
+            ),
+        }
+    }
+}
+
+fn sqlite_value(value: rusqlite::types::ValueRef<'_>) -> Value {
+    use rusqlite::types::ValueRef;
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(n) => Value::Int(n),
+        ValueRef::Real(x) => Value::Real(x),
+        ValueRef::Text(text) => Value::Text(String::from_utf8_lossy(text).into_owned()),
+        ValueRef::Blob(bytes) => Value::Bytes(bytes.to_vec()),
+    }
+}
+
+/// SQLite: statements come from the connection's prepared-statement cache, as
+/// they did before the trait.
+impl Sql for rusqlite::Connection {
+    type Error = rusqlite::Error;
+
+    fn execute(&self, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<u64> {
+        let changed = self
+            .prepare_cached(sql)?
+            .execute(rusqlite::params_from_iter(params))?;
+        Ok(changed as u64)
+    }
+
+    fn query(&self, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<Vec<Row>> {
+        let mut statement = self.prepare_cached(sql)?;
+        let columns = statement.column_count();
+        let mut rows = statement.query(rusqlite::params_from_iter(params))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            let values = (0..columns)
+                .map(|i| row.get_ref(i).map(sqlite_value))
+                .collect::<rusqlite::Result<_>>()?;
+            out.push(Row(values));
+        }
+        Ok(out)
+    }
+}
+
+/// A write transaction runs on its connection.
+impl Sql for rusqlite::Transaction<'_> {
+    type Error = rusqlite::Error;
+
+    fn execute(&self, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<u64> {
+        Sql::execute(&**self, sql, params)
+    }
+
+    fn query(&self, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<Vec<Row>> {
+        Sql::query(&**self, sql, params)
+    }
+}
+
+/// PostgreSQL's failures: the server's or the connection's, or a row that does
+/// not read as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("postgresql: {0}")]
+    Postgres(#[from] postgres::Error),
+    #[error("postgresql: {0}")]
+    Decode(#[from] Decode),
+    #[error("postgresql schema version {found} is newer than this build's {known}")]
+    Newer { found: u32, known: u32 },
+}
+
+/// A PostgreSQL client or transaction behind [`Sql`]. The `postgres` crate wants
+/// `&mut` for every call; the modules take `&` (as they do a SQLite connection),
+/// so the client sits in a `RefCell`: one thread, one call at a time.
+pub struct Pg<C>(RefCell<C>);
+
+impl<C: postgres::GenericClient> Pg<C> {
+    pub fn new(client: C) -> Pg<C> {
+        Pg(RefCell::new(client))
+    }
+
+    pub fn into_inner(self) -> C {
+        self.0.into_inner()
+    }
+}
+
+impl<C: postgres::GenericClient> Sql for Pg<C> {
+    type Error = PgError;
+
+    fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, PgError> {
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as _).collect();
+        Ok(self.0.borrow_mut().execute(&placeholders(sql), &params)?)
+    }
+
+    fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, PgError> {
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as _).collect();
+        let rows = self.0.borrow_mut().query(&placeholders(sql), &params)?;
+        rows.iter().map(|row| Ok(Row(pg_values(row)?))).collect()
+    }
+}
+
+/// SQLite's `?N` placeholders as PostgreSQL's `$N`, leaving quoted text alone.
+pub fn placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quoted = false;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => quoted = !quoted,
+            '?' if !quoted && chars.peek().is_some_and(char::is_ascii_digit) => {
+                out.push('$');
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn pg_values(row: &postgres::Row) -> Result<Vec<Value>, PgError> {
+    use postgres::types::Type;
+    let mut values = Vec::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let ty = column.type_();
+        let value = if *ty == Type::INT8 {
+            row.try_get::<_, Option<i64>>(i)?.map(Value::Int)
+        } else if *ty == Type::INT4 {
+            row.try_get::<_, Option<i32>>(i)?
+                .map(|n| Value::Int(n.into()))
+        } else if *ty == Type::INT2 {
+            row.try_get::<_, Option<i16>>(i)?
+                .map(|n| Value::Int(n.into()))
+        } else if *ty == Type::BOOL {
+            row.try_get::<_, Option<bool>>(i)?
+                .map(|b| Value::Int(b.into()))
+        } else if *ty == Type::FLOAT8 {
+            row.try_get::<_, Option<f64>>(i)?.map(Value::Real)
+        } else if [Type::TEXT, Type::VARCHAR, Type::BPCHAR, Type::NAME].contains(ty) {
+            row.try_get::<_, Option<String>>(i)?.map(Value::Text)
+        } else if *ty == Type::BYTEA {
+            row.try_get::<_, Option<Vec<u8>>>(i)?.map(Value::Bytes)
+        } else {
+            return Err(Decode::Unsupported {
+                column: i,
+                type_name: ty.name().to_string(),
+            }
+            .into());
+        };
+        values.push(value.unwrap_or(Value::Null));
+    }
+    Ok(values)
+}
+
+/// Parameters are sent in binary, typed by the server's inference: an integer to a
+/// `BIGINT` (or narrower, range-checked) or `BOOLEAN`, text to text, bytes to
+/// `BYTEA`; anything else is refused naming both types, before it is sent.
+impl postgres::types::ToSql for Param<'_> {
+    fn to_sql(
+        &self,
+        ty: &postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        use postgres::types::{IsNull, ToSql, Type};
+        fn checked<T: ToSql>(
+            value: T,
+            ty: &Type,
+            out: &mut bytes::BytesMut,
+        ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+            if !T::accepts(ty) {
+                let rust = std::any::type_name::<T>();
+                return Err(format!("a `{rust}` parameter for a `{ty}` column").into());
+            }
+            value.to_sql(ty, out)
+        }
+        match *self {
+            Param::Null => Ok(IsNull::Yes),
+            Param::Int(n) if *ty == Type::BOOL => checked(n != 0, ty, out),
+            Param::Int(n) if *ty == Type::INT4 => checked(i32::try_from(n)?, ty, out),
+            Param::Int(n) if *ty == Type::INT2 => checked(i16::try_from(n)?, ty, out),
+            Param::Int(n) => checked(n, ty, out),
+            Param::Text(text) => checked(text, ty, out),
+            Param::Bytes(bytes) => checked(bytes, ty, out),
+        }
+    }
+
+    fn accepts(_: &postgres::types::Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placeholders;
+
+    #[test]
+    fn placeholders_are_renumbered_outside_quotes_only() {
+        assert_eq!(
+            placeholders("SELECT '?1', x FROM t WHERE a = ?1 AND b = ?12"),
+            "SELECT '?1', x FROM t WHERE a = $1 AND b = $12"
+        );
+    }
+}
