@@ -441,3 +441,84 @@ fn a_real_plan_that_misses_its_forecast_halts_the_rollout_naming_the_resource() 
     );
     assert!(page.contains("`aws_vpc.main`") || page.contains("aws_vpc.main"));
 }
+
+/// Support reads a halted rollout the way people do, in a browser: the rollouts
+/// index, the rollout with its forecast and its miss, and the release version it
+/// rolls out, each readable at 1280 px without scrolling sideways.
+#[test]
+fn headless_chromium_reads_a_halted_rollout_its_forecast_and_its_miss_at_1280_px() {
+    use crate::ui::{Browser, Driver};
+    if !have("chromedriver") || !have("chromium") {
+        return;
+    }
+    let fleet = three_versions();
+    let sent = forecast(
+        "2.0.0",
+        vec![
+            customer("globex", vec![]),
+            customer(
+                "initech",
+                vec![change("aws_eks_node_group.system", Action::Replace)],
+            ),
+        ],
+    );
+    assert_eq!(
+        put(&fleet.publisher, "/api/v1/forecasts/platform/2.0.0", &sent).status,
+        204
+    );
+    let v2 = release("2.0.0");
+    assert_eq!(
+        promote(&fleet.publisher, &statement(&v2, false), &v2).status,
+        201
+    );
+    let globex = fleet.customer("globex");
+    let rollout = fleet.assignment(&globex, "globex").assignments[0].rollout;
+    let differs = plan_receipt(
+        "globex",
+        "globex-plan",
+        "2.0.0",
+        &[("aws_vpc.main", Action::Update)],
+        &[],
+    );
+    post_receipt(&globex, &differs);
+
+    let driver = Driver::start();
+    let browser = Browser::start(&driver, (1280, 900));
+    let fits = |page: &str| {
+        let width = browser.script("return document.documentElement.scrollWidth");
+        assert!(
+            width.as_u64().unwrap() <= 1280,
+            "{page} is {width} px wide at a 1280 px window"
+        );
+    };
+    let base = fleet.server.url();
+    browser.go(&format!("{base}/ui/login"));
+    browser.type_into("#token", &fleet.server.token("support", None));
+    browser.click("button[type=submit]");
+    browser.url_when(|u| u.ends_with("/ui"));
+
+    browser.go(&format!("{base}/ui/rollouts"));
+    let body = browser.text(&browser.find("body"));
+    assert!(
+        body.contains("platform") && body.contains("halted"),
+        "{body}"
+    );
+    fits("/ui/rollouts");
+
+    browser.go(&format!("{base}/ui/rollouts/{rollout}"));
+    assert_eq!(browser.text(&browser.find("#state")), "halted");
+    let halted = browser.text(&browser.find("#halted"));
+    assert!(
+        halted.contains("globex: update `aws_vpc.main`, forecast said no change"),
+        "{halted}"
+    );
+    let summary = browser.text(&browser.find("#forecast-summary"));
+    assert!(summary.contains("aws_eks_node_group.system"), "{summary}");
+    fits("/ui/rollouts/ID");
+    browser.screenshot("rollout-miss");
+
+    browser.go(&format!("{base}/ui/releases/platform/2.0.0"));
+    let body = browser.text(&browser.find("body"));
+    assert!(body.contains("2.0.0"), "{body}");
+    fits("/ui/releases/platform/2.0.0");
+}

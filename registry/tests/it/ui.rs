@@ -809,7 +809,7 @@ fn a_stack_version_page_shows_who_runs_it_its_interface_changes_signature_and_co
 }
 
 /// `chromedriver` on a free port, with a fresh profile; killed on drop.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     url: String,
     _profile: tempfile::TempDir,
@@ -818,7 +818,7 @@ struct Driver {
 
 impl Driver {
     /// `chromedriver` on a free port, once it answers.
-    fn start() -> Driver {
+    pub(crate) fn start() -> Driver {
         let port = free_port();
         let profile = tempfile::tempdir().unwrap();
         let child = Command::new("chromedriver")
@@ -866,12 +866,12 @@ fn webdriver(method: &str, url: &str, body: Option<serde_json::Value>) -> serde_
     value["value"].clone()
 }
 
-struct Browser {
+pub(crate) struct Browser {
     session: String,
 }
 
 impl Browser {
-    fn start(driver: &Driver, (width, height): (u32, u32)) -> Browser {
+    pub(crate) fn start(driver: &Driver, (width, height): (u32, u32)) -> Browser {
         let args = [
             "--headless",
             "--no-sandbox",
@@ -900,7 +900,7 @@ impl Browser {
         }
     }
 
-    fn go(&self, url: &str) {
+    pub(crate) fn go(&self, url: &str) {
         webdriver(
             "POST",
             &format!("{}/url", self.session),
@@ -910,7 +910,7 @@ impl Browser {
 
     /// The page's address once it satisfies `done` (a click's navigation may still be
     /// under way when the click returns); panics after 20 s.
-    fn url_when(&self, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn url_when(&self, done: impl Fn(&str) -> bool) -> String {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
             let url = self.url();
@@ -922,14 +922,14 @@ impl Browser {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         webdriver("GET", &format!("{}/url", self.session), None)
             .as_str()
             .unwrap()
             .to_string()
     }
 
-    fn find(&self, css: &str) -> String {
+    pub(crate) fn find(&self, css: &str) -> String {
         let value = webdriver(
             "POST",
             &format!("{}/element", self.session),
@@ -941,7 +941,7 @@ impl Browser {
             .to_string()
     }
 
-    fn find_all(&self, css: &str) -> Vec<String> {
+    pub(crate) fn find_all(&self, css: &str) -> Vec<String> {
         webdriver(
             "POST",
             &format!("{}/elements", self.session),
@@ -959,7 +959,7 @@ impl Browser {
         .collect()
     }
 
-    fn text(&self, element: &str) -> String {
+    pub(crate) fn text(&self, element: &str) -> String {
         webdriver(
             "GET",
             &format!("{}/element/{element}/text", self.session),
@@ -970,7 +970,7 @@ impl Browser {
         .to_string()
     }
 
-    fn click(&self, css: &str) {
+    pub(crate) fn click(&self, css: &str) {
         let element = self.find(css);
         webdriver(
             "POST",
@@ -979,7 +979,7 @@ impl Browser {
         );
     }
 
-    fn type_into(&self, css: &str, text: &str) {
+    pub(crate) fn type_into(&self, css: &str, text: &str) {
         let element = self.find(css);
         webdriver(
             "POST",
@@ -988,7 +988,7 @@ impl Browser {
         );
     }
 
-    fn column(&self, table: &str, index: usize) -> Vec<String> {
+    pub(crate) fn column(&self, table: &str, index: usize) -> Vec<String> {
         self.find_all(&format!("#{table} tbody tr td:nth-child({index})"))
             .iter()
             .map(|e| self.text(e))
@@ -996,7 +996,7 @@ impl Browser {
     }
 
     /// What a script says of the page (WebDriver runs it; the pages have none).
-    fn script(&self, source: &str) -> serde_json::Value {
+    pub(crate) fn script(&self, source: &str) -> serde_json::Value {
         webdriver(
             "POST",
             &format!("{}/execute/sync", self.session),
@@ -1005,7 +1005,7 @@ impl Browser {
     }
 
     /// Saves the page as `name.png` under `STACKPACK_SCREENSHOTS`, when set.
-    fn screenshot(&self, name: &str) {
+    pub(crate) fn screenshot(&self, name: &str) {
         let Some(dir) = std::env::var_os("STACKPACK_SCREENSHOTS") else {
             return;
         };
