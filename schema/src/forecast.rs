@@ -337,7 +337,12 @@ impl ForecastGroup {
                 line
             }
             ForecastOutcome::NotForecast | ForecastOutcome::Skipped => match &self.reason {
-                Some(reason) => format!("{} ({reason})", self.outcome.words()),
+                // A summary is one line: an engine error's first line says what failed.
+                Some(reason) => format!(
+                    "{} ({})",
+                    self.outcome.words(),
+                    reason.lines().next().unwrap_or_default().trim_end()
+                ),
                 None => self.outcome.words().to_string(),
             },
             outcome => outcome.words().to_string(),

@@ -625,6 +625,12 @@ fn stateful_forecast(index: &Digest) -> serde_json::Value {
                 serde_json::json!([{"address": "aws_s3_bucket.models", "kind": "aws_s3_bucket", "action": "replace"}]),
                 serde_json::json!(["aws_s3_bucket.models"])),
             customer("initech", "no-change", serde_json::json!([]), serde_json::json!([])),
+            // The emulator could not make what umbrella's running version holds.
+            serde_json::json!({
+                "customer": "umbrella", "outcome": "not-forecast", "seconds": 1.0,
+                "stacks": [],
+                "reason": "applying its running version 0.0.9 failed: the emulator cannot create `aws_eks_addon`\n(more lines of the engine's error)",
+            }),
         ],
     })
 }
@@ -637,7 +643,7 @@ fn promote_refuses_a_forecast_that_replaces_a_stateful_resource_of_a_customer_wh
     let mut vendor = Vendor::new();
     vendor.token = Some(registry.publisher_token());
     let index = vendor.publish(&host);
-    for id in ["globex", "initech"] {
+    for id in ["globex", "initech", "umbrella"] {
         registry.run(&["customer", "add", id]).ok();
         registry
             .run(&[
@@ -689,6 +695,16 @@ fn promote_refuses_a_forecast_that_replaces_a_stateful_resource_of_a_customer_wh
         refused.stderr
     );
     assert!(!refused.stderr.contains("`initech`:"), "{}", refused.stderr);
+    // A customer the emulator could not forecast is named with why, never passed
+    // silently as if its plan were known.
+    assert!(
+        refused.stderr.contains(
+            "`umbrella` has no forecast: not forecast: applying its running version 0.0.9 failed: the emulator cannot create `aws_eks_addon`"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains("more lines"), "{}", refused.stderr);
     assert!(
         refused.stderr.contains("--accept-forecast"),
         "{}",
