@@ -1,8 +1,13 @@
 //! A customer's details (`customer set`) and the index pages' searches: customers
 //! by id, name, account, stack or version; stacks and their versions with how many
 //! customers run each. Every search value is a bound parameter, never SQL text.
+//!
+//! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL.
+//! PostgreSQL has `customers` and `fleet_cells` (PG4), so details and search run
+//! there; `stacks`, `versions` and `cell_receipts` also read `fleet_stack_versions`,
+//! `releases` and `receipts`, whose modules (`fleet`, `ledger`) are not ported yet.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use super::sql::{Decode, Row, Sql};
 use serde::Serialize;
 
 /// What the vendor knows of a customer beyond its receipts.
@@ -29,7 +34,12 @@ impl Details {
 
 /// Sets the details given (an empty text clears one), creating the customer as
 /// registered if it is new.
-pub fn set_details(conn: &Connection, id: &str, d: &Details, now: &str) -> rusqlite::Result<()> {
+pub fn set_details<C: Sql + ?Sized>(
+    conn: &C,
+    id: &str,
+    d: &Details,
+    now: &str,
+) -> Result<(), C::Error> {
     super::ledger::register_customer(conn, id, None, None, now)?;
     for (column, value) in [
         ("account", &d.account),
@@ -43,27 +53,28 @@ pub fn set_details(conn: &Connection, id: &str, d: &Details, now: &str) -> rusql
             let value = (!value.is_empty()).then_some(value);
             conn.execute(
                 &format!("UPDATE customers SET {column} = ?2 WHERE id = ?1"),
-                params![id, value],
+                &[id.into(), value.into()],
             )?;
         }
     }
     Ok(())
 }
 
-pub fn details(conn: &Connection, id: &str) -> rusqlite::Result<Option<Details>> {
-    conn.prepare_cached(
+pub fn details<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Details>, C::Error> {
+    let row = conn.query_opt(
         "SELECT account, region, environment, contact, notes FROM customers WHERE id = ?1",
-    )?
-    .query_row(params![id], |r| {
-        Ok(Details {
+        &[id.into()],
+    )?;
+    let details = |r: &Row| {
+        Ok::<_, Decode>(Details {
             account: r.get(0)?,
             region: r.get(1)?,
             environment: r.get(2)?,
             contact: r.get(3)?,
             notes: r.get(4)?,
         })
-    })
-    .optional()
+    };
+    Ok(row.as_ref().map(details).transpose()?)
 }
 
 /// One line of the customers index.
@@ -82,10 +93,13 @@ pub struct CustomerLine {
 }
 
 /// `text` as a `LIKE` pattern matching it anywhere, its `%`, `_` and `\` taken
-/// literally (the query says `ESCAPE '\'`).
+/// literally (the query says `ESCAPE '\'`), in ASCII lower case: the queries
+/// compare it with `lower(column)`, since SQLite's `LIKE` sets ASCII case aside and
+/// PostgreSQL's does not. Both `lower`s fold ASCII only (SQLite's always, and
+/// PostgreSQL's on the `"C"` columns searched), so a search matches the same on both.
 pub fn contains_pattern(text: &str) -> String {
     let mut out = String::from("%");
-    for c in text.chars() {
+    for c in text.to_ascii_lowercase().chars() {
         if matches!(c, '%' | '_' | '\\') {
             out.push('\\');
         }
@@ -102,18 +116,20 @@ const SEARCH: &str = "SELECT c.id, c.name, c.environment, c.account, c.region, c
          FROM customers c
          WHERE c.id IN (
              SELECT id FROM (SELECT id FROM customers
-                 WHERE ?1 = '' OR id LIKE ?2 ESCAPE '\\' OR name LIKE ?2 ESCAPE '\\'
-                     OR account LIKE ?2 ESCAPE '\\'
-                 ORDER BY id LIMIT ?3)
+                 WHERE ?1 = '' OR lower(id) LIKE ?2 ESCAPE '\\'
+                     OR lower(name) LIKE ?2 ESCAPE '\\' OR lower(account) LIKE ?2 ESCAPE '\\'
+                 ORDER BY id LIMIT ?3) AS by_text
              UNION ALL SELECT customer FROM (SELECT customer
                  FROM fleet_cells INDEXED BY fleet_cells_stack
-                 WHERE stack = ?1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT ?3)
+                 WHERE stack = ?1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT ?3) AS by_stack
              UNION ALL SELECT customer FROM (SELECT customer
                  FROM fleet_cells INDEXED BY fleet_cells_stack_unattempted
                  WHERE stack = ?1 AND attempt_id IS NULL ORDER BY customer LIMIT ?3)
+                 AS by_unattempted_stack
              UNION ALL SELECT customer FROM (SELECT DISTINCT customer
                  FROM fleet_cells INDEXED BY fleet_cells_version_customer
-                 WHERE version = ?1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT ?3))
+                 WHERE version = ?1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT ?3)
+                 AS by_version)
          ORDER BY c.id LIMIT ?3";
 
 /// Customers whose id, name or account contains `q`, or who run a stack named `q`
@@ -123,25 +139,31 @@ const SEARCH: &str = "SELECT c.id, c.name, c.environment, c.account, c.region, c
 /// Each way of matching gives its own first `limit` customers by id, read in id
 /// order off an index and stopped there (a version most of the fleet runs would
 /// otherwise gather every one of its cells); the first `limit` of their union are
-/// the first `limit` of all matches.
-pub fn search(conn: &Connection, q: &str, limit: u64) -> rusqlite::Result<Vec<CustomerLine>> {
+/// the first `limit` of all matches. (`INDEXED BY` holds SQLite to those indexes;
+/// the PostgreSQL side drops it, see `sql::postgres_text`.)
+pub fn search<C: Sql + ?Sized>(
+    conn: &C,
+    q: &str,
+    limit: u64,
+) -> Result<Vec<CustomerLine>, C::Error> {
     let q = q.trim();
     let pattern = contains_pattern(q);
-    conn.prepare_cached(SEARCH)?
-        .query_map(params![q, pattern, limit as i64], |r| {
-            Ok(CustomerLine {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                environment: r.get(2)?,
-                account: r.get(3)?,
-                region: r.get(4)?,
-                last_seen: r.get(5)?,
-                stacks: r.get::<_, i64>(6)? as u64,
-                failed: r.get::<_, i64>(7)? as u64,
-                drifted: r.get::<_, i64>(8)? as u64,
-            })
-        })?
-        .collect()
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = conn.query(SEARCH, &[q.into(), pattern.as_str().into(), limit.into()])?;
+    let line = |r: &Row| {
+        Ok::<_, Decode>(CustomerLine {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            environment: r.get(2)?,
+            account: r.get(3)?,
+            region: r.get(4)?,
+            last_seen: r.get(5)?,
+            stacks: r.get(6)?,
+            failed: r.get(7)?,
+            drifted: r.get(8)?,
+        })
+    };
+    Ok(rows.iter().map(line).collect::<Result<_, _>>()?)
 }
 
 /// One line of the stacks index.
@@ -165,28 +187,30 @@ const STACKS: &str = "WITH cells AS (SELECT stack,
              (SELECT COUNT(*) FROM releases r WHERE r.stack = n.stack),
              (SELECT version FROM releases r WHERE r.stack = n.stack AND r.stable = 1
                  ORDER BY version_key DESC LIMIT 1),
-             COALESCE(c.running, 0), COALESCE(c.failed, 0), COALESCE(c.drifted, 0)
+             CAST(COALESCE(c.running, 0) AS BIGINT), CAST(COALESCE(c.failed, 0) AS BIGINT),
+             CAST(COALESCE(c.drifted, 0) AS BIGINT)
          FROM names n LEFT JOIN cells c ON c.stack = n.stack
-         WHERE n.stack LIKE ?1 ESCAPE '\\' ORDER BY n.stack";
+         WHERE lower(n.stack) LIKE ?1 ESCAPE '\\' ORDER BY n.stack";
 
 /// Stacks whose name contains `q` (all when empty), with their published versions,
 /// the latest stable one, and how many customers run, failed and drifted on each:
 /// summed from `fleet_stack_versions` (a row per stack and version, kept as cells
-/// change), never the cells themselves.
-pub fn stacks(conn: &Connection, q: &str) -> rusqlite::Result<Vec<StackLine>> {
+/// change), never the cells themselves. (PostgreSQL's `SUM` of a `BIGINT` is a
+/// `NUMERIC`, hence the casts.)
+pub fn stacks<C: Sql + ?Sized>(conn: &C, q: &str) -> Result<Vec<StackLine>, C::Error> {
     let pattern = contains_pattern(q.trim());
-    conn.prepare_cached(STACKS)?
-        .query_map(params![pattern], |r| {
-            Ok(StackLine {
-                stack: r.get(0)?,
-                versions: r.get::<_, i64>(1)? as u64,
-                latest: r.get(2)?,
-                customers: r.get::<_, i64>(3)? as u64,
-                failed: r.get::<_, i64>(4)? as u64,
-                drifted: r.get::<_, i64>(5)? as u64,
-            })
-        })?
-        .collect()
+    let rows = conn.query(STACKS, &[pattern.as_str().into()])?;
+    let line = |r: &Row| {
+        Ok::<_, Decode>(StackLine {
+            stack: r.get(0)?,
+            versions: r.get(1)?,
+            latest: r.get(2)?,
+            customers: r.get(3)?,
+            failed: r.get(4)?,
+            drifted: r.get(5)?,
+        })
+    };
+    Ok(rows.iter().map(line).collect::<Result<_, _>>()?)
 }
 
 /// One version of a stack with how many customers run it.
@@ -202,33 +226,32 @@ pub struct VersionLine {
 /// A stack's versions, newest first: those published and those customers run
 /// (a bundle kept in another registry may be run without being recorded here),
 /// counted in `fleet_stack_versions`.
-pub fn versions(conn: &Connection, stack: &str) -> rusqlite::Result<Vec<VersionLine>> {
-    let mut running: std::collections::HashMap<String, u64> = conn
-        .prepare_cached(
-            "SELECT version, cells FROM fleet_stack_versions
-             WHERE stack = ?1 AND version <> '' AND cells > 0",
-        )?
-        .query_map(params![stack], |r| {
-            Ok((r.get(0)?, r.get::<_, i64>(1)? as u64))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut lines: Vec<(Option<Vec<u8>>, VersionLine)> = conn
-        .prepare_cached(
-            "SELECT version, version_key, published_at, prerelease FROM releases WHERE stack = ?1",
-        )?
-        .query_map(params![stack], |r| {
-            let version: String = r.get(0)?;
-            Ok((
-                r.get::<_, Option<Vec<u8>>>(1)?,
-                VersionLine {
-                    customers: 0,
-                    version,
-                    published_at: r.get(2)?,
-                    prerelease: r.get::<_, i64>(3)? != 0,
-                },
-            ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+pub fn versions<C: Sql + ?Sized>(conn: &C, stack: &str) -> Result<Vec<VersionLine>, C::Error> {
+    let mut running = std::collections::HashMap::<String, u64>::new();
+    for r in conn.query(
+        "SELECT version, cells FROM fleet_stack_versions
+         WHERE stack = ?1 AND version <> '' AND cells > 0",
+        &[stack.into()],
+    )? {
+        running.insert(r.get(0)?, r.get(1)?);
+    }
+    let published = conn.query(
+        "SELECT version, version_key, published_at, prerelease FROM releases WHERE stack = ?1",
+        &[stack.into()],
+    )?;
+    let line = |r: &Row| {
+        Ok::<_, Decode>((
+            r.get::<Option<Vec<u8>>>(1)?,
+            VersionLine {
+                customers: 0,
+                version: r.get(0)?,
+                published_at: r.get(2)?,
+                prerelease: r.get::<i64>(3)? != 0,
+            },
+        ))
+    };
+    let mut lines: Vec<(Option<Vec<u8>>, VersionLine)> =
+        published.iter().map(line).collect::<Result<_, _>>()?;
     for (_, line) in &mut lines {
         line.customers = running.remove(&line.version).unwrap_or(0);
     }
@@ -260,43 +283,46 @@ pub struct CellReceipts {
     pub newest: Option<String>,
 }
 
-pub fn cell_receipts(
-    conn: &Connection,
+pub fn cell_receipts<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
-) -> rusqlite::Result<std::collections::BTreeMap<String, CellReceipts>> {
-    conn.prepare_cached(
+) -> Result<std::collections::BTreeMap<String, CellReceipts>, C::Error> {
+    let rows = conn.query(
         "SELECT f.stack,
-             (SELECT document FROM receipts r INDEXED BY receipts_current
-                 WHERE r.customer = f.customer AND r.stack = f.stack AND r.outcome = 'failed'
-                 AND r.kind IN ('apply', 'rollback', 'destroy')
-                 AND NOT EXISTS (SELECT 1 FROM receipts s INDEXED BY receipts_current
-                     WHERE s.customer = r.customer AND s.stack = r.stack
-                     AND s.kind = 'apply' AND s.outcome IN ('succeeded', 'no-changes')
-                     AND s.finished_ns > r.finished_ns)
-                 ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1),
-             d.document,
-             (SELECT document FROM receipts r WHERE r.customer = f.customer AND r.stack = f.stack
-                 ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1)
-         FROM fleet_cells f
-         LEFT JOIN receipts d ON d.id = f.drift_id AND f.drifted = 1
-         WHERE f.customer = ?1",
-    )?
-    .query_map(params![customer], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
+         (SELECT document FROM receipts r INDEXED BY receipts_current
+             WHERE r.customer = f.customer AND r.stack = f.stack AND r.outcome = 'failed'
+             AND r.kind IN ('apply', 'rollback', 'destroy')
+             AND NOT EXISTS (SELECT 1 FROM receipts s INDEXED BY receipts_current
+                 WHERE s.customer = r.customer AND s.stack = r.stack
+                 AND s.kind = 'apply' AND s.outcome IN ('succeeded', 'no-changes')
+                 AND s.finished_ns > r.finished_ns)
+             ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1),
+         d.document,
+         (SELECT document FROM receipts r WHERE r.customer = f.customer AND r.stack = f.stack
+             ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1)
+     FROM fleet_cells f
+     LEFT JOIN receipts d ON d.id = f.drift_id AND f.drifted = 1
+     WHERE f.customer = ?1",
+        &[customer.into()],
+    )?;
+    let cell = |r: &Row| {
+        Ok::<_, Decode>((
+            r.get::<String>(0)?,
             CellReceipts {
                 failed: r.get(1)?,
                 drifted: r.get(2)?,
                 newest: r.get(3)?,
             },
         ))
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(cell).collect::<Result<_, _>>()?)
 }
 
 /// The plans SQLite picks for the indexes' statements, by name (`search`,
 /// `stacks`), one line per step, for the test that holds them to their indexes.
-pub fn index_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, Vec<String>)>> {
+pub fn index_plans(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Vec<(&'static str, Vec<String>)>> {
     let search: [&dyn rusqlite::ToSql; 3] = [&"1.19.0", &"%1.19.0%", &201i64];
     let stacks: [&dyn rusqlite::ToSql; 1] = [&"%%"];
     [

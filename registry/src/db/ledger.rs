@@ -265,20 +265,20 @@ pub fn upsert_customer(
 
 /// Registers the customer (the vendor's act: `customer add`, a customer token),
 /// creating it if new; sets the name and environment given.
-pub fn register_customer(
-    conn: &Connection,
+pub fn register_customer<C: super::sql::Sql + ?Sized>(
+    conn: &C,
     id: &str,
     name: Option<&str>,
     environment: Option<&str>,
     now: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     conn.execute(
         "INSERT INTO customers (id, name, environment, created, registered_at)
          VALUES (?1, ?2, ?3, ?4, ?4)
          ON CONFLICT (id) DO UPDATE SET name = COALESCE(excluded.name, customers.name),
              environment = COALESCE(excluded.environment, customers.environment),
              registered_at = COALESCE(customers.registered_at, excluded.registered_at)",
-        params![id, name, environment, now],
+        &[id.into(), name.into(), environment.into(), now.into()],
     )?;
     Ok(())
 }

@@ -347,15 +347,47 @@ impl<C: postgres::GenericClient> Sql for Pg<C> {
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, PgError> {
         let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
             params.iter().map(|p| p as _).collect();
-        Ok(self.0.borrow_mut().execute(&placeholders(sql), &params)?)
+        Ok(self.0.borrow_mut().execute(&postgres_text(sql), &params)?)
     }
 
     fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, PgError> {
         let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
             params.iter().map(|p| p as _).collect();
-        let rows = self.0.borrow_mut().query(&placeholders(sql), &params)?;
+        let rows = self.0.borrow_mut().query(&postgres_text(sql), &params)?;
         rows.iter().map(|row| Ok(Row(pg_values(row)?))).collect()
     }
+}
+
+/// A statement written for both backends as PostgreSQL takes it: `?N` as `$N`
+/// ([`placeholders`]) and SQLite's planner hints (`INDEXED BY name`, which hold a
+/// query to the index its page must read, see `tests/it/query_plans.rs`) left out,
+/// since PostgreSQL has no such syntax and plans by its own statistics.
+pub fn postgres_text(sql: &str) -> String {
+    without_index_hints(&placeholders(sql))
+}
+
+/// `sql` without its `INDEXED BY name` clauses, quoted text left alone.
+pub fn without_index_hints(sql: &str) -> String {
+    const HINT: &str = "INDEXED BY ";
+    let mut out = String::with_capacity(sql.len());
+    let mut quoted = false;
+    let mut rest = sql;
+    while let Some(c) = rest.chars().next() {
+        if !quoted && rest.starts_with(HINT) {
+            let name = rest[HINT.len()..]
+                .trim_start()
+                .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            // The space before the hint stays; the one after it goes.
+            rest = name.trim_start();
+            continue;
+        }
+        if c == '\'' {
+            quoted = !quoted;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 /// SQLite's `?N` placeholders as PostgreSQL's `$N`, leaving quoted text alone.
@@ -452,7 +484,17 @@ impl postgres::types::ToSql for Param<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::placeholders;
+    use super::{placeholders, without_index_hints};
+
+    #[test]
+    fn index_hints_are_left_out_outside_quotes_only() {
+        assert_eq!(
+            without_index_hints(
+                "SELECT 'INDEXED BY x' FROM t INDEXED BY t_a_b WHERE a IN (SELECT a FROM u INDEXED BY u_1)"
+            ),
+            "SELECT 'INDEXED BY x' FROM t WHERE a IN (SELECT a FROM u )"
+        );
+    }
 
     #[test]
     fn placeholders_are_renumbered_outside_quotes_only() {

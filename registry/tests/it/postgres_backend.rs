@@ -5,7 +5,8 @@
 use stackpack_registry::auth::Role;
 use stackpack_registry::db::sql::{Pg, PgError, Sql};
 use stackpack_registry::db::{
-    blobs, leases, manifests, pg, sessions, settings, support_bundles, tokens, uploads, Db,
+    blobs, customers, leases, ledger, manifests, pg, sessions, settings, support_bundles, tokens,
+    uploads, Db,
 };
 use stackpack_test_support::servers::Postgres;
 
@@ -535,6 +536,138 @@ fn a_push_answers_the_same_on_sqlite_and_postgres() {
         ),
         "{sqlite:?}"
     );
+}
+
+/// Every answer `customers` gives as the vendor adds customers, sets and clears
+/// their details, and support lists and searches them: ids, names and accounts in
+/// any ASCII case, stacks and versions run, `%` and `_` taken literally.
+fn customer_story<C: Sql>(conn: &C) -> Vec<String> {
+    let now = "2026-03-01T00:00:00Z";
+    let mut answers = Vec::new();
+    ledger::register_customer(conn, "acme", Some("Acme Corp"), Some("prod"), now).unwrap();
+    ledger::register_customer(conn, "globex", Some("Globex"), None, now).unwrap();
+    let zeta = customers::Details {
+        account: Some("ACC-42".into()),
+        region: Some("eu-west-1".into()),
+        notes: Some("100% _done_".into()),
+        ..Default::default()
+    };
+    // Details given for a customer not yet known add it.
+    customers::set_details(conn, "Zeta-1", &zeta, now).unwrap();
+    let acme = customers::Details {
+        account: Some("acme-aws".into()),
+        contact: Some("ops@acme.example".into()),
+        ..Default::default()
+    };
+    customers::set_details(conn, "acme", &acme, now).unwrap();
+    for id in ["acme", "Zeta-1", "nobody"] {
+        answers.push(format!("{:?}", customers::details(conn, id).unwrap()));
+    }
+    // An empty detail clears it; one not given stays.
+    let clear = customers::Details {
+        contact: Some(String::new()),
+        ..Default::default()
+    };
+    customers::set_details(conn, "acme", &clear, now).unwrap();
+    answers.push(format!("{:?}", customers::details(conn, "acme").unwrap()));
+    // What the fleet runs (written by the `fleet` module, not ported yet).
+    for (customer, stack, attempt, version, failed, drifted) in [
+        ("acme", "web", Some("r1"), Some("1.2.0"), 1, 0),
+        ("globex", "web", None, None, 0, 1),
+        ("Zeta-1", "db", Some("r2"), Some("1.2.0"), 0, 1),
+        ("Zeta-1", "web", Some("r3"), Some("1.3.0"), 0, 0),
+    ] {
+        conn.execute(
+            "INSERT INTO fleet_cells (customer, stack, attempt_id, version, failed, drifted)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                customer.into(),
+                stack.into(),
+                attempt.into(),
+                version.into(),
+                i64::from(failed).into(),
+                i64::from(drifted).into(),
+            ],
+        )
+        .unwrap();
+    }
+    for (q, limit) in [
+        ("", 50),
+        ("", 2),
+        ("ACME", 50),
+        ("zeta", 50),
+        ("acc-", 50),
+        ("GLOBEX", 50),
+        ("web", 50),
+        ("1.2.0", 50),
+        ("%", 50),
+        ("_", 50),
+        ("nothing", 50),
+    ] {
+        let lines = customers::search(conn, q, limit).unwrap();
+        answers.push(format!("{q:?} {limit}: {lines:?}"));
+    }
+    answers
+}
+
+fn ids(answer: &str) -> Vec<&str> {
+    answer
+        .split("id: \"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap())
+        .collect()
+}
+
+#[test]
+fn customers_answer_the_same_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registry.db");
+    drop(Db::open(&path, 1).unwrap());
+    let mut connection = rusqlite::Connection::open(&path).unwrap();
+    let tx = connection.transaction().unwrap();
+    let sqlite = customer_story(&tx);
+    tx.commit().unwrap();
+
+    // On a database whose default collation is a language's, as in the push test:
+    // customers still list in byte order ("Zeta-1" before "acme"), as on SQLite.
+    let server = Postgres::start();
+    let mut admin = pg::connect(&server.url()).unwrap();
+    admin
+        .batch_execute(
+            "CREATE DATABASE people TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'",
+        )
+        .unwrap();
+    let url = server.url().replace("/postgres", "/people");
+    let mut client = pg::connect(&url).unwrap();
+    pg::migrate(&mut client).unwrap();
+    let tx = Pg::new(client.transaction().unwrap());
+    let postgres = customer_story(&tx);
+    tx.into_inner().commit().unwrap();
+
+    for (i, (s, p)) in sqlite.iter().zip(&postgres).enumerate() {
+        assert_eq!(s, p, "answer {i} differs");
+    }
+    assert_eq!(sqlite.len(), postgres.len());
+    // And the answers are the ones support relies on.
+    let search = |q: &str| {
+        let prefix = format!("{q:?} 50: ");
+        ids(sqlite.iter().find(|a| a.starts_with(&prefix)).unwrap())
+    };
+    assert_eq!(search(""), ["Zeta-1", "acme", "globex"]);
+    assert_eq!(search("ACME"), ["acme"]);
+    assert_eq!(search("zeta"), ["Zeta-1"]);
+    assert_eq!(search("acc-"), ["Zeta-1"]);
+    assert_eq!(search("GLOBEX"), ["globex"]);
+    assert_eq!(search("web"), ["Zeta-1", "acme", "globex"]);
+    assert_eq!(search("1.2.0"), ["Zeta-1", "acme"]);
+    assert!(search("%").is_empty() && search("_").is_empty());
+    assert!(
+        sqlite[3].contains("account: Some(\"acme-aws\")"),
+        "{}",
+        sqlite[3]
+    );
+    assert!(!sqlite[3].contains("ops@acme"), "{}", sqlite[3]);
+    assert_eq!(sqlite[2], "None");
 }
 
 #[test]
