@@ -24,7 +24,7 @@ pub fn run(args: &BackupArgs) -> Result<()> {
             BackupError::Unsound(_) => {
                 "the database itself may be damaged: run `stackpack-registry serve` and read `/healthz`"
             }
-            BackupError::Sqlite(_) | BackupError::Io(_) => {
+            BackupError::Sqlite(_) | BackupError::Io(_) | BackupError::Write { .. } => {
                 "check that the target folder exists, is writable and has room"
             }
         };

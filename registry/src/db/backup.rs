@@ -36,6 +36,12 @@ pub enum BackupError {
     Unsound(String),
     #[error("{0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("cannot write `{}`: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("{0}")]
     Io(#[from] io::Error),
 }
@@ -87,7 +93,11 @@ fn write_checked(path: &Path, partial: &Path) -> Result<BackupSummary, BackupErr
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(partial)?;
+        .open(partial)
+        .map_err(|source| BackupError::Write {
+            path: partial.to_path_buf(),
+            source,
+        })?;
     let source = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     source.busy_timeout(std::time::Duration::from_secs(10))?;
     source.execute("VACUUM INTO ?1", [partial.to_string_lossy()])?;
