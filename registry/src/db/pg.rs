@@ -126,7 +126,8 @@ CREATE INDEX support_bundles_customer ON support_bundles(customer, id);
 /// the fleet's cells (`fleet_cells`), which customer search reads: who runs a
 /// stack, or a version. Writing cells, and the per-stack counts SQLite's V16 keeps
 /// by triggers (`fleet_stack_versions`), come with the `fleet` module's port.
-/// Search pages by `customers.id` and `fleet_cells.customer` and matches
+/// Search pages by `customers.id` and `fleet_cells.customer` (a customer's cells
+/// list by `fleet_cells.stack`) and matches
 /// `lower(id|name|account)`: those are `"C"`, so they sort in byte order and
 /// `lower` folds ASCII only, both as SQLite does.
 const PG4: &str = r#"
@@ -154,7 +155,7 @@ CREATE INDEX customers_channel ON customers(channel, wave) WHERE channel IS NOT 
 CREATE INDEX customers_account ON customers(account) WHERE account IS NOT NULL;
 CREATE TABLE fleet_cells (
     customer TEXT COLLATE "C" NOT NULL,
-    stack TEXT NOT NULL,
+    stack TEXT COLLATE "C" NOT NULL,
     current_id TEXT,
     attempt_id TEXT,
     drift_id TEXT,
@@ -191,8 +192,68 @@ CREATE INDEX fleet_cells_stack_failed ON fleet_cells(stack, customer) WHERE fail
 CREATE INDEX fleet_cells_stack_drifted ON fleet_cells(stack, customer) WHERE drifted = 1;
 "#;
 
+/// PostgreSQL version 5: releases (`db/release_index.rs`), SQLite's V7 tables, and
+/// `receipts` with every column SQLite's V1, V2 and V7 gave it, which the release
+/// pages read (who deployed a release, what each cell runs as part of which). The
+/// ledger's writers of receipts, and its other tables, come with its port.
+/// Versions list by `name` (then `version_key`, bytes) and a release's customers by
+/// `receipts.customer`: those are `"C"`, so they sort in byte order as on SQLite.
+const PG5: &str = r#"
+CREATE TABLE release_indexes (
+    name TEXT COLLATE "C" NOT NULL,
+    version TEXT NOT NULL,
+    version_key BYTEA NOT NULL,
+    prerelease BIGINT NOT NULL,
+    repository TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    published_at TEXT NOT NULL,
+    PRIMARY KEY (name, version)
+);
+CREATE INDEX release_indexes_digest ON release_indexes(repository, digest);
+CREATE TABLE release_index_stacks (
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    position BIGINT NOT NULL,
+    stack TEXT NOT NULL,
+    stack_version TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (name, version, stack)
+);
+CREATE TABLE release_index_services (
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    position BIGINT NOT NULL,
+    service TEXT NOT NULL,
+    reference TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (name, version, service)
+);
+CREATE TABLE receipts (
+    id TEXT PRIMARY KEY,
+    customer TEXT COLLATE "C" NOT NULL,
+    stack TEXT NOT NULL,
+    version TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    document TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    finished_ns BIGINT NOT NULL DEFAULT 0,
+    release_name TEXT,
+    release_version TEXT,
+    release_digest TEXT
+);
+CREATE INDEX receipts_current ON receipts(customer, stack, finished_ns);
+CREATE INDEX receipts_finished ON receipts(customer, finished_ns);
+CREATE INDEX receipts_stack ON receipts(stack, finished_ns);
+CREATE INDEX receipts_release ON receipts(release_name, customer) WHERE release_name IS NOT NULL;
+"#;
+
 /// The schema, one step per version.
-const MIGRATIONS: &[&str] = &[PG1, PG2, PG3, PG4];
+const MIGRATIONS: &[&str] = &[PG1, PG2, PG3, PG4, PG5];
 
 /// The PostgreSQL schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

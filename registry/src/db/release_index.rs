@@ -2,12 +2,12 @@
 //! indexes arrive (`release_indexes`, with their stacks and services in apply
 //! order). The tables are not called `releases`: that one, older, holds single
 //! stack versions (bundles).
+//!
+//! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
+//! (PG5: the three tables, and `receipts`, which `customers_of` and `cells` read).
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
-
-use super::{parsed, Text};
+use super::sql::{Decode, Row, Sql};
 use crate::api::{DeployedRelease, ReleaseServicePart, ReleaseStackPart, ReleaseVersion};
-use crate::timestamp::Timestamp;
 
 /// A release version and its parts, as read from its description.
 #[derive(Clone, Debug)]
@@ -21,176 +21,200 @@ pub struct NewReleaseIndex {
 /// index (a moved prerelease tag) replaces what was recorded; a stable version, as
 /// its tag, never changes once recorded (the same version pushed to a second
 /// namespace keeps its first record). False when nothing was recorded.
-pub fn record(conn: &Connection, r: &NewReleaseIndex) -> rusqlite::Result<bool> {
-    let (name, version) = (&r.release.name, r.release.version.to_string());
-    let recorded: Option<(String, bool)> = conn
-        .prepare_cached(
-            "SELECT digest, prerelease FROM release_indexes WHERE name = ?1 AND version = ?2",
-        )?
-        .query_row(params![name, version], |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
-    if let Some((digest, prerelease)) = recorded {
-        if digest == r.release.digest.to_string() || !prerelease {
+pub fn record<C: Sql + ?Sized>(conn: &C, r: &NewReleaseIndex) -> Result<bool, C::Error> {
+    let (name, version) = (r.release.name.as_str(), r.release.version.to_string());
+    let digest = r.release.digest.to_string();
+    let recorded = conn.query_opt(
+        "SELECT digest, prerelease FROM release_indexes WHERE name = ?1 AND version = ?2",
+        &[name.into(), version.as_str().into()],
+    )?;
+    if let Some(row) = recorded {
+        let (was, prerelease): (String, bool) = (row.get(0)?, row.get(1)?);
+        if was == digest || !prerelease {
             return Ok(false);
         }
     }
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO release_indexes
+    let key = crate::version_key::of(&r.release.version);
+    let published_at = r.release.published_at.to_string();
+    conn.execute(
+        "INSERT INTO release_indexes
              (name, version, version_key, prerelease, repository, digest, published_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        name,
-        version,
-        crate::version_key::of(&r.release.version),
-        r.release.prerelease,
-        r.release.repository,
-        Text(&r.release.digest),
-        r.release.published_at,
-    ])?;
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (name, version) DO UPDATE SET version_key = excluded.version_key,
+             prerelease = excluded.prerelease, repository = excluded.repository,
+             digest = excluded.digest, published_at = excluded.published_at",
+        &[
+            name.into(),
+            version.as_str().into(),
+            key.as_slice().into(),
+            r.release.prerelease.into(),
+            r.release.repository.as_str().into(),
+            digest.as_str().into(),
+            published_at.as_str().into(),
+        ],
+    )?;
     delete_parts(conn, name, &version)?;
-    let mut stack = conn.prepare_cached(
-        "INSERT INTO release_index_stacks (name, version, position, stack, stack_version, digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
     for (position, s) in r.stacks.iter().enumerate() {
-        stack.execute(params![
-            name,
-            version,
-            position as i64,
-            s.stack,
-            Text(&s.version),
-            Text(&s.digest)
-        ])?;
+        let (stack_version, digest) = (s.version.to_string(), s.digest.to_string());
+        conn.execute(
+            "INSERT INTO release_index_stacks
+                 (name, version, position, stack, stack_version, digest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                name.into(),
+                version.as_str().into(),
+                (position as i64).into(),
+                s.stack.as_str().into(),
+                stack_version.as_str().into(),
+                digest.as_str().into(),
+            ],
+        )?;
     }
-    let mut service = conn.prepare_cached(
-        "INSERT INTO release_index_services (name, version, position, service, reference, digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
     for (position, s) in r.services.iter().enumerate() {
-        service.execute(params![
-            name,
-            version,
-            position as i64,
-            s.service,
-            s.reference,
-            Text(&s.digest)
-        ])?;
+        let digest = s.digest.to_string();
+        conn.execute(
+            "INSERT INTO release_index_services
+                 (name, version, position, service, reference, digest)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                name.into(),
+                version.as_str().into(),
+                (position as i64).into(),
+                s.service.as_str().into(),
+                s.reference.as_str().into(),
+                digest.as_str().into(),
+            ],
+        )?;
     }
     Ok(true)
 }
 
-fn delete_parts(conn: &Connection, name: &str, version: &str) -> rusqlite::Result<()> {
+fn delete_parts<C: Sql + ?Sized>(conn: &C, name: &str, version: &str) -> Result<(), C::Error> {
     for table in ["release_index_stacks", "release_index_services"] {
-        conn.prepare_cached(&format!(
-            "DELETE FROM {table} WHERE name = ?1 AND version = ?2"
-        ))?
-        .execute(params![name, version])?;
+        conn.execute(
+            &format!("DELETE FROM {table} WHERE name = ?1 AND version = ?2"),
+            &[name.into(), version.into()],
+        )?;
     }
     Ok(())
 }
 
 /// Forgets the release versions whose index is the deleted manifest `digest` of
 /// `repo`, with their parts.
-pub fn delete_by_digest(conn: &Connection, repo: &str, digest: &str) -> rusqlite::Result<()> {
-    let gone: Vec<(String, String)> = conn
-        .prepare_cached(
-            "SELECT name, version FROM release_indexes WHERE repository = ?1 AND digest = ?2",
-        )?
-        .query_map(params![repo, digest], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    for (name, version) in gone {
+pub fn delete_by_digest<C: Sql + ?Sized>(
+    conn: &C,
+    repo: &str,
+    digest: &str,
+) -> Result<(), C::Error> {
+    let gone = conn.query(
+        "SELECT name, version FROM release_indexes WHERE repository = ?1 AND digest = ?2",
+        &[repo.into(), digest.into()],
+    )?;
+    for row in gone {
+        let (name, version): (String, String) = (row.get(0)?, row.get(1)?);
         delete_parts(conn, &name, &version)?;
-        conn.prepare_cached("DELETE FROM release_indexes WHERE name = ?1 AND version = ?2")?
-            .execute(params![name, version])?;
+        conn.execute(
+            "DELETE FROM release_indexes WHERE name = ?1 AND version = ?2",
+            &[name.as_str().into(), version.as_str().into()],
+        )?;
     }
     Ok(())
 }
 
 const VERSION_COLUMNS: &str = "name, version, repository, digest, prerelease, published_at";
 
-fn version_row(r: &Row<'_>) -> rusqlite::Result<ReleaseVersion> {
+fn version_row(r: &Row) -> Result<ReleaseVersion, Decode> {
     Ok(ReleaseVersion {
         name: r.get(0)?,
-        version: parsed(r, 1)?,
+        version: r.parsed(1)?,
         repository: r.get(2)?,
-        digest: parsed(r, 3)?,
+        digest: r.parsed(3)?,
         prerelease: r.get(4)?,
-        published_at: r.get::<_, Timestamp>(5)?,
+        published_at: r.get(5)?,
     })
 }
 
 /// Every recorded version of every release (or of `name`), by name, newest first.
-pub fn versions(conn: &Connection, name: Option<&str>) -> rusqlite::Result<Vec<ReleaseVersion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {VERSION_COLUMNS} FROM release_indexes WHERE ?1 IS NULL OR name = ?1
-         ORDER BY name, version_key DESC"
-    ))?
-    .query_map(params![name], version_row)?
-    .collect()
+pub fn versions<C: Sql + ?Sized>(
+    conn: &C,
+    name: Option<&str>,
+) -> Result<Vec<ReleaseVersion>, C::Error> {
+    // `CAST`: PostgreSQL fixes a parameter's type at its first use, and `IS NULL`
+    // fixes none ("could not determine data type of parameter $1").
+    let rows = conn.query(
+        &format!(
+            "SELECT {VERSION_COLUMNS} FROM release_indexes
+             WHERE CAST(?1 AS TEXT) IS NULL OR name = ?1
+             ORDER BY name, version_key DESC"
+        ),
+        &[name.into()],
+    )?;
+    Ok(rows.iter().map(version_row).collect::<Result<_, _>>()?)
 }
 
 /// One recorded release version.
-pub fn version(
-    conn: &Connection,
+pub fn version<C: Sql + ?Sized>(
+    conn: &C,
     name: &str,
     version: &str,
-) -> rusqlite::Result<Option<ReleaseVersion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {VERSION_COLUMNS} FROM release_indexes WHERE name = ?1 AND version = ?2"
-    ))?
-    .query_row(params![name, version], version_row)
-    .optional()
+) -> Result<Option<ReleaseVersion>, C::Error> {
+    let row = conn.query_opt(
+        &format!("SELECT {VERSION_COLUMNS} FROM release_indexes WHERE name = ?1 AND version = ?2"),
+        &[name.into(), version.into()],
+    )?;
+    Ok(row.as_ref().map(version_row).transpose()?)
 }
 
 /// The stacks a release version pins, in apply order.
-pub fn stacks(
-    conn: &Connection,
+pub fn stacks<C: Sql + ?Sized>(
+    conn: &C,
     name: &str,
     version: &str,
-) -> rusqlite::Result<Vec<ReleaseStackPart>> {
-    conn.prepare_cached(
+) -> Result<Vec<ReleaseStackPart>, C::Error> {
+    let rows = conn.query(
         "SELECT stack, stack_version, digest FROM release_index_stacks
          WHERE name = ?1 AND version = ?2 ORDER BY position",
-    )?
-    .query_map(params![name, version], |r| {
-        Ok(ReleaseStackPart {
+        &[name.into(), version.into()],
+    )?;
+    let part = |r: &Row| {
+        Ok::<_, Decode>(ReleaseStackPart {
             stack: r.get(0)?,
-            version: parsed(r, 1)?,
-            digest: parsed(r, 2)?,
+            version: r.parsed(1)?,
+            digest: r.parsed(2)?,
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(part).collect::<Result<_, _>>()?)
 }
 
 /// The services a release version pins, in the order it lists them.
-pub fn services(
-    conn: &Connection,
+pub fn services<C: Sql + ?Sized>(
+    conn: &C,
     name: &str,
     version: &str,
-) -> rusqlite::Result<Vec<ReleaseServicePart>> {
-    conn.prepare_cached(
+) -> Result<Vec<ReleaseServicePart>, C::Error> {
+    let rows = conn.query(
         "SELECT service, reference, digest FROM release_index_services
          WHERE name = ?1 AND version = ?2 ORDER BY position",
-    )?
-    .query_map(params![name, version], |r| {
-        Ok(ReleaseServicePart {
+        &[name.into(), version.into()],
+    )?;
+    let part = |r: &Row| {
+        Ok::<_, Decode>(ReleaseServicePart {
             service: r.get(0)?,
             reference: r.get(1)?,
-            digest: parsed(r, 2)?,
+            digest: r.parsed(2)?,
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(part).collect::<Result<_, _>>()?)
 }
 
 /// The customers that ever reported a deployment as part of release `name`, by id
 /// (read through `receipts_release`).
-pub fn customers_of(conn: &Connection, name: &str) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached(
+pub fn customers_of<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
         "SELECT DISTINCT customer FROM receipts WHERE release_name = ?1 ORDER BY customer",
-    )?
-    .query_map(params![name], |r| r.get(0))?
-    .collect()
+        &[name.into()],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// What one customer runs of one stack, with the release its deployment was part
@@ -209,31 +233,32 @@ pub struct Cell {
 }
 
 /// Every cell of `customer` with a deployment in place (or destroyed), by stack.
-pub fn cells(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<Cell>> {
-    conn.prepare_cached(
+pub fn cells<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<Vec<Cell>, C::Error> {
+    let rows = conn.query(
         "SELECT f.customer, c.environment, f.stack, f.version, f.digest,
              r.release_name, r.release_version, r.release_digest, r.finished_ns
          FROM fleet_cells f JOIN receipts r ON r.id = f.current_id
          JOIN customers c ON c.id = f.customer
          WHERE f.customer = ?1 ORDER BY f.stack",
-    )?
-    .query_map(params![customer], |r| {
-        Ok(Cell {
+        &[customer.into()],
+    )?;
+    let cell = |r: &Row| {
+        Ok::<_, Decode>(Cell {
             customer: r.get(0)?,
             environment: r.get(1)?,
             stack: r.get(2)?,
-            version: super::parsed_opt(r, 3)?,
-            digest: super::parsed_opt(r, 4)?,
-            release: match r.get::<_, Option<String>>(5)? {
+            version: r.parsed_opt(3)?,
+            digest: r.parsed_opt(4)?,
+            release: match r.get::<Option<String>>(5)? {
                 Some(name) => Some(DeployedRelease {
                     name,
-                    version: parsed(r, 6)?,
-                    digest: parsed(r, 7)?,
+                    version: r.parsed(6)?,
+                    digest: r.parsed(7)?,
                 }),
                 None => None,
             },
             finished_ns: r.get(8)?,
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(cell).collect::<Result<_, _>>()?)
 }

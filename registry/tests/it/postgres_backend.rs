@@ -5,8 +5,8 @@
 use stackpack_registry::auth::Role;
 use stackpack_registry::db::sql::{Pg, PgError, Sql};
 use stackpack_registry::db::{
-    blobs, customers, leases, ledger, manifests, pg, sessions, settings, support_bundles, tokens,
-    uploads, Db,
+    blobs, customers, leases, ledger, manifests, pg, release_index, sessions, settings,
+    support_bundles, tokens, uploads, Db,
 };
 use stackpack_test_support::servers::Postgres;
 
@@ -668,6 +668,263 @@ fn customers_answer_the_same_on_sqlite_and_postgres() {
     );
     assert!(!sqlite[3].contains("ops@acme"), "{}", sqlite[3]);
     assert_eq!(sqlite[2], "None");
+}
+
+/// A release version as `record` takes it: `name` at `version`, its index `index`
+/// (a digest made from that text), one stack and one service per name given.
+fn release(
+    name: &str,
+    version: &str,
+    index: &str,
+    stacks: &[&str],
+) -> release_index::NewReleaseIndex {
+    use stackpack_registry::api::{ReleaseServicePart, ReleaseStackPart, ReleaseVersion};
+    let version: semver::Version = version.parse().unwrap();
+    release_index::NewReleaseIndex {
+        release: ReleaseVersion {
+            name: name.into(),
+            prerelease: !version.pre.is_empty(),
+            version,
+            repository: format!("acme/releases/{name}"),
+            digest: index_digest(index),
+            published_at: "2026-03-01T00:00:00Z".parse().unwrap(),
+        },
+        stacks: stacks
+            .iter()
+            .map(|stack| ReleaseStackPart {
+                stack: (*stack).into(),
+                version: "1.2.0".parse().unwrap(),
+                digest: index_digest(stack),
+            })
+            .collect(),
+        services: stacks
+            .iter()
+            .map(|stack| ReleaseServicePart {
+                service: format!("{stack}-image"),
+                reference: format!("ghcr.io/acme/{stack}:1.2.0"),
+                digest: index_digest(&format!("{stack}-image")),
+            })
+            .collect(),
+    }
+}
+
+fn index_digest(of: &str) -> stackpack_schema::Digest {
+    stackpack_schema::Digest::of(of.as_bytes())
+}
+
+/// Every answer `release_index` gives as release indexes are pushed, moved and
+/// deleted and customers report deployments as part of them: versions newest
+/// first by name in byte order, parts in apply order, a prerelease replaced, a
+/// stable version kept, who deployed a release, and each cell's release.
+fn release_story<C: Sql>(conn: &C) -> Vec<String> {
+    let mut answers = Vec::new();
+    let mut record = |r: release_index::NewReleaseIndex| {
+        answers.push(format!("{}", release_index::record(conn, &r).unwrap()));
+    };
+    record(release(
+        "platform",
+        "1.10.0",
+        "p-1.10",
+        &["web", "db", "Zcache"],
+    ));
+    record(release("platform", "1.9.0", "p-1.9", &["web"]));
+    record(release("platform", "2.0.0-rc.1", "p-2rc1", &["web"]));
+    // A moved prerelease tag replaces the record and its parts.
+    record(release(
+        "platform",
+        "2.0.0-rc.1",
+        "p-2rc1-b",
+        &["db", "web"],
+    ));
+    // A stable version never changes, nor does the same index pushed again.
+    record(release("platform", "1.9.0", "p-1.9-b", &["db"]));
+    record(release("platform", "1.10.0", "p-1.10", &["web"]));
+    record(release("Zeta-edge", "0.1.0", "z-0.1", &["web"]));
+    record(release("data_plane", "3.0.0", "d-3", &["db"]));
+    for name in [None, Some("platform"), Some("nothing")] {
+        let versions = release_index::versions(conn, name).unwrap();
+        answers.push(format!("{name:?}: {versions:?}"));
+    }
+    for (name, version) in [
+        ("platform", "1.10.0"),
+        ("platform", "2.0.0-rc.1"),
+        ("platform", "1.9.0"),
+        ("platform", "9.9.9"),
+    ] {
+        answers.push(format!(
+            "{name} {version}: {:?} {:?} {:?}",
+            release_index::version(conn, name, version).unwrap(),
+            release_index::stacks(conn, name, version).unwrap(),
+            release_index::services(conn, name, version).unwrap(),
+        ));
+    }
+    // Deleting an index's manifest forgets the versions it recorded, parts too.
+    let gone = index_digest("d-3").to_string();
+    release_index::delete_by_digest(conn, "acme/releases/data_plane", &gone).unwrap();
+    release_index::delete_by_digest(conn, "acme/releases/platform", &gone).unwrap();
+    answers.push(format!(
+        "{:?}",
+        release_index::versions(conn, None).unwrap()
+    ));
+    answers.push(format!(
+        "{:?}",
+        release_index::stacks(conn, "data_plane", "3.0.0").unwrap()
+    ));
+    // Customers deploy (receipts and cells written by `ledger` and `fleet`, not
+    // ported yet), some as part of a release.
+    let now = "2026-03-02T00:00:00Z";
+    for id in ["acme", "Zeta-1", "globex"] {
+        ledger::register_customer(conn, id, None, None, now).unwrap();
+    }
+    customers::set_details(
+        conn,
+        "acme",
+        &customers::Details {
+            environment: Some("production".into()),
+            ..Default::default()
+        },
+        now,
+    )
+    .unwrap();
+    let platform = index_digest("p-1.10").to_string();
+    for (id, customer, stack, release, finished_ns) in [
+        ("r1", "acme", "web", Some("platform"), 30),
+        ("r2", "acme", "db", Some("platform"), 20),
+        ("r3", "acme", "Zcache", None, 10),
+        ("r4", "Zeta-1", "web", Some("platform"), 40),
+        ("r5", "globex", "web", Some("Zeta-edge"), 50),
+    ] {
+        let (version, digest) = (release.map(|_| "1.10.0"), release.map(|_| &*platform));
+        conn.execute(
+            "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
+                 started_at, finished_at, key_id, document, received_at, finished_ns,
+                 release_name, release_version, release_digest)
+             VALUES (?1, ?2, ?3, '1.2.0', ?6, 'apply', 'succeeded', ?7, ?7, 'k1', '{}', ?7,
+                 ?8, ?4, ?5, ?9)",
+            &[
+                id.into(),
+                customer.into(),
+                stack.into(),
+                release.into(),
+                version.into(),
+                index_digest(stack).to_string().as_str().into(),
+                now.into(),
+                finished_ns.into(),
+                digest.into(),
+            ],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO fleet_cells (customer, stack, current_id, attempt_id, version, digest)
+             VALUES (?1, ?2, ?3, ?3, '1.2.0', ?4)",
+            &[
+                customer.into(),
+                stack.into(),
+                id.into(),
+                index_digest(stack).to_string().as_str().into(),
+            ],
+        )
+        .unwrap();
+    }
+    for name in ["platform", "Zeta-edge", "nothing"] {
+        let customers = release_index::customers_of(conn, name).unwrap();
+        answers.push(format!("{name}: {customers:?}"));
+    }
+    for customer in ["acme", "Zeta-1", "nobody"] {
+        let cells = release_index::cells(conn, customer).unwrap();
+        answers.push(format!("{customer}: {cells:?}"));
+    }
+    answers
+}
+
+#[test]
+fn releases_answer_the_same_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registry.db");
+    drop(Db::open(&path, 1).unwrap());
+    let mut connection = rusqlite::Connection::open(&path).unwrap();
+    let tx = connection.transaction().unwrap();
+    let sqlite = release_story(&tx);
+    tx.commit().unwrap();
+
+    // On an ICU en-US database, where names and stacks would otherwise sort with
+    // case and punctuation set aside.
+    let server = Postgres::start();
+    let mut admin = pg::connect(&server.url()).unwrap();
+    admin
+        .batch_execute(
+            "CREATE DATABASE releases TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'",
+        )
+        .unwrap();
+    let url = server.url().replace("/postgres", "/releases");
+    let mut client = pg::connect(&url).unwrap();
+    pg::migrate(&mut client).unwrap();
+    let tx = Pg::new(client.transaction().unwrap());
+    let postgres = release_story(&tx);
+    tx.into_inner().commit().unwrap();
+
+    for (i, (s, p)) in sqlite.iter().zip(&postgres).enumerate() {
+        assert_eq!(s, p, "answer {i} differs");
+    }
+    assert_eq!(sqlite.len(), postgres.len());
+    // And the answers are the ones the release pages rely on.
+    assert_eq!(
+        sqlite[..8],
+        ["true", "true", "true", "true", "false", "false", "true", "true"]
+    );
+    let names = |answer: &str| -> Vec<String> {
+        answer
+            .split("name: \"")
+            .skip(1)
+            .map(|s| s.split('"').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(&sqlite[8]),
+        [
+            "Zeta-edge",
+            "data_plane",
+            "platform",
+            "platform",
+            "platform"
+        ]
+    );
+    let versions: Vec<&str> = sqlite[9]
+        .split("version: Version { major: ")
+        .skip(1)
+        .map(|s| s.split(',').next().unwrap())
+        .collect();
+    assert_eq!(versions, ["2", "1", "1"], "{}", sqlite[9]);
+    assert!(
+        sqlite[9].contains("minor: 10") && sqlite[9].find("minor: 10") < sqlite[9].find("minor: 9")
+    );
+    // The moved prerelease lists its new parts, in apply order.
+    assert!(
+        sqlite[12].contains("stack: \"db\"")
+            && sqlite[12].find("\"db\"") < sqlite[12].find("\"web\""),
+        "{}",
+        sqlite[12]
+    );
+    // The stable version kept its first record: its one stack, not the second push's.
+    assert!(
+        sqlite[13].contains("web-image") && !sqlite[13].contains("\"db\""),
+        "{}",
+        sqlite[13]
+    );
+    assert_eq!(
+        names(&sqlite[15]),
+        ["Zeta-edge", "platform", "platform", "platform"]
+    );
+    assert_eq!(sqlite[16], "[]");
+    assert_eq!(sqlite[17], "platform: [\"Zeta-1\", \"acme\"]");
+    assert_eq!(sqlite[19], "nothing: []");
+    let stacks: Vec<&str> = sqlite[20]
+        .split("stack: \"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap())
+        .collect();
+    // Byte order: on en-US "Zcache" would come last.
+    assert_eq!(stacks, ["Zcache", "db", "web"], "{}", sqlite[20]);
 }
 
 #[test]
