@@ -50,9 +50,9 @@ pub struct Metrics {
     requests: Mutex<BTreeMap<(&'static str, String, u16), u64>>,
     latency: Mutex<BTreeMap<&'static str, Histogram>>,
     /// Calls to the blob store, by backend and operation.
-    storage: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
+    storage: Labelled,
     /// Calls to the database, by backend and kind of call.
-    database: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
+    database: Labelled,
     pub bytes_received: AtomicU64,
     pub bytes_sent: AtomicU64,
 }
@@ -77,18 +77,13 @@ impl Metrics {
         operation: &'static str,
         elapsed: Duration,
     ) {
-        let mut storage = self.storage.lock().unwrap_or_else(|p| p.into_inner());
-        storage
-            .entry((backend, operation))
-            .or_default()
-            .add(elapsed);
+        observe_in(&self.storage, (backend, operation), elapsed);
     }
 
     /// Times one database call (`backend`: `sqlite`; `call`: `read`, `scan`,
     /// `support`, `write`), waiting for its connection included.
     pub fn observe_database(&self, backend: &'static str, call: &'static str, elapsed: Duration) {
-        let mut database = self.database.lock().unwrap_or_else(|p| p.into_inner());
-        database.entry((backend, call)).or_default().add(elapsed);
+        observe_in(&self.database, (backend, call), elapsed);
     }
 
     pub fn add_received(&self, bytes: u64) {
@@ -128,34 +123,20 @@ impl Metrics {
                 &format!("route=\"{route}\""),
             );
         }
-        out.push_str("# HELP stackpack_registry_blob_store_duration_seconds Time of one call to the blob store.\n");
-        out.push_str("# TYPE stackpack_registry_blob_store_duration_seconds histogram\n");
-        for ((backend, operation), h) in self
-            .storage
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            h.render(
-                &mut out,
-                "stackpack_registry_blob_store_duration_seconds",
-                &format!("backend=\"{backend}\",operation=\"{operation}\""),
-            );
-        }
-        out.push_str("# HELP stackpack_registry_database_duration_seconds Time of one database call, waiting for a connection included.\n");
-        out.push_str("# TYPE stackpack_registry_database_duration_seconds histogram\n");
-        for ((backend, call), h) in self
-            .database
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            h.render(
-                &mut out,
-                "stackpack_registry_database_duration_seconds",
-                &format!("backend=\"{backend}\",call=\"{call}\""),
-            );
-        }
+        render_labelled(
+            &mut out,
+            &self.storage,
+            "stackpack_registry_blob_store_duration_seconds",
+            "Time of one call to the blob store.",
+            ("backend", "operation"),
+        );
+        render_labelled(
+            &mut out,
+            &self.database,
+            "stackpack_registry_database_duration_seconds",
+            "Time of one database call, waiting for a connection included.",
+            ("backend", "call"),
+        );
         out.push_str("# HELP stackpack_registry_blob_bytes_received_total Blob bytes uploaded.\n");
         out.push_str("# TYPE stackpack_registry_blob_bytes_received_total counter\n");
         let _ = writeln!(
@@ -171,5 +152,28 @@ impl Metrics {
             self.bytes_sent.load(Ordering::Relaxed)
         );
         out
+    }
+}
+
+/// Histograms keyed by two labels: the blob store's calls and the database's.
+type Labelled = Mutex<BTreeMap<(&'static str, &'static str), Histogram>>;
+
+fn observe_in(map: &Labelled, key: (&'static str, &'static str), elapsed: Duration) {
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(key).or_default().add(elapsed);
+}
+
+/// `name`'s help and type lines, then each histogram with its two labels.
+fn render_labelled(
+    out: &mut String,
+    map: &Labelled,
+    name: &str,
+    help: &str,
+    (first, second): (&str, &str),
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for ((a, b), h) in map.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        h.render(out, name, &format!("{first}=\"{a}\",{second}=\"{b}\""));
     }
 }
