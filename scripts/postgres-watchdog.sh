@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Stops a test's PostgreSQL cluster once the test process is gone.
 #
-#   scripts/postgres-watchdog.sh OWNER_PID CLUSTER_DIR
+#   scripts/postgres-watchdog.sh OWNER_PID OWNER_START_TIME CLUSTER_DIR
 #
 # `stackpack_test_support::servers::Postgres` starts one per cluster, in a process
 # group of its own. A test stopped normally stops its cluster when the `Postgres`
 # is dropped (`pg_ctl stop`); one killed outright (SIGKILL, a nextest timeout) runs
 # no Drop, and `pg_ctl` detached the server from the test's session, so without
 # this the cluster would run until the machine stops. Once OWNER_PID is gone (its
-# start time is compared too, so a recycled process id does not keep the cluster
-# alive), this sends the postmaster of CLUSTER_DIR/data SIGQUIT (PostgreSQL's
-# immediate shutdown) and removes CLUSTER_DIR. It exits by itself as soon as
-# CLUSTER_DIR/data is gone (the test stopped its cluster and removed the folder).
+# start time, OWNER_START_TIME, field 22 of /proc/PID/stat, is compared too, so a
+# recycled process id does not keep the cluster alive; the owner passes it because
+# on a loaded machine this script may start only after the owner was killed), this
+# sends the postmaster of CLUSTER_DIR/data SIGQUIT (PostgreSQL's immediate
+# shutdown) and removes CLUSTER_DIR. It exits by itself as soon as CLUSTER_DIR/data
+# is gone (the test stopped its cluster and removed the folder).
 set -uo pipefail
-[ $# -eq 2 ] || { sed -n '4p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -eq 3 ] || { sed -n '4p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 owner=$1
-dir=$2
+owner_started=$2
+dir=$3
 data=$dir/data
 
 started() { # PID: its start time (field 22 of /proc/PID/stat), empty when gone
@@ -24,9 +27,6 @@ started() { # PID: its start time (field 22 of /proc/PID/stat), empty when gone
   # The command name (field 2) may hold spaces: count fields after its ')'.
   echo "${stat##*) }" | cut -d' ' -f20
 }
-
-owner_started=$(started "$owner")
-[ -n "$owner_started" ] || { echo "postgres-watchdog.sh: owner process $owner is not running" >&2; exit 1; }
 
 while [ -d "$data" ] && [ "$(started "$owner")" = "$owner_started" ]; do
   sleep 1

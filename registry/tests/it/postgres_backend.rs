@@ -1065,3 +1065,43 @@ fn a_killed_test_leaves_no_postgres_running() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A watchdog that starts only after its test was killed (a loaded machine may be
+/// that slow to run a shell script) still knows its owner by the start time it was
+/// given, finds it gone, and stops the cluster: before, it saw no owner to watch,
+/// gave up, and left the cluster running.
+#[test]
+fn a_watchdog_started_after_its_owner_died_still_stops_the_cluster() {
+    use std::time::{Duration, Instant};
+    let server = Postgres::start();
+    let mut owner = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", owner.id())).unwrap();
+    let start_time = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .to_string();
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+
+    let status = std::process::Command::new(
+        stackpack_test_support::repository_root().join("scripts/postgres-watchdog.sh"),
+    )
+    .arg(owner.id().to_string())
+    .arg(start_time)
+    .arg(server.dir())
+    .status()
+    .unwrap();
+    assert!(status.success(), "{status}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pg::connect(&server.url()).is_ok() || server.dir().exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the dead owner's cluster still runs (or its folder is left)"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -345,6 +345,20 @@ pub struct Postgres {
     watchdog: Option<Child>,
 }
 
+/// This process's start time, field 22 of `/proc/self/stat` (clock ticks since
+/// boot): with the process id it names this process and no later one that reuses
+/// the id.
+fn own_start_time() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The command name (field 2) may hold spaces: count fields after its `)`.
+    let after_name = &stat[stat.rfind(')').expect("a `)` in /proc/self/stat") + 2..];
+    after_name
+        .split(' ')
+        .nth(19)
+        .expect("field 22 of /proc/self/stat")
+        .to_string()
+}
+
 impl Postgres {
     /// Starts one, panicking with the install hint when PostgreSQL is missing.
     pub fn start() -> Postgres {
@@ -415,6 +429,7 @@ impl Postgres {
         use std::os::unix::process::CommandExt;
         Command::new(super::repository_root().join("scripts/postgres-watchdog.sh"))
             .arg(std::process::id().to_string())
+            .arg(own_start_time())
             .arg(self.dir.path())
             .process_group(0)
             .stdin(Stdio::null())
