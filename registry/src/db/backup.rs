@@ -67,7 +67,7 @@ pub fn backup(path: &Path, target: &Path) -> Result<BackupSummary, BackupError> 
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "registry.db".into());
     let partial = target.with_file_name(format!(".{name}.partial-{}", std::process::id()));
-    let written = write_checked(path, &partial);
+    let written = write_checked(path, &partial, target);
     let summary = written.and_then(|summary| {
         // No overwrite of a file that appeared meanwhile: link, then drop the partial.
         std::fs::hard_link(&partial, target).map_err(|e| match e.kind() {
@@ -77,16 +77,15 @@ pub fn backup(path: &Path, target: &Path) -> Result<BackupSummary, BackupError> 
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::File::open(parent)?.sync_all()?;
         }
-        Ok(BackupSummary {
-            file: target.to_path_buf(),
-            ..summary
-        })
+        Ok(summary)
     });
     let _ = std::fs::remove_file(&partial);
     summary
 }
 
-fn write_checked(path: &Path, partial: &Path) -> Result<BackupSummary, BackupError> {
+/// Writes and checks the copy at `partial`; the summary names `target`, where it
+/// will be linked once it is sound.
+fn write_checked(path: &Path, partial: &Path, target: &Path) -> Result<BackupSummary, BackupError> {
     use std::os::unix::fs::OpenOptionsExt;
     // VACUUM INTO writes into an empty file as it finds it, so its mode is ours.
     std::fs::OpenOptions::new()
@@ -125,7 +124,7 @@ fn write_checked(path: &Path, partial: &Path) -> Result<BackupSummary, BackupErr
     let file = std::fs::File::open(partial)?;
     file.sync_all()?;
     Ok(BackupSummary {
-        file: PathBuf::new(),
+        file: target.to_path_buf(),
         bytes: file.metadata()?.len(),
         schema_version,
         counts,
