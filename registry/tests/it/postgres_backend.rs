@@ -672,7 +672,7 @@ fn customers_answer_the_same_on_sqlite_and_postgres() {
 
 /// A release version as `record` takes it: `name` at `version`, its index `index`
 /// (a digest made from that text), one stack and one service per name given.
-fn release(
+pub(crate) fn release(
     name: &str,
     version: &str,
     index: &str,
@@ -708,7 +708,7 @@ fn release(
     }
 }
 
-fn index_digest(of: &str) -> stackpack_schema::Digest {
+pub(crate) fn index_digest(of: &str) -> stackpack_schema::Digest {
     stackpack_schema::Digest::of(of.as_bytes())
 }
 
