@@ -23,6 +23,7 @@ mod ledger;
 mod ledger_rules;
 mod migrate;
 mod packager_bundles;
+mod postgres_alerts;
 mod postgres_backend;
 mod postgres_forecasts;
 mod query_plans;

@@ -4,7 +4,7 @@
 
 use semver::Version;
 use stackpack_registry::db::sql::{Pg, Sql};
-use stackpack_registry::db::{forecasts, ledger, pg, release_index, Db};
+use stackpack_registry::db::{forecasts, ledger, release_index};
 use stackpack_schema::forecast::{
     CustomerForecast, ForecastMiss, ForecastOutcome, ReleaseForecast, StackForecast,
     FORECAST_FORMAT,
@@ -14,43 +14,7 @@ use stackpack_schema::rollout::{Approve, ApprovedKind};
 use stackpack_schema::Digest;
 use stackpack_test_support::servers::Postgres;
 
-use crate::postgres_backend::release;
-
-/// A story's answers on SQLite: a fresh registry database, the story in one
-/// transaction, committed.
-pub(crate) fn on_sqlite(story: impl FnOnce(&rusqlite::Transaction) -> Vec<String>) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("registry.db");
-    drop(Db::open(&path, 1).unwrap());
-    let mut connection = rusqlite::Connection::open(&path).unwrap();
-    let tx = connection.transaction().unwrap();
-    let answers = story(&tx);
-    tx.commit().unwrap();
-    answers
-}
-
-/// A client of a new database `name` on `server`, created with ICU's `en-US`
-/// collation (where, without `COLLATE "C"`, text sorts with case and punctuation
-/// set aside) and migrated to this build's schema.
-pub(crate) fn icu_database(server: &Postgres, name: &str) -> postgres::Client {
-    let mut admin = pg::connect(&server.url()).unwrap();
-    admin
-        .batch_execute(&format!(
-            "CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
-        ))
-        .unwrap();
-    let mut client = pg::connect(&server.url().replace("/postgres", &format!("/{name}"))).unwrap();
-    pg::migrate(&mut client).unwrap();
-    client
-}
-
-/// Asserts both backends gave the same answers, naming the first that differs.
-pub(crate) fn assert_same(sqlite: &[String], postgres: &[String]) {
-    for (i, (s, p)) in sqlite.iter().zip(postgres).enumerate() {
-        assert_eq!(s, p, "answer {i} differs");
-    }
-    assert_eq!(sqlite.len(), postgres.len(), "as many answers");
-}
+use crate::postgres_backend::{assert_same, icu_database, on_sqlite, release};
 
 fn stack(name: &str, action: Action) -> StackForecast {
     StackForecast {
