@@ -1,8 +1,11 @@
 //! Alerts in the database: the webhooks with the events each wants and how its
 //! deliveries go, and the outbox of events waiting to be delivered.
+//!
+//! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
+//! (PG6: `alerts` and `alert_outbox`, whose ids are identity columns; `customers`
+//! and `fleet_cells`, which silence and standing read, came with PG4).
 
-use rusqlite::{params, Connection, OptionalExtension};
-
+use super::sql::{Decode, Row, Sql};
 use crate::alert_event::{Body, Event};
 use serde::Serialize;
 
@@ -32,7 +35,7 @@ const ALERT_SELECT: &str = "SELECT a.id, a.webhook, a.events, a.source, a.create
         (SELECT COUNT(*) FROM alert_outbox o WHERE o.alert = a.id)
      FROM alerts a";
 
-fn alert_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Alert> {
+fn alert_row(r: &Row) -> Result<Alert, Decode> {
     let events: String = r.get(2)?;
     Ok(Alert {
         id: r.get(0)?,
@@ -40,51 +43,57 @@ fn alert_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Alert> {
         events: events.split(',').map(str::to_string).collect(),
         source: r.get(3)?,
         created: r.get(4)?,
-        delivered: r.get::<_, i64>(5)? as u64,
+        delivered: r.get(5)?,
         last_ok_at: r.get(6)?,
         last_error: r.get(7)?,
         last_error_at: r.get(8)?,
-        pending: r.get::<_, i64>(9)? as u64,
+        pending: r.get(9)?,
     })
 }
 
-pub fn list(conn: &Connection) -> rusqlite::Result<Vec<Alert>> {
-    conn.prepare_cached(&format!("{ALERT_SELECT} ORDER BY a.id"))?
-        .query_map([], alert_row)?
-        .collect()
+pub fn list<C: Sql + ?Sized>(conn: &C) -> Result<Vec<Alert>, C::Error> {
+    let rows = conn.query(&format!("{ALERT_SELECT} ORDER BY a.id"), &[])?;
+    Ok(rows.iter().map(alert_row).collect::<Result<_, _>>()?)
 }
 
 /// Adds a webhook, or sets the events of the one with the same address and source.
 /// Returns its id.
-pub fn add(
-    conn: &Connection,
+pub fn add<C: Sql + ?Sized>(
+    conn: &C,
     webhook: &str,
     events: &[&str],
     source: &str,
     now: &str,
-) -> rusqlite::Result<i64> {
-    conn.query_row(
+) -> Result<i64, C::Error> {
+    let events = events.join(",");
+    let row = conn.query_one(
         "INSERT INTO alerts (webhook, events, source, created) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (webhook, source) DO UPDATE SET events = excluded.events
          RETURNING id",
-        params![webhook, events.join(","), source, now],
-        |r| r.get(0),
-    )
+        &[
+            webhook.into(),
+            events.as_str().into(),
+            source.into(),
+            now.into(),
+        ],
+    )?;
+    Ok(row.get(0)?)
 }
 
 /// Removes a webhook and its undelivered events; false when there was none.
-pub fn remove(conn: &Connection, id: i64) -> rusqlite::Result<bool> {
-    conn.execute("DELETE FROM alert_outbox WHERE alert = ?1", params![id])?;
-    Ok(conn.execute("DELETE FROM alerts WHERE id = ?1", params![id])? > 0)
+pub fn remove<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<bool, C::Error> {
+    conn.execute("DELETE FROM alert_outbox WHERE alert = ?1", &[id.into()])?;
+    Ok(conn.execute("DELETE FROM alerts WHERE id = ?1", &[id.into()])? > 0)
 }
 
 /// Removes the webhooks from the configuration that it no longer names.
-pub fn keep_configured(conn: &Connection, webhooks: &[String]) -> rusqlite::Result<()> {
-    let ids: Vec<(i64, String)> = conn
-        .prepare("SELECT id, webhook FROM alerts WHERE source = 'config'")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    for (id, webhook) in ids {
+pub fn keep_configured<C: Sql + ?Sized>(conn: &C, webhooks: &[String]) -> Result<(), C::Error> {
+    let rows = conn.query(
+        "SELECT id, webhook FROM alerts WHERE source = 'config' ORDER BY id",
+        &[],
+    )?;
+    for row in rows {
+        let (id, webhook): (i64, String) = (row.get(0)?, row.get(1)?);
         if !webhooks.contains(&webhook) {
             remove(conn, id)?;
         }
@@ -92,28 +101,42 @@ pub fn keep_configured(conn: &Connection, webhooks: &[String]) -> rusqlite::Resu
     Ok(())
 }
 
-/// The webhooks that want `event`: `(id, webhook)`.
-pub fn wanting(conn: &Connection, event: &str) -> rusqlite::Result<Vec<i64>> {
-    conn.prepare_cached("SELECT id, events FROM alerts")?
-        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
-        .filter_map(|row| match row {
-            Ok((id, events)) => events.split(',').any(|e| e == event).then_some(Ok(id)),
-            Err(e) => Some(Err(e)),
-        })
-        .collect()
+/// The webhooks that want `event`, by id.
+pub fn wanting<C: Sql + ?Sized>(conn: &C, event: &str) -> Result<Vec<i64>, C::Error> {
+    let rows = conn.query("SELECT id, events FROM alerts ORDER BY id", &[])?;
+    let mut ids = Vec::new();
+    for row in rows {
+        let (id, events): (i64, String) = (row.get(0)?, row.get(1)?);
+        if events.split(',').any(|e| e == event) {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
 }
 
 /// Queues `body` for every webhook that wants its event, due at once.
-pub fn enqueue(conn: &Connection, body: &Body, now: &str, now_ns: i64) -> rusqlite::Result<usize> {
+pub fn enqueue<C: Sql + ?Sized>(
+    conn: &C,
+    body: &Body,
+    now: &str,
+    now_ns: i64,
+) -> Result<usize, C::Error> {
     let event = body.event.as_str();
     let ids = wanting(conn, event)?;
     let json = body.to_json();
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO alert_outbox (alert, event, body, customer, created, next_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
     for id in &ids {
-        insert.execute(params![id, event, json, body.customer, now, now_ns])?;
+        conn.execute(
+            "INSERT INTO alert_outbox (alert, event, body, customer, created, next_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                (*id).into(),
+                event.into(),
+                json.as_str().into(),
+                body.customer.into(),
+                now.into(),
+                now_ns.into(),
+            ],
+        )?;
     }
     Ok(ids.len())
 }
@@ -130,6 +153,18 @@ pub struct Due {
     pub attempts: u32,
 }
 
+fn due_row(r: &Row) -> Result<Due, Decode> {
+    let attempts: i64 = r.get(5)?;
+    Ok(Due {
+        id: r.get(0)?,
+        alert: r.get(1)?,
+        webhook: r.get(2)?,
+        body: r.get(3)?,
+        customer: r.get(4)?,
+        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+    })
+}
+
 /// Claims the events due by `now_ns`, oldest first, at most `limit`, for the caller
 /// to deliver: each is claimed until `now_ns` plus `per_event_ns` for every event of
 /// its webhook and customer claimed with it, and one more. Nothing claimed by
@@ -137,164 +172,193 @@ pub struct Due {
 /// again, and neither is anything of a webhook and customer with an event in
 /// flight, so their events are not sent side by side out of order. Run in a write
 /// transaction: the claim and the reading are one.
-pub fn claim(
-    conn: &Connection,
+///
+/// Each claim is also taken only if the event is still unclaimed when its row is
+/// written, so the claim holds without one lock for all writers: on PostgreSQL two
+/// replicas may read the same due events at once (each its own snapshot); the
+/// second's write waits for the first's and, finding the event claimed (or
+/// delivered), takes none of that webhook and customer's events, giving back any
+/// it took. Under SQLite's single writer that never happens.
+pub fn claim<C: Sql + ?Sized>(
+    conn: &C,
     now_ns: i64,
     limit: usize,
     per_event_ns: i64,
-) -> rusqlite::Result<Vec<Due>> {
-    let due: Vec<Due> = conn
-        .prepare_cached(
-            "SELECT o.id, o.alert, a.webhook, o.body, o.customer, o.attempts FROM alert_outbox o
-             JOIN alerts a ON a.id = o.alert
-             WHERE o.next_ns <= ?1 AND o.claimed_until_ns <= ?1
-               AND NOT EXISTS (SELECT 1 FROM alert_outbox p WHERE p.alert = o.alert
-                   AND p.customer = o.customer AND p.claimed_until_ns > ?1)
-             ORDER BY o.next_ns, o.id LIMIT ?2",
-        )?
-        .query_map(params![now_ns, limit as i64], |r| {
-            Ok(Due {
-                id: r.get(0)?,
-                alert: r.get(1)?,
-                webhook: r.get(2)?,
-                body: r.get(3)?,
-                customer: r.get(4)?,
-                attempts: r.get::<_, i64>(5)? as u32,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut mark =
-        conn.prepare_cached("UPDATE alert_outbox SET claimed_until_ns = ?2 WHERE id = ?1")?;
+) -> Result<Vec<Due>, C::Error> {
+    let rows = conn.query(
+        "SELECT o.id, o.alert, a.webhook, o.body, o.customer, o.attempts FROM alert_outbox o
+         JOIN alerts a ON a.id = o.alert
+         WHERE o.next_ns <= ?1 AND o.claimed_until_ns <= ?1
+           AND NOT EXISTS (SELECT 1 FROM alert_outbox p WHERE p.alert = o.alert
+               AND p.customer = o.customer AND p.claimed_until_ns > ?1)
+         ORDER BY o.next_ns, o.id LIMIT ?2",
+        &[
+            now_ns.into(),
+            i64::try_from(limit).unwrap_or(i64::MAX).into(),
+        ],
+    )?;
+    let due: Vec<Due> = rows.iter().map(due_row).collect::<Result<_, _>>()?;
+    let same_key = |a: &Due, b: &Due| a.alert == b.alert && a.customer == b.customer;
+    let mut claimed: Vec<Due> = Vec::with_capacity(due.len());
+    let mut lost: Vec<&Due> = Vec::new();
     for item in &due {
-        let together = due
-            .iter()
-            .filter(|d| d.alert == item.alert && d.customer == item.customer)
-            .count() as i64;
+        if lost.iter().any(|l| same_key(l, item)) {
+            continue;
+        }
+        let together = due.iter().filter(|d| same_key(d, item)).count() as i64;
         let until = now_ns.saturating_add(per_event_ns.saturating_mul(together + 1));
-        mark.execute(params![item.id, until])?;
+        let taken = conn.execute(
+            "UPDATE alert_outbox SET claimed_until_ns = ?2 WHERE id = ?1 AND claimed_until_ns <= ?3",
+            &[item.id.into(), until.into(), now_ns.into()],
+        )?;
+        if taken == 0 {
+            let given_back: Vec<i64> = claimed
+                .iter()
+                .filter(|c| same_key(c, item))
+                .map(|c| c.id)
+                .collect();
+            unclaim(conn, &given_back)?;
+            claimed.retain(|c| !same_key(c, item));
+            lost.push(item);
+            continue;
+        }
+        claimed.push(item.clone());
     }
-    Ok(due)
+    Ok(claimed)
 }
 
 /// Gives back the claims on events that were not tried (a delivery before them
 /// failed): a later tick claims them again.
-pub fn unclaim(conn: &Connection, ids: &[i64]) -> rusqlite::Result<()> {
-    let mut release =
-        conn.prepare_cached("UPDATE alert_outbox SET claimed_until_ns = 0 WHERE id = ?1")?;
+pub fn unclaim<C: Sql + ?Sized>(conn: &C, ids: &[i64]) -> Result<(), C::Error> {
     for id in ids {
-        release.execute([id])?;
+        conn.execute(
+            "UPDATE alert_outbox SET claimed_until_ns = 0 WHERE id = ?1",
+            &[(*id).into()],
+        )?;
     }
     Ok(())
 }
 
 /// A delivery that succeeded: the event leaves the outbox.
-pub fn delivered(conn: &Connection, due: &Due, now: &str) -> rusqlite::Result<()> {
-    conn.execute("DELETE FROM alert_outbox WHERE id = ?1", params![due.id])?;
+pub fn delivered<C: Sql + ?Sized>(conn: &C, due: &Due, now: &str) -> Result<(), C::Error> {
+    conn.execute("DELETE FROM alert_outbox WHERE id = ?1", &[due.id.into()])?;
     conn.execute(
         "UPDATE alerts SET delivered = delivered + 1, last_ok_at = ?2, last_error = NULL,
              last_error_at = NULL WHERE id = ?1",
-        params![due.alert, now],
+        &[due.alert.into(), now.into()],
     )?;
     Ok(())
 }
 
 /// A delivery that failed: tried again at `next_ns`, or dropped when `give_up`.
-pub fn failed(
-    conn: &Connection,
+pub fn failed<C: Sql + ?Sized>(
+    conn: &C,
     due: &Due,
     error: &str,
     now: &str,
     next_ns: Option<i64>,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     match next_ns {
         Some(next) => conn.execute(
             "UPDATE alert_outbox SET attempts = attempts + 1, next_ns = ?2, claimed_until_ns = 0
              WHERE id = ?1",
-            params![due.id, next],
+            &[due.id.into(), next.into()],
         )?,
-        None => conn.execute("DELETE FROM alert_outbox WHERE id = ?1", params![due.id])?,
+        None => conn.execute("DELETE FROM alert_outbox WHERE id = ?1", &[due.id.into()])?,
     };
     conn.execute(
         "UPDATE alerts SET last_error = ?2, last_error_at = ?3 WHERE id = ?1",
-        params![due.alert, error, now],
+        &[due.alert.into(), error.into(), now.into()],
     )?;
     Ok(())
 }
 
 /// Webhooks whose last delivery failed: `(webhook, error)`.
-pub fn failing(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
-    conn.prepare_cached(
+pub fn failing<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(String, String)>, C::Error> {
+    let rows = conn.query(
         "SELECT webhook, last_error FROM alerts WHERE last_error IS NOT NULL ORDER BY id",
-    )?
-    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-    .collect()
+        &[],
+    )?;
+    Ok(rows.iter().map(pair).collect::<Result<_, _>>()?)
+}
+
+fn pair(r: &Row) -> Result<(String, String), Decode> {
+    Ok((r.get(0)?, r.get(1)?))
 }
 
 /// A cell's standing before and after a receipt: `(failed, drifted, behind)`.
-pub fn cell_flags(
-    conn: &Connection,
+pub fn cell_flags<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     stack: &str,
-) -> rusqlite::Result<Option<(bool, bool, bool)>> {
-    conn.prepare_cached(
+) -> Result<Option<(bool, bool, bool)>, C::Error> {
+    // `behind > 0` is an integer on SQLite and a boolean on PostgreSQL: both read
+    // as a `bool`.
+    let row = conn.query_opt(
         "SELECT failed, drifted, behind > 0 FROM fleet_cells WHERE customer = ?1 AND stack = ?2",
-    )?
-    .query_row(params![customer, stack], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-    })
-    .optional()
+        &[customer.into(), stack.into()],
+    )?;
+    let flags = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?, r.get(2)?));
+    Ok(row.as_ref().map(flags).transpose()?)
 }
 
 /// Customers that reported once but not since `before_ns`, not yet announced
-/// silent: marks them announced at `now` and returns `(id, last_seen)`. One
+/// silent: marks them announced at `now` and returns `(id, last_seen)`, by id. One
 /// statement that only marks a customer still unmarked, so of two replicas noting
 /// the same silence at once, one returns it and the other nothing: `silent` is
 /// queued once per silence.
-pub fn newly_silent(
-    conn: &Connection,
+pub fn newly_silent<C: Sql + ?Sized>(
+    conn: &C,
     before_ns: i64,
     now: &str,
-) -> rusqlite::Result<Vec<(String, String)>> {
-    conn.prepare_cached(
+) -> Result<Vec<(String, String)>, C::Error> {
+    let rows = conn.query(
         "UPDATE customers SET silent_since = ?2
          WHERE last_seen_ns IS NOT NULL AND last_seen_ns < ?1 AND silent_since IS NULL
          RETURNING id, last_seen",
-    )?
-    .query_map(params![before_ns, now], |r| Ok((r.get(0)?, r.get(1)?)))?
-    .collect()
+        &[before_ns.into(), now.into()],
+    )?;
+    // `RETURNING` promises no order on either backend: events go out by id.
+    let mut silent: Vec<(String, String)> = rows.iter().map(pair).collect::<Result<_, _>>()?;
+    silent.sort();
+    Ok(silent)
 }
 
 /// A receipt arrived: the customer is no longer silent.
-pub fn heard_from(conn: &Connection, customer: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+pub fn heard_from<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<(), C::Error> {
+    conn.execute(
         "UPDATE customers SET silent_since = NULL WHERE id = ?1 AND silent_since IS NOT NULL",
-    )?
-    .execute(params![customer])?;
+        &[customer.into()],
+    )?;
     Ok(())
 }
 
-/// Before a stable release of `stack` is recorded: the customers up to date on it
-/// (only when a webhook wants `behind`, else none, and nothing is read).
-pub fn up_to_date(tx: &Connection, stack: &str) -> rusqlite::Result<Vec<(String, String)>> {
+/// Before a stable release of `stack` is recorded: the customers up to date on it,
+/// by id (only when a webhook wants `behind`, else none, and nothing is read).
+pub fn up_to_date<C: Sql + ?Sized>(tx: &C, stack: &str) -> Result<Vec<(String, String)>, C::Error> {
     if wanting(tx, Event::Behind.as_str())?.is_empty() {
         return Ok(Vec::new());
     }
-    tx.prepare_cached(
+    let rows = tx.query(
         "SELECT customer, version FROM fleet_cells
          WHERE stack = ?1 AND behind = 0 AND version IS NOT NULL",
-    )?
-    .query_map([stack], |r| Ok((r.get(0)?, r.get(1)?)))?
-    .collect()
+        &[stack.into()],
+    )?;
+    // Sorted here, not by the query, which keeps the plan SQLite has always had;
+    // the events then go out in the same order on both backends.
+    let mut current: Vec<(String, String)> = rows.iter().map(pair).collect::<Result<_, _>>()?;
+    current.sort();
+    Ok(current)
 }
 
 /// After it was recorded: queues `behind` for each of `were_current` that the new
 /// release `latest` left behind.
-pub fn note_behind(
-    tx: &Connection,
+pub fn note_behind<C: Sql + ?Sized>(
+    tx: &C,
     stack: &str,
     latest: &str,
     were_current: &[(String, String)],
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     let now = crate::timestamp::Timestamp::now();
     let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
     for (customer, version) in were_current {

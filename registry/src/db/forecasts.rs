@@ -1,12 +1,15 @@
 //! Forecasts' tables: the packager's forecast of each release version, each
 //! customer's part of it by key, and the real plans that missed it. Plain functions;
 //! what they mean is [`crate::forecast`].
+//!
+//! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
+//! (PG6: the three tables; `customers.approve` came with PG4, `fleet_cells` and
+//! `release_indexes`, which targets read, with PG4 and PG5).
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
 use stackpack_schema::forecast::{CustomerForecast, ForecastMiss, ReleaseForecast};
 use stackpack_schema::rollout::Approve;
 
-use super::{parsed_opt, Text};
+use super::sql::{Decode, Row, Sql};
 
 pub const CUSTOMER_FORECAST_SQL: &str = "SELECT document FROM forecast_customers
          WHERE release = ?1 AND version = ?2 AND customer = ?3";
@@ -25,18 +28,22 @@ pub const HOT_QUERIES: &[(&str, &str)] = &[
 const MISS_COLUMNS: &str =
     "customer, release, version, stack, receipt_id, differences, drifted, at";
 
-fn json_column<T: serde::de::DeserializeOwned>(r: &Row<'_>, index: usize) -> rusqlite::Result<T> {
+/// A JSON document stored as text: a document that does not read is a `Decode`
+/// error naming its column, on either backend.
+fn json_column<T: serde::de::DeserializeOwned>(r: &Row, index: usize) -> Result<T, Decode> {
     let text: String = r.get(index)?;
-    serde_json::from_str(&text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    serde_json::from_str(&text).map_err(|e| Decode::Parse {
+        column: index,
+        message: e.to_string(),
+        value: text,
     })
 }
 
-fn miss_row(r: &Row<'_>) -> rusqlite::Result<ForecastMiss> {
+fn miss_row(r: &Row) -> Result<ForecastMiss, Decode> {
     Ok(ForecastMiss {
         customer: r.get(0)?,
         release: r.get(1)?,
-        version: super::parsed(r, 2)?,
+        version: r.parsed(2)?,
         stack: r.get(3)?,
         receipt_id: r.get(4)?,
         differences: json_column(r, 5)?,
@@ -47,193 +54,238 @@ fn miss_row(r: &Row<'_>) -> rusqlite::Result<ForecastMiss> {
 
 /// Stores `forecast`, replacing an earlier forecast of the same version (and its
 /// per-customer rows; the misses already recorded stay).
-pub fn put(conn: &Connection, forecast: &ReleaseForecast, now: &str) -> rusqlite::Result<()> {
+pub fn put<C: Sql + ?Sized>(
+    conn: &C,
+    forecast: &ReleaseForecast,
+    now: &str,
+) -> Result<(), C::Error> {
+    let release = forecast.release.as_str();
     let version = forecast.version.to_string();
+    let digest = forecast.digest.to_string();
     let document = serde_json::to_string(forecast).expect("a forecast serialises");
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO forecasts
+    conn.execute(
+        "INSERT INTO forecasts
              (release, version, kind, digest, channel, created_at, received_at, document)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        forecast.release,
-        version,
-        forecast.kind.as_str(),
-        forecast.digest.to_string(),
-        forecast.channel,
-        forecast.created_at,
-        now,
-        document
-    ])?;
-    conn.prepare_cached("DELETE FROM forecast_customers WHERE release = ?1 AND version = ?2")?
-        .execute(params![forecast.release, version])?;
-    let mut insert = conn.prepare_cached(
-        "INSERT OR REPLACE INTO forecast_customers (release, version, customer, outcome, document)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (release, version) DO UPDATE SET kind = excluded.kind,
+             digest = excluded.digest, channel = excluded.channel,
+             created_at = excluded.created_at, received_at = excluded.received_at,
+             document = excluded.document",
+        &[
+            release.into(),
+            version.as_str().into(),
+            forecast.kind.as_str().into(),
+            digest.as_str().into(),
+            forecast.channel.as_deref().into(),
+            forecast.created_at.as_str().into(),
+            now.into(),
+            document.as_str().into(),
+        ],
+    )?;
+    conn.execute(
+        "DELETE FROM forecast_customers WHERE release = ?1 AND version = ?2",
+        &[release.into(), version.as_str().into()],
     )?;
     for customer in &forecast.customers {
         let document = serde_json::to_string(customer).expect("a forecast serialises");
-        insert.execute(params![
-            forecast.release,
-            version,
-            customer.customer,
-            customer.outcome.as_str(),
-            document
-        ])?;
+        // A customer named twice keeps its last part, as `INSERT OR REPLACE` did
+        // (`forecast::store` refuses such a forecast before it gets here).
+        conn.execute(
+            "INSERT INTO forecast_customers (release, version, customer, outcome, document)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (release, version, customer) DO UPDATE SET
+                 outcome = excluded.outcome, document = excluded.document",
+            &[
+                release.into(),
+                version.as_str().into(),
+                customer.customer.as_str().into(),
+                customer.outcome.as_str().into(),
+                document.as_str().into(),
+            ],
+        )?;
     }
     Ok(())
 }
 
 /// The stored forecast of `release@version`.
-pub fn forecast(
-    conn: &Connection,
+pub fn forecast<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &semver::Version,
-) -> rusqlite::Result<Option<ReleaseForecast>> {
-    conn.prepare_cached("SELECT document FROM forecasts WHERE release = ?1 AND version = ?2")?
-        .query_row(params![release, Text(version)], |r| json_column(r, 0))
-        .optional()
+) -> Result<Option<ReleaseForecast>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT document FROM forecasts WHERE release = ?1 AND version = ?2",
+        &[release.into(), version.to_string().as_str().into()],
+    )?;
+    Ok(row.map(|r| json_column(&r, 0)).transpose()?)
 }
 
 /// One customer's part of the forecast of `release@version`, by key.
-pub fn customer_forecast(
-    conn: &Connection,
+pub fn customer_forecast<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &semver::Version,
     customer: &str,
-) -> rusqlite::Result<Option<CustomerForecast>> {
-    conn.prepare_cached(CUSTOMER_FORECAST_SQL)?
-        .query_row(params![release, Text(version), customer], |r| {
-            json_column(r, 0)
-        })
-        .optional()
+) -> Result<Option<CustomerForecast>, C::Error> {
+    let row = conn.query_opt(
+        CUSTOMER_FORECAST_SQL,
+        &[
+            release.into(),
+            version.to_string().as_str().into(),
+            customer.into(),
+        ],
+    )?;
+    Ok(row.map(|r| json_column(&r, 0)).transpose()?)
 }
 
 /// Records a miss; false when this receipt's miss on this stack was recorded before.
-pub fn insert_miss(conn: &Connection, miss: &ForecastMiss) -> rusqlite::Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "INSERT OR IGNORE INTO forecast_misses (release, version, customer, stack,
-                 receipt_id, differences, drifted, explained_by_drift, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
-            miss.release,
-            Text(&miss.version),
-            miss.customer,
-            miss.stack,
-            miss.receipt_id,
-            serde_json::to_string(&miss.differences).expect("differences serialise"),
-            serde_json::to_string(&miss.drifted).expect("addresses serialise"),
-            miss.explained_by_drift(),
-            miss.at
-        ])?
-        > 0)
+pub fn insert_miss<C: Sql + ?Sized>(conn: &C, miss: &ForecastMiss) -> Result<bool, C::Error> {
+    let version = miss.version.to_string();
+    let differences = serde_json::to_string(&miss.differences).expect("differences serialise");
+    let drifted = serde_json::to_string(&miss.drifted).expect("addresses serialise");
+    let inserted = conn.execute(
+        "INSERT INTO forecast_misses (release, version, customer, stack,
+             receipt_id, differences, drifted, explained_by_drift, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT (receipt_id, stack) DO NOTHING",
+        &[
+            miss.release.as_str().into(),
+            version.as_str().into(),
+            miss.customer.as_str().into(),
+            miss.stack.as_str().into(),
+            miss.receipt_id.as_str().into(),
+            differences.as_str().into(),
+            drifted.as_str().into(),
+            miss.explained_by_drift().into(),
+            miss.at.as_str().into(),
+        ],
+    )?;
+    Ok(inserted > 0)
 }
 
 /// The first miss of `customer` on `release@version` nobody acknowledged yet.
-pub fn open_miss(
-    conn: &Connection,
+pub fn open_miss<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &semver::Version,
     customer: &str,
-) -> rusqlite::Result<Option<ForecastMiss>> {
-    conn.prepare_cached(OPEN_MISS_SQL)?
-        .query_row(params![release, Text(version), customer], miss_row)
-        .optional()
+) -> Result<Option<ForecastMiss>, C::Error> {
+    let row = conn.query_opt(
+        OPEN_MISS_SQL,
+        &[
+            release.into(),
+            version.to_string().as_str().into(),
+            customer.into(),
+        ],
+    )?;
+    Ok(row.as_ref().map(miss_row).transpose()?)
 }
 
 /// Every miss of `release@version`, oldest first.
-pub fn misses(
-    conn: &Connection,
+pub fn misses<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &semver::Version,
-) -> rusqlite::Result<Vec<ForecastMiss>> {
-    conn.prepare_cached(&format!(
-        "SELECT {MISS_COLUMNS} FROM forecast_misses
-         WHERE release = ?1 AND version = ?2 ORDER BY id"
-    ))?
-    .query_map(params![release, Text(version)], miss_row)?
-    .collect()
+) -> Result<Vec<ForecastMiss>, C::Error> {
+    let rows = conn.query(
+        &format!(
+            "SELECT {MISS_COLUMNS} FROM forecast_misses
+             WHERE release = ?1 AND version = ?2 ORDER BY id"
+        ),
+        &[release.into(), version.to_string().as_str().into()],
+    )?;
+    Ok(rows.iter().map(miss_row).collect::<Result<_, _>>()?)
 }
 
 /// A customer's misses, newest first (at most `limit`).
-pub fn customer_misses(
-    conn: &Connection,
+pub fn customer_misses<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     limit: usize,
-) -> rusqlite::Result<Vec<ForecastMiss>> {
-    conn.prepare_cached(&format!(
-        "SELECT {MISS_COLUMNS} FROM forecast_misses
-         WHERE customer = ?1 ORDER BY id DESC LIMIT ?2"
-    ))?
-    .query_map(
-        params![customer, i64::try_from(limit).unwrap_or(i64::MAX)],
-        miss_row,
-    )?
-    .collect()
+) -> Result<Vec<ForecastMiss>, C::Error> {
+    let rows = conn.query(
+        &format!(
+            "SELECT {MISS_COLUMNS} FROM forecast_misses
+             WHERE customer = ?1 ORDER BY id DESC LIMIT ?2"
+        ),
+        &[
+            customer.into(),
+            i64::try_from(limit).unwrap_or(i64::MAX).into(),
+        ],
+    )?;
+    Ok(rows.iter().map(miss_row).collect::<Result<_, _>>()?)
 }
 
 /// Acknowledges every miss of `release@version`: they fail no gate any more.
-pub fn acknowledge(
-    conn: &Connection,
+/// Returns how many were open.
+pub fn acknowledge<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &semver::Version,
-) -> rusqlite::Result<usize> {
-    conn.prepare_cached(
+) -> Result<u64, C::Error> {
+    conn.execute(
         "UPDATE forecast_misses SET acknowledged = 1
          WHERE release = ?1 AND version = ?2 AND acknowledged = 0",
-    )?
-    .execute(params![release, Text(version)])
+        &[release.into(), version.to_string().as_str().into()],
+    )
 }
 
 /// Stores the approval policy a runner's sync reported.
-pub fn set_approve(conn: &Connection, customer: &str, approve: Approve) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE customers SET approve = ?2 WHERE id = ?1")?
-        .execute(params![customer, approve.as_str()])?;
+pub fn set_approve<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+    approve: Approve,
+) -> Result<(), C::Error> {
+    conn.execute(
+        "UPDATE customers SET approve = ?2 WHERE id = ?1",
+        &[customer.into(), approve.as_str().into()],
+    )?;
     Ok(())
 }
 
 /// A customer as a forecast target starts from it: id, channel, wave, approval policy.
 pub type TargetRow = (String, Option<String>, Option<String>, Option<Approve>);
 
-/// The customers of `channel` (every customer the ledger knows without one), by id.
-pub fn target_customers(
-    conn: &Connection,
+/// The customers of `channel` (every customer the ledger knows without one), by id
+/// (bytes: `customers.id` is `"C"` on PostgreSQL).
+pub fn target_customers<C: Sql + ?Sized>(
+    conn: &C,
     channel: Option<&str>,
-) -> rusqlite::Result<Vec<TargetRow>> {
+) -> Result<Vec<TargetRow>, C::Error> {
+    // `CAST`: a bare `?1 IS NULL` gives PostgreSQL no type for the parameter.
     let filter = if channel.is_some() {
         "WHERE channel = ?1"
     } else {
-        "WHERE ?1 IS NULL"
+        "WHERE CAST(?1 AS TEXT) IS NULL"
     };
-    conn.prepare_cached(&format!(
-        "SELECT id, channel, wave, approve FROM customers {filter} ORDER BY id"
-    ))?
-    .query_map(params![channel], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?, parsed_opt(r, 3)?))
-    })?
-    .collect()
+    let rows = conn.query(
+        &format!("SELECT id, channel, wave, approve FROM customers {filter} ORDER BY id"),
+        &[channel.into()],
+    )?;
+    let target = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?, r.get(2)?, r.parsed_opt(3)?));
+    Ok(rows.iter().map(target).collect::<Result<_, _>>()?)
 }
 
 /// What a customer runs of each stack now: the version and bundle digest of the last
-/// change that succeeded (a destroyed stack runs nothing), by stack name.
-pub fn running_stacks(
-    conn: &Connection,
+/// change that succeeded (a destroyed stack runs nothing), by stack name (bytes).
+pub fn running_stacks<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
-) -> rusqlite::Result<Vec<(String, semver::Version, String)>> {
-    conn.prepare_cached(
+) -> Result<Vec<(String, semver::Version, String)>, C::Error> {
+    let rows = conn.query(
         "SELECT stack, version, digest FROM fleet_cells
          WHERE customer = ?1 AND version IS NOT NULL AND digest IS NOT NULL ORDER BY stack",
-    )?
-    .query_map(params![customer], |r| {
-        Ok((r.get(0)?, super::parsed(r, 1)?, r.get(2)?))
-    })?
-    .collect()
+        &[customer.into()],
+    )?;
+    let stack = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.parsed(1)?, r.get(2)?));
+    Ok(rows.iter().map(stack).collect::<Result<_, _>>()?)
 }
 
 /// True when the registry holds a release (an index) named `name`.
-pub fn is_release(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM release_indexes WHERE name = ?1)")?
-        .query_row(params![name], |r| r.get(0))
+pub fn is_release<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<bool, C::Error> {
+    let row = conn.query_one(
+        "SELECT EXISTS (SELECT 1 FROM release_indexes WHERE name = ?1)",
+        &[name.into()],
+    )?;
+    Ok(row.get(0)?)
 }

@@ -10,6 +10,42 @@ use stackpack_registry::db::{
 };
 use stackpack_test_support::servers::Postgres;
 
+/// A story's answers on SQLite: a fresh registry database, the story in one
+/// transaction, committed.
+pub(crate) fn on_sqlite(story: impl FnOnce(&rusqlite::Transaction) -> Vec<String>) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registry.db");
+    drop(Db::open(&path, 1).unwrap());
+    let mut connection = rusqlite::Connection::open(&path).unwrap();
+    let tx = connection.transaction().unwrap();
+    let answers = story(&tx);
+    tx.commit().unwrap();
+    answers
+}
+
+/// A client of a new database `name` on `server`, created with ICU's `en-US`
+/// collation (where, without `COLLATE "C"`, text sorts with case and punctuation
+/// set aside) and migrated to this build's schema.
+pub(crate) fn icu_database(server: &Postgres, name: &str) -> postgres::Client {
+    let mut admin = pg::connect(&server.url()).unwrap();
+    admin
+        .batch_execute(&format!(
+            "CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
+        ))
+        .unwrap();
+    let mut client = pg::connect(&server.url().replace("/postgres", &format!("/{name}"))).unwrap();
+    pg::migrate(&mut client).unwrap();
+    client
+}
+
+/// Asserts both backends gave the same answers, naming the first that differs.
+pub(crate) fn assert_same(sqlite: &[String], postgres: &[String]) {
+    for (i, (s, p)) in sqlite.iter().zip(postgres).enumerate() {
+        assert_eq!(s, p, "answer {i} differs");
+    }
+    assert_eq!(sqlite.len(), postgres.len(), "as many answers");
+}
+
 /// Every answer `tokens` gives to one fixed sequence of calls, as text to compare.
 fn token_story<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = vec![format!("count {}", tokens::count(conn).unwrap())];
@@ -672,7 +708,7 @@ fn customers_answer_the_same_on_sqlite_and_postgres() {
 
 /// A release version as `record` takes it: `name` at `version`, its index `index`
 /// (a digest made from that text), one stack and one service per name given.
-fn release(
+pub(crate) fn release(
     name: &str,
     version: &str,
     index: &str,
@@ -708,7 +744,7 @@ fn release(
     }
 }
 
-fn index_digest(of: &str) -> stackpack_schema::Digest {
+pub(crate) fn index_digest(of: &str) -> stackpack_schema::Digest {
     stackpack_schema::Digest::of(of.as_bytes())
 }
 
