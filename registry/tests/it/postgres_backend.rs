@@ -10,6 +10,30 @@ use stackpack_registry::db::{
 };
 use stackpack_test_support::servers::Postgres;
 
+/// A migrated database `name` on `server` whose default collation is a language's
+/// (ICU `en-US`: case and punctuation set aside), where anything sorted without a
+/// `"C"` column would come back in another order than on SQLite.
+pub(crate) fn icu_database(server: &Postgres, name: &str) -> postgres::Client {
+    let mut admin = pg::connect(&server.url()).unwrap();
+    admin
+        .batch_execute(&format!(
+            "CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
+        ))
+        .unwrap();
+    let mut client = pg::connect(&server.url().replace("/postgres", &format!("/{name}"))).unwrap();
+    pg::migrate(&mut client).unwrap();
+    client
+}
+
+/// Two backends' answers to one story, compared line by line (the first that
+/// differs is named), then in number.
+pub(crate) fn same_answers(sqlite: &[String], postgres: &[String]) {
+    for (i, (s, p)) in sqlite.iter().zip(postgres).enumerate() {
+        assert_eq!(s, p, "answer {i} differs");
+    }
+    assert_eq!(sqlite.len(), postgres.len());
+}
+
 /// Every answer `tokens` gives to one fixed sequence of calls, as text to compare.
 fn token_story<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = vec![format!("count {}", tokens::count(conn).unwrap())];
