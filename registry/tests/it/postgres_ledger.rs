@@ -9,8 +9,8 @@ use stackpack_registry::api::{DeployedRelease, Deployment, Release, ReleaseModul
 use stackpack_registry::auth::Role;
 use stackpack_registry::db::fleet::{self, Filter, RunningList};
 use stackpack_registry::db::ledger::{self, PinnedBy};
-use stackpack_registry::db::sql::{Pg, Sql};
-use stackpack_registry::db::{self, customers, tokens, Db};
+use stackpack_registry::db::sql::{Pg, PgError, Sql};
+use stackpack_registry::db::{self, customers, pg, tokens, Db};
 use stackpack_registry::timestamp::Timestamp;
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_test_support::servers::Postgres;
@@ -794,4 +794,52 @@ fn the_ledger_and_fleet_answer_the_same_on_sqlite_and_postgres() {
         .iter()
         .any(|a| a == "[\"k0 false Some(Admin)\", \"k1 true Some(Report)\"]"));
     assert!(sqlite.iter().any(|a| a == "[\"Staging\", \"production\"]"));
+}
+
+/// Two replicas store one receipt at the same moment, each in its own PostgreSQL
+/// transaction (no lock of the registry's around them): the second looks before
+/// the first commits and finds nothing, then waits for the first's row and is
+/// refused, so the receipt is stored once and counted once.
+#[test]
+fn of_two_postgres_transactions_storing_one_receipt_only_one_stores_it() {
+    let server = Postgres::start();
+    let mut first = icu_database(&server, "replicas");
+    let mut second = pg::connect(&server.url().replace("/postgres", "/replicas")).unwrap();
+    let r = &reports()[0];
+    let (d, document) = (r.deployment(), r.document());
+    let tx = Pg::new(first.transaction().unwrap());
+    assert_eq!(store(&tx, &d, &document), "acme-web-1: new");
+    let racer = std::thread::spawn(move || {
+        let tx = Pg::new(second.transaction().unwrap());
+        let seen = ledger::receipt_document(&tx, &d.receipt_id).unwrap();
+        let (_, finished_ns) = db::utc_time(d.finished_at.as_str()).unwrap();
+        let stored = ledger::note_customer(&tx, &d.customer, d.received_at.as_str())
+            .and_then(|()| ledger::file_receipt(&tx, &d, finished_ns, &document));
+        // The SQLSTATE: `PgError`'s text says only "db error".
+        let code = |e: PgError| match e {
+            PgError::Postgres(e) => e.code().map(|c| c.code().to_string()),
+            _ => None,
+        };
+        (seen, stored.map_err(code))
+    });
+    // Give the racer time to block on the first's rows before the first commits.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !racer.is_finished(),
+        "the second stored the receipt without waiting"
+    );
+    tx.into_inner().commit().unwrap();
+    let (seen, stored) = racer.join().unwrap();
+    assert_eq!(seen, None);
+    let refused = stored.expect_err("both stored the receipt");
+    // unique_violation: the receipt's id is taken.
+    assert_eq!(refused.as_deref(), Some("23505"));
+    let conn = Pg::new(first);
+    assert_eq!(ledger::deployments(&conn, None, None, 10).unwrap().len(), 1);
+    let state = fleet_state(&conn);
+    assert!(state.iter().any(|s| s == "counts exact: true"), "{state:?}");
+    assert!(
+        state.contains(&"[Text(\"web\"), Text(\"1.0.0\"), Int(1), Int(0), Int(0)]".to_string()),
+        "{state:?}"
+    );
 }
