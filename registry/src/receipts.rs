@@ -123,9 +123,7 @@ pub fn store(
         ..d.clone()
     };
     let before = db::alerts::cell_flags(tx, &d.customer, &d.stack)?;
-    db::ledger::insert_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
-    db::ledger::note_in_cell(tx, &deployment, checked.finished_ns)?;
-    db::ledger::note_in_adoption(tx, &deployment, checked.finished_ns)?;
+    db::ledger::file_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
     // A real plan that differs from its forecast fails the gate below.
     if let Some(receipt) = &checked.planned {
         crate::forecast::hold_receipt(tx, receipt, now_text)?;

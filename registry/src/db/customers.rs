@@ -3,9 +3,9 @@
 //! customers run each. Every search value is a bound parameter, never SQL text.
 //!
 //! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL.
-//! PostgreSQL has `customers` and `fleet_cells` (PG4), so details and search run
-//! there; `stacks`, `versions` and `cell_receipts` also read `fleet_stack_versions`,
-//! `releases` and `receipts`, whose modules (`fleet`, `ledger`) are not ported yet.
+//! PostgreSQL has `customers` and `fleet_cells` (PG4), `receipts` (PG5), and
+//! `releases` and `fleet_stack_versions` (PG7), which `stacks`, `versions` and
+//! `cell_receipts` also read.
 
 use super::sql::{Decode, Row, Sql};
 use serde::Serialize;

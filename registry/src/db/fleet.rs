@@ -3,10 +3,16 @@
 //! receipts and releases arrive) with an index of its own, and pages follow the key
 //! order `(customer, stack)`, so a page costs its rows, never the fleet.
 //! `tests/it/query_plans.rs` holds each query to its index.
+//!
+//! Written against [`Sql`], so the pages answer the same on SQLite and PostgreSQL
+//! (PG4's `fleet_cells` and `customers`, PG7's `fleet_stack_versions`, kept by a
+//! trigger function as SQLite's V16 triggers keep it). The plan helpers
+//! ([`fleet_plan`], [`running_plan`]) are SQLite's alone.
 
-use rusqlite::types::ToSql;
-use rusqlite::{params_from_iter, Connection, Row};
+use rusqlite::{params_from_iter, Connection};
 use stackpack_schema::receipt::ReceiptKind;
+
+use super::sql::{Decode, Param, Row, Sql};
 
 use crate::api::{Attempt, Customer, Deployment, FleetRow, Running};
 use crate::timestamp::Timestamp;
@@ -50,15 +56,15 @@ impl Filter<'_> {
 
 /// A statement being written with its parameters, numbered as they are bound.
 #[derive(Default)]
-struct Statement {
+struct Statement<'a> {
     conditions: Vec<String>,
-    params: Vec<Box<dyn ToSql>>,
+    params: Vec<Param<'a>>,
 }
 
-impl Statement {
+impl<'a> Statement<'a> {
     /// Binds `value` and returns its placeholder.
-    fn bind(&mut self, value: impl ToSql + 'static) -> String {
-        self.params.push(Box::new(value));
+    fn bind(&mut self, value: impl Into<Param<'a>>) -> String {
+        self.params.push(value.into());
         format!("?{}", self.params.len())
     }
 
@@ -66,9 +72,10 @@ impl Statement {
         self.conditions.push(condition.into());
     }
 
+    /// The conditions joined; `1 = 1` for none (PostgreSQL wants a boolean, not `1`).
     fn condition(&self) -> String {
         if self.conditions.is_empty() {
-            "1".into()
+            "1 = 1".into()
         } else {
             self.conditions.join(" AND ")
         }
@@ -84,29 +91,29 @@ const FLEET_COLUMNS: &str = "c.id, c.environment, f.stack, f.version, f.digest, 
     COALESCE(f.behind, 0), COALESCE(f.prerelease, 0), COALESCE(f.drifted, 0), c.last_seen,
     c.registered_at IS NOT NULL";
 
-fn fleet_row(r: &Row<'_>, stale_before_ns: i64) -> rusqlite::Result<FleetRow> {
+fn fleet_row(r: &Row, stale_before_ns: i64) -> Result<FleetRow, Decode> {
     let last_seen: Option<Timestamp> = r.get(15)?;
     let seen_ns = last_seen.as_ref().map(|t| t.at().unix_timestamp_nanos());
-    let kind: Option<ReceiptKind> = crate::db::parsed_opt(r, 6)?;
+    let kind: Option<ReceiptKind> = r.parsed_opt(6)?;
     Ok(FleetRow {
         customer: r.get(0)?,
         environment: r.get(1)?,
         stack: r.get(2)?,
-        version: crate::db::parsed_opt(r, 3)?,
-        digest: crate::db::parsed_opt(r, 4)?,
+        version: r.parsed_opt(3)?,
+        digest: r.parsed_opt(4)?,
         since: r.get(5)?,
         last_attempt: match kind {
             Some(kind) => Some(Attempt {
                 kind,
-                outcome: crate::db::parsed(r, 7)?,
-                version: crate::db::parsed(r, 8)?,
+                outcome: r.parsed(7)?,
+                version: r.parsed(8)?,
                 finished_at: r.get(9)?,
                 receipt_id: r.get(10)?,
             }),
             None => None,
         },
-        latest_stable: crate::db::parsed_opt(r, 11)?,
-        behind: r.get::<_, i64>(12)?.max(0) as u64,
+        latest_stable: r.parsed_opt(11)?,
+        behind: r.get::<i64>(12)?.max(0) as u64,
         prerelease: r.get(13)?,
         drifted: r.get(14)?,
         last_seen,
@@ -128,20 +135,31 @@ pub enum Carriers {
 
 /// How many cells (counting at most one more than [`FEW_CARRIER_CELLS`]) run a
 /// release that vendors `module` (below the version key `below`, when given).
-fn carrier_cells(conn: &Connection, module: &str, below: Option<&[u8]>) -> rusqlite::Result<u64> {
-    let below_is = if below.is_some() {
-        "AND m.module_version_key < ?2"
-    } else {
-        "AND ?2 IS NULL"
+/// (`AS carriers`: PostgreSQL wants a name for a subquery in `FROM`.)
+fn carrier_cells<C: Sql + ?Sized>(
+    conn: &C,
+    module: &str,
+    below: Option<&[u8]>,
+) -> Result<u64, C::Error> {
+    let mut params = vec![Param::from(module)];
+    let below_is = match below {
+        Some(key) => {
+            params.push(key.into());
+            "AND m.module_version_key < ?2"
+        }
+        None => "",
     };
-    conn.prepare_cached(&format!(
-        "SELECT COUNT(*) FROM (SELECT 1 FROM fleet_cells f
-         WHERE f.attempt_id IS NOT NULL AND (f.version, f.stack) IN (
-             SELECT m.version, m.stack FROM release_modules m WHERE m.module = ?1 {below_is})
-         LIMIT {})",
-        FEW_CARRIER_CELLS + 1
-    ))?
-    .query_row(rusqlite::params![module, below], |r| r.get(0))
+    let row = conn.query_one(
+        &format!(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM fleet_cells f
+             WHERE f.attempt_id IS NOT NULL AND (f.version, f.stack) IN (
+                 SELECT m.version, m.stack FROM release_modules m WHERE m.module = ?1 {below_is})
+             LIMIT {}) AS carriers",
+            FEW_CARRIER_CELLS + 1
+        ),
+        &params,
+    )?;
+    Ok(row.get(0)?)
 }
 
 /// One page of the fleet matrix: up to `limit` rows after the row `after`
@@ -149,13 +167,13 @@ fn carrier_cells(conn: &Connection, module: &str, below: Option<&[u8]>) -> rusql
 /// customer then stack. A customer is silent when its last receipt finished before
 /// `stale_before_ns`. A cell is a row once an apply, rollback or destroy was
 /// reported for it.
-pub fn fleet_page(
-    conn: &Connection,
+pub fn fleet_page<C: Sql + ?Sized>(
+    conn: &C,
     filter: &Filter<'_>,
     stale_before_ns: i64,
     after: Option<(&str, &str)>,
     limit: usize,
-) -> rusqlite::Result<Vec<FleetRow>> {
+) -> Result<Vec<FleetRow>, C::Error> {
     let carriers = match filter.module {
         Some(module) => match carrier_cells(conn, module, filter.module_below_key.as_deref())? {
             0 => return Ok(Vec::new()),
@@ -165,19 +183,19 @@ pub fn fleet_page(
         None => Carriers::Many,
     };
     let (sql, q) = fleet_statement(filter, carriers, after, limit);
-    conn.prepare_cached(&sql)?
-        .query_map(params_from_iter(q.params.iter()), |r| {
-            fleet_row(r, stale_before_ns)
-        })?
-        .collect()
+    let rows = conn.query(&sql, &q.params)?;
+    Ok(rows
+        .iter()
+        .map(|r| fleet_row(r, stale_before_ns))
+        .collect::<Result<_, _>>()?)
 }
 
-fn fleet_statement(
-    filter: &Filter<'_>,
+fn fleet_statement<'a>(
+    filter: &'a Filter<'a>,
     carriers: Carriers,
-    after: Option<(&str, &str)>,
+    after: Option<(&'a str, &'a str)>,
     limit: usize,
-) -> (String, Statement) {
+) -> (String, Statement<'a>) {
     let mut q = Statement::default();
     let from = if filter.needs_a_cell() {
         cell_conditions(&mut q, filter, carriers, after);
@@ -187,11 +205,11 @@ fn fleet_statement(
         // seen), each with its cells in key order; one that never reported is one
         // row without a stack.
         if let Some((customer, stack)) = after {
-            let (c, s) = (q.bind(customer.to_string()), q.bind(stack.to_string()));
+            let (c, s) = (q.bind(customer), q.bind(stack));
             q.when(format!("c.id >= {c} AND (c.id > {c} OR f.stack > {s})"));
         }
         if let Some(customer) = filter.customer {
-            let p = q.bind(customer.to_string());
+            let p = q.bind(customer);
             q.when(format!("c.id = {p}"));
         }
         "customers c LEFT JOIN fleet_cells f ON f.customer = c.id AND f.attempt_id IS NOT NULL"
@@ -201,7 +219,7 @@ fn fleet_statement(
     // would read every production customer's cells to find a few prereleases).
     let customer_column = if filter.needs_a_cell() { "+c" } else { "c" };
     if let Some(environment) = filter.environment {
-        let p = q.bind(environment.to_string());
+        let p = q.bind(environment);
         q.when(format!("{customer_column}.environment = {p}"));
     }
     if let Some(before) = filter.silent_before_ns {
@@ -225,23 +243,23 @@ fn fleet_statement(
 
 /// The conditions of a page driven by the cells: each flag has a partial index in
 /// key order, so the page is read straight off it.
-fn cell_conditions(
-    q: &mut Statement,
-    filter: &Filter<'_>,
+fn cell_conditions<'a>(
+    q: &mut Statement<'a>,
+    filter: &'a Filter<'a>,
     carriers: Carriers,
-    after: Option<(&str, &str)>,
+    after: Option<(&'a str, &'a str)>,
 ) {
     q.when("f.attempt_id IS NOT NULL");
     if let Some((customer, stack)) = after {
-        let (c, s) = (q.bind(customer.to_string()), q.bind(stack.to_string()));
+        let (c, s) = (q.bind(customer), q.bind(stack));
         q.when(format!("(f.customer, f.stack) > ({c}, {s})"));
     }
     if let Some(customer) = filter.customer {
-        let p = q.bind(customer.to_string());
+        let p = q.bind(customer);
         q.when(format!("f.customer = {p}"));
     }
     if let Some(stack) = filter.stack {
-        let p = q.bind(stack.to_string());
+        let p = q.bind(stack);
         q.when(format!("f.stack = {p}"));
     }
     if filter.behind {
@@ -257,15 +275,15 @@ fn cell_conditions(
         q.when("f.failed = 1");
     }
     if let Some(version) = filter.version {
-        let p = q.bind(version.to_string());
+        let p = q.bind(version);
         q.when(format!("f.version = {p}"));
     }
     if let Some(digest) = filter.digest {
-        let p = q.bind(digest.to_string());
+        let p = q.bind(digest);
         q.when(format!("f.digest = {p}"));
     }
     if let Some(key) = &filter.below_key {
-        let p = q.bind(key.clone());
+        let p = q.bind(key.as_slice());
         // With a stack, its cells are read in customer order and the version
         // checked on each, so a page stops after its rows instead of sorting
         // every cell below the version.
@@ -277,9 +295,9 @@ fn cell_conditions(
         q.when(format!("{column} < {p}"));
     }
     if let Some(module) = filter.module {
-        let m = q.bind(module.to_string());
+        let m = q.bind(module);
         let below = match &filter.module_below_key {
-            Some(key) => format!("AND m.module_version_key < {}", q.bind(key.clone())),
+            Some(key) => format!("AND m.module_version_key < {}", q.bind(key.as_slice())),
             None => String::new(),
         };
         q.when(match carriers {
@@ -299,12 +317,17 @@ fn cell_conditions(
 }
 
 /// How many customers run `version` of `stack` now.
-pub fn runner_count(conn: &Connection, stack: &str, version: &str) -> rusqlite::Result<u64> {
-    conn.prepare_cached(
+pub fn runner_count<C: Sql + ?Sized>(
+    conn: &C,
+    stack: &str,
+    version: &str,
+) -> Result<u64, C::Error> {
+    let row = conn.query_one(
         "SELECT COUNT(*) FROM fleet_cells f
          WHERE f.version = ?2 AND f.stack = ?1 AND f.attempt_id IS NOT NULL",
-    )?
-    .query_row(rusqlite::params![stack, version], |r| r.get(0))
+        &[stack.into(), version.into()],
+    )?;
+    Ok(row.get(0)?)
 }
 
 /// Which of support's lists of what customers run.
@@ -318,52 +341,55 @@ pub enum RunningList {
 
 /// One page of what customers run (a version in place, not destroyed since), after
 /// `(customer, stack)`, by customer then stack: everyone's, or one customer's.
-pub fn running_page(
-    conn: &Connection,
+pub fn running_page<C: Sql + ?Sized>(
+    conn: &C,
     list: RunningList,
     customer: Option<&str>,
     after: Option<(&str, &str)>,
     limit: usize,
-) -> rusqlite::Result<Vec<Running>> {
+) -> Result<Vec<Running>, C::Error> {
     let (sql, q) = running_statement(list, customer, after, limit);
-    conn.prepare_cached(&sql)?
-        .query_map(params_from_iter(q.params.iter()), |r| {
-            Ok(Running {
-                customer: r.get(0)?,
-                stack: r.get(1)?,
-                version: crate::db::parsed(r, 2)?,
-                digest: crate::db::parsed(r, 3)?,
-                since: r.get(4)?,
-                receipt_id: r.get(5)?,
-                latest_stable: crate::db::parsed_opt(r, 6)?,
-                behind: r.get(7)?,
-                prerelease: r.get(8)?,
-                drifted: r.get(9)?,
-            })
-        })?
-        .collect()
+    let running = |r: &Row| {
+        Ok::<_, Decode>(Running {
+            customer: r.get(0)?,
+            stack: r.get(1)?,
+            version: r.parsed(2)?,
+            digest: r.parsed(3)?,
+            since: r.get(4)?,
+            receipt_id: r.get(5)?,
+            latest_stable: r.parsed_opt(6)?,
+            behind: r.get(7)?,
+            prerelease: r.get(8)?,
+            drifted: r.get(9)?,
+        })
+    };
+    Ok(conn
+        .query(&sql, &q.params)?
+        .iter()
+        .map(running)
+        .collect::<Result<_, _>>()?)
 }
 
-fn running_statement(
+fn running_statement<'a>(
     list: RunningList,
-    customer: Option<&str>,
-    after: Option<(&str, &str)>,
+    customer: Option<&'a str>,
+    after: Option<(&'a str, &'a str)>,
     limit: usize,
-) -> (String, Statement) {
+) -> (String, Statement<'a>) {
     let mut q = Statement::default();
     q.when("f.version IS NOT NULL");
     q.when(match list {
-        RunningList::Everything => "1",
+        RunningList::Everything => "1 = 1",
         RunningList::Behind => "f.behind > 0",
         RunningList::Prerelease => "f.prerelease = 1",
         RunningList::Drifted => "f.drifted = 1",
     });
     if let Some(customer) = customer {
-        let p = q.bind(customer.to_string());
+        let p = q.bind(customer);
         q.when(format!("f.customer = {p}"));
     }
     if let Some((customer, stack)) = after {
-        let (c, s) = (q.bind(customer.to_string()), q.bind(stack.to_string()));
+        let (c, s) = (q.bind(customer), q.bind(stack));
         q.when(format!("(f.customer, f.stack) > ({c}, {s})"));
     }
     let limit = q.bind(limit as i64);
@@ -380,15 +406,15 @@ fn running_statement(
 
 /// One page of customers after id `after`, by id; only the silent ones (last
 /// receipt before `silent_before_ns`, or none) when asked.
-pub fn customers_page(
-    conn: &Connection,
+pub fn customers_page<C: Sql + ?Sized>(
+    conn: &C,
     silent_before_ns: Option<i64>,
     after: Option<&str>,
     limit: usize,
-) -> rusqlite::Result<Vec<Customer>> {
+) -> Result<Vec<Customer>, C::Error> {
     let mut q = Statement::default();
     if let Some(after) = after {
-        let p = q.bind(after.to_string());
+        let p = q.bind(after);
         q.when(format!("c.id > {p}"));
     }
     if let Some(before) = silent_before_ns {
@@ -401,26 +427,25 @@ pub fn customers_page(
         super::ledger::CUSTOMER_SELECT,
         q.condition()
     );
-    conn.prepare_cached(&sql)?
-        .query_map(
-            params_from_iter(q.params.iter()),
-            super::ledger::customer_row,
-        )?
-        .collect()
+    Ok(conn
+        .query(&sql, &q.params)?
+        .iter()
+        .map(super::ledger::customer_row)
+        .collect::<Result<_, _>>()?)
 }
 
 /// One page of a customer's receipts, oldest first, after the receipt `after`.
-pub fn history_page(
-    conn: &Connection,
+pub fn history_page<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     after: Option<&str>,
     limit: usize,
-) -> rusqlite::Result<Vec<Deployment>> {
+) -> Result<Vec<Deployment>, C::Error> {
     let mut q = Statement::default();
-    let c = q.bind(customer.to_string());
+    let c = q.bind(customer);
     q.when(format!("customer = {c}"));
     if let Some(after) = after {
-        let p = q.bind(after.to_string());
+        let p = q.bind(after);
         q.when(format!(
             "(finished_ns, received_at, id) > (SELECT finished_ns, received_at, id
                  FROM receipts WHERE id = {p} AND customer = {c})"
@@ -432,17 +457,16 @@ pub fn history_page(
         super::ledger::DEPLOYMENT_COLUMNS,
         q.condition()
     );
-    conn.prepare_cached(&sql)?
-        .query_map(
-            params_from_iter(q.params.iter()),
-            super::ledger::deployment_row,
-        )?
-        .collect()
+    Ok(conn
+        .query(&sql, &q.params)?
+        .iter()
+        .map(super::ledger::deployment_row)
+        .collect::<Result<_, _>>()?)
 }
 
 /// The plan SQLite picks for a statement, one line per step (`SCAN f`, `SEARCH f
 /// USING INDEX …`, `USE TEMP B-TREE FOR ORDER BY`).
-fn plan(conn: &Connection, (sql, q): (String, Statement)) -> rusqlite::Result<Vec<String>> {
+fn plan(conn: &Connection, (sql, q): (String, Statement<'_>)) -> rusqlite::Result<Vec<String>> {
     conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
         .query_map(params_from_iter(q.params.iter()), |r| r.get(3))?
         .collect()

@@ -1,20 +1,33 @@
 //! The ledger: releases, customers, installation keys and receipts.
+//!
+//! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
+//! (PG7: `releases`, `installation_keys`, `release_modules`, `adoption_deltas`;
+//! `receipts` since PG5, `customers` and `fleet_cells` since PG4). Three stay on
+//! SQLite: [`upsert_release`], which queues `behind` alerts through `alerts` (not
+//! ported yet; [`record_release`] and [`refresh_stack_behind`] are its portable
+//! part), and [`fill_precedence_keys`] and [`adoption_plans`], a migration step
+//! and a plan check only SQLite has a use for.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use semver::Version;
 use stackpack_schema::Digest;
 
-use super::Text;
+use super::sql::{Decode, Param, Row, Sql};
 use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 use crate::timestamp::Timestamp;
 
 /// Records a release (a stable version is never changed; a prerelease may be
-/// re-pushed with another digest). A new stable version moves every cell of its stack
-/// one further behind, so the stack's `behind` counts are worked out again.
-pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
+/// re-pushed with another digest). True when it recorded a stable version anew:
+/// every cell of its stack is then one further behind, so the caller works the
+/// stack's `behind` counts out again ([`refresh_stack_behind`]).
+pub fn record_release<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<bool, C::Error> {
     let stable = stackpack_schema::version::is_stable(&r.version);
+    let (version, digest) = (r.version.to_string(), r.digest.to_string());
+    let created = r.created.as_ref().map(Timestamp::to_string);
+    let published_at = r.published_at.to_string();
+    let key = crate::version_key::of(&r.version);
     let changed = conn.execute(
         "INSERT INTO releases (stack, version, repository, digest, source_repository,
              source_commit, source_branch, created, published_at, prerelease, version_key, stable)
@@ -24,22 +37,30 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
              source_commit = excluded.source_commit, source_branch = excluded.source_branch,
              created = excluded.created, published_at = excluded.published_at
          WHERE releases.digest <> excluded.digest AND releases.prerelease = 1",
-        params![
-            r.stack,
-            Text(&r.version),
-            r.repository,
-            Text(&r.digest),
-            r.source.repository,
-            r.source.commit,
-            r.source.branch,
-            r.created,
-            r.published_at,
-            r.prerelease,
-            crate::version_key::of(&r.version),
-            stable
+        &[
+            r.stack.as_str().into(),
+            version.as_str().into(),
+            r.repository.as_str().into(),
+            digest.as_str().into(),
+            r.source.repository.as_deref().into(),
+            r.source.commit.as_deref().into(),
+            r.source.branch.as_deref().into(),
+            created.as_deref().into(),
+            published_at.as_str().into(),
+            r.prerelease.into(),
+            key.as_slice().into(),
+            stable.into(),
         ],
     )?;
-    if changed > 0 && stable {
+    Ok(changed > 0 && stable)
+}
+
+/// Records a release ([`record_release`]); a new stable version moves every cell of
+/// its stack one further behind, so the stack's `behind` counts are worked out
+/// again, and the customers it left behind are queued a `behind` alert. On SQLite
+/// only until `alerts` is behind [`Sql`]; then it becomes generic as it stands.
+pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
+    if record_release(conn, r)? {
         let were_current = super::alerts::up_to_date(conn, &r.stack)?;
         refresh_stack_behind(conn, &r.stack)?;
         super::alerts::note_behind(conn, &r.stack, &r.version.to_string(), &were_current)?;
@@ -49,119 +70,136 @@ pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
 
 /// Records which token recorded a stack version (the first one to, for this
 /// digest): who pushed what.
-pub fn note_pusher(conn: &Connection, r: &Release, token_id: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+pub fn note_pusher<C: Sql + ?Sized>(conn: &C, r: &Release, token_id: &str) -> Result<(), C::Error> {
+    let (version, digest) = (r.version.to_string(), r.digest.to_string());
+    conn.execute(
         "UPDATE releases SET pushed_by = ?4
          WHERE stack = ?1 AND version = ?2 AND digest = ?3 AND pushed_by IS NULL",
-    )?
-    .execute(params![
-        r.stack,
-        Text(&r.version),
-        Text(&r.digest),
-        token_id
-    ])?;
+        &[
+            r.stack.as_str().into(),
+            version.as_str().into(),
+            digest.as_str().into(),
+            token_id.into(),
+        ],
+    )?;
     Ok(())
 }
 
 /// The token that recorded a stack version: its id, and its name if it has one;
 /// `None` for versions recorded before tokens were kept.
-pub fn pusher(
-    conn: &Connection,
+pub fn pusher<C: Sql + ?Sized>(
+    conn: &C,
     stack: &str,
     version: &str,
-) -> rusqlite::Result<Option<(String, Option<String>)>> {
-    conn.prepare_cached(
+) -> Result<Option<(String, Option<String>)>, C::Error> {
+    let row = conn.query_opt(
         "SELECT r.pushed_by, t.name FROM releases r LEFT JOIN tokens t ON t.id = r.pushed_by
          WHERE r.stack = ?1 AND r.version = ?2 AND r.pushed_by IS NOT NULL",
-    )?
-    .query_row(params![stack, version], |row| {
-        Ok((row.get(0)?, row.get(1)?))
+        &[stack.into(), version.into()],
+    )?;
+    Ok(match row {
+        Some(row) => Some((row.get(0)?, row.get(1)?)),
+        None => None,
     })
-    .optional()
 }
 
 /// Works out again how many stable releases are newer than what each cell of
 /// `stack` runs: after a stable release of it is recorded or deleted.
-pub fn refresh_stack_behind(conn: &Connection, stack: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+pub fn refresh_stack_behind<C: Sql + ?Sized>(conn: &C, stack: &str) -> Result<(), C::Error> {
+    conn.execute(
         "UPDATE fleet_cells SET behind = (SELECT COUNT(*) FROM releases r
              WHERE r.stack = fleet_cells.stack AND r.stable = 1
              AND r.version_key > fleet_cells.version_key)
          WHERE stack = ?1",
-    )?
-    .execute(params![stack])?;
+        &[stack.into()],
+    )?;
     Ok(())
 }
 
 /// Records the modules a release vendors, replacing what was recorded before, but
 /// only while the release recorded is the one these modules came from (a stable
-/// version never changes its digest, so a second push changes nothing).
-pub fn set_release_modules(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
+/// version never changes its digest, so a second push changes nothing). Of two
+/// modules at one path, the later is kept.
+pub fn set_release_modules<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<(), C::Error> {
     if release_digest(conn, &r.stack, &r.version)?.as_ref() != Some(&r.digest) {
         return Ok(());
     }
+    let version = r.version.to_string();
     conn.execute(
         "DELETE FROM release_modules WHERE stack = ?1 AND version = ?2",
-        params![r.stack, Text(&r.version)],
-    )?;
-    let mut insert = conn.prepare_cached(
-        "INSERT OR REPLACE INTO release_modules (stack, version, module, path, module_version,
-             digest, module_version_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        &[r.stack.as_str().into(), version.as_str().into()],
     )?;
     for m in &r.modules {
         let key = m.version.as_deref().and_then(crate::version_key::of_text);
-        insert.execute(params![
-            r.stack,
-            Text(&r.version),
-            m.name,
-            m.path,
-            m.version,
-            m.digest,
-            key
-        ])?;
+        conn.execute(
+            "INSERT INTO release_modules (stack, version, module, path, module_version,
+                 digest, module_version_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (stack, version, path) DO UPDATE SET module = excluded.module,
+                 module_version = excluded.module_version, digest = excluded.digest,
+                 module_version_key = excluded.module_version_key",
+            &[
+                r.stack.as_str().into(),
+                version.as_str().into(),
+                m.name.as_str().into(),
+                m.path.as_str().into(),
+                m.version.as_deref().into(),
+                m.digest.as_str().into(),
+                key.as_deref().into(),
+            ],
+        )?;
     }
     Ok(())
 }
 
+fn module_row(r: &Row, from: usize) -> Result<ReleaseModule, Decode> {
+    Ok(ReleaseModule {
+        name: r.get(from)?,
+        path: r.get(from + 1)?,
+        version: r.get(from + 2)?,
+        digest: r.get(from + 3)?,
+    })
+}
+
 /// The modules one release vendors, by path.
-pub fn release_modules(
-    conn: &Connection,
+pub fn release_modules<C: Sql + ?Sized>(
+    conn: &C,
     stack: &str,
     version: &str,
-) -> rusqlite::Result<Vec<ReleaseModule>> {
-    conn.prepare_cached(
+) -> Result<Vec<ReleaseModule>, C::Error> {
+    let rows = conn.query(
         "SELECT module, path, module_version, digest FROM release_modules
          WHERE stack = ?1 AND version = ?2 ORDER BY path",
-    )?
-    .query_map(params![stack, version], |r| {
-        Ok(ReleaseModule {
-            name: r.get(0)?,
-            path: r.get(1)?,
-            version: r.get(2)?,
-            digest: r.get(3)?,
-        })
-    })?
-    .collect()
+        &[stack.into(), version.into()],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| module_row(r, 0))
+        .collect::<Result<_, _>>()?)
 }
+
+const RELEASE_COLUMNS: &str = "stack, version, repository, digest, source_repository,
+    source_commit, source_branch, created, published_at, prerelease";
 
 /// One release, if recorded.
-pub fn release(conn: &Connection, stack: &str, version: &str) -> rusqlite::Result<Option<Release>> {
-    conn.prepare_cached(
-        "SELECT stack, version, repository, digest, source_repository, source_commit,
-                source_branch, created, published_at, prerelease
-         FROM releases WHERE stack = ?1 AND version = ?2",
-    )?
-    .query_row(params![stack, version], release_row)
-    .optional()
+pub fn release<C: Sql + ?Sized>(
+    conn: &C,
+    stack: &str,
+    version: &str,
+) -> Result<Option<Release>, C::Error> {
+    let row = conn.query_opt(
+        &format!("SELECT {RELEASE_COLUMNS} FROM releases WHERE stack = ?1 AND version = ?2"),
+        &[stack.into(), version.into()],
+    )?;
+    Ok(row.as_ref().map(release_row).transpose()?)
 }
 
-fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
+fn release_row(r: &Row) -> Result<Release, Decode> {
     Ok(Release {
         stack: r.get(0)?,
-        version: super::parsed(r, 1)?,
+        version: r.parsed(1)?,
         repository: r.get(2)?,
-        digest: super::parsed(r, 3)?,
+        digest: r.parsed(3)?,
         source: Source {
             repository: r.get(4)?,
             commit: r.get(5)?,
@@ -175,42 +213,36 @@ fn release_row(r: &Row<'_>) -> rusqlite::Result<Release> {
 }
 
 /// The digest recorded for a stack version, if any.
-pub fn release_digest(
-    conn: &Connection,
+pub fn release_digest<C: Sql + ?Sized>(
+    conn: &C,
     stack: &str,
     version: &Version,
-) -> rusqlite::Result<Option<Digest>> {
-    conn.prepare_cached("SELECT digest FROM releases WHERE stack = ?1 AND version = ?2")?
-        .query_row(params![stack, Text(version)], |r| super::parsed(r, 0))
-        .optional()
+) -> Result<Option<Digest>, C::Error> {
+    let version = version.to_string();
+    let row = conn.query_opt(
+        "SELECT digest FROM releases WHERE stack = ?1 AND version = ?2",
+        &[stack.into(), version.as_str().into()],
+    )?;
+    Ok(row.map(|r| r.parsed(0)).transpose()?)
 }
 
 /// Releases with the modules each vendors, by stack then publication time.
-pub fn releases_with_modules(
-    conn: &Connection,
+pub fn releases_with_modules<C: Sql + ?Sized>(
+    conn: &C,
     stack: Option<&str>,
-) -> rusqlite::Result<Vec<Release>> {
+) -> Result<Vec<Release>, C::Error> {
     let mut releases = releases(conn, stack)?;
     let mut modules: std::collections::HashMap<(String, String), Vec<ReleaseModule>> =
         std::collections::HashMap::new();
-    let mut query = conn.prepare_cached(
+    // `CAST`: PostgreSQL types a parameter at its first use, and `IS NULL` fixes none.
+    let rows = conn.query(
         "SELECT stack, version, module, path, module_version, digest FROM release_modules
-         WHERE (?1 IS NULL OR stack = ?1) ORDER BY path",
+         WHERE (CAST(?1 AS TEXT) IS NULL OR stack = ?1) ORDER BY path",
+        &[stack.into()],
     )?;
-    let rows = query.query_map(params![stack], |r| {
-        Ok((
-            (r.get(0)?, r.get(1)?),
-            ReleaseModule {
-                name: r.get(2)?,
-                path: r.get(3)?,
-                version: r.get(4)?,
-                digest: r.get(5)?,
-            },
-        ))
-    })?;
-    for row in rows {
-        let (key, module) = row?;
-        modules.entry(key).or_default().push(module);
+    for r in &rows {
+        let key: (String, String) = (r.get(0)?, r.get(1)?);
+        modules.entry(key).or_default().push(module_row(r, 2)?);
     }
     for release in &mut releases {
         if let Some(list) = modules.remove(&(release.stack.clone(), release.version.to_string())) {
@@ -220,52 +252,51 @@ pub fn releases_with_modules(
     Ok(releases)
 }
 
-pub fn releases(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Release>> {
-    conn.prepare_cached(
-        "SELECT stack, version, repository, digest, source_repository, source_commit,
-                source_branch, created, published_at, prerelease
-         FROM releases WHERE (?1 IS NULL OR stack = ?1) ORDER BY stack, published_at",
-    )?
-    .query_map(params![stack], release_row)?
-    .collect()
+pub fn releases<C: Sql + ?Sized>(conn: &C, stack: Option<&str>) -> Result<Vec<Release>, C::Error> {
+    let rows = conn.query(
+        &format!(
+            "SELECT {RELEASE_COLUMNS} FROM releases
+             WHERE (CAST(?1 AS TEXT) IS NULL OR stack = ?1) ORDER BY stack, published_at"
+        ),
+        &[stack.into()],
+    )?;
+    Ok(rows.iter().map(release_row).collect::<Result<_, _>>()?)
 }
 
 /// Deletes the releases of a deleted manifest; cells of a stack that lost a stable
 /// release have one fewer release to be behind.
-pub fn delete_release_by_digest(
-    conn: &Connection,
+pub fn delete_release_by_digest<C: Sql + ?Sized>(
+    conn: &C,
     repo: &str,
     digest: &str,
-) -> rusqlite::Result<()> {
-    let stacks: Vec<String> = conn
-        .prepare_cached(
-            "SELECT DISTINCT stack FROM releases WHERE repository = ?1 AND digest = ?2 AND stable = 1",
-        )?
-        .query_map(params![repo, digest], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+) -> Result<(), C::Error> {
+    let stacks = conn.query(
+        "SELECT DISTINCT stack FROM releases WHERE repository = ?1 AND digest = ?2 AND stable = 1",
+        &[repo.into(), digest.into()],
+    )?;
     conn.execute(
         "DELETE FROM releases WHERE repository = ?1 AND digest = ?2",
-        params![repo, digest],
+        &[repo.into(), digest.into()],
     )?;
     for stack in stacks {
-        refresh_stack_behind(conn, &stack)?;
+        refresh_stack_behind(conn, &stack.get::<String>(0)?)?;
     }
     Ok(())
 }
 
 /// Creates the customer if new; sets the name when one is given.
-pub fn upsert_customer(
-    conn: &Connection,
+pub fn upsert_customer<C: Sql + ?Sized>(
+    conn: &C,
     id: &str,
     name: Option<&str>,
     now: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     register_customer(conn, id, name, None, now)
 }
 
 /// Registers the customer (the vendor's act: `customer add`, a customer token),
 /// creating it if new; sets the name and environment given.
-pub fn register_customer<C: super::sql::Sql + ?Sized>(
+pub fn register_customer<C: Sql + ?Sized>(
     conn: &C,
     id: &str,
     name: Option<&str>,
@@ -285,19 +316,19 @@ pub fn register_customer<C: super::sql::Sql + ?Sized>(
 
 /// Whether the vendor registered the customer (`customer add`, a customer token);
 /// false for one unknown or known only from its receipts.
-pub fn is_registered(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
+pub fn is_registered<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<bool, C::Error> {
+    let row = conn.query_one(
         "SELECT EXISTS (SELECT 1 FROM customers WHERE id = ?1 AND registered_at IS NOT NULL)",
-        params![id],
-        |r| r.get(0),
-    )
+        &[id.into()],
+    )?;
+    Ok(row.get(0)?)
 }
 
 /// Creates a customer first known from a receipt, not registered by the vendor.
-pub fn note_customer(conn: &Connection, id: &str, now: &str) -> rusqlite::Result<()> {
+pub fn note_customer<C: Sql + ?Sized>(conn: &C, id: &str, now: &str) -> Result<(), C::Error> {
     conn.execute(
-        "INSERT OR IGNORE INTO customers (id, created) VALUES (?1, ?2)",
-        params![id, now],
+        "INSERT INTO customers (id, created) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        &[id.into(), now.into()],
     )?;
     Ok(())
 }
@@ -311,7 +342,7 @@ pub(crate) const CUSTOMER_SELECT: &str =
     "SELECT c.id, c.name, c.environment, c.created, c.last_seen,
          c.account, c.region, c.contact, c.notes FROM customers c";
 
-pub(crate) fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
+pub(crate) fn customer_row(r: &Row) -> Result<Customer, Decode> {
     Ok(Customer {
         id: r.get(0)?,
         name: r.get(1)?,
@@ -326,37 +357,37 @@ pub(crate) fn customer_row(r: &Row<'_>) -> rusqlite::Result<Customer> {
     })
 }
 
-pub fn customer(conn: &Connection, id: &str) -> rusqlite::Result<Option<Customer>> {
-    conn.prepare_cached(&format!("{CUSTOMER_SELECT} WHERE c.id = ?1"))?
-        .query_row(params![id], customer_row)
-        .optional()
+pub fn customer<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Customer>, C::Error> {
+    let row = conn.query_opt(&format!("{CUSTOMER_SELECT} WHERE c.id = ?1"), &[id.into()])?;
+    Ok(row.as_ref().map(customer_row).transpose()?)
 }
 
 /// The public keys (base64 DER) registered for a customer's installations, with
-/// whether each was revoked: `(key_id, public_key, revoked)`.
-pub fn installation_keys(
-    conn: &Connection,
+/// whether each was revoked: `(key_id, public_key, revoked)`, by key id.
+pub fn installation_keys<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
-) -> rusqlite::Result<Vec<(String, String, bool)>> {
-    conn.prepare_cached(
+) -> Result<Vec<(String, String, bool)>, C::Error> {
+    let rows = conn.query(
         "SELECT key_id, public_key, revoked_at IS NOT NULL FROM installation_keys
-         WHERE customer = ?1",
-    )?
-    .query_map(params![customer], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-    .collect()
+         WHERE customer = ?1 ORDER BY key_id",
+        &[customer.into()],
+    )?;
+    let key = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?, r.get(2)?));
+    Ok(rows.iter().map(key).collect::<Result<_, _>>()?)
 }
 
 /// Revokes one of a customer's installation keys; false when it has no such key.
-pub fn revoke_installation_key(
-    conn: &Connection,
+pub fn revoke_installation_key<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     key_id: &str,
     now: &str,
-) -> rusqlite::Result<bool> {
+) -> Result<bool, C::Error> {
     let changed = conn.execute(
         "UPDATE installation_keys SET revoked_at = COALESCE(revoked_at, ?3)
          WHERE customer = ?1 AND key_id = ?2",
-        params![customer, key_id, now],
+        &[customer.into(), key_id.into(), now.into()],
     )?;
     Ok(changed > 0)
 }
@@ -401,111 +432,142 @@ pub struct InstallationKey {
     pub pinned_by: Option<PinnedBy>,
 }
 
-/// A customer's installation keys with their standing and how each was pinned.
-pub fn installation_key_standing(
-    conn: &Connection,
+/// A customer's installation keys with their standing and how each was pinned, by
+/// key id.
+pub fn installation_key_standing<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
-) -> rusqlite::Result<Vec<InstallationKey>> {
-    conn.prepare_cached(
+) -> Result<Vec<InstallationKey>, C::Error> {
+    let rows = conn.query(
         "SELECT key_id, revoked_at IS NOT NULL, pinned_by FROM installation_keys
-         WHERE customer = ?1",
-    )?
-    .query_map(params![customer], |r| {
-        Ok(InstallationKey {
+         WHERE customer = ?1 ORDER BY key_id",
+        &[customer.into()],
+    )?;
+    let key = |r: &Row| {
+        Ok::<_, Decode>(InstallationKey {
             key_id: r.get(0)?,
             revoked: r.get(1)?,
-            pinned_by: PinnedBy::parse(r.get::<_, Option<String>>(2)?.as_deref()),
+            pinned_by: PinnedBy::parse(r.get::<Option<String>>(2)?.as_deref()),
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(key).collect::<Result<_, _>>()?)
 }
 
-/// The customers a public key (base64 DER) is an installation key of, revoked or not.
-pub fn customers_of_key(conn: &Connection, public_key: &str) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached("SELECT customer FROM installation_keys WHERE public_key = ?1")?
-        .query_map(params![public_key], |r| r.get(0))?
-        .collect()
+/// The customers a public key (base64 DER) is an installation key of, revoked or
+/// not, by id.
+pub fn customers_of_key<C: Sql + ?Sized>(
+    conn: &C,
+    public_key: &str,
+) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
+        "SELECT customer FROM installation_keys WHERE public_key = ?1 ORDER BY customer",
+        &[public_key.into()],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// Adds a customer's installation key. An admin adding a key already pinned (from an
 /// imported file, say) vouches for it: it is recorded as the admin's from then on.
-pub fn add_installation_key(
-    conn: &Connection,
+pub fn add_installation_key<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     key_id: &str,
     public_key: &str,
     now: &str,
     pinned_by: PinnedBy,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     conn.execute(
         "INSERT INTO installation_keys (customer, key_id, public_key, first_seen, pinned_by)
          VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (customer, key_id) DO UPDATE SET pinned_by = 'admin'
          WHERE excluded.pinned_by = 'admin'",
-        params![customer, key_id, public_key, now, pinned_by.as_str()],
-    )?;
-    Ok(())
-}
-
-/// The stored document of a receipt id, if any.
-pub fn receipt_document(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached("SELECT document FROM receipts WHERE id = ?1")?
-        .query_row(params![id], |r| r.get(0))
-        .optional()
-}
-
-/// Stores a receipt; `finished_ns` (UTC nanoseconds) is what receipts are ordered by.
-pub fn insert_receipt(
-    conn: &Connection,
-    d: &Deployment,
-    finished_ns: i64,
-    document: &str,
-) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
-             started_at, finished_at, key_id, document, received_at, finished_ns,
-             release_name, release_version, release_digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-        params![
-            d.receipt_id,
-            d.customer,
-            d.stack,
-            Text(&d.version),
-            Text(&d.digest),
-            d.kind.as_str(),
-            d.outcome.as_str(),
-            d.started_at,
-            d.finished_at,
-            d.key_id,
-            document,
-            d.received_at,
-            finished_ns,
-            d.release.as_ref().map(|r| &r.name),
-            d.release.as_ref().map(|r| Text(&r.version)),
-            d.release.as_ref().map(|r| Text(&r.digest)),
+        &[
+            customer.into(),
+            key_id.into(),
+            public_key.into(),
+            now.into(),
+            pinned_by.as_str().into(),
         ],
     )?;
     Ok(())
 }
 
-pub(crate) fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
+/// The stored document of a receipt id, if any.
+pub fn receipt_document<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<String>, C::Error> {
+    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
+}
+
+/// Stores a receipt; `finished_ns` (UTC nanoseconds) is what receipts are ordered by.
+pub fn insert_receipt<C: Sql + ?Sized>(
+    conn: &C,
+    d: &Deployment,
+    finished_ns: i64,
+    document: &str,
+) -> Result<(), C::Error> {
+    let (version, digest) = (d.version.to_string(), d.digest.to_string());
+    let release = d.release.as_ref();
+    let release_version = release.map(|r| r.version.to_string());
+    let release_digest = release.map(|r| r.digest.to_string());
+    conn.execute(
+        "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
+             started_at, finished_at, key_id, document, received_at, finished_ns,
+             release_name, release_version, release_digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        &[
+            d.receipt_id.as_str().into(),
+            d.customer.as_str().into(),
+            d.stack.as_str().into(),
+            version.as_str().into(),
+            digest.as_str().into(),
+            d.kind.as_str().into(),
+            d.outcome.as_str().into(),
+            d.started_at.as_str().into(),
+            d.finished_at.as_str().into(),
+            d.key_id.as_str().into(),
+            document.into(),
+            d.received_at.as_str().into(),
+            finished_ns.into(),
+            release.map(|r| r.name.as_str()).into(),
+            release_version.as_deref().into(),
+            release_digest.as_deref().into(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Files a receipt not stored before: stores it, files it in its cell
+/// ([`note_in_cell`]) and in adoption ([`note_in_adoption`]), all three or (the
+/// caller's transaction rolled back) none.
+pub fn file_receipt<C: Sql + ?Sized>(
+    conn: &C,
+    d: &Deployment,
+    finished_ns: i64,
+    document: &str,
+) -> Result<(), C::Error> {
+    insert_receipt(conn, d, finished_ns, document)?;
+    note_in_cell(conn, d, finished_ns)?;
+    note_in_adoption(conn, d, finished_ns)
+}
+
+pub(crate) fn deployment_row(r: &Row) -> Result<Deployment, Decode> {
     Ok(Deployment {
         receipt_id: r.get(0)?,
         customer: r.get(1)?,
         stack: r.get(2)?,
-        version: super::parsed(r, 3)?,
-        digest: super::parsed(r, 4)?,
-        kind: super::parsed(r, 5)?,
-        outcome: super::parsed(r, 6)?,
+        version: r.parsed(3)?,
+        digest: r.parsed(4)?,
+        kind: r.parsed(5)?,
+        outcome: r.parsed(6)?,
         started_at: r.get(7)?,
         finished_at: r.get(8)?,
         key_id: r.get(9)?,
         received_at: r.get(10)?,
-        release: match r.get::<_, Option<String>>(11)? {
+        release: match r.get::<Option<String>>(11)? {
             Some(name) => Some(crate::api::DeployedRelease {
                 name,
-                version: super::parsed(r, 12)?,
-                digest: super::parsed(r, 13)?,
+                version: r.parsed(12)?,
+                digest: r.parsed(13)?,
             }),
             None => None,
         },
@@ -515,30 +577,33 @@ pub(crate) fn deployment_row(r: &Row<'_>) -> rusqlite::Result<Deployment> {
 pub(crate) const DEPLOYMENT_COLUMNS: &str = "id, customer, stack, version, digest, kind, outcome, started_at, finished_at, key_id, received_at, release_name, release_version, release_digest";
 
 /// Receipts, newest first.
-pub fn deployments(
-    conn: &Connection,
+pub fn deployments<C: Sql + ?Sized>(
+    conn: &C,
     customer: Option<&str>,
     stack: Option<&str>,
     limit: u64,
-) -> rusqlite::Result<Vec<Deployment>> {
+) -> Result<Vec<Deployment>, C::Error> {
     let customer_is = only("customer", 1, customer.is_some());
     let stack_is = only("stack", 2, stack.is_some());
-    conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS} FROM receipts WHERE {customer_is} AND {stack_is}
-         ORDER BY finished_ns DESC, id LIMIT ?3"
-    ))?
-    .query_map(params![customer, stack, limit as i64], deployment_row)?
-    .collect()
+    let rows = conn.query(
+        &format!(
+            "SELECT {DEPLOYMENT_COLUMNS} FROM receipts WHERE {customer_is} AND {stack_is}
+             ORDER BY finished_ns DESC, id LIMIT ?3"
+        ),
+        &[customer.into(), stack.into(), (limit as i64).into()],
+    )?;
+    Ok(rows.iter().map(deployment_row).collect::<Result<_, _>>()?)
 }
 
 /// `column = ?N` when a value is given, else a condition that holds: spelled out per
 /// case rather than `?N IS NULL OR column = ?N`, which SQLite cannot answer from an
-/// index.
+/// index. (`CAST`: PostgreSQL types a parameter at its first use, and `IS NULL`
+/// fixes none.)
 fn only(column: &str, param: u8, given: bool) -> String {
     if given {
         format!("{column} = ?{param}")
     } else {
-        format!("?{param} IS NULL")
+        format!("CAST(?{param} AS TEXT) IS NULL")
     }
 }
 
@@ -560,33 +625,45 @@ const CELLS: [(&str, Counts); 3] = [
 /// Files a newly stored receipt in its customer's and stack's cell wherever it is
 /// now the newest of its kind: latest finish time, then latest arrival, then the
 /// smaller id, the order in which "what a customer runs" has always been decided.
-pub fn note_in_cell(conn: &Connection, d: &Deployment, finished_ns: i64) -> rusqlite::Result<()> {
-    conn.prepare_cached("INSERT OR IGNORE INTO fleet_cells (customer, stack) VALUES (?1, ?2)")?
-        .execute(params![d.customer, d.stack])?;
+pub fn note_in_cell<C: Sql + ?Sized>(
+    conn: &C,
+    d: &Deployment,
+    finished_ns: i64,
+) -> Result<(), C::Error> {
+    conn.execute(
+        "INSERT INTO fleet_cells (customer, stack) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        &[d.customer.as_str().into(), d.stack.as_str().into()],
+    )?;
     for (column, counts) in CELLS {
         if !counts(d.kind, d.outcome) {
             continue;
         }
-        conn.prepare_cached(&format!(
-            "UPDATE fleet_cells SET {column} = ?3 WHERE customer = ?1 AND stack = ?2
-             AND ({column} IS NULL OR EXISTS (
-                 SELECT 1 FROM receipts o WHERE o.id = fleet_cells.{column}
-                 AND (o.finished_ns < ?4 OR (o.finished_ns = ?4
-                      AND (o.received_at < ?5 OR (o.received_at = ?5 AND o.id > ?3))))))"
-        ))?
-        .execute(params![
-            d.customer,
-            d.stack,
-            d.receipt_id,
-            finished_ns,
-            d.received_at
-        ])?;
+        conn.execute(
+            &format!(
+                "UPDATE fleet_cells SET {column} = ?3 WHERE customer = ?1 AND stack = ?2
+                 AND ({column} IS NULL OR EXISTS (
+                     SELECT 1 FROM receipts o WHERE o.id = fleet_cells.{column}
+                     AND (o.finished_ns < ?4 OR (o.finished_ns = ?4
+                          AND (o.received_at < ?5 OR (o.received_at = ?5 AND o.id > ?3))))))"
+            ),
+            &[
+                d.customer.as_str().into(),
+                d.stack.as_str().into(),
+                d.receipt_id.as_str().into(),
+                finished_ns.into(),
+                d.received_at.as_str().into(),
+            ],
+        )?;
     }
-    conn.prepare_cached(
+    conn.execute(
         "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3
          WHERE id = ?1 AND (last_seen_ns IS NULL OR last_seen_ns < ?3)",
-    )?
-    .execute(params![d.customer, d.finished_at, finished_ns])?;
+        &[
+            d.customer.as_str().into(),
+            d.finished_at.as_str().into(),
+            finished_ns.into(),
+        ],
+    )?;
     refresh_cells(conn, Some((&d.customer, &d.stack)))
 }
 
@@ -626,31 +703,28 @@ const NEXT_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished_at,
 /// arrives late lands between two changes, so the change after it now ends the new
 /// version instead of the previous one. Order as in [`note_in_cell`]: finish time,
 /// then arrival, then the smaller id last.
-pub fn note_in_adoption(
-    conn: &Connection,
+pub fn note_in_adoption<C: Sql + ?Sized>(
+    conn: &C,
     d: &Deployment,
     finished_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     if !is_change(d) {
         return Ok(());
     }
-    let neighbour = |sql: &str| -> rusqlite::Result<Option<Neighbour>> {
-        conn.prepare_cached(sql)?
-            .query_row(
-                params![
-                    d.customer,
-                    d.stack,
-                    finished_ns,
-                    d.received_at,
-                    d.receipt_id
-                ],
-                |r| {
-                    let destroy: bool = r.get(1)?;
-                    let version: String = r.get(0)?;
-                    Ok(((!destroy).then_some(version), r.get(2)?))
-                },
-            )
-            .optional()
+    let at: [Param<'_>; 5] = [
+        d.customer.as_str().into(),
+        d.stack.as_str().into(),
+        finished_ns.into(),
+        d.received_at.as_str().into(),
+        d.receipt_id.as_str().into(),
+    ];
+    let neighbour = |sql: &str| -> Result<Option<Neighbour>, C::Error> {
+        let Some(r) = conn.query_opt(sql, &at)? else {
+            return Ok(None);
+        };
+        let destroy: bool = r.get(1)?;
+        let version: String = r.get(0)?;
+        Ok(Some(((!destroy).then_some(version), r.get(2)?)))
     };
     let previous = neighbour(PREVIOUS_CHANGE)?;
     let next = neighbour(NEXT_CHANGE)?;
@@ -673,33 +747,38 @@ pub fn note_in_adoption(
 
 /// Adds `delta` to a day's count of a version, when there is a version; a count
 /// that comes to zero is dropped, so the table holds only days that changed.
-fn add_delta(
-    conn: &Connection,
+/// (`adoption_deltas.delta`: PostgreSQL finds a bare `delta` ambiguous beside
+/// `excluded.delta`.)
+fn add_delta<C: Sql + ?Sized>(
+    conn: &C,
     stack: &str,
     day: &str,
     version: Option<&str>,
     delta: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     let Some(version) = version else {
         return Ok(());
     };
-    conn.prepare_cached(
+    conn.execute(
         "INSERT INTO adoption_deltas (stack, day, version, delta) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (stack, day, version) DO UPDATE SET delta = delta + excluded.delta",
-    )?
-    .execute(params![stack, day, version, delta])?;
-    conn.prepare_cached(
+         ON CONFLICT (stack, day, version)
+         DO UPDATE SET delta = adoption_deltas.delta + excluded.delta",
+        &[stack.into(), day.into(), version.into(), delta.into()],
+    )?;
+    conn.execute(
         "DELETE FROM adoption_deltas WHERE stack = ?1 AND day = ?2 AND version = ?3 AND delta = 0",
-    )?
-    .execute(params![stack, day, version])?;
+        &[stack.into(), day.into(), version.into()],
+    )?;
     Ok(())
 }
 
+/// By the whole primary key, so a day's versions come in one order on both
+/// backends (SQLite reads them in key order anyway; PostgreSQL promises none).
 fn adoption_statement(one_stack: bool) -> String {
     let stack_is = only("stack", 1, one_stack);
     format!(
         "SELECT stack, day, version, delta FROM adoption_deltas WHERE {stack_is}
-         ORDER BY stack, day"
+         ORDER BY stack, day, version"
     )
 }
 
@@ -726,6 +805,7 @@ pub fn adoption_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, 
 }
 
 /// One day's change of how many customers run a version of a stack.
+#[derive(Debug)]
 pub struct AdoptionDelta {
     pub stack: String,
     pub day: String,
@@ -735,44 +815,53 @@ pub struct AdoptionDelta {
 
 /// The days' changes of what customers run, of one stack or all, by stack and day:
 /// summed from the start, they are how many customers ran each version that day.
-pub fn adoption_deltas(
-    conn: &Connection,
+pub fn adoption_deltas<C: Sql + ?Sized>(
+    conn: &C,
     stack: Option<&str>,
-) -> rusqlite::Result<Vec<AdoptionDelta>> {
-    conn.prepare_cached(&adoption_statement(stack.is_some()))?
-        .query_map(params![stack], |r| {
-            Ok(AdoptionDelta {
-                stack: r.get(0)?,
-                day: r.get(1)?,
-                version: r.get(2)?,
-                delta: r.get(3)?,
-            })
-        })?
-        .collect()
+) -> Result<Vec<AdoptionDelta>, C::Error> {
+    let rows = conn.query(&adoption_statement(stack.is_some()), &[stack.into()])?;
+    let delta = |r: &Row| {
+        Ok::<_, Decode>(AdoptionDelta {
+            stack: r.get(0)?,
+            day: r.get(1)?,
+            version: r.get(2)?,
+            delta: r.get(3)?,
+        })
+    };
+    Ok(rows.iter().map(delta).collect::<Result<_, _>>()?)
 }
 
 /// Works out a cell's `drifted` (its latest drift evidence found drift) and `failed`
 /// (its last attempt failed) from the receipts it names: one cell, or every cell.
-pub fn refresh_cell_flags(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite::Result<()> {
+/// (`CASE`: PostgreSQL's `EXISTS` is a boolean, which an integer column refuses.)
+pub fn refresh_cell_flags<C: Sql + ?Sized>(
+    conn: &C,
+    cell: Option<(&str, &str)>,
+) -> Result<(), C::Error> {
     let which = match cell {
         Some(_) => "customer = ?1 AND stack = ?2",
-        None => "?1 IS NULL AND ?2 IS NULL",
+        None => "CAST(?1 AS TEXT) IS NULL AND CAST(?2 AS TEXT) IS NULL",
     };
     let (customer, stack) = cell.unzip();
-    conn.prepare_cached(&format!(
-        "UPDATE fleet_cells SET
-             drifted = EXISTS (SELECT 1 FROM receipts r WHERE r.id = fleet_cells.drift_id
-                               AND r.kind = 'drift' AND r.outcome = 'drifted'),
-             failed = EXISTS (SELECT 1 FROM receipts r WHERE r.id = fleet_cells.attempt_id
-                              AND r.outcome = 'failed')
-         WHERE {which}"
-    ))?
-    .execute(params![customer, stack])?;
+    conn.execute(
+        &format!(
+            "UPDATE fleet_cells SET
+                 drifted = CASE WHEN EXISTS (SELECT 1 FROM receipts r
+                     WHERE r.id = fleet_cells.drift_id
+                     AND r.kind = 'drift' AND r.outcome = 'drifted') THEN 1 ELSE 0 END,
+                 failed = CASE WHEN EXISTS (SELECT 1 FROM receipts r
+                     WHERE r.id = fleet_cells.attempt_id
+                     AND r.outcome = 'failed') THEN 1 ELSE 0 END
+             WHERE {which}"
+        ),
+        &[customer.into(), stack.into()],
+    )?;
     Ok(())
 }
 
 /// One change of what a customer runs: a successful apply or rollback (`version`
 /// from then on) or destroy (nothing from then on).
+#[derive(Debug)]
 pub struct Change {
     pub customer: String,
     pub stack: String,
@@ -785,56 +874,63 @@ pub struct Change {
 /// order that makes the last one per customer and stack what a cell's version in
 /// place is. Adoption reads [`adoption_deltas`] instead; this replay order is what
 /// its tests hold those deltas to (a scan since v6 dropped its covering index).
-pub fn changes(conn: &Connection, stack: Option<&str>) -> rusqlite::Result<Vec<Change>> {
+pub fn changes<C: Sql + ?Sized>(conn: &C, stack: Option<&str>) -> Result<Vec<Change>, C::Error> {
     let stack_is = only("stack", 1, stack.is_some());
-    conn.prepare_cached(&format!(
-        "SELECT customer, stack, version, kind = 'destroy', finished_at FROM receipts
-         WHERE {stack_is}
-           AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
-         ORDER BY finished_ns, received_at, id DESC"
-    ))?
-    .query_map(params![stack], |r| {
-        Ok(Change {
+    let rows = conn.query(
+        &format!(
+            "SELECT customer, stack, version, kind = 'destroy', finished_at FROM receipts
+             WHERE {stack_is}
+               AND kind IN ('apply', 'rollback', 'destroy')
+               AND outcome IN ('succeeded', 'no-changes')
+             ORDER BY finished_ns, received_at, id DESC"
+        ),
+        &[stack.into()],
+    )?;
+    let change = |r: &Row| {
+        Ok::<_, Decode>(Change {
             customer: r.get(0)?,
             stack: r.get(1)?,
-            version: super::parsed(r, 2)?,
+            version: r.parsed(2)?,
             destroy: r.get(3)?,
             finished_at: r.get(4)?,
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(change).collect::<Result<_, _>>()?)
 }
 
 /// The stacks with a recorded release, by name.
-pub fn stack_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached("SELECT DISTINCT stack FROM releases ORDER BY stack")?
-        .query_map([], |r| r.get(0))?
-        .collect()
+pub fn stack_names<C: Sql + ?Sized>(conn: &C) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query("SELECT DISTINCT stack FROM releases ORDER BY stack", &[])?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
-/// The environments customers are registered in, by name.
-pub fn environments(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached(
-        "SELECT DISTINCT environment FROM customers WHERE environment IS NOT NULL ORDER BY 1",
-    )?
-    .query_map([], |r| r.get(0))?
-    .collect()
+/// The environments customers are registered in, by name (in byte order, sorted
+/// here: `customers.environment` keeps the database's collation on PostgreSQL).
+pub fn environments<C: Sql + ?Sized>(conn: &C) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
+        "SELECT DISTINCT environment FROM customers WHERE environment IS NOT NULL",
+        &[],
+    )?;
+    let mut names: Vec<String> = rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?;
+    names.sort();
+    Ok(names)
 }
 
 /// Every receipt of one customer, newest first, with its signed document.
-pub fn history_documents(
-    conn: &Connection,
+pub fn history_documents<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     limit: u64,
-) -> rusqlite::Result<Vec<(Deployment, String)>> {
-    conn.prepare_cached(&format!(
-        "SELECT {DEPLOYMENT_COLUMNS}, document FROM receipts WHERE customer = ?1
-         ORDER BY finished_ns DESC, received_at DESC, id LIMIT ?2"
-    ))?
-    .query_map(params![customer, limit as i64], |r| {
-        Ok((deployment_row(r)?, r.get(14)?))
-    })?
-    .collect()
+) -> Result<Vec<(Deployment, String)>, C::Error> {
+    let rows = conn.query(
+        &format!(
+            "SELECT {DEPLOYMENT_COLUMNS}, document FROM receipts WHERE customer = ?1
+             ORDER BY finished_ns DESC, received_at DESC, id LIMIT ?2"
+        ),
+        &[customer.into(), (limit as i64).into()],
+    )?;
+    let row = |r: &Row| Ok::<_, Decode>((deployment_row(r)?, r.get(14)?));
+    Ok(rows.iter().map(row).collect::<Result<_, _>>()?)
 }
 
 /// Fills the precedence keys of every release and vendored module, and which
@@ -889,20 +985,83 @@ struct CellFacts {
 /// Cells refreshed per batch when every cell is (migration to v5): bounded memory.
 const REFRESH_BATCH: usize = 5000;
 
+fn cell_facts(r: &Row) -> Result<CellFacts, Decode> {
+    let current: Option<ReceiptKind> = r.parsed_opt(2)?;
+    let attempt: Option<ReceiptKind> = r.parsed_opt(6)?;
+    let drift: Option<ReceiptKind> = r.parsed_opt(10)?;
+    Ok(CellFacts {
+        customer: r.get(0)?,
+        stack: r.get(1)?,
+        current: match current {
+            Some(kind) => Some((kind, r.get(3)?, r.get(4)?, r.get(5)?)),
+            None => None,
+        },
+        attempt: match attempt {
+            Some(kind) => Some((kind, r.parsed(7)?, r.get(8)?, r.get(9)?)),
+            None => None,
+        },
+        drift: match drift {
+            Some(kind) => Some((kind, r.parsed(11)?)),
+            None => None,
+        },
+    })
+}
+
+/// Copies into one cell what it shows from the receipts it names.
+fn write_cell<C: Sql + ?Sized>(conn: &C, f: &CellFacts) -> Result<(), C::Error> {
+    // A destroyed stack runs nothing.
+    let running = f
+        .current
+        .as_ref()
+        .filter(|(kind, ..)| *kind != ReceiptKind::Destroy);
+    let parsed = running.and_then(|(_, v, ..)| semver::Version::parse(v).ok());
+    let key = parsed.as_ref().map(crate::version_key::of);
+    let attempt = f.attempt.as_ref();
+    conn.execute(
+        "UPDATE fleet_cells SET version = ?3, version_key = ?4, digest = ?5, since = ?6,
+             prerelease = ?7, attempt_kind = ?8, attempt_outcome = ?9,
+             attempt_version = ?10, attempt_finished_at = ?11, drifted = ?12, failed = ?13,
+             behind = (SELECT COUNT(*) FROM releases r WHERE r.stack = ?2 AND r.stable = 1
+                       AND r.version_key > ?4)
+         WHERE customer = ?1 AND stack = ?2",
+        &[
+            f.customer.as_str().into(),
+            f.stack.as_str().into(),
+            running.map(|(_, v, ..)| v.as_str()).into(),
+            key.as_deref().into(),
+            running.map(|(_, _, digest, _)| digest.as_str()).into(),
+            running.map(|(.., since)| since.as_str()).into(),
+            parsed.as_ref().is_some_and(|v| !v.pre.is_empty()).into(),
+            attempt.map(|(kind, ..)| kind.as_str()).into(),
+            attempt.map(|(_, outcome, ..)| outcome.as_str()).into(),
+            attempt.map(|(_, _, version, _)| version.as_str()).into(),
+            attempt.map(|(.., at)| at.as_str()).into(),
+            (f.drift == Some((ReceiptKind::Drift, Outcome::Drifted))).into(),
+            attempt
+                .is_some_and(|(_, outcome, ..)| *outcome == Outcome::Failed)
+                .into(),
+        ],
+    )?;
+    Ok(())
+}
+
 /// Copies into cells what they show from the receipts they name: the version in
 /// place (none after a destroy) with its digest, time, precedence key and whether it
 /// is a prerelease; the last attempt; drift and failure; and how many stable releases
 /// of the stack are newer. One cell, or every cell in batches.
-pub fn refresh_cells(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite::Result<()> {
+pub fn refresh_cells<C: Sql + ?Sized>(
+    conn: &C,
+    cell: Option<(&str, &str)>,
+) -> Result<(), C::Error> {
     let mut after = (String::new(), String::new());
     loop {
-        let facts: Vec<CellFacts> = {
-            let (which, limit) = match cell {
-                Some(_) => ("f.customer = ?1 AND f.stack = ?2", 1),
-                None => ("(f.customer, f.stack) > (?1, ?2)", REFRESH_BATCH),
-            };
-            let (customer, stack) = cell.unwrap_or((&after.0, &after.1));
-            conn.prepare_cached(&format!(
+        let (which, limit) = match cell {
+            Some(_) => ("f.customer = ?1 AND f.stack = ?2", 1),
+            None => ("(f.customer, f.stack) > (?1, ?2)", REFRESH_BATCH),
+        };
+        let (customer, stack) = cell.unwrap_or((&after.0, &after.1));
+        let rows = conn.query(
+            &format!(
                 "SELECT f.customer, f.stack,
                      c.kind, c.version, c.digest, c.finished_at,
                      a.kind, a.outcome, a.version, a.finished_at,
@@ -912,61 +1071,12 @@ pub fn refresh_cells(conn: &Connection, cell: Option<(&str, &str)>) -> rusqlite:
                  LEFT JOIN receipts a ON a.id = f.attempt_id
                  LEFT JOIN receipts d ON d.id = f.drift_id
                  WHERE {which} ORDER BY f.customer, f.stack LIMIT {limit}"
-            ))?
-            .query_map(params![customer, stack], |r| {
-                let current: Option<ReceiptKind> = super::parsed_opt(r, 2)?;
-                let attempt: Option<ReceiptKind> = super::parsed_opt(r, 6)?;
-                let drift: Option<ReceiptKind> = super::parsed_opt(r, 10)?;
-                Ok(CellFacts {
-                    customer: r.get(0)?,
-                    stack: r.get(1)?,
-                    current: match current {
-                        Some(kind) => Some((kind, r.get(3)?, r.get(4)?, r.get(5)?)),
-                        None => None,
-                    },
-                    attempt: match attempt {
-                        Some(kind) => Some((kind, super::parsed(r, 7)?, r.get(8)?, r.get(9)?)),
-                        None => None,
-                    },
-                    drift: match drift {
-                        Some(kind) => Some((kind, super::parsed(r, 11)?)),
-                        None => None,
-                    },
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?
-        };
-        let mut update = conn.prepare_cached(
-            "UPDATE fleet_cells SET version = ?3, version_key = ?4, digest = ?5, since = ?6,
-                 prerelease = ?7, attempt_kind = ?8, attempt_outcome = ?9,
-                 attempt_version = ?10, attempt_finished_at = ?11, drifted = ?12, failed = ?13,
-                 behind = (SELECT COUNT(*) FROM releases r WHERE r.stack = ?2 AND r.stable = 1
-                           AND r.version_key > ?4)
-             WHERE customer = ?1 AND stack = ?2",
+            ),
+            &[customer.into(), stack.into()],
         )?;
+        let facts: Vec<CellFacts> = rows.iter().map(cell_facts).collect::<Result<_, _>>()?;
         for f in &facts {
-            // A destroyed stack runs nothing.
-            let running = f
-                .current
-                .as_ref()
-                .filter(|(kind, ..)| *kind != ReceiptKind::Destroy);
-            let parsed = running.and_then(|(_, v, ..)| semver::Version::parse(v).ok());
-            let attempt = f.attempt.as_ref();
-            update.execute(params![
-                f.customer,
-                f.stack,
-                running.map(|(_, v, ..)| v),
-                parsed.as_ref().map(crate::version_key::of),
-                running.map(|(_, _, digest, _)| digest),
-                running.map(|(.., since)| since),
-                parsed.as_ref().is_some_and(|v| !v.pre.is_empty()),
-                attempt.map(|(kind, ..)| kind.as_str()),
-                attempt.map(|(_, outcome, ..)| outcome.as_str()),
-                attempt.map(|(_, _, version, _)| version),
-                attempt.map(|(.., at)| at),
-                f.drift == Some((ReceiptKind::Drift, Outcome::Drifted)),
-                attempt.is_some_and(|(_, outcome, ..)| *outcome == Outcome::Failed),
-            ])?;
+            write_cell(conn, f)?;
         }
         match (cell, facts.last()) {
             (None, Some(last)) if facts.len() == REFRESH_BATCH => {

@@ -124,8 +124,9 @@ CREATE INDEX support_bundles_customer ON support_bundles(customer, id);
 /// PostgreSQL version 4: customers (`db/customers.rs`, registered by
 /// `ledger::register_customer`) with every column SQLite's V1..V17 gave them, and
 /// the fleet's cells (`fleet_cells`), which customer search reads: who runs a
-/// stack, or a version. Writing cells, and the per-stack counts SQLite's V16 keeps
-/// by triggers (`fleet_stack_versions`), come with the `fleet` module's port.
+/// stack, or a version. The ledger writes cells (`ledger::note_in_cell`); the
+/// per-stack counts SQLite's V16 keeps by triggers (`fleet_stack_versions`) are
+/// PG7's.
 /// Search pages by `customers.id` and `fleet_cells.customer` (a customer's cells
 /// list by `fleet_cells.stack`) and matches
 /// `lower(id|name|account)`: those are `"C"`, so they sort in byte order and
@@ -194,10 +195,13 @@ CREATE INDEX fleet_cells_stack_drifted ON fleet_cells(stack, customer) WHERE dri
 
 /// PostgreSQL version 5: releases (`db/release_index.rs`), SQLite's V7 tables, and
 /// `receipts` with every column SQLite's V1, V2 and V7 gave it, which the release
-/// pages read (who deployed a release, what each cell runs as part of which). The
-/// ledger's writers of receipts, and its other tables, come with its port.
+/// pages read (who deployed a release, what each cell runs as part of which); the
+/// ledger stores them (`ledger::file_receipt`), its other tables are PG7's.
 /// Versions list by `name` (then `version_key`, bytes) and a release's customers by
 /// `receipts.customer`: those are `"C"`, so they sort in byte order as on SQLite.
+/// So are `receipts.id` and `received_at` (amended with the ledger's port, PG7):
+/// of two receipts finished at once, the later arrival and then the smaller id is
+/// the newer, which decides what a cell runs and orders a customer's history.
 const PG5: &str = r#"
 CREATE TABLE release_indexes (
     name TEXT COLLATE "C" NOT NULL,
@@ -229,7 +233,7 @@ CREATE TABLE release_index_services (
     PRIMARY KEY (name, version, service)
 );
 CREATE TABLE receipts (
-    id TEXT PRIMARY KEY,
+    id TEXT COLLATE "C" PRIMARY KEY,
     customer TEXT COLLATE "C" NOT NULL,
     stack TEXT NOT NULL,
     version TEXT NOT NULL,
@@ -240,7 +244,7 @@ CREATE TABLE receipts (
     finished_at TEXT NOT NULL,
     key_id TEXT NOT NULL,
     document TEXT NOT NULL,
-    received_at TEXT NOT NULL,
+    received_at TEXT COLLATE "C" NOT NULL,
     finished_ns BIGINT NOT NULL DEFAULT 0,
     release_name TEXT,
     release_version TEXT,
@@ -324,8 +328,103 @@ CREATE INDEX alert_outbox_due ON alert_outbox(next_ns);
 CREATE INDEX alert_outbox_key ON alert_outbox(alert, customer, claimed_until_ns);
 "#;
 
+/// PostgreSQL version 7: the rest of the ledger (`db/ledger.rs`) and what the
+/// fleet's index pages count (`db/fleet.rs`, `db/customers.rs`), with every column
+/// SQLite's V1..V17 gave them: stack versions (`releases`), installation keys, the
+/// modules each release vendors, adoption's per-day deltas, and
+/// `fleet_stack_versions`, per stack and version in place (`''` for none) its
+/// cells and how many failed or drifted. SQLite's V16 keeps those counts with three
+/// triggers; here one trigger function does the same in the same transaction as
+/// every change of a cell, whichever statement made it: a cell leaving a (stack,
+/// version) takes itself off that row's counts, a cell arriving adds itself.
+/// Columns answers are sorted or paged by are `"C"` (byte order, as SQLite's):
+/// `releases.stack` and `published_at`, module paths, installation key ids and
+/// customers, adoption's stack, day and version, `fleet_stack_versions.stack`.
+const PG7: &str = r#"
+CREATE TABLE releases (
+    stack TEXT COLLATE "C" NOT NULL,
+    version TEXT NOT NULL,
+    repository TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    source_repository TEXT,
+    source_commit TEXT,
+    source_branch TEXT,
+    created TEXT,
+    published_at TEXT COLLATE "C" NOT NULL,
+    prerelease BIGINT NOT NULL,
+    version_key BYTEA,
+    stable BIGINT NOT NULL DEFAULT 0,
+    pushed_by TEXT,
+    PRIMARY KEY (stack, version)
+);
+CREATE INDEX releases_stable ON releases(stack, version_key) WHERE stable = 1;
+CREATE TABLE installation_keys (
+    customer TEXT COLLATE "C" NOT NULL,
+    key_id TEXT COLLATE "C" NOT NULL,
+    public_key TEXT NOT NULL,
+    first_seen TEXT NOT NULL,
+    revoked_at TEXT,
+    pinned_by TEXT,
+    PRIMARY KEY (customer, key_id)
+);
+CREATE INDEX installation_keys_public_key ON installation_keys(public_key);
+CREATE TABLE release_modules (
+    stack TEXT COLLATE "C" NOT NULL,
+    version TEXT NOT NULL,
+    module TEXT NOT NULL,
+    path TEXT COLLATE "C" NOT NULL,
+    module_version TEXT,
+    digest TEXT NOT NULL,
+    module_version_key BYTEA,
+    PRIMARY KEY (stack, version, path)
+);
+CREATE INDEX release_modules_module ON release_modules(module);
+CREATE INDEX release_modules_module_key ON release_modules(module, module_version_key);
+CREATE TABLE adoption_deltas (
+    stack TEXT COLLATE "C" NOT NULL,
+    day TEXT COLLATE "C" NOT NULL,
+    version TEXT COLLATE "C" NOT NULL,
+    delta BIGINT NOT NULL,
+    PRIMARY KEY (stack, day, version)
+);
+CREATE TABLE fleet_stack_versions (
+    stack TEXT COLLATE "C" NOT NULL,
+    version TEXT NOT NULL,
+    cells BIGINT NOT NULL,
+    failed BIGINT NOT NULL,
+    drifted BIGINT NOT NULL,
+    PRIMARY KEY (stack, version)
+);
+INSERT INTO fleet_stack_versions (stack, version, cells, failed, drifted)
+    SELECT stack, COALESCE(version, ''), COUNT(*), SUM(failed), SUM(drifted)
+    FROM fleet_cells GROUP BY stack, COALESCE(version, '');
+CREATE FUNCTION fleet_stack_versions_keep() RETURNS trigger LANGUAGE plpgsql AS $keep$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        UPDATE fleet_stack_versions SET cells = cells - 1, failed = failed - OLD.failed,
+            drifted = drifted - OLD.drifted
+            WHERE stack = OLD.stack AND version = COALESCE(OLD.version, '');
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO fleet_stack_versions AS k (stack, version, cells, failed, drifted)
+            VALUES (NEW.stack, COALESCE(NEW.version, ''), 1, NEW.failed, NEW.drifted)
+            ON CONFLICT (stack, version) DO UPDATE SET cells = k.cells + 1,
+                failed = k.failed + excluded.failed, drifted = k.drifted + excluded.drifted;
+    END IF;
+    RETURN NULL;
+END
+$keep$;
+CREATE TRIGGER fleet_stack_versions_insert_delete AFTER INSERT OR DELETE ON fleet_cells
+    FOR EACH ROW EXECUTE FUNCTION fleet_stack_versions_keep();
+CREATE TRIGGER fleet_stack_versions_update AFTER UPDATE OF stack, version, failed, drifted
+    ON fleet_cells FOR EACH ROW
+    WHEN (OLD.stack IS DISTINCT FROM NEW.stack OR OLD.version IS DISTINCT FROM NEW.version
+        OR OLD.failed IS DISTINCT FROM NEW.failed OR OLD.drifted IS DISTINCT FROM NEW.drifted)
+    EXECUTE FUNCTION fleet_stack_versions_keep();
+"#;
+
 /// The schema, one step per version.
-const MIGRATIONS: &[&str] = &[PG1, PG2, PG3, PG4, PG5, PG6];
+const MIGRATIONS: &[&str] = &[PG1, PG2, PG3, PG4, PG5, PG6, PG7];
 
 /// The PostgreSQL schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

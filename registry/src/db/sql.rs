@@ -360,10 +360,38 @@ impl<C: postgres::GenericClient> Sql for Pg<C> {
 
 /// A statement written for both backends as PostgreSQL takes it: `?N` as `$N`
 /// ([`placeholders`]) and SQLite's planner hints (`INDEXED BY name`, which hold a
-/// query to the index its page must read, see `tests/it/query_plans.rs`) left out,
-/// since PostgreSQL has no such syntax and plans by its own statistics.
+/// query to the index its page must read, see `tests/it/query_plans.rs`, and a
+/// unary `+` before a column, which keeps SQLite from driving a query by that
+/// column's index) left out, since PostgreSQL has no such syntax (no unary `+` for
+/// text or bytes) and plans by its own statistics.
 pub fn postgres_text(sql: &str) -> String {
-    without_index_hints(&placeholders(sql))
+    without_unary_plus(&without_index_hints(&placeholders(sql)))
+}
+
+/// `sql` without SQLite's unary `+` before a column name (`+c.environment`),
+/// quoted text left alone. A `+` is unary when it follows a space, `(` or `,` and
+/// a letter or `_` follows it: `a + b` and `1+2` keep theirs.
+pub fn without_unary_plus(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quoted = false;
+    let mut previous = ' ';
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            quoted = !quoted;
+        }
+        let unary = !quoted
+            && c == '+'
+            && (previous.is_whitespace() || matches!(previous, '(' | ','))
+            && chars
+                .peek()
+                .is_some_and(|next| next.is_ascii_alphabetic() || *next == '_');
+        if !unary {
+            out.push(c);
+        }
+        previous = c;
+    }
+    out
 }
 
 /// `sql` without its `INDEXED BY name` clauses, quoted text left alone.
@@ -484,7 +512,17 @@ impl postgres::types::ToSql for Param<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{placeholders, without_index_hints};
+    use super::{placeholders, without_index_hints, without_unary_plus};
+
+    #[test]
+    fn a_unary_plus_before_a_column_is_left_out_outside_quotes_only() {
+        assert_eq!(
+            without_unary_plus(
+                "SELECT '+c.x', a + b, 1+2 FROM t WHERE +c.environment = ?1 AND (+f.key < ?2)"
+            ),
+            "SELECT '+c.x', a + b, 1+2 FROM t WHERE c.environment = ?1 AND (f.key < ?2)"
+        );
+    }
 
     #[test]
     fn index_hints_are_left_out_outside_quotes_only() {

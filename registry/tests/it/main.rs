@@ -26,6 +26,7 @@ mod packager_bundles;
 mod postgres_alerts;
 mod postgres_backend;
 mod postgres_forecasts;
+mod postgres_ledger;
 mod query_plans;
 mod receipt_forgery;
 mod registry_rules;
