@@ -1,11 +1,15 @@
 //! Rollouts' tables: channels, customers' places, promotions, rollouts with their
 //! assignments and history, release receipts and sync reports. Plain functions; the
 //! scheduling is [`crate::rollout`].
+//!
+//! Channels, placements and promotions are written against [`Sql`], so they run on
+//! SQLite and PostgreSQL alike (PG8; see `POSTGRES.md`).
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_schema::rollout::{ApprovedKind, SyncState};
 
+use super::sql::{Decode, Row, Sql};
 use super::{parsed, parsed_opt, Text};
 use crate::api::{EventKind, Gate, RolloutAssignment, RolloutEvent, RolloutState};
 
@@ -94,60 +98,67 @@ fn waves_json(waves: &[String]) -> String {
     serde_json::to_string(waves).expect("names serialise")
 }
 
-fn waves_from(text: &str) -> rusqlite::Result<Vec<String>> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+/// The waves stored in column `column` (a JSON list of names).
+fn waves_from(row: &Row, column: usize) -> Result<Vec<String>, Decode> {
+    let text: String = row.get(column)?;
+    serde_json::from_str(&text).map_err(|e| Decode::Parse {
+        column,
+        message: format!("not a JSON list of wave names: {e}"),
+        value: text,
     })
 }
 
 /// The channel's configuration, or the defaults.
-pub fn channel(conn: &Connection, name: &str) -> rusqlite::Result<ChannelConfig> {
-    let row = conn
-        .prepare_cached(CHANNEL_SQL)?
-        .query_row(params![name], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-        })
-        .optional()?;
-    match row {
-        Some((waves, soak)) => Ok(ChannelConfig {
-            waves: waves_from(&waves)?,
-            soak_seconds: soak.max(0) as u64,
+pub fn channel<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<ChannelConfig, C::Error> {
+    match conn.query_opt(CHANNEL_SQL, &[name.into()])? {
+        Some(row) => Ok(ChannelConfig {
+            waves: waves_from(&row, 0)?,
+            soak_seconds: row.get::<i64>(1)?.max(0) as u64,
             configured: true,
         }),
         None => Ok(ChannelConfig::default_config()),
     }
 }
 
-pub fn set_channel(
-    conn: &Connection,
+pub fn set_channel<C: Sql + ?Sized>(
+    conn: &C,
     name: &str,
     config: &ChannelConfig,
     now: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
+    let waves = waves_json(&config.waves);
     conn.execute(
         "INSERT INTO channels (name, waves, soak_seconds, created) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (name) DO UPDATE SET waves = excluded.waves, soak_seconds = excluded.soak_seconds",
-        params![name, waves_json(&config.waves), config.soak_seconds as i64, now],
+        &[
+            name.into(),
+            waves.as_str().into(),
+            (config.soak_seconds as i64).into(),
+            now.into(),
+        ],
     )?;
     Ok(())
 }
 
-/// Every channel configured or in use, by name, with how many customers it has.
-pub fn channels(conn: &Connection) -> rusqlite::Result<Vec<(String, ChannelConfig, u64)>> {
-    let names: Vec<String> = conn
-        .prepare_cached(
-            "SELECT name FROM channels UNION
-             SELECT DISTINCT channel FROM customers WHERE channel IS NOT NULL ORDER BY 1",
-        )?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+/// Every channel configured or in use, by name (bytes: `channels.name` and
+/// `customers.channel` are `"C"` on PostgreSQL), with how many customers it has.
+pub fn channels<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(String, ChannelConfig, u64)>, C::Error> {
+    let names = conn.query(
+        "SELECT name FROM channels UNION
+         SELECT DISTINCT channel FROM customers WHERE channel IS NOT NULL ORDER BY 1",
+        &[],
+    )?;
     names
-        .into_iter()
-        .map(|name| {
+        .iter()
+        .map(|row| {
+            let name: String = row.get(0)?;
             let config = channel(conn, &name)?;
             let count: i64 = conn
-                .prepare_cached("SELECT COUNT(*) FROM customers WHERE channel = ?1")?
-                .query_row(params![name], |r| r.get(0))?;
+                .query_one(
+                    "SELECT COUNT(*) FROM customers WHERE channel = ?1",
+                    &[name.as_str().into()],
+                )?
+                .get(0)?;
             Ok((name, config, count.max(0) as u64))
         })
         .collect()
@@ -155,43 +166,45 @@ pub fn channels(conn: &Connection) -> rusqlite::Result<Vec<(String, ChannelConfi
 
 /// Puts a customer in a channel and wave (the wave `None`: the channel's last).
 /// False when the customer is not known.
-pub fn set_placement(
-    conn: &Connection,
+pub fn set_placement<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     channel: &str,
     wave: Option<&str>,
-) -> rusqlite::Result<bool> {
+) -> Result<bool, C::Error> {
     Ok(conn.execute(
         "UPDATE customers SET channel = ?2, wave = ?3 WHERE id = ?1",
-        params![customer, channel, wave],
+        &[customer.into(), channel.into(), wave.into()],
     )? > 0)
 }
 
 /// A customer's channel, wave and last sync; `None` when the customer is not known.
-pub fn placement(
-    conn: &Connection,
+pub fn placement<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
-) -> rusqlite::Result<Option<crate::api::Placement>> {
-    conn.prepare_cached(PLACEMENT_SQL)?
-        .query_row(params![customer], |r| {
-            Ok(crate::api::Placement {
-                customer: r.get(0)?,
-                channel: r.get(1)?,
-                wave: r.get(2)?,
-                last_sync: r.get(3)?,
-            })
-        })
-        .optional()
+) -> Result<Option<crate::api::Placement>, C::Error> {
+    let Some(r) = conn.query_opt(PLACEMENT_SQL, &[customer.into()])? else {
+        return Ok(None);
+    };
+    Ok(Some(crate::api::Placement {
+        customer: r.get(0)?,
+        channel: r.get(1)?,
+        wave: r.get(2)?,
+        last_sync: r.get(3)?,
+    }))
 }
 
-/// The customers of a channel with the wave each was put in, by id.
-pub fn channel_customers(
-    conn: &Connection,
+/// The customers of a channel with the wave each was put in, by id (bytes).
+pub fn channel_customers<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
-) -> rusqlite::Result<Vec<(String, Option<String>)>> {
-    conn.prepare_cached("SELECT id, wave FROM customers WHERE channel = ?1 ORDER BY id")?
-        .query_map(params![channel], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
+) -> Result<Vec<(String, Option<String>)>, C::Error> {
+    let rows = conn.query(
+        "SELECT id, wave FROM customers WHERE channel = ?1 ORDER BY id",
+        &[channel.into()],
+    )?;
+    let pair = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?));
+    Ok(rows.iter().map(pair).collect::<Result<_, _>>()?)
 }
 
 /// A recorded promotion.
@@ -212,101 +225,110 @@ fn kind_text(kind: ApprovedKind) -> &'static str {
     kind.as_str()
 }
 
-fn kind_from(text: &str) -> rusqlite::Result<ApprovedKind> {
-    match text {
+/// The approved kind stored in column `column` (`release` or `stack`).
+fn kind_from(row: &Row, column: usize) -> Result<ApprovedKind, Decode> {
+    let text: String = row.get(column)?;
+    match text.as_str() {
         "release" => Ok(ApprovedKind::Release),
         "stack" => Ok(ApprovedKind::Stack),
-        other => Err(rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Text,
-            format!("stored kind `{other}`").into(),
-        )),
+        _ => Err(Decode::Parse {
+            column,
+            message: "not an approved kind (`release` or `stack`)".into(),
+            value: text,
+        }),
     }
 }
 
 const PROMOTION_COLUMNS: &str = "id, channel, kind, release, version, digest, required, statement";
 
-fn promotion_row(r: &Row<'_>) -> rusqlite::Result<Promotion> {
+fn promotion_row(r: &Row) -> Result<Promotion, Decode> {
     Ok(Promotion {
         id: r.get(0)?,
         channel: r.get(1)?,
-        kind: kind_from(&r.get::<_, String>(2)?)?,
+        kind: kind_from(r, 2)?,
         release: r.get(3)?,
-        version: parsed(r, 4)?,
+        version: r.parsed(4)?,
         digest: r.get(5)?,
         required: r.get(6)?,
         statement: r.get(7)?,
     })
 }
 
-pub fn promotion(
-    conn: &Connection,
+pub fn promotion<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
     version: &semver::Version,
-) -> rusqlite::Result<Option<Promotion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROMOTION_COLUMNS} FROM promotions
-         WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND version = ?4"
-    ))?
-    .query_row(
-        params![channel, kind_text(kind), release, Text(version)],
-        promotion_row,
-    )
-    .optional()
+) -> Result<Option<Promotion>, C::Error> {
+    let version = version.to_string();
+    let row = conn.query_opt(
+        &format!(
+            "SELECT {PROMOTION_COLUMNS} FROM promotions
+             WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND version = ?4"
+        ),
+        &[
+            channel.into(),
+            kind_text(kind).into(),
+            release.into(),
+            version.as_str().into(),
+        ],
+    )?;
+    Ok(row.as_ref().map(promotion_row).transpose()?)
 }
 
-pub fn promotion_by_id(conn: &Connection, id: i64) -> rusqlite::Result<Option<Promotion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROMOTION_COLUMNS} FROM promotions WHERE id = ?1"
-    ))?
-    .query_row(params![id], promotion_row)
-    .optional()
+pub fn promotion_by_id<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<Promotion>, C::Error> {
+    let row = conn.query_opt(
+        &format!("SELECT {PROMOTION_COLUMNS} FROM promotions WHERE id = ?1"),
+        &[id.into()],
+    )?;
+    Ok(row.as_ref().map(promotion_row).transpose()?)
 }
 
 /// The newest promotion (by version precedence) of a release to a channel.
-pub fn newest_promotion(
-    conn: &Connection,
+pub fn newest_promotion<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
-) -> rusqlite::Result<Option<Promotion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROMOTION_COLUMNS} FROM promotions
-         WHERE channel = ?1 AND kind = ?2 AND release = ?3 ORDER BY version_key DESC LIMIT 1"
-    ))?
-    .query_row(params![channel, kind_text(kind), release], promotion_row)
-    .optional()
+) -> Result<Option<Promotion>, C::Error> {
+    let row = conn.query_opt(
+        &format!(
+            "SELECT {PROMOTION_COLUMNS} FROM promotions
+             WHERE channel = ?1 AND kind = ?2 AND release = ?3 ORDER BY version_key DESC LIMIT 1"
+        ),
+        &[channel.into(), kind_text(kind).into(), release.into()],
+    )?;
+    Ok(row.as_ref().map(promotion_row).transpose()?)
 }
 
 /// The lowest required promotion of a release to a channel strictly between two
-/// versions (by precedence).
-pub fn required_between(
-    conn: &Connection,
+/// versions (by precedence: `version_key` compares as bytes on both backends).
+pub fn required_between<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
     above: &semver::Version,
     below: &semver::Version,
-) -> rusqlite::Result<Option<Promotion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROMOTION_COLUMNS} FROM promotions
-         WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND required = 1
-           AND version_key > ?4 AND version_key < ?5
-         ORDER BY version_key LIMIT 1"
-    ))?
-    .query_row(
-        params![
-            channel,
-            kind_text(kind),
-            release,
-            crate::version_key::of(above),
-            crate::version_key::of(below)
+) -> Result<Option<Promotion>, C::Error> {
+    let (above, below) = (crate::version_key::of(above), crate::version_key::of(below));
+    let row = conn.query_opt(
+        &format!(
+            "SELECT {PROMOTION_COLUMNS} FROM promotions
+             WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND required = 1
+               AND version_key > ?4 AND version_key < ?5
+             ORDER BY version_key LIMIT 1"
+        ),
+        &[
+            channel.into(),
+            kind_text(kind).into(),
+            release.into(),
+            above.as_slice().into(),
+            below.as_slice().into(),
         ],
-        promotion_row,
-    )
-    .optional()
+    )?;
+    Ok(row.as_ref().map(promotion_row).transpose()?)
 }
 
 /// What a promotion records.
@@ -322,30 +344,45 @@ pub struct NewPromotion<'a> {
     pub promoted_at: &'a str,
 }
 
-pub fn insert_promotion(
-    conn: &Connection,
+/// Records a promotion; returns its id (an identity column on PostgreSQL, the rowid
+/// on SQLite). The same version of a release promoted twice to a channel is refused
+/// by `UNIQUE (channel, kind, release, version)`.
+pub fn insert_promotion<C: Sql + ?Sized>(
+    conn: &C,
     p: &NewPromotion<'_>,
     now: &str,
-) -> rusqlite::Result<i64> {
-    conn.execute(
+) -> Result<i64, C::Error> {
+    let (version, key) = (p.version.to_string(), crate::version_key::of(p.version));
+    let row = conn.query_one(
         "INSERT INTO promotions (channel, kind, release, version, version_key, digest, required,
              statement, key_id, promoted_at, received_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
-            p.channel,
-            kind_text(p.kind),
-            p.release,
-            Text(p.version),
-            crate::version_key::of(p.version),
-            p.digest,
-            p.required,
-            p.statement,
-            p.key_id,
-            p.promoted_at,
-            now
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         RETURNING id",
+        &[
+            p.channel.into(),
+            kind_text(p.kind).into(),
+            p.release.into(),
+            version.as_str().into(),
+            key.as_slice().into(),
+            p.digest.into(),
+            p.required.into(),
+            p.statement.into(),
+            p.key_id.into(),
+            p.promoted_at.into(),
+            now.into(),
         ],
     )?;
-    Ok(conn.last_insert_rowid())
+    Ok(row.get(0)?)
+}
+
+/// [`kind_from`] for the rows still read through `rusqlite` (rollouts, sync reports).
+fn kind_from_text(text: &str) -> Result<ApprovedKind, Decode> {
+    kind_from(&Row(vec![super::sql::Value::Text(text.to_string())]), 0)
+}
+
+/// [`waves_from`] for the rows still read through `rusqlite` (rollouts).
+fn waves_from_text(text: &str) -> Result<Vec<String>, Decode> {
+    waves_from(&Row(vec![super::sql::Value::Text(text.to_string())]), 0)
 }
 
 /// A rollout as stored.
@@ -372,16 +409,16 @@ pub struct RolloutRow {
 const ROLLOUT_COLUMNS: &str = "id, promotion_id, channel, kind, release, version, digest, waves,
     soak_seconds, state, wave_index, wave_opened_at, wave_opened_ns, halted_reason, created, updated";
 
-fn rollout_row(r: &Row<'_>) -> rusqlite::Result<RolloutRow> {
+fn rollout_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RolloutRow> {
     Ok(RolloutRow {
         id: r.get(0)?,
         promotion_id: r.get(1)?,
         channel: r.get(2)?,
-        kind: kind_from(&r.get::<_, String>(3)?)?,
+        kind: kind_from_text(&r.get::<_, String>(3)?)?,
         release: r.get(4)?,
         version: parsed(r, 5)?,
         digest: r.get(6)?,
-        waves: waves_from(&r.get::<_, String>(7)?)?,
+        waves: waves_from_text(&r.get::<_, String>(7)?)?,
         soak_seconds: r.get::<_, i64>(8)?.max(0) as u64,
         state: parsed(r, 9)?,
         wave_index: r.get::<_, i64>(10)?.max(0) as usize,
@@ -688,7 +725,7 @@ pub fn customer_assignments(
             Ok(CustomerAssignment {
                 rollout: r.get(0)?,
                 promotion_id: r.get(1)?,
-                kind: kind_from(&r.get::<_, String>(2)?)?,
+                kind: kind_from_text(&r.get::<_, String>(2)?)?,
                 release: r.get(3)?,
                 assigned_at: r.get(4)?,
             })
@@ -801,7 +838,7 @@ pub fn insert_release_receipt(
     Ok(())
 }
 
-fn release_receipt_row(r: &Row<'_>) -> rusqlite::Result<ReleaseReceiptRow> {
+fn release_receipt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReleaseReceiptRow> {
     Ok(ReleaseReceiptRow {
         id: r.get(0)?,
         version: parsed(r, 1)?,
@@ -846,7 +883,7 @@ pub struct StackEvidence {
     pub finished_ns: i64,
 }
 
-fn evidence_row(r: &Row<'_>) -> rusqlite::Result<StackEvidence> {
+fn evidence_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StackEvidence> {
     Ok(StackEvidence {
         id: r.get(0)?,
         stack: r.get(1)?,
@@ -966,10 +1003,10 @@ pub fn note_seen(conn: &Connection, customer: &str, at: &str, at_ns: i64) -> rus
     Ok(())
 }
 
-fn sync_row(r: &Row<'_>) -> rusqlite::Result<SyncRow> {
+fn sync_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SyncRow> {
     Ok(SyncRow {
         release: r.get(0)?,
-        kind: kind_from(&r.get::<_, String>(1)?)?,
+        kind: kind_from_text(&r.get::<_, String>(1)?)?,
         state: parsed(r, 2)?,
         assigned: parsed_opt(r, 3)?,
         running: parsed_opt(r, 4)?,

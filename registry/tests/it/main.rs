@@ -24,6 +24,7 @@ mod ledger_rules;
 mod migrate;
 mod packager_bundles;
 mod postgres_backend;
+mod postgres_rollouts;
 mod query_plans;
 mod receipt_forgery;
 mod registry_rules;
