@@ -46,9 +46,11 @@ pub const STACK_FAILURE_IN_RELEASE_SQL: &str =
 pub const OPEN_ROLLOUTS_OF_CUSTOMER_SQL: &str =
     "SELECT r.id FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
          WHERE a.customer = ?1 AND r.state IN ('running', 'paused', 'halted') ORDER BY r.id";
+/// `c.channel = ?2`, not SQLite's `c.channel IS ?2`: PostgreSQL has no `IS` between
+/// values, and `channel` is never `NULL`, where the two differ.
 pub const ANY_WAITING_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollout_assignments a
          JOIN customers c ON c.id = a.customer
-         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel IS ?2)";
+         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel = ?2)";
 pub const FIRST_FAILURE_SQL: &str = "SELECT customer, gate_reason FROM rollout_assignments
          WHERE rollout_id = ?1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1";
 
@@ -375,16 +377,6 @@ pub fn insert_promotion<C: Sql + ?Sized>(
     Ok(row.get(0)?)
 }
 
-/// [`kind_from`] for the rows still read through `rusqlite` (rollouts, sync reports).
-fn kind_from_text(text: &str) -> Result<ApprovedKind, Decode> {
-    kind_from(&Row(vec![super::sql::Value::Text(text.to_string())]), 0)
-}
-
-/// [`waves_from`] for the rows still read through `rusqlite` (rollouts).
-fn waves_from_text(text: &str) -> Result<Vec<String>, Decode> {
-    waves_from(&Row(vec![super::sql::Value::Text(text.to_string())]), 0)
-}
-
 /// A rollout as stored.
 #[derive(Clone, Debug)]
 pub struct RolloutRow {
@@ -409,25 +401,29 @@ pub struct RolloutRow {
 const ROLLOUT_COLUMNS: &str = "id, promotion_id, channel, kind, release, version, digest, waves,
     soak_seconds, state, wave_index, wave_opened_at, wave_opened_ns, halted_reason, created, updated";
 
-fn rollout_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RolloutRow> {
+fn rollout_row(r: &Row) -> Result<RolloutRow, Decode> {
     Ok(RolloutRow {
         id: r.get(0)?,
         promotion_id: r.get(1)?,
         channel: r.get(2)?,
-        kind: kind_from_text(&r.get::<_, String>(3)?)?,
+        kind: kind_from(r, 3)?,
         release: r.get(4)?,
-        version: parsed(r, 5)?,
+        version: r.parsed(5)?,
         digest: r.get(6)?,
-        waves: waves_from_text(&r.get::<_, String>(7)?)?,
-        soak_seconds: r.get::<_, i64>(8)?.max(0) as u64,
-        state: parsed(r, 9)?,
-        wave_index: r.get::<_, i64>(10)?.max(0) as usize,
+        waves: waves_from(r, 7)?,
+        soak_seconds: r.get::<i64>(8)?.max(0) as u64,
+        state: r.parsed(9)?,
+        wave_index: r.get::<i64>(10)?.max(0) as usize,
         wave_opened_at: r.get(11)?,
         wave_opened_ns: r.get(12)?,
         halted_reason: r.get(13)?,
         created: r.get(14)?,
         updated: r.get(15)?,
     })
+}
+
+fn rollout_rows(rows: &[Row]) -> Result<Vec<RolloutRow>, Decode> {
+    rows.iter().map(rollout_row).collect()
 }
 
 pub struct NewRollout<'a> {
@@ -441,265 +437,342 @@ pub struct NewRollout<'a> {
 }
 
 /// Starts a rollout (running, no wave open yet: [`crate::rollout::advance`] opens
-/// the first).
-pub fn insert_rollout(conn: &Connection, r: &NewRollout<'_>, now: &str) -> rusqlite::Result<i64> {
-    conn.execute(
+/// the first); returns its id (`RETURNING id`, as [`insert_promotion`]). A promotion
+/// that is not recorded is refused (`promotion_id` references `promotions`).
+pub fn insert_rollout<C: Sql + ?Sized>(
+    conn: &C,
+    r: &NewRollout<'_>,
+    now: &str,
+) -> Result<i64, C::Error> {
+    let (version, waves) = (r.version.to_string(), waves_json(&r.config.waves));
+    let row = conn.query_one(
         "INSERT INTO rollouts (promotion_id, channel, kind, release, version, digest, waves,
              soak_seconds, state, wave_index, created, updated)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', -1, ?9, ?9)",
-        params![
-            r.promotion_id,
-            r.channel,
-            kind_text(r.kind),
-            r.release,
-            Text(r.version),
-            r.digest,
-            waves_json(&r.config.waves),
-            r.config.soak_seconds as i64,
-            now
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', -1, ?9, ?9)
+         RETURNING id",
+        &[
+            r.promotion_id.into(),
+            r.channel.into(),
+            kind_text(r.kind).into(),
+            r.release.into(),
+            version.as_str().into(),
+            r.digest.into(),
+            waves.as_str().into(),
+            (r.config.soak_seconds as i64).into(),
+            now.into(),
         ],
     )?;
-    Ok(conn.last_insert_rowid())
+    Ok(row.get(0)?)
 }
 
 /// The raw wave index: -1 before the first wave opened.
-pub fn raw_wave_index(conn: &Connection, id: i64) -> rusqlite::Result<i64> {
-    conn.query_row(
+pub fn raw_wave_index<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<i64, C::Error> {
+    let row = conn.query_one(
         "SELECT wave_index FROM rollouts WHERE id = ?1",
-        params![id],
-        |r| r.get(0),
-    )
+        &[id.into()],
+    )?;
+    Ok(row.get(0)?)
 }
 
-pub fn rollout(conn: &Connection, id: i64) -> rusqlite::Result<Option<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id = ?1"
-    ))?
-    .query_row(params![id], rollout_row)
-    .optional()
+pub fn rollout<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<RolloutRow>, C::Error> {
+    let row = conn.query_opt(
+        &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id = ?1"),
+        &[id.into()],
+    )?;
+    Ok(row.as_ref().map(rollout_row).transpose()?)
 }
 
 /// Rollouts in `state`, oldest first.
-pub fn rollouts_in(conn: &Connection, state: RolloutState) -> rusqlite::Result<Vec<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE state = ?1 ORDER BY id"
-    ))?
-    .query_map(params![Text(state)], rollout_row)?
-    .collect()
+pub fn rollouts_in<C: Sql + ?Sized>(
+    conn: &C,
+    state: RolloutState,
+) -> Result<Vec<RolloutRow>, C::Error> {
+    let state = state.to_string();
+    let rows = conn.query(
+        &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE state = ?1 ORDER BY id"),
+        &[state.as_str().into()],
+    )?;
+    Ok(rollout_rows(&rows)?)
 }
 
 /// Rollouts, newest first, of a channel and/or release when given.
-pub fn rollouts(
-    conn: &Connection,
+pub fn rollouts<C: Sql + ?Sized>(
+    conn: &C,
     channel: Option<&str>,
     release: Option<&str>,
     limit: usize,
-) -> rusqlite::Result<Vec<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts
-         WHERE (?1 IS NULL OR channel = ?1) AND (?2 IS NULL OR release = ?2)
-         ORDER BY id DESC LIMIT ?3"
-    ))?
-    .query_map(params![channel, release, limit as i64], rollout_row)?
-    .collect()
+) -> Result<Vec<RolloutRow>, C::Error> {
+    // `CAST`: PostgreSQL types a parameter at its first use, and `IS NULL` gives it
+    // none.
+    let rows = conn.query(
+        &format!(
+            "SELECT {ROLLOUT_COLUMNS} FROM rollouts
+             WHERE (CAST(?1 AS TEXT) IS NULL OR channel = ?1)
+               AND (CAST(?2 AS TEXT) IS NULL OR release = ?2)
+             ORDER BY id DESC LIMIT ?3"
+        ),
+        &[
+            channel.into(),
+            release.into(),
+            i64::try_from(limit).unwrap_or(i64::MAX).into(),
+        ],
+    )?;
+    Ok(rollout_rows(&rows)?)
 }
 
 /// The open (running, paused, halted) rollouts of a release in a channel.
-pub fn open_rollouts_of(
-    conn: &Connection,
+pub fn open_rollouts_of<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
-) -> rusqlite::Result<Vec<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts
-         WHERE channel = ?1 AND kind = ?2 AND release = ?3
-           AND state IN ('running', 'paused', 'halted') ORDER BY id"
-    ))?
-    .query_map(params![channel, kind_text(kind), release], rollout_row)?
-    .collect()
+) -> Result<Vec<RolloutRow>, C::Error> {
+    let rows = conn.query(
+        &format!(
+            "SELECT {ROLLOUT_COLUMNS} FROM rollouts
+             WHERE channel = ?1 AND kind = ?2 AND release = ?3
+               AND state IN ('running', 'paused', 'halted') ORDER BY id"
+        ),
+        &[channel.into(), kind_text(kind).into(), release.into()],
+    )?;
+    Ok(rollout_rows(&rows)?)
 }
 
 /// The newest completed rollout of each release in `channel`: what a customer
 /// joining the channel runs.
-pub fn completed_rollouts(conn: &Connection, channel: &str) -> rusqlite::Result<Vec<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id IN (
-             SELECT MAX(id) FROM rollouts WHERE channel = ?1 AND state = 'completed'
-             GROUP BY kind, release)
-         ORDER BY id"
-    ))?
-    .query_map(params![channel], rollout_row)?
-    .collect()
+pub fn completed_rollouts<C: Sql + ?Sized>(
+    conn: &C,
+    channel: &str,
+) -> Result<Vec<RolloutRow>, C::Error> {
+    let rows = conn.query(
+        &format!(
+            "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id IN (
+                 SELECT MAX(id) FROM rollouts WHERE channel = ?1 AND state = 'completed'
+                 GROUP BY kind, release)
+             ORDER BY id"
+        ),
+        &[channel.into()],
+    )?;
+    Ok(rollout_rows(&rows)?)
 }
 
 /// The newest rollout started from a promotion.
-pub fn rollout_of_promotion(conn: &Connection, promotion: i64) -> rusqlite::Result<Option<i64>> {
-    conn.prepare_cached(ROLLOUT_OF_PROMOTION_SQL)?
-        .query_row(params![promotion], |r| r.get(0))
+pub fn rollout_of_promotion<C: Sql + ?Sized>(
+    conn: &C,
+    promotion: i64,
+) -> Result<Option<i64>, C::Error> {
+    Ok(conn
+        .query_one(ROLLOUT_OF_PROMOTION_SQL, &[promotion.into()])?
+        .get(0)?)
 }
 
-pub fn set_state(
-    conn: &Connection,
+pub fn set_state<C: Sql + ?Sized>(
+    conn: &C,
     id: i64,
     state: RolloutState,
     halted_reason: Option<&str>,
     now: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
+    let state = state.to_string();
     conn.execute(
         "UPDATE rollouts SET state = ?2, halted_reason = ?3, updated = ?4,
              due_ns = CASE WHEN ?2 = 'running' THEN due_ns ELSE NULL END
          WHERE id = ?1",
-        params![id, Text(state), halted_reason, now],
+        &[
+            id.into(),
+            state.as_str().into(),
+            halted_reason.into(),
+            now.into(),
+        ],
     )?;
     Ok(())
 }
 
-pub fn set_wave(
-    conn: &Connection,
+pub fn set_wave<C: Sql + ?Sized>(
+    conn: &C,
     id: i64,
     wave_index: usize,
     opened_at: &str,
     opened_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     conn.execute(
         "UPDATE rollouts SET wave_index = ?2, wave_opened_at = ?3, wave_opened_ns = ?4,
              due_ns = NULL, updated = ?3
          WHERE id = ?1",
-        params![id, wave_index as i64, opened_at, opened_ns],
+        &[
+            id.into(),
+            (wave_index as i64).into(),
+            opened_at.into(),
+            opened_ns.into(),
+        ],
     )?;
     Ok(())
 }
 
 /// When the rollout next needs looking at by the clock alone (its wave is healthy
-/// and soaking), or `None`.
-pub fn set_due(conn: &Connection, id: i64, due_ns: Option<i64>) -> rusqlite::Result<()> {
+/// and soaking), or `None`. Written only when it changes (`IS DISTINCT FROM`: both
+/// backends' spelling of SQLite's `IS NOT`, `NULL` equal to `NULL`).
+pub fn set_due<C: Sql + ?Sized>(conn: &C, id: i64, due_ns: Option<i64>) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE rollouts SET due_ns = ?2 WHERE id = ?1 AND due_ns IS NOT ?2",
-        params![id, due_ns],
+        "UPDATE rollouts SET due_ns = ?2 WHERE id = ?1 AND due_ns IS DISTINCT FROM ?2",
+        &[id.into(), due_ns.into()],
     )?;
     Ok(())
 }
 
 /// Whether a running rollout's next wave is due by `now_ns`: one indexed probe, so
 /// the assignment poll only writes when the clock moved a rollout on.
-pub fn any_due(conn: &Connection, now_ns: i64) -> rusqlite::Result<bool> {
-    conn.prepare_cached(ANY_DUE_SQL)?
-        .query_row(params![now_ns], |r| r.get(0))
+pub fn any_due<C: Sql + ?Sized>(conn: &C, now_ns: i64) -> Result<bool, C::Error> {
+    Ok(conn.query_one(ANY_DUE_SQL, &[now_ns.into()])?.get(0)?)
 }
 
-pub fn insert_assignment(
-    conn: &Connection,
+/// Assigns `customer` to a rollout, waiting at the gate; false when it was assigned
+/// already (one assignment per customer and rollout: the first is kept).
+pub fn insert_assignment<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
     customer: &str,
     wave: &str,
     wave_index: usize,
     now: &str,
-) -> rusqlite::Result<bool> {
+) -> Result<bool, C::Error> {
     Ok(conn.execute(
-        "INSERT OR IGNORE INTO rollout_assignments
+        "INSERT INTO rollout_assignments
              (rollout_id, customer, wave, wave_index, assigned_at, gate, gate_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'waiting', ?5)",
-        params![rollout, customer, wave, wave_index as i64, now],
+         VALUES (?1, ?2, ?3, ?4, ?5, 'waiting', ?5)
+         ON CONFLICT DO NOTHING",
+        &[
+            rollout.into(),
+            customer.into(),
+            wave.into(),
+            (wave_index as i64).into(),
+            now.into(),
+        ],
     )? > 0)
 }
 
-/// The customers a rollout assigned.
-pub fn assigned_customers(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached(
+/// The customers a rollout assigned, in byte order (the scheduler binary-searches
+/// them).
+pub fn assigned_customers<C: Sql + ?Sized>(
+    conn: &C,
+    rollout: i64,
+) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
         "SELECT customer FROM rollout_assignments WHERE rollout_id = ?1 ORDER BY customer",
-    )?
-    .query_map(params![rollout], |r| r.get(0))?
-    .collect()
+        &[rollout.into()],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
-pub fn assignments(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<RolloutAssignment>> {
-    conn.prepare_cached(
+pub fn assignments<C: Sql + ?Sized>(
+    conn: &C,
+    rollout: i64,
+) -> Result<Vec<RolloutAssignment>, C::Error> {
+    let rows = conn.query(
         "SELECT customer, wave, assigned_at, gate, gate_reason, gate_at FROM rollout_assignments
          WHERE rollout_id = ?1 ORDER BY wave_index, assigned_at, customer",
-    )?
-    .query_map(params![rollout], |r| {
-        Ok(RolloutAssignment {
+        &[rollout.into()],
+    )?;
+    let assignment = |r: &Row| {
+        Ok::<_, Decode>(RolloutAssignment {
             customer: r.get(0)?,
             wave: r.get(1)?,
             assigned_at: r.get(2)?,
-            gate: parsed(r, 3)?,
+            gate: r.parsed(3)?,
             gate_reason: r.get(4)?,
             gate_at: r.get(5)?,
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(assignment).collect::<Result<_, _>>()?)
 }
 
 /// How many of a rollout's customers stand at each gate: (assigned, succeeded, failed).
-pub fn gate_counts(conn: &Connection, rollout: i64) -> rusqlite::Result<(u64, u64, u64)> {
-    conn.prepare_cached(
-        "SELECT COUNT(*), COALESCE(SUM(gate = 'succeeded'), 0), COALESCE(SUM(gate = 'failed'), 0)
+pub fn gate_counts<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<(u64, u64, u64), C::Error> {
+    // `CASE`, not SQLite's `SUM(gate = 'succeeded')`: PostgreSQL sums no booleans.
+    let r = conn.query_one(
+        "SELECT COUNT(*),
+             COALESCE(SUM(CASE WHEN gate = 'succeeded' THEN 1 ELSE 0 END), 0),
+             COALESCE(SUM(CASE WHEN gate = 'failed' THEN 1 ELSE 0 END), 0)
          FROM rollout_assignments WHERE rollout_id = ?1",
-    )?
-    .query_row(params![rollout], |r| {
-        Ok((
-            r.get::<_, i64>(0)?.max(0) as u64,
-            r.get::<_, i64>(1)?.max(0) as u64,
-            r.get::<_, i64>(2)?.max(0) as u64,
-        ))
-    })
+        &[rollout.into()],
+    )?;
+    Ok((
+        r.get::<i64>(0)?.max(0) as u64,
+        r.get::<i64>(1)?.max(0) as u64,
+        r.get::<i64>(2)?.max(0) as u64,
+    ))
 }
 
 /// The first failed customer of a rollout, with why.
-pub fn first_failure(
-    conn: &Connection,
+pub fn first_failure<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
-) -> rusqlite::Result<Option<(String, Option<String>)>> {
-    conn.prepare_cached(FIRST_FAILURE_SQL)?
-        .query_row(params![rollout], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
+) -> Result<Option<(String, Option<String>)>, C::Error> {
+    let Some(r) = conn.query_opt(FIRST_FAILURE_SQL, &[rollout.into()])? else {
+        return Ok(None);
+    };
+    Ok(Some((r.get(0)?, r.get(1)?)))
 }
 
 /// Whether any customer of a rollout in `channel` is still waiting at the gate. A
 /// customer moved to another channel since it was assigned no longer holds the
 /// rollout up (a failure it reported still halts it).
-pub fn any_waiting(conn: &Connection, rollout: i64, channel: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached(ANY_WAITING_SQL)?
-        .query_row(params![rollout, channel], |r| r.get(0))
+pub fn any_waiting<C: Sql + ?Sized>(
+    conn: &C,
+    rollout: i64,
+    channel: &str,
+) -> Result<bool, C::Error> {
+    Ok(conn
+        .query_one(ANY_WAITING_SQL, &[rollout.into(), channel.into()])?
+        .get(0)?)
 }
 
 /// A customer's gate standing in a rollout; `None` when not assigned.
-pub fn gate(
-    conn: &Connection,
+pub fn gate<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
     customer: &str,
-) -> rusqlite::Result<Option<(Gate, Option<String>, String)>> {
-    conn.prepare_cached(
+) -> Result<Option<(Gate, Option<String>, String)>, C::Error> {
+    let Some(r) = conn.query_opt(
         "SELECT gate, gate_reason, wave FROM rollout_assignments WHERE rollout_id = ?1 AND customer = ?2",
+        &[rollout.into(), customer.into()],
     )?
-    .query_row(params![rollout, customer], |r| {
-        Ok((parsed(r, 0)?, r.get(1)?, r.get(2)?))
-    })
-    .optional()
+    else {
+        return Ok(None);
+    };
+    Ok(Some((r.parsed(0)?, r.get(1)?, r.get(2)?)))
 }
 
-pub fn set_gate(
-    conn: &Connection,
+pub fn set_gate<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
     customer: &str,
     gate: Gate,
     reason: Option<&str>,
     now: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
+    let gate = gate.to_string();
     conn.execute(
         "UPDATE rollout_assignments SET gate = ?3, gate_reason = ?4, gate_at = ?5
          WHERE rollout_id = ?1 AND customer = ?2",
-        params![rollout, customer, Text(gate), reason, now],
+        &[
+            rollout.into(),
+            customer.into(),
+            gate.as_str().into(),
+            reason.into(),
+            now.into(),
+        ],
     )?;
     Ok(())
 }
 
 /// The open rollouts that assigned `customer`.
-pub fn open_rollouts_of_customer(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<i64>> {
-    conn.prepare_cached(OPEN_ROLLOUTS_OF_CUSTOMER_SQL)?
-        .query_map(params![customer], |r| r.get(0))?
-        .collect()
+pub fn open_rollouts_of_customer<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+) -> Result<Vec<i64>, C::Error> {
+    let rows = conn.query(OPEN_ROLLOUTS_OF_CUSTOMER_SQL, &[customer.into()])?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// One assignment of a customer: the rollout, its release and promotion, when.
@@ -713,26 +786,22 @@ pub struct CustomerAssignment {
 }
 
 /// The newest assignment of `customer` per release in `channel` (read through
-/// `rollout_assignments_customer`).
-pub fn customer_assignments(
-    conn: &Connection,
+/// `rollout_assignments_customer`), by release name in byte order.
+pub fn customer_assignments<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     channel: &str,
-) -> rusqlite::Result<Vec<CustomerAssignment>> {
-    let rows: Vec<CustomerAssignment> = conn
-        .prepare_cached(CUSTOMER_ASSIGNMENTS_SQL)?
-        .query_map(params![customer, channel], |r| {
-            Ok(CustomerAssignment {
-                rollout: r.get(0)?,
-                promotion_id: r.get(1)?,
-                kind: kind_from_text(&r.get::<_, String>(2)?)?,
-                release: r.get(3)?,
-                assigned_at: r.get(4)?,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+) -> Result<Vec<CustomerAssignment>, C::Error> {
+    let rows = conn.query(CUSTOMER_ASSIGNMENTS_SQL, &[customer.into(), channel.into()])?;
     let mut newest: Vec<CustomerAssignment> = Vec::new();
-    for row in rows {
+    for r in &rows {
+        let row = CustomerAssignment {
+            rollout: r.get(0)?,
+            promotion_id: r.get(1)?,
+            kind: kind_from(r, 2)?,
+            release: r.get(3)?,
+            assigned_at: r.get(4)?,
+        };
         if !newest
             .iter()
             .any(|n| n.kind == row.kind && n.release == row.release)
@@ -744,38 +813,55 @@ pub fn customer_assignments(
     Ok(newest)
 }
 
-pub fn insert_event(
-    conn: &Connection,
+/// Adds to a rollout's history (a rollout that does not exist is refused:
+/// `rollout_id` references `rollouts`).
+pub fn insert_event<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
     at: &str,
     kind: EventKind,
     customer: Option<&str>,
     wave: Option<&str>,
     detail: Option<&str>,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+) -> Result<(), C::Error> {
+    let kind = kind.to_string();
+    conn.execute(
         "INSERT INTO rollout_events (rollout_id, at, kind, customer, wave, detail)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![rollout, at, Text(kind), customer, wave, detail])?;
+        &[
+            rollout.into(),
+            at.into(),
+            kind.as_str().into(),
+            customer.into(),
+            wave.into(),
+            detail.into(),
+        ],
+    )?;
     Ok(())
 }
 
-pub fn events(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<RolloutEvent>> {
-    conn.prepare_cached(
+/// A rollout's history, in the order it happened (by id).
+pub fn events<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<Vec<RolloutEvent>, C::Error> {
+    let rows = conn.query(
         "SELECT at, kind, customer, wave, detail FROM rollout_events
          WHERE rollout_id = ?1 ORDER BY id",
-    )?
-    .query_map(params![rollout], |r| {
-        Ok(RolloutEvent {
+        &[rollout.into()],
+    )?;
+    let event = |r: &Row| {
+        Ok::<_, Decode>(RolloutEvent {
             at: r.get(0)?,
-            kind: parsed(r, 1)?,
+            kind: r.parsed(1)?,
             customer: r.get(2)?,
             wave: r.get(3)?,
             detail: r.get(4)?,
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(event).collect::<Result<_, _>>()?)
+}
+
+/// [`kind_from`] for the rows still read through `rusqlite` (sync reports).
+fn kind_from_text(text: &str) -> Result<ApprovedKind, Decode> {
+    kind_from(&Row(vec![super::sql::Value::Text(text.to_string())]), 0)
 }
 
 /// A release receipt as the gate reads it.
