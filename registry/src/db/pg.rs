@@ -263,7 +263,9 @@ CREATE INDEX receipts_release ON receipts(release_name, customer) WHERE release_
 /// customers are placed in (`customers.channel`, `"C"` in PG4), so `channels.name`
 /// is `"C"` too; a rollout's customers list (and are binary-searched) by
 /// `rollout_assignments.customer`, and by when they were assigned or failed: those
-/// are `"C"`.
+/// are `"C"`. Release receipts (recorded once, by id) and each customer's last sync
+/// state per release (one row, replaced by the next report; a customer's list by
+/// `customer_sync.release`, `"C"`) close the step.
 const PG8: &str = r#"
 CREATE TABLE channels (
     name TEXT COLLATE "C" PRIMARY KEY,
@@ -333,6 +335,35 @@ CREATE TABLE rollout_events (
     detail TEXT
 );
 CREATE INDEX rollout_events_rollout ON rollout_events(rollout_id, id);
+CREATE TABLE release_receipts (
+    id TEXT PRIMARY KEY,
+    customer TEXT NOT NULL,
+    release TEXT NOT NULL,
+    version TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    finished_ns BIGINT NOT NULL,
+    key_id TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    received_ns BIGINT NOT NULL,
+    document TEXT NOT NULL
+);
+CREATE INDEX release_receipts_current ON release_receipts(customer, release, finished_ns);
+CREATE TABLE customer_sync (
+    customer TEXT NOT NULL,
+    release TEXT COLLATE "C" NOT NULL,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    assigned TEXT,
+    running TEXT,
+    pending TEXT,
+    message TEXT,
+    reported_at TEXT NOT NULL,
+    reported_ns BIGINT NOT NULL,
+    PRIMARY KEY (customer, release)
+);
 "#;
 
 /// The schema, one step per version.

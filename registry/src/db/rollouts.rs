@@ -2,15 +2,14 @@
 //! assignments and history, release receipts and sync reports. Plain functions; the
 //! scheduling is [`crate::rollout`].
 //!
-//! Channels, placements and promotions are written against [`Sql`], so they run on
-//! SQLite and PostgreSQL alike (PG8; see `POSTGRES.md`).
+//! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
+//! (PG8: these tables; the gate also reads `customers`, PG4, and `receipts`, PG5;
+//! see `POSTGRES.md`).
 
-use rusqlite::{params, Connection, OptionalExtension};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_schema::rollout::{ApprovedKind, SyncState};
 
 use super::sql::{Decode, Row, Sql};
-use super::{parsed, parsed_opt, Text};
 use crate::api::{EventKind, Gate, RolloutAssignment, RolloutEvent, RolloutState};
 
 /// The waves of a channel nobody configured.
@@ -727,12 +726,16 @@ pub fn any_waiting<C: Sql + ?Sized>(
         .get(0)?)
 }
 
+/// Where a customer stands at a rollout's gate: the gate, why (a failure's cause),
+/// and the wave it was assigned in.
+pub type GateStanding = (Gate, Option<String>, String);
+
 /// A customer's gate standing in a rollout; `None` when not assigned.
 pub fn gate<C: Sql + ?Sized>(
     conn: &C,
     rollout: i64,
     customer: &str,
-) -> Result<Option<(Gate, Option<String>, String)>, C::Error> {
+) -> Result<Option<GateStanding>, C::Error> {
     let Some(r) = conn.query_opt(
         "SELECT gate, gate_reason, wave FROM rollout_assignments WHERE rollout_id = ?1 AND customer = ?2",
         &[rollout.into(), customer.into()],
@@ -859,11 +862,6 @@ pub fn events<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<Vec<RolloutEven
     Ok(rows.iter().map(event).collect::<Result<_, _>>()?)
 }
 
-/// [`kind_from`] for the rows still read through `rusqlite` (sync reports).
-fn kind_from_text(text: &str) -> Result<ApprovedKind, Decode> {
-    kind_from(&Row(vec![super::sql::Value::Text(text.to_string())]), 0)
-}
-
 /// A release receipt as the gate reads it.
 #[derive(Clone, Debug)]
 pub struct ReleaseReceiptRow {
@@ -889,73 +887,88 @@ pub struct NewReleaseReceipt<'a> {
     pub document: &'a str,
 }
 
-pub fn release_receipt_document(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached("SELECT document FROM release_receipts WHERE id = ?1")?
-        .query_row(params![id], |r| r.get(0))
-        .optional()
+/// The document of release receipt `id` as first received (a receipt is recorded
+/// once: the caller compares a second delivery with it).
+pub fn release_receipt_document<C: Sql + ?Sized>(
+    conn: &C,
+    id: &str,
+) -> Result<Option<String>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT document FROM release_receipts WHERE id = ?1",
+        &[id.into()],
+    )?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
 }
 
-pub fn insert_release_receipt(
-    conn: &Connection,
+/// Records a release receipt; one with an id already recorded is refused (the
+/// primary key), so a receipt counts once.
+pub fn insert_release_receipt<C: Sql + ?Sized>(
+    conn: &C,
     r: &NewReleaseReceipt<'_>,
     now: &str,
     now_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
+    let (version, kind, outcome) = (
+        r.version.to_string(),
+        r.kind.to_string(),
+        r.outcome.to_string(),
+    );
     conn.execute(
         "INSERT INTO release_receipts (id, customer, release, version, digest, kind, outcome,
              finished_at, finished_ns, key_id, received_at, received_ns, document)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        params![
-            r.id,
-            r.customer,
-            r.release,
-            Text(r.version),
-            r.digest,
-            Text(r.kind),
-            Text(r.outcome),
-            r.finished_at,
-            r.finished_ns,
-            r.key_id,
-            now,
-            now_ns,
-            r.document
+        &[
+            r.id.into(),
+            r.customer.into(),
+            r.release.into(),
+            version.as_str().into(),
+            r.digest.into(),
+            kind.as_str().into(),
+            outcome.as_str().into(),
+            r.finished_at.into(),
+            r.finished_ns.into(),
+            r.key_id.into(),
+            now.into(),
+            now_ns.into(),
+            r.document.into(),
         ],
     )?;
     Ok(())
 }
 
-fn release_receipt_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReleaseReceiptRow> {
+fn release_receipt_row(r: &Row) -> Result<ReleaseReceiptRow, Decode> {
     Ok(ReleaseReceiptRow {
         id: r.get(0)?,
-        version: parsed(r, 1)?,
-        kind: parsed(r, 2)?,
-        outcome: parsed(r, 3)?,
+        version: r.parsed(1)?,
+        kind: r.parsed(2)?,
+        outcome: r.parsed(3)?,
         finished_ns: r.get(4)?,
         received_ns: r.get(5)?,
     })
 }
 
 /// A customer's latest release receipt of `release` (apply, rollback or destroy).
-pub fn latest_release_receipt(
-    conn: &Connection,
+pub fn latest_release_receipt<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     release: &str,
-) -> rusqlite::Result<Option<ReleaseReceiptRow>> {
-    conn.prepare_cached(LATEST_RELEASE_RECEIPT_SQL)?
-        .query_row(params![customer, release], release_receipt_row)
-        .optional()
+) -> Result<Option<ReleaseReceiptRow>, C::Error> {
+    let row = conn.query_opt(
+        LATEST_RELEASE_RECEIPT_SQL,
+        &[customer.into(), release.into()],
+    )?;
+    Ok(row.as_ref().map(release_receipt_row).transpose()?)
 }
 
 /// The version of `release` a customer runs: its latest release receipt that left
 /// one in place (an apply or rollback that succeeded).
-pub fn installed_release(
-    conn: &Connection,
+pub fn installed_release<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     release: &str,
-) -> rusqlite::Result<Option<semver::Version>> {
-    conn.prepare_cached(INSTALLED_RELEASE_SQL)?
-        .query_row(params![customer, release], |r| parsed(r, 0))
-        .optional()
+) -> Result<Option<semver::Version>, C::Error> {
+    let row = conn.query_opt(INSTALLED_RELEASE_SQL, &[customer.into(), release.into()])?;
+    Ok(row.map(|r| r.parsed(0)).transpose()?)
 }
 
 /// A stack receipt that counts against a release version at the gate.
@@ -969,43 +982,47 @@ pub struct StackEvidence {
     pub finished_ns: i64,
 }
 
-fn evidence_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StackEvidence> {
+fn evidence_row(r: &Row) -> Result<StackEvidence, Decode> {
     Ok(StackEvidence {
         id: r.get(0)?,
         stack: r.get(1)?,
-        kind: parsed(r, 2)?,
-        outcome: parsed(r, 3)?,
-        version: parsed(r, 4)?,
+        kind: r.parsed(2)?,
+        outcome: r.parsed(3)?,
+        version: r.parsed(4)?,
         finished_ns: r.get(5)?,
     })
 }
 
 /// The latest failed or drifted stack receipt of a customer made as part of
 /// `release@version` finishing after `after_ns` (read through `receipts_release`).
-pub fn stack_failure_in_release(
-    conn: &Connection,
+pub fn stack_failure_in_release<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     release: &str,
     version: &semver::Version,
     after_ns: i64,
-) -> rusqlite::Result<Option<StackEvidence>> {
-    conn.prepare_cached(STACK_FAILURE_IN_RELEASE_SQL)?
-        .query_row(
-            params![release, customer, Text(version), after_ns],
-            evidence_row,
-        )
-        .optional()
+) -> Result<Option<StackEvidence>, C::Error> {
+    let version = version.to_string();
+    let row = conn.query_opt(
+        STACK_FAILURE_IN_RELEASE_SQL,
+        &[
+            release.into(),
+            customer.into(),
+            version.as_str().into(),
+            after_ns.into(),
+        ],
+    )?;
+    Ok(row.as_ref().map(evidence_row).transpose()?)
 }
 
 /// A customer's latest stack receipt of `stack` (apply, rollback, destroy, drift).
-pub fn latest_stack_receipt(
-    conn: &Connection,
+pub fn latest_stack_receipt<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     stack: &str,
-) -> rusqlite::Result<Option<StackEvidence>> {
-    conn.prepare_cached(LATEST_STACK_RECEIPT_SQL)?
-        .query_row(params![customer, stack], evidence_row)
-        .optional()
+) -> Result<Option<StackEvidence>, C::Error> {
+    let row = conn.query_opt(LATEST_STACK_RECEIPT_SQL, &[customer.into(), stack.into()])?;
+    Ok(row.as_ref().map(evidence_row).transpose()?)
 }
 
 /// A customer's last sync state for one release.
@@ -1033,13 +1050,20 @@ pub struct NewSync<'a> {
     pub message: Option<&'a str>,
 }
 
-pub fn upsert_sync(
-    conn: &Connection,
+/// Records a customer's sync state for one release: one row per customer and
+/// release, the latest report replacing the one before.
+pub fn upsert_sync<C: Sql + ?Sized>(
+    conn: &C,
     s: &NewSync<'_>,
     now: &str,
     now_ns: i64,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+) -> Result<(), C::Error> {
+    let state = s.state.to_string();
+    let (assigned, running) = (
+        s.assigned.map(ToString::to_string),
+        s.running.map(ToString::to_string),
+    );
+    conn.execute(
         "INSERT INTO customer_sync (customer, release, kind, state, assigned, running, pending,
              message, reported_at, reported_ns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -1047,55 +1071,60 @@ pub fn upsert_sync(
              state = excluded.state, assigned = excluded.assigned, running = excluded.running,
              pending = excluded.pending, message = excluded.message,
              reported_at = excluded.reported_at, reported_ns = excluded.reported_ns",
-    )?
-    .execute(params![
-        s.customer,
-        s.release,
-        kind_text(s.kind),
-        Text(s.state),
-        s.assigned.map(Text),
-        s.running.map(Text),
-        s.pending,
-        s.message,
-        now,
-        now_ns
-    ])?;
+        &[
+            s.customer.into(),
+            s.release.into(),
+            kind_text(s.kind).into(),
+            state.as_str().into(),
+            assigned.as_deref().into(),
+            running.as_deref().into(),
+            s.pending.into(),
+            s.message.into(),
+            now.into(),
+            now_ns.into(),
+        ],
+    )?;
     Ok(())
 }
 
 /// Records a sync pass: its time, and the customer as seen then (a pass that
 /// changed nothing leaves no receipt, yet its runner is alive).
-pub fn note_sync(
-    conn: &Connection,
+pub fn note_sync<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     now: &str,
     now_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     conn.execute(
         "UPDATE customers SET last_sync = ?2 WHERE id = ?1",
-        params![customer, now],
+        &[customer.into(), now.into()],
     )?;
     note_seen(conn, customer, now, now_ns)
 }
 
 /// The customer was seen at `at` (a release receipt's finish, a sync pass), unless
 /// it was seen later already.
-pub fn note_seen(conn: &Connection, customer: &str, at: &str, at_ns: i64) -> rusqlite::Result<()> {
+pub fn note_seen<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+    at: &str,
+    at_ns: i64,
+) -> Result<(), C::Error> {
     conn.execute(
         "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3
          WHERE id = ?1 AND (last_seen_ns IS NULL OR last_seen_ns < ?3)",
-        params![customer, at, at_ns],
+        &[customer.into(), at.into(), at_ns.into()],
     )?;
     Ok(())
 }
 
-fn sync_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SyncRow> {
+fn sync_row(r: &Row) -> Result<SyncRow, Decode> {
     Ok(SyncRow {
         release: r.get(0)?,
-        kind: kind_from_text(&r.get::<_, String>(1)?)?,
-        state: parsed(r, 2)?,
-        assigned: parsed_opt(r, 3)?,
-        running: parsed_opt(r, 4)?,
+        kind: kind_from(r, 1)?,
+        state: r.parsed(2)?,
+        assigned: r.parsed_opt(3)?,
+        running: r.parsed_opt(4)?,
         pending: r.get(5)?,
         message: r.get(6)?,
         reported_at: r.get(7)?,
@@ -1106,22 +1135,23 @@ fn sync_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SyncRow> {
 const SYNC_COLUMNS: &str =
     "release, kind, state, assigned, running, pending, message, reported_at, reported_ns";
 
-pub fn sync_of(
-    conn: &Connection,
+pub fn sync_of<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     release: &str,
-) -> rusqlite::Result<Option<SyncRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 AND release = ?2"
-    ))?
-    .query_row(params![customer, release], sync_row)
-    .optional()
+) -> Result<Option<SyncRow>, C::Error> {
+    let row = conn.query_opt(
+        &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 AND release = ?2"),
+        &[customer.into(), release.into()],
+    )?;
+    Ok(row.as_ref().map(sync_row).transpose()?)
 }
 
-pub fn syncs(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<SyncRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 ORDER BY release"
-    ))?
-    .query_map(params![customer], sync_row)?
-    .collect()
+/// A customer's sync state per release, by release name (bytes).
+pub fn syncs<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<Vec<SyncRow>, C::Error> {
+    let rows = conn.query(
+        &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 ORDER BY release"),
+        &[customer.into()],
+    )?;
+    Ok(rows.iter().map(sync_row).collect::<Result<_, _>>()?)
 }
