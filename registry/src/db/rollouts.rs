@@ -1,12 +1,15 @@
 //! Rollouts' tables: channels, customers' places, promotions, rollouts with their
 //! assignments and history, release receipts and sync reports. Plain functions; the
 //! scheduling is [`crate::rollout`].
+//!
+//! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
+//! (PG8: these tables; the gate also reads `customers`, PG4, and `receipts`, PG5;
+//! see `POSTGRES.md`).
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_schema::rollout::{ApprovedKind, SyncState};
 
-use super::{parsed, parsed_opt, Text};
+use super::sql::{Decode, Row, Sql};
 use crate::api::{EventKind, Gate, RolloutAssignment, RolloutEvent, RolloutState};
 
 /// The waves of a channel nobody configured.
@@ -42,9 +45,11 @@ pub const STACK_FAILURE_IN_RELEASE_SQL: &str =
 pub const OPEN_ROLLOUTS_OF_CUSTOMER_SQL: &str =
     "SELECT r.id FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
          WHERE a.customer = ?1 AND r.state IN ('running', 'paused', 'halted') ORDER BY r.id";
+/// `c.channel = ?2`, not SQLite's `c.channel IS ?2`: PostgreSQL has no `IS` between
+/// values, and `channel` is never `NULL`, where the two differ.
 pub const ANY_WAITING_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollout_assignments a
          JOIN customers c ON c.id = a.customer
-         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel IS ?2)";
+         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel = ?2)";
 pub const FIRST_FAILURE_SQL: &str = "SELECT customer, gate_reason FROM rollout_assignments
          WHERE rollout_id = ?1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1";
 
@@ -94,60 +99,67 @@ fn waves_json(waves: &[String]) -> String {
     serde_json::to_string(waves).expect("names serialise")
 }
 
-fn waves_from(text: &str) -> rusqlite::Result<Vec<String>> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+/// The waves stored in column `column` (a JSON list of names).
+fn waves_from(row: &Row, column: usize) -> Result<Vec<String>, Decode> {
+    let text: String = row.get(column)?;
+    serde_json::from_str(&text).map_err(|e| Decode::Parse {
+        column,
+        message: format!("not a JSON list of wave names: {e}"),
+        value: text,
     })
 }
 
 /// The channel's configuration, or the defaults.
-pub fn channel(conn: &Connection, name: &str) -> rusqlite::Result<ChannelConfig> {
-    let row = conn
-        .prepare_cached(CHANNEL_SQL)?
-        .query_row(params![name], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-        })
-        .optional()?;
-    match row {
-        Some((waves, soak)) => Ok(ChannelConfig {
-            waves: waves_from(&waves)?,
-            soak_seconds: soak.max(0) as u64,
+pub fn channel<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<ChannelConfig, C::Error> {
+    match conn.query_opt(CHANNEL_SQL, &[name.into()])? {
+        Some(row) => Ok(ChannelConfig {
+            waves: waves_from(&row, 0)?,
+            soak_seconds: row.get::<i64>(1)?.max(0) as u64,
             configured: true,
         }),
         None => Ok(ChannelConfig::default_config()),
     }
 }
 
-pub fn set_channel(
-    conn: &Connection,
+pub fn set_channel<C: Sql + ?Sized>(
+    conn: &C,
     name: &str,
     config: &ChannelConfig,
     now: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
+    let waves = waves_json(&config.waves);
     conn.execute(
         "INSERT INTO channels (name, waves, soak_seconds, created) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (name) DO UPDATE SET waves = excluded.waves, soak_seconds = excluded.soak_seconds",
-        params![name, waves_json(&config.waves), config.soak_seconds as i64, now],
+        &[
+            name.into(),
+            waves.as_str().into(),
+            (config.soak_seconds as i64).into(),
+            now.into(),
+        ],
     )?;
     Ok(())
 }
 
-/// Every channel configured or in use, by name, with how many customers it has.
-pub fn channels(conn: &Connection) -> rusqlite::Result<Vec<(String, ChannelConfig, u64)>> {
-    let names: Vec<String> = conn
-        .prepare_cached(
-            "SELECT name FROM channels UNION
-             SELECT DISTINCT channel FROM customers WHERE channel IS NOT NULL ORDER BY 1",
-        )?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+/// Every channel configured or in use, by name (bytes: `channels.name` and
+/// `customers.channel` are `"C"` on PostgreSQL), with how many customers it has.
+pub fn channels<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(String, ChannelConfig, u64)>, C::Error> {
+    let names = conn.query(
+        "SELECT name FROM channels UNION
+         SELECT DISTINCT channel FROM customers WHERE channel IS NOT NULL ORDER BY 1",
+        &[],
+    )?;
     names
-        .into_iter()
-        .map(|name| {
+        .iter()
+        .map(|row| {
+            let name: String = row.get(0)?;
             let config = channel(conn, &name)?;
             let count: i64 = conn
-                .prepare_cached("SELECT COUNT(*) FROM customers WHERE channel = ?1")?
-                .query_row(params![name], |r| r.get(0))?;
+                .query_one(
+                    "SELECT COUNT(*) FROM customers WHERE channel = ?1",
+                    &[name.as_str().into()],
+                )?
+                .get(0)?;
             Ok((name, config, count.max(0) as u64))
         })
         .collect()
@@ -155,43 +167,45 @@ pub fn channels(conn: &Connection) -> rusqlite::Result<Vec<(String, ChannelConfi
 
 /// Puts a customer in a channel and wave (the wave `None`: the channel's last).
 /// False when the customer is not known.
-pub fn set_placement(
-    conn: &Connection,
+pub fn set_placement<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     channel: &str,
     wave: Option<&str>,
-) -> rusqlite::Result<bool> {
+) -> Result<bool, C::Error> {
     Ok(conn.execute(
         "UPDATE customers SET channel = ?2, wave = ?3 WHERE id = ?1",
-        params![customer, channel, wave],
+        &[customer.into(), channel.into(), wave.into()],
     )? > 0)
 }
 
 /// A customer's channel, wave and last sync; `None` when the customer is not known.
-pub fn placement(
-    conn: &Connection,
+pub fn placement<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
-) -> rusqlite::Result<Option<crate::api::Placement>> {
-    conn.prepare_cached(PLACEMENT_SQL)?
-        .query_row(params![customer], |r| {
-            Ok(crate::api::Placement {
-                customer: r.get(0)?,
-                channel: r.get(1)?,
-                wave: r.get(2)?,
-                last_sync: r.get(3)?,
-            })
-        })
-        .optional()
+) -> Result<Option<crate::api::Placement>, C::Error> {
+    let Some(r) = conn.query_opt(PLACEMENT_SQL, &[customer.into()])? else {
+        return Ok(None);
+    };
+    Ok(Some(crate::api::Placement {
+        customer: r.get(0)?,
+        channel: r.get(1)?,
+        wave: r.get(2)?,
+        last_sync: r.get(3)?,
+    }))
 }
 
-/// The customers of a channel with the wave each was put in, by id.
-pub fn channel_customers(
-    conn: &Connection,
+/// The customers of a channel with the wave each was put in, by id (bytes).
+pub fn channel_customers<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
-) -> rusqlite::Result<Vec<(String, Option<String>)>> {
-    conn.prepare_cached("SELECT id, wave FROM customers WHERE channel = ?1 ORDER BY id")?
-        .query_map(params![channel], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect()
+) -> Result<Vec<(String, Option<String>)>, C::Error> {
+    let rows = conn.query(
+        "SELECT id, wave FROM customers WHERE channel = ?1 ORDER BY id",
+        &[channel.into()],
+    )?;
+    let pair = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?));
+    Ok(rows.iter().map(pair).collect::<Result<_, _>>()?)
 }
 
 /// A recorded promotion.
@@ -212,101 +226,110 @@ fn kind_text(kind: ApprovedKind) -> &'static str {
     kind.as_str()
 }
 
-fn kind_from(text: &str) -> rusqlite::Result<ApprovedKind> {
-    match text {
+/// The approved kind stored in column `column` (`release` or `stack`).
+fn kind_from(row: &Row, column: usize) -> Result<ApprovedKind, Decode> {
+    let text: String = row.get(column)?;
+    match text.as_str() {
         "release" => Ok(ApprovedKind::Release),
         "stack" => Ok(ApprovedKind::Stack),
-        other => Err(rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Text,
-            format!("stored kind `{other}`").into(),
-        )),
+        _ => Err(Decode::Parse {
+            column,
+            message: "not an approved kind (`release` or `stack`)".into(),
+            value: text,
+        }),
     }
 }
 
 const PROMOTION_COLUMNS: &str = "id, channel, kind, release, version, digest, required, statement";
 
-fn promotion_row(r: &Row<'_>) -> rusqlite::Result<Promotion> {
+fn promotion_row(r: &Row) -> Result<Promotion, Decode> {
     Ok(Promotion {
         id: r.get(0)?,
         channel: r.get(1)?,
-        kind: kind_from(&r.get::<_, String>(2)?)?,
+        kind: kind_from(r, 2)?,
         release: r.get(3)?,
-        version: parsed(r, 4)?,
+        version: r.parsed(4)?,
         digest: r.get(5)?,
         required: r.get(6)?,
         statement: r.get(7)?,
     })
 }
 
-pub fn promotion(
-    conn: &Connection,
+pub fn promotion<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
     version: &semver::Version,
-) -> rusqlite::Result<Option<Promotion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROMOTION_COLUMNS} FROM promotions
-         WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND version = ?4"
-    ))?
-    .query_row(
-        params![channel, kind_text(kind), release, Text(version)],
-        promotion_row,
-    )
-    .optional()
+) -> Result<Option<Promotion>, C::Error> {
+    let version = version.to_string();
+    let row = conn.query_opt(
+        &format!(
+            "SELECT {PROMOTION_COLUMNS} FROM promotions
+             WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND version = ?4"
+        ),
+        &[
+            channel.into(),
+            kind_text(kind).into(),
+            release.into(),
+            version.as_str().into(),
+        ],
+    )?;
+    Ok(row.as_ref().map(promotion_row).transpose()?)
 }
 
-pub fn promotion_by_id(conn: &Connection, id: i64) -> rusqlite::Result<Option<Promotion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROMOTION_COLUMNS} FROM promotions WHERE id = ?1"
-    ))?
-    .query_row(params![id], promotion_row)
-    .optional()
+pub fn promotion_by_id<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<Promotion>, C::Error> {
+    let row = conn.query_opt(
+        &format!("SELECT {PROMOTION_COLUMNS} FROM promotions WHERE id = ?1"),
+        &[id.into()],
+    )?;
+    Ok(row.as_ref().map(promotion_row).transpose()?)
 }
 
 /// The newest promotion (by version precedence) of a release to a channel.
-pub fn newest_promotion(
-    conn: &Connection,
+pub fn newest_promotion<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
-) -> rusqlite::Result<Option<Promotion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROMOTION_COLUMNS} FROM promotions
-         WHERE channel = ?1 AND kind = ?2 AND release = ?3 ORDER BY version_key DESC LIMIT 1"
-    ))?
-    .query_row(params![channel, kind_text(kind), release], promotion_row)
-    .optional()
+) -> Result<Option<Promotion>, C::Error> {
+    let row = conn.query_opt(
+        &format!(
+            "SELECT {PROMOTION_COLUMNS} FROM promotions
+             WHERE channel = ?1 AND kind = ?2 AND release = ?3 ORDER BY version_key DESC LIMIT 1"
+        ),
+        &[channel.into(), kind_text(kind).into(), release.into()],
+    )?;
+    Ok(row.as_ref().map(promotion_row).transpose()?)
 }
 
 /// The lowest required promotion of a release to a channel strictly between two
-/// versions (by precedence).
-pub fn required_between(
-    conn: &Connection,
+/// versions (by precedence: `version_key` compares as bytes on both backends).
+pub fn required_between<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
     above: &semver::Version,
     below: &semver::Version,
-) -> rusqlite::Result<Option<Promotion>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROMOTION_COLUMNS} FROM promotions
-         WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND required = 1
-           AND version_key > ?4 AND version_key < ?5
-         ORDER BY version_key LIMIT 1"
-    ))?
-    .query_row(
-        params![
-            channel,
-            kind_text(kind),
-            release,
-            crate::version_key::of(above),
-            crate::version_key::of(below)
+) -> Result<Option<Promotion>, C::Error> {
+    let (above, below) = (crate::version_key::of(above), crate::version_key::of(below));
+    let row = conn.query_opt(
+        &format!(
+            "SELECT {PROMOTION_COLUMNS} FROM promotions
+             WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND required = 1
+               AND version_key > ?4 AND version_key < ?5
+             ORDER BY version_key LIMIT 1"
+        ),
+        &[
+            channel.into(),
+            kind_text(kind).into(),
+            release.into(),
+            above.as_slice().into(),
+            below.as_slice().into(),
         ],
-        promotion_row,
-    )
-    .optional()
+    )?;
+    Ok(row.as_ref().map(promotion_row).transpose()?)
 }
 
 /// What a promotion records.
@@ -322,30 +345,35 @@ pub struct NewPromotion<'a> {
     pub promoted_at: &'a str,
 }
 
-pub fn insert_promotion(
-    conn: &Connection,
+/// Records a promotion; returns its id (an identity column on PostgreSQL, the rowid
+/// on SQLite). The same version of a release promoted twice to a channel is refused
+/// by `UNIQUE (channel, kind, release, version)`.
+pub fn insert_promotion<C: Sql + ?Sized>(
+    conn: &C,
     p: &NewPromotion<'_>,
     now: &str,
-) -> rusqlite::Result<i64> {
-    conn.execute(
+) -> Result<i64, C::Error> {
+    let (version, key) = (p.version.to_string(), crate::version_key::of(p.version));
+    let row = conn.query_one(
         "INSERT INTO promotions (channel, kind, release, version, version_key, digest, required,
              statement, key_id, promoted_at, received_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
-            p.channel,
-            kind_text(p.kind),
-            p.release,
-            Text(p.version),
-            crate::version_key::of(p.version),
-            p.digest,
-            p.required,
-            p.statement,
-            p.key_id,
-            p.promoted_at,
-            now
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         RETURNING id",
+        &[
+            p.channel.into(),
+            kind_text(p.kind).into(),
+            p.release.into(),
+            version.as_str().into(),
+            key.as_slice().into(),
+            p.digest.into(),
+            p.required.into(),
+            p.statement.into(),
+            p.key_id.into(),
+            p.promoted_at.into(),
+            now.into(),
         ],
     )?;
-    Ok(conn.last_insert_rowid())
+    Ok(row.get(0)?)
 }
 
 /// A rollout as stored.
@@ -372,25 +400,29 @@ pub struct RolloutRow {
 const ROLLOUT_COLUMNS: &str = "id, promotion_id, channel, kind, release, version, digest, waves,
     soak_seconds, state, wave_index, wave_opened_at, wave_opened_ns, halted_reason, created, updated";
 
-fn rollout_row(r: &Row<'_>) -> rusqlite::Result<RolloutRow> {
+fn rollout_row(r: &Row) -> Result<RolloutRow, Decode> {
     Ok(RolloutRow {
         id: r.get(0)?,
         promotion_id: r.get(1)?,
         channel: r.get(2)?,
-        kind: kind_from(&r.get::<_, String>(3)?)?,
+        kind: kind_from(r, 3)?,
         release: r.get(4)?,
-        version: parsed(r, 5)?,
+        version: r.parsed(5)?,
         digest: r.get(6)?,
-        waves: waves_from(&r.get::<_, String>(7)?)?,
-        soak_seconds: r.get::<_, i64>(8)?.max(0) as u64,
-        state: parsed(r, 9)?,
-        wave_index: r.get::<_, i64>(10)?.max(0) as usize,
+        waves: waves_from(r, 7)?,
+        soak_seconds: r.get::<i64>(8)?.max(0) as u64,
+        state: r.parsed(9)?,
+        wave_index: r.get::<i64>(10)?.max(0) as usize,
         wave_opened_at: r.get(11)?,
         wave_opened_ns: r.get(12)?,
         halted_reason: r.get(13)?,
         created: r.get(14)?,
         updated: r.get(15)?,
     })
+}
+
+fn rollout_rows(rows: &[Row]) -> Result<Vec<RolloutRow>, Decode> {
+    rows.iter().map(rollout_row).collect()
 }
 
 pub struct NewRollout<'a> {
@@ -404,265 +436,346 @@ pub struct NewRollout<'a> {
 }
 
 /// Starts a rollout (running, no wave open yet: [`crate::rollout::advance`] opens
-/// the first).
-pub fn insert_rollout(conn: &Connection, r: &NewRollout<'_>, now: &str) -> rusqlite::Result<i64> {
-    conn.execute(
+/// the first); returns its id (`RETURNING id`, as [`insert_promotion`]). A promotion
+/// that is not recorded is refused (`promotion_id` references `promotions`).
+pub fn insert_rollout<C: Sql + ?Sized>(
+    conn: &C,
+    r: &NewRollout<'_>,
+    now: &str,
+) -> Result<i64, C::Error> {
+    let (version, waves) = (r.version.to_string(), waves_json(&r.config.waves));
+    let row = conn.query_one(
         "INSERT INTO rollouts (promotion_id, channel, kind, release, version, digest, waves,
              soak_seconds, state, wave_index, created, updated)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', -1, ?9, ?9)",
-        params![
-            r.promotion_id,
-            r.channel,
-            kind_text(r.kind),
-            r.release,
-            Text(r.version),
-            r.digest,
-            waves_json(&r.config.waves),
-            r.config.soak_seconds as i64,
-            now
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', -1, ?9, ?9)
+         RETURNING id",
+        &[
+            r.promotion_id.into(),
+            r.channel.into(),
+            kind_text(r.kind).into(),
+            r.release.into(),
+            version.as_str().into(),
+            r.digest.into(),
+            waves.as_str().into(),
+            (r.config.soak_seconds as i64).into(),
+            now.into(),
         ],
     )?;
-    Ok(conn.last_insert_rowid())
+    Ok(row.get(0)?)
 }
 
 /// The raw wave index: -1 before the first wave opened.
-pub fn raw_wave_index(conn: &Connection, id: i64) -> rusqlite::Result<i64> {
-    conn.query_row(
+pub fn raw_wave_index<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<i64, C::Error> {
+    let row = conn.query_one(
         "SELECT wave_index FROM rollouts WHERE id = ?1",
-        params![id],
-        |r| r.get(0),
-    )
+        &[id.into()],
+    )?;
+    Ok(row.get(0)?)
 }
 
-pub fn rollout(conn: &Connection, id: i64) -> rusqlite::Result<Option<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id = ?1"
-    ))?
-    .query_row(params![id], rollout_row)
-    .optional()
+pub fn rollout<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<RolloutRow>, C::Error> {
+    let row = conn.query_opt(
+        &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id = ?1"),
+        &[id.into()],
+    )?;
+    Ok(row.as_ref().map(rollout_row).transpose()?)
 }
 
 /// Rollouts in `state`, oldest first.
-pub fn rollouts_in(conn: &Connection, state: RolloutState) -> rusqlite::Result<Vec<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE state = ?1 ORDER BY id"
-    ))?
-    .query_map(params![Text(state)], rollout_row)?
-    .collect()
+pub fn rollouts_in<C: Sql + ?Sized>(
+    conn: &C,
+    state: RolloutState,
+) -> Result<Vec<RolloutRow>, C::Error> {
+    let state = state.to_string();
+    let rows = conn.query(
+        &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE state = ?1 ORDER BY id"),
+        &[state.as_str().into()],
+    )?;
+    Ok(rollout_rows(&rows)?)
 }
 
 /// Rollouts, newest first, of a channel and/or release when given.
-pub fn rollouts(
-    conn: &Connection,
+pub fn rollouts<C: Sql + ?Sized>(
+    conn: &C,
     channel: Option<&str>,
     release: Option<&str>,
     limit: usize,
-) -> rusqlite::Result<Vec<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts
-         WHERE (?1 IS NULL OR channel = ?1) AND (?2 IS NULL OR release = ?2)
-         ORDER BY id DESC LIMIT ?3"
-    ))?
-    .query_map(params![channel, release, limit as i64], rollout_row)?
-    .collect()
+) -> Result<Vec<RolloutRow>, C::Error> {
+    // `CAST`: PostgreSQL types a parameter at its first use, and `IS NULL` gives it
+    // none.
+    let rows = conn.query(
+        &format!(
+            "SELECT {ROLLOUT_COLUMNS} FROM rollouts
+             WHERE (CAST(?1 AS TEXT) IS NULL OR channel = ?1)
+               AND (CAST(?2 AS TEXT) IS NULL OR release = ?2)
+             ORDER BY id DESC LIMIT ?3"
+        ),
+        &[
+            channel.into(),
+            release.into(),
+            i64::try_from(limit).unwrap_or(i64::MAX).into(),
+        ],
+    )?;
+    Ok(rollout_rows(&rows)?)
 }
 
 /// The open (running, paused, halted) rollouts of a release in a channel.
-pub fn open_rollouts_of(
-    conn: &Connection,
+pub fn open_rollouts_of<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
-) -> rusqlite::Result<Vec<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts
-         WHERE channel = ?1 AND kind = ?2 AND release = ?3
-           AND state IN ('running', 'paused', 'halted') ORDER BY id"
-    ))?
-    .query_map(params![channel, kind_text(kind), release], rollout_row)?
-    .collect()
+) -> Result<Vec<RolloutRow>, C::Error> {
+    let rows = conn.query(
+        &format!(
+            "SELECT {ROLLOUT_COLUMNS} FROM rollouts
+             WHERE channel = ?1 AND kind = ?2 AND release = ?3
+               AND state IN ('running', 'paused', 'halted') ORDER BY id"
+        ),
+        &[channel.into(), kind_text(kind).into(), release.into()],
+    )?;
+    Ok(rollout_rows(&rows)?)
 }
 
 /// The newest completed rollout of each release in `channel`: what a customer
 /// joining the channel runs.
-pub fn completed_rollouts(conn: &Connection, channel: &str) -> rusqlite::Result<Vec<RolloutRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id IN (
-             SELECT MAX(id) FROM rollouts WHERE channel = ?1 AND state = 'completed'
-             GROUP BY kind, release)
-         ORDER BY id"
-    ))?
-    .query_map(params![channel], rollout_row)?
-    .collect()
+pub fn completed_rollouts<C: Sql + ?Sized>(
+    conn: &C,
+    channel: &str,
+) -> Result<Vec<RolloutRow>, C::Error> {
+    let rows = conn.query(
+        &format!(
+            "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id IN (
+                 SELECT MAX(id) FROM rollouts WHERE channel = ?1 AND state = 'completed'
+                 GROUP BY kind, release)
+             ORDER BY id"
+        ),
+        &[channel.into()],
+    )?;
+    Ok(rollout_rows(&rows)?)
 }
 
 /// The newest rollout started from a promotion.
-pub fn rollout_of_promotion(conn: &Connection, promotion: i64) -> rusqlite::Result<Option<i64>> {
-    conn.prepare_cached(ROLLOUT_OF_PROMOTION_SQL)?
-        .query_row(params![promotion], |r| r.get(0))
+pub fn rollout_of_promotion<C: Sql + ?Sized>(
+    conn: &C,
+    promotion: i64,
+) -> Result<Option<i64>, C::Error> {
+    Ok(conn
+        .query_one(ROLLOUT_OF_PROMOTION_SQL, &[promotion.into()])?
+        .get(0)?)
 }
 
-pub fn set_state(
-    conn: &Connection,
+pub fn set_state<C: Sql + ?Sized>(
+    conn: &C,
     id: i64,
     state: RolloutState,
     halted_reason: Option<&str>,
     now: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
+    let state = state.to_string();
     conn.execute(
         "UPDATE rollouts SET state = ?2, halted_reason = ?3, updated = ?4,
              due_ns = CASE WHEN ?2 = 'running' THEN due_ns ELSE NULL END
          WHERE id = ?1",
-        params![id, Text(state), halted_reason, now],
+        &[
+            id.into(),
+            state.as_str().into(),
+            halted_reason.into(),
+            now.into(),
+        ],
     )?;
     Ok(())
 }
 
-pub fn set_wave(
-    conn: &Connection,
+pub fn set_wave<C: Sql + ?Sized>(
+    conn: &C,
     id: i64,
     wave_index: usize,
     opened_at: &str,
     opened_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     conn.execute(
         "UPDATE rollouts SET wave_index = ?2, wave_opened_at = ?3, wave_opened_ns = ?4,
              due_ns = NULL, updated = ?3
          WHERE id = ?1",
-        params![id, wave_index as i64, opened_at, opened_ns],
+        &[
+            id.into(),
+            (wave_index as i64).into(),
+            opened_at.into(),
+            opened_ns.into(),
+        ],
     )?;
     Ok(())
 }
 
 /// When the rollout next needs looking at by the clock alone (its wave is healthy
-/// and soaking), or `None`.
-pub fn set_due(conn: &Connection, id: i64, due_ns: Option<i64>) -> rusqlite::Result<()> {
+/// and soaking), or `None`. Written only when it changes (`IS DISTINCT FROM`: both
+/// backends' spelling of SQLite's `IS NOT`, `NULL` equal to `NULL`).
+pub fn set_due<C: Sql + ?Sized>(conn: &C, id: i64, due_ns: Option<i64>) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE rollouts SET due_ns = ?2 WHERE id = ?1 AND due_ns IS NOT ?2",
-        params![id, due_ns],
+        "UPDATE rollouts SET due_ns = ?2 WHERE id = ?1 AND due_ns IS DISTINCT FROM ?2",
+        &[id.into(), due_ns.into()],
     )?;
     Ok(())
 }
 
 /// Whether a running rollout's next wave is due by `now_ns`: one indexed probe, so
 /// the assignment poll only writes when the clock moved a rollout on.
-pub fn any_due(conn: &Connection, now_ns: i64) -> rusqlite::Result<bool> {
-    conn.prepare_cached(ANY_DUE_SQL)?
-        .query_row(params![now_ns], |r| r.get(0))
+pub fn any_due<C: Sql + ?Sized>(conn: &C, now_ns: i64) -> Result<bool, C::Error> {
+    Ok(conn.query_one(ANY_DUE_SQL, &[now_ns.into()])?.get(0)?)
 }
 
-pub fn insert_assignment(
-    conn: &Connection,
+/// Assigns `customer` to a rollout, waiting at the gate; false when it was assigned
+/// already (one assignment per customer and rollout: the first is kept).
+pub fn insert_assignment<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
     customer: &str,
     wave: &str,
     wave_index: usize,
     now: &str,
-) -> rusqlite::Result<bool> {
+) -> Result<bool, C::Error> {
     Ok(conn.execute(
-        "INSERT OR IGNORE INTO rollout_assignments
+        "INSERT INTO rollout_assignments
              (rollout_id, customer, wave, wave_index, assigned_at, gate, gate_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'waiting', ?5)",
-        params![rollout, customer, wave, wave_index as i64, now],
+         VALUES (?1, ?2, ?3, ?4, ?5, 'waiting', ?5)
+         ON CONFLICT DO NOTHING",
+        &[
+            rollout.into(),
+            customer.into(),
+            wave.into(),
+            (wave_index as i64).into(),
+            now.into(),
+        ],
     )? > 0)
 }
 
-/// The customers a rollout assigned.
-pub fn assigned_customers(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached(
+/// The customers a rollout assigned, in byte order (the scheduler binary-searches
+/// them).
+pub fn assigned_customers<C: Sql + ?Sized>(
+    conn: &C,
+    rollout: i64,
+) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
         "SELECT customer FROM rollout_assignments WHERE rollout_id = ?1 ORDER BY customer",
-    )?
-    .query_map(params![rollout], |r| r.get(0))?
-    .collect()
+        &[rollout.into()],
+    )?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
-pub fn assignments(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<RolloutAssignment>> {
-    conn.prepare_cached(
+pub fn assignments<C: Sql + ?Sized>(
+    conn: &C,
+    rollout: i64,
+) -> Result<Vec<RolloutAssignment>, C::Error> {
+    let rows = conn.query(
         "SELECT customer, wave, assigned_at, gate, gate_reason, gate_at FROM rollout_assignments
          WHERE rollout_id = ?1 ORDER BY wave_index, assigned_at, customer",
-    )?
-    .query_map(params![rollout], |r| {
-        Ok(RolloutAssignment {
+        &[rollout.into()],
+    )?;
+    let assignment = |r: &Row| {
+        Ok::<_, Decode>(RolloutAssignment {
             customer: r.get(0)?,
             wave: r.get(1)?,
             assigned_at: r.get(2)?,
-            gate: parsed(r, 3)?,
+            gate: r.parsed(3)?,
             gate_reason: r.get(4)?,
             gate_at: r.get(5)?,
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(assignment).collect::<Result<_, _>>()?)
 }
 
 /// How many of a rollout's customers stand at each gate: (assigned, succeeded, failed).
-pub fn gate_counts(conn: &Connection, rollout: i64) -> rusqlite::Result<(u64, u64, u64)> {
-    conn.prepare_cached(
-        "SELECT COUNT(*), COALESCE(SUM(gate = 'succeeded'), 0), COALESCE(SUM(gate = 'failed'), 0)
+pub fn gate_counts<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<(u64, u64, u64), C::Error> {
+    // `CASE`, not SQLite's `SUM(gate = 'succeeded')`: PostgreSQL sums no booleans.
+    let r = conn.query_one(
+        "SELECT COUNT(*),
+             COALESCE(SUM(CASE WHEN gate = 'succeeded' THEN 1 ELSE 0 END), 0),
+             COALESCE(SUM(CASE WHEN gate = 'failed' THEN 1 ELSE 0 END), 0)
          FROM rollout_assignments WHERE rollout_id = ?1",
-    )?
-    .query_row(params![rollout], |r| {
-        Ok((
-            r.get::<_, i64>(0)?.max(0) as u64,
-            r.get::<_, i64>(1)?.max(0) as u64,
-            r.get::<_, i64>(2)?.max(0) as u64,
-        ))
-    })
+        &[rollout.into()],
+    )?;
+    Ok((
+        r.get::<i64>(0)?.max(0) as u64,
+        r.get::<i64>(1)?.max(0) as u64,
+        r.get::<i64>(2)?.max(0) as u64,
+    ))
 }
 
 /// The first failed customer of a rollout, with why.
-pub fn first_failure(
-    conn: &Connection,
+pub fn first_failure<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
-) -> rusqlite::Result<Option<(String, Option<String>)>> {
-    conn.prepare_cached(FIRST_FAILURE_SQL)?
-        .query_row(params![rollout], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
+) -> Result<Option<(String, Option<String>)>, C::Error> {
+    let Some(r) = conn.query_opt(FIRST_FAILURE_SQL, &[rollout.into()])? else {
+        return Ok(None);
+    };
+    Ok(Some((r.get(0)?, r.get(1)?)))
 }
 
 /// Whether any customer of a rollout in `channel` is still waiting at the gate. A
 /// customer moved to another channel since it was assigned no longer holds the
 /// rollout up (a failure it reported still halts it).
-pub fn any_waiting(conn: &Connection, rollout: i64, channel: &str) -> rusqlite::Result<bool> {
-    conn.prepare_cached(ANY_WAITING_SQL)?
-        .query_row(params![rollout, channel], |r| r.get(0))
+pub fn any_waiting<C: Sql + ?Sized>(
+    conn: &C,
+    rollout: i64,
+    channel: &str,
+) -> Result<bool, C::Error> {
+    Ok(conn
+        .query_one(ANY_WAITING_SQL, &[rollout.into(), channel.into()])?
+        .get(0)?)
 }
+
+/// Where a customer stands at a rollout's gate: the gate, why (a failure's cause),
+/// and the wave it was assigned in.
+pub type GateStanding = (Gate, Option<String>, String);
 
 /// A customer's gate standing in a rollout; `None` when not assigned.
-pub fn gate(
-    conn: &Connection,
+pub fn gate<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
     customer: &str,
-) -> rusqlite::Result<Option<(Gate, Option<String>, String)>> {
-    conn.prepare_cached(
+) -> Result<Option<GateStanding>, C::Error> {
+    let Some(r) = conn.query_opt(
         "SELECT gate, gate_reason, wave FROM rollout_assignments WHERE rollout_id = ?1 AND customer = ?2",
+        &[rollout.into(), customer.into()],
     )?
-    .query_row(params![rollout, customer], |r| {
-        Ok((parsed(r, 0)?, r.get(1)?, r.get(2)?))
-    })
-    .optional()
+    else {
+        return Ok(None);
+    };
+    Ok(Some((r.parsed(0)?, r.get(1)?, r.get(2)?)))
 }
 
-pub fn set_gate(
-    conn: &Connection,
+pub fn set_gate<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
     customer: &str,
     gate: Gate,
     reason: Option<&str>,
     now: &str,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
+    let gate = gate.to_string();
     conn.execute(
         "UPDATE rollout_assignments SET gate = ?3, gate_reason = ?4, gate_at = ?5
          WHERE rollout_id = ?1 AND customer = ?2",
-        params![rollout, customer, Text(gate), reason, now],
+        &[
+            rollout.into(),
+            customer.into(),
+            gate.as_str().into(),
+            reason.into(),
+            now.into(),
+        ],
     )?;
     Ok(())
 }
 
 /// The open rollouts that assigned `customer`.
-pub fn open_rollouts_of_customer(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<i64>> {
-    conn.prepare_cached(OPEN_ROLLOUTS_OF_CUSTOMER_SQL)?
-        .query_map(params![customer], |r| r.get(0))?
-        .collect()
+pub fn open_rollouts_of_customer<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+) -> Result<Vec<i64>, C::Error> {
+    let rows = conn.query(OPEN_ROLLOUTS_OF_CUSTOMER_SQL, &[customer.into()])?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
 }
 
 /// One assignment of a customer: the rollout, its release and promotion, when.
@@ -676,26 +789,22 @@ pub struct CustomerAssignment {
 }
 
 /// The newest assignment of `customer` per release in `channel` (read through
-/// `rollout_assignments_customer`).
-pub fn customer_assignments(
-    conn: &Connection,
+/// `rollout_assignments_customer`), by release name in byte order.
+pub fn customer_assignments<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     channel: &str,
-) -> rusqlite::Result<Vec<CustomerAssignment>> {
-    let rows: Vec<CustomerAssignment> = conn
-        .prepare_cached(CUSTOMER_ASSIGNMENTS_SQL)?
-        .query_map(params![customer, channel], |r| {
-            Ok(CustomerAssignment {
-                rollout: r.get(0)?,
-                promotion_id: r.get(1)?,
-                kind: kind_from(&r.get::<_, String>(2)?)?,
-                release: r.get(3)?,
-                assigned_at: r.get(4)?,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+) -> Result<Vec<CustomerAssignment>, C::Error> {
+    let rows = conn.query(CUSTOMER_ASSIGNMENTS_SQL, &[customer.into(), channel.into()])?;
     let mut newest: Vec<CustomerAssignment> = Vec::new();
-    for row in rows {
+    for r in &rows {
+        let row = CustomerAssignment {
+            rollout: r.get(0)?,
+            promotion_id: r.get(1)?,
+            kind: kind_from(r, 2)?,
+            release: r.get(3)?,
+            assigned_at: r.get(4)?,
+        };
         if !newest
             .iter()
             .any(|n| n.kind == row.kind && n.release == row.release)
@@ -707,38 +816,50 @@ pub fn customer_assignments(
     Ok(newest)
 }
 
-pub fn insert_event(
-    conn: &Connection,
+/// Adds to a rollout's history (a rollout that does not exist is refused:
+/// `rollout_id` references `rollouts`).
+pub fn insert_event<C: Sql + ?Sized>(
+    conn: &C,
     rollout: i64,
     at: &str,
     kind: EventKind,
     customer: Option<&str>,
     wave: Option<&str>,
     detail: Option<&str>,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+) -> Result<(), C::Error> {
+    let kind = kind.to_string();
+    conn.execute(
         "INSERT INTO rollout_events (rollout_id, at, kind, customer, wave, detail)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![rollout, at, Text(kind), customer, wave, detail])?;
+        &[
+            rollout.into(),
+            at.into(),
+            kind.as_str().into(),
+            customer.into(),
+            wave.into(),
+            detail.into(),
+        ],
+    )?;
     Ok(())
 }
 
-pub fn events(conn: &Connection, rollout: i64) -> rusqlite::Result<Vec<RolloutEvent>> {
-    conn.prepare_cached(
+/// A rollout's history, in the order it happened (by id).
+pub fn events<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<Vec<RolloutEvent>, C::Error> {
+    let rows = conn.query(
         "SELECT at, kind, customer, wave, detail FROM rollout_events
          WHERE rollout_id = ?1 ORDER BY id",
-    )?
-    .query_map(params![rollout], |r| {
-        Ok(RolloutEvent {
+        &[rollout.into()],
+    )?;
+    let event = |r: &Row| {
+        Ok::<_, Decode>(RolloutEvent {
             at: r.get(0)?,
-            kind: parsed(r, 1)?,
+            kind: r.parsed(1)?,
             customer: r.get(2)?,
             wave: r.get(3)?,
             detail: r.get(4)?,
         })
-    })?
-    .collect()
+    };
+    Ok(rows.iter().map(event).collect::<Result<_, _>>()?)
 }
 
 /// A release receipt as the gate reads it.
@@ -766,73 +887,88 @@ pub struct NewReleaseReceipt<'a> {
     pub document: &'a str,
 }
 
-pub fn release_receipt_document(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached("SELECT document FROM release_receipts WHERE id = ?1")?
-        .query_row(params![id], |r| r.get(0))
-        .optional()
+/// The document of release receipt `id` as first received (a receipt is recorded
+/// once: the caller compares a second delivery with it).
+pub fn release_receipt_document<C: Sql + ?Sized>(
+    conn: &C,
+    id: &str,
+) -> Result<Option<String>, C::Error> {
+    let row = conn.query_opt(
+        "SELECT document FROM release_receipts WHERE id = ?1",
+        &[id.into()],
+    )?;
+    Ok(row.map(|r| r.get(0)).transpose()?)
 }
 
-pub fn insert_release_receipt(
-    conn: &Connection,
+/// Records a release receipt; one with an id already recorded is refused (the
+/// primary key), so a receipt counts once.
+pub fn insert_release_receipt<C: Sql + ?Sized>(
+    conn: &C,
     r: &NewReleaseReceipt<'_>,
     now: &str,
     now_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
+    let (version, kind, outcome) = (
+        r.version.to_string(),
+        r.kind.to_string(),
+        r.outcome.to_string(),
+    );
     conn.execute(
         "INSERT INTO release_receipts (id, customer, release, version, digest, kind, outcome,
              finished_at, finished_ns, key_id, received_at, received_ns, document)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        params![
-            r.id,
-            r.customer,
-            r.release,
-            Text(r.version),
-            r.digest,
-            Text(r.kind),
-            Text(r.outcome),
-            r.finished_at,
-            r.finished_ns,
-            r.key_id,
-            now,
-            now_ns,
-            r.document
+        &[
+            r.id.into(),
+            r.customer.into(),
+            r.release.into(),
+            version.as_str().into(),
+            r.digest.into(),
+            kind.as_str().into(),
+            outcome.as_str().into(),
+            r.finished_at.into(),
+            r.finished_ns.into(),
+            r.key_id.into(),
+            now.into(),
+            now_ns.into(),
+            r.document.into(),
         ],
     )?;
     Ok(())
 }
 
-fn release_receipt_row(r: &Row<'_>) -> rusqlite::Result<ReleaseReceiptRow> {
+fn release_receipt_row(r: &Row) -> Result<ReleaseReceiptRow, Decode> {
     Ok(ReleaseReceiptRow {
         id: r.get(0)?,
-        version: parsed(r, 1)?,
-        kind: parsed(r, 2)?,
-        outcome: parsed(r, 3)?,
+        version: r.parsed(1)?,
+        kind: r.parsed(2)?,
+        outcome: r.parsed(3)?,
         finished_ns: r.get(4)?,
         received_ns: r.get(5)?,
     })
 }
 
 /// A customer's latest release receipt of `release` (apply, rollback or destroy).
-pub fn latest_release_receipt(
-    conn: &Connection,
+pub fn latest_release_receipt<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     release: &str,
-) -> rusqlite::Result<Option<ReleaseReceiptRow>> {
-    conn.prepare_cached(LATEST_RELEASE_RECEIPT_SQL)?
-        .query_row(params![customer, release], release_receipt_row)
-        .optional()
+) -> Result<Option<ReleaseReceiptRow>, C::Error> {
+    let row = conn.query_opt(
+        LATEST_RELEASE_RECEIPT_SQL,
+        &[customer.into(), release.into()],
+    )?;
+    Ok(row.as_ref().map(release_receipt_row).transpose()?)
 }
 
 /// The version of `release` a customer runs: its latest release receipt that left
 /// one in place (an apply or rollback that succeeded).
-pub fn installed_release(
-    conn: &Connection,
+pub fn installed_release<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     release: &str,
-) -> rusqlite::Result<Option<semver::Version>> {
-    conn.prepare_cached(INSTALLED_RELEASE_SQL)?
-        .query_row(params![customer, release], |r| parsed(r, 0))
-        .optional()
+) -> Result<Option<semver::Version>, C::Error> {
+    let row = conn.query_opt(INSTALLED_RELEASE_SQL, &[customer.into(), release.into()])?;
+    Ok(row.map(|r| r.parsed(0)).transpose()?)
 }
 
 /// A stack receipt that counts against a release version at the gate.
@@ -846,43 +982,47 @@ pub struct StackEvidence {
     pub finished_ns: i64,
 }
 
-fn evidence_row(r: &Row<'_>) -> rusqlite::Result<StackEvidence> {
+fn evidence_row(r: &Row) -> Result<StackEvidence, Decode> {
     Ok(StackEvidence {
         id: r.get(0)?,
         stack: r.get(1)?,
-        kind: parsed(r, 2)?,
-        outcome: parsed(r, 3)?,
-        version: parsed(r, 4)?,
+        kind: r.parsed(2)?,
+        outcome: r.parsed(3)?,
+        version: r.parsed(4)?,
         finished_ns: r.get(5)?,
     })
 }
 
 /// The latest failed or drifted stack receipt of a customer made as part of
 /// `release@version` finishing after `after_ns` (read through `receipts_release`).
-pub fn stack_failure_in_release(
-    conn: &Connection,
+pub fn stack_failure_in_release<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     release: &str,
     version: &semver::Version,
     after_ns: i64,
-) -> rusqlite::Result<Option<StackEvidence>> {
-    conn.prepare_cached(STACK_FAILURE_IN_RELEASE_SQL)?
-        .query_row(
-            params![release, customer, Text(version), after_ns],
-            evidence_row,
-        )
-        .optional()
+) -> Result<Option<StackEvidence>, C::Error> {
+    let version = version.to_string();
+    let row = conn.query_opt(
+        STACK_FAILURE_IN_RELEASE_SQL,
+        &[
+            release.into(),
+            customer.into(),
+            version.as_str().into(),
+            after_ns.into(),
+        ],
+    )?;
+    Ok(row.as_ref().map(evidence_row).transpose()?)
 }
 
 /// A customer's latest stack receipt of `stack` (apply, rollback, destroy, drift).
-pub fn latest_stack_receipt(
-    conn: &Connection,
+pub fn latest_stack_receipt<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     stack: &str,
-) -> rusqlite::Result<Option<StackEvidence>> {
-    conn.prepare_cached(LATEST_STACK_RECEIPT_SQL)?
-        .query_row(params![customer, stack], evidence_row)
-        .optional()
+) -> Result<Option<StackEvidence>, C::Error> {
+    let row = conn.query_opt(LATEST_STACK_RECEIPT_SQL, &[customer.into(), stack.into()])?;
+    Ok(row.as_ref().map(evidence_row).transpose()?)
 }
 
 /// A customer's last sync state for one release.
@@ -910,13 +1050,20 @@ pub struct NewSync<'a> {
     pub message: Option<&'a str>,
 }
 
-pub fn upsert_sync(
-    conn: &Connection,
+/// Records a customer's sync state for one release: one row per customer and
+/// release, the latest report replacing the one before.
+pub fn upsert_sync<C: Sql + ?Sized>(
+    conn: &C,
     s: &NewSync<'_>,
     now: &str,
     now_ns: i64,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+) -> Result<(), C::Error> {
+    let state = s.state.to_string();
+    let (assigned, running) = (
+        s.assigned.map(ToString::to_string),
+        s.running.map(ToString::to_string),
+    );
+    conn.execute(
         "INSERT INTO customer_sync (customer, release, kind, state, assigned, running, pending,
              message, reported_at, reported_ns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -924,55 +1071,60 @@ pub fn upsert_sync(
              state = excluded.state, assigned = excluded.assigned, running = excluded.running,
              pending = excluded.pending, message = excluded.message,
              reported_at = excluded.reported_at, reported_ns = excluded.reported_ns",
-    )?
-    .execute(params![
-        s.customer,
-        s.release,
-        kind_text(s.kind),
-        Text(s.state),
-        s.assigned.map(Text),
-        s.running.map(Text),
-        s.pending,
-        s.message,
-        now,
-        now_ns
-    ])?;
+        &[
+            s.customer.into(),
+            s.release.into(),
+            kind_text(s.kind).into(),
+            state.as_str().into(),
+            assigned.as_deref().into(),
+            running.as_deref().into(),
+            s.pending.into(),
+            s.message.into(),
+            now.into(),
+            now_ns.into(),
+        ],
+    )?;
     Ok(())
 }
 
 /// Records a sync pass: its time, and the customer as seen then (a pass that
 /// changed nothing leaves no receipt, yet its runner is alive).
-pub fn note_sync(
-    conn: &Connection,
+pub fn note_sync<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     now: &str,
     now_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     conn.execute(
         "UPDATE customers SET last_sync = ?2 WHERE id = ?1",
-        params![customer, now],
+        &[customer.into(), now.into()],
     )?;
     note_seen(conn, customer, now, now_ns)
 }
 
 /// The customer was seen at `at` (a release receipt's finish, a sync pass), unless
 /// it was seen later already.
-pub fn note_seen(conn: &Connection, customer: &str, at: &str, at_ns: i64) -> rusqlite::Result<()> {
+pub fn note_seen<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+    at: &str,
+    at_ns: i64,
+) -> Result<(), C::Error> {
     conn.execute(
         "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3
          WHERE id = ?1 AND (last_seen_ns IS NULL OR last_seen_ns < ?3)",
-        params![customer, at, at_ns],
+        &[customer.into(), at.into(), at_ns.into()],
     )?;
     Ok(())
 }
 
-fn sync_row(r: &Row<'_>) -> rusqlite::Result<SyncRow> {
+fn sync_row(r: &Row) -> Result<SyncRow, Decode> {
     Ok(SyncRow {
         release: r.get(0)?,
-        kind: kind_from(&r.get::<_, String>(1)?)?,
-        state: parsed(r, 2)?,
-        assigned: parsed_opt(r, 3)?,
-        running: parsed_opt(r, 4)?,
+        kind: kind_from(r, 1)?,
+        state: r.parsed(2)?,
+        assigned: r.parsed_opt(3)?,
+        running: r.parsed_opt(4)?,
         pending: r.get(5)?,
         message: r.get(6)?,
         reported_at: r.get(7)?,
@@ -983,22 +1135,23 @@ fn sync_row(r: &Row<'_>) -> rusqlite::Result<SyncRow> {
 const SYNC_COLUMNS: &str =
     "release, kind, state, assigned, running, pending, message, reported_at, reported_ns";
 
-pub fn sync_of(
-    conn: &Connection,
+pub fn sync_of<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     release: &str,
-) -> rusqlite::Result<Option<SyncRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 AND release = ?2"
-    ))?
-    .query_row(params![customer, release], sync_row)
-    .optional()
+) -> Result<Option<SyncRow>, C::Error> {
+    let row = conn.query_opt(
+        &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 AND release = ?2"),
+        &[customer.into(), release.into()],
+    )?;
+    Ok(row.as_ref().map(sync_row).transpose()?)
 }
 
-pub fn syncs(conn: &Connection, customer: &str) -> rusqlite::Result<Vec<SyncRow>> {
-    conn.prepare_cached(&format!(
-        "SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 ORDER BY release"
-    ))?
-    .query_map(params![customer], sync_row)?
-    .collect()
+/// A customer's sync state per release, by release name (bytes).
+pub fn syncs<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<Vec<SyncRow>, C::Error> {
+    let rows = conn.query(
+        &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 ORDER BY release"),
+        &[customer.into()],
+    )?;
+    Ok(rows.iter().map(sync_row).collect::<Result<_, _>>()?)
 }

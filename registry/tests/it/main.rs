@@ -27,6 +27,7 @@ mod postgres_alerts;
 mod postgres_backend;
 mod postgres_forecasts;
 mod postgres_ledger;
+mod postgres_rollouts;
 mod query_plans;
 mod receipt_forgery;
 mod registry_rules;

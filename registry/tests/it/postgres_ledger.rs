@@ -15,7 +15,7 @@ use stackpack_registry::timestamp::Timestamp;
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_test_support::servers::Postgres;
 
-use crate::postgres_backend::{icu_database, assert_same};
+use crate::postgres_backend::{assert_same, icu_database};
 
 fn digest(of: &str) -> stackpack_schema::Digest {
     stackpack_schema::Digest::of(of.as_bytes())
