@@ -13,13 +13,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::Connection;
 use stackpack_schema::receipt::{plain_text, SignedReceipt};
 
 use crate::alert_event::Body;
 pub use crate::alert_event::{check_webhook, parse_events, Event};
 use crate::api::Deployment;
 use crate::db;
+use crate::db::sql::Sql;
 use crate::state::AppState;
 
 /// Tries a delivery gets before it is dropped (about an hour and a half in all).
@@ -102,12 +102,12 @@ fn reason(document: &str, event: Event) -> Option<String> {
 /// Inside a receipt's transaction, after it was filed: queues an event for each
 /// state its cell entered (`before` is the cell's `(failed, drifted, behind)` before
 /// the receipt). The customer is heard from, so no longer silent.
-pub fn note_receipt(
-    tx: &Connection,
+pub fn note_receipt<C: Sql + ?Sized>(
+    tx: &C,
     d: &Deployment,
     document: &str,
     before: Option<(bool, bool, bool)>,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     db::alerts::heard_from(tx, &d.customer)?;
     let Some(after) = db::alerts::cell_flags(tx, &d.customer, &d.stack)? else {
         return Ok(());
@@ -140,7 +140,7 @@ pub fn note_receipt(
 
 /// Customers silent longer than `after` and not yet announced: queues `silent` for
 /// each, once per silence.
-pub fn note_silent(tx: &Connection, after: Duration) -> rusqlite::Result<usize> {
+pub fn note_silent<C: Sql + ?Sized>(tx: &C, after: Duration) -> Result<usize, C::Error> {
     let now = crate::timestamp::Timestamp::now();
     let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
     let before_ns = now_ns.saturating_sub(i64::try_from(after.as_nanos()).unwrap_or(i64::MAX));

@@ -156,6 +156,14 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
+/// The same as a SQLite failure: the registry logs it and answers `INTERNAL`
+/// (PostgreSQL's errors name no password: the client never prints its config).
+impl From<crate::db::sql::PgError> for Error {
+    fn from(e: crate::db::sql::PgError) -> Self {
+        Error::internal(format!("database: {e}"))
+    }
+}
+
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         Error::internal(format!("storage: {e}"))

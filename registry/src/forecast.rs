@@ -6,7 +6,6 @@
 //! [`acknowledge`]). An assignment whose forecast replaces or destroys a resource
 //! asks the runner to hold it for a person ([`hold`]).
 
-use rusqlite::Connection;
 use semver::Version;
 use stackpack_schema::forecast::{
     ForecastMiss, ForecastTarget, ForecastTargets, ForecastView, ReleaseForecast, RunningStack,
@@ -18,6 +17,7 @@ use stackpack_schema::rollout::ApprovedKind;
 
 use crate::db::forecasts as fdb;
 use crate::db::rollouts as rdb;
+use crate::db::sql::Sql;
 use crate::error::{Code, Error, Result};
 
 /// The largest forecast document `PUT /api/v1/forecasts/...` reads: a fleet of
@@ -30,13 +30,16 @@ fn bad(message: impl Into<String>) -> Error {
 
 /// Checks a forecast sent for `release@version` (the path) and stores it,
 /// replacing an earlier forecast of the same version.
-pub fn publish(
-    conn: &Connection,
+pub fn publish<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &Version,
     forecast: &ReleaseForecast,
     now: &str,
-) -> Result<()> {
+) -> Result<()>
+where
+    Error: From<C::Error>,
+{
     if forecast.release != release || &forecast.version != version {
         return Err(bad(format!(
             "the forecast is of `{}@{}`, but was sent to `{release}@{version}`; send it to `/api/v1/forecasts/{}/{}`",
@@ -67,11 +70,11 @@ pub fn publish(
 }
 
 /// The stored forecast of `release@version` with its summary and misses.
-pub fn view(
-    conn: &Connection,
+pub fn view<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &Version,
-) -> rusqlite::Result<Option<ForecastView>> {
+) -> Result<Option<ForecastView>, C::Error> {
     let Some(forecast) = fdb::forecast(conn, release, version)? else {
         return Ok(None);
     };
@@ -85,12 +88,12 @@ pub fn view(
 /// Whom a rollout of `release@version` (in `channel`, or every customer the ledger
 /// knows) would reach, and where each stands: what it runs and the required
 /// versions it passes through on the way.
-pub fn targets(
-    conn: &Connection,
+pub fn targets<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &Version,
     channel: Option<&str>,
-) -> rusqlite::Result<ForecastTargets> {
+) -> Result<ForecastTargets, C::Error> {
     let kind = if fdb::is_release(conn, release)? {
         ApprovedKind::Release
     } else {
@@ -147,14 +150,14 @@ pub fn targets(
 }
 
 /// Required versions promoted to `channel` strictly between `from` and `to`, ascending.
-fn required_path(
-    conn: &Connection,
+fn required_path<C: Sql + ?Sized>(
+    conn: &C,
     channel: &str,
     kind: ApprovedKind,
     release: &str,
     from: &Version,
     to: &Version,
-) -> rusqlite::Result<Vec<Version>> {
+) -> Result<Vec<Version>, C::Error> {
     let mut path = Vec::new();
     let mut at = from.clone();
     while let Some(step) = rdb::required_between(conn, channel, kind, release, &at, to)? {
@@ -168,7 +171,11 @@ fn required_path(
 /// miss when they differ. True when a new miss was recorded. A receipt without a
 /// plan digest, of another kind than plan or apply, without a stored forecast, or
 /// whose customer or stack the forecast could not plan, is not compared.
-pub fn hold_receipt(conn: &Connection, receipt: &Receipt, now: &str) -> rusqlite::Result<bool> {
+pub fn hold_receipt<C: Sql + ?Sized>(
+    conn: &C,
+    receipt: &Receipt,
+    now: &str,
+) -> Result<bool, C::Error> {
     let Some(actual) = &receipt.changes_digest else {
         return Ok(false);
     };
@@ -213,12 +220,12 @@ pub fn hold_receipt(conn: &Connection, receipt: &Receipt, now: &str) -> rusqlite
 
 /// Why `customer` fails the gate of a rollout of `release@version` on a forecast
 /// miss nobody acknowledged: `forecast missed: globex: update `aws_vpc.main`, …`.
-pub fn gate_reason(
-    conn: &Connection,
+pub fn gate_reason<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &Version,
     customer: &str,
-) -> rusqlite::Result<Option<String>> {
+) -> Result<Option<String>, C::Error> {
     Ok(fdb::open_miss(conn, release, version, customer)?.map(|miss| {
         if miss.differences.is_empty() {
             // The digests differ past the changes a receipt lists.
@@ -234,18 +241,22 @@ pub fn gate_reason(
 
 /// Acknowledges the misses of `release@version` (a person resumed its rollout):
 /// they no longer fail the gate; a new miss does again.
-pub fn acknowledge(conn: &Connection, release: &str, version: &Version) -> rusqlite::Result<()> {
+pub fn acknowledge<C: Sql + ?Sized>(
+    conn: &C,
+    release: &str,
+    version: &Version,
+) -> Result<(), C::Error> {
     fdb::acknowledge(conn, release, version).map(|_| ())
 }
 
 /// Words for an assignment the runner must hold for a person, whatever its approval
 /// policy: `customer`'s forecast of `release@version` replaces or destroys resources.
-pub fn hold(
-    conn: &Connection,
+pub fn hold<C: Sql + ?Sized>(
+    conn: &C,
     release: &str,
     version: &Version,
     customer: &str,
-) -> rusqlite::Result<Option<String>> {
+) -> Result<Option<String>, C::Error> {
     let Some(forecast) = fdb::customer_forecast(conn, release, version, customer)? else {
         return Ok(None);
     };

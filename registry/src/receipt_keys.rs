@@ -13,10 +13,10 @@
 //! (`customer key add`): otherwise one customer's installation could write, and then
 //! lock, another customer's history.
 
-use rusqlite::Transaction;
 use serde_json::json;
 
 use crate::db;
+use crate::db::sql::Sql;
 use crate::error::{Code, Error, Result};
 
 /// Who may pin a customer's first installation key.
@@ -57,13 +57,16 @@ pub struct SigningKey<'a> {
 
 /// Refuses a receipt of `customer` unless `key` is a current installation key of
 /// that customer, pinning the customer's first key when `first_use` allows it.
-pub fn check_key(
-    tx: &Transaction,
+pub fn check_key<C: Sql + ?Sized>(
+    tx: &C,
     customer: &str,
     key: &SigningKey<'_>,
     first_use: &FirstUse<'_>,
     now: &str,
-) -> Result<()> {
+) -> Result<()>
+where
+    Error: From<C::Error>,
+{
     let key_id = key.key_id;
     let keys = db::ledger::installation_keys(tx, customer)?;
     match keys.iter().find(|(_, k, _)| k == key.public_key) {

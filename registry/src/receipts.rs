@@ -11,10 +11,10 @@
 //! Times are stored as UTC, and receipts are ordered by the parsed finish time, so
 //! `+05:00` offsets, fractions and a lowercase `t`/`z` compare as the times they are.
 
-use rusqlite::Transaction;
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::{DeployedRelease, Deployment};
+use crate::db::sql::Sql;
 use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
 use crate::timestamp::Timestamp;
@@ -91,12 +91,15 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
 }
 
 /// Stores a checked receipt inside the caller's transaction. True when it was new.
-pub fn store(
-    tx: &Transaction,
+pub fn store<C: Sql + ?Sized>(
+    tx: &C,
     checked: &Checked,
     now: &Timestamp,
     first_use: &FirstUse<'_>,
-) -> Result<bool> {
+) -> Result<bool>
+where
+    Error: From<C::Error>,
+{
     let now_text = now.as_str();
     let d = &checked.deployment;
     if let Some(existing) = db::ledger::receipt_document(tx, &d.receipt_id)? {

@@ -20,7 +20,6 @@
 //! argument (`now_ns`, UTC nanoseconds), so the schedule is a deterministic function
 //! of the database and the clock, and tests inject the clock.
 
-use rusqlite::Connection;
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_schema::release_receipt::SignedReleaseReceipt;
 use stackpack_schema::rollout::{
@@ -29,6 +28,7 @@ use stackpack_schema::rollout::{
 
 use crate::api::{EventKind, Gate, Rollout, RolloutDetail, RolloutState};
 use crate::db::rollouts::{self as rdb, ChannelConfig, RolloutRow};
+use crate::db::sql::{Decode, Sql};
 use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
 use crate::receipt_keys::{check_key, FirstUse, SigningKey};
@@ -81,12 +81,15 @@ pub struct Promoted {
 /// not verify or the registry does not hold what it approves; `CONFLICT` when the
 /// channel already has a newer version of the release, or this version with another
 /// statement. The same statement again changes nothing.
-pub fn promote(
-    conn: &Connection,
+pub fn promote<C: Sql + ?Sized>(
+    conn: &C,
     repository: &str,
     signed: &SignedChannelStatement,
     now_ns: i64,
-) -> Result<Promoted> {
+) -> Result<Promoted>
+where
+    Error: From<C::Error>,
+{
     check_held(conn, repository, signed)?;
     let s = &signed.statement;
     let document = String::from_utf8(signed.to_bytes()).expect("JSON is UTF-8");
@@ -124,7 +127,14 @@ pub fn promote(
 /// The statement verifies against its own key, names things by valid names, and
 /// approves a release version (or bundle) this registry holds, with that digest, in
 /// `repository`.
-fn check_held(conn: &Connection, repository: &str, signed: &SignedChannelStatement) -> Result<()> {
+fn check_held<C: Sql + ?Sized>(
+    conn: &C,
+    repository: &str,
+    signed: &SignedChannelStatement,
+) -> Result<()>
+where
+    Error: From<C::Error>,
+{
     let refused = |message: String| {
         Error::new(
             Code::ManifestInvalid,
@@ -175,12 +185,15 @@ fn check_held(conn: &Connection, repository: &str, signed: &SignedChannelStateme
 
 /// Records the promotion, starts its rollout (superseding the release's open ones
 /// in the channel) and opens its first wave.
-fn start_rollout(
-    conn: &Connection,
+fn start_rollout<C: Sql + ?Sized>(
+    conn: &C,
     signed: &SignedChannelStatement,
     document: &str,
     now_ns: i64,
-) -> Result<Promoted> {
+) -> Result<Promoted>
+where
+    Error: From<C::Error>,
+{
     let s = &signed.statement;
     let digest = s.digest.to_string();
     let now = format_ns(now_ns);
@@ -262,7 +275,7 @@ fn start_rollout(
 /// Moves every running rollout on as far as `now_ns` allows: opens due waves,
 /// assigns customers who joined an open wave, halts on a failure, completes. The
 /// registry's clock only; deterministic for a database and a time.
-pub fn advance(conn: &Connection, now_ns: i64) -> rusqlite::Result<()> {
+pub fn advance<C: Sql + ?Sized>(conn: &C, now_ns: i64) -> Result<(), C::Error> {
     for row in rdb::rollouts_in(conn, RolloutState::Running)? {
         advance_one(conn, row.id, now_ns, Joiners::Assign)?;
     }
@@ -287,7 +300,12 @@ enum Joiners {
     Skip,
 }
 
-fn advance_one(conn: &Connection, id: i64, now_ns: i64, joiners: Joiners) -> rusqlite::Result<()> {
+fn advance_one<C: Sql + ?Sized>(
+    conn: &C,
+    id: i64,
+    now_ns: i64,
+    joiners: Joiners,
+) -> Result<(), C::Error> {
     let Some(row) = rdb::rollout(conn, id)? else {
         return Ok(());
     };
@@ -329,12 +347,12 @@ fn next_wave_ns(row: &RolloutRow) -> i64 {
 }
 
 /// Opens wave `start`, and the ones after it while they have no customers.
-fn open_from(
-    conn: &Connection,
+fn open_from<C: Sql + ?Sized>(
+    conn: &C,
     row: &RolloutRow,
     start: usize,
     now_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     let now = format_ns(now_ns);
     let config = ChannelConfig {
         waves: row.waves.clone(),
@@ -381,7 +399,11 @@ fn open_from(
 }
 
 /// Customers put into a wave already open (or an earlier one) after it opened.
-fn assign_late_joiners(conn: &Connection, row: &RolloutRow, now_ns: i64) -> rusqlite::Result<()> {
+fn assign_late_joiners<C: Sql + ?Sized>(
+    conn: &C,
+    row: &RolloutRow,
+    now_ns: i64,
+) -> Result<(), C::Error> {
     let config = ChannelConfig {
         waves: row.waves.clone(),
         soak_seconds: row.soak_seconds,
@@ -397,14 +419,14 @@ fn assign_late_joiners(conn: &Connection, row: &RolloutRow, now_ns: i64) -> rusq
     Ok(())
 }
 
-fn assign(
-    conn: &Connection,
+fn assign<C: Sql + ?Sized>(
+    conn: &C,
     row: &RolloutRow,
     customer: &str,
     wave: &str,
     index: usize,
     now_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     let now = format_ns(now_ns);
     if rdb::insert_assignment(conn, row.id, customer, wave, index, &now)? {
         rdb::insert_event(
@@ -422,7 +444,7 @@ fn assign(
 }
 
 /// Halts a running rollout with a failed customer; true when it did.
-fn halt_on_failure(conn: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<bool> {
+fn halt_on_failure<C: Sql + ?Sized>(conn: &C, id: i64, now_ns: i64) -> Result<bool, C::Error> {
     let Some((customer, reason)) = rdb::first_failure(conn, id)? else {
         return Ok(false);
     };
@@ -452,11 +474,11 @@ fn halt_on_failure(conn: &Connection, id: i64, now_ns: i64) -> rusqlite::Result<
 // The health gate
 
 /// Where one customer stands for one rollout, from its receipts and sync reports.
-pub fn evaluate(
-    conn: &Connection,
+pub fn evaluate<C: Sql + ?Sized>(
+    conn: &C,
     row: &RolloutRow,
     customer: &str,
-) -> rusqlite::Result<(Gate, Option<String>)> {
+) -> Result<(Gate, Option<String>), C::Error> {
     let target = &row.version;
     let name = &row.release;
     if let Some(reason) = crate::forecast::gate_reason(conn, name, target, customer)? {
@@ -535,12 +557,12 @@ pub fn evaluate(
 }
 
 /// Re-reads one customer's gate standing in one rollout; records a change.
-fn refresh_gate(
-    conn: &Connection,
+fn refresh_gate<C: Sql + ?Sized>(
+    conn: &C,
     row: &RolloutRow,
     customer: &str,
     now_ns: i64,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     let Some((old, old_reason, wave)) = rdb::gate(conn, row.id, customer)? else {
         return Ok(());
     };
@@ -571,7 +593,11 @@ fn refresh_gate(
 
 /// Re-reads `customer`'s standing in every open rollout that assigned it, then moves
 /// those rollouts on: what a receipt or sync report of the customer runs.
-pub fn refresh_customer(conn: &Connection, customer: &str, now_ns: i64) -> rusqlite::Result<()> {
+pub fn refresh_customer<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+    now_ns: i64,
+) -> Result<(), C::Error> {
     for id in rdb::open_rollouts_of_customer(conn, customer)? {
         if let Some(row) = rdb::rollout(conn, id)? {
             refresh_gate(conn, &row, customer, now_ns)?;
@@ -604,7 +630,15 @@ impl Control {
 
 /// Pauses, resumes (clearing a halt; the gate is read again, so a cause still
 /// failing halts it again) or aborts rollout `id`. Returns it as it then stands.
-pub fn control(conn: &Connection, id: i64, control: Control, now_ns: i64) -> Result<RolloutRow> {
+pub fn control<C: Sql + ?Sized>(
+    conn: &C,
+    id: i64,
+    control: Control,
+    now_ns: i64,
+) -> Result<RolloutRow>
+where
+    Error: From<C::Error>,
+{
     let row = rdb::rollout(conn, id)?
         .ok_or_else(|| Error::new(Code::NotFound, format!("there is no rollout {id}")))?;
     let now = format_ns(now_ns);
@@ -671,7 +705,7 @@ pub fn control(conn: &Connection, id: i64, control: Control, now_ns: i64) -> Res
 // Reading
 
 /// A rollout as the API answers it.
-pub fn summary(conn: &Connection, row: &RolloutRow) -> rusqlite::Result<Rollout> {
+pub fn summary<C: Sql + ?Sized>(conn: &C, row: &RolloutRow) -> Result<Rollout, C::Error> {
     let (assigned, succeeded, failed) = rdb::gate_counts(conn, row.id)?;
     let promotion = rdb::promotion_by_id(conn, row.promotion_id)?;
     let statement = promotion
@@ -705,11 +739,11 @@ pub fn summary(conn: &Connection, row: &RolloutRow) -> rusqlite::Result<Rollout>
 }
 
 /// Rollouts, newest first.
-pub fn list(
-    conn: &Connection,
+pub fn list<C: Sql + ?Sized>(
+    conn: &C,
     channel: Option<&str>,
     release: Option<&str>,
-) -> rusqlite::Result<Vec<Rollout>> {
+) -> Result<Vec<Rollout>, C::Error> {
     rdb::rollouts(conn, channel, release, 1000)?
         .iter()
         .map(|row| summary(conn, row))
@@ -717,7 +751,7 @@ pub fn list(
 }
 
 /// One rollout with who got it when, who failed, and its history.
-pub fn detail(conn: &Connection, id: i64) -> rusqlite::Result<Option<RolloutDetail>> {
+pub fn detail<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<RolloutDetail>, C::Error> {
     let Some(row) = rdb::rollout(conn, id)? else {
         return Ok(None);
     };
@@ -731,20 +765,23 @@ pub fn detail(conn: &Connection, id: i64) -> rusqlite::Result<Option<RolloutDeta
     }))
 }
 
-fn stored_statement(text: &str) -> rusqlite::Result<SignedChannelStatement> {
-    SignedChannelStatement::from_bytes(text.as_bytes()).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+/// A promotion's stored statement, read back (column 0: `promotions.statement`).
+fn stored_statement(text: &str) -> Result<SignedChannelStatement, Decode> {
+    SignedChannelStatement::from_bytes(text.as_bytes()).map_err(|e| Decode::Parse {
+        column: 0,
+        value: text.chars().take(80).collect(),
+        message: e.to_string(),
     })
 }
 
 /// What `customer`'s runner should run: per release of its channel, the newest
 /// rollout that assigned it (a required version first, when it runs one below it).
 /// `None` when the customer is not known. Indexed lookups only.
-pub fn assignment(
-    conn: &Connection,
+pub fn assignment<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     now_ns: i64,
-) -> rusqlite::Result<Option<AssignmentResponse>> {
+) -> Result<Option<AssignmentResponse>, C::Error> {
     let Some(placement) = rdb::placement(conn, customer)? else {
         return Ok(None);
     };
@@ -941,13 +978,16 @@ pub fn record_sync(db: &Db, customer: &str, report: &SyncReport) -> Result<()> {
 
 /// Puts `customer` in `channel` and `wave` (checked against the channel's waves)
 /// and assigns it what the channel's open waves already carry.
-pub fn place(
-    conn: &Connection,
+pub fn place<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     channel: &str,
     wave: Option<&str>,
     now_ns: i64,
-) -> Result<()> {
+) -> Result<()>
+where
+    Error: From<C::Error>,
+{
     stackpack_schema::reference::validate_name(channel)
         .map_err(|e| bad(format!("channel `{channel}`: {e}")))?;
     let config = rdb::channel(conn, channel)?;
@@ -986,13 +1026,16 @@ pub fn place(
 }
 
 /// Sets a channel's waves and soak time (what is not given keeps its value).
-pub fn set_channel(
-    conn: &Connection,
+pub fn set_channel<C: Sql + ?Sized>(
+    conn: &C,
     name: &str,
     waves: Option<Vec<String>>,
     soak_seconds: Option<u64>,
     now_ns: i64,
-) -> Result<ChannelConfig> {
+) -> Result<ChannelConfig>
+where
+    Error: From<C::Error>,
+{
     stackpack_schema::reference::validate_name(name)
         .map_err(|e| bad(format!("channel `{name}`: {e}")))?;
     let mut config = rdb::channel(conn, name)?;

@@ -2,11 +2,9 @@
 //!
 //! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
 //! (PG7: `releases`, `installation_keys`, `release_modules`, `adoption_deltas`;
-//! `receipts` since PG5, `customers` and `fleet_cells` since PG4). Three stay on
-//! SQLite: [`upsert_release`], which queues `behind` alerts through `alerts` (not
-//! ported yet; [`record_release`] and [`refresh_stack_behind`] are its portable
-//! part), and [`fill_precedence_keys`] and [`adoption_plans`], a migration step
-//! and a plan check only SQLite has a use for.
+//! `receipts` since PG5, `customers` and `fleet_cells` since PG4). Two stay on
+//! SQLite: [`fill_precedence_keys`] and [`adoption_plans`], a migration step and a
+//! plan check only SQLite has a use for.
 
 use rusqlite::{params, Connection};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
@@ -57,9 +55,8 @@ pub fn record_release<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<bool, C:
 
 /// Records a release ([`record_release`]); a new stable version moves every cell of
 /// its stack one further behind, so the stack's `behind` counts are worked out
-/// again, and the customers it left behind are queued a `behind` alert. On SQLite
-/// only until `alerts` is behind [`Sql`]; then it becomes generic as it stands.
-pub fn upsert_release(conn: &Connection, r: &Release) -> rusqlite::Result<()> {
+/// again, and the customers it left behind are queued a `behind` alert.
+pub fn upsert_release<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<(), C::Error> {
     if record_release(conn, r)? {
         let were_current = super::alerts::up_to_date(conn, &r.stack)?;
         refresh_stack_behind(conn, &r.stack)?;

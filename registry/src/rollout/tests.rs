@@ -4,6 +4,7 @@ use super::*;
 use crate::api::{ReleaseVersion, RolloutState};
 use crate::db::release_index::NewReleaseIndex;
 use crate::timestamp::Timestamp;
+use rusqlite::Connection;
 use stackpack_schema::rollout::{ChannelStatement, CHANNEL_STATEMENT_FORMAT};
 use stackpack_schema::signature::PrivateKey;
 use stackpack_schema::Digest;

@@ -28,6 +28,7 @@ mod postgres_backend;
 mod postgres_forecasts;
 mod postgres_ledger;
 mod postgres_rollouts;
+mod postgres_scheduler;
 mod query_plans;
 mod receipt_forgery;
 mod registry_rules;

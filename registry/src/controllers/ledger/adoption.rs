@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::Json;
-use rusqlite::Connection;
 use semver::Version;
 
 use crate::api::{Adoption, AdoptionPoint};
 use crate::auth::Action;
 use crate::controllers::Ctx;
 use crate::db;
+use crate::db::sql::Sql;
 use crate::error::{Code, Error, Result};
 use crate::state::{AppState, SharedState};
 
@@ -64,11 +64,11 @@ pub fn adoption(state: &AppState, stack: Option<&str>, bucket: Bucket) -> Result
 
 /// Each stack's adoption (or only `stack`'s), summed from the days' deltas kept as
 /// receipts arrive: a point per bucket in which the counts changed.
-pub fn answer(
-    conn: &Connection,
+pub fn answer<C: Sql + ?Sized>(
+    conn: &C,
     stack: Option<&str>,
     bucket: Bucket,
-) -> rusqlite::Result<Vec<Adoption>> {
+) -> Result<Vec<Adoption>, C::Error> {
     let mut answer = Vec::new();
     let mut current: Option<(String, BTreeMap<String, i64>, Vec<AdoptionPoint>)> = None;
     let mut pending: Option<String> = None;

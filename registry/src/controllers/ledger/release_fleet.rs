@@ -14,13 +14,13 @@ use std::collections::{BTreeSet, HashMap};
 
 use axum::extract::{Path, State};
 use axum::Json;
-use rusqlite::Connection;
 
 use crate::api::{CustomerRelease, MixedReason, MixedStack, ReleaseFleetRow, ReleaseStackPart};
 use crate::auth::Action;
 use crate::controllers::Ctx;
 use crate::db;
 use crate::db::release_index::Cell;
+use crate::db::sql::Sql;
 use crate::error::Result;
 use crate::state::{AppState, SharedState};
 
@@ -59,11 +59,11 @@ pub fn rows(
 }
 
 /// The releases one customer runs (or only `only`), by name.
-pub fn customer_releases(
-    conn: &Connection,
+pub fn customer_releases<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     only: Option<&str>,
-) -> rusqlite::Result<Vec<ReleaseFleetRow>> {
+) -> Result<Vec<ReleaseFleetRow>, C::Error> {
     let cells = db::release_index::cells(conn, customer)?;
     let names: BTreeSet<&str> = cells
         .iter()
@@ -110,10 +110,10 @@ pub fn customer_releases(
 
 /// The releases one customer runs, each with the stacks and services its version
 /// pins (none when the version is not recorded here): the customer's snapshot.
-pub fn customer_snapshot(
-    conn: &Connection,
+pub fn customer_snapshot<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
-) -> rusqlite::Result<Vec<CustomerRelease>> {
+) -> Result<Vec<CustomerRelease>, C::Error> {
     customer_releases(conn, customer, None)?
         .into_iter()
         .map(|standing| {

@@ -23,6 +23,7 @@ use crate::auth::Action;
 use crate::config::TagPolicy;
 use crate::controllers::{empty, Ctx};
 use crate::db;
+use crate::db::sql::Sql;
 use crate::error::{Code, Error, Result};
 use crate::names::{is_prerelease_version_tag, is_stable_version_tag, Reference};
 use crate::timestamp::Timestamp;
@@ -157,12 +158,15 @@ async fn read_release(
 
 /// Every blob the manifest needs is in the repository with the size it says, and
 /// every manifest an index lists is stored.
-fn check_references(
-    tx: &rusqlite::Transaction,
+fn check_references<C: Sql + ?Sized>(
+    tx: &C,
     name: &str,
     blobs: &[Descriptor],
     manifests: &[String],
-) -> Result<()> {
+) -> Result<()>
+where
+    Error: From<C::Error>,
+{
     for blob in blobs {
         let key = blob.digest.to_string();
         match db::blobs::size_in_repo(tx, name, &key)? {
@@ -196,13 +200,16 @@ fn check_references(
 
 /// Refuses to move an immutable tag (stable `X.Y.Z` always; others by policy) to
 /// another digest.
-fn check_tag_move(
+fn check_tag_move<C: Sql + ?Sized>(
     ctx: &Ctx,
-    tx: &rusqlite::Transaction,
+    tx: &C,
     name: &str,
     tag: &str,
     key: &str,
-) -> Result<()> {
+) -> Result<()>
+where
+    Error: From<C::Error>,
+{
     let policy = if is_stable_version_tag(tag) {
         TagPolicy::Immutable
     } else if is_prerelease_version_tag(tag) {
@@ -222,11 +229,11 @@ fn check_tag_move(
 
 /// Records a stack version the push carries: the release, its modules, and the
 /// token that pushed it.
-fn record_stack_version(
-    tx: &rusqlite::Transaction,
+fn record_stack_version<C: Sql + ?Sized>(
+    tx: &C,
     release: &crate::api::Release,
     principal: &crate::auth::Principal,
-) -> rusqlite::Result<()> {
+) -> Result<(), C::Error> {
     db::ledger::upsert_release(tx, release)?;
     db::ledger::set_release_modules(tx, release)?;
     if let crate::auth::Principal::Token { id, .. } = principal {
