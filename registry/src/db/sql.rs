@@ -263,7 +263,7 @@ impl From<Decode> for rusqlite::Error {
     }
 }
 
-fn sqlite_value(value: rusqlite::types::ValueRef<'_>) -> Value {
+pub(crate) fn sqlite_value(value: rusqlite::types::ValueRef<'_>) -> Value {
     use rusqlite::types::ValueRef;
     match value {
         ValueRef::Null => Value::Null,
@@ -409,7 +409,7 @@ pub fn placeholders(sql: &str) -> String {
     out
 }
 
-fn pg_values(row: &postgres::Row) -> Result<Vec<Value>, PgError> {
+pub(crate) fn pg_values(row: &postgres::Row) -> Result<Vec<Value>, PgError> {
     use postgres::types::Type;
     let mut values = Vec::with_capacity(row.len());
     for (i, column) in row.columns().iter().enumerate() {
