@@ -43,6 +43,7 @@ pub enum Step {
     Insert,
     Verify,
     Identity,
+    Triggers,
     Commit,
 }
 
@@ -55,6 +56,7 @@ impl fmt::Display for Step {
             Step::Insert => "inserting rows",
             Step::Verify => "reading the rows back",
             Step::Identity => "moving an identity column's sequence",
+            Step::Triggers => "holding the tables' triggers during the copy",
             Step::Commit => "committing",
         })
     }
@@ -139,7 +141,9 @@ pub enum CopyError {
     RealValue { table: String, column: String },
     #[error("PostgreSQL's foreign keys form a cycle among {}: no order copies parents first", tables.join(", "))]
     ForeignKeyCycle { tables: Vec<String> },
-    #[error("table `{table}` differs after the copy ({difference}): rolled back, nothing was written")]
+    #[error(
+        "table `{table}` differs after the copy ({difference}): rolled back, nothing was written"
+    )]
     Differs {
         table: String,
         difference: Difference,
@@ -173,7 +177,11 @@ impl fmt::Display for Summary {
             self.sqlite_version, self.postgres_version
         )?;
         for t in &self.tables {
-            writeln!(f, "  {:<28} {:>10} rows  sha256:{}", t.table, t.rows, t.digest)?;
+            writeln!(
+                f,
+                "  {:<28} {:>10} rows  sha256:{}",
+                t.table, t.rows, t.digest
+            )?;
         }
         if !self.empty_sqlite_only.is_empty() {
             writeln!(
@@ -223,12 +231,19 @@ pub fn copy(sqlite: &Path, client: &mut postgres::Client) -> Result<Summary, Cop
         .transaction()
         .map_err(|e| pg(Step::ReadSchema, None)(e.into()))?;
     let (tables, empty_sqlite_only) = plan(&source, &mut tx).map_err(|e| e.at(sqlite))?;
+    set_triggers(&mut tx, &tables, Triggers::Held)?;
     let mut copied = Vec::with_capacity(tables.len());
     for table in &tables {
         let (rows, digest) = copy_table(&source, &mut tx, table).map_err(|e| e.at(sqlite))?;
         let (pg_rows, pg_digest) = postgres_digest(&mut tx, table)?;
         if pg_rows != rows {
-            return Err(differs(table, Difference::Rows { sqlite: rows, postgres: pg_rows }));
+            return Err(differs(
+                table,
+                Difference::Rows {
+                    sqlite: rows,
+                    postgres: pg_rows,
+                },
+            ));
         }
         if pg_digest != digest {
             return Err(differs(
@@ -246,6 +261,7 @@ pub fn copy(sqlite: &Path, client: &mut postgres::Client) -> Result<Summary, Cop
             digest,
         });
     }
+    set_triggers(&mut tx, &tables, Triggers::Firing)?;
     tx.commit().map_err(|e| pg(Step::Commit, None)(e.into()))?;
     Ok(Summary {
         sqlite_version,
@@ -253,6 +269,37 @@ pub fn copy(sqlite: &Path, client: &mut postgres::Client) -> Result<Summary, Cop
         tables: copied,
         empty_sqlite_only,
     })
+}
+
+/// Whether a table's own triggers fire on the rows the copy inserts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Triggers {
+    Held,
+    Firing,
+}
+
+/// Holds or releases the copied tables' own triggers (`DISABLE TRIGGER USER`:
+/// foreign keys stay checked). The copy brings SQLite's rows as they are,
+/// including those SQLite's triggers derived (the per-stack counts V16 keeps in
+/// `fleet_stack_versions`): PostgreSQL's twins of those triggers firing on the
+/// copied rows would count them a second time. `ALTER TABLE` is transactional, so
+/// a failed copy leaves them as they were; the tables' owner (who migrated them)
+/// may do it, no superuser needed.
+fn set_triggers(
+    tx: &mut postgres::Transaction<'_>,
+    tables: &[Table],
+    triggers: Triggers,
+) -> Result<(), CopyError> {
+    let switch = match triggers {
+        Triggers::Held => "DISABLE",
+        Triggers::Firing => "ENABLE",
+    };
+    for table in tables {
+        let sql = format!("ALTER TABLE {} {switch} TRIGGER USER", quoted(&table.name));
+        tx.batch_execute(&sql)
+            .map_err(|e| pg(Step::Triggers, Some(&table.name))(e.into()))?;
+    }
+    Ok(())
 }
 
 fn differs(table: &Table, difference: Difference) -> CopyError {
@@ -358,7 +405,10 @@ fn plan(
     let in_postgres: BTreeSet<&str> = order.iter().map(String::as_str).collect();
     let mut missing = Vec::new();
     let mut empty_sqlite_only = Vec::new();
-    for name in sqlite_tables.iter().filter(|t| !in_postgres.contains(t.as_str())) {
+    for name in sqlite_tables
+        .iter()
+        .filter(|t| !in_postgres.contains(t.as_str()))
+    {
         let any: bool = source.query_row(
             &format!("SELECT EXISTS (SELECT 1 FROM {})", quoted(name)),
             [],
@@ -437,7 +487,10 @@ fn postgres_tables_parents_first(
         let placed: BTreeSet<&String> = order.iter().collect();
         let Some(next) = parents
             .iter()
-            .find(|(_, of)| of.iter().all(|p| placed.contains(p) || !parents.contains_key(p)))
+            .find(|(_, of)| {
+                of.iter()
+                    .all(|p| placed.contains(p) || !parents.contains_key(p))
+            })
             .map(|(name, _)| name.clone())
         else {
             return Err(CopyError::ForeignKeyCycle {
@@ -671,8 +724,7 @@ fn insert(
             });
         }
     }
-    let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
-        params.iter().map(|p| p as _).collect();
+    let params: Vec<&(dyn postgres::types::ToSql + Sync)> = params.iter().map(|p| p as _).collect();
     tx.execute(statement, &params)
         .map_err(|e| pg(Step::Insert, Some(&table.name))(e.into()))?;
     Ok(())

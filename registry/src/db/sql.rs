@@ -318,12 +318,24 @@ impl Sql for rusqlite::Transaction<'_> {
 /// not read as asked.
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    #[error("postgresql: {0}")]
+    #[error("postgresql: {}", server_said(.0))]
     Postgres(#[from] postgres::Error),
     #[error("postgresql: {0}")]
     Decode(#[from] Decode),
     #[error("postgresql schema version {found} is newer than this build's {known}")]
     Newer { found: u32, known: u32 },
+}
+
+/// A `postgres::Error` with what the server said: its own `Display` is only
+/// "db error" for every refusal (a duplicate key, a failed trigger, a wrong
+/// type), which tells nobody what to fix. The message names tables, columns,
+/// constraints and users; its `DETAIL` (left out) may quote a row's values, such
+/// as a token's hash.
+fn server_said(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
 }
 
 /// A PostgreSQL client or transaction behind [`Sql`]. The `postgres` crate wants

@@ -39,7 +39,11 @@ fn filled_registry(dir: &Path) -> PathBuf {
         ..Default::default()
     };
     customers::set_details(&tx, "Zeta-1", &details, now).unwrap();
-    for (version, index) in [("1.10.0", "p-1.10"), ("1.9.0", "p-1.9"), ("2.0.0-rc.1", "p-rc")] {
+    for (version, index) in [
+        ("1.10.0", "p-1.10"),
+        ("1.9.0", "p-1.9"),
+        ("2.0.0-rc.1", "p-rc"),
+    ] {
         let r = release("platform", version, index, &["web", "db"]);
         release_index::record(&tx, &r).unwrap();
     }
@@ -78,8 +82,14 @@ fn answers<C: Sql>(conn: &C) -> Vec<String> {
         format!("{:?}", settings::get(conn, settings::BLOBS).unwrap()),
         format!("{all_blobs:?}"),
         format!("{uploads:?}"),
-        format!("{:?}", manifests::list_repositories(conn, None, None).unwrap()),
-        format!("{:?}", manifests::list_tags(conn, "acme/app", None, None).unwrap()),
+        format!(
+            "{:?}",
+            manifests::list_repositories(conn, None, None).unwrap()
+        ),
+        format!(
+            "{:?}",
+            manifests::list_tags(conn, "acme/app", None, None).unwrap()
+        ),
         format!(
             "{:?}",
             manifests::get_by_tag(conn, "acme/app", "latest")
@@ -90,7 +100,10 @@ fn answers<C: Sql>(conn: &C) -> Vec<String> {
         format!("{:?}", customers::search(conn, "", 50).unwrap()),
         format!("{:?}", customers::details(conn, "Zeta-1").unwrap()),
         format!("{:?}", release_index::versions(conn, None).unwrap()),
-        format!("{:?}", release_index::stacks(conn, "platform", "1.10.0").unwrap()),
+        format!(
+            "{:?}",
+            release_index::stacks(conn, "platform", "1.10.0").unwrap()
+        ),
         format!("{:?}", forecasts::forecast(conn, "network", &v).unwrap()),
         format!("{:?}", forecasts::misses(conn, "network", &v).unwrap()),
         format!("{:?}", alerts::list(conn).unwrap()),
@@ -123,7 +136,17 @@ fn a_registry_copied_to_postgres_answers_the_same_and_is_not_copied_twice() {
             .map(|i| (i, summary.tables[i].rows))
             .unwrap_or_else(|| panic!("{name} not copied: {summary}"))
     };
-    for table in ["tokens", "manifests", "tags", "support_bundles", "customers", "release_indexes", "forecasts", "alerts", "alert_outbox"] {
+    for table in [
+        "tokens",
+        "manifests",
+        "tags",
+        "support_bundles",
+        "customers",
+        "release_indexes",
+        "forecasts",
+        "alerts",
+        "alert_outbox",
+    ] {
         assert!(rows(table).1 > 0, "{table} empty: {summary}");
     }
     assert!(rows("blobs").0 < rows("repo_blobs").0, "{summary}");
@@ -179,7 +202,12 @@ fn a_copy_refuses_rows_postgres_has_no_table_for_and_writes_nothing() {
     drop(connection);
     let mut client = postgres.into_inner();
     let summary = copy::copy(&path, &mut client).unwrap();
-    assert!(summary.empty_sqlite_only.contains(&"local_notes".to_string()), "{summary}");
+    assert!(
+        summary
+            .empty_sqlite_only
+            .contains(&"local_notes".to_string()),
+        "{summary}"
+    );
     assert_eq!(tokens::count(&Pg::new(client)).unwrap(), 2);
 }
 
@@ -197,7 +225,12 @@ fn a_copy_refuses_an_sqlite_database_not_yet_migrated() {
     let mut client = icu_database(&server, "old");
     let error = copy::copy(&path, &mut client).err().expect("refused");
     assert!(matches!(error, CopyError::SqliteOlder { .. }), "{error:?}");
-    assert!(error.to_string().contains("run `stackpack-registry migrate`"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("run `stackpack-registry migrate`"),
+        "{error}"
+    );
     let version = rusqlite::Connection::open(&path)
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get::<_, u32>(0))
@@ -210,17 +243,120 @@ fn postgres_gone_before_the_copy_is_an_error_naming_it_without_the_password() {
     let dir = tempfile::tempdir().unwrap();
     let path = filled_registry(dir.path());
     let server = Postgres::start();
-    let url = server
-        .url()
-        .replace("postgres://stackpack@", "postgres://stackpack:hunter2secret@");
+    let url = server.url().replace(
+        "postgres://stackpack@",
+        "postgres://stackpack:hunter2secret@",
+    );
     let mut client = stackpack_registry::db::pg::connect(&url).unwrap();
     drop(server);
-    let error = copy::copy(&path, &mut client).err().expect("PostgreSQL is gone");
+    let error = copy::copy(&path, &mut client)
+        .err()
+        .expect("PostgreSQL is gone");
     assert!(
-        matches!(error, CopyError::Postgres { step: Step::Migrate, .. }),
+        matches!(
+            error,
+            CopyError::Postgres {
+                step: Step::Migrate,
+                ..
+            }
+        ),
         "{error:?}"
     );
     let shown = format!("{error} / {error:?}");
     assert!(shown.contains("postgresql"), "{shown}");
     assert!(!shown.contains("hunter2secret"), "{shown}");
+}
+
+/// A registry with `count` tokens whose ids mix case and punctuation, so that
+/// byte order (SQLite's) and an ICU `en-US` order (PostgreSQL's default here)
+/// differ.
+fn registry_with_tokens(dir: &Path, count: u32) -> PathBuf {
+    let path = dir.join("registry.db");
+    drop(Db::open(&path, 1).unwrap());
+    let mut connection = rusqlite::Connection::open(&path).unwrap();
+    let tx = connection.transaction().unwrap();
+    for i in 0..count {
+        let id = match i % 3 {
+            0 => format!("a-{i}"),
+            1 => format!("B_{i}"),
+            _ => format!("a.{i}"),
+        };
+        let token = tokens::NewToken {
+            role: stackpack_registry::auth::Role::Reader,
+            name: None,
+            customer: Some("acme"),
+            created: "2026-01-01T00:00:00Z",
+            expires_at: None,
+        };
+        tokens::insert(&tx, &id, &i.to_be_bytes(), &token).unwrap();
+    }
+    tx.commit().unwrap();
+    path
+}
+
+#[test]
+fn a_large_table_is_copied_in_batches_in_byte_order_with_its_triggers_held() {
+    let dir = tempfile::tempdir().unwrap();
+    // More than two batches of 500, and a last one part full.
+    let path = registry_with_tokens(dir.path(), 1_201);
+    let server = Postgres::start();
+    let mut client = icu_database(&server, "large");
+    // A trigger of PostgreSQL's own on a copied table (as the fleet's counts will
+    // have): the copy brings SQLite's rows as they are, without firing it...
+    client
+        .batch_execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql
+                 AS $$ BEGIN RAISE EXCEPTION 'the trigger fired'; END $$;
+             CREATE TRIGGER refuse BEFORE INSERT ON tokens
+                 FOR EACH ROW EXECUTE FUNCTION refuse();",
+        )
+        .unwrap();
+    let summary = copy::copy(&path, &mut client).unwrap();
+    let tokens_copied = summary.tables.iter().find(|t| t.table == "tokens").unwrap();
+    assert_eq!(tokens_copied.rows, 1_201);
+    let postgres = Pg::new(client);
+    let sqlite_connection = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(
+        serde_json::to_string(&tokens::list(&sqlite_connection).unwrap()).unwrap(),
+        serde_json::to_string(&tokens::list(&postgres).unwrap()).unwrap()
+    );
+    // ... and it fires again afterwards.
+    let new = tokens::NewToken {
+        role: stackpack_registry::auth::Role::Reader,
+        name: None,
+        customer: None,
+        created: "2026-01-02T00:00:00Z",
+        expires_at: None,
+    };
+    let error = tokens::insert(&postgres, "new", &[1], &new).unwrap_err();
+    assert!(error.to_string().contains("the trigger fired"), "{error}");
+}
+
+#[test]
+fn a_copy_that_reads_back_differently_is_rolled_back_naming_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = registry_with_tokens(dir.path(), 3);
+    let server = Postgres::start();
+    let mut client = icu_database(&server, "differs");
+    // A target whose column keeps the text otherwise (padded to 40 characters):
+    // every insert succeeds, but the rows read back are not SQLite's.
+    client
+        .batch_execute("ALTER TABLE tokens ALTER COLUMN created TYPE CHAR(40)")
+        .unwrap();
+    match copy::copy(&path, &mut client) {
+        Err(e @ CopyError::Differs { .. }) => {
+            let CopyError::Differs { table, difference } = &e else {
+                unreachable!()
+            };
+            assert_eq!(table, "tokens");
+            assert!(
+                matches!(difference, copy::Difference::Digest { .. }),
+                "{difference}"
+            );
+            assert!(e.to_string().contains("rolled back"), "{e}");
+        }
+        other => panic!("a copy reading back differently was kept: {other:?}"),
+    }
+    let postgres = Pg::new(client);
+    assert_eq!(tokens::count(&postgres).unwrap(), 0, "rolled back");
 }
