@@ -223,7 +223,7 @@ fn a_copy_refuses_an_sqlite_database_not_yet_migrated() {
         .unwrap();
     let server = Postgres::start();
     let mut client = icu_database(&server, "old");
-    let error = copy::copy(&path, &mut client).err().expect("refused");
+    let error = copy::copy(&path, &mut client).expect_err("refused");
     assert!(matches!(error, CopyError::SqliteOlder { .. }), "{error:?}");
     assert!(
         error
@@ -249,9 +249,7 @@ fn postgres_gone_before_the_copy_is_an_error_naming_it_without_the_password() {
     );
     let mut client = stackpack_registry::db::pg::connect(&url).unwrap();
     drop(server);
-    let error = copy::copy(&path, &mut client)
-        .err()
-        .expect("PostgreSQL is gone");
+    let error = copy::copy(&path, &mut client).expect_err("PostgreSQL is gone");
     assert!(
         matches!(
             error,
