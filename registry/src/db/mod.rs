@@ -5,6 +5,7 @@
 pub mod alerts;
 pub mod backup;
 pub mod blobs;
+pub mod copy;
 pub mod customers;
 pub mod fleet;
 pub mod forecasts;

@@ -7,10 +7,11 @@
 use super::sql::PgError;
 
 /// PostgreSQL version 1: API tokens (`db/tokens.rs`), with every column SQLite's
-/// V1..V15 gave them.
+/// V1..V15 gave them. `token list` orders tokens made in the same second by `id`:
+/// `"C"`, byte order as on SQLite, whatever the database's locale.
 const PG1: &str = r#"
 CREATE TABLE tokens (
-    id TEXT PRIMARY KEY,
+    id TEXT COLLATE "C" PRIMARY KEY,
     hash BYTEA NOT NULL UNIQUE,
     role TEXT NOT NULL,
     customer TEXT,

@@ -263,7 +263,7 @@ impl From<Decode> for rusqlite::Error {
     }
 }
 
-fn sqlite_value(value: rusqlite::types::ValueRef<'_>) -> Value {
+pub(crate) fn sqlite_value(value: rusqlite::types::ValueRef<'_>) -> Value {
     use rusqlite::types::ValueRef;
     match value {
         ValueRef::Null => Value::Null,
@@ -318,12 +318,24 @@ impl Sql for rusqlite::Transaction<'_> {
 /// not read as asked.
 #[derive(Debug, thiserror::Error)]
 pub enum PgError {
-    #[error("postgresql: {0}")]
+    #[error("postgresql: {}", server_said(.0))]
     Postgres(#[from] postgres::Error),
     #[error("postgresql: {0}")]
     Decode(#[from] Decode),
     #[error("postgresql schema version {found} is newer than this build's {known}")]
     Newer { found: u32, known: u32 },
+}
+
+/// A `postgres::Error` with what the server said: its own `Display` is only
+/// "db error" for every refusal (a duplicate key, a failed trigger, a wrong
+/// type), which tells nobody what to fix. The message names tables, columns,
+/// constraints and users; its `DETAIL` (left out) may quote a row's values, such
+/// as a token's hash.
+fn server_said(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
 }
 
 /// A PostgreSQL client or transaction behind [`Sql`]. The `postgres` crate wants
@@ -437,7 +449,7 @@ pub fn placeholders(sql: &str) -> String {
     out
 }
 
-fn pg_values(row: &postgres::Row) -> Result<Vec<Value>, PgError> {
+pub(crate) fn pg_values(row: &postgres::Row) -> Result<Vec<Value>, PgError> {
     use postgres::types::Type;
     let mut values = Vec::with_capacity(row.len());
     for (i, column) in row.columns().iter().enumerate() {

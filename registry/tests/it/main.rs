@@ -25,6 +25,7 @@ mod migrate;
 mod packager_bundles;
 mod postgres_alerts;
 mod postgres_backend;
+mod postgres_copy;
 mod postgres_forecasts;
 mod postgres_ledger;
 mod postgres_rollouts;

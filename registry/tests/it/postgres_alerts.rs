@@ -12,7 +12,7 @@ use crate::postgres_backend::{assert_same, icu_database, on_sqlite};
 
 const NOW: &str = "2026-12-02T10:00:00Z";
 
-fn failed<'a>(customer: &'a str, receipt: &'a str) -> Body<'a> {
+pub(crate) fn failed<'a>(customer: &'a str, receipt: &'a str) -> Body<'a> {
     Body {
         event: Event::Failed,
         customer,
@@ -75,7 +75,7 @@ fn alert_story<C: Sql>(conn: &C) -> Vec<String> {
 }
 
 /// Claims as the unit test makes them, then deliveries that succeed and fail.
-fn claim_story<C: Sql>(conn: &C) -> Vec<String> {
+pub(crate) fn claim_story<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = Vec::new();
     let first = alerts::claim(conn, 1_000, 1, 500).unwrap();
     answers.push(format!("{:?}", claimed(&first)));

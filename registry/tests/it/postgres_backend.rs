@@ -47,7 +47,7 @@ pub(crate) fn assert_same(sqlite: &[String], postgres: &[String]) {
 }
 
 /// Every answer `tokens` gives to one fixed sequence of calls, as text to compare.
-fn token_story<C: Sql>(conn: &C) -> Vec<String> {
+pub(crate) fn token_story<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = vec![format!("count {}", tokens::count(conn).unwrap())];
     let ci = tokens::NewToken {
         role: Role::Publisher,
@@ -228,7 +228,7 @@ fn of_two_postgres_transactions_taking_one_lease_only_one_gets_it() {
 /// give to one push's worth of calls: an upload session's parts, the blob it
 /// became, a manifest and an index over it, tags and referrers, where the blobs
 /// live, and a customer's support bundles.
-fn push_story<C: Sql>(conn: &C) -> Vec<String> {
+pub(crate) fn push_story<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = Vec::new();
     answers.extend(settings_story(conn));
     answers.extend(upload_story(conn));

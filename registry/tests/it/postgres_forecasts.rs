@@ -36,7 +36,7 @@ fn stack(name: &str, action: Action) -> StackForecast {
 }
 
 /// A forecast of `network@1.1.0` made at `created_at` for `customers`.
-fn forecast(created_at: &str, customers: &[(&str, Action)]) -> ReleaseForecast {
+pub(crate) fn forecast(created_at: &str, customers: &[(&str, Action)]) -> ReleaseForecast {
     ReleaseForecast {
         format: FORECAST_FORMAT,
         kind: ApprovedKind::Stack,
@@ -65,7 +65,7 @@ fn forecast(created_at: &str, customers: &[(&str, Action)]) -> ReleaseForecast {
 }
 
 /// A miss of `customer`'s receipt `receipt` on `version`, drifted or not.
-fn miss(customer: &str, version: &str, receipt: &str, drifted: bool) -> ForecastMiss {
+pub(crate) fn miss(customer: &str, version: &str, receipt: &str, drifted: bool) -> ForecastMiss {
     ForecastMiss {
         customer: customer.into(),
         release: "network".into(),
