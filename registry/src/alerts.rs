@@ -251,7 +251,9 @@ async fn deliver_in_order(
         return;
     }
     let released = tokio::task::spawn_blocking(move || {
-        state.db.write(|tx| Ok(db::alerts::unclaim(tx, &untried)?))
+        state
+            .db
+            .write_any(|tx| Ok(db::alerts::unclaim(tx, &untried)?))
     })
     .await;
     if let Ok(Err(e)) = released {
@@ -283,7 +285,7 @@ async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts
     let writing = state.clone();
     let written = tokio::task::spawn_blocking(move || {
         let now = crate::timestamp::Timestamp::now();
-        writing.db.write(|tx| {
+        writing.db.write_any(|tx| {
             match &error {
                 None => db::alerts::delivered(tx, &item, now.as_str())?,
                 Some(error) => {
