@@ -10,6 +10,7 @@
 //! [`MAX_ATTEMPTS`]; the webhook's last error shows in `alert list` and on
 //! `/healthz`.
 
+use crate::db::sql::Sql;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -140,7 +141,7 @@ pub fn note_receipt(
 
 /// Customers silent longer than `after` and not yet announced: queues `silent` for
 /// each, once per silence.
-pub fn note_silent(tx: &Connection, after: Duration) -> rusqlite::Result<usize> {
+pub fn note_silent<C: Sql + ?Sized>(tx: &C, after: Duration) -> Result<usize, C::Error> {
     let now = crate::timestamp::Timestamp::now();
     let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
     let before_ns = now_ns.saturating_sub(i64::try_from(after.as_nanos()).unwrap_or(i64::MAX));
@@ -199,7 +200,7 @@ pub async fn run(state: Arc<AppState>) {
             // A delivery's bound, and a margin for writing its outcome.
             let per_event = reading.config.alert_timeout + Duration::from_secs(15);
             let per_event_ns = i64::try_from(per_event.as_nanos()).unwrap_or(i64::MAX);
-            reading.db.write(|tx| {
+            reading.db.write_any(|tx| {
                 note_silent(tx, silent_after)?;
                 let now = crate::rollout::now_ns();
                 Ok(db::alerts::claim(tx, now, CLAIM_LIMIT, per_event_ns)?)

@@ -53,7 +53,7 @@ pub struct CustomerDetail {
 /// One customer's snapshot, or `None` when the customer is not known. The API, the
 /// `customer show` command and the customer page answer from it.
 pub fn detail(state: &crate::state::AppState, id: &str) -> Result<Option<CustomerDetail>> {
-    let found = state.db.support(|c| {
+    let found = state.db.support_any(|c| {
         let Some(customer) = db::ledger::customer(c, id)? else {
             return Ok(None);
         };

@@ -10,11 +10,11 @@
 //! new release did not change: that stack's receipt still names the older version,
 //! yet it runs exactly what the new one pins.
 
+use crate::db::sql::Sql;
 use std::collections::{BTreeSet, HashMap};
 
 use axum::extract::{Path, State};
 use axum::Json;
-use rusqlite::Connection;
 
 use crate::api::{CustomerRelease, MixedReason, MixedStack, ReleaseFleetRow, ReleaseStackPart};
 use crate::auth::Action;
@@ -39,7 +39,7 @@ pub fn rows(
     name: &str,
     query: &ReleaseFleetQuery,
 ) -> Result<Vec<ReleaseFleetRow>> {
-    state.db.support(|c| {
+    state.db.support_any(|c| {
         let mut rows = Vec::new();
         for customer in db::release_index::customers_of(c, name)? {
             if query
@@ -59,11 +59,11 @@ pub fn rows(
 }
 
 /// The releases one customer runs (or only `only`), by name.
-pub fn customer_releases(
-    conn: &Connection,
+pub fn customer_releases<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
     only: Option<&str>,
-) -> rusqlite::Result<Vec<ReleaseFleetRow>> {
+) -> Result<Vec<ReleaseFleetRow>, C::Error> {
     let cells = db::release_index::cells(conn, customer)?;
     let names: BTreeSet<&str> = cells
         .iter()
@@ -110,10 +110,10 @@ pub fn customer_releases(
 
 /// The releases one customer runs, each with the stacks and services its version
 /// pins (none when the version is not recorded here): the customer's snapshot.
-pub fn customer_snapshot(
-    conn: &Connection,
+pub fn customer_snapshot<C: Sql + ?Sized>(
+    conn: &C,
     customer: &str,
-) -> rusqlite::Result<Vec<CustomerRelease>> {
+) -> Result<Vec<CustomerRelease>, C::Error> {
     customer_releases(conn, customer, None)?
         .into_iter()
         .map(|standing| {

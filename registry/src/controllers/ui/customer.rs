@@ -133,7 +133,7 @@ pub async fn show(
         Ok(age) => age,
         Err(e) => return failed(e),
     };
-    let found = state.db.scan(|c| {
+    let found = state.db.scan_any(|c| {
         Ok((
             db::ledger::customer(c, &id)?,
             db::ledger::installation_key_standing(c, &id)?,
