@@ -10,6 +10,7 @@
 //! [`MAX_ATTEMPTS`]; the webhook's last error shows in `alert list` and on
 //! `/healthz`.
 
+use crate::db::sql::Sql;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +20,6 @@ use crate::alert_event::Body;
 pub use crate::alert_event::{check_webhook, parse_events, Event};
 use crate::api::Deployment;
 use crate::db;
-use crate::db::sql::Sql;
 use crate::state::AppState;
 
 /// Tries a delivery gets before it is dropped (about an hour and a half in all).
@@ -199,7 +199,7 @@ pub async fn run(state: Arc<AppState>) {
             // A delivery's bound, and a margin for writing its outcome.
             let per_event = reading.config.alert_timeout + Duration::from_secs(15);
             let per_event_ns = i64::try_from(per_event.as_nanos()).unwrap_or(i64::MAX);
-            reading.db.write(|tx| {
+            reading.db.write_any(|tx| {
                 note_silent(tx, silent_after)?;
                 let now = crate::rollout::now_ns();
                 Ok(db::alerts::claim(tx, now, CLAIM_LIMIT, per_event_ns)?)
@@ -251,7 +251,9 @@ async fn deliver_in_order(
         return;
     }
     let released = tokio::task::spawn_blocking(move || {
-        state.db.write(|tx| Ok(db::alerts::unclaim(tx, &untried)?))
+        state
+            .db
+            .write_any(|tx| Ok(db::alerts::unclaim(tx, &untried)?))
     })
     .await;
     if let Ok(Err(e)) = released {
@@ -283,7 +285,7 @@ async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts
     let writing = state.clone();
     let written = tokio::task::spawn_blocking(move || {
         let now = crate::timestamp::Timestamp::now();
-        writing.db.write(|tx| {
+        writing.db.write_any(|tx| {
             match &error {
                 None => db::alerts::delivered(tx, &item, now.as_str())?,
                 Some(error) => {

@@ -32,6 +32,8 @@ pub enum Code {
     Conflict,
     /// The disk is nearly full: writes wait until space is freed.
     InsufficientStorage,
+    /// The database cannot be reached: retry later.
+    Unavailable,
     Internal,
 }
 
@@ -57,6 +59,7 @@ impl Code {
             Code::NotFound => "NOT_FOUND",
             Code::Conflict => "CONFLICT",
             Code::InsufficientStorage => "INSUFFICIENT_STORAGE",
+            Code::Unavailable => "UNAVAILABLE",
             Code::Internal => "INTERNAL_ERROR",
         }
     }
@@ -82,6 +85,7 @@ impl Code {
             Code::RangeInvalid => StatusCode::RANGE_NOT_SATISFIABLE,
             Code::Conflict => StatusCode::CONFLICT,
             Code::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
+            Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -156,11 +160,27 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
-/// The same as a SQLite failure: the registry logs it and answers `INTERNAL`
-/// (PostgreSQL's errors name no password: the client never prints its config).
+/// A database that cannot be reached (PostgreSQL down, the connection lost) is
+/// 503 Service Unavailable, so clients retry and the replica recovers by
+/// reconnecting; anything else the database refused is a 500 naming it.
+impl From<crate::db::sql::SqlError> for Error {
+    fn from(e: crate::db::sql::SqlError) -> Self {
+        if e.is_unavailable() {
+            Error::new(
+                Code::Unavailable,
+                format!("{e}; retry once the database is back"),
+            )
+        } else {
+            Error::internal(e.to_string())
+        }
+    }
+}
+
+/// As [`SqlError`](crate::db::sql::SqlError): 503 when PostgreSQL cannot be
+/// reached, a 500 naming what it refused otherwise.
 impl From<crate::db::sql::PgError> for Error {
     fn from(e: crate::db::sql::PgError) -> Self {
-        Error::internal(format!("database: {e}"))
+        crate::db::sql::SqlError::from(e).into()
     }
 }
 

@@ -63,7 +63,7 @@ pub fn sweep_uploads(
 ) -> Result<(), Error> {
     let before = db::now_unix() - lifetime.as_secs() as i64;
     loop {
-        let ids = db.write(|tx| {
+        let ids = db.write_any(|tx| {
             let ids = db::uploads::expired(tx, before, BATCH)?;
             for id in &ids {
                 db::uploads::delete(tx, id)?;
@@ -81,7 +81,7 @@ pub fn sweep_uploads(
     // A session's bytes are written before its row, and every write to them makes
     // them young again, so old bytes without a row belong to no live session.
     let cutoff = SystemTime::now() - lifetime;
-    let live = db.scan(db::uploads::all_ids)?;
+    let live = db.scan_any(|c| db::uploads::all_ids(c))?;
     let stray: Vec<String> = store
         .list_uploads()?
         .into_iter()
@@ -89,7 +89,7 @@ pub fn sweep_uploads(
         .map(|(id, _)| id)
         .collect();
     for batch in stray.chunks(BATCH) {
-        db.write(|tx| {
+        db.write_any(|tx| {
             for id in batch {
                 if db::uploads::get(tx, id)?.is_none() {
                     if let Ok(freed) = store.remove_upload(id) {
@@ -114,7 +114,7 @@ fn delete_unreferenced_blobs(
 ) -> Result<(), Error> {
     let before = db::now_unix() - grace.as_secs() as i64;
     loop {
-        let digests = db.write(|tx| {
+        let digests = db.write_any(|tx| {
             let digests = db::blobs::unreferenced(tx, before, BATCH)?;
             db::blobs::delete_rows(tx, &digests)?;
             Ok(digests)
@@ -135,7 +135,7 @@ fn delete_unrecorded(
     digests: &[String],
     report: &mut GcReport,
 ) -> Result<u64, Error> {
-    db.write(|tx| {
+    db.write_any(|tx| {
         let mut removed = 0;
         for key in digests {
             let Ok(digest) = key.parse::<Digest>() else {
@@ -164,7 +164,7 @@ fn sweep_blob_files(
     let cutoff = SystemTime::now() - grace;
     // A first, lock-free pass by a snapshot; each candidate is checked again under
     // the write lock before it goes.
-    let known = db.scan(db::blobs::all)?;
+    let known = db.scan_any(|c| db::blobs::all(c))?;
     let stray: Vec<String> = store
         .list_blobs()?
         .into_iter()

@@ -65,7 +65,7 @@ fn ttl_ns() -> i64 {
 
 fn take(db: &Db, name: &str, holder: &str) -> Result<Result<(), Held>, Error> {
     let now = crate::rollout::now_ns();
-    db.write(|tx| {
+    db.write_any(|tx| {
         let until = now + ttl_ns();
         match db::leases::take(tx, name, holder, now, until)? {
             Err(held) if dead_here(&held.holder) => {
@@ -104,6 +104,6 @@ pub fn hold<T>(db: &Db, name: &str, job: impl FnOnce() -> T) -> Result<Result<T,
         drop(stop);
         value
     });
-    db.write(|tx| Ok(db::leases::give_back(tx, name, &holder)?))?;
+    db.write_any(|tx| Ok(db::leases::give_back(tx, name, &holder)?))?;
     Ok(Ok(value))
 }

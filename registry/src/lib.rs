@@ -84,7 +84,7 @@ pub enum OpenError {
 pub fn check_blob_location(db: &db::Db, location: &storage::BlobLocation) -> Result<(), OpenError> {
     let given = location.identity();
     let recorded = db
-        .write(|tx| {
+        .write_any(|tx| {
             if let Some(recorded) = db::settings::get(tx, db::settings::BLOBS)? {
                 return Ok(recorded);
             }
@@ -117,7 +117,7 @@ pub fn open(config: Config) -> Result<AppState, OpenError> {
 /// The configuration's webhooks replace those of the last start.
 fn configure_alerts(db: &db::Db, alerts: &[config::ConfiguredAlert]) -> Result<(), OpenError> {
     let now = timestamp::Timestamp::now();
-    db.write(|tx| {
+    db.write_any(|tx| {
         let webhooks: Vec<String> = alerts.iter().map(|a| a.webhook.clone()).collect();
         db::alerts::keep_configured(tx, &webhooks)?;
         for a in alerts {

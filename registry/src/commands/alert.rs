@@ -17,7 +17,7 @@ pub fn add(args: &AlertAddArgs) -> Result<()> {
     let now = db::now_rfc3339();
     let id = state
         .db
-        .write(|tx| Ok(db::alerts::add(tx, &args.webhook, &names, "cli", &now)?))
+        .write_any(|tx| Ok(db::alerts::add(tx, &args.webhook, &names, "cli", &now)?))
         .map_err(refused_in(&args.data))?;
     if args.json {
         print_json(&serde_json::json!({"id": id, "webhook": args.webhook, "events": names}));
@@ -35,7 +35,7 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
     let state = open_existing(&args.data)?;
     let list = state
         .db
-        .read(db::alerts::list)
+        .read_any(|c| db::alerts::list(c))
         .map_err(refused_in(&args.data))?;
     if args.json {
         print_json(&list);
@@ -88,7 +88,7 @@ pub fn remove(args: &AlertRemoveArgs) -> Result<()> {
     let state = open_existing(&args.data)?;
     let removed = state
         .db
-        .write(|tx| Ok(db::alerts::remove(tx, args.id)?))
+        .write_any(|tx| Ok(db::alerts::remove(tx, args.id)?))
         .map_err(refused_in(&args.data))?;
     if !removed {
         return Err(Error::refused(format!("there is no alert `{}`", args.id))

@@ -32,7 +32,7 @@ pub fn add(args: &CustomerAddArgs) -> Result<()> {
     }
     let state = open_existing(&args.data)?;
     let now = db::now_rfc3339();
-    let customer = state.db.write(|tx| {
+    let customer = state.db.write_any(|tx| {
         let (name, environment) = (args.name.as_deref(), args.environment.as_deref());
         db::ledger::register_customer(tx, &args.id, name, environment, &now)?;
         Ok(db::ledger::customer(tx, &args.id)?)
@@ -195,7 +195,7 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
     let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
     let state = open_existing(&args.data)?;
     let now = db::now_rfc3339();
-    let known = state.db.write(|tx| {
+    let known = state.db.write_any(|tx| {
         if db::ledger::customer(tx, &args.id)?.is_none() {
             return Ok(false);
         }
@@ -224,7 +224,7 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
 pub fn revoke_key(args: &CustomerKeyRevokeArgs) -> Result<()> {
     let state = open_existing(&args.data)?;
     let now = db::now_rfc3339();
-    let revoked = state.db.write(|tx| {
+    let revoked = state.db.write_any(|tx| {
         Ok(db::ledger::revoke_installation_key(
             tx,
             &args.id,

@@ -77,7 +77,9 @@ fn move_blobs(args: &MigrateArgs, target: &str, (from, to): (u32, u32)) -> Resul
     let state = open_existing(data)?;
     let recorded = state
         .db
-        .read(|c| stackpack_registry::db::settings::get(c, stackpack_registry::db::settings::BLOBS))
+        .read_any(|c| {
+            stackpack_registry::db::settings::get(c, stackpack_registry::db::settings::BLOBS)
+        })
         .map_err(refused_in(data))?
         .unwrap_or_else(|| BlobLocation::DataFolder.identity());
     if recorded == target.identity() {

@@ -34,7 +34,7 @@ pub fn set(args: &CustomerSetArgs) -> Result<()> {
     if !details.is_empty() {
         let state = open_existing(&args.data)?;
         let now = db::now_rfc3339();
-        let set = state.db.write(|tx| {
+        let set = state.db.write_any(|tx| {
             db::customers::set_details(tx, &args.id, &details, &now)?;
             Ok(db::customers::details(tx, &args.id)?.unwrap_or_default())
         });

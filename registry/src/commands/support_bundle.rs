@@ -33,7 +33,7 @@ pub fn import(args: &SupportBundleImportArgs) -> Result<()> {
     let customer = args.customer.as_str();
     let stored = state
         .db
-        .write(|tx| {
+        .write_any(|tx| {
             if db::ledger::customer(tx, customer)?.is_none() {
                 return Ok(None);
             }

@@ -61,7 +61,7 @@ pub fn create(args: &TokenCreateArgs) -> Result<()> {
     };
     let created = state
         .db
-        .write(|tx| {
+        .write_any(|tx| {
             if let Some(name) = name {
                 if db::tokens::name_taken(tx, name)? {
                     return Ok(false);
@@ -120,7 +120,7 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
     let state = open_existing(&args.data)?;
     let tokens = state
         .db
-        .scan(db::tokens::list)
+        .scan_any(|c| db::tokens::list(c))
         .map_err(refused_in(&args.data))?;
     let now = time::OffsetDateTime::now_utc();
     if args.json {
@@ -182,7 +182,7 @@ pub fn revoke(args: &TokenRevokeArgs) -> Result<()> {
     let now = db::now_rfc3339();
     let Some(revoked_at) = state
         .db
-        .write(|tx| Ok(db::tokens::revoke(tx, &args.id, &now)?))
+        .write_any(|tx| Ok(db::tokens::revoke(tx, &args.id, &now)?))
         .map_err(refused_in(&args.data))?
     else {
         return Err(Error::refused(format!("no token has the id `{}`", args.id))

@@ -76,7 +76,7 @@ fn note_use(state: &SharedState, id: &str) {
         let now = crate::db::now_rfc3339();
         if let Err(e) = state
             .db
-            .write(|tx| Ok(crate::db::tokens::touch(tx, &id, &now)?))
+            .write_any(|tx| Ok(crate::db::tokens::touch(tx, &id, &now)?))
         {
             tracing::debug!("could not record the use of token `{id}`: {}", e.message);
         }

@@ -330,11 +330,118 @@ pub enum PgError {
 /// "db error" for every refusal (a duplicate key, a failed trigger, a wrong
 /// type), which tells nobody what to fix. The message names tables, columns,
 /// constraints and users; its `DETAIL` (left out) may quote a row's values, such
-/// as a token's hash.
+/// as a token's hash. A client-side error (a closed connection, I/O) is the
+/// client's text, which never holds the connection URL.
 fn server_said(e: &postgres::Error) -> String {
     match e.as_db_error() {
-        Some(db) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        Some(db) => format!("{e}: {} (SQLSTATE {})", db.message(), db.code().code()),
         None => e.to_string(),
+    }
+}
+
+impl PgError {
+    /// Whether the server could not be reached or the connection was lost (as
+    /// opposed to a statement it refused): the request may succeed once it is back,
+    /// so it is answered 503, not 500.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            PgError::Postgres(e) => {
+                let io = e.as_db_error().is_none()
+                    && std::error::Error::source(e)
+                        .is_some_and(|source| source.downcast_ref::<std::io::Error>().is_some());
+                e.is_closed()
+                    || io
+                    || e.code().is_some_and(|code| {
+                        code.code().starts_with("08")
+                            || code == &postgres::error::SqlState::ADMIN_SHUTDOWN
+                            || code == &postgres::error::SqlState::CRASH_SHUTDOWN
+                            || code == &postgres::error::SqlState::CANNOT_CONNECT_NOW
+                            || code == &postgres::error::SqlState::TOO_MANY_CONNECTIONS
+                    })
+            }
+            PgError::Decode(_) | PgError::Newer { .. } => false,
+        }
+    }
+}
+
+/// A database call's failure on either backend: what [`Conn`] answers, so a
+/// closure given to `Db` is written once for both.
+#[derive(Debug, thiserror::Error)]
+pub enum SqlError {
+    #[error("database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("database: {0}")]
+    Postgres(PgError),
+    #[error("database: {0}")]
+    Decode(#[from] Decode),
+    /// A call only the SQLite backend can make yet (see `POSTGRES.md`).
+    #[error("database: {0} is not yet available on PostgreSQL")]
+    NotOnPostgres(&'static str),
+}
+
+impl From<PgError> for SqlError {
+    fn from(e: PgError) -> Self {
+        match e {
+            PgError::Decode(decode) => SqlError::Decode(decode),
+            other => SqlError::Postgres(other),
+        }
+    }
+}
+
+impl SqlError {
+    /// Whether the database could not be reached (see [`PgError::is_unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            SqlError::Postgres(e) => e.is_unavailable(),
+            SqlError::Sqlite(_) | SqlError::Decode(_) | SqlError::NotOnPostgres(_) => false,
+        }
+    }
+
+    /// The SQLite error inside, for the callers that match on one (a constraint
+    /// refused, no row).
+    pub fn sqlite(&self) -> Option<&rusqlite::Error> {
+        match self {
+            SqlError::Sqlite(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A connection or transaction of whichever backend `Db` runs on, handed to its
+/// closures: the `db/` functions, generic over [`Sql`], take it as they take a
+/// SQLite connection, and answer [`SqlError`] on both backends.
+#[derive(Clone, Copy)]
+pub enum Conn<'a> {
+    Sqlite(&'a rusqlite::Connection),
+    Postgres(&'a dyn Sql<Error = PgError>),
+}
+
+impl Sql for Conn<'_> {
+    type Error = SqlError;
+
+    fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, SqlError> {
+        match self {
+            Conn::Sqlite(c) => Ok(Sql::execute(*c, sql, params)?),
+            Conn::Postgres(c) => Ok(c.execute(sql, params)?),
+        }
+    }
+
+    fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, SqlError> {
+        match self {
+            Conn::Sqlite(c) => Ok(Sql::query(*c, sql, params)?),
+            Conn::Postgres(c) => Ok(c.query(sql, params)?),
+        }
+    }
+}
+
+impl<'a> Conn<'a> {
+    /// The SQLite connection, for a call not yet generic over [`Sql`]; on
+    /// PostgreSQL a [`SqlError::NotOnPostgres`] naming `what`.
+    pub fn sqlite(&self, what: &'static str) -> Result<&'a rusqlite::Connection, SqlError> {
+        match self {
+            Conn::Sqlite(c) => Ok(c),
+            Conn::Postgres(_) => Err(SqlError::NotOnPostgres(what)),
+        }
     }
 }
 

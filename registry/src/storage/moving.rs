@@ -8,6 +8,7 @@
 //! blob is in the new store is the new location recorded: until then the registry
 //! still reads the old one, and a move stopped half way can be run again.
 
+use crate::db::sql::Sql;
 use futures_util::StreamExt;
 use stackpack_schema::Digest;
 
@@ -55,9 +56,10 @@ pub async fn move_blobs(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<MoveReport, MoveError> {
     let blobs: Vec<(String, i64)> = database
-        .read(|c| {
-            c.prepare("SELECT digest, size FROM blobs ORDER BY digest")?
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .read_any(|c| {
+            c.query("SELECT digest, size FROM blobs ORDER BY digest", &[])?
+                .iter()
+                .map(|r| Ok((r.get(0)?, r.get(1)?)))
                 .collect()
         })
         .map_err(|e| MoveError::Db(e.message))?;
@@ -79,7 +81,7 @@ pub async fn move_blobs(
     }
     let identity = to_identity.to_string();
     database
-        .write(|tx| Ok(db::settings::set(tx, db::settings::BLOBS, &identity)?))
+        .write_any(|tx| Ok(db::settings::set(tx, db::settings::BLOBS, &identity)?))
         .map_err(|e| MoveError::Db(e.message))?;
     Ok(report)
 }

@@ -1141,3 +1141,33 @@ fn a_watchdog_started_after_its_owner_died_still_stops_the_cluster() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// What a backend-neutral `Db` closure sees on PostgreSQL: a statement the server
+/// refuses names the server's message and SQLSTATE (not just "db error") and is a
+/// 500; a server that is gone is a 503 Service Unavailable, so clients retry and the
+/// replica recovers by reconnecting.
+#[test]
+fn a_refused_statement_names_the_server_message_and_a_lost_server_answers_503() {
+    use stackpack_registry::db::sql::{Conn, SqlError};
+    use stackpack_registry::error::Error;
+    let server = Postgres::start();
+    let pg = Pg::new(pg::connect(&server.url()).unwrap());
+    let conn = Conn::Postgres(&pg);
+
+    let refused: SqlError = conn.query("SELECT * FROM nowhere", &[]).unwrap_err();
+    let shown = refused.to_string();
+    assert!(
+        shown.contains("relation \"nowhere\" does not exist"),
+        "{shown}"
+    );
+    assert!(shown.contains("SQLSTATE 42P01"), "{shown}");
+    assert!(!refused.is_unavailable(), "{shown}");
+    let answered = Error::from(refused);
+    assert_eq!(answered.status().as_u16(), 500);
+
+    drop(server);
+    let lost = conn.query("SELECT 1", &[]).unwrap_err();
+    assert!(lost.is_unavailable(), "{lost} / {lost:?}");
+    let answered = Error::from(lost);
+    assert_eq!(answered.status().as_u16(), 503, "{}", answered.message);
+}

@@ -17,7 +17,7 @@ pub async fn handle(State(state): State<SharedState>, ctx: Ctx) -> Result<Respon
     let last = ctx.query("last");
     let mut repos = state
         .db
-        .scan(|c| db::manifests::list_repositories(c, last, n.map(|n| n + 1)))?;
+        .scan_any(|c| db::manifests::list_repositories(c, last, n.map(|n| n + 1)))?;
     let mut more = false;
     if let Some(n) = n {
         if repos.len() as u64 > n {

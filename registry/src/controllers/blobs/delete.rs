@@ -13,7 +13,7 @@ use crate::names::parse_digest;
 pub async fn handle(ctx: Ctx, name: &str, digest: &str) -> Result<Response> {
     ctx.authorize(Action::Delete(name))?;
     let digest = parse_digest(digest)?.to_string();
-    ctx.state.db.write(|tx| {
+    ctx.state.db.write_any(|tx| {
         if db::blobs::referenced_in_repo(tx, name, &digest)? {
             return Err(Error::new(
                 Code::Denied,

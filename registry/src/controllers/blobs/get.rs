@@ -45,7 +45,7 @@ pub async fn handle(ctx: Ctx, name: &str, digest: &str, head: bool) -> Result<Re
     let Some(size) = ctx
         .state
         .db
-        .read(|c| db::blobs::size_in_repo(c, name, &key))?
+        .read_any(|c| db::blobs::size_in_repo(c, name, &key))?
     else {
         return Err(unknown());
     };

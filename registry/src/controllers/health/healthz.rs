@@ -4,6 +4,7 @@
 //! is something to fix, not an outage), so a monitor reading it sees alerts that
 //! reach nobody.
 
+use crate::db::sql::Sql;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -11,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use crate::state::SharedState;
 
 pub async fn handle(State(state): State<SharedState>) -> Response {
-    let failing = match state.db.read(|c| {
-        c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?;
+    let failing = match state.db.read_any(|c| {
+        c.query_one("SELECT 1", &[])?;
         crate::db::alerts::failing(c)
     }) {
         Ok(failing) => failing,

@@ -53,7 +53,7 @@ pub struct CustomerDetail {
 /// One customer's snapshot, or `None` when the customer is not known. The API, the
 /// `customer show` command and the customer page answer from it.
 pub fn detail(state: &crate::state::AppState, id: &str) -> Result<Option<CustomerDetail>> {
-    let found = state.db.support(|c| {
+    let found = state.db.support_any(|c| {
         let Some(customer) = db::ledger::customer(c, id)? else {
             return Ok(None);
         };
@@ -120,7 +120,7 @@ pub fn customers_page(
     paging: &Paging,
 ) -> Result<(Vec<Customer>, Option<String>)> {
     let before = silent_before_ns(age_secs);
-    let mut customers = state.db.support(|c| {
+    let mut customers = state.db.support_any(|c| {
         db::fleet::customers_page(
             c,
             silent.then_some(before),
@@ -139,7 +139,7 @@ pub fn history_page(
     id: &str,
     paging: &Paging,
 ) -> Result<Option<(Vec<Deployment>, Option<String>)>> {
-    let (customer, receipts) = state.db.support(|c| {
+    let (customer, receipts) = state.db.support_any(|c| {
         Ok((
             db::ledger::customer(c, id)?,
             db::fleet::history_page(c, id, paging.after.as_deref(), paging.limit + 1)?,
@@ -171,7 +171,7 @@ pub async fn create(
             .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
     }
     let now = db::now_rfc3339();
-    let customer = state.db.write(|tx| {
+    let customer = state.db.write_any(|tx| {
         let (name, environment) = (new.name.as_deref(), new.environment.as_deref());
         db::ledger::register_customer(tx, &new.id, name, environment, &now)?;
         Ok(db::ledger::customer(tx, &new.id)?)
@@ -229,7 +229,7 @@ pub async fn add_key(
     let key_id = key.key_id();
     let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
     let now = db::now_rfc3339();
-    state.db.write(|tx| {
+    state.db.write_any(|tx| {
         if db::ledger::customer(tx, &id)?.is_none() {
             return Err(Error::new(
                 Code::NotFound,
@@ -306,7 +306,7 @@ pub async fn revoke_key(
     let now = db::now_rfc3339();
     let revoked = state
         .db
-        .write(|tx| Ok(db::ledger::revoke_installation_key(tx, &id, &key_id, &now)?))?;
+        .write_any(|tx| Ok(db::ledger::revoke_installation_key(tx, &id, &key_id, &now)?))?;
     if !revoked {
         return Err(Error::new(
             Code::NotFound,

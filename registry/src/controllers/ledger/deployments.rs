@@ -44,6 +44,6 @@ pub async fn handle(
     let stack = query.get("stack").map(String::as_str);
     state
         .db
-        .scan(|c| db::ledger::deployments(c, customer, stack, limit))
+        .scan_any(|c| db::ledger::deployments(c, customer, stack, limit))
         .map(Json)
 }

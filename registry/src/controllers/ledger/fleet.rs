@@ -118,9 +118,9 @@ pub fn page(
     let after = after.as_ref().map(|(c, s)| (c.as_str(), s.as_str()));
     let filter = query.filter();
     let stale_before = silent_before_ns(query.stale_after_secs);
-    let rows = state
-        .db
-        .support(|c| db::fleet::fleet_page(c, &filter, stale_before, after, paging.limit + 1))?;
+    let rows = state.db.support_any(|c| {
+        db::fleet::fleet_page(c, &filter, stale_before, after, paging.limit + 1)
+    })?;
     Ok(split_page(rows, paging.limit, |r| {
         cell_cursor(&r.customer, r.stack.as_deref())
     }))

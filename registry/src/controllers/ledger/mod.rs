@@ -158,7 +158,7 @@ pub fn running_page(
     let after = after.as_ref().map(|(c, s)| (c.as_str(), s.as_str()));
     let rows = state
         .db
-        .support(|c| db::fleet::running_page(c, list, customer, after, paging.limit + 1))?;
+        .support_any(|c| db::fleet::running_page(c, list, customer, after, paging.limit + 1))?;
     Ok(split_page(rows, paging.limit, |r| {
         cell_cursor(&r.customer, Some(&r.stack))
     }))

@@ -10,6 +10,7 @@
 //! new release did not change: that stack's receipt still names the older version,
 //! yet it runs exactly what the new one pins.
 
+use crate::db::sql::Sql;
 use std::collections::{BTreeSet, HashMap};
 
 use axum::extract::{Path, State};
@@ -20,7 +21,6 @@ use crate::auth::Action;
 use crate::controllers::Ctx;
 use crate::db;
 use crate::db::release_index::Cell;
-use crate::db::sql::Sql;
 use crate::error::Result;
 use crate::state::{AppState, SharedState};
 
@@ -39,7 +39,7 @@ pub fn rows(
     name: &str,
     query: &ReleaseFleetQuery,
 ) -> Result<Vec<ReleaseFleetRow>> {
-    state.db.support(|c| {
+    state.db.support_any(|c| {
         let mut rows = Vec::new();
         for customer in db::release_index::customers_of(c, name)? {
             if query

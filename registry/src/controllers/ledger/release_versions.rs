@@ -29,18 +29,18 @@ pub async fn list(
     ctx.authorize(Action::LedgerRead)?;
     state
         .db
-        .scan(|c| db::release_index::versions(c, Some(&name)))
+        .scan_any(|c| db::release_index::versions(c, Some(&name)))
         .map(Json)
 }
 
 /// Every recorded version of every release, by name then newest first.
 pub fn all(state: &AppState) -> Result<Vec<ReleaseVersion>> {
-    state.db.scan(|c| db::release_index::versions(c, None))
+    state.db.scan_any(|c| db::release_index::versions(c, None))
 }
 
 /// One release version's snapshot, or `NOT_FOUND` naming what is recorded.
 pub fn snapshot(state: &AppState, name: &str, version: &str) -> Result<ReleaseSnapshot> {
-    let found = state.db.scan(|c| {
+    let found = state.db.scan_any(|c| {
         Ok(match db::release_index::version(c, name, version)? {
             Some(release) => Some((
                 release,

@@ -36,7 +36,7 @@ pub async fn handle(
     let stack = query.get("stack").map(String::as_str);
     state
         .db
-        .scan(|c| db::ledger::releases_with_modules(c, stack))
+        .scan_any(|c| db::ledger::releases_with_modules(c, stack))
         .map(Json)
 }
 

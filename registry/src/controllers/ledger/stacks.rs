@@ -22,7 +22,7 @@ use crate::state::SharedState;
 )]
 pub async fn handle(State(state): State<SharedState>, ctx: Ctx) -> Result<Json<Vec<Stack>>> {
     ctx.authorize(Action::LedgerRead)?;
-    let releases = state.db.scan(|c| db::ledger::releases(c, None))?;
+    let releases = state.db.scan_any(|c| db::ledger::releases(c, None))?;
     let mut by_stack: BTreeMap<String, Vec<Version>> = BTreeMap::new();
     for r in &releases {
         by_stack

@@ -23,7 +23,7 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str) -> Result<Response> {
     ctx.authorize(Action::Delete(name))?;
     let admin = ctx.principal.role() == Some(Role::Admin);
     let parsed = Reference::parse(reference)?;
-    ctx.state.db.write(|tx| {
+    ctx.state.db.write_any(|tx| {
         match &parsed {
             Reference::Tag(tag) => {
                 if is_stable_version_tag(tag) && !admin {

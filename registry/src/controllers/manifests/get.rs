@@ -52,7 +52,7 @@ pub fn accepts(headers: &HeaderMap, media_type: &str) -> bool {
 pub async fn handle(ctx: Ctx, name: &str, reference: &str, head: bool) -> Result<Response> {
     ctx.authorize(Action::Pull(name))?;
     let parsed = Reference::parse(reference)?;
-    let manifest = ctx.state.db.read(|c| match &parsed {
+    let manifest = ctx.state.db.read_any(|c| match &parsed {
         Reference::Tag(tag) => db::manifests::get_by_tag(c, name, tag),
         Reference::Digest(digest) => db::manifests::get_by_digest(c, name, &digest.to_string()),
     })?;

@@ -148,7 +148,7 @@ async fn description(ctx: &Ctx, repository: &str, checked: &Checked) -> Result<R
     let stored = ctx
         .state
         .db
-        .read(|c| db::manifests::get_by_digest(c, repository, &key))?
+        .read_any(|c| db::manifests::get_by_digest(c, repository, &key))?
         .ok_or_else(|| {
             Error::new(
                 Code::ManifestBlobUnknown,

@@ -20,7 +20,7 @@ pub async fn handle(ctx: Ctx, name: &str, digest: &str) -> Result<Response> {
     let rows = ctx
         .state
         .db
-        .read(|c| db::manifests::referrers(c, name, &subject, filter))?;
+        .read_any(|c| db::manifests::referrers(c, name, &subject, filter))?;
     let manifests = rows
         .into_iter()
         .map(|row| {

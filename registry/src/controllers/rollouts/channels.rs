@@ -14,7 +14,7 @@ use crate::state::SharedState;
 
 /// Every channel configured or in use.
 pub fn all(state: &crate::state::AppState) -> Result<Vec<Channel>> {
-    let rows = state.db.read(db::rollouts::channels)?;
+    let rows = state.db.read_any(|c| db::rollouts::channels(c))?;
     Ok(rows
         .into_iter()
         .map(|(name, config, customers)| Channel {

@@ -24,7 +24,7 @@ pub async fn handle(ctx: Ctx, name: &str) -> Result<Response> {
     ctx.authorize(Action::Pull(name))?;
     let n = page_size(ctx.query("n"))?;
     let last = ctx.query("last");
-    let (exists, mut tags) = ctx.state.db.read(|c| {
+    let (exists, mut tags) = ctx.state.db.read_any(|c| {
         Ok((
             db::manifests::repo_exists(c, name)?,
             db::manifests::list_tags(c, name, last, n.map(|n| n + 1))?,

@@ -133,7 +133,7 @@ pub async fn show(
         Ok(age) => age,
         Err(e) => return failed(e),
     };
-    let found = state.db.scan(|c| {
+    let found = state.db.scan_any(|c| {
         Ok((
             db::ledger::customer(c, &id)?,
             db::ledger::installation_key_standing(c, &id)?,
@@ -180,7 +180,7 @@ pub async fn show(
     body.push_str(&state_lines(&customer, &running, &why_cells));
     body.push_str(&facts(&customer, registered, &keys, &details, &why_cells));
     body.push_str(&super::support_bundle::link(&state, &id));
-    match state.db.read(|c| {
+    match state.db.read_any(|c| {
         Ok((
             db::rollouts::placement(c, &id)?,
             db::rollouts::syncs(c, &id)?,

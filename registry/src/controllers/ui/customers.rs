@@ -61,7 +61,7 @@ pub async fn index(State(state): State<SharedState>, headers: HeaderMap, uri: Ur
     let q = search_text(&uri);
     let lines = match state
         .db
-        .support(|c| db::customers::search(c, &q, INDEX_ROWS + 1))
+        .support_any(|c| db::customers::search(c, &q, INDEX_ROWS + 1))
     {
         Ok(lines) => lines,
         Err(e) => return failed(e),
@@ -137,7 +137,10 @@ pub async fn releases(State(state): State<SharedState>, headers: HeaderMap, uri:
         return refusal.into_response();
     }
     let q = search_text(&uri);
-    let versions = match state.db.support(|c| db::release_index::versions(c, None)) {
+    let versions = match state
+        .db
+        .support_any(|c| db::release_index::versions(c, None))
+    {
         Ok(versions) => versions,
         Err(e) => return failed(e),
     };

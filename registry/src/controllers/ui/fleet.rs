@@ -261,7 +261,7 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
     let answer = fleet_page(&state, &filters, &paging).and_then(|(rows, next)| {
         let (stacks, environments) = state
             .db
-            .support(|c| Ok((db::ledger::stack_names(c)?, db::ledger::environments(c)?)))?;
+            .support_any(|c| Ok((db::ledger::stack_names(c)?, db::ledger::environments(c)?)))?;
         Ok((rows, next, stacks, environments))
     });
     let (rows, next, stacks, environments) = match answer {

@@ -109,7 +109,7 @@ pub fn rollout_section(state: &AppState, d: &RolloutDetail) -> Result<String> {
     };
     let forecast = state
         .db
-        .support(|c| fdb::forecast(c, &r.release, &version))?;
+        .support_any(|c| fdb::forecast(c, &r.release, &version))?;
     let mut body = String::from("<h2>Forecast</h2>");
     let Some(forecast) = forecast else {
         body.push_str(&format!(
@@ -153,7 +153,7 @@ pub fn rollout_section(state: &AppState, d: &RolloutDetail) -> Result<String> {
 pub fn customer_section(state: &AppState, customer: &str) -> Result<String> {
     let misses = state
         .db
-        .support(|c| fdb::customer_misses(c, customer, CUSTOMER_MISSES))?;
+        .support_any(|c| fdb::customer_misses(c, customer, CUSTOMER_MISSES))?;
     if misses.is_empty() {
         return Ok(String::new());
     }

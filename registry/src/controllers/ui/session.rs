@@ -30,7 +30,7 @@ pub fn open(db: &Db, token_hash: &[u8]) -> Result<String, Error> {
     let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
     let now = crate::rollout::now_ns();
     let id_hash = crate::auth::hash_token(&id);
-    db.write(|tx| {
+    db.write_any(|tx| {
         Ok(db::sessions::open(
             tx,
             &id_hash,
@@ -46,13 +46,13 @@ pub fn open(db: &Db, token_hash: &[u8]) -> Result<String, Error> {
 pub fn token_hash(db: &Db, id: &str) -> Result<Option<Vec<u8>>, Error> {
     let id_hash = crate::auth::hash_token(id);
     let now = crate::rollout::now_ns();
-    db.read(|c| db::sessions::token_hash(c, &id_hash, now))
+    db.read_any(|c| db::sessions::token_hash(c, &id_hash, now))
 }
 
 /// Ends a session (signing out, or its token stopped working).
 pub fn close(db: &Db, id: &str) -> Result<(), Error> {
     let id_hash = crate::auth::hash_token(id);
-    db.write(|tx| Ok(db::sessions::close(tx, &id_hash)?))
+    db.write_any(|tx| Ok(db::sessions::close(tx, &id_hash)?))
 }
 
 /// The session id in the request's cookies, if any.

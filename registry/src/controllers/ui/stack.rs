@@ -30,7 +30,7 @@ pub async fn index(State(state): State<SharedState>, headers: HeaderMap, uri: Ur
         return refusal.into_response();
     }
     let q = search_text(&uri);
-    let lines = match state.db.support(|c| db::customers::stacks(c, &q)) {
+    let lines = match state.db.support_any(|c| db::customers::stacks(c, &q)) {
         Ok(lines) => lines,
         Err(e) => return failed(e),
     };

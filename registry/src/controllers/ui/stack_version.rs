@@ -32,7 +32,7 @@ use crate::state::SharedState;
 fn manifest(state: &AppState, repo: &str, digest: &str) -> Option<ImageManifest> {
     let stored = state
         .db
-        .read(|c| db::manifests::get_by_digest(c, repo, digest))
+        .read_any(|c| db::manifests::get_by_digest(c, repo, digest))
         .ok()??;
     serde_json::from_slice(&stored.content).ok()
 }
@@ -59,7 +59,7 @@ pub async fn bundle_config(state: &AppState, release: &Release) -> Option<Bundle
 async fn signature(state: &AppState, release: &Release) -> String {
     let referrers = state
         .db
-        .read(|c| {
+        .read_any(|c| {
             db::manifests::referrers(
                 c,
                 &release.repository,
@@ -225,7 +225,7 @@ struct Facts {
 const RUNNER_ROWS: usize = 100;
 
 fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -> Result<Facts> {
-    let (release, releases, modules, runner_count) = state.db.support(|c| {
+    let (release, releases, modules, runner_count) = state.db.support_any(|c| {
         Ok((
             db::ledger::release(c, stack, version)?,
             db::ledger::releases(c, Some(stack))?,
@@ -267,7 +267,7 @@ fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -
 
 /// Who recorded a stack version: the token's name, or its id when it has none.
 fn pushed_by(state: &AppState, stack: &str, version: &str) -> String {
-    match state.db.read(|c| db::ledger::pusher(c, stack, version)) {
+    match state.db.read_any(|c| db::ledger::pusher(c, stack, version)) {
         Ok(Some((_, Some(name)))) => format!("token <code>{}</code>", esc(&name)),
         Ok(Some((id, None))) => format!("unnamed token <code>{}</code>", esc(&id)),
         Ok(None) => {

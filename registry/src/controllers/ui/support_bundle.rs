@@ -21,7 +21,7 @@ pub async fn download(
     }
     match state
         .db
-        .scan(|c| db::support_bundles::bytes(c, &customer, id))
+        .scan_any(|c| db::support_bundles::bytes(c, &customer, id))
     {
         Ok(Some(bytes)) => (
             [
@@ -45,7 +45,7 @@ pub async fn download(
 
 /// The customer page's line: the newest support bundle, or nothing.
 pub fn link(state: &SharedState, customer: &str) -> String {
-    match state.db.read(|c| db::support_bundles::latest(c, customer)) {
+    match state.db.read_any(|c| db::support_bundles::latest(c, customer)) {
         Ok(Some(b)) => format!(
             "<p id=\"support-bundle\">Support bundle: <a href=\"/ui/customers/{c}/support-bundles/{id}\">{id}</a>, imported {at}, {size} bytes</p>",
             c = esc(customer),

@@ -60,7 +60,7 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> 
     let size = appended.size;
     ctx.state
         .db
-        .write(|tx| Ok(db::uploads::touch(tx, id, db::now_unix())?))?;
+        .write_any(|tx| Ok(db::uploads::touch(tx, id, db::now_unix())?))?;
     Ok(empty(
         StatusCode::ACCEPTED,
         &progress_headers(name, id, size),

@@ -14,7 +14,9 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str) -> Result<Response> {
     check_session(&ctx, name, id)?;
     let lock = ctx.state.upload_lock(id);
     let _progress = lock.lock().await;
-    ctx.state.db.write(|tx| Ok(db::uploads::delete(tx, id)?))?;
+    ctx.state
+        .db
+        .write_any(|tx| Ok(db::uploads::delete(tx, id)?))?;
     remove_upload(&ctx.state, id).await;
     ctx.state.forget_upload(id);
     Ok(empty(

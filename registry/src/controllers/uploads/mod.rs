@@ -37,7 +37,7 @@ pub fn check_session(ctx: &Ctx, name: &str, id: &str) -> Result<()> {
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(unknown(id));
     }
-    let upload = ctx.state.db.read(|c| db::uploads::get(c, id))?;
+    let upload = ctx.state.db.read_any(|c| db::uploads::get(c, id))?;
     let lifetime = ctx.state.config.upload_lifetime.as_secs() as i64;
     match upload {
         Some(u) if u.repo == name && u.updated >= db::now_unix() - lifetime => Ok(()),
@@ -60,7 +60,7 @@ pub fn open_session(ctx: &Ctx, name: &str, owner: &str, id: &str) -> Result<()> 
     let cap = ctx.state.config.max_sessions_per_token;
     let now = db::now_unix();
     let live_after = now - ctx.state.config.upload_lifetime.as_secs() as i64;
-    ctx.state.db.write(|tx| {
+    ctx.state.db.write_any(|tx| {
         let open = db::uploads::open_by_owner(tx, owner, live_after)?;
         if open >= cap {
             return Err(Error::new(
@@ -122,7 +122,7 @@ pub fn progress_headers(name: &str, id: &str, size: u64) -> Vec<(&'static str, S
 /// How many bytes session `id` holds, wherever its bytes are.
 pub async fn upload_size(state: &AppState, id: &str) -> Result<u64> {
     let recorded = if state.blobs.records_segments() {
-        state.db.read(|c| db::uploads::segments_size(c, id))?
+        state.db.read_any(|c| db::uploads::segments_size(c, id))?
     } else {
         0
     };
@@ -151,7 +151,7 @@ impl Recorder<'_> {
         let added = self
             .state
             .db
-            .write(|tx| Ok(db::uploads::add_segment(tx, id, segment, db::now_unix())?))?;
+            .write_any(|tx| Ok(db::uploads::add_segment(tx, id, segment, db::now_unix())?))?;
         if !added {
             return Err(Error::new(
                 Code::BlobUploadInvalid,
@@ -319,7 +319,7 @@ pub async fn commit(
         None => {
             let segments = match session {
                 Some(id) if state.blobs.records_segments() => {
-                    state.db.read(|c| db::uploads::segments(c, id))?
+                    state.db.read_any(|c| db::uploads::segments(c, id))?
                 }
                 _ => appended.unrecorded,
             };
@@ -331,7 +331,7 @@ pub async fn commit(
         Ok(staged) => staged,
         Err(StageError::Mismatch { actual }) => {
             if let Some(id) = session {
-                state.db.write(|tx| Ok(db::uploads::delete(tx, id)?))?;
+                state.db.write_any(|tx| Ok(db::uploads::delete(tx, id)?))?;
             }
             remove_upload(state, id).await;
             return Err(Error::new(
@@ -344,7 +344,7 @@ pub async fn commit(
     };
     let size = staged.size();
     let key = expected.to_string();
-    state.db.write(|tx| {
+    state.db.write_any(|tx| {
         staged.promote()?;
         db::blobs::insert_and_link(tx, name, &key, size, db::now_unix())?;
         if let Some(id) = session {

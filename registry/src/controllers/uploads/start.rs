@@ -37,7 +37,7 @@ pub async fn handle(ctx: Ctx, name: &str, body: &mut Option<Body>) -> Result<Res
         let from_ok =
             validate_repository(from).is_ok() && ctx.authorize(Action::Pull(from)).is_ok();
         if from_ok {
-            let mounted = ctx.state.db.write(|tx| {
+            let mounted = ctx.state.db.write_any(|tx| {
                 if db::blobs::size_in_repo(tx, from, &digest)?.is_some() {
                     db::blobs::link(tx, name, &digest)?;
                     Ok(true)
