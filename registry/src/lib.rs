@@ -281,7 +281,7 @@ async fn tick_rollouts(state: Arc<AppState>) {
         let state = state.clone();
         let ticked = tokio::task::spawn_blocking(move || {
             let now = rollout::now_ns();
-            state.db.write(|tx| Ok(rollout::advance(tx, now)?))
+            state.db.write_any(|tx| Ok(rollout::advance(tx, now)?))
         })
         .await;
         match ticked {

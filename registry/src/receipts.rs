@@ -145,7 +145,7 @@ where
 pub fn record(db: &Db, signed: &SignedReceipt) -> Result<bool> {
     let checked = check(signed)?;
     let now = Timestamp::now();
-    db.write(|tx| store(tx, &checked, &now, &FirstUse::Reporter))
+    db.write_any(|tx| store(tx, &checked, &now, &FirstUse::Reporter))
 }
 
 /// What became of one receipt of a batch.
@@ -166,7 +166,7 @@ pub fn record_all(
     let now = Timestamp::now();
     let checked: Vec<Result<Checked>> = receipts.iter().map(check).collect();
     let mut outcomes = Vec::with_capacity(receipts.len());
-    let committed = db.write(|tx| {
+    let committed = db.write_any(|tx| {
         for (signed, checked) in receipts.iter().zip(&checked) {
             let result = match checked {
                 Ok(checked) => store(tx, checked, &now, first_use),

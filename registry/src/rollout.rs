@@ -49,10 +49,6 @@ pub fn format_ns(ns: i64) -> String {
         .expect("a UTC time formats")
 }
 
-fn sql(e: rusqlite::Error) -> Error {
-    e.into()
-}
-
 fn bad(message: impl Into<String>) -> Error {
     Error::new(Code::BadRequest, message)
 }
@@ -285,8 +281,8 @@ pub fn advance<C: Sql + ?Sized>(conn: &C, now_ns: i64) -> Result<(), C::Error> {
 /// [`advance`] only when a rollout's next wave is due by the clock (one indexed
 /// probe): what the assignment poll runs, so it writes only when there is news.
 pub fn advance_if_due(db: &Db, now_ns: i64) -> Result<()> {
-    if db.read(|c| rdb::any_due(c, now_ns))? {
-        db.write(|tx| Ok(advance(tx, now_ns)?))?;
+    if db.read_any(|c| rdb::any_due(c, now_ns))? {
+        db.write_any(|tx| Ok(advance(tx, now_ns)?))?;
     }
     Ok(())
 }
@@ -878,7 +874,7 @@ pub fn record_release_receipt(db: &Db, signed: &SignedReleaseReceipt) -> Result<
     let document = String::from_utf8(stackpack_schema::signature::canonical_json(signed))
         .expect("JSON is UTF-8");
     let digest = r.digest.to_string();
-    db.write(|tx| {
+    db.write_any(|tx| {
         let now_ns = now_ns();
         let now = format_ns(now_ns);
         if let Some(existing) = rdb::release_receipt_document(tx, &r.id)? {
@@ -919,7 +915,7 @@ pub fn record_release_receipt(db: &Db, signed: &SignedReleaseReceipt) -> Result<
             now_ns,
         )?;
         rdb::note_seen(tx, &r.customer, &finished_at, finished_ns)?;
-        refresh_customer(tx, &r.customer, now_ns).map_err(sql)?;
+        refresh_customer(tx, &r.customer, now_ns)?;
         Ok(true)
     })
 }
@@ -937,7 +933,7 @@ pub fn record_sync(db: &Db, customer: &str, report: &SyncReport) -> Result<()> {
         stackpack_schema::reference::validate_name(&release.release)
             .map_err(|e| bad(format!("release: {e}")))?;
     }
-    db.write(|tx| {
+    db.write_any(|tx| {
         if db::ledger::customer(tx, customer)?.is_none() {
             return Err(Error::new(
                 Code::NotFound,

@@ -18,7 +18,7 @@ pub fn set(args: &ChannelSetArgs) -> Result<()> {
     let state = open_existing(&args.data)?;
     let config = state
         .db
-        .write(|tx| {
+        .write_any(|tx| {
             rollout::set_channel(tx, &args.name, args.waves.clone(), soak, rollout::now_ns())
         })
         .map_err(rollout_refused(&args.data))?;

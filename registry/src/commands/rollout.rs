@@ -61,7 +61,7 @@ pub fn place(args: &CustomerSetArgs, channel: &str) -> Result<()> {
     let state = open_existing(&args.data)?;
     let placement = state
         .db
-        .write(|tx| {
+        .write_any(|tx| {
             rollout::place(
                 tx,
                 &args.id,
@@ -215,7 +215,7 @@ pub fn control(args: &RolloutIdArgs, control: rollout::Control) -> Result<()> {
     let state = open_existing(&args.data)?;
     let summary = state
         .db
-        .write(|tx| {
+        .write_any(|tx| {
             let row = rollout::control(tx, args.id, control, rollout::now_ns())?;
             Ok(rollout::summary(tx, &row)?)
         })

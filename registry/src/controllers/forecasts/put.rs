@@ -45,6 +45,6 @@ pub async fn handle(
     let now = crate::rollout::format_ns(crate::rollout::now_ns());
     state
         .db
-        .write(|tx| forecast::publish(tx, &release, &version, &sent, &now))?;
+        .write_any(|tx| forecast::publish(tx, &release, &version, &sent, &now))?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -34,7 +34,7 @@ pub async fn handle(
     let version = super::version(&version)?;
     state
         .db
-        .support(|c| crate::forecast::view(c, &release, &version))?
+        .support_any(|c| crate::forecast::view(c, &release, &version))?
         .map(Json)
         .ok_or_else(|| {
             Error::new(

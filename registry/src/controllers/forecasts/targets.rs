@@ -40,7 +40,7 @@ pub async fn handle(State(state): State<SharedState>, ctx: Ctx) -> Result<Json<F
     stackpack_schema::reference::validate_name(&release)
         .map_err(|e| Error::new(Code::BadRequest, format!("release `{release}`: {e}")))?;
     let channel = ctx.query("channel").map(str::to_string);
-    Ok(Json(state.db.support(|c| {
+    Ok(Json(state.db.support_any(|c| {
         crate::forecast::targets(c, &release, &version, channel.as_deref())
     })?))
 }

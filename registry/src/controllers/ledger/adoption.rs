@@ -59,7 +59,7 @@ impl Bucket {
 
 /// Each stack's adoption (or only `stack`'s), by stack name.
 pub fn adoption(state: &AppState, stack: Option<&str>, bucket: Bucket) -> Result<Vec<Adoption>> {
-    state.db.support(|c| answer(c, stack, bucket))
+    state.db.support_any(|c| answer(c, stack, bucket))
 }
 
 /// Each stack's adoption (or only `stack`'s), summed from the days' deltas kept as

@@ -125,7 +125,7 @@ pub async fn create(
         published_at: Timestamp::now(),
         modules,
     };
-    state.db.write(|tx| {
+    state.db.write_any(|tx| {
             if let Some(existing) = db::ledger::release_digest(tx, &release.stack, &release.version)? {
                 if existing != release.digest && !release.prerelease {
                     return Err(Error::new(

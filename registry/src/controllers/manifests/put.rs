@@ -278,7 +278,7 @@ pub async fn handle(
         .map(|d| d.digest.to_string())
         .collect();
     let subject = checked.subject.as_ref().map(|s| s.digest.to_string());
-    let promoted = ctx.state.db.write(|tx| {
+    let promoted = ctx.state.db.write_any(|tx| {
         check_references(tx, name, &checked.blobs, &manifest_keys)?;
         if let Reference::Tag(tag) = &reference {
             check_tag_move(&ctx, tx, name, tag, &key)?;

@@ -32,7 +32,7 @@ pub async fn show(
     rollout::advance_if_due(&state.db, now)?;
     state
         .db
-        .read(|c| rollout::assignment(c, &id, now))?
+        .read_any(|c| rollout::assignment(c, &id, now))?
         .map(Json)
         .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))
 }

@@ -17,8 +17,8 @@ pub fn rollouts(
     release: Option<&str>,
 ) -> Result<Vec<Rollout>> {
     let now = rollout::now_ns();
-    state.db.write(|tx| Ok(rollout::advance(tx, now)?))?;
-    state.db.support(|c| rollout::list(c, channel, release))
+    state.db.write_any(|tx| Ok(rollout::advance(tx, now)?))?;
+    state.db.support_any(|c| rollout::list(c, channel, release))
 }
 
 #[utoipa::path(

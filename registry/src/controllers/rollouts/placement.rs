@@ -36,7 +36,7 @@ pub async fn update(
             format!("the body is not `{{channel, wave}}`: {e}"),
         )
     })?;
-    let placement = state.db.write(|tx| {
+    let placement = state.db.write_any(|tx| {
         rollout::place(
             tx,
             &id,

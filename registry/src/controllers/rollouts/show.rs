@@ -14,10 +14,10 @@ use crate::state::{AppState, SharedState};
 /// One rollout, moved on to now first; `NOT_FOUND` when there is none.
 pub fn detail(state: &AppState, id: i64) -> Result<RolloutDetail> {
     let now = rollout::now_ns();
-    state.db.write(|tx| Ok(rollout::advance(tx, now)?))?;
+    state.db.write_any(|tx| Ok(rollout::advance(tx, now)?))?;
     state
         .db
-        .support(|c| rollout::detail(c, id))?
+        .support_any(|c| rollout::detail(c, id))?
         .ok_or_else(|| Error::new(Code::NotFound, format!("there is no rollout {id}")))
 }
 

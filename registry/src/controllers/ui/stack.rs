@@ -92,7 +92,7 @@ pub async fn show(
     if let Err(refusal) = viewer(&state, &headers) {
         return refusal.into_response();
     }
-    let found = state.db.support(|c| {
+    let found = state.db.support_any(|c| {
         Ok((
             db::customers::versions(c, &stack)?,
             adoption(c, Some(&stack), Bucket::Day)?,
