@@ -34,8 +34,13 @@ pub struct BadUrl {
 impl PgTarget {
     /// Reads `url`; the error says what is wrong without repeating the URL.
     pub fn parse(url: &str) -> Result<PgTarget, BadUrl> {
-        let mut config: postgres::Config = url.parse().map_err(|e: postgres::Error| BadUrl {
-            reason: e.to_string(),
+        let mut config: postgres::Config = url.parse().map_err(|e: postgres::Error| {
+            // The cause names the part (`port`, an unknown option), not its value.
+            let reason = match std::error::Error::source(&e) {
+                Some(cause) => format!("{e}: {cause}"),
+                None => e.to_string(),
+            };
+            BadUrl { reason }
         })?;
         if config.get_password().is_none() {
             if let Ok(password) = std::env::var("PGPASSWORD") {

@@ -213,3 +213,116 @@ async fn a_postgres_db_runs_on_the_servers_runtime_and_is_dropped_there() {
     });
     assert_eq!(moved.await.unwrap(), 1);
 }
+
+/// A token stored in the registry's PostgreSQL database as `token create` stores
+/// one (the CLI's commands other than `serve` open the data folder's SQLite only).
+fn token_in(url: &str, role: Role) -> String {
+    let db = Db::open_url(url, 1).unwrap();
+    let (token, hash, id) = stackpack_registry::auth::new_token();
+    let new = tokens::NewToken {
+        role,
+        name: None,
+        customer: None,
+        created: "2026-01-01T00:00:00Z",
+        expires_at: None,
+    };
+    db.write_any(|c| Ok(tokens::insert(c, &id, &hash, &new)?))
+        .unwrap();
+    token
+}
+
+#[test]
+fn a_registry_served_on_postgres_keeps_its_metadata_there() {
+    use crate::common::Client;
+    use stackpack_test_support::servers::OurRegistry;
+
+    let database = Postgres::start();
+    // The cluster trusts loopback: the password is accepted and must never show.
+    let url = database
+        .url()
+        .replace("stackpack@", "stackpack:hunter2-pw@");
+    let registry = OurRegistry::start_with(&["--database", &url]);
+    assert!(
+        !registry.data.join("registry.db").exists(),
+        "no SQLite database beside PostgreSQL"
+    );
+
+    let health = crate::common::send("GET", &format!("{}/healthz", registry.url()), &[], None);
+    let body = String::from_utf8_lossy(&health.body);
+    assert_eq!(health.status, 200, "{body}");
+    assert!(body.contains("database (postgres): ok"), "{body}");
+
+    let anonymous = Client::new(registry.url(), None);
+    assert_eq!(anonymous.req("GET", "/v2/", &[], None).status, 401);
+    let publisher = Client::new(registry.url(), Some(token_in(&url, Role::Publisher)));
+    assert_eq!(publisher.req("GET", "/v2/", &[], None).status, 200);
+    let digest = publisher.push_blob("acme/app", b"a layer kept in postgres");
+    let head = publisher.req("HEAD", &format!("/v2/acme/app/blobs/{digest}"), &[], None);
+    assert_eq!(head.status, 200);
+    let stored = Db::open_url(&url, 1)
+        .unwrap()
+        .read_any(|c| stackpack_registry::db::blobs::size(c, &digest))
+        .unwrap();
+    assert_eq!(stored, Some(24), "the blob's row is in PostgreSQL");
+
+    let admin = Client::new(registry.url(), Some(token_in(&url, Role::Admin)));
+    let metrics = String::from_utf8(admin.req("GET", "/metrics", &[], None).body).unwrap();
+    assert!(metrics.contains(r#"backend="postgres""#), "{metrics}");
+    assert!(!metrics.contains(r#"backend="sqlite""#), "{metrics}");
+
+    // PostgreSQL restarted under the running registry: 503 meanwhile, then it
+    // reconnects by itself.
+    database.stop();
+    let down = crate::common::send("GET", &format!("{}/healthz", registry.url()), &[], None);
+    let body = String::from_utf8_lossy(&down.body);
+    assert_eq!(down.status, 503, "{body}");
+    assert!(body.contains("database (postgres): error"), "{body}");
+    assert!(!body.contains("hunter2-pw"), "{body}");
+    assert_eq!(publisher.req("GET", "/v2/", &[], None).status, 503);
+    database.restart();
+    for _ in 0..4 {
+        assert_eq!(publisher.req("GET", "/v2/", &[], None).status, 200);
+        let health = crate::common::send("GET", &format!("{}/healthz", registry.url()), &[], None);
+        assert_eq!(
+            health.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&health.body)
+        );
+    }
+}
+
+#[test]
+fn serve_on_an_unreachable_postgres_names_host_port_and_database_never_the_password() {
+    let data = tempfile::tempdir().unwrap();
+    let port = stackpack_test_support::servers::free_port();
+    let url = format!("postgres://registry:hunter2-pw@127.0.0.1:{port}/metadata");
+    let config = data.path().join("registry.toml");
+    std::fs::write(&config, format!("database = \"{url}\"\n")).unwrap();
+    let cases = [
+        vec!["--database", url.as_str()],
+        vec!["--config", config.to_str().unwrap()],
+        vec![
+            "--database",
+            "postgres://registry:hunter2-pw@127.0.0.1:notaport/metadata",
+        ],
+    ];
+    for args in cases {
+        let output =
+            std::process::Command::new(stackpack_test_support::binary("stackpack-registry"))
+                .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+                .arg(data.path().join("data"))
+                .args(&args)
+                .output()
+                .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}: {stderr}");
+        assert!(!stderr.contains("hunter2-pw"), "{args:?}: {stderr}");
+        if !args.contains(&"postgres://registry:hunter2-pw@127.0.0.1:notaport/metadata") {
+            assert!(
+                stderr.contains(&format!("127.0.0.1:{port}, database metadata")),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+}
