@@ -309,6 +309,12 @@ pub struct ServeArgs {
     /// Required here or in `--config`.
     #[arg(long)]
     pub data: Option<PathBuf>,
+    /// Keep the metadata in PostgreSQL instead of the data folder's SQLite:
+    /// `postgres://user@host:port/database` (the password from the URL or
+    /// `PGPASSWORD`; never printed). `--data` still holds the blobs (unless
+    /// `--blobs` puts them elsewhere) and the upload parts.
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
     #[command(flatten)]
     pub blob_store: BlobArgs,
     /// Address to listen on [default: 127.0.0.1:5000].

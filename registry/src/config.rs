@@ -18,6 +18,9 @@ pub enum TagPolicy {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub data: PathBuf,
+    /// Where the metadata lives: SQLite in the data folder (the default) or a
+    /// PostgreSQL database replicas share.
+    pub database: crate::db::pg_pool::DatabaseLocation,
     /// Where blob bytes live: the data folder (the default) or an S3 bucket.
     pub blobs: crate::storage::BlobLocation,
     /// Anyone may pull without a token.
@@ -80,6 +83,7 @@ impl Config {
     pub fn new(data: impl Into<PathBuf>) -> Self {
         Config {
             data: data.into(),
+            database: crate::db::pg_pool::DatabaseLocation::Sqlite,
             blobs: Default::default(),
             anonymous_pull: false,
             prerelease_tags: TagPolicy::Mutable,

@@ -162,9 +162,19 @@ impl From<rusqlite::Error> for Error {
 
 /// A database that cannot be reached (PostgreSQL down, the connection lost) is
 /// 503 Service Unavailable, so clients retry and the replica recovers by
-/// reconnecting; anything else the database refused is a 500 naming it.
+/// reconnecting; a call not yet ported to PostgreSQL is a 501 saying so;
+/// anything else the database refused is a 500 naming it.
 impl From<crate::db::sql::SqlError> for Error {
     fn from(e: crate::db::sql::SqlError) -> Self {
+        if let crate::db::sql::SqlError::NotOnPostgres(_) = e {
+            // Not a failure to hide in the log: the caller is told what this
+            // registry's backend cannot do yet (501), and where it can.
+            return Error::new(
+                Code::Unsupported,
+                format!("{e}; a registry on SQLite answers it"),
+            )
+            .with_status(StatusCode::NOT_IMPLEMENTED);
+        }
         if e.is_unavailable() {
             Error::new(
                 Code::Unavailable,

@@ -105,10 +105,19 @@ pub fn check_blob_location(db: &db::Db, location: &storage::BlobLocation) -> Res
 /// Opens the data folder, creating it (database and blob store) if new, and migrates
 /// the database forward. Only `serve` creates a registry.
 pub fn open(config: Config) -> Result<AppState, OpenError> {
-    make_private(&config.data)?;
     let metrics = Arc::new(metrics::Metrics::default());
+    let db = match &config.database {
+        db::pg_pool::DatabaseLocation::Sqlite => {
+            make_private(&config.data)?;
+            db::Db::open(&config.data.join(DB_FILE), 4)?
+        }
+        db::pg_pool::DatabaseLocation::Postgres(target) => {
+            make_private_folder(&config.data)?;
+            db::Db::open_postgres(target, 4)?
+        }
+    }
+    .reporting_to(metrics.clone());
     let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
-    let db = db::Db::open(&config.data.join(DB_FILE), 4)?.reporting_to(metrics.clone());
     check_blob_location(&db, &config.blobs)?;
     configure_alerts(&db, &config.alerts)?;
     Ok(AppState::new(config, db, blobs, metrics))
@@ -134,11 +143,8 @@ fn configure_alerts(db: &db::Db, alerts: &[config::ConfiguredAlert]) -> Result<(
 /// its `-wal` and `-shm` files the database's own mode), and a folder or database
 /// an older build left open to others is closed on the next start.
 fn make_private(data: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(data)?;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    make_private_folder(data)?;
     let database = data.join(DB_FILE);
     std::fs::OpenOptions::new()
         .write(true)
@@ -159,6 +165,16 @@ fn make_private(data: &std::path::Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The data folder alone, 0700, for a registry whose metadata is in PostgreSQL
+/// (the folder still holds upload parts, and blobs unless they live in S3).
+fn make_private_folder(data: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(data)
 }
 
 /// Opens an existing registry's data folder and migrates its database forward; a

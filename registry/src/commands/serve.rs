@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use stackpack_registry::config::Config;
+use stackpack_registry::db::pg_pool::BadUrl;
 
 use crate::cli::{BlobArgs, ServeArgs};
 use crate::commands::serve_file::ServeFile;
@@ -19,6 +20,16 @@ fn config(args: &ServeArgs, file: &ServeFile) -> Result<Config> {
                 .hint("give `--data DIR`, or `data = \"DIR\"` in the file `--config` names")
         })?;
     let mut config = Config::new(data);
+    if let Some(text) = args.database.as_deref().or(file.database.as_deref()) {
+        // Parsed here rather than by clap, whose error would repeat the value, and
+        // with it a password in the URL.
+        config.database = text.parse().map_err(|e: BadUrl| {
+            Error::usage(e.to_string()).hint(
+                "as in `--database postgres://registry@db.internal:5432/registry`, \
+                 the password in the URL or in PGPASSWORD",
+            )
+        })?;
+    }
     let blobs = BlobArgs {
         blobs: args.blob_store.blobs.clone().or_else(|| file.blobs.clone()),
         s3_endpoint: args

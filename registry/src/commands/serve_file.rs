@@ -4,6 +4,7 @@
 //!
 //! ```toml
 //! data = "/srv/stackpack-registry"
+//! database = "postgres://registry@db.acme.internal:5432/registry"
 //! listen = "0.0.0.0:5000"
 //! blobs = "s3://acme-registry/blobs"
 //! s3-region = "eu-west-1"
@@ -31,6 +32,7 @@ use crate::commands::{Error, Result};
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServeFile {
     pub data: Option<PathBuf>,
+    pub database: Option<String>,
     pub blobs: Option<String>,
     pub s3_endpoint: Option<String>,
     pub s3_region: Option<String>,

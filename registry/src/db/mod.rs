@@ -13,6 +13,7 @@ pub mod leases;
 pub mod ledger;
 pub mod manifests;
 pub mod pg;
+pub mod pg_pool;
 pub mod release_index;
 pub mod rollouts;
 pub mod sessions;
@@ -752,6 +753,15 @@ pub enum OpenError {
     Sqlite(#[from] rusqlite::Error),
     #[error("the database is at schema version {found}, newer than this build's {known}: a newer `stackpack-registry` wrote it")]
     Newer { found: u32, known: u32 },
+    /// PostgreSQL refused, could not be reached, or holds a newer schema; `target`
+    /// names host, port and database, never the password.
+    #[error("{target}: {error}")]
+    Postgres {
+        target: pg_pool::PgTarget,
+        error: sql::PgError,
+    },
+    #[error("{0}")]
+    BadUrl(#[from] pg_pool::BadUrl),
 }
 
 /// One writer and two pools of readers: SQLite in WAL mode lets readers run beside
@@ -768,25 +778,45 @@ pub enum OpenError {
 /// connection per two cores: however many support clients loop on the fleet, they
 /// take turns on it, and the other cores stay free for `/v2/`.
 pub struct Db {
+    store: Store,
+    /// Where each call's time goes (`/metrics`): waiting for a connection included,
+    /// since that is what a request waits for.
+    metrics: Arc<Metrics>,
+}
+
+/// The connections of whichever backend keeps the metadata; the same shapes on
+/// both (one writer, readers, scanners, support's).
+enum Store {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+struct SqliteStore {
     writer: Mutex<Connection>,
     readers: Pool,
     scanners: Pool,
     supporters: Pool,
-    /// Where each call's time goes (`/metrics`): waiting for a connection included,
-    /// since that is what a request waits for.
-    metrics: Arc<Metrics>,
+}
+
+struct PgStore {
+    writer: pg_pool::PgPool,
+    readers: pg_pool::PgPool,
+    scanners: pg_pool::PgPool,
+    supporters: pg_pool::PgPool,
 }
 
 /// Which database keeps the metadata and the ledger.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     Sqlite,
+    Postgres,
 }
 
 impl Backend {
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
         }
     }
 }
@@ -935,6 +965,25 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// [`blocking`] for PostgreSQL's sync client, which blocks on a runtime of its own:
+/// tokio forbids that on an async worker, so on the multi-threaded runtime the call
+/// runs in `block_in_place`, outside a runtime it simply runs, and on a
+/// current-thread runtime (no worker to hand the others to) it is refused by name
+/// rather than panicking.
+fn blocking_pg<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        Ok(_) => Err(Error::internal(
+            "a PostgreSQL database is used from a current-thread tokio runtime, where its \
+             blocking client cannot run: use the multi-threaded runtime",
+        )),
+        Err(_) => f(),
+    }
+}
+
 impl Db {
     /// Opens the database at `path`, creating it if needed, and migrates it forward.
     pub fn open(path: &Path, readers: usize) -> Result<Db, OpenError> {
@@ -950,10 +999,50 @@ impl Db {
         let mut writer = connect(path, create)?;
         migrate(&mut writer)?;
         Ok(Db {
-            writer: Mutex::new(writer),
-            readers: Pool::open(path, readers)?,
-            scanners: Pool::open(path, 2)?,
-            supporters: Pool::open(path, support_connections())?,
+            store: Store::Sqlite(SqliteStore {
+                writer: Mutex::new(writer),
+                readers: Pool::open(path, readers)?,
+                scanners: Pool::open(path, 2)?,
+                supporters: Pool::open(path, support_connections())?,
+            }),
+            metrics: Arc::default(),
+        })
+    }
+
+    /// Opens the PostgreSQL database at `url` (`postgres://user[:password]@host[:port]/database`;
+    /// the password from the URL or `PGPASSWORD`) and migrates it forward
+    /// ([`pg::migrate`]); one a newer build migrated is refused.
+    pub fn open_url(url: &str, readers: usize) -> Result<Db, OpenError> {
+        Db::open_postgres(&pg_pool::PgTarget::parse(url)?, readers)
+    }
+
+    /// [`Db::open_url`] for a URL already read.
+    pub fn open_postgres(target: &pg_pool::PgTarget, readers: usize) -> Result<Db, OpenError> {
+        let failed = |error| OpenError::Postgres {
+            target: target.clone(),
+            error,
+        };
+        let epoch = Arc::default();
+        let open = || {
+            let writer = pg_pool::PgPool::open(target, 1, &epoch)?;
+            let mut client = target.connect()?;
+            pg::migrate(&mut client)?;
+            // Closed on a thread of its own, as `PgPool`'s clients are.
+            std::thread::spawn(move || drop(client)).join().ok();
+            Ok(PgStore {
+                writer,
+                readers: pg_pool::PgPool::open(target, readers, &epoch)?,
+                scanners: pg_pool::PgPool::open(target, 2, &epoch)?,
+                supporters: pg_pool::PgPool::open(target, support_connections(), &epoch)?,
+            })
+        };
+        let store = match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::task::block_in_place(open),
+            Err(_) => open(),
+        }
+        .map_err(failed)?;
+        Ok(Db {
+            store: Store::Postgres(store),
             metrics: Arc::default(),
         })
     }
@@ -965,7 +1054,10 @@ impl Db {
     }
 
     pub fn backend(&self) -> Backend {
-        Backend::Sqlite
+        match self.store {
+            Store::Sqlite(_) => Backend::Sqlite,
+            Store::Postgres(_) => Backend::Postgres,
+        }
     }
 
     fn timed<T>(&self, call: Call, f: impl FnOnce() -> T) -> T {
@@ -976,43 +1068,72 @@ impl Db {
         value
     }
 
-    /// Runs a quick, indexed lookup `f` on a reader connection, inline.
+    /// Runs a quick, indexed lookup `f` on a reader connection (inline on SQLite).
     pub fn read_any<T>(&self, f: impl FnOnce(&Conn) -> Result<T, SqlError>) -> Result<T, Error> {
-        self.timed(Call::Read, || self.readers.run(|c| f(&Conn::Sqlite(c))))
+        match &self.store {
+            Store::Sqlite(s) => self.timed(Call::Read, || s.readers.run(|c| f(&Conn::Sqlite(c)))),
+            Store::Postgres(p) => {
+                blocking_pg(|| self.timed(Call::Read, || Ok(p.readers.read(f)?)))
+            }
+        }
     }
 
     /// Runs a query `f` that may take a while, off the async workers.
     pub fn scan_any<T>(&self, f: impl FnOnce(&Conn) -> Result<T, SqlError>) -> Result<T, Error> {
-        blocking(|| self.timed(Call::Scan, || self.scanners.run(|c| f(&Conn::Sqlite(c)))))
+        match &self.store {
+            Store::Sqlite(s) => {
+                blocking(|| self.timed(Call::Scan, || s.scanners.run(|c| f(&Conn::Sqlite(c)))))
+            }
+            Store::Postgres(p) => {
+                blocking_pg(|| self.timed(Call::Scan, || Ok(p.scanners.read(f)?)))
+            }
+        }
     }
 
     /// Runs one of support's ledger queries `f`, off the async workers, on the
     /// support pool: at most [`support_connections`] run at once.
     pub fn support_any<T>(&self, f: impl FnOnce(&Conn) -> Result<T, SqlError>) -> Result<T, Error> {
-        blocking(|| {
-            self.timed(Call::Support, || {
-                self.supporters.run(|c| f(&Conn::Sqlite(c)))
-            })
-        })
+        match &self.store {
+            Store::Sqlite(s) => {
+                blocking(|| self.timed(Call::Support, || s.supporters.run(|c| f(&Conn::Sqlite(c)))))
+            }
+            Store::Postgres(p) => {
+                blocking_pg(|| self.timed(Call::Support, || Ok(p.supporters.read(f)?)))
+            }
+        }
     }
 
-    /// Runs `f` in one write transaction: all of it or none of it.
+    /// Runs `f` in one write transaction: all of it or none of it. Writers take
+    /// turns, on PostgreSQL across replicas too ([`pg_pool::WRITE_LOCK`]).
     pub fn write_any<T>(&self, f: impl FnOnce(&Conn) -> Result<T, Error>) -> Result<T, Error> {
-        self.write(|tx| f(&Conn::Sqlite(tx)))
+        match &self.store {
+            Store::Sqlite(_) => self.write(|tx| f(&Conn::Sqlite(tx))),
+            Store::Postgres(p) => blocking_pg(|| self.timed(Call::Write, || p.writer.write(f))),
+        }
+    }
+
+    /// SQLite's connections, for the SQLite-only calls; on PostgreSQL a
+    /// [`SqlError::NotOnPostgres`] naming `what`.
+    fn sqlite(&self, what: &'static str) -> Result<&SqliteStore, Error> {
+        match &self.store {
+            Store::Sqlite(s) => Ok(s),
+            Store::Postgres(_) => Err(SqlError::NotOnPostgres(what).into()),
+        }
     }
 
     /// [`Db::read_any`] on SQLite only, for a closure that still calls a SQLite-only
-    /// function or takes a `rusqlite::Connection` (listed in `POSTGRES.md`; the
-    /// scheduler in `crate::rollout` is being made generic on its own branch). A
-    /// PostgreSQL `Db` will refuse these by name; once none is left they become
-    /// `sqlite_*` and the `*_any` methods take these names.
+    /// function or takes a `rusqlite::Connection` (listed in `POSTGRES.md`). A
+    /// PostgreSQL `Db` refuses it ([`SqlError::NotOnPostgres`]); once none is left
+    /// they become `sqlite_*` and the `*_any` methods take these names.
     pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
-        self.timed(Call::Read, || self.readers.run(f))
+        let s = self.sqlite("a read through a SQLite connection")?;
+        self.timed(Call::Read, || s.readers.run(f))
     }
 
     /// [`Db::scan_any`] for a closure that still calls a SQLite-only function.
     pub fn scan<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
-        blocking(|| self.timed(Call::Scan, || self.scanners.run(f)))
+        let s = self.sqlite("a scan through a SQLite connection")?;
+        blocking(|| self.timed(Call::Scan, || s.scanners.run(f)))
     }
 
     /// [`Db::support_any`] for a closure that still calls a SQLite-only function.
@@ -1020,16 +1141,17 @@ impl Db {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, Error> {
-        blocking(|| self.timed(Call::Support, || self.supporters.run(f)))
+        let s = self.sqlite("a support query through a SQLite connection")?;
+        blocking(|| self.timed(Call::Support, || s.supporters.run(f)))
     }
 
-    /// [`Db::write_any`] for a closure that still calls a SQLite-only function
-    /// (`crate::rollout`'s scheduler, `ledger::upsert_release`): one immediate
-    /// write transaction.
+    /// [`Db::write_any`] for a closure that still calls a SQLite-only function:
+    /// one immediate write transaction.
     pub fn write<T>(&self, f: impl FnOnce(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
+        let s = self.sqlite("a write through a SQLite transaction")?;
         blocking(|| {
             self.timed(Call::Write, || {
-                let mut conn = self
+                let mut conn = s
                     .writer
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -1041,8 +1163,9 @@ impl Db {
         })
     }
 
-    /// `PRAGMA integrity_check`: `ok` when the file is sound.
+    /// `PRAGMA integrity_check`: `ok` when the file is sound (SQLite only).
     pub fn integrity_check(&self) -> Result<String, Error> {
+        self.sqlite("PRAGMA integrity_check")?;
         self.scan(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
     }
 }

@@ -331,11 +331,17 @@ pub enum PgError {
 /// type), which tells nobody what to fix. The message names tables, columns,
 /// constraints and users; its `DETAIL` (left out) may quote a row's values, such
 /// as a token's hash. A client-side error (a closed connection, I/O) is the
-/// client's text, which never holds the connection URL.
+/// client's text and its cause, which never hold the connection URL.
 fn server_said(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{e}: {} (SQLSTATE {})", db.message(), db.code().code()),
-        None => e.to_string(),
+        // "error connecting to server" alone does not say whether the server
+        // refused, timed out or was not found: its cause (an I/O error, never the
+        // URL) does.
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
     }
 }
 

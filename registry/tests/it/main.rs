@@ -26,6 +26,7 @@ mod packager_bundles;
 mod postgres_alerts;
 mod postgres_backend;
 mod postgres_copy;
+mod postgres_db;
 mod postgres_forecasts;
 mod postgres_ledger;
 mod postgres_rollouts;

@@ -207,7 +207,7 @@ fn wait_healthy(replicas: &[Replica], balancer: &Balancer) {
     );
     assert_eq!(health.status, 200);
     assert!(
-        String::from_utf8_lossy(&health.body).contains("database: ok"),
+        String::from_utf8_lossy(&health.body).contains("database (sqlite): ok"),
         "{}",
         String::from_utf8_lossy(&health.body)
     );

@@ -397,13 +397,22 @@ impl Postgres {
                 "--no-sync".as_ref(),
             ],
         );
+        server.start_cluster();
+        server.watchdog = Some(server.watch());
+        server
+    }
+
+    /// `pg_ctl start` on this cluster's folder and port, waiting until it accepts
+    /// connections.
+    fn start_cluster(&self) {
+        let data = self.dir.path().join("data");
         let options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-            server.port,
-            server.dir.path().display()
+            self.port,
+            self.dir.path().display()
         );
-        let log = server.dir.path().join("log");
-        server.run_as(
+        let log = self.dir.path().join("log");
+        self.run_as(
             "pg_ctl",
             &[
                 "-D".as_ref(),
@@ -416,8 +425,29 @@ impl Postgres {
                 "start".as_ref(),
             ],
         );
-        server.watchdog = Some(server.watch());
-        server
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`: its clients' connections are
+    /// closed), keeping its data, as a database restarted or failed over does;
+    /// [`Postgres::restart`] starts it again on the same port.
+    pub fn stop(&self) {
+        let data = self.dir.path().join("data");
+        self.run_as(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        );
+    }
+
+    /// Starts a server [`Postgres::stop`]ped, on the same port with the same data.
+    pub fn restart(&self) {
+        self.start_cluster();
     }
 
     /// Starts the watchdog that stops this cluster when this process is killed

@@ -18,17 +18,21 @@ pub async fn handle(State(state): State<SharedState>) -> Response {
     }) {
         Ok(failing) => failing,
         Err(e) => {
-            let body = format!("unavailable\ndatabase: error: {}\n", e.message);
+            let database = state.db.backend().as_str();
+            let body = format!("unavailable\ndatabase ({database}): error: {}\n", e.message);
             return (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
         }
     };
+    let database = state.db.backend().as_str();
     let backend = state.blobs.backend().as_str();
     let location = state.blobs.location();
     if let Err(e) = state.blobs.check().await {
-        let body = format!("unavailable\ndatabase: ok\nblobs ({backend}) `{location}`: {e}\n");
+        let body = format!(
+            "unavailable\ndatabase ({database}): ok\nblobs ({backend}) `{location}`: {e}\n"
+        );
         return (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
     }
-    let mut body = format!("ok\ndatabase: ok\nblobs ({backend}) `{location}`: ok\n");
+    let mut body = format!("ok\ndatabase ({database}): ok\nblobs ({backend}) `{location}`: ok\n");
     for (webhook, error) in failing {
         body.push_str(&format!("alert webhook `{webhook}` failing: {error}\n"));
     }

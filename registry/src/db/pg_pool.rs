@@ -1,0 +1,244 @@
+//! [`super::Db`]'s PostgreSQL backend (issue 27): where the database is (a
+//! `postgres://` URL, parsed once, its password never printed) and small pools of
+//! `postgres::Client`s of the same shapes as SQLite's, each client behind a
+//! `Mutex` and connected again when the server closed it.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::sql::{Conn, Pg, PgError, SqlError};
+use crate::error::Error;
+
+/// Any number, the same in every replica: the advisory lock every write
+/// transaction takes first, so writers on one database take turns as SQLite's
+/// `BEGIN IMMEDIATE` made them (`POSTGRES.md`, "Transactions across replicas").
+pub const WRITE_LOCK: i64 = 0x5354_4b50_5752_4954; // "STKPWRIT"
+
+/// A PostgreSQL database to connect to, from a `postgres://user[:password]@host[:port]/database`
+/// URL. The password comes from the URL or, when the URL has none, from
+/// `PGPASSWORD`. `Display` and `Debug` name host, port and database only.
+#[derive(Clone)]
+pub struct PgTarget {
+    /// Shared: every pooled client reconnects from it.
+    config: Arc<postgres::Config>,
+}
+
+/// Why a `postgres://` URL cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("the database URL is not a readable postgres:// URL: {reason} (the form is postgres://user[:password]@host[:port]/database)")]
+pub struct BadUrl {
+    reason: String,
+}
+
+impl PgTarget {
+    /// Reads `url`; the error says what is wrong without repeating the URL.
+    pub fn parse(url: &str) -> Result<PgTarget, BadUrl> {
+        let mut config: postgres::Config = url.parse().map_err(|e: postgres::Error| {
+            // The cause names the part (`port`, an unknown option), not its value.
+            let reason = match std::error::Error::source(&e) {
+                Some(cause) => format!("{e}: {cause}"),
+                None => e.to_string(),
+            };
+            BadUrl { reason }
+        })?;
+        if config.get_password().is_none() {
+            if let Ok(password) = std::env::var("PGPASSWORD") {
+                config.password(password);
+            }
+        }
+        Ok(PgTarget {
+            config: Arc::new(config),
+        })
+    }
+
+    pub fn connect(&self) -> Result<postgres::Client, PgError> {
+        Ok(self.config.connect(postgres::NoTls)?)
+    }
+}
+
+impl std::fmt::Display for PgTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = match self.config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(host)) => host.clone(),
+            Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
+            None => "localhost".to_string(),
+        };
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        let database = self.config.get_dbname().unwrap_or("(the user's)");
+        write!(f, "postgresql at {host}:{port}, database {database}")
+    }
+}
+
+impl std::fmt::Debug for PgTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PgTarget({self})")
+    }
+}
+
+/// Where the registry keeps its metadata: SQLite in the data folder (the default)
+/// or a PostgreSQL database shared by replicas.
+#[derive(Clone, Debug)]
+pub enum DatabaseLocation {
+    Sqlite,
+    Postgres(PgTarget),
+}
+
+impl std::str::FromStr for DatabaseLocation {
+    type Err = BadUrl;
+
+    /// `sqlite` (the data folder's database) or a `postgres://`/`postgresql://` URL.
+    fn from_str(text: &str) -> Result<Self, BadUrl> {
+        if text == "sqlite" {
+            Ok(DatabaseLocation::Sqlite)
+        } else if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            PgTarget::parse(text).map(DatabaseLocation::Postgres)
+        } else {
+            Err(BadUrl {
+                reason: "neither `sqlite` nor a URL starting postgres://".to_string(),
+            })
+        }
+    }
+}
+
+/// A few clients, handed out round robin. A client found broken after a failed
+/// call (the server restarted, the connection cut) is dropped and the pools'
+/// shared `epoch` moves on, so every client connected before it is replaced on
+/// its next use instead of failing once more: a `Db` answers again as soon as the
+/// server is back.
+pub(super) struct PgPool {
+    target: PgTarget,
+    slots: Vec<Mutex<Option<Held>>>,
+    next: AtomicUsize,
+    epoch: Arc<AtomicU64>,
+}
+
+/// A client and the epoch it was connected in.
+struct Held {
+    epoch: u64,
+    client: postgres::Client,
+}
+
+/// How long a client that just failed a call is given to answer an empty query
+/// before it counts as broken.
+const VALID_WAIT: Duration = Duration::from_secs(2);
+
+impl PgPool {
+    /// `size` clients (at least one), all connected now, so a wrong URL or
+    /// password fails at start rather than on the first request. Pools sharing
+    /// `epoch` replace their clients together after an outage.
+    pub(super) fn open(
+        target: &PgTarget,
+        size: usize,
+        epoch: &Arc<AtomicU64>,
+    ) -> Result<PgPool, PgError> {
+        let connected = epoch.load(Ordering::SeqCst);
+        Ok(PgPool {
+            target: target.clone(),
+            slots: (0..size.max(1))
+                .map(|_| {
+                    target.connect().map(|client| {
+                        Mutex::new(Some(Held {
+                            epoch: connected,
+                            client,
+                        }))
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+            next: AtomicUsize::new(0),
+            epoch: epoch.clone(),
+        })
+    }
+
+    /// Runs `f` with a live client, which it hands back with its answer. Must run
+    /// off the async workers (the sync client blocks on a runtime of its own).
+    fn with_client<T, E: From<PgError>>(
+        &self,
+        f: impl FnOnce(postgres::Client) -> (postgres::Client, Result<T, E>),
+    ) -> Result<T, E> {
+        let count = self.slots.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut slot = (0..count)
+            .find_map(|offset| self.slots[(start + offset) % count].try_lock().ok())
+            .unwrap_or_else(|| {
+                self.slots[start % count]
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+            });
+        let epoch = self.epoch.load(Ordering::SeqCst);
+        let client = match slot.take() {
+            Some(held) if held.epoch == epoch && !held.client.is_closed() => held.client,
+            _ => self.target.connect()?,
+        };
+        let (mut client, answer) = f(client);
+        if answer.is_err() && client.is_valid(VALID_WAIT).is_err() {
+            // Broken: dropped here, and every client from before is replaced.
+            self.epoch
+                .compare_exchange(epoch, epoch + 1, Ordering::SeqCst, Ordering::SeqCst)
+                .ok();
+        } else {
+            *slot = Some(Held { epoch, client });
+        }
+        answer
+    }
+
+    /// Runs the query `f` on a client, outside any transaction of its own.
+    pub(super) fn read<T>(
+        &self,
+        f: impl FnOnce(&Conn) -> Result<T, SqlError>,
+    ) -> Result<T, SqlError> {
+        self.with_client(|client| {
+            let pg = Pg::new(client);
+            let answer = f(&Conn::Postgres(&pg));
+            (pg.into_inner(), answer)
+        })
+    }
+
+    /// Runs `f` in one transaction holding [`WRITE_LOCK`]: committed when `f`
+    /// succeeds, rolled back when it fails.
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Conn) -> Result<T, Error>) -> Result<T, Error> {
+        self.with_client(|mut client| {
+            let answer = write_transaction(&mut client, f);
+            (client, answer)
+        })
+    }
+}
+
+fn write_transaction<T>(
+    client: &mut postgres::Client,
+    f: impl FnOnce(&Conn) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let mut tx = client.transaction().map_err(PgError::from)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
+        .map_err(PgError::from)?;
+    let pg = Pg::new(tx);
+    match f(&Conn::Postgres(&pg)) {
+        Ok(value) => {
+            pg.into_inner().commit().map_err(PgError::from)?;
+            Ok(value)
+        }
+        Err(e) => {
+            // A rollback that fails (the connection lost) leaves nothing
+            // committed either; the closure's error is the one to report.
+            let _ = pg.into_inner().rollback();
+            Err(e)
+        }
+    }
+}
+
+/// A `postgres::Client` blocks on a runtime of its own when it closes, which
+/// panics on an async worker (where a `Db` may be dropped): the clients are
+/// closed on a thread of their own.
+impl Drop for PgPool {
+    fn drop(&mut self) {
+        let clients: Vec<postgres::Client> = self
+            .slots
+            .drain(..)
+            .filter_map(|slot| slot.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .map(|held| held.client)
+            .collect();
+        if !clients.is_empty() {
+            let _ = std::thread::spawn(move || drop(clients)).join();
+        }
+    }
+}
