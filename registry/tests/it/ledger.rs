@@ -14,7 +14,7 @@ use stackpack_test_support::receipts::ReceiptBuilder;
 
 /// Pushes a bundle the way the packager does: config blob, stack layer, manifest
 /// with the bundle artifact type, tagged with the version. Returns the digest.
-fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
+pub(crate) fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
     let repo = format!("acme/stacks/{stack}");
     let config = BundleConfig {
         format: 1,
@@ -47,13 +47,13 @@ fn push_bundle(client: &Client, stack: &str, version: &str) -> String {
     client.push_bundle_config(&repo, version, &config).1
 }
 
-struct Runner {
-    key: PrivateKey,
-    n: u32,
+pub(crate) struct Runner {
+    pub(crate) key: PrivateKey,
+    pub(crate) n: u32,
 }
 
 impl Runner {
-    fn receipt(
+    pub(crate) fn receipt(
         &mut self,
         customer: &str,
         stack: &str,
@@ -147,7 +147,7 @@ impl Fleet {
 }
 
 /// Posts a signed receipt as `client` (a customer's runner reporting).
-fn post(client: &Client, receipt: &SignedReceipt) -> Resp {
+pub(crate) fn post(client: &Client, receipt: &SignedReceipt) -> Resp {
     client.req(
         "POST",
         "/api/v1/receipts",
