@@ -143,7 +143,7 @@ fn configure_alerts(db: &db::Db, alerts: &[config::ConfiguredAlert]) -> Result<(
 /// its `-wal` and `-shm` files the database's own mode), and a folder or database
 /// an older build left open to others is closed on the next start.
 fn make_private(data: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     make_private_folder(data)?;
     let database = data.join(DB_FILE);
     std::fs::OpenOptions::new()
@@ -153,28 +153,36 @@ fn make_private(data: &std::path::Path) -> std::io::Result<()> {
         .mode(0o600)
         .open(&database)?;
     let journals = ["-wal", "-shm"].map(|suffix| data.join(format!("{DB_FILE}{suffix}")));
-    let files = std::iter::once(database).chain(journals);
-    let paths = std::iter::once((data.to_path_buf(), 0o700)).chain(files.map(|f| (f, 0o600)));
-    for (path, private) in paths {
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
-        };
-        let mode = meta.permissions().mode();
-        if mode & 0o077 != 0 {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode & private))?;
-        }
+    for file in std::iter::once(database).chain(journals) {
+        close_to_others(&file, 0o600)?;
     }
     Ok(())
 }
 
-/// The data folder alone, 0700, for a registry whose metadata is in PostgreSQL
-/// (the folder still holds upload parts, and blobs unless they live in S3).
+/// The data folder, 0700 whatever the umask, and closed to others if an older
+/// build left it open: with the metadata in PostgreSQL it still holds upload parts,
+/// and blobs unless they live in S3.
 fn make_private_folder(data: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(data)
+        .create(data)?;
+    close_to_others(data, 0o700)
+}
+
+/// Takes group and other permissions off `path` (its mode masked with `private`)
+/// when it has any; a path that does not exist is left alone.
+fn close_to_others(path: &std::path::Path, private: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let mode = meta.permissions().mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & private))?;
+    }
+    Ok(())
 }
 
 /// Opens an existing registry's data folder and migrates its database forward; a
