@@ -861,16 +861,7 @@ impl Pool {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, Error> {
-        let count = self.connections.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        for offset in 0..count {
-            if let Ok(conn) = self.connections[(start + offset) % count].try_lock() {
-                return f(&conn).map_err(Into::into);
-            }
-        }
-        let conn = self.connections[start % count]
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let conn = pick(&self.connections, &self.next);
         f(&conn).map_err(Into::into)
     }
 }
@@ -966,22 +957,33 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// [`blocking`] for PostgreSQL's sync client, which blocks on a runtime of its own:
-/// tokio forbids that on an async worker, so on the multi-threaded runtime the call
-/// runs in `block_in_place`, outside a runtime it simply runs, and on a
-/// current-thread runtime (no worker to hand the others to) it is refused by name
-/// rather than panicking.
+/// on a current-thread runtime (no worker to hand the others to) that cannot run,
+/// so the call is refused by name there rather than panicking.
 fn blocking_pg<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
+    if let Ok(handle) = Handle::try_current() {
+        if handle.runtime_flavor() == RuntimeFlavor::CurrentThread {
+            return Err(Error::internal(
+                "a PostgreSQL database is used from a current-thread tokio runtime, where its \
+                 blocking client cannot run: use the multi-threaded runtime",
+            ));
         }
-        Ok(_) => Err(Error::internal(
-            "a PostgreSQL database is used from a current-thread tokio runtime, where its \
-             blocking client cannot run: use the multi-threaded runtime",
-        )),
-        Err(_) => f(),
     }
+    blocking(f)
+}
+
+/// One of `slots`, handed out round robin: the first free one from `next` on, or,
+/// when all are busy, the one `next` points at once it is free.
+fn pick<'a, T>(slots: &'a [Mutex<T>], next: &AtomicUsize) -> std::sync::MutexGuard<'a, T> {
+    let count = slots.len();
+    let start = next.fetch_add(1, Ordering::Relaxed);
+    (0..count)
+        .find_map(|offset| slots[(start + offset) % count].try_lock().ok())
+        .unwrap_or_else(|| {
+            slots[start % count]
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        })
 }
 
 impl Db {
@@ -1036,11 +1038,7 @@ impl Db {
                 supporters: pg_pool::PgPool::open(target, support_connections(), &epoch)?,
             })
         };
-        let store = match tokio::runtime::Handle::try_current() {
-            Ok(_) => tokio::task::block_in_place(open),
-            Err(_) => open(),
-        }
-        .map_err(failed)?;
+        let store = blocking(|| open().map_err(failed))?;
         Ok(Db {
             store: Store::Postgres(store),
             metrics: Arc::default(),

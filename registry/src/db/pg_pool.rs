@@ -156,15 +156,7 @@ impl PgPool {
         &self,
         f: impl FnOnce(postgres::Client) -> (postgres::Client, Result<T, E>),
     ) -> Result<T, E> {
-        let count = self.slots.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut slot = (0..count)
-            .find_map(|offset| self.slots[(start + offset) % count].try_lock().ok())
-            .unwrap_or_else(|| {
-                self.slots[start % count]
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-            });
+        let mut slot = super::pick(&self.slots, &self.next);
         let epoch = self.epoch.load(Ordering::SeqCst);
         let client = match slot.take() {
             Some(held) if held.epoch == epoch && !held.client.is_closed() => held.client,
