@@ -1,8 +1,12 @@
-//! The outcome witness on the real example against the emulated AWS account (moto):
-//! `stackpack check --witness` applies the last release (built into the local layout)
-//! with each customer's inputs, plans the work tree on top, and lets the plans and the
-//! interface rules together decide the bump. Real Terraform, real AWS provider from the
-//! mirror, real moto; each test shares one released baseline across its runs.
+//! The outcome witness: `stackpack check --witness` applies the last release (built
+//! into the local layout) with each customer's inputs, plans the work tree on top,
+//! and lets the plans and the interface rules together decide the bump. Real
+//! Terraform throughout. One scenario runs on the AWS example against the emulated
+//! AWS account (moto), with the real AWS provider from the mirror; the others run on
+//! `tests/fixtures/witness-vendor`, a stack of built-in `terraform_data` resources
+//! the engine plans in seconds (its account a loopback endpoint nothing listens on,
+//! which no provider ever calls), since the AWS example would only make them
+//! minutes longer. Each test shares one released baseline across its runs.
 
 use crate::common;
 
@@ -13,29 +17,40 @@ use common::{Run, TestRepo};
 use serde_json::Value;
 use stackpack_test_support::servers::Moto;
 
-/// The example with its last release `data-plane@0.1.0` built from `main`, and the
-/// witness configured to use this machine's Terraform.
-fn released() -> TestRepo {
-    let repo = TestRepo::new();
+/// `repo` with its last release `<stack>@0.1.0` built from `main`, and the witness
+/// configured to use this machine's Terraform (plus `extra` settings).
+fn released(repo: TestRepo, stack: &str, extra: &str) -> TestRepo {
     let config = std::fs::read_to_string(repo.dir.join("stackpack.toml")).unwrap();
     // No registry: `check` reads the release from the local layout the build writes.
     let config = config.replace("registry = \"127.0.0.1:5000/acme\"\n", "");
     repo.write(
         "stackpack.toml",
         &format!(
-            "{config}\n[witness]\nengine = {:?}\nparallel = 3\n",
+            "{config}\n[witness]\nengine = {:?}\nparallel = 3\n{extra}",
             stackpack_test_support::terraform().display().to_string()
         ),
     );
     repo.commit("witness settings");
-    let built = TestRepo::built(&repo.build(&["--stack", "data-plane"]));
-    assert_eq!(built, [("data-plane".to_string(), "0.1.0".to_string())]);
+    let built = TestRepo::built(&repo.build(&["--stack", stack]));
+    assert_eq!(built, [(stack.to_string(), "0.1.0".to_string())]);
     repo
 }
 
 /// The emulated account and the released example; `None` (skipped) without python3.
 fn emulated() -> Option<(Moto, TestRepo)> {
-    stackpack_test_support::have("python3").then(|| (Moto::start(), released()))
+    stackpack_test_support::have("python3")
+        .then(|| (Moto::start(), released(TestRepo::new(), "data-plane", "")))
+}
+
+/// The small fixture released: `service@0.1.0`, customers globex, initech and
+/// umbrella (who sets `zones = ["a", "b"]`), its account an endpoint nothing
+/// listens on (only built-in resources: nothing calls it).
+fn small_released() -> TestRepo {
+    released(
+        TestRepo::fixture("witness-vendor"),
+        "service",
+        "endpoint = \"http://127.0.0.1:9\"\n",
+    )
 }
 
 /// `stackpack check --witness` with the emulator's endpoint given as CI gives it.
@@ -43,18 +58,18 @@ fn witness(repo: &TestRepo, moto: &Moto, extra: &[&str]) -> Run {
     run_with(
         repo,
         &[("STACKPACK_WITNESS_ENDPOINT", moto.url.as_str())],
+        "stacks/data-plane",
         extra,
     )
 }
 
-fn run_with(repo: &TestRepo, env: &[(&str, &str)], extra: &[&str]) -> Run {
-    let mut args = vec![
-        "check",
-        "--witness",
-        "--no-lint",
-        "--path",
-        "stacks/data-plane",
-    ];
+/// `stackpack check --witness` of the small fixture's stack.
+fn small_witness(repo: &TestRepo, extra: &[&str]) -> Run {
+    run_with(repo, &[], "stacks/service", extra)
+}
+
+fn run_with(repo: &TestRepo, env: &[(&str, &str)], stack: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["check", "--witness", "--no-lint", "--path", stack];
     args.extend_from_slice(extra);
     Run::from(
         Command::new(env!("CARGO_BIN_EXE_stackpack"))
@@ -216,17 +231,15 @@ fn a_resource_body_change_is_patch_by_the_rules_and_major_by_the_witness_naming_
 
 #[test]
 fn a_default_change_is_major_only_for_the_customers_who_do_not_set_it() {
-    let Some((moto, repo)) = emulated() else {
-        return;
-    };
-    // umbrella sets `availability_zones = ["a", "b"]`; globex and initech take the default.
+    let repo = small_released();
+    // umbrella sets `zones = ["a", "b"]`; globex and initech take the default.
     edit(
         &repo,
-        "stacks/data-plane/variables.tf",
+        "stacks/service/main.tf",
         "default     = [\"a\", \"b\", \"c\"]",
         "default     = [\"a\", \"b\"]",
     );
-    let json = witness(&repo, &moto, &["--json"]).ok().json();
+    let json = small_witness(&repo, &["--json"]).ok().json();
     let stack = stack(&json);
     assert_eq!(stack["rules"], "major");
     assert_bumps(
@@ -241,47 +254,41 @@ fn a_default_change_is_major_only_for_the_customers_who_do_not_set_it() {
         if customer == "umbrella" {
             assert!(changes.is_empty(), "{changes:?}");
         } else {
-            // The third zone's subnets go, and with them the cluster spread over them.
+            // The third zone goes, and with it the cluster spread over the zones.
             assert!(
-                changes.contains(&"destroy module.network.aws_subnet.private[2] []".to_string()),
+                changes.contains(&"destroy terraform_data.zone[2] []".to_string()),
                 "{customer}: {changes:?}"
             );
             assert!(
-                changes.contains(
-                    &"replace module.cluster.aws_eks_cluster.this [\"vpc_config\"]".to_string()
-                ) && changes.contains(
-                    &"replace module.cluster.aws_eks_node_group.system [\"subnet_ids\"]"
-                        .to_string()
-                ),
+                changes
+                    .contains(&"replace terraform_data.cluster [\"triggers_replace\"]".to_string()),
                 "{customer}: {changes:?}"
             );
         }
     }
-    let markdown = witness(&repo, &moto, &["--format", "markdown"]).ok().stdout;
+    let markdown = small_witness(&repo, &["--format", "markdown"]).ok().stdout;
     assert!(
-        markdown.contains("| `data-plane` | 0.1.0 | 3 of 3 | major | major | **major** |"),
+        markdown.contains("| `service` | 0.1.0 | 3 of 3 | major | major | **major** |"),
         "{markdown}"
     );
     assert!(
-        markdown.contains("| umbrella | data-plane | 0 | 0 | 0 | 0 | patch |"),
+        markdown.contains("| umbrella | service | 0 | 0 | 0 | 0 | patch |"),
         "{markdown}"
     );
 }
 
 #[test]
 fn a_moved_rename_plans_nothing_and_a_gated_resource_left_off_plans_nothing() {
-    let Some((moto, repo)) = emulated() else {
-        return;
-    };
+    let repo = small_released();
 
     // A rename with a `moved` block: every plan is empty, so patch.
     edit(
         &repo,
-        "modules/model-bucket/bucket.tf",
-        "resource \"aws_s3_bucket_public_access_block\" \"this\" {",
-        "moved {\n  from = aws_s3_bucket_public_access_block.this\n  to   = aws_s3_bucket_public_access_block.models\n}\n\nresource \"aws_s3_bucket_public_access_block\" \"models\" {",
+        "stacks/service/main.tf",
+        "resource \"terraform_data\" \"queue\" {",
+        "moved {\n  from = terraform_data.queue\n  to   = terraform_data.jobs\n}\n\nresource \"terraform_data\" \"jobs\" {",
     );
-    let json = witness(&repo, &moto, &["--json"]).ok().json();
+    let json = small_witness(&repo, &["--json"]).ok().json();
     let renamed = stack(&json);
     assert_eq!(
         bumps(renamed)
@@ -300,14 +307,11 @@ fn a_moved_rename_plans_nothing_and_a_gated_resource_left_off_plans_nothing() {
     // changes but umbrella's, which turns it on; the rules say minor, and so it stays.
     git_restore(&repo.dir);
     repo.append(
-        "stacks/data-plane/main.tf",
-        "\nvariable \"audit_policy\" {\n  type        = bool\n  default     = false\n  description = \"Also manage an audit policy.\"\n}\n\nresource \"aws_iam_policy\" \"audit\" {\n  count = var.audit_policy ? 1 : 0\n\n  name   = \"${var.customer_id}-audit\"\n  policy = jsonencode({ Version = \"2012-10-17\", Statement = [{ Effect = \"Allow\", Action = \"s3:GetObject\", Resource = \"*\" }] })\n}\n",
+        "stacks/service/main.tf",
+        "\nvariable \"audit\" {\n  type        = bool\n  default     = false\n  description = \"Also keep an audit trail.\"\n}\n\nresource \"terraform_data\" \"audit\" {\n  count = var.audit ? 1 : 0\n  input = \"${var.name}-audit\"\n}\n",
     );
-    repo.append(
-        "customers/umbrella/data-plane.tfvars",
-        "audit_policy         = true\n",
-    );
-    let json = witness(&repo, &moto, &["--json"]).ok().json();
+    repo.append("customers/umbrella/service.tfvars", "audit = true\n");
+    let json = small_witness(&repo, &["--json"]).ok().json();
     let gated = stack(&json);
     assert_eq!(gated["rules"], "minor", "{gated}");
     assert_bumps(
@@ -319,8 +323,8 @@ fn a_moved_rename_plans_nothing_and_a_gated_resource_left_off_plans_nothing() {
         ],
     );
     let umbrella = &gated["customers"][2];
-    assert_eq!(umbrella["newInputs"], serde_json::json!(["audit_policy"]));
-    assert_eq!(changes(gated)[2].1, ["create aws_iam_policy.audit[0] []"]);
+    assert_eq!(umbrella["newInputs"], serde_json::json!(["audit"]));
+    assert_eq!(changes(gated)[2].1, ["create terraform_data.audit[0] []"]);
     assert_eq!(unit_required(&json), "minor");
 }
 
@@ -338,7 +342,7 @@ fn a_witness_pointed_at_an_account_it_was_not_given_refuses_to_start() {
         "stackpack.toml",
         &format!("{config}\n[witness]\nendpoint = \"http://192.0.2.10:4566\"\nallowed-endpoints = [\"http://192.0.2.99:4566\"]\n"),
     );
-    let run = run_with(&repo, &[], &[]).code(1);
+    let run = run_with(&repo, &[], "stacks/data-plane", &[]).code(1);
     assert!(
         run.stderr.contains("the witness was pointed at `http://192.0.2.10:4566`, which is not on this machine and not listed in `[witness] allowed-endpoints`"),
         "{}",
@@ -364,6 +368,7 @@ fn a_witness_pointed_at_an_account_it_was_not_given_refuses_to_start() {
             ("AWS_ACCESS_KEY_ID", "AKIAREALLOOKING"),
             ("STACKPACK_WITNESS_ENDPOINT", ""),
         ],
+        "stacks/data-plane",
         &[],
     )
     .code(1);
@@ -376,18 +381,13 @@ fn a_witness_pointed_at_an_account_it_was_not_given_refuses_to_start() {
 
 #[test]
 fn publish_with_the_witness_on_refuses_a_patch_that_changes_plans_and_records_what_it_saw() {
-    if !stackpack_test_support::have("python3") {
-        return;
-    }
     let registry = common::servers::Distribution::require();
-    let moto = Moto::start();
-    let repo = TestRepo::new();
+    let repo = TestRepo::fixture("witness-vendor");
     // One customer of three (a sample), at the endpoint written in the settings.
     repo.append(
         "stackpack.toml",
         &format!(
-            "\n[witness]\npublish = true\nendpoint = {:?}\nengine = {:?}\nsample = 1\n",
-            moto.url,
+            "\n[witness]\npublish = true\nendpoint = \"http://127.0.0.1:9\"\nengine = {:?}\nsample = 1\n",
             stackpack_test_support::terraform().display().to_string()
         ),
     );
@@ -398,7 +398,6 @@ fn publish_with_the_witness_on_refuses_a_patch_that_changes_plans_and_records_wh
             "publish",
             "--json",
             "--insecure",
-            "--no-modules",
             "--registry",
             &address,
             "--key",
@@ -410,16 +409,16 @@ fn publish_with_the_witness_on_refuses_a_patch_that_changes_plans_and_records_wh
     publish(&[]).ok();
     edit(
         &repo,
-        "modules/network/vpc.tf",
-        "    Name = var.name\n",
-        "    Name = var.name\n    Tier = \"data\"\n",
+        "stacks/service/main.tf",
+        "input = \"${var.name}-jobs\"",
+        "input = \"${var.name}-work\"",
     );
-    repo.commit("tag the VPC");
+    repo.commit("rename the queue's contents");
 
     let refused = publish(&[]).code(1);
     for line in [
-        "error: `stacks/data-plane`: customers' plans change under this release: it requires a major version, not patch",
-        "customer `globex`: `module.network.aws_vpc.this` update (`tags`, `tags_all`)",
+        "error: `stacks/service`: customers' plans change under this release: it requires a major version, not patch",
+        "customer `globex`: `terraform_data.queue` update (",
         "hint: release it as a major version with `--bump major`",
     ] {
         assert!(refused.stderr.contains(line), "missing `{line}`:\n{}", refused.stderr);
@@ -429,9 +428,9 @@ fn publish_with_the_witness_on_refuses_a_patch_that_changes_plans_and_records_wh
     let layout = stackpack_bundle::layout::ImageLayout::open(repo.layout()).unwrap();
     let version = semver::Version::new(1, 0, 0);
     let descriptor = layout
-        .find_bundle("data-plane", &version)
+        .find_bundle("service", &version)
         .unwrap()
-        .expect("data-plane@1.0.0");
+        .expect("service@1.0.0");
     let manifest: Value =
         serde_json::from_slice(&layout.read_blob(&descriptor.digest, 1 << 20).unwrap()).unwrap();
     let digest = manifest["config"]["digest"]
@@ -456,7 +455,7 @@ fn publish_with_the_witness_on_refuses_a_patch_that_changes_plans_and_records_wh
     assert_eq!(summary["customers"].as_array().unwrap().len(), 1);
     let resources = summary["customers"][0]["resources"].as_array().unwrap();
     assert!(
-        resources.contains(&Value::from("update module.network.aws_vpc.this")),
+        resources.contains(&Value::from("update terraform_data.queue")),
         "{summary}"
     );
 }

@@ -46,9 +46,26 @@ pub struct TestRepo {
 impl TestRepo {
     pub fn new() -> TestRepo {
         stackpack_test_support::use_provider_mirror();
+        TestRepo::copied_from(&example_dir(), "acme-infra")
+    }
+
+    /// `tests/fixtures/<fixture>` instead of the example: the small repositories of
+    /// built-in `terraform_data` stacks, for scenarios the AWS example would only
+    /// make minutes longer.
+    pub fn fixture(fixture: &str) -> TestRepo {
+        let source = stackpack_test_support::repository_root()
+            .join("tests/fixtures")
+            .join(fixture);
+        let repo = TestRepo::copied_from(&source, fixture);
+        // The fixtures lock no provider: their mirror is empty, and not committed.
+        std::fs::create_dir_all(repo.dir.join(".stackpack/providers")).unwrap();
+        repo
+    }
+
+    fn copied_from(source: &Path, name: &str) -> TestRepo {
         let temp = tempfile::tempdir().unwrap();
-        let dir = temp.path().join("acme-infra");
-        copy_dir(&example_dir(), &dir);
+        let dir = temp.path().join(name);
+        copy_dir(source, &dir);
         std::fs::write(dir.join(".gitignore"), ".stackpack/\n").unwrap();
         git(&dir, &["init", "-q", "-b", "main"]);
         git(&dir, &["add", "-A"]);
