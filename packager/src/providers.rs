@@ -6,10 +6,12 @@
 //! A stack that uses providers without a lock file, a missing package, or a package
 //! whose hashes the lock file does not list, is refused before anything is written.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use stackpack_bundle::layout::ImageLayout;
-use stackpack_bundle::provider::{hash_package, PackageHashes};
+use stackpack_bundle::provider::{hash_package, PackageError, PackageHashes};
 use stackpack_interface::lockfile::{self, LockedProvider, LOCK_FILE};
 use stackpack_schema::bundle::{package_file_name, ProviderPackage};
 use stackpack_schema::interface::Interface;
@@ -134,7 +136,7 @@ fn find(
             mirror.display()
         )));
     }
-    let hashes = hash_package(&path).map_err(Error::refused_by)?;
+    let hashes = hashed_once(&path).map_err(Error::refused_by)?;
     let hash = matching_hash(&hashes, provider, &wanted, &path, lock_path)?;
     let package = ProviderPackage {
         source: provider.source.clone(),
@@ -145,6 +147,57 @@ fn find(
         size: hashes.size,
     };
     Ok(FoundPackage { package, path })
+}
+
+/// A file as it stands: where it lives and what it holds (by size and the time of its
+/// last change). A package replaced in the mirror is another file.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified_ns: i128,
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Option<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        let metadata = std::fs::metadata(path).ok()?;
+        Some(FileIdentity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            size: metadata.len(),
+            modified_ns: i128::from(metadata.mtime()) * 1_000_000_000
+                + i128::from(metadata.mtime_nsec()),
+        })
+    }
+}
+
+/// [`hash_package`], once per package file in this process. A build reads the same
+/// provider zip for every stack that pins it, and its `h1:` hash (inflating the
+/// whole provider, hundreds of megabytes for AWS's) was most of a build's time:
+/// four stacks on one provider hashed it four times.
+fn hashed_once(path: &Path) -> std::result::Result<PackageHashes, PackageError> {
+    static HASHED: Mutex<BTreeMap<FileIdentity, PackageHashes>> = Mutex::new(BTreeMap::new());
+    let Some(identity) = FileIdentity::of(path) else {
+        return hash_package(path);
+    };
+    if let Some(hashes) = HASHED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&identity)
+    {
+        return Ok(hashes.clone());
+    }
+    let hashes = hash_package(path)?;
+    // Still the same file after hashing: what was read is what the key names.
+    if FileIdentity::of(path) == Some(identity) {
+        HASHED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(identity, hashes.clone());
+    }
+    Ok(hashes)
 }
 
 fn matching_hash(
@@ -205,4 +258,39 @@ pub fn write_layers(found: &[FoundPackage], layout: &ImageLayout) -> Result<Vec<
         layers.push(layer);
     }
     Ok(layers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn provider_zip(path: &Path, binary: &[u8]) {
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        zip.start_file(
+            "terraform-provider-x_v1.0.0",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+        zip.write_all(binary).unwrap();
+        zip.finish().unwrap();
+    }
+
+    #[test]
+    fn a_package_replaced_in_the_mirror_is_hashed_again_not_served_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir
+            .path()
+            .join("terraform-provider-x_1.0.0_linux_amd64.zip");
+        provider_zip(&path, b"first build");
+        let first = hashed_once(&path).unwrap();
+        assert_eq!(hashed_once(&path).unwrap(), first);
+        // Replaced as a mirror refresh does: a new file renamed over the old one.
+        let staged = dir.path().join("staged.zip");
+        provider_zip(&staged, b"second build, another size");
+        std::fs::rename(&staged, &path).unwrap();
+        let second = hashed_once(&path).unwrap();
+        assert_ne!(second, first);
+        assert_eq!(second, hash_package(&path).unwrap());
+    }
 }
