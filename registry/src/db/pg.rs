@@ -553,6 +553,21 @@ pub fn connect(url: &str) -> Result<postgres::Client, PgError> {
     Ok(postgres::Client::connect(url, postgres::NoTls)?)
 }
 
+/// The schema version the database holds, read without changing anything (no
+/// `schema_version` table yet: 0, a database no build has migrated).
+pub fn stored_version(client: &mut postgres::Client) -> Result<u32, PgError> {
+    let table: Option<String> = client
+        .query_one("SELECT to_regclass('schema_version')::text", &[])?
+        .get(0);
+    if table.is_none() {
+        return Ok(0);
+    }
+    let stored: Option<i64> = client
+        .query_opt("SELECT version FROM schema_version", &[])?
+        .map(|row| row.get(0));
+    Ok(stored.map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)))
+}
+
 /// Brings the database up to [`SCHEMA_VERSION`], one step per transaction, each
 /// under the migration lock; refuses one a newer build has migrated. Returns the
 /// version it was at when this process got the lock.

@@ -53,6 +53,23 @@ pub async fn move_blobs(
     from: &dyn BlobStore,
     to: &dyn BlobStore,
     to_identity: &str,
+    progress: impl FnMut(u64, u64),
+) -> Result<MoveReport, MoveError> {
+    let report = copy_blobs(database, from, to, progress).await?;
+    let identity = to_identity.to_string();
+    database
+        .write_any(|tx| Ok(db::settings::set(tx, db::settings::BLOBS, &identity)?))
+        .map_err(|e| MoveError::Db(e.message))?;
+    Ok(report)
+}
+
+/// Copies every blob `database` records from `from` into `to` and records
+/// nothing: `migrate --to` records the new store in the other database, and the
+/// registry it copies from keeps reading the old one.
+pub async fn copy_blobs(
+    database: &db::Db,
+    from: &dyn BlobStore,
+    to: &dyn BlobStore,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<MoveReport, MoveError> {
     let blobs: Vec<(String, i64)> = database
@@ -79,10 +96,6 @@ pub async fn move_blobs(
         report.bytes += size;
         progress(report.blobs, total);
     }
-    let identity = to_identity.to_string();
-    database
-        .write_any(|tx| Ok(db::settings::set(tx, db::settings::BLOBS, &identity)?))
-        .map_err(|e| MoveError::Db(e.message))?;
     Ok(report)
 }
 
