@@ -546,7 +546,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// Any number, the same in every replica: the advisory lock migrations hold, so of
 /// several replicas started at once on one database, one migrates and the others
 /// wait for it and then find the schema current.
-const MIGRATION_LOCK: i64 = 0x5354_4b50_4d49_4752; // "STKPMIGR"
+pub const MIGRATION_LOCK: i64 = 0x5354_4b50_4d49_4752; // "STKPMIGR"
 
 /// Connects to `url` (`postgres://user@host:port/database`), without TLS.
 pub fn connect(url: &str) -> Result<postgres::Client, PgError> {
