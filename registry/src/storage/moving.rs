@@ -125,13 +125,29 @@ async fn copy_blob(
         }
     };
     let mut segments = Vec::new();
+    // A store writing the blob straight into its place (a bucket) checks nothing
+    // itself: the bytes are hashed here, as the upload route hashes a push.
+    let mut hasher = stackpack_schema::digest::Sha256Hasher::new();
     while let Some(chunk) = bytes.next().await {
-        if let Some(segment) = writer.write(chunk.map_err(io)?).await.map_err(io)? {
+        let chunk = chunk.map_err(io)?;
+        hasher.update(&chunk);
+        if let Some(segment) = writer.write(chunk).await.map_err(io)? {
             segments.push(segment);
         }
     }
     let staged = match writer.finish().await.map_err(io)? {
-        Written::Blob(staged) => staged,
+        Written::Blob(staged) => {
+            let actual = hasher.finish();
+            if &actual != digest {
+                // Dropped unpromoted: the bucket's multipart upload is aborted.
+                return Err(MoveError::Corrupt {
+                    digest: digest.to_string(),
+                    from: from.location(),
+                    source: StageError::Mismatch { actual },
+                });
+            }
+            staged
+        }
         Written::Segment(last) => {
             segments.extend(last);
             let staged = to.stage(&session, segments, digest, None).await;
