@@ -279,7 +279,8 @@ fn not_vacuous(answers: &[String]) {
 }
 
 #[test]
-fn a_registry_migrated_onto_postgres_keeps_its_blobs_in_the_data_folder_and_answers_the_same() {
+fn a_registry_migrated_onto_postgres_keeps_its_blobs_in_the_data_folder_until_they_move_and_answers_the_same(
+) {
     let before = ran_on_sqlite();
     let data = before.registry.data.clone();
     let database = Postgres::start();
@@ -304,10 +305,28 @@ fn a_registry_migrated_onto_postgres_keeps_its_blobs_in_the_data_folder_and_answ
     );
     assert!(run.stderr.contains("--database"), "{}", run.stderr);
 
-    let served = Served::start(&data, &["--database".to_string(), url]);
+    assert!(run.stderr.contains("the blobs stay in"), "{}", run.stderr);
+    let served = Served::start(&data, &["--database".to_string(), url.clone()]);
     let after = reads(&served.url(), &before.tokens, &before.big);
     assert_same(&before.answers, &after);
     not_vacuous(&before.answers);
+    drop(served);
+
+    // Later, the replicas stopped, the blobs move into a bucket from the registry
+    // on PostgreSQL; a replica on another machine then answers the same.
+    let moto = emulator();
+    let bucket = format!("s3://{BUCKET}/{PREFIX}");
+    let s3 = ["--s3-endpoint", &moto.url, "--s3-region", "us-east-1"];
+    let mut args = vec!["--database", &url, "--move-blobs-to", &bucket, "--json"];
+    args.extend(s3);
+    let moved = migrate(&data, &args).ok().json();
+    assert!(moved["moved"]["blobs"].as_u64() > Some(5), "{moved}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut flags = vec!["--database".to_string(), url, "--blobs".into(), bucket];
+    flags.extend(["--s3-endpoint".into(), moto.url.clone()]);
+    let served = Served::start(&elsewhere.path().join("data"), &flags);
+    let after = reads(&served.url(), &before.tokens, &before.big);
+    assert_same(&before.answers, &after);
 }
 
 /// A fresh database `name` on `server`, its URL with the password.
@@ -442,4 +461,72 @@ fn migrate_database_brings_a_postgres_registry_current_and_one_started_meanwhile
     assert!(check(0).contains(&format!("current: schema version {}", pg::SCHEMA_VERSION)));
     // A replica opens it without migrating anything more.
     drop(Db::open_url(&url, 1).unwrap());
+}
+
+/// The blob `digest` in a data folder (`blobs/sha256/<2>/<hex>`).
+fn blob_file(data: &Path, digest: &str) -> std::path::PathBuf {
+    let hex = digest.strip_prefix("sha256:").unwrap();
+    data.join("blobs/sha256").join(&hex[..2]).join(hex)
+}
+
+/// A move that fails half way (a blob in the data folder no longer holds its
+/// bytes) commits nothing to PostgreSQL and leaves the registry on its folder;
+/// the cause fixed, the same command moves everything.
+#[test]
+fn a_move_onto_postgres_and_s3_failing_half_way_loses_nothing_and_runs_again() {
+    let before = ran_on_sqlite();
+    let data = before.registry.data.clone();
+    let moto = emulator();
+    let database = Postgres::start();
+    let url = with_password(&database.url());
+    let bucket = format!("s3://{BUCKET}/{PREFIX}");
+    let args = [
+        "--to",
+        &url,
+        "--move-blobs-to",
+        &bucket,
+        "--s3-endpoint",
+        &moto.url,
+    ];
+    let file = blob_file(&data, &before.big);
+    let whole = std::fs::read(&file).unwrap();
+    let mut damaged = whole.clone();
+    damaged[1000] ^= 0xff;
+    std::fs::write(&file, &damaged).unwrap();
+
+    let failed = migrate(&data, &args).code(1);
+    assert!(failed.stderr.contains(&before.big), "{}", failed.stderr);
+    assert!(
+        failed.stderr.contains("nothing was copied into PostgreSQL"),
+        "{}",
+        failed.stderr
+    );
+    let rows: i64 = pg::connect(&database.url())
+        .unwrap()
+        .query_one("SELECT count(*) FROM tokens", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 0, "nothing committed to PostgreSQL");
+    let check = Run::from(
+        Command::new(crate::common::BIN)
+            .args(["migrate", "--check", "--data"])
+            .arg(&data)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        check.code, 0,
+        "the data folder's registry is current: {}",
+        check.stderr
+    );
+
+    // The damage repaired, the same command moves it all.
+    std::fs::write(&file, &whole).unwrap();
+    migrate(&data, &args).ok();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut flags = vec!["--database".to_string(), url, "--blobs".into(), bucket];
+    flags.extend(["--s3-endpoint".into(), moto.url.clone()]);
+    let served = Served::start(&elsewhere.path().join("data"), &flags);
+    let after = reads(&served.url(), &before.tokens, &before.big);
+    assert_same(&before.answers, &after);
 }

@@ -234,14 +234,19 @@ impl Copied<'_> {
                 moved.blobs, moved.bytes, moved.from, moved.to
             ));
         }
+        let data = self.data.display();
         let blobs = match self.blobs {
-            "data-folder" => format!(" (the blobs stay in `{}`: give it as `--data`, or move them with `--move-blobs-to s3://…` and `--database`)", self.data.display()),
+            "data-folder" => String::new(),
             bucket => format!(" --blobs {bucket}"),
         };
         status(&format!(
-            "next: start every replica with `stackpack-registry serve --data DIR --database <the same URL>`{blobs}; start none on `{}` again: its database no longer receives the writes",
-            self.data.display()
+            "next: start every replica with `stackpack-registry serve --data DIR --database <the same URL>{blobs}`; start none on `{data}` again: its database no longer receives the writes"
         ));
+        if blobs.is_empty() {
+            status(&format!(
+                "the blobs stay in `{data}`: serve from this machine with `--data {data}`, or move them into a bucket with `stackpack-registry migrate --database <the same URL> --data {data} --move-blobs-to s3://…`"
+            ));
+        }
     }
 }
 
