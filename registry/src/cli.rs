@@ -247,8 +247,8 @@ pub struct MigrateArgs {
     /// the password in the URL or `PGPASSWORD` (never printed). Its schema is
     /// made first; a database already holding registry data is refused. The
     /// copy is one transaction, checked table by table (rows and SHA-256) before
-    /// it commits; `--data` is only read. Stop every replica first; then start
-    /// them with `serve --database URL`.
+    /// it commits; the data folder's registry is left as it was. Stop every
+    /// replica first; then start them with `serve --database URL`.
     #[arg(long, value_name = "URL", conflicts_with_all = ["check", "database"], requires = "data")]
     pub to: Option<String>,
     /// The registry's metadata live in this PostgreSQL database (as with
@@ -263,8 +263,9 @@ pub struct MigrateArgs {
     /// to bring them back) and record it as where the blobs live. Stop every
     /// replica first; start them again with the new `--blobs`. The old copies are
     /// left for you to remove. With `--to`, the blobs are copied before the
-    /// database and the new store is recorded in PostgreSQL only: the data folder
-    /// keeps serving as before until the copy has committed.
+    /// database and the new store is recorded in PostgreSQL only, in the copy's
+    /// transaction: until it commits, the registry in the data folder is exactly
+    /// as it was. With `--database`, give `--data` too.
     #[arg(long, value_name = "s3://BUCKET/PREFIX")]
     pub move_blobs_to: Option<String>,
     /// The URL of another S3 API (MinIO, Ceph, an emulator) for the bucket side of
