@@ -286,6 +286,7 @@ pub fn copy_recording(
     })
 }
 
+/// Writes `settings` into `registry_settings` inside the copy's transaction.
 fn record_settings<'a>(
     tx: postgres::Transaction<'a>,
     settings: &[(&str, &str)],

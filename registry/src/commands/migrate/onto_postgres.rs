@@ -14,7 +14,7 @@ use std::path::Path;
 
 use stackpack_registry::db::copy::{self, CopyError, Summary};
 use stackpack_registry::db::pg_pool::{DatabaseLocation, PgTarget};
-use stackpack_registry::db::sql::{Pg, PgError};
+use stackpack_registry::db::sql::PgError;
 use stackpack_registry::db::{pg, settings, Db};
 use stackpack_registry::storage::moving::MoveReport;
 use stackpack_registry::SchemaState;
@@ -38,6 +38,11 @@ pub(super) fn copy_to(args: &MigrateArgs, data: &Path, url: &str) -> Result<Exit
         Some(blobs) => copy_blobs_first(args, data, blobs)?,
         None => None,
     };
+    // Read before the copy: nothing may fail after it has committed.
+    let blobs = match &moved {
+        Some((identity, _)) => identity.clone(),
+        None => recorded_blobs(data)?,
+    };
     let recorded: Vec<(&str, &str)> = moved
         .iter()
         .map(|(identity, _)| (settings::BLOBS, identity.as_str()))
@@ -45,11 +50,7 @@ pub(super) fn copy_to(args: &MigrateArgs, data: &Path, url: &str) -> Result<Exit
     let sqlite = data.join(stackpack_registry::DB_FILE);
     let summary =
         copy::copy_recording(&sqlite, &mut client, &recorded).map_err(copy_refused(&target))?;
-    let pg = Pg::new(client);
-    let blobs = settings::get(&pg, settings::BLOBS)
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| "data-folder".to_string());
+    drop(client);
     let copied = Copied {
         target: &target,
         data,
@@ -171,6 +172,25 @@ fn copy_blobs_first(
     };
     let report = blobs.run(args, data, &state.db, Record::Elsewhere)?;
     Ok(Some((blobs.identity, report)))
+}
+
+/// Where the registry in `data` records its blobs (what the copy carried over
+/// when no `--move-blobs-to` replaced it).
+fn recorded_blobs(data: &Path) -> Result<String> {
+    let path = data.join(stackpack_registry::DB_FILE);
+    let read = || -> rusqlite::Result<Option<String>> {
+        let conn = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )?;
+        settings::get(&conn, settings::BLOBS)
+    };
+    let recorded = read().map_err(|e| {
+        Error::refused(format!("cannot read where the blobs live: {e}"))
+            .caused_by(e)
+            .at(crate::commands::data_folder(data))
+    })?;
+    Ok(recorded.unwrap_or_else(|| "data-folder".to_string()))
 }
 
 /// What `--to` did, to print.
