@@ -45,7 +45,10 @@ pub enum Command {
     Gc(GcArgs),
     /// Bring the database to this build's schema and exit (`serve` does it too), or
     /// with `--check` only say whether it is current: exit 0 current, 3 behind
-    /// (migrations to run), 1 written by a newer build.
+    /// (migrations to run), 1 written by a newer build. `--to postgres://…` copies
+    /// a registry's SQLite database into an empty PostgreSQL one (exit 1 when
+    /// refused or unreachable, nothing written); `--database postgres://…` works
+    /// on a registry already there.
     Migrate(MigrateArgs),
     /// Write a consistent copy of the database while the registry serves: tokens,
     /// customers, receipts, manifests and tags. Blobs are not in it: copy the data
@@ -235,16 +238,34 @@ pub struct BackupArgs {
 
 #[derive(Args, Debug)]
 pub struct MigrateArgs {
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    /// The data folder of an existing registry: its SQLite database, and its
+    /// blobs unless they live in a bucket. Not needed with `--database` alone.
+    #[arg(long, required_unless_present = "database")]
+    pub data: Option<PathBuf>,
+    /// Copy the registry (its SQLite database in `--data`, brought current first)
+    /// into this EMPTY PostgreSQL database: `postgres://user@host:port/database`,
+    /// the password in the URL or `PGPASSWORD` (never printed). Its schema is
+    /// made first; a database already holding registry data is refused. The
+    /// copy is one transaction, checked table by table (rows and SHA-256) before
+    /// it commits; the data folder's registry is left as it was. Stop every
+    /// replica first; then start them with `serve --database URL`.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["check", "database"], requires = "data")]
+    pub to: Option<String>,
+    /// The registry's metadata live in this PostgreSQL database (as with
+    /// `serve --database`): bring its schema current, or with `--check` say where
+    /// it stands. Replicas starting meanwhile wait for it.
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
     /// Change nothing; say whether the database is current (exit 3 when behind).
     #[arg(long, conflicts_with = "move_blobs_to")]
     pub check: bool,
     /// Then move every blob into this store (`s3://bucket/prefix`, or `data-folder`
     /// to bring them back) and record it as where the blobs live. Stop every
     /// replica first; start them again with the new `--blobs`. The old copies are
-    /// left for you to remove.
+    /// left for you to remove. With `--to`, the blobs are copied before the
+    /// database and the new store is recorded in PostgreSQL only, in the copy's
+    /// transaction: until it commits, the registry in the data folder is exactly
+    /// as it was. With `--database`, give `--data` too.
     #[arg(long, value_name = "s3://BUCKET/PREFIX")]
     pub move_blobs_to: Option<String>,
     /// The URL of another S3 API (MinIO, Ceph, an emulator) for the bucket side of

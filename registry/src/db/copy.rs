@@ -1,4 +1,4 @@
-//! The copy `stackpack-registry migrate --to postgres://…` will run (issue 27, plan
+//! The copy `stackpack-registry migrate --to postgres://…` runs (issue 27, plan
 //! item 4 in `POSTGRES.md`): a registry's SQLite database into an empty PostgreSQL
 //! one, all of it in one PostgreSQL transaction, checked before it commits.
 //!
@@ -44,6 +44,7 @@ pub enum Step {
     Verify,
     Identity,
     Triggers,
+    Settings,
     Commit,
 }
 
@@ -57,6 +58,7 @@ impl fmt::Display for Step {
             Step::Verify => "reading the rows back",
             Step::Identity => "moving an identity column's sequence",
             Step::Triggers => "holding the tables' triggers during the copy",
+            Step::Settings => "recording the registry's settings",
             Step::Commit => "committing",
         })
     }
@@ -217,6 +219,18 @@ struct Table {
 /// commits only if each table's row count and digest read back from PostgreSQL
 /// equal SQLite's.
 pub fn copy(sqlite: &Path, client: &mut postgres::Client) -> Result<Summary, CopyError> {
+    copy_recording(sqlite, client, &[])
+}
+
+/// [`copy`], then `settings` (`registry_settings` name and value) written over
+/// the copied ones in the same transaction, after every table was checked: what
+/// `migrate --to … --move-blobs-to s3://…` records as where the blobs live, so
+/// PostgreSQL holds the rows and the new blob store together or neither.
+pub fn copy_recording(
+    sqlite: &Path,
+    client: &mut postgres::Client,
+    settings: &[(&str, &str)],
+) -> Result<Summary, CopyError> {
     let source = open_sqlite(sqlite)?;
     let sqlite_err = |source| CopyError::Sqlite {
         path: sqlite.to_path_buf(),
@@ -262,6 +276,7 @@ pub fn copy(sqlite: &Path, client: &mut postgres::Client) -> Result<Summary, Cop
         });
     }
     set_triggers(&mut tx, &tables, Triggers::Firing)?;
+    let tx = record_settings(tx, settings)?;
     tx.commit().map_err(|e| pg(Step::Commit, None)(e.into()))?;
     Ok(Summary {
         sqlite_version,
@@ -269,6 +284,49 @@ pub fn copy(sqlite: &Path, client: &mut postgres::Client) -> Result<Summary, Cop
         tables: copied,
         empty_sqlite_only,
     })
+}
+
+/// Writes `settings` into `registry_settings` inside the copy's transaction.
+fn record_settings<'a>(
+    tx: postgres::Transaction<'a>,
+    settings: &[(&str, &str)],
+) -> Result<postgres::Transaction<'a>, CopyError> {
+    let pg_tx = super::sql::Pg::new(tx);
+    for (name, value) in settings {
+        super::settings::set(&pg_tx, name, value)
+            .map_err(pg(Step::Settings, Some("registry_settings")))?;
+    }
+    Ok(pg_tx.into_inner())
+}
+
+/// Migrates the PostgreSQL database `client` is connected to and refuses it if
+/// any table holds a row, copying nothing: what `migrate --to` checks before it
+/// moves a single blob, so a target it would refuse anyway costs no upload.
+pub fn check_empty(client: &mut postgres::Client) -> Result<u32, CopyError> {
+    let found = super::pg::migrate(client).map_err(pg(Step::Migrate, None))?;
+    let mut tx = client
+        .transaction()
+        .map_err(|e| pg(Step::CheckEmpty, None)(e.into()))?;
+    let order = postgres_tables_parents_first(&mut tx)?;
+    refuse_rows(&mut tx, &order)?;
+    Ok(found)
+}
+
+/// [`CopyError::TargetNotEmpty`] for the first of `tables` holding a row.
+fn refuse_rows(tx: &mut postgres::Transaction<'_>, tables: &[String]) -> Result<(), CopyError> {
+    for name in tables {
+        let sql = format!("SELECT EXISTS (SELECT 1 FROM {})", quoted(name));
+        let any: bool = tx
+            .query_one(&sql, &[])
+            .map_err(|e| pg(Step::CheckEmpty, Some(name))(e.into()))?
+            .get(0);
+        if any {
+            return Err(CopyError::TargetNotEmpty {
+                table: name.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Whether a table's own triggers fire on the rows the copy inserts.
@@ -423,19 +481,7 @@ fn plan(
     if !missing.is_empty() {
         return Err(CopyError::TablesMissing { tables: missing }.into());
     }
-    for name in &order {
-        let sql = format!("SELECT EXISTS (SELECT 1 FROM {})", quoted(name));
-        let any: bool = tx
-            .query_one(&sql, &[])
-            .map_err(|e| pg(Step::CheckEmpty, Some(name))(e.into()))?
-            .get(0);
-        if any {
-            return Err(CopyError::TargetNotEmpty {
-                table: name.clone(),
-            }
-            .into());
-        }
-    }
+    refuse_rows(tx, &order)?;
     let in_sqlite: BTreeSet<&str> = sqlite_tables.iter().map(String::as_str).collect();
     let mut tables = Vec::new();
     for name in order.iter().filter(|t| in_sqlite.contains(t.as_str())) {

@@ -546,11 +546,26 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// Any number, the same in every replica: the advisory lock migrations hold, so of
 /// several replicas started at once on one database, one migrates and the others
 /// wait for it and then find the schema current.
-const MIGRATION_LOCK: i64 = 0x5354_4b50_4d49_4752; // "STKPMIGR"
+pub const MIGRATION_LOCK: i64 = 0x5354_4b50_4d49_4752; // "STKPMIGR"
 
 /// Connects to `url` (`postgres://user@host:port/database`), without TLS.
 pub fn connect(url: &str) -> Result<postgres::Client, PgError> {
     Ok(postgres::Client::connect(url, postgres::NoTls)?)
+}
+
+/// The schema version the database holds, read without changing anything (no
+/// `schema_version` table yet: 0, a database no build has migrated).
+pub fn stored_version(client: &mut postgres::Client) -> Result<u32, PgError> {
+    let table: Option<String> = client
+        .query_one("SELECT to_regclass('schema_version')::text", &[])?
+        .get(0);
+    if table.is_none() {
+        return Ok(0);
+    }
+    let stored: Option<i64> = client
+        .query_opt("SELECT version FROM schema_version", &[])?
+        .map(|row| row.get(0));
+    Ok(stored.map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)))
 }
 
 /// Brings the database up to [`SCHEMA_VERSION`], one step per transaction, each

@@ -53,6 +53,23 @@ pub async fn move_blobs(
     from: &dyn BlobStore,
     to: &dyn BlobStore,
     to_identity: &str,
+    progress: impl FnMut(u64, u64),
+) -> Result<MoveReport, MoveError> {
+    let report = copy_blobs(database, from, to, progress).await?;
+    let identity = to_identity.to_string();
+    database
+        .write_any(|tx| Ok(db::settings::set(tx, db::settings::BLOBS, &identity)?))
+        .map_err(|e| MoveError::Db(e.message))?;
+    Ok(report)
+}
+
+/// Copies every blob `database` records from `from` into `to` and records
+/// nothing: `migrate --to` records the new store in the other database, and the
+/// registry it copies from keeps reading the old one.
+pub async fn copy_blobs(
+    database: &db::Db,
+    from: &dyn BlobStore,
+    to: &dyn BlobStore,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<MoveReport, MoveError> {
     let blobs: Vec<(String, i64)> = database
@@ -79,10 +96,6 @@ pub async fn move_blobs(
         report.bytes += size;
         progress(report.blobs, total);
     }
-    let identity = to_identity.to_string();
-    database
-        .write_any(|tx| Ok(db::settings::set(tx, db::settings::BLOBS, &identity)?))
-        .map_err(|e| MoveError::Db(e.message))?;
     Ok(report)
 }
 
@@ -112,13 +125,29 @@ async fn copy_blob(
         }
     };
     let mut segments = Vec::new();
+    // A store writing the blob straight into its place (a bucket) checks nothing
+    // itself: the bytes are hashed here, as the upload route hashes a push.
+    let mut hasher = stackpack_schema::digest::Sha256Hasher::new();
     while let Some(chunk) = bytes.next().await {
-        if let Some(segment) = writer.write(chunk.map_err(io)?).await.map_err(io)? {
+        let chunk = chunk.map_err(io)?;
+        hasher.update(&chunk);
+        if let Some(segment) = writer.write(chunk).await.map_err(io)? {
             segments.push(segment);
         }
     }
     let staged = match writer.finish().await.map_err(io)? {
-        Written::Blob(staged) => staged,
+        Written::Blob(staged) => {
+            let actual = hasher.finish();
+            if &actual != digest {
+                // Dropped unpromoted: the bucket's multipart upload is aborted.
+                return Err(MoveError::Corrupt {
+                    digest: digest.to_string(),
+                    from: from.location(),
+                    source: StageError::Mismatch { actual },
+                });
+            }
+            staged
+        }
         Written::Segment(last) => {
             segments.extend(last);
             let staged = to.stage(&session, segments, digest, None).await;

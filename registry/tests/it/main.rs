@@ -29,6 +29,7 @@ mod postgres_copy;
 mod postgres_db;
 mod postgres_forecasts;
 mod postgres_ledger;
+mod postgres_migrate;
 mod postgres_rollouts;
 mod postgres_scheduler;
 mod query_plans;

@@ -330,7 +330,7 @@ fn serve_on_an_unreachable_postgres_names_host_port_and_database_never_the_passw
 /// Who makes a served registry's tokens: `token create` on SQLite; on PostgreSQL
 /// the same rows through `Db` (the commands other than `serve` do not take
 /// `--database` yet).
-enum TokenMaker<'a> {
+pub(crate) enum TokenMaker<'a> {
     Cli(&'a stackpack_test_support::servers::OurRegistry),
     Postgres(&'a str),
 }
@@ -370,7 +370,7 @@ impl TokenMaker<'_> {
 
 /// `value` without the times the registry stamped (keys ending in `At`/`_at`,
 /// `published`, `received`), which differ between two runs.
-fn without_times(value: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn without_times(value: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match value {
         Value::Object(map) => Value::Object(
@@ -393,7 +393,7 @@ fn without_times(value: &serde_json::Value) -> serde_json::Value {
 /// over HTTP only, as answers to compare: bundles pushed as the packager does,
 /// tags and the ledger's releases and stacks, signed receipts reported (one twice),
 /// support's questions.
-fn ledger_day(base: &str, tokens: &TokenMaker) -> Vec<String> {
+pub(crate) fn ledger_day(base: &str, tokens: &TokenMaker) -> Vec<String> {
     use crate::common::Client;
     use crate::ledger::{post, push_bundle, Runner};
     use stackpack_schema::receipt::{Outcome, ReceiptKind};

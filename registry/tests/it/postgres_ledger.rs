@@ -318,7 +318,7 @@ fn reports() -> Vec<Report<'static>> {
 
 /// Every row of a table, as text, sorted in Rust: the same on both backends
 /// whatever order each returns them in.
-fn table<C: Sql>(conn: &C, sql: &str) -> Vec<String> {
+pub(crate) fn table<C: Sql>(conn: &C, sql: &str) -> Vec<String> {
     let mut rows: Vec<String> = conn
         .query(sql, &[])
         .unwrap()
@@ -353,7 +353,7 @@ fn fleet_state<C: Sql>(conn: &C) -> Vec<String> {
 
 /// The writes: customers, a token, stack versions and their modules, installation
 /// keys, and the receipts, one re-reported and one id reused.
-fn ledger_writes<C: Sql>(conn: &C) -> Vec<String> {
+pub(crate) fn ledger_writes<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = Vec::new();
     let now = "2026-01-01T00:00:00Z";
     ledger::register_customer(conn, "acme", Some("Acme"), Some("production"), now).unwrap();
@@ -467,7 +467,7 @@ fn ledger_writes<C: Sql>(conn: &C) -> Vec<String> {
 }
 
 /// What support and the ledger's pages read back after [`ledger_writes`].
-fn ledger_reads<C: Sql>(conn: &C) -> Vec<String> {
+pub(crate) fn ledger_reads<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = fleet_state(conn);
     let mut say = |what: String| answers.push(what);
     for id in ["acme", "globex", "Zeta-1", "initech", "nobody"] {
@@ -599,7 +599,7 @@ fn ledger_rework<C: Sql>(conn: &C) -> Vec<String> {
 }
 
 /// Support's fleet pages over the same story: filters, cursors, lists.
-fn fleet_reads<C: Sql>(conn: &C) -> Vec<String> {
+pub(crate) fn fleet_reads<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = Vec::new();
     let stale = db::utc_time("2026-03-02T00:00:00Z").unwrap().1;
     let key = |v: &str| stackpack_registry::version_key::of(&v.parse().unwrap());

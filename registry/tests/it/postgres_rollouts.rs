@@ -779,7 +779,7 @@ fn seen_story<C: Sql>(conn: &C, say: &mut Answers) {
 }
 
 /// Every answer of the whole story, on one connection of either backend.
-fn rollout_story<C: Sql>(conn: &C) -> Vec<String> {
+pub(crate) fn rollout_story<C: Sql>(conn: &C) -> Vec<String> {
     let mut say = Answers(Vec::new());
     channel_story(conn, &mut say);
     let promotions = promotion_story(conn, &mut say);

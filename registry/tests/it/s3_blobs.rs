@@ -14,12 +14,12 @@ use common::*;
 use stackpack_test_support::servers::{wait_for_port, Moto};
 use stackpack_test_support::Run;
 
-const BUCKET: &str = "registry-blobs";
-const PREFIX: &str = "acme";
+pub(crate) const BUCKET: &str = "registry-blobs";
+pub(crate) const PREFIX: &str = "acme";
 const MIB: usize = 1024 * 1024;
 
 /// The S3 emulator with the registry's bucket made.
-fn emulator() -> Moto {
+pub(crate) fn emulator() -> Moto {
     let moto = Moto::start();
     moto.python(&format!(
         "import boto3\nboto3.client(\"s3\", endpoint_url=ENDPOINT, region_name=\"us-east-1\").create_bucket(Bucket=\"{BUCKET}\")\n"
@@ -29,7 +29,7 @@ fn emulator() -> Moto {
 }
 
 /// The keys under `prefix` in the bucket, as the emulator lists them.
-fn keys(moto: &Moto, prefix: &str) -> Vec<String> {
+pub(crate) fn keys(moto: &Moto, prefix: &str) -> Vec<String> {
     let out = moto
         .python(&format!(
             "import boto3, json\ns3 = boto3.client(\"s3\", endpoint_url=ENDPOINT, region_name=\"us-east-1\")\nkeys = []\nfor page in s3.get_paginator(\"list_objects_v2\").paginate(Bucket=\"{BUCKET}\", Prefix=\"{prefix}\"):\n    keys += [o[\"Key\"] for o in page.get(\"Contents\", [])]\nprint(json.dumps(keys))\n"
@@ -39,7 +39,7 @@ fn keys(moto: &Moto, prefix: &str) -> Vec<String> {
 }
 
 /// Multipart uploads begun and neither completed nor aborted.
-fn open_multipart_uploads(moto: &Moto) -> usize {
+pub(crate) fn open_multipart_uploads(moto: &Moto) -> usize {
     let out = moto
         .python(&format!(
             "import boto3\ns3 = boto3.client(\"s3\", endpoint_url=ENDPOINT, region_name=\"us-east-1\")\nprint(len(s3.list_multipart_uploads(Bucket=\"{BUCKET}\").get(\"Uploads\", [])))\n"
@@ -60,7 +60,7 @@ fn blobs_flags(moto: &Moto) -> Vec<String> {
 }
 
 /// A `stackpack-registry` command with the emulator's test credentials.
-fn registry_command(args: &[String]) -> Command {
+pub(crate) fn registry_command(args: &[String]) -> Command {
     let mut command = Command::new(BIN);
     command
         .args(args)
