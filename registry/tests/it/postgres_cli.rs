@@ -184,3 +184,185 @@ fn gc_on_postgres_deletes_an_unreferenced_blob_keeps_referenced_ones_and_honours
     let again = run_json(&gc);
     assert_eq!(again["blobsDeleted"], 0, "{again}");
 }
+
+/// A `--config` file as the replicas read it: the data folder and the database.
+fn config_file(dir: &Path, data: &Path, database: &str) -> std::path::PathBuf {
+    let file = dir.join("registry.toml");
+    std::fs::write(
+        &file,
+        format!("data = \"{}\"\ndatabase = \"{database}\"\n", data.display()),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn a_customer_added_by_the_cli_with_the_replicas_config_file_shows_in_the_served_api() {
+    let database = Postgres::start();
+    let url = url_with_password(&database);
+    let registry = OurRegistry::start_with(&["--database", &url]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), &registry.data, &url);
+    let config = path(&config);
+
+    let added = run_json(&[
+        "customer",
+        "add",
+        "acme",
+        "--environment",
+        "production",
+        "--json",
+        "--config",
+        config,
+    ]);
+    assert_eq!(added["id"], "acme", "{added}");
+    let admin = run_json(&[
+        "token", "create", "--role", "admin", "--json", "--config", config,
+    ]);
+    let admin = Client::new(
+        registry.url(),
+        Some(admin["token"].as_str().unwrap().into()),
+    );
+    let served = admin.req("GET", "/api/v1/customers/acme", &[], None);
+    assert_eq!(
+        served.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&served.body)
+    );
+    assert_eq!(served.json()["customer"]["environment"], "production");
+
+    // The ledger views read the same rows, from the file or from the flags.
+    let listed = run_json(&["customer", "list", "--json", "--config", config]);
+    assert_eq!(listed[0]["id"], "acme", "{listed}");
+    let shown = run_json(&[
+        "customer",
+        "show",
+        "acme",
+        "--json",
+        "--database",
+        &url,
+        "--data",
+        path(&registry.data),
+    ]);
+    assert_eq!(shown["customer"]["environment"], "production", "{shown}");
+    run_json(&["fleet", "--json", "--config", config]);
+
+    // The command line wins over the file: a file naming a database that does not
+    // answer is overridden by `--database`.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let dead = format!(
+        "postgres://stackpack:{PASSWORD}@127.0.0.1:{}/postgres",
+        stackpack_test_support::servers::free_port()
+    );
+    let stale = config_file(elsewhere.path(), &registry.data, &dead);
+    let listed = run_json(&[
+        "customer",
+        "list",
+        "--json",
+        "--config",
+        path(&stale),
+        "--database",
+        &url,
+    ]);
+    assert_eq!(listed[0]["id"], "acme", "{listed}");
+}
+
+#[test]
+fn a_cli_command_on_a_postgres_that_does_not_answer_or_holds_no_registry_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = path(&data);
+    let port = stackpack_test_support::servers::free_port();
+    let dead = format!("postgres://registry:{PASSWORD}@127.0.0.1:{port}/metadata");
+    let config = config_file(dir.path(), Path::new(data), &dead);
+    for args in [
+        vec!["token", "list", "--database", &dead, "--data", data],
+        vec!["gc", "--config", path(&config)],
+        vec!["fleet", "--config", path(&config)],
+    ] {
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "postgresql at 127.0.0.1:{port}, database metadata"
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("check that PostgreSQL runs"),
+            "{args:?}: {stderr}"
+        );
+    }
+
+    // A database no registry has used is "no registry there", as a mistyped
+    // `--data` is, and nothing is created in it.
+    let database = Postgres::start();
+    let empty = url_with_password(&database);
+    let out = run(&[
+        "token",
+        "create",
+        "--role",
+        "admin",
+        "--database",
+        &empty,
+        "--data",
+        data,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("there is no registry in postgresql at 127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("stackpack-registry serve --database"),
+        "{stderr}"
+    );
+    let mut client = stackpack_registry::db::pg::connect(&empty).unwrap();
+    assert!(!stackpack_registry::db::pg::has_registry(&mut client).unwrap());
+    std::thread::spawn(move || drop(client)).join().unwrap();
+
+    // `backup` says how a PostgreSQL registry is backed up instead.
+    let to = dir.path().join("backup.db");
+    let out = run(&[
+        "backup",
+        "--to",
+        path(&to),
+        "--database",
+        &empty,
+        "--data",
+        data,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pg_dump"), "{stderr}");
+    assert!(!to.exists());
+
+    // Neither a data folder nor a file naming one: a usage error.
+    let out = run(&["token", "list", "--database", &empty]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--data DIR"), "{stderr}");
+
+    // `init --database` creates the schema there; then commands find a registry.
+    let made = run(&["init", "--database", &empty, "--data", data]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let created = run_json(&[
+        "token",
+        "create",
+        "--role",
+        "admin",
+        "--json",
+        "--database",
+        &empty,
+        "--data",
+        data,
+    ]);
+    assert!(created["token"].is_string(), "{created}");
+}
