@@ -366,3 +366,73 @@ fn a_cli_command_on_a_postgres_that_does_not_answer_or_holds_no_registry_says_so
     ]);
     assert!(created["token"].is_string(), "{created}");
 }
+
+/// Every command that reads or writes a registry's rows runs on PostgreSQL from
+/// the replicas' `--config` file, and what one writes the next reads.
+#[test]
+fn every_ledger_and_rollout_command_runs_on_postgres_from_the_config_file() {
+    let database = Postgres::start();
+    let url = url_with_password(&database);
+    let registry = OurRegistry::start_with(&["--database", &url]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), &registry.data, &url);
+    let on = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--json", "--config", path(&config)]);
+        run_json(&all)
+    };
+
+    on(&[
+        "channel",
+        "set",
+        "stable",
+        "--waves",
+        "canary,general",
+        "--soak",
+        "1h",
+    ]);
+    let channels = on(&["channel", "list"]);
+    assert!(channels.to_string().contains("stable"), "{channels}");
+    on(&["customer", "add", "acme"]);
+    on(&["customer", "set", "acme", "--region", "eu-west-1"]);
+    on(&[
+        "customer",
+        "set",
+        "acme",
+        "--channel",
+        "stable",
+        "--wave",
+        "canary",
+    ]);
+    let shown = on(&["customer", "show", "acme"]);
+    assert_eq!(shown["rollout"]["channel"], "stable", "{shown}");
+    assert_eq!(on(&["customer", "history", "acme"]), serde_json::json!([]));
+    assert_eq!(on(&["rollout", "status"]), serde_json::json!([]));
+
+    let alert = on(&[
+        "alert",
+        "add",
+        "--webhook",
+        "http://127.0.0.1:9/hook",
+        "--on",
+        "failed",
+    ]);
+    let id = alert["id"].to_string();
+    assert_eq!(on(&["alert", "list"]).as_array().unwrap().len(), 1);
+    on(&["alert", "remove", &id]);
+    assert_eq!(on(&["alert", "list"]), serde_json::json!([]));
+
+    let bundle = dir.path().join("support.tar.gz");
+    std::fs::write(&bundle, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]).unwrap();
+    let imported = on(&[
+        "support-bundle",
+        "import",
+        path(&bundle),
+        "--customer",
+        "acme",
+    ]);
+    assert_eq!(imported["size"], 10, "{imported}");
+    on(&["adoption"]);
+    on(&["release", "list"]);
+    on(&["fleet", "--release", "data-plane"]);
+}
