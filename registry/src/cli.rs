@@ -283,7 +283,8 @@ pub struct RegistryArgs {
     /// command that touches blobs) are used where no flag gives them.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The data folder of an existing registry (here or in `--config`).
+    /// The data folder of an existing registry (here or in `--config`); not
+    /// needed with `--database` but by `gc`, which deletes blobs.
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// The registry's PostgreSQL database, when `serve --database` keeps its
