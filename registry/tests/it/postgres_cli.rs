@@ -275,6 +275,8 @@ fn a_cli_command_on_a_postgres_that_does_not_answer_or_holds_no_registry_says_so
     let config = config_file(dir.path(), Path::new(data), &dead);
     for args in [
         vec!["token", "list", "--database", &dead, "--data", data],
+        // The causes under the error, too, name no password.
+        vec!["--verbose", "customer", "add", "acme", "--database", &dead],
         vec!["gc", "--config", path(&config)],
         vec!["fleet", "--config", path(&config)],
     ] {
@@ -292,6 +294,16 @@ fn a_cli_command_on_a_postgres_that_does_not_answer_or_holds_no_registry_says_so
             "{args:?}: {stderr}"
         );
     }
+
+    // A URL that cannot be read is a usage error that does not repeat it.
+    let unreadable = format!("postgres://registry:{PASSWORD}@127.0.0.1:notaport/metadata");
+    let out = run(&["token", "list", "--database", &unreadable]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("postgres://user[:password]@host"),
+        "{stderr}"
+    );
 
     // A database no registry has used is "no registry there", as a mistyped
     // `--data` is, and nothing is created in it.
