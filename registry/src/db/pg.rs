@@ -568,6 +568,14 @@ pub fn stored_version(client: &mut postgres::Client) -> Result<u32, PgError> {
     Ok(stored.map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)))
 }
 
+/// Whether a registry has used this database: [`migrate`] made its
+/// `schema_version` table (in the schema the connection's `search_path` finds first).
+pub fn has_registry(client: &mut postgres::Client) -> Result<bool, PgError> {
+    Ok(client
+        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
+        .get(0))
+}
+
 /// Brings the database up to [`SCHEMA_VERSION`], one step per transaction, each
 /// under the migration lock; refuses one a newer build has migrated. Returns the
 /// version it was at when this process got the lock.
