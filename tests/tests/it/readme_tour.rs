@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use stackpack_test_support::servers::{free_port, wait_for_port, Moto};
+use stackpack_test_support::servers::{free_port, wait_for_port, Moto, Postgres};
 use stackpack_test_support::{
     binary, copy_dir, example_dir, git, repository_root, terraform, use_provider_mirror, Run,
 };
@@ -172,8 +172,10 @@ impl Tour {
         command
     }
 
-    /// `serve`, as the README writes it, until the tour ends.
-    fn serve(&mut self, line: &str) {
+    /// `serve`, as the README writes it, on `port`, until the tour ends (or the
+    /// next `serve`, which stops this one).
+    fn serve(&mut self, line: &str, port: u16) {
+        self.stop_registry();
         let mut text = line.to_string();
         for (from, to) in &self.here {
             text = text.replace(from.as_str(), to);
@@ -187,8 +189,15 @@ impl Tour {
             .spawn()
             .unwrap();
         self.registry = Some(child);
-        wait_for_port(self.port);
+        wait_for_port(port);
         self.ran.insert(line.to_string());
+    }
+
+    fn stop_registry(&mut self) {
+        if let Some(mut child) = self.registry.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     /// `stackpack-registry token create`: a token of `role`.
@@ -224,10 +233,7 @@ impl Tour {
 
 impl Drop for Tour {
     fn drop(&mut self) {
-        if let Some(mut child) = self.registry.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.stop_registry();
     }
 }
 
@@ -267,7 +273,8 @@ fn every_command_of_the_readme_tour_runs_on_the_example() {
             .unwrap_or_else(|| panic!("no `{start}` in the tour"))
             .clone()
     };
-    tour.serve(&find("stackpack-registry serve"));
+    let port = tour.port;
+    tour.serve(&find("stackpack-registry serve"), port);
     let publisher = tour.token("publisher", None);
     let customer = tour.token("customer", Some("globex"));
     let support = tour.token("support", None);
@@ -317,11 +324,115 @@ fn every_command_of_the_readme_tour_runs_on_the_example() {
         }
         tour.run(line);
     }
-    tour.run_all(&lines, "stackpack-registry fleet");
-    tour.run_all(&lines, "stackpack-registry release");
+    // The embedded registry's views (the production layout's come after the move).
+    let embedded: Vec<&String> = lines
+        .iter()
+        .filter(|l| {
+            (l.starts_with("stackpack-registry fleet")
+                || l.starts_with("stackpack-registry release"))
+                && !l.contains("--config")
+        })
+        .collect();
+    for line in embedded {
+        tour.run(line);
+    }
+    production_layout(&mut tour, &lines);
 
     let missed: Vec<&String> = lines.iter().filter(|l| !tour.ran.contains(*l)).collect();
     assert!(missed.is_empty(), "tour lines never run: {missed:#?}");
+}
+
+/// The tour's production block on this machine: the embedded registry stopped, its
+/// data moved by `migrate --to` into a PostgreSQL cluster of the test's own and a
+/// bucket in moto's S3 (the S3 emulator), a replica served from the configuration
+/// file the README names, and the fleet read through that file answering exactly
+/// as the embedded registry did.
+fn production_layout(tour: &mut Tour, lines: &[String]) {
+    let find = |start: &str| -> String {
+        lines
+            .iter()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` in the tour"))
+            .clone()
+    };
+    let data = tour.data.display().to_string();
+    let fleet_json = |tour: &Tour, place: &[&str]| -> serde_json::Value {
+        let mut command = tour.command("stackpack-registry");
+        command.args(["fleet", "--behind", "--json"]).args(place);
+        Run::from(command.output().unwrap()).ok().json()
+    };
+    let before = fleet_json(tour, &["--data", &data]);
+    tour.stop_registry();
+
+    let postgres = Postgres::start();
+    tour.moto
+        .python(
+            "import boto3\nboto3.client('s3', endpoint_url=ENDPOINT, region_name='us-east-1').create_bucket(Bucket='acme-registry')",
+        )
+        .ok();
+    let replica_port = free_port();
+    let config = tour.repo.parent().unwrap().join("registry.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data = {:?}\ndatabase = {:?}\nblobs = \"s3://acme-registry/prod\"\ns3-endpoint = {:?}\ns3-region = \"us-east-1\"\n",
+            tour.repo.parent().unwrap().join("replica-1").display().to_string(),
+            postgres.url(),
+            tour.moto.url,
+        ),
+    )
+    .unwrap();
+    let bucket = format!(
+        "s3://acme-registry/prod --s3-endpoint {} --s3-region us-east-1",
+        tour.moto.url
+    );
+    tour.here.extend([
+        (
+            "postgres://stackpack@db.acme.internal/registry".to_string(),
+            postgres.url(),
+        ),
+        ("s3://acme-registry/prod".to_string(), bucket),
+        (
+            "/etc/stackpack/registry.toml".to_string(),
+            config.display().to_string(),
+        ),
+        (
+            "0.0.0.0:5001".to_string(),
+            format!("127.0.0.1:{replica_port}"),
+        ),
+    ]);
+    tour.run(&find("stackpack-registry migrate"));
+    tour.serve(&find("stackpack-registry serve --config"), replica_port);
+    tour.run(&find("stackpack-registry fleet --config"));
+    let config = config.display().to_string();
+    assert_eq!(fleet_json(tour, &["--config", &config]), before);
+    // A new runner pulls and verifies from the replica what was pushed to the
+    // embedded registry: its blobs now come from the bucket.
+    let home = tour.repo.parent().unwrap().join("new-runner-home");
+    let reference = format!("127.0.0.1:{replica_port}/acme/stacks/data-plane:0.1.0");
+    let vendor_key = tour.repo.join("vendor.pub").display().to_string();
+    for args in [
+        vec!["init", "--customer", "globex"],
+        vec!["trust", "add", vendor_key.as_str()],
+        vec!["pull", reference.as_str(), "--insecure"],
+    ] {
+        let run = Run::from(
+            tour.command("stackpack-runner")
+                .env("STACKPACK_RUNNER_HOME", &home)
+                .args(&args)
+                .output()
+                .unwrap(),
+        )
+        .ok();
+        if args[0] == "pull" {
+            assert!(
+                format!("{}{}", run.stdout, run.stderr).contains("data-plane"),
+                "{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    }
 }
 
 /// A second release of the environment (gpu-pools changed), published and applied,
