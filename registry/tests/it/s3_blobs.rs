@@ -19,7 +19,7 @@ const PREFIX: &str = "acme";
 const MIB: usize = 1024 * 1024;
 
 /// The S3 emulator with the registry's bucket made.
-fn emulator() -> Moto {
+pub(crate) fn emulator() -> Moto {
     let moto = Moto::start();
     moto.python(&format!(
         "import boto3\nboto3.client(\"s3\", endpoint_url=ENDPOINT, region_name=\"us-east-1\").create_bucket(Bucket=\"{BUCKET}\")\n"
@@ -48,7 +48,8 @@ fn open_multipart_uploads(moto: &Moto) -> usize {
     out.stdout.trim().parse().unwrap()
 }
 
-fn blobs_flags(moto: &Moto) -> Vec<String> {
+/// `serve`'s (and `gc`'s) flags for the emulator's bucket, under one prefix.
+pub(crate) fn blobs_flags(moto: &Moto) -> Vec<String> {
     vec![
         "--blobs".into(),
         format!("s3://{BUCKET}/{PREFIX}"),
