@@ -98,9 +98,8 @@ pub struct AlertAddArgs {
     /// The events it wants: `failed`, `drifted`, `silent`, `behind`, comma-separated.
     #[arg(long, value_name = "EVENTS")]
     pub on: String,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -110,9 +109,8 @@ pub struct AlertAddArgs {
 pub struct AlertRemoveArgs {
     /// The webhook's id, as `alert list` shows it.
     pub id: i64,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -137,9 +135,8 @@ pub struct ChannelSetArgs {
     /// How long a healthy wave soaks before the next opens: `24h`, `90m`, `30s`.
     #[arg(long, value_name = "AGE")]
     pub soak: Option<String>,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -169,9 +166,8 @@ pub struct RolloutStatusArgs {
     /// Only this release's (or stack's) rollouts.
     #[arg(long)]
     pub release: Option<String>,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -181,9 +177,8 @@ pub struct RolloutStatusArgs {
 pub struct RolloutIdArgs {
     /// The rollout's id, as `rollout status` shows it.
     pub id: i64,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -264,6 +259,27 @@ pub struct InitArgs {
     /// The data folder to create the registry in.
     #[arg(long)]
     pub data: PathBuf,
+}
+
+/// Where an existing registry is, for every command but `init`, `serve` and
+/// `migrate`: its data folder and, when its metadata lives in PostgreSQL, that
+/// database; each from its flag, else from the `--config` file `serve` reads.
+#[derive(Args, Clone, Debug, Default)]
+pub struct RegistryArgs {
+    /// The registry's configuration, the TOML file `serve --config` reads: its
+    /// `data` and `database` (and `blobs`, `s3-endpoint`, `s3-region`, for a
+    /// command that touches blobs) are used where no flag gives them.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The data folder of an existing registry (here or in `--config`).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// The registry's PostgreSQL database, when `serve --database` keeps its
+    /// metadata there: `postgres://user@host:port/database` (the password from the
+    /// URL or `PGPASSWORD`; never printed). A database no registry has used is
+    /// refused (exit 2), never created.
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
 }
 
 /// Where blobs live, for the commands that read or delete them.
@@ -392,9 +408,8 @@ pub enum TokenCommand {
 
 #[derive(Args)]
 pub struct DataJsonArgs {
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -404,9 +419,8 @@ pub struct DataJsonArgs {
 pub struct TokenRevokeArgs {
     /// The token's id, as `token list` shows it.
     pub id: String,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -428,9 +442,8 @@ pub struct TokenCreateArgs {
     /// Without it, the token works until revoked.
     #[arg(long, value_name = "AGE")]
     pub expires_in: Option<String>,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -484,9 +497,8 @@ pub struct CustomerSetArgs {
     /// Free notes for support.
     #[arg(long)]
     pub notes: Option<String>,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -506,9 +518,8 @@ pub struct CustomerKeyAddArgs {
     pub id: String,
     /// The runner's public key, SPKI PEM (`-----BEGIN PUBLIC KEY-----`).
     pub public_key: PathBuf,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -520,9 +531,8 @@ pub struct CustomerKeyRevokeArgs {
     pub id: String,
     /// The key id, as receipts and `customer key add` show it.
     pub key_id: String,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -538,9 +548,8 @@ pub struct CustomerAddArgs {
     /// `production`, `staging`, … (a name like the id).
     #[arg(long)]
     pub environment: Option<String>,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -554,9 +563,8 @@ pub struct CustomerListArgs {
     /// Only stale customers (silent ones, and those that never reported).
     #[arg(long)]
     pub silent: bool,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -586,9 +594,8 @@ pub struct CustomerHistoryArgs {
 
 #[derive(Args)]
 pub struct GcArgs {
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     #[command(flatten)]
     pub blob_store: BlobArgs,
     /// Keep unreferenced blobs younger than this many seconds.
@@ -622,9 +629,8 @@ pub struct SupportBundleImportArgs {
     /// The customer it comes from (known to this registry).
     #[arg(long, value_name = "ID")]
     pub customer: String,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
@@ -639,31 +645,40 @@ pub struct ReceiptsImportArgs {
     /// it, every receipt must be signed by a key already pinned to its customer.
     #[arg(long = "customer", value_name = "ID")]
     pub customers: Vec<String>,
-    /// The data folder of an existing registry.
-    #[arg(long)]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Where the ledger is read: the data folder on the registry's host, or the
-/// registry's HTTP API from anywhere.
+/// Where the ledger is read: the registry itself on its host (its data folder, or
+/// the PostgreSQL database its replicas share), or the registry's HTTP API from
+/// anywhere.
 #[derive(Args)]
-#[command(group(ArgGroup::new("source").required(true).args(["data", "url"])))]
+#[command(group(ArgGroup::new("source").required(true).multiple(true).args(["data", "database", "config", "url"])))]
 pub struct Source {
-    /// The data folder of an existing registry (on the registry's host).
-    #[arg(long)]
-    pub data: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// The registry's address, to ask over its HTTP API from anywhere
     /// (`https://registry.example`). Plain `http://` only to this machine
     /// (loopback): a token never crosses a network in clear; any other `http://`
     /// address is refused before anything is sent (exit 2).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["data", "database", "config"])]
     pub url: Option<String>,
     /// A `support` (or `admin`, or the customer's own) token, for `--url`.
     #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+}
+
+impl Source {
+    /// The registry to open itself, unless `--url` asks its API instead.
+    pub fn local(&self) -> Option<&RegistryArgs> {
+        match self.url {
+            Some(_) => None,
+            None => Some(&self.registry),
+        }
+    }
 }
 
 #[derive(Args)]

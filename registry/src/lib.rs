@@ -185,15 +185,28 @@ fn close_to_others(path: &std::path::Path, private: u32) -> std::io::Result<()> 
     Ok(())
 }
 
-/// Opens an existing registry's data folder and migrates its database forward; a
-/// folder without one is [`OpenError::Missing`] and nothing is created in it.
+/// Opens an existing registry and migrates its database forward: a data folder
+/// without one is [`OpenError::Missing`], a PostgreSQL database no registry has
+/// used is `OpenError::Db(db::OpenError::NoRegistry)`, and nothing is created in
+/// either. With PostgreSQL the data folder is prepared as [`open`] prepares it
+/// (it holds upload parts, and blobs unless they live in S3).
 pub fn open_existing(config: Config) -> Result<AppState, OpenError> {
-    if !config.data.join(DB_FILE).is_file() {
-        return Err(OpenError::Missing(config.data.clone()));
-    }
-    make_private(&config.data)?;
     let metrics = Arc::new(metrics::Metrics::default());
-    let db = db::Db::open_existing(&config.data.join(DB_FILE), 2)?.reporting_to(metrics.clone());
+    let db = match &config.database {
+        db::pg_pool::DatabaseLocation::Sqlite => {
+            if !config.data.join(DB_FILE).is_file() {
+                return Err(OpenError::Missing(config.data.clone()));
+            }
+            make_private(&config.data)?;
+            db::Db::open_existing(&config.data.join(DB_FILE), 2)?
+        }
+        db::pg_pool::DatabaseLocation::Postgres(target) => {
+            let db = db::Db::open_postgres_existing(target, 2)?;
+            make_private_folder(&config.data)?;
+            db
+        }
+    }
+    .reporting_to(metrics.clone());
     let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
     Ok(AppState::new(config, db, blobs, metrics))
 }

@@ -6,13 +6,14 @@ use stackpack_registry::controllers::ledger::adoption::{adoption, Bucket};
 
 use crate::cli::AdoptionArgs;
 use crate::commands::fleet::encode;
-use crate::commands::{open_existing, print_json, refused_in, status, table, Result};
+use crate::commands::{on_registry, print_json, status, table, Result};
 
 pub fn run(args: &AdoptionArgs) -> Result<()> {
     let bucket = Bucket::parse(&args.bucket).expect("clap admits only `day` and `week`");
-    let answer: Vec<Adoption> = match (&args.source.data, &args.source.url) {
-        (Some(data), _) => adoption(&open_existing(data)?, args.stack.as_deref(), bucket)
-            .map_err(refused_in(data))?,
+    let answer: Vec<Adoption> = match (args.source.local(), &args.source.url) {
+        (Some(registry), _) => on_registry(registry, |state| {
+            adoption(state, args.stack.as_deref(), bucket)
+        })?,
         (None, Some(url)) => {
             let mut path = format!("/api/v1/adoption?bucket={}", bucket.as_str());
             if let Some(stack) = &args.stack {
@@ -20,7 +21,7 @@ pub fn run(args: &AdoptionArgs) -> Result<()> {
             }
             crate::commands::remote::get_json(url, args.source.token.as_deref(), &path, "adoption")?
         }
-        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+        (None, None) => unreachable!("clap requires `--data`, `--database`, `--config` or `--url`"),
     };
     if args.json {
         print_json(&answer);

@@ -5,7 +5,7 @@
 use stackpack_registry::{alerts, db};
 
 use crate::cli::{AlertAddArgs, AlertRemoveArgs, DataJsonArgs};
-use crate::commands::{open_existing, print_json, refused_in, status, table, Error, Result};
+use crate::commands::{open_registry, print_json, refused_at, status, table, Error, Result};
 
 pub fn add(args: &AlertAddArgs) -> Result<()> {
     alerts::check_webhook(&args.webhook)
@@ -13,12 +13,12 @@ pub fn add(args: &AlertAddArgs) -> Result<()> {
     let events = alerts::parse_events(&args.on)
         .map_err(|e| Error::usage(e).hint("as in `--on failed,drifted,silent`"))?;
     let names: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let now = db::now_rfc3339();
     let id = state
         .db
         .write_any(|tx| Ok(db::alerts::add(tx, &args.webhook, &names, "cli", &now)?))
-        .map_err(refused_in(&args.data))?;
+        .map_err(refused_at(&state.config))?;
     if args.json {
         print_json(&serde_json::json!({"id": id, "webhook": args.webhook, "events": names}));
     } else {
@@ -32,11 +32,11 @@ pub fn add(args: &AlertAddArgs) -> Result<()> {
 }
 
 pub fn list(args: &DataJsonArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let list = state
         .db
         .read_any(|c| db::alerts::list(c))
-        .map_err(refused_in(&args.data))?;
+        .map_err(refused_at(&state.config))?;
     if args.json {
         print_json(&list);
         return Ok(());
@@ -85,11 +85,11 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
 }
 
 pub fn remove(args: &AlertRemoveArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let removed = state
         .db
         .write_any(|tx| Ok(db::alerts::remove(tx, args.id)?))
-        .map_err(refused_in(&args.data))?;
+        .map_err(refused_at(&state.config))?;
     if !removed {
         return Err(Error::refused(format!("there is no alert `{}`", args.id))
             .hint("see the alerts with `stackpack-registry alert list`"));

@@ -5,7 +5,8 @@ use stackpack_registry::rollout;
 
 use crate::cli::{ChannelSetArgs, DataJsonArgs};
 use crate::commands::{
-    open_existing, print_json, refused_in, rollout_refused, status, table, Error, Result, AGE_HINT,
+    open_registry, print_json, refused_at, rollout_refused_at, status, table, Error, Result,
+    AGE_HINT,
 };
 
 pub fn set(args: &ChannelSetArgs) -> Result<()> {
@@ -15,13 +16,13 @@ pub fn set(args: &ChannelSetArgs) -> Result<()> {
         })?),
         None => None,
     };
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let config = state
         .db
         .write_any(|tx| {
             rollout::set_channel(tx, &args.name, args.waves.clone(), soak, rollout::now_ns())
         })
-        .map_err(rollout_refused(&args.data))?;
+        .map_err(rollout_refused_at(&state.config))?;
     if args.json {
         print_json(&serde_json::json!({
             "name": args.name,
@@ -45,8 +46,8 @@ pub fn set(args: &ChannelSetArgs) -> Result<()> {
 }
 
 pub fn list(args: &DataJsonArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
-    let channels = all(&state).map_err(refused_in(&args.data))?;
+    let state = open_registry(&args.registry)?;
+    let channels = all(&state).map_err(refused_at(&state.config))?;
     if args.json {
         print_json(&channels);
         return Ok(());

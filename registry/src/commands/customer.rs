@@ -11,10 +11,10 @@ use base64::Engine as _;
 
 use crate::cli::{
     CustomerAddArgs, CustomerHistoryArgs, CustomerKeyAddArgs, CustomerKeyRevokeArgs,
-    CustomerListArgs,
+    CustomerListArgs, RegistryArgs,
 };
 use crate::commands::{
-    open_existing, print_json, refused_in, status, table, Error, JsonArray, Result, AGE_HINT,
+    open_registry, print_json, refused_at, status, table, Error, JsonArray, Result, AGE_HINT,
 };
 
 pub fn check_name(what: &str, value: &str) -> Result<()> {
@@ -30,14 +30,14 @@ pub fn add(args: &CustomerAddArgs) -> Result<()> {
     if let Some(environment) = &args.environment {
         check_name("environment", environment)?;
     }
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let now = db::now_rfc3339();
     let customer = state.db.write_any(|tx| {
         let (name, environment) = (args.name.as_deref(), args.environment.as_deref());
         db::ledger::register_customer(tx, &args.id, name, environment, &now)?;
         Ok(db::ledger::customer(tx, &args.id)?)
     });
-    let customer = customer.map_err(refused_in(&args.data))?;
+    let customer = customer.map_err(refused_at(&state.config))?;
     if args.json {
         print_json(&customer);
     } else {
@@ -57,7 +57,7 @@ pub fn list(args: &CustomerListArgs) -> Result<()> {
     let Some(age_secs) = age::parse_secs(&args.stale_after) else {
         return Err(Error::usage(age::invalid("--stale-after", &args.stale_after)).hint(AGE_HINT));
     };
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let mut paging = Paging {
         after: None,
         limit: MAX_LIMIT,
@@ -66,7 +66,7 @@ pub fn list(args: &CustomerListArgs) -> Result<()> {
     let mut customers = Vec::new();
     loop {
         let (page, next) = customers_page(&state, age_secs, args.silent, &paging)
-            .map_err(refused_in(&args.data))?;
+            .map_err(refused_at(&state.config))?;
         match &mut json {
             Some(out) => out.push(&page)?,
             None => customers.extend(page),
@@ -107,15 +107,16 @@ pub fn list(args: &CustomerListArgs) -> Result<()> {
     Ok(())
 }
 
-fn local_history(data: &std::path::Path, id: &str) -> Result<Vec<Deployment>> {
-    let state = open_existing(data)?;
+fn local_history(registry: &RegistryArgs, id: &str) -> Result<Vec<Deployment>> {
+    let state = open_registry(registry)?;
     let mut paging = Paging {
         after: None,
         limit: MAX_LIMIT,
     };
     let mut receipts = Vec::new();
     loop {
-        let Some((page, next)) = history_page(&state, id, &paging).map_err(refused_in(data))?
+        let Some((page, next)) =
+            history_page(&state, id, &paging).map_err(refused_at(&state.config))?
         else {
             return Err(unknown_customer(id));
         };
@@ -129,8 +130,8 @@ fn local_history(data: &std::path::Path, id: &str) -> Result<Vec<Deployment>> {
 
 pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
     check_name("customer", &args.id)?;
-    let receipts = match (&args.source.data, &args.source.url) {
-        (Some(data), _) => local_history(data, &args.id)?,
+    let receipts = match (args.source.local(), &args.source.url) {
+        (Some(registry), _) => local_history(registry, &args.id)?,
         (None, Some(url)) => {
             let mut receipts = Vec::new();
             crate::commands::remote::each_page(
@@ -145,7 +146,7 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
             )?;
             receipts
         }
-        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+        (None, None) => unreachable!("clap requires `--data`, `--database`, `--config` or `--url`"),
     };
     if args.json {
         print_json(&receipts);
@@ -193,7 +194,7 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
     })?;
     let key_id = key.key_id();
     let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let now = db::now_rfc3339();
     let known = state.db.write_any(|tx| {
         if db::ledger::customer(tx, &args.id)?.is_none() {
@@ -209,7 +210,7 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
         )?;
         Ok(true)
     });
-    let known = known.map_err(refused_in(&args.data))?;
+    let known = known.map_err(refused_at(&state.config))?;
     if !known {
         return Err(unknown_customer(&args.id));
     }
@@ -222,7 +223,7 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
 }
 
 pub fn revoke_key(args: &CustomerKeyRevokeArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let now = db::now_rfc3339();
     let revoked = state.db.write_any(|tx| {
         Ok(db::ledger::revoke_installation_key(
@@ -232,7 +233,7 @@ pub fn revoke_key(args: &CustomerKeyRevokeArgs) -> Result<()> {
             &now,
         )?)
     });
-    if !revoked.map_err(refused_in(&args.data))? {
+    if !revoked.map_err(refused_at(&state.config))? {
         return Err(Error::refused(format!(
             "customer `{}` has no key `{}`",
             args.id, args.key_id

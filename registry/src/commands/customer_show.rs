@@ -12,13 +12,12 @@ use crate::commands::customer::{check_name, unknown_customer};
 use crate::commands::fleet::encode;
 use crate::commands::release_fleet::mixed_words;
 use crate::commands::remote::get_json;
-use crate::commands::{open_existing, print_json, refused_in, table, Result};
+use crate::commands::{on_registry, print_json, table, Result};
 
 pub fn run(args: &CustomerShowArgs) -> Result<()> {
     check_name("customer", &args.id)?;
-    let snapshot: CustomerDetail = match (&args.source.data, &args.source.url) {
-        (Some(data), _) => detail(&open_existing(data)?, &args.id)
-            .map_err(refused_in(data))?
+    let snapshot: CustomerDetail = match (args.source.local(), &args.source.url) {
+        (Some(registry), _) => on_registry(registry, |state| detail(state, &args.id))?
             .ok_or_else(|| unknown_customer(&args.id))?,
         (None, Some(url)) => get_json(
             url,
@@ -26,7 +25,7 @@ pub fn run(args: &CustomerShowArgs) -> Result<()> {
             &format!("/api/v1/customers/{}", encode(&args.id)),
             "a customer",
         )?,
-        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+        (None, None) => unreachable!("clap requires `--data`, `--database`, `--config` or `--url`"),
     };
     if args.json {
         print_json(&snapshot);

@@ -7,7 +7,7 @@ use stackpack_registry::controllers::ledger::MAX_LIMIT;
 
 use crate::cli::FleetArgs;
 use crate::commands::{
-    open_existing, refused_in, status, table, Error, JsonArray, Result, AGE_HINT,
+    open_registry, refused_at, status, table, Error, JsonArray, Result, AGE_HINT,
 };
 
 fn notes(r: &FleetRow) -> String {
@@ -114,19 +114,20 @@ fn query_string(args: &FleetArgs) -> String {
 /// Hands every page of the answer to `each`, from `--data` or over `--url`.
 fn each_page(args: &FleetArgs, each: impl FnMut(Vec<FleetRow>) -> Result<Flow>) -> Result<()> {
     let filters = query(args)?;
-    match (&args.source.data, &args.source.url) {
-        (Some(data), _) => {
+    match (args.source.local(), &args.source.url) {
+        (Some(registry), _) => {
             // The library stops at the first error of `each` or of its own; which
             // one it was is told apart by where it was kept.
             let mut failed = None;
             let mut each = each;
-            each_page_of(&open_existing(data)?, &filters, |rows| {
+            let state = open_registry(registry)?;
+            each_page_of(&state, &filters, |rows| {
                 each(rows).or_else(|error| {
                     failed = Some(error);
                     Ok(Flow::Stop)
                 })
             })
-            .map_err(refused_in(data))?;
+            .map_err(refused_at(&state.config))?;
             failed.map_or(Ok(()), Err)
         }
         (None, Some(url)) => crate::commands::remote::each_page(
@@ -136,7 +137,7 @@ fn each_page(args: &FleetArgs, each: impl FnMut(Vec<FleetRow>) -> Result<Flow>) 
             "a fleet matrix",
             each,
         ),
-        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+        (None, None) => unreachable!("clap requires `--data`, `--database`, `--config` or `--url`"),
     }
 }
 

@@ -5,19 +5,18 @@ use std::time::Duration;
 use stackpack_registry::{gc, lease};
 
 use crate::cli::GcArgs;
-use stackpack_registry::config::Config;
 
-use crate::commands::{data_folder, open_existing_with, print_json, refused_in, Error, Result};
+use crate::commands::{
+    cannot_open_at, open_registry_with, place, print_json, refused_at, Error, Result,
+};
 
+/// Runs one gc, holding gc's lease in the registry's database: on PostgreSQL that
+/// lease is shared by every replica's host, so of two `gc`s on one registry (and
+/// its replicas' sweeps) one runs at a time.
 pub fn run(args: &GcArgs) -> Result<()> {
-    let mut config = Config::new(&args.data);
-    config.blobs = args
-        .blob_store
-        .location()
-        .map_err(|e| Error::usage(e).hint("as in `--blobs s3://bucket/registry`"))?;
-    let state = open_existing_with(config)?;
+    let state = open_registry_with(args.registry.config(Some(&args.blob_store))?)?;
     stackpack_registry::check_blob_location(&state.db, &state.config.blobs)
-        .map_err(|error| crate::commands::cannot_open(&args.data, error))?;
+        .map_err(|error| cannot_open_at(&state.config, error))?;
     let held = lease::hold(&state.db, lease::GC, || {
         gc::run(
             &state.db,
@@ -26,16 +25,16 @@ pub fn run(args: &GcArgs) -> Result<()> {
             Duration::from_secs(args.grace_secs),
         )
     })
-    .map_err(refused_in(&args.data))?;
+    .map_err(refused_at(&state.config))?;
     let report = match held {
-        Ok(report) => report.map_err(refused_in(&args.data))?,
+        Ok(report) => report.map_err(refused_at(&state.config))?,
         Err(other) => {
             let until = stackpack_registry::rollout::format_ns(other.until_ns);
             return Err(Error::refused(format!(
                 "gc is already running: {} holds its lease until {until}",
                 other.holder
             ))
-            .at(data_folder(&args.data))
+            .at(place(&state.config))
             .hint("wait for it to finish; the lease of a process that died lapses on its own"));
         }
     };

@@ -11,6 +11,7 @@ pub mod customer_show;
 pub mod fleet;
 pub mod gc;
 pub mod init;
+pub mod location;
 pub mod migrate;
 pub mod receipts;
 pub mod release_fleet;
@@ -25,13 +26,15 @@ pub mod token;
 use std::path::Path;
 
 use stackpack_registry::config::Config;
+use stackpack_registry::db::pg_pool::DatabaseLocation;
+use stackpack_registry::db::sql::PgError;
 use stackpack_registry::state::AppState;
 use stackpack_registry::OpenError;
 pub use stackpack_terminal::{print_json, status, table, Error, ExitStatus, Result};
 
 use crate::cli::{
     AlertCommand, ChannelCommand, Cli, Command, CustomerCommand, CustomerKeyCommand,
-    ReceiptsCommand, ReleaseCommand, RolloutCommand, TokenCommand,
+    ReceiptsCommand, RegistryArgs, ReleaseCommand, RolloutCommand, TokenCommand,
 };
 
 /// Runs the command the command line names.
@@ -93,6 +96,71 @@ pub fn data_folder(data: &Path) -> String {
 /// the data folder it happened in; the typed error is kept as the cause.
 pub fn refused_in(data: &Path) -> impl Fn(stackpack_registry::error::Error) -> Error + '_ {
     move |error| Error::refused_by(error).at(data_folder(data))
+}
+
+/// Where `config`'s metadata lives, as an error's location line: the data folder,
+/// or the PostgreSQL database by host, port and name (never its password).
+pub fn place(config: &Config) -> String {
+    match &config.database {
+        DatabaseLocation::Sqlite => data_folder(&config.data),
+        DatabaseLocation::Postgres(target) => format!("registry database ({target})"),
+    }
+}
+
+/// [`refused_in`] located where `config`'s metadata lives.
+pub fn refused_at(config: &Config) -> impl Fn(stackpack_registry::error::Error) -> Error + '_ {
+    move |error| Error::refused_by(error).at(place(config))
+}
+
+/// Opens the existing registry that `--data`, `--database` and `--config` name
+/// (see [`crate::cli::RegistryArgs`]), for a command that only reads and writes
+/// rows.
+pub fn open_registry(args: &RegistryArgs) -> Result<AppState> {
+    open_registry_with(args.config(None)?)
+}
+
+/// Runs `f` on the existing registry `args` name; a refusal of the library is
+/// located where its metadata lives.
+pub fn on_registry<T>(
+    args: &RegistryArgs,
+    f: impl FnOnce(&AppState) -> std::result::Result<T, stackpack_registry::error::Error>,
+) -> Result<T> {
+    let state = open_registry(args)?;
+    f(&state).map_err(refused_at(&state.config))
+}
+
+/// Opens the existing registry `config` names, in its data folder's SQLite or in
+/// PostgreSQL: none there is a usage error (exit 2), as for [`open_existing`].
+pub fn open_registry_with(config: Config) -> Result<AppState> {
+    let opened = stackpack_registry::open_existing(config.clone());
+    opened.map_err(|error| cannot_open_at(&config, error))
+}
+
+/// [`cannot_open`], saying what to do about a PostgreSQL database that does not
+/// answer or holds no registry, and located there.
+pub fn cannot_open_at(config: &Config, error: OpenError) -> Error {
+    use stackpack_registry::db::OpenError as DbError;
+    let DatabaseLocation::Postgres(target) = &config.database else {
+        return cannot_open(&config.data, error);
+    };
+    let at = format!("registry database ({target})");
+    match &error {
+        OpenError::Db(DbError::NoRegistry(_)) => Error::usage_by(error).at(at).hint(
+            "check `--database` (or `database =` in `--config`): the URL `serve --database` \
+             was given; to start a new registry there, run `stackpack-registry serve --database URL`",
+        ),
+        OpenError::Db(DbError::Postgres { error: cause, .. }) => {
+            let hint = match cause {
+                PgError::Newer { .. } => "run the newer `stackpack-registry` that last opened it; this build never changes a newer schema",
+                _ => "check that PostgreSQL runs and answers there, and the user, password (in the URL or PGPASSWORD) and database name in `--database`",
+            };
+            Error::refused(format!("cannot open the registry: {error}"))
+                .caused_by(error)
+                .at(at)
+                .hint(hint)
+        }
+        _ => cannot_open(&config.data, error),
+    }
 }
 
 /// Opens the registry in `data`, which must exist: only `init` and `serve` create
@@ -170,16 +238,19 @@ pub fn blobs_hint(error: &stackpack_registry::storage::OpenError) -> &'static st
 }
 
 /// A refusal of a rollout operation: a request the registry calls malformed is a
-/// usage error (exit 2), anything else a refusal; located at the data folder.
-pub fn rollout_refused(data: &Path) -> impl Fn(stackpack_registry::error::Error) -> Error + '_ {
+/// usage error (exit 2), anything else a refusal; located where `config`'s
+/// metadata lives.
+pub fn rollout_refused_at(
+    config: &Config,
+) -> impl Fn(stackpack_registry::error::Error) -> Error + '_ {
     use stackpack_registry::error::Code;
     move |error| {
         let base = match error.code {
             Code::BadRequest => Error::usage(error.message.clone()),
-            Code::Internal => return Error::refused_by(error).at(data_folder(data)),
+            Code::Internal => return Error::refused_by(error).at(place(config)),
             _ => Error::refused(error.message.clone()),
         };
-        base.at(data_folder(data))
+        base.at(place(config))
     }
 }
 

@@ -4,7 +4,7 @@ use stackpack_registry::receipts::{self, FirstUse, Outcome};
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::cli::ReceiptsImportArgs;
-use crate::commands::{open_existing, print_json, refused_in, Error, Result};
+use crate::commands::{open_registry, print_json, refused_at, Error, Result};
 
 /// Reads one signed receipt, a JSON array of them, or JSON Lines.
 fn parse_receipts(bytes: &[u8]) -> std::result::Result<Vec<SignedReceipt>, String> {
@@ -74,10 +74,10 @@ pub fn import(args: &ReceiptsImportArgs) -> Result<()> {
             file.display()
         ))
     })?;
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let (imported, outcomes) =
         receipts::record_all(&state.db, &receipts, &FirstUse::Named(&args.customers))
-            .map_err(refused_in(&args.data))?;
+            .map_err(refused_at(&state.config))?;
     if args.json {
         print_json(&json_report(imported, &outcomes));
     } else {

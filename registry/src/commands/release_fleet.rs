@@ -6,7 +6,7 @@ use stackpack_registry::controllers::ledger::release_fleet::{rows, ReleaseFleetQ
 
 use crate::cli::FleetArgs;
 use crate::commands::fleet::encode;
-use crate::commands::{open_existing, print_json, refused_in, status, table, Result};
+use crate::commands::{on_registry, print_json, status, table, Result};
 
 /// One mixed stack in words: `cluster 0.3.0, release pins 0.3.1 (applied on its own)`.
 pub fn mixed_words(m: &MixedStack) -> String {
@@ -25,13 +25,13 @@ pub fn mixed_words(m: &MixedStack) -> String {
 }
 
 fn fetch(args: &FleetArgs, name: &str) -> Result<Vec<ReleaseFleetRow>> {
-    match (&args.source.data, &args.source.url) {
-        (Some(data), _) => {
+    match (args.source.local(), &args.source.url) {
+        (Some(registry), _) => {
             let query = ReleaseFleetQuery {
                 customer: args.customer.clone(),
                 environment: args.environment.clone(),
             };
-            rows(&open_existing(data)?, name, &query).map_err(refused_in(data))
+            on_registry(registry, |state| rows(state, name, &query))
         }
         (None, Some(url)) => {
             let mut path = format!("/api/v1/releases/{}/fleet", encode(name));
@@ -52,7 +52,7 @@ fn fetch(args: &FleetArgs, name: &str) -> Result<Vec<ReleaseFleetRow>> {
                 "a release fleet",
             )
         }
-        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+        (None, None) => unreachable!("clap requires `--data`, `--database`, `--config` or `--url`"),
     }
 }
 

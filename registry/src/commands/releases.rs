@@ -9,12 +9,12 @@ use crate::cli::{ReleaseListArgs, ReleaseShowArgs};
 use crate::commands::fleet::encode;
 use crate::commands::release_fleet::mixed_words;
 use crate::commands::remote::get_json;
-use crate::commands::{open_existing, print_json, refused_in, status, table, Error, Result};
+use crate::commands::{on_registry, print_json, status, table, Error, Result};
 
 pub fn list(args: &ReleaseListArgs) -> Result<()> {
-    let versions: Vec<ReleaseVersion> = match (&args.source.data, &args.source.url) {
-        (Some(data), _) => {
-            let mut versions = all(&open_existing(data)?).map_err(refused_in(data))?;
+    let versions: Vec<ReleaseVersion> = match (args.source.local(), &args.source.url) {
+        (Some(registry), _) => {
+            let mut versions = on_registry(registry, all)?;
             if let Some(name) = &args.name {
                 versions.retain(|v| v.name == *name);
             }
@@ -32,7 +32,7 @@ pub fn list(args: &ReleaseListArgs) -> Result<()> {
                 "a list of release versions",
             )?
         }
-        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+        (None, None) => unreachable!("clap requires `--data`, `--database`, `--config` or `--url`"),
     };
     if args.json {
         print_json(&versions);
@@ -70,17 +70,15 @@ pub fn show(args: &ReleaseShowArgs) -> Result<()> {
                 .hint("as in `release show data-plane@1.4.0`; `release list` shows the versions"),
         );
     };
-    let snapshot: ReleaseSnapshot = match (&args.source.data, &args.source.url) {
-        (Some(data), _) => {
-            snapshot(&open_existing(data)?, name, version).map_err(refused_in(data))?
-        }
+    let snapshot: ReleaseSnapshot = match (args.source.local(), &args.source.url) {
+        (Some(registry), _) => on_registry(registry, |state| snapshot(state, name, version))?,
         (None, Some(url)) => get_json(
             url,
             args.source.token.as_deref(),
             &format!("/api/v1/releases/{}/{}", encode(name), encode(version)),
             "a release snapshot",
         )?,
-        (None, None) => unreachable!("clap requires `--data` or `--url`"),
+        (None, None) => unreachable!("clap requires `--data`, `--database`, `--config` or `--url`"),
     };
     if args.json {
         print_json(&snapshot);

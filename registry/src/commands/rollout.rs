@@ -7,8 +7,10 @@ use stackpack_registry::{db, rollout};
 
 use crate::cli::{CustomerSetArgs, RolloutIdArgs, RolloutStatusArgs};
 use crate::commands::customer::check_name;
-use crate::commands::{open_existing, print_json, rollout_refused, status as say, table, Result};
-use crate::commands::{refused_in, Error};
+use crate::commands::{
+    open_registry, print_json, rollout_refused_at, status as say, table, Result,
+};
+use crate::commands::{refused_at, Error};
 
 /// `customer set ID [--account A] [--region R] [--environment E] [--contact C]
 /// [--notes N] [--channel C [--wave W]]`.
@@ -32,13 +34,13 @@ pub fn set(args: &CustomerSetArgs) -> Result<()> {
         .hint("give `--account`, `--region`, `--environment`, `--contact`, `--notes` or `--channel`"));
     }
     if !details.is_empty() {
-        let state = open_existing(&args.data)?;
+        let state = open_registry(&args.registry)?;
         let now = db::now_rfc3339();
         let set = state.db.write_any(|tx| {
             db::customers::set_details(tx, &args.id, &details, &now)?;
             Ok(db::customers::details(tx, &args.id)?.unwrap_or_default())
         });
-        let set = set.map_err(refused_in(&args.data))?;
+        let set = set.map_err(refused_at(&state.config))?;
         if args.json && args.channel.is_none() {
             print_json(&set);
         } else {
@@ -58,7 +60,7 @@ pub fn place(args: &CustomerSetArgs, channel: &str) -> Result<()> {
     if let Some(wave) = &args.wave {
         check_name("wave", wave)?;
     }
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let placement = state
         .db
         .write_any(|tx| {
@@ -71,7 +73,7 @@ pub fn place(args: &CustomerSetArgs, channel: &str) -> Result<()> {
             )?;
             Ok(db::rollouts::placement(tx, &args.id)?)
         })
-        .map_err(rollout_refused(&args.data))?;
+        .map_err(rollout_refused_at(&state.config))?;
     if args.json {
         print_json(&placement);
     } else {
@@ -99,9 +101,9 @@ fn dash(value: Option<&str>) -> String {
 }
 
 pub fn status(args: &RolloutStatusArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let all = rollouts(&state, args.channel.as_deref(), args.release.as_deref())
-        .map_err(rollout_refused(&args.data))?;
+        .map_err(rollout_refused_at(&state.config))?;
     if args.json {
         print_json(&all);
         return Ok(());
@@ -201,8 +203,8 @@ fn print_detail(d: &RolloutDetail) {
 }
 
 pub fn show(args: &RolloutIdArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
-    let d = detail(&state, args.id).map_err(rollout_refused(&args.data))?;
+    let state = open_registry(&args.registry)?;
+    let d = detail(&state, args.id).map_err(rollout_refused_at(&state.config))?;
     if args.json {
         print_json(&d);
     } else {
@@ -212,14 +214,14 @@ pub fn show(args: &RolloutIdArgs) -> Result<()> {
 }
 
 pub fn control(args: &RolloutIdArgs, control: rollout::Control) -> Result<()> {
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let summary = state
         .db
         .write_any(|tx| {
             let row = rollout::control(tx, args.id, control, rollout::now_ns())?;
             Ok(rollout::summary(tx, &row)?)
         })
-        .map_err(rollout_refused(&args.data))?;
+        .map_err(rollout_refused_at(&state.config))?;
     if args.json {
         print_json(&summary);
     } else {

@@ -3,49 +3,20 @@
 use std::time::Duration;
 
 use stackpack_registry::config::Config;
-use stackpack_registry::db::pg_pool::BadUrl;
 
-use crate::cli::{BlobArgs, ServeArgs};
+use crate::cli::ServeArgs;
+use crate::commands::location::{self, Given};
 use crate::commands::serve_file::ServeFile;
 use crate::commands::{cannot_open, Error, Result};
 
 /// The configuration from the command line over the file over the defaults.
 fn config(args: &ServeArgs, file: &ServeFile) -> Result<Config> {
-    let data = args
-        .data
-        .clone()
-        .or_else(|| file.data.clone())
-        .ok_or_else(|| {
-            Error::usage("`serve` needs a data folder")
-                .hint("give `--data DIR`, or `data = \"DIR\"` in the file `--config` names")
-        })?;
-    let mut config = Config::new(data);
-    if let Some(text) = args.database.as_deref().or(file.database.as_deref()) {
-        // Parsed here rather than by clap, whose error would repeat the value, and
-        // with it a password in the URL.
-        config.database = text.parse().map_err(|e: BadUrl| {
-            Error::usage(e.to_string()).hint(
-                "as in `--database postgres://registry@db.internal:5432/registry`, \
-                 the password in the URL or in PGPASSWORD",
-            )
-        })?;
-    }
-    let blobs = BlobArgs {
-        blobs: args.blob_store.blobs.clone().or_else(|| file.blobs.clone()),
-        s3_endpoint: args
-            .blob_store
-            .s3_endpoint
-            .clone()
-            .or_else(|| file.s3_endpoint.clone()),
-        s3_region: args
-            .blob_store
-            .s3_region
-            .clone()
-            .or_else(|| file.s3_region.clone()),
+    let given = Given {
+        data: args.data.as_deref(),
+        database: args.database.as_deref(),
+        blobs: Some(&args.blob_store),
     };
-    config.blobs = blobs
-        .location()
-        .map_err(|e| Error::usage(e).hint("as in `--blobs s3://bucket/registry`"))?;
+    let mut config = location::resolve(given, file)?;
     config.anonymous_pull = args.anonymous_pull || file.anonymous_pull.unwrap_or(false);
     if let Some(policy) = args.prerelease_tags.or(file.prerelease_tags) {
         config.prerelease_tags = policy;

@@ -5,7 +5,7 @@ use stackpack_registry::db;
 use stackpack_registry::db::support_bundles::MAX_SUPPORT_BUNDLE;
 
 use crate::cli::SupportBundleImportArgs;
-use crate::commands::{open_existing, print_json, refused_in, Error, Result};
+use crate::commands::{open_registry, print_json, refused_at, Error, Result};
 
 pub fn import(args: &SupportBundleImportArgs) -> Result<()> {
     let file = &args.file;
@@ -29,7 +29,7 @@ pub fn import(args: &SupportBundleImportArgs) -> Result<()> {
         ))
         .hint("import the file `stackpack-runner support-bundle -o FILE` wrote"));
     }
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let customer = args.customer.as_str();
     let stored = state
         .db
@@ -44,7 +44,7 @@ pub fn import(args: &SupportBundleImportArgs) -> Result<()> {
                 &db::now_rfc3339(),
             )?))
         })
-        .map_err(refused_in(&args.data))?;
+        .map_err(refused_at(&state.config))?;
     let Some(stored) = stored else {
         return Err(Error::refused(format!(
             "customer `{customer}` is not known to this registry"

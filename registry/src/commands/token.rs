@@ -6,7 +6,7 @@ use stackpack_registry::{age, db};
 
 use crate::cli::{DataJsonArgs, TokenCreateArgs, TokenRevokeArgs};
 use crate::commands::{
-    open_existing, print_json, refused_in, status, table, Error, Result, AGE_HINT,
+    open_registry, print_json, refused_at, status, table, Error, Result, AGE_HINT,
 };
 
 fn check_customer(role: Role, customer: Option<&str>) -> Result<()> {
@@ -49,7 +49,7 @@ pub fn create(args: &TokenCreateArgs) -> Result<()> {
         })?;
     }
     let expires_at = expiry(args.expires_in.as_deref())?;
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let (token, hash, id) = stackpack_registry::auth::new_token();
     let now = db::now_rfc3339();
     let new = db::tokens::NewToken {
@@ -73,7 +73,7 @@ pub fn create(args: &TokenCreateArgs) -> Result<()> {
             }
             Ok(true)
         })
-        .map_err(refused_in(&args.data))?;
+        .map_err(refused_at(&state.config))?;
     if !created {
         return Err(Error::refused(format!(
             "a token named `{}` already exists in this registry",
@@ -117,11 +117,11 @@ fn token_status(token: &db::tokens::TokenInfo, now: time::OffsetDateTime) -> &'s
 }
 
 pub fn list(args: &DataJsonArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let tokens = state
         .db
         .scan_any(|c| db::tokens::list(c))
-        .map_err(refused_in(&args.data))?;
+        .map_err(refused_at(&state.config))?;
     let now = time::OffsetDateTime::now_utc();
     if args.json {
         let rows: Vec<serde_json::Value> = tokens
@@ -178,12 +178,12 @@ pub fn list(args: &DataJsonArgs) -> Result<()> {
 }
 
 pub fn revoke(args: &TokenRevokeArgs) -> Result<()> {
-    let state = open_existing(&args.data)?;
+    let state = open_registry(&args.registry)?;
     let now = db::now_rfc3339();
     let Some(revoked_at) = state
         .db
         .write_any(|tx| Ok(db::tokens::revoke(tx, &args.id, &now)?))
-        .map_err(refused_in(&args.data))?
+        .map_err(refused_at(&state.config))?
     else {
         return Err(Error::refused(format!("no token has the id `{}`", args.id))
             .hint("run `stackpack-registry token list` to see the ids"));

@@ -762,6 +762,10 @@ pub enum OpenError {
     },
     #[error("{0}")]
     BadUrl(#[from] pg_pool::BadUrl),
+    /// A PostgreSQL database no registry has used yet (no `schema_version` table):
+    /// only `serve` and `init` create one there.
+    #[error("there is no registry in {0}: it has no registry schema")]
+    NoRegistry(pg_pool::PgTarget),
 }
 
 /// One writer and two pools of readers: SQLite in WAL mode lets readers run beside
@@ -1020,25 +1024,49 @@ impl Db {
 
     /// [`Db::open_url`] for a URL already read.
     pub fn open_postgres(target: &pg_pool::PgTarget, readers: usize) -> Result<Db, OpenError> {
+        Db::open_postgres_with(target, readers, true)
+    }
+
+    /// Opens a PostgreSQL database a registry already uses and migrates it forward;
+    /// one with no registry schema is [`OpenError::NoRegistry`] and nothing is
+    /// created in it, as [`Db::open_existing`] leaves a missing file alone.
+    pub fn open_postgres_existing(
+        target: &pg_pool::PgTarget,
+        readers: usize,
+    ) -> Result<Db, OpenError> {
+        Db::open_postgres_with(target, readers, false)
+    }
+
+    fn open_postgres_with(
+        target: &pg_pool::PgTarget,
+        readers: usize,
+        create: bool,
+    ) -> Result<Db, OpenError> {
         let failed = |error| OpenError::Postgres {
             target: target.clone(),
             error,
         };
         let epoch = Arc::default();
         let open = || {
-            let writer = pg_pool::PgPool::open(target, 1, &epoch)?;
             let mut client = target.connect()?;
-            pg::migrate(&mut client)?;
+            let found = create || pg::has_registry(&mut client)?;
+            if found {
+                pg::migrate(&mut client)?;
+            }
             // Closed on a thread of its own, as `PgPool`'s clients are.
             std::thread::spawn(move || drop(client)).join().ok();
-            Ok(PgStore {
-                writer,
+            if !found {
+                return Ok(None);
+            }
+            Ok(Some(PgStore {
+                writer: pg_pool::PgPool::open(target, 1, &epoch)?,
                 readers: pg_pool::PgPool::open(target, readers, &epoch)?,
                 scanners: pg_pool::PgPool::open(target, 2, &epoch)?,
                 supporters: pg_pool::PgPool::open(target, support_connections(), &epoch)?,
-            })
+            }))
         };
-        let store = blocking(|| open().map_err(failed))?;
+        let store = blocking(|| open().map_err(failed))?
+            .ok_or_else(|| OpenError::NoRegistry(target.clone()))?;
         Ok(Db {
             store: Store::Postgres(store),
             metrics: Arc::default(),

@@ -553,6 +553,14 @@ pub fn connect(url: &str) -> Result<postgres::Client, PgError> {
     Ok(postgres::Client::connect(url, postgres::NoTls)?)
 }
 
+/// Whether a registry has used this database: [`migrate`] made its
+/// `schema_version` table (in the schema the connection's `search_path` finds first).
+pub fn has_registry(client: &mut postgres::Client) -> Result<bool, PgError> {
+    Ok(client
+        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
+        .get(0))
+}
+
 /// Brings the database up to [`SCHEMA_VERSION`], one step per transaction, each
 /// under the migration lock; refuses one a newer build has migrated. Returns the
 /// version it was at when this process got the lock.

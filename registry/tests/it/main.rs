@@ -25,6 +25,7 @@ mod migrate;
 mod packager_bundles;
 mod postgres_alerts;
 mod postgres_backend;
+mod postgres_cli;
 mod postgres_copy;
 mod postgres_db;
 mod postgres_forecasts;
