@@ -46,7 +46,8 @@ enum Layout {
 }
 
 /// How a command line reaches the registry's stores: `--data` of the shared folder,
-/// or `--database` and `--blobs`. Cloned into the thread running gc beside the load.
+/// or an operator's own data folder with `--database` and `--blobs`. Cloned into
+/// the thread running gc beside the load.
 #[derive(Clone)]
 struct Commands {
     data: PathBuf,
@@ -66,10 +67,10 @@ impl Commands {
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
             .env_remove("AWS_SESSION_TOKEN");
-        match &self.database {
-            None => command.arg("--data").arg(&self.data),
-            Some(url) => command.args(["--database", url]),
-        };
+        command.arg("--data").arg(&self.data);
+        if let Some(url) = &self.database {
+            command.args(["--database", url]);
+        }
         if blobs {
             command.args(&self.blobs);
         }
@@ -127,6 +128,8 @@ impl Stores {
                 _s3: None,
             },
             Layout::PostgresAndS3 => {
+                // The operator's host: a data folder of its own, no replica's.
+                std::fs::create_dir(&data).unwrap();
                 let (postgres, s3) = (Postgres::start(), emulator());
                 Stores {
                     layout,
@@ -1086,6 +1089,8 @@ fn lose_nothing_acknowledged(layout: Layout) {
                 .push_blob("load/orphans", &bytes(5000 + i, 3000))
         })
         .collect();
+    // Their grace period runs from here: starting PostgreSQL and S3 takes seconds.
+    let orphaned = Instant::now();
 
     let ledger: Arc<Mutex<Ledger>> = Default::default();
     let done = Arc::new(AtomicBool::new(false));
@@ -1109,7 +1114,7 @@ fn lose_nothing_acknowledged(layout: Layout) {
         p.join().unwrap();
     }
     // Past the orphans' grace period, with one more gc run to see them go.
-    while started.elapsed() < Duration::from_secs(14) {
+    while orphaned.elapsed() < Duration::from_secs(12) {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_millis(1500));
