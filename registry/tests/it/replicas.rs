@@ -1020,14 +1020,8 @@ fn receipts_through_any_replica(cluster: &Cluster) {
             "{} lists {list}",
             r.name
         );
-        let fleet = c.req("GET", "/api/v1/fleet?customer=acme", &[], None);
-        assert_eq!(
-            fleet.status,
-            200,
-            "{}",
-            String::from_utf8_lossy(&fleet.body)
-        );
     }
+    support_answers_the_same_from_every_replica(cluster, &support);
     let events = cluster.hook.wait_for(1);
     assert_eq!(events[0]["event"], "failed");
     std::thread::sleep(Duration::from_millis(1500));
@@ -1037,6 +1031,39 @@ fn receipts_through_any_replica(cluster: &Cluster) {
         "sent once: {:?}",
         cluster.hook.accepted()
     );
+}
+
+/// Support's questions about `acme` (the fleet, its versions, its history, the
+/// stack's adoption) answer, and answer alike, from every live replica.
+fn support_answers_the_same_from_every_replica(cluster: &Cluster, support: &str) {
+    let questions = [
+        "/api/v1/fleet?customer=acme",
+        "/api/v1/fleet?failed=true",
+        "/api/v1/support/versions",
+        "/api/v1/customers/acme",
+        "/api/v1/customers/acme/history",
+        "/api/v1/adoption?stack=data-plane",
+    ];
+    for question in questions {
+        let answers: Vec<(String, serde_json::Value)> = cluster
+            .live()
+            .iter()
+            .map(|r| {
+                let c = Client::new(r.url(), Some(support.to_string()));
+                let answer = c.req("GET", question, &[], None);
+                let body = String::from_utf8_lossy(&answer.body);
+                assert_eq!(answer.status, 200, "{question} on {}: {body}", r.name);
+                (r.name.clone(), answer.json())
+            })
+            .collect();
+        for (name, answer) in &answers[1..] {
+            assert_eq!(
+                answer, &answers[0].1,
+                "{question}: {name} answers otherwise than {}",
+                answers[0].0
+            );
+        }
+    }
 }
 
 /// A support page session opened on one replica works on another, and signing
