@@ -468,7 +468,7 @@ echo
 for layout in "${LAYOUTS[@]}"; do
   read -r r1_rps r1_p99 <<<"${FIG[manifest1-$layout-replica]}"
   read -r r16_rps r16_p99 <<<"${FIG[manifest16-$layout-replica]}"
-  echo "manifest GET straight to $layout's replica 1 (no haproxy): 1 client $r1_rps/s ($r1_p99 ms p99), 16 clients $r16_rps/s ($r16_p99 ms p99)"
+  echo "manifest GET straight to replica 1 of $layout (no haproxy): 1 client $r1_rps/s ($r1_p99 ms p99), 16 clients $r16_rps/s ($r16_p99 ms p99)"
 done
 echo "$BUCKETS"
 for name in "${LEDGERS[@]}"; do
