@@ -10,7 +10,10 @@ use stackpack_registry::config::TagPolicy;
 /// An OCI registry with the release ledger: which version every customer runs.
 ///
 /// Only `init` and `serve` create a registry; the other commands refuse a `--data`
-/// folder that holds none (a mistyped path, say) with exit status 2.
+/// folder that holds none (a mistyped path, say), or a `--database` no registry
+/// has used, with exit status 2. Each takes `--database postgres://…` when the
+/// registry's metadata lives in PostgreSQL, and `--config FILE`, the file
+/// `serve --config` reads, for its `data`, `database` and `blobs`.
 #[derive(Parser)]
 #[command(
     name = "stackpack-registry",
@@ -49,7 +52,8 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// Write a consistent copy of the database while the registry serves: tokens,
     /// customers, receipts, manifests and tags. Blobs are not in it: copy the data
-    /// folder's `blobs/` after it, or keep versioning on the bucket.
+    /// folder's `blobs/` after it, or keep versioning on the bucket. SQLite only:
+    /// a registry on PostgreSQL is backed up with `pg_dump`.
     Backup(BackupArgs),
     /// Work with deployment receipts.
     #[command(subcommand)]
@@ -217,9 +221,11 @@ pub struct ReleaseShowArgs {
 
 #[derive(Args)]
 pub struct BackupArgs {
-    /// The data folder of an existing registry (it may be serving).
-    #[arg(long)]
-    pub data: PathBuf,
+    /// The registry (it may be serving). One whose metadata lives in PostgreSQL
+    /// (`--database`, or `database =` in `--config`) is refused: back that
+    /// database up with `pg_dump`, and keep versioning on the blobs' bucket.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     /// The file to write; never overwritten.
     #[arg(long, value_name = "FILE")]
     pub to: PathBuf,
@@ -259,6 +265,12 @@ pub struct InitArgs {
     /// The data folder to create the registry in.
     #[arg(long)]
     pub data: PathBuf,
+    /// Create the registry's schema in this PostgreSQL database instead of SQLite
+    /// in the data folder, as `serve --database` would on its first start:
+    /// `postgres://user@host:port/database` (the password from the URL or
+    /// `PGPASSWORD`; never printed).
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
 }
 
 /// Where an existing registry is, for every command but `init`, `serve` and
@@ -271,7 +283,8 @@ pub struct RegistryArgs {
     /// command that touches blobs) are used where no flag gives them.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The data folder of an existing registry (here or in `--config`).
+    /// The data folder of an existing registry (here or in `--config`); not
+    /// needed with `--database` but by `gc`, which deletes blobs.
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// The registry's PostgreSQL database, when `serve --database` keeps its

@@ -192,7 +192,27 @@ fn close_to_others(path: &std::path::Path, private: u32) -> std::io::Result<()> 
 /// (it holds upload parts, and blobs unless they live in S3).
 pub fn open_existing(config: Config) -> Result<AppState, OpenError> {
     let metrics = Arc::new(metrics::Metrics::default());
-    let db = match &config.database {
+    let db = open_existing_db(&config)?.reporting_to(metrics.clone());
+    if let db::pg_pool::DatabaseLocation::Postgres(_) = &config.database {
+        make_private_folder(&config.data)?;
+    }
+    let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
+    Ok(AppState::new(config, db, blobs, metrics))
+}
+
+/// [`open_existing`] for a command that only reads and writes rows: the database
+/// alone, with no blob store ([`storage::unopened::Unopened`]). With PostgreSQL
+/// the data folder is neither needed nor touched, so `config.data` may be empty.
+pub fn open_existing_rows(config: Config) -> Result<AppState, OpenError> {
+    let metrics = Arc::new(metrics::Metrics::default());
+    let db = open_existing_db(&config)?.reporting_to(metrics.clone());
+    let blobs: Arc<dyn storage::BlobStore> = Arc::new(storage::unopened::Unopened);
+    Ok(AppState::new(config, db, blobs, metrics))
+}
+
+/// An existing registry's database, migrated forward; nothing is created.
+fn open_existing_db(config: &Config) -> Result<db::Db, OpenError> {
+    Ok(match &config.database {
         db::pg_pool::DatabaseLocation::Sqlite => {
             if !config.data.join(DB_FILE).is_file() {
                 return Err(OpenError::Missing(config.data.clone()));
@@ -201,14 +221,9 @@ pub fn open_existing(config: Config) -> Result<AppState, OpenError> {
             db::Db::open_existing(&config.data.join(DB_FILE), 2)?
         }
         db::pg_pool::DatabaseLocation::Postgres(target) => {
-            let db = db::Db::open_postgres_existing(target, 2)?;
-            make_private_folder(&config.data)?;
-            db
+            db::Db::open_postgres_existing(target, 2)?
         }
-    }
-    .reporting_to(metrics.clone());
-    let blobs = storage::open(&config.blobs, &config.data, metrics.clone())?;
-    Ok(AppState::new(config, db, blobs, metrics))
+    })
 }
 
 /// Where a registry's database stands against this build's schema.

@@ -25,19 +25,32 @@ pub struct Given<'a> {
 
 /// The data folder, database and blob store, each from the command line, else
 /// from `file`, else the default (SQLite in the data folder, blobs beside it).
+///
+/// The data folder is needed but by a command that touches no blobs on a registry
+/// whose metadata lives in PostgreSQL: `token create --database URL` runs from any
+/// machine that reaches the database.
 pub fn resolve(given: Given<'_>, file: &ServeFile) -> Result<Config> {
+    let database = match given.database.or(file.database.as_deref()) {
+        Some(text) => self::database(text)?,
+        None => DatabaseLocation::Sqlite,
+    };
     let data = given
         .data
         .map(Path::to_path_buf)
-        .or_else(|| file.data.clone())
-        .ok_or_else(|| {
-            Error::usage("no data folder given")
-                .hint("give `--data DIR`, or `--config FILE` naming a file with `data = \"DIR\"`")
-        })?;
+        .or_else(|| file.data.clone());
+    let rows_only = given.blobs.is_none() && matches!(database, DatabaseLocation::Postgres(_));
+    let data = match data {
+        Some(data) => data,
+        None if rows_only => Default::default(),
+        None => {
+            return Err(Error::usage("no data folder given").hint(
+                "give `--data DIR` (or `--database URL` for a registry on PostgreSQL), or \
+                 `--config FILE` naming a file with `data = \"DIR\"`",
+            ))
+        }
+    };
     let mut config = Config::new(data);
-    if let Some(text) = given.database.or(file.database.as_deref()) {
-        config.database = database(text)?;
-    }
+    config.database = database;
     if let Some(args) = given.blobs {
         let blobs = BlobArgs {
             blobs: args.blobs.clone().or_else(|| file.blobs.clone()),

@@ -114,9 +114,11 @@ pub fn refused_at(config: &Config) -> impl Fn(stackpack_registry::error::Error) 
 
 /// Opens the existing registry that `--data`, `--database` and `--config` name
 /// (see [`crate::cli::RegistryArgs`]), for a command that only reads and writes
-/// rows.
+/// rows: its database alone, no blob store (on PostgreSQL, no data folder either).
 pub fn open_registry(args: &RegistryArgs) -> Result<AppState> {
-    open_registry_with(args.config(None)?)
+    let config = args.config(None)?;
+    let opened = stackpack_registry::open_existing_rows(config.clone());
+    opened.map_err(|error| cannot_open_at(&config, error))
 }
 
 /// Runs `f` on the existing registry `args` name; a refusal of the library is

@@ -7,7 +7,7 @@ use stackpack_registry::config::Config;
 use crate::cli::ServeArgs;
 use crate::commands::location::{self, Given};
 use crate::commands::serve_file::ServeFile;
-use crate::commands::{cannot_open, Error, Result};
+use crate::commands::{cannot_open_at, Error, Result};
 
 /// The configuration from the command line over the file over the defaults.
 fn config(args: &ServeArgs, file: &ServeFile) -> Result<Config> {
@@ -89,7 +89,8 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         .clone()
         .or_else(|| file.listen.clone())
         .unwrap_or_else(|| "127.0.0.1:5000".to_string());
-    let state = stackpack_registry::open(config).map_err(|error| cannot_open(data, error))?;
+    let state =
+        stackpack_registry::open(config.clone()).map_err(|error| cannot_open_at(&config, error))?;
     let runtime = tokio::runtime::Runtime::new().map_err(|error| {
         Error::refused(format!("cannot start the runtime: {error}")).caused_by(error)
     })?;

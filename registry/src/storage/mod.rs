@@ -27,6 +27,7 @@
 pub mod fs;
 pub mod moving;
 pub mod s3;
+pub mod unopened;
 
 use std::io;
 use std::sync::Arc;

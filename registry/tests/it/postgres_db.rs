@@ -327,9 +327,8 @@ fn serve_on_an_unreachable_postgres_names_host_port_and_database_never_the_passw
     }
 }
 
-/// Who makes a served registry's tokens: `token create` on SQLite; on PostgreSQL
-/// the same rows through `Db` (the commands other than `serve` do not take
-/// `--database` yet).
+/// Who makes a served registry's tokens: `token create`, with `--data` on SQLite
+/// and `--database` on PostgreSQL.
 enum TokenMaker<'a> {
     Cli(&'a stackpack_test_support::servers::OurRegistry),
     Postgres(&'a str),
@@ -337,34 +336,31 @@ enum TokenMaker<'a> {
 
 impl TokenMaker<'_> {
     fn make(&self, role: Role, customer: Option<&str>) -> String {
-        match self {
-            TokenMaker::Cli(registry) => registry.token(role.as_str(), customer),
-            TokenMaker::Postgres(url) => {
-                let db = Db::open_url(url, 1).unwrap();
-                let (token, hash, id) = stackpack_registry::auth::new_token();
-                let new = tokens::NewToken {
-                    role,
-                    name: None,
-                    customer,
-                    created: "2026-01-01T00:00:00Z",
-                    expires_at: None,
-                };
-                db.write_any(|c| {
-                    tokens::insert(c, &id, &hash, &new)?;
-                    if let Some(customer) = customer {
-                        stackpack_registry::db::ledger::upsert_customer(
-                            c,
-                            customer,
-                            None,
-                            "2026-01-01T00:00:00Z",
-                        )?;
-                    }
-                    Ok(())
-                })
-                .unwrap();
-                token
-            }
+        let url = match self {
+            TokenMaker::Cli(registry) => return registry.token(role.as_str(), customer),
+            TokenMaker::Postgres(url) => url,
+        };
+        let mut command = std::process::Command::new(crate::common::BIN);
+        command.args([
+            "token",
+            "create",
+            "--json",
+            "--role",
+            role.as_str(),
+            "--database",
+            url,
+        ]);
+        if let Some(customer) = customer {
+            command.args(["--customer", customer]);
         }
+        let out = command.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let created: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        created["token"].as_str().unwrap().to_string()
     }
 }
 
