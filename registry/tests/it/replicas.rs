@@ -46,7 +46,7 @@ enum Layout {
 }
 
 /// How a command line reaches the registry's stores: `--data` of the shared folder,
-/// or an operator's own data folder with `--database` and `--blobs`. Cloned into
+/// or `--database` (with `--blobs` and an operator's own data folder for `gc`). Cloned into
 /// the thread running gc beside the load.
 #[derive(Clone)]
 struct Commands {
@@ -67,7 +67,11 @@ impl Commands {
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
             .env_remove("AWS_SESSION_TOKEN");
-        command.arg("--data").arg(&self.data);
+        // On PostgreSQL only gc, which deletes blobs, needs a data folder: the
+        // others read and write rows alone, as from any machine reaching the database.
+        if self.database.is_none() || blobs {
+            command.arg("--data").arg(&self.data);
+        }
         if let Some(url) = &self.database {
             command.args(["--database", url]);
         }
@@ -897,10 +901,11 @@ fn two_replicas_migrating_one_database_at_once_one_waits_and_migrate_check_says_
 
 /// Three replicas of one layout and the balancer in front, on fresh stores.
 struct Cluster {
-    stores: Stores,
     replicas: Vec<Replica>,
     balancer: Balancer,
     hook: Hook,
+    /// Last, so dropped last: the replicas stop before their database does.
+    stores: Stores,
 }
 
 impl Cluster {
