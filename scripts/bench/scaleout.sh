@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Scale-out benchmark (issue 27), side by side in one run, all on 127.0.0.1:
 #
-#   ours      three `stackpack-registry serve` replicas reading one `--config` file:
-#             blobs in S3 (`blobs = "s3://…"`), metadata in one SQLite database in a
-#             data folder the replicas share on this one host (PostgreSQL metadata,
-#             for replicas on several hosts, is not built yet), behind haproxy
-#   baseline  CNCF Distribution (Debian's `docker-registry`) with its own S3 driver
-#             on the same S3 (its bucket listed at the end: it really stores there)
-#   embedded  one `stackpack-registry serve` on a data folder: the default layout
+#   production  the production layout: three `stackpack-registry serve` replicas
+#               reading one `--config` file (`database = "postgres://…"`, `blobs =
+#               "s3://…"`), each with a data folder of its own (nothing shared through
+#               a file system), behind haproxy. The PostgreSQL is a throwaway cluster
+#               this script starts (initdb and pg_ctl in a temporary folder, as the
+#               current user, or as `postgres`/`nobody` when run as root; never the
+#               system service; initdb's defaults, fsync on); the fleet's seed reaches
+#               it through db::copy (registry/examples/copy_to_postgres.rs)
+#   ours        the shared-folder layout: three replicas reading one `--config` file,
+#               blobs in S3, metadata in one SQLite database in a data folder the
+#               replicas share on this one host, behind haproxy
+#   baseline    CNCF Distribution (Debian's `docker-registry`) with its own S3 driver
+#               on the same S3 (its bucket listed at the end: it really stores there)
+#   embedded    one `stackpack-registry serve` on a data folder: the default layout
 #
 # The S3 is moto in server mode, the S3 emulator: a Python process on this same
 # machine. Its figures say what the S3 path costs here, sharing the cores with the
@@ -21,7 +28,9 @@
 # the target folder and copied for each of ours), each query's p50 and p99 taken as
 # medians over the rounds, then the slowest query's p99 and the median query's p50.
 # Every row is ROUNDS rounds with the contenders in turns, and their median.
-# Distribution has no ledger: its receipt and support cells are "—".
+# Distribution has no ledger: its receipt and support cells are "—". Each layout of
+# ours gets its rows (beside Distribution and the embedded default), its `what`
+# starting with the layout.
 #
 #   scripts/bench/scaleout.sh            # 10,000 customers, 64 MiB, 3 rounds, wrk 3 s
 #   scripts/bench/scaleout.sh --quick    # 1,000 customers, 64 MiB, 1 round, wrk 2 s
@@ -31,12 +40,12 @@
 # with Debian's packaged `cache: blobdescriptor: inmemory`. It keeps manifests and
 # tags as objects in the bucket, so each manifest GET asks S3; ours answers from its
 # database. The manifest rows measure that difference as much as the registries.
-# Manifest GETs straight to one replica (no haproxy) are printed under the table,
-# to tell the balancer's hop from the replica's own cost.
+# Manifest GETs straight to one replica of each layout (no haproxy) are printed under
+# the table, to tell the balancer's hop from the replica's own cost.
 # Lines `row<TAB>what<TAB>ours<TAB>baseline<TAB>embedded<TAB>speed<TAB>vs-embedded`
 # on stdout are what scripts/bench/suite.py reads; progress goes to stderr. Every
-# process it starts (moto, haproxy, the registries) is stopped on exit, Ctrl-C
-# included. Figures are printed, never asserted.
+# process it starts (moto, PostgreSQL, haproxy, the registries) is stopped on exit,
+# Ctrl-C included. Figures are printed, never asserted.
 
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
@@ -58,13 +67,19 @@ say() { echo "scaleout: $*" >&2; }
 trap 'say "failed at line $LINENO: $BASH_COMMAND"' ERR
 
 say "building stackpack-registry, loadgen and fleetbench (release)…"
-cargo build --release -q -p stackpack-registry --bin stackpack-registry --example loadgen --example fleetbench
+cargo build --release -q -p stackpack-registry --bin stackpack-registry --example loadgen --example fleetbench \
+  --example copy_to_postgres
 BIN=$CARGO_TARGET_DIR/release/stackpack-registry
+COPY_TO_POSTGRES=$CARGO_TARGET_DIR/release/examples/copy_to_postgres
 LOADGEN=$CARGO_TARGET_DIR/release/examples/loadgen
 FLEETBENCH=$CARGO_TARGET_DIR/release/examples/fleetbench
 
 WORK=$(mktemp -d)
 PIDS=()
+# The throwaway PostgreSQL cluster's folder, once made (outside $WORK: as root the
+# cluster runs as another user, who cannot enter a folder only root may).
+PG_DIR=
+PG_AS=()
 cleanup() {
   trap - ERR
   [ ${#PIDS[@]} -eq 0 ] || say "stopping the registries and haproxy (pids ${PIDS[*]}) and moto…"
@@ -80,6 +95,11 @@ cleanup() {
   for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   scripts/moto.sh stop "$WORK/moto" >/dev/null 2>&1 || true
+  if [ -n "$PG_DIR" ]; then
+    say "stopping the throwaway PostgreSQL cluster…"
+    "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+    rm -rf "$PG_DIR"
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -108,8 +128,9 @@ if [ ! -f "$SEED/registry.db" ]; then
   "$FLEETBENCH" seed "$SEED.partial" "$CUSTOMERS" 30 20
   mv "$SEED.partial" "$SEED"
 fi
-say "copying the seeded fleet ($(du -sh "$SEED" | cut -f1)) for ours and for the embedded default…"
+say "copying the seeded fleet ($(du -sh "$SEED" | cut -f1)) for each layout of ours and for the embedded default…"
 cp -r "$SEED" "$WORK/cluster"
+cp -r "$SEED" "$WORK/production-seed"
 cp -r "$SEED" "$WORK/embedded"
 
 say "starting moto (the S3 emulator)…"
@@ -132,27 +153,87 @@ blobs = "s3://stackpack-blobs/registry"
 s3-endpoint = "$MOTO"
 s3-region = "us-east-1"
 EOF
-BALANCER_PORT=$(free_port)
-{
-  printf 'global\n    maxconn 2048\ndefaults\n    mode http\n    timeout connect 2s\n    timeout client 120s\n    timeout server 120s\n'
-  printf '    retries 3\n    option redispatch\nfrontend registry\n    bind 127.0.0.1:%s\n    default_backend replicas\n' "$BALANCER_PORT"
-  printf 'backend replicas\n    balance roundrobin\n    option httpchk GET /healthz\n    default-server inter 1s fall 2 rise 2\n'
-} >"$WORK/haproxy.cfg"
-for r in $(seq 1 $REPLICAS); do
-  port=$(free_port)
-  say "starting replica $r of $REPLICAS on 127.0.0.1:$port (serve --config, blobs in S3)…"
-  RUST_LOG=warn "$BIN" serve --config "$WORK/cluster.toml" --listen "127.0.0.1:$port" >"$WORK/replica-$r.log" 2>&1 &
+# start_cluster NAME CONFIG: REPLICAS replicas reading CONFIG, each with its own
+# --listen (and, for production, its own --data), haproxy in front (round robin,
+# health-checked as registry/tests/it/replicas.rs configures it). Sets URL[NAME] to
+# the balancer and URL[NAME-replica] to the first replica.
+declare -A URL
+start_cluster() {
+  local name=$1 config=$2 balancer_port r port data_flag=()
+  balancer_port=$(free_port)
+  {
+    printf 'global\n    maxconn 2048\ndefaults\n    mode http\n    timeout connect 2s\n    timeout client 120s\n    timeout server 120s\n'
+    printf '    retries 3\n    option redispatch\nfrontend registry\n    bind 127.0.0.1:%s\n    default_backend replicas\n' "$balancer_port"
+    printf 'backend replicas\n    balance roundrobin\n    option httpchk GET /healthz\n    default-server inter 1s fall 2 rise 2\n'
+  } >"$WORK/haproxy-$name.cfg"
+  for r in $(seq 1 $REPLICAS); do
+    port=$(free_port)
+    [ "$name" != production ] || data_flag=(--data "$WORK/production-r$r")
+    say "starting $name replica $r of $REPLICAS on 127.0.0.1:$port (serve --config $(basename "$config"))…"
+    RUST_LOG=warn "$BIN" serve --config "$config" "${data_flag[@]}" --listen "127.0.0.1:$port" >"$WORK/$name-$r.log" 2>&1 &
+    PIDS+=($!)
+    wait_up "http://127.0.0.1:$port/healthz" "$WORK/$name-$r.log"
+    printf '    server r%s 127.0.0.1:%s check\n' "$r" "$port" >>"$WORK/haproxy-$name.cfg"
+    [ "$r" != 1 ] || URL[$name-replica]=http://127.0.0.1:$port
+  done
+  say "starting haproxy for $name on 127.0.0.1:$balancer_port…"
+  "$HAPROXY" -c -q -f "$WORK/haproxy-$name.cfg"
+  "$HAPROXY" -db -f "$WORK/haproxy-$name.cfg" >"$WORK/haproxy-$name.log" 2>&1 &
   PIDS+=($!)
-  wait_up "http://127.0.0.1:$port/healthz" "$WORK/replica-$r.log"
-  printf '    server r%s 127.0.0.1:%s check\n' "$r" "$port" >>"$WORK/haproxy.cfg"
-  [ "$r" != 1 ] || REPLICA_1=http://127.0.0.1:$port
-done
-say "starting haproxy on 127.0.0.1:$BALANCER_PORT…"
-"$HAPROXY" -c -q -f "$WORK/haproxy.cfg"
-"$HAPROXY" -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.log" 2>&1 &
-PIDS+=($!)
-OURS=http://127.0.0.1:$BALANCER_PORT
-wait_up "$OURS/healthz" "$WORK/haproxy.log"
+  URL[$name]=http://127.0.0.1:$balancer_port
+  wait_up "${URL[$name]}/healthz" "$WORK/haproxy-$name.log"
+}
+start_cluster ours "$WORK/cluster.toml"
+
+# Production: a throwaway PostgreSQL cluster, as tests/support/src/servers.rs starts
+# one: initdb in a temporary folder, pg_ctl on a free port of 127.0.0.1, never the
+# system service; PostgreSQL refuses to run as root, so as root the cluster belongs
+# to `postgres` (Debian's package makes it) or else `nobody`. Its settings are
+# initdb's defaults (fsync on: each commit reaches the disk, as in production).
+# scripts/postgres-watchdog.sh stops it should this script be killed outright.
+PG_BIN=$(dirname "$(command -v initdb || ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1 || true)")
+[ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_ctl" ] || {
+  echo "error: PostgreSQL's initdb and pg_ctl are neither on PATH nor in /usr/lib/postgresql/*/bin" >&2
+  echo "hint: run scripts/install-test-deps.sh (Debian's postgresql)" >&2
+  exit 1
+}
+PG_DIR=$(mktemp -d)
+if [ "$(id -u)" = 0 ]; then
+  pg_user=nobody
+  ! id postgres >/dev/null 2>&1 || pg_user=postgres
+  chown "$pg_user" "$PG_DIR"
+  PG_AS=(runuser -u "$pg_user" --)
+fi
+PG_PORT=$(free_port)
+say "starting a throwaway PostgreSQL $("$PG_BIN/initdb" --version | awk '{print $3}') cluster in $PG_DIR on 127.0.0.1:$PG_PORT…"
+"${PG_AS[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U stackpack --auth=trust -E UTF8 >"$WORK/initdb.log" 2>&1 \
+  || { cat "$WORK/initdb.log" >&2; exit 1; }
+own_start=$(stat=$(cat /proc/$$/stat); echo "${stat##*) }" | cut -d' ' -f20)
+setsid scripts/postgres-watchdog.sh $$ "$own_start" "$PG_DIR" </dev/null >/dev/null 2>&1 &
+"${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w start \
+  -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1" >/dev/null || { cat "$PG_DIR/log" >&2; exit 1; }
+PG_URL=postgres://stackpack@127.0.0.1:$PG_PORT/postgres
+
+# The production layout's metadata: the fleet's copy with its blobs moved into the
+# bucket (under a prefix of its own), its tokens made, then the whole SQLite
+# database copied into PostgreSQL by db::copy (registry/examples/copy_to_postgres.rs)
+# and left behind: each replica gets an empty data folder of its own.
+say "moving production's blobs into s3://stackpack-blobs/production and copying its database into PostgreSQL (db::copy)…"
+"$BIN" migrate --data "$WORK/production-seed" --move-blobs-to s3://stackpack-blobs/production \
+  --s3-endpoint "$MOTO" --s3-region us-east-1 >"$WORK/migrate-production.log" 2>&1 \
+  || { cat "$WORK/migrate-production.log" >&2; exit 1; }
+PRODUCTION_TOKEN=$("$BIN" token create --role admin --data "$WORK/production-seed")
+PRODUCTION_SUPPORT=$("$BIN" token create --role support --data "$WORK/production-seed")
+"$COPY_TO_POSTGRES" "$WORK/production-seed/registry.db" "$PG_URL" >"$WORK/copy.log" 2>&1 \
+  || { cat "$WORK/copy.log" >&2; exit 1; }
+rm -rf "$WORK/production-seed"
+cat >"$WORK/production.toml" <<EOF
+database = "$PG_URL"
+blobs = "s3://stackpack-blobs/production"
+s3-endpoint = "$MOTO"
+s3-region = "us-east-1"
+EOF
+start_cluster production "$WORK/production.toml"
 
 # Distribution on the same moto, its own bucket.
 DIST_PORT=$(free_port)
@@ -198,17 +279,27 @@ OURS_TOKEN=$("$BIN" token create --role admin --data "$WORK/cluster")
 OURS_SUPPORT=$("$BIN" token create --role support --data "$WORK/cluster")
 EMB_TOKEN=$("$BIN" token create --role admin --data "$WORK/embedded")
 EMB_SUPPORT=$("$BIN" token create --role support --data "$WORK/embedded")
-NAMES=(ours baseline embedded)
-# `replica` is ours' first replica asked directly: only for the manifest GETs.
-declare -A URL=([ours]=$OURS [baseline]=$DIST [embedded]=$EMBEDDED [replica]=$REPLICA_1)
-declare -A TOKEN=([ours]=$OURS_TOKEN [baseline]=- [embedded]=$EMB_TOKEN [replica]=$OURS_TOKEN)
-declare -A SUPPORT=([ours]=$OURS_SUPPORT [embedded]=$EMB_SUPPORT)
+# `production` and `ours` are the two layouts of ours: PostgreSQL, and one shared
+# SQLite. `NAME-replica` is a layout's first replica asked directly: only for the
+# manifest GETs.
+NAMES=(production ours baseline embedded)
+LAYOUTS=(production ours)
+LEDGERS=(production ours embedded)
+URL+=([baseline]=$DIST [embedded]=$EMBEDDED)
+declare -A TOKEN=([production]=$PRODUCTION_TOKEN [ours]=$OURS_TOKEN [baseline]=- [embedded]=$EMB_TOKEN
+  [production-replica]=$PRODUCTION_TOKEN [ours-replica]=$OURS_TOKEN)
+declare -A SUPPORT=([production]=$PRODUCTION_SUPPORT [ours]=$OURS_SUPPORT [embedded]=$EMB_SUPPORT)
+declare -A LABEL=(
+  [production]="production layout: $REPLICAS replicas + haproxy, metadata in PostgreSQL, blobs in S3 (moto)"
+  [ours]="shared folder: $REPLICAS replicas + haproxy, metadata in one SQLite on this host, blobs in S3 (moto)"
+)
 
-echo "scale-out: $REPLICAS replicas behind haproxy, blobs in S3, metadata in one SQLite database the replicas share on"
-echo "this one host (PostgreSQL metadata, for replicas on several hosts, is not built yet); beside"
+echo "scale-out: $REPLICAS replicas behind haproxy in each of two layouts, blobs in S3 for both: the production layout"
+echo "(metadata in PostgreSQL $("$PG_BIN/initdb" --version | awk '{print $3}'), a throwaway cluster on this host, fsync on; each replica its own data folder) and"
+echo "one SQLite database the replicas share in one data folder on this host; beside"
 echo "CNCF Distribution $(docker-registry --version | awk '{print $3}') with its S3 driver on the same S3, and the embedded default (one process, SQLite + folder)."
 echo "S3 is moto $(python3 -c 'import moto; print(moto.__version__)') in server mode, the S3 emulator: a Python process on this same $(nproc)-core machine,"
-echo "sharing the cores with the registries, haproxy and the clients. These are not the figures a real bucket gives."
+echo "sharing the cores with the registries, PostgreSQL, haproxy and the clients. These are not the figures a real bucket gives."
 echo "$ROUNDS round(s) each, contenders in turns, medians; wrk ${WRK_SECS} s a run; blobs of $SIZE_MIB MiB; fleet of $CUSTOMERS customers."
 echo
 
@@ -222,7 +313,8 @@ say "pushing one small image to each contender…"
 for name in "${NAMES[@]}"; do
   MANIFEST[$name]=$("$LOADGEN" seed "${URL[$name]}" "${TOKEN[$name]}" bench/app)
 done
-MANIFEST[replica]=${MANIFEST[ours]}
+for name in "${LAYOUTS[@]}"; do MANIFEST[$name-replica]=${MANIFEST[$name]}; done
+REPLICAS_ASKED=(production-replica ours-replica)
 wrk_run() { # NAME CLIENTS: prints `rps p99_ms`
   local name=$1 clients=$2 auth=()
   [ "${TOKEN[$name]}" = - ] || auth=(-H "Authorization: Bearer ${TOKEN[$name]}")
@@ -239,7 +331,7 @@ print(f"{rps:.0f} {p99:.2f} {errors.group(1) if errors else 0}")'
 for clients in 1 16; do
   declare -A RPS=() P99=()
   for round in $(seq "$ROUNDS"); do
-    for name in "${NAMES[@]}" replica; do
+    for name in "${NAMES[@]}" "${REPLICAS_ASKED[@]}"; do
       say "manifest GETs, $clients client(s), $name, round $round of $ROUNDS (wrk, $WRK_SECS s)…"
       out=$(wrk_run "$name" "$clients")
       read -r rps p99 errors <<<"$out"
@@ -247,7 +339,7 @@ for clients in 1 16; do
       RPS[$name]+=" $rps"; P99[$name]+=" $p99"
     done
   done
-  for name in "${NAMES[@]}" replica; do
+  for name in "${NAMES[@]}" "${REPLICAS_ASKED[@]}"; do
     # shellcheck disable=SC2086
     FIG[manifest$clients-$name]="$(median ${RPS[$name]}) $(median ${P99[$name]})"
   done
@@ -269,7 +361,8 @@ for mode in push pull; do
   done
 done
 
-# Receipts and support's queries: ours and the embedded default (Distribution has no ledger).
+# Receipts and support's queries: both layouts of ours and the embedded default
+# (Distribution has no ledger).
 QUERIES=(
   "/api/v1/fleet?stack=stack-07&behind=true"
   "/api/v1/fleet?customer=customer-00042"
@@ -283,10 +376,10 @@ QUERIES=(
   "/api/v1/customers"
 )
 # Each round ingests new receipts (their ids are salted with the time) and asks
-# every query QUERY_ROUNDS times, ours and the embedded default in turns.
+# every query QUERY_ROUNDS times, the three in turns.
 declare -A RATES=() INGEST_P99=()
 for round in $(seq "$ROUNDS"); do
-  for name in ours embedded; do
+  for name in "${LEDGERS[@]}"; do
     say "receipt ingestion, $name, round $round of $ROUNDS: $RECEIPTS signed receipts from 8 clients…"
     out=$("$FLEETBENCH" ingest "${URL[$name]}" "${TOKEN[$name]}" 8 "$RECEIPTS")
     read -r rate p50 p99 errors <<<"$out"
@@ -296,7 +389,7 @@ for round in $(seq "$ROUNDS"); do
     "$FLEETBENCH" measure "${URL[$name]}" "${SUPPORT[$name]}" "$QUERY_ROUNDS" "${QUERIES[@]}" >"$WORK/queries-$name-$round"
   done
 done
-for name in ours embedded; do
+for name in "${LEDGERS[@]}"; do
   # shellcheck disable=SC2086
   FIG[ingest-$name]="$(median ${RATES[$name]}) $(median ${INGEST_P99[$name]})"
   # Per query the median over the rounds of its p50 and of its p99; then the slowest
@@ -313,56 +406,72 @@ worst = max(rows, key=lambda r: float(r[2]))
 print(f"{float(worst[2]):.1f} {statistics.median(float(r[1]) for r in rows):.1f} {worst[0]}")' "$WORK/queries-$name")
 done
 
-# Where each one's bytes went: every object under each bucket.
-say "listing both buckets…"
+# Where each one's bytes went: every object under each bucket and prefix.
+say "listing the buckets…"
 BUCKETS=$(python3 -c 'import boto3, sys
 s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
-for bucket in ("stackpack-blobs", "distribution"):
+for bucket, prefix in (("stackpack-blobs", "production/"), ("stackpack-blobs", "registry/"), ("distribution", "")):
     n = size = 0
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for o in page.get("Contents", []): n += 1; size += o["Size"]
-    print(f"s3://{bucket}: {n} objects, {size / 1048576:.0f} MiB")' "$MOTO")
+    print(f"s3://{bucket}/{prefix}: {n} objects, {size / 1048576:.0f} MiB")' "$MOTO")
 
 ratio() { python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f"{a / b:.2f}×" if b else "—")' "$1" "$2"; }
 row() { printf 'row\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"; }
-for clients in 1 16; do
-  read -r o_rps o_p99 <<<"${FIG[manifest$clients-ours]}"
-  read -r b_rps b_p99 <<<"${FIG[manifest$clients-baseline]}"
-  read -r e_rps e_p99 <<<"${FIG[manifest$clients-embedded]}"
-  row "manifest GET, $clients client(s): requests/s (p99)" "$o_rps/s ($o_p99 ms)" "$b_rps/s ($b_p99 ms)" \
-    "$e_rps/s ($e_p99 ms)" "$(ratio "$o_rps" "$b_rps")" "$(ratio "$o_rps" "$e_rps")"
+# One set of rows per layout of ours, each beside Distribution and the embedded
+# default; a row's `what` starts with the layout, which scripts/bench/suite.py keeps.
+for layout in "${LAYOUTS[@]}"; do
+  for clients in 1 16; do
+    read -r o_rps o_p99 <<<"${FIG[manifest$clients-$layout]}"
+    read -r b_rps b_p99 <<<"${FIG[manifest$clients-baseline]}"
+    read -r e_rps e_p99 <<<"${FIG[manifest$clients-embedded]}"
+    row "${LABEL[$layout]}: manifest GET, $clients client(s): requests/s (p99)" "$o_rps/s ($o_p99 ms)" "$b_rps/s ($b_p99 ms)" \
+      "$e_rps/s ($e_p99 ms)" "$(ratio "$o_rps" "$b_rps")" "$(ratio "$o_rps" "$e_rps")"
+  done
+  row "${LABEL[$layout]}: blob GET, $SIZE_MIB MiB, 1 client: MB/s" "${FIG[pull-$layout]} MB/s" "${FIG[pull-baseline]} MB/s" \
+    "${FIG[pull-embedded]} MB/s" "$(ratio "${FIG[pull-$layout]}" "${FIG[pull-baseline]}")" "$(ratio "${FIG[pull-$layout]}" "${FIG[pull-embedded]}")"
+  row "${LABEL[$layout]}: blob push, $SIZE_MIB MiB, 1 client (POST + one PUT): MB/s" "${FIG[push-$layout]} MB/s" \
+    "${FIG[push-baseline]} MB/s" "${FIG[push-embedded]} MB/s" \
+    "$(ratio "${FIG[push-$layout]}" "${FIG[push-baseline]}")" "$(ratio "${FIG[push-$layout]}" "${FIG[push-embedded]}")"
+  read -r o_rate o_p99 <<<"${FIG[ingest-$layout]}"
+  read -r e_rate e_p99 <<<"${FIG[ingest-embedded]}"
+  row "${LABEL[$layout]}: receipt ingestion, 8 clients, $RECEIPTS signed receipts: per second (p99)" "$o_rate/s ($o_p99 ms)" "—" \
+    "$e_rate/s ($e_p99 ms)" "—" "$(ratio "$o_rate" "$e_rate")"
+  read -r o_worst o_p50 o_slowest <<<"${FIG[support-$layout]}"
+  read -r e_worst e_p50 e_slowest <<<"${FIG[support-embedded]}"
+  row "${LABEL[$layout]}: support queries at $CUSTOMERS customers × 30 stacks × 20 versions: slowest p99 (median p50)" \
+    "$o_worst ms (\`$o_slowest\`; $o_p50 ms)" "—" "$e_worst ms (\`$e_slowest\`; $e_p50 ms)" "—" "$(ratio "$e_worst" "$o_worst")"
 done
-row "blob GET, $SIZE_MIB MiB, 1 client: MB/s" "${FIG[pull-ours]} MB/s" "${FIG[pull-baseline]} MB/s" "${FIG[pull-embedded]} MB/s" \
-  "$(ratio "${FIG[pull-ours]}" "${FIG[pull-baseline]}")" "$(ratio "${FIG[pull-ours]}" "${FIG[pull-embedded]}")"
-row "blob push, $SIZE_MIB MiB, 1 client (POST + one PUT): MB/s" "${FIG[push-ours]} MB/s" "${FIG[push-baseline]} MB/s" "${FIG[push-embedded]} MB/s" \
-  "$(ratio "${FIG[push-ours]}" "${FIG[push-baseline]}")" "$(ratio "${FIG[push-ours]}" "${FIG[push-embedded]}")"
-read -r o_rate o_p99 <<<"${FIG[ingest-ours]}"
-read -r e_rate e_p99 <<<"${FIG[ingest-embedded]}"
-row "receipt ingestion, 8 clients, $RECEIPTS signed receipts: per second (p99)" "$o_rate/s ($o_p99 ms)" "—" \
-  "$e_rate/s ($e_p99 ms)" "—" "$(ratio "$o_rate" "$e_rate")"
-read -r o_worst o_p50 o_slowest <<<"${FIG[support-ours]}"
-read -r e_worst e_p50 e_slowest <<<"${FIG[support-embedded]}"
-row "support queries at $CUSTOMERS customers × 30 stacks × 20 versions: slowest p99 (median p50)" \
-  "$o_worst ms (\`$o_slowest\`; $o_p50 ms)" "—" "$e_worst ms (\`$e_slowest\`; $e_p50 ms)" "—" "$(ratio "$e_worst" "$o_worst")"
 
 {
-  printf 'measure\tours: %s replicas + haproxy, S3 (moto)\tDistribution, S3 (moto)\tembedded (SQLite + folder)\n' "$REPLICAS"
+  printf 'measure\tproduction: %s replicas + haproxy, PostgreSQL + S3 (moto)\tshared folder: %s replicas + haproxy, SQLite + S3 (moto)\tDistribution, S3 (moto)\tembedded (SQLite + folder)\n' "$REPLICAS" "$REPLICAS"
   for clients in 1 16; do
     printf 'manifest GET, %s client(s) req/s (p99 ms)' "$clients"
     for name in "${NAMES[@]}"; do read -r rps p99 <<<"${FIG[manifest$clients-$name]}"; printf '\t%s (%s)' "$rps" "$p99"; done
     printf '\n'
   done
-  printf 'blob GET %s MiB, MB/s\t%s\t%s\t%s\n' "$SIZE_MIB" "${FIG[pull-ours]}" "${FIG[pull-baseline]}" "${FIG[pull-embedded]}"
-  printf 'blob push %s MiB, MB/s\t%s\t%s\t%s\n' "$SIZE_MIB" "${FIG[push-ours]}" "${FIG[push-baseline]}" "${FIG[push-embedded]}"
-  printf 'receipts/s, 8 clients (p99 ms)\t%s (%s)\t—\t%s (%s)\n' "$o_rate" "$o_p99" "$e_rate" "$e_p99"
-  printf 'support queries, slowest p99 ms\t%s\t—\t%s\n' "$o_worst" "$e_worst"
+  printf 'blob GET %s MiB, MB/s' "$SIZE_MIB"
+  for name in "${NAMES[@]}"; do printf '\t%s' "${FIG[pull-$name]}"; done
+  printf '\nblob push %s MiB, MB/s' "$SIZE_MIB"
+  for name in "${NAMES[@]}"; do printf '\t%s' "${FIG[push-$name]}"; done
+  printf '\nreceipts/s, 8 clients (p99 ms)'
+  for name in "${NAMES[@]}"; do
+    if [ "$name" = baseline ]; then printf '\t—'; else read -r rate p99 <<<"${FIG[ingest-$name]}"; printf '\t%s (%s)' "$rate" "$p99"; fi
+  done
+  printf '\nsupport queries, slowest p99 ms'
+  for name in "${NAMES[@]}"; do
+    if [ "$name" = baseline ]; then printf '\t—'; else read -r worst _ <<<"${FIG[support-$name]}"; printf '\t%s' "$worst"; fi
+  done
+  printf '\n'
 } | column -t -s $'\t'
 echo
-read -r r1_rps r1_p99 <<<"${FIG[manifest1-replica]}"
-read -r r16_rps r16_p99 <<<"${FIG[manifest16-replica]}"
-echo "manifest GET straight to ours' replica 1 (no haproxy): 1 client $r1_rps/s ($r1_p99 ms p99), 16 clients $r16_rps/s ($r16_p99 ms p99)"
+for layout in "${LAYOUTS[@]}"; do
+  read -r r1_rps r1_p99 <<<"${FIG[manifest1-$layout-replica]}"
+  read -r r16_rps r16_p99 <<<"${FIG[manifest16-$layout-replica]}"
+  echo "manifest GET straight to replica 1 of $layout (no haproxy): 1 client $r1_rps/s ($r1_p99 ms p99), 16 clients $r16_rps/s ($r16_p99 ms p99)"
+done
 echo "$BUCKETS"
-for name in ours embedded; do
+for name in "${LEDGERS[@]}"; do
   echo
   echo "support queries, $name (medians over the rounds of p50 ms and p99 ms, bytes):"
   column -t "$WORK/queries-$name"

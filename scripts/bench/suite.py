@@ -568,8 +568,9 @@ class Suite:
                              f"{ours['mbps'] / theirs['mbps']:.2f}×", "—", "—")
 
     def scaleout(self):
-        """Three replicas on one SQLite database, blobs in moto's S3, behind haproxy,
-        beside Distribution on the same S3 and the embedded default, through
+        """Three replicas behind haproxy, blobs in moto's S3, in the production layout
+        (metadata in PostgreSQL) and on one shared SQLite database, beside
+        Distribution on the same S3 and the embedded default, through
         scripts/bench/scaleout.sh. Its progress goes straight to the suite's stderr:
         the run takes minutes."""
         log("== scale-out: 3 replicas + haproxy + S3 (moto), Distribution on the same S3 ==")
@@ -583,8 +584,8 @@ class Suite:
             cells = line.split("\t")
             if len(cells) == 7 and cells[0] == "row":
                 _, what, ours, baseline, embedded, speed, vs_embedded = cells
-                self.row(f"scale-out (3 replicas + haproxy, blobs in S3 on moto, metadata in one SQLite "
-                         f"shared on this host: PostgreSQL not built yet): {what}", ours,
+                # `what` starts with the layout of ours it measures.
+                self.row(f"scale-out, {what}", ours,
                          baseline if baseline == "—" else f"{baseline} (Distribution, S3 on moto)",
                          f"{embedded} (embedded: one process, SQLite + folder)", speed, vs_embedded, "—")
         self.scaleout_output = "\n".join(

@@ -1,12 +1,21 @@
-//! Several replicas, one registry (issue 27), on one host: three `serve` processes
-//! on one data folder and one SQLite database (WAL works across processes on one
-//! host), Debian's `haproxy` on 127.0.0.1 in front. What must hold across
-//! processes holds through database transactions, never a process's memory:
-//! pushes through the balancer read back from any replica, a replica killed
-//! mid-push leaves nothing half-visible and the client's retry succeeds on another,
-//! gc runs beside the load, one replica at a time, a receipt is stored once and an
-//! alert sent once, prerelease numbers claimed through two replicas at once are
-//! distinct, and a support page session opened on one replica works on another.
+//! Several replicas, one registry (issue 27), on one host, in the two layouts
+//! replicas run in: three `serve` processes on ONE SHARED DATA FOLDER (one SQLite
+//! database, WAL working across processes on one host, blobs in the folder), and
+//! the production layout, three `serve --database postgres://… --blobs s3://…`
+//! processes each on a data folder of its own (real PostgreSQL, moto's S3: nothing
+//! shared through a file system). Debian's `haproxy` on 127.0.0.1 in front of
+//! either. One scenario runs on both ([`lose_nothing_acknowledged`]): what must
+//! hold across processes holds through the database, never a process's memory.
+//! Pushes through the balancer read back from the other replicas, a replica
+//! killed mid-push leaves nothing half-visible and the client's retry succeeds on
+//! another, two `gc` loops (the CLI, beside the load) take turns through gc's
+//! lease in the database and collect what nobody references, once, a receipt
+//! reported through two replicas at once is stored once and its alert sent once,
+//! support's queries answer the same from every replica, prerelease numbers claimed through two replicas at once are
+//! distinct, a support page session opened on one replica works on another, and
+//! every acknowledged object reads back byte for byte at the end. On PostgreSQL,
+//! the database also stops under the cluster: every replica answers 503, a push
+//! under way leaves nothing, and each serves again once it is back.
 
 use crate::common;
 
@@ -20,12 +29,155 @@ use std::time::{Duration, Instant};
 use common::*;
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_test_support::receipts::ReceiptBuilder;
-use stackpack_test_support::servers::wait_for_port;
+use stackpack_test_support::servers::{wait_for_port, Moto, Postgres};
 
 use crate::alerts::Hook;
+use crate::s3_blobs::{blobs_flags, emulator};
 use crate::ui::{installation_key, minutes_ago, push_bundle};
 
-/// One `serve` process on the shared data folder. Killed when dropped.
+/// Where the replicas keep what they share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// One data folder on this host, every replica on it: SQLite, blobs in `blobs/`.
+    SharedFolder,
+    /// Metadata in PostgreSQL, blobs and upload sessions in S3, each replica on a
+    /// data folder of its own: replicas on several machines.
+    PostgresAndS3,
+}
+
+/// How a command line reaches the registry's stores: `--data` of the shared folder,
+/// or `--database` (with `--blobs` and an operator's own data folder for `gc`). Cloned into
+/// the thread running gc beside the load.
+#[derive(Clone)]
+struct Commands {
+    data: PathBuf,
+    /// `postgres://…`, in the production layout.
+    database: Option<String>,
+    /// `--blobs s3://…` and the emulator's endpoint, in the production layout.
+    blobs: Vec<String>,
+}
+
+impl Commands {
+    /// `stackpack-registry ARGS` on these stores; `blobs` adds where blobs live,
+    /// for the commands that read or delete them.
+    fn command(&self, args: &[&str], blobs: bool) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env_remove("AWS_SESSION_TOKEN");
+        // On PostgreSQL only gc, which deletes blobs, needs a data folder: the
+        // others read and write rows alone, as from any machine reaching the database.
+        if self.database.is_none() || blobs {
+            command.arg("--data").arg(&self.data);
+        }
+        if let Some(url) = &self.database {
+            command.args(["--database", url]);
+        }
+        if blobs {
+            command.args(&self.blobs);
+        }
+        command
+    }
+
+    /// A token made on the stores every replica reads: each knows it at once.
+    fn token(&self, role: &str, customer: Option<&str>) -> String {
+        let mut args = vec!["token", "create", "--role", role, "--json"];
+        if let Some(customer) = customer {
+            args.extend(["--customer", customer]);
+        }
+        let out = self.command(&args, false).output().unwrap();
+        assert!(
+            out.status.success(),
+            "token create: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out)["token"].as_str().unwrap().to_string()
+    }
+
+    /// `gc --grace-secs GRACE --json`, run to its end.
+    fn gc(&self, grace_secs: u64) -> std::process::Output {
+        let grace = grace_secs.to_string();
+        self.command(&["gc", "--grace-secs", &grace, "--json"], true)
+            .output()
+            .unwrap()
+    }
+}
+
+/// The stores of one layout, started (PostgreSQL and the S3 emulator stop when
+/// dropped), and the folders the replicas' data folders go in.
+struct Stores {
+    layout: Layout,
+    dir: tempfile::TempDir,
+    commands: Commands,
+    postgres: Option<Postgres>,
+    _s3: Option<Moto>,
+}
+
+impl Stores {
+    fn start(layout: Layout) -> Stores {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        match layout {
+            Layout::SharedFolder => Stores {
+                layout,
+                dir,
+                commands: Commands {
+                    data,
+                    database: None,
+                    blobs: Vec::new(),
+                },
+                postgres: None,
+                _s3: None,
+            },
+            Layout::PostgresAndS3 => {
+                // The operator's host: a data folder of its own, no replica's.
+                std::fs::create_dir(&data).unwrap();
+                let (postgres, s3) = (Postgres::start(), emulator());
+                Stores {
+                    layout,
+                    dir,
+                    commands: Commands {
+                        data,
+                        database: Some(postgres.url()),
+                        blobs: blobs_flags(&s3),
+                    },
+                    postgres: Some(postgres),
+                    _s3: Some(s3),
+                }
+            }
+        }
+    }
+
+    /// Replica `index`'s data folder: the shared one, or its own.
+    fn data_of(&self, index: usize) -> PathBuf {
+        match self.layout {
+            Layout::SharedFolder => self.commands.data.clone(),
+            Layout::PostgresAndS3 => self.dir.path().join(format!("replica-{index}")),
+        }
+    }
+
+    /// `serve`'s flags naming the stores beyond the data folder.
+    fn serve_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(url) = &self.commands.database {
+            args.extend(["--database".to_string(), url.clone()]);
+        }
+        args.extend(self.commands.blobs.iter().cloned());
+        args
+    }
+
+    /// What `/healthz` says of a database that answers.
+    fn healthy(&self) -> &'static str {
+        match self.layout {
+            Layout::SharedFolder => "database (sqlite): ok",
+            Layout::PostgresAndS3 => "database (postgres): ok",
+        }
+    }
+}
+
+/// One `serve` process. Killed when dropped.
 struct Replica {
     name: String,
     port: u16,
@@ -34,7 +186,8 @@ struct Replica {
 
 impl Replica {
     /// Starts `serve` without waiting for it: replicas start together, as after a
-    /// deploy, and race to create and migrate the one database.
+    /// deploy, and race to create and migrate the one database. The emulator's
+    /// test credentials are in its environment (unused without `--blobs s3://…`).
     fn spawn(index: usize, data: &Path, args: &[String]) -> Replica {
         let port = free_port();
         let child = Command::new(BIN)
@@ -42,6 +195,9 @@ impl Replica {
             .arg(data)
             .args(args)
             .env("RUST_LOG", "warn")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env_remove("AWS_SESSION_TOKEN")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -165,25 +321,9 @@ fn start_balancer(binary: &Path, replicas: &[Replica]) -> Balancer {
     }
 }
 
-/// A token made on the shared data folder: every replica knows it at once.
-fn token(data: &Path, role: &str, customer: Option<&str>) -> String {
-    let mut command = Command::new(BIN);
-    command.args(["token", "create", "--role", role, "--json", "--data"]);
-    command.arg(data);
-    if let Some(customer) = customer {
-        command.args(["--customer", customer]);
-    }
-    let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)["token"].as_str().unwrap().to_string()
-}
-
-/// Waits until every replica answers `/healthz` and the balancer has them all up.
-fn wait_healthy(replicas: &[Replica], balancer: &Balancer) {
+/// Waits until every replica answers `/healthz` and the balancer has them all up,
+/// its database saying `healthy`.
+fn wait_healthy(replicas: &[Replica], balancer: &Balancer, healthy: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     for r in replicas {
         wait_for_port(r.port);
@@ -207,7 +347,7 @@ fn wait_healthy(replicas: &[Replica], balancer: &Balancer) {
     );
     assert_eq!(health.status, 200);
     assert!(
-        String::from_utf8_lossy(&health.body).contains("database (sqlite): ok"),
+        String::from_utf8_lossy(&health.body).contains(healthy),
         "{}",
         String::from_utf8_lossy(&health.body)
     );
@@ -504,12 +644,13 @@ fn kill_mid_push(balancer: &str, token: &str, replicas: &mut [Replica], victim: 
     }
 }
 
-/// Runs `gc` on the shared data folder every half second until `done`: each run
-/// either collects or finds another holding gc's lease. Returns blobs deleted.
-fn gc_beside(data: PathBuf, done: Arc<AtomicBool>) -> u64 {
+/// Runs `gc` every half second until `done`: each run either collects or finds
+/// another holding gc's lease (in the database, whichever it is). Returns blobs
+/// deleted.
+fn gc_beside(commands: Commands, done: Arc<AtomicBool>) -> u64 {
     let mut deleted = 0;
     while !done.load(Ordering::Relaxed) {
-        let out = run(&["gc", "--grace-secs", "8", "--json"], &data);
+        let out = commands.gc(8);
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.success() {
             deleted += json(&out)["blobsDeleted"].as_u64().unwrap();
@@ -561,21 +702,17 @@ fn claim_prereleases(
     claims
 }
 
-#[test]
-fn prerelease_numbers_claimed_through_two_replicas_at_once_are_distinct_and_a_stable_tag_is_taken_once(
-) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let args = vec!["--prerelease-tags".to_string(), "immutable".to_string()];
-    let replicas: Vec<Replica> = (0..2).map(|i| Replica::spawn(i, &data, &args)).collect();
-    replicas.iter().for_each(|r| wait_for_port(r.port));
-    let token = token(&data, "publisher", None);
+/// Two CI jobs claim prerelease numbers at once through replicas `a` and `b`: every
+/// number is claimed once and reads the same from both; two different builds
+/// tagged `2.0.0` at once through the two: one wins, and both replicas say which.
+fn prereleases_through_two_replicas(a: &Replica, b: &Replica, token: &str) {
+    let replicas = [a, b];
     let start = Arc::new(std::sync::Barrier::new(2));
     let jobs: Vec<_> = replicas
         .iter()
         .enumerate()
         .map(|(job, r)| {
-            let (base, token, start) = (r.url(), token.clone(), start.clone());
+            let (base, token, start) = (r.url(), token.to_string(), start.clone());
             std::thread::spawn(move || claim_prereleases(base, token, job as u64, 6, start))
         })
         .collect();
@@ -586,7 +723,7 @@ fn prerelease_numbers_claimed_through_two_replicas_at_once_are_distinct_and_a_st
     assert_eq!(numbers.len(), 12, "two jobs claimed one number: {claims:?}");
     for (tag, digest) in &claims {
         for r in &replicas {
-            let c = Client::new(r.url(), Some(token.clone()));
+            let c = Client::new(r.url(), Some(token.to_string()));
             let got = c.req(
                 "HEAD",
                 &format!("/v2/ci/app/manifests/{tag}"),
@@ -602,13 +739,12 @@ fn prerelease_numbers_claimed_through_two_replicas_at_once_are_distinct_and_a_st
         }
     }
 
-    // Two different builds tagged `2.0.0` at once through two replicas: one wins.
     let start = Arc::new(std::sync::Barrier::new(2));
     let racers: Vec<_> = replicas
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let (c, start) = (Client::new(r.url(), Some(token.clone())), start.clone());
+            let (c, start) = (Client::new(r.url(), Some(token.to_string())), start.clone());
             std::thread::spawn(move || {
                 start.wait();
                 try_push_image(&c, "ci/app", "2.0.0", 77_000 + i as u64)
@@ -621,7 +757,7 @@ fn prerelease_numbers_claimed_through_two_replicas_at_once_are_distinct_and_a_st
     let won: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
     assert_eq!(won.len(), 1, "{results:?}");
     for r in &replicas {
-        let c = Client::new(r.url(), Some(token.clone()));
+        let c = Client::new(r.url(), Some(token.to_string()));
         let got = c.req(
             "HEAD",
             "/v2/ci/app/manifests/2.0.0",
@@ -763,23 +899,22 @@ fn two_replicas_migrating_one_database_at_once_one_waits_and_migrate_check_says_
     );
 }
 
-/// Three replicas and the balancer in front, on one fresh data folder.
+/// Three replicas of one layout and the balancer in front, on fresh stores.
 struct Cluster {
-    _dir: tempfile::TempDir,
-    data: PathBuf,
     replicas: Vec<Replica>,
     balancer: Balancer,
     hook: Hook,
+    /// Last, so dropped last: the replicas stop before their database does.
+    stores: Stores,
 }
 
 impl Cluster {
-    fn start(haproxy: &Path) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
+    fn start(haproxy: &Path, layout: Layout) -> Cluster {
+        let stores = Stores::start(layout);
         // A webhook slow to answer: each delivery is in flight across several of the
         // replicas' alert ticks, which must leave it to the one that claimed it.
         let hook = Hook::start(&[200], Duration::from_millis(800));
-        let args: Vec<String> = [
+        let mut args: Vec<String> = [
             "--prerelease-tags",
             "immutable",
             "--alert-tick-ms",
@@ -791,12 +926,14 @@ impl Cluster {
         ]
         .map(String::from)
         .to_vec();
-        let replicas: Vec<Replica> = (0..3).map(|i| Replica::spawn(i, &data, &args)).collect();
+        args.extend(stores.serve_args());
+        let replicas: Vec<Replica> = (0..3)
+            .map(|i| Replica::spawn(i, &stores.data_of(i), &args))
+            .collect();
         let balancer = start_balancer(haproxy, &replicas);
-        wait_healthy(&replicas, &balancer);
+        wait_healthy(&replicas, &balancer, stores.healthy());
         Cluster {
-            _dir: dir,
-            data,
+            stores,
             replicas,
             balancer,
             hook,
@@ -810,25 +947,26 @@ impl Cluster {
     fn live(&self) -> Vec<&Replica> {
         self.replicas.iter().filter(|r| r.child.is_some()).collect()
     }
+
+    fn token(&self, role: &str, customer: Option<&str>) -> String {
+        self.stores.commands.token(role, customer)
+    }
 }
 
 /// A failed apply reported to two replicas at once is stored once, reads the same
 /// from every replica, and reaches the webhook once though every replica delivers
 /// alerts.
 fn receipts_through_any_replica(cluster: &Cluster) {
-    let admin = Client::new(
-        cluster.balancer_url(),
-        Some(token(&cluster.data, "admin", None)),
-    );
+    let admin = Client::new(cluster.balancer_url(), Some(cluster.token("admin", None)));
     let body = serde_json::json!({ "id": "acme" }).to_string();
     let r = admin.req("POST", "/api/v1/customers", &[], Some(body.as_bytes()));
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     let publisher = Client::new(
         cluster.balancer_url(),
-        Some(token(&cluster.data, "publisher", None)),
+        Some(cluster.token("publisher", None)),
     );
     let bundle = push_bundle(&publisher, "data-plane", "1.0.0", "1.0.0");
-    let customer = token(&cluster.data, "customer", Some("acme"));
+    let customer = cluster.token("customer", Some("acme"));
     let key = installation_key("acme");
     let applied = ReceiptBuilder::new("acme", "data-plane", "1.0.0")
         .id("r1")
@@ -869,7 +1007,7 @@ fn receipts_through_any_replica(cluster: &Cluster) {
     let mut statuses: Vec<u16> = posts.into_iter().map(|p| p.join().unwrap()).collect();
     statuses.sort();
     assert_eq!(statuses, [200, 201], "stored by one, known to the other");
-    let support = token(&cluster.data, "support", None);
+    let support = cluster.token("support", None);
     for r in cluster.live() {
         let c = Client::new(r.url(), Some(support.clone()));
         let list = c
@@ -887,14 +1025,8 @@ fn receipts_through_any_replica(cluster: &Cluster) {
             "{} lists {list}",
             r.name
         );
-        let fleet = c.req("GET", "/api/v1/fleet?customer=acme", &[], None);
-        assert_eq!(
-            fleet.status,
-            200,
-            "{}",
-            String::from_utf8_lossy(&fleet.body)
-        );
     }
+    support_answers_the_same_from_every_replica(cluster, &support);
     let events = cluster.hook.wait_for(1);
     assert_eq!(events[0]["event"], "failed");
     std::thread::sleep(Duration::from_millis(1500));
@@ -906,12 +1038,45 @@ fn receipts_through_any_replica(cluster: &Cluster) {
     );
 }
 
+/// Support's questions about `acme` (the fleet, its versions, its history, the
+/// stack's adoption) answer, and answer alike, from every live replica.
+fn support_answers_the_same_from_every_replica(cluster: &Cluster, support: &str) {
+    let questions = [
+        "/api/v1/fleet?customer=acme",
+        "/api/v1/fleet?failed=true",
+        "/api/v1/support/versions",
+        "/api/v1/customers/acme",
+        "/api/v1/customers/acme/history",
+        "/api/v1/adoption?stack=data-plane",
+    ];
+    for question in questions {
+        let answers: Vec<(String, serde_json::Value)> = cluster
+            .live()
+            .iter()
+            .map(|r| {
+                let c = Client::new(r.url(), Some(support.to_string()));
+                let answer = c.req("GET", question, &[], None);
+                let body = String::from_utf8_lossy(&answer.body);
+                assert_eq!(answer.status, 200, "{question} on {}: {body}", r.name);
+                (r.name.clone(), answer.json())
+            })
+            .collect();
+        for (name, answer) in &answers[1..] {
+            assert_eq!(
+                answer, &answers[0].1,
+                "{question}: {name} answers otherwise than {}",
+                answers[0].0
+            );
+        }
+    }
+}
+
 /// A support page session opened on one replica works on another, and signing
 /// out on that one ends it on the first.
 fn sign_in_on_one_replica_works_on_another(cluster: &Cluster) {
     let live = cluster.live();
     let (first, second) = (live[0], live[1]);
-    let support = token(&cluster.data, "support", None);
+    let support = cluster.token("support", None);
     let r = send(
         "POST",
         &format!("{}/ui/login", first.url()),
@@ -936,15 +1101,16 @@ fn sign_in_on_one_replica_works_on_another(cluster: &Cluster) {
     assert_eq!(get(first, "/ui"), 303, "signed out on {b}, still in on {a}");
 }
 
-#[test]
-fn three_replicas_behind_haproxy_lose_nothing_acknowledged_when_one_is_killed_mid_push() {
+/// The scenario both layouts run (the module's doc says what it guards); on
+/// PostgreSQL, the database also stops under the cluster and comes back.
+fn lose_nothing_acknowledged(layout: Layout) {
     let Some(haproxy) = haproxy() else {
         return;
     };
     let started = Instant::now();
-    let mut cluster = Cluster::start(&haproxy);
-    let publisher = token(&cluster.data, "publisher", None);
-    let reader = token(&cluster.data, "reader", None);
+    let mut cluster = Cluster::start(&haproxy, layout);
+    let publisher = cluster.token("publisher", None);
+    let reader = cluster.token("reader", None);
     let balancer = cluster.balancer_url();
 
     // Blobs nobody references: gc beside the load collects them once their grace
@@ -955,6 +1121,8 @@ fn three_replicas_behind_haproxy_lose_nothing_acknowledged_when_one_is_killed_mi
                 .push_blob("load/orphans", &bytes(5000 + i, 3000))
         })
         .collect();
+    // Their grace period runs from here: starting PostgreSQL and S3 takes seconds.
+    let orphaned = Instant::now();
 
     let ledger: Arc<Mutex<Ledger>> = Default::default();
     let done = Arc::new(AtomicBool::new(false));
@@ -968,8 +1136,13 @@ fn three_replicas_behind_haproxy_lose_nothing_acknowledged_when_one_is_killed_mi
     let bases = vec![cluster.replicas[0].url(), cluster.replicas[2].url()];
     let (l, d, t) = (ledger.clone(), done.clone(), reader.clone());
     let pulling = std::thread::spawn(move || puller(bases, t, l, d));
-    let (data, d) = (cluster.data.clone(), done.clone());
-    let collecting = std::thread::spawn(move || gc_beside(data, d));
+    // Two operators' gc loops, as from two hosts: they take turns through the lease.
+    let collecting: Vec<_> = (0..2)
+        .map(|_| {
+            let (commands, d) = (cluster.stores.commands.clone(), done.clone());
+            std::thread::spawn(move || gc_beside(commands, d))
+        })
+        .collect();
 
     std::thread::sleep(Duration::from_secs(2));
     let survivor = kill_mid_push(&balancer, &publisher, &mut cluster.replicas, 1);
@@ -978,25 +1151,30 @@ fn three_replicas_behind_haproxy_lose_nothing_acknowledged_when_one_is_killed_mi
         p.join().unwrap();
     }
     // Past the orphans' grace period, with one more gc run to see them go.
-    while started.elapsed() < Duration::from_secs(14) {
+    while orphaned.elapsed() < Duration::from_secs(12) {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_millis(1500));
     done.store(true, Ordering::Relaxed);
     let pulled = pulling.join().unwrap();
-    let collected = collecting.join().unwrap();
+    let collected: u64 = collecting.into_iter().map(|c| c.join().unwrap()).sum();
+    let under_load = ledger.lock().unwrap().acknowledged.len();
+    assert!(pulled >= under_load - 1, "the pullers kept up: {pulled}");
 
     receipts_through_any_replica(&cluster);
     sign_in_on_one_replica_works_on_another(&cluster);
+    let live = cluster.live();
+    prereleases_through_two_replicas(live[0], live[1], &publisher);
+    if let Some(postgres) = &cluster.stores.postgres {
+        let pushed = postgres_stopped_under_the_cluster(&cluster, postgres, &publisher);
+        ledger.lock().unwrap().acknowledged.push(pushed);
+    }
 
     let ledger = ledger.lock().unwrap();
-    assert!(
-        pulled >= ledger.acknowledged.len() - 1,
-        "the pullers kept up: {pulled}"
-    );
-    assert!(
-        collected >= orphans.len() as u64,
-        "gc collected the orphans: {collected}"
+    assert_eq!(
+        collected,
+        orphans.len() as u64,
+        "gc collected the orphans, each once"
     );
     let live: Vec<String> = cluster.live().iter().map(|r| r.url()).collect();
     for (i, p) in ledger.acknowledged.iter().enumerate() {
@@ -1014,9 +1192,105 @@ fn three_replicas_behind_haproxy_lose_nothing_acknowledged_when_one_is_killed_mi
         assert_eq!(head.status, 404, "gc left orphan `{orphan}`");
     }
     eprintln!(
-        "replicas: {} pushes acknowledged ({} retried), {pulled} pulled from other replicas, {collected} blobs collected, in {:?}",
+        "replicas ({layout:?}): {} pushes acknowledged ({} retried), {pulled} pulled from other replicas, {collected} blobs collected, in {:?}",
         ledger.acknowledged.len(),
         ledger.retries,
         started.elapsed()
     );
+}
+
+/// PostgreSQL stops under the running cluster (restarted, failed over): every
+/// replica answers 503, a blob whose bytes arrive meanwhile is neither
+/// acknowledged nor visible once it is back, and every replica serves again
+/// without a restart of its own. Returns the push the publisher then retries.
+fn postgres_stopped_under_the_cluster(
+    cluster: &Cluster,
+    postgres: &Postgres,
+    publisher: &str,
+) -> Pushed {
+    let repo = "load/outage";
+    let layer = bytes(31337, 200_000);
+    let digest = sha256(&layer);
+    let c = Client::new(cluster.balancer_url(), Some(publisher.to_string()));
+    let r = c.req("POST", &format!("/v2/{repo}/blobs/uploads/"), &[], None);
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let location = absolute(&c.base, r.header("location").unwrap());
+    let sep = if location.contains('?') { '&' } else { '?' };
+
+    postgres.stop();
+    for replica in cluster.live() {
+        let health = send("GET", &format!("{}/healthz", replica.url()), &[], None);
+        let body = String::from_utf8_lossy(&health.body);
+        assert_eq!(
+            health.status, 503,
+            "{} with PostgreSQL away: {body}",
+            replica.name
+        );
+        assert!(body.contains("database (postgres): error"), "{body}");
+        let on = Client::new(replica.url(), Some(publisher.to_string()));
+        let v2 = on.req("GET", "/v2/", &[], None);
+        assert_eq!(v2.status, 503, "{} with PostgreSQL away", replica.name);
+        let finish = on.req(
+            "PUT",
+            &format!("{}{sep}digest={digest}", on_replica(replica, &location)),
+            &[("Content-Type", "application/octet-stream")],
+            Some(&layer),
+        );
+        assert_eq!(
+            finish.status,
+            503,
+            "{} finishing an upload with PostgreSQL away: {}",
+            replica.name,
+            String::from_utf8_lossy(&finish.body)
+        );
+    }
+    postgres.restart();
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for replica in cluster.live() {
+        let on = Client::new(replica.url(), Some(publisher.to_string()));
+        while on.try_req("GET", "/v2/", &[], None).map(|r| r.status) != Ok(200) {
+            assert!(
+                Instant::now() < deadline,
+                "{} did not serve again once PostgreSQL was back",
+                replica.name
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let head = on.req("HEAD", &format!("/v2/{repo}/blobs/{digest}"), &[], None);
+        assert_eq!(
+            head.status, 404,
+            "a blob refused while PostgreSQL was away is visible on {}",
+            replica.name
+        );
+    }
+    let mut tries = 0;
+    loop {
+        match try_push_layer(&c, repo, "after-outage", 31337, layer.clone(), &[]) {
+            Ok(pushed) => return pushed,
+            Err(e) => {
+                tries += 1;
+                assert!(tries < 20, "pushes keep failing after the outage: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+/// `location` (an upload session's, through the balancer) on `replica` itself.
+fn on_replica(replica: &Replica, location: &str) -> String {
+    let path = &location[location.find("/v2/").unwrap()..];
+    format!("{}{path}", replica.url())
+}
+
+#[test]
+fn three_replicas_on_one_shared_sqlite_folder_behind_haproxy_lose_nothing_acknowledged_when_one_is_killed_mid_push(
+) {
+    lose_nothing_acknowledged(Layout::SharedFolder);
+}
+
+#[test]
+fn three_replicas_on_postgres_and_s3_behind_haproxy_lose_nothing_acknowledged_when_one_is_killed_mid_push_or_postgres_stops(
+) {
+    lose_nothing_acknowledged(Layout::PostgresAndS3);
 }

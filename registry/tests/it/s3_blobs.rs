@@ -48,7 +48,8 @@ pub(crate) fn open_multipart_uploads(moto: &Moto) -> usize {
     out.stdout.trim().parse().unwrap()
 }
 
-fn blobs_flags(moto: &Moto) -> Vec<String> {
+/// `serve`'s (and `gc`'s) flags for the emulator's bucket, under one prefix.
+pub(crate) fn blobs_flags(moto: &Moto) -> Vec<String> {
     vec![
         "--blobs".into(),
         format!("s3://{BUCKET}/{PREFIX}"),
