@@ -53,7 +53,7 @@ impl Vendor {
     /// `tests/fixtures/runner-vendor`: a `data-plane` stack with the example's
     /// inputs and rules, of built-in `terraform_data` resources (no provider, no
     /// network), for tests of the runner's own behaviour (locks, prompts, signals,
-    /// tampering, pulls, input checks), which the example makes five times longer.
+    /// tampering, pulls, input checks), which the example made seven times costlier.
     /// Its runner needs no cloud account: [`Runner::without_account`].
     pub fn small() -> Vendor {
         Vendor::copied_from(
