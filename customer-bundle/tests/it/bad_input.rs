@@ -1,6 +1,10 @@
 //! Bad input: malformed or wrong inputs, a missing engine, an engine that fails
 //! midway, and two runners applying the same stack at once. Failures are recorded in
 //! receipts, and nothing is ever recorded as applied that was not.
+//!
+//! The vendor is the small one (`Vendor::small`: the example's `data-plane` inputs,
+//! built-in resources), as none of this depends on AWS; the failed receipt that
+//! names the providers the bundle brought is shown on the example's AWS provider.
 
 use crate::common;
 
@@ -14,8 +18,8 @@ use stackpack_schema::signature::PrivateKey;
 
 #[test]
 fn inputs_are_checked_with_file_line_and_did_you_mean() {
-    let vendor = Vendor::new();
-    let runner = Runner::new("globex");
+    let vendor = Vendor::small();
+    let runner = Runner::new("globex").without_account();
     let reference = build_and_import(&vendor, &runner);
     let dir = runner.temp.path();
 
@@ -240,11 +244,12 @@ fn a_deprecated_alias_and_its_new_name_may_not_both_be_set() {
 
 #[test]
 fn a_missing_engine_is_refused_and_recorded_as_failed() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let scratch = tempfile::tempdir().unwrap();
-    let runner = Runner::with_engine("globex", &scratch.path().join("no-such-terraform"));
+    let runner =
+        Runner::with_engine("globex", &scratch.path().join("no-such-terraform")).without_account();
     let reference = build_and_import(&vendor, &runner);
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     let run = runner
         .run(&[
             "apply",
@@ -267,16 +272,16 @@ fn a_missing_engine_is_refused_and_recorded_as_failed() {
 
 #[test]
 fn an_engine_failing_midway_is_recorded_as_failed_and_nothing_counts_as_applied() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let scratch = tempfile::tempdir().unwrap();
     let (engine, ran) = fake_engine(
         scratch.path(),
         "engine-failing-at-apply",
         "if [ \"$1\" = apply ]; then echo 'o:module.network: Creating...'; echo 'Error: the cloud said no' >&2; exit 1; fi\nexec \"$REAL\" \"$@\"",
     );
-    let runner = Runner::with_engine("globex", &engine);
+    let runner = Runner::with_engine("globex", &engine).without_account();
     let reference = build_and_import(&vendor, &runner);
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     let run = runner
         .run(&[
             "apply",
@@ -378,16 +383,16 @@ fn a_failed_apply_receipt_carries_the_engines_error_and_resource_bounded_and_the
 
 #[test]
 fn a_second_runner_on_the_same_stack_is_refused_clearly_or_waits() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let scratch = tempfile::tempdir().unwrap();
     let (engine, _) = fake_engine(
         scratch.path(),
         "slow-engine",
         "if [ \"$1\" = apply ]; then sleep 4; fi\nexec \"$REAL\" \"$@\"",
     );
-    let runner = Runner::with_engine("globex", &engine);
+    let runner = Runner::with_engine("globex", &engine).without_account();
     let reference = build_and_import(&vendor, &runner);
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     let inputs = inputs.to_str().unwrap();
     let first_err = scratch.path().join("first.err");
     let first = runner
@@ -462,7 +467,7 @@ fn a_second_runner_on_the_same_stack_is_refused_clearly_or_waits() {
 
 #[test]
 fn a_prerelease_needs_a_policy_that_allows_it() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     vendor.build();
     common::git(
         &vendor.dir,
@@ -494,7 +499,7 @@ fn a_prerelease_needs_a_policy_that_allows_it() {
         .unwrap()
         .to_string();
     assert!(version.contains('-'), "{version}");
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -502,7 +507,7 @@ fn a_prerelease_needs_a_policy_that_allows_it() {
         .run(&["import", vendor.layout().to_str().unwrap()])
         .ok();
     let reference = format!("data-plane@{version}");
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     let refused = runner
         .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
         .code(1);
@@ -574,8 +579,8 @@ fn a_full_disk_fails_the_apply_cleanly_and_it_is_recorded() {
     let Some(disk) = TinyDisk::mount("2m") else {
         return;
     };
-    let vendor = Vendor::new();
-    let runner = Runner::new("globex");
+    let vendor = Vendor::small();
+    let runner = Runner::new("globex").without_account();
     let reference = build_and_import(&vendor, &runner);
     runner.set_config(
         "[engine]",
@@ -585,7 +590,7 @@ fn a_full_disk_fails_the_apply_cleanly_and_it_is_recorded() {
         ),
     );
     let filler = disk.fill();
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     let run = runner
         .run(&[
             "apply",
@@ -634,10 +639,10 @@ fn apply_on_a_terminal_shows_the_plan_and_asks_and_only_yes_applies() {
     if !common::have("script") {
         return;
     }
-    let vendor = Vendor::new();
-    let runner = Runner::new("globex");
+    let vendor = Vendor::small();
+    let runner = Runner::new("globex").without_account();
     let reference = build_and_import(&vendor, &runner);
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     // `script` gives the runner a terminal; the answer comes in on it.
     let on_terminal = |answer: &str| {
         let command = format!(
@@ -647,7 +652,7 @@ fn apply_on_a_terminal_shows_the_plan_and_asks_and_only_yes_applies() {
         );
         let mut child = std::process::Command::new("script")
             .args(["-qec", &command, "/dev/null"])
-            .envs(runner.moto().env())
+            .envs(runner.account_env())
             .env("STACKPACK_RUNNER_HOME", &runner.home)
             .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
@@ -690,10 +695,10 @@ fn apply_on_a_terminal_shows_the_plan_and_asks_and_only_yes_applies() {
 
 #[test]
 fn engine_variables_in_the_runners_environment_do_not_change_what_apply_does() {
-    let vendor = Vendor::new();
-    let runner = Runner::new("globex");
+    let vendor = Vendor::small();
+    let runner = Runner::new("globex").without_account();
     let reference = build_and_import(&vendor, &runner);
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     // Each would turn the apply into something else: a destroy plan (on an empty
     // state, a plan that creates nothing), another workspace, another data folder.
     let scratch = tempfile::tempdir().unwrap();
@@ -735,7 +740,7 @@ fn engine_variables_in_the_runners_environment_do_not_change_what_apply_does() {
 /// right confirmation is (that would make typing it no check at all).
 #[test]
 fn a_wrong_destroy_confirmation_does_not_reveal_the_right_one() {
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     let run = runner
         .run(&["destroy", "data-plane", "--confirm", "initech"])
         .code(1);

@@ -9,9 +9,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{
-    fake_engine, globex_inputs, raw_archive, write_signed_bundle_tweaked, Runner, Tweaks, Vendor,
-};
+use common::{fake_engine, raw_archive, write_signed_bundle_tweaked, Runner, Tweaks, Vendor};
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_schema::bundle::FileEntry;
 use stackpack_schema::digest::Digest;
@@ -28,7 +26,7 @@ fn random_bytes(size: usize) -> Vec<u8> {
 
 /// The vendor's data-plane stack with a 3 MiB random binary beside its `.tf` files.
 fn vendor_with_binary() -> (Vendor, Vec<u8>) {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let binary = random_bytes((3 << 20) + 101);
     let path = vendor.dir.join(LAMBDA);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -83,7 +81,7 @@ fn a_large_binary_travels_in_its_own_layer_shared_by_the_next_version_and_unpack
             seen.display()
         ),
     );
-    let runner = Runner::with_engine("globex", &engine);
+    let runner = Runner::with_engine("globex", &engine).without_account();
     let reference = common::build_and_import(&vendor, &runner);
     let version = reference.trim_start_matches("data-plane@").to_string();
 
@@ -109,7 +107,7 @@ fn a_large_binary_travels_in_its_own_layer_shared_by_the_next_version_and_unpack
             "plan",
             &reference,
             "--inputs",
-            globex_inputs().to_str().unwrap(),
+            vendor.inputs("globex").to_str().unwrap(),
         ])
         .ok();
     assert!(
@@ -165,7 +163,7 @@ fn a_file_layer_tampered_before_import_or_in_the_store_is_refused_and_nothing_is
         &ImageLayout::open(copy.path()).unwrap().blob_path(&layer),
         1 << 20,
     );
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -184,7 +182,7 @@ fn a_file_layer_tampered_before_import_or_in_the_store_is_refused_and_nothing_is
     // In the store after import: refused at verify and plan, the engine never runs.
     let scratch = tempfile::tempdir().unwrap();
     let (engine, ran) = fake_engine(scratch.path(), "recording-engine", "exec \"$REAL\" \"$@\"");
-    let runner = Runner::with_engine("globex", &engine);
+    let runner = Runner::with_engine("globex", &engine).without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -194,7 +192,7 @@ fn a_file_layer_tampered_before_import_or_in_the_store_is_refused_and_nothing_is
     flip(&runner.store().blob_path(&layer), 12345);
     for command in ["verify", "plan"] {
         let mut args = vec![command, reference.as_str()];
-        let inputs = globex_inputs();
+        let inputs = vendor.inputs("globex");
         if command == "plan" {
             args.extend(["--inputs", inputs.to_str().unwrap()]);
         }

@@ -120,7 +120,7 @@ fn hostile_archives_signed_by_a_trusted_key_are_refused_and_nothing_is_written()
         let source = tempfile::tempdir().unwrap();
         let layout = ImageLayout::create(source.path()).unwrap();
         write_signed_bundle(&layout, &key, "evil", "1.0.0", &layer, vec![]);
-        let runner = Runner::with_engine("globex", &engine);
+        let runner = Runner::with_engine("globex", &engine).without_account();
         runner.run(&["trust", "add", public.to_str().unwrap()]).ok();
 
         let run = runner
@@ -176,7 +176,7 @@ fn import_tweaked(tweaks: Tweaks) -> common::Run {
         Default::default(),
         tweaks,
     );
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner.run(&["trust", "add", public.to_str().unwrap()]).ok();
     let run = runner
         .run(&["import", scratch.path().join("layout").to_str().unwrap()])
@@ -259,7 +259,7 @@ fn layout_tar(
 /// in the store.
 fn import_refused(tar: &std::path::Path) -> String {
     let key = PrivateKey::from_secret_bytes([5; 32]);
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     let public = runner.temp.path().join("vendor.pub");
     std::fs::write(&public, key.public_key().to_pem()).unwrap();
     runner.run(&["trust", "add", public.to_str().unwrap()]).ok();

@@ -2,7 +2,8 @@
 //! rules (read from the verified bundle), several files with later ones winning,
 //! `.tfvars.json`, and `TF_VAR_` for secrets — every error at the user's own
 //! file and line, never at a copy. Real runner, real packager; the engine is real
-//! Terraform behind a recording script, to prove it never ran.
+//! Terraform behind a recording script, to prove it never ran. The stack is the small
+//! vendor's `data-plane`: the example's inputs and rules, built-in resources.
 
 use crate::common;
 
@@ -12,10 +13,10 @@ const GLOBEX: &str = "customer_id          = \"globex\"\naccount_id           = 
 
 #[test]
 fn validation_rules_are_caught_by_check_inputs_and_plan_before_any_engine_run() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let scratch = tempfile::tempdir().unwrap();
     let (engine, ran) = fake_engine(scratch.path(), "engine", "exec \"$REAL\" \"$@\"");
-    let runner = Runner::with_engine("globex", &engine);
+    let runner = Runner::with_engine("globex", &engine).without_account();
     let reference = build_and_import(&vendor, &runner);
     let dir = runner.temp.path();
 
@@ -68,8 +69,8 @@ fn validation_rules_are_caught_by_check_inputs_and_plan_before_any_engine_run() 
         "{receipts}"
     );
 
-    // The rule on a provider-file input (`aws_endpoint`, a URL or empty), set through
-    // the environment: named as the environment variable, never copied anywhere.
+    // The rule on an input set through the environment (`aws_endpoint`, a URL or
+    // empty): named as the environment variable, never copied anywhere.
     let good = dir.join("good.tfvars");
     std::fs::write(&good, GLOBEX).unwrap();
     let run = runner
@@ -106,8 +107,8 @@ fn check_inputs(runner: &Runner, reference: &str, files: &[&std::path::Path]) ->
 
 #[test]
 fn several_inputs_files_later_ones_win_and_tfvars_json_is_read_with_its_lines() {
-    let vendor = Vendor::new();
-    let runner = Runner::new("globex");
+    let vendor = Vendor::small();
+    let runner = Runner::new("globex").without_account();
     let reference = build_and_import(&vendor, &runner);
     let dir = runner.temp.path();
 
@@ -167,8 +168,8 @@ fn several_inputs_files_later_ones_win_and_tfvars_json_is_read_with_its_lines() 
 /// left out) are all reported by one run, each at its place.
 #[test]
 fn check_inputs_reports_every_mistake_in_one_run() {
-    let vendor = Vendor::new();
-    let runner = Runner::new("globex");
+    let vendor = Vendor::small();
+    let runner = Runner::new("globex").without_account();
     let reference = build_and_import(&vendor, &runner);
     let bad = runner.temp.path().join("globex.tfvars");
     let text = GLOBEX
@@ -227,9 +228,9 @@ const PASSWORD: &str = "hunter2-correct-horse";
 /// engine log it keeps show the value replaced, never in clear.
 #[test]
 fn rules_left_to_the_engine_are_named_and_sensitive_values_are_redacted_from_its_output() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     vendor.change("stacks/data-plane/variables.tf", PASSWORD_RULE);
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     let reference = build_and_import(&vendor, &runner);
     let inputs = runner.temp.path().join("globex.tfvars");
     std::fs::write(&inputs, format!("{GLOBEX}db_password = \"{PASSWORD}\"\n")).unwrap();

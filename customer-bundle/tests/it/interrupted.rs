@@ -4,7 +4,9 @@
 //! engine has stopped, and the next `status` says the run was interrupted.
 //!
 //! The engine here is a stand-in (a shell script around the real Terraform, named as
-//! such) that is slow to apply and slow to stop, so the signals land mid-run.
+//! such) that is slow to apply and slow to stop, so the signals land mid-run; the
+//! stack is the small vendor's `data-plane` (built-in resources: the signals, locks
+//! and records are the runner's, whatever the stack manages).
 
 use crate::common;
 
@@ -12,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fake_engine, globex_inputs, Run, Runner, Vendor};
+use common::{fake_engine, Run, Runner, Vendor};
 
 /// Applies slowly; on SIGINT or SIGTERM takes four seconds to stop, then says so.
 /// `trapped` in its marker once it listens for them.
@@ -44,7 +46,7 @@ fn applying_with(
     scratch: &Path,
     body: &str,
 ) -> (Vendor, Runner, Child, String, std::path::PathBuf) {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let built = vendor.build();
     let version = built
         .iter()
@@ -54,13 +56,13 @@ fn applying_with(
         .clone();
     let tar = vendor.export_tar("bundles.tar");
     let (engine, ran) = fake_engine(scratch, "slow-engine", body);
-    let runner = Runner::with_engine("globex", &engine);
+    let runner = Runner::with_engine("globex", &engine).without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
     runner.run(&["import", tar.to_str().unwrap()]).ok();
     let reference = format!("data-plane@{version}");
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     let child = runner
         .command(&[
             "apply",
@@ -104,7 +106,7 @@ fn signal(child: &Child, signal: i32) {
 #[test]
 fn sigterm_mid_apply_stops_the_engine_gracefully_and_records_a_failed_receipt() {
     let scratch = tempfile::tempdir().unwrap();
-    let (_vendor, runner, child, reference, stopped) = applying(scratch.path());
+    let (vendor, runner, child, reference, stopped) = applying(scratch.path());
     signal(&child, libc::SIGTERM);
     let run = Run::from(child.wait_with_output().unwrap()).code(1);
     assert!(
@@ -134,7 +136,7 @@ fn sigterm_mid_apply_stops_the_engine_gracefully_and_records_a_failed_receipt() 
         status["interrupted"].as_array().unwrap().is_empty(),
         "{status}"
     );
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     let again = runner
         .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
         .ok();
@@ -144,12 +146,12 @@ fn sigterm_mid_apply_stops_the_engine_gracefully_and_records_a_failed_receipt() 
 #[test]
 fn sigkill_mid_apply_takes_the_engine_down_keeps_the_lock_until_it_stops_and_is_reported() {
     let scratch = tempfile::tempdir().unwrap();
-    let (_vendor, runner, mut child, reference, stopped) = applying(scratch.path());
+    let (vendor, runner, mut child, reference, stopped) = applying(scratch.path());
     child.kill().unwrap();
     child.wait().unwrap();
     // The engine is still stopping (it takes four seconds, so a loaded machine still
     // starts the next command in time): the stack stays locked.
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     let busy = runner
         .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
         .code(1);

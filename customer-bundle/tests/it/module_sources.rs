@@ -49,7 +49,7 @@ fn runner_with(scratch: &Path, files: &[(&str, String)]) -> (Runner, std::path::
         signed,
     );
     let (engine, ran) = fake_engine(scratch, "recording-engine", "exec \"$REAL\" \"$@\"");
-    let runner = Runner::with_engine("globex", &engine);
+    let runner = Runner::with_engine("globex", &engine).without_account();
     runner.run(&["trust", "add", public.to_str().unwrap()]).ok();
     runner
         .run(&["import", scratch.join("layout").to_str().unwrap()])

@@ -1,13 +1,14 @@
 //! The runner's home holds secrets (engine state, inputs, plans, keys, the ledger): it
 //! and everything in it are private whatever the caller's umask, and a home made
-//! with loose modes is repaired on the next start.
+//! with loose modes is repaired on the next start. The apply is the small vendor's
+//! (built-in resources): the engine's state, plan and work files are what it writes.
 
 use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{globex_inputs, Run, Runner, Vendor};
+use common::{Run, Runner, Vendor};
 
 /// Runs the runner under `umask 022`, as a default login shell would.
 fn under_umask_022(runner: &Runner, args: &[&str]) -> Run {
@@ -53,18 +54,18 @@ fn loose(root: &Path) -> Vec<String> {
 
 #[test]
 fn the_home_and_everything_in_it_are_private_under_umask_022() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let built = vendor.build();
     let version = &built.iter().find(|(s, _)| s == "data-plane").unwrap().1;
     let tar = vendor.export_tar("bundles.tar");
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     under_umask_022(
         &runner,
         &["trust", "add", vendor.public_key.to_str().unwrap()],
     )
     .ok();
     under_umask_022(&runner, &["import", tar.to_str().unwrap()]).ok();
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     under_umask_022(
         &runner,
         &[
@@ -83,7 +84,7 @@ fn the_home_and_everything_in_it_are_private_under_umask_022() {
 
 #[test]
 fn a_home_with_loose_modes_is_made_private_on_the_next_start() {
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     for path in [&runner.home, &runner.home.join("runner.toml")] {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }

@@ -18,7 +18,7 @@ use crate::common::Runner;
 fn imported(cidr: &str) -> (ReleaseVendor, Runner, PathBuf, String) {
     let vendor = ReleaseVendor::new();
     let version = vendor.build_version_of("network");
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();

@@ -71,7 +71,7 @@ fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rol
     vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
     let tar = vendor.export_tar("platform-1.0.0.tar");
 
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -349,7 +349,7 @@ fn a_bad_release_tar_is_refused_whole_and_bad_inputs_before_anything_runs() {
     let vendor = ReleaseVendor::new();
     vendor.build();
     vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -506,7 +506,7 @@ fn two_releases_cannot_claim_one_stack() {
         None,
     );
     vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -557,7 +557,7 @@ fn a_release_pulled_from_distribution_applies_and_its_services_mirror_to_the_cus
         "1.0.0",
     );
 
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -635,7 +635,7 @@ fn a_release_pulled_from_distribution_applies_and_its_services_mirror_to_the_cus
         "platform",
         "1.0.0",
     );
-    let elsewhere = Runner::new("initech");
+    let elsewhere = Runner::new("initech").without_account();
     elsewhere
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -674,7 +674,7 @@ fn a_failed_stack_stops_the_release_says_where_each_stack_is_and_rolls_back_what
     let vendor = ReleaseVendor::new();
     vendor.build();
     vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -779,7 +779,7 @@ fn a_release_stopped_by_sigterm_is_recorded_truthfully_and_a_rerun_continues_whe
     );
     vendor.build();
     vendor.write(&vendor.description("platform", "1.0.0", ALL_V1), &[], None);
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     // State where the customer says, not in the home: the rerun reads the
     // unchanged upstreams' outputs through the engine (`output -json`).
     let states = runner.temp.path().join("states");
@@ -895,7 +895,7 @@ fn independent_stacks_apply_in_parallel_and_services_from_a_tar_mirror_to_the_cu
     vendor.write(&description, std::slice::from_ref(&service), None);
     let tar = vendor.export_tar("pools.tar");
 
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -1013,7 +1013,7 @@ fn a_release_copied_with_skopeo_into_a_tar_imports_and_applies() {
     );
     let tar = tar_of(&copied, &vendor.temp.path().join("skopeo-copy.tar"));
 
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();

@@ -55,7 +55,7 @@ pub fn vault_runner() -> (Runner, String, PathBuf) {
         VAULT,
     );
     let version = vendor.build_version_of("vault");
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner.trust_and_import(&vendor.public_key, &vendor.layout_dir());
     let inputs = runner.temp.path().join("vault.tfvars");
     std::fs::write(

@@ -44,7 +44,7 @@ fn vendor(versions: &[&str]) -> (ReleaseVendor, Vec<Descriptor>) {
 }
 
 fn runner_with(vendor: &ReleaseVendor) -> Runner {
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -863,7 +863,7 @@ fn a_pass_killed_midway_is_reported_by_the_next_which_continues() {
     let (vendor, _) = vendor(&["1.0.0"]);
     let scratch = tempfile::tempdir().unwrap();
     let (engine, ran) = crate::common::fake_engine(scratch.path(), "slow-engine", SLOW_APPLY);
-    let runner = Runner::with_engine("globex", &engine);
+    let runner = Runner::with_engine("globex", &engine).without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();

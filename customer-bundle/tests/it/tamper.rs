@@ -2,13 +2,14 @@
 //! its layer, config, manifest or signature, signed by an untrusted key, or with no
 //! signature, is refused at import (nothing enters the store) and, when it is
 //! tampered inside the store after import, refused at plan and apply: nothing is
-//! unpacked and the engine never runs.
+//! unpacked and the engine never runs. The bundles are the small vendor's
+//! (`Vendor::small`): what is checked is bytes and signatures, not what they deploy.
 
 use crate::common;
 
 use std::path::Path;
 
-use common::{fake_engine, globex_inputs, raw_archive, write_signed_bundle, Runner, Vendor};
+use common::{fake_engine, raw_archive, write_signed_bundle, Runner, Vendor};
 use stackpack_bundle::layout::{self, ImageLayout};
 use stackpack_schema::bundle::FileEntry;
 use stackpack_schema::digest::Digest;
@@ -66,14 +67,14 @@ fn data_plane(vendor: &Vendor) -> semver::Version {
 
 #[test]
 fn tampered_or_unsigned_bundles_are_refused_at_import_and_nothing_enters_the_store() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let version = data_plane(&vendor);
     for how in ALL {
         let copy = tempfile::tempdir().unwrap();
         common::copy_dir(&vendor.layout(), copy.path());
         let layout = ImageLayout::open(copy.path()).unwrap();
         tamper(&layout, "data-plane", &version, how);
-        let runner = Runner::new("globex");
+        let runner = Runner::new("globex").without_account();
         runner
             .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
             .ok();
@@ -137,9 +138,9 @@ fn edit_and_rehash(layout: &ImageLayout, stack: &str, version: &semver::Version)
 /// matches this bundle" (not "has no signature").
 #[test]
 fn a_damaged_tar_says_altered_or_corrupted_and_a_rehashed_edit_says_no_signature_matches() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let version = data_plane(&vendor);
-    let runner = Runner::new("globex");
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
         .ok();
@@ -183,10 +184,10 @@ fn a_damaged_tar_says_altered_or_corrupted_and_a_rehashed_edit_says_no_signature
 
 #[test]
 fn a_bundle_by_an_untrusted_key_is_refused_with_a_hint() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let version = data_plane(&vendor);
-    let other = Vendor::new();
-    let runner = Runner::new("globex");
+    let other = Vendor::small();
+    let runner = Runner::new("globex").without_account();
     runner
         .run(&["trust", "add", other.public_key.to_str().unwrap()])
         .ok();
@@ -222,15 +223,15 @@ fn a_bundle_by_an_untrusted_key_is_refused_with_a_hint() {
 
 #[test]
 fn bundles_tampered_in_the_store_are_refused_before_anything_is_unpacked_or_run() {
-    let vendor = Vendor::new();
+    let vendor = Vendor::small();
     let version = data_plane(&vendor);
     let reference = format!("data-plane@{version}");
-    let inputs = globex_inputs();
+    let inputs = vendor.inputs("globex");
     for how in ALL {
         let scratch = tempfile::tempdir().unwrap();
         let (engine, ran) =
             fake_engine(scratch.path(), "recording-engine", "exec \"$REAL\" \"$@\"");
-        let runner = Runner::with_engine("globex", &engine);
+        let runner = Runner::with_engine("globex", &engine).without_account();
         runner
             .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
             .ok();
@@ -311,7 +312,7 @@ impl Small {
     fn runner(&self) -> Runner {
         let public = self.scratch.path().join("vendor.pub");
         std::fs::write(&public, self.key.public_key().to_pem()).unwrap();
-        let runner = Runner::new("globex");
+        let runner = Runner::new("globex").without_account();
         runner.run(&["trust", "add", public.to_str().unwrap()]).ok();
         runner
     }

@@ -1,6 +1,7 @@
 //! Shared test harness: the real `stackpack-runner`, the real `stackpack` packager
 //! (built into the same target folder), real Terraform, and a vendor repository made
-//! from `examples/acme-infra` with real git commits.
+//! from `examples/acme-infra` (or from the small `tests/fixtures/runner-vendor`) with
+//! real git commits.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -42,11 +43,28 @@ pub struct Vendor {
 }
 
 impl Vendor {
+    /// The AWS example, `examples/acme-infra`: for the tests of what the example and
+    /// its provider do (with a [`Runner::new`], in the emulated account).
     pub fn new() -> Vendor {
         stackpack_test_support::use_provider_mirror();
+        Vendor::copied_from(&example_dir())
+    }
+
+    /// `tests/fixtures/runner-vendor`: a `data-plane` stack with the example's
+    /// inputs and rules, of built-in `terraform_data` resources (no provider, no
+    /// network), for tests of the runner's own behaviour (locks, prompts, signals,
+    /// tampering, pulls, input checks), which the example made seven times costlier.
+    /// Its runner needs no cloud account: [`Runner::without_account`].
+    pub fn small() -> Vendor {
+        Vendor::copied_from(
+            &stackpack_test_support::repository_root().join("tests/fixtures/runner-vendor"),
+        )
+    }
+
+    fn copied_from(source: &Path) -> Vendor {
         let temp = tempfile::tempdir().unwrap();
         let dir = temp.path().join("acme-infra");
-        copy_dir(&example_dir(), &dir);
+        copy_dir(source, &dir);
         std::fs::write(dir.join(".gitignore"), ".stackpack/\n").unwrap();
         git(&dir, &["init", "-q", "-b", "main"]);
         git(&dir, &["add", "-A"]);
@@ -69,6 +87,14 @@ impl Vendor {
 
     pub fn layout(&self) -> PathBuf {
         self.dir.join(".stackpack/bundles")
+    }
+
+    /// `customer`'s inputs to `data-plane`, in the vendor's repository.
+    pub fn inputs(&self, customer: &str) -> PathBuf {
+        self.dir
+            .join("customers")
+            .join(customer)
+            .join("data-plane.tfvars")
     }
 
     /// Builds the changed stacks; returns `stack -> version` built.
@@ -104,8 +130,16 @@ impl Vendor {
 pub struct Runner {
     pub temp: tempfile::TempDir,
     pub home: PathBuf,
+    account: Account,
+}
+
+/// The cloud account a runner's engine applies to.
+enum Account {
     /// The customer's AWS account, emulated: started on the first engine run.
-    moto: std::sync::OnceLock<std::sync::Arc<Moto>>,
+    Emulated(std::sync::OnceLock<std::sync::Arc<Moto>>),
+    /// None: the stacks reach no cloud (built-in `terraform_data` resources), and an
+    /// emulator would only cost its start.
+    None,
 }
 
 impl Runner {
@@ -120,7 +154,7 @@ impl Runner {
         let runner = Runner {
             temp,
             home,
-            moto: std::sync::OnceLock::new(),
+            account: Account::Emulated(std::sync::OnceLock::new()),
         };
         runner
             .run(&[
@@ -132,6 +166,13 @@ impl Runner {
             ])
             .ok();
         runner
+    }
+
+    /// This runner with no cloud account, for the small vendor's stacks
+    /// ([`Vendor::small`]): its engine runs start no emulator.
+    pub fn without_account(mut self) -> Runner {
+        self.account = Account::None;
+        self
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
@@ -147,15 +188,29 @@ impl Runner {
         );
         // A runner whose state lives in the emulated account reaches it on every
         // command (`init` checks the bucket, `unlock` reads the lock).
-        if runs_engine || self.moto.get().is_some() {
-            command.envs(self.moto().env());
+        if let Account::Emulated(moto) = &self.account {
+            if runs_engine || moto.get().is_some() {
+                command.envs(self.moto().env());
+            }
         }
         command
     }
 
     /// The emulated AWS account this runner applies to.
     pub fn moto(&self) -> &Moto {
-        self.moto.get_or_init(|| std::sync::Arc::new(Moto::start()))
+        match &self.account {
+            Account::Emulated(moto) => moto.get_or_init(|| std::sync::Arc::new(Moto::start())),
+            Account::None => panic!("this runner was made `without_account`: it has no moto"),
+        }
+    }
+
+    /// The environment that reaches this runner's account (none without one), for
+    /// a command started by other means than [`Runner::command`].
+    pub fn account_env(&self) -> Vec<(&'static str, String)> {
+        match &self.account {
+            Account::Emulated(_) => self.moto().env(),
+            Account::None => Vec::new(),
+        }
     }
 
     /// `init` with `extra` arguments against the emulated account `moto`, which
@@ -167,7 +222,7 @@ impl Runner {
         let runner = Runner {
             temp,
             home,
-            moto: std::sync::OnceLock::from(moto),
+            account: Account::Emulated(std::sync::OnceLock::from(moto)),
         };
         let engine = terraform();
         let mut args = vec![
