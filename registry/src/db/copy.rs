@@ -45,6 +45,7 @@ pub enum Step {
     Identity,
     Triggers,
     Settings,
+    Analyze,
     Commit,
 }
 
@@ -59,6 +60,7 @@ impl fmt::Display for Step {
             Step::Identity => "moving an identity column's sequence",
             Step::Triggers => "holding the tables' triggers during the copy",
             Step::Settings => "recording the registry's settings",
+            Step::Analyze => "gathering the planner's statistics",
             Step::Commit => "committing",
         })
     }
@@ -276,7 +278,12 @@ pub fn copy_recording(
         });
     }
     set_triggers(&mut tx, &tables, Triggers::Firing)?;
-    let tx = record_settings(tx, settings)?;
+    let mut tx = record_settings(tx, settings)?;
+    // A bulk load leaves the planner no statistics until autovacuum's next pass:
+    // the first support queries after a move would be planned blind. Gathered in
+    // the copy's own transaction, so they commit with the rows.
+    tx.batch_execute("ANALYZE")
+        .map_err(|e| pg(Step::Analyze, None)(e.into()))?;
     tx.commit().map_err(|e| pg(Step::Commit, None)(e.into()))?;
     Ok(Summary {
         sqlite_version,

@@ -154,8 +154,19 @@ fn a_registry_copied_to_postgres_answers_the_same_and_is_not_copied_twice() {
     assert!(rows("uploads").0 < rows("upload_segments").0, "{summary}");
     assert!(summary.to_string().contains("sha256:"), "{summary}");
 
-    // A second copy onto the now non-empty target is refused and writes nothing.
+    // The planner has statistics for what was copied (a bulk load alone leaves a
+    // table "never analyzed", its row estimate -1, until autovacuum gets to it).
     let mut client = postgres.into_inner();
+    let estimated: f32 = client
+        .query_one(
+            "SELECT reltuples FROM pg_class WHERE relname = 'customers' AND relkind = 'r'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(estimated as u64, rows("customers").1, "{summary}");
+
+    // A second copy onto the now non-empty target is refused and writes nothing.
     match copy::copy(&path, &mut client) {
         Err(CopyError::TargetNotEmpty { table }) => {
             assert!(summary.tables.iter().any(|t| t.table == table), "{table}")
