@@ -238,6 +238,18 @@ pub enum SchemaState {
     Newer { found: u32, known: u32 },
 }
 
+impl SchemaState {
+    /// Where a database at schema version `found` stands against `known`, the
+    /// version this build writes (SQLite's and PostgreSQL's count alike).
+    pub fn of(found: u32, known: u32) -> SchemaState {
+        match found.cmp(&known) {
+            std::cmp::Ordering::Equal => SchemaState::Current { version: found },
+            std::cmp::Ordering::Less => SchemaState::Behind { found, known },
+            std::cmp::Ordering::Greater => SchemaState::Newer { found, known },
+        }
+    }
+}
+
 /// Where the database in `data` stands, read without changing anything.
 pub fn schema_state(data: &std::path::Path) -> Result<SchemaState, OpenError> {
     let path = data.join(DB_FILE);
@@ -245,12 +257,7 @@ pub fn schema_state(data: &std::path::Path) -> Result<SchemaState, OpenError> {
         return Err(OpenError::Missing(data.to_path_buf()));
     }
     let found = db::stored_version(&path).map_err(db::OpenError::from)?;
-    let known = db::SCHEMA_VERSION;
-    Ok(match found.cmp(&known) {
-        std::cmp::Ordering::Equal => SchemaState::Current { version: found },
-        std::cmp::Ordering::Less => SchemaState::Behind { found, known },
-        std::cmp::Ordering::Greater => SchemaState::Newer { found, known },
-    })
+    Ok(SchemaState::of(found, db::SCHEMA_VERSION))
 }
 
 /// Brings the database in `data` to this build's schema and returns the version it

@@ -31,7 +31,7 @@ pub struct Given<'a> {
 /// machine that reaches the database.
 pub fn resolve(given: Given<'_>, file: &ServeFile) -> Result<Config> {
     let database = match given.database.or(file.database.as_deref()) {
-        Some(text) => self::database(text)?,
+        Some(text) => self::database(text, "--database")?,
         None => DatabaseLocation::Sqlite,
     };
     let data = given
@@ -67,15 +67,19 @@ pub fn resolve(given: Given<'_>, file: &ServeFile) -> Result<Config> {
     Ok(config)
 }
 
-/// `--database` (or the file's `database`), parsed here rather than by clap, whose
-/// error would repeat the value, and with it a password in the URL.
-fn database(text: &str) -> Result<DatabaseLocation> {
-    text.parse().map_err(|e: BadUrl| {
-        Error::usage(e.to_string()).hint(
-            "as in `--database postgres://registry@db.internal:5432/registry`, \
-             the password in the URL or in PGPASSWORD",
-        )
-    })
+/// A database URL given with `flag` (or the file's `database`), parsed here rather
+/// than by clap, whose error would repeat the value, and with it a password in the
+/// URL.
+pub fn database(text: &str, flag: &str) -> Result<DatabaseLocation> {
+    text.parse()
+        .map_err(|e: BadUrl| Error::usage(e.to_string()).hint(database_hint(flag)))
+}
+
+/// How a database URL given with `flag` is written.
+pub fn database_hint(flag: &str) -> String {
+    format!(
+        "as in `{flag} postgres://registry@db.internal:5432/registry`, the password in the URL or in PGPASSWORD"
+    )
 }
 
 impl RegistryArgs {

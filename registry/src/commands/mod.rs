@@ -142,10 +142,10 @@ pub fn open_registry_with(config: Config) -> Result<AppState> {
 /// answer or holds no registry, and located there.
 pub fn cannot_open_at(config: &Config, error: OpenError) -> Error {
     use stackpack_registry::db::OpenError as DbError;
-    let DatabaseLocation::Postgres(target) = &config.database else {
+    if let DatabaseLocation::Sqlite = &config.database {
         return cannot_open(&config.data, error);
-    };
-    let at = format!("registry database ({target})");
+    }
+    let at = place(config);
     match &error {
         OpenError::Db(DbError::NoRegistry(_)) => Error::usage_by(error).at(at).hint(
             "check `--database` (or `database =` in `--config`): the URL `serve --database` \
@@ -169,13 +169,7 @@ pub fn cannot_open_at(config: &Config, error: OpenError) -> Error {
 /// one, so a mistyped `--data` is a usage error (exit 2) rather than a new, empty
 /// registry.
 pub fn open_existing(data: &Path) -> Result<AppState> {
-    open_existing_with(Config::new(data))
-}
-
-/// [`open_existing`] with more than the data folder configured (where blobs live).
-pub fn open_existing_with(config: Config) -> Result<AppState> {
-    let data = config.data.clone();
-    stackpack_registry::open_existing(config).map_err(|error| cannot_open(&data, error))
+    open_registry_with(Config::new(data))
 }
 
 /// A registry that cannot be opened: none there is a usage error (exit 2); a

@@ -556,10 +556,7 @@ pub fn connect(url: &str) -> Result<postgres::Client, PgError> {
 /// The schema version the database holds, read without changing anything (no
 /// `schema_version` table yet: 0, a database no build has migrated).
 pub fn stored_version(client: &mut postgres::Client) -> Result<u32, PgError> {
-    let table: Option<String> = client
-        .query_one("SELECT to_regclass('schema_version')::text", &[])?
-        .get(0);
-    if table.is_none() {
+    if !has_registry(client)? {
         return Ok(0);
     }
     let stored: Option<i64> = client

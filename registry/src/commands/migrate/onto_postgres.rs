@@ -21,6 +21,7 @@ use stackpack_registry::SchemaState;
 
 use super::{BlobMove, Record};
 use crate::cli::MigrateArgs;
+use crate::commands::location;
 use crate::commands::{open_existing, print_json, status, table, Error, ExitStatus, Result};
 
 const NEWER_HINT: &str = "run the newer `stackpack-registry` that last migrated it; this build never changes a newer schema";
@@ -73,11 +74,7 @@ pub(super) fn migrate_there(args: &MigrateArgs, url: &str) -> Result<ExitStatus>
     let mut client = connect(&target)?;
     let found = pg::stored_version(&mut client).map_err(pg_failed(&target))?;
     let known = pg::SCHEMA_VERSION;
-    let state = match found.cmp(&known) {
-        std::cmp::Ordering::Equal => SchemaState::Current { version: found },
-        std::cmp::Ordering::Less => SchemaState::Behind { found, known },
-        std::cmp::Ordering::Greater => SchemaState::Newer { found, known },
-    };
+    let state = SchemaState::of(found, known);
     super::refuse_newer(state, target.to_string())?;
     if args.check {
         let rerun = "stackpack-registry migrate --database <the same URL>";
@@ -105,15 +102,10 @@ pub(super) fn migrate_there(args: &MigrateArgs, url: &str) -> Result<ExitStatus>
 
 /// A `postgres://` URL, read without ever repeating it (it may hold a password).
 fn parse_target(url: &str, flag: &str) -> Result<PgTarget> {
-    let hint = format!(
-        "as in `{flag} postgres://registry@db.internal:5432/registry`, the password in the URL or in PGPASSWORD"
-    );
-    match url.parse::<DatabaseLocation>() {
-        Ok(DatabaseLocation::Postgres(target)) => Ok(target),
-        Ok(DatabaseLocation::Sqlite) => {
-            Err(Error::usage(format!("`{flag}` takes a postgres:// URL")).hint(hint))
-        }
-        Err(e) => Err(Error::usage(e.to_string()).hint(hint)),
+    match location::database(url, flag)? {
+        DatabaseLocation::Postgres(target) => Ok(target),
+        DatabaseLocation::Sqlite => Err(Error::usage(format!("`{flag}` takes a postgres:// URL"))
+            .hint(location::database_hint(flag))),
     }
 }
 
