@@ -47,7 +47,7 @@ impl Vendor {
     /// its provider do (with a [`Runner::new`], in the emulated account).
     pub fn new() -> Vendor {
         stackpack_test_support::use_provider_mirror();
-        Vendor::copied_from(&example_dir())
+        Vendor::copied_from(&example_dir(), &[])
     }
 
     /// `tests/fixtures/runner-vendor`: a `data-plane` stack with the example's
@@ -56,15 +56,23 @@ impl Vendor {
     /// tampering, pulls, input checks), which the example made seven times costlier.
     /// Its runner needs no cloud account: [`Runner::without_account`].
     pub fn small() -> Vendor {
+        // The example's own inputs, byte for byte (so every input message, rule
+        // and `variables.tf:LINE` is the example's), over `terraform_data`
+        // resources: copied in, not kept as a second copy that could drift.
+        let variables = "stacks/data-plane/variables.tf";
         Vendor::copied_from(
             &stackpack_test_support::repository_root().join("tests/fixtures/runner-vendor"),
+            &[(example_dir().join(variables), variables)],
         )
     }
 
-    fn copied_from(source: &Path) -> Vendor {
+    fn copied_from(source: &Path, extra: &[(PathBuf, &str)]) -> Vendor {
         let temp = tempfile::tempdir().unwrap();
         let dir = temp.path().join("acme-infra");
         copy_dir(source, &dir);
+        for (from, to) in extra {
+            std::fs::copy(from, dir.join(to)).unwrap();
+        }
         std::fs::write(dir.join(".gitignore"), ".stackpack/\n").unwrap();
         git(&dir, &["init", "-q", "-b", "main"]);
         git(&dir, &["add", "-A"]);
