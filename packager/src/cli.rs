@@ -7,7 +7,7 @@ use stackpack_schema::version::Bump;
 
 /// Package Terraform/OpenTofu stacks into signed, versioned bundles.
 #[derive(Parser, Debug)]
-#[command(name = "stackpack", version, after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(name = "stackpack", version = stackpack_terminal::VERSION, after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,

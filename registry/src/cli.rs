@@ -17,7 +17,7 @@ use stackpack_registry::config::TagPolicy;
 #[derive(Parser)]
 #[command(
     name = "stackpack-registry",
-    version,
+    version = stackpack_terminal::VERSION,
     after_help = stackpack_terminal::EXIT_CODES_HELP
 )]
 pub struct Cli {

@@ -20,6 +20,11 @@ pub mod error;
 
 pub use error::{finish, io, report, Error, ErrorKind, ExitStatus, Result, EXIT_CODES_HELP};
 
+/// What `--version` prints after the program's name: the version, the commit it
+/// was built from with that commit's date (release builds, `scripts/dist.sh`), and
+/// the target, e.g. `0.1.0 (commit 3f9a1c2e4b5d 2026-12-05, x86_64-unknown-linux-gnu, glibc 2.17)`.
+pub const VERSION: &str = env!("STACKPACK_VERSION_LINE");
+
 /// How much a program says on stderr besides errors and warnings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verbosity {

@@ -1,6 +1,7 @@
 //! End-to-end scenarios across the three programs, one binary (one per crate keeps
 //! link time and disk down); each module is one scenario family.
 
+mod dist;
 mod fleet;
 mod forecast;
 mod freshness;
