@@ -41,6 +41,7 @@ pub mod engine_env;
 pub mod error;
 pub mod freshness;
 pub mod gzip;
+pub mod kit;
 pub mod layout;
 pub mod layout_tar;
 pub mod policy;

@@ -244,8 +244,14 @@ pub enum TrustCommand {
 #[derive(Args, Debug)]
 #[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
 pub struct ImportArgs {
-    /// An image layout folder, or a tar (or tar.gz) file of one.
+    /// An image layout folder, a tar (or tar.gz) file of one, or a kit
+    /// (`stackpack kit`), which is checked whole against the trusted keys first.
     pub source: PathBuf,
+    /// With a kit: also install the kit's runner program in place of this one, after
+    /// everything else is imported (never an older runner).
+    #[arg(long)]
+    pub upgrade_runner: bool,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }

@@ -7,6 +7,8 @@
 //!
 //! - [`home`]: the runner home (`runner.toml`, trusted keys, the store, the ledger,
 //!   the installation key, engine state) and its configuration.
+//! - [`kit`]: an airgapped customer's kit checked whole, its bundles imported, its
+//!   runner installed only when asked.
 //! - [`store`]: the verified bundle store, an OCI image layout inside the home, and
 //!   `import` of a layout (folder or tar) after every bundle in it is verified.
 //! - [`unpack`]: a verified bundle out of the store into a work folder, checked again.
@@ -39,6 +41,7 @@ pub mod files;
 pub mod home;
 pub mod inputs;
 pub mod interrupt;
+pub mod kit;
 pub mod ledger;
 pub mod lock;
 pub mod module_sources;

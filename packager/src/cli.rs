@@ -39,6 +39,10 @@ pub enum Command {
     Publish(PublishArgs),
     /// Write bundles and their signatures to an OCI image layout tar, for airgaps.
     Export(ExportArgs),
+    /// Write one kit for an airgapped customer: the release's bundles, the runner
+    /// program, the vendor's public key, `SHA256SUMS` signed with the vendor's key, and
+    /// `VERIFY.md` + `verify.sh` that check it with only `sha256sum` and `openssl`.
+    Kit(KitArgs),
     /// Approve a published release (or stack) version for a channel: sign the
     /// statement the registry's rollout and every runner act on, and push it beside it.
     Promote(PromoteArgs),
@@ -145,6 +149,43 @@ pub struct ExportArgs {
     /// Carry the vendor's signed approvals for this channel too (from `stackpack
     /// promote`), so an airgapped runner can follow the channel; refused when a named
     /// release has none.
+    #[arg(long, value_name = "CHANNEL")]
+    pub channel: Option<String>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 the kit was written; 1 refused (a bundle does not verify, the registry cannot be reached or refused); 2 the command was wrong (no such release or version, no key, a runner archive that is not one).\n\nThe customer checks the kit with `sh verify.sh` (only `sha256sum` and `openssl`), then `stackpack-runner trust add vendor.pub` (after comparing its key id) and `stackpack-runner import kit.tar [--upgrade-runner]`."
+)]
+pub struct KitArgs {
+    /// The release (or single stack) and version to carry, as `NAME@VERSION`.
+    #[arg(value_name = "NAME@VERSION")]
+    pub release: String,
+    /// The kit to write (a tar); written whole or not at all.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+    /// The runner program to carry: the `stackpack-runner-<version>-x86_64-linux.tar.gz`
+    /// that `scripts/dist.sh` writes. Without it the kit holds no runner.
+    #[arg(long, value_name = "ARCHIVE")]
+    pub runner: Option<PathBuf>,
+    /// The key that signs the kit's `SHA256SUMS` (the vendor's, which the customer
+    /// trusts): a file, or `env:VAR` holding the PEM or a path.
+    #[arg(long, value_name = "FILE|env:VAR")]
+    pub key: Option<String>,
+    /// Read the release from this image layout (default: `.stackpack/bundles`).
+    #[arg(long, value_name = "DIR", conflicts_with = "registry")]
+    pub from: Option<PathBuf>,
+    /// Read the release from this registry instead (`HOST[:PORT]/NAMESPACE`).
+    #[arg(long, value_name = "HOST/NAMESPACE")]
+    pub registry: Option<String>,
+    /// Plain HTTP, for registries on this machine's loopback only.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Carry the vendor's signed approval for this channel too, so the customer's
+    /// runner can follow the channel; refused when the release has none.
     #[arg(long, value_name = "CHANNEL")]
     pub channel: Option<String>,
     /// Print one JSON document.

@@ -44,6 +44,7 @@ pub mod forecast;
 pub mod git;
 pub mod impact;
 pub mod keys;
+pub mod kit;
 pub mod module_package;
 pub mod pack;
 pub mod plan;

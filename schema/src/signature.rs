@@ -155,6 +155,19 @@ impl PublicKey {
     }
 }
 
+impl PublicKey {
+    /// Checks a raw 64-byte ed25519 signature over `message`, the form
+    /// `openssl pkeyutl -sign -rawin` writes (a kit's `SHA256SUMS.sig`).
+    pub fn verify_bytes(&self, message: &[u8], signature: &[u8]) -> bool {
+        let Ok(bytes) = <[u8; 64]>::try_from(signature) else {
+            return false;
+        };
+        self.key
+            .verify_strict(message, &ed25519_dalek::Signature::from_bytes(&bytes))
+            .is_ok()
+    }
+}
+
 impl fmt::Debug for PublicKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "PublicKey({})", self.key_id())

@@ -14,6 +14,13 @@ use crate::cli::{GlobalArgs, ImportArgs, PullArgs, VerifyArgs};
 
 pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
+    if args.upgrade_runner {
+        return Err(stackpack_runner::Error::usage(format!(
+            "`{}` is not a kit: `--upgrade-runner` takes a kit made by `stackpack kit --runner`",
+            args.source.display()
+        ))
+        .hint("import it without `--upgrade-runner`"));
+    }
     status(&format!(
         "verifying the bundles in `{}`",
         args.source.display()
@@ -69,7 +76,7 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
 }
 
 /// The bundles imported, and the releases (`NAME@VERSION`) new in the store.
-fn show_imported(imported: &[store::Imported], releases: &[String], json: bool) {
+pub(super) fn show_imported(imported: &[store::Imported], releases: &[String], json: bool) {
     if json {
         print_json(&json!({
             "releases": releases,

@@ -5,6 +5,7 @@ pub mod approve;
 pub mod deploy;
 pub mod import;
 pub mod inputs;
+pub mod kit;
 pub mod pending;
 pub mod preflight;
 pub mod receipts;
@@ -40,6 +41,10 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Trust(TrustCommand::List { json }) => setup::trust_list(g, *json),
         Command::Trust(TrustCommand::Remove { key_id, json }) => {
             setup::trust_remove(g, key_id, *json)
+        }
+        // A kit is checked whole (`kit.rs`) before its bundles are imported.
+        Command::Import(args) if stackpack_bundle::kit::is_kit(&args.source) => {
+            kit::import(g, args)
         }
         Command::Import(args) => import::import(g, args),
         Command::Pull(args) => import::pull(g, args),

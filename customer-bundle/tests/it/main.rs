@@ -10,6 +10,7 @@ mod file_layers;
 mod hostile;
 mod inputs_checked;
 mod interrupted;
+mod kit;
 mod lifecycle;
 mod module_sources;
 mod policies;

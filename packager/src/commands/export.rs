@@ -18,6 +18,27 @@ use crate::commands::{connect, registry_address, Transport};
 use crate::output;
 
 pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
+    let written = write(args)?;
+    show(
+        args,
+        written.size,
+        &written.manifests,
+        &written.extra,
+        &written.statements,
+    );
+    Ok(ExitStatus::Success)
+}
+
+/// What an export wrote into its tar.
+pub struct Written {
+    pub size: u64,
+    pub manifests: Vec<Descriptor>,
+    pub extra: Vec<Descriptor>,
+    pub statements: Vec<(Descriptor, SignedChannelStatement)>,
+}
+
+/// Writes the tar `args.out` names (also the inside of a kit: `kit.rs`).
+pub fn write(args: &ExportArgs) -> Result<Written> {
     let references = args
         .bundles
         .iter()
@@ -71,8 +92,12 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
     extra.retain(|d| seen.insert(d.digest.clone()));
     let size = export_bundles(&layout, &manifests, &extra, &args.out)
         .map_err(|e| Error::refused_by(e).at(args.out.display()))?;
-    show(args, size, &manifests, &extra, &statements);
-    Ok(ExitStatus::Success)
+    Ok(Written {
+        size,
+        manifests,
+        extra,
+        statements,
+    })
 }
 
 /// What an export wrote: one JSON document, or the file's path and a summary.

@@ -8,6 +8,7 @@ pub mod forecast;
 pub mod gate;
 pub mod inspect;
 pub mod keygen;
+pub mod kit;
 pub mod promote;
 pub mod publish;
 pub mod version;
@@ -31,6 +32,7 @@ pub fn run(cli: &Cli) -> Result<ExitStatus> {
         Command::Inspect(args) => inspect::run(args, global),
         Command::Publish(args) => publish::run(args, global),
         Command::Export(args) => export::run(args, global),
+        Command::Kit(args) => kit::run(args, global),
         Command::Promote(args) => promote::run(args, global),
         Command::Forecast(args) => forecast::run(args),
         Command::Check(args) => check::run(args),

@@ -1,0 +1,106 @@
+//! `stackpack kit`: one tar for an airgapped customer (the format: `stackpack_bundle::kit`).
+
+use std::path::{Path, PathBuf};
+
+use stackpack_packager::config::KeySource;
+use stackpack_packager::kit::{KitParts, WrittenKit};
+use stackpack_packager::{Error, Result};
+use stackpack_schema::signature::PrivateKey;
+use stackpack_terminal::ExitStatus;
+
+use crate::cli::{ExportArgs, GlobalArgs, KitArgs};
+use crate::output;
+
+pub fn run(args: &KitArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
+    // Everything a user can get wrong is checked before the export moves any bytes.
+    let key = kit_key(args.key.as_deref())?;
+    if let Some(runner) = &args.runner {
+        if !runner.is_file() {
+            return Err(Error::usage(format!("no runner archive `{}`", runner.display()))
+                .hint("pass the `stackpack-runner-<version>-x86_64-linux.tar.gz` that `scripts/dist.sh` writes"));
+        }
+    }
+    let parent = args
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let staging = tempfile::tempdir_in(parent)
+        .map_err(|e| stackpack_packager::error::io("write a kit in", parent, e))?;
+    let export = ExportArgs {
+        bundles: vec![args.release.clone()],
+        out: staging.path().join(stackpack_bundle::kit::BUNDLES),
+        from: args.from.clone(),
+        registry: args.registry.clone(),
+        insecure: args.insecure,
+        channel: args.channel.clone(),
+        json: false,
+    };
+    super::export::write(&export)?;
+    let parts = KitParts {
+        release: args.release.clone(),
+        channel: args.channel.clone(),
+        runner: args.runner.as_deref(),
+        key: &key,
+    };
+    let written = stackpack_packager::kit::write(staging.path(), &parts, &args.out)?;
+    show(args, &written);
+    Ok(ExitStatus::Success)
+}
+
+/// `--key FILE` or `--key env:VAR` (the PEM itself or a path, as CI secrets are).
+fn kit_key(flag: Option<&str>) -> Result<PrivateKey> {
+    let Some(flag) = flag else {
+        return Err(
+            Error::usage("no signing key: a kit's `SHA256SUMS` is always signed")
+                .hint("pass `--key FILE` (the key that signs your bundles) or `--key env:VAR`"),
+        );
+    };
+    let Some(variable) = flag.strip_prefix("env:") else {
+        return stackpack_packager::keys::read_private_key(Path::new(flag));
+    };
+    let source = match std::env::var(variable) {
+        Ok(value) if value.trim_start().starts_with("-----BEGIN") => KeySource::Pem {
+            variable: variable.to_string(),
+            pem: value,
+        },
+        Ok(value) if !value.is_empty() => KeySource::File(PathBuf::from(value)),
+        _ => {
+            return Err(
+                Error::usage(format!("`--key {flag}`: `{variable}` is not set"))
+                    .hint(format!("set `{variable}` to the private key's PEM or path")),
+            )
+        }
+    };
+    stackpack_packager::keys::read_key_source(&source)
+}
+
+fn show(args: &KitArgs, written: &WrittenKit) {
+    if args.json {
+        output::print_json(&serde_json::json!({
+            "file": written.path,
+            "size": written.size,
+            "release": written.manifest.release,
+            "channel": written.manifest.channel,
+            "runner": written.manifest.runner,
+            "keyId": written.manifest.key_id,
+            "files": written.files.iter().map(|(name, hex)| serde_json::json!({
+                "name": name,
+                "sha256": hex,
+            })).collect::<Vec<_>>(),
+        }));
+        return;
+    }
+    println!("{}", written.path.display());
+    let runner = match &written.manifest.runner {
+        Some(runner) => format!(", the runner {}", runner.version),
+        None => ", no runner (pass `--runner` to carry one)".to_string(),
+    };
+    output::status(&format!(
+        "kit for `{}`{runner}, signed by key `{}` ({}): check it with `sh verify.sh` (sha256sum and openssl), then `stackpack-runner import {}`",
+        written.manifest.release,
+        written.manifest.key_id,
+        output::human_size(written.size),
+        written.path.display()
+    ));
+}
