@@ -159,6 +159,20 @@ fn a_kit_verifies_with_sha256sum_and_openssl_alone_and_its_runner_applies_it_wit
         verified.stdout
     );
 
+    // `scripts/install.sh` installs the runner from the unpacked kit, offline, after
+    // the same checks, with the vendor's key the customer holds.
+    let installed = run(Command::new(unshare.stdout.trim())
+        .arg("-n")
+        .arg(stackpack_test_support::repository_root().join("scripts/install.sh"))
+        .arg("--from")
+        .arg(&unpacked)
+        .arg("--key")
+        .arg(&vendor.public_key)
+        .arg("--to")
+        .arg(work.path().join("installed")));
+    assert_eq!(installed.code, 0, "{}", installed.stderr);
+    assert!(work.path().join("installed/stackpack-runner").is_file());
+
     // The kit's runner, taken out of the kit, does the rest.
     let bin = work.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
