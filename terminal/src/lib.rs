@@ -6,6 +6,8 @@
 //!   honour it.
 //! - [`print_error`] and [`warning`] write the `error:`/`-->`/`hint:` block.
 //! - [`table`] aligns columns; [`print_json`] writes any `Serialize` value.
+//! - [`args::ExistingPath`] refuses a file or folder named on the command line that
+//!   does not exist (exit 2), while the command line is parsed.
 //! - [`die_quietly_on_closed_pipe`] makes a closed stdout end the program quietly, as Unix tools
 //!   do, instead of a panic from `println!`.
 //!
@@ -16,9 +18,13 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::Serialize;
 
+pub mod args;
 pub mod error;
 
-pub use error::{finish, io, report, Error, ErrorKind, ExitStatus, Result, EXIT_CODES_HELP};
+pub use error::{
+    finish, io, report, Error, ErrorKind, ExitStatus, Result, EXIT_CODES_HELP,
+    RUNNER_EXIT_CODES_HELP,
+};
 
 /// How much a program says on stderr besides errors and warnings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
