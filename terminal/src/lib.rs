@@ -8,6 +8,7 @@
 //! - [`table`] aligns columns; [`print_json`] writes any `Serialize` value.
 //! - [`args::ExistingPath`] refuses a file or folder named on the command line that
 //!   does not exist (exit 2), while the command line is parsed.
+//! - [`words::count`] writes a counted noun (`1 customer`, `2 customers`).
 //! - [`die_quietly_on_closed_pipe`] makes a closed stdout end the program quietly, as Unix tools
 //!   do, instead of a panic from `println!`.
 //!
@@ -20,6 +21,7 @@ use serde::Serialize;
 
 pub mod args;
 pub mod error;
+pub mod words;
 
 pub use error::{
     finish, io, report, Error, ErrorKind, ExitStatus, Result, EXIT_CODES_HELP,

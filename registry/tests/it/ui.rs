@@ -1236,6 +1236,33 @@ fn index_pages_list_customers_stacks_and_releases_and_search_by_id_stack_version
     assert_eq!(r.status, 303);
 }
 
+/// Issue 39 §6: a page counts one customer as "1 customer", not "1 customers", and
+/// its verb agrees.
+#[test]
+fn page_summaries_count_one_customer_in_the_singular() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let cookie = sign_in(server, &seeded.support);
+    let summary = |path: &str| -> String {
+        let page = html(&get(server, path, &cookie));
+        let after = page.split("id=\"summary\">").nth(1).unwrap_or_default();
+        after.split("</p>").next().unwrap_or_default().to_string()
+    };
+    assert_eq!(summary("/ui/customers"), "5 customers");
+    assert_eq!(summary("/ui/customers?q=glob"), "1 customer matches “glob”");
+    assert_eq!(
+        summary("/ui/customers?q=control-plane"),
+        "3 customers match “control-plane”"
+    );
+    let fleet = summary("/ui?drifted=true");
+    assert!(
+        fleet.starts_with("On this page: 1 row · 1 customer · "),
+        "{fleet}"
+    );
+    let stack = summary("/ui/stacks/control-plane");
+    assert!(stack.starts_with("2 customers run it · "), "{stack}");
+}
+
 /// A search string is a value, never SQL or markup: quotes, `%`, `_` and a
 /// `<script>` find nothing and come back escaped.
 #[test]

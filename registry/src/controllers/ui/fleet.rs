@@ -280,9 +280,9 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
     body.push_str(&filters_form(&query, &stacks, &environments));
     let _ = write!(
         body,
-        "<p class=\"summary\" id=\"summary\">On this page: {} rows · {} customers · {} behind · {} drifted · {} failed · {} silent</p>",
-        rows.len(),
-        customers.len(),
+        "<p class=\"summary\" id=\"summary\">On this page: {} · {} · {} behind · {} drifted · {} failed · {} silent</p>",
+        stackpack_terminal::words::count(rows.len() as u64, "row"),
+        stackpack_terminal::words::count(customers.len() as u64, "customer"),
         count(|r| r.behind > 0),
         count(|r| r.drifted),
         count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == Outcome::Failed)),
