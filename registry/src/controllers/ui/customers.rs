@@ -178,7 +178,7 @@ pub async fn releases(State(state): State<SharedState>, headers: HeaderMap, uri:
     body.push_str(&search_form("/ui/releases", "Release name or version", &q));
     if rows.is_empty() {
         body.push_str(if versions.is_empty() {
-            "<p id=\"empty\">No release recorded yet: releases appear once `stackpack publish` pushes one.</p>"
+            "<p id=\"empty\">No release recorded yet: releases appear once <code>stackpack publish</code> pushes one.</p>"
         } else {
             "<p id=\"empty\">No release matches.</p>"
         });
