@@ -1,4 +1,5 @@
-//! Counted nouns, one way everywhere: `1 customer`, `2 customers`, `0 customers`.
+//! Counted nouns, one way everywhere (`1 customer`, `2 customers`), and times on
+//! screen at one precision.
 
 /// `n` and `noun`, plural unless `n` is one: `count(1, "customer")` is `1 customer`,
 /// `count(3, "pass")` is `3 passes`.
@@ -34,9 +35,43 @@ fn plural(noun: &str) -> String {
     }
 }
 
+/// An RFC 3339 time as a table on screen shows it: to the second, whatever its
+/// stored precision (a receipt keeps milliseconds, a registry stamps seconds), so
+/// one column never mixes `19:40:00.250Z` and `19:40:01Z`. JSON keeps the stored
+/// text. Text that is not such a time is returned as it is.
+pub fn time(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let shaped = bytes.len() > 20
+        && bytes[10] == b'T'
+        && bytes[13] == b':'
+        && bytes[16] == b':'
+        && bytes[19] == b'.';
+    if !shaped {
+        return text.to_string();
+    }
+    let rest = &text[20..];
+    let zone = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    if zone.len() == rest.len() {
+        return text.to_string();
+    }
+    format!("{}{zone}", &text[..19])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_on_screen_is_to_the_second_whatever_it_was_stored_at() {
+        assert_eq!(time("2026-12-01T19:40:00.250Z"), "2026-12-01T19:40:00Z");
+        assert_eq!(time("2026-12-01T19:40:00Z"), "2026-12-01T19:40:00Z");
+        assert_eq!(
+            time("2026-12-01T19:40:00.1+02:00"),
+            "2026-12-01T19:40:00+02:00"
+        );
+        assert_eq!(time("never"), "never");
+        assert_eq!(time("2026-12-01T19:40:00.Z"), "2026-12-01T19:40:00.Z");
+    }
 
     #[test]
     fn one_is_singular_and_every_other_count_plural() {

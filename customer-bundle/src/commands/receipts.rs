@@ -141,7 +141,7 @@ pub fn list(global: &GlobalArgs, json: bool) -> Result<ExitStatus> {
         .map(|s| {
             let r = &s.signed.receipt;
             vec![
-                r.finished_at.clone(),
+                stackpack_terminal::words::time(&r.finished_at),
                 r.kind.to_string(),
                 r.outcome.to_string(),
                 format!("{}@{}", r.stack, r.version),
