@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 /// Verify and apply signed Stackpack bundles inside your own cloud account.
 #[derive(Parser, Debug)]
-#[command(name = "stackpack-runner", version = stackpack_terminal::VERSION, after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(name = "stackpack-runner", version = stackpack_terminal::VERSION, after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -100,7 +100,7 @@ pub enum Command {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct SyncArgs {
     /// Keep syncing: a pass every DURATION (`1h`, `30m`, `1d`), ±10% jitter, and a
     /// doubling backoff after a failed pass (up to DURATION). SIGTERM or SIGINT ends
@@ -120,10 +120,10 @@ pub struct SyncArgs {
     #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// The desired-state file [default: `[sync] desired`].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = stackpack_terminal::args::ExistingPath)]
     pub desired: Option<PathBuf>,
     /// The inputs folder, one `STACK.tfvars` per stack [default: `[sync] inputs`].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
     pub inputs: Option<PathBuf>,
     /// One JSON document per pass (the sync report).
     #[arg(long)]
@@ -138,14 +138,15 @@ pub enum SourceArg {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct PendingArgs {
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct ApproveArgs {
     /// The pending approval's id (as `stackpack-runner pending` lists it).
     pub id: String,
@@ -156,12 +157,13 @@ pub struct ApproveArgs {
     /// A `customer` token for this customer, to report the approval.
     #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct InitArgs {
     /// Your customer id, as your vendor knows it.
     #[arg(long)]
@@ -191,6 +193,8 @@ pub struct InitArgs {
 /// written or printed.
 #[derive(Args, Debug)]
 pub struct BackendArgs {
+    /// Where engine state lives: `local` (under the home) or `s3` (a bucket in your
+    /// own account, with `--bucket`).
     #[arg(long, value_enum, default_value = "local")]
     pub backend: BackendKind,
     /// The state bucket (with `--backend s3`).
@@ -224,28 +228,36 @@ pub enum BackendKind {
 pub enum TrustCommand {
     /// Trust a vendor public key (SPKI PEM, as `stackpack keygen` writes `.pub`).
     Add {
+        /// The vendor's public key file (`.pub`).
+        #[arg(value_name = "FILE", value_parser = stackpack_terminal::args::ExistingPath)]
         file: PathBuf,
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
     /// List trusted keys.
     List {
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
     /// Stop trusting a key, by key id.
     Remove {
+        /// The key id, as `trust list` shows it.
+        #[arg(value_name = "KEY_ID")]
         key_id: String,
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct ImportArgs {
     /// An image layout folder, a tar (or tar.gz) file of one, or a kit
     /// (`stackpack kit`), which is checked whole against the trusted keys first.
+    #[arg(value_parser = stackpack_terminal::args::ExistingPath)]
     pub source: PathBuf,
     /// With a kit: also install the kit's runner program in place of this one, after
     /// everything else is imported (never an older runner).
@@ -257,52 +269,56 @@ pub struct ImportArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct PullArgs {
     /// `HOST[:PORT]/NAMESPACE/stacks/STACK:VERSION`.
     pub reference: String,
     /// Plain HTTP, for registries on this machine's loopback only.
     #[arg(long)]
     pub insecure: bool,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct VerifyArgs {
     /// `STACK@VERSION`.
     pub bundle: String,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct CheckInputsArgs {
     /// `STACK@VERSION`.
     pub bundle: String,
     /// An inputs file (`.tfvars` or `.tfvars.json`); give it again for more files,
     /// later files win. `TF_VAR_<name>` sets an input no file sets (for secrets).
-    #[arg(long, value_name = "FILE", required = true)]
+    #[arg(long, value_name = "FILE", required = true, value_parser = stackpack_terminal::args::ExistingPath)]
     pub inputs: Vec<PathBuf>,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct DeployArgs {
-    /// `STACK@VERSION`.
+    /// `STACK@VERSION`, or a release's `NAME@VERSION` (its stacks in order), as
+    /// imported or pulled.
     pub bundle: String,
     /// An inputs file (`.tfvars` or `.tfvars.json`); give it again for more files,
     /// later files win. `TF_VAR_<name>` sets an input no file sets (for secrets).
-    #[arg(long, value_name = "FILE", required_unless_present = "inputs_dir")]
+    #[arg(long, value_name = "FILE", required_unless_present = "inputs_dir", value_parser = stackpack_terminal::args::ExistingPath)]
     pub inputs: Vec<PathBuf>,
     /// For a release: the folder holding one `STACK.tfvars` (or `.tfvars.json`) per
     /// stack, as `customers/<id>/` does. Wired inputs are never set there: the runner
     /// passes them from the upstream stacks' outputs.
-    #[arg(long, value_name = "DIR", conflicts_with = "inputs")]
+    #[arg(long, value_name = "DIR", conflicts_with = "inputs", value_parser = stackpack_terminal::args::ExistingPath)]
     pub inputs_dir: Option<PathBuf>,
     /// A resource the policies may see destroyed or replaced (their
     /// `data.stackpack.allow_replace`); give it again for more.
@@ -313,12 +329,13 @@ pub struct DeployArgs {
     /// lock in a shared backend (the engine's `-lock-timeout`).
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct PlanArgs {
     #[command(flatten)]
     pub deploy: DeployArgs,
@@ -338,7 +355,7 @@ pub enum PlanFormat {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct ApplyArgs {
     #[command(flatten)]
     pub deploy: DeployArgs,
@@ -360,28 +377,33 @@ pub struct ApplyArgs {
     pub parallel: usize,
     /// Apply exactly this reviewed plan (from `plan --out`); refused if the bundle,
     /// the inputs or the state changed since.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = stackpack_terminal::args::ExistingPath)]
     pub plan: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct RollbackArgs {
+    /// The stack (or release) to take back to the version applied before its
+    /// current one.
     pub stack: String,
     /// Inputs to use, later files winning [default: the inputs saved when that
     /// version was applied].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = stackpack_terminal::args::ExistingPath)]
     pub inputs: Vec<PathBuf>,
+    /// Roll back without asking (required when there is no terminal to ask on).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Wait up to this many seconds for another runner working on the same stack.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct MirrorServicesArgs {
     /// The release, `NAME@VERSION`, as imported or pulled.
     pub release: String,
@@ -392,42 +414,50 @@ pub struct MirrorServicesArgs {
     /// Plain HTTP (loopback only).
     #[arg(long)]
     pub insecure: bool,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct StatusArgs {
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct DestroyArgs {
+    /// The stack (or release) whose resources are destroyed.
     pub stack: String,
     /// The customer id of this runner, to destroy without being asked (scripts).
     #[arg(long, value_name = "CUSTOMER")]
     pub confirm: Option<String>,
+    /// Wait up to this many seconds for another runner working on the same stack.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct DriftArgs {
+    /// The installed stack to compare with what its state and the account hold.
     pub stack: String,
+    /// Wait up to this many seconds for another runner working on the same stack.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub wait: u64,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct ReportArgs {
     /// The registry: `HOST[:PORT]` (or `HOST[:PORT]/NAMESPACE`, as `pull` takes it),
     /// or a URL such as `https://registry.acme.example`.
@@ -439,6 +469,7 @@ pub struct ReportArgs {
     /// A `customer` token for this customer.
     #[arg(long, env = "STACKPACK_REGISTRY_TOKEN", hide_env_values = true)]
     pub token: String,
+    /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
 }
@@ -457,18 +488,20 @@ pub enum ReceiptsCommand {
         /// Only receipts the registry has not acknowledged.
         #[arg(long)]
         unreported: bool,
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
     /// List receipts.
     List {
+        /// Print one JSON document.
         #[arg(long)]
         json: bool,
     },
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct UnlockArgs {
     /// The stack whose state lock is stuck.
     pub stack: String,
@@ -482,7 +515,7 @@ pub struct UnlockArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct SupportBundleArgs {
     /// The file to write (a tar.gz, mode 0600; replaced atomically).
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -493,14 +526,61 @@ pub struct SupportBundleArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+#[command(after_help = stackpack_terminal::RUNNER_EXIT_CODES_HELP)]
 pub struct PreflightArgs {
     /// `STACK@VERSION`, in the store.
     pub reference: String,
     /// Inputs files (`.tfvars` or `.tfvars.json`); later files win.
-    #[arg(long = "inputs", value_name = "FILE")]
+    #[arg(long = "inputs", value_name = "FILE", value_parser = stackpack_terminal::args::ExistingPath)]
     pub inputs: Vec<PathBuf>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Issue 39 §6: every flag and positional argument of every command says what it
+    /// is for in `--help`, `--json` included.
+    #[test]
+    fn every_argument_of_every_command_is_described_in_help() {
+        let missing = stackpack_test_support::help::undescribed_arguments(&super::Cli::command());
+        assert!(
+            missing.is_empty(),
+            "arguments without help text:\n  {}",
+            missing.join("\n  ")
+        );
+    }
+
+    /// Issue 39 §6: a file or folder named on the command line that does not exist
+    /// is refused with exit 2 before anything runs, for every argument that reads
+    /// one (those listed here are written or created by the command).
+    #[test]
+    fn every_file_argument_read_is_refused_with_exit_2_when_missing() {
+        let unchecked = stackpack_test_support::help::path_arguments_not_checked(
+            &super::Cli::command(),
+            WRITTEN,
+        );
+        assert!(
+            unchecked.is_empty(),
+            "path arguments that accept a missing path:\n  {}",
+            unchecked.join("\n  ")
+        );
+    }
+
+    /// Path arguments the command writes or creates, so may not exist yet (`--home`
+    /// is made by `init`; elsewhere a missing one is refused when the command opens
+    /// it, exit 2, as the cross-program test `missing_files` runs), and `init
+    /// --engine-path`, recorded for later runs (the engine may be installed after;
+    /// a run without it is refused and recorded).
+    const WRITTEN: &[&str] = &[
+        "--home",
+        "--engine-log",
+        "--out",
+        "init --work",
+        "init --engine-path",
+        "receipts export --dir",
+    ];
 }

@@ -69,3 +69,9 @@ pub fn name(signal: i32) -> String {
         other => format!("signal {other}"),
     }
 }
+
+/// The exit status of a run `signal` stopped: 128 + its number, as a shell reports a
+/// program the signal ended (130 for SIGINT, 143 for SIGTERM).
+pub fn exit_code(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(u8::MAX)
+}

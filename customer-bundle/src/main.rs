@@ -30,5 +30,18 @@ fn main() -> ExitCode {
         std::env::set_var(stackpack_runner::engine::ENGINE_LOG_VARIABLE, log);
     }
     commands::init_output(&cli.global);
-    stackpack_terminal::finish(commands::run(&cli))
+    let result = commands::run(&cli);
+    // A run stopped by SIGINT or SIGTERM has recorded what it did (a `failed`
+    // receipt); it then ends as a shell reports a program a signal stopped: 130 for
+    // Ctrl-C, 143 for SIGTERM. A command that ended well despite one (`sync`
+    // stopping between passes) keeps its own exit.
+    match stackpack_runner::interrupt::received() {
+        Some(signal) if !matches!(result, Ok(stackpack_terminal::ExitStatus::Success)) => {
+            if let Err(error) = &result {
+                stackpack_terminal::report(error);
+            }
+            ExitCode::from(stackpack_runner::interrupt::exit_code(signal))
+        }
+        _ => stackpack_terminal::finish(result),
+    }
 }

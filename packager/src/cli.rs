@@ -88,7 +88,7 @@ pub struct CustomerNewArgs {
     #[arg(long, value_name = "auto|CIDR")]
     pub cidr: Option<String>,
     /// The vendor repository (the folder holding `stackpack.toml`).
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
     pub repo: PathBuf,
     /// Print one JSON document.
     #[arg(long)]
@@ -138,7 +138,7 @@ pub struct ExportArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: PathBuf,
     /// Read from this image layout (default: `.stackpack/bundles`).
-    #[arg(long, value_name = "DIR", conflicts_with = "registry")]
+    #[arg(long, value_name = "DIR", conflicts_with = "registry", value_parser = stackpack_terminal::args::ExistingPath)]
     pub from: Option<PathBuf>,
     /// Read from this registry instead (`HOST[:PORT]/NAMESPACE`).
     #[arg(long, value_name = "HOST/NAMESPACE")]
@@ -169,14 +169,14 @@ pub struct KitArgs {
     pub out: PathBuf,
     /// The runner program to carry: the `stackpack-runner-<version>-x86_64-linux.tar.gz`
     /// that `scripts/dist.sh` writes. Without it the kit holds no runner.
-    #[arg(long, value_name = "ARCHIVE")]
+    #[arg(long, value_name = "ARCHIVE", value_parser = stackpack_terminal::args::ExistingPath)]
     pub runner: Option<PathBuf>,
     /// The key that signs the kit's `SHA256SUMS` (the vendor's, which the customer
     /// trusts): a file, or `env:VAR` holding the PEM or a path.
     #[arg(long, value_name = "FILE|env:VAR")]
     pub key: Option<String>,
     /// Read the release from this image layout (default: `.stackpack/bundles`).
-    #[arg(long, value_name = "DIR", conflicts_with = "registry")]
+    #[arg(long, value_name = "DIR", conflicts_with = "registry", value_parser = stackpack_terminal::args::ExistingPath)]
     pub from: Option<PathBuf>,
     /// Read the release from this registry instead (`HOST[:PORT]/NAMESPACE`).
     #[arg(long, value_name = "HOST/NAMESPACE")]
@@ -209,7 +209,7 @@ pub struct PromoteArgs {
     /// Write the statement into this image layout instead of a registry, for an
     /// airgapped flow (the default, `<repo>/.stackpack/bundles`, when no registry is
     /// given or set in `stackpack.toml`); `stackpack export --channel` carries it.
-    #[arg(long, value_name = "DIR", conflicts_with = "registry")]
+    #[arg(long, value_name = "DIR", conflicts_with = "registry", value_parser = stackpack_terminal::args::ExistingPath)]
     pub layout: Option<PathBuf>,
     /// The private signing key (default: `[signing] key` in `stackpack.toml`).
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
@@ -234,7 +234,7 @@ pub struct PromoteArgs {
     pub out: Option<PathBuf>,
     /// The vendor repository, for `[signing] key` and `registry` in `stackpack.toml`
     /// (optional: without one, pass `--key` and `--registry`).
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
     pub repo: PathBuf,
     /// Print one JSON document.
     #[arg(long)]
@@ -265,7 +265,7 @@ pub struct ForecastArgs {
     #[arg(long)]
     pub no_send: bool,
     /// The vendor repository: `stackpack.toml`, git history, `customers/`.
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
     pub repo: PathBuf,
 }
 
@@ -284,7 +284,7 @@ pub struct KeygenArgs {
 #[derive(Args, Debug, Clone)]
 pub struct PlanArgs {
     /// The vendor repository (the folder holding `stackpack.toml`).
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
     pub repo: PathBuf,
     /// Detect changes since this git ref instead of since each stack's latest release.
     #[arg(long, value_name = "REF")]
@@ -341,9 +341,47 @@ pub struct InspectArgs {
     pub target: String,
     /// A trusted public key (repeatable); without one, signatures are checked but
     /// not trusted.
-    #[arg(long = "trust", value_name = "FILE")]
+    #[arg(long = "trust", value_name = "FILE", value_parser = stackpack_terminal::args::ExistingPath)]
     pub trust: Vec<PathBuf>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Issue 39 §6: every flag and positional argument of every command says what it
+    /// is for in `--help`, `--json` included.
+    #[test]
+    fn every_argument_of_every_command_is_described_in_help() {
+        let missing = stackpack_test_support::help::undescribed_arguments(&super::Cli::command());
+        assert!(
+            missing.is_empty(),
+            "arguments without help text:\n  {}",
+            missing.join("\n  ")
+        );
+    }
+
+    /// Issue 39 §6: a file or folder named on the command line that does not exist
+    /// is refused with exit 2 before anything runs, for every argument that reads
+    /// one (those listed here are written or created by the command).
+    #[test]
+    fn every_file_argument_read_is_refused_with_exit_2_when_missing() {
+        let unchecked = stackpack_test_support::help::path_arguments_not_checked(
+            &super::Cli::command(),
+            WRITTEN,
+        );
+        assert!(
+            unchecked.is_empty(),
+            "path arguments that accept a missing path:\n  {}",
+            unchecked.join("\n  ")
+        );
+    }
+
+    /// Path arguments the command writes or creates, so may not exist yet, and
+    /// `--key`, which the command checks itself (exit 2 too) to keep a pasted key's
+    /// text out of the error, as `bad_input::a_missing_key_file_is_named` runs.
+    const WRITTEN: &[&str] = &["--out", "--key"];
 }

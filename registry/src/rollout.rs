@@ -376,7 +376,7 @@ fn open_from<C: Sql + ?Sized>(
             )?;
             continue;
         }
-        let detail = format!("{} customers", members.len());
+        let detail = stackpack_terminal::words::count(members.len() as u64, "customer");
         rdb::insert_event(
             conn,
             row.id,

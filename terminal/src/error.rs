@@ -55,12 +55,27 @@ impl From<ExitStatus> for ExitCode {
 }
 
 /// The exit codes, for the end of every program's `--help`.
-pub const EXIT_CODES_HELP: &str =
-    "Exit status, the same in stackpack, stackpack-runner and stackpack-registry:
+macro_rules! exit_codes_help {
+    () => {
+        "Exit status, the same in stackpack, stackpack-runner and stackpack-registry:
   0  success
   1  refused or failed: verification, a breaking change, a policy, the engine
   2  the command line is wrong: a flag, or a file or folder it names that is missing
-  3  a look found what it looks for (`drift` found drift)";
+  3  a look found what it looks for (`drift` found drift)"
+    };
+}
+
+/// The exit codes, for the end of every program's `--help`.
+pub const EXIT_CODES_HELP: &str = exit_codes_help!();
+
+/// [`EXIT_CODES_HELP`] and the runner's two more: an engine run stopped by a signal
+/// is recorded, then ends as a shell reports the signal (128 + its number).
+pub const RUNNER_EXIT_CODES_HELP: &str = concat!(
+    exit_codes_help!(),
+    "
+  130  stopped by Ctrl-C (SIGINT), after recording what the run did
+  143  stopped by SIGTERM, after recording what the run did"
+);
 
 /// Which of the two error exits an [`Error`] takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

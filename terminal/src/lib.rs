@@ -6,6 +6,9 @@
 //!   honour it.
 //! - [`print_error`] and [`warning`] write the `error:`/`-->`/`hint:` block.
 //! - [`table`] aligns columns; [`print_json`] writes any `Serialize` value.
+//! - [`args::ExistingPath`] refuses a file or folder named on the command line that
+//!   does not exist (exit 2), while the command line is parsed.
+//! - [`words::count`] writes a counted noun (`1 customer`, `2 customers`).
 //! - [`die_quietly_on_closed_pipe`] makes a closed stdout end the program quietly, as Unix tools
 //!   do, instead of a panic from `println!`.
 //!
@@ -16,9 +19,14 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::Serialize;
 
+pub mod args;
 pub mod error;
+pub mod words;
 
-pub use error::{finish, io, report, Error, ErrorKind, ExitStatus, Result, EXIT_CODES_HELP};
+pub use error::{
+    finish, io, report, Error, ErrorKind, ExitStatus, Result, EXIT_CODES_HELP,
+    RUNNER_EXIT_CODES_HELP,
+};
 
 /// What `--version` prints after the program's name: the version, the commit it
 /// was built from with that commit's date (release builds, `scripts/dist.sh`), and

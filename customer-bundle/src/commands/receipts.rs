@@ -21,7 +21,11 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<ExitStatus> {
     for stored in &pending {
         let id = &stored.signed.receipt.id;
         let unsent = |sent: &Vec<(String, bool)>| {
-            format!("{} of {} receipts sent", sent.len(), pending.len())
+            format!(
+                "{} of {} sent",
+                sent.len(),
+                stackpack_terminal::words::count(pending.len() as u64, "receipt")
+            )
         };
         let answer = http::post_json(&url, &args.token, stored.signed.to_bytes()).map_err(|error| {
             let hint = match error {
@@ -137,7 +141,7 @@ pub fn list(global: &GlobalArgs, json: bool) -> Result<ExitStatus> {
         .map(|s| {
             let r = &s.signed.receipt;
             vec![
-                r.finished_at.clone(),
+                stackpack_terminal::words::time(&r.finished_at),
                 r.kind.to_string(),
                 r.outcome.to_string(),
                 format!("{}@{}", r.stack, r.version),

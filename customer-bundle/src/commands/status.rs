@@ -87,7 +87,11 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     for run in &interrupted {
         progress(&format!(
             "interrupted, state unknown — run plan: `{}` of `{}@{}` started at {} (work folder `{}`)",
-            run.kind, run.stack, run.version, run.started_at, run.work
+            run.kind,
+            run.stack,
+            run.version,
+            stackpack_terminal::words::time(&run.started_at),
+            run.work
         ));
     }
     if stacks.is_empty() && others.is_empty() {
@@ -248,7 +252,10 @@ fn attempt_text(attempt: Option<&SignedReceipt>) -> String {
         .map(|r| {
             format!(
                 "{} {} {} at {}",
-                r.receipt.kind, r.receipt.version, r.receipt.outcome, r.receipt.finished_at
+                r.receipt.kind,
+                r.receipt.version,
+                r.receipt.outcome,
+                stackpack_terminal::words::time(&r.receipt.finished_at)
             )
         })
         .unwrap_or_else(|| "-".into())
@@ -262,14 +269,20 @@ fn status_table(stacks: &[StackStatus], others: &[NotDeployed]) -> String {
                 s.deployment.stack.clone(),
                 s.deployment.version.to_string(),
                 "deployed".into(),
-                s.since.clone(),
+                stackpack_terminal::words::time(&s.since),
                 s.newer
                     .as_ref()
                     .map(|v| v.to_string())
                     .unwrap_or_else(|| "-".into()),
                 s.drift
                     .as_ref()
-                    .map(|r| format!("{} at {}", r.receipt.outcome, r.receipt.finished_at))
+                    .map(|r| {
+                        format!(
+                            "{} at {}",
+                            r.receipt.outcome,
+                            stackpack_terminal::words::time(&r.receipt.finished_at)
+                        )
+                    })
                     .unwrap_or_else(|| "not checked".into()),
                 attempt_text(s.attempt.as_ref()),
             ]

@@ -15,10 +15,10 @@ pub fn support_bundle(global: &GlobalArgs, args: &SupportBundleArgs) -> Result<E
         print_json(&written);
     } else {
         println!(
-            "wrote `{}` ({}, {} files)",
+            "wrote `{}` ({}, {})",
             written.path.display(),
             human_size(written.bytes),
-            written.entries.len()
+            stackpack_terminal::words::count(written.entries.len() as u64, "file")
         );
         if written.redactions > 0 {
             status(&format!(

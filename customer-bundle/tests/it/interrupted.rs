@@ -1,5 +1,6 @@
 //! A runner stopped mid-apply never leaves an engine running unrecorded: SIGTERM (or
-//! Ctrl-C) stops the engine gracefully and records a `failed` receipt; SIGKILL takes
+//! Ctrl-C) stops the engine gracefully, records a `failed` receipt, then exits 143
+//! (or 130) as a shell reports the signal; SIGKILL takes
 //! the engine down through its parent-death signal, the stack stays locked until the
 //! engine has stopped, and the next `status` says the run was interrupted.
 //!
@@ -104,11 +105,12 @@ fn signal(child: &Child, signal: i32) {
 }
 
 #[test]
-fn sigterm_mid_apply_stops_the_engine_gracefully_and_records_a_failed_receipt() {
+fn sigterm_mid_apply_stops_the_engine_gracefully_records_a_failed_receipt_and_exits_143() {
     let scratch = tempfile::tempdir().unwrap();
     let (vendor, runner, child, reference, stopped) = applying(scratch.path());
     signal(&child, libc::SIGTERM);
-    let run = Run::from(child.wait_with_output().unwrap()).code(1);
+    // 143 (128 + SIGTERM), as a shell reports a program SIGTERM stopped.
+    let run = Run::from(child.wait_with_output().unwrap()).code(143);
     assert!(
         run.stderr.contains("interrupted by SIGTERM"),
         "{}",
@@ -141,6 +143,36 @@ fn sigterm_mid_apply_stops_the_engine_gracefully_and_records_a_failed_receipt() 
         .run(&["plan", &reference, "--inputs", inputs.to_str().unwrap()])
         .ok();
     assert!(!again.stderr.contains("busy"), "{}", again.stderr);
+}
+
+/// Issue 39 §6: Ctrl-C mid-apply ends with 130 (128 + SIGINT), as a shell reports a
+/// program Ctrl-C stopped, so a script tells "stopped" from "failed" — and only
+/// after the engine has stopped and the run is recorded as a `failed` receipt.
+#[test]
+fn sigint_mid_apply_exits_130_after_the_engine_stopped_and_a_failed_receipt_is_recorded() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (_vendor, runner, child, _reference, stopped) = applying(scratch.path());
+    signal(&child, libc::SIGINT);
+    let run = Run::from(child.wait_with_output().unwrap()).code(130);
+    assert!(
+        run.stderr.contains("interrupted by SIGINT"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("outcome `failed`"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&stopped).unwrap().trim(),
+        "apply stopped"
+    );
+    let receipts = runner.run(&["receipts", "list", "--json"]).ok().json();
+    let last = receipts["receipts"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["receipt"]["receipt"]["kind"], "apply");
+    assert_eq!(last["receipt"]["receipt"]["outcome"], "failed");
 }
 
 #[test]
@@ -208,7 +240,7 @@ fn status_shows_a_stack_whose_first_apply_was_interrupted_with_what_its_state_ho
     let scratch = tempfile::tempdir().unwrap();
     let (_vendor, runner, child, _reference, _stopped) = applying(scratch.path());
     signal(&child, libc::SIGINT);
-    Run::from(child.wait_with_output().unwrap()).code(1);
+    Run::from(child.wait_with_output().unwrap()).code(130);
     let json = runner.run(&["status", "--json"]).ok().json();
     assert!(json["stacks"].as_array().unwrap().is_empty(), "{json}");
     let row = &json["notDeployed"][0];

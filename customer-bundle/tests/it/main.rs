@@ -28,4 +28,5 @@ mod state_in_bucket;
 mod support_bundle;
 mod sync;
 mod tamper;
+mod times_on_screen;
 mod validation_agrees_with_terraform;

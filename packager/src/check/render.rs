@@ -189,7 +189,11 @@ fn per_stack_line(output: &CheckOutput, kind: super::UnitKind, path: &str) -> (b
             .filter(|r| r.stack_path == path)
             .count();
         if checked > 0 {
-            text.push_str(&format!("; all {checked} customers' inputs fit"));
+            text.push_str(&if checked == 1 {
+                "; the 1 customer's inputs fit".to_string()
+            } else {
+                format!("; all {checked} customers' inputs fit")
+            });
         }
     } else {
         let names: Vec<String> = affected.iter().map(|c| format!("`{c}`")).collect();

@@ -73,7 +73,7 @@ impl std::str::FromStr for Against {
 )]
 pub struct CheckArgs {
     /// The vendor repository (the folder holding `stackpack.toml`).
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
     pub repo: PathBuf,
     /// Compare with this git ref, or with each stack's last stable release.
     #[arg(long, default_value = "last-release", value_name = "REF|last-release")]

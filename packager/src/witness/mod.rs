@@ -348,7 +348,8 @@ fn notes(job: &StackJob, witnessed: usize, total: usize, witness: Bump) -> Vec<S
     let mut notes = Vec::new();
     if witnessed < total {
         notes.push(format!(
-            "witnessed a sample of {witnessed} of {total} customers (`[witness] sample`)"
+            "witnessed a sample of {witnessed} of {} (`[witness] sample`)",
+            stackpack_terminal::words::count(total as u64, "customer")
         ));
     }
     if job.rules == Bump::Major && witness < Bump::Major && witnessed > 0 {

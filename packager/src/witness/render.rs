@@ -86,14 +86,14 @@ fn resources(c: &CustomerOutcome) -> String {
 
 fn verdict(stack: &StackWitness) -> String {
     format!(
-        "{}: rules {}, witness {} → {} (after {}, {} of {} customers, {}, {:.1} s)",
+        "{}: rules {}, witness {} → {} (after {}, {} of {}, {}, {:.1} s)",
         stack.path,
         stack.rules,
         stack.witness,
         stack.required,
         stack.release,
         stack.customers.len(),
-        stack.customers_total,
+        stackpack_terminal::words::count(stack.customers_total as u64, "customer"),
         stack.account,
         stack.seconds
     )

@@ -86,9 +86,10 @@ pub fn list(args: &CustomerListArgs) -> Result<()> {
             vec![
                 c.id.clone(),
                 c.environment.clone().unwrap_or_else(dash),
-                c.last_seen
-                    .as_ref()
-                    .map_or_else(|| "never".into(), ToString::to_string),
+                c.last_seen.as_ref().map_or_else(
+                    || "never".into(),
+                    |t| stackpack_terminal::words::time(t.as_str()),
+                ),
                 stale_word(c.stale).to_string(),
                 c.name.clone().unwrap_or_default(),
             ]
@@ -156,7 +157,7 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
         .iter()
         .map(|d| {
             vec![
-                d.finished_at.to_string(),
+                stackpack_terminal::words::time(d.finished_at.as_str()),
                 d.stack.clone(),
                 d.version.to_string(),
                 d.kind.to_string(),

@@ -32,7 +32,10 @@ fn notes(r: &FleetRow) -> String {
     }
     if r.stale {
         notes.push(match &r.last_seen {
-            Some(seen) => format!("silent since {seen}"),
+            Some(seen) => format!(
+                "silent since {}",
+                stackpack_terminal::words::time(seen.as_str())
+            ),
             None => "never reported".to_string(),
         });
     }
@@ -179,7 +182,8 @@ fn print_rows(rows: &[FleetRow]) {
                 r.version.as_ref().map_or_else(dash, ToString::to_string),
                 last.map(|a| format!("{} {} {}", a.kind, a.version, a.outcome))
                     .unwrap_or_else(dash),
-                last.map(|a| a.finished_at.to_string()).unwrap_or_else(dash),
+                last.map(|a| stackpack_terminal::words::time(a.finished_at.as_str()))
+                    .unwrap_or_else(dash),
                 notes(r),
             ]
         })

@@ -88,9 +88,10 @@ pub fn import(args: &ReceiptsImportArgs) -> Result<()> {
     }
     let refused = outcomes.iter().filter(|o| o.result.is_err()).count();
     Err(Error::refused(format!(
-        "nothing was imported: {refused} of {} receipts in `{}` were refused",
-        outcomes.len(),
-        file.display()
+        "nothing was imported: {refused} of {} in `{}` {} refused",
+        stackpack_terminal::words::count(outcomes.len() as u64, "receipt"),
+        file.display(),
+        if refused == 1 { "was" } else { "were" }
     ))
     .hint(
         outcomes

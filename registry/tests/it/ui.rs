@@ -600,7 +600,10 @@ fn the_fleet_page_filters_by_stack_behind_drifted_prerelease_silent_and_failed()
         page.contains("behind 2 (latest 2.0.0)"),
         "in words, not only colour"
     );
-    assert!(page.contains("silent since 2026-01-05T09:30:00Z"));
+    assert!(
+        page.contains("silent</span> for <time datetime=\"2026-01-05T09:30:00Z\""),
+        "{page}"
+    );
     assert!(page.contains("<option value=\"data-plane\" selected>"));
     let bad = get(server, "/ui?staleAfter=soon", &cookie);
     assert_eq!(bad.status, 400);
@@ -643,7 +646,7 @@ fn a_customer_page_shows_history_receipts_signatures_and_inputs_hashes() {
     assert!(page.contains("never reported"));
     let missing = get(server, "/ui/customers/nobody", &cookie);
     assert_eq!(missing.status, 404);
-    assert!(String::from_utf8_lossy(&missing.body).contains("`nobody`"));
+    assert!(String::from_utf8_lossy(&missing.body).contains("<code>nobody</code>"));
 }
 
 /// Issue 23, item 24: a key pinned by `receipts import --customer` came from the
@@ -772,7 +775,7 @@ fn a_stack_version_page_shows_who_runs_it_its_interface_changes_signature_and_co
     let changes = changes.split("</table>").next().unwrap();
     assert!(
         changes.contains("<code>default-changed</code>")
-            && changes.contains("from `3` to `4`")
+            && changes.contains("from <code>3</code> to <code>4</code>")
             && changes.contains("<code>stacks/data-plane/variables.tf:12</code>"),
         "{changes}"
     );
@@ -1236,6 +1239,75 @@ fn index_pages_list_customers_stacks_and_releases_and_search_by_id_stack_version
     assert_eq!(r.status, 303);
 }
 
+/// Issue 39 §6: a page counts one customer as "1 customer", not "1 customers", and
+/// its verb agrees.
+#[test]
+fn page_summaries_count_one_customer_in_the_singular() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let cookie = sign_in(server, &seeded.support);
+    let summary = |path: &str| -> String {
+        let page = html(&get(server, path, &cookie));
+        let after = page.split("id=\"summary\">").nth(1).unwrap_or_default();
+        after.split("</p>").next().unwrap_or_default().to_string()
+    };
+    assert_eq!(summary("/ui/customers"), "5 customers");
+    assert_eq!(summary("/ui/customers?q=glob"), "1 customer matches “glob”");
+    assert_eq!(
+        summary("/ui/customers?q=control-plane"),
+        "3 customers match “control-plane”"
+    );
+    let fleet = summary("/ui?drifted=true");
+    assert!(
+        fleet.starts_with("On this page: 1 row · 1 customer · "),
+        "{fleet}"
+    );
+    let stack = summary("/ui/stacks/control-plane");
+    assert!(stack.starts_with("2 customers run it · "), "{stack}");
+}
+
+/// Issue 39 §6: what the CLI quotes in backticks a page shows as code: no page, error
+/// pages included, shows a literal backtick (the seed's receipts, findings and
+/// messages are full of them); and no page shows a stored timestamp raw.
+#[test]
+fn no_page_shows_a_literal_backtick_or_a_raw_timestamp() {
+    let seeded = seed();
+    let server = &seeded.server;
+    let cookie = sign_in(server, &seeded.support);
+    for path in [
+        "/ui",
+        "/ui/customers",
+        "/ui/customers/acme",
+        "/ui/customers/globex",
+        "/ui/customers/hooli",
+        "/ui/customers/initech",
+        "/ui/customers/umbrella",
+        "/ui/customers/nobody",
+        "/ui/stacks",
+        "/ui/stacks/data-plane",
+        "/ui/stacks/data-plane/1.0.0",
+        "/ui/stacks/data-plane/2.0.0",
+        "/ui/stacks/data-plane/9.9.9",
+        "/ui/stacks/no-such-stack",
+        "/ui/releases",
+        "/ui/rollouts",
+    ] {
+        let page = String::from_utf8_lossy(&get(server, path, &cookie).body).to_string();
+        // The text a reader sees: what lies between the tags.
+        let text: String = page
+            .split('<')
+            .filter_map(|part| part.split_once('>').map(|(_, text)| text))
+            .collect();
+        assert!(!text.contains('`'), "`{path}` shows a backtick:\n{page}");
+        // And every time at the pages' one precision (how long ago, the exact time
+        // on hover), never an RFC 3339 string as stored.
+        let raw = text.as_bytes().windows(20).any(|w| {
+            w[4] == b'-' && w[7] == b'-' && w[10] == b'T' && w[13] == b':' && w[16] == b':'
+        });
+        assert!(!raw, "`{path}` shows a raw timestamp:\n{text}");
+    }
+}
+
 /// A search string is a value, never SQL or markup: quotes, `%`, `_` and a
 /// `<script>` find nothing and come back escaped.
 #[test]
@@ -1496,12 +1568,38 @@ fn adoption_is_drawn_as_svg_on_the_command_line_as_on_the_stack_page() {
     assert_eq!(format!("<svg{drawn}</svg>"), svg.trim_end());
 }
 
+/// The words (runs of letters, digits, `-`, `.`, `_`, `@`, `:` and `/` up to 40
+/// characters) whose text spans more than one line inside a `<td>`.
+const WORDS_BROKEN_IN_CELLS: &str = r#"
+const broken = [];
+for (const td of document.querySelectorAll('td')) {
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  let node;
+  while ((node = walker.nextNode())) {
+    const words = /[\w.@:\/-]+/g;
+    let m;
+    while ((m = words.exec(node.data))) {
+      if (m[0].length < 2 || m[0].length > 40) continue;
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const lines = new Set(
+        Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.bottom))
+      );
+      if (lines.size > 1) broken.push(m[0]);
+    }
+  }
+}
+return broken;
+"#;
+
 /// Issue 29 in a real browser at 1280 px: the indexes and their search, a customer
 /// with a failed upgrade and a drift showing their reasons, the adoption chart,
-/// and not one page that scrolls sideways.
+/// and not one page that scrolls sideways (nor, issue 39 §6, breaks a word inside
+/// a table cell).
 #[test]
-fn headless_chromium_searches_the_indexes_reads_the_reasons_and_never_scrolls_sideways_at_1280_px()
-{
+fn headless_chromium_searches_the_indexes_reads_the_reasons_and_never_scrolls_sideways_nor_breaks_a_word_in_a_cell_at_1280_px(
+) {
     if !have("chromedriver") || !have("chromium") {
         return;
     }
@@ -1514,6 +1612,14 @@ fn headless_chromium_searches_the_indexes_reads_the_reasons_and_never_scrolls_si
         assert!(
             width.as_u64().unwrap() <= 1280,
             "{page} is {width} px wide at a 1280 px window"
+        );
+        // Issue 39 §6: no word is broken across lines inside a table cell (a
+        // token longer than a line, such as a 200,000-character error, may be).
+        let broken = browser.script(WORDS_BROKEN_IN_CELLS);
+        assert_eq!(
+            broken,
+            serde_json::json!([]),
+            "{page} breaks these words inside table cells"
         );
     };
     browser.go(&format!("{}/ui/login", server.url()));

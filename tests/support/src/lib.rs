@@ -11,6 +11,7 @@
 //! where `STACKPACK_REQUIRE_TOOLS` is set, as the test script and CI set it.
 
 pub mod cut_relay;
+pub mod help;
 pub mod receipts;
 pub mod release_index;
 pub mod servers;

@@ -6,6 +6,7 @@ mod fleet;
 mod forecast;
 mod freshness;
 mod main_job;
+mod missing_files;
 mod readme_tour;
 mod rollout;
 mod support_ledger;

@@ -86,7 +86,7 @@ fn signature(document: &str, keys: &Keys) -> (String, String) {
         Err(e) => format!(
             "{} <span class=\"muted\">{}</span>",
             badge(Tone::Bad, "signature does not verify"),
-            esc(&e.to_string())
+            super::html::prose(&e.to_string())
         ),
     };
     (verdict, inputs)
@@ -103,7 +103,7 @@ fn history_row(d: &Deployment, document: &str, keys: &Keys) -> Vec<String> {
         when(d.finished_at.as_str()),
         esc(d.kind.as_str()),
         badge(tone, d.outcome.as_str()),
-        esc(&d.stack),
+        super::fleet::stack_link(&d.stack),
         version_link(&d.stack, &d.version),
         receipt.as_ref().map(why::reason).unwrap_or_default(),
         receipt.as_ref().map(why::runner).unwrap_or_default(),
@@ -438,13 +438,13 @@ fn rollout_section(
             let waiting = match (&s.state, pending) {
                 (SyncState::PendingApproval, Some(p)) => format!(
                     "waiting for approval since {} (<span class=\"mono\">{}</span>: +{} ~{} -{})",
-                    esc(&p.since),
+                    super::html::when_for(&p.since),
                     esc(&p.id),
                     p.add,
                     p.change,
                     p.destroy
                 ),
-                _ => s.message.as_deref().map(esc).unwrap_or_default(),
+                _ => s.message.as_deref().map(html::prose).unwrap_or_default(),
             };
             vec![
                 esc(&s.release),
@@ -458,7 +458,7 @@ fn rollout_section(
                     .unwrap_or_default(),
                 badge(tone, s.state.as_str()),
                 waiting,
-                esc(&s.reported_at),
+                when(&s.reported_at),
             ]
         })
         .collect();
@@ -512,7 +512,7 @@ fn history_section(history: &[(Deployment, String)], keys: &Keys) -> String {
         body,
         "<h2>History</h2><p class=\"summary\">Every receipt, newest first{}: applies, failures, rollbacks, drift reports and destroys.</p>",
         if history.len() as u64 == HISTORY_ROWS {
-            format!(" (the latest {HISTORY_ROWS}; `customer history` lists all)")
+            format!(" (the latest {HISTORY_ROWS}; <code>customer history</code> lists all)")
         } else {
             String::new()
         }

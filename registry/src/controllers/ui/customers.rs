@@ -101,8 +101,13 @@ pub async fn index(State(state): State<SharedState>, headers: HeaderMap, uri: Ur
         body,
         "<p class=\"summary\" id=\"summary\">{}{}</p>",
         match (q.is_empty(), rows.len()) {
-            (true, n) => format!("{n} customers"),
-            (false, n) => format!("{n} customers match “{}”", esc(&q)),
+            (true, n) => stackpack_terminal::words::count(n as u64, "customer"),
+            (false, n) => format!(
+                "{} {} “{}”",
+                stackpack_terminal::words::count(n as u64, "customer"),
+                if n == 1 { "matches" } else { "match" },
+                esc(&q)
+            ),
         },
         if more {
             format!(" (the first {INDEX_ROWS}; search to narrow down)")
@@ -173,7 +178,7 @@ pub async fn releases(State(state): State<SharedState>, headers: HeaderMap, uri:
     body.push_str(&search_form("/ui/releases", "Release name or version", &q));
     if rows.is_empty() {
         body.push_str(if versions.is_empty() {
-            "<p id=\"empty\">No release recorded yet: releases appear once `stackpack publish` pushes one.</p>"
+            "<p id=\"empty\">No release recorded yet: releases appear once <code>stackpack publish</code> pushes one.</p>"
         } else {
             "<p id=\"empty\">No release matches.</p>"
         });

@@ -62,11 +62,17 @@ pub fn notes(row: &FleetRow) -> String {
         ));
     }
     if row.stale {
-        let text = match &row.last_seen {
-            Some(seen) => format!("silent since {seen}"),
-            None => "never reported".to_string(),
-        };
-        out.push_str(&badge(Tone::Warn, &text));
+        match &row.last_seen {
+            Some(seen) => {
+                let _ = write!(
+                    out,
+                    "{} for {}",
+                    badge(Tone::Warn, "silent"),
+                    super::html::when_for(seen.as_str())
+                );
+            }
+            None => out.push_str(&badge(Tone::Warn, "never reported")),
+        }
     }
     if out.is_empty() && row.version.is_some() {
         out.push_str(&badge(Tone::Good, "up to date"));
@@ -75,6 +81,11 @@ pub fn notes(row: &FleetRow) -> String {
 }
 
 /// A version, linked to its page.
+/// A stack's name, linking to its page.
+pub fn stack_link(stack: &str) -> String {
+    format!("<a href=\"/ui/stacks/{}\">{}</a>", url(stack), esc(stack))
+}
+
 pub fn version_link(stack: &str, version: &Version) -> String {
     let version = version.to_string();
     format!(
@@ -121,12 +132,7 @@ fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
     cells.push(
         row.last_attempt
             .as_ref()
-            .map(|a| {
-                format!(
-                    "<span class=\"mono\">{}</span>",
-                    esc(a.finished_at.as_str())
-                )
-            })
+            .map(|a| super::html::when(a.finished_at.as_str()))
             .unwrap_or_else(dash),
     );
     cells.push(notes(row));
@@ -142,7 +148,7 @@ pub fn rows_table(rows: &[FleetRow], with_customer: bool, id: &str) -> String {
     };
     let headers: Vec<&str> = customer
         .iter()
-        .chain(&["Stack", "Version", "Last attempt", "When (UTC)", "Notes"])
+        .chain(&["Stack", "Version", "Last attempt", "When", "Notes"])
         .copied()
         .collect();
     let cells: Vec<Vec<String>> = rows.iter().map(|r| cells(r, with_customer)).collect();
@@ -280,9 +286,9 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
     body.push_str(&filters_form(&query, &stacks, &environments));
     let _ = write!(
         body,
-        "<p class=\"summary\" id=\"summary\">On this page: {} rows · {} customers · {} behind · {} drifted · {} failed · {} silent</p>",
-        rows.len(),
-        customers.len(),
+        "<p class=\"summary\" id=\"summary\">On this page: {} · {} · {} behind · {} drifted · {} failed · {} silent</p>",
+        stackpack_terminal::words::count(rows.len() as u64, "row"),
+        stackpack_terminal::words::count(customers.len() as u64, "customer"),
         count(|r| r.behind > 0),
         count(|r| r.drifted),
         count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == Outcome::Failed)),

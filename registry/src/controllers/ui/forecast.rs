@@ -37,7 +37,7 @@ fn changes_text(customer: &CustomerForecast) -> String {
         .collect();
     if all.is_empty() {
         return match &customer.reason {
-            Some(reason) => esc(reason),
+            Some(reason) => super::html::prose(reason),
             None => "<span class=\"muted\">-</span>".into(),
         };
     }
@@ -76,7 +76,7 @@ fn misses_table(misses: &[ForecastMiss], id: &str) -> String {
                 badge(Tone::Bad, "forecast wrong")
             };
             vec![
-                esc(&m.at),
+                super::html::when(&m.at),
                 customer_link(&m.customer),
                 esc(&format!("{}@{}", m.release, m.version)),
                 esc(&m.stack),
@@ -121,7 +121,7 @@ pub fn rollout_section(state: &AppState, d: &RolloutDetail) -> Result<String> {
     };
     body.push_str(&format!(
         "<p class=\"summary\" id=\"forecast-summary\">{}</p>",
-        esc(&forecast.summary())
+        super::html::prose(&forecast.summary())
     ));
     let rows: Vec<Vec<String>> = forecast
         .customers

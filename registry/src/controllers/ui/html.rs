@@ -23,6 +23,28 @@ pub fn esc(text: &str) -> String {
     out
 }
 
+/// Escapes a sentence for an element's content, and shows what it quotes in
+/// backticks (a command, a name: the CLI's and the API's way) as code, as the pages
+/// do everywhere: no literal backtick reaches a page. A backtick without its pair is
+/// kept.
+pub fn prose(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in parts.iter().enumerate() {
+        let quoted = i % 2 == 1;
+        if quoted && i == parts.len() - 1 {
+            // The last backtick had no pair.
+            out.push('`');
+            out.push_str(&esc(part));
+        } else if quoted {
+            let _ = write!(out, "<code>{}</code>", esc(part));
+        } else {
+            out.push_str(&esc(part));
+        }
+    }
+    out
+}
+
 /// Percent-encodes one path segment or query value.
 pub fn url(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -188,8 +210,9 @@ th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(-
 th { background: #eef0f4; font-weight: 600; font-size: .85rem; text-transform: uppercase; letter-spacing: .02em; color: var(--muted); }
 tbody tr:hover { background: #f3f6fc; }
 td .mono { white-space: nowrap; }
-td { overflow-wrap: anywhere; }
-.why { font-size: .9em; }
+td { overflow-wrap: break-word; }
+td a, td .badge, td time, td code { white-space: nowrap; }
+.why { font-size: .9em; overflow-wrap: anywhere; display: inline-block; min-width: 15rem; }
 .why code { white-space: normal; overflow-wrap: anywhere; }
 ul.state { background: #fff; border: 1px solid var(--line); padding: .6rem 1rem .6rem 2rem; margin: 0 0 1rem; }
 ul.state li { margin: .15rem 0; overflow-wrap: anywhere; }
@@ -259,7 +282,7 @@ pub fn error_page(status: StatusCode, message: &str, signed_in: bool) -> Respons
     let body = format!(
         "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/ui\">Back to the fleet</a></p>",
         esc(status.canonical_reason().unwrap_or("Error")),
-        esc(message)
+        prose(message)
     );
     respond(status, page("Error", signed_in, &body))
 }
@@ -267,6 +290,19 @@ pub fn error_page(status: StatusCode, message: &str, signed_in: bool) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prose_shows_what_backticks_quote_as_code_and_escapes_the_rest() {
+        assert_eq!(
+            prose("run `stackpack promote` <now>"),
+            "run <code>stackpack promote</code> &lt;now&gt;"
+        );
+        assert_eq!(
+            prose("`a` and `<b>`"),
+            "<code>a</code> and <code>&lt;b&gt;</code>"
+        );
+        assert_eq!(prose("no pair ` here"), "no pair ` here");
+    }
 
     #[test]
     fn times_read_as_how_long_ago_at_one_precision_with_the_exact_time_beside() {

@@ -40,9 +40,10 @@ fn link(r: &Rollout) -> String {
     )
 }
 
+/// A value (its backticks shown as code), or a muted dash.
 fn dash(value: Option<&str>) -> String {
     value
-        .map(esc)
+        .map(super::html::prose)
         .unwrap_or_else(|| "<span class=\"muted\">-</span>".into())
 }
 
@@ -72,7 +73,9 @@ pub async fn list(State(state): State<SharedState>, headers: HeaderMap) -> Respo
         .collect();
     let mut body = String::from("<h1>Rollouts</h1>");
     if rows.is_empty() {
-        body.push_str("<p class=\"muted\">No rollout yet: `stackpack promote` starts one.</p>");
+        body.push_str(
+            "<p class=\"muted\">No rollout yet: <code>stackpack promote</code> starts one.</p>",
+        );
     } else {
         body.push_str(&table(
             &[
@@ -149,7 +152,7 @@ pub async fn show(
                     esc(&a.customer)
                 ),
                 esc(&a.wave),
-                esc(&a.assigned_at),
+                super::html::when(&a.assigned_at),
                 badge(tone, a.gate.as_str()),
                 dash(a.gate_reason.as_deref()),
             ]
@@ -174,7 +177,7 @@ pub async fn show(
         .iter()
         .map(|e| {
             vec![
-                esc(&e.at),
+                super::html::when(&e.at),
                 esc(e.kind.as_str()),
                 dash(e.customer.as_deref()),
                 dash(e.wave.as_deref()),

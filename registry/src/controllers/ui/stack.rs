@@ -139,10 +139,11 @@ pub async fn show(
     let running: u64 = versions.iter().map(|v| v.customers).sum();
     let _ = write!(
         body,
-        "<p class=\"summary\" id=\"summary\">{running} customers run it · {} failed · {} drifted · {} versions</p>",
+        "<p class=\"summary\" id=\"summary\">{} run it · {} failed · {} drifted · {}</p>",
+        stackpack_terminal::words::count(running, "customer"),
         failing.len(),
         drifting.len(),
-        versions.len()
+        stackpack_terminal::words::count(versions.len() as u64, "version")
     );
     body.push_str("<h2>Adoption</h2>");
     body.push_str(&crate::chart::adoption_svg(

@@ -90,7 +90,7 @@ async fn signature(state: &AppState, release: &Release) -> String {
             "{} key <span class=\"mono\">{}</span>, signed {}",
             badge(Tone::Good, "signature verifies"),
             esc(&key.key_id()),
-            esc(&envelope.payload.signed_at)
+            super::html::when(&envelope.payload.signed_at)
         ),
         Ok(_) => badge(Tone::Bad, "signature is for another bundle"),
         Err(e) => format!(
@@ -129,7 +129,7 @@ fn recorded_changes(stack: &str, config: &BundleConfig, earlier_stable: bool) ->
                     Tone::Info
                 };
                 vec![
-                    esc(&finding.message),
+                    super::html::prose(&finding.message),
                     format!("<code>{}</code>", esc(finding.rule.id())),
                     format!("<code>{}</code>", esc(&finding.location())),
                     badge(tone, &finding.bump.to_string()),
@@ -273,7 +273,7 @@ fn pushed_by(state: &AppState, stack: &str, version: &str) -> String {
         Ok(None) => {
             "<span class=\"muted\">not recorded (pushed before tokens were kept)</span>".into()
         }
-        Err(e) => esc(&e.message),
+        Err(e) => super::html::prose(&e.message),
     }
 }
 
@@ -298,7 +298,7 @@ fn release_facts(state: &AppState, stack: &str, facts: &Facts, signature: &str) 
                 source.commit.as_deref().map(esc).unwrap_or_default(),
                 source.branch.as_deref().map(esc).unwrap_or_default(),
                 source.repository.as_deref().map(esc).unwrap_or_default(),
-                release.created.as_ref().map(|t| esc(t.as_str())).unwrap_or_default(),
+                release.created.as_ref().map(|t| super::html::when(t.as_str())).unwrap_or_default(),
                 super::html::when(release.published_at.as_str()),
                 if release.prerelease {
                     badge(Tone::Info, "prerelease")

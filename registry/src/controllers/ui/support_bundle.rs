@@ -50,7 +50,7 @@ pub fn link(state: &SharedState, customer: &str) -> String {
             "<p id=\"support-bundle\">Support bundle: <a href=\"/ui/customers/{c}/support-bundles/{id}\">{id}</a>, imported {at}, {size} bytes</p>",
             c = esc(customer),
             id = b.id,
-            at = esc(&b.imported_at),
+            at = super::html::when(&b.imported_at),
             size = b.size
         ),
         _ => String::new(),

@@ -6,7 +6,7 @@
 
 use stackpack_schema::receipt::{plain_text, Outcome, Receipt, SignedReceipt};
 
-use super::html::esc;
+use super::html::{esc, prose};
 
 /// The longest reason a page shows, in characters.
 const SHOWN: usize = 300;
@@ -22,7 +22,7 @@ pub fn receipt(document: &str) -> Option<Receipt> {
 
 /// `text` bounded and on one line, as HTML.
 fn shown(text: &str) -> String {
-    esc(&plain_text(text, SHOWN))
+    prose(&plain_text(text, SHOWN))
 }
 
 /// Why a failed run failed: "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity".
