@@ -806,12 +806,7 @@ mod tests {
     /// is for in `--help`, `--json` included.
     #[test]
     fn every_argument_of_every_command_is_described_in_help() {
-        let missing = stackpack_test_support::help::undescribed_arguments(&super::Cli::command());
-        assert!(
-            missing.is_empty(),
-            "arguments without help text:\n  {}",
-            missing.join("\n  ")
-        );
+        stackpack_test_support::help::assert_every_argument_described(&super::Cli::command());
     }
 
     /// Issue 39 §6: a file or folder named on the command line that does not exist
@@ -819,14 +814,9 @@ mod tests {
     /// one (those listed here are written or created by the command).
     #[test]
     fn every_file_argument_read_is_refused_with_exit_2_when_missing() {
-        let unchecked = stackpack_test_support::help::path_arguments_not_checked(
+        stackpack_test_support::help::assert_every_read_path_checked(
             &super::Cli::command(),
             WRITTEN,
-        );
-        assert!(
-            unchecked.is_empty(),
-            "path arguments that accept a missing path:\n  {}",
-            unchecked.join("\n  ")
         );
     }
 

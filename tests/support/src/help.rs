@@ -113,3 +113,26 @@ fn placeholder(arg: &clap::Arg) -> String {
         .map(|value| value.get_name().to_string())
         .unwrap_or_else(|| "x".to_string())
 }
+
+/// Fails, listing them, when any argument of `command` has no help text: the body
+/// of each program's `every_argument_of_every_command_is_described_in_help`.
+pub fn assert_every_argument_described(command: &clap::Command) {
+    let missing = undescribed_arguments(command);
+    assert!(
+        missing.is_empty(),
+        "arguments without help text:\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+/// Fails, listing them, when any path argument of `command` that is read (not one
+/// `writes` names) accepts a path that does not exist: the body of each program's
+/// `every_file_argument_read_is_refused_with_exit_2_when_missing`.
+pub fn assert_every_read_path_checked(command: &clap::Command, writes: &[&str]) {
+    let unchecked = path_arguments_not_checked(command, writes);
+    assert!(
+        unchecked.is_empty(),
+        "path arguments that accept a missing path:\n  {}",
+        unchecked.join("\n  ")
+    );
+}
