@@ -100,19 +100,55 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(hasher.finish().hex().to_string())
 }
 
-/// Whether the tar at `path` is a kit: it holds `kit.json` at its top.
+/// Whether the tar at `path` is a kit: it holds `kit.json` at its top. Decided on
+/// the first entry that is not a plain top-level file (a layout's `blobs/…`), so an
+/// export of many gigabytes is not read through before its import; headers are
+/// skipped by seeking, not reading.
 pub fn is_kit(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else {
         return false;
     };
     let mut archive = tar::Archive::new(file);
-    let Ok(entries) = archive.entries() else {
+    let Ok(entries) = archive.entries_with_seek() else {
         return false;
     };
-    entries.filter_map(|e| e.ok()).any(|e| {
-        e.path()
-            .is_ok_and(|p| top_name(&p).as_deref() == Some(MANIFEST))
-    })
+    for entry in entries {
+        let Ok(entry) = entry else {
+            return false;
+        };
+        let Ok(path) = entry.path() else {
+            return false;
+        };
+        if matches!(path.to_str(), Some("." | "./")) {
+            continue;
+        }
+        match top_name(&path) {
+            Some(name) if name == MANIFEST => return true,
+            Some(_) => {}
+            None => return false,
+        }
+    }
+    false
+}
+
+/// Copies the `stackpack-runner` program out of a runner archive (`scripts/dist.sh`'s
+/// `<name>/stackpack-runner`) into `out`; `Ok(false)` when it holds none. The
+/// packager reads it through to check the archive, the runner to install it.
+pub fn copy_runner(archive: &Path, out: &mut dyn std::io::Write) -> std::io::Result<bool> {
+    let file = std::fs::File::open(archive)?;
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    for entry in tar.entries()? {
+        let mut entry = entry?;
+        let path = entry.path()?.into_owned();
+        let is_runner = path.components().count() == 2
+            && path.file_name().is_some_and(|n| n == "stackpack-runner")
+            && entry.header().entry_type().is_file();
+        if is_runner {
+            std::io::copy(&mut entry, out)?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The name of an entry at the tar's top (`kit.json`, or `./kit.json` from

@@ -87,27 +87,13 @@ struct Candidate {
 }
 
 fn unpack_runner(archive: &Path, staging: &Path, source: &Path) -> Result<Candidate> {
-    let file = std::fs::File::open(archive).map_err(|e| io("read", archive, e))?;
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
     let binary = staging.join("stackpack-runner.new");
-    let damaged = |e: std::io::Error| {
+    let mut out = std::fs::File::create(&binary).map_err(|e| io("write", &binary, e))?;
+    let found = stackpack_bundle::kit::copy_runner(archive, &mut out).map_err(|e| {
         Error::refused(format!("the kit's runner archive is not readable: {e}"))
             .at(source.display())
-    };
-    let mut found = false;
-    for entry in tar.entries().map_err(damaged)? {
-        let mut entry = entry.map_err(damaged)?;
-        let path = entry.path().map_err(damaged)?.into_owned();
-        let is_runner = path.components().count() == 2
-            && path.file_name().is_some_and(|n| n == "stackpack-runner")
-            && entry.header().entry_type().is_file();
-        if is_runner {
-            let mut out = std::fs::File::create(&binary).map_err(|e| io("write", &binary, e))?;
-            std::io::copy(&mut entry, &mut out).map_err(damaged)?;
-            found = true;
-            break;
-        }
-    }
+    })?;
+    drop(out);
     if !found {
         return Err(
             Error::refused("the kit's runner archive holds no `stackpack-runner`")
@@ -117,8 +103,7 @@ fn unpack_runner(archive: &Path, staging: &Path, source: &Path) -> Result<Candid
     }
     set_executable(&binary)?;
     let version = version_of(&binary, source)?;
-    let running =
-        semver::Version::parse(env!("CARGO_PKG_VERSION")).expect("our own version parses");
+    let running = running_version();
     if version < running {
         return Err(Error::refused(format!(
             "the kit's runner is `{version}`, older than this runner (`{running}`): a runner is never downgraded"
@@ -127,6 +112,11 @@ fn unpack_runner(archive: &Path, staging: &Path, source: &Path) -> Result<Candid
         .hint("import the kit without `--upgrade-runner` (its bundles are imported; this runner stays), or ask your vendor for a kit with a current runner"));
     }
     Ok(Candidate { binary, version })
+}
+
+/// This runner's own version.
+fn running_version() -> semver::Version {
+    semver::Version::parse(env!("CARGO_PKG_VERSION")).expect("our own version parses")
 }
 
 fn set_executable(path: &Path) -> Result<()> {
@@ -160,8 +150,7 @@ fn version_of(binary: &Path, source: &Path) -> Result<semver::Version> {
 /// Puts the candidate in place of the running program: copied beside it, then
 /// renamed over it, so the program is whole at every moment.
 fn install(candidate: Candidate) -> Result<RunnerOutcome> {
-    let running =
-        semver::Version::parse(env!("CARGO_PKG_VERSION")).expect("our own version parses");
+    let running = running_version();
     if candidate.version == running {
         return Ok(RunnerOutcome::AlreadyCurrent {
             version: running.to_string(),

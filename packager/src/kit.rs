@@ -3,7 +3,6 @@
 //! and `VERIFY.md` + `verify.sh`, in one tar. The format is `stackpack_bundle::kit`'s,
 //! which the runner reads; this module only assembles and signs.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use stackpack_bundle::kit::{self, KitManifest, KitRunner};
@@ -104,26 +103,9 @@ fn add_runner(staging: &Path, archive: &Path) -> Result<KitRunner> {
     })
 }
 
+/// Reads the runner through, so a truncated archive is found here, not at the customer's.
 fn holds_runner(archive: &Path) -> Result<bool> {
-    let file = std::fs::File::open(archive).map_err(|e| {
-        Error::usage(format!("cannot read `{}`: {e}", archive.display()))
-            .hint("pass the runner archive `scripts/dist.sh` writes")
-    })?;
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    let entries = tar.entries().map_err(|e| unreadable(archive, e))?;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| unreadable(archive, e))?;
-        let path = entry.path().map_err(|e| unreadable(archive, e))?;
-        if path.file_name().is_some_and(|n| n == "stackpack-runner")
-            && path.components().count() == 2
-        {
-            // Read it through, so a truncated archive is found here, not at the customer's.
-            std::io::copy(&mut entry.by_ref().take(u64::MAX), &mut std::io::sink())
-                .map_err(|e| unreadable(archive, e))?;
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    kit::copy_runner(archive, &mut std::io::sink()).map_err(|e| unreadable(archive, e))
 }
 
 fn unreadable(archive: &Path, e: std::io::Error) -> Error {
