@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds Stackpack's release artifacts for any x86_64 Linux (glibc 2.17 and newer):
 # per program `<program>-<version>-x86_64-linux.tar.gz` (the binary, LICENSE, a short
-# README and the CycloneDX SBOM of the crates it links), then `SHA256SUMS` and
-# `SHA256SUMS.sig` (ed25519 over SHA256SUMS, verifiable with `openssl pkeyutl`).
+# README and the CycloneDX SBOM of the crates it links), each program as an OCI image
+# in the layout `oci/` (non-root user 65532, the same binary, licence and SBOM;
+# `images.txt` lists each image's manifest digest), then `SHA256SUMS` (archives and
+# `images.txt`) and `SHA256SUMS.sig` (ed25519 over SHA256SUMS, verifiable with
+# `openssl pkeyutl`): the signature covers each image through its digest.
 #
 #   scripts/dist.sh --key release.key [--out dist]        # the three programs, `dist` profile
 #   scripts/dist.sh --key env:STACKPACK_RELEASE_KEY        # the variable holds the PEM or a path
@@ -34,6 +37,7 @@ Options:
                        stackpack-runner, stackpack-registry
   --target TRIPLE      default x86_64-unknown-linux-gnu.2.17
   --allow-dirty        build a tree with uncommitted changes (version says +dirty)
+  --no-images          archives only, no OCI images
   -h, --help           this help
 USAGE
 }
@@ -41,7 +45,7 @@ USAGE
 die() { echo "error: $1" >&2; [ -n "${2:-}" ] && echo "hint: $2" >&2; exit 2; }
 step() { echo "==> $*" >&2; }
 
-profile=dist; out=dist; key=""; unsigned=0; allow_dirty=0; quick=0
+profile=dist; out=dist; key=""; unsigned=0; allow_dirty=0; quick=0; images=1
 target=x86_64-unknown-linux-gnu.2.17
 programs=()
 while [ $# -gt 0 ]; do
@@ -53,6 +57,7 @@ while [ $# -gt 0 ]; do
     --program) [ $# -ge 2 ] || die "\`--program\` needs a name"; programs+=("$2"); shift 2 ;;
     --target) [ $# -ge 2 ] || die "\`--target\` needs a triple"; target="$2"; shift 2 ;;
     --allow-dirty) allow_dirty=1; shift ;;
+    --no-images) images=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option \`$1\`" "see \`scripts/dist.sh --help\`" ;;
   esac
@@ -102,7 +107,9 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   [ $allow_dirty -eq 1 ] || die "the work tree has uncommitted changes" "commit them (a release is built from a commit), or pass \`--allow-dirty\` for a trial"
   commit="${commit}+dirty"
 fi
-version="$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="stackpack-runner"))')"
+metadata="$(cargo metadata --format-version 1 --no-deps --locked)"
+version="$(printf '%s' "$metadata" | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="stackpack-runner"))')"
+source_url="$(printf '%s' "$metadata" | python3 -c 'import json,sys; print(next(p["repository"] or "" for p in json.load(sys.stdin)["packages"] if p["name"]=="stackpack-runner"))')"
 export SOURCE_DATE_EPOCH="$(git log -1 --format=%ct)"
 export STACKPACK_COMMIT="$commit" STACKPACK_COMMIT_DATE="$(git log -1 --format=%cs)"
 glibc="${target##*-gnu.}"; [ "$glibc" != "$target" ] || glibc=""
@@ -157,12 +164,28 @@ for p in "${programs[@]}"; do
       --format=gnu -C "$stage" -cf - "$name" | gzip -9 -n > "$out/$name.tar.gz"
   archives+=("$name.tar.gz")
   echo "$out/$name.tar.gz  (glibc needed: ${newest:-none}; $(stat -c %s "$bin") bytes unpacked)"
+  if [ $images -eq 1 ]; then
+    # The same binary, licence and SBOM as an OCI image (non-root, reproducible) in
+    # one image layout; `images.txt` names each image's manifest digest and is
+    # itself summed and signed below.
+    python3 scripts/dist/image.py --layout "$out/oci" --program "$p" --binary "$bin" \
+      --version "$version" --commit "$commit" --source "$source_url" \
+      --license LICENSE --sbom "$dir/$p.cdx.json" >> "$stage/images.txt"
+  fi
 done
+if [ $images -eq 1 ]; then
+  touch "$out/images.txt"
+  # This run's images replace an earlier run's of the same name.
+  cat "$stage/images.txt" "$out/images.txt" | awk '!seen[$1]++' | LC_ALL=C sort > "$stage/images.sorted"
+  install -m 0644 "$stage/images.sorted" "$out/images.txt"
+  step "images in \`$out/oci\` (OCI layout); push one with: skopeo copy oci:$out/oci:stackpack-runner-$version docker://REGISTRY/stackpack-runner:$version"
+fi
 
 cd "$out"
 # Every archive this folder holds for this version, so a second program built later
 # is summed with the first.
-ls -1 ./*-"$version"-"$arch"-linux.tar.gz | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
+{ ls -1 ./*-"$version"-"$arch"-linux.tar.gz; [ -f images.txt ] && echo ./images.txt; } \
+  | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
 rm -f SHA256SUMS.sig
 if [ $unsigned -eq 0 ]; then
   openssl pkeyutl -sign -inkey "$keyfile" -rawin -in SHA256SUMS -out SHA256SUMS.sig

@@ -68,6 +68,7 @@ fn dist_archive_runs_on_glibc_2_17_is_signed_and_packs_the_same_bytes_twice() {
         "sha256sum",
         "objdump",
         "python3",
+        "skopeo",
     ] {
         assert!(have(tool), "`{tool}` is needed");
     }
@@ -92,6 +93,29 @@ fn dist_archive_runs_on_glibc_2_17_is_signed_and_packs_the_same_bytes_twice() {
     );
     assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
     assert!(check.stdout.contains(&format!("{name}.tar.gz: OK")));
+    assert!(check.stdout.contains("images.txt: OK"), "{}", check.stdout);
+
+    // The same program as an OCI image, which a real client reads from the layout;
+    // the signed `images.txt` names its manifest digest, so the signature covers it.
+    let images = std::fs::read_to_string(first.join("images.txt")).unwrap();
+    let reference = format!("stackpack-{version}");
+    let listed = images
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{reference} ")))
+        .unwrap_or_else(|| panic!("no `{reference}` in images.txt:\n{images}"));
+    let inspected = run(Command::new("skopeo")
+        .arg("inspect")
+        .arg(format!("oci:{}:{reference}", first.join("oci").display())))
+    .ok();
+    let inspected: serde_json::Value = serde_json::from_str(&inspected.stdout).unwrap();
+    assert_eq!(inspected["Digest"], listed.trim(), "images.txt names another manifest");
+    assert_eq!(inspected["Labels"]["org.opencontainers.image.version"], version);
+    let config = run(Command::new("skopeo")
+        .args(["inspect", "--config"])
+        .arg(format!("oci:{}:{reference}", first.join("oci").display())))
+    .ok();
+    let config: serde_json::Value = serde_json::from_str(&config.stdout).unwrap();
+    assert_eq!(config["config"]["User"], "65532:65532", "the image runs as root");
 
     // The archive: binary, licence, README and SBOM, no owner.
     let listing = sh(&first, &format!("tar -tvzf {name}.tar.gz")).ok().stdout;
@@ -178,6 +202,7 @@ fn dist_archive_runs_on_glibc_2_17_is_signed_and_packs_the_same_bytes_twice() {
         format!("{name}.tar.gz"),
         "SHA256SUMS".into(),
         "SHA256SUMS.sig".into(),
+        "images.txt".into(),
     ] {
         assert_eq!(
             std::fs::read(first.join(&file)).unwrap(),
