@@ -108,14 +108,24 @@ fn dist_archive_runs_on_glibc_2_17_is_signed_and_packs_the_same_bytes_twice() {
         .arg(format!("oci:{}:{reference}", first.join("oci").display())))
     .ok();
     let inspected: serde_json::Value = serde_json::from_str(&inspected.stdout).unwrap();
-    assert_eq!(inspected["Digest"], listed.trim(), "images.txt names another manifest");
-    assert_eq!(inspected["Labels"]["org.opencontainers.image.version"], version);
+    assert_eq!(
+        inspected["Digest"],
+        listed.trim(),
+        "images.txt names another manifest"
+    );
+    assert_eq!(
+        inspected["Labels"]["org.opencontainers.image.version"],
+        version
+    );
     let config = run(Command::new("skopeo")
         .args(["inspect", "--config"])
         .arg(format!("oci:{}:{reference}", first.join("oci").display())))
     .ok();
     let config: serde_json::Value = serde_json::from_str(&config.stdout).unwrap();
-    assert_eq!(config["config"]["User"], "65532:65532", "the image runs as root");
+    assert_eq!(
+        config["config"]["User"], "65532:65532",
+        "the image runs as root"
+    );
 
     // The archive: binary, licence, README and SBOM, no owner.
     let listing = sh(&first, &format!("tar -tvzf {name}.tar.gz")).ok().stdout;
