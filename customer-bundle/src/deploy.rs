@@ -1019,7 +1019,11 @@ fn smoke_checks(
     ui: &mut Ui,
 ) -> Result<Vec<smoke::Failure>> {
     let assertions = smoke::assertions(dir)?;
-    let state = engine.show_state(dir)?;
+    let state = if engine.has_check_blocks() {
+        engine.show_state(dir)?
+    } else {
+        serde_json::Value::Null
+    };
     let mut failures = smoke::check_blocks(&state);
     failures.extend(smoke::check_outputs(&assertions, outputs));
     let checks = state["checks"]

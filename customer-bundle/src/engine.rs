@@ -573,6 +573,19 @@ impl Engine {
         Ok(details)
     }
 
+    /// This engine's version as semver; a version it does not say in semver's form
+    /// reads as the newest, so no feature is withheld on a misreading.
+    fn semver(&self) -> semver::Version {
+        semver::Version::parse(&self.version).unwrap_or_else(|_| semver::Version::new(99, 0, 0))
+    }
+
+    /// Whether this engine knows `check` blocks (Terraform 1.5, every OpenTofu):
+    /// before them a state holds no check results, and the state need not be read
+    /// for them (some old engines cannot show a state at all, only a plan).
+    pub fn has_check_blocks(&self) -> bool {
+        self.name != EngineName::Terraform || self.semver() >= semver::Version::new(1, 5, 0)
+    }
+
     /// `show -json` of the state, as the last apply left it.
     pub fn show_state(&self, dir: &Path) -> Result<serde_json::Value> {
         self.run_json(dir, &["show", "-no-color", "-json"], "show")
@@ -844,8 +857,7 @@ fn s3_settings(
     stack: &str,
     engine: &Engine,
 ) -> Result<String> {
-    let version =
-        semver::Version::parse(&engine.version).unwrap_or_else(|_| semver::Version::new(99, 0, 0));
+    let version = engine.semver();
     let native_lock = match engine.name {
         EngineName::Terraform => version >= semver::Version::new(1, 10, 0),
         _ => version >= semver::Version::new(1, 8, 0),
