@@ -47,3 +47,25 @@ impl From<crate::release::ReleaseError> for Error {
         }
     }
 }
+
+/// An engine a release carries that cannot be packed or run as signed.
+impl From<crate::carried_engine::EngineError> for Error {
+    fn from(e: crate::carried_engine::EngineError) -> Self {
+        use crate::carried_engine::EngineError;
+        let hint = match &e {
+            EngineError::WrongPlatform { platform, .. } => Some(format!(
+                "put the engine's `{platform}` build there (the binary from its `{platform}` release zip)"
+            )),
+            EngineError::Changed { path, .. } => Some(format!(
+                "something changed a program this runner executes: find out what, then delete `{}`; the next run installs it again from the verified release",
+                path.parent().unwrap_or(path).display()
+            )),
+            _ => None,
+        };
+        let error = Error::refused(e.to_string());
+        match hint {
+            Some(hint) => error.hint(hint).caused_by(e),
+            None => error.caused_by(e),
+        }
+    }
+}

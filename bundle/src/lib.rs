@@ -18,6 +18,8 @@
 //!   for channel C") as OCI artifacts whose subject is the release.
 //! - [`sign`] writes the signature artifact of a bundle or a release.
 //! - [`trust`] loads the public keys a caller trusts.
+//! - [`carried_engine`] packs the engine a release carries (one binary per
+//!   platform, pinned by the signed description) and installs it on the runner.
 //! - [`engine_env`] is the allow-list of variables the engine gets, wherever it runs.
 //! - [`freshness`] signs and checks each stack's newest-version statement (freeze
 //!   protection).
@@ -36,6 +38,7 @@
 pub mod archive;
 pub mod aws_api;
 pub mod aws_profile;
+pub mod carried_engine;
 pub mod channel;
 pub mod engine_env;
 pub mod error;

@@ -176,6 +176,17 @@ pub fn write_release(
     repository: &str,
 ) -> Result<Descriptor, ReleaseError> {
     let reference = format!("{}@{}", description.name, description.version);
+    // The engine's manifest and binaries are written first (see
+    // `carried_engine::write`): the index pins what is already here.
+    if let Some(engine) = &description.engine {
+        if !layout.has_blob(&engine.digest) {
+            return Err(ReleaseError::MissingPart {
+                reference,
+                part: format!("engine `{}` {}", engine.name, engine.version),
+                layout: layout.root().display().to_string(),
+            });
+        }
+    }
     let (config_digest, config_size) = layout.write_blob(&description.to_bytes())?;
     layout.write_blob(media_type::EMPTY_BLOB)?;
     let mut description_annotations = Annotations::new();
@@ -203,35 +214,7 @@ pub fn write_release(
     )?;
     let mut manifests = vec![first, signature];
 
-    for stack in &description.stacks {
-        let found = layout.find_bundle(&stack.name, &stack.version)?;
-        let Some(bundle) = found.filter(|d| d.digest == stack.digest) else {
-            return Err(ReleaseError::MissingPart {
-                reference,
-                part: format!(
-                    "bundle `{}@{}` at `{}`",
-                    stack.name, stack.version, stack.digest
-                ),
-                layout: layout.root().display().to_string(),
-            });
-        };
-        let mut entry = Descriptor::new(
-            bundle.media_type.clone(),
-            bundle.digest.clone(),
-            bundle.size,
-        );
-        entry.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
-        let mut annotations = Annotations::new();
-        annotations.insert(annotation::STACK.into(), stack.name.clone());
-        annotations.insert(annotation::VERSION.into(), stack.version.to_string());
-        entry.annotations = Some(annotations);
-        manifests.push(entry);
-        for signature in layout.signatures_for(&bundle.digest)? {
-            let mut entry = Descriptor::new(signature.media_type, signature.digest, signature.size);
-            entry.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
-            manifests.push(entry);
-        }
-    }
+    manifests.extend(stack_entries(layout, description, &reference)?);
     for service in &description.services {
         let Some(found) = services.iter().find(|d| d.digest == service.digest) else {
             return Err(ReleaseError::MissingPart {
@@ -246,6 +229,10 @@ pub fn write_release(
         annotations.insert(annotation::SERVICE.into(), service.name.clone());
         entry.annotations = Some(annotations);
         manifests.push(entry);
+    }
+
+    if let Some(engine) = &description.engine {
+        manifests.push(engine_entry(layout, engine));
     }
 
     let mut index = ImageIndex::new(manifests);
@@ -263,6 +250,65 @@ pub fn write_release(
     let mut descriptor = Descriptor::new(media_type::OCI_INDEX, digest, size);
     descriptor.artifact_type = Some(media_type::RELEASE_ARTIFACT.into());
     Ok(descriptor)
+}
+
+/// Each stack's bundle entry, then its signatures' entries, as the release index
+/// lists them; every bundle must be in the layout at the digest the description
+/// pins.
+fn stack_entries(
+    layout: &ImageLayout,
+    description: &ReleaseDescription,
+    reference: &str,
+) -> Result<Vec<Descriptor>, ReleaseError> {
+    let mut entries = Vec::new();
+    for stack in &description.stacks {
+        let found = layout.find_bundle(&stack.name, &stack.version)?;
+        let Some(bundle) = found.filter(|d| d.digest == stack.digest) else {
+            return Err(ReleaseError::MissingPart {
+                reference: reference.to_string(),
+                part: format!(
+                    "bundle `{}@{}` at `{}`",
+                    stack.name, stack.version, stack.digest
+                ),
+                layout: layout.root().display().to_string(),
+            });
+        };
+        let mut entry = Descriptor::new(
+            bundle.media_type.clone(),
+            bundle.digest.clone(),
+            bundle.size,
+        );
+        entry.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
+        let mut annotations = Annotations::new();
+        annotations.insert(annotation::STACK.into(), stack.name.clone());
+        annotations.insert(annotation::VERSION.into(), stack.version.to_string());
+        entry.annotations = Some(annotations);
+        entries.push(entry);
+        for signature in layout.signatures_for(&bundle.digest)? {
+            let mut entry = Descriptor::new(signature.media_type, signature.digest, signature.size);
+            entry.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+            entries.push(entry);
+        }
+    }
+    Ok(entries)
+}
+
+/// The release index's entry for the engine it carries (its manifest is in the
+/// layout: `write_release` checked).
+fn engine_entry(
+    layout: &ImageLayout,
+    engine: &stackpack_schema::release::ReleaseEngine,
+) -> Descriptor {
+    let size = std::fs::metadata(layout.blob_path(&engine.digest))
+        .map(|m| m.len())
+        .unwrap_or_default();
+    let mut entry = Descriptor::new(media_type::OCI_MANIFEST, engine.digest.clone(), size);
+    entry.artifact_type = Some(media_type::ENGINE_ARTIFACT.into());
+    let mut annotations = Annotations::new();
+    annotations.insert(annotation::ENGINE.into(), engine.name.as_str().to_string());
+    annotations.insert(annotation::VERSION.into(), engine.version.to_string());
+    entry.annotations = Some(annotations);
+    entry
 }
 
 /// Finds `name@version` in the layout and verifies it: signed by a trusted key for
@@ -447,6 +493,9 @@ fn check_pins(
             });
         }
     }
+    if let Some(engine) = &description.engine {
+        check_engine_pin(layout, index, engine, reference)?;
+    }
     for service in &description.services {
         let pinned = index.manifests.iter().any(|d| {
             d.annotation(annotation::SERVICE) == Some(service.name.as_str())
@@ -459,6 +508,59 @@ fn check_pins(
                     "its index does not pin service `{}` at `{}`",
                     service.name, service.digest
                 ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The engine the description names is pinned by the index and its manifest is
+/// here, with a layer of each platform's digest and size: what the runner installs
+/// is what the signature covers.
+fn check_engine_pin(
+    layout: &ImageLayout,
+    index: &ImageIndex,
+    engine: &stackpack_schema::release::ReleaseEngine,
+    reference: &str,
+) -> Result<(), ReleaseError> {
+    let part = format!("engine `{}` {}", engine.name, engine.version);
+    let Some(entry) = index
+        .manifests
+        .iter()
+        .find(|d| d.annotation(annotation::ENGINE).is_some())
+    else {
+        return Err(ReleaseError::Invalid {
+            reference: reference.into(),
+            reason: format!("its index does not pin {part}"),
+        });
+    };
+    if entry.digest != engine.digest {
+        return Err(ReleaseError::WrongPart {
+            reference: reference.into(),
+            part,
+            pinned: engine.digest.clone(),
+            found: format!("its index pins `{}`", entry.digest),
+        });
+    }
+    let Some(manifest) = read_manifest(layout, entry) else {
+        return Err(ReleaseError::MissingPart {
+            reference: reference.into(),
+            part: format!("the manifest of {part}"),
+            layout: layout.root().display().to_string(),
+        });
+    };
+    for platform in &engine.platforms {
+        let layer = manifest.layers.iter().any(|l| {
+            l.digest == platform.digest
+                && l.size == platform.size
+                && l.annotation(annotation::ENGINE_PLATFORM) == Some(platform.platform.as_str())
+        });
+        if !layer {
+            return Err(ReleaseError::WrongPart {
+                reference: reference.into(),
+                part: format!("{part} for `{}`", platform.platform),
+                pinned: platform.digest.clone(),
+                found: "its engine manifest has no such layer".into(),
             });
         }
     }

@@ -103,6 +103,8 @@ pub struct Options {
     pub reviewed: Option<PathBuf>,
     /// The release this run is part of, recorded in its receipt.
     pub release: Option<stackpack_schema::receipt::ReleaseRef>,
+    /// The engine that release carries (see `carried_engine`).
+    pub engine: Option<stackpack_schema::release::ReleaseEngine>,
 }
 
 /// What a run did.
@@ -502,6 +504,7 @@ fn new_receipt(
         engine: EngineRun {
             name: home.config.engine.name,
             version: "unknown".into(),
+            digest: None,
         },
         plan: PlanSummary::default(),
         kind: request.target.kind(),
@@ -702,7 +705,7 @@ fn execute(
         lock_fd,
         ..
     } = context;
-    let mut engine = Engine::locate(home, ui.verbose)?;
+    let mut engine = Engine::locate_for(home, request.options.engine.as_ref(), ui.verbose)?;
     engine.inherit_fds.push(lock_fd);
     engine.transcript = super::support_bundle::transcript_for(home, &receipt.id);
     engine.input_variables = bundle
@@ -714,6 +717,7 @@ fn execute(
         .collect();
     engine.secrets = crate::redact::Secrets::of_inputs(&bundle.config.interface, inputs_text);
     receipt.engine.version = engine.version.clone();
+    receipt.engine.digest = engine.digest.clone();
     engine.check_required_version(bundle.config.engine.version_constraint.as_deref())?;
     if let Some(wanted) = bundle.config.engine.name {
         if wanted != engine.name {

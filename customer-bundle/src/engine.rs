@@ -57,6 +57,9 @@ pub struct Engine {
     /// A file every line of the engine's output is also appended to (a run's
     /// transcript, kept for the support bundle when the run fails).
     pub transcript: Option<PathBuf>,
+    /// The binary's digest when it is the engine a release carries (checked
+    /// before this run): what receipts record.
+    pub digest: Option<stackpack_schema::digest::Digest>,
 }
 
 /// Lines of an engine's error kept for the receipt; its summary and resource come
@@ -238,15 +241,36 @@ impl PlanDetails {
 impl Engine {
     /// Finds the engine `runner.toml` names and asks it its version.
     pub fn locate(home: &Home, verbose: bool) -> Result<Engine> {
+        Engine::locate_for(home, None, verbose)
+    }
+
+    /// The engine for a run of a release carrying `carried`: when `runner.toml`
+    /// names no engine path, the release's own (installed into the home, its
+    /// digest checked before this run); else as [`Engine::locate`] finds it.
+    pub fn locate_for(
+        home: &Home,
+        carried: Option<&stackpack_schema::release::ReleaseEngine>,
+        verbose: bool,
+    ) -> Result<Engine> {
+        if let Some(found) = crate::carried_engine::for_run(home, carried)? {
+            let mut engine = Engine::at(home, found.name, found.path, verbose)?;
+            engine.digest = Some(found.digest);
+            return Ok(engine);
+        }
         let name = home.config.engine.name;
         let path = match &home.config.engine.path {
             Some(path) => path.clone(),
-            None => find_on_path(name.as_str()).ok_or_else(|| {
+            None => files::find_on_path(name.as_str()).ok_or_else(|| {
                 Error::refused(format!("engine `{name}` is not on `PATH`"))
                     .at(format!("`{}`", home.root.join("runner.toml").display()))
                     .hint("install it, or set `path` under `[engine]` in `runner.toml`")
             })?,
         };
+        Engine::at(home, name, path, verbose)
+    }
+
+    /// The engine `name` at `path`, asked its version.
+    fn at(home: &Home, name: EngineName, path: PathBuf, verbose: bool) -> Result<Engine> {
         let config_file = home.root.join("runner.toml");
         let missing = move |name: EngineName, path: &Path| {
             Error::refused(format!(
@@ -276,6 +300,7 @@ impl Engine {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             errors: Default::default(),
+            digest: None,
         };
         engine.version = engine.ask_version().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
@@ -801,13 +826,6 @@ pub fn runs_commands(module: &serde_json::Value, prefix: &str) -> Vec<String> {
     found
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-}
-
 /// The backend override file and `-backend-config` arguments for `stack`.
 pub fn backend_setup(home: &Home, engine: &Engine, stack: &str) -> Result<(String, Vec<String>)> {
     let backend = &home.config.backend;
@@ -967,6 +985,7 @@ mod tests {
             secrets: Secrets::default(),
             errors: Default::default(),
             transcript: None,
+            digest: None,
         }
     }
 

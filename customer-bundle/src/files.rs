@@ -54,3 +54,11 @@ pub fn work_folder(root: &Path, prefix: &str) -> Result<tempfile::TempDir> {
         .tempdir_in(root)
         .map_err(|e| io("create a work folder in", root, e))
 }
+
+/// The first file called `name` in a folder of `PATH`, as a shell would find it.
+pub fn find_on_path(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}

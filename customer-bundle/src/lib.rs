@@ -13,6 +13,8 @@
 //!   `import` of a layout (folder or tar) after every bundle in it is verified.
 //! - [`unpack`]: a verified bundle out of the store into a work folder, checked again.
 //! - [`engine`]: running Terraform or OpenTofu in a throwaway work folder.
+//! - [`carried_engine`]: the engine a release carries, installed into the home and
+//!   checked against the signed release before every run.
 //! - [`redact`]: sensitive inputs replaced in the engine output relayed and kept.
 //! - [`inputs`]: checking a customer's `.tfvars` against a bundle's interface.
 //! - [`ledger`]: the local SQLite record of every receipt and deployment.
@@ -34,6 +36,7 @@
 //! - [`support_bundle`]: what support needs from this home, secrets left out.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
+pub mod carried_engine;
 pub mod deploy;
 pub mod deployment_record;
 pub mod engine;

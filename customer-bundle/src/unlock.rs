@@ -188,6 +188,7 @@ fn record(
         engine: EngineRun {
             name: engine.name,
             version: engine.version.clone(),
+            digest: None,
         },
         plan: PlanSummary::default(),
         kind: ReceiptKind::Unlock,

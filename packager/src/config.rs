@@ -36,6 +36,9 @@ pub struct RepoConfig {
     /// Where provider packages come from, and for which platforms.
     #[serde(default)]
     pub providers: ProviderSettings,
+    /// `[engines]`: the engine mirror releases take their engine from.
+    #[serde(default)]
+    pub engines: EngineSettings,
     /// `[witness]`: the account the outcome witness applies and plans in.
     pub witness: Option<WitnessSettings>,
     /// Which inputs name a customer and its network, and the pool new ranges come from.
@@ -61,6 +64,30 @@ pub struct ReleaseSettings {
     pub services: BTreeMap<String, String>,
     /// The version of the first release (default `0.1.0`).
     pub initial_version: Option<Version>,
+    /// `engine = { name = "tofu", version = "1.8.2" }`: the engine the release
+    /// carries, per platform of `[providers] platforms`, from `[engines] mirror`.
+    pub engine: Option<ReleaseEngineSettings>,
+}
+
+/// `[releases.<name>] engine`: which engine the release carries.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ReleaseEngineSettings {
+    pub name: stackpack_schema::bundle::EngineName,
+    pub version: Version,
+}
+
+/// Names an engine mirror that overrides `[engines] mirror`.
+pub const ENGINE_MIRROR_VARIABLE: &str = "STACKPACK_ENGINE_MIRROR";
+
+/// `[engines]`: where the engines releases carry are taken from.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct EngineSettings {
+    /// A folder holding `<name>/<version>/<platform>/<name>` (the binary from the
+    /// engine's release zip: `terraform/1.9.8/linux_amd64/terraform`), relative to
+    /// the repository or absolute. Filled in CI; not committed.
+    pub mirror: Option<PathBuf>,
 }
 
 impl ReleaseSettings {
@@ -241,6 +268,9 @@ impl RepoConfig {
         // jobs): the variable names it without editing `stackpack.toml`.
         if let Some(mirror) = std::env::var_os(PROVIDER_MIRROR_VARIABLE).filter(|v| !v.is_empty()) {
             config.providers.mirror = Some(PathBuf::from(mirror));
+        }
+        if let Some(mirror) = std::env::var_os(ENGINE_MIRROR_VARIABLE).filter(|v| !v.is_empty()) {
+            config.engines.mirror = Some(PathBuf::from(mirror));
         }
         if let Some(endpoint) = std::env::var(WITNESS_ENDPOINT_VARIABLE)
             .ok()

@@ -39,6 +39,12 @@ pub const RELEASE_CONFIG: &str = "application/vnd.stackpack.release.config.v1+js
 pub const CHANNEL_STATEMENT_ARTIFACT: &str = "application/vnd.stackpack.channel-statement.v1";
 /// The channel statement layer: `stackpack_schema::rollout::SignedChannelStatement`.
 pub const CHANNEL_STATEMENT_LAYER: &str = "application/vnd.stackpack.channel-statement.v1+json";
+/// The engine a release carries (see [`crate::release::ReleaseEngine`]): an image
+/// manifest with an empty config and one layer per platform.
+pub const ENGINE_ARTIFACT: &str = "application/vnd.stackpack.engine.v1";
+/// One platform's engine binary, stored as is (executable, uncompressed: the
+/// runner checks its digest before every run without unpacking it).
+pub const ENGINE_BINARY: &str = "application/vnd.stackpack.engine.binary.v1";
 pub const OPENTOFU_MODULE_ARTIFACT: &str = "application/vnd.opentofu.modulepkg";
 /// Layer media type of an OpenTofu module package.
 pub const ZIP_ARCHIVE: &str = "archive/zip";
@@ -79,6 +85,10 @@ pub mod annotation {
     pub const PROVIDER_SOURCE: &str = "dev.stackpack.provider.source";
     pub const PROVIDER_VERSION: &str = "dev.stackpack.provider.version";
     pub const PROVIDER_PLATFORM: &str = "dev.stackpack.provider.platform";
+    /// On a release index's entry for its engine: the engine's name.
+    pub const ENGINE: &str = "dev.stackpack.engine";
+    /// On an engine layer: its platform, as Terraform names them (`linux_amd64`).
+    pub const ENGINE_PLATFORM: &str = "dev.stackpack.engine.platform";
 }
 
 /// True for the manifest media types we can parse as an image manifest.

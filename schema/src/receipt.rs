@@ -142,6 +142,10 @@ impl fmt::Display for Outcome {
 pub struct EngineRun {
     pub name: crate::bundle::EngineName,
     pub version: String,
+    /// The binary's digest when it was the engine the release carries (checked
+    /// against the signed release before the run); none for the customer's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<crate::digest::Digest>,
 }
 
 /// Counts from the plan.
@@ -461,6 +465,7 @@ mod tests {
             engine: EngineRun {
                 name: crate::bundle::EngineName::Tofu,
                 version: "1.8.0".into(),
+                digest: None,
             },
             plan: PlanSummary {
                 add: 3,

@@ -47,6 +47,62 @@ pub struct ReleaseDescription {
     /// Why this version follows the last: each part's change and its bump.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<ReleaseChange>,
+    /// The engine the release carries (`[releases.<name>] engine`), which a runner
+    /// whose `runner.toml` names no engine path runs; none when the customer brings
+    /// their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<ReleaseEngine>,
+}
+
+/// The engine inside a release: one binary per platform, each pinned by digest in
+/// the signed description (so the signature covers every binary), stored as the
+/// layers of one image manifest the release index pins.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseEngine {
+    pub name: crate::bundle::EngineName,
+    pub version: Version,
+    /// The engine manifest's digest (an index entry of the release).
+    pub digest: Digest,
+    pub platforms: Vec<EnginePlatform>,
+}
+
+impl ReleaseEngine {
+    /// The binary for `platform` (`linux_amd64`), if the release carries one.
+    pub fn for_platform(&self, platform: &str) -> Option<&EnginePlatform> {
+        self.platforms.iter().find(|p| p.platform == platform)
+    }
+
+    /// `linux_amd64, linux_arm64`: for messages.
+    pub fn platform_names(&self) -> String {
+        self.platforms
+            .iter()
+            .map(|p| format!("`{}`", p.platform))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// One platform's engine binary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnginePlatform {
+    /// As Terraform names platforms: `linux_amd64`, `linux_arm64`.
+    pub platform: String,
+    /// The binary's SHA-256 (the layer's digest).
+    pub digest: Digest,
+    pub size: u64,
+}
+
+/// This machine's platform, as Terraform names them (`linux_amd64`).
+pub fn this_platform() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    };
+    format!("{}_{arch}", std::env::consts::OS)
 }
 
 impl ReleaseDescription {
@@ -187,6 +243,9 @@ pub enum ReleaseChangeKind {
     ServiceChanged,
     WiringChanged,
     WiringBroken,
+    EngineAdded,
+    EngineRemoved,
+    EngineChanged,
 }
 
 /// Why stacks cannot be put in an apply order.
@@ -348,6 +407,7 @@ mod tests {
                 bump: Bump::Minor,
                 detail: "0.3.0 → 0.3.1".into(),
             }],
+            engine: None,
         };
         let bytes = description.to_bytes();
         let text = String::from_utf8(bytes.clone()).unwrap();

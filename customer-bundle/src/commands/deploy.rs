@@ -34,6 +34,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
         plan_out: args.out.clone(),
         reviewed: None,
         release: None,
+        engine: None,
     };
     let report = run(&home, request, Confirm::NotAsked)?;
     if args.format == PlanFormat::Markdown {
@@ -62,6 +63,7 @@ pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<ExitStatus> {
         plan_out: None,
         reviewed: args.plan.clone(),
         release: None,
+        engine: None,
     };
     let report = run(&home, request, confirm)?;
     print_report(&report, args.deploy.json);

@@ -298,6 +298,7 @@ pub fn rollback(
             wait,
             options: Options {
                 release: Some(reference.clone()),
+                engine: release.description.engine.clone(),
                 ..Options::default()
             },
         };
@@ -376,7 +377,10 @@ pub fn destroy(
             stack: stack.name.clone(),
             target: Target::Destroy,
             wait,
-            options: Options::default(),
+            options: Options {
+                engine: release.description.engine.clone(),
+                ..Options::default()
+            },
         };
         failed |= !run.record(ui_deploy(home, request, ui), StackResult::Destroyed);
         stacks.push(run);

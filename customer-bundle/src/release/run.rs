@@ -159,6 +159,7 @@ pub fn plan_to(
             options: Options {
                 release: run.reference(),
                 plan_out: plans_to.map(|dir| reviewed_plan_path(dir, &name)),
+                engine: run.release.description.engine.clone(),
                 ..Options::default()
             },
         };
@@ -362,6 +363,7 @@ fn try_apply_stack(
         options: Options {
             release: run.reference(),
             reviewed: run.reviewed.get(name).cloned(),
+            engine: run.release.description.engine.clone(),
             ..Options::default()
         },
     };

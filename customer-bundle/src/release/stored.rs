@@ -134,6 +134,12 @@ pub(crate) fn add(copier: &mut Copier, verified: VerifiedRelease) -> Result<()> 
             copy_artifact(copier, &service.digest)?;
         }
     }
+    // The engine the release carries: its manifest and every platform's binary
+    // (each copied blob is checked against its digest, which the signed
+    // description pins).
+    if let Some(engine) = &verified.description.engine {
+        copy_manifest(copier, &engine.digest)?;
+    }
     // The release's signatures are entries of its index (they sign the
     // description): copied with it, found through it.
     for signature in &verified.signatures {

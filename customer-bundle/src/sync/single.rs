@@ -46,6 +46,7 @@ pub fn load(home: &Home, stack: &str, version: &Version) -> Result<VerifiedRelea
             }],
             services: vec![],
             changes: vec![],
+            engine: None,
         },
         signatures: bundle.signatures,
         signer: bundle.signer,

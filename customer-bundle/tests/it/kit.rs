@@ -27,27 +27,8 @@ fn run(command: &mut Command) -> Run {
     Run::from(command.output().expect("the command starts"))
 }
 
-/// `stackpack-runner-<version>-x86_64-linux.tar.gz` holding `program` as the runner.
 fn runner_archive(dir: &Path, version: &str, program: &Path) -> PathBuf {
-    let name = format!("stackpack-runner-{version}-x86_64-linux");
-    let folder = dir.join("archive").join(&name);
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::copy(program, folder.join("stackpack-runner")).unwrap();
-    std::fs::set_permissions(
-        folder.join("stackpack-runner"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    let archive = dir.join(format!("{name}.tar.gz"));
-    run(Command::new("tar")
-        .arg("-czf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(dir.join("archive"))
-        .arg(&name))
-    .ok();
-    std::fs::remove_dir_all(dir.join("archive")).unwrap();
-    archive
+    stackpack_test_support::runner_archive(dir, version, program)
 }
 
 /// A stand-in runner program that only says its version: for the version rules.

@@ -3,7 +3,8 @@
 
 use semver::Version;
 use stackpack_schema::release::{
-    ReleaseChange, ReleaseChangeKind, ReleaseDescription, ReleaseService, ReleaseStack,
+    ReleaseChange, ReleaseChangeKind, ReleaseDescription, ReleaseEngine, ReleaseService,
+    ReleaseStack,
 };
 use stackpack_schema::version::Bump;
 
@@ -81,6 +82,51 @@ pub(crate) fn release_changes(
         }
     }
     changes
+}
+
+/// The change of the engine the release carries, if any: one added is a minor
+/// change, one removed a major one (customers must then bring their own), one
+/// changed bumps as its version did (a rebuild of one version is a patch).
+pub(crate) fn engine_change(
+    release: &str,
+    before: Option<&ReleaseEngine>,
+    now: Option<&ReleaseEngine>,
+) -> Option<ReleaseChange> {
+    let (kind, bump, detail) = match (before, now) {
+        (None, None) => return None,
+        (Some(before), Some(now)) if before.digest == now.digest => return None,
+        (None, Some(now)) => (
+            ReleaseChangeKind::EngineAdded,
+            Bump::Minor,
+            format!("the release carries `{}` {}", now.name, now.version),
+        ),
+        (Some(before), None) => (
+            ReleaseChangeKind::EngineRemoved,
+            Bump::Major,
+            format!(
+                "the release no longer carries `{}` {}: customers bring their own",
+                before.name, before.version
+            ),
+        ),
+        (Some(before), Some(now)) => (
+            ReleaseChangeKind::EngineChanged,
+            if before.name != now.name {
+                Bump::Major
+            } else {
+                stack_bump(&before.version, &now.version)
+            },
+            format!(
+                "`{}` {} → `{}` {}",
+                before.name, before.version, now.name, now.version
+            ),
+        ),
+    };
+    Some(ReleaseChange {
+        part: release.to_string(),
+        kind,
+        bump,
+        detail,
+    })
 }
 
 /// The bump a release takes: the largest of its changes', a patch when only the

@@ -14,7 +14,8 @@ use stackpack_schema::digest::Digest;
 use stackpack_schema::release::{apply_order, ReleaseDescription, ReleaseStack, RELEASE_FORMAT};
 use stackpack_schema::version::{self, Bump, Channel};
 
-use super::changes::{release_bump, release_changes, same_parts};
+use super::changes::{engine_change, release_bump, release_changes, same_parts};
+use super::engine::{carried_engine, CarriedEngine};
 use super::fetch::{release_repository, release_versions, remote_release};
 use super::services::{resolve_service, Connect, ResolvedService};
 use crate::error::{Error, Result};
@@ -36,6 +37,8 @@ pub enum Described {
 pub struct NewRelease {
     pub description: ReleaseDescription,
     pub services: Vec<ResolvedService>,
+    /// The engine it carries, to write beside it.
+    pub engine: Option<CarriedEngine>,
     pub bump: Bump,
 }
 
@@ -74,6 +77,8 @@ pub fn describe_release(
         })
         .collect::<Result<Vec<_>>>()?;
     let records: Vec<_> = services.iter().map(|s| s.service.clone()).collect();
+    let engine = carried_engine(repo, name, &stacks, destination.layout)?;
+    let pinned_engine = engine.as_ref().map(|e| &e.description);
 
     let remote = destination.remote;
     let repository = release_repository(destination.address, name);
@@ -81,7 +86,10 @@ pub fn describe_release(
     let stable = version::latest_stable(&versions).cloned();
     if let Some(latest) = latest_on_line(&versions, &plan.channel).or(stable.clone()) {
         if let Some(release) = remote_release(remote, &repository, &latest)? {
-            if same_parts(&release.description, &stacks, &records) {
+            if same_parts(&release.description, &stacks, &records)
+                && release.description.engine.as_ref().map(|e| &e.digest)
+                    == pinned_engine.map(|e| &e.digest)
+            {
                 return Ok(Described::Unchanged {
                     version: latest,
                     digest: release.descriptor.digest,
@@ -95,7 +103,11 @@ pub fn describe_release(
     };
     let changes = previous
         .as_ref()
-        .map(|p| release_changes(p, &stacks, &records))
+        .map(|p| {
+            let mut changes = release_changes(p, &stacks, &records);
+            changes.extend(engine_change(name, p.engine.as_ref(), pinned_engine));
+            changes
+        })
         .unwrap_or_default();
     let bump = release_bump(&changes);
     let next = version::next_version(&versions, bump, &settings.initial_version(), &plan.channel);
@@ -113,8 +125,10 @@ pub fn describe_release(
             stacks,
             services: records,
             changes,
+            engine: pinned_engine.cloned(),
         },
         services,
+        engine,
         bump,
     })))
 }

@@ -10,6 +10,7 @@
 
 mod changes;
 pub mod describe;
+pub mod engine;
 pub mod fetch;
 mod push;
 pub mod services;
@@ -196,6 +197,9 @@ fn write_signed(
 ) -> Result<Descriptor> {
     let layout = destination.layout;
     let services: Vec<Descriptor> = new.services.iter().map(|s| s.descriptor.clone()).collect();
+    if let Some(engine) = &new.engine {
+        stackpack_bundle::carried_engine::write(layout, &engine.binaries, &engine.manifest)?;
+    }
     let index = write_release(layout, description, &services, key, repository)?;
     fetch::add_release_entries(layout, &index, &description.name, &description.version)?;
     Ok(index)

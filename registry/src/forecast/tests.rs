@@ -81,6 +81,7 @@ fn receipt(customer: &str, id: &str, changes: Vec<PlannedChange>) -> Receipt {
         engine: EngineRun {
             name: stackpack_schema::bundle::EngineName::Tofu,
             version: "1.8.0".into(),
+            digest: None,
         },
         plan: PlanSummary {
             add: 0,

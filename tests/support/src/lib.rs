@@ -234,3 +234,31 @@ impl Run {
             .to_string()
     }
 }
+
+/// `stackpack-runner-<version>-x86_64-linux.tar.gz` in `dir`, holding `program` as
+/// the runner, in the layout `scripts/dist.sh` writes (kits carry one).
+pub fn runner_archive(dir: &Path, version: &str, program: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let name = format!("stackpack-runner-{version}-x86_64-linux");
+    let staging = dir.join(format!(".archive-{version}"));
+    let folder = staging.join(&name);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(program, folder.join("stackpack-runner")).unwrap();
+    std::fs::set_permissions(
+        folder.join("stackpack-runner"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let archive = dir.join(format!("{name}.tar.gz"));
+    let output = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&staging)
+        .arg(&name)
+        .output()
+        .expect("tar starts");
+    Run::from(output).ok();
+    std::fs::remove_dir_all(&staging).unwrap();
+    archive
+}

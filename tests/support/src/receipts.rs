@@ -33,6 +33,7 @@ impl ReceiptBuilder {
                 engine: EngineRun {
                     name: stackpack_schema::bundle::EngineName::Tofu,
                     version: "1.8.0".into(),
+                    digest: None,
                 },
                 plan: PlanSummary {
                     add: 1,

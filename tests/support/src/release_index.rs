@@ -133,6 +133,7 @@ impl ReleaseBuilder {
             stacks,
             services,
             changes: Vec::new(),
+            engine: None,
         };
         let config = description.to_bytes();
         let described = manifest(

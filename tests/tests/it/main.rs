@@ -2,6 +2,7 @@
 //! link time and disk down); each module is one scenario family.
 
 mod dist;
+mod engine_in_release;
 mod fleet;
 mod forecast;
 mod freshness;

@@ -218,6 +218,7 @@ impl ReleaseVendor {
             stacks: pinned,
             services: vec![],
             changes: vec![],
+            engine: None,
         }
     }
 
