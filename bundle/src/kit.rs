@@ -54,6 +54,14 @@ pub struct KitManifest {
     pub runner: Option<KitRunner>,
     /// The id of the key that signed `SHA256SUMS`.
     pub key_id: String,
+    /// A kit made for one customer (`stackpack kit --for`): who.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made_for: Option<String>,
+    /// The layers left out of `bundles.tar` because the customer's receipts say its
+    /// runner holds them: taken from its store on import, hashed there, and
+    /// verified with the rest against the full signed manifests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub omitted: Vec<stackpack_schema::digest::Digest>,
 }
 
 /// The runner program a kit carries.
@@ -370,10 +378,19 @@ pub fn verify_text(manifest: &KitManifest) -> String {
         ),
         None => String::new(),
     };
+    let made_for = match &manifest.made_for {
+        Some(customer) => format!(
+            "- made for customer `{customer}`: {} layer(s) its runner already holds are left out; \
+             `import` takes them from the runner's store and verifies them with the rest\n",
+            manifest.omitted.len()
+        ),
+        None => String::new(),
+    };
     format!(
         "# Kit for `{release}`\n\n\
 What this kit holds:\n\n\
 - `{BUNDLES}`: the release's signed bundles (as `stackpack export` writes them)\n\
+{made_for}\
 {runner}\
 - `{VENDOR_KEY}`: the public key that signed `{SUMS}` (key id `{key_id}`)\n\
 - `{SUMS}`, `{SUMS_SIG}`: every file's SHA-256, and the vendor's ed25519 signature of them\n\n\

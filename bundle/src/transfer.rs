@@ -312,15 +312,17 @@ fn blobs_of(layout: &ImageLayout, manifest: &Descriptor) -> Result<Vec<Descripto
 /// Writes `bundles` (manifest descriptors found in `layout`) and their signatures as
 /// an OCI image layout tar at `out`: entries sorted, times and owners fixed, so the
 /// same bundles give the same file. `extra` are further `index.json` entries (a
-/// release index and its signature) written as given, with every blob they reach.
+/// release index and its signature) written as given, with every blob they reach;
+/// blobs in `omit` are left out (see `kit`'s `--for`).
 /// Each blob is written once. Written to a temporary name and renamed, so a failed
 /// export never leaves a half-written tar.
 pub fn export_bundles(
     layout: &ImageLayout,
     bundles: &[Descriptor],
     extra: &[Descriptor],
+    omit: &std::collections::BTreeSet<Digest>,
     out: &Path,
-) -> Result<u64, TransferError> {
+) -> Result<Exported, TransferError> {
     let mut entries: Vec<Descriptor> = Vec::new();
     let mut blobs: Vec<Descriptor> = Vec::new();
     let all = layout.entries()?;
@@ -343,6 +345,14 @@ pub fn export_bundles(
     }
     blobs.sort_by(|a, b| a.digest.cmp(&b.digest));
     blobs.dedup_by(|a, b| a.digest == b.digest);
+    // Left out for a reader that holds them (a kit made for one customer); the
+    // index and every manifest still name them.
+    let omitted: Vec<Digest> = blobs
+        .iter()
+        .filter(|b| omit.contains(&b.digest))
+        .map(|b| b.digest.clone())
+        .collect();
+    blobs.retain(|b| !omit.contains(&b.digest));
     let index = ImageIndex::new(entries);
 
     let directory = out
@@ -395,5 +405,14 @@ pub fn export_bundles(
     let size = file.metadata().map_err(write_error)?.len();
     let mut file = temporary.persist(out).map_err(|e| write_error(e.error))?;
     file.flush().map_err(write_error)?;
-    Ok(size)
+    Ok(Exported { size, omitted })
+}
+
+/// What [`export_bundles`] wrote.
+#[derive(Clone, Debug)]
+pub struct Exported {
+    /// The tar's size in bytes.
+    pub size: u64,
+    /// The blobs the export reaches but left out (asked to, in `omit`), sorted.
+    pub omitted: Vec<Digest>,
 }

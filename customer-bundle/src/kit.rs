@@ -57,7 +57,21 @@ pub fn import(home: &Home, source: &Path, upgrade_runner: bool) -> Result<KitImp
         }
         (false, _) => None,
     };
-    let imported = store::import(home, &kit.bundles())?;
+    let imported = if kit.manifest.omitted.is_empty() {
+        store::import(home, &kit.bundles())?
+    } else {
+        store::import_filling(home, &kit.bundles(), &kit.manifest.omitted, |missing| {
+            Error::refused(format!(
+                "this kit was made for customer `{}` and leaves out layer `{missing}`, which this runner's store does not hold: nothing was imported",
+                kit.manifest.made_for.as_deref().unwrap_or("?")
+            ))
+            .at(source.display())
+            .hint(format!(
+                "ask your vendor for a whole kit (`stackpack kit {}` without `--for`)",
+                kit.manifest.release
+            ))
+        })?
+    };
     let runner = match candidate {
         Some(candidate) => install(candidate)?,
         None => offered(&kit),

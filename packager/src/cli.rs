@@ -188,6 +188,12 @@ pub struct KitArgs {
     /// runner can follow the channel; refused when the release has none.
     #[arg(long, value_name = "CHANNEL")]
     pub channel: Option<String>,
+    /// Leave out the layers this customer's runner already holds, by the receipts
+    /// the registry's ledger has of it (needs `--registry` and a token with the
+    /// `support` or `publish` role in `STACKPACK_REGISTRY_TOKEN`). A customer with
+    /// no receipts gets a whole kit.
+    #[arg(long = "for", value_name = "CUSTOMER", requires = "registry")]
+    pub for_customer: Option<String>,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use stackpack_bundle::kit::{self, KitManifest, KitRunner};
+use stackpack_schema::digest::Digest;
 use stackpack_schema::signature::PrivateKey;
 
 use crate::error::{Error, Result};
@@ -17,6 +18,9 @@ pub struct KitParts<'a> {
     pub channel: Option<String>,
     pub runner: Option<&'a Path>,
     pub key: &'a PrivateKey,
+    /// `--for`: the customer, and the layers left out of `bundles.tar`.
+    pub made_for: Option<String>,
+    pub omitted: Vec<Digest>,
 }
 
 /// The kit written: its path, size and files with their SHA-256.
@@ -41,6 +45,8 @@ pub fn write(staging: &Path, parts: &KitParts, out: &Path) -> Result<WrittenKit>
         channel: parts.channel.clone(),
         runner,
         key_id: public.key_id(),
+        made_for: parts.made_for.clone(),
+        omitted: parts.omitted.clone(),
     };
     let json = serde_json::to_vec_pretty(&manifest).expect("a kit manifest serializes");
     write_file(staging, kit::MANIFEST, &json)?;
@@ -169,4 +175,144 @@ fn write_tar(staging: &Path, out: &Path) -> Result<u64> {
         .persist(out)
         .map_err(|e| crate::error::io("write", out, e.error))?;
     Ok(size)
+}
+
+/// The layers a customer's runner holds, by what the registry's ledger says it runs
+/// (the forecast targets of `release`, which a publisher may read): every layer of
+/// each bundle in place and of the release version it runs (the engine the
+/// release carries among them), read from the registry's manifests. Empty for a
+/// customer with no receipts: its kit is whole.
+pub fn held_layers(
+    api: &crate::forecast::api::LedgerApi,
+    remote: &stackpack_bundle::remote::Remote,
+    address: &stackpack_bundle::remote::RegistryAddress,
+    release: &stackpack_schema::reference::StackRef,
+    customer: &str,
+) -> Result<std::collections::BTreeSet<Digest>> {
+    api.require_token("`--for`")?;
+    let version = release.version.as_ref().ok_or_else(|| {
+        Error::usage(format!("`{release}` names no version")).hint("give `NAME@VERSION`")
+    })?;
+    let targets: stackpack_schema::forecast::ForecastTargets = api
+        .get(&format!(
+            "/api/v1/forecast-targets?release={}&version={version}",
+            release.stack
+        ))?
+        .ok_or_else(|| {
+            Error::refused(format!(
+                "the registry at `{}` keeps no ledger, so it cannot say what customer `{customer}` holds",
+                api.base()
+            ))
+            .hint("leave out `--for` for a whole kit")
+        })?;
+    let Some(target) = targets.customers.iter().find(|t| t.customer == customer) else {
+        let known: Vec<&str> = targets
+            .customers
+            .iter()
+            .map(|t| t.customer.as_str())
+            .collect();
+        return Err(Error::usage(format!(
+            "customer `{customer}` is not known to the registry at `{}`",
+            api.base()
+        ))
+        .hint(match stackpack_interface::tfvars::did_you_mean(customer, &known) {
+            Some(near) => format!("did you mean `{near}`? (or leave out `--for` for a whole kit)"),
+            None => "check the name with `stackpack-registry customer list`, or leave out `--for` for a whole kit".to_string(),
+        }));
+    };
+    let mut roots: Vec<(String, String)> = target
+        .stacks
+        .iter()
+        .map(|s| (address.stack_repository(&s.stack), s.digest.to_string()))
+        .collect();
+    let repository = crate::release_publish::fetch::release_repository(address, &release.stack);
+    match &target.running {
+        Some(running) => roots.push((repository, running.to_string())),
+        // Receipts carried out of an airgap name stacks, not always the release:
+        // a version of the release that pins a bundle the customer runs was
+        // imported whole, its engine with it.
+        None => {
+            let held: Vec<String> = target.stacks.iter().map(|s| s.digest.to_string()).collect();
+            for tag in releases_pinning(remote, &repository, &held)? {
+                roots.push((repository.clone(), tag));
+            }
+        }
+    }
+    let mut layers = std::collections::BTreeSet::new();
+    for (repository, reference) in roots {
+        layers_of(remote, &repository, &reference, &mut layers, 0)?;
+    }
+    Ok(layers)
+}
+
+/// The newest versions of the release in `repository` (at most
+/// [`RELEASES_LOOKED_AT`]) whose index pins one of the bundle digests `held`.
+fn releases_pinning(
+    remote: &stackpack_bundle::remote::Remote,
+    repository: &str,
+    held: &[String],
+) -> Result<Vec<String>> {
+    let mut versions: Vec<semver::Version> = remote
+        .tags(repository)?
+        .iter()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    versions.sort();
+    let mut pinning = Vec::new();
+    for version in versions.iter().rev().take(RELEASES_LOOKED_AT) {
+        let Some((bytes, _)) = remote.pull_manifest(repository, &version.to_string())? else {
+            continue;
+        };
+        let Ok(index) = serde_json::from_slice::<stackpack_schema::oci::ImageIndex>(&bytes) else {
+            continue;
+        };
+        if index
+            .manifests
+            .iter()
+            .any(|d| held.contains(&d.digest.to_string()))
+        {
+            pinning.push(version.to_string());
+        }
+    }
+    Ok(pinning)
+}
+
+/// How many release versions `--for` reads, newest first, to find the ones a
+/// customer's bundles came with.
+const RELEASES_LOOKED_AT: usize = 50;
+
+/// Every layer `reference` (a digest or tag) reaches in `repository`: a manifest's layers, an index's
+/// children's (a release: its bundles, its engine). A manifest the registry no
+/// longer has is skipped: its layers then travel.
+fn layers_of(
+    remote: &stackpack_bundle::remote::Remote,
+    repository: &str,
+    reference: &str,
+    layers: &mut std::collections::BTreeSet<Digest>,
+    depth: usize,
+) -> Result<()> {
+    if depth > 2 {
+        return Ok(());
+    }
+    let Some((bytes, _)) = remote.pull_manifest(repository, reference)? else {
+        return Ok(());
+    };
+    if let Ok(index) = serde_json::from_slice::<stackpack_schema::oci::ImageIndex>(&bytes) {
+        if !index.manifests.is_empty() {
+            for child in &index.manifests {
+                layers_of(
+                    remote,
+                    repository,
+                    &child.digest.to_string(),
+                    layers,
+                    depth + 1,
+                )?;
+            }
+            return Ok(());
+        }
+    }
+    if let Ok(manifest) = serde_json::from_slice::<stackpack_schema::oci::ImageManifest>(&bytes) {
+        layers.extend(manifest.layers.into_iter().map(|l| l.digest));
+    }
+    Ok(())
 }

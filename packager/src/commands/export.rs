@@ -32,6 +32,8 @@ pub fn run(args: &ExportArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
 /// What an export wrote into its tar.
 pub struct Written {
     pub size: u64,
+    /// Blobs the export reaches but left out (see [`write_omitting`]).
+    pub omitted: Vec<stackpack_schema::digest::Digest>,
     pub manifests: Vec<Descriptor>,
     pub extra: Vec<Descriptor>,
     pub statements: Vec<(Descriptor, SignedChannelStatement)>,
@@ -39,6 +41,14 @@ pub struct Written {
 
 /// Writes the tar `args.out` names (also the inside of a kit: `kit.rs`).
 pub fn write(args: &ExportArgs) -> Result<Written> {
+    write_omitting(args, &Default::default())
+}
+
+/// [`write`], leaving out the blobs in `omit` (a kit made for one customer).
+pub fn write_omitting(
+    args: &ExportArgs,
+    omit: &std::collections::BTreeSet<stackpack_schema::digest::Digest>,
+) -> Result<Written> {
     let references = args
         .bundles
         .iter()
@@ -90,10 +100,11 @@ pub fn write(args: &ExportArgs) -> Result<Written> {
     manifests.retain(|d| seen.insert(d.digest.clone()));
     let mut seen = std::collections::BTreeSet::new();
     extra.retain(|d| seen.insert(d.digest.clone()));
-    let size = export_bundles(&layout, &manifests, &extra, &args.out)
+    let exported = export_bundles(&layout, &manifests, &extra, omit, &args.out)
         .map_err(|e| Error::refused_by(e).at(args.out.display()))?;
     Ok(Written {
-        size,
+        size: exported.size,
+        omitted: exported.omitted,
         manifests,
         extra,
         statements,

@@ -36,16 +36,51 @@ pub fn run(args: &KitArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
         channel: args.channel.clone(),
         json: false,
     };
-    super::export::write(&export)?;
+    let held = match &args.for_customer {
+        Some(customer) => held_by(args, customer)?,
+        None => Default::default(),
+    };
+    let exported = super::export::write_omitting(&export, &held)?;
     let parts = KitParts {
         release: args.release.clone(),
         channel: args.channel.clone(),
         runner: args.runner.as_deref(),
         key: &key,
+        made_for: args.for_customer.clone(),
+        omitted: exported.omitted,
     };
     let written = stackpack_packager::kit::write(staging.path(), &parts, &args.out)?;
     show(args, &written);
     Ok(ExitStatus::Success)
+}
+
+/// The layers `customer` holds (see `kit::held_layers`), from the registry the kit
+/// reads the release from.
+fn held_by(
+    args: &KitArgs,
+    customer: &str,
+) -> Result<std::collections::BTreeSet<stackpack_schema::digest::Digest>> {
+    let registry = args
+        .registry
+        .as_deref()
+        .expect("clap requires --registry with --for");
+    let address = super::registry_address(Some(registry), None)?;
+    let remote = super::connect(
+        &address.host,
+        super::Transport::from_insecure_flag(args.insecure),
+    )?;
+    let api = stackpack_packager::forecast::api::LedgerApi::new(&address.host, args.insecure);
+    output::status(&format!(
+        "reading what customer `{customer}` runs from `{}`",
+        api.base()
+    ));
+    let release: stackpack_schema::reference::StackRef =
+        args.release
+            .parse()
+            .map_err(|e: stackpack_schema::reference::ReferenceError| {
+                Error::usage(format!("`{}`: {e}", args.release)).hint("give `NAME@VERSION`")
+            })?;
+    stackpack_packager::kit::held_layers(&api, &remote, &address, &release, customer)
 }
 
 /// `--key FILE` or `--key env:VAR` (the PEM itself or a path, as CI secrets are).
@@ -84,6 +119,8 @@ fn show(args: &KitArgs, written: &WrittenKit) {
             "channel": written.manifest.channel,
             "runner": written.manifest.runner,
             "keyId": written.manifest.key_id,
+            "madeFor": written.manifest.made_for,
+            "omitted": written.manifest.omitted,
             "files": written.files.iter().map(|(name, hex)| serde_json::json!({
                 "name": name,
                 "sha256": hex,
@@ -96,6 +133,12 @@ fn show(args: &KitArgs, written: &WrittenKit) {
         Some(runner) => format!(", the runner {}", runner.version),
         None => ", no runner (pass `--runner` to carry one)".to_string(),
     };
+    if let Some(customer) = &written.manifest.made_for {
+        output::status(&format!(
+            "made for `{customer}`: {} its runner holds left out",
+            stackpack_terminal::words::count(written.manifest.omitted.len() as u64, "layer")
+        ));
+    }
     output::status(&format!(
         "kit for `{}`{runner}, signed by key `{}` ({}): check it with `sh verify.sh` (sha256sum and openssl), then `stackpack-runner import {}`",
         written.manifest.release,

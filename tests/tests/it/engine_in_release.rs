@@ -13,11 +13,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use stackpack_test_support::servers::Distribution;
+use stackpack_test_support::servers::{Distribution, OurRegistry};
 use stackpack_test_support::{binary, git, have, repository_root, runner_archive, Run};
 
 fn run(command: &mut Command) -> Run {
     Run::from(command.output().expect("the command starts"))
+}
+
+/// `sha256:<hex>` of a file, as `sha256sum` says it.
+fn sha256_of(file: &Path) -> String {
+    let out = run(Command::new("sha256sum").arg(file)).ok();
+    format!("sha256:{}", out.stdout.split_whitespace().next().unwrap())
 }
 
 fn terraform_0_15() -> PathBuf {
@@ -93,13 +99,30 @@ impl Vendor {
     }
 
     fn publish(&self, host: &str) -> Run {
+        self.publish_with(host, "")
+    }
+
+    /// Publishes with `token` as `STACKPACK_REGISTRY_TOKEN` (our registry asks).
+    fn publish_with(&self, host: &str, token: &str) -> Run {
         run(Command::new(binary("stackpack"))
             .args(["publish", "--json", "--insecure", "--registry"])
             .arg(format!("{host}/acme"))
             .arg("--key")
             .arg(&self.key)
             .current_dir(&self.repo)
+            .env("STACKPACK_REGISTRY_TOKEN", token)
             .env("NO_COLOR", "1"))
+    }
+
+    /// A new commit changing the stack's output description (a new stack version,
+    /// so a new release version carrying the same engine).
+    fn change(&self) {
+        let main = self.repo.join("stacks/hello/main.tf");
+        let text = std::fs::read_to_string(&main)
+            .unwrap()
+            .replace("The greeting.", "The greeting, said once.");
+        std::fs::write(main, text).unwrap();
+        git(&self.repo, &["commit", "-q", "-am", "say it once"]);
     }
 }
 
@@ -260,15 +283,7 @@ fn a_kit_carries_the_release_engine_and_its_runner_applies_with_it_offline() {
     assert_eq!(applied.code, 0, "{}", applied.stderr);
 
     // The receipt names the binary that ran: the one the release signed.
-    let digest = format!(
-        "sha256:{}",
-        run(Command::new("sha256sum").arg(&engine))
-            .ok()
-            .stdout
-            .split_whitespace()
-            .next()
-            .unwrap()
-    );
+    let digest = sha256_of(&engine);
     let exported = work.path().join("receipts.json");
     airgapped(&["receipts", "export", "-o", exported.to_str().unwrap()]).ok();
     let receipts: serde_json::Value =
@@ -307,4 +322,167 @@ fn a_kit_carries_the_release_engine_and_its_runner_applies_with_it_offline() {
     std::fs::remove_dir_all(&installed[0]).unwrap();
     let checked = airgapped(&["drift", "hello", "--json"]);
     assert_eq!(checked.code, 0, "{}{}", checked.stdout, checked.stderr);
+}
+
+/// A runner home with no engine of its own, on this machine's network.
+struct Home {
+    dir: PathBuf,
+    token: String,
+}
+
+impl Home {
+    fn new(root: &Path, id: &str, registry: &OurRegistry, vendor: &Vendor) -> Home {
+        let home = Home {
+            dir: root.join(format!("home-{id}")),
+            token: registry.token("customer", Some(id)),
+        };
+        home.run(&["init", "--customer", id]).ok();
+        home.run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+            .ok();
+        home
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        run(Command::new(binary("stackpack-runner"))
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("STACKPACK_RUNNER_HOME", &self.dir)
+            .env("STACKPACK_REGISTRY_TOKEN", &self.token)
+            .env("NO_COLOR", "1")
+            .env("CHECKPOINT_DISABLE", "1"))
+    }
+}
+
+fn kit_of(
+    registry: &OurRegistry,
+    vendor: &Vendor,
+    version: &str,
+    out: &Path,
+    customer: Option<&str>,
+) -> Run {
+    let mut command = Command::new(binary("stackpack"));
+    command
+        .args([
+            "kit",
+            &format!("hello-env@{version}"),
+            "--json",
+            "--insecure",
+            "--registry",
+        ])
+        .arg(format!("{}/acme", registry.host()))
+        .arg("--key")
+        .arg(&vendor.key)
+        .arg("-o")
+        .arg(out)
+        .env("STACKPACK_REGISTRY_TOKEN", registry.publisher_token())
+        .env("NO_COLOR", "1");
+    if let Some(customer) = customer {
+        command.args(["--for", customer]);
+    }
+    run(&mut command)
+}
+
+#[test]
+fn a_kit_for_a_customer_leaves_out_the_layers_its_receipts_show_it_holds() {
+    let registry = OurRegistry::start();
+    let publisher = registry.publisher_token();
+    let engine = terraform_0_15();
+    let vendor = Vendor::new("0.15.0");
+    vendor.mirror("0.15.0", &engine);
+    let first = vendor.publish_with(&registry.host(), &publisher);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let work = tempfile::tempdir().unwrap();
+    let inputs = work.path().join("inputs");
+    std::fs::create_dir(&inputs).unwrap();
+    std::fs::write(inputs.join("hello.tfvars"), "name = \"initech\"\n").unwrap();
+    let apply = |home: &Home, version: &str| {
+        home.run(&[
+            "apply",
+            &format!("hello-env@{version}"),
+            "--inputs-dir",
+            inputs.to_str().unwrap(),
+            "--yes",
+        ])
+    };
+
+    // initech runs 0.1.0 from a whole kit, and its receipts reach the registry.
+    let whole_v1 = work.path().join("whole-0.1.0.tar");
+    kit_of(&registry, &vendor, "0.1.0", &whole_v1, None).ok();
+    let initech = Home::new(work.path(), "initech", &registry, &vendor);
+    initech.run(&["import", whole_v1.to_str().unwrap()]).ok();
+    apply(&initech, "0.1.0").ok();
+    initech
+        .run(&["report", "--insecure", "--registry", &registry.host()])
+        .ok();
+
+    // The next version changes the stack, not the engine.
+    vendor.change();
+    let second = vendor.publish_with(&registry.host(), &publisher);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    let version = second.json()["releases"][0]["version"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", second.stdout))
+        .to_string();
+    assert_ne!(version, "0.1.0");
+    let whole = work.path().join("whole.tar");
+    let whole_made = kit_of(&registry, &vendor, &version, &whole, None)
+        .ok()
+        .json();
+    let for_initech = work.path().join("for-initech.tar");
+    let made = kit_of(&registry, &vendor, &version, &for_initech, Some("initech"));
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let made = made.json();
+    assert_eq!(made["madeFor"], "initech");
+    let engine_digest = sha256_of(&engine);
+    let omitted: Vec<&str> = made["omitted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        omitted.contains(&engine_digest.as_str()),
+        "the engine initech holds travels again: {omitted:?}\n{}",
+        run(Command::new("curl").args([
+            "-s",
+            "-H",
+            &format!("Authorization: Bearer {}", registry.publisher_token()),
+            &format!(
+                "{}/api/v1/forecast-targets?release=hello-env&version={version}",
+                registry.url()
+            ),
+        ]))
+        .stdout
+    );
+    let (small, big) = (
+        made["size"].as_u64().unwrap(),
+        whole_made["size"].as_u64().unwrap(),
+    );
+    assert!(
+        small + 30_000_000 < big,
+        "a kit for initech is {small} bytes, a whole one {big}"
+    );
+
+    // initech imports it: the left-out layers come from its store, verified with
+    // the rest; the new version applies with the engine it already had.
+    initech.run(&["import", for_initech.to_str().unwrap()]).ok();
+    apply(&initech, &version).ok();
+
+    // A runner that never held those layers is refused, naming one and how to get
+    // a whole kit, and imports nothing.
+    let umbrella = Home::new(work.path(), "umbrella", &registry, &vendor);
+    let refused = umbrella.run(&["import", for_initech.to_str().unwrap()]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("made for customer `initech` and leaves out layer `sha256:")
+            && refused.stderr.contains("without `--for`"),
+        "{}",
+        refused.stderr
+    );
+    let status = umbrella.run(&["status", "--json"]).ok().json();
+    assert_eq!(status["releases"], serde_json::json!([]), "{status}");
+    umbrella.run(&["import", whole.to_str().unwrap()]).ok();
 }
