@@ -51,6 +51,23 @@ fn in_container(root: &Path) -> Command {
     command
 }
 
+/// SHA-256 of `bytes` in hex, as `sha256sum` says it.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
 /// Writes `program`'s image into `layout`; returns its manifest digest.
 fn image(layout: &Path, program: &str) -> String {
     let out = run(Command::new("python3")
@@ -86,7 +103,7 @@ fn process(bundle: &Path) -> serde_json::Value {
 
 #[test]
 fn the_registry_image_serves_v2_as_a_non_root_user_and_builds_to_one_digest() {
-    for tool in ["umoci", "unshare", "curl"] {
+    for tool in ["umoci", "unshare", "curl", "skopeo"] {
         assert!(have(tool), "`{tool}` is needed");
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -94,6 +111,30 @@ fn the_registry_image_serves_v2_as_a_non_root_user_and_builds_to_one_digest() {
     let first = image(&layout, "stackpack-registry");
     let again = image(&tmp.path().join("again"), "stackpack-registry");
     assert_eq!(first, again, "two builds of one commit give two digests");
+
+    // Pushed to a registry nobody here wrote (CNCF Distribution) with skopeo, as an
+    // operator would: the same digest arrives, the one `images.txt` names.
+    let distribution = stackpack_test_support::servers::Distribution::require();
+    let target = format!(
+        "docker://{}/stackpack/stackpack-registry:0.1.0",
+        distribution.host()
+    );
+    run(Command::new("skopeo")
+        .args(["copy", "--dest-tls-verify=false"])
+        .arg(format!("oci:{}:stackpack-registry-0.1.0", layout.display()))
+        .arg(&target))
+    .ok();
+    let pushed = Command::new("skopeo")
+        .args(["inspect", "--tls-verify=false", "--raw"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    assert!(pushed.status.success());
+    assert_eq!(
+        format!("sha256:{}", sha256_hex(&pushed.stdout)),
+        first,
+        "the registry holds another manifest"
+    );
 
     let bundle = tmp.path().join("registry");
     let root = unpack(&layout, "stackpack-registry", &bundle);
