@@ -22,9 +22,18 @@ if [ "$PROFILE" = release ]; then
 else
   cargo build -q --bins
 fi
-bin=$root/${CARGO_TARGET_DIR:-target}/$PROFILE
+# Where cargo put them (CARGO_TARGET_DIR relative or absolute), copied into this
+# run's own folder below: a build by another run must not replace them mid-run.
+target_dir=${CARGO_TARGET_DIR:-target}
+case $target_dir in /*) ;; *) target_dir=$root/$target_dir ;; esac
+built=$target_dir/$PROFILE
 terraform=$(scripts/terraform-path.sh)
 work=$(mktemp -d)
+bin=$work/bin
+mkdir -p "$bin"
+for program in stackpack stackpack-runner stackpack-registry; do
+  if [ -x "$built/$program" ]; then cp "$built/$program" "$bin/"; fi
+done
 moto_dir=$work/moto
 trap '"$root/scripts/moto.sh" stop "$moto_dir" > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
 now() { date +%s.%N; }

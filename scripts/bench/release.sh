@@ -28,11 +28,20 @@ if [ "$PROFILE" = release ]; then
 else
   cargo build -q --workspace --bins
 fi
-bin=$root/${CARGO_TARGET_DIR:-target}/$PROFILE
+# Where cargo put them (CARGO_TARGET_DIR relative or absolute), copied into this
+# run's own folder below: a build by another run must not replace them mid-run.
+target_dir=${CARGO_TARGET_DIR:-target}
+case $target_dir in /*) ;; *) target_dir=$root/$target_dir ;; esac
+built=$target_dir/$PROFILE
 terraform=$(scripts/terraform-path.sh)
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
 work=$(mktemp -d)
+bin=$work/bin
+mkdir -p "$bin"
+for program in stackpack stackpack-runner stackpack-registry; do
+  if [ -x "$built/$program" ]; then cp "$built/$program" "$bin/"; fi
+done
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done

@@ -777,13 +777,44 @@ def main():
     table += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in suite.rows]
     described, sha_ni = machine()
     preamble = open(args.preamble).read().strip() if args.preamble else ""
+    sections = ""
+    for title, intro, output in [
+        ("Fleet queries", "`scripts/bench/fleet.sh` as the suite ran it: p50 and p99 "
+         "per query over HTTP, then `/v2/` manifest GETs idle and beside 4 clients looping on "
+         "support queries.", suite.fleet_output),
+        ("Rollouts", "`scripts/bench/rollout.sh` as the suite ran it: the assignment poll "
+         "open-loop (latency from each request's scheduled time), beside a bare `GET /healthz` at "
+         "the same rate; then a rollout of 100 emulated runners beside the configured soak times.",
+         suite.rollout_output),
+        ("Remote state and preflight", "`scripts/bench/state.sh` as the suite ran it: the "
+         "example's data plane planned, applied and planned again with its state in a bucket of "
+         "the (emulated) account beside the `local` backend, and preflight alone beside the plan.",
+         suite.state_output),
+        ("Alerts", "`scripts/bench/alerts.sh` as the suite ran it: receipts that each "
+         "change a customer's state, ingested with a webhook told of each and without, and when "
+         "the last event reached the webhook.", suite.alerts_output),
+        ("Scale-out", "`scripts/bench/scaleout.sh` as the suite ran it: three replicas "
+         "behind haproxy with blobs in moto's S3, beside Distribution on the same S3 and the "
+         "embedded default.", suite.scaleout_output),
+    ]:
+        if output:
+            sections += f"\n## {title}\n\n{intro}\n\n```\n{output}\n```\n"
     print()
     print("\n".join(table))
     print(f"\n{described}; {args.runs} run(s) per contender; suite took {elapsed:.0f} s")
     if args.no_write:
+        # Printed only: every table the run made, the scenario scripts' included.
+        print(sections)
         return
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
+    # What follows the marker in the file (sections measured by other scripts, such
+    # as `scripts/bench/kit.sh`) is kept as it is.
+    kept = ""
+    if os.path.exists(args.out):
+        previous = open(args.out).read()
+        if KEPT_MARKER in previous:
+            kept = previous[previous.index(KEPT_MARKER):]
     with open(args.out, "w") as f:
         f.write(f"""# Benchmarks
 
@@ -799,29 +830,15 @@ Each contender ran {args.runs} time(s), in turns with the others; figures are me
 {preamble}
 
 """ + "\n".join(f"- {note}" for note in suite.notes) + "\n")
-        if suite.fleet_output:
-            f.write("\n## Fleet queries\n\n`scripts/bench/fleet.sh` as the suite ran it: p50 and p99 "
-                    "per query over HTTP, then `/v2/` manifest GETs idle and beside 4 clients looping on "
-                    "support queries.\n\n```\n" + suite.fleet_output + "\n```\n")
-        if suite.rollout_output:
-            f.write("\n## Rollouts\n\n`scripts/bench/rollout.sh` as the suite ran it: the assignment poll "
-                    "open-loop (latency from each request's scheduled time), beside a bare `GET /healthz` at "
-                    "the same rate; then a rollout of 100 emulated runners beside the configured soak times."
-                    "\n\n```\n" + suite.rollout_output + "\n```\n")
-        if suite.state_output:
-            f.write("\n## Remote state and preflight\n\n`scripts/bench/state.sh` as the suite ran it: the "
-                    "example's data plane planned, applied and planned again with its state in a bucket of "
-                    "the (emulated) account beside the `local` backend, and preflight alone beside the plan."
-                    "\n\n```\n" + suite.state_output + "\n```\n")
-        if suite.alerts_output:
-            f.write("\n## Alerts\n\n`scripts/bench/alerts.sh` as the suite ran it: receipts that each "
-                    "change a customer's state, ingested with a webhook told of each and without, and when "
-                    "the last event reached the webhook.\n\n```\n" + suite.alerts_output + "\n```\n")
-        if suite.scaleout_output:
-            f.write("\n## Scale-out\n\n`scripts/bench/scaleout.sh` as the suite ran it: three replicas "
-                    "behind haproxy with blobs in moto's S3, beside Distribution on the same S3 and the "
-                    "embedded default.\n\n```\n" + suite.scaleout_output + "\n```\n")
+        f.write(sections)
+        if kept:
+            f.write("\n" + kept)
     log(f"wrote {args.out}")
+
+
+# Everything after this line in docs/benchmarks.md is written by hand or by other
+# scripts and kept when the suite rewrites the file.
+KEPT_MARKER = "<!-- kept by scripts/bench/all.sh: sections measured apart -->"
 
 
 if __name__ == "__main__":
