@@ -302,6 +302,10 @@ impl Engine {
             errors: Default::default(),
             digest: None,
         };
+        if let Some(version) = crate::engine_versions::cached(&home.root, &engine.path) {
+            engine.version = version;
+            return Ok(engine);
+        }
         engine.version = engine.ask_version().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
                 missing(engine.name, &engine.path)
@@ -312,6 +316,7 @@ impl Engine {
                 engine.path.display()
             )),
         })?;
+        crate::engine_versions::remember(&home.root, &engine.path, &engine.version);
         Ok(engine)
     }
 

@@ -12,7 +12,8 @@
 //! - [`store`]: the verified bundle store, an OCI image layout inside the home, and
 //!   `import` of a layout (folder or tar) after every bundle in it is verified.
 //! - [`unpack`]: a verified bundle out of the store into a work folder, checked again.
-//! - [`engine`]: running Terraform or OpenTofu in a throwaway work folder.
+//! - [`engine`]: running Terraform or OpenTofu in a throwaway work folder (each
+//!   binary's version remembered in the home while the file is unchanged).
 //! - [`carried_engine`]: the engine a release carries, installed into the home and
 //!   checked against the signed release before every run.
 //! - [`redact`]: sensitive inputs replaced in the engine output relayed and kept.
@@ -40,6 +41,7 @@ pub mod carried_engine;
 pub mod deploy;
 pub mod deployment_record;
 pub mod engine;
+mod engine_versions;
 pub mod files;
 pub mod home;
 pub mod inputs;
