@@ -5,7 +5,9 @@
 //! A short tour: [`extract_module`] reads a folder; [`types`] models type
 //! expressions and converts values to them; [`eval`] evaluates expressions (defaults,
 //! `count`/`for_each`, `validation` conditions) with a subset of Terraform's
-//! functions; [`constraint`] compares version constraints as sets of versions.
+//! functions; [`constraint`] compares version constraints as sets of versions;
+//! [`json_keys`] refuses a `.tf.json` key given twice in one object (the engine
+//! reads both, `serde_json` only the last).
 //!
 //! [`extract_module`] parses every `*.tf` and `*.tf.json` file of one folder (not
 //! recursively) and keeps what a caller can see or feel: variables, outputs, the kinds
@@ -15,6 +17,7 @@
 
 pub mod constraint;
 pub mod eval;
+pub mod json_keys;
 pub mod lockfile;
 pub mod module_source;
 mod parse;

@@ -505,6 +505,17 @@ impl JsonCtx<'_> {
 
 /// Parses one `.tf.json` file into `module`.
 pub fn json_file(module: &mut ModuleInterface, file: &str, text: &str) -> Result<(), ParseError> {
+    // Read as Terraform does or not at all: it reads both of two equal keys.
+    if let Some(duplicate) = crate::json_keys::first_duplicate_key(text) {
+        return Err(ParseError {
+            line: duplicate.line,
+            column: duplicate.column,
+            message: format!(
+                "the key `{}` appears twice in one object: the engine reads both, and this file would run what no check saw; merge the two into one",
+                duplicate.key
+            ),
+        });
+    }
     let root: Value = serde_json::from_str(text).map_err(|e| ParseError {
         line: e.line(),
         column: e.column(),

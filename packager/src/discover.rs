@@ -190,9 +190,16 @@ pub(crate) fn unparsable(error: InterfaceError) -> Error {
             } else {
                 "cannot be parsed"
             };
+            // The engine accepts a key given twice (it reads both), so its own
+            // validation would not point there.
+            let hint = if message.contains("appears twice in one object") {
+                "merge the two values into one object under that key; the engine reads both, so the configuration keeps its meaning"
+            } else {
+                "fix the syntax there; `tofu validate` or `terraform validate` in that folder points at the same place"
+            };
             Error::usage(format!("`{file}` {problem}: {message}"))
                 .at(format!("{file}:{line}:{column}"))
-                .hint("fix the syntax there; `tofu validate` or `terraform validate` in that folder points at the same place")
+                .hint(hint)
         }
         // The files were read before parsing; nothing reads the disk again.
         InterfaceError::Io { path, source } => {

@@ -198,6 +198,63 @@ fn a_bundle_calling_a_git_module_is_refused_before_init_and_nothing_is_fetched()
     assert!(fetched.is_empty(), "fetched: {fetched:?}");
 }
 
+/// Security review (issue 39 §7.1): a bundle (forged: the packager refuses it)
+/// whose `.tf.json` has two `"module"` keys, the first calling a git repository,
+/// the second a module inside the bundle. Terraform reads both; the runner refuses
+/// it before `init`, with the file and line, and nothing is fetched.
+#[test]
+fn duplicate_module_keys_in_tf_json_are_refused_before_init_and_nothing_is_fetched() {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path().join("repo");
+    planted_module(&repo);
+    common::git(&repo, &["init", "-q"]);
+    common::git(&repo, &["add", "."]);
+    common::git(
+        &repo,
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit",
+            "-qm",
+            "m",
+        ],
+    );
+    let json = format!(
+        "{{\n  \"module\": {{\"o\": {{\"source\": \"git::file://{}\"}}}},\n  \"module\": {{\"p\": {{\"source\": \"../../modules/inside\"}}}}\n}}\n",
+        repo.display()
+    );
+    let (runner, ran) = runner_with(
+        scratch.path(),
+        &[
+            ("stacks/evil/main.tf.json", json),
+            (
+                "modules/inside/main.tf",
+                "output \"planted\" { value = \"from the bundle\" }\n".to_string(),
+            ),
+        ],
+    );
+    let run = plan(&runner, scratch.path()).code(1);
+    assert!(
+        run.stderr
+            .contains("the key `module` appears twice in one object")
+            && run.stderr.contains("main.tf.json:3"),
+        "{}",
+        run.stderr
+    );
+    let commands = engine_commands(&ran);
+    assert!(
+        !commands.contains("init"),
+        "the engine ran init: {commands}"
+    );
+    let fetched: Vec<_> = walk(&runner.home)
+        .into_iter()
+        .filter(|p| p.ends_with(".terraform/modules/o"))
+        .collect();
+    assert!(fetched.is_empty(), "fetched: {fetched:?}");
+}
+
 #[test]
 fn a_bundle_calling_a_module_by_a_relative_path_inside_it_plans() {
     let scratch = tempfile::tempdir().unwrap();

@@ -76,6 +76,37 @@ fn a_module_source_outside_the_bundle_is_refused_in_json_syntax_and_by_check() {
     assert_refused(&repo.run(&["check"]), source, location);
 }
 
+/// Security review (issue 39 §7.1): two `"module"` keys in one `.tf.json` object.
+/// Terraform reads both; a reader keeping only the last saw a harmless call and
+/// signed a bundle whose `init` fetched the first.
+#[test]
+fn duplicate_module_keys_in_tf_json_are_refused_by_build_and_check() {
+    let repo = TestRepo::new();
+    repo.write(
+        "stacks/control-plane/extra.tf.json",
+        "{\n  \"module\": {\"o\": {\"source\": \"git::file:///srv/git/o\"}},\n  \"module\": {\"p\": {\"source\": \"../../modules/o\"}}\n}\n",
+    );
+    repo.commit("two module keys");
+    let says = |run: &common::Run| {
+        assert_ne!(run.code, 0, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("the key `module` appears twice in one object")
+                && run.stderr.contains("stacks/control-plane/extra.tf.json:3")
+                && run.stderr.contains("hint: "),
+            "{}",
+            run.stderr
+        );
+    };
+    says(&repo.run(&["build", "--key", repo.key.to_str().unwrap()]));
+    let index = std::fs::read_to_string(repo.layout().join("index.json")).unwrap_or_default();
+    assert!(
+        !index.contains("control-plane"),
+        "a control-plane bundle was written: {index}"
+    );
+    says(&repo.run(&["check"]));
+}
+
 #[test]
 fn a_local_module_calling_a_module_outside_the_bundle_is_refused() {
     let repo = TestRepo::new();
