@@ -276,9 +276,14 @@ async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts
             "the webhook did not answer within {} s",
             state.config.alert_timeout.as_secs()
         )),
-        Err(e) => Some(format!(
-            "the webhook cannot be reached: {}",
-            error_chain(&e)
+        // The error names no URL (`without_url`), and what remains is scrubbed of
+        // it too: it is stored, logged and shown on `/healthz`.
+        Err(e) => Some(scrubbed(
+            &format!(
+                "the webhook cannot be reached: {}",
+                error_chain(&e.without_url())
+            ),
+            &item.webhook,
         )),
     };
     let took_it = error.is_none();
@@ -293,7 +298,7 @@ async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts
                         crate::rollout::now_ns()
                             + backoff(item.attempts).as_nanos().min(i64::MAX as u128) as i64
                     });
-                    tracing::warn!(webhook = %item.webhook, error = %error, attempt = item.attempts + 1, "alert delivery failed");
+                    tracing::warn!(alert = item.alert, webhook = %shown(&item.webhook), error = %error, attempt = item.attempts + 1, "alert delivery failed");
                     db::alerts::failed(tx, &item, error, now.as_str(), next)?
                 }
             }
@@ -305,6 +310,29 @@ async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts
         tracing::warn!(error = %e.message, "recording an alert delivery failed");
     }
     took_it
+}
+
+/// A webhook as anyone but an admin's `alert list` shows it: scheme, host and port.
+/// Its user, password, path and query stay out: a Slack incoming-webhook URL is
+/// itself a credential, and `/healthz` answers anyone.
+pub fn shown(webhook: &str) -> String {
+    match reqwest::Url::parse(webhook) {
+        Ok(url) => match (url.host_str(), url.port()) {
+            (Some(host), Some(port)) => format!("{}://{host}:{port}", url.scheme()),
+            (Some(host), None) => format!("{}://{host}", url.scheme()),
+            (None, _) => format!("{}:", url.scheme()),
+        },
+        Err(_) => "an unreadable URL".to_string(),
+    }
+}
+
+/// `text` (a delivery error, perhaps stored before errors were kept free of URLs)
+/// with the webhook's full URL replaced by its [`shown`] form.
+pub fn scrubbed(text: &str, webhook: &str) -> String {
+    if webhook.is_empty() {
+        return text.to_string();
+    }
+    text.replace(webhook, &shown(webhook))
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

@@ -274,12 +274,14 @@ pub fn failed<C: Sql + ?Sized>(
 }
 
 /// Webhooks whose last delivery failed: `(webhook, error)`.
-pub fn failing<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(String, String)>, C::Error> {
+/// Each alert whose last delivery failed: its id, webhook and error.
+pub fn failing<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(i64, String, String)>, C::Error> {
     let rows = conn.query(
-        "SELECT webhook, last_error FROM alerts WHERE last_error IS NOT NULL ORDER BY id",
+        "SELECT id, webhook, last_error FROM alerts WHERE last_error IS NOT NULL ORDER BY id",
         &[],
     )?;
-    Ok(rows.iter().map(pair).collect::<Result<_, _>>()?)
+    let triple = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?, r.get(2)?));
+    Ok(rows.iter().map(triple).collect::<Result<_, _>>()?)
 }
 
 fn pair(r: &Row) -> Result<(String, String), Decode> {

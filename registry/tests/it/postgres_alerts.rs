@@ -262,7 +262,7 @@ fn alerts_answer_the_same_on_sqlite_and_postgres() {
     );
     assert_eq!(
         s[20],
-        "[(\"http://hooks.example/b\", \"connection refused\"), (\"http://hooks.example/b\", \"HTTP 500\")]"
+        "[(1, \"http://hooks.example/b\", \"connection refused\"), (2, \"http://hooks.example/b\", \"HTTP 500\")]"
     );
     // The failed event waits for its retry; once due, it waits behind globex's
     // next, claimed meanwhile.

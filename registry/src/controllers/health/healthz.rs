@@ -1,6 +1,6 @@
 //! `GET /healthz`: 200 when the database and the blob store answer, 503 naming the
 //! one that does not. The body says which backends answered and names every
-//! webhook whose last delivery failed (the registry still serves: a failing webhook
+//! alert (by id and its webhook's host) whose last delivery failed (the registry still serves: a failing webhook
 //! is something to fix, not an outage), so a monitor reading it sees alerts that
 //! reach nobody.
 
@@ -33,8 +33,14 @@ pub async fn handle(State(state): State<SharedState>) -> Response {
         return (StatusCode::SERVICE_UNAVAILABLE, body).into_response();
     }
     let mut body = format!("ok\ndatabase ({database}): ok\nblobs ({backend}) `{location}`: ok\n");
-    for (webhook, error) in failing {
-        body.push_str(&format!("alert webhook `{webhook}` failing: {error}\n"));
+    // Anyone may read this: an alert is named by its id and its webhook's host, never
+    // the URL (its path or query may be the credential).
+    for (id, webhook, error) in failing {
+        body.push_str(&format!(
+            "alert {id} (`{}`) failing: {}\n",
+            crate::alerts::shown(&webhook),
+            crate::alerts::scrubbed(&error, &webhook)
+        ));
     }
     (StatusCode::OK, body).into_response()
 }
