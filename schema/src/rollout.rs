@@ -166,6 +166,33 @@ pub enum StatementError {
     NewerFormat(u32),
 }
 
+/// Why a channel statement by `key_id` is refused for `what` (`R@V`) signed by
+/// `signers` (key ids): only a key that signed what a statement approves may
+/// approve it. One wording for the registry's refusal and `stackpack promote`'s.
+pub fn foreign_signer(what: &str, key_id: &str, signers: &[String]) -> String {
+    let signed_by = if signers.is_empty() {
+        "no signature the registry holds".to_string()
+    } else {
+        let mut ids: Vec<&String> = signers.iter().collect();
+        ids.sort();
+        ids.dedup();
+        format!(
+            "key {}",
+            ids.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!(
+        "the channel statement is signed by key `{key_id}`, but `{what}` is signed by {signed_by}: only a key that signed what a statement approves may approve it"
+    )
+}
+
+/// The hint that goes with [`foreign_signer`].
+pub const FOREIGN_SIGNER_HINT: &str =
+    "promote with the key that signed the release (`stackpack promote --key`); after a key rotation, publish a version signed by the new key";
+
 impl SignedChannelStatement {
     /// Signs `statement` with the vendor's key (its `key_id` is set here).
     pub fn sign(mut statement: ChannelStatement, key: &PrivateKey) -> SignedChannelStatement {

@@ -646,7 +646,22 @@ impl Connected {
     /// `stackpack ARGS --registry <this>/acme --insecure --key KEY` as a publisher,
     /// in the vendor's repository; it must succeed.
     fn stackpack(&self, vendor: &ReleaseVendor, args: &[&str], key: &Path) {
-        let output = std::process::Command::new(crate::common::stackpack_bin())
+        let output = self.try_stackpack(vendor, args, key);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// [`Connected::stackpack`], whatever it answers.
+    fn try_stackpack(
+        &self,
+        vendor: &ReleaseVendor,
+        args: &[&str],
+        key: &Path,
+    ) -> std::process::Output {
+        std::process::Command::new(crate::common::stackpack_bin())
             .current_dir(&vendor.dir)
             .args(args)
             .args(["--registry", &format!("{}/acme", self.registry.host())])
@@ -654,11 +669,21 @@ impl Connected {
             .env("STACKPACK_REGISTRY_TOKEN", self.registry.publisher_token())
             .env("NO_COLOR", "1")
             .output()
-            .unwrap();
+            .unwrap()
+    }
+
+    /// `stackpack promote platform@VERSION --channel stable` with a key that did
+    /// not sign the release: refused (security review §7.3), nothing reaches the
+    /// registry.
+    fn promote_refused(&self, vendor: &ReleaseVendor, version: &str, key: &Path) {
+        let reference = format!("platform@{version}");
+        let output =
+            self.try_stackpack(vendor, &["promote", &reference, "--channel", "stable"], key);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(
-            output.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
+            stderr.contains("only a key that signed what a statement approves may approve it"),
+            "{stderr}"
         );
     }
 
@@ -820,30 +845,32 @@ fn a_connected_runner_applies_its_verified_assignment_and_reports_receipts_and_t
     assert_eq!(receipts(&runner), receipts_after_apply);
 }
 
+/// A key that did not sign the release cannot approve it: `promote` refuses it
+/// before anything is pushed, the registry would too (its own test), so no runner
+/// is ever assigned it. (A statement a runner does not trust is still refused by
+/// the runner itself: `an_airgapped_runner_syncs_from_imported_statements_…`.)
 #[test]
-fn an_assignment_signed_by_a_key_the_runner_does_not_trust_is_refused_and_reported() {
+fn a_statement_by_a_key_that_did_not_sign_the_release_is_refused_and_nothing_is_assigned() {
     let (vendor, _) = vendor(&["1.0.0"]);
     let connected = Connected::start(&vendor);
-    // The registry takes any well-formed statement; only the runner knows whom it
-    // trusts.
     let stranger = stranger_key(&vendor);
-    connected.promote(&vendor, "1.0.0", &stranger);
+    connected.promote_refused(&vendor, "1.0.0", &stranger);
     let runner = imported(&vendor);
     let gitops = GitOps::new(&runner, 3);
     connected.configure(&runner, &gitops);
 
-    let (refused, stderr) = connected.pass(&runner, 1);
-    let platform = release(&refused, "platform");
-    assert_eq!(platform["state"], "refused", "{refused}\n{stderr}");
-    let message = platform["message"].as_str().unwrap();
-    assert!(message.contains("trust"), "{message}");
+    let (nothing, stderr) = connected.pass(&runner, 0);
+    assert_eq!(
+        nothing["report"]["releases"],
+        serde_json::json!([]),
+        "nothing is assigned: {nothing}\n{stderr}"
+    );
     assert!(!runner.state_file("network").exists(), "nothing applied");
     assert_eq!(receipts(&runner), 0);
-    // Reported: the registry saw the pass, and the customer's gate still waits.
+    // Reported: the registry saw the pass.
     let customer = connected.customer();
     assert!(customer["rollout"]["lastSync"].is_string(), "{customer}");
     assert!(customer["releases"].as_array().unwrap().is_empty());
-    assert_eq!(connected.gate(), "waiting");
 }
 
 /// A stand-in engine (a script around the real Terraform, named as such) that is
@@ -1198,11 +1225,12 @@ fn a_desired_channel_resolves_through_the_registry_when_the_store_has_no_stateme
     assert_eq!(release(&before, "platform")["state"], "refused", "{before}");
     assert!(!runner.state_file("network").exists());
 
-    // A statement signed by a key the runner does not trust is passed over.
+    // A key that did not sign the release cannot approve it: refused before the
+    // registry, and the runner still finds nothing.
     let stranger = stranger_key(&vendor);
-    connected.promote(&vendor, "1.0.0", &stranger);
-    let (untrusted, _) = connected.pass(&runner, 1);
-    assert_eq!(release(&untrusted, "platform")["state"], "refused");
+    connected.promote_refused(&vendor, "1.0.0", &stranger);
+    let (still, _) = connected.pass(&runner, 1);
+    assert_eq!(release(&still, "platform")["state"], "refused");
     assert!(!runner.state_file("network").exists());
 
     // The vendor's statement: found next to the release, the release pulled, and

@@ -288,6 +288,24 @@ fn channel_statements(
             ));
             continue;
         }
+        // A runner would refuse it, and the registry refuses such a statement: only
+        // a key that signed what a statement approves may approve it.
+        let signers: Vec<String> = stackpack_packager::promote::layout_signers(layout, subject)?
+            .iter()
+            .map(|k| k.key_id())
+            .collect();
+        if !signers.contains(&signed.statement.key_id) {
+            output::warning(&format!(
+                "skipped channel statement `{}`: {}",
+                descriptor.digest.short(),
+                stackpack_schema::rollout::foreign_signer(
+                    &reference.to_string(),
+                    &signed.statement.key_id,
+                    &signers
+                )
+            ));
+            continue;
+        }
         found.push((descriptor, signed));
     }
     if found.is_empty() {

@@ -56,7 +56,7 @@ pub fn run(args: &PromoteArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
                 Transport::from_insecure_flag(args.registry.insecure),
             )?;
             let approved = promote::resolve_remote(&remote, &address, &name, &version)?;
-            warn_other_signer(&approved, &key);
+            refuse_other_signer(&approved, &key)?;
             let api = LedgerApi::new(&address.host, args.registry.insecure);
             read_forecast(&api, &approved, args)?;
             remote.authenticate(&approved.repository, stackpack_bundle::remote::Access::Push)?;
@@ -79,6 +79,7 @@ pub fn run(args: &PromoteArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
                 )
             })?;
             let approved = promote::resolve_local(&opened, &name, &version)?;
+            refuse_other_signer(&approved, &key)?;
             let signed = promote::sign(&approved, &promotion, &key);
             let statement =
                 stackpack_bundle::channel::write_statement(&opened, &signed, &approved.subject)?;
@@ -189,27 +190,23 @@ fn promoted_by(flag: Option<&str>) -> Option<String> {
     })
 }
 
-/// A runner acts on a statement only from a key it trusts, and on a release only
-/// signed by one: promoting with another key than the release's is allowed (a key
-/// rotation), but said.
-fn warn_other_signer(approved: &Approved, key: &PrivateKey) {
+/// Only a key that signed what a statement approves may approve it: the registry
+/// refuses any other (so a publisher token and a key of one's own cannot start a
+/// rollout or take the version from the vendor's promotion), and `export
+/// --channel` carries no other. Refused here first, before anything is signed.
+fn refuse_other_signer(approved: &Approved, key: &PrivateKey) -> Result<()> {
     let public = key.public_key();
     if approved.signers.is_empty() || approved.signers.contains(&public) {
-        return;
+        return Ok(());
     }
-    let signers: Vec<String> = approved
-        .signers
-        .iter()
-        .map(|k| format!("`{}`", k.key_id()))
-        .collect();
-    output::warning(&format!(
-        "{} `{}@{}` is signed by key {}, and this promotion by key `{}`: runners must trust both",
-        approved.kind,
-        approved.name,
-        approved.version,
-        signers.join(", "),
-        public.key_id()
-    ));
+    let signers: Vec<String> = approved.signers.iter().map(|k| k.key_id()).collect();
+    let what = format!("{}@{}", approved.name, approved.version);
+    Err(Error::usage(stackpack_schema::rollout::foreign_signer(
+        &what,
+        &public.key_id(),
+        &signers,
+    ))
+    .hint(stackpack_schema::rollout::FOREIGN_SIGNER_HINT))
 }
 
 fn report(

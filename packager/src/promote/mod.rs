@@ -180,32 +180,34 @@ fn remote_signers(remote: &Remote, repository: &str, entries: &[Descriptor]) -> 
 }
 
 /// Finds `name@version` in an image layout (the airgapped vendor flow): the release,
-/// else the stack bundle. Signatures are left to the runner's verification.
+/// else the stack bundle, with the keys that signed it.
 pub fn resolve_local(layout: &ImageLayout, name: &str, version: &Version) -> Result<Approved> {
     // As a layout names its entries (`releases/<name>:<version>`); nothing is pushed.
     let repository = |kind: &str| format!("{kind}/{name}");
     if let Some(found) = find_release(layout, name, version)? {
         let mut subject = Descriptor::new(found.media_type, found.digest, found.size);
         subject.artifact_type = Some(media_type::RELEASE_ARTIFACT.into());
+        let signers = layout_signers(layout, &subject.digest)?;
         return Ok(Approved {
             kind: ApprovedKind::Release,
             name: name.to_string(),
             version: version.clone(),
             repository: repository("releases"),
             subject,
-            signers: Vec::new(),
+            signers,
         });
     }
     if let Some(found) = layout.find_bundle(name, version)? {
         let mut subject = Descriptor::new(found.media_type, found.digest, found.size);
         subject.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
+        let signers = layout_signers(layout, &subject.digest)?;
         return Ok(Approved {
             kind: ApprovedKind::Stack,
             name: name.to_string(),
             version: version.clone(),
             repository: repository("stacks"),
             subject,
-            signers: Vec::new(),
+            signers,
         });
     }
     Err(not_found(
@@ -376,4 +378,57 @@ pub fn pull_statements(
         found.push((descriptor, signed));
     }
     Ok(found)
+}
+
+/// The keys whose signatures of `subject` verify in `layout`: a release index's
+/// (signatures of its description, entries of the index) or a bundle's. What cannot
+/// be read is left out: the caller refuses a key that is not among them.
+pub fn layout_signers(
+    layout: &ImageLayout,
+    subject: &stackpack_schema::digest::Digest,
+) -> Result<Vec<PublicKey>> {
+    use stackpack_schema::oci::ImageIndex;
+    let bytes = layout.read_blob(subject, MAX_MANIFEST_SIZE)?;
+    let (signed, candidates) = match serde_json::from_slice::<ImageIndex>(&bytes) {
+        Ok(index) if !index.manifests.is_empty() => {
+            let description = index.manifests[0].digest.clone();
+            let entries = index
+                .manifests
+                .into_iter()
+                .skip(1)
+                .filter(|d| d.artifact_type.as_deref() == Some(media_type::SIGNATURE_ARTIFACT))
+                .collect();
+            (description, entries)
+        }
+        _ => (subject.clone(), layout.signatures_for(subject)?),
+    };
+    let mut ids = Vec::new();
+    for candidate in candidates {
+        let Ok(bytes) = layout.read_blob(&candidate.digest, MAX_MANIFEST_SIZE) else {
+            continue;
+        };
+        let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
+            continue;
+        };
+        let Some(layer) = manifest
+            .layers
+            .iter()
+            .find(|l| l.media_type == media_type::SIGNATURE_LAYER)
+        else {
+            continue;
+        };
+        let Ok(envelope) = layout.read_blob(&layer.digest, 64 * 1024) else {
+            continue;
+        };
+        let Ok(envelope) = SignatureEnvelope::from_bytes(&envelope) else {
+            continue;
+        };
+        if envelope.payload.manifest_digest != signed {
+            continue;
+        }
+        if let Ok(key) = envelope.verify_integrity() {
+            ids.push(key);
+        }
+    }
+    Ok(ids)
 }

@@ -423,8 +423,54 @@ fn an_airgapped_vendor_promotes_into_the_local_layout_and_exports_the_channel() 
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].statement.digest, index);
 
-    let tar = vendor.temp.path().join("stable.tar");
+    // Security review §7.3: a key that did not sign the release cannot approve it.
+    // `promote` refuses it before signing anything; a statement by such a key put
+    // in the layout by other means is left out of the export, said.
+    let stranger = vendor.temp.path().join("stranger");
     vendor
+        .run(&["keygen", "--out", stranger.to_str().unwrap()])
+        .ok();
+    let stranger_key = stranger.with_extension("key");
+    let refused = vendor.run(&[
+        "promote",
+        "data-plane@0.1.0",
+        "--channel",
+        "stable",
+        "--key",
+        stranger_key.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("only a key that signed what a statement approves may approve it"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        exported_statements(&local, "stable", &vendor.vendor_key()).len(),
+        1,
+        "the refused promotion wrote a statement"
+    );
+    let foreign_key = stackpack_schema::signature::PrivateKey::from_pem(
+        &std::fs::read_to_string(&stranger_key).unwrap(),
+    )
+    .unwrap();
+    let foreign = stackpack_schema::rollout::SignedChannelStatement::sign(
+        found[0].statement.clone(),
+        &foreign_key,
+    );
+    let subject = local
+        .index()
+        .unwrap()
+        .manifests
+        .into_iter()
+        .find(|d| d.digest == index)
+        .unwrap();
+    stackpack_bundle::channel::write_statement(&local, &foreign, &subject).unwrap();
+
+    let tar = vendor.temp.path().join("stable.tar");
+    let exported_run = vendor
         .run(&[
             "export",
             "data-plane@0.1.0",
@@ -436,6 +482,14 @@ fn an_airgapped_vendor_promotes_into_the_local_layout_and_exports_the_channel() 
             tar.to_str().unwrap(),
         ])
         .ok();
+    assert!(
+        exported_run.stderr.contains(&format!(
+            "the channel statement is signed by key `{}`",
+            foreign_key.public_key().key_id()
+        )),
+        "{}",
+        exported_run.stderr
+    );
     let layout = untar(&tar, &vendor.temp.path().join("airgap"));
     let exported = exported_statements(&layout, "stable", &vendor.vendor_key());
     assert_eq!(exported.len(), 1);

@@ -26,7 +26,7 @@ use stackpack_test_support::release_index::{ReleaseArtifacts, ReleaseBuilder};
 const REPO: &str = "acme/releases/platform";
 
 pub(crate) fn vendor() -> PrivateKey {
-    PrivateKey::from_secret_bytes([42; 32])
+    stackpack_test_support::release_index::test_vendor_key()
 }
 
 pub(crate) fn release(version: &str) -> ReleaseArtifacts {
@@ -422,12 +422,38 @@ fn forged_or_unheld_statements_are_refused_and_start_nothing() {
     assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
     assert!(String::from_utf8_lossy(&r.body).contains("does not hold"));
 
+    // Security review §7.3: a statement signed by a key that did not sign the
+    // release (a publisher token and a key of one's own) is refused, starts
+    // nothing, and does not take the version from the vendor's own promotion.
+    let stranger = PrivateKey::from_secret_bytes([7; 32]);
+    let foreign = SignedChannelStatement::sign(statement(&v1, false).statement, &stranger);
+    let r = promote(&fleet.publisher, &foreign, &v1);
+    assert_eq!(
+        (r.status, r.error_code()),
+        (403, "DENIED".to_string()),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    let body = String::from_utf8_lossy(&r.body).to_string();
+    assert!(
+        body.contains(&format!(
+            "signed by key `{}`",
+            stranger.public_key().key_id()
+        )) && body.contains(&vendor().public_key().key_id()),
+        "{body}"
+    );
+
     let listed = fleet.admin.req("GET", "/api/v1/rollouts", &[], None);
     assert_eq!(listed.json(), serde_json::json!([]));
     assert!(fleet
         .assignment(&fleet.customer("acme"), "acme")
         .assignments
         .is_empty());
+    assert_eq!(
+        promote(&fleet.publisher, &statement(&v1, false), &v1).status,
+        201,
+        "the vendor's own statement still promotes the version"
+    );
 
     let doc = fleet
         .admin
@@ -634,6 +660,27 @@ fn a_stack_promotion_rolls_out_on_stack_receipts() {
     );
     let config = br#"{"format":1,"stack":"network","version":"2.0.0"}"#;
     let (manifest, digest) = fleet.publisher.push_bundle_config(STACKS, "2.0.0", config);
+    // The bundle's signature, by the vendor, as `stackpack publish` pushes it.
+    let bundle = stackpack_schema::oci::Descriptor::new(
+        OCI_MANIFEST,
+        digest.parse().unwrap(),
+        manifest.len() as u64,
+    );
+    let (envelope, signature) = stackpack_test_support::release_index::signature_of(
+        &bundle,
+        STACKS,
+        &"2.0.0".parse().unwrap(),
+        &vendor(),
+    );
+    fleet.publisher.push_blob(STACKS, &envelope);
+    fleet.publisher.push_blob(STACKS, media_type::EMPTY_BLOB);
+    let r = fleet.publisher.push_manifest(
+        STACKS,
+        &signature.digest.to_string(),
+        &signature.bytes,
+        OCI_MANIFEST,
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     let signed = SignedChannelStatement::sign(
         ChannelStatement {
             format: CHANNEL_STATEMENT_FORMAT,

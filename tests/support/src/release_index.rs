@@ -9,6 +9,7 @@ use stackpack_schema::bundle::Source;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
 use stackpack_schema::release::{ReleaseDescription, ReleaseService, ReleaseStack, RELEASE_FORMAT};
+use stackpack_schema::signature::{PrivateKey, SignaturePayload};
 use stackpack_schema::Digest;
 
 /// A manifest (or the index) to push: its bytes, digest and media type.
@@ -69,6 +70,49 @@ pub struct ReleaseBuilder {
     version: semver::Version,
     stacks: Vec<(String, semver::Version, Vec<String>)>,
     services: Vec<(String, String)>,
+    key: Option<std::sync::Arc<PrivateKey>>,
+}
+
+/// The key tests sign as the vendor with, unless they choose another: a registry
+/// accepts a channel statement only from a key that signed what it approves.
+pub fn test_vendor_key() -> PrivateKey {
+    PrivateKey::from_secret_bytes([42; 32])
+}
+
+/// The signature artifact of `subject` by `key`, as `stackpack` writes it
+/// (`stackpack_bundle::sign`): its envelope blob and its manifest.
+pub fn signature_of(
+    subject: &Descriptor,
+    repository: &str,
+    version: &semver::Version,
+    key: &PrivateKey,
+) -> (Vec<u8>, Manifest) {
+    let envelope = key
+        .sign(SignaturePayload {
+            manifest_digest: subject.digest.clone(),
+            repository: repository.to_string(),
+            version: version.to_string(),
+            key_id: String::new(),
+            signed_at: "2026-01-01T00:00:00Z".into(),
+        })
+        .to_bytes();
+    let manifest = ImageManifest {
+        schema_version: 2,
+        media_type: Some(media_type::OCI_MANIFEST.into()),
+        artifact_type: Some(media_type::SIGNATURE_ARTIFACT.into()),
+        config: Descriptor::empty(),
+        layers: vec![Descriptor::new(
+            media_type::SIGNATURE_LAYER,
+            Digest::of(&envelope),
+            envelope.len() as u64,
+        )],
+        subject: Some(subject.clone()),
+        annotations: None,
+    };
+    (
+        envelope,
+        Manifest::of(manifest.to_bytes(), media_type::OCI_MANIFEST),
+    )
 }
 
 fn version(text: &str) -> semver::Version {
@@ -82,7 +126,14 @@ impl ReleaseBuilder {
             version: version(release_version),
             stacks: Vec::new(),
             services: Vec::new(),
+            key: Some(std::sync::Arc::new(test_vendor_key())),
         }
+    }
+
+    /// Signed by `key` (`None`: not signed at all) instead of [`test_vendor_key`].
+    pub fn signed_by(mut self, key: Option<PrivateKey>) -> ReleaseBuilder {
+        self.key = key.map(std::sync::Arc::new);
+        self
     }
 
     /// A stack at `stack_version`, applied after `depends_on`. Its bundle is made up
@@ -148,8 +199,18 @@ impl ReleaseBuilder {
         blobs.extend([config, media_type::EMPTY_BLOB.to_vec()]);
         let mut first = described.descriptor();
         first.artifact_type = Some(media_type::RELEASE_DESCRIPTION_ARTIFACT.into());
-        entries.insert(0, first);
+        entries.insert(0, first.clone());
         manifests.push(described);
+        // The signature of the description, right after it, as `stackpack` writes it.
+        if let Some(key) = &self.key {
+            let repository = format!("acme/releases/{}", self.name);
+            let (envelope, signature) = signature_of(&first, &repository, &self.version, key);
+            let mut entry = signature.descriptor();
+            entry.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+            entries.insert(1, entry);
+            blobs.push(envelope);
+            manifests.push(signature);
+        }
         let index = ReleaseArtifacts::index_of(entries.clone());
         blobs.sort();
         blobs.dedup();
