@@ -295,6 +295,15 @@ fn refused_promotion(
     signed: &SignedChannelStatement,
 ) -> Error {
     match &error {
+        // Our registry answers 404 for a channel it does not have (its words name
+        // the channels it has): the command named something wrong, exit 2.
+        stackpack_bundle::remote::RemoteError::Rejected { host, status: 404, detail, .. } => {
+            Error::usage(format!(
+                "registry `{host}` refused to promote {} `{}@{}`: {detail}",
+                approved.kind, approved.name, approved.version,
+            ))
+            .caused_by(error)
+        }
         stackpack_bundle::remote::RemoteError::Rejected { host, status, detail, .. } => {
             Error::refused(format!(
                 "registry `{host}` refused to promote {} `{}@{}` to channel `{}` (HTTP {status}): {detail}",

@@ -31,6 +31,25 @@ pub struct ReleaseFleetQuery {
     pub environment: Option<String>,
 }
 
+/// Refuses a release or `customer` the registry does not have (the question's
+/// entry, from `--data` and on the API): a misspelt name is not an empty fleet.
+pub fn check_names(
+    state: &AppState,
+    name: &str,
+    query: &ReleaseFleetQuery,
+    may_list: bool,
+) -> Result<()> {
+    use super::known::{check, Kind};
+    check(
+        state,
+        &[
+            (Kind::Release, Some(name)),
+            (Kind::Customer, query.customer.as_deref()),
+        ],
+        may_list,
+    )
+}
+
 /// Per customer that ever deployed release `name`, the version it runs now and its
 /// mixed stacks, by customer. A customer whose every stack of the release has since
 /// been applied on its own runs no version of it and is left out.
@@ -212,5 +231,11 @@ pub async fn handle(
         Some(id) => ctx.authorize(Action::CustomerRead(id))?,
         None => ctx.authorize(Action::LedgerRead)?,
     }
+    check_names(
+        &state,
+        &name,
+        &query,
+        ctx.authorize(Action::LedgerRead).is_ok(),
+    )?;
     rows(&state, &name, &query).map(Json)
 }
