@@ -213,3 +213,28 @@ fn an_unknown_flag_exits_2() {
     let temp = tempfile::tempdir().unwrap();
     assert_eq!(stackpack(temp.path(), &["build", "--no-such-flag"]).code, 2);
 }
+
+#[test]
+fn a_mistyped_flag_is_answered_with_the_similar_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // `--kye`: two letters swapped, which clap alone finds nothing similar to.
+    for (args, near) in [
+        (&["build", "--kye", "vendor.key"][..], "--key"),
+        (&["build", "--stakc", "network"][..], "--stack"),
+        (
+            &["promote", "a@1.0.0", "--chanel", "stable"][..],
+            "--channel",
+        ),
+    ] {
+        let run = stackpack(dir.path(), args).code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("tip: a similar argument exists: '{near}'")),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    // Nothing near: no guess.
+    let run = stackpack(dir.path(), &["build", "--zzzzzz"]).code(2);
+    assert!(!run.stderr.contains("similar argument"), "{}", run.stderr);
+}
