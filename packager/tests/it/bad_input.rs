@@ -238,3 +238,34 @@ fn a_mistyped_flag_is_answered_with_the_similar_one() {
     let run = stackpack(dir.path(), &["build", "--zzzzzz"]).code(2);
     assert!(!run.stderr.contains("similar argument"), "{}", run.stderr);
 }
+
+#[test]
+fn stackpack_finds_stackpack_toml_from_a_folder_below_the_repository_root() {
+    let repo = TestRepo::fixture("runner-vendor");
+    let key = repo.key.to_str().unwrap();
+    // From inside a stack, as git and terraform find their root: the whole
+    // repository is built, into its own layout.
+    let inside = repo.dir.join("stacks/data-plane");
+    let report = stackpack(&inside, &["build", "--json", "--key", key])
+        .ok()
+        .json();
+    assert_eq!(
+        TestRepo::built(&report),
+        [("data-plane".to_string(), "0.1.0".to_string())],
+        "{report}"
+    );
+    assert!(repo.layout().join("index.json").is_file());
+    assert!(!inside.join(".stackpack").exists());
+
+    // Never past a git repository's root: a repository without `stackpack.toml`
+    // inside this one is not this one.
+    let other = repo.dir.join("vendored/tool");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    std::fs::create_dir_all(other.join("src")).unwrap();
+    let run = stackpack(&other.join("src"), &["build", "--key", key]).code(2);
+    assert!(
+        run.stderr.contains("cannot read `stackpack.toml`"),
+        "{}",
+        run.stderr
+    );
+}
