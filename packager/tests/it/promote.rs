@@ -502,6 +502,34 @@ fn promote_refuses_an_unknown_version_a_bad_channel_and_a_missing_key() {
         "{}",
         unknown.stderr
     );
+    // The versions that are published are named, newest first.
+    assert!(
+        unknown
+            .stderr
+            .contains("is neither a release nor a stack bundle in `"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(
+        unknown.stderr.contains("; its published versions: `0.1.0`"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(
+        unknown.stderr.contains("the newest is `data-plane@0.1.0`"),
+        "{}",
+        unknown.stderr
+    );
+    let never = vendor
+        .promote(&host, "data-plan@0.1.0", &["--channel", "stable"])
+        .code(2);
+    assert!(
+        never
+            .stderr
+            .contains("nothing named `data-plan` is published there"),
+        "{}",
+        never.stderr
+    );
 
     let no_version = vendor
         .promote(&host, "data-plane", &["--channel", "stable"])
