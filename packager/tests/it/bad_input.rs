@@ -269,3 +269,32 @@ fn stackpack_finds_stackpack_toml_from_a_folder_below_the_repository_root() {
         run.stderr
     );
 }
+
+#[test]
+fn inspect_of_a_bundle_the_layout_does_not_hold_is_not_found_with_did_you_mean() {
+    let repo = TestRepo::fixture("runner-vendor");
+    repo.build(&[]);
+    let layout = repo.layout();
+    let inspect = |target: &str| {
+        repo.run(&["inspect", &format!("{}:{target}", layout.display())])
+            .code(2)
+            .stderr
+    };
+    // Not "failed verification" (exit 1): the name is wrong.
+    let misspelt = inspect("data-plan@0.1.0");
+    assert!(
+        misspelt.contains(
+            "bundle `data-plan@0.1.0` is not in the layout; did you mean `data-plane`?; its stacks: `data-plane`"
+        ),
+        "{misspelt}"
+    );
+    assert!(!misspelt.contains("verification"), "{misspelt}");
+    let version = inspect("data-plane@0.3.0");
+    assert!(
+        version.contains(
+            "bundle `data-plane@0.3.0` is not in the layout; its versions there: `0.1.0`"
+        ),
+        "{version}"
+    );
+    assert!(version.contains("stackpack inspect LAYOUT"), "{version}");
+}
