@@ -445,6 +445,24 @@ fn a_misspelt_customer_stack_or_release_is_refused_with_did_you_mean_and_what_ex
         );
     }
 
+    // The support pages say the same.
+    let cookie = sign_in(&server);
+    for (path, words) in [
+        (
+            "/ui/customers/globx",
+            "customer <code>globx</code> does not exist in this registry; did you mean <code>globex</code>?",
+        ),
+        (
+            "/ui/stacks/netwrk",
+            "stack <code>netwrk</code> does not exist in this registry; did you mean <code>network</code>?",
+        ),
+    ] {
+        let r = page(&server, path, Some(&cookie));
+        assert_eq!(r.status, 404, "{path}");
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(body.contains(words), "{path}: {body}");
+    }
+
     // A customer's own token is told its question's name is unknown, not the names
     // the registry has: those are support's to read.
     let own = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
