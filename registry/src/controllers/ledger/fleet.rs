@@ -203,6 +203,7 @@ pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
     responses(
         (status = 200, description = "One page of the fleet matrix, customer × stack, by customer then stack; when another page may follow, `Link: </api/v1/fleet?…&after=customer/stack>; rel=\"next\"` says where", body = Vec<FleetRow>),
         (status = 400, description = "`staleAfter` is not an age, `below` or `moduleBelow` not a version, `limit` not a number from 1 to 2000, or `after` not a cursor"),
+        (status = 404, description = "`customer` or `stack` names one the registry does not have: the message names the nearest and (to a support token) the ones there are"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn handle(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Result<Response> {

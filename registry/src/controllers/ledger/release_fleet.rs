@@ -216,6 +216,7 @@ fn mixed(
     ),
     responses(
         (status = 200, description = "Per customer that deployed the release, by customer: the release version its latest deployments carry, and each stack of that version whose bundle in place is not the one the version pins (`mixed`)", body = Vec<ReleaseFleetRow>),
+        (status = 404, description = "The release, or `customer`, is not one the registry has: the message names the nearest and (to a support token) the ones there are"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn handle(
