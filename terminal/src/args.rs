@@ -53,7 +53,11 @@ fn with_similar_flag<P: clap::CommandFactory>(mut error: clap::Error) -> clap::E
     let flag = flag.split('=').next().unwrap_or(flag).to_string();
     let mut command = P::command();
     command.build();
-    let words: Vec<String> = std::env::args().skip(1).collect();
+    // `args_os`: a path that is not UTF-8 must not panic here.
+    let words: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
     if let Some(near) = nearest_flag(&command, &words, &flag) {
         error.insert(
             ContextKind::SuggestedArg,
@@ -67,10 +71,11 @@ fn with_similar_flag<P: clap::CommandFactory>(mut error: clap::Error) -> clap::E
 /// added, dropped, changed or two swapped (two for a flag of six letters or more).
 fn nearest_flag(command: &clap::Command, words: &[String], flag: &str) -> Option<String> {
     let mut command = command;
-    for word in words.iter().take_while(|w| !w.starts_with('-')) {
-        match command.find_subcommand(word) {
-            Some(sub) => command = sub,
-            None => break,
+    // Global flags (`-v`) may come before the subcommand: skip flags, descend on
+    // each word that names a subcommand of the one reached.
+    for word in words.iter().filter(|w| !w.starts_with('-')) {
+        if let Some(sub) = command.find_subcommand(word) {
+            command = sub;
         }
     }
     let allowed = if flag.len() >= 6 { 2 } else { 1 };

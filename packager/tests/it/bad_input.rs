@@ -225,6 +225,7 @@ fn a_mistyped_flag_is_answered_with_the_similar_one() {
             &["promote", "a@1.0.0", "--chanel", "stable"][..],
             "--channel",
         ),
+        (&["-v", "build", "--kye", "vendor.key"][..], "--key"),
     ] {
         let run = stackpack(dir.path(), args).code(2);
         assert!(
