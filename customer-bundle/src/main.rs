@@ -5,8 +5,6 @@ mod commands;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     stackpack_terminal::die_quietly_on_closed_pipe();
     // The home holds state, inputs and plans with secrets in them: whatever the
@@ -16,7 +14,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::umask(0o077);
     }
-    let cli = cli::Cli::parse();
+    let cli: cli::Cli = stackpack_terminal::args::parse();
     if let Some(log) = cli
         .global
         .engine_log

@@ -79,13 +79,56 @@ pub fn pull(
     .map_err(|e| match e {
         TransferError::Remote(remote) => Error::from(remote),
         TransferError::NotFound { reference, host } => {
-            Error::refused(format!("`{reference}` is not in registry `{host}`"))
-                .hint("check the stack and version with your vendor; `stackpack-runner status` lists what is installed")
+            not_found(&remote, bundle, &reference, &host)
         }
         other => Error::refused(other.to_string()),
     })?;
     check_freshness(home, &remote, bundle)?;
     import_pulled(home, &staged, &bundle.repository)
+}
+
+/// The reference names a repository or a version the registry does not have: the
+/// command's mistake (exit 2), with the repository's versions when it exists, else
+/// the nearest repository the registry lists (`/v2/_catalog`, when it allows that).
+fn not_found(remote: &Remote, bundle: &RemoteBundle, reference: &str, host: &str) -> Error {
+    let repository = &bundle.repository;
+    let mut versions: Vec<Version> = remote
+        .tags(repository)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|tag| tag.parse().ok())
+        .collect();
+    versions.sort_by(|a, b| b.cmp_precedence(a));
+    if let Some(newest) = versions.first() {
+        let listed: Vec<String> = versions.iter().take(10).map(|v| format!("`{v}`")).collect();
+        return Error::usage(format!(
+            "`{reference}` is not in registry `{host}`: repository `{repository}` has no version `{}`; its versions: {}",
+            bundle.version,
+            listed.join(", ")
+        ))
+        .hint(format!(
+            "pull a published version (the newest is `{host}/{repository}:{newest}`), or ask your vendor whether `{}` was published",
+            bundle.version
+        ));
+    }
+    let catalog = remote
+        .catalog(repository)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let names: Vec<&str> = catalog.iter().map(String::as_str).collect();
+    let near = stackpack_interface::tfvars::did_you_mean(repository, &names)
+        .map(|near| format!("; did you mean `{host}/{near}:{}`?", bundle.version))
+        .unwrap_or_default();
+    let hint = if repository.contains("/stacks/") {
+        "check the stack's name with your vendor; `stackpack-runner status` lists what is installed"
+    } else {
+        "a bundle lives at `HOST/NAMESPACE/stacks/STACK:VERSION`, as in `registry.acme.example/acme/stacks/data-plane:1.4.0`"
+    };
+    Error::usage(format!(
+        "`{reference}` is not in registry `{host}`: repository `{repository}` does not exist{near}"
+    ))
+    .hint(hint)
 }
 
 /// What the registry's signed "newest version" statement says, and whether it is

@@ -88,7 +88,7 @@ pub struct CustomerNewArgs {
     #[arg(long, value_name = "auto|CIDR")]
     pub cidr: Option<String>,
     /// The vendor repository (the folder holding `stackpack.toml`).
-    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_packager::config::RepoRoot)]
     pub repo: PathBuf,
     /// Print one JSON document.
     #[arg(long)]
@@ -240,7 +240,7 @@ pub struct PromoteArgs {
     pub out: Option<PathBuf>,
     /// The vendor repository, for `[signing] key` and `registry` in `stackpack.toml`
     /// (optional: without one, pass `--key` and `--registry`).
-    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_packager::config::RepoRoot)]
     pub repo: PathBuf,
     /// Print one JSON document.
     #[arg(long)]
@@ -271,7 +271,7 @@ pub struct ForecastArgs {
     #[arg(long)]
     pub no_send: bool,
     /// The vendor repository: `stackpack.toml`, git history, `customers/`.
-    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_packager::config::RepoRoot)]
     pub repo: PathBuf,
 }
 
@@ -290,7 +290,7 @@ pub struct KeygenArgs {
 #[derive(Args, Debug, Clone)]
 pub struct PlanArgs {
     /// The vendor repository (the folder holding `stackpack.toml`).
-    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_terminal::args::ExistingPath)]
+    #[arg(long, default_value = ".", value_name = "DIR", value_parser = stackpack_packager::config::RepoRoot)]
     pub repo: PathBuf,
     /// Detect changes since this git ref instead of since each stack's latest release.
     #[arg(long, value_name = "REF")]

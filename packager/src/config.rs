@@ -246,6 +246,48 @@ fn default_stack_globs() -> Vec<String> {
     vec!["stacks/*".to_string()]
 }
 
+/// The value parser of `--repo`: the folder named (it must exist, as every path a
+/// command reads), or, when it holds no `stackpack.toml`, the nearest folder above it
+/// that does, up to the git repository's root, as git and terraform find theirs: run
+/// from `stacks/network`, `stackpack build` builds the whole repository.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RepoRoot;
+
+impl clap::builder::TypedValueParser for RepoRoot {
+    type Value = PathBuf;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<PathBuf, clap::Error> {
+        let dir = stackpack_terminal::args::ExistingPath.parse_ref(command, arg, value)?;
+        Ok(find_root(&dir))
+    }
+}
+
+/// `dir` when it holds `stackpack.toml`, else the nearest folder above it that does,
+/// not past the folder holding `.git`; `dir` itself when none does (its error then
+/// names `dir`).
+pub fn find_root(dir: &Path) -> PathBuf {
+    if dir.join("stackpack.toml").is_file() {
+        return dir.to_path_buf();
+    }
+    let Ok(absolute) = dir.canonicalize() else {
+        return dir.to_path_buf();
+    };
+    for folder in absolute.ancestors() {
+        if folder.join("stackpack.toml").is_file() {
+            return folder.to_path_buf();
+        }
+        if folder.join(".git").exists() {
+            break;
+        }
+    }
+    dir.to_path_buf()
+}
+
 fn default_module_globs() -> Vec<String> {
     vec!["modules/*".to_string()]
 }

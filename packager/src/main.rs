@@ -6,11 +6,9 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     stackpack_terminal::die_quietly_on_closed_pipe();
-    let cli = cli::Cli::parse();
+    let cli: cli::Cli = stackpack_terminal::args::parse();
     output::init(&cli.global);
     stackpack_terminal::finish(commands::run(&cli))
 }

@@ -114,6 +114,77 @@ pub fn validate_token_name(name: &str) -> Result<(), TokenNameError> {
     Ok(())
 }
 
+/// The closest of `known` to `name`, when it is close enough for a "did you mean".
+pub fn nearest<'a>(name: &str, known: &'a [String]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (strsim::jaro_winkler(name, k), k.as_str()))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k)
+}
+
+/// The most existing names an "unknown name" message lists.
+const LISTED: usize = 10;
+
+/// The [`LISTED`] names of `known` most like `name`, most alike first (all of them,
+/// in their order, when there are no more).
+fn nearest_few<'a>(name: &str, known: &'a [String]) -> Vec<&'a String> {
+    let mut few: Vec<&String> = known.iter().collect();
+    if few.len() > LISTED {
+        few.sort_by(|a, b| strsim::jaro_winkler(name, b).total_cmp(&strsim::jaro_winkler(name, a)));
+        few.truncate(LISTED);
+    }
+    few
+}
+
+fn quoted<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    names
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `what` `name` is not one this registry has (`NOT_FOUND`): the one wording the
+/// CLI, `--url` and the API give for a channel, customer, release or stack that
+/// does not exist, with the nearest name and the names that exist. `plural` names
+/// them ("channels"); `known` is `None` for an asker who may not see them all;
+/// `otherwise` says what to do when none was meant.
+pub fn unknown(
+    what: &str,
+    plural: &str,
+    name: &str,
+    known: Option<&[String]>,
+    otherwise: &str,
+) -> Error {
+    let near = known.and_then(|known| nearest(name, known));
+    let mut message = format!("{what} `{name}` does not exist in this registry");
+    if let Some(near) = near {
+        message.push_str(&format!("; did you mean `{near}`?"));
+    }
+    match known {
+        None => {}
+        Some([]) => message.push_str(&format!("; it has no {plural} yet")),
+        Some(known) if known.len() <= LISTED => {
+            message.push_str(&format!("; its {plural}: {}", quoted(known.iter())));
+        }
+        Some(known) => message.push_str(&format!(
+            "; the nearest of its {} {plural}: {}",
+            known.len(),
+            quoted(nearest_few(name, known).into_iter())
+        )),
+    }
+    if !otherwise.is_empty() {
+        message.push_str(&format!("; {otherwise}"));
+    }
+    let listed = known.map(|known| nearest_few(name, known));
+    Error::new(Code::NotFound, message).with_detail(serde_json::json!({
+        "name": name,
+        "didYouMean": near,
+        "known": listed,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,6 +88,7 @@ where
 {
     check_held(conn, repository, signed)?;
     let s = &signed.statement;
+    check_channel(conn, &s.channel)?;
     let document = String::from_utf8(signed.to_bytes()).expect("JSON is UTF-8");
     if let Some(existing) = rdb::promotion(conn, &s.channel, s.kind, &s.release, &s.version)? {
         if existing.statement == document {
@@ -118,6 +119,26 @@ where
         }
     }
     start_rollout(conn, signed, &document, now_ns)
+}
+
+/// A promotion goes to a channel that exists (configured, or with customers in it):
+/// a misspelt one would start a rollout nobody is on. Creating a channel is an
+/// explicit `channel set`.
+fn check_channel<C: Sql + ?Sized>(conn: &C, channel: &str) -> Result<()>
+where
+    Error: From<C::Error>,
+{
+    let channels = rdb::channel_names(conn)?;
+    if channels.iter().any(|c| c == channel) {
+        return Ok(());
+    }
+    Err(crate::names::unknown(
+        "channel",
+        "channels",
+        channel,
+        Some(&channels),
+        &format!("to start a new channel, create it first with `stackpack-registry channel set {channel}`"),
+    ))
 }
 
 /// The statement verifies against its own key, names things by valid names, and

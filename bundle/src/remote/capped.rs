@@ -213,6 +213,28 @@ impl Remote {
         Ok(page.tags.unwrap_or_default())
     }
 
+    /// The first page of `/v2/_catalog` (up to [`TAG_PAGE`] names), asked with the
+    /// pull token of `repository`; `None` when the registry does not allow it.
+    pub(super) async fn catalog_page(
+        &self,
+        repository: &str,
+    ) -> Result<Option<Vec<String>>, RemoteError> {
+        let path = format!("_catalog?n={TAG_PAGE}");
+        let answer = self.get(repository, &path, "application/json").await?;
+        if answer.status().as_u16() != 200 {
+            return Ok(None);
+        }
+        let bytes = self.read_capped(answer, "catalog", MAX_TAG_PAGE).await?;
+        #[derive(serde::Deserialize)]
+        struct Catalog {
+            #[serde(default)]
+            repositories: Option<Vec<String>>,
+        }
+        Ok(serde_json::from_slice::<Catalog>(&bytes)
+            .ok()
+            .map(|c| c.repositories.unwrap_or_default()))
+    }
+
     /// The referrers index of `subject`: the referrers API's answer, or on a 404 (a
     /// registry without the API) the `sha256-<hex>` tag-schema index, or none. At
     /// most [`MAX_MANIFEST_SIZE`] either way.

@@ -570,6 +570,13 @@ impl Remote {
         }
     }
 
+    /// The repositories the registry lists in `/v2/_catalog` (its first page), asked
+    /// with `repository`'s pull access; `None` when it does not allow it (a registry
+    /// with token auth wants a catalog scope).
+    pub fn catalog(&self, repository: &str) -> Result<Option<Vec<String>>, RemoteError> {
+        self.runtime.block_on(self.catalog_page(repository))
+    }
+
     /// Every tag of `repository`, following pages (`n`/`last`). A repository that does
     /// not exist yet has no tags.
     pub fn tags(&self, repository: &str) -> Result<Vec<String>, RemoteError> {

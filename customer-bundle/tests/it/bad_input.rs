@@ -751,3 +751,27 @@ fn a_wrong_destroy_confirmation_does_not_reveal_the_right_one() {
     );
     assert!(!run.stderr.contains("globex"), "{}", run.stderr);
 }
+
+#[test]
+fn a_mistyped_flag_is_answered_with_the_similar_one() {
+    // `--yse`: two letters swapped, which clap alone finds nothing similar to.
+    for (args, near) in [
+        (&["apply", "network@1.0.0", "--yse"][..], "--yes"),
+        (
+            &["plan", "network@1.0.0", "--inptus", "x.tfvars"][..],
+            "--inputs",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stackpack-runner"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("tip: a similar argument exists: '{near}'")),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -450,3 +450,58 @@ fn a_pull_moves_only_the_blobs_the_store_does_not_already_hold() {
         pulled.stderr
     );
 }
+
+#[test]
+fn pulling_a_repository_or_version_the_registry_does_not_have_names_the_nearest() {
+    let registry = Distribution::require();
+    let vendor = Vendor::small();
+    publish_data_plane(&vendor, &registry);
+    let runner = trusting_runner(&vendor);
+    let host = registry.host();
+    let pull = |reference: String| {
+        runner
+            .run(&["pull", &reference, "--insecure"])
+            .code(2)
+            .stderr
+    };
+
+    // A misspelt stack: the repository does not exist; the nearest one the
+    // registry lists is named.
+    let misspelt = pull(format!("{host}/acme/stacks/data-plan:0.1.0"));
+    assert!(
+        misspelt.contains(&format!(
+            "repository `acme/stacks/data-plan` does not exist; did you mean `{host}/acme/stacks/data-plane:0.1.0`?"
+        )),
+        "{misspelt}"
+    );
+    // A path without `/stacks/`: the same, and where bundles live.
+    let flat = pull(format!("{host}/acme/data-plane:0.1.0"));
+    assert!(
+        flat.contains("repository `acme/data-plane` does not exist"),
+        "{flat}"
+    );
+    assert!(
+        flat.contains(&format!(
+            "did you mean `{host}/acme/stacks/data-plane:0.1.0`?"
+        )),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("HOST/NAMESPACE/stacks/STACK:VERSION"),
+        "{flat}"
+    );
+    // A version never published: the repository's versions.
+    let version = pull(format!("{host}/acme/stacks/data-plane:0.3.0"));
+    assert!(
+        version.contains(
+            "repository `acme/stacks/data-plane` has no version `0.3.0`; its versions: `0.1.0`"
+        ),
+        "{version}"
+    );
+    let status = runner.run(&["status", "--json"]).ok();
+    assert!(
+        !status.stdout.contains("data-plane"),
+        "nothing entered the store: {}",
+        status.stdout
+    );
+}

@@ -65,6 +65,9 @@ pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
         .version
         .clone()
         .expect("parse_target requires a version");
+    if let Some(missing) = not_held(&layout, &reference.stack, &version)? {
+        return Err(missing.at(path.display()));
+    }
     let trust = if trusted.is_empty() {
         Trust::ReportOnly
     } else {
@@ -100,6 +103,54 @@ pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
         print_bundle(&verified, &trust);
     }
     Ok(ExitStatus::success_if(integrity_ok))
+}
+
+/// A bundle the layout does not hold is the command's mistake (exit 2), not a
+/// verification that failed: named with the nearest stack, or the stack's versions,
+/// and what the layout holds.
+fn not_held(layout: &ImageLayout, stack: &str, version: &semver::Version) -> Result<Option<Error>> {
+    let mut held: Vec<(String, semver::Version)> = Vec::new();
+    for (kind, _) in layout.entries()? {
+        if let EntryKind::Bundle { stack, version } = kind {
+            held.push((stack, version));
+        }
+    }
+    if held.iter().any(|(s, v)| s == stack && v == version) {
+        return Ok(None);
+    }
+    let mut stacks: Vec<&str> = held.iter().map(|(s, _)| s.as_str()).collect();
+    stacks.sort_unstable();
+    stacks.dedup();
+    let mut versions: Vec<&semver::Version> = held
+        .iter()
+        .filter(|(s, _)| s == stack)
+        .map(|(_, v)| v)
+        .collect();
+    versions.sort_by(|a, b| b.cmp_precedence(a));
+    let quoted = |names: Vec<String>| names.join(", ");
+    let detail = if !versions.is_empty() {
+        format!(
+            "; its versions there: {}",
+            quoted(versions.iter().map(|v| format!("`{v}`")).collect())
+        )
+    } else {
+        let near = stackpack_interface::tfvars::did_you_mean(stack, &stacks)
+            .map(|near| format!("; did you mean `{near}`?"))
+            .unwrap_or_default();
+        match stacks.is_empty() {
+            true => format!("{near}; it holds no bundle"),
+            false => format!(
+                "{near}; its stacks: {}",
+                quoted(stacks.iter().map(|s| format!("`{s}`")).collect())
+            ),
+        }
+    };
+    Ok(Some(
+        Error::usage(format!(
+            "bundle `{stack}@{version}` is not in the layout{detail}"
+        ))
+        .hint("run `stackpack inspect LAYOUT` to list the bundles it holds"),
+    ))
 }
 
 fn list(layout: &ImageLayout, json: bool) -> Result<ExitStatus> {

@@ -68,11 +68,46 @@ pub fn check_channel(channel: &str) -> Result<()> {
     })
 }
 
-fn not_found(name: &str, version: &Version, place: &str) -> Error {
+/// `name@version` is not published in `place`; `published` are the versions of
+/// `name` that are (as a release or a stack bundle), named newest first.
+fn not_found(name: &str, version: &Version, place: &str, published: &[Version]) -> Error {
+    let mut published: Vec<&Version> = published.iter().collect();
+    published.sort_by(|a, b| b.cmp_precedence(a));
+    published.dedup();
+    let (versions, hint) = match published.first() {
+        None => (
+            format!("; nothing named `{name}` is published there"),
+            "publish it first with `stackpack publish`: only a published version can be promoted".to_string(),
+        ),
+        Some(newest) => (
+            format!(
+                "; its published versions: {}",
+                published
+                    .iter()
+                    .take(10)
+                    .map(|v| format!("`{v}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            format!(
+                "promote a published version (the newest is `{name}@{newest}`), or publish `{version}` first with `stackpack publish`"
+            ),
+        ),
+    };
     Error::usage(format!(
-        "`{name}@{version}` is neither a release nor a stack bundle in `{place}`"
+        "`{name}@{version}` is neither a release nor a stack bundle in `{place}`{versions}"
     ))
-    .hint("publish it first with `stackpack publish`: only a published version can be promoted")
+    .hint(hint)
+}
+
+/// The versions of `name` tagged in `repositories` (what cannot be listed is left
+/// out: this only feeds a refusal's words).
+fn remote_versions(remote: &Remote, repositories: &[&str]) -> Vec<Version> {
+    repositories
+        .iter()
+        .flat_map(|repository| remote.tags(repository).unwrap_or_default())
+        .filter_map(|tag| tag.parse::<Version>().ok())
+        .collect()
 }
 
 /// Finds `name@version` in the registry: the release index, else the stack bundle.
@@ -118,10 +153,13 @@ pub fn resolve_remote(
             signers,
         });
     }
-    let repository = address.stack_repository(name);
-    let Some((bytes, digest)) = remote.pull_manifest(&repository, &version.to_string())? else {
-        return Err(not_found(name, version, &address.to_string()));
+    let stack_repository = address.stack_repository(name);
+    let Some((bytes, digest)) = remote.pull_manifest(&stack_repository, &version.to_string())?
+    else {
+        let published = remote_versions(remote, &[&repository, &stack_repository]);
+        return Err(not_found(name, version, &address.to_string(), &published));
     };
+    let repository = stack_repository;
     let manifest: ImageManifest = serde_json::from_slice(&bytes).map_err(|e| {
         Error::refused(format!(
             "`{}/{repository}:{version}` is unreadable: {e}",
@@ -210,10 +248,12 @@ pub fn resolve_local(layout: &ImageLayout, name: &str, version: &Version) -> Res
             signers,
         });
     }
+    let published = layout.versions(name).unwrap_or_default();
     Err(not_found(
         name,
         version,
         &layout.root().display().to_string(),
+        &published,
     ))
 }
 
@@ -297,6 +337,15 @@ fn refused_promotion(
     signed: &SignedChannelStatement,
 ) -> Error {
     match &error {
+        // Our registry answers 404 for a channel it does not have (its words name
+        // the channels it has): the command named something wrong, exit 2.
+        stackpack_bundle::remote::RemoteError::Rejected { host, status: 404, detail, .. } => {
+            Error::usage(format!(
+                "registry `{host}` refused to promote {} `{}@{}`: {detail}",
+                approved.kind, approved.name, approved.version,
+            ))
+            .caused_by(error)
+        }
         stackpack_bundle::remote::RemoteError::Rejected { host, status, detail, .. } => {
             Error::refused(format!(
                 "registry `{host}` refused to promote {} `{}@{}` to channel `{}` (HTTP {status}): {detail}",

@@ -213,3 +213,89 @@ fn an_unknown_flag_exits_2() {
     let temp = tempfile::tempdir().unwrap();
     assert_eq!(stackpack(temp.path(), &["build", "--no-such-flag"]).code, 2);
 }
+
+#[test]
+fn a_mistyped_flag_is_answered_with_the_similar_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // `--kye`: two letters swapped, which clap alone finds nothing similar to.
+    for (args, near) in [
+        (&["build", "--kye", "vendor.key"][..], "--key"),
+        (&["build", "--stakc", "network"][..], "--stack"),
+        (
+            &["promote", "a@1.0.0", "--chanel", "stable"][..],
+            "--channel",
+        ),
+        (&["-v", "build", "--kye", "vendor.key"][..], "--key"),
+    ] {
+        let run = stackpack(dir.path(), args).code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("tip: a similar argument exists: '{near}'")),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    // Nothing near: no guess.
+    let run = stackpack(dir.path(), &["build", "--zzzzzz"]).code(2);
+    assert!(!run.stderr.contains("similar argument"), "{}", run.stderr);
+}
+
+#[test]
+fn stackpack_finds_stackpack_toml_from_a_folder_below_the_repository_root() {
+    let repo = TestRepo::fixture("runner-vendor");
+    let key = repo.key.to_str().unwrap();
+    // From inside a stack, as git and terraform find their root: the whole
+    // repository is built, into its own layout.
+    let inside = repo.dir.join("stacks/data-plane");
+    let report = stackpack(&inside, &["build", "--json", "--key", key])
+        .ok()
+        .json();
+    assert_eq!(
+        TestRepo::built(&report),
+        [("data-plane".to_string(), "0.1.0".to_string())],
+        "{report}"
+    );
+    assert!(repo.layout().join("index.json").is_file());
+    assert!(!inside.join(".stackpack").exists());
+
+    // Never past a git repository's root: a repository without `stackpack.toml`
+    // inside this one is not this one.
+    let other = repo.dir.join("vendored/tool");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    std::fs::create_dir_all(other.join("src")).unwrap();
+    let run = stackpack(&other.join("src"), &["build", "--key", key]).code(2);
+    assert!(
+        run.stderr.contains("cannot read `stackpack.toml`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn inspect_of_a_bundle_the_layout_does_not_hold_is_not_found_with_did_you_mean() {
+    let repo = TestRepo::fixture("runner-vendor");
+    repo.build(&[]);
+    let layout = repo.layout();
+    let inspect = |target: &str| {
+        repo.run(&["inspect", &format!("{}:{target}", layout.display())])
+            .code(2)
+            .stderr
+    };
+    // Not "failed verification" (exit 1): the name is wrong.
+    let misspelt = inspect("data-plan@0.1.0");
+    assert!(
+        misspelt.contains(
+            "bundle `data-plan@0.1.0` is not in the layout; did you mean `data-plane`?; its stacks: `data-plane`"
+        ),
+        "{misspelt}"
+    );
+    assert!(!misspelt.contains("verification"), "{misspelt}");
+    let version = inspect("data-plane@0.3.0");
+    assert!(
+        version.contains(
+            "bundle `data-plane@0.3.0` is not in the layout; its versions there: `0.1.0`"
+        ),
+        "{version}"
+    );
+    assert!(version.contains("stackpack inspect LAYOUT"), "{version}");
+}

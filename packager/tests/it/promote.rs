@@ -218,6 +218,7 @@ fn exported_statements(
 #[test]
 fn a_promotion_on_our_registry_is_a_signed_referrer_of_the_release_index() {
     let registry = OurRegistry::start();
+    registry.run(&["channel", "set", "stable"]).ok();
     let host = registry.host();
     let mut vendor = Vendor::new();
     vendor.token = Some(registry.publisher_token());
@@ -555,6 +556,34 @@ fn promote_refuses_an_unknown_version_a_bad_channel_and_a_missing_key() {
         "{}",
         unknown.stderr
     );
+    // The versions that are published are named, newest first.
+    assert!(
+        unknown
+            .stderr
+            .contains("is neither a release nor a stack bundle in `"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(
+        unknown.stderr.contains("; its published versions: `0.1.0`"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(
+        unknown.stderr.contains("the newest is `data-plane@0.1.0`"),
+        "{}",
+        unknown.stderr
+    );
+    let never = vendor
+        .promote(&host, "data-plan@0.1.0", &["--channel", "stable"])
+        .code(2);
+    assert!(
+        never
+            .stderr
+            .contains("nothing named `data-plan` is published there"),
+        "{}",
+        never.stderr
+    );
 
     let no_version = vendor
         .promote(&host, "data-plane", &["--channel", "stable"])
@@ -623,6 +652,39 @@ fn promote_refuses_an_unknown_version_a_bad_channel_and_a_missing_key() {
         .unwrap();
     drop(bytes);
     assert!(statements_of(&remote, "acme/releases/data-plane", &index).is_empty());
+}
+
+#[test]
+fn promote_to_a_channel_the_registry_does_not_have_is_refused_with_did_you_mean() {
+    let registry = OurRegistry::start();
+    registry.run(&["channel", "set", "stable"]).ok();
+    registry.run(&["channel", "set", "beta"]).ok();
+    let host = registry.host();
+    let mut vendor = Vendor::new();
+    vendor.token = Some(registry.publisher_token());
+    let index = vendor.publish(&host);
+
+    // Not "completed 0/0" on a channel nobody is on: exit 2, in the registry's words.
+    let refused = vendor
+        .promote(&host, "data-plane@0.1.0", &["--channel", "stabel"])
+        .code(2);
+    assert!(
+        refused.stderr.contains(
+            "channel `stabel` does not exist in this registry; did you mean `stable`?; its channels: `beta`, `stable`; \
+             to start a new channel, create it first with `stackpack-registry channel set stabel`"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !refused.stderr.contains("only moves forward"),
+        "{}",
+        refused.stderr
+    );
+    let remote = remote(&host, vendor.token.as_deref());
+    assert!(statements_of(&remote, "acme/releases/data-plane", &index).is_empty());
+    let rollouts = registry.run(&["rollout", "status", "--json"]).ok().json();
+    assert_eq!(rollouts, serde_json::json!([]));
 }
 
 #[test]
@@ -711,6 +773,7 @@ fn promote_refuses_a_forecast_that_replaces_a_stateful_resource_of_a_customer_wh
             ])
             .ok();
     }
+    registry.run(&["channel", "set", "beta"]).ok();
     // Without a forecast, promote says so and goes on: the forecast is the vendor's
     // tool, not a gate a registry without one could close.
     let unforecast = vendor

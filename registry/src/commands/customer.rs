@@ -5,6 +5,7 @@ use stackpack_registry::api::Deployment;
 use stackpack_registry::controllers::ledger::customers::{customers_page, history_page};
 use stackpack_registry::controllers::ledger::fleet::Flow;
 use stackpack_registry::controllers::ledger::{Paging, MAX_LIMIT};
+use stackpack_registry::state::AppState;
 use stackpack_registry::{age, db};
 
 use base64::Engine as _;
@@ -14,7 +15,8 @@ use crate::cli::{
     CustomerListArgs, RegistryArgs,
 };
 use crate::commands::{
-    open_registry, print_json, refused_at, status, table, Error, JsonArray, Result, AGE_HINT,
+    named_at, open_registry, print_json, refused_at, status, table, Error, JsonArray, Result,
+    AGE_HINT,
 };
 
 pub fn check_name(what: &str, value: &str) -> Result<()> {
@@ -119,7 +121,7 @@ fn local_history(registry: &RegistryArgs, id: &str) -> Result<Vec<Deployment>> {
         let Some((page, next)) =
             history_page(&state, id, &paging).map_err(refused_at(&state.config))?
         else {
-            return Err(unknown_customer(id));
+            return Err(unknown_customer(&state, id));
         };
         receipts.extend(page);
         match next {
@@ -179,9 +181,11 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn unknown_customer(id: &str) -> Error {
-    Error::refused(format!("customer `{id}` is not known"))
-        .hint("run `stackpack-registry customer list` to see the ids")
+/// A customer id the registry does not have: the command's mistake (exit 2), in
+/// the API's words (the nearest id and the ids there are).
+pub fn unknown_customer(state: &AppState, id: &str) -> Error {
+    use stackpack_registry::controllers::ledger::known::{unknown, Kind};
+    named_at(&state.config)(unknown(state, Kind::Customer, id, true))
 }
 
 pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
@@ -213,7 +217,7 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
     });
     let known = known.map_err(refused_at(&state.config))?;
     if !known {
-        return Err(unknown_customer(&args.id));
+        return Err(unknown_customer(&state, &args.id));
     }
     if args.json {
         print_json(&serde_json::json!({"customer": args.id, "keyId": key_id}));

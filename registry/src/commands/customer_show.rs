@@ -6,19 +6,21 @@
 
 use stackpack_registry::api::{CustomerRelease, FleetRow};
 use stackpack_registry::controllers::ledger::customers::{detail, CustomerDetail};
+use stackpack_registry::controllers::ledger::known::{unknown, Kind};
 
 use crate::cli::CustomerShowArgs;
-use crate::commands::customer::{check_name, unknown_customer};
+use crate::commands::customer::check_name;
 use crate::commands::fleet::encode;
 use crate::commands::release_fleet::mixed_words;
 use crate::commands::remote::get_json;
-use crate::commands::{on_registry, print_json, table, Result};
+use crate::commands::{ask_registry, print_json, table, Result};
 
 pub fn run(args: &CustomerShowArgs) -> Result<()> {
     check_name("customer", &args.id)?;
     let snapshot: CustomerDetail = match (args.source.local(), &args.source.url) {
-        (Some(registry), _) => on_registry(registry, |state| detail(state, &args.id))?
-            .ok_or_else(|| unknown_customer(&args.id))?,
+        (Some(registry), _) => ask_registry(registry, |state| {
+            detail(state, &args.id)?.ok_or_else(|| unknown(state, Kind::Customer, &args.id, true))
+        })?,
         (None, Some(url)) => get_json(
             url,
             args.source.token.as_deref(),

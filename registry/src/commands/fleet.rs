@@ -2,12 +2,14 @@
 //! registry's `--data` folder on its host, or over the HTTP API with `--url`.
 
 use stackpack_registry::api::FleetRow;
-use stackpack_registry::controllers::ledger::fleet::{each_page as each_page_of, FleetQuery, Flow};
+use stackpack_registry::controllers::ledger::fleet::{
+    check_names, each_page as each_page_of, FleetQuery, Flow,
+};
 use stackpack_registry::controllers::ledger::MAX_LIMIT;
 
 use crate::cli::FleetArgs;
 use crate::commands::{
-    open_registry, refused_at, status, table, Error, JsonArray, Result, AGE_HINT,
+    named_at, open_registry, refused_at, status, table, Error, JsonArray, Result, AGE_HINT,
 };
 
 fn notes(r: &FleetRow) -> String {
@@ -124,6 +126,7 @@ fn each_page(args: &FleetArgs, each: impl FnMut(Vec<FleetRow>) -> Result<Flow>) 
             let mut failed = None;
             let mut each = each;
             let state = open_registry(registry)?;
+            check_names(&state, &filters, true).map_err(named_at(&state.config))?;
             each_page_of(&state, &filters, |rows| {
                 each(rows).or_else(|error| {
                     failed = Some(error);

@@ -112,6 +112,26 @@ pub fn refused_at(config: &Config) -> impl Fn(stackpack_registry::error::Error) 
     move |error| Error::refused_by(error).at(place(config))
 }
 
+/// [`refused_at`], except that a name the registry does not have (`NOT_FOUND`: a
+/// customer, stack, release or channel the command named) is the command's mistake,
+/// exit 2, as over `--url`.
+pub fn named_at(config: &Config) -> impl Fn(stackpack_registry::error::Error) -> Error + '_ {
+    move |error| match error.code {
+        stackpack_registry::error::Code::NotFound => Error::usage_by(error).at(place(config)),
+        _ => Error::refused_by(error).at(place(config)),
+    }
+}
+
+/// [`on_registry`] for a question that names things: an unknown name is exit 2
+/// ([`named_at`]).
+pub fn ask_registry<T>(
+    args: &RegistryArgs,
+    f: impl FnOnce(&AppState) -> std::result::Result<T, stackpack_registry::error::Error>,
+) -> Result<T> {
+    let state = open_registry(args)?;
+    f(&state).map_err(named_at(&state.config))
+}
+
 /// Opens the existing registry that `--data`, `--database` and `--config` name
 /// (see [`crate::cli::RegistryArgs`]), for a command that only reads and writes
 /// rows: its database alone, no blob store (on PostgreSQL, no data folder either).

@@ -2,11 +2,13 @@
 //! runs and its mixed stacks, from `--data` or over `--url`.
 
 use stackpack_registry::api::{MixedStack, ReleaseFleetRow};
-use stackpack_registry::controllers::ledger::release_fleet::{rows, ReleaseFleetQuery};
+use stackpack_registry::controllers::ledger::release_fleet::{
+    check_names, rows, ReleaseFleetQuery,
+};
 
 use crate::cli::FleetArgs;
 use crate::commands::fleet::encode;
-use crate::commands::{on_registry, print_json, status, table, Result};
+use crate::commands::{ask_registry, print_json, status, table, Result};
 
 /// One mixed stack in words: `cluster 0.3.0, release pins 0.3.1 (applied on its own)`.
 pub fn mixed_words(m: &MixedStack) -> String {
@@ -31,7 +33,10 @@ fn fetch(args: &FleetArgs, name: &str) -> Result<Vec<ReleaseFleetRow>> {
                 customer: args.customer.clone(),
                 environment: args.environment.clone(),
             };
-            on_registry(registry, |state| rows(state, name, &query))
+            ask_registry(registry, |state| {
+                check_names(state, name, &query, true)?;
+                rows(state, name, &query)
+            })
         }
         (None, Some(url)) => {
             let mut path = format!("/api/v1/releases/{}/fleet", encode(name));

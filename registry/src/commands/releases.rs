@@ -9,7 +9,7 @@ use crate::cli::{ReleaseListArgs, ReleaseShowArgs};
 use crate::commands::fleet::encode;
 use crate::commands::release_fleet::mixed_words;
 use crate::commands::remote::get_json;
-use crate::commands::{on_registry, print_json, status, table, Error, Result};
+use crate::commands::{ask_registry, on_registry, print_json, status, table, Error, Result};
 
 pub fn list(args: &ReleaseListArgs) -> Result<()> {
     let versions: Vec<ReleaseVersion> = match (args.source.local(), &args.source.url) {
@@ -71,7 +71,7 @@ pub fn show(args: &ReleaseShowArgs) -> Result<()> {
         );
     };
     let snapshot: ReleaseSnapshot = match (args.source.local(), &args.source.url) {
-        (Some(registry), _) => on_registry(registry, |state| snapshot(state, name, version))?,
+        (Some(registry), _) => ask_registry(registry, |state| snapshot(state, name, version))?,
         (None, Some(url)) => get_json(
             url,
             args.source.token.as_deref(),

@@ -103,6 +103,11 @@ fn read<T: serde::de::DeserializeOwned>(url: &str, what: &str, answer: &http::An
         )
         .at(registry_at(url))
         .hint("pass a support token with `--token` or `STACKPACK_REGISTRY_TOKEN`")),
+        // The registry does not have a name the command gave (its words list the
+        // names it has): the command's mistake, exit 2, as from `--data`.
+        404 if error_message(&answer.body).is_some() => {
+            Err(Error::usage(refusal()).at(registry_at(url)))
+        }
         status => Err(
             Error::refused(format!("the registry answered {status}: {}", refusal()))
                 .at(registry_at(url))

@@ -141,18 +141,23 @@ pub fn set_channel<C: Sql + ?Sized>(
     Ok(())
 }
 
-/// Every channel configured or in use, by name (bytes: `channels.name` and
-/// `customers.channel` are `"C"` on PostgreSQL), with how many customers it has.
-pub fn channels<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(String, ChannelConfig, u64)>, C::Error> {
-    let names = conn.query(
+/// The name of every channel configured (`channel set`) or in use (a customer put
+/// in it), sorted (bytes: `channels.name` and `customers.channel` are `"C"` on
+/// PostgreSQL): the channels that exist.
+pub fn channel_names<C: Sql + ?Sized>(conn: &C) -> Result<Vec<String>, C::Error> {
+    let rows = conn.query(
         "SELECT name FROM channels UNION
          SELECT DISTINCT channel FROM customers WHERE channel IS NOT NULL ORDER BY 1",
         &[],
     )?;
-    names
-        .iter()
-        .map(|row| {
-            let name: String = row.get(0)?;
+    rows.iter().map(|row| Ok(row.get::<String>(0)?)).collect()
+}
+
+/// Every channel configured or in use, by name, with how many customers it has.
+pub fn channels<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(String, ChannelConfig, u64)>, C::Error> {
+    channel_names(conn)?
+        .into_iter()
+        .map(|name| {
             let config = channel(conn, &name)?;
             let count: i64 = conn
                 .query_one(

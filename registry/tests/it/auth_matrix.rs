@@ -74,6 +74,29 @@ impl Matrix {
         );
         let setup = Client::new(registry.url(), tokens.get("admin").cloned());
         let (manifest, digest) = setup.push_image(REPO, "1.0.0", 1);
+        // Release `data-plane` exists: its fleet is asked below (an unknown release
+        // is a 404 whoever asks).
+        let release =
+            stackpack_test_support::release_index::ReleaseBuilder::new("data-plane", "1.0.0")
+                .stack("network", "1.0.0", &[])
+                .build();
+        for blob in &release.blobs {
+            setup.push_blob("acme/releases/data-plane", blob);
+        }
+        for m in release.manifests.iter().chain([&release.index]) {
+            let reference = if std::ptr::eq(m, &release.index) {
+                "1.0.0".to_string()
+            } else {
+                m.digest.to_string()
+            };
+            let r = setup.push_manifest(
+                "acme/releases/data-plane",
+                &reference,
+                &m.bytes,
+                m.media_type,
+            );
+            assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        }
         for caller in CALLERS {
             assert_eq!(
                 setup

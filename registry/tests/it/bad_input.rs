@@ -376,3 +376,32 @@ fn ledger_bodies_that_are_bad_json_invalid_or_oversize_are_refused() {
         "still alive"
     );
 }
+
+#[test]
+fn a_mistyped_flag_is_answered_with_the_similar_one() {
+    // `--ulr`: two letters swapped, which clap alone finds nothing similar to.
+    for (args, near) in [
+        (&["fleet", "--ulr", "http://127.0.0.1:1"][..], "--url"),
+        (&["gc", "--dta", "x"][..], "--data"),
+        (
+            &["fleet", "--url", "http://127.0.0.1:1", "--tkoen", "t"][..],
+            "--token",
+        ),
+        (
+            &["fleet", "--custmer", "globex", "--data", "x"][..],
+            "--customer",
+        ),
+    ] {
+        let out = std::process::Command::new(BIN)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("tip: a similar argument exists: '{near}'")),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -201,8 +201,8 @@ fn one_customers_history_keeps_every_attempt_in_time_order() {
         ]
     );
     let out = cli(&server, &["customer", "history", "nobody"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`nobody`"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("customer `nobody` does not exist"));
 
     // The same history over the HTTP API, from anywhere; a customer token reads
     // only its own.
@@ -220,7 +220,7 @@ fn one_customers_history_keeps_every_attempt_in_time_order() {
     let out = over_url(&globex, "initech");
     assert_eq!(out.status.code(), Some(1));
     assert!(!String::from_utf8_lossy(&out.stderr).contains(&globex));
-    assert_eq!(over_url(&support, "nobody").status.code(), Some(1));
+    assert_eq!(over_url(&support, "nobody").status.code(), Some(2));
 }
 
 fn publish(server: &OurRegistry, versions: &[&str]) {

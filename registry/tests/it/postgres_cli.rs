@@ -443,5 +443,21 @@ fn every_ledger_and_rollout_command_runs_on_postgres_from_the_config_file() {
     assert_eq!(imported["size"], 10, "{imported}");
     on(&["adoption"]);
     on(&["release", "list"]);
-    on(&["fleet", "--release", "data-plane"]);
+    on(&["fleet", "--customer", "acme"]);
+    // The name check reads PostgreSQL too: no release was pushed here.
+    let unknown = run(&[
+        "fleet",
+        "--release",
+        "data-plane",
+        "--config",
+        path(&config),
+    ]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains(
+            "release `data-plane` does not exist in this registry; it has no releases yet"
+        ),
+        "{}",
+        String::from_utf8_lossy(&unknown.stderr)
+    );
 }

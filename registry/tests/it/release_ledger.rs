@@ -322,10 +322,14 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
     let all = globex.req("GET", "/api/v1/releases/data-plane/fleet", &[], None);
     assert_eq!(all.status, 403, "{}", String::from_utf8_lossy(&all.body));
 
-    // An unknown version is a 404 that says where to look.
+    // An unknown version is a 404 that names the versions there are.
     let r = support.req("GET", "/api/v1/releases/data-plane/9.9.9", &[], None);
     assert_eq!(r.status, 404);
-    assert!(String::from_utf8_lossy(&r.body).contains("/api/v1/releases/data-plane"));
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("its versions here: `1.1.0`, `1.0.0`"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
 
     // Deleting the index forgets the release version with it.
     let admin = Client::new(server.url(), Some(server.token("admin", None)));
@@ -335,6 +339,146 @@ fn a_release_is_recorded_with_its_parts_and_support_sees_who_runs_it_and_what_is
     assert_eq!(r.status, 404);
     let versions = get_json(&support, "/api/v1/releases/data-plane");
     assert_eq!(versions.as_array().unwrap().len(), 1, "{versions}");
+}
+
+/// `ARGS` against the seeded registry's folder, expected to be refused as the
+/// command's mistake (exit 2, nothing on stdout); its stderr.
+fn misnamed(server: &OurRegistry, args: &[&str]) -> String {
+    let out = cli(server, args);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    stderr
+}
+
+#[test]
+fn a_misspelt_customer_stack_or_release_is_refused_with_did_you_mean_and_what_exists() {
+    let Seeded {
+        server, support, ..
+    } = seed();
+    let customers = "its customers: `globex`, `hooli`, `initech`";
+
+    // `fleet`: never an empty matrix and "no customer matches" with exit 0.
+    let stderr = misnamed(&server, &["fleet", "--customer", "globx"]);
+    assert!(
+        stderr.contains(&format!(
+            "customer `globx` does not exist in this registry; did you mean `globex`?; {customers}"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no customer matches"), "{stderr}");
+    let stderr = misnamed(&server, &["fleet", "--stack", "netwrk"]);
+    assert!(
+        stderr.contains("stack `netwrk` does not exist in this registry; did you mean `network`?"),
+        "{stderr}"
+    );
+    let stderr = misnamed(&server, &["fleet", "--release", "data-plan"]);
+    assert!(
+        stderr.contains("release `data-plan` does not exist in this registry; did you mean `data-plane`?; its releases: `data-plane`"),
+        "{stderr}"
+    );
+    let stderr = misnamed(
+        &server,
+        &["fleet", "--release", "data-plane", "--customer", "initek"],
+    );
+    assert!(stderr.contains("did you mean `initech`?"), "{stderr}");
+
+    // `customer show` and `release show`.
+    let stderr = misnamed(&server, &["customer", "show", "globx"]);
+    assert!(
+        stderr.contains("customer `globx` does not exist in this registry; did you mean `globex`?"),
+        "{stderr}"
+    );
+    let stderr = misnamed(&server, &["release", "show", "data-plan@1.1.0"]);
+    assert!(
+        stderr.contains(
+            "release `data-plan` does not exist in this registry; did you mean `data-plane`?"
+        ),
+        "{stderr}"
+    );
+    let stderr = misnamed(&server, &["release", "show", "data-plane@0.3.0"]);
+    assert!(
+        stderr.contains("release `data-plane` has no version `0.3.0` recorded here; its versions here: `1.1.0`, `1.0.0`"),
+        "{stderr}"
+    );
+
+    // Over `--url` and on the API: the same words, exit 2, a 404.
+    let token = server.token("support", None);
+    let over_url = |args: &[&str]| {
+        let out = std::process::Command::new(BIN)
+            .args(args)
+            .args(["--url", &server.url(), "--token", &token])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    for (args, path) in [
+        (
+            &["fleet", "--customer", "globx"][..],
+            "/api/v1/fleet?customer=globx",
+        ),
+        (
+            &["fleet", "--release", "data-plan"][..],
+            "/api/v1/releases/data-plan/fleet",
+        ),
+        (
+            &["customer", "show", "globx"][..],
+            "/api/v1/customers/globx",
+        ),
+        (
+            &["release", "show", "data-plan@1.1.0"][..],
+            "/api/v1/releases/data-plan/1.1.0",
+        ),
+    ] {
+        let r = support.req("GET", path, &[], None);
+        assert_eq!(r.status, 404, "{path}");
+        let message = r.json()["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(message.contains("did you mean"), "{message}");
+        assert!(over_url(args).contains(&message), "{args:?}: {message}");
+        assert!(
+            misnamed(&server, args).contains(&message),
+            "{args:?}: {message}"
+        );
+    }
+
+    // The support pages say the same.
+    let cookie = sign_in(&server);
+    for (path, words) in [
+        (
+            "/ui/customers/globx",
+            "customer <code>globx</code> does not exist in this registry; did you mean <code>globex</code>?",
+        ),
+        (
+            "/ui/stacks/netwrk",
+            "stack <code>netwrk</code> does not exist in this registry; did you mean <code>network</code>?",
+        ),
+    ] {
+        let r = page(&server, path, Some(&cookie));
+        assert_eq!(r.status, 404, "{path}");
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(body.contains(words), "{path}: {body}");
+    }
+
+    // A customer's own token is told its question's name is unknown, not the names
+    // the registry has: those are support's to read.
+    let own = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
+    let r = own.req(
+        "GET",
+        "/api/v1/fleet?customer=globex&stack=netwrk",
+        &[],
+        None,
+    );
+    assert_eq!(r.status, 404);
+    let body = String::from_utf8_lossy(&r.body);
+    assert!(body.contains("stack `netwrk` does not exist"), "{body}");
+    assert!(
+        !body.contains("`network`") && !body.contains("its stacks"),
+        "{body}"
+    );
 }
 
 /// `customer show ARGS --url` with a token, as support runs it from anywhere.
@@ -496,21 +640,21 @@ fn customer_show_answers_what_exactly_globex_runs_in_one_command() {
         serde_json::json!([])
     );
 
-    // An unknown customer is refused (exit 1), named, from the folder and the API;
-    // another customer's token may not look.
+    // An unknown customer is the command's mistake (exit 2), named with the ones
+    // there are, from the folder and the API; another customer's token may not look.
     let out = cli(&server, &["customer", "show", "nobody"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("customer `nobody` is not known"),
+        stderr.contains("customer `nobody` does not exist in this registry"),
         "{stderr}"
     );
     assert!(stderr.contains("customer list"), "{stderr}");
     let out = show_over_url(&server, &support, &["nobody"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("customer `nobody` is not known"),
+        stderr.contains("customer `nobody` does not exist in this registry"),
         "{stderr}"
     );
     let out = show_over_url(&server, &own, &["initech"]);

@@ -476,6 +476,44 @@ fn forged_or_unheld_statements_are_refused_and_start_nothing() {
 }
 
 #[test]
+fn a_promotion_to_a_channel_the_registry_does_not_have_is_refused_and_starts_nothing() {
+    let fleet = Fleet::start("1h", &[("acme", Some("canary"))]);
+    let v1 = release("1.0.0");
+    push_release(&fleet.publisher, &v1);
+    let mut misspelt = statement(&v1, false);
+    misspelt.statement.channel = "stabel".into();
+    let misspelt = SignedChannelStatement::sign(misspelt.statement, &vendor());
+
+    // Not a rollout to a channel nobody is on, "completed 0/0": a 404 naming the
+    // channels there are and the nearest.
+    let r = promote(&fleet.publisher, &misspelt, &v1);
+    assert_eq!(
+        (r.status, r.error_code()),
+        (404, "NOT_FOUND".to_string()),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    let message = r.json()["errors"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        message,
+        "channel `stabel` does not exist in this registry; did you mean `stable`?; its channels: `stable`; \
+         to start a new channel, create it first with `stackpack-registry channel set stabel`"
+    );
+    let listed = fleet.admin.req("GET", "/api/v1/rollouts", &[], None);
+    assert_eq!(listed.json(), serde_json::json!([]));
+
+    // Creating a channel is explicit; then the same statement is taken.
+    cli_ok(&fleet.server, &["channel", "set", "stabel"]);
+    let r = promote(&fleet.publisher, &misspelt, &v1);
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let listed = fleet.admin.req("GET", "/api/v1/rollouts", &[], None).json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+}
+
+#[test]
 fn a_customer_behind_is_assigned_the_required_version_first() {
     let fleet = Fleet::start("1s", &[("acme", None)]);
     let versions: Vec<ReleaseArtifacts> = ["1.0.0", "1.1.0", "1.2.0"]

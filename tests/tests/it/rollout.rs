@@ -195,6 +195,8 @@ fn an_airgapped_runner_syncs_from_the_statement_its_export_carried_and_a_gitops_
 ) {
     let vendor = shop_vendor();
     let registry = OurRegistry::start();
+    // A promotion goes to a channel the registry has.
+    registry.run(&["channel", "set", "stable"]).ok();
     let version = vendor.publish(&registry);
     vendor.promote(&registry, &version, &[]).ok();
     let namespace = format!("{}/{NAMESPACE}", registry.host());

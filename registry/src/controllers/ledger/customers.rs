@@ -196,9 +196,10 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<CustomerDetail>> {
     ctx.authorize(Action::CustomerRead(&id))?;
-    detail(&state, &id)?
-        .map(Json)
-        .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))
+    detail(&state, &id)?.map(Json).ok_or_else(|| {
+        let may_list = ctx.authorize(Action::LedgerRead).is_ok();
+        super::known::unknown(&state, super::known::Kind::Customer, &id, may_list)
+    })
 }
 
 #[utoipa::path(
@@ -276,8 +277,10 @@ pub async fn history(
     Path(id): Path<String>,
 ) -> Result<Response> {
     ctx.authorize(Action::CustomerRead(&id))?;
-    let rows = history_page(&state, &id, &Paging::from_query(&ctx.query)?)?
-        .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))?;
+    let rows = history_page(&state, &id, &Paging::from_query(&ctx.query)?)?.ok_or_else(|| {
+        let may_list = ctx.authorize(Action::LedgerRead).is_ok();
+        super::known::unknown(&state, super::known::Kind::Customer, &id, may_list)
+    })?;
     Ok(paged(&uri, rows))
 }
 

@@ -156,6 +156,20 @@ pub fn each_page<E: From<crate::error::Error>>(
     }
 }
 
+/// Refuses a `customer` or `stack` the registry does not have (the question's
+/// entry, from `--data` and on the API): a misspelt name is not an empty fleet.
+pub fn check_names(state: &AppState, query: &FleetQuery, may_list: bool) -> Result<()> {
+    use super::known::{check, Kind};
+    check(
+        state,
+        &[
+            (Kind::Customer, query.customer.as_deref()),
+            (Kind::Stack, query.stack.as_deref()),
+        ],
+        may_list,
+    )
+}
+
 /// The whole fleet matrix, filtered by `query`, by customer then stack. For small
 /// answers (one customer's, one stack version's); lists page with [`page`].
 pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
@@ -189,6 +203,7 @@ pub fn matrix(state: &AppState, query: &FleetQuery) -> Result<Vec<FleetRow>> {
     responses(
         (status = 200, description = "One page of the fleet matrix, customer × stack, by customer then stack; when another page may follow, `Link: </api/v1/fleet?…&after=customer/stack>; rel=\"next\"` says where", body = Vec<FleetRow>),
         (status = 400, description = "`staleAfter` is not an age, `below` or `moduleBelow` not a version, `limit` not a number from 1 to 2000, or `after` not a cursor"),
+        (status = 404, description = "`customer` or `stack` names one the registry does not have: the message names the nearest and (to a support token) the ones there are"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn handle(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Result<Response> {
@@ -197,6 +212,7 @@ pub async fn handle(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Res
         Some(id) => ctx.authorize(Action::CustomerRead(id))?,
         None => ctx.authorize(Action::LedgerRead)?,
     }
+    check_names(&state, &query, ctx.authorize(Action::LedgerRead).is_ok())?;
     let rows = page(&state, &query, &Paging::from_query(&ctx.query)?)?;
     Ok(paged(&uri, rows))
 }

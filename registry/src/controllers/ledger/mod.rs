@@ -6,6 +6,7 @@ pub mod adoption;
 pub mod customers;
 pub mod deployments;
 pub mod fleet;
+pub mod known;
 pub mod openapi;
 pub mod receipts;
 pub mod release_fleet;

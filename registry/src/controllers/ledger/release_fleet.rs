@@ -31,6 +31,25 @@ pub struct ReleaseFleetQuery {
     pub environment: Option<String>,
 }
 
+/// Refuses a release or `customer` the registry does not have (the question's
+/// entry, from `--data` and on the API): a misspelt name is not an empty fleet.
+pub fn check_names(
+    state: &AppState,
+    name: &str,
+    query: &ReleaseFleetQuery,
+    may_list: bool,
+) -> Result<()> {
+    use super::known::{check, Kind};
+    check(
+        state,
+        &[
+            (Kind::Release, Some(name)),
+            (Kind::Customer, query.customer.as_deref()),
+        ],
+        may_list,
+    )
+}
+
 /// Per customer that ever deployed release `name`, the version it runs now and its
 /// mixed stacks, by customer. A customer whose every stack of the release has since
 /// been applied on its own runs no version of it and is left out.
@@ -197,6 +216,7 @@ fn mixed(
     ),
     responses(
         (status = 200, description = "Per customer that deployed the release, by customer: the release version its latest deployments carry, and each stack of that version whose bundle in place is not the one the version pins (`mixed`)", body = Vec<ReleaseFleetRow>),
+        (status = 404, description = "The release, or `customer`, is not one the registry has: the message names the nearest and (to a support token) the ones there are"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn handle(
@@ -212,5 +232,11 @@ pub async fn handle(
         Some(id) => ctx.authorize(Action::CustomerRead(id))?,
         None => ctx.authorize(Action::LedgerRead)?,
     }
+    check_names(
+        &state,
+        &name,
+        &query,
+        ctx.authorize(Action::LedgerRead).is_ok(),
+    )?;
     rows(&state, &name, &query).map(Json)
 }

@@ -39,6 +39,41 @@ pub fn all(state: &AppState) -> Result<Vec<ReleaseVersion>> {
 }
 
 /// One release version's snapshot, or `NOT_FOUND` naming what is recorded.
+/// Release `name` has no version `version` here: an unknown release is refused as
+/// such ([`super::known`]); a known one names the versions it has, newest first.
+fn unknown_version(state: &AppState, name: &str, version: &str) -> Error {
+    if let Err(unknown) =
+        super::known::check(state, &[(super::known::Kind::Release, Some(name))], true)
+    {
+        return unknown;
+    }
+    let versions = match state
+        .db
+        .scan_any(|c| db::release_index::versions(c, Some(name)))
+    {
+        Ok(versions) => versions,
+        Err(error) => return error,
+    };
+    let listed: Vec<String> = versions
+        .iter()
+        .map(|v| format!("`{}`", v.version))
+        .collect();
+    let published = if listed.is_empty() {
+        format!("; no version of `{name}` is recorded here, only its customers' receipts")
+    } else {
+        format!("; its versions here: {}", listed.join(", "))
+    };
+    Error::new(
+        Code::NotFound,
+        format!("release `{name}` has no version `{version}` recorded here{published}"),
+    )
+    .with_detail(serde_json::json!({
+        "name": name,
+        "version": version,
+        "known": versions.iter().map(|v| v.version.to_string()).collect::<Vec<_>>(),
+    }))
+}
+
 pub fn snapshot(state: &AppState, name: &str, version: &str) -> Result<ReleaseSnapshot> {
     let found = state.db.scan_any(|c| {
         Ok(match db::release_index::version(c, name, version)? {
@@ -51,12 +86,7 @@ pub fn snapshot(state: &AppState, name: &str, version: &str) -> Result<ReleaseSn
         })
     })?;
     let Some((release, stacks, services)) = found else {
-        return Err(Error::new(
-            Code::NotFound,
-            format!(
-                "release `{name}` version `{version}` is not recorded here; `GET /api/v1/releases/{name}` lists the versions that are"
-            ),
-        ));
+        return Err(unknown_version(state, name, version));
     };
     let mut customers = rows(state, name, &ReleaseFleetQuery::default())?;
     customers.retain(|r| r.version == release.version);

@@ -150,8 +150,14 @@ pub async fn show(
             (customer, keys, history, releases, more)
         }
         Ok((None, ..)) => {
-            let message = format!("customer `{id}` is not known to this registry");
-            return error_page(StatusCode::NOT_FOUND, &message, true);
+            // The API's and the CLI's words: the nearest id and the ids there are.
+            let unknown = crate::controllers::ledger::known::unknown(
+                &state,
+                crate::controllers::ledger::known::Kind::Customer,
+                &id,
+                true,
+            );
+            return error_page(StatusCode::NOT_FOUND, &unknown.message, true);
         }
         Err(e) => return failed(e),
     };

@@ -103,9 +103,14 @@ pub async fn show(
         Err(e) => return failed(e),
     };
     if versions.is_empty() {
-        let message =
-            format!("stack `{stack}` is not known to this registry: no version published or run");
-        return super::html::error_page(StatusCode::NOT_FOUND, &message, true);
+        // The API's and the CLI's words: the nearest stack and the stacks there are.
+        let unknown = crate::controllers::ledger::known::unknown(
+            &state,
+            crate::controllers::ledger::known::Kind::Stack,
+            &stack,
+            true,
+        );
+        return super::html::error_page(StatusCode::NOT_FOUND, &unknown.message, true);
     }
     let trouble = |query: FleetQuery| {
         fleet_page(
