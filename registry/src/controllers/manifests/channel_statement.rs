@@ -108,13 +108,23 @@ pub async fn read(
             ),
         ));
     }
-    // Only a key that signed what the statement approves may approve it: otherwise
-    // anyone with a publisher token and a key of their own could start a rollout
-    // runners refuse and take the version from the vendor's own promotion.
+    refuse_foreign_signer(ctx, repository, &signed).await?;
+    Ok(Some(signed))
+}
+
+/// Only a key that signed what the statement approves may approve it: otherwise
+/// anyone with a publisher token and a key of their own could start a rollout
+/// runners refuse and take the version from the vendor's own promotion.
+async fn refuse_foreign_signer(
+    ctx: &Ctx,
+    repository: &str,
+    signed: &SignedChannelStatement,
+) -> Result<()> {
+    let s = &signed.statement;
     // (What the registry does not hold at all is refused by `rollout::promote`,
     // naming it.)
     let Some(signers) = signers(ctx, repository, &signed.statement).await? else {
-        return Ok(Some(signed));
+        return Ok(());
     };
     if !signers.contains(&s.key_id) {
         let what = format!("{}@{}", s.release, s.version);
@@ -127,7 +137,7 @@ pub async fn read(
             ),
         ));
     }
-    Ok(Some(signed))
+    Ok(())
 }
 
 /// The ids of the keys whose signatures of what `statement` approves verify here:
