@@ -33,6 +33,7 @@ pub fn generate(prefix: &Path) -> Result<KeyPair> {
         std::fs::create_dir_all(parent)
             .map_err(|e| Error::usage(format!("cannot create `{}`: {e}", parent.display())))?;
     }
+    refuse_committable(&private_path)?;
     write_new(&private_path, key.to_pem().as_bytes(), 0o600)?;
     write_new(&public_path, key.public_key().to_pem().as_bytes(), 0o644)?;
     Ok(KeyPair {
@@ -80,7 +81,86 @@ pub fn read_private_key(path: &Path) -> Result<PrivateKey> {
         Error::usage(format!("cannot read signing key {shown}: {e}"))
             .hint("pass the private key made by `stackpack keygen` with `--key FILE`")
     })?;
+    refuse_tracked(path)?;
     parse_private_key(&text, &format!("signing key {shown}"))
+}
+
+/// The git work tree `path` (a file that may not exist yet) is in, if any, from
+/// the folder it is in. No git on the machine: no work tree to protect.
+fn work_tree_of(path: &Path) -> Option<PathBuf> {
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let out = git(folder, &["rev-parse", "--show-toplevel"])?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn git(folder: &Path, args: &[&str]) -> Option<std::process::Output> {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(folder)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+}
+
+/// Refuses to write a private key where one `git add -A` would commit it: inside a
+/// work tree, not ignored.
+fn refuse_committable(private_path: &Path) -> Result<()> {
+    let Some(tree) = work_tree_of(private_path) else {
+        return Ok(());
+    };
+    let folder = private_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = private_path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy();
+    let ignored =
+        git(folder, &["check-ignore", "-q", "--", &name]).is_some_and(|o| o.status.success());
+    if ignored {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "`{}` would be written inside the git work tree `{}`, where it is not ignored: one `git add -A` would commit the signing key",
+        private_path.display(),
+        tree.display()
+    ))
+    .hint(format!(
+        "write it outside the repository (`--out ~/keys/{stem}`), or ignore it first (`echo '{name}' >> .gitignore`)",
+        stem = name.trim_end_matches(".key")
+    )))
+}
+
+/// Refuses a signing key git tracks: everyone with the repository holds it.
+fn refuse_tracked(path: &Path) -> Result<()> {
+    let Some(tree) = work_tree_of(path) else {
+        return Ok(());
+    };
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tracked = git(folder, &["ls-files", "--error-unmatch", "--", &name])
+        .is_some_and(|o| o.status.success());
+    if !tracked {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "the signing key `{}` is tracked by git in `{}`: everyone with the repository can sign as you",
+        path.display(),
+        tree.display()
+    ))
+    .hint(format!(
+        "stop tracking it (`git rm --cached {name}`, and ignore it), then make a new key with `stackpack keygen --out` outside the repository: the old one stays in the history"
+    )))
 }
 
 /// Reads a signing key from where `stackpack.toml` says, saying which was taken.

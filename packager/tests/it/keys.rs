@@ -82,3 +82,81 @@ fn openssl_made_keys_sign_and_verify_bundles() {
         .ok();
     assert!(run.stdout.contains("valid, trusted"), "{}", run.stdout);
 }
+
+/// Issue 39 §5: `stackpack keygen --out ci` in the repository root (as the README
+/// shows) left `ci.key` untracked, one `git add -A` from being committed.
+#[test]
+fn keygen_refuses_to_write_a_key_git_would_commit_and_writes_it_once_ignored() {
+    let repo = TestRepo::new();
+    let refused = repo.run(&["keygen", "--out", "ci"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("would be written inside the git work tree")
+            && refused.stderr.contains("git add -A")
+            && refused.stderr.contains("hint: "),
+        "{}",
+        refused.stderr
+    );
+    assert!(!repo.dir.join("ci.key").exists(), "a key was written");
+    assert!(!repo.dir.join("ci.pub").exists(), "half a pair was written");
+
+    // Ignored, it is written where asked.
+    let ignore = repo.dir.join(".gitignore");
+    let mut text = std::fs::read_to_string(&ignore).unwrap_or_default();
+    text.push_str("ci.key\n");
+    std::fs::write(&ignore, text).unwrap();
+    repo.run(&["keygen", "--out", "ci"]).ok();
+    assert!(repo.dir.join("ci.key").is_file());
+}
+
+#[test]
+fn build_and_publish_refuse_a_signing_key_git_tracks() {
+    let repo = TestRepo::new();
+    std::fs::copy(&repo.key, repo.dir.join("tracked.key")).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&repo.dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["add", "-f", "tracked.key"]);
+    git(&[
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=x@x",
+        "commit",
+        "-qm",
+        "a key, by mistake",
+    ]);
+    for args in [
+        vec!["build", "--key", "tracked.key"],
+        vec![
+            "publish",
+            "--key",
+            "tracked.key",
+            "--registry",
+            "127.0.0.1:9/acme",
+            "--insecure",
+        ],
+    ] {
+        let run = repo.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("is tracked by git")
+                && run.stderr.contains("git rm --cached tracked.key"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert!(!repo.layout().exists(), "a bundle was built");
+}
