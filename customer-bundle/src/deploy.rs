@@ -1030,6 +1030,18 @@ fn smoke_checks(
     };
     let mut failures = smoke::check_blocks(&state);
     failures.extend(smoke::check_outputs(&assertions, outputs));
+    // A check's message is the vendor's text, and may quote a sensitive input
+    // (`nonsensitive(var.db_password)`) or output: it is printed, kept in the
+    // receipt and the support bundle, so each such value is replaced first.
+    let mut secrets = engine.secrets.clone();
+    for output in outputs.as_object().into_iter().flat_map(|o| o.values()) {
+        if output["sensitive"] == true {
+            secrets.add(&output["value"]);
+        }
+    }
+    for failure in &mut failures {
+        failure.message = secrets.redact(&failure.message);
+    }
     let checks = state["checks"]
         .as_array()
         .map(|c| c.iter().filter(|c| c["address"]["kind"] == "check").count())

@@ -599,6 +599,15 @@ impl Engine {
                 self.name
             ))
         })?;
+        // A resource address can hold a sensitive value (`for_each` over
+        // `nonsensitive(var.db_password)`): what the runner records of the plan
+        // (receipts, forecasts, its summary) never shows one.
+        for change in &mut details.changes {
+            change.address = self.secrets.redact(&change.address);
+        }
+        for command in &mut details.runs_commands {
+            *command = self.secrets.redact(command);
+        }
         details.json = output.stdout;
         Ok(details)
     }

@@ -23,6 +23,7 @@ mod registry;
 mod releases;
 mod reviewed_plans;
 mod secrets_in_state;
+mod sensitive_text;
 mod smoke_rollback;
 mod state_in_bucket;
 mod support_bundle;
