@@ -259,13 +259,46 @@ fn state_resources(home: &Home, ledger: &Ledger) -> Result<Value> {
     let mut out = serde_json::Map::new();
     for d in ledger.current_all()? {
         let listed = match read_state(home, &d.stack) {
-            Ok(Some(state)) => json!(addresses(&state)),
+            Ok(Some(state)) => {
+                // An address can hold a sensitive value (a `for_each` key).
+                let secrets = secrets_of(home, &d);
+                let mut listed = addresses(&state);
+                for entry in &mut listed {
+                    if let Some(address) = entry["address"].as_str() {
+                        entry["address"] = secrets.redact(address).into();
+                    }
+                }
+                json!(listed)
+            }
             Ok(None) => json!([]),
             Err(error) => json!({"error": error.message}),
         };
         out.insert(d.stack, listed);
     }
     Ok(Value::Object(out))
+}
+
+/// The sensitive values `deployment` ran with: its saved inputs, read with the
+/// interface of the bundle it runs (from the store). Nothing when either is gone.
+fn secrets_of(home: &Home, deployment: &super::ledger::Deployment) -> crate::redact::Secrets {
+    use stackpack_bundle::layout::{MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
+    let config = || -> Option<stackpack_schema::bundle::BundleConfig> {
+        let store = home.store().ok()?;
+        let digest = deployment.digest.parse().ok()?;
+        let manifest: stackpack_schema::oci::ImageManifest =
+            serde_json::from_slice(&store.read_blob(&digest, MAX_MANIFEST_SIZE).ok()?).ok()?;
+        serde_json::from_slice(
+            &store
+                .read_blob(&manifest.config.digest, MAX_CONFIG_SIZE)
+                .ok()?,
+        )
+        .ok()
+    };
+    let inputs = std::fs::read_to_string(&deployment.inputs_file).unwrap_or_default();
+    match config() {
+        Some(config) => crate::redact::Secrets::of_inputs(&config.interface, &inputs),
+        None => crate::redact::Secrets::default(),
+    }
 }
 
 fn read_state(home: &Home, stack: &str) -> Result<Option<Value>> {

@@ -75,4 +75,28 @@ fn a_sensitive_input_never_reaches_the_runners_own_messages_or_the_receipt() {
         receipts.contains("terraform_data.per_password[\\\"(sensitive value)\\\"]"),
         "the changed resource is still named:\n{receipts}"
     );
+
+    // The support bundle's list of state addresses neither.
+    let out = runner.temp.path().join("support.tar.gz");
+    runner
+        .run(&["support-bundle", "-o", out.to_str().unwrap()])
+        .ok();
+    let read = |member: Option<&str>| {
+        let mut command = std::process::Command::new("tar");
+        command.arg("-xzOf").arg(&out);
+        if let Some(member) = member {
+            command.arg(member);
+        }
+        String::from_utf8_lossy(&command.output().unwrap().stdout).into_owned()
+    };
+    let resources = read(Some("support-bundle/state-resources.json"));
+    assert!(
+        resources.contains("terraform_data.per_password[\\\"(sensitive value)\\\"]"),
+        "the support bundle lists the resource, its key scrubbed: {resources}"
+    );
+    let everything = read(None);
+    assert!(
+        !everything.contains(PASSWORD),
+        "the password in the support bundle"
+    );
 }
