@@ -537,7 +537,7 @@ fn record_changes(receipt: &mut Receipt, plan: &PlanDetails) {
         return;
     }
     receipt.drifted = stackpack_schema::plan::drifted(&plan.json);
-    receipt.drift = stackpack_schema::plan::drift_details(&plan.json);
+    receipt.drift = plan.drift.clone();
     if receipt.kind == ReceiptKind::Drift {
         return;
     }

@@ -220,6 +220,10 @@ pub struct PlanDetails {
     /// What in the configuration runs commands on this machine when applied or
     /// planned: see [`runs_commands`].
     pub runs_commands: Vec<String>,
+    /// The resources the refresh found changed outside the engine, with the
+    /// attribute names that differ (never values), their addresses scrubbed of
+    /// sensitive values.
+    pub drift: Vec<stackpack_schema::plan::DriftedResource>,
 }
 
 impl PlanDetails {
@@ -608,6 +612,9 @@ impl Engine {
         for command in &mut details.runs_commands {
             *command = self.secrets.redact(command);
         }
+        for drifted in &mut details.drift {
+            drifted.address = self.secrets.redact(&drifted.address);
+        }
         details.json = output.stdout;
         Ok(details)
     }
@@ -792,6 +799,7 @@ pub fn parse_plan_json(text: &str) -> std::result::Result<PlanDetails, String> {
     }
     let mut details = PlanDetails {
         changes: plan::changes(text.trim())?,
+        drift: plan::drift_details(text.trim()),
         ..PlanDetails::default()
     };
     for change in &details.changes {
