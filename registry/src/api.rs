@@ -236,6 +236,11 @@ pub struct Attempt {
     #[schema(value_type = String)]
     pub finished_at: Timestamp,
     pub receipt_id: String,
+    /// Why it failed, from its receipt: "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity"
+    /// (the engine diagnostic's resource and summary, cleaned and bounded); absent
+    /// unless it failed and its runner said why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One cell of the fleet matrix: what one customer runs of one stack. A customer

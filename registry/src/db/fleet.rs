@@ -10,7 +10,7 @@
 //! ([`fleet_plan`], [`running_plan`]) are SQLite's alone.
 
 use rusqlite::{params_from_iter, Connection};
-use stackpack_schema::receipt::ReceiptKind;
+use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use super::sql::{Decode, Param, Row, Sql};
 
@@ -109,6 +109,7 @@ fn fleet_row(r: &Row, stale_before_ns: i64) -> Result<FleetRow, Decode> {
                 version: r.parsed(8)?,
                 finished_at: r.get(9)?,
                 receipt_id: r.get(10)?,
+                reason: None,
             }),
             None => None,
         },
@@ -184,10 +185,26 @@ pub fn fleet_page<C: Sql + ?Sized>(
     };
     let (sql, q) = fleet_statement(filter, carriers, after, limit);
     let rows = conn.query(&sql, &q.params)?;
-    Ok(rows
+    let mut rows: Vec<FleetRow> = rows
         .iter()
         .map(|r| fleet_row(r, stale_before_ns))
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()?;
+    for attempt in rows.iter_mut().filter_map(|r| r.last_attempt.as_mut()) {
+        if attempt.outcome == Outcome::Failed {
+            attempt.reason = failure_reason(conn, &attempt.receipt_id)?;
+        }
+    }
+    Ok(rows)
+}
+
+/// Why the receipt `id` failed, read from its document (by its key, one row).
+fn failure_reason<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<String>, C::Error> {
+    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
+    let document: Option<String> = match row {
+        Some(r) => r.get(0)?,
+        None => None,
+    };
+    Ok(document.as_deref().and_then(crate::reason::of_document))
 }
 
 fn fleet_statement<'a>(

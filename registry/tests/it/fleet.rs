@@ -695,3 +695,88 @@ fn adoption_counts_customers_on_each_version_over_time_over_data_and_url() {
     let globex = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
     assert_eq!(globex.req("GET", "/api/v1/adoption", &[], None).status, 403);
 }
+
+/// Issue 39: the reason a failed attempt's receipt gives (the engine diagnostic's
+/// resource and summary) is in `fleet --failed`, `customer show` and its `--json`,
+/// and `GET /api/v1/customers/{id}`, in one wording, not only on the page.
+#[test]
+fn a_failed_attempt_gives_its_reason_in_fleet_customer_show_and_the_api() {
+    use Outcome::*;
+    use ReceiptKind::*;
+    let server = OurRegistry::start();
+    let dp = "data-plane";
+    let now = time::OffsetDateTime::now_utc();
+    let at = |minutes_ago: i64| {
+        (now - time::Duration::minutes(minutes_ago))
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    };
+    let key = PrivateKey::from_secret_bytes(["umbrella".len() as u8; 32]);
+    let failed = ReceiptBuilder::new("umbrella", dp, "2.0.0")
+        .id("u2")
+        .kind(Apply, Failed)
+        .failure(
+            "creating EKS Node Group (gpu): InsufficientInstanceCapacity",
+            Some("aws_eks_node_group.gpu"),
+        )
+        .finished_at(&at(5))
+        .sign(&key);
+    report(
+        &server,
+        "umbrella",
+        &[
+            receipt("umbrella", "u1", (dp, "1.0.0"), (Apply, Succeeded), &at(10)),
+            failed,
+        ],
+    );
+    let reason =
+        "`aws_eks_node_group.gpu`: creating EKS Node Group (gpu): InsufficientInstanceCapacity";
+
+    let rows = json(&cli(&server, &["fleet", "--failed", "--json"]));
+    assert_eq!(cells(&rows), ["umbrella:data-plane"]);
+    assert_eq!(rows[0]["lastAttempt"]["reason"], reason);
+    let support = server.token("support", None);
+    assert_eq!(
+        json(&remote(&server, &support, &["--failed", "--json"])),
+        rows
+    );
+    let out = cli(&server, &["fleet", "--failed"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "umbrella data-plane: apply 2.0.0 failed: {reason}"
+        )),
+        "{text}"
+    );
+
+    let shown = json(&cli(&server, &["customer", "show", "umbrella", "--json"]));
+    assert_eq!(shown["stacks"][0]["lastAttempt"]["reason"], reason);
+    let api = Client::new(server.url(), Some(support.clone()));
+    let r = api.req("GET", "/api/v1/customers/umbrella", &[], None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["stacks"][0]["lastAttempt"]["reason"], reason);
+    let out = cli(&server, &["customer", "show", "umbrella"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("apply 2.0.0 failed: {reason}")),
+        "{text}"
+    );
+
+    // A success mends it: no reason left to give.
+    report(
+        &server,
+        "umbrella",
+        &[receipt(
+            "umbrella",
+            "u3",
+            (dp, "2.0.0"),
+            (Apply, Succeeded),
+            &at(1),
+        )],
+    );
+    let shown = json(&cli(&server, &["customer", "show", "umbrella", "--json"]));
+    assert!(
+        shown["stacks"][0]["lastAttempt"].get("reason").is_none(),
+        "{shown}"
+    );
+}

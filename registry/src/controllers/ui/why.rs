@@ -26,12 +26,11 @@ fn shown(text: &str) -> String {
 }
 
 /// Why a failed run failed: "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity".
+/// The wording is [`crate::reason::failure`]'s, as the CLI and the API give it.
 pub fn failure(r: &Receipt) -> Option<String> {
-    let f = r.failure.as_ref()?;
-    Some(match &f.address {
-        Some(address) => format!("<code>{}</code>: {}", shown(address), shown(&f.summary)),
-        None => shown(&f.summary),
-    })
+    r.failure
+        .as_ref()
+        .map(|f| prose(&crate::reason::failure(f)))
 }
 
 /// What drifted: "`aws_vpc.main` (tags, cidr_block), `aws_subnet.a`", the first
