@@ -225,7 +225,7 @@ pub struct InstallationKey {
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Attempt {
-    /// `apply`, `rollback` or `destroy`.
+    /// `apply`, `rollback`, `destroy` or `plan`.
     #[schema(value_type = String)]
     pub kind: ReceiptKind,
     /// `succeeded`, `failed`, `drifted` or `no-changes`.

@@ -166,8 +166,8 @@ fn carrier_cells<C: Sql + ?Sized>(
 /// One page of the fleet matrix: up to `limit` rows after the row `after`
 /// (`(customer, stack)`, the stack empty for a customer that never reported), by
 /// customer then stack. A customer is silent when its last receipt finished before
-/// `stale_before_ns`. A cell is a row once an apply, rollback or destroy was
-/// reported for it.
+/// `stale_before_ns`. A cell is a row once an apply, rollback, destroy or plan
+/// was reported for it.
 pub fn fleet_page<C: Sql + ?Sized>(
     conn: &C,
     filter: &Filter<'_>,

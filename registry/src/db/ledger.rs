@@ -612,12 +612,19 @@ const CELLS: [(&str, Counts); 3] = [
     ("current_id", |kind, outcome| {
         kind.changes_deployment() && outcome.in_place()
     }),
-    ("attempt_id", |kind, _| kind.changes_deployment()),
+    ("attempt_id", |kind, _| counts_as_attempt(kind)),
     ("drift_id", |kind, outcome| {
         kind == ReceiptKind::Drift
             || (matches!(kind, ReceiptKind::Apply | ReceiptKind::Rollback) && outcome.in_place())
     }),
 ];
+
+/// Whether a receipt is an attempt at its cell, whose failure `fleet --failed`
+/// reports: an apply, rollback or destroy, or a plan (an upgrade that failed to plan
+/// failed as surely as one that failed to apply).
+pub fn counts_as_attempt(kind: ReceiptKind) -> bool {
+    kind.changes_deployment() || kind == ReceiptKind::Plan
+}
 
 /// Files a newly stored receipt in its customer's and stack's cell wherever it is
 /// now the newest of its kind: latest finish time, then latest arrival, then the

@@ -780,3 +780,56 @@ fn a_failed_attempt_gives_its_reason_in_fleet_customer_show_and_the_api() {
         "{shown}"
     );
 }
+
+/// Issue 39: a failed plan is a failed last attempt: `fleet --failed` finds the
+/// customer with the plan's reason, `customer show` lists the stack instead of "no
+/// stack reported yet", and a later successful plan mends it.
+#[test]
+fn fleet_failed_finds_a_customer_whose_plan_failed_with_its_reason() {
+    use Outcome::*;
+    use ReceiptKind::*;
+    let server = OurRegistry::start();
+    let now = time::OffsetDateTime::now_utc();
+    let at = |minutes_ago: i64| {
+        (now - time::Duration::minutes(minutes_ago))
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    };
+    let key = PrivateKey::from_secret_bytes(["umbrella".len() as u8; 32]);
+    let plan = ReceiptBuilder::new("umbrella", "network", "0.1.0")
+        .id("p1")
+        .kind(Plan, Failed)
+        .failure("Invalid value for variable", Some("var.cidr"))
+        .finished_at(&at(5))
+        .sign(&key);
+    report(&server, "umbrella", &[plan]);
+    let reason = "`var.cidr`: Invalid value for variable";
+
+    let rows = json(&cli(&server, &["fleet", "--failed", "--json"]));
+    assert_eq!(cells(&rows), ["umbrella:network"]);
+    assert_eq!(rows[0]["lastAttempt"]["kind"], "plan");
+    assert_eq!(rows[0]["lastAttempt"]["reason"], reason);
+    let out = cli(&server, &["customer", "show", "umbrella"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("no stack reported yet"), "{text}");
+    assert!(
+        text.contains(&format!("umbrella network: plan 0.1.0 failed: {reason}")),
+        "{text}"
+    );
+    let shown = json(&cli(&server, &["customer", "show", "umbrella", "--json"]));
+    assert_eq!(shown["stacks"][0]["lastAttempt"]["reason"], reason);
+
+    report(
+        &server,
+        "umbrella",
+        &[receipt(
+            "umbrella",
+            "p2",
+            ("network", "0.1.0"),
+            (Plan, Succeeded),
+            &at(1),
+        )],
+    );
+    let rows = json(&cli(&server, &["fleet", "--failed", "--json"]));
+    assert!(cells(&rows).is_empty(), "the plan succeeded since: {rows}");
+}
