@@ -120,6 +120,10 @@ pub struct Deployment {
     /// on its own (and for receipts from before releases).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release: Option<DeployedRelease>,
+    /// Why it failed, in `lastAttempt.reason`'s words; given in a customer's
+    /// history, absent elsewhere and unless it failed and its runner said why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What one customer runs of one stack, with support's questions answered.

@@ -6,6 +6,7 @@ use stackpack_registry::controllers::ledger::customers::{customers_page, history
 use stackpack_registry::controllers::ledger::fleet::Flow;
 use stackpack_registry::controllers::ledger::{Paging, MAX_LIMIT};
 use stackpack_registry::{age, db};
+use stackpack_schema::receipt::Outcome;
 
 use base64::Engine as _;
 
@@ -173,6 +174,18 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
             &rows,
         )
     );
+    for d in receipts.iter().filter(|d| d.outcome == Outcome::Failed) {
+        println!(
+            "{} {}: {} {} failed: {}",
+            d.receipt_id,
+            d.stack,
+            d.kind,
+            d.version,
+            d.reason
+                .as_deref()
+                .unwrap_or(crate::commands::fleet::NO_REASON)
+        );
+    }
     if rows.is_empty() {
         status(&format!("customer `{}` has reported nothing yet", args.id));
     }

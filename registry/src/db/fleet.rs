@@ -474,11 +474,15 @@ pub fn history_page<C: Sql + ?Sized>(
         super::ledger::DEPLOYMENT_COLUMNS,
         q.condition()
     );
-    Ok(conn
+    let mut rows: Vec<Deployment> = conn
         .query(&sql, &q.params)?
         .iter()
         .map(super::ledger::deployment_row)
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()?;
+    for d in rows.iter_mut().filter(|d| d.outcome == Outcome::Failed) {
+        d.reason = failure_reason(conn, &d.receipt_id)?;
+    }
+    Ok(rows)
 }
 
 /// The plan SQLite picks for a statement, one line per step (`SCAN f`, `SEARCH f

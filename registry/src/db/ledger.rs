@@ -568,6 +568,7 @@ pub(crate) fn deployment_row(r: &Row) -> Result<Deployment, Decode> {
             }),
             None => None,
         },
+        reason: None,
     })
 }
 

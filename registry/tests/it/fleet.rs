@@ -761,6 +761,22 @@ fn a_failed_attempt_gives_its_reason_in_fleet_customer_show_and_the_api() {
         text.contains(&format!("apply 2.0.0 failed: {reason}")),
         "{text}"
     );
+    let history = json(&cli(
+        &server,
+        &["customer", "history", "umbrella", "--json"],
+    ));
+    assert_eq!(history[1]["receiptId"], "u2");
+    assert_eq!(history[1]["reason"], reason);
+    assert!(
+        history[0].get("reason").is_none(),
+        "it succeeded: {history}"
+    );
+    let out = cli(&server, &["customer", "history", "umbrella"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("u2 data-plane: apply 2.0.0 failed: {reason}")),
+        "{text}"
+    );
 
     // A success mends it: no reason left to give.
     report(
