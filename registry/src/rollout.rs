@@ -469,6 +469,22 @@ fn halt_on_failure<C: Sql + ?Sized>(conn: &C, id: i64, now_ns: i64) -> Result<bo
 // ---------------------------------------------------------------------------
 // The health gate
 
+/// `said` about a failed stack receipt, followed by why it failed when the receipt
+/// says (in `fleet`'s and `customer show`'s words, [`crate::reason::failure`]).
+fn with_reason<C: Sql + ?Sized>(
+    conn: &C,
+    said: String,
+    e: &rdb::StackEvidence,
+) -> Result<String, C::Error> {
+    if e.outcome != Outcome::Failed {
+        return Ok(said);
+    }
+    Ok(match crate::db::ledger::failure_reason(conn, &e.id)? {
+        Some(reason) => format!("{said}: {reason}"),
+        None => said,
+    })
+}
+
 /// Where one customer stands for one rollout, from its receipts and sync reports.
 pub fn evaluate<C: Sql + ?Sized>(
     conn: &C,
@@ -500,13 +516,11 @@ pub fn evaluate<C: Sql + ?Sized>(
             }
             let after = success.map_or(i64::MIN, |(finished, _)| finished);
             if let Some(e) = rdb::stack_failure_in_release(conn, customer, name, target, after)? {
-                return Ok((
-                    Gate::Failed,
-                    Some(format!(
-                        "stack receipt `{}`: {} of stack `{}@{}` {}",
-                        e.id, e.kind, e.stack, e.version, e.outcome
-                    )),
-                ));
+                let said = format!(
+                    "stack receipt `{}`: {} of stack `{}@{}` {}",
+                    e.id, e.kind, e.stack, e.version, e.outcome
+                );
+                return Ok((Gate::Failed, Some(with_reason(conn, said, &e)?)));
             }
         }
         ApprovedKind::Stack => {
@@ -514,13 +528,11 @@ pub fn evaluate<C: Sql + ?Sized>(
                 let failed = e.outcome == Outcome::Failed && &e.version == target;
                 let drifted = e.kind == ReceiptKind::Drift && e.outcome == Outcome::Drifted;
                 if failed || drifted {
-                    return Ok((
-                        Gate::Failed,
-                        Some(format!(
-                            "stack receipt `{}`: {} of `{}@{}` {}",
-                            e.id, e.kind, e.stack, e.version, e.outcome
-                        )),
-                    ));
+                    let said = format!(
+                        "stack receipt `{}`: {} of `{}@{}` {}",
+                        e.id, e.kind, e.stack, e.version, e.outcome
+                    );
+                    return Ok((Gate::Failed, Some(with_reason(conn, said, &e)?)));
                 }
                 if &e.version == target && e.kind == ReceiptKind::Apply && e.outcome.in_place() {
                     success = Some((e.finished_ns, 0));

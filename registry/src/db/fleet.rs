@@ -191,20 +191,10 @@ pub fn fleet_page<C: Sql + ?Sized>(
         .collect::<Result<_, _>>()?;
     for attempt in rows.iter_mut().filter_map(|r| r.last_attempt.as_mut()) {
         if attempt.outcome == Outcome::Failed {
-            attempt.reason = failure_reason(conn, &attempt.receipt_id)?;
+            attempt.reason = super::ledger::failure_reason(conn, &attempt.receipt_id)?;
         }
     }
     Ok(rows)
-}
-
-/// Why the receipt `id` failed, read from its document (by its key, one row).
-fn failure_reason<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<String>, C::Error> {
-    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
-    let document: Option<String> = match row {
-        Some(r) => r.get(0)?,
-        None => None,
-    };
-    Ok(document.as_deref().and_then(crate::reason::of_document))
 }
 
 fn fleet_statement<'a>(
@@ -480,7 +470,7 @@ pub fn history_page<C: Sql + ?Sized>(
         .map(super::ledger::deployment_row)
         .collect::<Result<_, _>>()?;
     for d in rows.iter_mut().filter(|d| d.outcome == Outcome::Failed) {
-        d.reason = failure_reason(conn, &d.receipt_id)?;
+        d.reason = super::ledger::failure_reason(conn, &d.receipt_id)?;
     }
     Ok(rows)
 }

@@ -547,6 +547,16 @@ pub fn file_receipt<C: Sql + ?Sized>(
     note_in_adoption(conn, d, finished_ns)
 }
 
+/// Why the receipt `id` failed, read from its document (by its key, one row).
+pub fn failure_reason<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<String>, C::Error> {
+    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
+    let document: Option<String> = match row {
+        Some(r) => r.get(0)?,
+        None => None,
+    };
+    Ok(document.as_deref().and_then(crate::reason::of_document))
+}
+
 pub(crate) fn deployment_row(r: &Row) -> Result<Deployment, Decode> {
     Ok(Deployment {
         receipt_id: r.get(0)?,

@@ -670,14 +670,20 @@ fn a_stack_promotion_rolls_out_on_stack_receipts() {
         (ApprovedKind::Stack, "network")
     );
     let receipt = |customer: &str, outcome: Outcome| {
-        ReceiptBuilder::new(customer, "network", "2.0.0")
+        let builder = ReceiptBuilder::new(customer, "network", "2.0.0")
             .id(format!("{customer}-network"))
             .bundle_digest(digest.parse().unwrap())
             .kind(ReceiptKind::Apply, outcome)
-            .at("2027-01-15T09:00:00Z")
-            .sign(&PrivateKey::from_secret_bytes(
-                [customer.len() as u8 + 1; 32],
-            ))
+            .at("2027-01-15T09:00:00Z");
+        let builder = match outcome {
+            Outcome::Failed => {
+                builder.failure("creating VPC: VpcLimitExceeded", Some("aws_vpc.main"))
+            }
+            _ => builder,
+        };
+        builder.sign(&PrivateKey::from_secret_bytes(
+            [customer.len() as u8 + 1; 32],
+        ))
     };
     let r = acme.req(
         "POST",
@@ -698,10 +704,13 @@ fn a_stack_promotion_rolls_out_on_stack_receipts() {
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     let shown = fleet.rollout(a.rollout);
     assert_eq!(shown["rollout"]["state"], "halted");
-    assert!(shown["rollout"]["haltedReason"]
-        .as_str()
-        .unwrap()
-        .contains("globex-network"));
+    let halted = shown["rollout"]["haltedReason"].as_str().unwrap();
+    assert!(halted.contains("globex-network"), "{halted}");
+    // Issue 39: why the receipt failed, in `fleet`'s words, not only that it did.
+    assert!(
+        halted.ends_with("failed: `aws_vpc.main`: creating VPC: VpcLimitExceeded"),
+        "{halted}"
+    );
 }
 
 /// The scheduler opens a wave whose soak passed by itself, with nobody asking: the
