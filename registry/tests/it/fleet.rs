@@ -834,6 +834,16 @@ fn fleet_failed_finds_a_customer_whose_plan_failed_with_its_reason() {
     );
     let shown = json(&cli(&server, &["customer", "show", "umbrella", "--json"]));
     assert_eq!(shown["stacks"][0]["lastAttempt"]["reason"], reason);
+    // The page says it in the same words (the address set as code).
+    let cookie = crate::ui::sign_in(&server, &server.token("support", None));
+    let page = crate::ui::html(&crate::ui::get(&server, "/ui/customers/umbrella", &cookie));
+    assert!(page.contains("last attempt failed"), "{page}");
+    assert!(
+        page.contains("<code>var.cidr</code>: Invalid value for variable"),
+        "{page}"
+    );
+    let fleet_page = crate::ui::html(&crate::ui::get(&server, "/ui", &cookie));
+    assert!(fleet_page.contains(" · 1 failed · "), "{fleet_page}");
 
     report(
         &server,
