@@ -8,6 +8,9 @@ use stackpack_schema::receipt::{plain_text, Failure, SignedReceipt};
 /// The longest address or summary shown, in characters.
 pub const SHOWN: usize = 300;
 
+/// What a failed receipt without a failure says (its runner predates them).
+pub const NONE_GIVEN: &str = "no reason in the receipt (its runner predates them)";
+
 /// "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity", or the summary alone
 /// when the diagnostic names no resource.
 pub fn failure(f: &Failure) -> String {

@@ -183,7 +183,7 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
             d.version,
             d.reason
                 .as_deref()
-                .unwrap_or(crate::commands::fleet::NO_REASON)
+                .unwrap_or(stackpack_registry::reason::NONE_GIVEN)
         );
     }
     if rows.is_empty() {

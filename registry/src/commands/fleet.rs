@@ -207,9 +207,6 @@ fn print_rows(rows: &[FleetRow]) {
     print_reasons(rows);
 }
 
-/// What a failed receipt without a failure (from a runner before them) says.
-pub const NO_REASON: &str = "no reason in the receipt (its runner predates them)";
-
 /// Under a table of fleet rows, one line per row whose last attempt failed, with
 /// why (the reason its receipt gives, as the API's `lastAttempt.reason` and the
 /// pages say it): "umbrella network: apply 0.2.0 failed: `aws_vpc.main`: …".
@@ -222,7 +219,10 @@ pub fn print_reasons(rows: &[FleetRow]) {
         else {
             continue;
         };
-        let reason = a.reason.as_deref().unwrap_or(NO_REASON);
+        let reason = a
+            .reason
+            .as_deref()
+            .unwrap_or(stackpack_registry::reason::NONE_GIVEN);
         println!(
             "{} {}: {} {} failed: {reason}",
             r.customer,

@@ -82,7 +82,10 @@ pub fn reason(r: &Receipt) -> String {
 }
 
 fn no_reason() -> String {
-    "<span class=\"muted\">no reason in the receipt (its runner predates them)</span>".into()
+    format!(
+        "<span class=\"muted\">{}</span>",
+        esc(crate::reason::NONE_GIVEN)
+    )
 }
 
 /// What reported: "runner 0.4.0 · tofu 1.8.0 · linux_amd64 · hashicorp/aws 5.31.0".
