@@ -737,6 +737,7 @@ pub fn summary<C: Sql + ?Sized>(conn: &C, row: &RolloutRow) -> Result<Rollout, C
         next_wave_at: (open && has_next && row.state == RolloutState::Running)
             .then(|| format_ns(next_wave_ns(row))),
         halted_reason: row.halted_reason.clone(),
+        held_up: held_up(conn, row, failed)?,
         promoted_by: statement.and_then(|s| s.statement.promoted_by),
         created: row.created.clone(),
         updated: row.updated.clone(),
@@ -744,6 +745,43 @@ pub fn summary<C: Sql + ?Sized>(conn: &C, row: &RolloutRow) -> Result<Rollout, C
         succeeded,
         failed,
     })
+}
+
+/// Names shown of those a halted rollout holds up, of each kind.
+const HELD_UP_SHOWN: u64 = 10;
+
+/// Who a halted rollout holds up and what to do ([`Rollout::held_up`]).
+fn held_up<C: Sql + ?Sized>(
+    conn: &C,
+    row: &RolloutRow,
+    failed: u64,
+) -> Result<Option<String>, C::Error> {
+    if row.state != RolloutState::Halted {
+        return Ok(None);
+    }
+    let resume = format!("`stackpack-registry rollout resume {}`", row.id);
+    if failed == 0 {
+        return Ok(Some(format!(
+            "no assigned customer fails the gate any more: {resume} goes on"
+        )));
+    }
+    let (failing, waiting) = rdb::held_up(conn, row.id, &row.channel, HELD_UP_SHOWN)?;
+    let list = |names: &[String], total: Option<u64>| {
+        let mut out: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        if let Some(more) = total.and_then(|t| t.checked_sub(names.len() as u64)) {
+            if more > 0 {
+                out.push(format!("{more} more"));
+            }
+        }
+        out.join(", ")
+    };
+    let verb = if failed == 1 { "fails" } else { "fail" };
+    let mut text = format!("{} {verb} the gate", list(&failing, Some(failed)));
+    if !waiting.is_empty() {
+        text.push_str(&format!("; waiting: {}", list(&waiting, None)));
+    }
+    text.push_str(&format!("; once they succeed, {resume} goes on"));
+    Ok(Some(text))
 }
 
 /// Rollouts, newest first.

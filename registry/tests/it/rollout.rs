@@ -266,6 +266,28 @@ fn a_promotion_rolls_out_wave_by_wave_halts_on_a_failure_and_resumes() {
         table.contains("halted") && table.contains("globex"),
         "{table}"
     );
+    // Issue 39: who the halt holds up, and what to do once they succeed.
+    let resume = format!("`stackpack-registry rollout resume {rollout}` goes on");
+    assert!(
+        table.contains(&format!(
+            "rollout {rollout} halted: `globex` fails the gate; waiting: `initech`; once they succeed, {resume}"
+        )),
+        "{table}"
+    );
+    assert_eq!(
+        fleet.rollout(rollout)["rollout"]["heldUp"],
+        format!("`globex` fails the gate; waiting: `initech`; once they succeed, {resume}")
+    );
+    let cookie = crate::ui::sign_in(&fleet.server, &fleet.server.token("support", None));
+    let page = crate::ui::html(&crate::ui::get(
+        &fleet.server,
+        &format!("/ui/rollouts/{rollout}"),
+        &cookie,
+    ));
+    assert!(
+        page.contains("<code>globex</code> fails the gate; waiting: <code>initech</code>"),
+        "{page}"
+    );
 
     // Resume while it still fails: halted again.
     let again = json(&cli_ok(
@@ -278,6 +300,15 @@ fn a_promotion_rolls_out_wave_by_wave_halts_on_a_failure_and_resumes() {
     fleet.report(
         &globex,
         &release_receipt("globex", "globex-2", "1.0.0", Outcome::Succeeded),
+    );
+    let shown =
+        String::from_utf8(cli_ok(&fleet.server, &["rollout", "show", &rollout.to_string()]).stdout)
+            .unwrap();
+    assert!(
+        shown.contains(&format!(
+            "no assigned customer fails the gate any more: {resume}"
+        )),
+        "{shown}"
     );
     let r = fleet.admin.req(
         "POST",
