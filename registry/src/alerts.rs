@@ -64,13 +64,7 @@ fn reason(document: &str, event: Event) -> Option<String> {
         .ok()?
         .receipt;
     let text = match event {
-        Event::Failed => {
-            let f = r.failure?;
-            match f.address {
-                Some(a) => format!("`{a}`: {}", f.summary),
-                None => f.summary,
-            }
-        }
+        Event::Failed => crate::reason::failure(r.failure.as_ref()?),
         Event::Drifted => {
             let mut names: Vec<String> = if r.drift.is_empty() {
                 r.drifted.iter().map(|a| format!("`{a}`")).collect()

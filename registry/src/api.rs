@@ -120,6 +120,10 @@ pub struct Deployment {
     /// on its own (and for receipts from before releases).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release: Option<DeployedRelease>,
+    /// Why it failed, in `lastAttempt.reason`'s words; given in a customer's
+    /// history, absent elsewhere and unless it failed and its runner said why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What one customer runs of one stack, with support's questions answered.
@@ -225,7 +229,7 @@ pub struct InstallationKey {
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Attempt {
-    /// `apply`, `rollback` or `destroy`.
+    /// `apply`, `rollback`, `destroy` or `plan`.
     #[schema(value_type = String)]
     pub kind: ReceiptKind,
     /// `succeeded`, `failed`, `drifted` or `no-changes`.
@@ -236,6 +240,11 @@ pub struct Attempt {
     #[schema(value_type = String)]
     pub finished_at: Timestamp,
     pub receipt_id: String,
+    /// Why it failed, from its receipt: "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity"
+    /// (the engine diagnostic's resource and summary, cleaned and bounded); absent
+    /// unless it failed and its runner said why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One cell of the fleet matrix: what one customer runs of one stack. A customer

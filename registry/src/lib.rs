@@ -39,6 +39,7 @@ pub mod gc;
 pub mod lease;
 pub mod metrics;
 pub mod names;
+pub mod reason;
 pub mod receipt_keys;
 pub mod receipts;
 pub mod rollout;

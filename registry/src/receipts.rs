@@ -82,6 +82,7 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
                 version: r.version.clone(),
                 digest: r.digest.clone(),
             }),
+            reason: None,
         },
         finished_ns,
         document,

@@ -490,6 +490,22 @@ fn halt_on_failure<C: Sql + ?Sized>(conn: &C, id: i64, now_ns: i64) -> Result<bo
 // ---------------------------------------------------------------------------
 // The health gate
 
+/// `said` about a failed stack receipt, followed by why it failed when the receipt
+/// says (in `fleet`'s and `customer show`'s words, [`crate::reason::failure`]).
+fn with_reason<C: Sql + ?Sized>(
+    conn: &C,
+    said: String,
+    e: &rdb::StackEvidence,
+) -> Result<String, C::Error> {
+    if e.outcome != Outcome::Failed {
+        return Ok(said);
+    }
+    Ok(match crate::db::ledger::failure_reason(conn, &e.id)? {
+        Some(reason) => format!("{said}: {reason}"),
+        None => said,
+    })
+}
+
 /// Where one customer stands for one rollout, from its receipts and sync reports.
 pub fn evaluate<C: Sql + ?Sized>(
     conn: &C,
@@ -521,13 +537,11 @@ pub fn evaluate<C: Sql + ?Sized>(
             }
             let after = success.map_or(i64::MIN, |(finished, _)| finished);
             if let Some(e) = rdb::stack_failure_in_release(conn, customer, name, target, after)? {
-                return Ok((
-                    Gate::Failed,
-                    Some(format!(
-                        "stack receipt `{}`: {} of stack `{}@{}` {}",
-                        e.id, e.kind, e.stack, e.version, e.outcome
-                    )),
-                ));
+                let said = format!(
+                    "stack receipt `{}`: {} of stack `{}@{}` {}",
+                    e.id, e.kind, e.stack, e.version, e.outcome
+                );
+                return Ok((Gate::Failed, Some(with_reason(conn, said, &e)?)));
             }
         }
         ApprovedKind::Stack => {
@@ -535,13 +549,11 @@ pub fn evaluate<C: Sql + ?Sized>(
                 let failed = e.outcome == Outcome::Failed && &e.version == target;
                 let drifted = e.kind == ReceiptKind::Drift && e.outcome == Outcome::Drifted;
                 if failed || drifted {
-                    return Ok((
-                        Gate::Failed,
-                        Some(format!(
-                            "stack receipt `{}`: {} of `{}@{}` {}",
-                            e.id, e.kind, e.stack, e.version, e.outcome
-                        )),
-                    ));
+                    let said = format!(
+                        "stack receipt `{}`: {} of `{}@{}` {}",
+                        e.id, e.kind, e.stack, e.version, e.outcome
+                    );
+                    return Ok((Gate::Failed, Some(with_reason(conn, said, &e)?)));
                 }
                 if &e.version == target && e.kind == ReceiptKind::Apply && e.outcome.in_place() {
                     success = Some((e.finished_ns, 0));
@@ -746,6 +758,7 @@ pub fn summary<C: Sql + ?Sized>(conn: &C, row: &RolloutRow) -> Result<Rollout, C
         next_wave_at: (open && has_next && row.state == RolloutState::Running)
             .then(|| format_ns(next_wave_ns(row))),
         halted_reason: row.halted_reason.clone(),
+        held_up: held_up(conn, row, failed)?,
         promoted_by: statement.and_then(|s| s.statement.promoted_by),
         created: row.created.clone(),
         updated: row.updated.clone(),
@@ -753,6 +766,43 @@ pub fn summary<C: Sql + ?Sized>(conn: &C, row: &RolloutRow) -> Result<Rollout, C
         succeeded,
         failed,
     })
+}
+
+/// Names shown of those a halted rollout holds up, of each kind.
+const HELD_UP_SHOWN: u64 = 10;
+
+/// Who a halted rollout holds up and what to do ([`Rollout::held_up`]).
+fn held_up<C: Sql + ?Sized>(
+    conn: &C,
+    row: &RolloutRow,
+    failed: u64,
+) -> Result<Option<String>, C::Error> {
+    if row.state != RolloutState::Halted {
+        return Ok(None);
+    }
+    let resume = format!("`stackpack-registry rollout resume {}`", row.id);
+    if failed == 0 {
+        return Ok(Some(format!(
+            "no assigned customer fails the gate any more: {resume} goes on"
+        )));
+    }
+    let (failing, waiting) = rdb::held_up(conn, row.id, &row.channel, HELD_UP_SHOWN)?;
+    let list = |names: &[String], total: Option<u64>| {
+        let mut out: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        if let Some(more) = total.and_then(|t| t.checked_sub(names.len() as u64)) {
+            if more > 0 {
+                out.push(format!("{more} more"));
+            }
+        }
+        out.join(", ")
+    };
+    let verb = if failed == 1 { "fails" } else { "fail" };
+    let mut text = format!("{} {verb} the gate", list(&failing, Some(failed)));
+    if !waiting.is_empty() {
+        text.push_str(&format!("; waiting: {}", list(&waiting, None)));
+    }
+    text.push_str(&format!("; once they succeed, {resume} goes on"));
+    Ok(Some(text))
 }
 
 /// Rollouts, newest first.

@@ -250,6 +250,11 @@ pub struct Rollout {
     /// When the next wave may open, if the current one is healthy by then.
     pub next_wave_at: Option<String>,
     pub halted_reason: Option<String>,
+    /// For a halted rollout, who it holds up and what to do: "`globex` fails the
+    /// gate; waiting: `initech`", or, once no assigned customer fails any more,
+    /// "… `stackpack-registry rollout resume 3` goes on".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_up: Option<String>,
     pub promoted_by: Option<String>,
     pub created: String,
     pub updated: String,

@@ -7,6 +7,7 @@ use stackpack_registry::controllers::ledger::fleet::Flow;
 use stackpack_registry::controllers::ledger::{Paging, MAX_LIMIT};
 use stackpack_registry::state::AppState;
 use stackpack_registry::{age, db};
+use stackpack_schema::receipt::Outcome;
 
 use base64::Engine as _;
 
@@ -175,6 +176,18 @@ pub fn history(args: &CustomerHistoryArgs) -> Result<()> {
             &rows,
         )
     );
+    for d in receipts.iter().filter(|d| d.outcome == Outcome::Failed) {
+        println!(
+            "{} {}: {} {} failed: {}",
+            d.receipt_id,
+            d.stack,
+            d.kind,
+            d.version,
+            d.reason
+                .as_deref()
+                .unwrap_or(stackpack_registry::reason::NONE_GIVEN)
+        );
+    }
     if rows.is_empty() {
         status(&format!("customer `{}` has reported nothing yet", args.id));
     }

@@ -110,6 +110,7 @@ fn print_stacks(stacks: &[FleetRow]) {
             &rows
         )
     );
+    crate::commands::fleet::print_reasons(stacks);
 }
 
 fn print_release(r: &CustomerRelease) {

@@ -6,6 +6,7 @@ use stackpack_registry::controllers::ledger::fleet::{
     check_names, each_page as each_page_of, FleetQuery, Flow,
 };
 use stackpack_registry::controllers::ledger::MAX_LIMIT;
+use stackpack_schema::receipt::Outcome;
 
 use crate::cli::FleetArgs;
 use crate::commands::{
@@ -206,4 +207,31 @@ fn print_rows(rows: &[FleetRow]) {
             &cells,
         )
     );
+    print_reasons(rows);
+}
+
+/// Under a table of fleet rows, one line per row whose last attempt failed, with
+/// why (the reason its receipt gives, as the API's `lastAttempt.reason` and the
+/// pages say it): "umbrella network: apply 0.2.0 failed: `aws_vpc.main`: …".
+pub fn print_reasons(rows: &[FleetRow]) {
+    for r in rows {
+        let Some(a) = r
+            .last_attempt
+            .as_ref()
+            .filter(|a| a.outcome == Outcome::Failed)
+        else {
+            continue;
+        };
+        let reason = a
+            .reason
+            .as_deref()
+            .unwrap_or(stackpack_registry::reason::NONE_GIVEN);
+        println!(
+            "{} {}: {} {} failed: {reason}",
+            r.customer,
+            r.stack.as_deref().unwrap_or("-"),
+            a.kind,
+            a.version
+        );
+    }
 }

@@ -141,6 +141,11 @@ pub fn status(args: &RolloutStatusArgs) -> Result<()> {
             &rows
         )
     );
+    for r in all.iter() {
+        if let Some(held_up) = &r.held_up {
+            println!("rollout {} halted: {held_up}", r.id);
+        }
+    }
     if rows.is_empty() {
         say("no rollouts; `stackpack promote RELEASE@VERSION --channel C` starts one");
     }
@@ -160,6 +165,9 @@ fn print_detail(d: &RolloutDetail) {
     );
     if let Some(reason) = &r.halted_reason {
         println!("halted because {reason}");
+    }
+    if let Some(held_up) = &r.held_up {
+        println!("{held_up}");
     }
     if let Some(next) = &r.next_wave_at {
         println!("next wave at {next} if the gate holds");

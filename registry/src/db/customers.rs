@@ -272,9 +272,9 @@ pub fn versions<C: Sql + ?Sized>(conn: &C, stack: &str) -> Result<Vec<VersionLin
 }
 
 /// Per stack of a customer, the receipts that say why it stands as it does: the
-/// newest failed attempt that nothing has mended yet (no successful apply after it:
-/// a failed upgrade rolled back still says why the customer is not on the new
-/// version), the drift report when it drifted, and the newest receipt of any kind
+/// newest failed attempt that nothing has mended yet (no successful apply after it,
+/// nor a successful plan after a failed plan: a failed upgrade rolled back still
+/// says why the customer is not on the new version), the drift report when it drifted, and the newest receipt of any kind
 /// (what runner reported last).
 #[derive(Clone, Debug, Default)]
 pub struct CellReceipts {
@@ -291,10 +291,11 @@ pub fn cell_receipts<C: Sql + ?Sized>(
         "SELECT f.stack,
          (SELECT document FROM receipts r INDEXED BY receipts_current
              WHERE r.customer = f.customer AND r.stack = f.stack AND r.outcome = 'failed'
-             AND r.kind IN ('apply', 'rollback', 'destroy')
+             AND r.kind IN ('apply', 'rollback', 'destroy', 'plan')
              AND NOT EXISTS (SELECT 1 FROM receipts s INDEXED BY receipts_current
                  WHERE s.customer = r.customer AND s.stack = r.stack
-                 AND s.kind = 'apply' AND s.outcome IN ('succeeded', 'no-changes')
+                 AND (s.kind = 'apply' OR (r.kind = 'plan' AND s.kind = 'plan'))
+                 AND s.outcome IN ('succeeded', 'no-changes')
                  AND s.finished_ns > r.finished_ns)
              ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1),
          d.document,

@@ -10,7 +10,7 @@
 //! ([`fleet_plan`], [`running_plan`]) are SQLite's alone.
 
 use rusqlite::{params_from_iter, Connection};
-use stackpack_schema::receipt::ReceiptKind;
+use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
 use super::sql::{Decode, Param, Row, Sql};
 
@@ -109,6 +109,7 @@ fn fleet_row(r: &Row, stale_before_ns: i64) -> Result<FleetRow, Decode> {
                 version: r.parsed(8)?,
                 finished_at: r.get(9)?,
                 receipt_id: r.get(10)?,
+                reason: None,
             }),
             None => None,
         },
@@ -165,8 +166,8 @@ fn carrier_cells<C: Sql + ?Sized>(
 /// One page of the fleet matrix: up to `limit` rows after the row `after`
 /// (`(customer, stack)`, the stack empty for a customer that never reported), by
 /// customer then stack. A customer is silent when its last receipt finished before
-/// `stale_before_ns`. A cell is a row once an apply, rollback or destroy was
-/// reported for it.
+/// `stale_before_ns`. A cell is a row once an apply, rollback, destroy or plan
+/// was reported for it.
 pub fn fleet_page<C: Sql + ?Sized>(
     conn: &C,
     filter: &Filter<'_>,
@@ -184,10 +185,16 @@ pub fn fleet_page<C: Sql + ?Sized>(
     };
     let (sql, q) = fleet_statement(filter, carriers, after, limit);
     let rows = conn.query(&sql, &q.params)?;
-    Ok(rows
+    let mut rows: Vec<FleetRow> = rows
         .iter()
         .map(|r| fleet_row(r, stale_before_ns))
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()?;
+    for attempt in rows.iter_mut().filter_map(|r| r.last_attempt.as_mut()) {
+        if attempt.outcome == Outcome::Failed {
+            attempt.reason = super::ledger::failure_reason(conn, &attempt.receipt_id)?;
+        }
+    }
+    Ok(rows)
 }
 
 fn fleet_statement<'a>(
@@ -457,11 +464,15 @@ pub fn history_page<C: Sql + ?Sized>(
         super::ledger::DEPLOYMENT_COLUMNS,
         q.condition()
     );
-    Ok(conn
+    let mut rows: Vec<Deployment> = conn
         .query(&sql, &q.params)?
         .iter()
         .map(super::ledger::deployment_row)
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()?;
+    for d in rows.iter_mut().filter(|d| d.outcome == Outcome::Failed) {
+        d.reason = super::ledger::failure_reason(conn, &d.receipt_id)?;
+    }
+    Ok(rows)
 }
 
 /// The plan SQLite picks for a statement, one line per step (`SCAN f`, `SEARCH f

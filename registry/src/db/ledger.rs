@@ -547,6 +547,16 @@ pub fn file_receipt<C: Sql + ?Sized>(
     note_in_adoption(conn, d, finished_ns)
 }
 
+/// Why the receipt `id` failed, read from its document (by its key, one row).
+pub fn failure_reason<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<String>, C::Error> {
+    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
+    let document: Option<String> = match row {
+        Some(r) => r.get(0)?,
+        None => None,
+    };
+    Ok(document.as_deref().and_then(crate::reason::of_document))
+}
+
 pub(crate) fn deployment_row(r: &Row) -> Result<Deployment, Decode> {
     Ok(Deployment {
         receipt_id: r.get(0)?,
@@ -568,6 +578,7 @@ pub(crate) fn deployment_row(r: &Row) -> Result<Deployment, Decode> {
             }),
             None => None,
         },
+        reason: None,
     })
 }
 
@@ -612,12 +623,19 @@ const CELLS: [(&str, Counts); 3] = [
     ("current_id", |kind, outcome| {
         kind.changes_deployment() && outcome.in_place()
     }),
-    ("attempt_id", |kind, _| kind.changes_deployment()),
+    ("attempt_id", |kind, _| counts_as_attempt(kind)),
     ("drift_id", |kind, outcome| {
         kind == ReceiptKind::Drift
             || (matches!(kind, ReceiptKind::Apply | ReceiptKind::Rollback) && outcome.in_place())
     }),
 ];
+
+/// Whether a receipt is an attempt at its cell, whose failure `fleet --failed`
+/// reports: an apply, rollback or destroy, or a plan (an upgrade that failed to plan
+/// failed as surely as one that failed to apply).
+pub fn counts_as_attempt(kind: ReceiptKind) -> bool {
+    kind.changes_deployment() || kind == ReceiptKind::Plan
+}
 
 /// Files a newly stored receipt in its customer's and stack's cell wherever it is
 /// now the newest of its kind: latest finish time, then latest arrival, then the

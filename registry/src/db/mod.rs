@@ -681,6 +681,17 @@ CREATE TABLE registry_settings (
 ) WITHOUT ROWID;
 "#;
 
+/// Version 18: a plan is an attempt (`ledger::counts_as_attempt`): each cell's
+/// last attempt is chosen again among its applies, rollbacks, destroys and plans, so
+/// a failed plan shows as the last attempt failed (`fleet --failed`). The columns
+/// that follow from it are refilled by [`ledger::refresh_cells`].
+const V18: &str = r#"
+UPDATE fleet_cells SET attempt_id = (SELECT r.id FROM receipts r
+    WHERE r.customer = fleet_cells.customer AND r.stack = fleet_cells.stack
+    AND r.kind IN ('apply', 'rollback', 'destroy', 'plan')
+    ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1);
+"#;
+
 /// The schema, one step per version: a database at `user_version` N has had the
 /// first N steps. Opening runs the missing ones in order, each in one transaction
 /// with its version bump, so a crash leaves a database at one version or the next.
@@ -712,6 +723,10 @@ const MIGRATIONS: &[fn(&Transaction) -> rusqlite::Result<()>] = &[
     |tx| tx.execute_batch(V15),
     |tx| tx.execute_batch(V16),
     |tx| tx.execute_batch(V17),
+    |tx| {
+        tx.execute_batch(V18)?;
+        ledger::refresh_cells(tx, None)
+    },
 ];
 
 /// The schema version this build writes.

@@ -691,6 +691,30 @@ pub fn assignments<C: Sql + ?Sized>(
 }
 
 /// How many of a rollout's customers stand at each gate: (assigned, succeeded, failed).
+/// Who a halted rollout holds up: the customers it assigned that fail its gate, and
+/// those of its channel it has not assigned yet (waiting for a later wave), by name,
+/// at most `limit` of each.
+pub fn held_up<C: Sql + ?Sized>(
+    conn: &C,
+    rollout: i64,
+    channel: &str,
+    limit: u64,
+) -> Result<(Vec<String>, Vec<String>), C::Error> {
+    let failed = conn.query(
+        "SELECT customer FROM rollout_assignments WHERE rollout_id = ?1 AND gate = 'failed'
+         ORDER BY customer LIMIT ?2",
+        &[rollout.into(), (limit as i64).into()],
+    )?;
+    let waiting = conn.query(
+        "SELECT c.id FROM customers c WHERE c.channel = ?2 AND NOT EXISTS (
+             SELECT 1 FROM rollout_assignments a WHERE a.rollout_id = ?1 AND a.customer = c.id)
+         ORDER BY c.id LIMIT ?3",
+        &[rollout.into(), channel.into(), (limit as i64).into()],
+    )?;
+    let names = |rows: Vec<Row>| rows.iter().map(|r| r.get(0)).collect::<Result<Vec<_>, _>>();
+    Ok((names(failed)?, names(waiting)?))
+}
+
 pub fn gate_counts<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<(u64, u64, u64), C::Error> {
     // `CASE`, not SQLite's `SUM(gate = 'succeeded')`: PostgreSQL sums no booleans.
     let r = conn.query_one(

@@ -695,3 +695,167 @@ fn adoption_counts_customers_on_each_version_over_time_over_data_and_url() {
     let globex = Client::new(server.url(), Some(server.token("customer", Some("globex"))));
     assert_eq!(globex.req("GET", "/api/v1/adoption", &[], None).status, 403);
 }
+
+/// Issue 39: the reason a failed attempt's receipt gives (the engine diagnostic's
+/// resource and summary) is in `fleet --failed`, `customer show` and its `--json`,
+/// and `GET /api/v1/customers/{id}`, in one wording, not only on the page.
+#[test]
+fn a_failed_attempt_gives_its_reason_in_fleet_customer_show_and_the_api() {
+    use Outcome::*;
+    use ReceiptKind::*;
+    let server = OurRegistry::start();
+    let dp = "data-plane";
+    let now = time::OffsetDateTime::now_utc();
+    let at = |minutes_ago: i64| {
+        (now - time::Duration::minutes(minutes_ago))
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    };
+    let key = PrivateKey::from_secret_bytes(["umbrella".len() as u8; 32]);
+    let failed = ReceiptBuilder::new("umbrella", dp, "2.0.0")
+        .id("u2")
+        .kind(Apply, Failed)
+        .failure(
+            "creating EKS Node Group (gpu): InsufficientInstanceCapacity",
+            Some("aws_eks_node_group.gpu"),
+        )
+        .finished_at(&at(5))
+        .sign(&key);
+    report(
+        &server,
+        "umbrella",
+        &[
+            receipt("umbrella", "u1", (dp, "1.0.0"), (Apply, Succeeded), &at(10)),
+            failed,
+        ],
+    );
+    let reason =
+        "`aws_eks_node_group.gpu`: creating EKS Node Group (gpu): InsufficientInstanceCapacity";
+
+    let rows = json(&cli(&server, &["fleet", "--failed", "--json"]));
+    assert_eq!(cells(&rows), ["umbrella:data-plane"]);
+    assert_eq!(rows[0]["lastAttempt"]["reason"], reason);
+    let support = server.token("support", None);
+    assert_eq!(
+        json(&remote(&server, &support, &["--failed", "--json"])),
+        rows
+    );
+    let out = cli(&server, &["fleet", "--failed"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "umbrella data-plane: apply 2.0.0 failed: {reason}"
+        )),
+        "{text}"
+    );
+
+    let shown = json(&cli(&server, &["customer", "show", "umbrella", "--json"]));
+    assert_eq!(shown["stacks"][0]["lastAttempt"]["reason"], reason);
+    let api = Client::new(server.url(), Some(support.clone()));
+    let r = api.req("GET", "/api/v1/customers/umbrella", &[], None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["stacks"][0]["lastAttempt"]["reason"], reason);
+    let out = cli(&server, &["customer", "show", "umbrella"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("apply 2.0.0 failed: {reason}")),
+        "{text}"
+    );
+    let history = json(&cli(
+        &server,
+        &["customer", "history", "umbrella", "--json"],
+    ));
+    assert_eq!(history[1]["receiptId"], "u2");
+    assert_eq!(history[1]["reason"], reason);
+    assert!(
+        history[0].get("reason").is_none(),
+        "it succeeded: {history}"
+    );
+    let out = cli(&server, &["customer", "history", "umbrella"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("u2 data-plane: apply 2.0.0 failed: {reason}")),
+        "{text}"
+    );
+
+    // A success mends it: no reason left to give.
+    report(
+        &server,
+        "umbrella",
+        &[receipt(
+            "umbrella",
+            "u3",
+            (dp, "2.0.0"),
+            (Apply, Succeeded),
+            &at(1),
+        )],
+    );
+    let shown = json(&cli(&server, &["customer", "show", "umbrella", "--json"]));
+    assert!(
+        shown["stacks"][0]["lastAttempt"].get("reason").is_none(),
+        "{shown}"
+    );
+}
+
+/// Issue 39: a failed plan is a failed last attempt: `fleet --failed` finds the
+/// customer with the plan's reason, `customer show` lists the stack instead of "no
+/// stack reported yet", and a later successful plan mends it.
+#[test]
+fn fleet_failed_finds_a_customer_whose_plan_failed_with_its_reason() {
+    use Outcome::*;
+    use ReceiptKind::*;
+    let server = OurRegistry::start();
+    let now = time::OffsetDateTime::now_utc();
+    let at = |minutes_ago: i64| {
+        (now - time::Duration::minutes(minutes_ago))
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    };
+    let key = PrivateKey::from_secret_bytes(["umbrella".len() as u8; 32]);
+    let plan = ReceiptBuilder::new("umbrella", "network", "0.1.0")
+        .id("p1")
+        .kind(Plan, Failed)
+        .failure("Invalid value for variable", Some("var.cidr"))
+        .finished_at(&at(5))
+        .sign(&key);
+    report(&server, "umbrella", &[plan]);
+    let reason = "`var.cidr`: Invalid value for variable";
+
+    let rows = json(&cli(&server, &["fleet", "--failed", "--json"]));
+    assert_eq!(cells(&rows), ["umbrella:network"]);
+    assert_eq!(rows[0]["lastAttempt"]["kind"], "plan");
+    assert_eq!(rows[0]["lastAttempt"]["reason"], reason);
+    let out = cli(&server, &["customer", "show", "umbrella"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("no stack reported yet"), "{text}");
+    assert!(
+        text.contains(&format!("umbrella network: plan 0.1.0 failed: {reason}")),
+        "{text}"
+    );
+    let shown = json(&cli(&server, &["customer", "show", "umbrella", "--json"]));
+    assert_eq!(shown["stacks"][0]["lastAttempt"]["reason"], reason);
+    // The page says it in the same words (the address set as code).
+    let cookie = crate::ui::sign_in(&server, &server.token("support", None));
+    let page = crate::ui::html(&crate::ui::get(&server, "/ui/customers/umbrella", &cookie));
+    assert!(page.contains("last attempt failed"), "{page}");
+    assert!(
+        page.contains("<code>var.cidr</code>: Invalid value for variable"),
+        "{page}"
+    );
+    let fleet_page = crate::ui::html(&crate::ui::get(&server, "/ui", &cookie));
+    assert!(fleet_page.contains(" · 1 failed · "), "{fleet_page}");
+
+    report(
+        &server,
+        "umbrella",
+        &[receipt(
+            "umbrella",
+            "p2",
+            ("network", "0.1.0"),
+            (Plan, Succeeded),
+            &at(1),
+        )],
+    );
+    let rows = json(&cli(&server, &["fleet", "--failed", "--json"]));
+    assert!(cells(&rows).is_empty(), "the plan succeeded since: {rows}");
+}

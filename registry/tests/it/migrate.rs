@@ -173,6 +173,13 @@ fn old_registry(dir: &std::path::Path) -> std::path::PathBuf {
         ("apply", "failed"),
         "2026-02-01T10:00:00Z",
     );
+    // A plan that failed, never applied: from v18 a plan is an attempt.
+    receipt(
+        "r6",
+        ("network", "0.1.0"),
+        ("plan", "failed"),
+        "2026-02-01T07:30:00Z",
+    );
     // A receipt the runner signed as part of a release before the ledger read the
     // release: v7 copies it out of the stored document.
     db.execute(
@@ -227,6 +234,12 @@ fn a_database_from_schema_version_1_is_migrated_and_keeps_its_data() {
     assert_eq!(fleet[1]["prerelease"], true);
     assert_eq!(fleet[1]["lastAttempt"]["outcome"], "failed");
     assert_eq!(fleet[1]["lastAttempt"]["version"], "4.0.0");
+    assert_eq!(
+        fleet[2]["stack"], "network",
+        "v18: a failed plan is an attempt"
+    );
+    assert_eq!(fleet[2]["lastAttempt"]["kind"], "plan");
+    assert_eq!(fleet[2]["lastAttempt"]["outcome"], "failed");
     assert_eq!(
         user_version(&data),
         stackpack_registry::db::SCHEMA_VERSION as i64,

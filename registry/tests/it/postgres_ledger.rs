@@ -103,6 +103,7 @@ impl Report<'_> {
                 version: "1.0.0".parse().unwrap(),
                 digest: digest(name),
             }),
+            reason: None,
         }
     }
 

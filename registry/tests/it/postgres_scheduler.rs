@@ -124,6 +124,7 @@ fn report<C: Sql>(
         key_id: "k1".into(),
         received_at: finished.clone(),
         release: None,
+        reason: None,
     };
     let document = format!("{{\"id\":\"{id}\",\"outcome\":\"{}\"}}", outcome.as_str());
     ledger::note_customer(conn, customer, finished.as_str()).unwrap();

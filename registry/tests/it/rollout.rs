@@ -266,6 +266,28 @@ fn a_promotion_rolls_out_wave_by_wave_halts_on_a_failure_and_resumes() {
         table.contains("halted") && table.contains("globex"),
         "{table}"
     );
+    // Issue 39: who the halt holds up, and what to do once they succeed.
+    let resume = format!("`stackpack-registry rollout resume {rollout}` goes on");
+    assert!(
+        table.contains(&format!(
+            "rollout {rollout} halted: `globex` fails the gate; waiting: `initech`; once they succeed, {resume}"
+        )),
+        "{table}"
+    );
+    assert_eq!(
+        fleet.rollout(rollout)["rollout"]["heldUp"],
+        format!("`globex` fails the gate; waiting: `initech`; once they succeed, {resume}")
+    );
+    let cookie = crate::ui::sign_in(&fleet.server, &fleet.server.token("support", None));
+    let page = crate::ui::html(&crate::ui::get(
+        &fleet.server,
+        &format!("/ui/rollouts/{rollout}"),
+        &cookie,
+    ));
+    assert!(
+        page.contains("<code>globex</code> fails the gate; waiting: <code>initech</code>"),
+        "{page}"
+    );
 
     // Resume while it still fails: halted again.
     let again = json(&cli_ok(
@@ -278,6 +300,15 @@ fn a_promotion_rolls_out_wave_by_wave_halts_on_a_failure_and_resumes() {
     fleet.report(
         &globex,
         &release_receipt("globex", "globex-2", "1.0.0", Outcome::Succeeded),
+    );
+    let shown =
+        String::from_utf8(cli_ok(&fleet.server, &["rollout", "show", &rollout.to_string()]).stdout)
+            .unwrap();
+    assert!(
+        shown.contains(&format!(
+            "no assigned customer fails the gate any more: {resume}"
+        )),
+        "{shown}"
     );
     let r = fleet.admin.req(
         "POST",
@@ -755,14 +786,20 @@ fn a_stack_promotion_rolls_out_on_stack_receipts() {
         (ApprovedKind::Stack, "network")
     );
     let receipt = |customer: &str, outcome: Outcome| {
-        ReceiptBuilder::new(customer, "network", "2.0.0")
+        let builder = ReceiptBuilder::new(customer, "network", "2.0.0")
             .id(format!("{customer}-network"))
             .bundle_digest(digest.parse().unwrap())
             .kind(ReceiptKind::Apply, outcome)
-            .at("2027-01-15T09:00:00Z")
-            .sign(&PrivateKey::from_secret_bytes(
-                [customer.len() as u8 + 1; 32],
-            ))
+            .at("2027-01-15T09:00:00Z");
+        let builder = match outcome {
+            Outcome::Failed => {
+                builder.failure("creating VPC: VpcLimitExceeded", Some("aws_vpc.main"))
+            }
+            _ => builder,
+        };
+        builder.sign(&PrivateKey::from_secret_bytes(
+            [customer.len() as u8 + 1; 32],
+        ))
     };
     let r = acme.req(
         "POST",
@@ -783,10 +820,13 @@ fn a_stack_promotion_rolls_out_on_stack_receipts() {
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     let shown = fleet.rollout(a.rollout);
     assert_eq!(shown["rollout"]["state"], "halted");
-    assert!(shown["rollout"]["haltedReason"]
-        .as_str()
-        .unwrap()
-        .contains("globex-network"));
+    let halted = shown["rollout"]["haltedReason"].as_str().unwrap();
+    assert!(halted.contains("globex-network"), "{halted}");
+    // Issue 39: why the receipt failed, in `fleet`'s words, not only that it did.
+    assert!(
+        halted.ends_with("failed: `aws_vpc.main`: creating VPC: VpcLimitExceeded"),
+        "{halted}"
+    );
 }
 
 /// The scheduler opens a wave whose soak passed by itself, with nobody asking: the

@@ -4,8 +4,6 @@
 //! first move rollouts on to now (the scheduler's own work, on the registry's
 //! clock); they never change what anyone decided.
 
-use std::fmt::Write as _;
-
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -96,6 +94,31 @@ pub async fn list(State(state): State<SharedState>, headers: HeaderMap) -> Respo
     respond(StatusCode::OK, page("Rollouts", true, &body))
 }
 
+/// A rollout's facts: state, waves, soak, times, digest, why halted, who it holds up.
+fn facts(r: &crate::api::Rollout) -> String {
+    format!(
+        "<dl class=\"facts\"><dt>State</dt><dd id=\"state\">{}</dd><dt>Wave</dt><dd>{}</dd>\
+         <dt>Waves</dt><dd>{}</dd><dt>Soak</dt><dd>{} s</dd><dt>Opened</dt><dd>{}</dd>\
+         <dt>Next wave at</dt><dd>{}</dd><dt>Digest</dt><dd class=\"mono\">{}</dd>\
+         <dt>Halted because</dt><dd id=\"halted\">{}</dd><dt>Held up</dt><dd id=\"held-up\">{}</dd>\
+         <dt>Promoted by</dt><dd>{}</dd></dl>",
+        state_badge(r.state),
+        wave_text(r),
+        r.waves
+            .iter()
+            .map(|w| esc(w))
+            .collect::<Vec<_>>()
+            .join(" → "),
+        r.soak_seconds,
+        dash(r.wave_opened_at.as_deref()),
+        dash(r.next_wave_at.as_deref()),
+        esc(&short_digest(&r.digest)),
+        dash(r.halted_reason.as_deref()),
+        dash(r.held_up.as_deref()),
+        dash(r.promoted_by.as_deref()),
+    )
+}
+
 pub async fn show(
     State(state): State<SharedState>,
     headers: HeaderMap,
@@ -116,26 +139,7 @@ pub async fn show(
         esc(&r.version),
         esc(&r.channel)
     );
-    let _ = write!(
-        body,
-        "<dl class=\"facts\"><dt>State</dt><dd id=\"state\">{}</dd><dt>Wave</dt><dd>{}</dd>\
-         <dt>Waves</dt><dd>{}</dd><dt>Soak</dt><dd>{} s</dd><dt>Opened</dt><dd>{}</dd>\
-         <dt>Next wave at</dt><dd>{}</dd><dt>Digest</dt><dd class=\"mono\">{}</dd>\
-         <dt>Halted because</dt><dd id=\"halted\">{}</dd><dt>Promoted by</dt><dd>{}</dd></dl>",
-        state_badge(r.state),
-        wave_text(r),
-        r.waves
-            .iter()
-            .map(|w| esc(w))
-            .collect::<Vec<_>>()
-            .join(" → "),
-        r.soak_seconds,
-        dash(r.wave_opened_at.as_deref()),
-        dash(r.next_wave_at.as_deref()),
-        esc(&short_digest(&r.digest)),
-        dash(r.halted_reason.as_deref()),
-        dash(r.promoted_by.as_deref()),
-    );
+    body.push_str(&facts(r));
     let rows: Vec<Vec<String>> = d
         .assignments
         .iter()

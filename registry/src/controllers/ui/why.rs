@@ -26,12 +26,11 @@ fn shown(text: &str) -> String {
 }
 
 /// Why a failed run failed: "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity".
+/// The wording is [`crate::reason::failure`]'s, as the CLI and the API give it.
 pub fn failure(r: &Receipt) -> Option<String> {
-    let f = r.failure.as_ref()?;
-    Some(match &f.address {
-        Some(address) => format!("<code>{}</code>: {}", shown(address), shown(&f.summary)),
-        None => shown(&f.summary),
-    })
+    r.failure
+        .as_ref()
+        .map(|f| prose(&crate::reason::failure(f)))
 }
 
 /// What drifted: "`aws_vpc.main` (tags, cidr_block), `aws_subnet.a`", the first
@@ -83,7 +82,10 @@ pub fn reason(r: &Receipt) -> String {
 }
 
 fn no_reason() -> String {
-    "<span class=\"muted\">no reason in the receipt (its runner predates them)</span>".into()
+    format!(
+        "<span class=\"muted\">{}</span>",
+        esc(crate::reason::NONE_GIVEN)
+    )
 }
 
 /// What reported: "runner 0.4.0 · tofu 1.8.0 · linux_amd64 · hashicorp/aws 5.31.0".
