@@ -509,6 +509,10 @@ pub struct UnlockArgs {
     /// the id is asked for on the terminal.
     #[arg(long, value_name = "ID")]
     pub lock_id: Option<String>,
+    /// Break it even though the run recorded beside the state (from any runner home
+    /// sharing the bucket) may still be alive: only once you have checked it stopped.
+    #[arg(long)]
+    pub force: bool,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,

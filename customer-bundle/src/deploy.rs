@@ -270,6 +270,9 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             request.stack
         ))
     })?;
+    // Beside a bucket's state, who runs it, for `unlock` from any home; marked
+    // finished when this run ends.
+    let _running = super::run_marker::start(home, &request.stack);
     let resolved = resolve(&ledger, &request)?;
     check_policy(home, &request, &resolved)?;
     let stack = &request.stack;

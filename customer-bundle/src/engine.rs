@@ -186,6 +186,9 @@ pub struct RunOutput {
     /// The lock's id, when the engine could not take the state lock because another
     /// run holds it (from the `Lock Info:` the engine prints).
     pub lock_id: Option<String>,
+    /// True when the engine ran but could not release the state lock afterwards
+    /// ("Error releasing the state lock"): someone broke or replaced it meanwhile.
+    pub lock_release_failed: bool,
 }
 
 /// Finds the lock's id in the engine's "Error acquiring the state lock" message.
@@ -193,11 +196,16 @@ pub struct RunOutput {
 struct LockErrorReader {
     in_lock_info: bool,
     id: Option<String>,
+    /// The engine said it could not release the lock (the run itself went on).
+    releasing: bool,
 }
 
 impl LockErrorReader {
     fn line(&mut self, line: &str) {
         let line = line.trim_start_matches(['\u{2502}', ' ']).trim_end();
+        if line.contains("Error releasing the state lock") {
+            self.releasing = true;
+        }
         if line == "Lock Info:" {
             self.in_lock_info = true;
         } else if let Some(id) = line.strip_prefix("ID:").filter(|_| self.in_lock_info) {
@@ -463,7 +471,7 @@ impl Engine {
                 }
             }
             error.keep(&kept_errors);
-            lock.id
+            lock
         });
         let mut stdout = String::new();
         let mut stdout_relay = relay;
@@ -489,7 +497,7 @@ impl Engine {
             .wait()
             .map_err(|e| Error::refused(format!("engine `{}` failed: {e}", self.name)))?;
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        let lock_id = errors.join().unwrap_or_default();
+        let lock = errors.join().unwrap_or_default();
         let _ = watcher.join();
         if let Some(signal) = super::interrupt::received() {
             return Err(Error::refused(format!(
@@ -503,7 +511,8 @@ impl Engine {
         Ok(RunOutput {
             code: status.code(),
             stdout,
-            lock_id,
+            lock_id: lock.id.filter(|_| !lock.releasing),
+            lock_release_failed: lock.releasing,
         })
     }
 
@@ -552,6 +561,17 @@ impl Engine {
             ))
             .at(format!("work folder `{}`", dir.display()))
             .hint(format!("wait for that run and try again (the engine's lock information is above); if no run holds it any more, see `stackpack-runner unlock {stack} --lock-id {id}`")));
+        }
+        // Not when the state itself could not be saved: then what the run made is
+        // only in `errored.tfstate`, which the failure's hint names first.
+        if output.lock_release_failed && !dir.join("errored.tfstate").exists() {
+            let stack = self.stack.as_deref().unwrap_or("STACK");
+            return Err(Error::refused(format!(
+                "`{} {step}` ran, but the engine could not release the state lock of stack `{stack}` afterwards: the lock it held was broken or replaced meanwhile (an `unlock` from another runner home, say), so another run may have written the same state",
+                self.name
+            ))
+            .at(format!("work folder `{}`", dir.display()))
+            .hint(format!("what `{step}` did is in the state (its messages are above); before the next run, check that no other run is working on `{stack}`, and `stackpack-runner plan` it")));
         }
         if output.code != Some(0) {
             return Err(Error::refused(format!(
@@ -1084,6 +1104,21 @@ mod tests {
             reader.line(line);
         }
         assert_eq!(reader.id.as_deref(), Some("5f1c2a0e-7d3b"));
+        assert!(!reader.releasing);
+    }
+
+    #[test]
+    fn a_lock_the_engine_could_not_release_is_told_from_one_it_could_not_take() {
+        let mut reader = LockErrorReader::default();
+        for line in [
+            "\u{2502} Error: Error releasing the state lock",
+            "\u{2502} Error message: failed to retrieve lock info for lock ID",
+            "\u{2502} Lock Info:",
+            "\u{2502}   ID:        5f1c2a0e-7d3b",
+        ] {
+            reader.line(line);
+        }
+        assert!(reader.releasing);
     }
 
     #[test]

@@ -32,6 +32,8 @@
 //! - [`release`]: releases: import, plan, apply, rollback and destroy of many stacks.
 //! - [`module_sources`]: module code only from the bundle, checked before `init`.
 //! - [`deploy`]: plan, apply, rollback and drift, tying the above together.
+//! - [`run_marker`]: who runs a stack, beside its state in the bucket, for `unlock`
+//!   from any home.
 //! - [`state_bucket`], [`deployment_record`]: state in the customer's bucket, and what runs, kept beside it.
 //! - [`sync`]: `sync`, `pending` and `approve`: reconcile to an assignment, with an approval policy.
 //! - [`support_bundle`]: what support needs from this home, secrets left out.
@@ -57,6 +59,7 @@ pub mod receipts;
 pub mod redact;
 pub mod release;
 pub mod review;
+pub mod run_marker;
 pub mod secrets_in_state;
 pub mod smoke;
 pub mod state_bucket;

@@ -32,6 +32,8 @@ pub struct Inspection {
     /// True when the backend's lock record can be read (`s3`): then `info: None`
     /// means the state is not locked.
     pub record_readable: bool,
+    /// The last run's record beside the state (any home sharing the bucket).
+    pub run: Option<super::run_marker::RunMarker>,
     local: StackLock,
 }
 
@@ -76,6 +78,7 @@ pub fn inspect(home: &Home, stack: &str) -> Result<Inspection> {
         info,
         state,
         record_readable: backend.s3().is_some(),
+        run: super::run_marker::read(home, stack),
         local,
     })
 }
@@ -94,10 +97,14 @@ pub fn break_lock(
     home: &Home,
     inspection: Inspection,
     lock_id: &str,
+    force: bool,
     verbose: bool,
 ) -> Result<Unlocked> {
     let stack = &inspection.stack;
     let lock_id = lock_id.trim();
+    if !force {
+        refuse_live_holder(&inspection)?;
+    }
     match &inspection.info {
         Some(info) if info.id != lock_id => {
             return Err(Error::refused(format!(
@@ -142,10 +149,44 @@ pub fn break_lock(
         },
     )?;
     ran?;
+    super::run_marker::clear(home, stack);
     Ok(Unlocked {
         lock_id: lock_id.to_string(),
         receipt_id,
     })
+}
+
+/// Refuses while the run recorded beside the state may still hold the lock: alive
+/// on this machine (whichever home it ran from), or on another machine, where this
+/// one cannot tell.
+fn refuse_live_holder(inspection: &Inspection) -> Result<()> {
+    let Some(run) = inspection.run.as_ref().filter(|r| r.may_be_running()) else {
+        return Ok(());
+    };
+    let stack = &inspection.stack;
+    let (what, hint) = if run.alive_here() {
+        (
+            format!(
+                "stack `{stack}` is being run from the runner home `{}` (process {} on this machine, since {}): its state lock is not stuck",
+                run.home, run.pid, run.since
+            ),
+            "wait for that run to finish; breaking its lock now would let two runs write one state".to_string(),
+        )
+    } else {
+        (
+            format!(
+                "stack `{stack}` was being run from the runner home `{}` on host `{}` (process {}, since {}), and this machine cannot tell whether that run is alive",
+                run.home, run.host, run.pid, run.since
+            ),
+            format!(
+                "check on `{}` that the run has stopped; only then pass `--force`: breaking a live run's lock lets two runs write one state",
+                run.host
+            ),
+        )
+    };
+    Err(Error::refused(format!("{what}: nothing was unlocked"))
+        .at(&inspection.state)
+        .hint(hint))
 }
 
 /// A work folder holding only the backend: `force-unlock` needs no provider, so

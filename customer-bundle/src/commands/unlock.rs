@@ -35,7 +35,10 @@ pub fn unlock(global: &GlobalArgs, args: &UnlockArgs) -> Result<ExitStatus> {
             .hint(format!("check that no run holds it, then pass `--lock-id {id}`")));
         }
     };
-    let unlocked = unlock::break_lock(&home, inspection, &lock_id, verbose())?;
+    if args.force && inspection.run.as_ref().is_some_and(|r| r.may_be_running()) {
+        status("warning: `--force`: breaking a lock whose run may still be alive; if it is, two runs now write one state");
+    }
+    let unlocked = unlock::break_lock(&home, inspection, &lock_id, args.force, verbose())?;
     if args.json {
         print_json(&json!({
             "stack": stack,
@@ -76,6 +79,12 @@ fn show_holder(inspection: &Inspection) {
         ("engine", &info.version),
     ] {
         status(&format!("  {name:<10} {value}"));
+    }
+    if let Some(run) = inspection.run.as_ref().filter(|r| r.running) {
+        status(&format!(
+            "  {:<10} home `{}` on `{}`, process {}, since {}",
+            "run", run.home, run.host, run.pid, run.since
+        ));
     }
     status("make sure the run named above has stopped (on its machine, if it is another)");
 }

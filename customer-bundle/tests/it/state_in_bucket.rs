@@ -701,3 +701,76 @@ fn start_slow_apply(
     }
     child
 }
+
+/// Security review (issue 39 §7.4): two homes of one customer on one state bucket.
+/// The second's `unlock` broke the first's lock while its apply ran, and both
+/// applied one state. Now the run recorded beside the state (home, host, process)
+/// is checked, whichever home asks; `--force` breaks it only with a warning, and the
+/// first apply then says its lock was broken under it, not that it "did not start".
+#[test]
+fn unlock_from_a_second_home_refuses_while_the_first_homes_apply_holds_the_lock() {
+    let moto = Arc::new(Moto::start());
+    let vendor = ReleaseVendor::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let applying = scratch.path().join("applying");
+    vendor.change(
+        "network",
+        &format!(
+            "\nresource \"terraform_data\" \"slow\" {{\n  provisioner \"local-exec\" {{\n    command = \"touch {} && sleep 12\"\n  }}\n}}\n",
+            applying.display()
+        ),
+    );
+    let version = vendor.build_version_of("network");
+    let (first, reference, _) = runner_on(&moto, &vendor, &version, &["--create-bucket"]);
+    let (second, _, _) = runner_on(&moto, &vendor, &version, &[]);
+    let network = inputs(&first, "10.1.0.0/16");
+    let child = start_slow_apply(&first, &reference, &network, &applying);
+
+    let shown = second.run(&["unlock", "network"]).code(1);
+    let lock_id = shown
+        .stderr
+        .split("--lock-id ")
+        .nth(1)
+        .and_then(|rest| rest.split(['`', ' ', '\n']).next())
+        .unwrap_or_else(|| panic!("no lock id shown: {}", shown.stderr))
+        .to_string();
+    assert!(
+        shown.stderr.contains(&first.home.display().to_string()),
+        "the holder's home is shown: {}",
+        shown.stderr
+    );
+    let refused = second.run(&["unlock", "network", "--lock-id", &lock_id]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!(
+            "is being run from the runner home `{}`",
+            first.home.display()
+        )) && refused.stderr.contains("nothing was unlocked"),
+        "{}",
+        refused.stderr
+    );
+    assert!(lock_exists(&moto), "the live run's lock was broken");
+
+    let forced = second.run(&["unlock", "network", "--lock-id", &lock_id, "--force"]);
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    assert!(
+        forced.stderr.contains("warning: `--force`"),
+        "{}",
+        forced.stderr
+    );
+
+    // The first apply went on; what it says of its lock is what happened.
+    let ended = Run::from(child.wait_with_output().unwrap());
+    assert!(
+        !ended.stderr.contains("did not start"),
+        "the apply ran, and says otherwise: {}",
+        ended.stderr
+    );
+    if ended.code != 0 {
+        assert!(
+            ended.stderr.contains("could not release the state lock"),
+            "{}",
+            ended.stderr
+        );
+    }
+}
