@@ -260,19 +260,28 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     }
 }
 
-/// Runs one plan, apply, rollback, drift check or destroy, under the stack's lock.
-fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
-    let ledger = Ledger::open(&home.ledger_path())?;
-    warn_interrupted(&ledger, ui)?;
+/// The stack's lock in this home (waiting up to `request.wait`), and beside a
+/// bucket's state the record of who runs it, for `unlock` from any home: marked
+/// finished when the returned value is dropped.
+fn take_stack(
+    home: &Home,
+    request: &Request,
+    ui: &mut Ui,
+) -> Result<(StackLock, Option<super::run_marker::Running>)> {
     let lock = StackLock::acquire(&home.locks_dir(), &request.stack, request.wait, |who| {
         (ui.status)(&format!(
             "waiting for {who} to finish with stack `{}`…",
             request.stack
         ))
     })?;
-    // Beside a bucket's state, who runs it, for `unlock` from any home; marked
-    // finished when this run ends.
-    let _running = super::run_marker::start(home, &request.stack);
+    Ok((lock, super::run_marker::start(home, &request.stack)))
+}
+
+/// Runs one plan, apply, rollback, drift check or destroy, under the stack's lock.
+fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
+    let ledger = Ledger::open(&home.ledger_path())?;
+    warn_interrupted(&ledger, ui)?;
+    let (lock, _running) = take_stack(home, &request, ui)?;
     let resolved = resolve(&ledger, &request)?;
     check_policy(home, &request, &resolved)?;
     let stack = &request.stack;
