@@ -334,7 +334,16 @@ fn print_report(report: &Report, json: bool) {
     }
     match (r.kind, r.outcome) {
         (ReceiptKind::Drift, Outcome::Drifted) => {
-            println!("`{}@{}` has drifted: {summary}", r.stack, r.version)
+            println!("`{}@{}` has drifted: {summary}", r.stack, r.version);
+            // What changed outside the runner, by address and attribute name (never
+            // a value), as the receipt and the customer page name it.
+            for drifted in &r.drift {
+                if drifted.attributes.is_empty() {
+                    println!("  {}", drifted.address);
+                } else {
+                    println!("  {}: {}", drifted.address, drifted.attributes.join(", "));
+                }
+            }
         }
         (ReceiptKind::Drift, _) => println!("`{}@{}` has not drifted", r.stack, r.version),
         (ReceiptKind::Plan, _) => println!("planned `{}@{}`: {summary}", r.stack, r.version),

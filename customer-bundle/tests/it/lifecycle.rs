@@ -255,6 +255,30 @@ fn a_change_made_by_hand_in_the_account_is_drift(runner: &Runner) {
         "{:?}",
         receipt.receipt.drifted
     );
+    // Issue 39 §1: the attribute names that differ, never values, in the receipt
+    // and in what `drift` prints.
+    let vpc = receipt
+        .receipt
+        .drift
+        .iter()
+        .find(|d| d.address.ends_with("aws_vpc.this"))
+        .unwrap_or_else(|| panic!("{:?}", receipt.receipt.drift));
+    assert!(
+        vpc.attributes.iter().any(|a| a.starts_with("tags")),
+        "{vpc:?}"
+    );
+    let text = runner.run(&["drift", "data-plane"]).code(3);
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.contains("aws_vpc.this"))
+        .unwrap_or_else(|| panic!("drift names no address:\n{}", text.stdout));
+    assert!(line.contains("tags"), "{line}");
+    assert!(
+        !text.stdout.contains("hand"),
+        "a value printed:\n{}",
+        text.stdout
+    );
     let status = runner.run(&["status", "--json"]).ok().json();
     assert_eq!(status["stacks"][0]["lastDriftCheck"]["outcome"], "drifted");
 }
@@ -279,6 +303,7 @@ fn exported_receipts_record_every_step_signed_by_one_key(runner: &Runner) {
             "apply:succeeded",
             "rollback:succeeded",
             "drift:no-changes",
+            "drift:drifted",
             "drift:drifted"
         ]
     );
