@@ -5,7 +5,7 @@
 //! [`stackpack_schema::release::ReleaseEngine`]).
 //!
 //! The packager [`describe`]s the engine from its mirror (refusing a binary built
-//! for another platform than the one it is filed under), then [`write`]s it into
+//! for another platform than the one it is filed under), then [`write()`]s it into
 //! the layout the release is written to. The runner [`install`]s its platform's
 //! binary from its store into its home, checking the digest the signature covers,
 //! and checks the installed file again before every run ([`check_installed`]).

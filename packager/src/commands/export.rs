@@ -44,7 +44,7 @@ pub fn write(args: &ExportArgs) -> Result<Written> {
     write_omitting(args, &Default::default())
 }
 
-/// [`write`], leaving out the blobs in `omit` (a kit made for one customer).
+/// [`write()`], leaving out the blobs in `omit` (a kit made for one customer).
 pub fn write_omitting(
     args: &ExportArgs,
     omit: &std::collections::BTreeSet<stackpack_schema::digest::Digest>,
