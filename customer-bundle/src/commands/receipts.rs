@@ -14,59 +14,131 @@ use crate::cli::{GlobalArgs, ReportArgs};
 pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
-    let pending = ledger.receipts(true)?;
-    let base = registry_base(&args.registry, args.insecure);
-    let url = format!("{base}/api/v1/receipts");
+    let stacks = ledger.receipts(true)?;
+    let releases = ledger.unreported_release_receipts()?;
+    let to = Registry {
+        base: registry_base(&args.registry, args.insecure),
+        token: &args.token,
+        pending: stacks.len() + releases.len(),
+    };
     let mut sent = Vec::new();
-    for stored in &pending {
+    for stored in &stacks {
         let id = &stored.signed.receipt.id;
-        let unsent = |sent: &Vec<(String, bool)>| {
-            format!(
-                "{} of {} sent",
-                sent.len(),
-                stackpack_terminal::words::count(pending.len() as u64, "receipt")
-            )
-        };
-        let answer = http::post_json(&url, &args.token, stored.signed.to_bytes()).map_err(|error| {
-            let hint = match error {
-                HttpError::PlainHttpNotLoopback(_) => "use the registry's `https://` address",
-                _ => "with no route to the registry, use `stackpack-runner receipts export -o FILE` and carry the file",
-            };
-            Error::refused(format!("cannot report to the registry: {error}; {}", unsent(&sent)))
-                .at(&url)
-                .hint(hint)
-        })?;
+        let created = to.send("/api/v1/receipts", id, stored.signed.to_bytes(), &sent)?;
+        ledger.mark_reported(id, &receipts::now())?;
+        sent.push((id.clone(), "stack", created));
+    }
+    for signed in &releases {
+        let id = &signed.receipt.id;
+        let body = serde_json::to_vec(signed).expect("a receipt serialises");
+        let created = to.send("/api/v1/release-receipts", id, body, &sent)?;
+        ledger.mark_release_reported(id, &receipts::now())?;
+        sent.push((id.clone(), "release", created));
+    }
+    if sent.is_empty() {
+        // Nothing was pending: ask the registry anyway, so that "nothing to
+        // report" is never said of a registry nobody answered (or that refuses
+        // the token the next report would need).
+        to.check_reachable()?;
+    }
+    let base = &to.base;
+    if args.json {
+        print_json(&json!({
+            "registry": base,
+            "sent": sent.iter().map(|(id, kind, created)| json!({"receiptId": id, "kind": kind, "created": created})).collect::<Vec<_>>(),
+            "pending": 0,
+        }));
+    } else if sent.is_empty() {
+        println!("nothing to report: `{base}` answered and has every receipt of this installation");
+    } else {
+        println!(
+            "reported {} to `{base}`",
+            stackpack_terminal::words::count(sent.len() as u64, "receipt")
+        );
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The registry a `report` sends to, and how many receipts it had to send.
+struct Registry<'a> {
+    base: String,
+    token: &'a str,
+    pending: usize,
+}
+
+impl Registry<'_> {
+    /// Sends one receipt; `Ok(true)` when the registry had not seen it.
+    fn send(
+        &self,
+        path: &str,
+        id: &str,
+        body: Vec<u8>,
+        sent: &[(String, &str, bool)],
+    ) -> Result<bool> {
+        let url = format!("{}{path}", self.base);
+        let answer = http::post_json(&url, self.token, body)
+            .map_err(|error| self.unreachable(&url, error, sent.len()))?;
         match answer.status {
-            200..=299 => {
-                ledger.mark_reported(id, &receipts::now())?;
-                sent.push((id.clone(), answer.status == 201));
-            }
+            200..=299 => Ok(answer.status == 201),
             code => {
                 let hint = match code {
                     401 | 403 => "check the token: it must be a `customer` token for this customer",
                     _ => "receipts already acknowledged stay acknowledged; run `report` again to send the rest",
                 };
-                return Err(Error::refused(format!(
+                Err(Error::refused(format!(
                     "the registry refused receipt `{id}` ({code}): {}; {}",
                     refusal_detail(&answer.body),
-                    unsent(&sent)
+                    self.unsent(sent.len())
                 ))
                 .at(&url)
-                .hint(hint));
+                .hint(hint))
             }
         }
     }
-    if args.json {
-        print_json(&json!({
-            "sent": sent.iter().map(|(id, created)| json!({"receiptId": id, "created": created})).collect::<Vec<_>>(),
-            "pending": 0,
-        }));
-    } else if sent.is_empty() {
-        println!("nothing to report: the registry has every receipt");
-    } else {
-        println!("reported {} receipt(s) to `{base}`", sent.len());
+
+    /// With nothing to send: the registry's `/v2/` answers, and takes the token.
+    fn check_reachable(&self) -> Result<()> {
+        let url = format!("{}/v2/", self.base);
+        let answer = http::get(&url, Some(self.token), 64 << 10)
+            .map_err(|error| self.unreachable(&url, error, 0))?;
+        match answer.status {
+            200..=299 => Ok(()),
+            401 | 403 => Err(Error::refused(format!(
+                "the registry refused the token ({}); no receipt was pending",
+                answer.status
+            ))
+            .at(&url)
+            .hint("check the token: it must be a `customer` token for this customer")),
+            code => Err(Error::refused(format!(
+                "the registry answered {code}, not as a Stackpack registry; no receipt was pending"
+            ))
+            .at(&url)
+            .hint("check `--registry`: it is the registry's address, as `pull` takes it")),
+        }
     }
-    Ok(ExitStatus::Success)
+
+    fn unreachable(&self, url: &str, error: HttpError, sent: usize) -> Error {
+        let hint = match error {
+            HttpError::PlainHttpNotLoopback(_) => "use the registry's `https://` address",
+            _ => "with no route to the registry, use `stackpack-runner receipts export -o FILE` and carry the file",
+        };
+        Error::refused(format!(
+            "cannot reach the registry: {error}; {}",
+            self.unsent(sent)
+        ))
+        .at(url)
+        .hint(hint)
+    }
+
+    fn unsent(&self, sent: usize) -> String {
+        if self.pending == 0 {
+            return "no receipt was pending".into();
+        }
+        format!(
+            "{sent} of {} sent",
+            stackpack_terminal::words::count(self.pending as u64, "receipt")
+        )
+    }
 }
 
 pub fn export(

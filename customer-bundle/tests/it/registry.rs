@@ -94,6 +94,47 @@ fn receipts_reach_the_registry_online_and_through_an_exported_file() {
         .json();
     assert!(again["sent"].as_array().unwrap().is_empty(), "{again}");
 
+    // Regression: with nothing pending, `report` to a registry nobody answers used to
+    // say "the registry has every receipt" and exit 0. It asks, and says who did not answer.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let nobody = runner
+        .run(&[
+            "report",
+            "--registry",
+            &format!("http://127.0.0.1:{closed}"),
+            "--token",
+            &token,
+        ])
+        .code(1);
+    assert!(
+        nobody.stderr.contains("cannot reach the registry")
+            && nobody.stderr.contains("no receipt was pending"),
+        "{}",
+        nobody.stderr
+    );
+    assert!(
+        !nobody.stdout.contains("every receipt"),
+        "{}",
+        nobody.stdout
+    );
+    let wrong_token = runner
+        .run(&[
+            "report",
+            "--registry",
+            &registry.url(),
+            "--token",
+            "not-a-token",
+        ])
+        .code(1);
+    assert!(
+        wrong_token.stderr.contains("refused the token"),
+        "{}",
+        wrong_token.stderr
+    );
+
     let support = registry.token("support", None);
     let seen = registry.deployments(&support);
     assert!(seen.contains(&version), "{seen}");

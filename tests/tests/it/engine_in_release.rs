@@ -412,9 +412,26 @@ fn a_kit_for_a_customer_leaves_out_the_layers_its_receipts_show_it_holds() {
     let initech = Home::new(work.path(), "initech", &registry, &vendor);
     initech.run(&["import", whole_v1.to_str().unwrap()]).ok();
     apply(&initech, "0.1.0").ok();
-    initech
-        .run(&["report", "--insecure", "--registry", &registry.host()])
-        .ok();
+    // `report` sends the release receipt too, not only the stacks' (the registry
+    // learns the release version initech runs without a `sync`).
+    let reported = initech
+        .run(&[
+            "report",
+            "--insecure",
+            "--registry",
+            &registry.host(),
+            "--json",
+        ])
+        .ok()
+        .json();
+    let kinds: Vec<_> = reported["sent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert!(kinds.contains(&"stack".to_string()), "{reported}");
+    assert!(kinds.contains(&"release".to_string()), "{reported}");
 
     // The next version changes the stack, not the engine.
     vendor.change();
