@@ -7,8 +7,10 @@
 //! - [`export_bundles`]: bundles and their signatures from a layout into an OCI image
 //!   layout tar, for carrying into an airgapped account.
 //!
-//! None of these verify signatures: they move bytes, checking every digest on the
-//! way. Verification is [`crate::verify`]'s job, always done before use.
+//! None of these verify a bundle: they move bytes, checking every digest on the
+//! way. Verification is [`crate::verify`]'s job, always done before use. A pull
+//! given trusted keys ([`pull_bundle_reusing`]) checks only who signed, before the
+//! layers move, so a bundle no trusted key signed costs its manifest alone.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -25,6 +27,7 @@ use crate::layout::{
     MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE,
 };
 use crate::remote::{Progress, Remote, RemoteError};
+use crate::verify::{trusted_signer, Trust};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TransferError {
@@ -36,6 +39,9 @@ pub enum TransferError {
     NotFound { reference: String, host: String },
     #[error("`{reference}` is not a Stackpack bundle: {detail}")]
     NotABundle { reference: String, detail: String },
+    /// No trusted key signs the bundle (checked before its layers move).
+    #[error(transparent)]
+    Signature(#[from] crate::verify::VerifyError),
     #[error("cannot write `{path}`: {source}")]
     Write {
         path: String,
@@ -69,12 +75,24 @@ pub fn pull_bundle(
     layout: &ImageLayout,
     progress: Option<Progress>,
 ) -> Result<Pulled, TransferError> {
-    pull_bundle_reusing(remote, repository, stack, version, layout, None, progress)
+    pull_bundle_reusing(
+        remote,
+        repository,
+        stack,
+        version,
+        layout,
+        None,
+        &Trust::ReportOnly,
+        progress,
+    )
 }
 
 /// [`pull_bundle`], taking every blob that `have` (a store) already holds intact
 /// from there instead of the registry: an upgrade moves only what changed, and
-/// the progress says how many blobs were already here.
+/// the progress says how many blobs were already here. With [`Trust::Keys`], a
+/// bundle none of them signed is refused ([`TransferError::Signature`]) once its
+/// signatures are here, before any layer moves.
+#[allow(clippy::too_many_arguments)]
 pub fn pull_bundle_reusing(
     remote: &Remote,
     repository: &str,
@@ -82,6 +100,7 @@ pub fn pull_bundle_reusing(
     version: &Version,
     layout: &ImageLayout,
     have: Option<&ImageLayout>,
+    trust: &Trust,
     progress: Option<Progress>,
 ) -> Result<Pulled, TransferError> {
     let reference = format!("{}/{repository}:{version}", remote.host());
@@ -111,6 +130,16 @@ pub fn pull_bundle_reusing(
         });
     }
     let mut received = bytes.len() as u64;
+    // The signatures first: who signed decides whether the layers move at all.
+    let signatures = pull_signatures(
+        remote,
+        repository,
+        &digest,
+        &reference,
+        layout,
+        &mut received,
+    )?;
+    trusted_signer(layout, &signatures, &digest, stack, version, trust)?;
     // Every blob the manifest lists, whatever its media type.
     let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
         .chain(&manifest.layers)
@@ -124,15 +153,6 @@ pub fn pull_bundle_reusing(
     let mut manifest_descriptor =
         Descriptor::new(media_type::OCI_MANIFEST, digest.clone(), bytes.len() as u64);
     manifest_descriptor.artifact_type = Some(media_type::BUNDLE_ARTIFACT.into());
-
-    let signatures = pull_signatures(
-        remote,
-        repository,
-        &digest,
-        &reference,
-        layout,
-        &mut received,
-    )?;
 
     let mut bundle_entry = manifest_descriptor.clone();
     bundle_entry.annotations = Some(bundle_entry_annotations(stack, version));

@@ -405,6 +405,32 @@ pub(crate) fn check_signatures(
     ))
 }
 
+/// The trusted key among `candidates` (signature manifests already in `layout`)
+/// that signs bundle `stack@version` at `subject`: what a pull checks before it
+/// moves a bundle's layers, so an untrusted bundle costs its manifest and
+/// signatures only. `Ok(None)` with [`Trust::ReportOnly`].
+pub fn trusted_signer(
+    layout: &ImageLayout,
+    candidates: &[Descriptor],
+    subject: &Digest,
+    stack: &str,
+    version: &Version,
+    trust: &Trust,
+) -> Result<Option<PublicKey>, VerifyError> {
+    let (checks, signer) = check_signature_manifests(
+        layout,
+        candidates,
+        subject,
+        &format!("stacks/{stack}"),
+        version,
+        trust,
+    );
+    match (trust, signer) {
+        (Trust::Keys(_), None) => Err(signature_failure(&format!("{stack}@{version}"), &checks)),
+        (_, signer) => Ok(signer),
+    }
+}
+
 /// Checks each of `candidates` as a signature of `subject` (see
 /// [`check_signatures`]): wherever the caller found them (a layout's entries, a
 /// release index's).

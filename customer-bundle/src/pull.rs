@@ -5,9 +5,10 @@ use semver::Version;
 
 use super::error::{Error, Result};
 use super::home::Home;
-use super::store::{import_pulled, staging, Imported};
+use super::store::{import_pulled, staging, verify_error, Imported};
 use stackpack_bundle::remote::{Progress, Remote};
 use stackpack_bundle::transfer::{pull_bundle_reusing, TransferError};
+use stackpack_bundle::verify::Trust;
 
 /// `HOST[:PORT]/REPOSITORY:VERSION`, where the repository's last component is the
 /// stack (`registry.acme.example/acme/stacks/data-plane:1.4.0`).
@@ -67,6 +68,14 @@ pub fn pull(
     let (_staging_dir, staged) = staging(home)?;
     // What the store holds already, checked again as it is copied, is not moved.
     let store = home.store()?;
+    // Who signed is checked before the layers move: an untrusted bundle costs its
+    // manifest and signatures, not its megabytes.
+    let trust = Trust::Keys(
+        home.trusted_keys()?
+            .into_iter()
+            .map(|(_, key, _)| key)
+            .collect(),
+    );
     pull_bundle_reusing(
         &remote,
         &bundle.repository,
@@ -74,12 +83,19 @@ pub fn pull(
         &bundle.version,
         &staged,
         Some(&store),
+        &trust,
         progress,
     )
     .map_err(|e| match e {
         TransferError::Remote(remote) => Error::from(remote),
         TransferError::NotFound { reference, host } => {
             not_found(&remote, bundle, &reference, &host)
+        }
+        TransferError::Signature(error) => {
+            verify_error(home, &staged, &bundle.stack, &bundle.version, error).at(format!(
+                "`{}/{}:{}`",
+                bundle.host, bundle.repository, bundle.version
+            ))
         }
         other => Error::refused(other.to_string()),
     })?;
@@ -155,10 +171,10 @@ fn check_freshness(home: &Home, remote: &Remote, bundle: &RemoteBundle) -> Resul
     )
     .map_err(|e| {
         Error::refused(format!(
-            "the registry's latest statement for `{}` is not valid: {e}",
+            "the registry's signed statement of the newest version of `{}` is not valid: {e}",
             bundle.stack
         ))
-        .hint("ask your vendor: the statement must be signed by a key you trust")
+        .hint("the vendor signs, with each release, which version is the newest, so a frozen registry cannot hide a newer one; ask your vendor to sign it with a key this runner trusts (`stackpack-runner trust list`)")
     })?;
     let Some(statement) = statement else {
         return match max_age {

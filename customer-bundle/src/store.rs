@@ -71,7 +71,8 @@ pub fn trusted(home: &Home) -> Result<Vec<PublicKey>> {
     Ok(keys)
 }
 
-fn verify_error(
+/// A verification failure in the customer's words: what failed, where, and what to do.
+pub(crate) fn verify_error(
     home: &Home,
     layout: &ImageLayout,
     stack: &str,
@@ -95,10 +96,11 @@ fn verify_error(
             Error::refused(format!("bundle `{reference}` is not in the store")).at(at).hint(hint)
         }
         VerifyError::Untrusted { keys, .. } => Error::refused(format!(
-            "bundle `{reference}` is signed by key {keys}, which this runner does not trust"
+            "bundle `{reference}` is signed by key {keys}, which this runner does not trust; {}",
+            trusted_keys_said(home)
         ))
         .at(at)
-        .hint("ask your vendor for their public key, then run `stackpack-runner trust add vendor.pub`"),
+        .hint("if the key is your vendor's, get their public key through a channel you trust, then run `stackpack-runner trust add vendor.pub`"),
         missing @ VerifyError::MissingBlob { .. } => Error::refused(format!(
             "bundle `{reference}` is incomplete: {missing}"
         ))
@@ -115,6 +117,21 @@ fn verify_error(
         other => Error::refused(format!("bundle `{reference}` failed verification: {other}"))
             .at(at)
             .hint("the bundle was changed after it was signed; get it again from your vendor"),
+    }
+}
+
+/// "it trusts `id`, `id`" (or that it trusts none), for a refusal to name.
+fn trusted_keys_said(home: &Home) -> String {
+    let ids: Vec<String> = home
+        .trusted_keys()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(id, _, _)| format!("`{id}`"))
+        .collect();
+    if ids.is_empty() {
+        "it trusts no key yet".into()
+    } else {
+        format!("it trusts {}", ids.join(", "))
     }
 }
 

@@ -204,6 +204,53 @@ fn a_blob_rotted_in_the_registry_is_refused_and_nothing_enters_the_store() {
     assert!(stored.is_empty(), "{stored:?}");
 }
 
+#[test]
+fn a_bundle_no_trusted_key_signed_is_refused_before_its_layers_move() {
+    let registry = Distribution::require();
+    let vendor = Vendor::small();
+    let manifest = publish_data_plane(&vendor, &registry);
+    // The registry's copy of every layer is gone: a pull that reached for one would
+    // fail on it, so the refusal below shows none was asked for.
+    for layer in &manifest.layers {
+        let _ = std::fs::remove_file(registry.blob_file(layer.digest.hex()));
+    }
+    let someone_else = Vendor::small();
+    let runner = Runner::new("globex").without_account();
+    let trusted = runner
+        .run(&[
+            "trust",
+            "add",
+            someone_else.public_key.to_str().unwrap(),
+            "--json",
+        ])
+        .ok()
+        .json();
+    let trusted_id = trusted["keyId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{trusted}"));
+
+    let reference = format!("{}/acme/stacks/data-plane:0.1.0", registry.host());
+    let refused = runner.run(&["pull", &reference, "--insecure"]).code(1);
+    let said = &refused.stderr;
+    assert!(said.contains("which this runner does not trust"), "{said}");
+    let signer = stackpack_bundle::trust::read_public_key(&vendor.public_key)
+        .unwrap()
+        .key_id();
+    assert!(
+        said.contains(&format!("`{signer}`")),
+        "names the signing key: {said}"
+    );
+    assert!(
+        said.contains(&format!("it trusts `{trusted_id}`")),
+        "names the trusted key: {said}"
+    );
+    assert!(
+        !said.contains("does not match") && !said.contains("404"),
+        "{said}"
+    );
+    assert!(runner.store().index().unwrap().manifests.is_empty());
+}
+
 /// A hostile "registry" on 127.0.0.1: `GET /v2/` answers as a registry does, and
 /// every manifest is a body that never ends. Returns its address and the count of
 /// manifest bytes it managed to hand to the kernel before the reader hung up.
