@@ -659,16 +659,29 @@ fn not_deployed(stack: &str) -> Error {
 /// One error naming every finding; `None` when there are none.
 pub fn findings_error(findings: &[inputs::Finding]) -> Option<Error> {
     let first = findings.first()?;
-    let mut message = first.message.clone();
-    for other in &findings[1..] {
-        message.push_str(&format!("\n  --> {}: {}", other.location, other.message));
-        if let Some(hint) = &other.hint {
-            message.push_str(&format!(" ({hint})"));
+    if findings.len() == 1 {
+        let mut error = Error::refused(first.message.clone()).at(&first.location);
+        error.hint = first.hint.clone();
+        return Some(error);
+    }
+    // Each problem with its own location and hint, in the order of the files (then
+    // the inputs no file sets), as a compiler lists its errors.
+    let mut message = format!(
+        "{} with the inputs, in file order:",
+        stackpack_terminal::words::count(findings.len() as u64, "problem")
+    );
+    for (number, finding) in findings.iter().enumerate() {
+        message.push_str(&format!(
+            "\n  {}. {}\n     --> {}",
+            number + 1,
+            finding.message,
+            finding.location
+        ));
+        if let Some(hint) = &finding.hint {
+            message.push_str(&format!("\n     hint: {hint}"));
         }
     }
-    let mut error = Error::refused(message).at(&first.location);
-    error.hint = first.hint.clone();
-    Some(error)
+    Some(Error::refused(message))
 }
 
 /// What one run works with.

@@ -72,6 +72,27 @@ fn inputs_are_checked_with_file_line_and_did_you_mean() {
         "{}",
         run.stderr
     );
+    // Regression: the first problem's location and hint used to come last, after
+    // the others. Each is numbered, followed by its own location, in file order.
+    let at = |text: &str| {
+        run.stderr
+            .find(text)
+            .unwrap_or_else(|| panic!("`{text}` is missing: {}", run.stderr))
+    };
+    assert!(
+        run.stderr.contains("3 problems with the inputs"),
+        "{}",
+        run.stderr
+    );
+    assert!(at("  1. ") < at("wrong.tfvars:4"), "{}", run.stderr);
+    assert!(at("wrong.tfvars:4") < at("  2. "), "{}", run.stderr);
+    assert!(at("  2. ") < at("wrong.tfvars:5"), "{}", run.stderr);
+    assert!(at("wrong.tfvars:5") < at("  3. "), "{}", run.stderr);
+    assert!(
+        at("  3. ") < at("required input `vpc_cidr` is not set"),
+        "{}",
+        run.stderr
+    );
     let json = runner
         .run(&[
             "check-inputs",
