@@ -248,6 +248,32 @@ impl PlanDetails {
     pub fn count(&self, action: Action) -> usize {
         self.changes.iter().filter(|c| c.action == action).count()
     }
+
+    /// "1 to add, 0 to change, 1 to replace, 0 to destroy": replacements counted
+    /// apart (the engine counts each as an add and a destroy), the words every
+    /// confirmation and listing of a plan uses.
+    pub fn counts(&self) -> String {
+        format!(
+            "{} to add, {} to change, {} to replace, {} to destroy",
+            self.count(Action::Create),
+            self.count(Action::Update),
+            self.count(Action::Replace),
+            self.count(Action::Destroy)
+        )
+    }
+
+    /// Each replacement, then each destruction, by address: what an operator must
+    /// see before saying yes.
+    pub fn destructive(&self) -> Vec<(Action, &str)> {
+        let mut found: Vec<(Action, &str)> = self
+            .changes
+            .iter()
+            .filter(|c| c.action.is_destructive())
+            .map(|c| (c.action, c.address.as_str()))
+            .collect();
+        found.sort_by_key(|(action, _)| *action != Action::Replace);
+        found
+    }
 }
 
 impl Engine {

@@ -228,9 +228,13 @@ impl Confirm {
 
     fn ask(&self, reference: &str, kind: ReceiptKind, plan: &PlanDetails) -> bool {
         eprintln!(
-            "plan for `{reference}` ({kind}): {} to add, {} to change, {} to destroy, {} output(s) changed",
-            plan.summary.add, plan.summary.change, plan.summary.destroy, plan.output_changes
+            "plan for `{reference}` ({kind}): {}, {} changed",
+            plan.counts(),
+            stackpack_terminal::words::count(plan.output_changes, "output")
         );
+        for line in destructive_lines(plan) {
+            eprintln!("{line}");
+        }
         if !plan.runs_commands.is_empty() {
             eprintln!(
                 "it runs commands on the runner's machine: {}",
@@ -253,6 +257,14 @@ impl Confirm {
         let _ = std::io::stdin().lock().read_line(&mut answer);
         answer.trim() == expected
     }
+}
+
+/// `  replace  `address`` for each replacement, then each destruction.
+pub(super) fn destructive_lines(plan: &PlanDetails) -> Vec<String> {
+    plan.destructive()
+        .into_iter()
+        .map(|(action, address)| format!("  {:<8} `{address}`", action.as_str()))
+        .collect()
 }
 
 fn run(home: &stackpack_runner::home::Home, request: Request, confirm: Confirm) -> Result<Report> {

@@ -14,6 +14,7 @@ use stackpack_runner::release::ops::{self, ReleaseReport};
 use stackpack_runner::release::run::{self, Planned, ReleaseRun, ReleaseUi};
 use stackpack_runner::release::{history, stored, wiring};
 use stackpack_runner::{Error, Result};
+use stackpack_schema::plan::Action;
 use stackpack_terminal::ExitStatus;
 
 use super::{print_json, quiet, status, table, verbose};
@@ -100,15 +101,21 @@ fn show_plans(planned: &[(String, Planned)], json: bool) {
     let describe = |p: &Planned| match p {
         Planned::Unchanged => ("unchanged".to_string(), None),
         Planned::Waiting(upstream) => (format!("waiting on `{upstream}`"), None),
-        Planned::Changes(report) => {
-            let s = &report.plan.summary;
-            (
-                format!(
-                    "{} to add, {} to change, {} to destroy",
-                    s.add, s.change, s.destroy
-                ),
-                Some(report.receipt.receipt.id.clone()),
-            )
+        Planned::Changes(report) => (
+            report.plan.counts(),
+            Some(report.receipt.receipt.id.clone()),
+        ),
+    };
+    let addresses = |p: &Planned, wanted: Action| -> Vec<String> {
+        match p {
+            Planned::Changes(report) => report
+                .plan
+                .destructive()
+                .into_iter()
+                .filter(|(action, _)| *action == wanted)
+                .map(|(_, address)| address.to_string())
+                .collect(),
+            _ => Vec::new(),
         }
     };
     if json {
@@ -124,6 +131,8 @@ fn show_plans(planned: &[(String, Planned)], json: bool) {
                     },
                     "waitingOn": match p { Planned::Waiting(u) => Some(u.clone()), _ => None },
                     "plan": plan,
+                    "replace": addresses(p, Action::Replace),
+                    "destroy": addresses(p, Action::Destroy),
                     "receipt": receipt,
                 })
             }).collect::<Vec<_>>()
@@ -135,6 +144,19 @@ fn show_plans(planned: &[(String, Planned)], json: bool) {
         .map(|(name, p)| vec![name.clone(), describe(p).0])
         .collect();
     print!("{}", table(&["STACK", "PLAN"], &rows));
+    // Every replacement and destruction by address, stack by stack: what the
+    // operator is asked to say yes to.
+    for (name, p) in planned {
+        if let Planned::Changes(report) = p {
+            let lines = super::deploy::destructive_lines(&report.plan);
+            if !lines.is_empty() {
+                println!("`{name}`:");
+                for line in lines {
+                    println!("{line}");
+                }
+            }
+        }
+    }
 }
 
 pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Result<ExitStatus> {
@@ -156,8 +178,23 @@ pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Re
         }
         let planned = run::plan(&run, &ui())?;
         show_plans(&planned, false);
+        let destructive: usize = planned
+            .iter()
+            .map(|(_, p)| match p {
+                Planned::Changes(report) => report.plan.destructive().len(),
+                _ => 0,
+            })
+            .sum();
+        let listed = if destructive == 0 {
+            String::new()
+        } else {
+            format!(
+                " it replaces or destroys the {} listed above;",
+                stackpack_terminal::words::count(destructive as u64, "resource")
+            )
+        };
         if !ask(
-            &format!("apply release `{name}@{version}`? only `yes` is accepted: "),
+            &format!("apply release `{name}@{version}`?{listed} only `yes` is accepted: "),
             "yes",
         ) {
             return Err(Error::refused(format!(

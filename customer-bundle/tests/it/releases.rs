@@ -193,7 +193,14 @@ fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rol
         ]
     );
 
-    // A second release that changes only the GPU pools.
+    // A second release that changes only the GPU pools: a new output, and the pool
+    // replaced (`triggers_replace`), which the plan names before anyone says yes.
+    let main_tf = vendor.dir.join("stacks/gpu-pools/main.tf");
+    let text = std::fs::read_to_string(&main_tf).unwrap().replace(
+        "resource \"terraform_data\" \"pool\" {\n",
+        "resource \"terraform_data\" \"pool\" {\n  triggers_replace = \"generation-2\"\n",
+    );
+    std::fs::write(&main_tf, text).unwrap();
     vendor.change("gpu-pools", "\noutput \"size\" {\n  value       = var.pool_size\n  description = \"GPUs per pool.\"\n}\n");
     let built = vendor.build();
     let gpu = built
@@ -229,6 +236,31 @@ fn a_release_applies_in_order_with_wired_outputs_reapplies_only_what_changed_rol
         .map(|s| s["state"].as_str().unwrap())
         .collect();
     assert_eq!(states, ["unchanged", "unchanged", "changes"]);
+    let pools = &plan["stacks"][2];
+    assert_eq!(
+        pools["plan"], "0 to add, 0 to change, 1 to replace, 0 to destroy",
+        "{plan}"
+    );
+    assert_eq!(
+        pools["replace"],
+        serde_json::json!(["terraform_data.pool"]),
+        "{plan}"
+    );
+    assert_eq!(pools["destroy"], serde_json::json!([]), "{plan}");
+    // The table an operator reads before the prompt names what is replaced, by stack.
+    let listed = runner
+        .run(&["plan", "platform@1.1.0", "--inputs-dir", dir])
+        .ok();
+    assert!(listed.stdout.contains("1 to replace"), "{}", listed.stdout);
+    let named = listed
+        .stdout
+        .find("`gpu-pools`:")
+        .unwrap_or_else(|| panic!("{}", listed.stdout));
+    assert!(
+        listed.stdout[named..].contains("replace  `terraform_data.pool`"),
+        "{}",
+        listed.stdout
+    );
     let second = runner
         .run(&[
             "apply",
