@@ -522,11 +522,24 @@ impl Ledger {
         )
     }
 
-    /// Every stack this runner has applied, rolled back or destroyed, or tried to,
-    /// by name.
+    /// The newest plan, apply, rollback or destroy of `stack`, when it failed: what
+    /// `status` shows, with its reason, until a later try succeeds.
+    pub fn failed_try(&self, stack: &str) -> Result<Option<SignedReceipt>> {
+        Ok(self
+            .newest_receipt(
+                "WHERE stack = ?1 AND kind IN ('plan', 'apply', 'rollback', 'destroy')",
+                params![stack],
+            )?
+            .filter(|r| r.receipt.outcome == stackpack_schema::receipt::Outcome::Failed))
+    }
+
+    /// Every stack this runner has applied, rolled back or destroyed, or tried to
+    /// (a failed plan counts: the stack was tried), by name.
     pub fn attempted_stacks(&self) -> Result<Vec<String>> {
         let mut statement = self.conn.prepare(
-            "SELECT DISTINCT stack FROM receipts WHERE kind IN ('apply', 'rollback', 'destroy') ORDER BY stack",
+            "SELECT DISTINCT stack FROM receipts
+             WHERE kind IN ('apply', 'rollback', 'destroy') OR (kind = 'plan' AND outcome = 'failed')
+             ORDER BY stack",
         )?;
         let rows = statement.query_map([], |row| row.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)

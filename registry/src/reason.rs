@@ -3,25 +3,17 @@
 //! show the backticked address as code). Receipts come from customers' machines:
 //! each text is cleaned and bounded again here, whatever the receipt holds.
 
-use stackpack_schema::receipt::{plain_text, Failure, SignedReceipt};
+use stackpack_schema::receipt::{Failure, SignedReceipt};
 
 /// The longest address or summary shown, in characters.
-pub const SHOWN: usize = 300;
+pub const SHOWN: usize = stackpack_schema::receipt::REASON_SHOWN;
 
 /// What a failed receipt without a failure says (its runner predates them).
 pub const NONE_GIVEN: &str = "no reason in the receipt (its runner predates them)";
 
-/// "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity", or the summary alone
-/// when the diagnostic names no resource.
+/// [`Failure::reason`]: the runner's words too.
 pub fn failure(f: &Failure) -> String {
-    let summary = plain_text(&f.summary, SHOWN).replace('`', "'");
-    match &f.address {
-        Some(address) => format!(
-            "`{}`: {summary}",
-            plain_text(address, SHOWN).replace('`', "'")
-        ),
-        None => summary,
-    }
+    f.reason()
 }
 
 /// The failure reason of the receipt in a stored document, if it reads and says one.

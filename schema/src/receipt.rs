@@ -225,6 +225,9 @@ pub struct Receipt {
 /// characters: an engine error can be pages long, a receipt stays small.
 pub const MAX_FAILURE_TEXT: usize = 1000;
 
+/// The longest address or summary [`Failure::reason`] shows, in characters.
+pub const REASON_SHOWN: usize = 300;
+
 /// Why a run failed, as the engine said it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -249,11 +252,31 @@ impl Failure {
         }
     }
 
+    /// "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity", or the summary alone
+    /// when the diagnostic names no resource: the one wording every interface gives
+    /// a failure (runner, registry CLI, API, pages, alerts). Each text is cleaned and
+    /// bounded again here (receipts come from other machines), backticks inside
+    /// turned into quotes so the address stays one code span.
+    pub fn reason(&self) -> String {
+        let summary = plain_text(&self.summary, REASON_SHOWN).replace('`', "'");
+        match &self.address {
+            Some(address) => format!(
+                "`{}`: {summary}",
+                plain_text(address, REASON_SHOWN).replace('`', "'")
+            ),
+            None => summary,
+        }
+    }
+
     /// The first error diagnostic in what an engine printed to its error stream
     /// (boxed `│ Error: …` or plain), with the `with ADDRESS,` line that follows it.
+    /// A failed condition (`Resource precondition failed`, a check's assertion)
+    /// says only that in its summary: the vendor's `error_message`, the diagnostic's
+    /// last line of text, is added to it, since that is what tells why.
     pub fn from_engine_output(text: &str) -> Option<Failure> {
         let mut summary: Option<String> = None;
         let mut address = None;
+        let mut detail: Option<String> = None;
         for line in text.lines() {
             let line = strip_escapes(line);
             let line = line.trim_start_matches(['\u{2502}', '\u{256d}', '\u{2577}', ' ']);
@@ -266,17 +289,43 @@ impl Failure {
                 Some(_) => {
                     if let Some(rest) = line.strip_prefix("with ") {
                         address = Some(rest.trim().trim_end_matches(',').to_string());
-                        break;
+                        continue;
                     }
                     // The diagnostic ends at its box's bottom or at the next one.
                     if line.starts_with('\u{2575}') || line.starts_with("Error: ") {
                         break;
                     }
+                    if is_diagnostic_text(line) {
+                        detail = Some(line.trim().to_string());
+                    }
                 }
             }
         }
-        summary.map(|s| Failure::new(&s, address.as_deref()))
+        let summary = summary?;
+        let summary = match detail {
+            Some(detail) if is_condition_failure(&summary) => format!("{summary}: {detail}"),
+            _ => summary,
+        };
+        Some(Failure::new(&summary, address.as_deref()))
     }
+}
+
+/// A summary that names only the kind of condition that failed.
+fn is_condition_failure(summary: &str) -> bool {
+    let summary = summary.to_ascii_lowercase();
+    summary.ends_with("condition failed") || summary.ends_with("assertion failed")
+}
+
+/// A line of a diagnostic's own words: not its source location (`on main.tf line
+/// 3, …`), a quoted source line (`3:   condition = …`) or the values under it.
+fn is_diagnostic_text(line: &str) -> bool {
+    let line = line.trim();
+    !line.is_empty()
+        && !line.starts_with("on ")
+        && !line.starts_with(['\u{251c}', '\u{2502}', '\u{2514}'])
+        && !line.split_once(':').is_some_and(|(number, _)| {
+            !number.is_empty() && number.chars().all(|c| c.is_ascii_digit())
+        })
 }
 
 /// Terminal escape sequences (`ESC [ … letter`) removed, as an engine's colours.
@@ -546,6 +595,22 @@ mod tests {
         assert_eq!(
             read.receipt.failure.unwrap().address.unwrap(),
             "aws_vpc.main"
+        );
+    }
+
+    #[test]
+    fn a_failed_condition_is_read_with_the_vendor_s_error_message() {
+        let stderr = "╷\n│ Error: Resource precondition failed\n│ \n│   on main.tf line 14, in resource \"terraform_data\" \"guard\":\n│   14:       condition     = var.pool_size < 2\n│     ├────────────────\n│     │ var.pool_size is 3\n│ \n│ a pool of more than one GPU needs a bigger cluster\n╵\n";
+        let failure = Failure::from_engine_output(stderr).unwrap();
+        assert_eq!(
+            failure.summary,
+            "Resource precondition failed: a pool of more than one GPU needs a bigger cluster"
+        );
+        // Any other error keeps its own summary: its last line is not added.
+        let other = "│ Error: creating VPC: denied\n│ \n│ some longer explanation\n╵\n";
+        assert_eq!(
+            Failure::from_engine_output(other).unwrap().summary,
+            "creating VPC: denied"
         );
     }
 

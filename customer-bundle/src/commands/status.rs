@@ -77,10 +77,14 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
     let interrupted = ledger.interrupted_runs()?;
     let others = not_deployed(&home, &ledger, &stacks, &interrupted)?;
     let releases = super::release_status::releases_status(&ledger)?;
+    let failures = failed_tries(&ledger, &stacks, &others)?;
+    let last_sync = stackpack_runner::sync::last::read(&home);
     if args.json {
         let mut document = status_json(&home, &interrupted, &stacks);
         document["notDeployed"] = not_deployed_json(&others);
         document["releases"] = releases;
+        document["failed"] = json!(failures.iter().map(failure_json).collect::<Vec<_>>());
+        document["lastSync"] = json!(last_sync);
         print_json(&document);
         return Ok(ExitStatus::Success);
     }
@@ -95,12 +99,114 @@ pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
         ));
     }
     if stacks.is_empty() && others.is_empty() {
-        progress("nothing has been applied by this runner yet");
+        progress("nothing has been applied or tried by this runner yet");
     } else {
         print!("{}", status_table(&stacks, &others));
     }
     print!("{}", super::release_status::releases_text(&releases));
+    for failed in &failures {
+        println!("{}", failure_text(failed));
+    }
+    if let Some(last) = &last_sync {
+        print!("{}", sync_text(last));
+    }
     Ok(ExitStatus::Success)
+}
+
+/// Each stack whose newest plan, apply, rollback or destroy failed, newest first.
+fn failed_tries(
+    ledger: &Ledger,
+    stacks: &[StackStatus],
+    others: &[NotDeployed],
+) -> Result<Vec<SignedReceipt>> {
+    let names = stacks
+        .iter()
+        .map(|s| &s.deployment.stack)
+        .chain(others.iter().map(|o| &o.stack));
+    let mut failed = Vec::new();
+    for name in names {
+        failed.extend(ledger.failed_try(name)?);
+    }
+    failed.sort_by(|a, b| b.receipt.finished_at.cmp(&a.receipt.finished_at));
+    Ok(failed)
+}
+
+/// Why it failed, in the words the registry's pages and CLI give it.
+fn reason(r: &SignedReceipt) -> String {
+    r.receipt
+        .failure
+        .as_ref()
+        .map(|f| f.reason())
+        .unwrap_or_else(|| "no reason recorded".into())
+}
+
+fn failure_text(r: &SignedReceipt) -> String {
+    let r_ = &r.receipt;
+    format!(
+        "failed: {} of `{}@{}` at {}: {} (receipt `{}`)",
+        r_.kind,
+        r_.stack,
+        r_.version,
+        stackpack_terminal::words::time(&r_.finished_at),
+        reason(r),
+        r_.id
+    )
+}
+
+fn failure_json(r: &SignedReceipt) -> serde_json::Value {
+    json!({
+        "stack": r.receipt.stack,
+        "version": r.receipt.version.to_string(),
+        "kind": r.receipt.kind,
+        "at": r.receipt.finished_at,
+        "receiptId": r.receipt.id,
+        "reason": reason(r),
+    })
+}
+
+/// The last sync pass: when, and each release it did not converge, with why.
+fn sync_text(last: &stackpack_runner::sync::last::LastSync) -> String {
+    use stackpack_schema::rollout::SyncState;
+    let at = stackpack_terminal::words::time(&last.finished_at);
+    let mut out = String::new();
+    if let Some(error) = &last.error {
+        out.push_str(&format!("last sync at {at} stopped: {error}\n"));
+        return out;
+    }
+    let releases = last
+        .report
+        .as_ref()
+        .map(|r| r.releases.as_slice())
+        .unwrap_or_default();
+    let troubled: Vec<_> = releases
+        .iter()
+        .filter(|r| matches!(r.state, SyncState::Failed | SyncState::Refused))
+        .collect();
+    if troubled.is_empty() {
+        out.push_str(&format!(
+            "last sync at {at}: {}\n",
+            stackpack_terminal::words::count(releases.len() as u64, "release")
+        ));
+    }
+    for release in troubled {
+        out.push_str(&format!(
+            "last sync at {at}: `{}{}` {}: {}\n",
+            release.release,
+            release
+                .assigned
+                .as_ref()
+                .map(|v| format!("@{v}"))
+                .unwrap_or_default(),
+            release.state.as_str(),
+            release.message.as_deref().unwrap_or("no reason given")
+        ));
+    }
+    if let Some(unreported) = &last.unreported {
+        out.push_str(&format!(
+            "  its report did not reach the registry: {unreported}\n"
+        ));
+    }
+    out
 }
 
 /// Every stack deployed here, with what the ledger and the store know of it.

@@ -8,9 +8,11 @@
 //! (`[sync] approve`): applies, or holds the exact plan as a pending approval
 //! ([`pending`]) that `stackpack-runner approve ID` applies. A maintenance
 //! [`window`] holds applies outside it; one pass at a time per home ([`lock`]).
-//! Connected, the pass sends its receipts and a sync report ([`registry`]).
+//! Connected, the pass sends its receipts and a sync report ([`registry`]); each
+//! pass is kept for `status` ([`last`]).
 
 pub mod desired;
+pub mod last;
 pub mod lock;
 pub mod pass;
 pub mod pending;

@@ -12,6 +12,7 @@ use stackpack_bundle::release::VerifiedRelease;
 use stackpack_schema::receipt::ReceiptKind;
 use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport, SyncReport, SyncState};
 
+use super::last::{self, LastSync};
 use super::lock::SyncLock;
 use super::pending::{self, Fingerprint, HoldReason, Pending, PendingStack};
 use super::registry::Registry;
@@ -119,7 +120,15 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
         })?),
         None => None,
     };
-    let assigned = assignment(home, pass)?;
+    let assigned = match assignment(home, pass) {
+        Ok(assigned) => assigned,
+        Err(error) => {
+            if let Some(warning) = last::record(home, &LastSync::stopped(&error.message)) {
+                (ui.status)(&format!("warning: {warning}"));
+            }
+            return Err(error);
+        }
+    };
     let mut releases = Vec::new();
     let named: BTreeSet<String> = assigned
         .targets
@@ -161,10 +170,21 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
         interrupted: (!interrupted.is_empty()).then(|| interrupted.join("; ")),
         approve: Some(home.config.sync.approve),
     };
+    Ok(send_and_keep(home, pass, &ledger, report, ui))
+}
+
+/// Sends the pass's receipts and report (connected), and keeps it for `status`.
+fn send_and_keep(
+    home: &Home,
+    pass: &Pass,
+    ledger: &Ledger,
+    report: SyncReport,
+    ui: &ReleaseUi,
+) -> Outcome {
     let (mut sent, mut unreported) = (0, None);
     if let Some(registry) = &pass.registry {
         let sending = registry
-            .send_receipts(&ledger)
+            .send_receipts(ledger)
             .and_then(|n| registry.send_report(&report).map(|()| n));
         match sending {
             Ok(n) => sent = n,
@@ -174,11 +194,20 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
             }
         }
     }
-    Ok(Outcome {
+    let kept = LastSync {
+        finished_at: report.finished_at.clone(),
+        error: None,
+        report: Some(report.clone()),
+        unreported: unreported.clone(),
+    };
+    if let Some(warning) = last::record(home, &kept) {
+        (ui.status)(&format!("warning: {warning}"));
+    }
+    Outcome {
         report,
         sent,
         unreported,
-    })
+    }
 }
 
 fn assignment(home: &Home, pass: &Pass) -> Result<Assigned> {

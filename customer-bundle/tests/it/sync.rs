@@ -1054,6 +1054,41 @@ fn a_failed_pass_rolls_back_what_it_changed_under_on_failure_rollback() {
         "{listed}"
     );
     assert!(platform["receiptId"].is_string(), "{failed}");
+
+    // Regression: `status` showed no failure and no reason. It names the failed plan
+    // with the engine's reason (the registry's wording) and the last pass.
+    let shown = runner.run(&["status"]).ok();
+    assert!(
+        shown.stdout.contains("failed: plan of `gpu-pools@"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains(
+            ": Resource precondition failed: a pool of more than one GPU needs a bigger cluster (receipt `r-"
+        ),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("last sync at ")
+            && shown.stdout.contains("`platform@1.1.0` failed: "),
+        "{}",
+        shown.stdout
+    );
+    let document = runner.run(&["status", "--json"]).ok().json();
+    let first = &document["failed"][0];
+    assert_eq!(first["stack"], "gpu-pools", "{document}");
+    assert_eq!(first["kind"], "plan", "{document}");
+    assert_eq!(
+        first["reason"],
+        "Resource precondition failed: a pool of more than one GPU needs a bigger cluster",
+        "{document}"
+    );
+    assert_eq!(
+        document["lastSync"]["report"]["releases"][0]["state"], "failed",
+        "{document}"
+    );
 }
 
 /// GPU pools on their own: the inputs a release would wire, in the file.
