@@ -34,6 +34,12 @@
 # (`scripts/moto.sh`): the only stand-in here, since no cloud is reachable.
 # Everything lives under `target/demo/` (cargo's target folder, wherever
 # `CARGO_TARGET_DIR` puts it) and is made afresh on each run.
+#
+# Each command is shown before its output (`$ stackpack publish …`, on stderr), as a
+# user would type it: the programs by name, paths relative to the demo's folder.
+# At the end the registry keeps serving, with a support token to sign in to its
+# pages: until Enter on a terminal, until Ctrl-C with `--keep`; otherwise the last
+# lines say how to serve the demo's data again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -51,7 +57,11 @@ if [ "${1:-}" = "--airgapped-customer" ]; then
   url=$("$root"/scripts/moto.sh start "$demo/moto-initech")
   trap '"$root/scripts/moto.sh" stop "$demo/moto-initech"' EXIT
   export TF_VAR_aws_endpoint=$url AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
-  initech() { "$bin/stackpack-runner" --home "$demo/runner-initech" "$@"; }
+  shown() {
+    local line="$*"
+    printf '$ %s\n' "${line//$demo\//}" >&2
+  }
+  initech() { shown stackpack-runner --home "$demo/runner-initech" "$@"; "$bin/stackpack-runner" --home "$demo/runner-initech" "$@"; }
   initech init --customer initech --engine terraform --engine-path "$terraform"
   initech trust add "$demo/vendor.pub"
   initech import "$demo/initech-release.tar"
@@ -61,19 +71,52 @@ if [ "${1:-}" = "--airgapped-customer" ]; then
   exit 0
 fi
 
+keep=0
+case "${1:-}" in
+  --keep) keep=1 ;;
+  "") ;;
+  -h | --help)
+    echo "usage: scripts/demo.sh [--keep]   (--keep: the registry serves until Ctrl-C, also with no terminal)"
+    exit 0
+    ;;
+  *)
+    echo "demo.sh: unknown option \`$1\`; it takes only \`--keep\`" >&2
+    exit 2
+    ;;
+esac
+
+# Colour only on a terminal, and never with NO_COLOR (https://no-color.org).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  bold=$'\033[1m' dim=$'\033[2m' plain=$'\033[0m'
+else
+  bold='' dim='' plain=''
+fi
+step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
+
 scripts/install-test-deps.sh
 terraform=$(scripts/terraform-path.sh)
 export CHECKPOINT_DISABLE=1 NO_COLOR=${NO_COLOR:-}
 # Cargo shows its progress on a terminal; the first build compiles every dependency.
-echo "==> building stackpack, stackpack-runner and stackpack-registry (the first build takes about 6 minutes on 2 cores)" >&2
+echo "==> building stackpack, stackpack-runner and stackpack-registry (a first build compiles every dependency: minutes; cargo shows its progress)" >&2
+built_from=$(date +%s)
 cargo build --bins
+echo "==> built in $(($(date +%s) - built_from)) s" >&2
 # Where cargo put them: `CARGO_TARGET_DIR` or `build.target-dir` may move `target/`.
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 bin=$target_dir/debug
 demo=${STACKPACK_DEMO_DIR:-$target_dir/demo}
 rm -rf "$demo"
 mkdir -p "$demo"
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# `$ command`, as a user would type it: program names, paths inside the demo's
+# folder relative to it, the registry token left in the environment it came from.
+shown() {
+  local line="$*"
+  line=${line//$demo\//}
+  line=${line//$root\//}
+  printf '%s$ %s%s\n' "$dim" "$line" "$plain" >&2
+}
+stackpack() { shown stackpack "$@"; "$bin/stackpack" "$@"; }
+registry_cli() { shown stackpack-registry "$@"; "$bin/stackpack-registry" "$@"; }
 # The engine's own output (init, plan, apply: thousands of lines) goes to one log;
 # the runners print their summaries, and an engine error is still shown.
 export STACKPACK_ENGINE_LOG=$demo/engine.log
@@ -98,17 +141,18 @@ printf '.stackpack/\n' > .gitignore
 git init -q -b main
 git add -A
 git -c user.name=Acme -c user.email=ci@acme.example commit -qm "Acme infrastructure"
-"$bin/stackpack" keygen --out "$demo/vendor"
+stackpack keygen --out "$demo/vendor"
 commit() { git -c user.name=Acme -c user.email=ci@acme.example commit -qam "$1"; }
 
 step "the embedded registry on 127.0.0.1"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 registry_data=$demo/registry
-"$bin/stackpack-registry" init --data "$registry_data" > /dev/null
+registry_cli init --data "$registry_data" > /dev/null
 token() { "$bin/stackpack-registry" token create --data "$registry_data" --json "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'; }
 publisher_token=$(token --role publisher)
 globex_token=$(token --role customer --customer globex)
 # Rollouts move on a tick of a second here (5 s by default), so the waves' soak shows.
+shown stackpack-registry serve --data "$registry_data" --listen "127.0.0.1:$port" --rollout-tick-secs 1
 "$bin/stackpack-registry" serve --data "$registry_data" --listen "127.0.0.1:$port" --rollout-tick-secs 1 > "$demo/registry.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do
@@ -144,7 +188,7 @@ publishes=0
 publish() {
   publishes=$((publishes + 1))
   local report=$demo/publish-$publishes.json
-  STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" publish --registry "$registry" --insecure --key "$demo/vendor.key" --json > "$report"
+  STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack publish --registry "$registry" --insecure --key "$demo/vendor.key" --json > "$report"
   version=$(python3 - "$report" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -168,7 +212,7 @@ PY
 }
 
 step "CI on main: check the interface contract, version, build, sign, publish"
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" check --registry "$registry" --insecure || true
+STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack check --registry "$registry" --insecure || true
 publish
 first=$version
 
@@ -176,7 +220,7 @@ step "globex's AWS account (the emulator) and runner: pull, verify, apply real r
 url=$("$root"/scripts/moto.sh start "$demo/moto-globex")
 echo "the AWS API emulator answers on $url"
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
-globex() { TF_VAR_aws_endpoint=$url "$bin/stackpack-runner" --home "$demo/runner-globex" "$@"; }
+globex() { shown stackpack-runner --home "$demo/runner-globex" "$@"; TF_VAR_aws_endpoint=$url "$bin/stackpack-runner" --home "$demo/runner-globex" "$@"; }
 # Its engine state lives in its own account: a bucket the runner makes versioned,
 # encrypted and private (`--s3-endpoint` points at the emulator; a real account
 # leaves it out). The runner home keeps no state file then.
@@ -225,7 +269,7 @@ variable "model_retention_days" {
 TF
 sed -i 's|^  region      = var.region$|  region      = var.region\n\n  retention_days = var.model_retention_days|' stacks/data-plane/main.tf
 commit "data-plane: model retention"
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" version --registry "$registry" --insecure
+STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack version --registry "$registry" --insecure
 publish
 second=$version
 echo "the new version moved only what changed: the provider layer was already there"
@@ -253,7 +297,7 @@ globex status
 step "a changed default that would replace a resource: the contract says major"
 sed -i 's|default     = "m6i.large"|default     = "m6i.xlarge"|' modules/cluster/variables.tf
 commit "cluster: larger system nodes"
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" check --registry "$registry" --insecure || echo "check: a major release is needed (exit $?)"
+STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack check --registry "$registry" --insecure || echo "check: a major release is needed (exit $?)"
 publish
 third=$version
 STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:$third" --insecure
@@ -310,7 +354,7 @@ globex apply "environment@$release" --inputs-dir customers/globex --yes
 globex report --registry "$registry" --insecure --token "$globex_token"
 
 step "initech (airgapped): the release as one tar; import, verify and apply it with no network at all"
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" export --registry "$registry" --insecure "environment@$release" -o "$demo/initech-release.tar"
+STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack export --registry "$registry" --insecure "environment@$release" -o "$demo/initech-release.tar"
 ls -l "$demo/initech-release.tar" | awk '{printf "one tar: %s bytes (the release, four bundles with their providers, the service image; each blob once)\n", $5}'
 if [ "$(id -u)" -eq 0 ] && command -v unshare > /dev/null && command -v ip > /dev/null; then
   unshare -n "$root/scripts/demo.sh" --airgapped-customer "$demo" "$bin" "$terraform" "$release"
@@ -318,15 +362,15 @@ else
   echo "(not root, or no unshare/ip: initech runs on this machine's network instead of a namespace)"
   (cd "$root" && unset TF_VAR_aws_endpoint && scripts/demo.sh --airgapped-customer "$demo" "$bin" "$terraform" "$release") || true
 fi
-"$bin/stackpack-registry" customer add initech --name "Initech (airgapped)" --data "$registry_data"
-"$bin/stackpack-registry" receipts import "$demo/initech-receipts.json" --customer initech --data "$registry_data"
+registry_cli customer add initech --name "Initech (airgapped)" --data "$registry_data"
+registry_cli receipts import "$demo/initech-receipts.json" --customer initech --data "$registry_data"
 
 step "rollout: the stable channel in three waves; the vendor promotes, runners reconcile with sync"
-"$bin/stackpack-registry" channel set stable --waves canary,early,general --soak 5s --data "$registry_data"
+registry_cli channel set stable --waves canary,early,general --soak 5s --data "$registry_data"
 umbrella_token=$(token --role customer --customer umbrella)
 hooli_token=$(token --role customer --customer hooli)
 for placement in globex:canary umbrella:canary hooli:early; do
-  "$bin/stackpack-registry" customer set "${placement%%:*}" --channel stable --wave "${placement#*:}" --data "$registry_data"
+  registry_cli customer set "${placement%%:*}" --channel stable --wave "${placement#*:}" --data "$registry_data"
 done
 # Each customer's inputs live on its side: umbrella's operator mistyped its network
 # range (a /8, which AWS refuses); hooli is a new customer on its own range.
@@ -352,8 +396,8 @@ TOML
 sync_settings "$demo/runner-globex" "$demo/acme-infra/customers/globex"
 umbrella_url=$("$root"/scripts/moto.sh start "$demo/moto-umbrella")
 hooli_url=$("$root"/scripts/moto.sh start "$demo/moto-hooli")
-umbrella() { TF_VAR_aws_endpoint=$umbrella_url STACKPACK_REGISTRY_TOKEN=$umbrella_token "$bin/stackpack-runner" --home "$demo/runner-umbrella" "$@"; }
-hooli() { TF_VAR_aws_endpoint=$hooli_url STACKPACK_REGISTRY_TOKEN=$hooli_token "$bin/stackpack-runner" --home "$demo/runner-hooli" "$@"; }
+umbrella() { shown stackpack-runner --home "$demo/runner-umbrella" "$@"; TF_VAR_aws_endpoint=$umbrella_url STACKPACK_REGISTRY_TOKEN=$umbrella_token "$bin/stackpack-runner" --home "$demo/runner-umbrella" "$@"; }
+hooli() { shown stackpack-runner --home "$demo/runner-hooli" "$@"; TF_VAR_aws_endpoint=$hooli_url STACKPACK_REGISTRY_TOKEN=$hooli_token "$bin/stackpack-runner" --home "$demo/runner-hooli" "$@"; }
 for customer in umbrella hooli; do
   $customer init --customer "$customer" --engine terraform --engine-path "$terraform" > /dev/null
   $customer trust add "$demo/vendor.pub" > /dev/null
@@ -377,19 +421,19 @@ sync_until_applied() {
 }
 
 echo "the vendor promotes environment@$release to stable (signed with its key; the registry cannot approve anything itself)"
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
+STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
 STACKPACK_REGISTRY_TOKEN=$globex_token globex sync
 umbrella sync || echo "umbrella's pass failed (exit $?): the rollout halts"
-"$bin/stackpack-registry" rollout status --release environment --data "$registry_data"
+registry_cli rollout status --release environment --data "$registry_data"
 hooli sync
 echo "hooli (early wave) is assigned nothing while the rollout is halted"
 
 echo "umbrella's operator fixes the range; its next pass applies; the vendor resumes"
 sed -i 's|"10.80.0.0/8"|"10.80.0.0/16"|' "$demo/inputs-umbrella/network.tfvars"
 umbrella sync
-"$bin/stackpack-registry" rollout resume "$(rollout_id)" --data "$registry_data"
+registry_cli rollout resume "$(rollout_id)" --data "$registry_data"
 sync_until_applied hooli
-"$bin/stackpack-registry" rollout status --release environment --data "$registry_data"
+registry_cli rollout status --release environment --data "$registry_data"
 
 step "a release that replaces GPU node groups: forecast for each customer, then it waits for globex's approval of the exact plan"
 sed -i 's|  node_group_name = "gpu-${each.key}"|  node_group_name = "${each.value.cluster}-gpu-${each.key}"|' modules/gpu-pool/node-groups.tf
@@ -404,9 +448,10 @@ forecast_url=$("$root"/scripts/moto.sh start "$demo/moto-forecast")
 printf '\n[witness]\nengine = "%s"\nparallel = 2\n' "$terraform" >> stackpack.toml
 commit "witness and forecast: this machine's engine"
 echo "forecasting environment@$release for the stable channel (each customer: its running version applied, then this one planned; a few minutes)"
-STACKPACK_REGISTRY_TOKEN=$publisher_token STACKPACK_WITNESS_ENDPOINT=$forecast_url "$bin/stackpack" forecast "environment@$release" --channel stable --registry "$registry" --insecure
+STACKPACK_REGISTRY_TOKEN=$publisher_token STACKPACK_WITNESS_ENDPOINT=$forecast_url stackpack forecast "environment@$release" --channel stable --registry "$registry" --insecure
 "$root"/scripts/moto.sh stop "$demo/moto-forecast"
-STACKPACK_REGISTRY_TOKEN=$publisher_token "$bin/stackpack" promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
+echo "(hooli's skip above is expected: its inputs live only on its side, so the vendor has none to forecast it with; when hooli syncs, its runner plans for real and holds anything destructive for a person)"
+STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
 STACKPACK_REGISTRY_TOKEN=$globex_token globex sync
 globex pending
 pending=$(globex pending --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pending"][0]["id"])')
@@ -414,13 +459,28 @@ echo "globex's operator reviews the plan (in $demo/runner-globex/pending/$pendin
 STACKPACK_REGISTRY_TOKEN=$globex_token globex approve "$pending"
 umbrella sync
 sync_until_applied hooli
-"$bin/stackpack-registry" rollout status --release environment --data "$registry_data"
+registry_cli rollout status --release environment --data "$registry_data"
 
 step "support: which version every customer runs"
-"$bin/stackpack-registry" fleet --data "$registry_data"
-"$bin/stackpack-registry" fleet --release environment --data "$registry_data"
+registry_cli fleet --data "$registry_data"
+registry_cli fleet --release environment --data "$registry_data"
 # What exactly does globex run: every stack, the release, its services, in one answer.
-"$bin/stackpack-registry" customer show globex --data "$registry_data"
-"$bin/stackpack-registry" release show "environment@$release" --data "$registry_data"
-"$bin/stackpack-registry" rollout show "$(rollout_id)" --data "$registry_data"
-echo "the same on the support pages: http://127.0.0.1:$port/ui/customers/globex, http://127.0.0.1:$port/ui/releases/environment/$release and http://127.0.0.1:$port/ui/rollouts"
+registry_cli customer show globex --data "$registry_data"
+registry_cli release show "environment@$release" --data "$registry_data"
+registry_cli rollout show "$(rollout_id)" --data "$registry_data"
+
+step "the support pages: the same answers in a browser"
+support_token=$(token --role support --name demo-support)
+echo "support token (sign in at http://127.0.0.1:$port/ui/login): $support_token"
+echo "then: http://127.0.0.1:$port/ui/customers/globex, http://127.0.0.1:$port/ui/releases/environment/$release and http://127.0.0.1:$port/ui/rollouts"
+serve_again="$bin/stackpack-registry serve --data $registry_data --listen 127.0.0.1:$port"
+if [ "$keep" = 1 ]; then
+  echo "the registry keeps serving until Ctrl-C (--keep)"
+  trap 'cleanup; exit 0' INT TERM
+  wait "${pids[0]}"
+elif [ -t 0 ]; then
+  read -r -p "the registry keeps serving until you press Enter " _ || true
+  echo "stopped; to serve the demo's data again: $serve_again"
+else
+  echo "no terminal to wait on: the registry stops with the demo; to serve its data again: $serve_again"
+fi
