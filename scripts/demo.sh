@@ -141,7 +141,8 @@ printf '.stackpack/\n' > .gitignore
 git init -q -b main
 git add -A
 git -c user.name=Acme -c user.email=ci@acme.example commit -qm "Acme infrastructure"
-stackpack keygen --out "$demo/vendor"
+key_id=$(stackpack keygen --out "$demo/vendor")
+echo "the vendor's signing key \`$key_id\`: vendor.key stays with CI, vendor.pub goes to every customer"
 commit() { git -c user.name=Acme -c user.email=ci@acme.example commit -qam "$1"; }
 
 step "the embedded registry on 127.0.0.1"
@@ -421,7 +422,12 @@ sync_until_applied() {
 }
 
 echo "the vendor promotes environment@$release to stable (signed with its key; the registry cannot approve anything itself)"
-STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
+promote() {
+  local statement
+  statement=$(STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key")
+  echo "the vendor's signed channel statement \`$statement\` is in the registry: each runner on stable verifies it before it runs anything"
+}
+promote
 STACKPACK_REGISTRY_TOKEN=$globex_token globex sync
 umbrella sync || echo "umbrella's pass failed (exit $?): the rollout halts"
 registry_cli rollout status --release environment --data "$registry_data"
@@ -451,7 +457,7 @@ echo "forecasting environment@$release for the stable channel (each customer: it
 STACKPACK_REGISTRY_TOKEN=$publisher_token STACKPACK_WITNESS_ENDPOINT=$forecast_url stackpack forecast "environment@$release" --channel stable --registry "$registry" --insecure
 "$root"/scripts/moto.sh stop "$demo/moto-forecast"
 echo "(hooli's skip above is expected: its inputs live only on its side, so the vendor has none to forecast it with; when hooli syncs, its runner plans for real and holds anything destructive for a person)"
-STACKPACK_REGISTRY_TOKEN=$publisher_token stackpack promote "environment@$release" --channel stable --registry "$registry" --insecure --key "$demo/vendor.key"
+promote
 STACKPACK_REGISTRY_TOKEN=$globex_token globex sync
 globex pending
 pending=$(globex pending --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pending"][0]["id"])')

@@ -41,6 +41,8 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     /// Advice that does not change the bump (an alias kept past one major release).
     pub warnings: Vec<String>,
+    /// No earlier release to compare with: this is the first (patch, nothing to check).
+    pub first: bool,
 }
 
 /// Why a check could not run.
@@ -112,12 +114,10 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
             u.file, u.line, u.message
         ));
     }
-    if !old.exists() {
-        warnings.push(format!(
-            "`{}` has no earlier release to compare with: this is its first",
-            new.root_dir
-        ));
-    } else {
+    // A first release has nothing to compare with: said as `first release`, not
+    // as a warning (nothing is wrong, and nothing needs doing).
+    let first = !old.exists();
+    if !first {
         diff::diff_module(old.root(), new.root(), &new.root_dir, &mut findings);
         // What the vendored modules do to their callers.
         for (caller, call, callee) in new.edges() {
@@ -175,6 +175,7 @@ pub fn compare_trees(old: &Tree, new: &Tree, rules: &RuleConfig) -> CheckReport 
         bump,
         findings,
         warnings,
+        first,
     }
 }
 
@@ -442,6 +443,7 @@ pub fn check_units_with(
             refused: broken || requested.is_some_and(|r| r < report.bump),
             findings: report.findings,
             warnings: report.warnings,
+            first: report.first,
         });
     }
     Ok(out)

@@ -46,6 +46,9 @@ pub struct UnitReport {
     pub refused: bool,
     pub findings: Vec<Finding>,
     pub warnings: Vec<String>,
+    /// No earlier release to compare with: its first.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub first: bool,
 }
 
 impl UnitReport {
@@ -54,6 +57,8 @@ impl UnitReport {
     pub fn required_text(&self) -> String {
         if self.findings.iter().any(|f| f.severity == Severity::Error) {
             "error".to_string()
+        } else if self.first {
+            "first release".to_string()
         } else {
             self.required.to_string()
         }
@@ -174,6 +179,9 @@ fn affected_of<'a>(output: &'a CheckOutput, path: &str) -> Vec<&'a str> {
 fn per_stack_line(output: &CheckOutput, kind: super::UnitKind, path: &str) -> (bool, String) {
     let unit = output.units.iter().find(|u| u.path == path);
     let mut text = match unit {
+        Some(u) if u.first => {
+            format!("{kind} `{path}` is a first release: nothing earlier to compare with")
+        }
         Some(u) => format!("{kind} `{path}` needs a {} release", u.required),
         None => format!("{kind} `{path}` did not change"),
     };
@@ -368,6 +376,7 @@ pub fn human(output: &CheckOutput) -> String {
             unit.path,
             match unit.required_text().as_str() {
                 "error" => "its errors fixed before any release".to_string(),
+                "first release" => "no bump: it is a first release".to_string(),
                 bump => format!("a {bump} release"),
             }
         ));

@@ -78,3 +78,24 @@ fn a_renamed_input_refusal_says_it_looks_like_a_rename_and_points_at_the_alias_r
     assert!(hint.contains("input-renamed-with-alias"), "{hint}");
     assert!(hint.contains("deprecated alias"), "{hint}");
 }
+
+/// Regression (issue 39 §4): a stack never released was listed as "needs a patch
+/// release" with a warning that it has nothing to compare with, six times in the
+/// demo. It is a first release: said so, with no warning, and `--json` keeps the
+/// bump it is published with.
+#[test]
+fn a_stack_never_released_is_a_first_release_not_a_warning() {
+    let repo = TestRepo::new();
+    let run = repo.run(&["check"]).ok();
+    assert!(run.stdout.contains("first release"), "{}", run.stdout);
+    assert!(!run.stdout.contains("warning:"), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains("needs a patch release"),
+        "{}",
+        run.stdout
+    );
+    let json = repo.run(&["check", "--json"]).ok().json();
+    let unit = &json["units"][0];
+    assert_eq!(unit["first"], true, "{json}");
+    assert_eq!(unit["required"], "patch", "{json}");
+}
