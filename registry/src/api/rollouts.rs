@@ -226,6 +226,43 @@ pub struct Placement {
     pub last_sync: Option<String>,
 }
 
+/// What a customer's runner said of one release in its last sync pass: the same
+/// row the customer page shows, for `customer show`, `fleet --failed` and the API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomerSync {
+    pub customer: String,
+    pub release: String,
+    /// `converged`, `applied`, `pending-approval`, `outside-window`, `drifted`,
+    /// `failed` or `refused`.
+    #[schema(value_type = String)]
+    pub state: stackpack_schema::rollout::SyncState,
+    #[schema(value_type = Option<String>)]
+    pub assigned: Option<semver::Version>,
+    #[schema(value_type = Option<String>)]
+    pub running: Option<semver::Version>,
+    /// Why it failed, was refused or waits, in the runner's words (never a secret).
+    pub message: Option<String>,
+    /// When the registry received it.
+    pub reported_at: String,
+}
+
+impl CustomerSync {
+    /// "umbrella environment: sync of 1.0.1 failed: …", the line the CLI prints.
+    pub fn line(&self) -> String {
+        format!(
+            "{} {}: sync of {} {}: {}",
+            self.customer,
+            self.release,
+            self.assigned
+                .as_ref()
+                .map_or_else(|| "-".to_string(), ToString::to_string),
+            self.state.as_str(),
+            self.message.as_deref().unwrap_or("no reason given")
+        )
+    }
+}
+
 /// One rollout: the vendor's promotion of `release@version` to `channel`, as the
 /// registry opens it wave by wave.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -41,7 +41,38 @@ pub fn run(args: &CustomerShowArgs) -> Result<()> {
     for release in &snapshot.releases {
         print_release(release);
     }
+    print_syncs(&snapshot.syncs);
     Ok(())
+}
+
+/// What the runner's last sync pass did per release (the customer page's rollout
+/// table): a failure before any plan has no receipt, so it is only here.
+fn print_syncs(syncs: &[stackpack_registry::api::CustomerSync]) {
+    if syncs.is_empty() {
+        return;
+    }
+    let dash = || "-".to_string();
+    let rows: Vec<Vec<String>> = syncs
+        .iter()
+        .map(|s| {
+            vec![
+                s.release.clone(),
+                s.assigned.as_ref().map_or_else(dash, ToString::to_string),
+                s.running.as_ref().map_or_else(dash, ToString::to_string),
+                s.state.as_str().to_string(),
+                stackpack_terminal::words::time(&s.reported_at),
+                s.message.clone().unwrap_or_else(dash),
+            ]
+        })
+        .collect();
+    println!("\nlast sync pass, per release:");
+    print!(
+        "{}",
+        table(
+            &["RELEASE", "ASSIGNED", "RUNNING", "STATE", "REPORTED", "DETAIL"],
+            &rows
+        )
+    );
 }
 
 fn print_header(s: &CustomerDetail) {

@@ -166,11 +166,52 @@ pub fn run(args: &FleetArgs) -> Result<()> {
         rows.extend(page);
         Ok(Flow::Go)
     })?;
-    print_rows(&rows);
-    if rows.is_empty() {
+    // "Failed" means the last attempt failed, whatever step: a sync pass that
+    // failed before any plan (pull, verification, inputs) left no stack row.
+    let syncs = if args.failed {
+        failed_syncs(args)?
+    } else {
+        Vec::new()
+    };
+    if !rows.is_empty() {
+        print_rows(&rows);
+    }
+    if !syncs.is_empty() {
+        if !rows.is_empty() {
+            println!();
+        }
+        println!("sync passes that failed:");
+        for sync in &syncs {
+            println!("{}", sync.line());
+        }
+    }
+    if rows.is_empty() && syncs.is_empty() {
+        print_rows(&rows);
         status("no customer matches; `stackpack-registry customer list` shows them all");
     }
     Ok(())
+}
+
+/// The releases whose last sync pass failed (of `--customer`, when given).
+fn failed_syncs(args: &FleetArgs) -> Result<Vec<stackpack_registry::api::CustomerSync>> {
+    let customer = args.customer.as_deref();
+    match (args.source.local(), &args.source.url) {
+        (Some(registry), _) => crate::commands::ask_registry(registry, |state| {
+            stackpack_registry::controllers::ledger::fleet::failed_syncs(state, customer)
+        }),
+        (None, Some(url)) => crate::commands::remote::get_json(
+            url,
+            args.source.token.as_deref(),
+            &format!(
+                "/api/v1/fleet/failed-syncs{}",
+                customer
+                    .map(|c| format!("?customer={}", encode(c)))
+                    .unwrap_or_default()
+            ),
+            "the failed sync passes",
+        ),
+        (None, None) => unreachable!("clap requires `--data`, `--database`, `--config` or `--url`"),
+    }
 }
 
 fn print_rows(rows: &[FleetRow]) {

@@ -180,6 +180,10 @@ pub fn router(state: SharedState) -> Router {
         )
         .route("/api/v1/support/drifted", get(ledger::support::drifted))
         .route("/api/v1/fleet", get(ledger::fleet::handle))
+        .route(
+            "/api/v1/fleet/failed-syncs",
+            get(ledger::fleet::failed_syncs_handle),
+        )
         .route("/api/v1/adoption", get(ledger::adoption::handle))
         .route("/", get(ui::root))
         .route("/ui", get(ui::fleet::show))

@@ -1176,6 +1176,44 @@ pub fn sync_of<C: Sql + ?Sized>(
     Ok(row.as_ref().map(sync_row).transpose()?)
 }
 
+/// Every customer's releases whose last sync pass failed, by customer then release:
+/// what `fleet --failed` adds to the stacks whose last attempt failed (a pull,
+/// verification or preflight that failed before any plan leaves no receipt).
+pub fn failed_syncs<C: Sql + ?Sized>(
+    conn: &C,
+    customer: Option<&str>,
+) -> Result<Vec<(String, SyncRow)>, C::Error> {
+    let rows = match customer {
+        Some(customer) => conn.query(
+            &format!("SELECT {SYNC_COLUMNS}, customer FROM customer_sync WHERE state = 'failed' AND customer = ?1 ORDER BY customer, release"),
+            &[customer.into()],
+        )?,
+        None => conn.query(
+            &format!("SELECT {SYNC_COLUMNS}, customer FROM customer_sync WHERE state = 'failed' ORDER BY customer, release"),
+            &[],
+        )?,
+    };
+    Ok(rows
+        .iter()
+        .map(|r| Ok((r.get(9)?, sync_row(r)?)))
+        .collect::<Result<Vec<_>, Decode>>()?)
+}
+
+impl SyncRow {
+    /// As the API gives it.
+    pub fn view(&self, customer: &str) -> crate::api::CustomerSync {
+        crate::api::CustomerSync {
+            customer: customer.to_string(),
+            release: self.release.clone(),
+            state: self.state,
+            assigned: self.assigned.clone(),
+            running: self.running.clone(),
+            message: self.message.clone(),
+            reported_at: self.reported_at.clone(),
+        }
+    }
+}
+
 /// A customer's sync state per release, by release name (bytes).
 pub fn syncs<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<Vec<SyncRow>, C::Error> {
     let rows = conn.query(

@@ -795,6 +795,41 @@ fn a_failed_attempt_gives_its_reason_in_fleet_customer_show_and_the_api() {
         shown["stacks"][0]["lastAttempt"].get("reason").is_none(),
         "{shown}"
     );
+
+    // A sync pass that failed before any plan leaves no receipt: `fleet --failed`
+    // and `customer show` still name it, with the runner's reason, from `--data`
+    // and over `--url` alike.
+    let pass = serde_json::json!({
+        "customer": "umbrella", "startedAt": at(1), "finishedAt": at(0),
+        "releases": [{"release": "environment", "kind": "release", "assigned": "1.1.0",
+            "running": "1.0.0", "state": "failed",
+            "message": "bundle `network@0.2.0` is signed by key `abc`, which this runner does not trust"}]
+    });
+    let umbrella = Client::new(
+        server.url(),
+        Some(server.token("customer", Some("umbrella"))),
+    );
+    let r = umbrella.req(
+        "POST",
+        "/api/v1/customers/umbrella/sync",
+        &[],
+        Some(&serde_json::to_vec(&pass).unwrap()),
+    );
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    let line = "umbrella environment: sync of 1.1.0 failed: bundle `network@0.2.0` is signed by key `abc`, which this runner does not trust";
+    for out in [
+        cli(&server, &["fleet", "--failed"]),
+        remote(&server, &support, &["--failed"]),
+    ] {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains(line), "{text}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("no customer matches"));
+    }
+    let out = cli(&server, &["customer", "show", "umbrella"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("last sync pass, per release:"), "{text}");
+    assert!(text.contains("which this runner does not trust"), "{text}");
 }
 
 /// Issue 39: a failed plan is a failed last attempt: `fleet --failed` finds the

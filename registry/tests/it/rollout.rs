@@ -414,6 +414,25 @@ fn an_aborted_rollout_assigns_nobody_else_and_a_failed_sync_halts() {
         seen["customer"]["lastSeen"].is_string(),
         "a sync pass counts as seen: {seen}"
     );
+    // A pass that failed is in the customer's answer and in the fleet's failures
+    // (`fleet --failed`), with the runner's reason, though it left no receipt.
+    assert_eq!(seen["syncs"][0]["state"], "failed", "{seen}");
+    assert_eq!(
+        seen["syncs"][0]["message"], "apply of `network` failed",
+        "{seen}"
+    );
+    let failed = fleet
+        .admin
+        .req("GET", "/api/v1/fleet/failed-syncs", &[], None)
+        .json();
+    assert_eq!(failed[0]["customer"], "acme", "{failed}");
+    assert_eq!(failed[0]["release"], "platform", "{failed}");
+    assert_eq!(failed[0]["assigned"], "1.1.0", "{failed}");
+    let r = globex.req("GET", "/api/v1/fleet/failed-syncs?customer=acme", &[], None);
+    assert_eq!(
+        r.status, 403,
+        "another customer's failures are not globex's to read"
+    );
     let shown = fleet.rollout(second.rollout);
     assert_eq!(shown["rollout"]["state"], "halted");
     assert!(shown["rollout"]["haltedReason"]

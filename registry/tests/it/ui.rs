@@ -608,6 +608,29 @@ fn the_fleet_page_filters_by_stack_behind_drifted_prerelease_silent_and_failed()
     let bad = get(server, "/ui?staleAfter=soon", &cookie);
     assert_eq!(bad.status, 400);
     assert!(String::from_utf8_lossy(&bad.body).contains("staleAfter"));
+
+    // A sync pass that failed before any plan has no row: the page names it (its
+    // runner's words escaped), as `fleet --failed` does.
+    let pass = serde_json::json!({
+        "customer": "hooli", "startedAt": "2026-01-05T09:00:00Z", "finishedAt": "2026-01-05T09:01:00Z",
+        "releases": [{"release": "environment", "kind": "release", "assigned": "1.1.0",
+            "state": "failed", "message": "cannot pull `<script>alert(1)</script>`"}]
+    });
+    let hooli = Client::new(server.url(), Some(server.token("customer", Some("hooli"))));
+    let r = hooli.req(
+        "POST",
+        "/api/v1/customers/hooli/sync",
+        &[],
+        Some(&serde_json::to_vec(&pass).unwrap()),
+    );
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    let page = html(&get(server, "/ui?failed=true", &cookie));
+    assert!(page.contains("1 sync pass failed"), "{page}");
+    assert!(
+        page.contains("hooli environment: sync of 1.1.0 failed: cannot pull <code>&lt;script&gt;"),
+        "{page}"
+    );
+    assert!(!page.contains("<script>alert"), "{page}");
 }
 
 #[test]

@@ -48,6 +48,10 @@ pub struct CustomerDetail {
     /// Its rollout channel and wave, and when its runner last synced.
     #[serde(default)]
     pub rollout: Option<crate::api::Placement>,
+    /// Per release, what its runner's last sync pass did, and why it failed, was
+    /// refused or waits.
+    #[serde(default)]
+    pub syncs: Vec<crate::api::CustomerSync>,
 }
 
 /// One customer's snapshot, or `None` when the customer is not known. The API, the
@@ -62,9 +66,10 @@ pub fn detail(state: &crate::state::AppState, id: &str) -> Result<Option<Custome
             customer_snapshot(c, id)?,
             db::ledger::deployments(c, Some(id), None, 50)?,
             db::rollouts::placement(c, id)?,
+            db::rollouts::syncs(c, id)?,
         )))
     })?;
-    let Some((customer, releases, recent, rollout)) = found else {
+    let Some((customer, releases, recent, rollout, syncs)) = found else {
         return Ok(None);
     };
     let mut stacks = matrix(
@@ -83,6 +88,7 @@ pub fn detail(state: &crate::state::AppState, id: &str) -> Result<Option<Custome
         releases,
         recent,
         rollout,
+        syncs: syncs.iter().map(|s| s.view(id)).collect(),
     }))
 }
 

@@ -216,3 +216,36 @@ pub async fn handle(State(state): State<SharedState>, ctx: Ctx, uri: Uri) -> Res
     let rows = page(&state, &query, &Paging::from_query(&ctx.query)?)?;
     Ok(paged(&uri, rows))
 }
+
+/// Every release whose last sync pass failed (of one customer, with `customer`):
+/// what `fleet --failed` shows beside the stacks whose last attempt failed, since a
+/// pass that failed before any plan (pull, verification, inputs) left no receipt.
+pub fn failed_syncs(
+    state: &AppState,
+    customer: Option<&str>,
+) -> Result<Vec<crate::api::CustomerSync>> {
+    let rows = state
+        .db
+        .read_any(|c| db::rollouts::failed_syncs(c, customer))?;
+    Ok(rows.iter().map(|(id, row)| row.view(id)).collect())
+}
+
+#[utoipa::path(get, path = "/api/v1/fleet/failed-syncs",
+    params(
+        ("customer" = Option<String>, Query, description = "Only this customer (a customer token may ask only for its own)"),
+    ),
+    responses(
+        (status = 200, description = "Each customer's releases whose last sync pass failed, by customer then release, with the runner's reason", body = Vec<crate::api::CustomerSync>),
+    ),
+    security(("bearer" = [])), tag = "support")]
+pub async fn failed_syncs_handle(
+    State(state): State<SharedState>,
+    ctx: Ctx,
+) -> Result<axum::Json<Vec<crate::api::CustomerSync>>> {
+    let customer = ctx.query.get("customer").cloned();
+    match &customer {
+        Some(id) => ctx.authorize(Action::CustomerRead(id))?,
+        None => ctx.authorize(Action::LedgerRead)?,
+    }
+    Ok(axum::Json(failed_syncs(&state, customer.as_deref())?))
+}

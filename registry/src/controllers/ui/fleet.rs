@@ -251,6 +251,32 @@ pub fn first_link(path: &str, query: &HashMap<String, String>) -> String {
     format!("<a id=\"first\" href=\"{}\">← First page</a>", esc(&href))
 }
 
+/// The sync passes that failed before any plan (they left no row), on the first
+/// page: one sentence per release, as `fleet --failed` says it. Empty when none.
+fn failed_syncs_section(
+    state: &crate::state::AppState,
+    filters: &FleetQuery,
+    first_page: bool,
+) -> String {
+    if !first_page {
+        return String::new();
+    }
+    let syncs = crate::controllers::ledger::fleet::failed_syncs(state, filters.customer.as_deref())
+        .unwrap_or_default();
+    if syncs.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<p class=\"summary\" id=\"failed-syncs-count\">{} failed</p><ul id=\"failed-syncs\">",
+        stackpack_terminal::words::count(syncs.len() as u64, "sync pass")
+    );
+    for sync in &syncs {
+        let _ = write!(out, "<li>{}</li>", super::html::prose(&sync.line()));
+    }
+    out.push_str("</ul>");
+    out
+}
+
 pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
     if let Err(refusal) = viewer(&state, &headers) {
         return refusal.into_response();
@@ -294,9 +320,11 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
         count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == Outcome::Failed)),
         count(|r| r.stale),
     );
-    if rows.is_empty() {
+    let syncs = failed_syncs_section(&state, &filters, paging.after.is_none());
+    body.push_str(&syncs);
+    if rows.is_empty() && syncs.is_empty() {
         body.push_str("<p id=\"empty\">No customer matches these filters.</p>");
-    } else {
+    } else if !rows.is_empty() {
         body.push_str(&rows_table(&rows, true, "fleet"));
     }
     if paging.after.is_some() || next.is_some() {
