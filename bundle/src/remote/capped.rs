@@ -11,6 +11,7 @@ use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type;
 use stackpack_schema::oci::{Descriptor, ImageIndex};
 
+use super::http::percent_encode;
 use super::{error_chain, Remote, RemoteError, MANIFEST_TYPES, TAG_PAGE};
 use crate::layout::MAX_MANIFEST_SIZE;
 
@@ -277,17 +278,6 @@ impl Remote {
 }
 
 /// `text` safe in a query string: what is not unreserved is `%XX`.
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

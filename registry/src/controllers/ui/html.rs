@@ -47,18 +47,7 @@ pub fn prose(text: &str) -> String {
 
 /// Percent-encodes one path segment or query value.
 pub fn url(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(b as char)
-            }
-            _ => {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-    }
-    out
+    stackpack_bundle::remote::http::percent_encode(text)
 }
 
 /// A digest as people read it: `sha256:3f9a…c21e`.
