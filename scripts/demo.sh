@@ -458,6 +458,7 @@ STACKPACK_REGISTRY_TOKEN=$publisher_token STACKPACK_WITNESS_ENDPOINT=$forecast_u
 "$root"/scripts/moto.sh stop "$demo/moto-forecast"
 echo "(hooli's skip above is expected: its inputs live only on its side, so the vendor has none to forecast it with; when hooli syncs, its runner plans for real and holds anything destructive for a person)"
 promote
+echo "(promote warns of hooli for the same reason: with no forecast, hooli's own runner plans for real and holds anything destructive for a person)"
 STACKPACK_REGISTRY_TOKEN=$globex_token globex sync
 globex pending
 pending=$(globex pending --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pending"][0]["id"])')
