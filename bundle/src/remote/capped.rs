@@ -11,8 +11,7 @@ use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type;
 use stackpack_schema::oci::{Descriptor, ImageIndex};
 
-use super::http::percent_encode;
-use super::{error_chain, Remote, RemoteError, MANIFEST_TYPES, TAG_PAGE};
+use super::{error_chain, percent_encode, Remote, RemoteError, MANIFEST_TYPES, TAG_PAGE};
 use crate::layout::MAX_MANIFEST_SIZE;
 
 /// The most of a tag page read: a thousand tags of a hundred bytes each is far below.

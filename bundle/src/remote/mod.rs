@@ -896,6 +896,19 @@ impl Remote {
     }
 }
 
+/// Percent-encodes a URL path segment or query value: RFC 3986's unreserved
+/// characters stay, every other byte is `%XX` (also AWS Signature Version 4's rule).
+pub fn percent_encode(value: &str) -> String {
+    percent_encoding::utf8_percent_encode(value, UNRESERVED_KEPT).to_string()
+}
+
+/// Every byte but RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`).
+const UNRESERVED_KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 #[cfg(test)]
 mod tests {
     use super::error_messages;
