@@ -176,6 +176,21 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
     has("inference-api  sha256:");
     // ... and what exactly globex runs, in one command: its stacks and release.
     has("customer globex");
+
+    // The demo teaches (issue 39 §4): each command shown as a user types it, the
+    // build's measured time, no escape codes without a terminal, every warning
+    // explained or absent, and an ending that says how to reach the pages.
+    has("$ stackpack publish --registry ");
+    has("$ stackpack-runner --home runner-globex apply data-plane@0.1.0 ");
+    has("==> built in ");
+    assert!(
+        !all.contains('\u{1b}'),
+        "escape codes with no terminal:\n{all}"
+    );
+    assert!(!all.contains("has no earlier release"), "{all}");
+    has("hooli's skip above is expected");
+    has("support token (sign in at http://127.0.0.1:");
+    has("to serve its data again: ");
 }
 
 /// The demo runs its airgapped customer in a network namespace only as root.
