@@ -100,7 +100,7 @@ pub(crate) fn verify_error(
             trusted_keys_said(home)
         ))
         .at(at)
-        .hint("if the key is your vendor's, get their public key through a channel you trust, then run `stackpack-runner trust add vendor.pub`"),
+        .hint("ask your vendor for their public key, through a channel you trust, then run `stackpack-runner trust add vendor.pub`"),
         missing @ VerifyError::MissingBlob { .. } => Error::refused(format!(
             "bundle `{reference}` is incomplete: {missing}"
         ))

@@ -196,6 +196,11 @@ fn a_bundle_by_an_untrusted_key_is_refused_with_a_hint() {
         .code(1);
     assert!(run.stderr.contains("does not trust"), "{}", run.stderr);
     assert!(
+        run.stderr.contains("; it trusts `"),
+        "names the trusted key: {}",
+        run.stderr
+    );
+    assert!(
         run.stderr.contains("hint: ask your vendor"),
         "{}",
         run.stderr
