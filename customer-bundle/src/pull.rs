@@ -9,6 +9,7 @@ use super::store::{import_pulled, staging, verify_error, Imported};
 use stackpack_bundle::remote::{Progress, Remote};
 use stackpack_bundle::transfer::{pull_bundle_reusing, TransferError};
 use stackpack_bundle::verify::Trust;
+use stackpack_schema::signature::PublicKey;
 
 /// `HOST[:PORT]/REPOSITORY:VERSION`, where the repository's last component is the
 /// stack (`registry.acme.example/acme/stacks/data-plane:1.4.0`).
@@ -69,13 +70,14 @@ pub fn pull(
     // What the store holds already, checked again as it is copied, is not moved.
     let store = home.store()?;
     // Who signed is checked before the layers move: an untrusted bundle costs its
-    // manifest and signatures, not its megabytes.
-    let trust = Trust::Keys(
-        home.trusted_keys()?
-            .into_iter()
-            .map(|(_, key, _)| key)
-            .collect(),
-    );
+    // manifest and signatures, not its megabytes. Read once, for the freshness
+    // statement too.
+    let keys: Vec<PublicKey> = home
+        .trusted_keys()?
+        .into_iter()
+        .map(|(_, key, _)| key)
+        .collect();
+    let trust = Trust::Keys(keys.clone());
     pull_bundle_reusing(
         &remote,
         &bundle.repository,
@@ -99,7 +101,7 @@ pub fn pull(
         }
         other => Error::refused(other.to_string()),
     })?;
-    check_freshness(home, &remote, bundle)?;
+    check_freshness(home, &remote, bundle, &keys)?;
     import_pulled(home, &staged, &bundle.repository)
 }
 
@@ -149,12 +151,12 @@ fn not_found(remote: &Remote, bundle: &RemoteBundle, reference: &str, host: &str
 
 /// What the registry's signed "newest version" statement says, and whether it is
 /// fresh enough for this runner's policy (`[policy] max-latest-age`).
-fn check_freshness(home: &Home, remote: &Remote, bundle: &RemoteBundle) -> Result<()> {
-    let trusted: Vec<_> = home
-        .trusted_keys()?
-        .into_iter()
-        .map(|(_, key, _)| key)
-        .collect();
+fn check_freshness(
+    home: &Home,
+    remote: &Remote,
+    bundle: &RemoteBundle,
+    trusted: &[PublicKey],
+) -> Result<()> {
     let max_age = match &home.config.policy.max_latest_age {
         Some(text) => Some(super::home::parse_age(text).ok_or_else(|| {
             Error::refused(format!("`max-latest-age = \"{text}\"` is not an age"))
@@ -167,7 +169,7 @@ fn check_freshness(home: &Home, remote: &Remote, bundle: &RemoteBundle) -> Resul
         remote,
         &bundle.repository,
         &home.config.policy.signed_for(&bundle.repository),
-        &trusted,
+        trusted,
     )
     .map_err(|e| {
         Error::refused(format!(

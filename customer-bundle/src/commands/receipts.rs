@@ -6,7 +6,8 @@ use std::path::Path;
 use serde_json::json;
 use stackpack_bundle::remote::http::{self, HttpError};
 use stackpack_runner::ledger::Ledger;
-use stackpack_runner::{receipts, Error, Result};
+use stackpack_runner::sync::registry::unreported;
+use stackpack_runner::{Error, Result};
 
 use super::{open_home, print_json, status, table};
 use crate::cli::{GlobalArgs, ReportArgs};
@@ -14,26 +15,18 @@ use crate::cli::{GlobalArgs, ReportArgs};
 pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let ledger = Ledger::open(&home.ledger_path())?;
-    let stacks = ledger.receipts(true)?;
-    let releases = ledger.unreported_release_receipts()?;
+    let pending = unreported(&ledger)?;
     let to = Registry {
         base: registry_base(&args.registry, args.insecure),
         token: &args.token,
-        pending: stacks.len() + releases.len(),
+        pending: pending.len(),
     };
     let mut sent = Vec::new();
-    for stored in &stacks {
-        let id = &stored.signed.receipt.id;
-        let created = to.send("/api/v1/receipts", id, stored.signed.to_bytes(), &sent)?;
-        ledger.mark_reported(id, &receipts::now())?;
-        sent.push((id.clone(), "stack", created));
-    }
-    for signed in &releases {
-        let id = &signed.receipt.id;
-        let body = serde_json::to_vec(signed).expect("a receipt serialises");
-        let created = to.send("/api/v1/release-receipts", id, body, &sent)?;
-        ledger.mark_release_reported(id, &receipts::now())?;
-        sent.push((id.clone(), "release", created));
+    for mut receipt in pending {
+        let body = std::mem::take(&mut receipt.body);
+        let created = to.send(receipt.path, &receipt.id, body, &sent)?;
+        receipt.mark_reported(&ledger)?;
+        sent.push((receipt.id, receipt.kind, created));
     }
     if sent.is_empty() {
         // Nothing was pending: ask the registry anyway, so that "nothing to

@@ -35,30 +35,21 @@ impl LastSync {
             unreported: None,
         }
     }
-
-    /// Whether something in it failed or was refused: what `status` must say.
-    pub fn failed(&self) -> bool {
-        use stackpack_schema::rollout::SyncState;
-        self.error.is_some()
-            || self.unreported.is_some()
-            || self.report.as_ref().is_some_and(|r| {
-                r.releases
-                    .iter()
-                    .any(|release| matches!(release.state, SyncState::Failed | SyncState::Refused))
-            })
-    }
 }
 
 fn path(home: &Home) -> std::path::PathBuf {
     home.root.join("last-sync.json")
 }
 
-/// Keeps `last` as the last pass; a failure to write is only warned about.
-pub fn record(home: &Home, last: &LastSync) -> Option<String> {
+/// Keeps `last` as the last pass; a failure to write is only warned about, through
+/// `warn`.
+pub fn record(home: &Home, last: &LastSync, warn: &dyn Fn(&str)) {
     let bytes = serde_json::to_vec_pretty(last).expect("a sync record serialises");
-    stackpack_bundle::layout::write_atomically(&path(home), &bytes)
-        .err()
-        .map(|e| format!("cannot keep the last sync pass for `status`: {e}"))
+    if let Err(e) = stackpack_bundle::layout::write_atomically(&path(home), &bytes) {
+        warn(&format!(
+            "warning: cannot keep the last sync pass for `status`: {e}"
+        ));
+    }
 }
 
 /// The last pass, if one ran (and its record reads).

@@ -123,9 +123,7 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
     let assigned = match assignment(home, pass) {
         Ok(assigned) => assigned,
         Err(error) => {
-            if let Some(warning) = last::record(home, &LastSync::stopped(&error.message)) {
-                (ui.status)(&format!("warning: {warning}"));
-            }
+            last::record(home, &LastSync::stopped(&error.message), ui.status);
             return Err(error);
         }
     };
@@ -200,9 +198,7 @@ fn send_and_keep(
         report: Some(report.clone()),
         unreported: unreported.clone(),
     };
-    if let Some(warning) = last::record(home, &kept) {
-        (ui.status)(&format!("warning: {warning}"));
-    }
+    last::record(home, &kept, ui.status);
     Outcome {
         report,
         sent,

@@ -99,15 +99,9 @@ impl Registry {
     /// the registry acknowledges it. Returns how many were sent.
     pub fn send_receipts(&self, ledger: &Ledger) -> Result<usize> {
         let mut sent = 0;
-        for stored in ledger.receipts(true)? {
-            self.post("/api/v1/receipts", stored.signed.to_bytes())?;
-            ledger.mark_reported(&stored.signed.receipt.id, &receipts::now())?;
-            sent += 1;
-        }
-        for signed in ledger.unreported_release_receipts()? {
-            let body = serde_json::to_vec(&signed).expect("a receipt serialises");
-            self.post("/api/v1/release-receipts", body)?;
-            ledger.mark_release_reported(&signed.receipt.id, &receipts::now())?;
+        for mut receipt in unreported(ledger)? {
+            self.post(receipt.path, std::mem::take(&mut receipt.body))?;
+            receipt.mark_reported(ledger)?;
             sent += 1;
         }
         Ok(sent)
@@ -118,4 +112,47 @@ impl Registry {
         self.post(&format!("/api/v1/customers/{}/sync", report.customer), body)?;
         Ok(())
     }
+}
+
+/// A receipt the registry has not acknowledged: a stack's or a release's, with the
+/// path it is posted to. What `sync` and `report` both send.
+pub struct Unreported {
+    pub id: String,
+    /// `stack` or `release`.
+    pub kind: &'static str,
+    /// `POST` it here, under the registry's base URL.
+    pub path: &'static str,
+    pub body: Vec<u8>,
+}
+
+impl Unreported {
+    /// Records that the registry acknowledged it.
+    pub fn mark_reported(&self, ledger: &Ledger) -> Result<()> {
+        match self.kind {
+            "release" => ledger.mark_release_reported(&self.id, &receipts::now())?,
+            _ => ledger.mark_reported(&self.id, &receipts::now())?,
+        }
+        Ok(())
+    }
+}
+
+/// Every receipt the registry has not acknowledged: the stacks' first, then the
+/// releases', each oldest first.
+pub fn unreported(ledger: &Ledger) -> Result<Vec<Unreported>> {
+    let stacks = ledger.receipts(true)?.into_iter().map(|stored| Unreported {
+        id: stored.signed.receipt.id.clone(),
+        kind: "stack",
+        path: "/api/v1/receipts",
+        body: stored.signed.to_bytes(),
+    });
+    let releases = ledger
+        .unreported_release_receipts()?
+        .into_iter()
+        .map(|signed| Unreported {
+            id: signed.receipt.id.clone(),
+            kind: "release",
+            path: "/api/v1/release-receipts",
+            body: serde_json::to_vec(&signed).expect("a receipt serialises"),
+        });
+    Ok(stacks.chain(releases).collect())
 }
