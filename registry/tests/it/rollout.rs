@@ -433,6 +433,21 @@ fn an_aborted_rollout_assigns_nobody_else_and_a_failed_sync_halts() {
         r.status, 403,
         "another customer's failures are not globex's to read"
     );
+    let r = fleet.admin.req(
+        "GET",
+        "/api/v1/fleet/failed-syncs?customer=acmee",
+        &[],
+        None,
+    );
+    assert_eq!(
+        r.status, 404,
+        "an unknown customer is named, not answered with none"
+    );
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("`acme`"),
+        "did-you-mean: {}",
+        String::from_utf8_lossy(&r.body)
+    );
     let shown = fleet.rollout(second.rollout);
     assert_eq!(shown["rollout"]["state"], "halted");
     assert!(shown["rollout"]["haltedReason"]

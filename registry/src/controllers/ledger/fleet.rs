@@ -236,16 +236,21 @@ pub fn failed_syncs(
     ),
     responses(
         (status = 200, description = "Each customer's releases whose last sync pass failed, by customer then release, with the runner's reason", body = Vec<crate::api::CustomerSync>),
+        (status = 404, description = "`customer` names one the registry does not have: the message names the nearest and (to a support token) the ones there are"),
     ),
     security(("bearer" = [])), tag = "support")]
 pub async fn failed_syncs_handle(
     State(state): State<SharedState>,
     ctx: Ctx,
 ) -> Result<axum::Json<Vec<crate::api::CustomerSync>>> {
-    let customer = ctx.query.get("customer").cloned();
-    match &customer {
+    let query = FleetQuery {
+        customer: ctx.query.get("customer").cloned(),
+        ..FleetQuery::default()
+    };
+    match &query.customer {
         Some(id) => ctx.authorize(Action::CustomerRead(id))?,
         None => ctx.authorize(Action::LedgerRead)?,
     }
-    Ok(axum::Json(failed_syncs(&state, customer.as_deref())?))
+    check_names(&state, &query, ctx.authorize(Action::LedgerRead).is_ok())?;
+    Ok(axum::Json(failed_syncs(&state, query.customer.as_deref())?))
 }

@@ -257,14 +257,14 @@ fn failed_syncs_section(
     state: &crate::state::AppState,
     filters: &FleetQuery,
     first_page: bool,
-) -> String {
+) -> crate::error::Result<String> {
     if !first_page {
-        return String::new();
+        return Ok(String::new());
     }
-    let syncs = crate::controllers::ledger::fleet::failed_syncs(state, filters.customer.as_deref())
-        .unwrap_or_default();
+    let syncs =
+        crate::controllers::ledger::fleet::failed_syncs(state, filters.customer.as_deref())?;
     if syncs.is_empty() {
-        return String::new();
+        return Ok(String::new());
     }
     let mut out = format!(
         "<p class=\"summary\" id=\"failed-syncs-count\">{} failed</p><ul id=\"failed-syncs\">",
@@ -274,7 +274,7 @@ fn failed_syncs_section(
         let _ = write!(out, "<li>{}</li>", super::html::prose(&sync.line()));
     }
     out.push_str("</ul>");
-    out
+    Ok(out)
 }
 
 pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
@@ -320,7 +320,10 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
         count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == Outcome::Failed)),
         count(|r| r.stale),
     );
-    let syncs = failed_syncs_section(&state, &filters, paging.after.is_none());
+    let syncs = match failed_syncs_section(&state, &filters, paging.after.is_none()) {
+        Ok(section) => section,
+        Err(e) => return failed(e),
+    };
     body.push_str(&syncs);
     if rows.is_empty() && syncs.is_empty() {
         body.push_str("<p id=\"empty\">No customer matches these filters.</p>");
