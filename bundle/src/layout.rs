@@ -71,6 +71,10 @@ fn io_error<'a>(
 pub enum EntryKind {
     Bundle { stack: String, version: Version },
     Signature { subject: Digest },
+    /// An attestation of `subject` (a Sigstore bundle or an SBOM): carried with it
+    /// everywhere, checked by the runner's policy, never taken for a signature (so
+    /// older runners, which know only signatures, pass over it).
+    Attestation { subject: Digest },
     Module { module: String, version: Version },
     Other,
 }
@@ -324,6 +328,27 @@ impl ImageLayout {
             .collect())
     }
 
+    /// Attestation manifests (Sigstore bundles, SBOMs) whose index entry says they
+    /// are about `subject`.
+    pub fn attestations_for(&self, subject: &Digest) -> Result<Vec<Descriptor>, LayoutError> {
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter_map(|(kind, descriptor)| match kind {
+                EntryKind::Attestation { subject: s } if &s == subject => Some(descriptor),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Every referrer of `subject` here: its signatures, then its attestations. What
+    /// travels with it (push, pull, export, kits, the runner's store).
+    pub fn referrers_for(&self, subject: &Digest) -> Result<Vec<Descriptor>, LayoutError> {
+        let mut all = self.signatures_for(subject)?;
+        all.extend(self.attestations_for(subject)?);
+        Ok(all)
+    }
+
     /// Signature manifests whose index entry says they sign `subject`.
     pub fn signatures_for(&self, subject: &Digest) -> Result<Vec<Descriptor>, LayoutError> {
         Ok(self
@@ -348,6 +373,25 @@ pub fn bundle_entry_annotations(stack: &str, version: &Version) -> Annotations {
     annotations.insert(annotation::STACK.into(), stack.into());
     annotations.insert(annotation::VERSION.into(), version.to_string());
     annotations
+}
+
+/// The index-entry annotations of an attestation manifest.
+pub fn attestation_entry_annotations(subject: &Digest) -> Annotations {
+    let mut annotations = Annotations::new();
+    annotations.insert(annotation::KIND.into(), "attestation".into());
+    annotations.insert(SUBJECT_ANNOTATION.into(), subject.to_string());
+    annotations
+}
+
+/// The index-entry annotations of a referrer manifest of `artifact_type`: an
+/// attestation's, or else a signature's.
+pub fn referrer_entry_annotations(artifact_type: Option<&str>, subject: &Digest) -> Annotations {
+    match artifact_type {
+        Some(t) if media_type::ATTESTATION_ARTIFACTS.contains(&t) => {
+            attestation_entry_annotations(subject)
+        }
+        _ => signature_entry_annotations(subject),
+    }
 }
 
 /// The index-entry annotations of a signature manifest.
@@ -384,6 +428,13 @@ fn entry_kind(descriptor: &Descriptor) -> EntryKind {
             .and_then(|s| s.parse().ok())
         {
             Some(subject) => EntryKind::Signature { subject },
+            None => EntryKind::Other,
+        },
+        Some("attestation") => match descriptor
+            .annotation(SUBJECT_ANNOTATION)
+            .and_then(|s| s.parse().ok())
+        {
+            Some(subject) => EntryKind::Attestation { subject },
             None => EntryKind::Other,
         },
         _ if descriptor.artifact_type.as_deref() == Some(media_type::SIGNATURE_ARTIFACT) => {

@@ -16,6 +16,8 @@
 //!   bundle and service of a customer environment.
 //! - [`channel`] writes and reads the vendor's channel statements ("R@V is approved
 //!   for channel C") as OCI artifacts whose subject is the release.
+//! - [`attest`] writes and checks the attestations beside a signature: the SBOM,
+//!   the SLSA provenance and the Sigstore bundles a customer's own tools verify.
 //! - [`sign`] writes the signature artifact of a bundle or a release.
 //! - [`trust`] loads the public keys a caller trusts.
 //! - [`carried_engine`] packs the engine a release carries (one binary per
@@ -36,6 +38,7 @@
 //! Verification always streams: memory does not grow with the size of a bundle.
 
 pub mod archive;
+pub mod attest;
 pub mod aws_api;
 pub mod aws_profile;
 pub mod carried_engine;

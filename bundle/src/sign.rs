@@ -1,6 +1,7 @@
 //! Signing a manifest (a bundle's or a release's): a signature artifact whose
-//! `subject` is the manifest, holding the signed payload, written into a layout.
-//! The packager signs what it builds; tests sign what they forge.
+//! `subject` is the manifest, holding the signed payload, written into a layout;
+//! and [`write_referrer`], the artifact every referrer (signature, Sigstore bundle,
+//! SBOM) is written as. The packager signs what it builds; tests sign what they forge.
 
 use semver::Version;
 use stackpack_schema::media_type::{self, annotation};
@@ -25,7 +26,38 @@ pub fn sign_manifest(
         key_id: String::new(),
         signed_at: signed_at.to_string(),
     });
-    let (envelope_digest, envelope_size) = layout.write_blob(&envelope.to_bytes())?;
+    write_referrer(
+        layout,
+        subject,
+        Referrer {
+            artifact_type: media_type::SIGNATURE_ARTIFACT,
+            layer_media_type: media_type::SIGNATURE_LAYER,
+            content: &envelope.to_bytes(),
+            created: signed_at,
+            annotations: Annotations::new(),
+        },
+    )
+}
+
+/// One referrer's content and how it is labelled.
+pub struct Referrer<'a> {
+    pub artifact_type: &'a str,
+    pub layer_media_type: &'a str,
+    pub content: &'a [u8],
+    pub created: &'a str,
+    /// Added to the manifest's annotations (beside `created`).
+    pub annotations: Annotations,
+}
+
+/// Writes an artifact manifest whose `subject` is `subject` and whose one layer is
+/// `referrer.content`, with the empty config; returns its descriptor, with its
+/// artifact type.
+pub fn write_referrer(
+    layout: &ImageLayout,
+    subject: &Descriptor,
+    referrer: Referrer<'_>,
+) -> Result<Descriptor, LayoutError> {
+    let (content_digest, content_size) = layout.write_blob(referrer.content)?;
     layout.write_blob(media_type::EMPTY_BLOB)?;
     let mut subject_descriptor = Descriptor::new(
         subject.media_type.clone(),
@@ -33,23 +65,23 @@ pub fn sign_manifest(
         subject.size,
     );
     subject_descriptor.artifact_type = subject.artifact_type.clone();
-    let mut annotations = Annotations::new();
-    annotations.insert(annotation::CREATED.into(), signed_at.to_string());
+    let mut annotations = referrer.annotations;
+    annotations.insert(annotation::CREATED.into(), referrer.created.to_string());
     let manifest = ImageManifest {
         schema_version: 2,
         media_type: Some(media_type::OCI_MANIFEST.into()),
-        artifact_type: Some(media_type::SIGNATURE_ARTIFACT.into()),
+        artifact_type: Some(referrer.artifact_type.into()),
         config: Descriptor::empty(),
         layers: vec![Descriptor::new(
-            media_type::SIGNATURE_LAYER,
-            envelope_digest,
-            envelope_size,
+            referrer.layer_media_type,
+            content_digest,
+            content_size,
         )],
         subject: Some(subject_descriptor),
         annotations: Some(annotations),
     };
     let (digest, size) = layout.write_blob(&manifest.to_bytes())?;
     let mut descriptor = Descriptor::new(media_type::OCI_MANIFEST, digest, size);
-    descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+    descriptor.artifact_type = Some(referrer.artifact_type.into());
     Ok(descriptor)
 }

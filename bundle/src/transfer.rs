@@ -2,7 +2,7 @@
 //!
 //! - [`pull_bundle`]: a bundle and its signatures from a registry into a layout
 //!   (usually a staging layout the caller verifies before trusting it);
-//! - [`push_manifest_with_blobs`] and [`push_signature`]: a manifest and its blobs,
+//! - [`push_manifest_with_blobs`] and [`push_referrer`]: a manifest and its blobs,
 //!   or a signature, from a layout to a registry;
 //! - [`export_bundles`]: bundles and their signatures from a layout into an OCI image
 //!   layout tar, for carrying into an airgapped account.
@@ -280,10 +280,10 @@ pub fn push_manifest_with_blobs(
     Ok(pushed)
 }
 
-/// Pushes a signature manifest (by digest, untagged) and makes it findable: through
-/// the registry's referrers API when it has one, else by adding it to the
-/// `sha256-<hex>` fallback index.
-pub fn push_signature(
+/// Pushes a referrer manifest (a signature or an attestation; by digest, untagged)
+/// and makes it findable: through the registry's referrers API when it has one,
+/// else by adding it to the `sha256-<hex>` fallback index under its artifact type.
+pub fn push_referrer(
     remote: &Remote,
     repository: &str,
     layout: &ImageLayout,
@@ -301,7 +301,9 @@ pub fn push_signature(
     if !remote.has_referrers_api(repository, subject)? {
         let mut descriptor = signature.clone();
         descriptor.annotations = None;
-        descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+        if descriptor.artifact_type.is_none() {
+            descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+        }
         remote.add_to_referrers_fallback(repository, subject, &descriptor)?;
     }
     Ok(pushed)

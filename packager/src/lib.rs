@@ -15,7 +15,8 @@
 //! - [`providers`] finds the provider packages a stack's lock file pins and checks
 //!   them; each travels as a layer of its own.
 //! - [`build`] turns a plan into a signed bundle in an image layout.
-//! - [`keys`] makes and reads signing keys.
+//! - [`keys`] makes and reads signing keys; [`attest`] says which builder ran, for
+//!   the provenance written beside each signature.
 //! - [`publish`] pushes built bundles and [`module_package`]s (OpenTofu module
 //!   packages) to a registry, claiming each tag exactly once; [`release_publish`]
 //!   then publishes each release (stacks and services as one signed OCI index),
@@ -34,6 +35,7 @@
 //!
 //! The binary's `commands/` are thin wrappers over these.
 
+pub mod attest;
 pub mod build;
 pub mod check;
 pub mod config;

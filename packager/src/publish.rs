@@ -178,17 +178,23 @@ impl Artifact for StackBundle<'_> {
         &built.manifest
     }
 
-    /// The signature goes up before the tag, so a tagged bundle is always signed.
+    /// The signature and the attestations go up before the tag, so a tagged bundle
+    /// is always signed and attested; a publish cut off before the tag leaves an
+    /// untagged manifest that the next run finishes.
     fn push_companions(&self, built: &BuiltBundle, repository: &str) -> Result<u64> {
-        let signed = transfer::push_signature(
-            self.destination.remote,
-            repository,
-            self.destination.layout,
-            &built.signature,
-            &built.manifest.digest,
-        )
-        .map_err(transfer_error)?;
-        Ok(signed.bytes_sent)
+        let mut sent = 0;
+        for referrer in std::iter::once(&built.signature).chain(&built.attestations) {
+            sent += transfer::push_referrer(
+                self.destination.remote,
+                repository,
+                self.destination.layout,
+                referrer,
+                &built.manifest.digest,
+            )
+            .map_err(transfer_error)?
+            .bytes_sent;
+        }
+        Ok(sent)
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`bundle`] is the bundle config: what a bundle contains and where it came from.
 //! - [`interface`] is a stack's public API: inputs, outputs, kinds of resource.
 //! - [`types`] is the one model of Terraform type constraints, with value checks.
+//! - [`attest`] holds the proofs a customer's own tools check: DSSE, in-toto/SLSA
+//!   provenance, the CycloneDX SBOM and the Sigstore bundle.
 //! - [`signature`] is the signed payload, keys, key ids, signing and verifying.
 //! - [`version`] holds the version rules: branch slugs, next stable and prerelease.
 //! - [`receipt`] is the signed deployment receipt a runner reports to the registry.
@@ -22,6 +24,7 @@
 //! This crate does no I/O: callers hand it bytes and get values back, so that the
 //! packager, the runner and the registry agree by construction.
 
+pub mod attest;
 pub mod bundle;
 pub mod digest;
 pub mod forecast;

@@ -49,6 +49,15 @@ pub const OPENTOFU_MODULE_ARTIFACT: &str = "application/vnd.opentofu.modulepkg";
 /// Layer media type of an OpenTofu module package.
 pub const ZIP_ARCHIVE: &str = "archive/zip";
 
+/// A Sigstore bundle v0.3 (`crate::attest::sigstore`): the `artifactType` and
+/// layer media type of a signed attestation referrer, as cosign writes them.
+pub const SIGSTORE_BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// A CycloneDX JSON SBOM (`crate::attest::sbom`): artifact and layer type.
+pub const CYCLONEDX_JSON: &str = "application/vnd.cyclonedx+json";
+/// Every referrer a bundle or release carries beside its signature, which travel
+/// with it wherever it goes (pull, export, kits, mirrors).
+pub const ATTESTATION_ARTIFACTS: [&str; 2] = [SIGSTORE_BUNDLE, CYCLONEDX_JSON];
+
 /// OCI image manifest.
 pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 /// OCI image index.
@@ -70,6 +79,9 @@ pub mod annotation {
     pub const SOURCE: &str = "org.opencontainers.image.source";
     pub const CREATED: &str = "org.opencontainers.image.created";
     pub const TITLE: &str = "org.opencontainers.image.title";
+    /// On a Sigstore bundle referrer: the predicate type of the statement it holds
+    /// (cosign's annotation, so `cosign tree` and policies can tell them apart).
+    pub const PREDICATE_TYPE: &str = "dev.sigstore.bundle.predicateType";
     pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
     /// Our own: the stack (or module) name, on index entries of an image layout.
     pub const STACK: &str = "dev.stackpack.stack";

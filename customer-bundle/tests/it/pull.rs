@@ -346,7 +346,7 @@ fn an_endless_manifest_is_cut_off_at_the_manifest_cap_with_an_error_naming_it() 
 #[test]
 fn a_bundle_signed_for_another_repository_is_refused_unless_that_mirror_is_trusted() {
     use stackpack_bundle::remote::Remote;
-    use stackpack_bundle::transfer::{pull_bundle, push_manifest_with_blobs, push_signature};
+    use stackpack_bundle::transfer::{pull_bundle, push_manifest_with_blobs, push_referrer};
     let registry = Distribution::require();
     let vendor = Vendor::small();
     publish_data_plane(&vendor, &registry);
@@ -368,7 +368,7 @@ fn a_bundle_signed_for_another_repository_is_refused_unless_that_mirror_is_trust
     let elsewhere = "other/stacks/data-plane";
     push_manifest_with_blobs(&remote, elsewhere, &copy, &pulled.manifest, "0.1.0", None).unwrap();
     for signature in &pulled.signatures {
-        push_signature(
+        push_referrer(
             &remote,
             elsewhere,
             &copy,

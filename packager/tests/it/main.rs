@@ -8,6 +8,7 @@ mod common;
 
 mod addresses;
 mod advice;
+mod attestations;
 mod bad_input;
 mod check_command;
 mod community;

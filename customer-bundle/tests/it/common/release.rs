@@ -375,7 +375,7 @@ pub fn push_release_to(
     version: &str,
 ) {
     use stackpack_bundle::release::find_release;
-    use stackpack_bundle::transfer::{push_manifest_with_blobs, push_signature};
+    use stackpack_bundle::transfer::{push_manifest_with_blobs, push_referrer};
     use stackpack_schema::media_type;
     use stackpack_schema::oci::ImageIndex;
     let repository = format!("{namespace}/releases/{name}");
@@ -388,7 +388,7 @@ pub fn push_release_to(
             let manifest: stackpack_schema::oci::ImageManifest =
                 serde_json::from_slice(&layout.read_blob(&entry.digest, 1 << 20).unwrap()).unwrap();
             let subject = manifest.subject.unwrap().digest;
-            push_signature(remote, &repository, layout, entry, &subject).unwrap();
+            push_referrer(remote, &repository, layout, entry, &subject).unwrap();
         } else {
             push_manifest_with_blobs(
                 remote,
