@@ -120,7 +120,9 @@ pub fn find(layout: &ImageLayout, subject: &Digest) -> Result<Found, FindError> 
             return Err(FindError::OtherSubject {
                 referrer: descriptor.digest.clone(),
                 subject: subject.clone(),
-                named: named.map(Digest::to_string).unwrap_or_else(|| "nothing".into()),
+                named: named
+                    .map(Digest::to_string)
+                    .unwrap_or_else(|| "nothing".into()),
             });
         }
         let Some(layer) = manifest.layers.first() else {
@@ -167,7 +169,11 @@ pub struct Checked {
 }
 
 /// Checks what [`find`] found against `trusted` keys.
-pub fn check(found: &Found, subject: &Digest, trusted: &[PublicKey]) -> Result<Checked, AttestError> {
+pub fn check(
+    found: &Found,
+    subject: &Digest,
+    trusted: &[PublicKey],
+) -> Result<Checked, AttestError> {
     let mut provenance = None;
     for (predicate, bytes) in &found.sealed {
         if predicate != PROVENANCE_PREDICATE {
@@ -184,7 +190,9 @@ pub fn check(found: &Found, subject: &Digest, trusted: &[PublicKey]) -> Result<C
             if p.sbom().as_ref() != Some(digest) {
                 return Err(AttestError::Malformed(format!(
                     "the SBOM `{digest}` is not the one its provenance names (`{}`)",
-                    p.sbom().map(|d| d.to_string()).unwrap_or_else(|| "none".into())
+                    p.sbom()
+                        .map(|d| d.to_string())
+                        .unwrap_or_else(|| "none".into())
                 )));
             }
             let bom: Bom = serde_json::from_slice(bytes)

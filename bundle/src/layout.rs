@@ -69,13 +69,23 @@ fn io_error<'a>(
 /// What an index entry is, read from its annotations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EntryKind {
-    Bundle { stack: String, version: Version },
-    Signature { subject: Digest },
+    Bundle {
+        stack: String,
+        version: Version,
+    },
+    Signature {
+        subject: Digest,
+    },
     /// An attestation of `subject` (a Sigstore bundle or an SBOM): carried with it
     /// everywhere, checked by the runner's policy, never taken for a signature (so
     /// older runners, which know only signatures, pass over it).
-    Attestation { subject: Digest },
-    Module { module: String, version: Version },
+    Attestation {
+        subject: Digest,
+    },
+    Module {
+        module: String,
+        version: Version,
+    },
     Other,
 }
 

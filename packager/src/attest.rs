@@ -1,7 +1,82 @@
-//! What the packager attests beside each signature: the builder this run is (from
-//! the CI's own variables), handed to the schema's provenance with the SBOM.
+//! What the packager attests beside each signature: the SBOM and the provenance of
+//! each bundle and release (see `stackpack_schema::attest`), with the builder this
+//! run is, read from the CI's own variables.
 
-use stackpack_schema::attest::provenance::Builder;
+use stackpack_bundle::attest::{write_attestations, ToAttest};
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_schema::attest::provenance::{self, Builder, Inputs};
+use stackpack_schema::attest::sbom;
+use stackpack_schema::bundle::BundleConfig;
+use stackpack_schema::digest::Digest;
+use stackpack_schema::oci::Descriptor;
+use stackpack_schema::release::ReleaseDescription;
+use stackpack_schema::signature::PrivateKey;
+
+use crate::error::Result;
+
+/// Writes a bundle's SBOM, provenance and Sigstore signature beside it in `layout`;
+/// returns their descriptors, to be pushed before its tag.
+pub fn attest_bundle(
+    config: &BundleConfig,
+    manifest: &Descriptor,
+    repository: &str,
+    key: &PrivateKey,
+    layout: &ImageLayout,
+) -> Result<Vec<Descriptor>> {
+    let builder = builder();
+    let version = config.version.to_string();
+    let what = ToAttest {
+        subject: manifest,
+        repository,
+        version: &version,
+        created: &config.created,
+        sbom: &sbom::for_bundle(config, &manifest.digest, repository),
+    };
+    let provenance = |sbom: &Digest| {
+        provenance::for_bundle(
+            config,
+            &manifest.digest,
+            &inputs(&builder, repository, sbom),
+        )
+    };
+    Ok(write_attestations(layout, &what, provenance, key)?)
+}
+
+/// The same for a release, whose subject is its index.
+pub fn attest_release(
+    description: &ReleaseDescription,
+    index: &Descriptor,
+    repository: &str,
+    key: &PrivateKey,
+    layout: &ImageLayout,
+) -> Result<Vec<Descriptor>> {
+    let builder = builder();
+    let version = description.version.to_string();
+    let what = ToAttest {
+        subject: index,
+        repository,
+        version: &version,
+        created: &description.created,
+        sbom: &sbom::for_release(description, &index.digest, repository),
+    };
+    let provenance = |sbom: &Digest| {
+        provenance::for_release(
+            description,
+            &index.digest,
+            &inputs(&builder, repository, sbom),
+        )
+    };
+    Ok(write_attestations(layout, &what, provenance, key)?)
+}
+
+fn inputs<'a>(builder: &'a Builder, repository: &'a str, sbom: &'a Digest) -> Inputs<'a> {
+    Inputs {
+        builder,
+        stackpack_version: env!("CARGO_PKG_VERSION"),
+        repository,
+        sbom,
+    }
+}
 
 /// The builder this process runs on: GitHub Actions, GitLab CI, or a local build.
 /// Read from the variables each CI sets for every job.

@@ -144,7 +144,13 @@ pub fn build_stack(
         layout,
     )?;
     add_to_index(&manifest, &signature, &stack.name, version, layout)?;
-    let attestations = attest_bundle(&config, &manifest, namespace, key, layout)?;
+    let attestations = crate::attest::attest_bundle(
+        &config,
+        &manifest,
+        &stack_repository(namespace, &config.stack),
+        key,
+        layout,
+    )?;
 
     Ok(BuiltBundle {
         stack: stack.name.clone(),
@@ -155,40 +161,6 @@ pub fn build_stack(
         attestations,
         config,
     })
-}
-
-/// Writes the bundle's SBOM, provenance and Sigstore signature beside it.
-fn attest_bundle(
-    config: &BundleConfig,
-    manifest: &Descriptor,
-    namespace: Option<&str>,
-    key: &PrivateKey,
-    layout: &ImageLayout,
-) -> Result<Vec<Descriptor>> {
-    use stackpack_schema::attest::{provenance, sbom};
-    let repository = stack_repository(namespace, &config.stack);
-    let builder = crate::attest::builder();
-    let sbom = sbom::for_bundle(config, &manifest.digest, &repository);
-    let version = config.version.to_string();
-    let what = stackpack_bundle::attest::ToAttest {
-        subject: manifest,
-        repository: &repository,
-        version: &version,
-        created: &config.created,
-        sbom: &sbom,
-    };
-    let provenance = |sbom: &stackpack_schema::digest::Digest| {
-        let inputs = provenance::Inputs {
-            builder: &builder,
-            stackpack_version: env!("CARGO_PKG_VERSION"),
-            repository: &repository,
-            sbom,
-        };
-        provenance::for_bundle(config, &manifest.digest, &inputs)
-    };
-    Ok(stackpack_bundle::attest::write_attestations(
-        layout, &what, provenance, key,
-    )?)
 }
 
 /// The stack layer as written to the layout, with the files it holds.

@@ -122,10 +122,11 @@ fn build_and_push(
     let mut description = new.description.clone();
     let repository = fetch::release_repository(destination.address, &description.name);
     for _ in 0..MAX_ATTEMPTS {
-        let index = write_signed(&description, new, &repository, destination, key)?;
+        let (index, attestations) = write_signed(&description, new, &repository, destination, key)?;
         let built = push::BuiltRelease {
             version: &description.version,
             index: &index,
+            attestations: &attestations,
             services: &new.services,
         };
         match push::push_release(destination, &repository, &built)? {
@@ -187,14 +188,15 @@ fn next_free_prerelease(
 }
 
 /// Writes `description` as a release index into the local layout, its description
-/// signed (see `bundle::release`), and adds the index to the layout's `index.json`.
+/// signed (see `bundle::release`), and adds the index to the layout's `index.json`;
+/// then its attestations. Returns the index and the attestations' descriptors.
 fn write_signed(
     description: &stackpack_schema::release::ReleaseDescription,
     new: &describe::NewRelease,
     repository: &str,
     destination: &Destination<'_>,
     key: &PrivateKey,
-) -> Result<Descriptor> {
+) -> Result<(Descriptor, Vec<Descriptor>)> {
     let layout = destination.layout;
     let services: Vec<Descriptor> = new.services.iter().map(|s| s.descriptor.clone()).collect();
     if let Some(engine) = &new.engine {
@@ -202,5 +204,6 @@ fn write_signed(
     }
     let index = write_release(layout, description, &services, key, repository)?;
     fetch::add_release_entries(layout, &index, &description.name, &description.version)?;
-    Ok(index)
+    let attestations = crate::attest::attest_release(description, &index, repository, key, layout)?;
+    Ok((index, attestations))
 }

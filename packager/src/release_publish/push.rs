@@ -2,14 +2,14 @@
 //!
 //! Order, so that a release becomes visible only once whole and signed: every part
 //! the index pins (the description and its signature, bundles and their signatures,
-//! services) by digest, then the index by digest, and only then the version tag. A failure anywhere leaves no tag. Blobs already in the registry (a bundle's,
+//! services) by digest, then the index by digest, its attestations, and only then the version tag. A failure anywhere leaves no tag. Blobs already in the registry (a bundle's,
 //! in its stack's repository; a service's, in its own repository on the same host)
 //! are mounted rather than sent again.
 
 use semver::Version;
 use stackpack_bundle::layout::{ImageLayout, MAX_MANIFEST_SIZE};
 use stackpack_bundle::remote::Remote;
-use stackpack_bundle::transfer::push_manifest_with_blobs;
+use stackpack_bundle::transfer::{push_manifest_with_blobs, push_referrer};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
@@ -22,6 +22,8 @@ use crate::publish::{transfer_error, Destination};
 pub(crate) struct BuiltRelease<'a> {
     pub version: &'a Version,
     pub index: &'a Descriptor,
+    /// Its SBOM and Sigstore bundles, pushed as referrers before the tag.
+    pub attestations: &'a [Descriptor],
     pub services: &'a [ResolvedService],
 }
 
@@ -73,6 +75,11 @@ pub(crate) fn push_release(
         media_type::OCI_INDEX,
     )?;
     sent += index_bytes.len() as u64;
+    for attestation in built.attestations {
+        sent += push_referrer(remote, repository, layout, attestation, &built.index.digest)
+            .map_err(transfer_error)?
+            .bytes_sent;
+    }
 
     let tag = built.version.to_string();
     if let Some(existing) = remote.tag_digest(repository, &tag)? {

@@ -11,17 +11,25 @@ use std::process::Command;
 use common::servers::{Distribution, OurRegistry};
 use common::{git, TestRepo};
 
-fn verify_with_their_tools(registry_url: &str, key: &std::path::Path, token: Option<&str>) -> common::Run {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/verify/attestations.py");
+fn verify_with_their_tools(
+    registry_url: &str,
+    (repository, reference): (&str, &str),
+    key: &std::path::Path,
+    token: Option<&str>,
+) -> common::Run {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scripts/verify/attestations.py"
+    );
     let mut command = Command::new("python3");
     command.args([
         script,
         "--registry",
         registry_url,
         "--repository",
-        "acme/stacks/network",
+        repository,
         "--reference",
-        "0.1.0",
+        reference,
         "--key",
         key.to_str().unwrap(),
     ]);
@@ -31,7 +39,9 @@ fn verify_with_their_tools(registry_url: &str, key: &std::path::Path, token: Opt
     common::Run::from_output(command.output().unwrap())
 }
 
-fn publish(repo: &TestRepo, host: &str, token: Option<&str>) {
+/// Publishes every stack and release; returns the first release published, as
+/// (repository, version).
+fn publish(repo: &TestRepo, host: &str, token: Option<&str>) -> (String, String) {
     let registry = format!("{host}/acme");
     let mut command = Command::new(env!("CARGO_BIN_EXE_stackpack"));
     command
@@ -44,23 +54,40 @@ fn publish(repo: &TestRepo, host: &str, token: Option<&str>) {
     if let Some(token) = token {
         command.env("STACKPACK_REGISTRY_TOKEN", token);
     }
-    common::Run::from_output(command.output().unwrap()).ok();
+    let report = common::Run::from_output(command.output().unwrap())
+        .ok()
+        .json();
+    let release = &report["releases"][0];
+    (
+        format!("acme/releases/{}", release["release"].as_str().unwrap()),
+        release["version"].as_str().unwrap().to_string(),
+    )
 }
+
+const NETWORK: (&str, &str) = ("acme/stacks/network", "0.1.0");
 
 #[test]
 fn published_attestations_verify_with_sigstore_in_toto_and_cyclonedx_on_both_registries() {
     let distribution = Distribution::require();
     let ours = OurRegistry::start();
     let repo = TestRepo::new();
+    let manifest = repo.dir.join("stackpack.toml");
+    let mut config = std::fs::read_to_string(&manifest).unwrap();
+    config.push_str("\n[releases.edge]\nstacks = [\"network\"]\n");
+    std::fs::write(&manifest, config).unwrap();
+    repo.commit("release edge");
     let commit = git(&repo.dir, &["rev-parse", "HEAD"]);
 
-    publish(&repo, &distribution.host(), None);
-    let run = verify_with_their_tools(&distribution.url(), &repo.public_key, None).ok();
+    let (release, version) = publish(&repo, &distribution.host(), None);
+    let run = verify_with_their_tools(&distribution.url(), NETWORK, &repo.public_key, None).ok();
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(report["foundBy"], "tag fallback", "{report}");
     assert_eq!(
         report["sigstore"],
-        serde_json::json!(["https://sigstore.dev/cosign/sign/v1", "https://slsa.dev/provenance/v1"])
+        serde_json::json!([
+            "https://sigstore.dev/cosign/sign/v1",
+            "https://slsa.dev/provenance/v1"
+        ])
     );
     assert_eq!(report["provenance"]["commit"], commit.trim(), "{report}");
     assert_eq!(report["provenance"]["ref"], "refs/heads/main", "{report}");
@@ -69,18 +96,37 @@ fn published_attestations_verify_with_sigstore_in_toto_and_cyclonedx_on_both_reg
         "https://stackpack.dev/builders/local"
     );
 
-    let token = ours.publisher_token();
-    publish(&repo, &ours.host(), Some(&token));
-    let run = verify_with_their_tools(&ours.url(), &repo.public_key, Some(&token)).ok();
+    // The release's own, about its index.
+    let run = verify_with_their_tools(
+        &distribution.url(),
+        (&release, &version),
+        &repo.public_key,
+        None,
+    )
+    .ok();
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(report["foundBy"], "referrers API", "{report}");
     assert_eq!(report["sigstore"].as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(report["provenance"]["commit"], commit.trim(), "{report}");
+
+    let token = ours.publisher_token();
+    let (release, version) = publish(&repo, &ours.host(), Some(&token));
+    for subject in [NETWORK, (&release, &version)] {
+        let run =
+            verify_with_their_tools(&ours.url(), subject, &repo.public_key, Some(&token)).ok();
+        let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(report["foundBy"], "referrers API", "{report}");
+        assert_eq!(report["sigstore"].as_array().unwrap().len(), 2, "{report}");
+    }
 
     // The same tools refuse them under a key the vendor does not hold.
     let other = repo.temp.path().join("other.pub");
     let key = stackpack_schema::signature::PrivateKey::from_secret_bytes([9; 32]);
     std::fs::write(&other, key.public_key().to_pem()).unwrap();
-    let run = verify_with_their_tools(&distribution.url(), &other, None);
+    let run = verify_with_their_tools(&distribution.url(), NETWORK, &other, None);
     assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(run.stderr.contains("@sigstore/verify refused"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("@sigstore/verify refused"),
+        "{}",
+        run.stderr
+    );
 }

@@ -107,10 +107,16 @@ mod tests {
 
         let mut altered = envelope.clone();
         altered.payload = BASE64.encode(b"{\"a\":2}");
-        assert_eq!(altered.verify(&key().public_key()), Err(AttestError::BadSignature));
+        assert_eq!(
+            altered.verify(&key().public_key()),
+            Err(AttestError::BadSignature)
+        );
 
         let mut retyped = envelope;
         retyped.payload_type = "text/plain".into();
-        assert_eq!(retyped.verify(&key().public_key()), Err(AttestError::BadSignature));
+        assert_eq!(
+            retyped.verify(&key().public_key()),
+            Err(AttestError::BadSignature)
+        );
     }
 }

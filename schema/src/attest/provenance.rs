@@ -151,7 +151,11 @@ pub fn branch_ref(branch: &str) -> String {
 
 fn source_dependency(source: &Source) -> ResourceDescriptor {
     ResourceDescriptor {
-        uri: Some(format!("git+{}@{}", source.repository, branch_ref(&source.branch))),
+        uri: Some(format!(
+            "git+{}@{}",
+            source.repository,
+            branch_ref(&source.branch)
+        )),
         digest: BTreeMap::from([("gitCommit".to_string(), source.commit.clone())]),
         name: Some("source".into()),
         media_type: None,
@@ -240,10 +244,9 @@ pub fn for_release(
     let stacks = description.stacks.iter().map(|s| {
         ResourceDescriptor::named(&s.name, &s.digest).annotated("version", s.version.to_string())
     });
-    let services = description
-        .services
-        .iter()
-        .map(|s| ResourceDescriptor::named(&s.name, &s.digest).annotated("reference", &s.reference));
+    let services = description.services.iter().map(|s| {
+        ResourceDescriptor::named(&s.name, &s.digest).annotated("reference", &s.reference)
+    });
     let engine = description.engine.iter().flat_map(|e| {
         e.platforms.iter().map(move |p| {
             ResourceDescriptor::named(e.name.as_str(), &p.digest)
@@ -263,7 +266,11 @@ pub fn for_release(
     statement(index, inputs, definition)
 }
 
-fn statement(subject: &Digest, inputs: &Inputs<'_>, build_definition: BuildDefinition) -> Statement {
+fn statement(
+    subject: &Digest,
+    inputs: &Inputs<'_>,
+    build_definition: BuildDefinition,
+) -> Statement {
     let provenance = Provenance {
         build_definition,
         run_details: run_details(inputs),

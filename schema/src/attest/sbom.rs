@@ -155,13 +155,19 @@ pub fn for_bundle(config: &BundleConfig, manifest: &Digest, repository: &str) ->
         .hash(manifest)
         .property("stack", &config.stack)
         .property("commit", &config.source.commit);
-    let files = config.files.iter().map(|f| {
-        Component::new("file", format!("file:{}", f.path), &f.path, None).hash(&f.digest)
-    });
+    let files = config
+        .files
+        .iter()
+        .map(|f| Component::new("file", format!("file:{}", f.path), &f.path, None).hash(&f.digest));
     let modules = config.modules.iter().map(|m| {
-        Component::new("library", format!("module:{}", m.path), &m.name, m.version.clone())
-            .hash(&m.digest)
-            .property("path", &m.path)
+        Component::new(
+            "library",
+            format!("module:{}", m.path),
+            &m.name,
+            m.version.clone(),
+        )
+        .hash(&m.digest)
+        .property("path", &m.path)
     });
     let providers = config.providers.iter().map(|p| {
         Component::new(

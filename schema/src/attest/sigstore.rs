@@ -139,7 +139,11 @@ mod tests {
         let subject = Digest::of(b"manifest");
         let bundle = SigstoreBundle::from_bytes(&sealed(&subject, &key(1)).to_bytes()).unwrap();
         let opened = bundle
-            .open(&subject, PROVENANCE_PREDICATE, &[key(2).public_key(), key(1).public_key()])
+            .open(
+                &subject,
+                PROVENANCE_PREDICATE,
+                &[key(2).public_key(), key(1).public_key()],
+            )
             .unwrap();
         assert_eq!(opened.key, key(1).public_key());
     }
@@ -154,14 +158,20 @@ mod tests {
             Err(AttestError::SubjectMismatch { .. })
         ));
         assert_eq!(
-            bundle.open(&subject, PROVENANCE_PREDICATE, &[key(2).public_key()]).unwrap_err(),
+            bundle
+                .open(&subject, PROVENANCE_PREDICATE, &[key(2).public_key()])
+                .unwrap_err(),
             AttestError::Untrusted(key(1).public_key().key_id())
         );
         let mut hinted = bundle.clone();
         hinted.verification_material.public_key.hint = key(2).public_key().key_id();
         assert_eq!(
             hinted
-                .open(&subject, PROVENANCE_PREDICATE, &[key(1).public_key(), key(2).public_key()])
+                .open(
+                    &subject,
+                    PROVENANCE_PREDICATE,
+                    &[key(1).public_key(), key(2).public_key()]
+                )
                 .unwrap_err(),
             AttestError::HintMismatch {
                 hint: key(2).public_key().key_id(),
@@ -169,7 +179,11 @@ mod tests {
             }
         );
         assert!(matches!(
-            bundle.open(&subject, "https://example.com/other", &[key(1).public_key()]),
+            bundle.open(
+                &subject,
+                "https://example.com/other",
+                &[key(1).public_key()]
+            ),
             Err(AttestError::PredicateType { .. })
         ));
     }
