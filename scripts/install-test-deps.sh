@@ -14,11 +14,14 @@
 # API emulator the example's customers apply against: `scripts/moto.sh`),
 # cargo-zigbuild and ziglang (release builds for glibc 2.17: `scripts/dist.sh`),
 # cyclonedx-python-lib (the official CycloneDX validator, for the SBOMs); Debian's
-# binutils (`objdump`: which glibc symbols a release binary needs).
+# binutils (`objdump`: which glibc symbols a release binary needs);
+# securesystemslib, in-toto and in-toto-attestation (PyPI) and @sigstore/verify (npm,
+# into scripts/verify/node_modules from its lock file): the verifiers no one here
+# wrote that check our DSSE envelopes, provenance and Sigstore bundles.
 set -euo pipefail
 
 missing_debian=()
-for pair in objdump:binutils docker-registry:docker-registry skopeo:skopeo umoci:umoci pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils chromium:chromium chromedriver:chromium-driver; do
+for pair in objdump:binutils docker-registry:docker-registry skopeo:skopeo umoci:umoci pigz:pigz git:git openssl:openssl curl:curl ip:iproute2 unshare:util-linux script:bsdutils chromium:chromium chromedriver:chromium-driver node:nodejs npm:npm; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing_debian+=("${pair##*:}")
 done
 # Debian installs haproxy in /usr/sbin, which is not on every user's PATH.
@@ -45,9 +48,17 @@ $PYTHON -c "import boto3" 2>/dev/null || missing_pip+=(boto3)
 command -v cargo-zigbuild >/dev/null 2>&1 || missing_pip+=(cargo-zigbuild)
 $PYTHON -c "import ziglang" 2>/dev/null || missing_pip+=(ziglang)
 $PYTHON -c "import cyclonedx.validation.json, jsonschema" 2>/dev/null || missing_pip+=("cyclonedx-python-lib[json-validation]")
+$PYTHON -c "import securesystemslib.dsse, in_toto" 2>/dev/null || missing_pip+=(securesystemslib in-toto)
+$PYTHON -c "import in_toto_attestation.v1.statement" 2>/dev/null || missing_pip+=(in-toto-attestation)
 if [ ${#missing_pip[@]} -gt 0 ]; then
   echo "installing Python packages: ${missing_pip[*]}" >&2
   $PYTHON -m pip install -q --disable-pip-version-check "${missing_pip[@]}"
+fi
+
+verify_dir="$(cd "$(dirname "$0")" && pwd)/verify"
+if [ ! -f "$verify_dir/node_modules/@sigstore/verify/package.json" ]; then
+  echo "installing @sigstore/verify (npm, pinned by scripts/verify/package-lock.json)" >&2
+  (cd "$verify_dir" && npm ci --silent --no-audit --no-fund)
 fi
 
 if ! command -v cargo-nextest >/dev/null 2>&1 && ! cargo nextest --version >/dev/null 2>&1; then

@@ -23,7 +23,7 @@ use stackpack_schema::media_type;
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageLayoutMarker, ImageManifest};
 
 use crate::layout::{
-    bundle_entry_annotations, signature_entry_annotations, ImageLayout, LayoutError,
+    bundle_entry_annotations, referrer_entry_annotations, ImageLayout, LayoutError,
     MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE,
 };
 use crate::remote::{Progress, Remote, RemoteError};
@@ -131,7 +131,7 @@ pub fn pull_bundle_reusing(
     }
     let mut received = bytes.len() as u64;
     // The signatures first: who signed decides whether the layers move at all.
-    let signatures = pull_signatures(
+    let referrers = pull_referrers(
         remote,
         repository,
         &digest,
@@ -139,6 +139,7 @@ pub fn pull_bundle_reusing(
         layout,
         &mut received,
     )?;
+    let signatures = signatures_among(&referrers);
     trusted_signer(layout, &signatures, &digest, stack, version, trust)?;
     // Every blob the manifest lists, whatever its media type.
     let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
@@ -156,11 +157,14 @@ pub fn pull_bundle_reusing(
 
     let mut bundle_entry = manifest_descriptor.clone();
     bundle_entry.annotations = Some(bundle_entry_annotations(stack, version));
-    let signature_entries: Vec<Descriptor> = signatures
+    let signature_entries: Vec<Descriptor> = referrers
         .iter()
         .map(|d| {
             let mut entry = d.clone();
-            entry.annotations = Some(signature_entry_annotations(&digest));
+            entry.annotations = Some(referrer_entry_annotations(
+                d.artifact_type.as_deref(),
+                &digest,
+            ));
             entry
         })
         .collect();
@@ -209,9 +213,10 @@ fn copy_blobs_already_here(
     Ok(())
 }
 
-/// Pulls every signature the registry lists for the bundle `digest` into `layout`;
-/// adds the bytes moved to `received`.
-fn pull_signatures(
+/// Pulls every referrer the registry lists for the bundle `digest` that travels with
+/// it (signatures, Sigstore bundles, SBOMs) into `layout`; adds the bytes moved to
+/// `received`. Each descriptor keeps its artifact type.
+fn pull_referrers(
     remote: &Remote,
     repository: &str,
     digest: &Digest,
@@ -219,17 +224,22 @@ fn pull_signatures(
     layout: &ImageLayout,
     received: &mut u64,
 ) -> Result<Vec<Descriptor>, TransferError> {
-    let mut signatures = Vec::new();
-    for referrer in remote.referrers(repository, digest, Some(media_type::SIGNATURE_ARTIFACT))? {
-        let Some((bytes, signature_digest)) =
+    let mut referrers = Vec::new();
+    for referrer in remote.referrers(repository, digest, None)? {
+        let Some(artifact_type) = referrer.artifact_type.as_deref().filter(|t| {
+            *t == media_type::SIGNATURE_ARTIFACT || media_type::ATTESTATION_ARTIFACTS.contains(t)
+        }) else {
+            continue;
+        };
+        let Some((bytes, referrer_digest)) =
             remote.pull_manifest(repository, &referrer.digest.to_string())?
         else {
             continue;
         };
-        let signature = parse_manifest(&bytes, &format!("{reference} signature"))?;
-        let blobs: Vec<Descriptor> = std::iter::once(&signature.config)
-            .chain(&signature.layers)
-            .filter(|blob| blob.size <= MAX_MANIFEST_SIZE)
+        let manifest = parse_manifest(&bytes, &format!("{reference} referrer"))?;
+        let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
+            .chain(&manifest.layers)
+            .filter(|blob| blob.size <= crate::attest::MAX_ATTESTATION_SIZE)
             .cloned()
             .collect();
         *received += remote.pull_blobs(repository, &blobs, layout, None)?;
@@ -237,13 +247,22 @@ fn pull_signatures(
         *received += bytes.len() as u64;
         let mut descriptor = Descriptor::new(
             media_type::OCI_MANIFEST,
-            signature_digest,
+            referrer_digest,
             bytes.len() as u64,
         );
-        descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
-        signatures.push(descriptor);
+        descriptor.artifact_type = Some(artifact_type.into());
+        referrers.push(descriptor);
     }
-    Ok(signatures)
+    Ok(referrers)
+}
+
+/// The signatures among `referrers`.
+fn signatures_among(referrers: &[Descriptor]) -> Vec<Descriptor> {
+    referrers
+        .iter()
+        .filter(|d| d.artifact_type.as_deref() == Some(media_type::SIGNATURE_ARTIFACT))
+        .cloned()
+        .collect()
 }
 
 /// What a push sent.
@@ -356,7 +375,7 @@ pub fn export_bundles(
             .unwrap_or_else(|| bundle.clone());
         blobs.extend(blobs_of(layout, &entry)?);
         entries.push(entry);
-        for signature in layout.signatures_for(&bundle.digest)? {
+        for signature in layout.referrers_for(&bundle.digest)? {
             blobs.extend(blobs_of(layout, &signature)?);
             entries.push(signature);
         }

@@ -289,6 +289,10 @@ pub struct VerifyArgs {
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+    /// Print the chain of checks one by one: signature, digests, provenance, SBOM,
+    /// policy.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(Args, Debug)]

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use semver::Version;
 use stackpack_schema::receipt::{
-    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt, MAX_RECEIPT_CHANGES,
-    RECEIPT_FORMAT,
+    EngineRun, Outcome, PlanSummary, Receipt, ReceiptKind, SignedReceipt, Verification,
+    MAX_RECEIPT_CHANGES, RECEIPT_FORMAT,
 };
 
 use super::deployment_record;
@@ -286,7 +286,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     check_policy(home, &request, &resolved)?;
     let stack = &request.stack;
     let version = &resolved.version;
-    let bundle = verify(home, stack, version, ui)?;
+    let (bundle, verified) = verify(home, stack, version, ui)?;
     let parsed = read_inputs(home, &bundle, &resolved.inputs)?;
     let text = parsed.to_engine_json();
     let secrets = secrets_in_state::sensitive_values(&parsed, &bundle.config.interface);
@@ -298,6 +298,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     };
     // From here on every ending is recorded.
     let mut receipt = new_receipt(home, &request, &bundle, inputs_hash);
+    receipt.verified = Some(verified);
     let mut plan = PlanDetails::default();
     let mut found = Found::default();
     let mut work_kept = None;
@@ -373,21 +374,23 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     }
 }
 
-/// Verifies `stack@version` in the store, saying so.
-fn verify(home: &Home, stack: &str, version: &Version, ui: &Ui) -> Result<VerifiedBundle> {
+/// Verifies `stack@version` in the store (signature, attestations, policy), saying
+/// so; returns the record of what was verified.
+fn verify(
+    home: &Home,
+    stack: &str,
+    version: &Version,
+    ui: &Ui,
+) -> Result<(VerifiedBundle, Verification)> {
     let store_layout = home.store()?;
     (ui.status)(&format!("verifying `{stack}@{version}`"));
-    let bundle = store::verify_in(home, &store_layout, stack, version)?;
+    let (bundle, verified) = store::verify_recorded(home, &store_layout, stack, version)?;
     (ui.status)(&format!(
-        "verified `{stack}@{version}` ({}), signed by key `{}`",
+        "verified `{stack}@{version}` ({}): {}",
         bundle.manifest_descriptor.digest.short(),
-        bundle
-            .signer
-            .as_ref()
-            .map(|k| k.key_id())
-            .unwrap_or_default()
+        verified.summary()
     ));
-    Ok(bundle)
+    Ok((bundle, verified))
 }
 
 /// Reads the inputs files (later ones win) and the `TF_VAR_` environment, and
@@ -536,6 +539,7 @@ fn new_receipt(
         }),
         drifted: Vec::new(),
         preflight: Vec::new(),
+        verified: None,
     }
 }
 

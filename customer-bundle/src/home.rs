@@ -291,6 +291,45 @@ pub struct Policy {
     /// `deny` (the default: the run fails) or `warn`.
     #[serde(default, skip_serializing_if = "SecretsInState::is_deny")]
     pub secrets_in_state: SecretsInState,
+    /// Attestations a bundle must carry, signed by a trusted key: `"provenance"`
+    /// (SLSA v1) and `"sbom"` (CycloneDX). Whatever a bundle carries is checked
+    /// either way; this refuses one without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub require: Vec<Requirement>,
+    /// Where a bundle's provenance must say it was built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<ProvenancePins>,
+}
+
+/// `[policy] require = [...]`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Requirement {
+    Provenance,
+    Sbom,
+}
+
+impl std::fmt::Display for Requirement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Requirement::Provenance => "provenance",
+            Requirement::Sbom => "SBOM",
+        })
+    }
+}
+
+/// `[policy.provenance]`: cosign's identity pinning, for a vendor's builds.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ProvenancePins {
+    /// The source repository's address, as the provenance names it
+    /// (`https://github.com/acme/infra`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The refs a stable version may be built from (`refs/heads/main`). A
+    /// prerelease is exempt where `allow-prereleases` is on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refs: Vec<String>,
 }
 
 /// `[policy] secrets-in-state`.

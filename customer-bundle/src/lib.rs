@@ -39,6 +39,7 @@
 //! - [`support_bundle`]: what support needs from this home, secrets left out.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
+pub mod attested;
 pub mod carried_engine;
 pub mod deploy;
 pub mod deployment_record;

@@ -12,6 +12,7 @@ use std::path::Path;
 use semver::Version;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::{Descriptor, ImageManifest};
+use stackpack_schema::receipt::Verification;
 use stackpack_schema::signature::PublicKey;
 
 use super::error::{io, Error, Result};
@@ -37,23 +38,36 @@ pub struct Imported {
     pub repaired: usize,
 }
 
-/// Verifies `stack@version` in `layout` with the home's trusted keys, turning every
-/// failure into an error that says what to do.
+/// Verifies `stack@version` in `layout` with the home's trusted keys and policy,
+/// turning every failure into an error that says what to do.
 pub fn verify_in(
     home: &Home,
     layout: &ImageLayout,
     stack: &str,
     version: &Version,
 ) -> Result<VerifiedBundle> {
+    Ok(verify_recorded(home, layout, stack, version)?.0)
+}
+
+/// [`verify_in`], with the record of what was verified (signature, provenance,
+/// SBOM) that a receipt carries.
+pub fn verify_recorded(
+    home: &Home,
+    layout: &ImageLayout,
+    stack: &str,
+    version: &Version,
+) -> Result<(VerifiedBundle, Verification)> {
     let keys = trusted(home)?;
-    verify::verify_bundle(
+    let bundle = verify::verify_bundle(
         layout,
         stack,
         version,
-        &Trust::Keys(keys),
+        &Trust::Keys(keys.clone()),
         &Limits::default(),
     )
-    .map_err(|e| verify_error(home, layout, stack, version, e))
+    .map_err(|e| verify_error(home, layout, stack, version, e))?;
+    let verification = crate::attested::check(home, layout, &bundle, &keys)?;
+    Ok((bundle, verification))
 }
 
 /// The trusted keys; refuses when there are none.
@@ -429,6 +443,12 @@ fn verify_staged(
             let expected = home.config.policy.signed_for(&pulled_from);
             check_signed_repository(&bundle, &pulled_from, &expected)?;
         }
+        // Its attestations and this runner's policy on them, before it enters the
+        // store: a bundle built elsewhere never arrives.
+        crate::attested::check(home, staged, &bundle, &keys).map_err(|e| Error {
+            message: format!("nothing was imported: {}", e.message),
+            ..e
+        })?;
         verified.push(bundle);
     }
     Ok(verified)
@@ -462,7 +482,7 @@ impl Copier<'_> {
         for layer in &bundle.manifest.layers {
             self.copy(&layer.digest)?;
         }
-        for signature in staged.signatures_for(subject)? {
+        for signature in staged.referrers_for(subject)? {
             let bytes = staged.read_blob(&signature.digest, MAX_MANIFEST_SIZE)?;
             let Ok(manifest) = serde_json::from_slice::<ImageManifest>(&bytes) else {
                 continue;
@@ -478,7 +498,12 @@ impl Copier<'_> {
                 signature.size,
             );
             entry.artifact_type = signature.artifact_type.clone();
-            entry.annotations = Some(layout::signature_entry_annotations(subject));
+            // Filed by what its own manifest says it is, not by the index entry.
+            entry.artifact_type = manifest.artifact_type.clone();
+            entry.annotations = Some(layout::referrer_entry_annotations(
+                manifest.artifact_type.as_deref(),
+                subject,
+            ));
             store.add_entry(entry)?;
         }
         let mut entry = bundle.manifest_descriptor.clone();

@@ -241,6 +241,7 @@ fn record(
         changes_digest: None,
         drifted: Vec::new(),
         preflight: Vec::new(),
+        verified: None,
         ..base.receipt
     };
     let id = receipt.id.clone();

@@ -219,6 +219,70 @@ pub struct Receipt {
     /// types, network ranges); absent when it did not run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preflight: Vec<crate::preflight::PreflightCheck>,
+    /// What the runner verified of the bundle before this run: the key that signed
+    /// it, the provenance and SBOM it checked. Absent from runners that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Verification>,
+}
+
+/// What a runner verified of a bundle before it ran it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    /// The trusted key whose signature checked.
+    pub key_id: String,
+    /// `ed25519` or `ecdsa-p256-sha256`.
+    pub algorithm: String,
+    /// The signed SLSA provenance, when the bundle carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<VerifiedProvenance>,
+    /// The digest of the SBOM the provenance names, when the bundle carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sbom: Option<Digest>,
+}
+
+/// The part of a checked provenance a person asks about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifiedProvenance {
+    pub repository: String,
+    /// `refs/heads/main`.
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    pub commit: String,
+    /// For people: `GitHub Actions run 123`, `a local build`.
+    pub builder: String,
+    /// SLSA `builder.id`.
+    pub builder_id: String,
+}
+
+impl Verification {
+    /// "built from `infra@3f9a12c` on `main` by GitHub Actions run 123, signed by
+    /// key `…`": one wording for the runner, the registry's API, CLI and pages.
+    pub fn summary(&self) -> String {
+        let signed = format!("signed by key `{}` ({})", self.key_id, self.algorithm);
+        let Some(p) = &self.provenance else {
+            return format!("{signed}; no provenance");
+        };
+        let name = p
+            .repository
+            .trim_end_matches('/')
+            .trim_end_matches(".git")
+            .rsplit('/')
+            .next()
+            .unwrap_or(&p.repository);
+        let commit: String = p.commit.chars().take(12).collect();
+        let branch = p.git_ref.strip_prefix("refs/heads/").unwrap_or(&p.git_ref);
+        let sbom = if self.sbom.is_some() {
+            ", with its SBOM"
+        } else {
+            ""
+        };
+        format!(
+            "built from `{name}@{commit}` on `{branch}` by {}, {signed}{sbom}",
+            p.builder
+        )
+    }
 }
 
 /// The longest failure summary and resource address a receipt carries, in
@@ -534,6 +598,7 @@ mod tests {
             drift: Vec::new(),
             runner: None,
             preflight: Vec::new(),
+            verified: None,
         }
     }
 

@@ -6,8 +6,10 @@ use std::io::IsTerminal;
 use serde_json::json;
 use stackpack_bundle::remote::progress::{Bar, Display};
 use stackpack_bundle::remote::Progress;
+use stackpack_bundle::verify::VerifiedBundle;
 use stackpack_runner::pull::RemoteBundle;
 use stackpack_runner::{store, Result};
+use stackpack_schema::receipt::Verification;
 
 use super::{open_home, parse_bundle, print_json, quiet, status, table};
 use crate::cli::{GlobalArgs, ImportArgs, PullArgs, VerifyArgs};
@@ -120,19 +122,14 @@ pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let (stack, version) = parse_bundle(&args.bundle)?;
     let layout = home.store()?;
-    let bundle = store::verify_in(&home, &layout, &stack, &version)?;
-    let key_id = bundle
-        .signer
-        .as_ref()
-        .map(|k| k.key_id())
-        .unwrap_or_default();
+    let (bundle, verified) = store::verify_recorded(&home, &layout, &stack, &version)?;
     if args.json {
         print_json(&json!({
             "stack": stack,
             "version": version.to_string(),
             "verified": true,
             "digest": bundle.manifest_descriptor.digest.to_string(),
-            "keyId": key_id,
+            "keyId": verified.key_id,
             "files": bundle.config.files.len(),
             "source": {
                 "repository": bundle.config.source.repository,
@@ -140,11 +137,15 @@ pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<ExitStatus> {
                 "branch": bundle.config.source.branch,
             },
             "created": bundle.config.created,
+            "verification": verified,
+            "summary": verified.summary(),
         }));
+    } else if args.explain {
+        explain(&home, &bundle, &verified);
     } else {
         println!("verified `{stack}@{version}`");
         println!("digest     {}", bundle.manifest_descriptor.digest);
-        println!("signed by  {key_id}");
+        println!("signed by  {} ({})", verified.key_id, verified.algorithm);
         println!(
             "files      {} (each matches its signed digest)",
             bundle.config.files.len()
@@ -155,6 +156,61 @@ pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<ExitStatus> {
             bundle.config.source.commit,
             bundle.config.source.branch
         );
+        println!("proof      {}", verified.summary());
     }
     Ok(ExitStatus::Success)
+}
+
+/// `verify --explain`: each link of the chain, in the order it was checked.
+fn explain(home: &stackpack_runner::home::Home, bundle: &VerifiedBundle, verified: &Verification) {
+    let config = &bundle.config;
+    println!(
+        "verified `{}@{}`, step by step:",
+        config.stack, config.version
+    );
+    println!(
+        "1. signature   by trusted key `{}` ({}), for this manifest and version",
+        verified.key_id, verified.algorithm
+    );
+    println!(
+        "2. contents    manifest {}, its config, {} layer(s) and {} file(s): each matches its signed digest",
+        bundle.manifest_descriptor.digest,
+        bundle.manifest.layers.len(),
+        config.files.len()
+    );
+    match &verified.provenance {
+        Some(p) => {
+            println!(
+                "3. provenance  SLSA v1, signed by the same trusted key: {} at `{}` on `{}`, built by {} (`{}`)",
+                p.repository, p.commit, p.git_ref, p.builder, p.builder_id
+            );
+            println!(
+                "                its commit and repository are the ones the signed config records"
+            );
+        }
+        None => println!("3. provenance  none: the bundle carries no signed provenance"),
+    }
+    match &verified.sbom {
+        Some(d) => println!(
+            "4. SBOM        {d}, the one the provenance names; its {} provider(s) match the lock's hashes",
+            config.providers.len()
+        ),
+        None => println!("4. SBOM        none"),
+    }
+    let policy = &home.config.policy;
+    let required: Vec<String> = policy.require.iter().map(|r| r.to_string()).collect();
+    let mut rules = vec![if required.is_empty() {
+        "no attestation required".to_string()
+    } else {
+        format!("requires {}: met", required.join(" and "))
+    }];
+    if let Some(pins) = &policy.provenance {
+        if let Some(r) = &pins.repository {
+            rules.push(format!("repository pinned to `{r}`: met"));
+        }
+        if !pins.refs.is_empty() {
+            rules.push(format!("refs pinned to `{}`: met", pins.refs.join("`, `")));
+        }
+    }
+    println!("5. policy      {}", rules.join("; "));
 }

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod attested;
 mod bad_input;
 mod file_layers;
 mod hostile;

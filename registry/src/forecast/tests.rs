@@ -101,6 +101,7 @@ fn receipt(customer: &str, id: &str, changes: Vec<PlannedChange>) -> Receipt {
         runner: None,
         drifted: vec![],
         preflight: vec![],
+        verified: None,
     }
 }
 

@@ -53,6 +53,7 @@ impl ReceiptBuilder {
                 drift: Vec::new(),
                 runner: None,
                 preflight: Vec::new(),
+                verified: None,
             },
         }
     }
