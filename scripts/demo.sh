@@ -258,6 +258,13 @@ local = [f for _, _, files in os.walk(sys.argv[2]) for f in files if f.endswith(
 print(f"state files in the runner's home: {len(local)}")
 PY
 globex report --registry "$registry" --insecure --token "$globex_token"
+# What the runner verified before it applied, link by link; then the same proofs,
+# found as referrers in the registry, checked with a security team's own tools
+# (Sigstore's verifier, securesystemslib and in-toto, CycloneDX's validator).
+globex verify "data-plane@$first" --explain
+shown python3 scripts/verify/attestations.py --registry "http://127.0.0.1:$port" --repository acme/stacks/data-plane --reference "$first" --key vendor.pub --text
+REGISTRY_TOKEN=$globex_token python3 "$root/scripts/verify/attestations.py" --registry "http://127.0.0.1:$port" \
+  --repository acme/stacks/data-plane --reference "$first" --key "$demo/vendor.pub" --text
 
 step "an upgrade that changes a resource in place: model weights kept 30 days, not 90"
 cat >> stacks/data-plane/variables.tf <<'TF'
@@ -470,6 +477,7 @@ registry_cli rollout status --release environment --data "$registry_data"
 
 step "support: which version every customer runs"
 registry_cli fleet --data "$registry_data"
+registry_cli customer show globex --data "$registry_data"
 registry_cli fleet --release environment --data "$registry_data"
 # What exactly does globex run: every stack, the release, its services, in one answer.
 registry_cli customer show globex --data "$registry_data"

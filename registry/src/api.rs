@@ -151,6 +151,23 @@ pub struct Running {
     pub drifted: bool,
 }
 
+/// What a customer's runner verified of the bundle in place before it applied it.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifiedRun {
+    pub stack: String,
+    #[schema(value_type = String)]
+    pub version: Version,
+    /// The receipt of the apply (or rollback) that put it in place.
+    pub receipt_id: String,
+    /// Its signing key, provenance and SBOM, as the runner recorded them.
+    #[schema(value_type = Object)]
+    pub verification: stackpack_schema::receipt::Verification,
+    /// The same in words: "built from `acme-infra@3f9a12c4e5d6` on `main` by GitHub
+    /// Actions run 123, signed by key `…` (ed25519), with its SBOM".
+    pub summary: String,
+}
+
 /// Answer to `POST /api/v1/receipts`.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]

@@ -137,6 +137,7 @@ def main():
     parser.add_argument("--reference", required=True, help="a tag or sha256:<hex>")
     parser.add_argument("--key", required=True, help="the vendor's public key (SPKI PEM)")
     parser.add_argument("--token", default=os.environ.get("REGISTRY_TOKEN"), help="a bearer token")
+    parser.add_argument("--text", action="store_true", help="sentences for people instead of one JSON object")
     args = parser.parse_args()
 
     registry = Registry(args.registry, args.token)
@@ -190,7 +191,15 @@ def main():
         "builder": provenance["runDetails"]["builder"]["id"],
     }
     report["sigstore"].sort()
-    print(json.dumps(report))
+    if args.text:
+        p = report["provenance"]
+        print(f"found through the {found_by}: {len(report['sigstore'])} Sigstore bundles and an SBOM about {subject}")
+        print(f"@sigstore/verify and securesystemslib: each verifies with key {keyid} ({', '.join(report['sigstore'])})")
+        print("in-toto-attestation: each statement, and the SLSA v1 provenance, is well formed")
+        print(f"cyclonedx-python-lib: the SBOM {sbom_digest} is valid CycloneDX 1.6, the one the provenance names")
+        print(f"provenance: {p['repository']} at {p['commit']} on {p['ref']}, built by {p['builder']}")
+    else:
+        print(json.dumps(report))
 
 
 if __name__ == "__main__":

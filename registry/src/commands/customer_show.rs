@@ -42,7 +42,19 @@ pub fn run(args: &CustomerShowArgs) -> Result<()> {
         print_release(release);
     }
     print_syncs(&snapshot.syncs);
+    print_verified(&snapshot.verified);
     Ok(())
+}
+
+/// What each stack's runner verified before the apply in place.
+fn print_verified(runs: &[stackpack_registry::api::VerifiedRun]) {
+    if runs.is_empty() {
+        return;
+    }
+    println!("\nverified before apply:");
+    for r in runs {
+        println!("  {}@{}: {}", r.stack, r.version, r.summary);
+    }
 }
 
 /// What the runner's last sync pass did per release (the customer page's rollout

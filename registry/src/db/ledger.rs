@@ -557,6 +557,24 @@ pub fn failure_reason<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Stri
     Ok(document.as_deref().and_then(crate::reason::of_document))
 }
 
+/// What the runner verified before the run of receipt `id` (its signing key, the
+/// provenance and SBOM it checked), read from its document; `None` for runners
+/// that predate the record.
+pub fn verification<C: Sql + ?Sized>(
+    conn: &C,
+    id: &str,
+) -> Result<Option<stackpack_schema::receipt::Verification>, C::Error> {
+    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
+    let document: Option<String> = match row {
+        Some(r) => r.get(0)?,
+        None => None,
+    };
+    Ok(document
+        .as_deref()
+        .and_then(|d| serde_json::from_str::<stackpack_schema::receipt::SignedReceipt>(d).ok())
+        .and_then(|signed| signed.receipt.verified))
+}
+
 pub(crate) fn deployment_row(r: &Row) -> Result<Deployment, Decode> {
     Ok(Deployment {
         receipt_id: r.get(0)?,

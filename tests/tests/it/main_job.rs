@@ -66,6 +66,16 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
         sent.iter().all(|bytes| *bytes < 1_000_000),
         "{sent:?}\n{all}"
     );
+    // What the runner verified before applying, link by link; the same proofs found
+    // as referrers and checked with a security team's own tools; and the registry's
+    // record of it.
+    has("3. provenance  SLSA v1, signed by the same trusted key: https://git.acme.example/platform/acme-infra at `");
+    has("4. SBOM        sha256:");
+    has("its 1 provider(s) match the lock's hashes");
+    has("found through the referrers API: 2 Sigstore bundles and an SBOM about sha256:");
+    has("cyclonedx-python-lib: the SBOM sha256:");
+    has("verified before apply:");
+    has("built from `acme-infra@");
     // An upgrade changed a resource in place; drift was found; rollback went back.
     has("applied `data-plane@0.2.0` (was `0.1.0`): 0 to add, 1 to change, 0 to destroy");
     has("`data-plane@0.2.0` has drifted");

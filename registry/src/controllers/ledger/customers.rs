@@ -52,6 +52,33 @@ pub struct CustomerDetail {
     /// refused or waits.
     #[serde(default)]
     pub syncs: Vec<crate::api::CustomerSync>,
+    /// For each stack in place, what its runner verified before applying it;
+    /// stacks applied by runners that predate the record are left out.
+    #[serde(default)]
+    pub verified: Vec<crate::api::VerifiedRun>,
+}
+
+/// What the runner verified before each apply that put a stack of `running` in
+/// place, read from those receipts.
+pub fn verified_runs(
+    state: &crate::state::AppState,
+    running: &[crate::api::Running],
+) -> Result<Vec<crate::api::VerifiedRun>> {
+    Ok(state.db.support_any(|c| {
+        let mut runs = Vec::new();
+        for r in running {
+            if let Some(verification) = db::ledger::verification(c, &r.receipt_id)? {
+                runs.push(crate::api::VerifiedRun {
+                    stack: r.stack.clone(),
+                    version: r.version.clone(),
+                    receipt_id: r.receipt_id.clone(),
+                    summary: verification.summary(),
+                    verification,
+                });
+            }
+        }
+        Ok(runs)
+    })?)
 }
 
 /// One customer's snapshot, or `None` when the customer is not known. The API, the
@@ -81,9 +108,11 @@ pub fn detail(state: &crate::state::AppState, id: &str) -> Result<Option<Custome
         },
     )?;
     stacks.retain(|r| r.stack.is_some());
+    let running = running(state, id)?;
     Ok(Some(CustomerDetail {
         customer,
-        running: running(state, id)?,
+        verified: verified_runs(state, &running)?,
+        running,
         stacks,
         releases,
         recent,

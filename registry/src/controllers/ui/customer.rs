@@ -196,6 +196,12 @@ pub async fn show(
         Err(e) => return failed(e),
     }
     body.push_str(&releases_section(&releases));
+    match crate::controllers::ledger::running(&state, &id)
+        .and_then(|r| crate::controllers::ledger::customers::verified_runs(&state, &r))
+    {
+        Ok(runs) => body.push_str(&verified_section(&runs)),
+        Err(e) => return failed(e),
+    }
     body.push_str("<h2>Runs now</h2>");
     if running.is_empty() {
         body.push_str("<p class=\"muted\">No deployment reported yet.</p>");
@@ -480,6 +486,26 @@ fn rollout_section(
 
 /// The releases the customer runs, each with its index digest, the stacks that
 /// deviate from it, and the services its version pins by digest.
+/// What the runner verified before each apply in place, in the API's words.
+fn verified_section(runs: &[crate::api::VerifiedRun]) -> String {
+    if runs.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{} {}", esc(&r.stack), version_link(&r.stack, &r.version)),
+                format!("{}, verified before apply", html::prose(&r.summary)),
+            ]
+        })
+        .collect();
+    format!(
+        "<h2>Verified before apply</h2>{}",
+        table(&["Stack", "Proof"], &rows, "verified")
+    )
+}
+
 fn releases_section(releases: &[CustomerRelease]) -> String {
     if releases.is_empty() {
         return String::new();
