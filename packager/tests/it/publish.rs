@@ -462,10 +462,22 @@ fn a_500_mid_upload_fails_clearly_and_a_retry_duplicates_nothing() {
         .unwrap()
         .unwrap();
     let index: serde_json::Value = serde_json::from_slice(&fallback.0).unwrap();
+    let mut kinds: Vec<&str> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["artifactType"].as_str().unwrap())
+        .collect();
+    kinds.sort();
     assert_eq!(
-        index["manifests"].as_array().unwrap().len(),
-        1,
-        "one signature, not two"
+        kinds,
+        [
+            "application/vnd.cyclonedx+json",
+            "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "application/vnd.stackpack.signature.v1"
+        ],
+        "one signature and one of each attestation, none twice"
     );
 }
 
