@@ -352,6 +352,10 @@ pub struct InspectArgs {
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+    /// Print the bundle's SBOM (CycloneDX 1.6 JSON) instead: with `--trust`, only
+    /// the one its provenance, signed by a trusted key, names.
+    #[arg(long)]
+    pub sbom: bool,
 }
 
 #[cfg(test)]

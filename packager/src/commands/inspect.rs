@@ -97,12 +97,50 @@ pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
             })
     })?;
     let integrity_ok = verified.signatures.iter().any(|s| s.outcome.is_ok());
+    if args.sbom {
+        print_sbom(&layout, &verified, &trust, &reference.to_string())?;
+        return Ok(ExitStatus::success_if(integrity_ok));
+    }
     if args.json {
         output::print_json(&to_json(&verified, &trust));
     } else {
         print_bundle(&verified, &trust);
     }
     Ok(ExitStatus::success_if(integrity_ok))
+}
+
+/// `inspect --sbom`: the SBOM beside the bundle, as it is (CycloneDX JSON). With
+/// trusted keys, only the SBOM a trusted provenance names is printed.
+fn print_sbom(layout: &ImageLayout, verified: &VerifiedBundle, trust: &Trust, reference: &str) -> Result<()> {
+    use std::io::Write as _;
+    let digest = &verified.manifest_descriptor.digest;
+    let refused = |what: String| {
+        Error::refused(format!("bundle `{reference}`: {what}"))
+            .hint("publish or build it again with this `stackpack`, which writes an SBOM beside every bundle")
+    };
+    let found = stackpack_bundle::attest::find(layout, digest).map_err(|e| refused(e.to_string()))?;
+    let bytes = match trust {
+        Trust::Keys(keys) => {
+            let checked = stackpack_bundle::attest::check(&found, digest, keys)
+                .map_err(|e| refused(format!("its provenance does not hold: {e}")))?;
+            if checked.sbom.is_none() {
+                return Err(refused("it carries no SBOM that a trusted provenance names".into()));
+            }
+            found.sbom.map(|(_, bytes)| bytes)
+        }
+        Trust::ReportOnly => {
+            if found.sbom.is_some() {
+                output::warning("the SBOM is shown unchecked: pass `--trust FILE` to check it against the signed provenance");
+            }
+            found.sbom.map(|(_, bytes)| bytes)
+        }
+    };
+    let bytes = bytes.ok_or_else(|| refused("it carries no SBOM".into()))?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&bytes)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(|e| Error::refused(format!("cannot write the SBOM: {e}")))?;
+    Ok(())
 }
 
 /// A bundle the layout does not hold is the command's mistake (exit 2), not a
