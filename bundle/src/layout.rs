@@ -412,7 +412,8 @@ pub fn signature_entry_annotations(subject: &Digest) -> Annotations {
     annotations
 }
 
-fn entry_kind(descriptor: &Descriptor) -> EntryKind {
+/// What an index entry is, by its annotations.
+pub fn entry_kind(descriptor: &Descriptor) -> EntryKind {
     let version = || {
         descriptor
             .annotation(annotation::VERSION)

@@ -237,6 +237,11 @@ fn pull_referrers(
             continue;
         };
         let manifest = parse_manifest(&bytes, &format!("{reference} referrer"))?;
+        // A registry may list what someone pushed claiming this subject; one that
+        // is not about this manifest is not taken (nor lets anyone block a pull).
+        if manifest.subject.as_ref().map(|s| &s.digest) != Some(digest) {
+            continue;
+        }
         let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
             .chain(&manifest.layers)
             .filter(|blob| blob.size <= crate::attest::MAX_ATTESTATION_SIZE)

@@ -187,3 +187,97 @@ fn a_bundle_without_attestations_is_refused_where_the_policy_requires_them() {
         refused.stderr
     );
 }
+
+/// Puts beside the built `data-plane` a provenance signed by the vendor's own key
+/// that names another commit: a provenance attached to the wrong build.
+fn misattach_provenance(vendor: &Vendor, version: &str) {
+    use stackpack_bundle::archive::Limits;
+    use stackpack_bundle::layout::EntryKind;
+    use stackpack_bundle::verify::{verify_bundle, Trust};
+    use stackpack_schema::attest::{provenance, sbom};
+
+    let layout = ImageLayout::open(vendor.layout()).unwrap();
+    let version = version.parse().unwrap();
+    let bundle = verify_bundle(
+        &layout,
+        "data-plane",
+        &version,
+        &Trust::ReportOnly,
+        &Limits::default(),
+    )
+    .unwrap();
+    layout
+        .update_index(|index| {
+            index.manifests.retain(|m| {
+                !matches!(
+                    stackpack_bundle::layout::entry_kind(m),
+                    EntryKind::Attestation { .. }
+                )
+            })
+        })
+        .unwrap();
+    let mut config = bundle.config.clone();
+    config.source.commit = "0000000000000000000000000000000000000000".into();
+    let key = PrivateKey::from_pem(&std::fs::read_to_string(&vendor.key).unwrap()).unwrap();
+    let builder = provenance::Builder {
+        id: "https://stackpack.dev/builders/local".into(),
+        name: "a local build".into(),
+        run: None,
+        invocation: None,
+    };
+    let subject = &bundle.manifest_descriptor;
+    let repository = "acme/stacks/data-plane";
+    let bom = sbom::for_bundle(&bundle.config, &subject.digest, repository);
+    let what = stackpack_bundle::attest::ToAttest {
+        subject,
+        repository,
+        version: &config.version.to_string(),
+        created: &config.created,
+        sbom: &bom,
+    };
+    stackpack_bundle::attest::write_attestations(
+        &layout,
+        &what,
+        |sbom| {
+            let inputs = provenance::Inputs {
+                builder: &builder,
+                stackpack_version: "test",
+                repository,
+                sbom,
+            };
+            provenance::for_bundle(&config, &subject.digest, &inputs)
+        },
+        &key,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_provenance_of_another_commit_is_refused_and_nothing_is_imported() {
+    let vendor = Vendor::small();
+    let built = vendor.build();
+    let version = &built.iter().find(|(s, _)| s == "data-plane").unwrap().1;
+    misattach_provenance(&vendor, version);
+
+    let runner = Runner::new("globex").without_account();
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    let refused = runner.run(&["import", vendor.layout().to_str().unwrap()]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("its provenance names commit `0000000000000000000000000000000000000000`, but the bundle was built from `"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("nothing was imported"),
+        "{}",
+        refused.stderr
+    );
+    assert!(runner
+        .store()
+        .find_bundle("data-plane", &version.parse().unwrap())
+        .unwrap()
+        .is_none());
+}

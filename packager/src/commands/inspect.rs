@@ -111,20 +111,28 @@ pub fn run(args: &InspectArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
 
 /// `inspect --sbom`: the SBOM beside the bundle, as it is (CycloneDX JSON). With
 /// trusted keys, only the SBOM a trusted provenance names is printed.
-fn print_sbom(layout: &ImageLayout, verified: &VerifiedBundle, trust: &Trust, reference: &str) -> Result<()> {
+fn print_sbom(
+    layout: &ImageLayout,
+    verified: &VerifiedBundle,
+    trust: &Trust,
+    reference: &str,
+) -> Result<()> {
     use std::io::Write as _;
     let digest = &verified.manifest_descriptor.digest;
     let refused = |what: String| {
         Error::refused(format!("bundle `{reference}`: {what}"))
             .hint("publish or build it again with this `stackpack`, which writes an SBOM beside every bundle")
     };
-    let found = stackpack_bundle::attest::find(layout, digest).map_err(|e| refused(e.to_string()))?;
+    let found =
+        stackpack_bundle::attest::find(layout, digest).map_err(|e| refused(e.to_string()))?;
     let bytes = match trust {
         Trust::Keys(keys) => {
             let checked = stackpack_bundle::attest::check(&found, digest, keys)
                 .map_err(|e| refused(format!("its provenance does not hold: {e}")))?;
             if checked.sbom.is_none() {
-                return Err(refused("it carries no SBOM that a trusted provenance names".into()));
+                return Err(refused(
+                    "it carries no SBOM that a trusted provenance names".into(),
+                ));
             }
             found.sbom.map(|(_, bytes)| bytes)
         }

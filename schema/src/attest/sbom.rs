@@ -254,3 +254,50 @@ impl Bom {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::ProviderPackage;
+
+    fn config() -> BundleConfig {
+        let mut config: BundleConfig = serde_json::from_value(serde_json::json!({
+            "format": 1, "stack": "network", "version": "1.2.0",
+            "source": {"repository": "https://git.acme.example/infra", "commit": "abc", "branch": "main"},
+            "created": "2026-01-01T00:00:00Z",
+            "engine": {}, "entrypoint": "stacks/network",
+            "interface": {},
+            "modules": [], "files": []
+        }))
+        .unwrap();
+        config.providers.push(ProviderPackage {
+            source: "registry.terraform.io/hashicorp/aws".into(),
+            version: "5.0.0".into(),
+            platform: "linux_amd64".into(),
+            hash: "zh:00ff".into(),
+            digest: Digest::of(b"zip"),
+            size: 3,
+        });
+        config
+    }
+
+    #[test]
+    fn an_sbom_lists_the_locks_provider_hashes_and_a_changed_one_is_named() {
+        let config = config();
+        let bom = for_bundle(&config, &Digest::of(b"m"), "acme/stacks/network");
+        assert!(bom.provider_mismatches(&config).is_empty());
+        assert!(bom.serial_number.starts_with("urn:uuid:"));
+        // The same input, the same bytes.
+        assert_eq!(
+            bom.to_bytes(),
+            for_bundle(&config, &Digest::of(b"m"), "acme/stacks/network").to_bytes()
+        );
+
+        let mut other = config.clone();
+        other.providers[0].hash = "zh:11ee".into();
+        assert_eq!(
+            bom.provider_mismatches(&other),
+            vec!["`registry.terraform.io/hashicorp/aws` `5.0.0` (`linux_amd64`)".to_string()]
+        );
+    }
+}
