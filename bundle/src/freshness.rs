@@ -9,6 +9,10 @@
 //! fresh statement without the vendor's key.
 
 use semver::Version;
+use stackpack_schema::attest::sigstore::SigstoreBundle;
+use stackpack_schema::attest::statement::{
+    Statement as InTotoStatement, Subject, LATEST_PREDICATE,
+};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, LATEST_ARTIFACT, LATEST_TAG};
 use stackpack_schema::oci::{Descriptor, ImageManifest};
@@ -39,16 +43,34 @@ pub fn push_statement(
     let bytes = envelope.to_bytes();
     let layer_digest = remote.push_blob_bytes(repository, &bytes)?;
     remote.push_blob_bytes(repository, media_type::EMPTY_BLOB)?;
+    // The same statement as a Sigstore bundle (about the newest version's manifest),
+    // a second layer: readers take the first, and Sigstore tools read this one.
+    // Not a referrer of that manifest: a scheduled CI re-signs it daily, and each
+    // would stay listed among its referrers.
+    let statement = InTotoStatement::new(
+        Subject::new(repository, digest),
+        LATEST_PREDICATE,
+        serde_json::json!({ "repository": repository, "version": version.to_string(), "signedAt": now }),
+    );
+    let sealed = SigstoreBundle::seal(&statement, key).to_bytes();
+    let sealed_digest = remote.push_blob_bytes(repository, &sealed)?;
     let manifest = ImageManifest {
         schema_version: 2,
         media_type: Some(media_type::OCI_MANIFEST.into()),
         artifact_type: Some(LATEST_ARTIFACT.into()),
         config: Descriptor::empty(),
-        layers: vec![Descriptor::new(
-            media_type::SIGNATURE_LAYER,
-            layer_digest,
-            bytes.len() as u64,
-        )],
+        layers: vec![
+            Descriptor::new(
+                media_type::SIGNATURE_LAYER,
+                layer_digest,
+                bytes.len() as u64,
+            ),
+            Descriptor::new(
+                media_type::SIGSTORE_BUNDLE,
+                sealed_digest,
+                sealed.len() as u64,
+            ),
+        ],
         subject: None,
         annotations: None,
     };

@@ -4,6 +4,7 @@
 //! SBOM) is written as. The packager signs what it builds; tests sign what they forge.
 
 use semver::Version;
+use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
@@ -57,8 +58,20 @@ pub fn write_referrer(
     subject: &Descriptor,
     referrer: Referrer<'_>,
 ) -> Result<Descriptor, LayoutError> {
-    let (content_digest, content_size) = layout.write_blob(referrer.content)?;
+    layout.write_blob(referrer.content)?;
     layout.write_blob(media_type::EMPTY_BLOB)?;
+    let artifact_type = referrer.artifact_type;
+    let manifest = referrer_manifest(subject, referrer);
+    let (digest, size) = layout.write_blob(&manifest.to_bytes())?;
+    let mut descriptor = Descriptor::new(media_type::OCI_MANIFEST, digest, size);
+    descriptor.artifact_type = Some(artifact_type.into());
+    Ok(descriptor)
+}
+
+/// The manifest of a referrer: the empty config, `referrer.content` as its one
+/// layer, `subject` as its subject. What [`write_referrer`] writes into a layout and
+/// a push sends straight to a registry.
+pub fn referrer_manifest(subject: &Descriptor, referrer: Referrer<'_>) -> ImageManifest {
     let mut subject_descriptor = Descriptor::new(
         subject.media_type.clone(),
         subject.digest.clone(),
@@ -67,21 +80,17 @@ pub fn write_referrer(
     subject_descriptor.artifact_type = subject.artifact_type.clone();
     let mut annotations = referrer.annotations;
     annotations.insert(annotation::CREATED.into(), referrer.created.to_string());
-    let manifest = ImageManifest {
+    ImageManifest {
         schema_version: 2,
         media_type: Some(media_type::OCI_MANIFEST.into()),
         artifact_type: Some(referrer.artifact_type.into()),
         config: Descriptor::empty(),
         layers: vec![Descriptor::new(
             referrer.layer_media_type,
-            content_digest,
-            content_size,
+            Digest::of(referrer.content),
+            referrer.content.len() as u64,
         )],
         subject: Some(subject_descriptor),
         annotations: Some(annotations),
-    };
-    let (digest, size) = layout.write_blob(&manifest.to_bytes())?;
-    let mut descriptor = Descriptor::new(media_type::OCI_MANIFEST, digest, size);
-    descriptor.artifact_type = Some(referrer.artifact_type.into());
-    Ok(descriptor)
+    }
 }

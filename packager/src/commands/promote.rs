@@ -62,6 +62,7 @@ pub fn run(args: &PromoteArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
             remote.authenticate(&approved.repository, stackpack_bundle::remote::Access::Push)?;
             let signed = promote::sign(&approved, &promotion, &key);
             let pushed = promote::push(&remote, &approved, &signed)?;
+            promote::push_sigstore(&remote, &approved, &signed, &key)?;
             let destination = Destination::Registry {
                 address: format!("{}/{}", address.host, approved.repository),
                 statement: pushed.manifest,

@@ -329,6 +329,57 @@ pub fn push(
     })
 }
 
+/// Pushes the statement again as a Sigstore bundle (DSSE, predicate
+/// [`CHANNEL_PREDICATE`]) referring to the same release index, so the customer's own
+/// Sigstore tools can check the approval too. After [`push`]: the registry's rollout
+/// starts from the Stackpack statement, and this one only mirrors it.
+pub fn push_sigstore(
+    remote: &Remote,
+    approved: &Approved,
+    signed: &SignedChannelStatement,
+    key: &PrivateKey,
+) -> Result<()> {
+    use stackpack_bundle::sign::{referrer_manifest, Referrer};
+    use stackpack_schema::attest::sigstore::SigstoreBundle;
+    use stackpack_schema::attest::statement::{Statement, Subject, CHANNEL_PREDICATE};
+    let repository = &approved.repository;
+    let statement = Statement::new(
+        Subject::new(repository, &approved.subject.digest),
+        CHANNEL_PREDICATE,
+        serde_json::to_value(&signed.statement).expect("a statement serializes"),
+    );
+    let sealed = SigstoreBundle::seal(&statement, key).to_bytes();
+    let mut annotations = stackpack_schema::oci::Annotations::new();
+    annotations.insert(annotation::PREDICATE_TYPE.into(), CHANNEL_PREDICATE.into());
+    annotations.insert(annotation::CHANNEL.into(), signed.statement.channel.clone());
+    let manifest = referrer_manifest(
+        &approved.subject,
+        Referrer {
+            artifact_type: media_type::SIGSTORE_BUNDLE,
+            layer_media_type: media_type::SIGSTORE_BUNDLE,
+            content: &sealed,
+            created: &signed.statement.promoted_at,
+            annotations,
+        },
+    );
+    remote.push_blob_bytes(repository, media_type::EMPTY_BLOB)?;
+    remote.push_blob_bytes(repository, &sealed)?;
+    let bytes = manifest.to_bytes();
+    let digest = Digest::of(&bytes);
+    remote.push_manifest(
+        repository,
+        &digest.to_string(),
+        &bytes,
+        media_type::OCI_MANIFEST,
+    )?;
+    if !remote.has_referrers_api(repository, &approved.subject.digest)? {
+        let mut descriptor = Descriptor::new(media_type::OCI_MANIFEST, digest, bytes.len() as u64);
+        descriptor.artifact_type = Some(media_type::SIGSTORE_BUNDLE.into());
+        remote.add_to_referrers_fallback(repository, &approved.subject.digest, &descriptor)?;
+    }
+    Ok(())
+}
+
 /// A manifest `PUT` the registry refused on its merits: the promotion is refused, with
 /// the registry's reason; anything else is the transport's error as usual.
 fn refused_promotion(

@@ -96,7 +96,21 @@ fn published_attestations_verify_with_sigstore_in_toto_and_cyclonedx_on_both_reg
         "https://stackpack.dev/builders/local"
     );
 
-    // The release's own, about its index.
+    // The release's own, about its index; and once promoted, the channel statement
+    // as a Sigstore bundle beside them.
+    let name = release.rsplit('/').next().unwrap();
+    repo.run(&[
+        "promote",
+        &format!("{name}@{version}"),
+        "--channel",
+        "stable",
+        "--insecure",
+        "--registry",
+        &format!("{}/acme", distribution.host()),
+        "--key",
+        repo.key.to_str().unwrap(),
+    ])
+    .ok();
     let run = verify_with_their_tools(
         &distribution.url(),
         (&release, &version),
@@ -105,8 +119,56 @@ fn published_attestations_verify_with_sigstore_in_toto_and_cyclonedx_on_both_reg
     )
     .ok();
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(report["sigstore"].as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(
+        report["sigstore"],
+        serde_json::json!([
+            "https://sigstore.dev/cosign/sign/v1",
+            "https://slsa.dev/provenance/v1",
+            "https://stackpack.dev/attestations/channel-statement/v1"
+        ]),
+        "{report}"
+    );
     assert_eq!(report["provenance"]["commit"], commit.trim(), "{report}");
+
+    // The freshness statement carries the same as a Sigstore bundle, its second
+    // layer, about the newest version's manifest.
+    let client = stackpack_bundle::remote::Remote::with_credentials(
+        &distribution.host(),
+        true,
+        stackpack_bundle::remote::Credentials::Anonymous,
+    )
+    .unwrap();
+    let (bytes, _) = client
+        .pull_manifest("acme/stacks/network", "stackpack-latest")
+        .unwrap()
+        .unwrap();
+    let latest: stackpack_schema::oci::ImageManifest = serde_json::from_slice(&bytes).unwrap();
+    let sealed = client
+        .pull_blob_bytes("acme/stacks/network", &latest.layers[1], 1 << 20)
+        .unwrap();
+    let file = repo.temp.path().join("latest.sigstore.json");
+    std::fs::write(&file, sealed).unwrap();
+    let verifier = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scripts/verify/sigstore-verify.js"
+    );
+    let run = common::Run::from_output(
+        Command::new("node")
+            .args([
+                verifier,
+                file.to_str().unwrap(),
+                repo.public_key.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    assert!(
+        run.stdout
+            .contains("https://stackpack.dev/attestations/latest/v1"),
+        "{}",
+        run.stdout
+    );
 
     let token = ours.publisher_token();
     let (release, version) = publish(&repo, &ours.host(), Some(&token));

@@ -14,6 +14,11 @@ pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 pub const SIGNATURE_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
 /// SLSA provenance v1.
 pub const PROVENANCE_PREDICATE: &str = "https://slsa.dev/provenance/v1";
+/// A vendor's channel statement ("release R version V is approved for channel C"),
+/// its predicate the statement itself.
+pub const CHANNEL_PREDICATE: &str = "https://stackpack.dev/attestations/channel-statement/v1";
+/// A stack's freshness statement ("the newest stable version is V, as of T").
+pub const LATEST_PREDICATE: &str = "https://stackpack.dev/attestations/latest/v1";
 
 /// One thing a statement is about.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
