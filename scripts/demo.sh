@@ -228,6 +228,16 @@ globex() { shown stackpack-runner --home "$demo/runner-globex" "$@"; TF_VAR_aws_
 globex init --customer globex --engine terraform --engine-path "$terraform" \
   --backend s3 --bucket globex-tf-state --create-bucket --s3-endpoint "$url"
 globex trust add "$demo/vendor.pub"
+# Globex's security team takes only what the vendor's repository built on `main`, with
+# its provenance and SBOM: checked on every pull and again before every apply.
+shown "(runner.toml) [policy] require = [\"provenance\", \"sbom\"]; [policy.provenance] repository = \"https://git.acme.example/platform/acme-infra\", refs = [\"refs/heads/main\"]"
+python3 - "$demo/runner-globex/runner.toml" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path).read().replace("[policy]\n", '[policy]\nrequire = ["provenance", "sbom"]\n', 1)
+text += '\n[policy.provenance]\nrepository = "https://git.acme.example/platform/acme-infra"\nrefs = ["refs/heads/main"]\n'
+open(path, "w").write(text)
+PY
 STACKPACK_REGISTRY_TOKEN=$globex_token globex pull "$registry/stacks/data-plane:$first" --insecure
 globex check-inputs "data-plane@$first" --inputs customers/globex/data-plane.tfvars
 globex apply "data-plane@$first" --inputs customers/globex/data-plane.tfvars --yes

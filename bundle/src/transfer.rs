@@ -216,7 +216,7 @@ fn copy_blobs_already_here(
 /// Pulls every referrer the registry lists for the bundle `digest` that travels with
 /// it (signatures, Sigstore bundles, SBOMs) into `layout`; adds the bytes moved to
 /// `received`. Each descriptor keeps its artifact type.
-fn pull_referrers(
+pub fn pull_referrers(
     remote: &Remote,
     repository: &str,
     digest: &Digest,

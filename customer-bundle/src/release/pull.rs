@@ -5,7 +5,8 @@
 //! store into the customer's registry.
 
 use stackpack_bundle::layout::{
-    bundle_entry_annotations, signature_entry_annotations, ImageLayout,
+    attestation_entry_annotations, bundle_entry_annotations, signature_entry_annotations,
+    ImageLayout,
 };
 use stackpack_bundle::release::release_entry_annotations;
 use stackpack_bundle::remote::Remote;
@@ -82,6 +83,7 @@ pub fn pull(home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<Vec
             bundle.artifact_type = entry.artifact_type.clone();
             bundle.annotations = Some(bundle_entry_annotations(stack, &version));
             staged.add_entry(bundle)?;
+            bundle_attestations(&remote, repository, &entry.digest, &staged)?;
         } else if let Some(subject) = manifest
             .subject
             .as_ref()
@@ -99,6 +101,39 @@ pub fn pull(home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<Vec
     release.annotations = Some(release_entry_annotations(name, version));
     staged.add_entry(release)?;
     import_pulled(home, &staged, repository)
+}
+
+/// The attestations of a bundle the release pins (its SBOM and Sigstore bundles),
+/// which the release's publish put beside it in the release's repository: checked
+/// with the bundle on import, as a bundle pulled on its own is.
+fn bundle_attestations(
+    remote: &Remote,
+    repository: &str,
+    digest: &Digest,
+    staged: &ImageLayout,
+) -> Result<()> {
+    let mut received = 0;
+    let reference = format!("{}/{repository}@{digest}", remote.host());
+    let referrers = stackpack_bundle::transfer::pull_referrers(
+        remote,
+        repository,
+        digest,
+        &reference,
+        staged,
+        &mut received,
+    )
+    .map_err(|e| match e {
+        stackpack_bundle::transfer::TransferError::Remote(remote) => Error::from(remote),
+        other => Error::refused(format!("nothing was pulled: {other}")),
+    })?;
+    for mut referrer in referrers {
+        let kind = referrer.artifact_type.as_deref();
+        if kind.is_some_and(|t| media_type::ATTESTATION_ARTIFACTS.contains(&t)) {
+            referrer.annotations = Some(attestation_entry_annotations(digest));
+            staged.add_entry(referrer)?;
+        }
+    }
+    Ok(())
 }
 
 /// A service artifact (a manifest, or an index and its manifests), so that it can

@@ -75,6 +75,19 @@ pub(crate) fn push_release(
         media_type::OCI_INDEX,
     )?;
     sent += index_bytes.len() as u64;
+    // Each bundle's attestations beside it in the release's repository, where a
+    // runner pulling the release finds them (a bundle's live in its stack's too).
+    for entry in index
+        .manifests
+        .iter()
+        .filter(|e| e.annotation(annotation::STACK).is_some())
+    {
+        for attestation in layout.attestations_for(&entry.digest)? {
+            sent += push_referrer(remote, repository, layout, &attestation, &entry.digest)
+                .map_err(transfer_error)?
+                .bytes_sent;
+        }
+    }
     for attestation in built.attestations {
         sent += push_referrer(remote, repository, layout, attestation, &built.index.digest)
             .map_err(transfer_error)?

@@ -74,6 +74,7 @@ fn the_demo_runs_the_main_job_end_to_end_and_the_fleet_shows_both_customers() {
     has("its 1 provider(s) match the lock's hashes");
     has("found through the referrers API: 2 Sigstore bundles and an SBOM about sha256:");
     has("cyclonedx-python-lib: the SBOM sha256:");
+    has("5. policy      requires provenance and SBOM: met; repository pinned to `https://git.acme.example/platform/acme-infra`: met; refs pinned to `refs/heads/main`: met");
     has("verified before apply:");
     has("built from `acme-infra@");
     // An upgrade changed a resource in place; drift was found; rollback went back.
