@@ -18,7 +18,7 @@ use stackpack_schema::attest::AttestError;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
-use stackpack_schema::signature::{PrivateKey, PublicKey};
+use stackpack_schema::signature::{PublicKey, SigningKey};
 
 use crate::layout::{attestation_entry_annotations, ImageLayout, LayoutError, MAX_MANIFEST_SIZE};
 use crate::sign::{write_referrer, Referrer};
@@ -44,7 +44,7 @@ pub fn write_attestations(
     layout: &ImageLayout,
     what: &ToAttest<'_>,
     provenance: impl FnOnce(&Digest) -> Statement,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
 ) -> Result<Vec<Descriptor>, LayoutError> {
     let sbom_bytes = what.sbom.to_bytes();
     let sbom_digest = Digest::of(&sbom_bytes);
@@ -66,7 +66,7 @@ pub fn write_attestations(
     );
     let mut written = vec![sbom];
     for statement in [provenance(&sbom_digest), signature] {
-        let sealed = SigstoreBundle::seal(&statement, key).to_bytes();
+        let sealed = SigstoreBundle::seal(&statement, key)?.to_bytes();
         let mut annotations = Annotations::new();
         annotations.insert(annotation::PREDICATE_TYPE.into(), statement.predicate_type);
         written.push(write_referrer(

@@ -1,7 +1,7 @@
 //! Any AWS API the runner reads, signed like the S3 client's requests
 //! ([`crate::s3`]'s Signature Version 4): the Query protocol (EC2: form-encoded
-//! `Action=…` in, XML out) and JSON 1.1 (Service Quotas: `X-Amz-Target` in, JSON
-//! out). Against AWS each service has its regional host; against an emulator every
+//! `Action=…` in, XML out) and JSON 1.1 (Service Quotas and KMS: `X-Amz-Target` in,
+//! JSON out). Against AWS each service has its regional host; against an emulator every
 //! request goes to its one endpoint, which tells services apart by the signature's
 //! scope. Short timeouts: a caller that gets no answer says "not checked".
 
@@ -196,18 +196,33 @@ impl AwsApi {
         action: &str,
         request: &serde_json::Value,
     ) -> Result<serde_json::Value, ApiError> {
+        self.json_call("servicequotas", "ServiceQuotasV20190624", action, request)
+    }
+
+    /// A KMS call (JSON 1.1): `TrentService.<action>`.
+    pub fn kms(
+        &self,
+        action: &str,
+        request: &serde_json::Value,
+    ) -> Result<serde_json::Value, ApiError> {
+        self.json_call("kms", "TrentService", action, request)
+    }
+
+    /// A JSON 1.1 call: `X-Amz-Target: <target>.<action>`, JSON in and out.
+    fn json_call(
+        &self,
+        service: &str,
+        target: &str,
+        action: &str,
+        request: &serde_json::Value,
+    ) -> Result<serde_json::Value, ApiError> {
         let headers = [
             ("content-type", "application/x-amz-json-1.1".to_string()),
-            ("x-amz-target", format!("ServiceQuotasV20190624.{action}")),
+            ("x-amz-target", format!("{target}.{action}")),
         ];
-        let (status, text) = self.post(
-            "servicequotas",
-            "servicequotas",
-            &headers,
-            &request.to_string(),
-        )?;
+        let (status, text) = self.post(service, service, &headers, &request.to_string())?;
         let unreadable = |detail: String| ApiError::Unreadable {
-            service: "servicequotas".into(),
+            service: service.into(),
             action: action.into(),
             detail,
         };
@@ -217,7 +232,7 @@ impl AwsApi {
                 .and_then(|v| v["__type"].as_str().map(str::to_string))
                 .map(|t| t.rsplit('#').next().unwrap_or(&t).to_string())
                 .unwrap_or_default();
-            return Err(self.refusal("servicequotas", action, status, code));
+            return Err(self.refusal(service, action, status, code));
         }
         serde_json::from_str(&text).map_err(|e| unreadable(e.to_string()))
     }

@@ -16,7 +16,7 @@ use stackpack_schema::attest::statement::{
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, LATEST_ARTIFACT, LATEST_TAG};
 use stackpack_schema::oci::{Descriptor, ImageManifest};
-use stackpack_schema::signature::{PrivateKey, PublicKey, SignatureEnvelope, SignaturePayload};
+use stackpack_schema::signature::{PublicKey, SignatureEnvelope, SignaturePayload, SigningKey};
 
 use crate::remote::{Remote, RemoteError};
 
@@ -30,16 +30,16 @@ pub fn push_statement(
     repository: &str,
     version: &Version,
     digest: &Digest,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
     now: &str,
 ) -> Result<(), RemoteError> {
-    let envelope = key.sign(SignaturePayload {
+    let envelope = key.sign_payload(SignaturePayload {
         manifest_digest: digest.clone(),
         repository: repository.to_string(),
         version: version.to_string(),
         key_id: String::new(),
         signed_at: now.to_string(),
-    });
+    })?;
     let bytes = envelope.to_bytes();
     let layer_digest = remote.push_blob_bytes(repository, &bytes)?;
     remote.push_blob_bytes(repository, media_type::EMPTY_BLOB)?;
@@ -52,7 +52,7 @@ pub fn push_statement(
         LATEST_PREDICATE,
         serde_json::json!({ "repository": repository, "version": version.to_string(), "signedAt": now }),
     );
-    let sealed = SigstoreBundle::seal(&statement, key).to_bytes();
+    let sealed = SigstoreBundle::seal(&statement, key)?.to_bytes();
     let sealed_digest = remote.push_blob_bytes(repository, &sealed)?;
     let manifest = ImageManifest {
         schema_version: 2,

@@ -31,6 +31,9 @@ pub const SUBJECT_ANNOTATION: &str = "dev.stackpack.subject";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
+    /// Signing what was to be written failed (a KMS that did not answer or refused).
+    #[error(transparent)]
+    Sign(#[from] stackpack_schema::signature::SignError),
     #[error("`{path}` is not an OCI image layout: it has no `oci-layout` file")]
     NotALayout { path: PathBuf },
     #[error("`{path}`: {message}")]

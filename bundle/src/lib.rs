@@ -33,6 +33,7 @@
 //! - [`remote`] talks to OCI registries (and, through [`remote::http`], to the
 //!   ledger's plain JSON API); [`transfer`] moves bundles between registries,
 //!   layouts and tar files.
+//! - [`kms`] signs with a key held in AWS KMS (`awskms:///alias/…`), checked first.
 //! - [`s3`] checks and creates the bucket that keeps a customer's engine state.
 //!
 //! Verification always streams: memory does not grow with the size of a bundle.
@@ -48,6 +49,7 @@ pub mod error;
 pub mod freshness;
 pub mod gzip;
 pub mod kit;
+pub mod kms;
 pub mod layout;
 pub mod layout_tar;
 pub mod policy;

@@ -24,7 +24,7 @@ use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageIndex, ImageManifest};
 use stackpack_schema::release::{ReleaseDescription, RELEASE_FORMAT};
-use stackpack_schema::signature::{PrivateKey, PublicKey};
+use stackpack_schema::signature::{PublicKey, SigningKey};
 
 use crate::layout::{ImageLayout, LayoutError, MAX_CONFIG_SIZE, MAX_MANIFEST_SIZE};
 use crate::verify::{
@@ -172,7 +172,7 @@ pub fn write_release(
     layout: &ImageLayout,
     description: &ReleaseDescription,
     services: &[Descriptor],
-    key: &PrivateKey,
+    key: &dyn SigningKey,
     repository: &str,
 ) -> Result<Descriptor, ReleaseError> {
     let reference = format!("{}@{}", description.name, description.version);

@@ -7,7 +7,7 @@ use semver::Version;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
-use stackpack_schema::signature::{PrivateKey, SignaturePayload};
+use stackpack_schema::signature::{SignaturePayload, SigningKey};
 
 use crate::layout::{ImageLayout, LayoutError};
 
@@ -17,16 +17,16 @@ pub fn sign_manifest(
     repository: &str,
     version: &Version,
     signed_at: &str,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
     layout: &ImageLayout,
 ) -> Result<Descriptor, LayoutError> {
-    let envelope = key.sign(SignaturePayload {
+    let envelope = key.sign_payload(SignaturePayload {
         manifest_digest: subject.digest.clone(),
         repository: repository.to_string(),
         version: version.to_string(),
         key_id: String::new(),
         signed_at: signed_at.to_string(),
-    });
+    })?;
     write_referrer(
         layout,
         subject,

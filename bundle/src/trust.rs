@@ -12,7 +12,7 @@ pub enum TrustError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is not an ed25519 public key in SPKI PEM (`-----BEGIN PUBLIC KEY-----`)")]
+    #[error("`{path}` is not an ed25519 or ECDSA P-256 public key in SPKI PEM (`-----BEGIN PUBLIC KEY-----`)")]
     NotAPublicKey { path: PathBuf },
 }
 

@@ -57,7 +57,7 @@ pub fn check(
     let signer = bundle.signer.as_ref();
     Ok(Verification {
         key_id: signer.map(PublicKey::key_id).unwrap_or_default(),
-        algorithm: "ed25519".into(),
+        algorithm: signer.map(PublicKey::algorithm).unwrap_or_default().into(),
         provenance: provenance.map(|(p, _)| recorded(&p)),
         sbom: sbom.map(|(digest, _)| digest),
     })

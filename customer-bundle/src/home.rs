@@ -640,7 +640,32 @@ impl Home {
         let target = dir.join(format!("{id}.pub"));
         let new = !target.exists();
         stackpack_bundle::layout::write_atomically(&target, key.to_pem().as_bytes())?;
+        // Where it came from, for `trust list`; and trusted again if once removed.
+        let origin = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        stackpack_bundle::layout::write_atomically(
+            &dir.join(format!("{id}.origin")),
+            origin.display().to_string().as_bytes(),
+        )?;
+        let _ = std::fs::remove_file(self.removed_dir().join(&id));
         Ok((id, new))
+    }
+
+    /// Where a trusted key was added from (`trust add FILE`), when recorded.
+    pub fn key_origin(&self, id: &str) -> Option<String> {
+        std::fs::read_to_string(self.trusted_dir().join(format!("{id}.origin")))
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
+    /// Keys this runner once trusted and no longer does (`trust remove`), so that a
+    /// bundle signed by one is refused saying so.
+    fn removed_dir(&self) -> PathBuf {
+        self.trusted_dir().join("removed")
+    }
+
+    /// True when `id` was removed with `trust remove`.
+    pub fn key_removed(&self, id: &str) -> bool {
+        self.removed_dir().join(id).exists()
     }
 
     /// Removes a trusted key by id (or a unique prefix of at least 4 characters).
@@ -652,7 +677,11 @@ impl Home {
             .collect();
         match matching.as_slice() {
             [(key_id, _, path)] => {
+                let removed = self.removed_dir();
+                files::create_folder(&removed)?;
+                stackpack_bundle::layout::write_atomically(&removed.join(key_id), b"removed\n")?;
                 std::fs::remove_file(path).map_err(|e| io("remove", path, e))?;
+                let _ = std::fs::remove_file(self.trusted_dir().join(format!("{key_id}.origin")));
                 Ok(key_id.clone())
             }
             [] => Err(Error::usage(format!("no trusted key has id `{id}`"))

@@ -109,6 +109,12 @@ pub(crate) fn verify_error(
             };
             Error::refused(format!("bundle `{reference}` is not in the store")).at(at).hint(hint)
         }
+        VerifyError::Untrusted { keys, .. } if removed_key(home, &keys).is_some() => Error::refused(format!(
+            "bundle `{reference}` is signed by key {keys}, which was removed from this runner's trusted keys (`stackpack-runner trust remove`); {}",
+            trusted_keys_said(home)
+        ))
+        .at(at)
+        .hint("ask your vendor for this version signed by a key you trust; add the removed key back (`trust add`) only if it was removed by mistake"),
         VerifyError::Untrusted { keys, .. } => Error::refused(format!(
             "bundle `{reference}` is signed by key {keys}, which this runner does not trust; {}",
             trusted_keys_said(home)
@@ -135,6 +141,14 @@ pub(crate) fn verify_error(
 }
 
 /// "it trusts `id`, `id`" (or that it trusts none), for a refusal to name.
+/// The key among `keys` (as the verifier names them: `` `id` ``, comma-separated)
+/// that `trust remove` took away, if one was.
+fn removed_key(home: &Home, keys: &str) -> Option<String> {
+    keys.split(',')
+        .map(|k| k.trim().trim_matches('`').to_string())
+        .find(|id| home.key_removed(id))
+}
+
 fn trusted_keys_said(home: &Home) -> String {
     let ids: Vec<String> = home
         .trusted_keys()

@@ -10,7 +10,7 @@ use stackpack_schema::bundle::BundleConfig;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::Descriptor;
 use stackpack_schema::release::ReleaseDescription;
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 
 use crate::error::Result;
 
@@ -20,7 +20,7 @@ pub fn attest_bundle(
     config: &BundleConfig,
     manifest: &Descriptor,
     repository: &str,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
     layout: &ImageLayout,
 ) -> Result<Vec<Descriptor>> {
     let builder = builder();
@@ -47,7 +47,7 @@ pub fn attest_release(
     description: &ReleaseDescription,
     index: &Descriptor,
     repository: &str,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
     layout: &ImageLayout,
 ) -> Result<Vec<Descriptor>> {
     let builder = builder();

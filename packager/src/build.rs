@@ -13,7 +13,7 @@ use stackpack_schema::bundle::{tree_digest, BundleConfig, Engine, FileEntry, Mod
 use stackpack_schema::interface::Interface;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 
 use crate::error::{Error, Result};
 use crate::pack;
@@ -78,7 +78,7 @@ pub fn build_stack(
     stack_plan: &StackPlan,
     version: &Version,
     namespace: Option<&str>,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
     layout: &ImageLayout,
 ) -> Result<BuiltBundle> {
     let stack = &stack_plan.stack;

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use stackpack_schema::signature::{PrivateKey, PublicKey};
+use stackpack_schema::signature::{PrivateKey, PublicKey, SigningKey};
 
 use crate::error::{Error, Result};
 
@@ -66,6 +66,21 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     file.write_all(bytes)
         .and_then(|_| file.sync_all())
         .map_err(|e| Error::usage(format!("cannot write `{}`: {e}", path.display())))
+}
+
+/// The vendor's signing key `--key` names: a key file (ed25519), or a key held in
+/// AWS KMS (`awskms:///alias/NAME`, `awskms:///arn:…`), checked before anything is
+/// built.
+pub fn open_signing_key(path: &Path) -> Result<Box<dyn SigningKey>> {
+    let text = path.to_string_lossy();
+    if text.starts_with(stackpack_bundle::kms::SCHEME) {
+        let key = stackpack_bundle::kms::KmsKey::open(&text).map_err(|e| {
+            Error::refused(format!("cannot sign with `{text}`: {e}"))
+                .hint("check the key's alias or ARN, the AWS credentials and region (`AWS_REGION`), and that the key's policy allows `kms:Sign` and `kms:GetPublicKey`")
+        })?;
+        return Ok(Box::new(key));
+    }
+    Ok(Box::new(read_private_key(path)?))
 }
 
 /// Reads a private signing key.
@@ -170,6 +185,14 @@ pub fn read_key_source(source: &crate::config::KeySource) -> Result<PrivateKey> 
         crate::config::KeySource::Pem { variable, pem } => {
             parse_private_key(pem, &format!("the PEM signing key in `{variable}`"))
         }
+    }
+}
+
+/// [`read_key_source`], where a KMS key (`[signing] key = "awskms:///…"`) may sign.
+pub fn open_key_source(source: &crate::config::KeySource) -> Result<Box<dyn SigningKey>> {
+    match source {
+        crate::config::KeySource::File(path) => open_signing_key(path),
+        pem => Ok(Box::new(read_key_source(pem)?)),
     }
 }
 

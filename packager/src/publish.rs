@@ -14,7 +14,7 @@ use stackpack_bundle::transfer;
 use stackpack_bundle::verify::{verify_bundle, Trust};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::Descriptor;
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 use stackpack_schema::version::Bump;
 
 use crate::build::{build_stack, BuiltBundle};
@@ -109,7 +109,7 @@ pub fn publish(
     repo: &Repository,
     plan: &Plan,
     destination: &Destination<'_>,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
 ) -> Result<Vec<PublishedStack>> {
     plan.stacks
         .iter()
@@ -145,7 +145,7 @@ struct StackBundle<'a> {
     repo: &'a Repository,
     plan: &'a Plan,
     stack_plan: &'a StackPlan,
-    key: &'a PrivateKey,
+    key: &'a dyn SigningKey,
     destination: &'a Destination<'a>,
 }
 

@@ -19,7 +19,9 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
-use crate::signature::{canonical_json, PrivateKey, PublicKey, SignatureError};
+use crate::signature::{
+    canonical_json, PrivateKey, PublicKey, SignError, SignatureError, SigningKey,
+};
 
 /// The channel statement format this build writes.
 pub const CHANNEL_STATEMENT_FORMAT: u32 = 1;
@@ -194,18 +196,27 @@ pub const FOREIGN_SIGNER_HINT: &str =
     "promote with the key that signed the release (`stackpack promote --key`); after a key rotation, publish a version signed by the new key";
 
 impl SignedChannelStatement {
-    /// Signs `statement` with the vendor's key (its `key_id` is set here).
-    pub fn sign(mut statement: ChannelStatement, key: &PrivateKey) -> SignedChannelStatement {
+    /// Signs `statement` with the vendor's key in memory (its `key_id` is set here).
+    pub fn sign(statement: ChannelStatement, key: &PrivateKey) -> SignedChannelStatement {
+        SignedChannelStatement::try_sign(statement, key)
+            .expect("an ed25519 key in memory always signs")
+    }
+
+    /// Signs `statement` with any of the vendor's keys (a KMS's too).
+    pub fn try_sign(
+        mut statement: ChannelStatement,
+        key: &dyn SigningKey,
+    ) -> Result<SignedChannelStatement, SignError> {
         let public_key = key.public_key();
         statement.key_id = public_key.key_id();
-        let signature = key.sign_bytes(&canonical_json(&statement));
+        let signature = key.try_sign(&canonical_json(&statement))?;
         let b64 = base64::engine::general_purpose::STANDARD;
-        SignedChannelStatement {
+        Ok(SignedChannelStatement {
             statement,
-            algorithm: "ed25519".into(),
+            algorithm: public_key.algorithm().into(),
             signature: b64.encode(signature),
             public_key: b64.encode(public_key.to_der()),
-        }
+        })
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, StatementError> {

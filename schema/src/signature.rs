@@ -54,7 +54,7 @@ pub struct SignatureEnvelope {
 pub enum KeyError {
     #[error("not an ed25519 private key in PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`)")]
     PrivateKey,
-    #[error("not an ed25519 public key in SPKI PEM (`-----BEGIN PUBLIC KEY-----`)")]
+    #[error("not an ed25519 or ECDSA P-256 public key in SPKI PEM (`-----BEGIN PUBLIC KEY-----`)")]
     PublicKey,
 }
 
@@ -73,34 +73,107 @@ pub enum SignatureError {
 /// An ed25519 public key.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PublicKey {
-    key: ed25519_dalek::VerifyingKey,
+    key: KeyKind,
 }
+
+#[derive(Clone, PartialEq, Eq)]
+enum KeyKind {
+    Ed25519(ed25519_dalek::VerifyingKey),
+    /// ECDSA over NIST P-256 (what AWS KMS signs with): its DER SubjectPublicKeyInfo
+    /// and the uncompressed point inside it.
+    P256 {
+        der: Vec<u8>,
+        point: Vec<u8>,
+    },
+}
+
+/// `id-ecPublicKey` (1.2.840.10045.2.1) and `prime256v1` (1.2.840.10045.3.1.7).
+const EC_PUBLIC_KEY: &str = "1.2.840.10045.2.1";
+const PRIME256V1: &str = "1.2.840.10045.3.1.7";
+
+/// The algorithm names a signed document carries.
+pub const ED25519: &str = "ed25519";
+pub const ECDSA_P256_SHA256: &str = "ecdsa-p256-sha256";
 
 impl PublicKey {
     pub fn from_pem(pem: &str) -> Result<Self, KeyError> {
-        ed25519_dalek::VerifyingKey::from_public_key_pem(pem.trim())
-            .map(|key| PublicKey { key })
-            .map_err(|_| KeyError::PublicKey)
+        if let Ok(key) = ed25519_dalek::VerifyingKey::from_public_key_pem(pem.trim()) {
+            return Ok(PublicKey {
+                key: KeyKind::Ed25519(key),
+            });
+        }
+        let (label, document) = ed25519_dalek::pkcs8::spki::der::Document::from_pem(pem.trim())
+            .map_err(|_| KeyError::PublicKey)?;
+        if label != "PUBLIC KEY" {
+            return Err(KeyError::PublicKey);
+        }
+        PublicKey::from_der(document.as_bytes())
     }
 
     pub fn from_der(der: &[u8]) -> Result<Self, KeyError> {
-        ed25519_dalek::VerifyingKey::from_public_key_der(der)
-            .map(|key| PublicKey { key })
-            .map_err(|_| KeyError::PublicKey)
+        if let Ok(key) = ed25519_dalek::VerifyingKey::from_public_key_der(der) {
+            return Ok(PublicKey {
+                key: KeyKind::Ed25519(key),
+            });
+        }
+        use ed25519_dalek::pkcs8::spki::SubjectPublicKeyInfoRef;
+        let info = SubjectPublicKeyInfoRef::try_from(der).map_err(|_| KeyError::PublicKey)?;
+        let curve = info
+            .algorithm
+            .parameters_oid()
+            .map(|oid| oid.to_string())
+            .unwrap_or_default();
+        let point = info.subject_public_key.raw_bytes();
+        if info.algorithm.oid.to_string() != EC_PUBLIC_KEY
+            || curve != PRIME256V1
+            || point.len() != 65
+            || point[0] != 4
+        {
+            return Err(KeyError::PublicKey);
+        }
+        Ok(PublicKey {
+            key: KeyKind::P256 {
+                der: der.to_vec(),
+                point: point.to_vec(),
+            },
+        })
     }
 
     pub fn to_der(&self) -> Vec<u8> {
-        self.key
-            .to_public_key_der()
-            .expect("an ed25519 key always encodes")
-            .as_bytes()
-            .to_vec()
+        match &self.key {
+            KeyKind::Ed25519(key) => key
+                .to_public_key_der()
+                .expect("an ed25519 key always encodes")
+                .as_bytes()
+                .to_vec(),
+            KeyKind::P256 { der, .. } => der.clone(),
+        }
     }
 
     pub fn to_pem(&self) -> String {
-        self.key
-            .to_public_key_pem(LineEnding::LF)
-            .expect("an ed25519 key always encodes")
+        match &self.key {
+            KeyKind::Ed25519(key) => key
+                .to_public_key_pem(LineEnding::LF)
+                .expect("an ed25519 key always encodes"),
+            KeyKind::P256 { der, .. } => {
+                let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+                let mut pem = String::from("-----BEGIN PUBLIC KEY-----\n");
+                for line in b64.as_bytes().chunks(64) {
+                    pem.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
+                    pem.push('\n');
+                }
+                pem.push_str("-----END PUBLIC KEY-----\n");
+                pem
+            }
+        }
+    }
+
+    /// [`ED25519`] or [`ECDSA_P256_SHA256`]: what its signatures are.
+    pub fn algorithm(&self) -> &'static str {
+        match self.key {
+            KeyKind::Ed25519(_) => ED25519,
+            KeyKind::P256 { .. } => ECDSA_P256_SHA256,
+        }
     }
 
     /// First 16 hex characters of SHA-256 over the DER SubjectPublicKeyInfo.
@@ -108,6 +181,40 @@ impl PublicKey {
         let mut hasher = Sha256Hasher::new();
         hasher.update(&self.to_der());
         hasher.finish().hex()[..16].to_string()
+    }
+
+    /// The signer of a document that names `algorithm` and carries `public_key`
+    /// (base64 DER), which must name `key_id`.
+    fn of_document(
+        algorithm: &str,
+        public_key: &str,
+        key_id: &str,
+    ) -> Result<PublicKey, SignatureError> {
+        if algorithm != ED25519 && algorithm != ECDSA_P256_SHA256 {
+            return Err(SignatureError::Malformed(format!(
+                "algorithm `{algorithm}` is not supported, only `{ED25519}` and `{ECDSA_P256_SHA256}` are"
+            )));
+        }
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(public_key)
+            .map_err(|_| SignatureError::Malformed("`publicKey` is not base64".into()))?;
+        let signer = PublicKey::from_der(&der).map_err(|_| {
+            SignatureError::Malformed("`publicKey` is not an ed25519 or ECDSA P-256 key".into())
+        })?;
+        if signer.algorithm() != algorithm {
+            return Err(SignatureError::Malformed(format!(
+                "it says `{algorithm}`, but its key is an `{}` key",
+                signer.algorithm()
+            )));
+        }
+        let actual = signer.key_id();
+        if actual != key_id {
+            return Err(SignatureError::KeyIdMismatch {
+                claimed: key_id.to_string(),
+                actual,
+            });
+        }
+        Ok(signer)
     }
 }
 
@@ -122,35 +229,13 @@ impl PublicKey {
         public_key: &str,
         key_id: &str,
     ) -> Result<PublicKey, SignatureError> {
-        if algorithm != "ed25519" {
-            return Err(SignatureError::Malformed(format!(
-                "algorithm `{algorithm}` is not supported, only `ed25519` is"
-            )));
-        }
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let der = b64
-            .decode(public_key)
-            .map_err(|_| SignatureError::Malformed("`publicKey` is not base64".into()))?;
-        let signer = PublicKey::from_der(&der)
-            .map_err(|_| SignatureError::Malformed("`publicKey` is not an ed25519 key".into()))?;
-        let actual = signer.key_id();
-        if actual != key_id {
-            return Err(SignatureError::KeyIdMismatch {
-                claimed: key_id.to_string(),
-                actual,
-            });
-        }
-        let bytes: [u8; 64] = b64
+        let signer = PublicKey::of_document(algorithm, public_key, key_id)?;
+        let bytes = base64::engine::general_purpose::STANDARD
             .decode(signature)
-            .ok()
-            .and_then(|bytes| bytes.try_into().ok())
-            .ok_or_else(|| {
-                SignatureError::Malformed("`signature` is not 64 base64 bytes".into())
-            })?;
-        signer
-            .key
-            .verify_strict(message, &ed25519_dalek::Signature::from_bytes(&bytes))
-            .map_err(|_| SignatureError::Invalid)?;
+            .map_err(|_| SignatureError::Malformed("`signature` is not base64".into()))?;
+        if !signer.verify_bytes(message, &bytes) {
+            return Err(SignatureError::Invalid);
+        }
         Ok(signer)
     }
 }
@@ -159,12 +244,23 @@ impl PublicKey {
     /// Checks a raw 64-byte ed25519 signature over `message`, the form
     /// `openssl pkeyutl -sign -rawin` writes (a kit's `SHA256SUMS.sig`).
     pub fn verify_bytes(&self, message: &[u8], signature: &[u8]) -> bool {
-        let Ok(bytes) = <[u8; 64]>::try_from(signature) else {
-            return false;
-        };
-        self.key
-            .verify_strict(message, &ed25519_dalek::Signature::from_bytes(&bytes))
-            .is_ok()
+        match &self.key {
+            KeyKind::Ed25519(key) => {
+                let Ok(bytes) = <[u8; 64]>::try_from(signature) else {
+                    return false;
+                };
+                key.verify_strict(message, &ed25519_dalek::Signature::from_bytes(&bytes))
+                    .is_ok()
+            }
+            // ASN.1 DER (r, s) over SHA-256 of the message: what KMS `Sign` with
+            // `ECDSA_SHA_256` returns and `openssl dgst -sha256 -verify` checks.
+            KeyKind::P256 { point, .. } => ring::signature::UnparsedPublicKey::new(
+                &ring::signature::ECDSA_P256_SHA256_ASN1,
+                point,
+            )
+            .verify(message, signature)
+            .is_ok(),
+        }
     }
 }
 
@@ -210,7 +306,7 @@ impl PrivateKey {
 
     pub fn public_key(&self) -> PublicKey {
         PublicKey {
-            key: self.key.verifying_key(),
+            key: KeyKind::Ed25519(self.key.verifying_key()),
         }
     }
 
@@ -221,17 +317,61 @@ impl PrivateKey {
     }
 
     /// Signs `payload`. The payload's `key_id` must be this key's; it is set here.
-    pub fn sign(&self, mut payload: SignaturePayload) -> SignatureEnvelope {
+    pub fn sign(&self, payload: SignaturePayload) -> SignatureEnvelope {
+        self.sign_payload(payload)
+            .expect("an ed25519 key in memory always signs")
+    }
+}
+
+/// Why a signature could not be made: a key held elsewhere (a KMS) that did not
+/// answer, refused, or signed with another key or algorithm. Its text says which
+/// key and how to fix it.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct SignError(pub String);
+
+/// What signs for the vendor: a key in memory ([`PrivateKey`], ed25519) or one held
+/// elsewhere that answers over the network (an AWS KMS key, ECDSA P-256), so that
+/// CI never holds the private key. Every signature Stackpack makes goes through it.
+pub trait SigningKey: Send + Sync {
+    fn public_key(&self) -> PublicKey;
+
+    /// A signature over `message`, in the form [`PublicKey::verify_bytes`] checks.
+    fn try_sign(&self, message: &[u8]) -> Result<Vec<u8>, SignError>;
+
+    /// Signs `payload` into an envelope; the payload's `key_id` is set here.
+    fn sign_payload(&self, mut payload: SignaturePayload) -> Result<SignatureEnvelope, SignError> {
         let public_key = self.public_key();
         payload.key_id = public_key.key_id();
-        let signature = self.key.sign(&canonical_json(&payload));
+        let signature = self.try_sign(&canonical_json(&payload))?;
         let b64 = base64::engine::general_purpose::STANDARD;
-        SignatureEnvelope {
+        Ok(SignatureEnvelope {
             payload,
-            algorithm: "ed25519".to_string(),
-            signature: b64.encode(signature.to_bytes()),
+            algorithm: public_key.algorithm().to_string(),
+            signature: b64.encode(signature),
             public_key: b64.encode(public_key.to_der()),
-        }
+        })
+    }
+}
+
+/// A key chosen at run time (`--key FILE` or `--key awskms:///…`) signs as its own.
+impl<K: SigningKey + ?Sized> SigningKey for Box<K> {
+    fn public_key(&self) -> PublicKey {
+        (**self).public_key()
+    }
+
+    fn try_sign(&self, message: &[u8]) -> Result<Vec<u8>, SignError> {
+        (**self).try_sign(message)
+    }
+}
+
+impl SigningKey for PrivateKey {
+    fn public_key(&self) -> PublicKey {
+        PrivateKey::public_key(self)
+    }
+
+    fn try_sign(&self, message: &[u8]) -> Result<Vec<u8>, SignError> {
+        Ok(self.sign_bytes(message).to_vec())
     }
 }
 
@@ -252,38 +392,13 @@ impl SignatureEnvelope {
 
     /// Checks the signature against the envelope's own key. Says nothing about trust.
     pub fn verify_integrity(&self) -> Result<PublicKey, SignatureError> {
-        if self.algorithm != "ed25519" {
-            return Err(SignatureError::Malformed(format!(
-                "algorithm `{}` is not supported, only `ed25519` is",
-                self.algorithm
-            )));
-        }
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let der = b64
-            .decode(&self.public_key)
-            .map_err(|_| SignatureError::Malformed("`publicKey` is not base64".into()))?;
-        let public_key = PublicKey::from_der(&der)
-            .map_err(|_| SignatureError::Malformed("`publicKey` is not an ed25519 key".into()))?;
-        let actual = public_key.key_id();
-        if actual != self.payload.key_id {
-            return Err(SignatureError::KeyIdMismatch {
-                claimed: self.payload.key_id.clone(),
-                actual,
-            });
-        }
-        let bytes: [u8; 64] = b64
-            .decode(&self.signature)
-            .ok()
-            .and_then(|bytes| bytes.try_into().ok())
-            .ok_or_else(|| {
-                SignatureError::Malformed("`signature` is not 64 base64 bytes".into())
-            })?;
-        let signature = ed25519_dalek::Signature::from_bytes(&bytes);
-        public_key
-            .key
-            .verify_strict(&canonical_json(&self.payload), &signature)
-            .map_err(|_| SignatureError::Invalid)?;
-        Ok(public_key)
+        PublicKey::verify_detached(
+            &canonical_json(&self.payload),
+            &self.algorithm,
+            &self.signature,
+            &self.public_key,
+            &self.payload.key_id,
+        )
     }
 
     /// Checks integrity, then that the signer is one of `trusted`.
@@ -423,5 +538,59 @@ mod tests {
             String::from_utf8(canonical_json(&value)).unwrap(),
             r#"{"a":{"c":"x","d":[1,{"e":2,"f":1}]},"b":1}"#
         );
+    }
+}
+
+#[cfg(test)]
+mod p256_tests {
+    use super::*;
+    use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING};
+
+    /// A P-256 key as KMS holds one: its SPKI DER, and a signer.
+    fn kms_like_key() -> (PublicKey, EcdsaKeyPair) {
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        // SEQUENCE { SEQUENCE { id-ecPublicKey, prime256v1 }, BIT STRING (point) }
+        let mut der = hex::decode("3059301306072a8648ce3d020106082a8648ce3d030107034200").unwrap();
+        der.extend_from_slice(pair.public_key().as_ref());
+        (PublicKey::from_der(&der).unwrap(), pair)
+    }
+
+    #[test]
+    fn a_p256_key_reads_from_pem_verifies_its_signatures_and_refuses_a_tampered_one() {
+        let (key, pair) = kms_like_key();
+        assert_eq!(key.algorithm(), ECDSA_P256_SHA256);
+        assert_eq!(PublicKey::from_pem(&key.to_pem()).unwrap(), key);
+        let rng = ring::rand::SystemRandom::new();
+        let signature = pair.sign(&rng, b"message").unwrap();
+        assert!(key.verify_bytes(b"message", signature.as_ref()));
+        assert!(!key.verify_bytes(b"messagE", signature.as_ref()));
+        // An ed25519 key does not take a P-256 signature, nor the reverse.
+        let ed = PrivateKey::from_secret_bytes([3; 32]);
+        assert!(!ed.public_key().verify_bytes(b"message", signature.as_ref()));
+        assert!(!key.verify_bytes(b"message", &ed.sign_bytes(b"message")));
+    }
+
+    #[test]
+    fn a_document_naming_another_algorithm_than_its_key_is_refused() {
+        let (key, pair) = kms_like_key();
+        let rng = ring::rand::SystemRandom::new();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let signature = b64.encode(pair.sign(&rng, b"m").unwrap().as_ref());
+        let public = b64.encode(key.to_der());
+        assert!(PublicKey::verify_detached(
+            b"m",
+            ECDSA_P256_SHA256,
+            &signature,
+            &public,
+            &key.key_id()
+        )
+        .is_ok());
+        assert!(matches!(
+            PublicKey::verify_detached(b"m", ED25519, &signature, &public, &key.key_id()),
+            Err(SignatureError::Malformed(m)) if m.contains("its key is an `ecdsa-p256-sha256` key")
+        ));
     }
 }

@@ -55,6 +55,9 @@ const TAG_PAGE: usize = 1000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
+    /// Signing what was to be pushed failed (a KMS that did not answer or refused).
+    #[error(transparent)]
+    Sign(#[from] stackpack_schema::signature::SignError),
     #[error("`{0}` is not a registry address: expected `HOST[:PORT]/NAMESPACE`")]
     BadAddress(String),
     #[error("`--insecure` (plain HTTP) is only allowed for loopback registries, not `{0}`")]

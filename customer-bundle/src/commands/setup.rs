@@ -162,18 +162,24 @@ pub fn trust_add(global: &GlobalArgs, file: &Path, json: bool) -> Result<ExitSta
 pub fn trust_list(global: &GlobalArgs, json: bool) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let keys = home.trusted_keys()?;
+    let origin = |id: &str| home.key_origin(id).unwrap_or_else(|| "-".into());
     if json {
         print_json(&json!({
-            "keys": keys.iter().map(|(id, _, path)| json!({"keyId": id, "path": path.display().to_string()})).collect::<Vec<_>>()
+            "keys": keys.iter().map(|(id, key, path)| json!({
+                "keyId": id,
+                "algorithm": key.algorithm(),
+                "origin": home.key_origin(id),
+                "path": path.display().to_string(),
+            })).collect::<Vec<_>>()
         }));
     } else if keys.is_empty() {
         status("no trusted keys; add one with `stackpack-runner trust add vendor.pub`");
     } else {
         let rows: Vec<Vec<String>> = keys
             .iter()
-            .map(|(id, _, path)| vec![id.clone(), path.display().to_string()])
+            .map(|(id, key, _)| vec![id.clone(), key.algorithm().to_string(), origin(id)])
             .collect();
-        print!("{}", table(&["KEY ID", "FILE"], &rows));
+        print!("{}", table(&["KEY ID", "ALGORITHM", "ADDED FROM"], &rows));
     }
     Ok(ExitStatus::Success)
 }

@@ -281,3 +281,165 @@ fn a_provenance_of_another_commit_is_refused_and_nothing_is_imported() {
         .unwrap()
         .is_none());
 }
+
+/// A P-256 key with alias `alias/stackpack-ci` in the emulated KMS, a key of another
+/// spec (`alias/rsa`) and one for encryption (`alias/enc`); returns the signing key's
+/// public PEM as KMS gives it.
+fn kms_keys(moto: &stackpack_test_support::servers::Moto) -> String {
+    let run = moto.python(
+        r#"
+import base64, boto3
+kms = boto3.client("kms", endpoint_url=ENDPOINT, region_name="us-east-1")
+key = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
+kms.create_alias(AliasName="alias/stackpack-ci", TargetKeyId=key)
+rsa = kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
+kms.create_alias(AliasName="alias/rsa", TargetKeyId=rsa)
+enc = kms.create_key(KeySpec="SYMMETRIC_DEFAULT", KeyUsage="ENCRYPT_DECRYPT")["KeyMetadata"]["KeyId"]
+kms.create_alias(AliasName="alias/enc", TargetKeyId=enc)
+der = kms.get_public_key(KeyId="alias/stackpack-ci")["PublicKey"]
+b64 = base64.b64encode(der).decode()
+print("-----BEGIN PUBLIC KEY-----")
+for i in range(0, len(b64), 64):
+    print(b64[i:i + 64])
+print("-----END PUBLIC KEY-----")
+"#,
+    );
+    run.ok().stdout
+}
+
+fn publish_with_kms(
+    vendor: &Vendor,
+    registry: &Distribution,
+    moto: &stackpack_test_support::servers::Moto,
+    key: &str,
+) -> Run {
+    Run::from(
+        Command::new(common::stackpack_bin())
+            .current_dir(&vendor.dir)
+            .args([
+                "publish",
+                "--json",
+                "--insecure",
+                "--no-modules",
+                "--stack",
+                "data-plane",
+            ])
+            .args(["--registry", &format!("{}/acme", registry.host())])
+            .args(["--key", key])
+            .envs(moto.env())
+            .env("AWS_ENDPOINT_URL", &moto.url)
+            .env_remove("GITHUB_HEAD_REF")
+            .env_remove("GITHUB_REF_NAME")
+            .env_remove("CI_COMMIT_REF_NAME")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITLAB_CI")
+            .output()
+            .unwrap(),
+    )
+}
+
+/// Issue 41 §4, against moto (the stand-in for AWS KMS): a bundle signed through KMS
+/// (ECDSA P-256, the CI never holding the private key) verifies on a runner that
+/// trusts the key KMS gives, and with the customer's own tools; a key of another
+/// spec or usage is refused before anything is pushed; a removed key is named.
+#[test]
+fn a_bundle_signed_through_kms_verifies_and_a_removed_key_is_named() {
+    let registry = Distribution::require();
+    let moto = stackpack_test_support::servers::Moto::start();
+    let public_pem = kms_keys(&moto);
+    let vendor = Vendor::small();
+    let public = vendor.temp.path().join("kms.pub");
+    std::fs::write(&public, &public_pem).unwrap();
+
+    for (alias, says) in [
+        ("alias/rsa", "is `RSA_2048` for `SIGN_VERIFY`"),
+        ("alias/enc", "for `ENCRYPT_DECRYPT`"),
+    ] {
+        let refused = publish_with_kms(&vendor, &registry, &moto, &format!("awskms:///{alias}"));
+        assert_eq!(refused.code, 1, "{}", refused.stderr);
+        assert!(refused.stderr.contains(says), "{}", refused.stderr);
+        assert!(
+            refused
+                .stderr
+                .contains("aws kms create-key --key-spec ECC_NIST_P256"),
+            "{}",
+            refused.stderr
+        );
+    }
+    let client = stackpack_bundle::remote::Remote::with_credentials(
+        &registry.host(),
+        true,
+        stackpack_bundle::remote::Credentials::Anonymous,
+    )
+    .unwrap();
+    assert!(
+        client
+            .tag_digest("acme/stacks/data-plane", "0.1.0")
+            .unwrap()
+            .is_none(),
+        "nothing was pushed"
+    );
+
+    publish_with_kms(&vendor, &registry, &moto, "awskms:///alias/stackpack-ci").ok();
+
+    let runner = Runner::new("globex").without_account();
+    runner.run(&["trust", "add", public.to_str().unwrap()]).ok();
+    let listed = runner.run(&["trust", "list", "--json"]).ok().json();
+    assert_eq!(
+        listed["keys"][0]["algorithm"], "ecdsa-p256-sha256",
+        "{listed}"
+    );
+    assert!(
+        listed["keys"][0]["origin"]
+            .as_str()
+            .unwrap()
+            .ends_with("kms.pub"),
+        "{listed}"
+    );
+    pull(&runner, &registry).ok();
+    let verified = runner
+        .run(&["verify", "data-plane@0.1.0", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        verified["verification"]["algorithm"], "ecdsa-p256-sha256",
+        "{verified}"
+    );
+    assert!(
+        verified["verification"]["provenance"].is_object(),
+        "{verified}"
+    );
+
+    // The customer's own tools check the KMS-signed attestations with the same key.
+    let script = stackpack_test_support::repository_root().join("scripts/verify/attestations.py");
+    Run::from(
+        Command::new("python3")
+            .arg(script)
+            .args([
+                "--registry",
+                &registry.url(),
+                "--repository",
+                "acme/stacks/data-plane",
+            ])
+            .args(["--reference", "0.1.0", "--key", public.to_str().unwrap()])
+            .output()
+            .unwrap(),
+    )
+    .ok();
+
+    // Removed (another key still trusted), the key is named as removed.
+    let key_id = listed["keys"][0]["keyId"].as_str().unwrap().to_string();
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    runner.run(&["trust", "remove", &key_id]).ok();
+    let refused = runner.run(&["verify", "data-plane@0.1.0"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!(
+            "is signed by key `{key_id}`, which was removed from this runner's trusted keys"
+        )),
+        "{}",
+        refused.stderr
+    );
+}

@@ -9,7 +9,7 @@ use stackpack_packager::plan::{plan, Plan, PlanOptions, StackPlan};
 use stackpack_packager::repository::Repository;
 use stackpack_packager::Error;
 use stackpack_packager::Result;
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 use stackpack_schema::version::Bump;
 use stackpack_terminal::ExitStatus;
 
@@ -56,7 +56,7 @@ fn build_and_verify(
     repo: &Repository,
     plan: &Plan,
     stack_plan: &StackPlan,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
     layout: &ImageLayout,
     layout_dir: &Path,
 ) -> Result<Option<BuiltBundle>> {
@@ -116,7 +116,7 @@ fn json_document<'a>(
     plan: &'a Plan,
     results: &'a [Built<'_>],
     layout_dir: &'a Path,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
 ) -> BuildReport<'a> {
     let stacks = results
         .iter()
@@ -152,7 +152,7 @@ fn json_document<'a>(
     }
 }
 
-fn print_table(results: &[Built<'_>], layout_dir: &Path, key: &PrivateKey) {
+fn print_table(results: &[Built<'_>], layout_dir: &Path, key: &dyn SigningKey) {
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|(plan, built)| match built {

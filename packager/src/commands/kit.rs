@@ -91,6 +91,12 @@ fn kit_key(flag: Option<&str>) -> Result<PrivateKey> {
                 .hint("pass `--key FILE` (the key that signs your bundles) or `--key env:VAR`"),
         );
     };
+    if flag.starts_with(stackpack_bundle::kms::SCHEME) {
+        return Err(Error::usage(format!(
+            "`--key {flag}`: a kit's `SHA256SUMS` is signed with an ed25519 key file, which its `verify.sh` checks with `openssl pkeyutl -rawin`; a KMS key does not sign kits yet"
+        ))
+        .hint("pass the ed25519 key file your customers trust, or sign `SHA256SUMS` yourself with `aws kms sign` and ship the signature beside it"));
+    }
     let Some(variable) = flag.strip_prefix("env:") else {
         return stackpack_packager::keys::read_private_key(Path::new(flag));
     };

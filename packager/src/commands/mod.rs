@@ -51,9 +51,9 @@ pub fn layout_path(repo: &Repository, args: &PlanArgs) -> PathBuf {
 pub fn signing_key(
     repo: &Repository,
     flag: Option<&std::path::Path>,
-) -> Result<stackpack_schema::signature::PrivateKey> {
+) -> Result<Box<dyn stackpack_schema::signature::SigningKey>> {
     if let Some(path) = flag {
-        return stackpack_packager::keys::read_private_key(path);
+        return stackpack_packager::keys::open_signing_key(path);
     }
     let source = repo.config.signing_key_source(&repo.root)?.ok_or_else(|| {
         stackpack_packager::Error::usage("no signing key: bundles are always signed")
@@ -62,7 +62,7 @@ pub fn signing_key(
     if let stackpack_packager::config::KeySource::Pem { variable, .. } = &source {
         crate::output::detail(&format!("signing with the PEM key held in `{variable}`"));
     }
-    stackpack_packager::keys::read_key_source(&source)
+    stackpack_packager::keys::open_key_source(&source)
 }
 
 /// Parses a registry address, explaining a bad one.

@@ -10,7 +10,7 @@ use stackpack_packager::promote::{self, Approved, Promotion};
 use stackpack_packager::{Error, Result};
 use stackpack_schema::reference::StackRef;
 use stackpack_schema::rollout::SignedChannelStatement;
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 use stackpack_terminal::ExitStatus;
 
 use crate::cli::{GlobalArgs, PromoteArgs};
@@ -60,7 +60,7 @@ pub fn run(args: &PromoteArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
             let api = LedgerApi::new(&address.host, args.registry.insecure);
             read_forecast(&api, &approved, args)?;
             remote.authenticate(&approved.repository, stackpack_bundle::remote::Access::Push)?;
-            let signed = promote::sign(&approved, &promotion, &key);
+            let signed = promote::sign(&approved, &promotion, key.as_ref())?;
             let pushed = promote::push(&remote, &approved, &signed)?;
             promote::push_sigstore(&remote, &approved, &signed, &key)?;
             let destination = Destination::Registry {
@@ -81,7 +81,7 @@ pub fn run(args: &PromoteArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
             })?;
             let approved = promote::resolve_local(&opened, &name, &version)?;
             refuse_other_signer(&approved, &key)?;
-            let signed = promote::sign(&approved, &promotion, &key);
+            let signed = promote::sign(&approved, &promotion, key.as_ref())?;
             let statement =
                 stackpack_bundle::channel::write_statement(&opened, &signed, &approved.subject)?;
             (approved, signed, Destination::Layout { path, statement })
@@ -164,9 +164,9 @@ fn repo_config(repo: &Path) -> Result<Option<RepoConfig>> {
 }
 
 /// `--key`, else `[signing] key` in `stackpack.toml`: the key `publish` signs with.
-fn signing_key(args: &PromoteArgs, config: Option<&RepoConfig>) -> Result<PrivateKey> {
+fn signing_key(args: &PromoteArgs, config: Option<&RepoConfig>) -> Result<Box<dyn SigningKey>> {
     if let Some(path) = &args.key {
-        return stackpack_packager::keys::read_private_key(path);
+        return stackpack_packager::keys::open_signing_key(path);
     }
     let source = match config {
         Some(config) => config.signing_key_source(&args.repo)?,
@@ -179,7 +179,7 @@ fn signing_key(args: &PromoteArgs, config: Option<&RepoConfig>) -> Result<Privat
     if let stackpack_packager::config::KeySource::Pem { variable, .. } = &source {
         output::detail(&format!("signing with the PEM key held in `{variable}`"));
     }
-    stackpack_packager::keys::read_key_source(&source)
+    stackpack_packager::keys::open_key_source(&source)
 }
 
 /// `--by`, else the CI's actor, else the user.
@@ -195,7 +195,7 @@ fn promoted_by(flag: Option<&str>) -> Option<String> {
 /// refuses any other (so a publisher token and a key of one's own cannot start a
 /// rollout or take the version from the vendor's promotion), and `export
 /// --channel` carries no other. Refused here first, before anything is signed.
-fn refuse_other_signer(approved: &Approved, key: &PrivateKey) -> Result<()> {
+fn refuse_other_signer(approved: &Approved, key: &dyn SigningKey) -> Result<()> {
     let public = key.public_key();
     if approved.signers.is_empty() || approved.signers.contains(&public) {
         return Ok(());

@@ -14,7 +14,7 @@ use stackpack_packager::releases::RegistryReleases;
 use stackpack_packager::repository::Repository;
 use stackpack_packager::Result;
 use stackpack_schema::digest::Digest;
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 use stackpack_schema::version::Bump;
 use stackpack_terminal::ExitStatus;
 
@@ -103,7 +103,7 @@ fn sign_latest_statements(
     plan: &Plan,
     remote: &Remote,
     address: &RegistryAddress,
-    key: &stackpack_schema::signature::PrivateKey,
+    key: &dyn stackpack_schema::signature::SigningKey,
 ) -> Result<()> {
     let now = stackpack_packager::build::rfc3339(time::OffsetDateTime::now_utc().unix_timestamp());
     for stack in &plan.stacks {
@@ -248,7 +248,7 @@ struct ModuleReport<'a> {
     collisions: usize,
 }
 
-fn json_document<'a>(published: &'a Published<'_>, key: &PrivateKey) -> PublishReport<'a> {
+fn json_document<'a>(published: &'a Published<'_>, key: &dyn SigningKey) -> PublishReport<'a> {
     let address = published.address;
     let reference = |repository: String, version: &Option<semver::Version>| {
         version

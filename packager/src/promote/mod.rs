@@ -27,7 +27,7 @@ use stackpack_schema::oci::{Descriptor, ImageManifest};
 use stackpack_schema::rollout::{
     ApprovedKind, ChannelStatement, SignedChannelStatement, CHANNEL_STATEMENT_FORMAT,
 };
-use stackpack_schema::signature::{PrivateKey, PublicKey, SignatureEnvelope};
+use stackpack_schema::signature::{PublicKey, SignatureEnvelope, SigningKey};
 
 use crate::error::{Error, Result};
 use crate::release_publish::fetch::{release_repository, remote_release};
@@ -261,9 +261,9 @@ pub fn resolve_local(layout: &ImageLayout, name: &str, version: &Version) -> Res
 pub fn sign(
     approved: &Approved,
     promotion: &Promotion,
-    key: &PrivateKey,
-) -> SignedChannelStatement {
-    SignedChannelStatement::sign(
+    key: &dyn SigningKey,
+) -> Result<SignedChannelStatement> {
+    SignedChannelStatement::try_sign(
         ChannelStatement {
             format: CHANNEL_STATEMENT_FORMAT,
             channel: promotion.channel.clone(),
@@ -278,6 +278,13 @@ pub fn sign(
         },
         key,
     )
+    .map_err(signing_failed)
+}
+
+/// A signature the vendor's key (a KMS key) could not make: nothing was pushed.
+fn signing_failed(e: stackpack_schema::signature::SignError) -> Error {
+    Error::refused(format!("nothing was promoted: {e}"))
+        .hint("check the signing key (`--key`), then run the same promote again")
 }
 
 /// What a push left in the registry.
@@ -337,7 +344,7 @@ pub fn push_sigstore(
     remote: &Remote,
     approved: &Approved,
     signed: &SignedChannelStatement,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
 ) -> Result<()> {
     use stackpack_bundle::sign::{referrer_manifest, Referrer};
     use stackpack_schema::attest::sigstore::SigstoreBundle;
@@ -348,7 +355,9 @@ pub fn push_sigstore(
         CHANNEL_PREDICATE,
         serde_json::to_value(&signed.statement).expect("a statement serializes"),
     );
-    let sealed = SigstoreBundle::seal(&statement, key).to_bytes();
+    let sealed = SigstoreBundle::seal(&statement, key)
+        .map_err(signing_failed)?
+        .to_bytes();
     let mut annotations = stackpack_schema::oci::Annotations::new();
     annotations.insert(annotation::PREDICATE_TYPE.into(), CHANNEL_PREDICATE.into());
     annotations.insert(annotation::CHANNEL.into(), signed.statement.channel.clone());

@@ -20,7 +20,7 @@ use stackpack_bundle::release::write_release;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::oci::Descriptor;
 use stackpack_schema::release::ReleaseChange;
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 use stackpack_schema::version::{self, Bump};
 
 use crate::error::{Error, Result};
@@ -82,7 +82,7 @@ pub fn publish_releases(
     plan: &Plan,
     stacks: &[PublishedStack],
     destination: &Destination<'_>,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
     connect: Connect<'_>,
 ) -> Result<Vec<PublishedRelease>> {
     let mut published = Vec::new();
@@ -117,7 +117,7 @@ const MAX_ATTEMPTS: usize = 20;
 fn build_and_push(
     new: &describe::NewRelease,
     destination: &Destination<'_>,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
 ) -> Result<PublishedRelease> {
     let mut description = new.description.clone();
     let repository = fetch::release_repository(destination.address, &description.name);
@@ -195,7 +195,7 @@ fn write_signed(
     new: &describe::NewRelease,
     repository: &str,
     destination: &Destination<'_>,
-    key: &PrivateKey,
+    key: &dyn SigningKey,
 ) -> Result<(Descriptor, Vec<Descriptor>)> {
     let layout = destination.layout;
     let services: Vec<Descriptor> = new.services.iter().map(|s| s.descriptor.clone()).collect();

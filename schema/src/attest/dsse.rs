@@ -7,7 +7,9 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use super::AttestError;
-use crate::signature::{PrivateKey, PublicKey};
+#[cfg(test)]
+use crate::signature::PrivateKey;
+use crate::signature::{PublicKey, SignError, SigningKey};
 
 const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -47,16 +49,20 @@ pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
 
 impl Envelope {
     /// Signs `payload` with `key`.
-    pub fn sign(payload_type: &str, payload: &[u8], key: &PrivateKey) -> Envelope {
-        let signature = key.sign_bytes(&pae(payload_type, payload));
-        Envelope {
+    pub fn sign(
+        payload_type: &str,
+        payload: &[u8],
+        key: &dyn SigningKey,
+    ) -> Result<Envelope, SignError> {
+        let signature = key.try_sign(&pae(payload_type, payload))?;
+        Ok(Envelope {
             payload: BASE64.encode(payload),
             payload_type: payload_type.to_string(),
             signatures: vec![EnvelopeSignature {
                 keyid: key.public_key().key_id(),
                 sig: BASE64.encode(signature),
             }],
-        }
+        })
     }
 
     /// The payload's bytes.
@@ -102,7 +108,7 @@ mod tests {
 
     #[test]
     fn a_signed_envelope_verifies_and_an_altered_one_does_not() {
-        let envelope = Envelope::sign(IN_TOTO_PAYLOAD, b"{\"a\":1}", &key());
+        let envelope = Envelope::sign(IN_TOTO_PAYLOAD, b"{\"a\":1}", &key()).unwrap();
         assert_eq!(envelope.verify(&key().public_key()).unwrap(), b"{\"a\":1}");
 
         let mut altered = envelope.clone();

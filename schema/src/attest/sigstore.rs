@@ -12,7 +12,9 @@ use super::dsse::{Envelope, IN_TOTO_PAYLOAD};
 use super::statement::Statement;
 use super::AttestError;
 use crate::digest::Digest;
-use crate::signature::{PrivateKey, PublicKey};
+#[cfg(test)]
+use crate::signature::PrivateKey;
+use crate::signature::{PublicKey, SignError, SigningKey};
 
 /// The bundle's own media type, also the OCI artifact and layer type cosign uses.
 pub const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -47,8 +49,8 @@ pub struct Opened {
 
 impl SigstoreBundle {
     /// Signs `statement` with `key` into a bundle.
-    pub fn seal(statement: &Statement, key: &PrivateKey) -> SigstoreBundle {
-        SigstoreBundle {
+    pub fn seal(statement: &Statement, key: &dyn SigningKey) -> Result<SigstoreBundle, SignError> {
+        Ok(SigstoreBundle {
             media_type: BUNDLE_MEDIA_TYPE.into(),
             verification_material: VerificationMaterial {
                 public_key: PublicKeyHint {
@@ -56,8 +58,8 @@ impl SigstoreBundle {
                 },
                 tlog_entries: Vec::new(),
             },
-            dsse_envelope: Envelope::sign(IN_TOTO_PAYLOAD, &statement.to_bytes(), key),
-        }
+            dsse_envelope: Envelope::sign(IN_TOTO_PAYLOAD, &statement.to_bytes(), key)?,
+        })
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -131,7 +133,7 @@ mod tests {
             PROVENANCE_PREDICATE,
             serde_json::json!({}),
         );
-        SigstoreBundle::seal(&statement, signer)
+        SigstoreBundle::seal(&statement, signer).unwrap()
     }
 
     #[test]
