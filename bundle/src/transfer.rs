@@ -333,6 +333,46 @@ pub fn push_referrer(
     Ok(pushed)
 }
 
+/// [`push_referrer`] for several referrers of one subject (a signature and its
+/// attestations): each manifest with its blobs, then one look for the referrers API
+/// and, without it, one update of the fallback index for them all.
+pub fn push_referrers(
+    remote: &Remote,
+    repository: &str,
+    layout: &ImageLayout,
+    referrers: &[Descriptor],
+    subject: &Digest,
+) -> Result<Pushed, TransferError> {
+    let mut pushed = Pushed::default();
+    for referrer in referrers {
+        let one = push_manifest_with_blobs(
+            remote,
+            repository,
+            layout,
+            referrer,
+            &referrer.digest.to_string(),
+            None,
+        )?;
+        pushed.bytes_sent += one.bytes_sent;
+        pushed.blobs_skipped += one.blobs_skipped;
+    }
+    if !referrers.is_empty() && !remote.has_referrers_api(repository, subject)? {
+        let listed: Vec<Descriptor> = referrers
+            .iter()
+            .map(|r| {
+                let mut d = r.clone();
+                d.annotations = None;
+                if d.artifact_type.is_none() {
+                    d.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
+                }
+                d
+            })
+            .collect();
+        remote.add_all_to_referrers_fallback(repository, subject, &listed)?;
+    }
+    Ok(pushed)
+}
+
 /// Every blob a manifest needs, the manifest included; for an image index (a
 /// release, a multi-platform service image), every blob of every manifest it lists.
 fn blobs_of(layout: &ImageLayout, manifest: &Descriptor) -> Result<Vec<Descriptor>, TransferError> {

@@ -182,19 +182,19 @@ impl Artifact for StackBundle<'_> {
     /// is always signed and attested; a publish cut off before the tag leaves an
     /// untagged manifest that the next run finishes.
     fn push_companions(&self, built: &BuiltBundle, repository: &str) -> Result<u64> {
-        let mut sent = 0;
-        for referrer in std::iter::once(&built.signature).chain(&built.attestations) {
-            sent += transfer::push_referrer(
-                self.destination.remote,
-                repository,
-                self.destination.layout,
-                referrer,
-                &built.manifest.digest,
-            )
-            .map_err(transfer_error)?
-            .bytes_sent;
-        }
-        Ok(sent)
+        let referrers: Vec<Descriptor> = std::iter::once(&built.signature)
+            .chain(&built.attestations)
+            .cloned()
+            .collect();
+        let pushed = transfer::push_referrers(
+            self.destination.remote,
+            repository,
+            self.destination.layout,
+            &referrers,
+            &built.manifest.digest,
+        )
+        .map_err(transfer_error)?;
+        Ok(pushed.bytes_sent)
     }
 }
 

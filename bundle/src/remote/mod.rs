@@ -885,16 +885,32 @@ impl Remote {
         subject: &Digest,
         referrer: &Descriptor,
     ) -> Result<(), RemoteError> {
+        self.add_all_to_referrers_fallback(repository, subject, std::slice::from_ref(referrer))
+    }
+
+    /// [`Remote::add_to_referrers_fallback`] for several referrers of one subject:
+    /// one read and one write of the fallback index, however many there are.
+    pub fn add_all_to_referrers_fallback(
+        &self,
+        repository: &str,
+        subject: &Digest,
+        referrers: &[Descriptor],
+    ) -> Result<(), RemoteError> {
         let tag = subject.referrers_tag();
         let mut index = match self.pull_manifest(repository, &tag)? {
             Some((bytes, _)) => serde_json::from_slice::<ImageIndex>(&bytes)
                 .unwrap_or_else(|_| ImageIndex::new(vec![])),
             None => ImageIndex::new(vec![]),
         };
-        if index.manifests.iter().any(|d| d.digest == referrer.digest) {
+        let before = index.manifests.len();
+        for referrer in referrers {
+            if !index.manifests.iter().any(|d| d.digest == referrer.digest) {
+                index.manifests.push(referrer.clone());
+            }
+        }
+        if index.manifests.len() == before {
             return Ok(());
         }
-        index.manifests.push(referrer.clone());
         self.push_manifest(repository, &tag, &index.to_bytes(), media_type::OCI_INDEX)
     }
 }

@@ -9,7 +9,7 @@
 use semver::Version;
 use stackpack_bundle::layout::{ImageLayout, MAX_MANIFEST_SIZE};
 use stackpack_bundle::remote::Remote;
-use stackpack_bundle::transfer::{push_manifest_with_blobs, push_referrer};
+use stackpack_bundle::transfer::{push_manifest_with_blobs, push_referrers};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type::{self, annotation};
 use stackpack_schema::oci::{Descriptor, ImageIndex, ImageManifest};
@@ -82,17 +82,20 @@ pub(crate) fn push_release(
         .iter()
         .filter(|e| e.annotation(annotation::STACK).is_some())
     {
-        for attestation in layout.attestations_for(&entry.digest)? {
-            sent += push_referrer(remote, repository, layout, &attestation, &entry.digest)
-                .map_err(transfer_error)?
-                .bytes_sent;
-        }
-    }
-    for attestation in built.attestations {
-        sent += push_referrer(remote, repository, layout, attestation, &built.index.digest)
+        let attestations = layout.attestations_for(&entry.digest)?;
+        sent += push_referrers(remote, repository, layout, &attestations, &entry.digest)
             .map_err(transfer_error)?
             .bytes_sent;
     }
+    sent += push_referrers(
+        remote,
+        repository,
+        layout,
+        built.attestations,
+        &built.index.digest,
+    )
+    .map_err(transfer_error)?
+    .bytes_sent;
 
     let tag = built.version.to_string();
     if let Some(existing) = remote.tag_digest(repository, &tag)? {
