@@ -337,7 +337,7 @@ pub fn push(
 }
 
 /// Pushes the statement again as a Sigstore bundle (DSSE, predicate
-/// [`CHANNEL_PREDICATE`]) referring to the same release index, so the customer's own
+/// [`CHANNEL_PREDICATE`](stackpack_schema::attest::statement::CHANNEL_PREDICATE)) referring to the same release index, so the customer's own
 /// Sigstore tools can check the approval too. After [`push`]: the registry's rollout
 /// starts from the Stackpack statement, and this one only mirrors it.
 pub fn push_sigstore(
