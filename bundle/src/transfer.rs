@@ -314,23 +314,13 @@ pub fn push_referrer(
     signature: &Descriptor,
     subject: &Digest,
 ) -> Result<Pushed, TransferError> {
-    let pushed = push_manifest_with_blobs(
+    push_referrers(
         remote,
         repository,
         layout,
-        signature,
-        &signature.digest.to_string(),
-        None,
-    )?;
-    if !remote.has_referrers_api(repository, subject)? {
-        let mut descriptor = signature.clone();
-        descriptor.annotations = None;
-        if descriptor.artifact_type.is_none() {
-            descriptor.artifact_type = Some(media_type::SIGNATURE_ARTIFACT.into());
-        }
-        remote.add_to_referrers_fallback(repository, subject, &descriptor)?;
-    }
-    Ok(pushed)
+        std::slice::from_ref(signature),
+        subject,
+    )
 }
 
 /// [`push_referrer`] for several referrers of one subject (a signature and its

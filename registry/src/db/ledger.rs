@@ -549,12 +549,9 @@ pub fn file_receipt<C: Sql + ?Sized>(
 
 /// Why the receipt `id` failed, read from its document (by its key, one row).
 pub fn failure_reason<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<String>, C::Error> {
-    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
-    let document: Option<String> = match row {
-        Some(r) => r.get(0)?,
-        None => None,
-    };
-    Ok(document.as_deref().and_then(crate::reason::of_document))
+    Ok(receipt_document(conn, id)?
+        .as_deref()
+        .and_then(crate::reason::of_document))
 }
 
 /// What the runner verified before the run of receipt `id` (its signing key, the
@@ -564,12 +561,7 @@ pub fn verification<C: Sql + ?Sized>(
     conn: &C,
     id: &str,
 ) -> Result<Option<stackpack_schema::receipt::Verification>, C::Error> {
-    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
-    let document: Option<String> = match row {
-        Some(r) => r.get(0)?,
-        None => None,
-    };
-    Ok(document
+    Ok(receipt_document(conn, id)?
         .as_deref()
         .and_then(|d| serde_json::from_str::<stackpack_schema::receipt::SignedReceipt>(d).ok())
         .and_then(|signed| signed.receipt.verified))
