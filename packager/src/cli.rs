@@ -29,6 +29,9 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Make an ed25519 signing key pair.
     Keygen(KeygenArgs),
+    /// Signing keys: print the public key customers trust.
+    #[command(subcommand)]
+    Key(KeyCommand),
     /// Show, for every stack, whether it changed and the version a build would get.
     Version(VersionArgs),
     /// Build, sign and store the changed (or named) stacks in an image layout.
@@ -282,6 +285,28 @@ pub struct KeygenArgs {
     #[arg(long, short = 'o', value_name = "PREFIX")]
     pub out: PathBuf,
     /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Print a signing key's public key (SPKI PEM): the `vendor.pub` customers trust
+    /// with `stackpack-runner trust add`. Its id and algorithm go to stderr.
+    Public(KeyPublicArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct KeyPublicArgs {
+    /// The signing key: a private key file, `env:VAR`, or a key in AWS KMS
+    /// (`awskms:///alias/NAME` or `awskms:///arn:aws:kms:REGION:ACCOUNT:key/ID`).
+    #[arg(value_name = "KEY")]
+    pub key: String,
+    /// Also write the public key to this file (e.g. `vendor.pub`).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON document: key id, algorithm and PEM.
     #[arg(long)]
     pub json: bool,
 }
