@@ -259,3 +259,105 @@ fn bundles_and_a_kit_signed_through_kms_verify_with_openssl_and_on_the_runner() 
         "{verified}"
     );
 }
+
+/// A KMS that answers `GetPublicKey` with one P-256 key and signs with another (as
+/// a misconfigured proxy or a hostile endpoint might): a stand-in served by Python
+/// on loopback, reached through the `awskms://HOST:PORT/…` endpoint form.
+struct LyingKms {
+    child: std::process::Child,
+    port: String,
+}
+
+impl LyingKms {
+    fn start() -> LyingKms {
+        use std::io::BufRead as _;
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(
+                r#"
+import base64, http.server, json
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+shown, signing = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+der = shown.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+class Kms(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if self.headers["x-amz-target"].endswith(".GetPublicKey"):
+            answer = {"KeyId": request["KeyId"], "PublicKey": base64.b64encode(der).decode(),
+                      "KeySpec": "ECC_NIST_P256", "KeyUsage": "SIGN_VERIFY",
+                      "SigningAlgorithms": ["ECDSA_SHA_256"]}
+        else:
+            signature = signing.sign(base64.b64decode(request["Message"]), ec.ECDSA(hashes.SHA256()))
+            answer = {"KeyId": request["KeyId"], "Signature": base64.b64encode(signature).decode(),
+                      "SigningAlgorithm": "ECDSA_SHA_256"}
+        body = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/x-amz-json-1.1")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Kms)
+print(server.server_port, flush=True)
+server.serve_forever()
+"#,
+            )
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        LyingKms {
+            child,
+            port: port.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for LyingKms {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_kms_that_signs_with_another_key_is_refused_and_nothing_is_built() {
+    let kms = LyingKms::start();
+    let vendor = ReleaseVendor::new();
+    let key = format!("awskms://127.0.0.1:{}/alias/stackpack-ci", kms.port);
+    let built = Run::from(
+        Command::new(stackpack_bin())
+            .current_dir(&vendor.dir)
+            .args(["build", "--branch", "main", "--key", &key])
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(built.code, 1, "{}", built.stderr);
+    assert!(
+        built.stderr.contains(
+            "KMS key `alias/stackpack-ci` returned a signature (algorithm `ECDSA_SHA_256`) that its own public key"
+        ),
+        "{}",
+        built.stderr
+    );
+    assert_eq!(built.stderr.matches("hint:").count(), 1, "{}", built.stderr);
+    assert!(
+        built.stderr.contains("hint: check the signing key"),
+        "{}",
+        built.stderr
+    );
+    let layout = stackpack_bundle::layout::ImageLayout::open(vendor.layout_dir());
+    let bundles = layout
+        .map(|l| l.versions("network").unwrap())
+        .unwrap_or_default();
+    assert!(bundles.is_empty(), "nothing was built: {bundles:?}");
+}
