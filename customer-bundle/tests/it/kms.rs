@@ -13,7 +13,7 @@ use stackpack_schema::signature::{canonical_json, SignatureEnvelope};
 use stackpack_test_support::servers::Moto;
 use stackpack_test_support::Run;
 
-use crate::common::release::ReleaseVendor;
+use crate::common::release::{inputs_dir, ReleaseVendor};
 use crate::common::{have, stackpack_bin, Runner};
 
 const KEY: &str = "awskms:///alias/stackpack-ci";
@@ -257,6 +257,35 @@ fn bundles_and_a_kit_signed_through_kms_verify_with_openssl_and_on_the_runner() 
     assert_eq!(
         verified["verification"]["algorithm"], "ecdsa-p256-sha256",
         "{verified}"
+    );
+
+    // The key that signed the release index removed, the release is refused naming it.
+    let pem = std::fs::read_to_string(&vendor.public_key).unwrap();
+    let file_key = stackpack_schema::signature::PublicKey::from_pem(&pem)
+        .unwrap()
+        .key_id();
+    runner.run(&["trust", "remove", &file_key]).ok();
+    let inputs = inputs_dir(work.path(), 1);
+    let refused = runner.run(&[
+        "plan",
+        "platform@1.0.0",
+        "--inputs-dir",
+        inputs.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!(
+            "release `platform@1.0.0` is signed by key `{file_key}`, which was removed from this runner's trusted keys"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused
+            .stderr
+            .contains("hint: ask your vendor for this version signed by a key you trust"),
+        "{}",
+        refused.stderr
     );
 }
 
