@@ -238,9 +238,25 @@ fn bundles_and_a_kit_signed_through_kms_verify_with_openssl_and_on_the_runner() 
     // A runner trusting the PEM KMS gives (and the key the release index is signed
     // with) imports the kit and verifies every bundle in it.
     let runner = Runner::new("initech").without_account();
-    for key in [&kms_pub, &vendor.public_key] {
-        runner.run(&["trust", "add", key.to_str().unwrap()]).ok();
-    }
+    let added = runner
+        .run(&["trust", "add", kms_pub.to_str().unwrap()])
+        .ok();
+    assert!(
+        added.stdout.contains("(ecdsa-p256-sha256)"),
+        "{}",
+        added.stdout
+    );
+    runner
+        .run(&["trust", "add", vendor.public_key.to_str().unwrap()])
+        .ok();
+    let listed = runner.run(&["trust", "list"]).ok().stdout;
+    assert!(
+        listed.contains("ALGORITHM")
+            && listed.contains("ecdsa-p256-sha256")
+            && listed.contains("ed25519"),
+        "{listed}"
+    );
+    assert!(listed.contains(kms_pub.to_str().unwrap()), "{listed}");
     let imported = runner
         .run(&["import", kit_tar.to_str().unwrap(), "--json"])
         .ok()
