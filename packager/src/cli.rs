@@ -116,7 +116,8 @@ pub struct PublishArgs {
     pub plan: PlanArgs,
     #[command(flatten)]
     pub registry: RegistryArgs,
-    /// The private signing key (default: `[signing) key` in `stackpack.toml`].
+    /// The signing key: a private key file, `env:VAR` (holding its path or PEM), or a
+    /// key in AWS KMS (`awskms:///alias/NAME`) [default: `[signing] key` in `stackpack.toml`].
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
     // that our own check refuses it without printing it, as clap's error would.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
@@ -175,8 +176,9 @@ pub struct KitArgs {
     #[arg(long, value_name = "ARCHIVE", value_parser = stackpack_terminal::args::ExistingPath)]
     pub runner: Option<PathBuf>,
     /// The key that signs the kit's `SHA256SUMS` (the vendor's, which the customer
-    /// trusts): a file, or `env:VAR` holding the PEM or a path.
-    #[arg(long, value_name = "FILE|env:VAR")]
+    /// trusts): a file, `env:VAR` holding the PEM or a path, or a key in AWS KMS
+    /// (`awskms:///alias/NAME`).
+    #[arg(long, value_name = "FILE|env:VAR|awskms://…")]
     pub key: Option<String>,
     /// Read the release from this image layout (default: `.stackpack/bundles`).
     #[arg(long, value_name = "DIR", conflicts_with = "registry", value_parser = stackpack_terminal::args::ExistingPath)]
@@ -220,7 +222,8 @@ pub struct PromoteArgs {
     /// given or set in `stackpack.toml`); `stackpack export --channel` carries it.
     #[arg(long, value_name = "DIR", conflicts_with = "registry", value_parser = stackpack_terminal::args::ExistingPath)]
     pub layout: Option<PathBuf>,
-    /// The private signing key (default: `[signing] key` in `stackpack.toml`).
+    /// The signing key: a private key file, `env:VAR` (holding its path or PEM), or a
+    /// key in AWS KMS (`awskms:///alias/NAME`) [default: `[signing] key` in `stackpack.toml`].
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
     // that our own check refuses it without printing it, as clap's error would.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
@@ -357,7 +360,8 @@ pub struct VersionArgs {
 pub struct BuildArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
-    /// The private signing key (default: `[signing) key` in `stackpack.toml`].
+    /// The signing key: a private key file, `env:VAR` (holding its path or PEM), or a
+    /// key in AWS KMS (`awskms:///alias/NAME`) [default: `[signing] key` in `stackpack.toml`].
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
     // that our own check refuses it without printing it, as clap's error would.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
