@@ -6,9 +6,16 @@ pub use stackpack_terminal::error::{io, Error, ErrorKind, ExitStatus, Result};
 
 impl From<crate::layout::LayoutError> for Error {
     fn from(e: crate::layout::LayoutError) -> Self {
-        Error::refused_by(e)
+        match e {
+            // A key held elsewhere (a KMS) did not sign: nothing was added.
+            crate::layout::LayoutError::Sign(_) => Error::refused_by(e).hint(SIGN_HINT),
+            e => Error::refused_by(e),
+        }
     }
 }
+
+/// What to do when a key held elsewhere (a KMS) did not sign.
+const SIGN_HINT: &str = "check the signing key (`--key`, `[signing] key`) and the AWS credentials, then run the same command again: nothing was signed with that answer";
 
 /// A registry that refused or could not be reached: the transport's own words and
 /// hint (`--insecure`, a token), the typed error kept as the source.

@@ -11,7 +11,8 @@
 //!                       the one your vendor gave you; never trust it for being here)
 //! VERIFY.md, verify.sh  how to check the kit by hand, and a script that does
 //! SHA256SUMS            `sha256sum`'s format: every file above
-//! SHA256SUMS.sig        raw ed25519 signature of SHA256SUMS (`openssl pkeyutl -rawin`)
+//! SHA256SUMS.sig        raw signature of SHA256SUMS (`openssl pkeyutl -rawin`): ed25519,
+//!                       or ECDSA P-256 (DER, over SHA-256) for a key in AWS KMS
 //! ```
 //!
 //! The packager writes kits (`stackpack kit`); the runner reads them (`import`),
@@ -393,7 +394,7 @@ What this kit holds:\n\n\
 {made_for}\
 {runner}\
 - `{VENDOR_KEY}`: the public key that signed `{SUMS}` (key id `{key_id}`)\n\
-- `{SUMS}`, `{SUMS_SIG}`: every file's SHA-256, and the vendor's ed25519 signature of them\n\n\
+- `{SUMS}`, `{SUMS_SIG}`: every file's SHA-256, and the vendor's signature of them\n\n\
 ## Check it before anything runs (only `sha256sum` and `openssl`)\n\n\
 First compare the key id above with the one your vendor gave you by another channel:\n\
 a key is trusted because of who gave it to you, never because it is in the kit.\n\n\

@@ -140,15 +140,15 @@ pub(crate) fn verify_error(
     }
 }
 
-/// "it trusts `id`, `id`" (or that it trusts none), for a refusal to name.
 /// The key among `keys` (as the verifier names them: `` `id` ``, comma-separated)
 /// that `trust remove` took away, if one was.
-fn removed_key(home: &Home, keys: &str) -> Option<String> {
+pub(crate) fn removed_key(home: &Home, keys: &str) -> Option<String> {
     keys.split(',')
         .map(|k| k.trim().trim_matches('`').to_string())
         .find(|id| home.key_removed(id))
 }
 
+/// "it trusts `id`, `id`" (or that it trusts none), for a refusal to name.
 fn trusted_keys_said(home: &Home) -> String {
     let ids: Vec<String> = home
         .trusted_keys()

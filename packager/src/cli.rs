@@ -29,6 +29,9 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Make an ed25519 signing key pair.
     Keygen(KeygenArgs),
+    /// Signing keys: print the public key customers trust.
+    #[command(subcommand)]
+    Key(KeyCommand),
     /// Show, for every stack, whether it changed and the version a build would get.
     Version(VersionArgs),
     /// Build, sign and store the changed (or named) stacks in an image layout.
@@ -113,7 +116,8 @@ pub struct PublishArgs {
     pub plan: PlanArgs,
     #[command(flatten)]
     pub registry: RegistryArgs,
-    /// The private signing key (default: `[signing) key` in `stackpack.toml`].
+    /// The signing key: a private key file, `env:VAR` (holding its path or PEM), or a
+    /// key in AWS KMS (`awskms:///alias/NAME`) [default: `[signing] key` in `stackpack.toml`].
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
     // that our own check refuses it without printing it, as clap's error would.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
@@ -172,8 +176,9 @@ pub struct KitArgs {
     #[arg(long, value_name = "ARCHIVE", value_parser = stackpack_terminal::args::ExistingPath)]
     pub runner: Option<PathBuf>,
     /// The key that signs the kit's `SHA256SUMS` (the vendor's, which the customer
-    /// trusts): a file, or `env:VAR` holding the PEM or a path.
-    #[arg(long, value_name = "FILE|env:VAR")]
+    /// trusts): a file, `env:VAR` holding the PEM or a path, or a key in AWS KMS
+    /// (`awskms:///alias/NAME`).
+    #[arg(long, value_name = "FILE|env:VAR|awskms://…")]
     pub key: Option<String>,
     /// Read the release from this image layout (default: `.stackpack/bundles`).
     #[arg(long, value_name = "DIR", conflicts_with = "registry", value_parser = stackpack_terminal::args::ExistingPath)]
@@ -217,7 +222,8 @@ pub struct PromoteArgs {
     /// given or set in `stackpack.toml`); `stackpack export --channel` carries it.
     #[arg(long, value_name = "DIR", conflicts_with = "registry", value_parser = stackpack_terminal::args::ExistingPath)]
     pub layout: Option<PathBuf>,
-    /// The private signing key (default: `[signing] key` in `stackpack.toml`).
+    /// The signing key: a private key file, `env:VAR` (holding its path or PEM), or a
+    /// key in AWS KMS (`awskms:///alias/NAME`) [default: `[signing] key` in `stackpack.toml`].
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
     // that our own check refuses it without printing it, as clap's error would.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
@@ -286,6 +292,28 @@ pub struct KeygenArgs {
     pub json: bool,
 }
 
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Print a signing key's public key (SPKI PEM): the `vendor.pub` customers trust
+    /// with `stackpack-runner trust add`. Its id and algorithm go to stderr.
+    Public(KeyPublicArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = stackpack_terminal::EXIT_CODES_HELP)]
+pub struct KeyPublicArgs {
+    /// The signing key: a private key file, `env:VAR`, or a key in AWS KMS
+    /// (`awskms:///alias/NAME` or `awskms:///arn:aws:kms:REGION:ACCOUNT:key/ID`).
+    #[arg(value_name = "KEY")]
+    pub key: String,
+    /// Also write the public key to this file (e.g. `vendor.pub`).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON document: key id, algorithm and PEM.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// What selects stacks and versions; shared by `version` and `build`.
 #[derive(Args, Debug, Clone)]
 pub struct PlanArgs {
@@ -332,7 +360,8 @@ pub struct VersionArgs {
 pub struct BuildArgs {
     #[command(flatten)]
     pub plan: PlanArgs,
-    /// The private signing key (default: `[signing) key` in `stackpack.toml`].
+    /// The signing key: a private key file, `env:VAR` (holding its path or PEM), or a
+    /// key in AWS KMS (`awskms:///alias/NAME`) [default: `[signing] key` in `stackpack.toml`].
     // A value starting with `-` (a pasted `-----BEGIN` PEM) is taken as the value, so
     // that our own check refuses it without printing it, as clap's error would.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]

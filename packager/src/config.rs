@@ -331,29 +331,26 @@ impl RepoConfig {
         registry.split_once('/').map(|(_, namespace)| namespace)
     }
 
-    /// Where the signing key comes from, per `[signing] key`: a file, or `env:VAR`
-    /// holding either a path or the PEM itself (as CI secrets usually are).
+    /// Where the signing key comes from, per `[signing] key`: a file, a key in AWS
+    /// KMS (`awskms:///alias/NAME`), or `env:VAR` holding any of them or the PEM
+    /// itself (as CI secrets usually are).
     pub fn signing_key_source(&self, root: &Path) -> Result<Option<KeySource>> {
         let Some(key) = &self.signing.key else {
             return Ok(None);
         };
+        if key.starts_with(stackpack_bundle::kms::SCHEME) {
+            return Ok(Some(KeySource::Kms(key.clone())));
+        }
         let Some(variable) = key.strip_prefix("env:") else {
             return Ok(Some(KeySource::File(root.join(key))));
         };
-        match std::env::var(variable) {
-            Ok(value) if value.trim_start().starts_with("-----BEGIN") => Ok(Some(KeySource::Pem {
-                variable: variable.to_string(),
-                pem: value,
-            })),
-            Ok(value) if !value.is_empty() => Ok(Some(KeySource::File(PathBuf::from(value)))),
-            _ => Err(Error::usage(format!(
+        KeySource::from_variable(variable).map(Some).map_err(|e| {
+            Error::usage(format!(
                 "`[signing] key` in `stackpack.toml` names `{key}`, and `{variable}` is not set"
             ))
             .at(root.join("stackpack.toml").display())
-            .hint(format!(
-                "set `{variable}` to the private key's path or to its PEM (make one with `stackpack keygen --out NAME`), or pass `--key FILE`"
-            ))),
-        }
+            .hint(e.hint)
+        })
     }
 }
 
@@ -365,6 +362,34 @@ pub enum KeySource {
         variable: String,
         pem: String,
     },
+    /// A key held in AWS KMS: `awskms:///alias/NAME`, `awskms:///arn:…`.
+    Kms(String),
+}
+
+/// An environment variable that names no key: what to set it to.
+pub struct UnsetVariable {
+    pub hint: String,
+}
+
+impl KeySource {
+    /// The key `variable` holds: its PEM, a KMS key's URI, or a path.
+    pub fn from_variable(variable: &str) -> std::result::Result<KeySource, UnsetVariable> {
+        match std::env::var(variable) {
+            Ok(value) if value.trim_start().starts_with("-----BEGIN") => Ok(KeySource::Pem {
+                variable: variable.to_string(),
+                pem: value,
+            }),
+            Ok(value) if value.trim().starts_with(stackpack_bundle::kms::SCHEME) => {
+                Ok(KeySource::Kms(value.trim().to_string()))
+            }
+            Ok(value) if !value.is_empty() => Ok(KeySource::File(PathBuf::from(value))),
+            _ => Err(UnsetVariable {
+                hint: format!(
+                    "set `{variable}` to the private key's path or PEM (make one with `stackpack keygen --out NAME`) or to a KMS key (`awskms:///alias/NAME`), or pass `--key FILE`"
+                ),
+            }),
+        }
+    }
 }
 
 /// `stacks/<name>/stack.toml`.

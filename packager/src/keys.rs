@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use stackpack_schema::signature::{PrivateKey, PublicKey, SigningKey};
 
+use crate::config::KeySource;
 use crate::error::{Error, Result};
 
 /// Paths of a key pair made by [`generate`].
@@ -68,19 +69,34 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         .map_err(|e| Error::usage(format!("cannot write `{}`: {e}", path.display())))
 }
 
-/// The vendor's signing key `--key` names: a key file (ed25519), or a key held in
-/// AWS KMS (`awskms:///alias/NAME`, `awskms:///arn:…`), checked before anything is
-/// built.
+/// The vendor's signing key `--key` names: a key file (ed25519), a key held in AWS
+/// KMS (`awskms:///alias/NAME`, `awskms:///arn:…`), or `env:VAR` holding either (or
+/// the PEM itself), checked before anything is built.
 pub fn open_signing_key(path: &Path) -> Result<Box<dyn SigningKey>> {
-    let text = path.to_string_lossy();
-    if text.starts_with(stackpack_bundle::kms::SCHEME) {
-        let key = stackpack_bundle::kms::KmsKey::open(&text).map_err(|e| {
-            Error::refused(format!("cannot sign with `{text}`: {e}"))
-                .hint("check the key's alias or ARN, the AWS credentials and region (`AWS_REGION`), and that the key's policy allows `kms:Sign` and `kms:GetPublicKey`")
-        })?;
-        return Ok(Box::new(key));
+    open_key_source(&key_source(&path.to_string_lossy())?)
+}
+
+/// Where `--key` says the key is: `env:VAR`, `awskms://…`, or a file.
+pub fn key_source(flag: &str) -> Result<KeySource> {
+    if flag.starts_with(stackpack_bundle::kms::SCHEME) {
+        return Ok(KeySource::Kms(flag.to_string()));
     }
-    Ok(Box::new(read_private_key(path)?))
+    let Some(variable) = flag.strip_prefix("env:") else {
+        return Ok(KeySource::File(PathBuf::from(flag)));
+    };
+    KeySource::from_variable(variable)
+        .map_err(|e| Error::usage(format!("`--key {flag}`: `{variable}` is not set")).hint(e.hint))
+}
+
+/// Opens a key in AWS KMS, checked: a P-256 key for signing, whose public key KMS gives.
+fn open_kms(uri: &str) -> Result<stackpack_bundle::kms::KmsKey> {
+    stackpack_bundle::kms::KmsKey::open(uri).map_err(|e| {
+        let error = match e {
+            stackpack_bundle::kms::KmsError::BadUri { .. } => Error::usage(e.to_string()),
+            _ => Error::refused(format!("cannot sign with `{uri}`: {e}")),
+        };
+        error.hint(e.hint())
+    })
 }
 
 /// Reads a private signing key.
@@ -178,22 +194,16 @@ fn refuse_tracked(path: &Path) -> Result<()> {
     )))
 }
 
-/// Reads a signing key from where `stackpack.toml` says, saying which was taken.
-pub fn read_key_source(source: &crate::config::KeySource) -> Result<PrivateKey> {
-    match source {
-        crate::config::KeySource::File(path) => read_private_key(path),
-        crate::config::KeySource::Pem { variable, pem } => {
-            parse_private_key(pem, &format!("the PEM signing key in `{variable}`"))
-        }
-    }
-}
-
-/// [`read_key_source`], where a KMS key (`[signing] key = "awskms:///…"`) may sign.
-pub fn open_key_source(source: &crate::config::KeySource) -> Result<Box<dyn SigningKey>> {
-    match source {
-        crate::config::KeySource::File(path) => open_signing_key(path),
-        pem => Ok(Box::new(read_key_source(pem)?)),
-    }
+/// Opens a signing key from where `--key` or `stackpack.toml` says.
+pub fn open_key_source(source: &KeySource) -> Result<Box<dyn SigningKey>> {
+    Ok(match source {
+        KeySource::File(path) => Box::new(read_private_key(path)?),
+        KeySource::Pem { variable, pem } => Box::new(parse_private_key(
+            pem,
+            &format!("the PEM signing key in `{variable}`"),
+        )?),
+        KeySource::Kms(uri) => Box::new(open_kms(uri)?),
+    })
 }
 
 fn parse_private_key(text: &str, what: &str) -> Result<PrivateKey> {

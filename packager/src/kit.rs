@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use stackpack_bundle::kit::{self, KitManifest, KitRunner};
 use stackpack_schema::digest::Digest;
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 
 use crate::error::{Error, Result};
 
@@ -17,7 +17,8 @@ pub struct KitParts<'a> {
     pub release: String,
     pub channel: Option<String>,
     pub runner: Option<&'a Path>,
-    pub key: &'a PrivateKey,
+    /// The vendor's key: a key file, or a key in AWS KMS.
+    pub key: &'a dyn SigningKey,
     /// `--for`: the customer, and the layers left out of `bundles.tar`.
     pub made_for: Option<String>,
     pub omitted: Vec<Digest>,
@@ -65,11 +66,14 @@ pub fn write(staging: &Path, parts: &KitParts, out: &Path) -> Result<WrittenKit>
     }
     let sums = kit::sums_text(&files);
     write_file(staging, kit::SUMS, sums.as_bytes())?;
-    write_file(
-        staging,
-        kit::SUMS_SIG,
-        &parts.key.sign_bytes(sums.as_bytes()),
-    )?;
+    let signature = parts.key.try_sign(sums.as_bytes()).map_err(|e| {
+        Error::refused(format!(
+            "no kit was written: `{}` was not signed: {e}",
+            kit::SUMS
+        ))
+        .hint("check the signing key (`--key`), then run the same `stackpack kit` again")
+    })?;
+    write_file(staging, kit::SUMS_SIG, &signature)?;
     let size = write_tar(staging, out)?;
     files.sort();
     Ok(WrittenKit {

@@ -574,6 +574,43 @@ mod p256_tests {
     }
 
     #[test]
+    fn other_curves_compressed_points_and_fixed_size_signatures_are_refused() {
+        use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING};
+        let rng = ring::rand::SystemRandom::new();
+        // A P-384 key (secp384r1), which KMS also offers: not one Stackpack takes.
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P384_SHA384_ASN1_SIGNING, &rng).unwrap();
+        let p384 = EcdsaKeyPair::from_pkcs8(&ECDSA_P384_SHA384_ASN1_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        let mut der = hex::decode("3076301006072a8648ce3d020106052b81040022036200").unwrap();
+        der.extend_from_slice(p384.public_key().as_ref());
+        assert_eq!(PublicKey::from_der(&der), Err(KeyError::PublicKey));
+        // A P-256 point in compressed form: refused, not misread.
+        let (key, pair) = kms_like_key();
+        let point = pair.public_key().as_ref();
+        let mut compressed =
+            hex::decode("3039301306072a8648ce3d020106082a8648ce3d030107032200").unwrap();
+        compressed.push(2 + (point[64] & 1));
+        compressed.extend_from_slice(&point[1..33]);
+        assert_eq!(PublicKey::from_der(&compressed), Err(KeyError::PublicKey));
+        // r || s (64 bytes) is not the ASN.1 DER form KMS returns and openssl checks.
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &rng).unwrap();
+        let asn1 = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        let fixed =
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+                .unwrap();
+        let mut der = hex::decode("3059301306072a8648ce3d020106082a8648ce3d030107034200").unwrap();
+        der.extend_from_slice(asn1.public_key().as_ref());
+        let same = PublicKey::from_der(&der).unwrap();
+        assert!(same.verify_bytes(b"m", asn1.sign(&rng, b"m").unwrap().as_ref()));
+        assert!(!same.verify_bytes(b"m", fixed.sign(&rng, b"m").unwrap().as_ref()));
+        assert!(!key.verify_bytes(b"m", &[]));
+        // A PEM of another label is not a public key.
+        let pem = key.to_pem().replace("PUBLIC KEY", "CERTIFICATE");
+        assert_eq!(PublicKey::from_pem(&pem), Err(KeyError::PublicKey));
+    }
+
+    #[test]
     fn a_document_naming_another_algorithm_than_its_key_is_refused() {
         let (key, pair) = kms_like_key();
         let rng = ring::rand::SystemRandom::new();

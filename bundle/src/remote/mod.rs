@@ -133,6 +133,7 @@ impl RemoteError {
             RemoteError::DigestMismatch { .. } => "the registry or the network altered the content; do not use it",
             RemoteError::TooLarge { .. } => "no bundle needs this much: the registry is broken or hostile; check the address with your vendor",
             RemoteError::PlainHttp { .. } => "add `--insecure` for a registry on this machine (loopback only); a remote registry must speak HTTPS",
+            RemoteError::Sign(_) => "check the signing key (`--key`, `[signing] key`) and the AWS credentials, then run the same command again: nothing was signed with that answer",
             RemoteError::NotARegistry { .. } => "check the host and port: they should point at the registry's API (`/v2/`), not a web page or another service",
             _ => return None,
         })

@@ -149,12 +149,18 @@ fn found_in_bucket(check: &state_bucket::BucketCheck, adopted: &[DeploymentRecor
 pub fn trust_add(global: &GlobalArgs, file: &Path, json: bool) -> Result<ExitStatus> {
     let home = open_home(global)?;
     let (id, new) = home.trust_add(file)?;
+    let algorithm = home
+        .trusted_keys()?
+        .into_iter()
+        .find(|(key_id, _, _)| *key_id == id)
+        .map(|(_, key, _)| key.algorithm())
+        .unwrap_or_default();
     if json {
-        print_json(&json!({"keyId": id, "added": new}));
+        print_json(&json!({"keyId": id, "algorithm": algorithm, "added": new}));
     } else if new {
-        println!("trusted key `{id}`");
+        println!("trusted key `{id}` ({algorithm})");
     } else {
-        println!("key `{id}` was already trusted");
+        println!("key `{id}` ({algorithm}) was already trusted");
     }
     Ok(ExitStatus::Success)
 }

@@ -9,7 +9,7 @@ use stackpack_schema::oci::{ImageIndex, ImageManifest};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::store::{trusted, Copier};
+use crate::store::{removed_key, trusted, Copier};
 
 /// Every release of the staging layout, verified with the trusted keys. The
 /// bundles they pin are verified by the bundle import beside this; a release whose
@@ -24,7 +24,7 @@ pub fn verify_staged(home: &Home, staged: &ImageLayout) -> Result<Vec<VerifiedRe
     let mut verified = Vec::new();
     for (name, version, descriptor) in found {
         let checked = release::verify_release_index(staged, &descriptor, &name, &version, &trust)
-            .map_err(|e| nothing_imported(release_error(&name, &version, e)))?;
+            .map_err(|e| nothing_imported(release_error(home, &name, &version, e)))?;
         stage_pinned_bundles(staged, &checked)?;
         if let Some(existing) = release::find_release(&store, &name, &version)? {
             if existing.digest != descriptor.digest {
@@ -98,8 +98,21 @@ fn stage_pinned_bundles(staged: &ImageLayout, verified: &VerifiedRelease) -> Res
 
 /// The shared conversion, with an untrusted signature worded for a release (the
 /// signature check words it for a bundle).
-fn release_error(name: &str, version: &Version, error: release::ReleaseError) -> Error {
+fn release_error(
+    home: &Home,
+    name: &str,
+    version: &Version,
+    error: release::ReleaseError,
+) -> Error {
     match error {
+        release::ReleaseError::Signature(VerifyError::Untrusted { keys, .. })
+            if removed_key(home, &keys).is_some() =>
+        {
+            Error::refused(format!(
+                "release `{name}@{version}` is signed by key {keys}, which was removed from this runner's trusted keys (`stackpack-runner trust remove`)"
+            ))
+            .hint("ask your vendor for this version signed by a key you trust; add the removed key back (`trust add`) only if it was removed by mistake")
+        }
         release::ReleaseError::Signature(VerifyError::Untrusted { keys, .. }) => {
             Error::refused(format!(
                 "release `{name}@{version}` is signed by key {keys}, which this runner does not trust"
@@ -201,7 +214,15 @@ pub fn load(home: &Home, name: &str, version: &Version) -> Result<VerifiedReleas
     let store = home.store()?;
     let trust = Trust::Keys(trusted(home)?);
     let verified = release::verify_release(&store, name, version, &trust).map_err(|e| {
-        let mut error = release_error(name, version, e);
+        // Who signed it is the news, not which versions the store holds.
+        let untrusted = matches!(
+            e,
+            release::ReleaseError::Signature(VerifyError::Untrusted { .. })
+        );
+        let mut error = release_error(home, name, version, e);
+        if untrusted {
+            return error;
+        }
         if let Ok(found) = release::releases_in(&store) {
             let held: Vec<String> = found
                 .iter()

@@ -12,6 +12,7 @@ mod hostile;
 mod inputs_checked;
 mod interrupted;
 mod kit;
+mod kms;
 mod lifecycle;
 mod module_sources;
 mod policies;

@@ -1,11 +1,11 @@
 //! `stackpack kit`: one tar for an airgapped customer (the format: `stackpack_bundle::kit`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use stackpack_packager::config::KeySource;
+use stackpack_packager::keys;
 use stackpack_packager::kit::{KitParts, WrittenKit};
 use stackpack_packager::{Error, Result};
-use stackpack_schema::signature::PrivateKey;
+use stackpack_schema::signature::SigningKey;
 use stackpack_terminal::ExitStatus;
 
 use crate::cli::{ExportArgs, GlobalArgs, KitArgs};
@@ -45,7 +45,7 @@ pub fn run(args: &KitArgs, _global: &GlobalArgs) -> Result<ExitStatus> {
         release: args.release.clone(),
         channel: args.channel.clone(),
         runner: args.runner.as_deref(),
-        key: &key,
+        key: key.as_ref(),
         made_for: args.for_customer.clone(),
         omitted: exported.omitted,
     };
@@ -83,37 +83,17 @@ fn held_by(
     stackpack_packager::kit::held_layers(&api, &remote, &address, &release, customer)
 }
 
-/// `--key FILE` or `--key env:VAR` (the PEM itself or a path, as CI secrets are).
-fn kit_key(flag: Option<&str>) -> Result<PrivateKey> {
+/// `--key FILE`, `--key env:VAR` (the PEM itself or a path, as CI secrets are) or
+/// `--key awskms:///alias/NAME`: `verify.sh`'s `openssl pkeyutl -rawin` checks an
+/// ed25519 and a P-256 signature alike.
+fn kit_key(flag: Option<&str>) -> Result<Box<dyn SigningKey>> {
     let Some(flag) = flag else {
         return Err(
             Error::usage("no signing key: a kit's `SHA256SUMS` is always signed")
-                .hint("pass `--key FILE` (the key that signs your bundles) or `--key env:VAR`"),
+                .hint("pass `--key FILE` (the key that signs your bundles), `--key env:VAR` or `--key awskms:///alias/NAME`"),
         );
     };
-    if flag.starts_with(stackpack_bundle::kms::SCHEME) {
-        return Err(Error::usage(format!(
-            "`--key {flag}`: a kit's `SHA256SUMS` is signed with an ed25519 key file, which its `verify.sh` checks with `openssl pkeyutl -rawin`; a KMS key does not sign kits yet"
-        ))
-        .hint("pass the ed25519 key file your customers trust, or sign `SHA256SUMS` yourself with `aws kms sign` and ship the signature beside it"));
-    }
-    let Some(variable) = flag.strip_prefix("env:") else {
-        return stackpack_packager::keys::read_private_key(Path::new(flag));
-    };
-    let source = match std::env::var(variable) {
-        Ok(value) if value.trim_start().starts_with("-----BEGIN") => KeySource::Pem {
-            variable: variable.to_string(),
-            pem: value,
-        },
-        Ok(value) if !value.is_empty() => KeySource::File(PathBuf::from(value)),
-        _ => {
-            return Err(
-                Error::usage(format!("`--key {flag}`: `{variable}` is not set"))
-                    .hint(format!("set `{variable}` to the private key's PEM or path")),
-            )
-        }
-    };
-    stackpack_packager::keys::read_key_source(&source)
+    keys::open_key_source(&keys::key_source(flag)?)
 }
 
 fn show(args: &KitArgs, written: &WrittenKit) {

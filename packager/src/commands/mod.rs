@@ -7,6 +7,7 @@ pub mod export;
 pub mod forecast;
 pub mod gate;
 pub mod inspect;
+pub mod key;
 pub mod keygen;
 pub mod kit;
 pub mod promote;
@@ -20,13 +21,14 @@ use stackpack_packager::repository::Repository;
 use stackpack_packager::Result;
 use stackpack_terminal::ExitStatus;
 
-use crate::cli::{Cli, Command, CustomerCommand, PlanArgs};
+use crate::cli::{Cli, Command, CustomerCommand, KeyCommand, PlanArgs};
 
 /// Runs the command the line names: the one dispatch of `stackpack`.
 pub fn run(cli: &Cli) -> Result<ExitStatus> {
     let global = &cli.global;
     match &cli.command {
         Command::Keygen(args) => keygen::run(args, global),
+        Command::Key(KeyCommand::Public(args)) => key::public(args),
         Command::Version(args) => version::run(args, global),
         Command::Build(args) => build::run(args, global),
         Command::Inspect(args) => inspect::run(args, global),

@@ -858,3 +858,60 @@ fn promote_refuses_a_forecast_that_replaces_a_stateful_resource_of_a_customer_wh
     .unwrap();
     assert!(assignment.body.contains("\"hold\""), "{}", assignment.body);
 }
+
+/// Issue 41 §4, against moto's KMS (the stand-in for AWS KMS): a release published
+/// and promoted with `--key awskms:///alias/stackpack-ci` (the variables point the
+/// AWS client at moto) is taken by our registry, which checks that the promotion's
+/// signer signed the release; the statement verifies with the P-256 key
+/// `stackpack key public` prints, and not for another channel.
+#[test]
+fn a_release_published_and_promoted_through_kms_is_taken_by_our_registry() {
+    let moto = stackpack_test_support::servers::Moto::start();
+    moto.python(
+        r#"
+import boto3
+kms = boto3.client("kms", endpoint_url=ENDPOINT, region_name="us-east-1")
+key = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
+kms.create_alias(AliasName="alias/stackpack-ci", TargetKeyId=key)
+"#,
+    )
+    .ok();
+    // Each test is its own process under nextest: these reach only this test's
+    // `stackpack` runs.
+    for (name, value) in moto.env() {
+        std::env::set_var(name, value);
+    }
+    std::env::set_var("AWS_ENDPOINT_URL", &moto.url);
+
+    let registry = OurRegistry::start();
+    registry.run(&["channel", "set", "stable"]).ok();
+    let host = registry.host();
+    let mut vendor = Vendor::new();
+    vendor.token = Some(registry.publisher_token());
+    vendor.key = PathBuf::from("awskms:///alias/stackpack-ci");
+    let public = vendor
+        .run(&["key", "public", "awskms:///alias/stackpack-ci", "--json"])
+        .ok()
+        .json();
+    assert_eq!(public["algorithm"], "ecdsa-p256-sha256", "{public}");
+    let kms_key = PublicKey::from_pem(public["publicKey"].as_str().unwrap()).unwrap();
+
+    let index = vendor.publish(&host);
+    let report = vendor
+        .promote(&host, "data-plane@0.1.0", &["--channel", "stable"])
+        .ok()
+        .json();
+    assert_eq!(report["digest"], index.to_string(), "{report}");
+    let remote = remote(&host, vendor.token.as_deref());
+    let found = statements_of(&remote, "acme/releases/data-plane", &index);
+    assert_eq!(found.len(), 1);
+    let signer = found[0]
+        .verify(std::slice::from_ref(&kms_key), "stable")
+        .unwrap();
+    assert_eq!(signer.key_id(), kms_key.key_id());
+    assert!(found[0].verify(&[kms_key], "beta").is_err());
+    assert!(
+        found[0].verify(&[vendor.vendor_key()], "stable").is_err(),
+        "the file key signed nothing here"
+    );
+}
