@@ -83,69 +83,26 @@ pub struct StoredReceipt {
     pub reported_at: Option<String>,
 }
 
-/// The ledger's schema, one step per version: a ledger at `PRAGMA user_version` N
-/// has had the first N steps, and opening it runs the missing ones in one
-/// transaction. Ledgers made before versions were kept are at 0 and hold the tables
-/// of step 1 already (hence `IF NOT EXISTS`). Add a step for any change; never edit
-/// one that shipped.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+/// One migration file of the ledger: its name without `.sql`, and its SQL.
+macro_rules! migration {
+    ($name:literal) => {
+        (
+            $name,
+            include_str!(concat!("../migrations/ledger/", $name, ".sql")),
+        )
+    };
+}
 
-/// Release receipts are reported to the registry like stack receipts.
-const SCHEMA_V3: &str = "ALTER TABLE release_receipts ADD COLUMN reported_at TEXT;";
-
-/// Release receipts (signed, as JSON), newest last.
-const SCHEMA_V2: &str = "
-CREATE TABLE release_receipts (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    release TEXT NOT NULL,
-    version TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    finished_at TEXT NOT NULL,
-    document TEXT NOT NULL
-);
-";
-
-const SCHEMA_V1: &str = "
-CREATE TABLE IF NOT EXISTS receipts (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    stack TEXT NOT NULL,
-    version TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    finished_at TEXT NOT NULL,
-    document TEXT NOT NULL,
-    reported_at TEXT
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    stack TEXT NOT NULL,
-    version TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    work TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS deployments (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL,
-    stack TEXT NOT NULL,
-    version TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    receipt_id TEXT NOT NULL,
-    inputs_file TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS notes (
-    receipt_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    rule TEXT NOT NULL,
-    address TEXT,
-    message TEXT NOT NULL
-);
-";
+/// The ledger's schema, one file per version in `customer-bundle/migrations/ledger/`:
+/// a ledger at `PRAGMA user_version` N has had the first N steps, and opening it
+/// runs the missing ones in one transaction. Ledgers made before versions were
+/// kept are at 0 and hold the tables of step 1 already (hence `IF NOT EXISTS`).
+/// Add a file (and its line here) for any change; never edit one that shipped.
+const MIGRATIONS: &[(&str, &str)] = &[
+    migration!("0001_initial"),
+    migration!("0002_release_receipts"),
+    migration!("0003_release_receipts_reported"),
+];
 
 /// What a run found beside its receipt: policy denials and warnings, failed smoke
 /// checks. (The receipt format is shared with the registry and stays as it is; the
@@ -182,8 +139,8 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     // home at once must not both run a step.
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let at: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    for step in MIGRATIONS.iter().skip(at.max(0) as usize) {
-        tx.execute_batch(step)?;
+    for (_, sql) in MIGRATIONS.iter().skip(at.max(0) as usize) {
+        tx.execute_batch(sql)?;
     }
     tx.pragma_update(None, "user_version", known)?;
     tx.commit()?;
@@ -637,7 +594,7 @@ mod tests {
         let path = dir.path().join("ledger.db");
         {
             let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(SCHEMA_V1).unwrap();
+            conn.execute_batch(MIGRATIONS[0].1).unwrap();
             conn.execute(
                 "INSERT INTO deployments (kind, stack, version, digest, receipt_id, inputs_file, applied_at)
                  VALUES ('apply', 'net', '1.0.0', 'sha256:00', 'r1', 'in.tfvars', '2026-01-01T00:00:00Z')",
@@ -652,6 +609,27 @@ mod tests {
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .unwrap();
         assert_eq!(version, MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn every_ledger_migration_file_is_listed_once_in_order() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/ledger");
+        let mut files: Vec<String> = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let listed: Vec<String> = MIGRATIONS
+            .iter()
+            .map(|(name, _)| format!("{name}.sql"))
+            .collect();
+        assert_eq!(files, listed);
+        for (index, (name, _)) in MIGRATIONS.iter().enumerate() {
+            assert!(
+                name.starts_with(&format!("{:04}_", index + 1)),
+                "{name} in order"
+            );
+        }
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod release_ledger;
 mod replicas;
 mod rollout;
 mod s3_blobs;
+mod schema_equivalence;
 mod serve_config;
 mod support_bundles;
 mod ui;
