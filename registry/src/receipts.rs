@@ -14,6 +14,7 @@
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::{DeployedRelease, Deployment};
+use crate::db::locks::Lock;
 use crate::db::sql::Sql;
 use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
@@ -146,7 +147,24 @@ where
 pub fn record(db: &Db, signed: &SignedReceipt) -> Result<bool> {
     let checked = check(signed)?;
     let now = Timestamp::now();
-    db.write_any(|tx| store(tx, &checked, &now, &FirstUse::Reporter))
+    db.write_keyed(&checked.locks(), |tx| {
+        store(tx, &checked, &now, &FirstUse::Reporter)
+    })
+}
+
+impl Checked {
+    /// What storing this receipt must hold alone (see [`crate::db::locks`]): its
+    /// customer (cells, keys, forecasts, alerts), its id (stored once) and its
+    /// signing key (pinned to one customer). The rollouts it moves on are locked
+    /// as they are reached ([`crate::rollout::refresh_customer`]).
+    pub fn locks(&self) -> [Lock<'_>; 3] {
+        let d = &self.deployment;
+        [
+            Lock::Customer(&d.customer),
+            Lock::Receipt(&d.receipt_id),
+            Lock::InstallationKey(&d.key_id),
+        ]
+    }
 }
 
 /// What became of one receipt of a batch.
@@ -167,7 +185,10 @@ pub fn record_all(
     let now = Timestamp::now();
     let checked: Vec<Result<Checked>> = receipts.iter().map(check).collect();
     let mut outcomes = Vec::with_capacity(receipts.len());
-    let committed = db.write_any(|tx| {
+    let locks: Vec<Lock<'_>> = checked.iter().flatten().flat_map(Checked::locks).collect();
+    let committed = db.write_keyed(&locks, |tx| {
+        // From the start each time: a transaction broken off by a deadlock runs again.
+        outcomes.clear();
         for (signed, checked) in receipts.iter().zip(&checked) {
             let result = match checked {
                 Ok(checked) => store(tx, checked, &now, first_use),
