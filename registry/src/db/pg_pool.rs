@@ -12,9 +12,9 @@ use super::sql::{Conn, Pg, PgError, Sql, SqlError, Statements};
 use crate::error::Error;
 
 /// Any number, the same in every replica: the advisory lock every write
-/// transaction takes first: exclusively for [`PgPool::write`] (it runs alone, as
+/// transaction takes first: exclusively for [`super::Db::write_any`] (it runs alone, as
 /// SQLite's `BEGIN IMMEDIATE` made every writer), shared for
-/// [`PgPool::write_keyed`], which run beside each other under locks keyed by what
+/// [`super::Db::write_keyed`], which run beside each other under locks keyed by what
 /// they protect (see [`super::locks`]).
 pub const WRITE_LOCK: i64 = 0x5354_4b50_5752_4954; // "STKPWRIT"
 

@@ -11,6 +11,8 @@
 //! Times are stored as UTC, and receipts are ordered by the parsed finish time, so
 //! `+05:00` offsets, fractions and a lowercase `t`/`z` compare as the times they are.
 
+pub mod steps;
+
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::{DeployedRelease, Deployment};
@@ -21,7 +23,6 @@ use crate::error::{Code, Error, Result};
 use crate::timestamp::Timestamp;
 
 pub use crate::receipt_keys::FirstUse;
-use crate::receipt_keys::{check_key, SigningKey};
 
 /// A receipt whose signature and fields were checked, ready to store.
 pub struct Checked {
@@ -92,7 +93,9 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
     })
 }
 
-/// Stores a checked receipt inside the caller's transaction. True when it was new.
+/// Stores a checked receipt inside the caller's transaction, running
+/// `steps::STEPS` in order. True when it was new; the same receipt again
+/// changes nothing, another under its id is refused.
 pub fn store<C: Sql + ?Sized>(
     tx: &C,
     checked: &Checked,
@@ -102,7 +105,6 @@ pub fn store<C: Sql + ?Sized>(
 where
     Error: From<C::Error>,
 {
-    let now_text = now.as_str();
     let d = &checked.deployment;
     if let Some(existing) = db::ledger::receipt_document(tx, &d.receipt_id)? {
         return if existing == checked.document {
@@ -117,28 +119,10 @@ where
             ))
         };
     }
-    db::ledger::note_customer(tx, &d.customer, now_text)?;
-    let key = SigningKey {
-        key_id: &d.key_id,
-        public_key: &checked.public_key_b64,
-    };
-    check_key(tx, &d.customer, &key, first_use, now_text)?;
-    let deployment = Deployment {
-        received_at: now.clone(),
-        ..d.clone()
-    };
-    let before = db::alerts::cell_flags(tx, &d.customer, &d.stack)?;
-    db::ledger::file_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
-    // A real plan that differs from its forecast fails the gate below.
-    if let Some(receipt) = &checked.planned {
-        crate::forecast::hold_receipt(tx, receipt, now_text)?;
+    let mut storing = steps::Storing::new(checked, now, first_use);
+    for step in steps::STEPS {
+        step.run(tx, &mut storing)?;
     }
-    // A stack receipt can fail or drift a release a rollout assigned: the gate
-    // hears of it at once.
-    let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
-    crate::rollout::refresh_customer(tx, &d.customer, now_ns)?;
-    // Queued in this transaction, delivered by the alert task: never waited for.
-    crate::alerts::note_receipt(tx, &deployment, &checked.document, before)?;
     Ok(true)
 }
 
