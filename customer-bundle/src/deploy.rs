@@ -939,9 +939,22 @@ fn plan_and_apply(
         quiet,
         "apply",
     )?;
-    // One `show -json` of the state the apply left, where the engine can show one:
-    // the outputs, the check blocks and the secrets scan are all read from it (it
-    // was three engine runs). Older engines answer `output -json` instead.
+    let outputs = after_apply(context, run, ui, found)?;
+    Ok(Step::Done(Outcome::Succeeded, outputs))
+}
+
+/// What the apply left: its outputs (`None` after a destroy), the secrets in the
+/// state and the smoke checks. One `show -json` of the state, where the engine can
+/// show one, gives all three (it was three engine runs); older engines answer
+/// `output -json` instead.
+fn after_apply(
+    context: &Context,
+    run: &Workspace,
+    ui: &mut Ui,
+    found: &mut Found,
+) -> Result<Option<serde_json::Value>> {
+    let Workspace { engine, dir, .. } = *run;
+    let request = context.request;
     let state = match request.target {
         Target::Destroy => None,
         _ if engine.has_check_blocks() => Some(engine.show_state(dir)?),
@@ -966,7 +979,7 @@ fn plan_and_apply(
     if let (Target::Apply { .. }, Some(outputs)) = (&request.target, &outputs) {
         found.smoke = smoke_checks(state.as_ref(), dir, outputs, ui, &engine.secrets)?;
     }
-    Ok(Step::Done(Outcome::Succeeded, outputs))
+    Ok(outputs)
 }
 
 /// `apply --plan`: puts the reviewed plan's file where the engine applies it, once the
