@@ -47,11 +47,17 @@ pub(super) struct Literal {
 /// The values of an HCL file (`.tf`): literals, names of resources, data sources and
 /// module calls, tag keys. `None` when the file does not parse (the interface
 /// reader reports that, with its line).
+#[cfg(test)]
 pub(super) fn hcl_values(text: &str) -> Option<Vec<Literal>> {
     let body = hcl_edit::parser::parse_body(text).ok()?;
+    Some(body_values(&body))
+}
+
+/// [`hcl_values`] of a file parsed already.
+pub(super) fn body_values(body: &Body) -> Vec<Literal> {
     let mut values = Values::default();
-    values.visit_body(&body);
-    Some(values.found)
+    values.visit_body(body);
+    values.found
 }
 
 #[derive(Default)]

@@ -132,9 +132,13 @@ pub fn lint_with(
 ) -> Result<Vec<Finding>, CheckError> {
     let names = forbidden_names(repo_root, options);
     let texts = lintable_texts(repo_root, options);
+    // Each `.tf` file parsed once, for every lint that reads its blocks (it was
+    // parsed again by each of five).
+    let bodies = parsed_bodies(&texts);
     let read = folders_the_engine_reads(repo_root, options, cache);
     let mut findings = Vec::new();
     for (rel, text) in &texts {
+        let body = bodies.get(rel.as_str());
         let shown = shown_to_people(rel, &read);
         secrets(rel, text, shown, &mut findings);
         let in_module = options
@@ -144,11 +148,12 @@ pub fn lint_with(
         if in_module
             && (rel.ends_with(".tf") || rel.ends_with(".tf.json") || rel.ends_with(".tftpl"))
         {
-            environment_names(rel, text, &names, shown, &mut findings);
+            environment_names(rel, text, body, &names, shown, &mut findings);
         }
-        if rel.ends_with(".tf") && !rel.starts_with("customers/") {
-            controller_owned_fields(rel, text, &mut findings);
-            runs_commands(rel, text, &mut findings);
+        // A file that does not parse is reported by the interface reader, with its line.
+        if let (Some(body), false) = (body, rel.starts_with("customers/")) {
+            controller_owned_fields(rel, text, body, &mut findings);
+            runs_commands(rel, text, body, &mut findings);
         }
     }
     for dir in options.modules.iter().chain(options.stacks.iter()) {
@@ -165,8 +170,8 @@ pub fn lint_with(
             .contains(dir)
             .then(|| stack_engine(repo_root, dir))
             .flatten();
-        could_be_ephemeral(dir, &module, engine, &texts, &mut findings);
-        super::stored_secrets::stored_secrets(dir, &module, &texts, &mut findings);
+        could_be_ephemeral(dir, &module, engine, &bodies, &mut findings);
+        super::stored_secrets::stored_secrets(dir, &module, &texts, &bodies, &mut findings);
     }
     let mut kept = options.rules.apply(apply_ignores(&texts, findings));
     for stack in &options.stacks {
@@ -175,6 +180,18 @@ pub fn lint_with(
     kept.sort_by(|a, b| (&a.file, a.line, &a.rule).cmp(&(&b.file, b.line, &b.rule)));
     kept.dedup();
     Ok(kept)
+}
+
+/// The `.tf` files of `texts` that parse, by repository-relative path.
+fn parsed_bodies(texts: &BTreeMap<String, String>) -> BTreeMap<&str, Body> {
+    texts
+        .iter()
+        .filter(|(rel, _)| rel.ends_with(".tf"))
+        .filter_map(|(rel, text)| {
+            let body = hcl_edit::parser::parse_body(text).ok()?;
+            Some((rel.as_str(), body))
+        })
+        .collect()
 }
 
 /// Customer ids and environment names, lower-cased, with what each one is: words
@@ -350,11 +367,7 @@ const CONTROLLER_FIELDS: &[(&str, Option<&str>, &str)] = &[
 ];
 
 /// `controller-owned-field`: sizes set on resources without `ignore_changes` for them.
-fn controller_owned_fields(rel: &str, text: &str, out: &mut Vec<Finding>) {
-    // A file that does not parse is reported by the interface reader, with its line.
-    let Ok(body) = hcl_edit::parser::parse_body(text) else {
-        return;
-    };
+fn controller_owned_fields(rel: &str, text: &str, body: &Body, out: &mut Vec<Finding>) {
     let lines = Lines::new(text);
     for block in body.blocks().filter(|b| b.ident.as_str() == "resource") {
         let address = block
@@ -406,11 +419,7 @@ fn controller_owned_fields(rel: &str, text: &str, out: &mut Vec<Finding>) {
 /// `runs-commands-on-runner`: a `local-exec` provisioner or an `external` data
 /// source runs a program on the machine that runs the engine, the customer's
 /// runner, with its credentials, and no plan shows what it does.
-fn runs_commands(rel: &str, text: &str, out: &mut Vec<Finding>) {
-    // A file that does not parse is reported by the interface reader, with its line.
-    let Ok(body) = hcl_edit::parser::parse_body(text) else {
-        return;
-    };
+fn runs_commands(rel: &str, text: &str, body: &Body, out: &mut Vec<Finding>) {
     let lines = Lines::new(text);
     let label = |block: &Block, i: usize| block.labels.get(i).map(|l| l.as_str().to_string());
     let mut warn = |item: String, span, what: String| {
@@ -582,7 +591,7 @@ fn could_be_ephemeral(
     dir: &str,
     module: &ModuleInterface,
     engine: Option<EngineName>,
-    texts: &BTreeMap<String, String>,
+    bodies: &BTreeMap<&str, Body>,
     out: &mut Vec<Finding>,
 ) {
     let Some((required, _)) = &module.required_version else {
@@ -597,13 +606,13 @@ fn could_be_ephemeral(
         return;
     }
     let prefix = format!("{dir}/");
-    let bodies: Vec<Body> = texts
+    let bodies: Vec<&Body> = bodies
         .iter()
         .filter(|(rel, _)| {
             rel.strip_prefix(&prefix)
                 .is_some_and(|name| !name.contains('/') && name.ends_with(".tf"))
         })
-        .filter_map(|(_, text)| hcl_edit::parser::parse_body(text).ok())
+        .map(|(_, body)| body)
         .collect();
     let engine_name = match engine {
         Some(EngineName::Terraform) => "Terraform >= 1.10",
@@ -804,6 +813,7 @@ fn code_of(line: &str, in_block_comment: &mut bool) -> String {
 fn environment_names(
     rel: &str,
     text: &str,
+    body: Option<&Body>,
     names: &[(String, &str)],
     shown: Option<&str>,
     out: &mut Vec<Finding>,
@@ -812,7 +822,7 @@ fn environment_names(
     let values = if rel.ends_with(".tf.json") {
         env_names::json_values(text)
     } else if rel.ends_with(".tf") {
-        env_names::hcl_values(text)
+        body.map(env_names::body_values)
     } else {
         None
     };
@@ -1028,7 +1038,8 @@ mod tests {
 
     fn controller_findings(text: &str) -> Vec<(String, usize)> {
         let mut out = Vec::new();
-        controller_owned_fields("m/main.tf", text, &mut out);
+        let body = hcl_edit::parser::parse_body(text).unwrap();
+        controller_owned_fields("m/main.tf", text, &body, &mut out);
         out.into_iter().map(|f| (f.item, f.line)).collect()
     }
 

@@ -47,6 +47,7 @@ pub fn stored_secrets(
     dir: &str,
     module: &ModuleInterface,
     texts: &BTreeMap<String, String>,
+    bodies: &BTreeMap<&str, Body>,
     out: &mut Vec<Finding>,
 ) {
     let sensitive: Vec<&str> = module
@@ -66,10 +67,10 @@ pub fn stored_secrets(
         if !own {
             continue;
         }
-        let Ok(body) = hcl_edit::parser::parse_body(text) else {
+        let Some(body) = bodies.get(rel.as_str()) else {
             continue;
         };
-        in_file(rel, text, &body, &sensitive, out);
+        in_file(rel, text, body, &sensitive, out);
     }
 }
 
@@ -128,8 +129,10 @@ mod tests {
         )
         .unwrap();
         let texts = BTreeMap::from([("stacks/db/main.tf".to_string(), text.to_string())]);
+        let body = hcl_edit::parser::parse_body(text).unwrap();
+        let bodies = BTreeMap::from([("stacks/db/main.tf", body)]);
         let mut out = Vec::new();
-        stored_secrets("stacks/db", &module, &texts, &mut out);
+        stored_secrets("stacks/db", &module, &texts, &bodies, &mut out);
         out
     }
 
