@@ -9,7 +9,7 @@
 use stackpack_schema::forecast::{CustomerForecast, ForecastMiss, ReleaseForecast};
 use stackpack_schema::rollout::Approve;
 
-use super::sql::{Decode, Row, Sql};
+use super::sql::{ColumnIndex, Decode, Row, Sql};
 
 pub const CUSTOMER_FORECAST_SQL: &str = "SELECT document FROM forecast_customers
          WHERE release = ?1 AND version = ?2 AND customer = ?3";
@@ -30,12 +30,12 @@ const MISS_COLUMNS: &str =
 
 /// A JSON document stored as text: a document that does not read is a `Decode`
 /// error naming its column, on either backend.
-fn json_column<T: serde::de::DeserializeOwned>(r: &Row, index: usize) -> Result<T, Decode> {
-    let text: String = r.get(index)?;
-    serde_json::from_str(&text).map_err(|e| Decode::Parse {
-        column: index,
-        message: e.to_string(),
-        value: text,
+fn json_column<T: serde::de::DeserializeOwned>(
+    r: &Row,
+    name: impl ColumnIndex,
+) -> Result<T, Decode> {
+    r.parsed_with(name, |text| {
+        serde_json::from_str(text).map_err(|e| e.to_string())
     })
 }
 

@@ -9,7 +9,7 @@
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_schema::rollout::{ApprovedKind, SyncState};
 
-use super::sql::{Decode, Row, Sql};
+use super::sql::{ColumnIndex, Decode, Row, Sql};
 use crate::api::{EventKind, Gate, RolloutAssignment, RolloutEvent, RolloutState};
 
 /// The waves of a channel nobody configured.
@@ -100,12 +100,9 @@ fn waves_json(waves: &[String]) -> String {
 }
 
 /// The waves stored in column `column` (a JSON list of names).
-fn waves_from(row: &Row, column: usize) -> Result<Vec<String>, Decode> {
-    let text: String = row.get(column)?;
-    serde_json::from_str(&text).map_err(|e| Decode::Parse {
-        column,
-        message: format!("not a JSON list of wave names: {e}"),
-        value: text,
+fn waves_from(row: &Row, column: impl ColumnIndex) -> Result<Vec<String>, Decode> {
+    row.parsed_with(column, |text| {
+        serde_json::from_str(text).map_err(|e| format!("not a JSON list of wave names: {e}"))
     })
 }
 
@@ -232,17 +229,12 @@ fn kind_text(kind: ApprovedKind) -> &'static str {
 }
 
 /// The approved kind stored in column `column` (`release` or `stack`).
-fn kind_from(row: &Row, column: usize) -> Result<ApprovedKind, Decode> {
-    let text: String = row.get(column)?;
-    match text.as_str() {
+fn kind_from(row: &Row, column: impl ColumnIndex) -> Result<ApprovedKind, Decode> {
+    row.parsed_with(column, |text| match text {
         "release" => Ok(ApprovedKind::Release),
         "stack" => Ok(ApprovedKind::Stack),
-        _ => Err(Decode::Parse {
-            column,
-            message: "not an approved kind (`release` or `stack`)".into(),
-            value: text,
-        }),
-    }
+        _ => Err("not an approved kind (`release` or `stack`)".into()),
+    })
 }
 
 const PROMOTION_COLUMNS: &str = "id, channel, kind, release, version, digest, required, statement";
