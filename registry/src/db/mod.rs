@@ -59,7 +59,9 @@ pub const SCHEMA_VERSION: u32 = migrations::SQLITE.len() as u32;
 fn normalise_receipt_times(tx: &Transaction) -> rusqlite::Result<()> {
     let rows: Vec<(String, String, String)> = tx
         .prepare("SELECT id, started_at, finished_at FROM receipts")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .query_map([], |r| {
+            Ok((r.get("id")?, r.get("started_at")?, r.get("finished_at")?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut update = tx.prepare(
         "UPDATE receipts SET started_at = ?2, finished_at = ?3, finished_ns = ?4 WHERE id = ?1",
@@ -253,7 +255,7 @@ fn migrate_steps(conn: &mut Connection) -> Result<u32, OpenError> {
     let mut found = None;
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get("user_version"))?;
         let found = *found.get_or_insert(version);
         if version > SCHEMA_VERSION {
             return Err(OpenError::Newer {
@@ -282,7 +284,7 @@ pub fn migrate_file(path: &Path) -> Result<u32, OpenError> {
 pub fn stored_version(path: &Path) -> rusqlite::Result<u32> {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     conn.busy_timeout(BUSY_WAIT)?;
-    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+    conn.query_row("PRAGMA user_version", [], |r| r.get("user_version"))
 }
 
 /// Runs blocking database work without stalling the async worker it is called from:
@@ -531,50 +533,8 @@ impl Db {
     /// `PRAGMA integrity_check`: `ok` when the file is sound (SQLite only).
     pub fn integrity_check(&self) -> Result<String, Error> {
         self.sqlite("PRAGMA integrity_check")?;
-        self.scan(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get(0)))
+        self.scan(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get("integrity_check")))
     }
-}
-
-/// A value the database keeps as its text (a receipt kind, an outcome, a role, a
-/// digest, a version): written with `Display`, read back with `FromStr`, so a row
-/// that does not parse fails where it is read instead of travelling on as a string.
-pub struct Text<T>(pub T);
-
-impl<T: std::fmt::Display> rusqlite::ToSql for Text<T> {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        Ok(rusqlite::types::ToSqlOutput::from(self.0.to_string()))
-    }
-}
-
-impl<T> rusqlite::types::FromSql for Text<T>
-where
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
-        let text = value.as_str()?;
-        text.parse().map(Text).map_err(|e| {
-            rusqlite::types::FromSqlError::Other(format!("stored `{text}`: {e}").into())
-        })
-    }
-}
-
-/// Column `index` of a row, read through its text into `T`.
-pub fn parsed<T>(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<T>
-where
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    Ok(row.get::<_, Text<T>>(index)?.0)
-}
-
-/// [`parsed`] for a column that may be `NULL`.
-pub fn parsed_opt<T>(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Option<T>>
-where
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    Ok(row.get::<_, Option<Text<T>>>(index)?.map(|text| text.0))
 }
 
 /// The plan SQLite picks for `sql` with `values`, one line per step (`SCAN f`,
@@ -586,7 +546,7 @@ pub(crate) fn query_plan(
     values: &[&dyn rusqlite::ToSql],
 ) -> rusqlite::Result<Vec<String>> {
     conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-        .query_map(values, |r| r.get(3))?
+        .query_map(values, |r| r.get("detail"))?
         .collect()
 }
 

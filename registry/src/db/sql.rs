@@ -145,23 +145,28 @@ impl Row {
 
     /// The value of column `name`; a name the row does not have is a
     /// [`Decode::Missing`] listing the names it has.
-    fn value(&self, column: impl ColumnIndex) -> Result<(&Value, &str), Decode> {
-        let index = column.position(&self.columns)?;
-        Ok((&self.values[index], &self.columns[index]))
+    fn value(&self, name: &str) -> Result<&Value, Decode> {
+        match self.columns.iter().position(|c| c == name) {
+            Some(index) => Ok(&self.values[index]),
+            None => Err(Decode::Missing {
+                column: name.to_string(),
+                columns: self.columns.to_vec(),
+            }),
+        }
     }
 
     /// Column `name` as `T` (`Option<T>` where it may be `NULL`).
-    pub fn get<T: FromValue>(&self, name: impl ColumnIndex) -> Result<T, Decode> {
-        let (value, column) = self.value(name)?;
+    pub fn get<T: FromValue>(&self, name: &str) -> Result<T, Decode> {
+        let value = self.value(name)?;
         T::from_value(value).ok_or_else(|| Decode::Type {
-            column: column.to_string(),
+            column: name.to_string(),
             expected: T::EXPECTED,
             found: value.kind(),
         })
     }
 
     /// Column `name`, read through its text into `T` (a role, a digest, a time).
-    pub fn parsed<T>(&self, name: impl ColumnIndex) -> Result<T, Decode>
+    pub fn parsed<T>(&self, name: &str) -> Result<T, Decode>
     where
         T: std::str::FromStr,
         T::Err: std::fmt::Display,
@@ -173,60 +178,26 @@ impl Row {
     /// words): its error becomes a [`Decode::Parse`] naming the column.
     pub fn parsed_with<T>(
         &self,
-        name: impl ColumnIndex,
+        name: &str,
         parse: impl FnOnce(&str) -> Result<T, String>,
     ) -> Result<T, Decode> {
         let text: String = self.get(name)?;
         parse(&text).map_err(|message| Decode::Parse {
-            column: self
-                .value(name)
-                .map(|(_, c)| c.to_string())
-                .unwrap_or_default(),
+            column: name.to_string(),
             message,
             value: text,
         })
     }
 
     /// [`Row::parsed`] for a column that may be `NULL`.
-    pub fn parsed_opt<T>(&self, name: impl ColumnIndex) -> Result<Option<T>, Decode>
+    pub fn parsed_opt<T>(&self, name: &str) -> Result<Option<T>, Decode>
     where
         T: std::str::FromStr,
         T::Err: std::fmt::Display,
     {
         match self.value(name)? {
-            (Value::Null, _) => Ok(None),
+            Value::Null => Ok(None),
             _ => self.parsed(name).map(Some),
-        }
-    }
-}
-
-/// How a column is found in a row: by its name. Positions remain only while the
-/// modules move to names, one commit each.
-pub trait ColumnIndex: Copy {
-    fn position(self, columns: &[String]) -> Result<usize, Decode>;
-}
-
-impl ColumnIndex for &str {
-    fn position(self, columns: &[String]) -> Result<usize, Decode> {
-        columns
-            .iter()
-            .position(|c| c == self)
-            .ok_or_else(|| Decode::Missing {
-                column: self.to_string(),
-                columns: columns.to_vec(),
-            })
-    }
-}
-
-impl ColumnIndex for usize {
-    fn position(self, columns: &[String]) -> Result<usize, Decode> {
-        if self < columns.len() {
-            Ok(self)
-        } else {
-            Err(Decode::Missing {
-                column: format!("#{self}"),
-                columns: columns.to_vec(),
-            })
         }
     }
 }
