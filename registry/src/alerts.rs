@@ -14,11 +14,8 @@ use crate::db::sql::Sql;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stackpack_schema::receipt::{plain_text, SignedReceipt};
-
 use crate::alert_event::Body;
 pub use crate::alert_event::{check_webhook, parse_events, Event};
-use crate::api::Deployment;
 use crate::db;
 use crate::state::AppState;
 
@@ -56,80 +53,6 @@ fn as_sent(body: &str, public_url: Option<&str>) -> String {
         json["url"] = url.into();
     }
     json.to_string()
-}
-
-/// The reason a receipt gives, on one line: the failure, or what drifted.
-fn reason(document: &str, event: Event) -> Option<String> {
-    let r = serde_json::from_str::<SignedReceipt>(document)
-        .ok()?
-        .receipt;
-    let text = match event {
-        Event::Failed => crate::reason::failure(r.failure.as_ref()?),
-        Event::Drifted => {
-            let mut names: Vec<String> = if r.drift.is_empty() {
-                r.drifted.iter().map(|a| format!("`{a}`")).collect()
-            } else {
-                r.drift
-                    .iter()
-                    .map(|d| match d.attributes.is_empty() {
-                        true => format!("`{}`", d.address),
-                        false => format!("`{}` ({})", d.address, d.attributes.join(", ")),
-                    })
-                    .collect()
-            };
-            let more = names.len().saturating_sub(3);
-            names.truncate(3);
-            if names.is_empty() {
-                return None;
-            }
-            let mut text = names.join(", ");
-            if more > 0 {
-                text.push_str(&format!(" and {more} more"));
-            }
-            text
-        }
-        Event::Silent | Event::Behind => return None,
-    };
-    Some(plain_text(&text, 500))
-}
-
-/// Inside a receipt's transaction, after it was filed: queues an event for each
-/// state its cell entered (`before` is the cell's `(failed, drifted, behind)` before
-/// the receipt). The customer is heard from, so no longer silent.
-pub fn note_receipt<C: Sql + ?Sized>(
-    tx: &C,
-    d: &Deployment,
-    document: &str,
-    before: Option<(bool, bool, bool)>,
-) -> Result<(), C::Error> {
-    db::alerts::heard_from(tx, &d.customer)?;
-    let Some(after) = db::alerts::cell_flags(tx, &d.customer, &d.stack)? else {
-        return Ok(());
-    };
-    let before = before.unwrap_or((false, false, false));
-    let entered = [
-        (Event::Failed, !before.0 && after.0),
-        (Event::Drifted, !before.1 && after.1),
-        (Event::Behind, !before.2 && after.2),
-    ];
-    let now = crate::timestamp::Timestamp::now();
-    let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
-    for (event, entered) in entered {
-        if !entered || db::alerts::wanting(tx, event.as_str())?.is_empty() {
-            continue;
-        }
-        let body = Body {
-            event,
-            customer: &d.customer,
-            stack: Some(&d.stack),
-            version: Some(d.version.to_string()),
-            receipt: Some(&d.receipt_id),
-            at: d.finished_at.as_str(),
-            reason: reason(document, event),
-        };
-        db::alerts::enqueue(tx, &body, now.as_str(), now_ns)?;
-    }
-    Ok(())
 }
 
 /// Customers silent longer than `after` and not yet announced: queues `silent` for

@@ -410,6 +410,12 @@ pub struct ServeArgs {
     /// anyway.
     #[arg(long)]
     pub rollout_tick_secs: Option<u64>,
+    /// Connections per pool to the database [default: 4]: readers, and on
+    /// PostgreSQL also writers (receipts for different customers are stored side
+    /// by side, one per connection). Each replica opens about three pools of this
+    /// size plus support's: mind PostgreSQL's `max_connections`.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub database_connections: Option<u16>,
     /// A webhook told of customers' state changes, as `EVENTS=URL`
     /// (`failed,drifted,silent,behind=https://hooks.example/x`); repeat for more.
     /// Kept beside those `alert add` made and those of `--config`; replaced at each

@@ -54,6 +54,10 @@ pub struct Config {
     pub alert_tick: Duration,
     /// How long a webhook may take to answer before the delivery counts as failed.
     pub alert_timeout: Duration,
+    /// Connections per pool to the database: readers on both backends, and on
+    /// PostgreSQL writers too (keyed writes run side by side, one per connection;
+    /// SQLite has one writer whatever this says).
+    pub database_connections: usize,
 }
 
 /// One webhook the configuration names.
@@ -101,6 +105,7 @@ impl Config {
             silent_after: Duration::from_secs(7 * 86_400),
             alert_tick: Duration::from_secs(1),
             alert_timeout: Duration::from_secs(10),
+            database_connections: 4,
         }
     }
 }

@@ -110,11 +110,11 @@ pub fn open(config: Config) -> Result<AppState, OpenError> {
     let db = match &config.database {
         db::pg_pool::DatabaseLocation::Sqlite => {
             make_private(&config.data)?;
-            db::Db::open(&config.data.join(DB_FILE), 4)?
+            db::Db::open(&config.data.join(DB_FILE), config.database_connections)?
         }
         db::pg_pool::DatabaseLocation::Postgres(target) => {
             make_private_folder(&config.data)?;
-            db::Db::open_postgres(target, 4)?
+            db::Db::open_postgres(target, config.database_connections)?
         }
     }
     .reporting_to(metrics.clone());

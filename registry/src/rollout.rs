@@ -627,7 +627,11 @@ pub fn refresh_customer<C: Sql + ?Sized>(
     customer: &str,
     now_ns: i64,
 ) -> Result<(), C::Error> {
-    for id in rdb::open_rollouts_of_customer(conn, customer)? {
+    let mut ids = rdb::open_rollouts_of_customer(conn, customer)?;
+    // In id order, as every keyed write takes them (`db::locks`).
+    ids.sort_unstable();
+    for id in ids {
+        conn.lock(crate::db::locks::Lock::Rollout(id))?;
         if let Some(row) = rdb::rollout(conn, id)? {
             refresh_gate(conn, &row, customer, now_ns)?;
             advance_one(conn, id, now_ns, Joiners::Skip)?;

@@ -385,10 +385,21 @@ for round in $(seq "$ROUNDS"); do
     read -r rate p50 p99 errors <<<"$out"
     [ "$errors" = 0 ] || echo "warning: $name refused $errors receipts" >&2
     RATES[$name]+=" $rate"; INGEST_P99[$name]+=" $p99"
+    if [ "$name" = production ]; then
+      # The same 8 clients to one replica only: beside the row above it says
+      # whether receipts grow with replicas (issue 42) or wait on one lock.
+      say "receipt ingestion, production, one replica asked directly, round $round of $ROUNDS…"
+      out=$("$FLEETBENCH" ingest "${URL[production-replica]}" "${TOKEN[production]}" 8 "$RECEIPTS")
+      read -r rate p50 p99 errors <<<"$out"
+      [ "$errors" = 0 ] || echo "warning: production's replica refused $errors receipts" >&2
+      RATES[production-one]+=" $rate"; INGEST_P99[production-one]+=" $p99"
+    fi
     say "support queries, $name, round $round of $ROUNDS: ${#QUERIES[@]} queries × $QUERY_ROUNDS…"
     "$FLEETBENCH" measure "${URL[$name]}" "${SUPPORT[$name]}" "$QUERY_ROUNDS" "${QUERIES[@]}" >"$WORK/queries-$name-$round"
   done
 done
+# shellcheck disable=SC2086
+FIG[ingest-production-one]="$(median ${RATES[production-one]}) $(median ${INGEST_P99[production-one]})"
 for name in "${LEDGERS[@]}"; do
   # shellcheck disable=SC2086
   FIG[ingest-$name]="$(median ${RATES[$name]}) $(median ${INGEST_P99[$name]})"
@@ -437,6 +448,11 @@ for layout in "${LAYOUTS[@]}"; do
   read -r e_rate e_p99 <<<"${FIG[ingest-embedded]}"
   row "${LABEL[$layout]}: receipt ingestion, 8 clients, $RECEIPTS signed receipts: per second (p99)" "$o_rate/s ($o_p99 ms)" "—" \
     "$e_rate/s ($e_p99 ms)" "—" "$(ratio "$o_rate" "$e_rate")"
+  if [ "$layout" = production ]; then
+    read -r one_rate one_p99 <<<"${FIG[ingest-production-one]}"
+    row "production layout: one replica asked directly (PostgreSQL + S3): receipt ingestion, 8 clients, $RECEIPTS signed receipts: per second (p99)" \
+      "$one_rate/s ($one_p99 ms)" "—" "$e_rate/s ($e_p99 ms)" "—" "$(ratio "$one_rate" "$e_rate")"
+  fi
   read -r o_worst o_p50 o_slowest <<<"${FIG[support-$layout]}"
   read -r e_worst e_p50 e_slowest <<<"${FIG[support-embedded]}"
   row "${LABEL[$layout]}: support queries at $CUSTOMERS customers × 30 stacks × 20 versions: slowest p99 (median p50)" \

@@ -46,6 +46,9 @@ fn config(args: &ServeArgs, file: &ServeFile) -> Result<Config> {
         config.idle_timeout = Duration::from_secs(secs.max(1));
     }
     config.public_url = args.public_url.clone().or_else(|| file.public_url.clone());
+    if let Some(n) = args.database_connections.or(file.database_connections) {
+        config.database_connections = usize::from(n.clamp(1, 256));
+    }
     if let Some(secs) = args.rollout_tick_secs.or(file.rollout_tick_secs) {
         config.rollout_tick = Duration::from_secs(secs.max(1));
     }

@@ -48,6 +48,7 @@ pub struct ServeFile {
     pub idle_timeout_secs: Option<u64>,
     pub public_url: Option<String>,
     pub rollout_tick_secs: Option<u64>,
+    pub database_connections: Option<u16>,
     #[serde(default, rename = "alert")]
     pub alerts: Vec<FileAlert>,
     pub silent_after: Option<String>,

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod forecasts;
 pub mod leases;
 pub mod ledger;
+pub mod locks;
 pub mod manifests;
 pub mod migrations;
 pub mod pg;
@@ -400,7 +401,8 @@ impl Db {
                 return Ok(None);
             }
             Ok(Some(PgStore {
-                writer: pg_pool::PgPool::open(target, 1, &epoch)?,
+                // Keyed writes (receipts) run side by side, one per connection.
+                writer: pg_pool::PgPool::open(target, readers, &epoch)?,
                 readers: pg_pool::PgPool::open(target, readers, &epoch)?,
                 scanners: pg_pool::PgPool::open(target, 2, &epoch)?,
                 supporters: pg_pool::PgPool::open(target, support_connections(), &epoch)?,
@@ -470,12 +472,30 @@ impl Db {
         }
     }
 
-    /// Runs `f` in one write transaction: all of it or none of it. Writers take
-    /// turns, on PostgreSQL across replicas too ([`pg_pool::WRITE_LOCK`]).
+    /// Runs `f` in one write transaction: all of it or none of it. It runs alone,
+    /// on PostgreSQL across replicas too ([`pg_pool::WRITE_LOCK`], exclusively).
     pub fn write_any<T>(&self, f: impl FnOnce(&Conn) -> Result<T, Error>) -> Result<T, Error> {
         match &self.store {
             Store::Sqlite(_) => self.write(|tx| f(&Conn::Sqlite(tx))),
             Store::Postgres(p) => blocking_pg(|| self.timed(Call::Write, || p.writer.write(f))),
+        }
+    }
+
+    /// Runs `f` in one write transaction beside other keyed writes, holding each
+    /// of `locks` (see [`locks`]): receipts for different customers do not wait on
+    /// each other on PostgreSQL. `f` may run more than once (a transaction the
+    /// database broke off for a deadlock runs again), each time from the start
+    /// and in a new transaction. On SQLite it is [`Db::write_any`]: one writer.
+    pub fn write_keyed<T>(
+        &self,
+        locks: &[locks::Lock<'_>],
+        mut f: impl FnMut(&Conn) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        match &self.store {
+            Store::Sqlite(_) => self.write(|tx| f(&Conn::Sqlite(tx))),
+            Store::Postgres(p) => {
+                blocking_pg(|| self.timed(Call::Write, || p.writer.write_keyed(locks, f)))
+            }
         }
     }
 

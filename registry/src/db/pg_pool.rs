@@ -7,12 +7,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::sql::{Conn, Pg, PgError, SqlError};
+use super::locks::{ordered, Lock};
+use super::sql::{Conn, Pg, PgError, Sql, SqlError, Statements};
 use crate::error::Error;
 
 /// Any number, the same in every replica: the advisory lock every write
-/// transaction takes first, so writers on one database take turns as SQLite's
-/// `BEGIN IMMEDIATE` made them (`POSTGRES.md`, "Transactions across replicas").
+/// transaction takes first: exclusively for [`super::Db::write_any`] (it runs alone, as
+/// SQLite's `BEGIN IMMEDIATE` made every writer), shared for
+/// [`super::Db::write_keyed`], which run beside each other under locks keyed by what
+/// they protect (see [`super::locks`]).
 pub const WRITE_LOCK: i64 = 0x5354_4b50_5752_4954; // "STKPWRIT"
 
 /// A PostgreSQL database to connect to, from a `postgres://user[:password]@host[:port]/database`
@@ -113,10 +116,11 @@ pub(super) struct PgPool {
     epoch: Arc<AtomicU64>,
 }
 
-/// A client and the epoch it was connected in.
+/// A client, the epoch it was connected in, and the statements prepared on it.
 struct Held {
     epoch: u64,
     client: postgres::Client,
+    statements: Statements,
 }
 
 /// How long a client that just failed a call is given to answer an empty query
@@ -141,6 +145,7 @@ impl PgPool {
                         Mutex::new(Some(Held {
                             epoch: connected,
                             client,
+                            statements: Statements::default(),
                         }))
                     })
                 })
@@ -150,26 +155,33 @@ impl PgPool {
         })
     }
 
-    /// Runs `f` with a live client, which it hands back with its answer. Must run
-    /// off the async workers (the sync client blocks on a runtime of its own).
+    /// Runs `f` with a live client and its statements, and gets the client back
+    /// with the answer. Must run off the async workers (the sync client blocks on
+    /// a runtime of its own).
     fn with_client<T, E: From<PgError>>(
         &self,
-        f: impl FnOnce(postgres::Client) -> (postgres::Client, Result<T, E>),
+        f: impl FnOnce(postgres::Client, &Statements) -> (postgres::Client, Result<T, E>),
     ) -> Result<T, E> {
         let mut slot = super::pick(&self.slots, &self.next);
         let epoch = self.epoch.load(Ordering::SeqCst);
-        let client = match slot.take() {
-            Some(held) if held.epoch == epoch && !held.client.is_closed() => held.client,
-            _ => self.target.connect()?,
+        let (client, statements) = match slot.take() {
+            Some(held) if held.epoch == epoch && !held.client.is_closed() => {
+                (held.client, held.statements)
+            }
+            _ => (self.target.connect()?, Statements::default()),
         };
-        let (mut client, answer) = f(client);
+        let (mut client, answer) = f(client, &statements);
         if answer.is_err() && client.is_valid(VALID_WAIT).is_err() {
             // Broken: dropped here, and every client from before is replaced.
             self.epoch
                 .compare_exchange(epoch, epoch + 1, Ordering::SeqCst, Ordering::SeqCst)
                 .ok();
         } else {
-            *slot = Some(Held { epoch, client });
+            *slot = Some(Held {
+                epoch,
+                client,
+                statements,
+            });
         }
         answer
     }
@@ -179,41 +191,95 @@ impl PgPool {
         &self,
         f: impl FnOnce(&Conn) -> Result<T, SqlError>,
     ) -> Result<T, SqlError> {
-        self.with_client(|client| {
-            let pg = Pg::new(client);
+        self.with_client(|client, statements| {
+            let pg = Pg::cached(client, statements);
             let answer = f(&Conn::Postgres(&pg));
             (pg.into_inner(), answer)
         })
     }
 
-    /// Runs `f` in one transaction holding [`WRITE_LOCK`]: committed when `f`
-    /// succeeds, rolled back when it fails.
+    /// Runs `f` in one transaction holding [`WRITE_LOCK`] exclusively: committed
+    /// when `f` succeeds, rolled back when it fails.
     pub(super) fn write<T>(&self, f: impl FnOnce(&Conn) -> Result<T, Error>) -> Result<T, Error> {
-        self.with_client(|mut client| {
-            let answer = write_transaction(&mut client, f);
+        self.with_client(|mut client, statements| {
+            let answer = transaction(&mut client, statements, Holding::Exclusive, f).0;
             (client, answer)
+        })
+    }
+
+    /// Runs `f` in one transaction holding [`WRITE_LOCK`] shared and each of
+    /// `locks` exclusively (in one order, [`ordered`]). A transaction the database
+    /// broke off for a deadlock or a serialization failure runs again, up to
+    /// [`CONFLICT_TRIES`] times, after a short pause.
+    pub(super) fn write_keyed<T>(
+        &self,
+        locks: &[Lock<'_>],
+        mut f: impl FnMut(&Conn) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let locks = ordered(locks);
+        self.with_client(|mut client, statements| {
+            for attempt in 1.. {
+                let (answer, conflicted) =
+                    transaction(&mut client, statements, Holding::Keyed(&locks), &mut f);
+                if answer.is_ok() || !conflicted || attempt >= CONFLICT_TRIES {
+                    return (client, answer);
+                }
+                std::thread::sleep(Duration::from_millis(2 * attempt as u64));
+            }
+            unreachable!("the loop returns")
         })
     }
 }
 
-fn write_transaction<T>(
+/// How often a keyed write broken off by a deadlock runs before its error stands.
+const CONFLICT_TRIES: u32 = 5;
+
+/// What a write transaction holds from its start.
+enum Holding<'a> {
+    Exclusive,
+    Keyed(&'a [Lock<'a>]),
+}
+
+/// Runs `f` in one transaction on `client`, holding `held`: committed when `f`
+/// succeeds, rolled back when it fails. Says too whether it failed because
+/// another transaction got in the way (it may run again).
+fn transaction<T>(
     client: &mut postgres::Client,
+    statements: &Statements,
+    held: Holding<'_>,
     f: impl FnOnce(&Conn) -> Result<T, Error>,
-) -> Result<T, Error> {
-    let mut tx = client.transaction().map_err(PgError::from)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-        .map_err(PgError::from)?;
-    let pg = Pg::new(tx);
-    match f(&Conn::Postgres(&pg)) {
+) -> (Result<T, Error>, bool) {
+    let tx = match client.transaction() {
+        Ok(tx) => tx,
+        Err(e) => return (Err(PgError::from(e).into()), false),
+    };
+    let pg = Pg::cached(tx, statements);
+    let taken = match held {
+        Holding::Exclusive => pg.exclusive(WRITE_LOCK),
+        Holding::Keyed(locks) => pg
+            .shared(WRITE_LOCK)
+            .and_then(|()| locks.iter().try_for_each(|lock| pg.lock(*lock))),
+    };
+    let answer = taken
+        .map_err(Error::from)
+        .and_then(|()| f(&Conn::Postgres(&pg)));
+    let conflicted = pg.conflicted();
+    match answer {
         Ok(value) => {
-            pg.into_inner().commit().map_err(PgError::from)?;
-            Ok(value)
+            let committed = pg.into_inner().commit().map_err(PgError::from);
+            match committed {
+                Ok(()) => (Ok(value), false),
+                Err(e) => {
+                    let retry = e.conflicted();
+                    (Err(e.into()), retry)
+                }
+            }
         }
         Err(e) => {
             // A rollback that fails (the connection lost) leaves nothing
             // committed either; the closure's error is the one to report.
             let _ = pg.into_inner().rollback();
-            Err(e)
+            (Err(e), conflicted)
         }
     }
 }

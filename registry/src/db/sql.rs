@@ -308,6 +308,13 @@ pub trait Sql {
     fn query_one(&self, sql: &str, params: &[Param<'_>]) -> Result<Row, Self::Error> {
         Ok(self.query_opt(sql, params)?.ok_or(Decode::NoRow)?)
     }
+
+    /// Holds `lock` until the transaction ends (see [`super::locks`]). Nothing to do
+    /// where writers take turns anyway (SQLite's one writer).
+    fn lock(&self, lock: super::locks::Lock<'_>) -> Result<(), Self::Error> {
+        let _ = lock;
+        Ok(())
+    }
 }
 
 impl rusqlite::ToSql for Param<'_> {
@@ -427,6 +434,18 @@ fn server_said(e: &postgres::Error) -> String {
 }
 
 impl PgError {
+    /// Whether the server broke the statement off because another transaction got
+    /// in the way (a deadlock, a serialization failure): the transaction may run
+    /// again and succeed.
+    pub fn conflicted(&self) -> bool {
+        let PgError::Postgres(e) = self else {
+            return false;
+        };
+        let code = e.code();
+        code == Some(&postgres::error::SqlState::T_R_DEADLOCK_DETECTED)
+            || code == Some(&postgres::error::SqlState::T_R_SERIALIZATION_FAILURE)
+    }
+
     /// Whether the server could not be reached or the connection was lost (as
     /// opposed to a statement it refused): the request may succeed once it is back,
     /// so it is answered 503, not 500.
@@ -519,6 +538,13 @@ impl Sql for Conn<'_> {
             Conn::Postgres(c) => Ok(c.query(sql, params)?),
         }
     }
+
+    fn lock(&self, lock: super::locks::Lock<'_>) -> Result<(), SqlError> {
+        match self {
+            Conn::Sqlite(_) => Ok(()),
+            Conn::Postgres(c) => Ok(c.lock(lock)?),
+        }
+    }
 }
 
 impl<'a> Conn<'a> {
@@ -535,35 +561,126 @@ impl<'a> Conn<'a> {
 /// A PostgreSQL client or transaction behind [`Sql`]. The `postgres` crate wants
 /// `&mut` for every call; the modules take `&` (as they do a SQLite connection),
 /// so the client sits in a `RefCell`: one thread, one call at a time.
-pub struct Pg<C>(RefCell<C>);
+///
+/// Statements are prepared once per connection, kept in its [`Statements`], and
+/// run again by their handle: one round trip per query, not two (parse and
+/// describe, then execute), as SQLite's `prepare_cached` does.
+pub struct Pg<'s, C> {
+    client: RefCell<C>,
+    statements: Option<&'s Statements>,
+    /// Whether a statement failed because another transaction got in the way
+    /// (a deadlock or a serialization failure), so the transaction may run again.
+    conflicted: std::cell::Cell<bool>,
+}
 
-impl<C: postgres::GenericClient> Pg<C> {
-    pub fn new(client: C) -> Pg<C> {
-        Pg(RefCell::new(client))
-    }
+/// One connection's prepared statements, by their text as written.
+#[derive(Default)]
+pub struct Statements(RefCell<std::collections::HashMap<String, postgres::Statement>>);
 
-    pub fn into_inner(self) -> C {
-        self.0.into_inner()
+impl<C: postgres::GenericClient> Pg<'static, C> {
+    /// Without a statement cache: each query is prepared as it runs.
+    pub fn new(client: C) -> Pg<'static, C> {
+        Pg {
+            client: RefCell::new(client),
+            statements: None,
+            conflicted: std::cell::Cell::new(false),
+        }
     }
 }
 
-impl<C: postgres::GenericClient> Sql for Pg<C> {
+impl<'s, C: postgres::GenericClient> Pg<'s, C> {
+    /// With the statements prepared on this connection before (a transaction's
+    /// too: prepared statements belong to the connection).
+    pub fn cached(client: C, statements: &'s Statements) -> Pg<'s, C> {
+        Pg {
+            client: RefCell::new(client),
+            statements: Some(statements),
+            conflicted: std::cell::Cell::new(false),
+        }
+    }
+
+    pub fn into_inner(self) -> C {
+        self.client.into_inner()
+    }
+
+    /// Whether a statement failed on a deadlock or a serialization failure.
+    pub fn conflicted(&self) -> bool {
+        self.conflicted.get()
+    }
+
+    fn statement(&self, sql: &str) -> Result<postgres::Statement, PgError> {
+        let prepare = || -> Result<postgres::Statement, PgError> {
+            Ok(self.client.borrow_mut().prepare(&postgres_text(sql))?)
+        };
+        let Some(statements) = self.statements else {
+            return prepare();
+        };
+        if let Some(statement) = statements.0.borrow().get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = prepare()?;
+        let mut cache = statements.0.borrow_mut();
+        // A connection's cache holds the statements the code has, a few hundred;
+        // a text built at run time (a fleet filter's combination) adds to them,
+        // so the cache is emptied rather than let grow without end.
+        if cache.len() >= STATEMENTS_PER_CONNECTION {
+            cache.clear();
+        }
+        cache.insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+
+    fn noted<T>(&self, answer: Result<T, postgres::Error>) -> Result<T, PgError> {
+        answer.map_err(|e| {
+            let e = PgError::from(e);
+            if e.conflicted() {
+                self.conflicted.set(true);
+            }
+            e
+        })
+    }
+
+    /// Holds the one-key advisory lock `key` exclusively until the transaction ends.
+    pub fn exclusive(&self, key: i64) -> Result<(), PgError> {
+        let answer = self
+            .client
+            .borrow_mut()
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&key]);
+        self.noted(answer).map(drop)
+    }
+
+    /// Holds the one-key advisory lock `key` shared until the transaction ends.
+    pub fn shared(&self, key: i64) -> Result<(), PgError> {
+        let answer = self
+            .client
+            .borrow_mut()
+            .execute("SELECT pg_advisory_xact_lock_shared($1)", &[&key]);
+        self.noted(answer).map(drop)
+    }
+}
+
+/// How many prepared statements a connection keeps.
+const STATEMENTS_PER_CONNECTION: usize = 512;
+
+impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
     type Error = PgError;
 
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, PgError> {
         let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
             params.iter().map(|p| p as _).collect();
-        Ok(self.0.borrow_mut().execute(&postgres_text(sql), &params)?)
+        let statement = self.statement(sql)?;
+        let answer = self.client.borrow_mut().execute(&statement, &params);
+        self.noted(answer)
     }
 
     fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, PgError> {
         let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
             params.iter().map(|p| p as _).collect();
-        let rows = self.0.borrow_mut().query(&postgres_text(sql), &params)?;
-        let Some(first) = rows.first() else {
-            return Ok(Vec::new());
-        };
-        let names: Arc<[String]> = first
+        let statement = self.statement(sql)?;
+        let answer = self.client.borrow_mut().query(&statement, &params);
+        let rows = self.noted(answer)?;
+        // The names once per statement, from its description: every row shares them.
+        let names: Arc<[String]> = statement
             .columns()
             .iter()
             .map(|c| c.name().to_string())
@@ -571,6 +688,15 @@ impl<C: postgres::GenericClient> Sql for Pg<C> {
         rows.iter()
             .map(|row| Ok(Row::new(names.clone(), pg_values(row)?)))
             .collect()
+    }
+
+    fn lock(&self, lock: super::locks::Lock<'_>) -> Result<(), PgError> {
+        let (class, key) = lock.key();
+        let answer = self
+            .client
+            .borrow_mut()
+            .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&class, &key]);
+        self.noted(answer).map(drop)
     }
 }
 

@@ -99,7 +99,7 @@ fn statement(version: &str) -> SignedChannelStatement {
     )
 }
 
-/// Files `customer`'s apply receipt of `web@version` as `receipts::store` does
+/// Files `customer`'s apply receipt of `web@version` as `receipts::store`'s steps do
 /// (filed, the gate told at once, the cell's alerts queued) and answers the
 /// rollout's state and who is assigned.
 fn report<C: Sql>(
@@ -131,7 +131,7 @@ fn report<C: Sql>(
     let before = alerts::cell_flags(conn, customer, "web").unwrap();
     ledger::file_receipt(conn, &d, at(seconds), &document).unwrap();
     rollout::refresh_customer(conn, customer, at(seconds)).unwrap();
-    stackpack_registry::alerts::note_receipt(conn, &d, &document, before).unwrap();
+    stackpack_registry::receipts::steps::alert::note_receipt(conn, &d, &document, before).unwrap();
     d
 }
 

@@ -1040,6 +1040,106 @@ fn receipts_through_any_replica(cluster: &Cluster) {
 
 /// Support's questions about `acme` (the fleet, its versions, its history, the
 /// stack's adoption) answer, and answer alike, from every live replica.
+/// Writers in parallel (issue 42): six customers' runners each report three
+/// receipts at once, spread over every replica (on PostgreSQL each keyed by its
+/// customer, side by side): every one is stored once, each customer's history
+/// holds its three in order, and the fleet and adoption agree on every replica
+/// with what was sent (no increment lost between two customers' transactions).
+fn receipts_of_many_customers_at_once_through_every_replica(cluster: &Cluster) {
+    let admin = Client::new(cluster.balancer_url(), Some(cluster.token("admin", None)));
+    let publisher = Client::new(
+        cluster.balancer_url(),
+        Some(cluster.token("publisher", None)),
+    );
+    let bundles: Vec<String> = ["2.0.0", "2.1.0", "2.2.0"]
+        .iter()
+        .map(|v| push_bundle(&publisher, "edge", v, v))
+        .collect();
+    let customers: Vec<String> = (1..=6).map(|n| format!("parallel-{n}")).collect();
+    let mut posts = Vec::new();
+    let start = Arc::new(std::sync::Barrier::new(customers.len() * 3));
+    for (c, customer) in customers.iter().enumerate() {
+        let body = serde_json::json!({ "id": customer }).to_string();
+        let r = admin.req("POST", "/api/v1/customers", &[], Some(body.as_bytes()));
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        let token = cluster.token("customer", Some(customer));
+        let key = installation_key(customer);
+        for (n, version) in ["2.0.0", "2.1.0", "2.2.0"].iter().enumerate() {
+            let receipt = ReceiptBuilder::new(customer, "edge", version)
+                .id(format!("{customer}-{n}"))
+                .kind(ReceiptKind::Apply, Outcome::Succeeded)
+                .bundle_digest(bundles[n].parse().unwrap())
+                .at(&minutes_ago(10 - n as i64))
+                .sign(&key)
+                .to_bytes();
+            let live = cluster.live();
+            let replica = live[(c + n) % live.len()];
+            let (client, start) = (
+                Client::new(replica.url(), Some(token.clone())),
+                start.clone(),
+            );
+            posts.push(std::thread::spawn(move || {
+                start.wait();
+                let r = client.req("POST", "/api/v1/receipts", &[], Some(&receipt));
+                (r.status, String::from_utf8_lossy(&r.body).into_owned())
+            }));
+        }
+    }
+    for post in posts {
+        let (status, body) = post.join().unwrap();
+        assert_eq!(status, 201, "{body}");
+    }
+    let support = cluster.token("support", None);
+    for r in cluster.live() {
+        let c = Client::new(r.url(), Some(support.clone()));
+        for customer in &customers {
+            let history = c
+                .req(
+                    "GET",
+                    &format!("/api/v1/customers/{customer}/history"),
+                    &[],
+                    None,
+                )
+                .json();
+            let text = history.to_string();
+            for n in 0..3 {
+                assert_eq!(
+                    text.matches(&format!("\"{customer}-{n}\"")).count(),
+                    1,
+                    "{}: {customer}'s history holds receipt {n} once: {text}",
+                    r.name
+                );
+            }
+            let fleet = c
+                .req(
+                    "GET",
+                    &format!("/api/v1/fleet?customer={customer}"),
+                    &[],
+                    None,
+                )
+                .json()
+                .to_string();
+            assert!(
+                fleet.contains("\"2.2.0\""),
+                "{}: {customer} runs 2.2.0: {fleet}",
+                r.name
+            );
+        }
+        // The adoption counters are shared by every customer's transaction: each
+        // customer moved 2.0.0 → 2.1.0 → 2.2.0, so all six run 2.2.0 now.
+        let adoption = c
+            .req("GET", "/api/v1/adoption?stack=edge", &[], None)
+            .json();
+        let now = adoption[0]["points"]
+            .as_array()
+            .and_then(|p| p.last())
+            .cloned();
+        let now = now.unwrap_or_default();
+        assert_eq!(now["total"], 6, "{}: {adoption}", r.name);
+        assert_eq!(now["customers"]["2.2.0"], 6, "{}: {adoption}", r.name);
+    }
+}
+
 fn support_answers_the_same_from_every_replica(cluster: &Cluster, support: &str) {
     let questions = [
         "/api/v1/fleet?customer=acme",
@@ -1162,6 +1262,7 @@ fn lose_nothing_acknowledged(layout: Layout) {
     assert!(pulled >= under_load - 1, "the pullers kept up: {pulled}");
 
     receipts_through_any_replica(&cluster);
+    receipts_of_many_customers_at_once_through_every_replica(&cluster);
     sign_in_on_one_replica_works_on_another(&cluster);
     let live = cluster.live();
     prereleases_through_two_replicas(live[0], live[1], &publisher);

@@ -11,16 +11,18 @@
 //! Times are stored as UTC, and receipts are ordered by the parsed finish time, so
 //! `+05:00` offsets, fractions and a lowercase `t`/`z` compare as the times they are.
 
+pub mod steps;
+
 use stackpack_schema::receipt::SignedReceipt;
 
 use crate::api::{DeployedRelease, Deployment};
+use crate::db::locks::Lock;
 use crate::db::sql::Sql;
 use crate::db::{self, Db};
 use crate::error::{Code, Error, Result};
 use crate::timestamp::Timestamp;
 
 pub use crate::receipt_keys::FirstUse;
-use crate::receipt_keys::{check_key, SigningKey};
 
 /// A receipt whose signature and fields were checked, ready to store.
 pub struct Checked {
@@ -91,7 +93,9 @@ pub fn check(signed: &SignedReceipt) -> Result<Checked> {
     })
 }
 
-/// Stores a checked receipt inside the caller's transaction. True when it was new.
+/// Stores a checked receipt inside the caller's transaction, running
+/// `steps::STEPS` in order. True when it was new; the same receipt again
+/// changes nothing, another under its id is refused.
 pub fn store<C: Sql + ?Sized>(
     tx: &C,
     checked: &Checked,
@@ -101,7 +105,6 @@ pub fn store<C: Sql + ?Sized>(
 where
     Error: From<C::Error>,
 {
-    let now_text = now.as_str();
     let d = &checked.deployment;
     if let Some(existing) = db::ledger::receipt_document(tx, &d.receipt_id)? {
         return if existing == checked.document {
@@ -116,28 +119,10 @@ where
             ))
         };
     }
-    db::ledger::note_customer(tx, &d.customer, now_text)?;
-    let key = SigningKey {
-        key_id: &d.key_id,
-        public_key: &checked.public_key_b64,
-    };
-    check_key(tx, &d.customer, &key, first_use, now_text)?;
-    let deployment = Deployment {
-        received_at: now.clone(),
-        ..d.clone()
-    };
-    let before = db::alerts::cell_flags(tx, &d.customer, &d.stack)?;
-    db::ledger::file_receipt(tx, &deployment, checked.finished_ns, &checked.document)?;
-    // A real plan that differs from its forecast fails the gate below.
-    if let Some(receipt) = &checked.planned {
-        crate::forecast::hold_receipt(tx, receipt, now_text)?;
+    let mut storing = steps::Storing::new(checked, now, first_use);
+    for step in steps::STEPS {
+        step.run(tx, &mut storing)?;
     }
-    // A stack receipt can fail or drift a release a rollout assigned: the gate
-    // hears of it at once.
-    let now_ns = i64::try_from(now.at().unix_timestamp_nanos()).unwrap_or(i64::MAX);
-    crate::rollout::refresh_customer(tx, &d.customer, now_ns)?;
-    // Queued in this transaction, delivered by the alert task: never waited for.
-    crate::alerts::note_receipt(tx, &deployment, &checked.document, before)?;
     Ok(true)
 }
 
@@ -146,7 +131,24 @@ where
 pub fn record(db: &Db, signed: &SignedReceipt) -> Result<bool> {
     let checked = check(signed)?;
     let now = Timestamp::now();
-    db.write_any(|tx| store(tx, &checked, &now, &FirstUse::Reporter))
+    db.write_keyed(&checked.locks(), |tx| {
+        store(tx, &checked, &now, &FirstUse::Reporter)
+    })
+}
+
+impl Checked {
+    /// What storing this receipt must hold alone (see [`crate::db::locks`]): its
+    /// customer (cells, keys, forecasts, alerts), its id (stored once) and its
+    /// signing key (pinned to one customer). The rollouts it moves on are locked
+    /// as they are reached ([`crate::rollout::refresh_customer`]).
+    pub fn locks(&self) -> [Lock<'_>; 3] {
+        let d = &self.deployment;
+        [
+            Lock::Customer(&d.customer),
+            Lock::Receipt(&d.receipt_id),
+            Lock::InstallationKey(&d.key_id),
+        ]
+    }
 }
 
 /// What became of one receipt of a batch.
@@ -167,7 +169,10 @@ pub fn record_all(
     let now = Timestamp::now();
     let checked: Vec<Result<Checked>> = receipts.iter().map(check).collect();
     let mut outcomes = Vec::with_capacity(receipts.len());
-    let committed = db.write_any(|tx| {
+    let locks: Vec<Lock<'_>> = checked.iter().flatten().flat_map(Checked::locks).collect();
+    let committed = db.write_keyed(&locks, |tx| {
+        // From the start each time: a transaction broken off by a deadlock runs again.
+        outcomes.clear();
         for (signed, checked) in receipts.iter().zip(&checked) {
             let result = match checked {
                 Ok(checked) => store(tx, checked, &now, first_use),
