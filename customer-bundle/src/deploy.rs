@@ -939,17 +939,32 @@ fn plan_and_apply(
         quiet,
         "apply",
     )?;
-    let outputs = match request.target {
+    // One `show -json` of the state the apply left, where the engine can show one:
+    // the outputs, the check blocks and the secrets scan are all read from it (it
+    // was three engine runs). Older engines answer `output -json` instead.
+    let state = match request.target {
         Target::Destroy => None,
-        _ => Some(engine.outputs(dir)?),
+        _ if engine.has_check_blocks() => Some(engine.show_state(dir)?),
+        _ => None,
+    };
+    let outputs = match (&request.target, &state) {
+        (Target::Destroy, _) => None,
+        (_, Some(state)) => Some(outputs_of_state(state)),
+        (_, None) => Some(engine.outputs(dir)?),
     };
     if outputs.is_some() {
         let policy = context.home.config.policy.secrets_in_state;
-        found.secrets =
-            secrets_in_state::after_apply(engine, dir, context.secrets, policy, ui.status)?;
+        found.secrets = secrets_in_state::after_apply(
+            engine,
+            dir,
+            state.as_ref(),
+            context.secrets,
+            policy,
+            ui.status,
+        )?;
     }
     if let (Target::Apply { .. }, Some(outputs)) = (&request.target, &outputs) {
-        found.smoke = smoke_checks(engine, dir, outputs, ui)?;
+        found.smoke = smoke_checks(state.as_ref(), dir, outputs, ui, &engine.secrets)?;
     }
     Ok(Step::Done(Outcome::Succeeded, outputs))
 }
@@ -1043,26 +1058,32 @@ fn write_reviewed(
     review::write(out, record, &bytes, context.key)
 }
 
-/// The stack's `check` blocks, as the apply left them in the state, and its
-/// `[[smoke]]` assertions on the outputs.
+/// The outputs as `output -json` gives them (`{name: {value, type, sensitive}}`),
+/// read from the state's `show -json`, which holds them in the same shape under
+/// `values.outputs` (none there: a state without outputs).
+fn outputs_of_state(state: &serde_json::Value) -> serde_json::Value {
+    match &state["values"]["outputs"] {
+        serde_json::Value::Object(outputs) => serde_json::Value::Object(outputs.clone()),
+        _ => serde_json::json!({}),
+    }
+}
+
+/// The stack's `check` blocks, as the apply left them in the state (`None`: an
+/// engine before check blocks), and its `[[smoke]]` assertions on the outputs.
 fn smoke_checks(
-    engine: &Engine,
+    state: Option<&serde_json::Value>,
     dir: &Path,
     outputs: &serde_json::Value,
     ui: &mut Ui,
+    engine_secrets: &crate::redact::Secrets,
 ) -> Result<Vec<smoke::Failure>> {
     let assertions = smoke::assertions(dir)?;
-    let state = if engine.has_check_blocks() {
-        engine.show_state(dir)?
-    } else {
-        serde_json::Value::Null
-    };
-    let mut failures = smoke::check_blocks(&state);
+    let mut failures = smoke::check_blocks(state.unwrap_or(&serde_json::Value::Null));
     failures.extend(smoke::check_outputs(&assertions, outputs));
     // A check's message is the vendor's text, and may quote a sensitive input
     // (`nonsensitive(var.db_password)`) or output: it is printed, kept in the
     // receipt and the support bundle, so each such value is replaced first.
-    let mut secrets = engine.secrets.clone();
+    let mut secrets = engine_secrets.clone();
     for output in outputs.as_object().into_iter().flat_map(|o| o.values()) {
         if output["sensitive"] == true {
             secrets.add(&output["value"]);
@@ -1071,8 +1092,8 @@ fn smoke_checks(
     for failure in &mut failures {
         failure.message = secrets.redact(&failure.message);
     }
-    let checks = state["checks"]
-        .as_array()
+    let checks = state
+        .and_then(|state| state["checks"].as_array())
         .map(|c| c.iter().filter(|c| c["address"]["kind"] == "check").count())
         .unwrap_or(0);
     if checks + assertions.len() > 0 {

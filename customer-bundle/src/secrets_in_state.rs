@@ -161,9 +161,11 @@ pub const HINT: &str = "the stack stores a secret in state: ask the vendor to ke
 
 /// After an apply: the secrets the state holds, each shown as a warning when the
 /// policy only warns (a denial is the caller's error, once the receipt is kept).
+/// `state` is the state's `show -json` when the caller read it already.
 pub fn after_apply(
     engine: &super::engine::Engine,
     dir: &std::path::Path,
+    state: Option<&serde_json::Value>,
     secrets: &[(String, String)],
     policy: super::home::SecretsInState,
     status: &dyn Fn(&str),
@@ -171,7 +173,10 @@ pub fn after_apply(
     if secrets.is_empty() {
         return Ok(Vec::new());
     }
-    let found = find(&engine.show_state(dir)?, secrets);
+    let found = match state {
+        Some(state) => find(state, secrets),
+        None => find(&engine.show_state(dir)?, secrets),
+    };
     if policy == super::home::SecretsInState::Warn {
         for f in &found {
             status(&format!("warning: {}", describe(f)));

@@ -44,7 +44,8 @@ fn seed(data: &str, customers: usize, tokens: &str) {
     let mut lines = String::new();
     state
         .db
-        .write(|tx| {
+        .write_any(|tx| {
+            let tx = tx.sqlite("the example's rows")?;
             for c in 0..customers {
                 let id = format!("customer-{c:05}");
                 db::ledger::register_customer(tx, &id, None, Some("production"), &now)?;

@@ -55,7 +55,8 @@ fn seed(data: &str, customers: u64, stacks: u64, versions: u64) {
     let now = db::now_rfc3339();
     state
         .db
-        .write(|tx| {
+        .write_any(|tx| {
+            let tx = tx.sqlite("the example's rows")?;
             for s in 0..stacks {
                 let stack = format!("stack-{s:02}");
                 let mut published: Vec<(String, u64)> =

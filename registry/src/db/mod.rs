@@ -112,14 +112,14 @@ pub enum OpenError {
 /// One writer and two pools of readers: SQLite in WAL mode lets readers run beside
 /// the writer and never wait for it.
 ///
-/// - [`Db::read`] is for quick, indexed lookups on the hot path (a manifest, a
+/// - [`Db::read_any`] is for quick, indexed lookups on the hot path (a manifest, a
 ///   blob's size, a token). It runs inline: WAL readers take no lock a writer
 ///   holds, and its pool is never held by a slow query.
-/// - [`Db::scan`] is for queries that may take a while (the ledger's fleet-wide
-///   answers, the catalog, gc's listings). Like [`Db::write`], it runs off the
+/// - [`Db::scan_any`] is for queries that may take a while (the ledger's fleet-wide
+///   answers, the catalog, gc's listings). Like [`Db::write_any`], it runs off the
 ///   async workers, on a pool of its own.
 ///
-/// Support's ledger queries ([`Db::support`]) have a pool of their own, one
+/// Support's ledger queries ([`Db::support_any`]) have a pool of their own, one
 /// connection per two cores: however many support clients loop on the fleet, they
 /// take turns on it, and the other cores stay free for `/v2/`.
 pub struct Db {
@@ -508,33 +508,8 @@ impl Db {
         }
     }
 
-    /// [`Db::read_any`] on SQLite only, for a closure that still calls a SQLite-only
-    /// function or takes a `rusqlite::Connection` (listed in `POSTGRES.md`). A
-    /// PostgreSQL `Db` refuses it ([`SqlError::NotOnPostgres`]); once none is left
-    /// they become `sqlite_*` and the `*_any` methods take these names.
-    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
-        let s = self.sqlite("a read through a SQLite connection")?;
-        self.timed(Call::Read, || s.readers.run(f))
-    }
-
-    /// [`Db::scan_any`] for a closure that still calls a SQLite-only function.
-    pub fn scan<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, Error> {
-        let s = self.sqlite("a scan through a SQLite connection")?;
-        blocking(|| self.timed(Call::Scan, || s.scanners.run(f)))
-    }
-
-    /// [`Db::support_any`] for a closure that still calls a SQLite-only function.
-    pub fn support<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, Error> {
-        let s = self.sqlite("a support query through a SQLite connection")?;
-        blocking(|| self.timed(Call::Support, || s.supporters.run(f)))
-    }
-
-    /// [`Db::write_any`] for a closure that still calls a SQLite-only function:
-    /// one immediate write transaction.
-    pub fn write<T>(&self, f: impl FnOnce(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
+    /// SQLite's write: one immediate write transaction on the one writer.
+    fn write<T>(&self, f: impl FnOnce(&Transaction) -> Result<T, Error>) -> Result<T, Error> {
         let s = self.sqlite("a write through a SQLite transaction")?;
         blocking(|| {
             self.timed(Call::Write, || {
@@ -552,8 +527,10 @@ impl Db {
 
     /// `PRAGMA integrity_check`: `ok` when the file is sound (SQLite only).
     pub fn integrity_check(&self) -> Result<String, Error> {
-        self.sqlite("PRAGMA integrity_check")?;
-        self.scan(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get("integrity_check")))
+        self.scan_any(|c| {
+            let c = c.sqlite("PRAGMA integrity_check")?;
+            Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get("integrity_check"))?)
+        })
     }
 }
 

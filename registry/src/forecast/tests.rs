@@ -119,7 +119,8 @@ fn a_real_plan_that_differs_is_a_miss_once_and_a_matching_one_is_not() {
         ("acme", vec![stack("network", vec![])]),
         ("globex", vec![stack("network", vec![])]),
     ]);
-    db.write(|tx| {
+    db.write_any(|tx| {
+        let tx = tx.sqlite("the example's rows")?;
         publish(tx, "network", &Version::new(1, 1, 0), &f, "now")?;
         let same = receipt("acme", "a-1", vec![]);
         assert!(!hold_receipt(tx, &same, "now")?);
@@ -148,7 +149,8 @@ fn a_customer_the_forecast_could_not_plan_is_not_compared() {
     let (_dir, db) = db();
     let mut f = forecast(vec![("acme", vec![stack("network", vec![])])]);
     f.customers[0].outcome = ForecastOutcome::NotForecast;
-    db.write(|tx| {
+    db.write_any(|tx| {
+        let tx = tx.sqlite("the example's rows")?;
         publish(tx, "network", &Version::new(1, 1, 0), &f, "now")?;
         assert!(!hold_receipt(
             tx,
@@ -183,7 +185,8 @@ fn a_destructive_forecast_holds_the_assignment_and_names_the_resources() {
         ),
     ]);
     let v = Version::new(1, 1, 0);
-    db.write(|tx| {
+    db.write_any(|tx| {
+        let tx = tx.sqlite("the example's rows")?;
         publish(tx, "network", &v, &f, "now")?;
         assert_eq!(
             hold(tx, "network", &v, "acme")?.as_deref(),
@@ -201,7 +204,15 @@ fn a_forecast_sent_to_another_version_is_refused_naming_both() {
     let (_dir, db) = db();
     let f = forecast(vec![]);
     let refused = db
-        .write(|tx| publish(tx, "network", &Version::new(2, 0, 0), &f, "now"))
+        .write_any(|tx| {
+            publish(
+                tx.sqlite("the example's rows")?,
+                "network",
+                &Version::new(2, 0, 0),
+                &f,
+                "now",
+            )
+        })
         .unwrap_err();
     assert_eq!(refused.code, Code::BadRequest);
     assert!(

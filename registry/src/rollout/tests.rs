@@ -100,7 +100,8 @@ fn row(conn: &Connection, id: i64) -> RolloutRow {
 #[test]
 fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
     let (_dir, db) = db();
-    db.write(|tx| {
+    db.write_any(|tx| {
+        let tx = tx.sqlite("the example's rows")?;
         set_channel(tx, "stable", None, Some(60), T0).unwrap();
         customer(tx, "acme", Some("canary"));
         customer(tx, "globex", Some("early"));
@@ -190,7 +191,8 @@ fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
 #[test]
 fn empty_waves_are_skipped_and_a_lower_version_is_refused() {
     let (_dir, db) = db();
-    db.write(|tx| {
+    db.write_any(|tx| {
+        let tx = tx.sqlite("the example's rows")?;
         customer(tx, "globex", Some("early"));
         publish(tx, "1.0.0");
         publish(tx, "1.1.0");
@@ -236,7 +238,8 @@ fn empty_waves_are_skipped_and_a_lower_version_is_refused() {
 #[test]
 fn a_customer_behind_passes_through_a_required_version() {
     let (_dir, db) = db();
-    db.write(|tx| {
+    db.write_any(|tx| {
+        let tx = tx.sqlite("the example's rows")?;
         set_channel(tx, "stable", Some(vec!["all".into()]), Some(1), T0).unwrap();
         customer(tx, "acme", None);
         for v in ["1.0.0", "1.1.0", "1.2.0"] {

@@ -141,8 +141,10 @@ fn history(random: &mut Random, count: usize) -> Vec<SignedReceipt> {
 /// are what counting the cells gives.
 fn assert_counts_match_cells(db: &Db, seed: u64, when: &str) {
     let count = |sql: &str| {
-        db.support(|c| {
-            c.prepare(sql)?
+        db.support_any(|c| {
+            let c = c.sqlite("counting cells")?;
+            let rows = c
+                .prepare(sql)?
                 .query_map([], |r| {
                     Ok((
                         r.get::<_, String>(0)?,
@@ -152,7 +154,8 @@ fn assert_counts_match_cells(db: &Db, seed: u64, when: &str) {
                         r.get(4)?,
                     ))
                 })?
-                .collect::<rusqlite::Result<Vec<(String, String, i64, i64, i64)>>>()
+                .collect::<rusqlite::Result<Vec<(String, String, i64, i64, i64)>>>()?;
+            Ok(rows)
         })
         .unwrap()
     };
@@ -179,7 +182,10 @@ fn assert_same_as_replay(db: &Db, seed: u64, when: &str) {
     for bucket in [Bucket::Day, Bucket::Week] {
         for stack in [None, Some("stack-0"), Some("stack-1"), Some("stack-9")] {
             let (kept, replayed) = db
-                .support(|c| Ok((answer(c, stack, bucket)?, replay(c, stack, bucket))))
+                .support_any(|c| {
+                    let c = c.sqlite("a replay")?;
+                    Ok((answer(c, stack, bucket)?, replay(c, stack, bucket)))
+                })
                 .unwrap();
             assert_eq!(
                 kept, replayed,
@@ -209,20 +215,30 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
                         .parse()
                         .unwrap();
                 assert!(db
-                    .write(|tx| receipts::store(tx, &checked, &now, &receipts::FirstUse::Reporter))
+                    .write_any(|tx| receipts::store(
+                        tx,
+                        &checked,
+                        &now,
+                        &receipts::FirstUse::Reporter
+                    ))
                     .unwrap());
                 // The same receipt again (a retried post, an import run twice)
                 // changes nothing, so it must not be counted twice.
                 let again = receipts::check(&receipts[n / 2]).unwrap();
                 assert!(!db
-                    .write(|tx| receipts::store(tx, &again, &now, &receipts::FirstUse::Reporter))
+                    .write_any(|tx| receipts::store(
+                        tx,
+                        &again,
+                        &now,
+                        &receipts::FirstUse::Reporter
+                    ))
                     .unwrap());
                 if n % 7 == 0 {
                     assert_same_as_replay(&db, seed, &format!("after {} receipts", n + 1));
                 }
             }
             assert_same_as_replay(&db, seed, "kept as receipts arrived");
-            let changes = db.support(|c| db::ledger::changes(c, None)).unwrap();
+            let changes = db.support_any(|c| db::ledger::changes(c, None)).unwrap();
             assert!(
                 changes.iter().any(|c| c.destroy) && changes.len() > 20,
                 "seed {seed}: the history holds destroys and enough changes to mean something"

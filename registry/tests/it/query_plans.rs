@@ -189,7 +189,14 @@ fn fleet_queries_use_an_index_for_each_filter_and_never_read_receipts() {
     for (what, filter, carriers, index, ordered) in &filters {
         for after in [None, Some(("customer-05000", "stack-12"))] {
             let plan = db
-                .read(|c| fleet_plan(c, filter, *carriers, after))
+                .read_any(|c| {
+                    Ok(fleet_plan(
+                        c.sqlite("a query plan")?,
+                        filter,
+                        *carriers,
+                        after,
+                    )?)
+                })
                 .unwrap();
             let faults = faults(&plan, *ordered, index);
             assert!(
@@ -237,7 +244,14 @@ fn whole_fleet_customer_and_silence_pages_are_read_in_key_order_without_receipts
     for (what, filter, driver) in &filters {
         for after in [None, Some(("customer-05000", "stack-12"))] {
             let plan = db
-                .read(|c| fleet_plan(c, filter, Carriers::Many, after))
+                .read_any(|c| {
+                    Ok(fleet_plan(
+                        c.sqlite("a query plan")?,
+                        filter,
+                        Carriers::Many,
+                        after,
+                    )?)
+                })
                 .unwrap();
             // Customers by id (10,000 rows at most), each with its cells by key:
             // a page stops after its rows, with no sort.
@@ -261,7 +275,9 @@ fn support_lists_read_their_flags_index_and_never_receipts() {
         (RunningList::Prerelease, "fleet_cells_prerelease"),
         (RunningList::Drifted, "fleet_cells_drifted"),
     ] {
-        let plan = db.read(|c| running_plan(c, list, None)).unwrap();
+        let plan = db
+            .read_any(|c| Ok(running_plan(c.sqlite("a query plan")?, list, None)?))
+            .unwrap();
         assert!(faults(&plan, true, index).is_empty(), "{list:?}: {plan:#?}");
         assert!(
             plan.iter().any(|s| s.contains(index)),
@@ -270,7 +286,13 @@ fn support_lists_read_their_flags_index_and_never_receipts() {
     }
     // Everything is every cell, in key order, a page at a time: no receipts, no sort.
     let plan = db
-        .read(|c| running_plan(c, RunningList::Everything, Some(("a", "b"))))
+        .read_any(|c| {
+            Ok(running_plan(
+                c.sqlite("a query plan")?,
+                RunningList::Everything,
+                Some(("a", "b")),
+            )?)
+        })
         .unwrap();
     assert!(
         !plan
@@ -284,7 +306,11 @@ fn support_lists_read_their_flags_index_and_never_receipts() {
 fn adoption_reads_its_deltas_by_key_and_a_new_change_finds_its_neighbours_by_index() {
     let (_dir, db) = database();
     let plans = db
-        .support(stackpack_registry::db::ledger::adoption_plans)
+        .support_any(|c| {
+            Ok(stackpack_registry::db::ledger::adoption_plans(
+                c.sqlite("query plans")?,
+            )?)
+        })
         .unwrap();
     assert_eq!(plans.len(), 4);
     for (name, plan) in plans {
@@ -319,7 +345,11 @@ fn adoption_reads_its_deltas_by_key_and_a_new_change_finds_its_neighbours_by_ind
 fn index_pages_read_kept_counts_and_search_walks_its_indexes_in_id_order() {
     let (_dir, db) = database();
     let plans = db
-        .support(stackpack_registry::db::customers::index_plans)
+        .support_any(|c| {
+            Ok(stackpack_registry::db::customers::index_plans(
+                c.sqlite("query plans")?,
+            )?)
+        })
         .unwrap();
     let (_, search) = plans.iter().find(|(n, _)| *n == "search").unwrap();
     for index in [

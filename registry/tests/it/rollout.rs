@@ -730,7 +730,8 @@ fn the_assignment_poll_and_the_gate_never_scan_a_table() {
         .chain(stackpack_registry::db::forecasts::HOT_QUERIES);
     for (name, sql) in hot {
         let plan: Vec<String> = db
-            .read(|c| {
+            .read_any(|c| {
+                let c = c.sqlite("a query plan")?;
                 let mut statement = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
                 let nulls = vec![rusqlite::types::Null; statement.parameter_count()];
                 let rows = statement
