@@ -836,10 +836,10 @@ pub fn detail<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<RolloutDetail
     }))
 }
 
-/// A promotion's stored statement, read back (column 0: `promotions.statement`).
+/// A promotion's stored statement, read back (`promotions.statement`).
 fn stored_statement(text: &str) -> Result<SignedChannelStatement, Decode> {
     SignedChannelStatement::from_bytes(text.as_bytes()).map_err(|e| Decode::Parse {
-        column: 0,
+        column: "statement".into(),
         value: text.chars().take(80).collect(),
         message: e.to_string(),
     })

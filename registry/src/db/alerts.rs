@@ -5,7 +5,7 @@
 //! (PG6: `alerts` and `alert_outbox`, whose ids are identity columns; `customers`
 //! and `fleet_cells`, which silence and standing read, came with PG4).
 
-use super::sql::{Decode, Row, Sql};
+use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 use crate::alert_event::{Body, Event};
 use serde::Serialize;
 
@@ -32,28 +32,30 @@ pub struct Alert {
 
 const ALERT_SELECT: &str = "SELECT a.id, a.webhook, a.events, a.source, a.created, a.delivered,
         a.last_ok_at, a.last_error, a.last_error_at,
-        (SELECT COUNT(*) FROM alert_outbox o WHERE o.alert = a.id)
+        (SELECT COUNT(*) FROM alert_outbox o WHERE o.alert = a.id) AS pending
      FROM alerts a";
 
-fn alert_row(r: &Row) -> Result<Alert, Decode> {
-    let events: String = r.get(2)?;
-    Ok(Alert {
-        id: r.get(0)?,
-        webhook: r.get(1)?,
-        events: events.split(',').map(str::to_string).collect(),
-        source: r.get(3)?,
-        created: r.get(4)?,
-        delivered: r.get(5)?,
-        last_ok_at: r.get(6)?,
-        last_error: r.get(7)?,
-        last_error_at: r.get(8)?,
-        pending: r.get(9)?,
-    })
+impl FromRow for Alert {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        let events: String = r.get("events")?;
+        Ok(Alert {
+            id: r.get("id")?,
+            webhook: r.get("webhook")?,
+            events: events.split(',').map(str::to_string).collect(),
+            source: r.get("source")?,
+            created: r.get("created")?,
+            delivered: r.get("delivered")?,
+            last_ok_at: r.get("last_ok_at")?,
+            last_error: r.get("last_error")?,
+            last_error_at: r.get("last_error_at")?,
+            pending: r.get("pending")?,
+        })
+    }
 }
 
 pub fn list<C: Sql + ?Sized>(conn: &C) -> Result<Vec<Alert>, C::Error> {
     let rows = conn.query(&format!("{ALERT_SELECT} ORDER BY a.id"), &[])?;
-    Ok(rows.iter().map(alert_row).collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }
 
 /// Adds a webhook, or sets the events of the one with the same address and source.
@@ -77,7 +79,7 @@ pub fn add<C: Sql + ?Sized>(
             now.into(),
         ],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("id")?)
 }
 
 /// Removes a webhook and its undelivered events; false when there was none.
@@ -93,7 +95,7 @@ pub fn keep_configured<C: Sql + ?Sized>(conn: &C, webhooks: &[String]) -> Result
         &[],
     )?;
     for row in rows {
-        let (id, webhook): (i64, String) = (row.get(0)?, row.get(1)?);
+        let (id, webhook): (i64, String) = (row.get("id")?, row.get("webhook")?);
         if !webhooks.contains(&webhook) {
             remove(conn, id)?;
         }
@@ -106,7 +108,7 @@ pub fn wanting<C: Sql + ?Sized>(conn: &C, event: &str) -> Result<Vec<i64>, C::Er
     let rows = conn.query("SELECT id, events FROM alerts ORDER BY id", &[])?;
     let mut ids = Vec::new();
     for row in rows {
-        let (id, events): (i64, String) = (row.get(0)?, row.get(1)?);
+        let (id, events): (i64, String) = (row.get("id")?, row.get("events")?);
         if events.split(',').any(|e| e == event) {
             ids.push(id);
         }
@@ -153,16 +155,18 @@ pub struct Due {
     pub attempts: u32,
 }
 
-fn due_row(r: &Row) -> Result<Due, Decode> {
-    let attempts: i64 = r.get(5)?;
-    Ok(Due {
-        id: r.get(0)?,
-        alert: r.get(1)?,
-        webhook: r.get(2)?,
-        body: r.get(3)?,
-        customer: r.get(4)?,
-        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-    })
+impl FromRow for Due {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        let attempts: i64 = r.get("attempts")?;
+        Ok(Due {
+            id: r.get("id")?,
+            alert: r.get("alert")?,
+            webhook: r.get("webhook")?,
+            body: r.get("body")?,
+            customer: r.get("customer")?,
+            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+        })
+    }
 }
 
 /// Claims the events due by `now_ns`, oldest first, at most `limit`, for the caller
@@ -197,7 +201,7 @@ pub fn claim<C: Sql + ?Sized>(
             i64::try_from(limit).unwrap_or(i64::MAX).into(),
         ],
     )?;
-    let due: Vec<Due> = rows.iter().map(due_row).collect::<Result<_, _>>()?;
+    let due: Vec<Due> = from_rows(&rows)?;
     let same_key = |a: &Due, b: &Due| a.alert == b.alert && a.customer == b.customer;
     let mut claimed: Vec<Due> = Vec::with_capacity(due.len());
     let mut lost: Vec<&Due> = Vec::new();
@@ -280,12 +284,13 @@ pub fn failing<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(i64, String, String)>, 
         "SELECT id, webhook, last_error FROM alerts WHERE last_error IS NOT NULL ORDER BY id",
         &[],
     )?;
-    let triple = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?, r.get(2)?));
+    let triple = |r: &Row| Ok::<_, Decode>((r.get("id")?, r.get("webhook")?, r.get("last_error")?));
     Ok(rows.iter().map(triple).collect::<Result<_, _>>()?)
 }
 
-fn pair(r: &Row) -> Result<(String, String), Decode> {
-    Ok((r.get(0)?, r.get(1)?))
+/// Columns `a` and `b` of `r`.
+fn pair(r: &Row, a: &str, b: &str) -> Result<(String, String), Decode> {
+    Ok((r.get(a)?, r.get(b)?))
 }
 
 /// A cell's standing before and after a receipt: `(failed, drifted, behind)`.
@@ -297,10 +302,10 @@ pub fn cell_flags<C: Sql + ?Sized>(
     // `behind > 0` is an integer on SQLite and a boolean on PostgreSQL: both read
     // as a `bool`.
     let row = conn.query_opt(
-        "SELECT failed, drifted, behind > 0 FROM fleet_cells WHERE customer = ?1 AND stack = ?2",
+        "SELECT failed, drifted, behind > 0 AS behind FROM fleet_cells WHERE customer = ?1 AND stack = ?2",
         &[customer.into(), stack.into()],
     )?;
-    let flags = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?, r.get(2)?));
+    let flags = |r: &Row| Ok::<_, Decode>((r.get("failed")?, r.get("drifted")?, r.get("behind")?));
     Ok(row.as_ref().map(flags).transpose()?)
 }
 
@@ -321,7 +326,10 @@ pub fn newly_silent<C: Sql + ?Sized>(
         &[before_ns.into(), now.into()],
     )?;
     // `RETURNING` promises no order on either backend: events go out by id.
-    let mut silent: Vec<(String, String)> = rows.iter().map(pair).collect::<Result<_, _>>()?;
+    let mut silent: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| pair(r, "id", "last_seen"))
+        .collect::<Result<_, _>>()?;
     silent.sort();
     Ok(silent)
 }
@@ -348,7 +356,10 @@ pub fn up_to_date<C: Sql + ?Sized>(tx: &C, stack: &str) -> Result<Vec<(String, S
     )?;
     // Sorted here, not by the query, which keeps the plan SQLite has always had;
     // the events then go out in the same order on both backends.
-    let mut current: Vec<(String, String)> = rows.iter().map(pair).collect::<Result<_, _>>()?;
+    let mut current: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| pair(r, "customer", "version"))
+        .collect::<Result<_, _>>()?;
     current.sort();
     Ok(current)
 }

@@ -102,21 +102,26 @@ fn write_checked(path: &Path, partial: &Path, target: &Path) -> Result<BackupSum
     source.execute("VACUUM INTO ?1", [partial.to_string_lossy()])?;
     drop(source);
     let copy = Connection::open_with_flags(partial, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    let integrity: String = copy.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    let integrity: String =
+        copy.query_row("PRAGMA integrity_check", [], |r| r.get("integrity_check"))?;
     if integrity != "ok" {
         return Err(BackupError::Unsound(integrity));
     }
-    let schema_version: u32 = copy.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let schema_version: u32 =
+        copy.query_row("PRAGMA user_version", [], |r| r.get("user_version"))?;
     let mut counts = Vec::new();
     for table in COUNTED {
         let present: bool = copy.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)
+             AS found",
             [table],
-            |r| r.get(0),
+            |r| r.get("found"),
         )?;
         if present {
             let count: u64 =
-                copy.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))?;
+                copy.query_row(&format!("SELECT COUNT(*) AS n FROM {table}"), [], |r| {
+                    r.get("n")
+                })?;
             counts.push(TableCount { table, rows: count });
         }
     }

@@ -14,13 +14,13 @@ pub fn size_in_repo<C: Sql + ?Sized>(
          WHERE r.repo = ?1 AND r.digest = ?2",
         &[repo.into(), digest.into()],
     )?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("size")).transpose()?)
 }
 
 /// The blob's size, if it is stored at all.
 pub fn size<C: Sql + ?Sized>(conn: &C, digest: &str) -> Result<Option<u64>, C::Error> {
     let row = conn.query_opt("SELECT size FROM blobs WHERE digest = ?1", &[digest.into()])?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("size")).transpose()?)
 }
 
 /// Records a whole, verified blob and links it into `repo`.
@@ -82,7 +82,10 @@ pub fn unreferenced<C: Sql + ?Sized>(
          LIMIT ?2",
         &[before.into(), (limit as i64).into()],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("digest"))
+        .collect::<Result<_, _>>()?)
 }
 
 /// Deletes the rows (and repository links) of `digests`.
@@ -97,5 +100,8 @@ pub fn delete_rows<C: Sql + ?Sized>(conn: &C, digests: &[String]) -> Result<(), 
 /// Every blob digest recorded.
 pub fn all<C: Sql + ?Sized>(conn: &C) -> Result<std::collections::HashSet<String>, C::Error> {
     let rows = conn.query("SELECT digest FROM blobs", &[])?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("digest"))
+        .collect::<Result<_, _>>()?)
 }

@@ -322,11 +322,11 @@ pub fn check_empty(client: &mut postgres::Client) -> Result<u32, CopyError> {
 /// [`CopyError::TargetNotEmpty`] for the first of `tables` holding a row.
 fn refuse_rows(tx: &mut postgres::Transaction<'_>, tables: &[String]) -> Result<(), CopyError> {
     for name in tables {
-        let sql = format!("SELECT EXISTS (SELECT 1 FROM {})", quoted(name));
+        let sql = format!("SELECT EXISTS (SELECT 1 FROM {}) AS found", quoted(name));
         let any: bool = tx
             .query_one(&sql, &[])
             .map_err(|e| pg(Step::CheckEmpty, Some(name))(e.into()))?
-            .get(0);
+            .get("found");
         if any {
             return Err(CopyError::TargetNotEmpty {
                 table: name.clone(),
@@ -431,7 +431,7 @@ fn open_sqlite(path: &Path) -> Result<Connection, CopyError> {
 
 fn sqlite_version(conn: &Connection, path: &Path) -> Result<u32, CopyError> {
     let found: u32 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .query_row("PRAGMA user_version", [], |r| r.get("user_version"))
         .map_err(|source| CopyError::Sqlite {
             path: path.to_path_buf(),
             source,
@@ -464,7 +464,7 @@ fn plan(
         .prepare(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
         )?
-        .query_map([], |r| r.get(0))?
+        .query_map([], |r| r.get("name"))?
         .collect::<rusqlite::Result<_>>()?;
     let order = postgres_tables_parents_first(tx)?;
     let in_postgres: BTreeSet<&str> = order.iter().map(String::as_str).collect();
@@ -475,9 +475,9 @@ fn plan(
         .filter(|t| !in_postgres.contains(t.as_str()))
     {
         let any: bool = source.query_row(
-            &format!("SELECT EXISTS (SELECT 1 FROM {})", quoted(name)),
+            &format!("SELECT EXISTS (SELECT 1 FROM {}) AS found", quoted(name)),
             [],
-            |r| r.get(0),
+            |r| r.get("found"),
         )?;
         if any {
             missing.push(name.clone());
@@ -506,13 +506,13 @@ fn postgres_tables_parents_first(
     let schema = pg(Step::ReadSchema, None);
     let rows = tx
         .query(
-            "SELECT table_name::text FROM information_schema.tables
+            "SELECT table_name::text AS name FROM information_schema.tables
              WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
             &[],
         )
         .and_then(|tables| {
             let keys = tx.query(
-                "SELECT child.relname::text, parent.relname::text
+                "SELECT child.relname::text AS child, parent.relname::text AS parent
                  FROM pg_constraint c
                  JOIN pg_class child ON child.oid = c.conrelid
                  JOIN pg_class parent ON parent.oid = c.confrelid
@@ -525,12 +525,12 @@ fn postgres_tables_parents_first(
     let (tables, keys) = rows.map_err(|e| schema(e.into()))?;
     let mut parents: BTreeMap<String, BTreeSet<String>> = tables
         .iter()
-        .map(|r| r.get::<_, String>(0))
+        .map(|r| r.get::<_, String>("name"))
         .filter(|t| t != PG_VERSION_TABLE)
         .map(|t| (t, BTreeSet::new()))
         .collect();
     for key in &keys {
-        let (child, parent): (String, String) = (key.get(0), key.get(1));
+        let (child, parent): (String, String) = (key.get("child"), key.get("parent"));
         if child != parent {
             parents.entry(child).or_default().insert(parent);
         }
@@ -566,12 +566,14 @@ fn table(
     // (name, position in the primary key, 0 when not in it), in SQLite's order.
     let sqlite_columns: Vec<(String, i64)> = source
         .prepare("SELECT name, pk FROM pragma_table_info(?1) ORDER BY cid")?
-        .query_map([name], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map([name], |r| Ok((r.get("name")?, r.get("pk")?)))?
         .collect::<rusqlite::Result<_>>()?;
     let rows = tx
         .query(
-            "SELECT column_name::text, data_type::text IN ('text', 'character varying', 'character'),
+            "SELECT column_name::text AS name,
+                    data_type::text IN ('text', 'character varying', 'character') AS is_text,
                     is_identity = 'YES' OR COALESCE(column_default LIKE 'nextval(%', false)
+                        AS is_identity
              FROM information_schema.columns
              WHERE table_schema = current_schema() AND table_name = $1",
             &[&name],
@@ -579,7 +581,7 @@ fn table(
         .map_err(|e| pg(Step::ReadSchema, Some(name))(e.into()))?;
     let mut postgres_columns: BTreeMap<String, (bool, bool)> = rows
         .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .map(|r| (r.get("name"), (r.get("is_text"), r.get("is_identity"))))
         .collect();
     let mut columns = Vec::new();
     let mut key = Vec::new();

@@ -7,7 +7,7 @@
 //! `releases` and `fleet_stack_versions` (PG7), which `stacks`, `versions` and
 //! `cell_receipts` also read.
 
-use super::sql::{Decode, Row, Sql};
+use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 use serde::Serialize;
 
 /// What the vendor knows of a customer beyond its receipts.
@@ -65,16 +65,19 @@ pub fn details<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Details>, C
         "SELECT account, region, environment, contact, notes FROM customers WHERE id = ?1",
         &[id.into()],
     )?;
-    let details = |r: &Row| {
-        Ok::<_, Decode>(Details {
-            account: r.get(0)?,
-            region: r.get(1)?,
-            environment: r.get(2)?,
-            contact: r.get(3)?,
-            notes: r.get(4)?,
+    Ok(row.as_ref().map(Details::from_row).transpose()?)
+}
+
+impl FromRow for Details {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(Details {
+            account: r.get("account")?,
+            region: r.get("region")?,
+            environment: r.get("environment")?,
+            contact: r.get("contact")?,
+            notes: r.get("notes")?,
         })
-    };
-    Ok(row.as_ref().map(details).transpose()?)
+    }
 }
 
 /// One line of the customers index.
@@ -110,9 +113,12 @@ pub fn contains_pattern(text: &str) -> String {
 }
 
 const SEARCH: &str = "SELECT c.id, c.name, c.environment, c.account, c.region, c.last_seen,
-             (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.version IS NOT NULL),
-             (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.failed = 1),
+             (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.version IS NOT NULL)
+                 AS stacks,
+             (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.failed = 1)
+                 AS failed,
              (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.drifted = 1)
+                 AS drifted
          FROM customers c
          WHERE c.id IN (
              SELECT id FROM (SELECT id FROM customers
@@ -150,20 +156,23 @@ pub fn search<C: Sql + ?Sized>(
     let pattern = contains_pattern(q);
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = conn.query(SEARCH, &[q.into(), pattern.as_str().into(), limit.into()])?;
-    let line = |r: &Row| {
-        Ok::<_, Decode>(CustomerLine {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            environment: r.get(2)?,
-            account: r.get(3)?,
-            region: r.get(4)?,
-            last_seen: r.get(5)?,
-            stacks: r.get(6)?,
-            failed: r.get(7)?,
-            drifted: r.get(8)?,
+    Ok(from_rows(&rows)?)
+}
+
+impl FromRow for CustomerLine {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(CustomerLine {
+            id: r.get("id")?,
+            name: r.get("name")?,
+            environment: r.get("environment")?,
+            account: r.get("account")?,
+            region: r.get("region")?,
+            last_seen: r.get("last_seen")?,
+            stacks: r.get("stacks")?,
+            failed: r.get("failed")?,
+            drifted: r.get("drifted")?,
         })
-    };
-    Ok(rows.iter().map(line).collect::<Result<_, _>>()?)
+    }
 }
 
 /// One line of the stacks index.
@@ -184,11 +193,12 @@ const STACKS: &str = "WITH cells AS (SELECT stack,
                  FROM fleet_stack_versions GROUP BY stack HAVING SUM(cells) > 0),
              names AS (SELECT stack FROM releases UNION SELECT stack FROM cells)
          SELECT n.stack,
-             (SELECT COUNT(*) FROM releases r WHERE r.stack = n.stack),
+             (SELECT COUNT(*) FROM releases r WHERE r.stack = n.stack) AS versions,
              (SELECT version FROM releases r WHERE r.stack = n.stack AND r.stable = 1
-                 ORDER BY version_key DESC LIMIT 1),
-             CAST(COALESCE(c.running, 0) AS BIGINT), CAST(COALESCE(c.failed, 0) AS BIGINT),
-             CAST(COALESCE(c.drifted, 0) AS BIGINT)
+                 ORDER BY version_key DESC LIMIT 1) AS latest,
+             CAST(COALESCE(c.running, 0) AS BIGINT) AS customers,
+             CAST(COALESCE(c.failed, 0) AS BIGINT) AS failed,
+             CAST(COALESCE(c.drifted, 0) AS BIGINT) AS drifted
          FROM names n LEFT JOIN cells c ON c.stack = n.stack
          WHERE lower(n.stack) LIKE ?1 ESCAPE '\\' ORDER BY n.stack";
 
@@ -200,17 +210,20 @@ const STACKS: &str = "WITH cells AS (SELECT stack,
 pub fn stacks<C: Sql + ?Sized>(conn: &C, q: &str) -> Result<Vec<StackLine>, C::Error> {
     let pattern = contains_pattern(q.trim());
     let rows = conn.query(STACKS, &[pattern.as_str().into()])?;
-    let line = |r: &Row| {
-        Ok::<_, Decode>(StackLine {
-            stack: r.get(0)?,
-            versions: r.get(1)?,
-            latest: r.get(2)?,
-            customers: r.get(3)?,
-            failed: r.get(4)?,
-            drifted: r.get(5)?,
+    Ok(from_rows(&rows)?)
+}
+
+impl FromRow for StackLine {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(StackLine {
+            stack: r.get("stack")?,
+            versions: r.get("versions")?,
+            latest: r.get("latest")?,
+            customers: r.get("customers")?,
+            failed: r.get("failed")?,
+            drifted: r.get("drifted")?,
         })
-    };
-    Ok(rows.iter().map(line).collect::<Result<_, _>>()?)
+    }
 }
 
 /// One version of a stack with how many customers run it.
@@ -233,7 +246,7 @@ pub fn versions<C: Sql + ?Sized>(conn: &C, stack: &str) -> Result<Vec<VersionLin
          WHERE stack = ?1 AND version <> '' AND cells > 0",
         &[stack.into()],
     )? {
-        running.insert(r.get(0)?, r.get(1)?);
+        running.insert(r.get("version")?, r.get("cells")?);
     }
     let published = conn.query(
         "SELECT version, version_key, published_at, prerelease FROM releases WHERE stack = ?1",
@@ -241,12 +254,12 @@ pub fn versions<C: Sql + ?Sized>(conn: &C, stack: &str) -> Result<Vec<VersionLin
     )?;
     let line = |r: &Row| {
         Ok::<_, Decode>((
-            r.get::<Option<Vec<u8>>>(1)?,
+            r.get::<Option<Vec<u8>>>("version_key")?,
             VersionLine {
                 customers: 0,
-                version: r.get(0)?,
-                published_at: r.get(2)?,
-                prerelease: r.get::<i64>(3)? != 0,
+                version: r.get("version")?,
+                published_at: r.get("published_at")?,
+                prerelease: r.get::<i64>("prerelease")? != 0,
             },
         ))
     };
@@ -297,10 +310,10 @@ pub fn cell_receipts<C: Sql + ?Sized>(
                  AND (s.kind = 'apply' OR (r.kind = 'plan' AND s.kind = 'plan'))
                  AND s.outcome IN ('succeeded', 'no-changes')
                  AND s.finished_ns > r.finished_ns)
-             ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1),
-         d.document,
+             ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1) AS failed,
+         d.document AS drifted,
          (SELECT document FROM receipts r WHERE r.customer = f.customer AND r.stack = f.stack
-             ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1)
+             ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1) AS newest
      FROM fleet_cells f
      LEFT JOIN receipts d ON d.id = f.drift_id AND f.drifted = 1
      WHERE f.customer = ?1",
@@ -308,11 +321,11 @@ pub fn cell_receipts<C: Sql + ?Sized>(
     )?;
     let cell = |r: &Row| {
         Ok::<_, Decode>((
-            r.get::<String>(0)?,
+            r.get::<String>("stack")?,
             CellReceipts {
-                failed: r.get(1)?,
-                drifted: r.get(2)?,
-                newest: r.get(3)?,
+                failed: r.get("failed")?,
+                drifted: r.get("drifted")?,
+                newest: r.get("newest")?,
             },
         ))
     };

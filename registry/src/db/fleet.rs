@@ -12,7 +12,7 @@
 use rusqlite::{params_from_iter, Connection};
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
-use super::sql::{Decode, Param, Row, Sql};
+use super::sql::{Decode, FromRow, Param, Row, Sql};
 
 use crate::api::{Attempt, Customer, Deployment, FleetRow, Running};
 use crate::timestamp::Timestamp;
@@ -82,44 +82,46 @@ impl<'a> Statement<'a> {
     }
 }
 
-/// The columns of a fleet row, in the order [`fleet_row`] reads them. The newest
+/// The columns of a fleet row, by the names [`fleet_row`] reads. The newest
 /// stable release is found through `releases_stable`, one indexed step per row.
-const FLEET_COLUMNS: &str = "c.id, c.environment, f.stack, f.version, f.digest, f.since,
-    f.attempt_kind, f.attempt_outcome, f.attempt_version, f.attempt_finished_at, f.attempt_id,
+const FLEET_COLUMNS: &str = "c.id AS customer, c.environment, f.stack, f.version, f.digest,
+    f.since, f.attempt_kind, f.attempt_outcome, f.attempt_version, f.attempt_finished_at,
+    f.attempt_id,
     (SELECT l.version FROM releases l WHERE l.stack = f.stack AND l.stable = 1
-     ORDER BY l.version_key DESC LIMIT 1),
-    COALESCE(f.behind, 0), COALESCE(f.prerelease, 0), COALESCE(f.drifted, 0), c.last_seen,
-    c.registered_at IS NOT NULL";
+     ORDER BY l.version_key DESC LIMIT 1) AS latest_stable,
+    COALESCE(f.behind, 0) AS behind, COALESCE(f.prerelease, 0) AS prerelease,
+    COALESCE(f.drifted, 0) AS drifted, c.last_seen,
+    c.registered_at IS NOT NULL AS registered";
 
 fn fleet_row(r: &Row, stale_before_ns: i64) -> Result<FleetRow, Decode> {
-    let last_seen: Option<Timestamp> = r.get(15)?;
+    let last_seen: Option<Timestamp> = r.get("last_seen")?;
     let seen_ns = last_seen.as_ref().map(|t| t.at().unix_timestamp_nanos());
-    let kind: Option<ReceiptKind> = r.parsed_opt(6)?;
+    let kind: Option<ReceiptKind> = r.parsed_opt("attempt_kind")?;
     Ok(FleetRow {
-        customer: r.get(0)?,
-        environment: r.get(1)?,
-        stack: r.get(2)?,
-        version: r.parsed_opt(3)?,
-        digest: r.parsed_opt(4)?,
-        since: r.get(5)?,
+        customer: r.get("customer")?,
+        environment: r.get("environment")?,
+        stack: r.get("stack")?,
+        version: r.parsed_opt("version")?,
+        digest: r.parsed_opt("digest")?,
+        since: r.get("since")?,
         last_attempt: match kind {
             Some(kind) => Some(Attempt {
                 kind,
-                outcome: r.parsed(7)?,
-                version: r.parsed(8)?,
-                finished_at: r.get(9)?,
-                receipt_id: r.get(10)?,
+                outcome: r.parsed("attempt_outcome")?,
+                version: r.parsed("attempt_version")?,
+                finished_at: r.get("attempt_finished_at")?,
+                receipt_id: r.get("attempt_id")?,
                 reason: None,
             }),
             None => None,
         },
-        latest_stable: r.parsed_opt(11)?,
-        behind: r.get::<i64>(12)?.max(0) as u64,
-        prerelease: r.get(13)?,
-        drifted: r.get(14)?,
+        latest_stable: r.parsed_opt("latest_stable")?,
+        behind: r.get::<i64>("behind")?.max(0) as u64,
+        prerelease: r.get("prerelease")?,
+        drifted: r.get("drifted")?,
         last_seen,
         stale: seen_ns.is_none_or(|ns| ns < i128::from(stale_before_ns)),
-        registered: r.get(16)?,
+        registered: r.get("registered")?,
     })
 }
 
@@ -152,7 +154,7 @@ fn carrier_cells<C: Sql + ?Sized>(
     };
     let row = conn.query_one(
         &format!(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM fleet_cells f
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM fleet_cells f
              WHERE f.attempt_id IS NOT NULL AND (f.version, f.stack) IN (
                  SELECT m.version, m.stack FROM release_modules m WHERE m.module = ?1 {below_is})
              LIMIT {}) AS carriers",
@@ -160,7 +162,7 @@ fn carrier_cells<C: Sql + ?Sized>(
         ),
         &params,
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("n")?)
 }
 
 /// One page of the fleet matrix: up to `limit` rows after the row `after`
@@ -330,11 +332,11 @@ pub fn runner_count<C: Sql + ?Sized>(
     version: &str,
 ) -> Result<u64, C::Error> {
     let row = conn.query_one(
-        "SELECT COUNT(*) FROM fleet_cells f
+        "SELECT COUNT(*) AS n FROM fleet_cells f
          WHERE f.version = ?2 AND f.stack = ?1 AND f.attempt_id IS NOT NULL",
         &[stack.into(), version.into()],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("n")?)
 }
 
 /// Which of support's lists of what customers run.
@@ -358,16 +360,16 @@ pub fn running_page<C: Sql + ?Sized>(
     let (sql, q) = running_statement(list, customer, after, limit);
     let running = |r: &Row| {
         Ok::<_, Decode>(Running {
-            customer: r.get(0)?,
-            stack: r.get(1)?,
-            version: r.parsed(2)?,
-            digest: r.parsed(3)?,
-            since: r.get(4)?,
-            receipt_id: r.get(5)?,
-            latest_stable: r.parsed_opt(6)?,
-            behind: r.get(7)?,
-            prerelease: r.get(8)?,
-            drifted: r.get(9)?,
+            customer: r.get("customer")?,
+            stack: r.get("stack")?,
+            version: r.parsed("version")?,
+            digest: r.parsed("digest")?,
+            since: r.get("since")?,
+            receipt_id: r.get("current_id")?,
+            latest_stable: r.parsed_opt("latest_stable")?,
+            behind: r.get("behind")?,
+            prerelease: r.get("prerelease")?,
+            drifted: r.get("drifted")?,
         })
     };
     Ok(conn
@@ -403,8 +405,8 @@ fn running_statement<'a>(
     let sql = format!(
         "SELECT f.customer, f.stack, f.version, f.digest, f.since, f.current_id,
              (SELECT l.version FROM releases l WHERE l.stack = f.stack AND l.stable = 1
-              ORDER BY l.version_key DESC LIMIT 1),
-             f.behind > 0, f.prerelease, f.drifted
+              ORDER BY l.version_key DESC LIMIT 1) AS latest_stable,
+             f.behind > 0 AS behind, f.prerelease, f.drifted
          FROM fleet_cells f WHERE {} ORDER BY f.customer, f.stack LIMIT {limit}",
         q.condition()
     );
@@ -437,7 +439,7 @@ pub fn customers_page<C: Sql + ?Sized>(
     Ok(conn
         .query(&sql, &q.params)?
         .iter()
-        .map(super::ledger::customer_row)
+        .map(<Customer as FromRow>::from_row)
         .collect::<Result<_, _>>()?)
 }
 
@@ -467,7 +469,7 @@ pub fn history_page<C: Sql + ?Sized>(
     let mut rows: Vec<Deployment> = conn
         .query(&sql, &q.params)?
         .iter()
-        .map(super::ledger::deployment_row)
+        .map(<Deployment as FromRow>::from_row)
         .collect::<Result<_, _>>()?;
     for d in rows.iter_mut().filter(|d| d.outcome == Outcome::Failed) {
         d.reason = super::ledger::failure_reason(conn, &d.receipt_id)?;
@@ -479,7 +481,7 @@ pub fn history_page<C: Sql + ?Sized>(
 /// USING INDEX …`, `USE TEMP B-TREE FOR ORDER BY`).
 fn plan(conn: &Connection, (sql, q): (String, Statement<'_>)) -> rusqlite::Result<Vec<String>> {
     conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-        .query_map(params_from_iter(q.params.iter()), |r| r.get(3))?
+        .query_map(params_from_iter(q.params.iter()), |r| r.get("detail"))?
         .collect()
 }
 

@@ -9,7 +9,7 @@
 use stackpack_schema::forecast::{CustomerForecast, ForecastMiss, ReleaseForecast};
 use stackpack_schema::rollout::Approve;
 
-use super::sql::{Decode, Row, Sql};
+use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 
 pub const CUSTOMER_FORECAST_SQL: &str = "SELECT document FROM forecast_customers
          WHERE release = ?1 AND version = ?2 AND customer = ?3";
@@ -30,26 +30,25 @@ const MISS_COLUMNS: &str =
 
 /// A JSON document stored as text: a document that does not read is a `Decode`
 /// error naming its column, on either backend.
-fn json_column<T: serde::de::DeserializeOwned>(r: &Row, index: usize) -> Result<T, Decode> {
-    let text: String = r.get(index)?;
-    serde_json::from_str(&text).map_err(|e| Decode::Parse {
-        column: index,
-        message: e.to_string(),
-        value: text,
+fn json_column<T: serde::de::DeserializeOwned>(r: &Row, name: &str) -> Result<T, Decode> {
+    r.parsed_with(name, |text| {
+        serde_json::from_str(text).map_err(|e| e.to_string())
     })
 }
 
-fn miss_row(r: &Row) -> Result<ForecastMiss, Decode> {
-    Ok(ForecastMiss {
-        customer: r.get(0)?,
-        release: r.get(1)?,
-        version: r.parsed(2)?,
-        stack: r.get(3)?,
-        receipt_id: r.get(4)?,
-        differences: json_column(r, 5)?,
-        drifted: json_column(r, 6)?,
-        at: r.get(7)?,
-    })
+impl FromRow for ForecastMiss {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(ForecastMiss {
+            customer: r.get("customer")?,
+            release: r.get("release")?,
+            version: r.parsed("version")?,
+            stack: r.get("stack")?,
+            receipt_id: r.get("receipt_id")?,
+            differences: json_column(r, "differences")?,
+            drifted: json_column(r, "drifted")?,
+            at: r.get("at")?,
+        })
+    }
 }
 
 /// Stores `forecast`, replacing an earlier forecast of the same version (and its
@@ -117,7 +116,7 @@ pub fn forecast<C: Sql + ?Sized>(
         "SELECT document FROM forecasts WHERE release = ?1 AND version = ?2",
         &[release.into(), version.to_string().as_str().into()],
     )?;
-    Ok(row.map(|r| json_column(&r, 0)).transpose()?)
+    Ok(row.map(|r| json_column(&r, "document")).transpose()?)
 }
 
 /// One customer's part of the forecast of `release@version`, by key.
@@ -135,7 +134,7 @@ pub fn customer_forecast<C: Sql + ?Sized>(
             customer.into(),
         ],
     )?;
-    Ok(row.map(|r| json_column(&r, 0)).transpose()?)
+    Ok(row.map(|r| json_column(&r, "document")).transpose()?)
 }
 
 /// Records a miss; false when this receipt's miss on this stack was recorded before.
@@ -178,7 +177,7 @@ pub fn open_miss<C: Sql + ?Sized>(
             customer.into(),
         ],
     )?;
-    Ok(row.as_ref().map(miss_row).transpose()?)
+    Ok(row.as_ref().map(ForecastMiss::from_row).transpose()?)
 }
 
 /// Every miss of `release@version`, oldest first.
@@ -194,7 +193,7 @@ pub fn misses<C: Sql + ?Sized>(
         ),
         &[release.into(), version.to_string().as_str().into()],
     )?;
-    Ok(rows.iter().map(miss_row).collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }
 
 /// A customer's misses, newest first (at most `limit`).
@@ -213,7 +212,7 @@ pub fn customer_misses<C: Sql + ?Sized>(
             i64::try_from(limit).unwrap_or(i64::MAX).into(),
         ],
     )?;
-    Ok(rows.iter().map(miss_row).collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }
 
 /// Acknowledges every miss of `release@version`: they fail no gate any more.
@@ -262,7 +261,14 @@ pub fn target_customers<C: Sql + ?Sized>(
         &format!("SELECT id, channel, wave, approve FROM customers {filter} ORDER BY id"),
         &[channel.into()],
     )?;
-    let target = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?, r.get(2)?, r.parsed_opt(3)?));
+    let target = |r: &Row| {
+        Ok::<_, Decode>((
+            r.get("id")?,
+            r.get("channel")?,
+            r.get("wave")?,
+            r.parsed_opt("approve")?,
+        ))
+    };
     Ok(rows.iter().map(target).collect::<Result<_, _>>()?)
 }
 
@@ -277,15 +283,16 @@ pub fn running_stacks<C: Sql + ?Sized>(
          WHERE customer = ?1 AND version IS NOT NULL AND digest IS NOT NULL ORDER BY stack",
         &[customer.into()],
     )?;
-    let stack = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.parsed(1)?, r.get(2)?));
+    let stack =
+        |r: &Row| Ok::<_, Decode>((r.get("stack")?, r.parsed("version")?, r.get("digest")?));
     Ok(rows.iter().map(stack).collect::<Result<_, _>>()?)
 }
 
 /// True when the registry holds a release (an index) named `name`.
 pub fn is_release<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<bool, C::Error> {
     let row = conn.query_one(
-        "SELECT EXISTS (SELECT 1 FROM release_indexes WHERE name = ?1)",
+        "SELECT EXISTS (SELECT 1 FROM release_indexes WHERE name = ?1) AS found",
         &[name.into()],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("found")?)
 }

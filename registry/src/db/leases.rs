@@ -4,13 +4,22 @@
 //! are single statements in the caller's write transaction: the database, not a
 //! process's memory, decides who holds it.
 
-use super::sql::Sql;
+use super::sql::{Decode, FromRow, Row, Sql};
 
 /// Who holds a lease, and until when (nanoseconds since the epoch).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Held {
     pub holder: String,
     pub until_ns: i64,
+}
+
+impl FromRow for Held {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(Held {
+            holder: r.get("holder")?,
+            until_ns: r.get("until_ns")?,
+        })
+    }
 }
 
 /// Takes lease `name` for `holder` until `until_ns`, if nobody else holds it at
@@ -44,11 +53,7 @@ pub fn holder_of<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Option<Held>, 
         "SELECT holder, until_ns FROM leases WHERE name = ?1",
         &[name.into()],
     )?;
-    let Some(r) = row else { return Ok(None) };
-    Ok(Some(Held {
-        holder: r.get(0)?,
-        until_ns: r.get(1)?,
-    }))
+    Ok(row.as_ref().map(Held::from_row).transpose()?)
 }
 
 /// Gives lease `name` back, if `holder` still holds it.

@@ -12,7 +12,7 @@ use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use semver::Version;
 use stackpack_schema::Digest;
 
-use super::sql::{Decode, Param, Row, Sql};
+use super::sql::{from_rows, Decode, FromRow, Param, Row, Sql};
 use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 use crate::timestamp::Timestamp;
 
@@ -95,7 +95,7 @@ pub fn pusher<C: Sql + ?Sized>(
         &[stack.into(), version.into()],
     )?;
     Ok(match row {
-        Some(row) => Some((row.get(0)?, row.get(1)?)),
+        Some(row) => Some((row.get("pushed_by")?, row.get("name")?)),
         None => None,
     })
 }
@@ -149,13 +149,15 @@ pub fn set_release_modules<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<(),
     Ok(())
 }
 
-fn module_row(r: &Row, from: usize) -> Result<ReleaseModule, Decode> {
-    Ok(ReleaseModule {
-        name: r.get(from)?,
-        path: r.get(from + 1)?,
-        version: r.get(from + 2)?,
-        digest: r.get(from + 3)?,
-    })
+impl FromRow for ReleaseModule {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(ReleaseModule {
+            name: r.get("module")?,
+            path: r.get("path")?,
+            version: r.get("module_version")?,
+            digest: r.get("digest")?,
+        })
+    }
 }
 
 /// The modules one release vendors, by path.
@@ -169,10 +171,7 @@ pub fn release_modules<C: Sql + ?Sized>(
          WHERE stack = ?1 AND version = ?2 ORDER BY path",
         &[stack.into(), version.into()],
     )?;
-    Ok(rows
-        .iter()
-        .map(|r| module_row(r, 0))
-        .collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }
 
 const RELEASE_COLUMNS: &str = "stack, version, repository, digest, source_repository,
@@ -188,25 +187,28 @@ pub fn release<C: Sql + ?Sized>(
         &format!("SELECT {RELEASE_COLUMNS} FROM releases WHERE stack = ?1 AND version = ?2"),
         &[stack.into(), version.into()],
     )?;
-    Ok(row.as_ref().map(release_row).transpose()?)
+    Ok(row.as_ref().map(Release::from_row).transpose()?)
 }
 
-fn release_row(r: &Row) -> Result<Release, Decode> {
-    Ok(Release {
-        stack: r.get(0)?,
-        version: r.parsed(1)?,
-        repository: r.get(2)?,
-        digest: r.parsed(3)?,
-        source: Source {
-            repository: r.get(4)?,
-            commit: r.get(5)?,
-            branch: r.get(6)?,
-        },
-        created: r.get(7)?,
-        published_at: r.get(8)?,
-        prerelease: r.get(9)?,
-        modules: Vec::new(),
-    })
+/// A release from `RELEASE_COLUMNS`, without its modules.
+impl FromRow for Release {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(Release {
+            stack: r.get("stack")?,
+            version: r.parsed("version")?,
+            repository: r.get("repository")?,
+            digest: r.parsed("digest")?,
+            source: Source {
+                repository: r.get("source_repository")?,
+                commit: r.get("source_commit")?,
+                branch: r.get("source_branch")?,
+            },
+            created: r.get("created")?,
+            published_at: r.get("published_at")?,
+            prerelease: r.get("prerelease")?,
+            modules: Vec::new(),
+        })
+    }
 }
 
 /// The digest recorded for a stack version, if any.
@@ -220,7 +222,7 @@ pub fn release_digest<C: Sql + ?Sized>(
         "SELECT digest FROM releases WHERE stack = ?1 AND version = ?2",
         &[stack.into(), version.as_str().into()],
     )?;
-    Ok(row.map(|r| r.parsed(0)).transpose()?)
+    Ok(row.map(|r| r.parsed("digest")).transpose()?)
 }
 
 /// Releases with the modules each vendors, by stack then publication time.
@@ -238,8 +240,11 @@ pub fn releases_with_modules<C: Sql + ?Sized>(
         &[stack.into()],
     )?;
     for r in &rows {
-        let key: (String, String) = (r.get(0)?, r.get(1)?);
-        modules.entry(key).or_default().push(module_row(r, 2)?);
+        let key: (String, String) = (r.get("stack")?, r.get("version")?);
+        modules
+            .entry(key)
+            .or_default()
+            .push(ReleaseModule::from_row(r)?);
     }
     for release in &mut releases {
         if let Some(list) = modules.remove(&(release.stack.clone(), release.version.to_string())) {
@@ -257,7 +262,7 @@ pub fn releases<C: Sql + ?Sized>(conn: &C, stack: Option<&str>) -> Result<Vec<Re
         ),
         &[stack.into()],
     )?;
-    Ok(rows.iter().map(release_row).collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }
 
 /// Deletes the releases of a deleted manifest; cells of a stack that lost a stable
@@ -276,7 +281,7 @@ pub fn delete_release_by_digest<C: Sql + ?Sized>(
         &[repo.into(), digest.into()],
     )?;
     for stack in stacks {
-        refresh_stack_behind(conn, &stack.get::<String>(0)?)?;
+        refresh_stack_behind(conn, &stack.get::<String>("stack")?)?;
     }
     Ok(())
 }
@@ -315,10 +320,11 @@ pub fn register_customer<C: Sql + ?Sized>(
 /// false for one unknown or known only from its receipts.
 pub fn is_registered<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<bool, C::Error> {
     let row = conn.query_one(
-        "SELECT EXISTS (SELECT 1 FROM customers WHERE id = ?1 AND registered_at IS NOT NULL)",
+        "SELECT EXISTS (SELECT 1 FROM customers WHERE id = ?1 AND registered_at IS NOT NULL)
+             AS found",
         &[id.into()],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("found")?)
 }
 
 /// Creates a customer first known from a receipt, not registered by the vendor.
@@ -339,24 +345,27 @@ pub(crate) const CUSTOMER_SELECT: &str =
     "SELECT c.id, c.name, c.environment, c.created, c.last_seen,
          c.account, c.region, c.contact, c.notes FROM customers c";
 
-pub(crate) fn customer_row(r: &Row) -> Result<Customer, Decode> {
-    Ok(Customer {
-        id: r.get(0)?,
-        name: r.get(1)?,
-        environment: r.get(2)?,
-        created: r.get(3)?,
-        last_seen: r.get(4)?,
-        stale: None,
-        account: r.get(5)?,
-        region: r.get(6)?,
-        contact: r.get(7)?,
-        notes: r.get(8)?,
-    })
+/// A customer from `CUSTOMER_SELECT` (`stale` is the caller's to work out).
+impl FromRow for Customer {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(Customer {
+            id: r.get("id")?,
+            name: r.get("name")?,
+            environment: r.get("environment")?,
+            created: r.get("created")?,
+            last_seen: r.get("last_seen")?,
+            stale: None,
+            account: r.get("account")?,
+            region: r.get("region")?,
+            contact: r.get("contact")?,
+            notes: r.get("notes")?,
+        })
+    }
 }
 
 pub fn customer<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Customer>, C::Error> {
     let row = conn.query_opt(&format!("{CUSTOMER_SELECT} WHERE c.id = ?1"), &[id.into()])?;
-    Ok(row.as_ref().map(customer_row).transpose()?)
+    Ok(row.as_ref().map(Customer::from_row).transpose()?)
 }
 
 /// The public keys (base64 DER) registered for a customer's installations, with
@@ -366,11 +375,12 @@ pub fn installation_keys<C: Sql + ?Sized>(
     customer: &str,
 ) -> Result<Vec<(String, String, bool)>, C::Error> {
     let rows = conn.query(
-        "SELECT key_id, public_key, revoked_at IS NOT NULL FROM installation_keys
+        "SELECT key_id, public_key, revoked_at IS NOT NULL AS revoked FROM installation_keys
          WHERE customer = ?1 ORDER BY key_id",
         &[customer.into()],
     )?;
-    let key = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?, r.get(2)?));
+    let key =
+        |r: &Row| Ok::<_, Decode>((r.get("key_id")?, r.get("public_key")?, r.get("revoked")?));
     Ok(rows.iter().map(key).collect::<Result<_, _>>()?)
 }
 
@@ -436,15 +446,15 @@ pub fn installation_key_standing<C: Sql + ?Sized>(
     customer: &str,
 ) -> Result<Vec<InstallationKey>, C::Error> {
     let rows = conn.query(
-        "SELECT key_id, revoked_at IS NOT NULL, pinned_by FROM installation_keys
+        "SELECT key_id, revoked_at IS NOT NULL AS revoked, pinned_by FROM installation_keys
          WHERE customer = ?1 ORDER BY key_id",
         &[customer.into()],
     )?;
     let key = |r: &Row| {
         Ok::<_, Decode>(InstallationKey {
-            key_id: r.get(0)?,
-            revoked: r.get(1)?,
-            pinned_by: PinnedBy::parse(r.get::<Option<String>>(2)?.as_deref()),
+            key_id: r.get("key_id")?,
+            revoked: r.get("revoked")?,
+            pinned_by: PinnedBy::parse(r.get::<Option<String>>("pinned_by")?.as_deref()),
         })
     };
     Ok(rows.iter().map(key).collect::<Result<_, _>>()?)
@@ -460,7 +470,10 @@ pub fn customers_of_key<C: Sql + ?Sized>(
         "SELECT customer FROM installation_keys WHERE public_key = ?1 ORDER BY customer",
         &[public_key.into()],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("customer"))
+        .collect::<Result<_, _>>()?)
 }
 
 /// Adds a customer's installation key. An admin adding a key already pinned (from an
@@ -492,7 +505,7 @@ pub fn add_installation_key<C: Sql + ?Sized>(
 /// The stored document of a receipt id, if any.
 pub fn receipt_document<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<String>, C::Error> {
     let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("document")).transpose()?)
 }
 
 /// Stores a receipt; `finished_ns` (UTC nanoseconds) is what receipts are ordered by.
@@ -567,29 +580,32 @@ pub fn verification<C: Sql + ?Sized>(
         .and_then(|signed| signed.receipt.verified))
 }
 
-pub(crate) fn deployment_row(r: &Row) -> Result<Deployment, Decode> {
-    Ok(Deployment {
-        receipt_id: r.get(0)?,
-        customer: r.get(1)?,
-        stack: r.get(2)?,
-        version: r.parsed(3)?,
-        digest: r.parsed(4)?,
-        kind: r.parsed(5)?,
-        outcome: r.parsed(6)?,
-        started_at: r.get(7)?,
-        finished_at: r.get(8)?,
-        key_id: r.get(9)?,
-        received_at: r.get(10)?,
-        release: match r.get::<Option<String>>(11)? {
-            Some(name) => Some(crate::api::DeployedRelease {
-                name,
-                version: r.parsed(12)?,
-                digest: r.parsed(13)?,
-            }),
-            None => None,
-        },
-        reason: None,
-    })
+/// A deployment from `DEPLOYMENT_COLUMNS` (`reason` is read apart, for a failure).
+impl FromRow for Deployment {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(Deployment {
+            receipt_id: r.get("id")?,
+            customer: r.get("customer")?,
+            stack: r.get("stack")?,
+            version: r.parsed("version")?,
+            digest: r.parsed("digest")?,
+            kind: r.parsed("kind")?,
+            outcome: r.parsed("outcome")?,
+            started_at: r.get("started_at")?,
+            finished_at: r.get("finished_at")?,
+            key_id: r.get("key_id")?,
+            received_at: r.get("received_at")?,
+            release: match r.get::<Option<String>>("release_name")? {
+                Some(name) => Some(crate::api::DeployedRelease {
+                    name,
+                    version: r.parsed("release_version")?,
+                    digest: r.parsed("release_digest")?,
+                }),
+                None => None,
+            },
+            reason: None,
+        })
+    }
 }
 
 pub(crate) const DEPLOYMENT_COLUMNS: &str = "id, customer, stack, version, digest, kind, outcome, started_at, finished_at, key_id, received_at, release_name, release_version, release_digest";
@@ -610,7 +626,7 @@ pub fn deployments<C: Sql + ?Sized>(
         ),
         &[customer.into(), stack.into(), (limit as i64).into()],
     )?;
-    Ok(rows.iter().map(deployment_row).collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }
 
 /// `column = ?N` when a value is given, else a condition that holds: spelled out per
@@ -706,7 +722,8 @@ type Neighbour = (Option<String>, String);
 /// arrival, `?5` id): read through `receipts_current` (customer, stack, finish
 /// time), a handful of rows; without `INDEXED BY`, SQLite may pick `receipts_stack`
 /// (stack, finish time) and walk every customer's changes of the stack.
-const PREVIOUS_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished_at, 1, 10)
+const PREVIOUS_CHANGE: &str = "SELECT version, kind = 'destroy' AS destroy,
+         substr(finished_at, 1, 10) AS day
      FROM receipts INDEXED BY receipts_current
      WHERE customer = ?1 AND stack = ?2 AND id <> ?5
        AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
@@ -715,7 +732,8 @@ const PREVIOUS_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished
      ORDER BY finished_ns DESC, received_at DESC, id LIMIT 1";
 
 /// The change of a customer's stack just after a change.
-const NEXT_CHANGE: &str = "SELECT version, kind = 'destroy', substr(finished_at, 1, 10)
+const NEXT_CHANGE: &str = "SELECT version, kind = 'destroy' AS destroy,
+         substr(finished_at, 1, 10) AS day
      FROM receipts INDEXED BY receipts_current
      WHERE customer = ?1 AND stack = ?2 AND id <> ?5
        AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
@@ -747,9 +765,9 @@ pub fn note_in_adoption<C: Sql + ?Sized>(
         let Some(r) = conn.query_opt(sql, &at)? else {
             return Ok(None);
         };
-        let destroy: bool = r.get(1)?;
-        let version: String = r.get(0)?;
-        Ok(Some(((!destroy).then_some(version), r.get(2)?)))
+        let destroy: bool = r.get("destroy")?;
+        let version: String = r.get("version")?;
+        Ok(Some(((!destroy).then_some(version), r.get("day")?)))
     };
     let previous = neighbour(PREVIOUS_CHANGE)?;
     let next = neighbour(NEXT_CHANGE)?;
@@ -847,10 +865,10 @@ pub fn adoption_deltas<C: Sql + ?Sized>(
     let rows = conn.query(&adoption_statement(stack.is_some()), &[stack.into()])?;
     let delta = |r: &Row| {
         Ok::<_, Decode>(AdoptionDelta {
-            stack: r.get(0)?,
-            day: r.get(1)?,
-            version: r.get(2)?,
-            delta: r.get(3)?,
+            stack: r.get("stack")?,
+            day: r.get("day")?,
+            version: r.get("version")?,
+            delta: r.get("delta")?,
         })
     };
     Ok(rows.iter().map(delta).collect::<Result<_, _>>()?)
@@ -903,7 +921,8 @@ pub fn changes<C: Sql + ?Sized>(conn: &C, stack: Option<&str>) -> Result<Vec<Cha
     let stack_is = only("stack", 1, stack.is_some());
     let rows = conn.query(
         &format!(
-            "SELECT customer, stack, version, kind = 'destroy', finished_at FROM receipts
+            "SELECT customer, stack, version, kind = 'destroy' AS destroy, finished_at
+             FROM receipts
              WHERE {stack_is}
                AND kind IN ('apply', 'rollback', 'destroy')
                AND outcome IN ('succeeded', 'no-changes')
@@ -913,11 +932,11 @@ pub fn changes<C: Sql + ?Sized>(conn: &C, stack: Option<&str>) -> Result<Vec<Cha
     )?;
     let change = |r: &Row| {
         Ok::<_, Decode>(Change {
-            customer: r.get(0)?,
-            stack: r.get(1)?,
-            version: r.parsed(2)?,
-            destroy: r.get(3)?,
-            finished_at: r.get(4)?,
+            customer: r.get("customer")?,
+            stack: r.get("stack")?,
+            version: r.parsed("version")?,
+            destroy: r.get("destroy")?,
+            finished_at: r.get("finished_at")?,
         })
     };
     Ok(rows.iter().map(change).collect::<Result<_, _>>()?)
@@ -926,7 +945,10 @@ pub fn changes<C: Sql + ?Sized>(conn: &C, stack: Option<&str>) -> Result<Vec<Cha
 /// The stacks with a recorded release, by name.
 pub fn stack_names<C: Sql + ?Sized>(conn: &C) -> Result<Vec<String>, C::Error> {
     let rows = conn.query("SELECT DISTINCT stack FROM releases ORDER BY stack", &[])?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("stack"))
+        .collect::<Result<_, _>>()?)
 }
 
 /// The environments customers are registered in, by name (in byte order, sorted
@@ -936,7 +958,10 @@ pub fn environments<C: Sql + ?Sized>(conn: &C) -> Result<Vec<String>, C::Error> 
         "SELECT DISTINCT environment FROM customers WHERE environment IS NOT NULL",
         &[],
     )?;
-    let mut names: Vec<String> = rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?;
+    let mut names: Vec<String> = rows
+        .iter()
+        .map(|r| r.get("environment"))
+        .collect::<Result<_, _>>()?;
     names.sort();
     Ok(names)
 }
@@ -954,7 +979,7 @@ pub fn history_documents<C: Sql + ?Sized>(
         ),
         &[customer.into(), (limit as i64).into()],
     )?;
-    let row = |r: &Row| Ok::<_, Decode>((deployment_row(r)?, r.get(14)?));
+    let row = |r: &Row| Ok::<_, Decode>((Deployment::from_row(r)?, r.get("document")?));
     Ok(rows.iter().map(row).collect::<Result<_, _>>()?)
 }
 
@@ -963,7 +988,7 @@ pub fn history_documents<C: Sql + ?Sized>(
 pub fn fill_precedence_keys(conn: &Connection) -> rusqlite::Result<()> {
     let releases: Vec<(String, String)> = conn
         .prepare("SELECT stack, version FROM releases")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map([], |r| Ok((r.get("stack")?, r.get("version")?)))?
         .collect::<rusqlite::Result<_>>()?;
     let mut update = conn.prepare(
         "UPDATE releases SET version_key = ?3, stable = ?4 WHERE stack = ?1 AND version = ?2",
@@ -985,7 +1010,14 @@ pub fn fill_precedence_keys(conn: &Connection) -> rusqlite::Result<()> {
             "SELECT stack, version, path, module_version FROM release_modules
              WHERE module_version IS NOT NULL",
         )?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .query_map([], |r| {
+            Ok((
+                r.get("stack")?,
+                r.get("version")?,
+                r.get("path")?,
+                r.get("module_version")?,
+            ))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut update = conn.prepare(
         "UPDATE release_modules SET module_version_key = ?4
@@ -1010,26 +1042,38 @@ struct CellFacts {
 /// Cells refreshed per batch when every cell is (migration to v5): bounded memory.
 const REFRESH_BATCH: usize = 5000;
 
-fn cell_facts(r: &Row) -> Result<CellFacts, Decode> {
-    let current: Option<ReceiptKind> = r.parsed_opt(2)?;
-    let attempt: Option<ReceiptKind> = r.parsed_opt(6)?;
-    let drift: Option<ReceiptKind> = r.parsed_opt(10)?;
-    Ok(CellFacts {
-        customer: r.get(0)?,
-        stack: r.get(1)?,
-        current: match current {
-            Some(kind) => Some((kind, r.get(3)?, r.get(4)?, r.get(5)?)),
-            None => None,
-        },
-        attempt: match attempt {
-            Some(kind) => Some((kind, r.parsed(7)?, r.get(8)?, r.get(9)?)),
-            None => None,
-        },
-        drift: match drift {
-            Some(kind) => Some((kind, r.parsed(11)?)),
-            None => None,
-        },
-    })
+impl FromRow for CellFacts {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        let current: Option<ReceiptKind> = r.parsed_opt("current_kind")?;
+        let attempt: Option<ReceiptKind> = r.parsed_opt("attempt_kind")?;
+        let drift: Option<ReceiptKind> = r.parsed_opt("drift_kind")?;
+        Ok(CellFacts {
+            customer: r.get("customer")?,
+            stack: r.get("stack")?,
+            current: match current {
+                Some(kind) => Some((
+                    kind,
+                    r.get("current_version")?,
+                    r.get("current_digest")?,
+                    r.get("current_finished_at")?,
+                )),
+                None => None,
+            },
+            attempt: match attempt {
+                Some(kind) => Some((
+                    kind,
+                    r.parsed("attempt_outcome")?,
+                    r.get("attempt_version")?,
+                    r.get("attempt_finished_at")?,
+                )),
+                None => None,
+            },
+            drift: match drift {
+                Some(kind) => Some((kind, r.parsed("drift_outcome")?)),
+                None => None,
+            },
+        })
+    }
 }
 
 /// Copies into one cell what it shows from the receipts it names.
@@ -1088,9 +1132,11 @@ pub fn refresh_cells<C: Sql + ?Sized>(
         let rows = conn.query(
             &format!(
                 "SELECT f.customer, f.stack,
-                     c.kind, c.version, c.digest, c.finished_at,
-                     a.kind, a.outcome, a.version, a.finished_at,
-                     d.kind, d.outcome
+                     c.kind AS current_kind, c.version AS current_version,
+                     c.digest AS current_digest, c.finished_at AS current_finished_at,
+                     a.kind AS attempt_kind, a.outcome AS attempt_outcome,
+                     a.version AS attempt_version, a.finished_at AS attempt_finished_at,
+                     d.kind AS drift_kind, d.outcome AS drift_outcome
                  FROM fleet_cells f
                  LEFT JOIN receipts c ON c.id = f.current_id
                  LEFT JOIN receipts a ON a.id = f.attempt_id
@@ -1099,7 +1145,7 @@ pub fn refresh_cells<C: Sql + ?Sized>(
             ),
             &[customer.into(), stack.into()],
         )?;
-        let facts: Vec<CellFacts> = rows.iter().map(cell_facts).collect::<Result<_, _>>()?;
+        let facts: Vec<CellFacts> = from_rows(&rows)?;
         for f in &facts {
             write_cell(conn, f)?;
         }

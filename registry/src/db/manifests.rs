@@ -1,7 +1,7 @@
 //! Manifests (image manifests and indexes), what they reference, and tags. Written
 //! against [`Sql`], so the same functions run on SQLite and PostgreSQL.
 
-use super::sql::{Decode, Row, Sql};
+use super::sql::{Decode, FromRow, Row, Sql};
 use stackpack_schema::Digest;
 
 /// A stored manifest's metadata and bytes.
@@ -76,12 +76,12 @@ pub fn insert<C: Sql + ?Sized>(conn: &C, m: &NewManifest<'_>, now: i64) -> Resul
     Ok(())
 }
 
-impl StoredManifest {
+impl FromRow for StoredManifest {
     fn from_row(r: &Row) -> Result<StoredManifest, Decode> {
         Ok(StoredManifest {
-            digest: r.parsed(0)?,
-            media_type: r.get(1)?,
-            content: r.get(2)?,
+            digest: r.parsed("digest")?,
+            media_type: r.get("media_type")?,
+            content: r.get("content")?,
         })
     }
 }
@@ -121,7 +121,7 @@ pub fn tag_digest<C: Sql + ?Sized>(
         "SELECT digest FROM tags WHERE repo = ?1 AND tag = ?2",
         &[repo.into(), tag.into()],
     )?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("digest")).transpose()?)
 }
 
 pub fn set_tag<C: Sql + ?Sized>(
@@ -181,7 +181,10 @@ pub fn tags_depending_on<C: Sql + ?Sized>(
          ORDER BY t.tag",
         &[repo.into(), digest.into()],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("tag"))
+        .collect::<Result<_, _>>()?)
 }
 
 /// True when the repository has any manifest, tag or blob.
@@ -221,7 +224,10 @@ pub fn list_tags<C: Sql + ?Sized>(
             page_limit(limit).into(),
         ],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("tag"))
+        .collect::<Result<_, _>>()?)
 }
 
 /// Repository names in order after `last`.
@@ -234,7 +240,10 @@ pub fn list_repositories<C: Sql + ?Sized>(
         "SELECT DISTINCT repo FROM manifests WHERE repo > ?1 ORDER BY repo LIMIT ?2",
         &[last.unwrap_or("").into(), page_limit(limit).into()],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("repo"))
+        .collect::<Result<_, _>>()?)
 }
 
 /// Manifests in `repo` whose `subject` is `digest`, optionally of one artifact type.
@@ -253,11 +262,11 @@ pub fn referrers<C: Sql + ?Sized>(
     let mut referrers = Vec::with_capacity(rows.len());
     for r in rows {
         referrers.push(Referrer {
-            digest: r.parsed(0)?,
-            media_type: r.get(1)?,
-            artifact_type: r.get(2)?,
-            size: r.get(3)?,
-            annotations: r.get(4)?,
+            digest: r.parsed("digest")?,
+            media_type: r.get("media_type")?,
+            artifact_type: r.get("artifact_type")?,
+            size: r.get("size")?,
+            annotations: r.get("annotations")?,
         });
     }
     Ok(referrers)

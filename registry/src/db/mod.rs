@@ -60,7 +60,9 @@ pub const SCHEMA_VERSION: u32 = migrations::SQLITE.len() as u32;
 fn normalise_receipt_times(tx: &Transaction) -> rusqlite::Result<()> {
     let rows: Vec<(String, String, String)> = tx
         .prepare("SELECT id, started_at, finished_at FROM receipts")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .query_map([], |r| {
+            Ok((r.get("id")?, r.get("started_at")?, r.get("finished_at")?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut update = tx.prepare(
         "UPDATE receipts SET started_at = ?2, finished_at = ?3, finished_ns = ?4 WHERE id = ?1",
@@ -254,7 +256,7 @@ fn migrate_steps(conn: &mut Connection) -> Result<u32, OpenError> {
     let mut found = None;
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get("user_version"))?;
         let found = *found.get_or_insert(version);
         if version > SCHEMA_VERSION {
             return Err(OpenError::Newer {
@@ -283,7 +285,7 @@ pub fn migrate_file(path: &Path) -> Result<u32, OpenError> {
 pub fn stored_version(path: &Path) -> rusqlite::Result<u32> {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     conn.busy_timeout(BUSY_WAIT)?;
-    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+    conn.query_row("PRAGMA user_version", [], |r| r.get("user_version"))
 }
 
 /// Runs blocking database work without stalling the async worker it is called from:
@@ -527,7 +529,7 @@ impl Db {
     pub fn integrity_check(&self) -> Result<String, Error> {
         self.scan_any(|c| {
             let c = c.sqlite("PRAGMA integrity_check")?;
-            Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+            Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get("integrity_check"))?)
         })
     }
 }
@@ -541,7 +543,7 @@ pub(crate) fn query_plan(
     values: &[&dyn rusqlite::ToSql],
 ) -> rusqlite::Result<Vec<String>> {
     conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-        .query_map(values, |r| r.get(3))?
+        .query_map(values, |r| r.get("detail"))?
         .collect()
 }
 

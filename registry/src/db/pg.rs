@@ -28,7 +28,7 @@ pub fn stored_version(client: &mut postgres::Client) -> Result<u32, PgError> {
     }
     let stored: Option<i64> = client
         .query_opt("SELECT version FROM schema_version", &[])?
-        .map(|row| row.get(0));
+        .map(|row| row.get("version"));
     Ok(stored.map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX)))
 }
 
@@ -36,8 +36,11 @@ pub fn stored_version(client: &mut postgres::Client) -> Result<u32, PgError> {
 /// `schema_version` table (in the schema the connection's `search_path` finds first).
 pub fn has_registry(client: &mut postgres::Client) -> Result<bool, PgError> {
     Ok(client
-        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
-        .get(0))
+        .query_one(
+            "SELECT to_regclass('schema_version') IS NOT NULL AS found",
+            &[],
+        )?
+        .get("found"))
 }
 
 /// Brings the database up to [`SCHEMA_VERSION`], one step per transaction, each
@@ -55,7 +58,7 @@ pub fn migrate(client: &mut postgres::Client) -> Result<u32, PgError> {
         )?;
         let stored: i64 = tx
             .query_one("SELECT version FROM schema_version", &[])?
-            .get(0);
+            .get("version");
         let version = u32::try_from(stored).unwrap_or(u32::MAX);
         let found = *found.get_or_insert(version);
         if version > SCHEMA_VERSION {

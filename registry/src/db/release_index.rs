@@ -6,7 +6,7 @@
 //! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
 //! (PG5: the three tables, and `receipts`, which `customers_of` and `cells` read).
 
-use super::sql::{Decode, Row, Sql};
+use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 use crate::api::{DeployedRelease, ReleaseServicePart, ReleaseStackPart, ReleaseVersion};
 
 /// A release version and its parts, as read from its description.
@@ -29,7 +29,7 @@ pub fn record<C: Sql + ?Sized>(conn: &C, r: &NewReleaseIndex) -> Result<bool, C:
         &[name.into(), version.as_str().into()],
     )?;
     if let Some(row) = recorded {
-        let (was, prerelease): (String, bool) = (row.get(0)?, row.get(1)?);
+        let (was, prerelease): (String, bool) = (row.get("digest")?, row.get("prerelease")?);
         if was == digest || !prerelease {
             return Ok(false);
         }
@@ -111,7 +111,7 @@ pub fn delete_by_digest<C: Sql + ?Sized>(
         &[repo.into(), digest.into()],
     )?;
     for row in gone {
-        let (name, version): (String, String) = (row.get(0)?, row.get(1)?);
+        let (name, version): (String, String) = (row.get("name")?, row.get("version")?);
         delete_parts(conn, &name, &version)?;
         conn.execute(
             "DELETE FROM release_indexes WHERE name = ?1 AND version = ?2",
@@ -123,15 +123,17 @@ pub fn delete_by_digest<C: Sql + ?Sized>(
 
 const VERSION_COLUMNS: &str = "name, version, repository, digest, prerelease, published_at";
 
-fn version_row(r: &Row) -> Result<ReleaseVersion, Decode> {
-    Ok(ReleaseVersion {
-        name: r.get(0)?,
-        version: r.parsed(1)?,
-        repository: r.get(2)?,
-        digest: r.parsed(3)?,
-        prerelease: r.get(4)?,
-        published_at: r.get(5)?,
-    })
+impl FromRow for ReleaseVersion {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(ReleaseVersion {
+            name: r.get("name")?,
+            version: r.parsed("version")?,
+            repository: r.get("repository")?,
+            digest: r.parsed("digest")?,
+            prerelease: r.get("prerelease")?,
+            published_at: r.get("published_at")?,
+        })
+    }
 }
 
 /// Every recorded version of every release (or of `name`), by name, newest first.
@@ -149,7 +151,7 @@ pub fn versions<C: Sql + ?Sized>(
         ),
         &[name.into()],
     )?;
-    Ok(rows.iter().map(version_row).collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }
 
 /// One recorded release version.
@@ -162,7 +164,7 @@ pub fn version<C: Sql + ?Sized>(
         &format!("SELECT {VERSION_COLUMNS} FROM release_indexes WHERE name = ?1 AND version = ?2"),
         &[name.into(), version.into()],
     )?;
-    Ok(row.as_ref().map(version_row).transpose()?)
+    Ok(row.as_ref().map(ReleaseVersion::from_row).transpose()?)
 }
 
 /// The stacks a release version pins, in apply order.
@@ -178,9 +180,9 @@ pub fn stacks<C: Sql + ?Sized>(
     )?;
     let part = |r: &Row| {
         Ok::<_, Decode>(ReleaseStackPart {
-            stack: r.get(0)?,
-            version: r.parsed(1)?,
-            digest: r.parsed(2)?,
+            stack: r.get("stack")?,
+            version: r.parsed("stack_version")?,
+            digest: r.parsed("digest")?,
         })
     };
     Ok(rows.iter().map(part).collect::<Result<_, _>>()?)
@@ -199,9 +201,9 @@ pub fn services<C: Sql + ?Sized>(
     )?;
     let part = |r: &Row| {
         Ok::<_, Decode>(ReleaseServicePart {
-            service: r.get(0)?,
-            reference: r.get(1)?,
-            digest: r.parsed(2)?,
+            service: r.get("service")?,
+            reference: r.get("reference")?,
+            digest: r.parsed("digest")?,
         })
     };
     Ok(rows.iter().map(part).collect::<Result<_, _>>()?)
@@ -214,7 +216,10 @@ pub fn customers_of<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Vec<String>
         "SELECT DISTINCT customer FROM receipts WHERE release_name = ?1 ORDER BY customer",
         &[name.into()],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("customer"))
+        .collect::<Result<_, _>>()?)
 }
 
 /// What one customer runs of one stack, with the release its deployment was part
@@ -244,20 +249,20 @@ pub fn cells<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<Vec<Cell>, C::
     )?;
     let cell = |r: &Row| {
         Ok::<_, Decode>(Cell {
-            customer: r.get(0)?,
-            environment: r.get(1)?,
-            stack: r.get(2)?,
-            version: r.parsed_opt(3)?,
-            digest: r.parsed_opt(4)?,
-            release: match r.get::<Option<String>>(5)? {
+            customer: r.get("customer")?,
+            environment: r.get("environment")?,
+            stack: r.get("stack")?,
+            version: r.parsed_opt("version")?,
+            digest: r.parsed_opt("digest")?,
+            release: match r.get::<Option<String>>("release_name")? {
                 Some(name) => Some(DeployedRelease {
                     name,
-                    version: r.parsed(6)?,
-                    digest: r.parsed(7)?,
+                    version: r.parsed("release_version")?,
+                    digest: r.parsed("release_digest")?,
                 }),
                 None => None,
             },
-            finished_ns: r.get(8)?,
+            finished_ns: r.get("finished_ns")?,
         })
     };
     Ok(rows.iter().map(cell).collect::<Result<_, _>>()?)

@@ -9,7 +9,7 @@
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use stackpack_schema::rollout::{ApprovedKind, SyncState};
 
-use super::sql::{Decode, Row, Sql};
+use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 use crate::api::{EventKind, Gate, RolloutAssignment, RolloutEvent, RolloutState};
 
 /// The waves of a channel nobody configured.
@@ -18,8 +18,9 @@ pub const DEFAULT_WAVES: [&str; 3] = ["canary", "early", "general"];
 pub const DEFAULT_SOAK_SECONDS: u64 = 24 * 3600;
 
 pub const PLACEMENT_SQL: &str = "SELECT id, channel, wave, last_sync FROM customers WHERE id = ?1";
-pub const ROLLOUT_OF_PROMOTION_SQL: &str = "SELECT MAX(id) FROM rollouts WHERE promotion_id = ?1";
-pub const ANY_DUE_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollouts WHERE due_ns <= ?1)";
+pub const ROLLOUT_OF_PROMOTION_SQL: &str =
+    "SELECT MAX(id) AS rollout FROM rollouts WHERE promotion_id = ?1";
+pub const ANY_DUE_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollouts WHERE due_ns <= ?1) AS due";
 pub const CHANNEL_SQL: &str = "SELECT waves, soak_seconds FROM channels WHERE name = ?1";
 pub const CUSTOMER_ASSIGNMENTS_SQL: &str =
     "SELECT r.id, r.promotion_id, r.kind, r.release, a.assigned_at
@@ -49,7 +50,7 @@ pub const OPEN_ROLLOUTS_OF_CUSTOMER_SQL: &str =
 /// values, and `channel` is never `NULL`, where the two differ.
 pub const ANY_WAITING_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollout_assignments a
          JOIN customers c ON c.id = a.customer
-         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel = ?2)";
+         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel = ?2) AS waiting";
 pub const FIRST_FAILURE_SQL: &str = "SELECT customer, gate_reason FROM rollout_assignments
          WHERE rollout_id = ?1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1";
 
@@ -100,12 +101,9 @@ fn waves_json(waves: &[String]) -> String {
 }
 
 /// The waves stored in column `column` (a JSON list of names).
-fn waves_from(row: &Row, column: usize) -> Result<Vec<String>, Decode> {
-    let text: String = row.get(column)?;
-    serde_json::from_str(&text).map_err(|e| Decode::Parse {
-        column,
-        message: format!("not a JSON list of wave names: {e}"),
-        value: text,
+fn waves_from(row: &Row, column: &str) -> Result<Vec<String>, Decode> {
+    row.parsed_with(column, |text| {
+        serde_json::from_str(text).map_err(|e| format!("not a JSON list of wave names: {e}"))
     })
 }
 
@@ -113,8 +111,8 @@ fn waves_from(row: &Row, column: usize) -> Result<Vec<String>, Decode> {
 pub fn channel<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<ChannelConfig, C::Error> {
     match conn.query_opt(CHANNEL_SQL, &[name.into()])? {
         Some(row) => Ok(ChannelConfig {
-            waves: waves_from(&row, 0)?,
-            soak_seconds: row.get::<i64>(1)?.max(0) as u64,
+            waves: waves_from(&row, "waves")?,
+            soak_seconds: row.get::<i64>("soak_seconds")?.max(0) as u64,
             configured: true,
         }),
         None => Ok(ChannelConfig::default_config()),
@@ -150,7 +148,9 @@ pub fn channel_names<C: Sql + ?Sized>(conn: &C) -> Result<Vec<String>, C::Error>
          SELECT DISTINCT channel FROM customers WHERE channel IS NOT NULL ORDER BY 1",
         &[],
     )?;
-    rows.iter().map(|row| Ok(row.get::<String>(0)?)).collect()
+    rows.iter()
+        .map(|row| Ok(row.get::<String>("name")?))
+        .collect()
 }
 
 /// Every channel configured or in use, by name, with how many customers it has.
@@ -161,10 +161,10 @@ pub fn channels<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(String, ChannelConfig,
             let config = channel(conn, &name)?;
             let count: i64 = conn
                 .query_one(
-                    "SELECT COUNT(*) FROM customers WHERE channel = ?1",
+                    "SELECT COUNT(*) AS n FROM customers WHERE channel = ?1",
                     &[name.as_str().into()],
                 )?
-                .get(0)?;
+                .get("n")?;
             Ok((name, config, count.max(0) as u64))
         })
         .collect()
@@ -193,10 +193,10 @@ pub fn placement<C: Sql + ?Sized>(
         return Ok(None);
     };
     Ok(Some(crate::api::Placement {
-        customer: r.get(0)?,
-        channel: r.get(1)?,
-        wave: r.get(2)?,
-        last_sync: r.get(3)?,
+        customer: r.get("id")?,
+        channel: r.get("channel")?,
+        wave: r.get("wave")?,
+        last_sync: r.get("last_sync")?,
     }))
 }
 
@@ -209,7 +209,7 @@ pub fn channel_customers<C: Sql + ?Sized>(
         "SELECT id, wave FROM customers WHERE channel = ?1 ORDER BY id",
         &[channel.into()],
     )?;
-    let pair = |r: &Row| Ok::<_, Decode>((r.get(0)?, r.get(1)?));
+    let pair = |r: &Row| Ok::<_, Decode>((r.get("id")?, r.get("wave")?));
     Ok(rows.iter().map(pair).collect::<Result<_, _>>()?)
 }
 
@@ -232,32 +232,29 @@ fn kind_text(kind: ApprovedKind) -> &'static str {
 }
 
 /// The approved kind stored in column `column` (`release` or `stack`).
-fn kind_from(row: &Row, column: usize) -> Result<ApprovedKind, Decode> {
-    let text: String = row.get(column)?;
-    match text.as_str() {
+fn kind_from(row: &Row, column: &str) -> Result<ApprovedKind, Decode> {
+    row.parsed_with(column, |text| match text {
         "release" => Ok(ApprovedKind::Release),
         "stack" => Ok(ApprovedKind::Stack),
-        _ => Err(Decode::Parse {
-            column,
-            message: "not an approved kind (`release` or `stack`)".into(),
-            value: text,
-        }),
-    }
+        _ => Err("not an approved kind (`release` or `stack`)".into()),
+    })
 }
 
 const PROMOTION_COLUMNS: &str = "id, channel, kind, release, version, digest, required, statement";
 
-fn promotion_row(r: &Row) -> Result<Promotion, Decode> {
-    Ok(Promotion {
-        id: r.get(0)?,
-        channel: r.get(1)?,
-        kind: kind_from(r, 2)?,
-        release: r.get(3)?,
-        version: r.parsed(4)?,
-        digest: r.get(5)?,
-        required: r.get(6)?,
-        statement: r.get(7)?,
-    })
+impl FromRow for Promotion {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(Promotion {
+            id: r.get("id")?,
+            channel: r.get("channel")?,
+            kind: kind_from(r, "kind")?,
+            release: r.get("release")?,
+            version: r.parsed("version")?,
+            digest: r.get("digest")?,
+            required: r.get("required")?,
+            statement: r.get("statement")?,
+        })
+    }
 }
 
 pub fn promotion<C: Sql + ?Sized>(
@@ -280,7 +277,7 @@ pub fn promotion<C: Sql + ?Sized>(
             version.as_str().into(),
         ],
     )?;
-    Ok(row.as_ref().map(promotion_row).transpose()?)
+    Ok(row.as_ref().map(Promotion::from_row).transpose()?)
 }
 
 pub fn promotion_by_id<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<Promotion>, C::Error> {
@@ -288,7 +285,7 @@ pub fn promotion_by_id<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<Prom
         &format!("SELECT {PROMOTION_COLUMNS} FROM promotions WHERE id = ?1"),
         &[id.into()],
     )?;
-    Ok(row.as_ref().map(promotion_row).transpose()?)
+    Ok(row.as_ref().map(Promotion::from_row).transpose()?)
 }
 
 /// The newest promotion (by version precedence) of a release to a channel.
@@ -305,7 +302,7 @@ pub fn newest_promotion<C: Sql + ?Sized>(
         ),
         &[channel.into(), kind_text(kind).into(), release.into()],
     )?;
-    Ok(row.as_ref().map(promotion_row).transpose()?)
+    Ok(row.as_ref().map(Promotion::from_row).transpose()?)
 }
 
 /// The lowest required promotion of a release to a channel strictly between two
@@ -334,7 +331,7 @@ pub fn required_between<C: Sql + ?Sized>(
             below.as_slice().into(),
         ],
     )?;
-    Ok(row.as_ref().map(promotion_row).transpose()?)
+    Ok(row.as_ref().map(Promotion::from_row).transpose()?)
 }
 
 /// What a promotion records.
@@ -378,7 +375,7 @@ pub fn insert_promotion<C: Sql + ?Sized>(
             now.into(),
         ],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("id")?)
 }
 
 /// A rollout as stored.
@@ -405,29 +402,27 @@ pub struct RolloutRow {
 const ROLLOUT_COLUMNS: &str = "id, promotion_id, channel, kind, release, version, digest, waves,
     soak_seconds, state, wave_index, wave_opened_at, wave_opened_ns, halted_reason, created, updated";
 
-fn rollout_row(r: &Row) -> Result<RolloutRow, Decode> {
-    Ok(RolloutRow {
-        id: r.get(0)?,
-        promotion_id: r.get(1)?,
-        channel: r.get(2)?,
-        kind: kind_from(r, 3)?,
-        release: r.get(4)?,
-        version: r.parsed(5)?,
-        digest: r.get(6)?,
-        waves: waves_from(r, 7)?,
-        soak_seconds: r.get::<i64>(8)?.max(0) as u64,
-        state: r.parsed(9)?,
-        wave_index: r.get::<i64>(10)?.max(0) as usize,
-        wave_opened_at: r.get(11)?,
-        wave_opened_ns: r.get(12)?,
-        halted_reason: r.get(13)?,
-        created: r.get(14)?,
-        updated: r.get(15)?,
-    })
-}
-
-fn rollout_rows(rows: &[Row]) -> Result<Vec<RolloutRow>, Decode> {
-    rows.iter().map(rollout_row).collect()
+impl FromRow for RolloutRow {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(RolloutRow {
+            id: r.get("id")?,
+            promotion_id: r.get("promotion_id")?,
+            channel: r.get("channel")?,
+            kind: kind_from(r, "kind")?,
+            release: r.get("release")?,
+            version: r.parsed("version")?,
+            digest: r.get("digest")?,
+            waves: waves_from(r, "waves")?,
+            soak_seconds: r.get::<i64>("soak_seconds")?.max(0) as u64,
+            state: r.parsed("state")?,
+            wave_index: r.get::<i64>("wave_index")?.max(0) as usize,
+            wave_opened_at: r.get("wave_opened_at")?,
+            wave_opened_ns: r.get("wave_opened_ns")?,
+            halted_reason: r.get("halted_reason")?,
+            created: r.get("created")?,
+            updated: r.get("updated")?,
+        })
+    }
 }
 
 pub struct NewRollout<'a> {
@@ -466,7 +461,7 @@ pub fn insert_rollout<C: Sql + ?Sized>(
             now.into(),
         ],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("id")?)
 }
 
 /// The raw wave index: -1 before the first wave opened.
@@ -475,7 +470,7 @@ pub fn raw_wave_index<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<i64, C::Erro
         "SELECT wave_index FROM rollouts WHERE id = ?1",
         &[id.into()],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("wave_index")?)
 }
 
 pub fn rollout<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<RolloutRow>, C::Error> {
@@ -483,7 +478,7 @@ pub fn rollout<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<RolloutRow>,
         &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id = ?1"),
         &[id.into()],
     )?;
-    Ok(row.as_ref().map(rollout_row).transpose()?)
+    Ok(row.as_ref().map(RolloutRow::from_row).transpose()?)
 }
 
 /// Rollouts in `state`, oldest first.
@@ -496,7 +491,7 @@ pub fn rollouts_in<C: Sql + ?Sized>(
         &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE state = ?1 ORDER BY id"),
         &[state.as_str().into()],
     )?;
-    Ok(rollout_rows(&rows)?)
+    Ok(from_rows::<RolloutRow>(&rows)?)
 }
 
 /// Rollouts, newest first, of a channel and/or release when given.
@@ -521,7 +516,7 @@ pub fn rollouts<C: Sql + ?Sized>(
             i64::try_from(limit).unwrap_or(i64::MAX).into(),
         ],
     )?;
-    Ok(rollout_rows(&rows)?)
+    Ok(from_rows::<RolloutRow>(&rows)?)
 }
 
 /// The open (running, paused, halted) rollouts of a release in a channel.
@@ -539,7 +534,7 @@ pub fn open_rollouts_of<C: Sql + ?Sized>(
         ),
         &[channel.into(), kind_text(kind).into(), release.into()],
     )?;
-    Ok(rollout_rows(&rows)?)
+    Ok(from_rows::<RolloutRow>(&rows)?)
 }
 
 /// The newest completed rollout of each release in `channel`: what a customer
@@ -557,7 +552,7 @@ pub fn completed_rollouts<C: Sql + ?Sized>(
         ),
         &[channel.into()],
     )?;
-    Ok(rollout_rows(&rows)?)
+    Ok(from_rows::<RolloutRow>(&rows)?)
 }
 
 /// The newest rollout started from a promotion.
@@ -567,7 +562,7 @@ pub fn rollout_of_promotion<C: Sql + ?Sized>(
 ) -> Result<Option<i64>, C::Error> {
     Ok(conn
         .query_one(ROLLOUT_OF_PROMOTION_SQL, &[promotion.into()])?
-        .get(0)?)
+        .get("rollout")?)
 }
 
 pub fn set_state<C: Sql + ?Sized>(
@@ -627,7 +622,7 @@ pub fn set_due<C: Sql + ?Sized>(conn: &C, id: i64, due_ns: Option<i64>) -> Resul
 /// Whether a running rollout's next wave is due by `now_ns`: one indexed probe, so
 /// the assignment poll only writes when the clock moved a rollout on.
 pub fn any_due<C: Sql + ?Sized>(conn: &C, now_ns: i64) -> Result<bool, C::Error> {
-    Ok(conn.query_one(ANY_DUE_SQL, &[now_ns.into()])?.get(0)?)
+    Ok(conn.query_one(ANY_DUE_SQL, &[now_ns.into()])?.get("due")?)
 }
 
 /// Assigns `customer` to a rollout, waiting at the gate; false when it was assigned
@@ -665,7 +660,10 @@ pub fn assigned_customers<C: Sql + ?Sized>(
         "SELECT customer FROM rollout_assignments WHERE rollout_id = ?1 ORDER BY customer",
         &[rollout.into()],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows
+        .iter()
+        .map(|r| r.get("customer"))
+        .collect::<Result<_, _>>()?)
 }
 
 pub fn assignments<C: Sql + ?Sized>(
@@ -679,12 +677,12 @@ pub fn assignments<C: Sql + ?Sized>(
     )?;
     let assignment = |r: &Row| {
         Ok::<_, Decode>(RolloutAssignment {
-            customer: r.get(0)?,
-            wave: r.get(1)?,
-            assigned_at: r.get(2)?,
-            gate: r.parsed(3)?,
-            gate_reason: r.get(4)?,
-            gate_at: r.get(5)?,
+            customer: r.get("customer")?,
+            wave: r.get("wave")?,
+            assigned_at: r.get("assigned_at")?,
+            gate: r.parsed("gate")?,
+            gate_reason: r.get("gate_reason")?,
+            gate_at: r.get("gate_at")?,
         })
     };
     Ok(rows.iter().map(assignment).collect::<Result<_, _>>()?)
@@ -711,23 +709,27 @@ pub fn held_up<C: Sql + ?Sized>(
          ORDER BY c.id LIMIT ?3",
         &[rollout.into(), channel.into(), (limit as i64).into()],
     )?;
-    let names = |rows: Vec<Row>| rows.iter().map(|r| r.get(0)).collect::<Result<Vec<_>, _>>();
-    Ok((names(failed)?, names(waiting)?))
+    let names = |rows: Vec<Row>, column: &str| {
+        rows.iter()
+            .map(|r| r.get(column))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok((names(failed, "customer")?, names(waiting, "id")?))
 }
 
 pub fn gate_counts<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<(u64, u64, u64), C::Error> {
     // `CASE`, not SQLite's `SUM(gate = 'succeeded')`: PostgreSQL sums no booleans.
     let r = conn.query_one(
-        "SELECT COUNT(*),
-             COALESCE(SUM(CASE WHEN gate = 'succeeded' THEN 1 ELSE 0 END), 0),
-             COALESCE(SUM(CASE WHEN gate = 'failed' THEN 1 ELSE 0 END), 0)
+        "SELECT COUNT(*) AS n,
+             COALESCE(SUM(CASE WHEN gate = 'succeeded' THEN 1 ELSE 0 END), 0) AS succeeded,
+             COALESCE(SUM(CASE WHEN gate = 'failed' THEN 1 ELSE 0 END), 0) AS failed
          FROM rollout_assignments WHERE rollout_id = ?1",
         &[rollout.into()],
     )?;
     Ok((
-        r.get::<i64>(0)?.max(0) as u64,
-        r.get::<i64>(1)?.max(0) as u64,
-        r.get::<i64>(2)?.max(0) as u64,
+        r.get::<i64>("n")?.max(0) as u64,
+        r.get::<i64>("succeeded")?.max(0) as u64,
+        r.get::<i64>("failed")?.max(0) as u64,
     ))
 }
 
@@ -739,7 +741,7 @@ pub fn first_failure<C: Sql + ?Sized>(
     let Some(r) = conn.query_opt(FIRST_FAILURE_SQL, &[rollout.into()])? else {
         return Ok(None);
     };
-    Ok(Some((r.get(0)?, r.get(1)?)))
+    Ok(Some((r.get("customer")?, r.get("gate_reason")?)))
 }
 
 /// Whether any customer of a rollout in `channel` is still waiting at the gate. A
@@ -752,7 +754,7 @@ pub fn any_waiting<C: Sql + ?Sized>(
 ) -> Result<bool, C::Error> {
     Ok(conn
         .query_one(ANY_WAITING_SQL, &[rollout.into(), channel.into()])?
-        .get(0)?)
+        .get("waiting")?)
 }
 
 /// Where a customer stands at a rollout's gate: the gate, why (a failure's cause),
@@ -772,7 +774,11 @@ pub fn gate<C: Sql + ?Sized>(
     else {
         return Ok(None);
     };
-    Ok(Some((r.parsed(0)?, r.get(1)?, r.get(2)?)))
+    Ok(Some((
+        r.parsed("gate")?,
+        r.get("gate_reason")?,
+        r.get("wave")?,
+    )))
 }
 
 pub fn set_gate<C: Sql + ?Sized>(
@@ -804,7 +810,7 @@ pub fn open_rollouts_of_customer<C: Sql + ?Sized>(
     customer: &str,
 ) -> Result<Vec<i64>, C::Error> {
     let rows = conn.query(OPEN_ROLLOUTS_OF_CUSTOMER_SQL, &[customer.into()])?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows.iter().map(|r| r.get("id")).collect::<Result<_, _>>()?)
 }
 
 /// One assignment of a customer: the rollout, its release and promotion, when.
@@ -828,11 +834,11 @@ pub fn customer_assignments<C: Sql + ?Sized>(
     let mut newest: Vec<CustomerAssignment> = Vec::new();
     for r in &rows {
         let row = CustomerAssignment {
-            rollout: r.get(0)?,
-            promotion_id: r.get(1)?,
-            kind: kind_from(r, 2)?,
-            release: r.get(3)?,
-            assigned_at: r.get(4)?,
+            rollout: r.get("id")?,
+            promotion_id: r.get("promotion_id")?,
+            kind: kind_from(r, "kind")?,
+            release: r.get("release")?,
+            assigned_at: r.get("assigned_at")?,
         };
         if !newest
             .iter()
@@ -881,11 +887,11 @@ pub fn events<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<Vec<RolloutEven
     )?;
     let event = |r: &Row| {
         Ok::<_, Decode>(RolloutEvent {
-            at: r.get(0)?,
-            kind: r.parsed(1)?,
-            customer: r.get(2)?,
-            wave: r.get(3)?,
-            detail: r.get(4)?,
+            at: r.get("at")?,
+            kind: r.parsed("kind")?,
+            customer: r.get("customer")?,
+            wave: r.get("wave")?,
+            detail: r.get("detail")?,
         })
     };
     Ok(rows.iter().map(event).collect::<Result<_, _>>()?)
@@ -926,7 +932,7 @@ pub fn release_receipt_document<C: Sql + ?Sized>(
         "SELECT document FROM release_receipts WHERE id = ?1",
         &[id.into()],
     )?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("document")).transpose()?)
 }
 
 /// Records a release receipt; one with an id already recorded is refused (the
@@ -965,15 +971,17 @@ pub fn insert_release_receipt<C: Sql + ?Sized>(
     Ok(())
 }
 
-fn release_receipt_row(r: &Row) -> Result<ReleaseReceiptRow, Decode> {
-    Ok(ReleaseReceiptRow {
-        id: r.get(0)?,
-        version: r.parsed(1)?,
-        kind: r.parsed(2)?,
-        outcome: r.parsed(3)?,
-        finished_ns: r.get(4)?,
-        received_ns: r.get(5)?,
-    })
+impl FromRow for ReleaseReceiptRow {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(ReleaseReceiptRow {
+            id: r.get("id")?,
+            version: r.parsed("version")?,
+            kind: r.parsed("kind")?,
+            outcome: r.parsed("outcome")?,
+            finished_ns: r.get("finished_ns")?,
+            received_ns: r.get("received_ns")?,
+        })
+    }
 }
 
 /// A customer's latest release receipt of `release` (apply, rollback or destroy).
@@ -986,7 +994,7 @@ pub fn latest_release_receipt<C: Sql + ?Sized>(
         LATEST_RELEASE_RECEIPT_SQL,
         &[customer.into(), release.into()],
     )?;
-    Ok(row.as_ref().map(release_receipt_row).transpose()?)
+    Ok(row.as_ref().map(ReleaseReceiptRow::from_row).transpose()?)
 }
 
 /// The version of `release` a customer runs: its latest release receipt that left
@@ -997,7 +1005,7 @@ pub fn installed_release<C: Sql + ?Sized>(
     release: &str,
 ) -> Result<Option<semver::Version>, C::Error> {
     let row = conn.query_opt(INSTALLED_RELEASE_SQL, &[customer.into(), release.into()])?;
-    Ok(row.map(|r| r.parsed(0)).transpose()?)
+    Ok(row.map(|r| r.parsed("version")).transpose()?)
 }
 
 /// A stack receipt that counts against a release version at the gate.
@@ -1011,15 +1019,17 @@ pub struct StackEvidence {
     pub finished_ns: i64,
 }
 
-fn evidence_row(r: &Row) -> Result<StackEvidence, Decode> {
-    Ok(StackEvidence {
-        id: r.get(0)?,
-        stack: r.get(1)?,
-        kind: r.parsed(2)?,
-        outcome: r.parsed(3)?,
-        version: r.parsed(4)?,
-        finished_ns: r.get(5)?,
-    })
+impl FromRow for StackEvidence {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(StackEvidence {
+            id: r.get("id")?,
+            stack: r.get("stack")?,
+            kind: r.parsed("kind")?,
+            outcome: r.parsed("outcome")?,
+            version: r.parsed("version")?,
+            finished_ns: r.get("finished_ns")?,
+        })
+    }
 }
 
 /// The latest failed or drifted stack receipt of a customer made as part of
@@ -1041,7 +1051,7 @@ pub fn stack_failure_in_release<C: Sql + ?Sized>(
             after_ns.into(),
         ],
     )?;
-    Ok(row.as_ref().map(evidence_row).transpose()?)
+    Ok(row.as_ref().map(StackEvidence::from_row).transpose()?)
 }
 
 /// A customer's latest stack receipt of `stack` (apply, rollback, destroy, drift).
@@ -1051,7 +1061,7 @@ pub fn latest_stack_receipt<C: Sql + ?Sized>(
     stack: &str,
 ) -> Result<Option<StackEvidence>, C::Error> {
     let row = conn.query_opt(LATEST_STACK_RECEIPT_SQL, &[customer.into(), stack.into()])?;
-    Ok(row.as_ref().map(evidence_row).transpose()?)
+    Ok(row.as_ref().map(StackEvidence::from_row).transpose()?)
 }
 
 /// A customer's last sync state for one release.
@@ -1147,18 +1157,20 @@ pub fn note_seen<C: Sql + ?Sized>(
     Ok(())
 }
 
-fn sync_row(r: &Row) -> Result<SyncRow, Decode> {
-    Ok(SyncRow {
-        release: r.get(0)?,
-        kind: kind_from(r, 1)?,
-        state: r.parsed(2)?,
-        assigned: r.parsed_opt(3)?,
-        running: r.parsed_opt(4)?,
-        pending: r.get(5)?,
-        message: r.get(6)?,
-        reported_at: r.get(7)?,
-        reported_ns: r.get(8)?,
-    })
+impl FromRow for SyncRow {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(SyncRow {
+            release: r.get("release")?,
+            kind: kind_from(r, "kind")?,
+            state: r.parsed("state")?,
+            assigned: r.parsed_opt("assigned")?,
+            running: r.parsed_opt("running")?,
+            pending: r.get("pending")?,
+            message: r.get("message")?,
+            reported_at: r.get("reported_at")?,
+            reported_ns: r.get("reported_ns")?,
+        })
+    }
 }
 
 const SYNC_COLUMNS: &str =
@@ -1173,7 +1185,7 @@ pub fn sync_of<C: Sql + ?Sized>(
         &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 AND release = ?2"),
         &[customer.into(), release.into()],
     )?;
-    Ok(row.as_ref().map(sync_row).transpose()?)
+    Ok(row.as_ref().map(SyncRow::from_row).transpose()?)
 }
 
 /// Every customer's releases whose last sync pass failed, by customer then release:
@@ -1195,7 +1207,7 @@ pub fn failed_syncs<C: Sql + ?Sized>(
     };
     Ok(rows
         .iter()
-        .map(|r| Ok((r.get(9)?, sync_row(r)?)))
+        .map(|r| Ok((r.get("customer")?, SyncRow::from_row(r)?)))
         .collect::<Result<Vec<_>, Decode>>()?)
 }
 
@@ -1220,5 +1232,5 @@ pub fn syncs<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<Vec<SyncRow>, 
         &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 ORDER BY release"),
         &[customer.into()],
     )?;
-    Ok(rows.iter().map(sync_row).collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }

@@ -33,7 +33,7 @@ pub fn token_hash<C: Sql + ?Sized>(
         "SELECT token_hash FROM ui_sessions WHERE id_hash = ?1 AND expires_ns > ?2",
         &[id_hash.into(), now_ns.into()],
     )?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("token_hash")).transpose()?)
 }
 
 /// Ends a session.

@@ -11,7 +11,7 @@ pub fn get<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Option<String>, C::E
         "SELECT value FROM registry_settings WHERE name = ?1",
         &[name.into()],
     )?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("value")).transpose()?)
 }
 
 pub fn set<C: Sql + ?Sized>(conn: &C, name: &str, value: &str) -> Result<(), C::Error> {
@@ -27,6 +27,6 @@ pub fn set<C: Sql + ?Sized>(conn: &C, name: &str, value: &str) -> Result<(), C::
 pub fn any_blob<C: Sql + ?Sized>(conn: &C) -> Result<bool, C::Error> {
     // PostgreSQL's `EXISTS` is a boolean, SQLite's an integer: `Row` reads both
     // as a `bool`.
-    let row = conn.query_one("SELECT EXISTS (SELECT 1 FROM blobs)", &[])?;
-    Ok(row.get(0)?)
+    let row = conn.query_one("SELECT EXISTS (SELECT 1 FROM blobs) AS found", &[])?;
+    Ok(row.get("found")?)
 }

@@ -2,10 +2,11 @@
 //! [`Sql`] runs on SQLite (`rusqlite`) and on PostgreSQL (`postgres`) alike. SQL is
 //! written once, with SQLite's numbered placeholders (`?1`, `?2`, …), which the
 //! PostgreSQL side rewrites to `$1`, `$2`, …; parameters are [`Param`]s and rows
-//! come back as owned [`Row`]s read by column index. See `POSTGRES.md` beside this
+//! come back as owned [`Row`]s read by column name. See `POSTGRES.md` beside this
 //! file for the plan this is the first step of.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 /// A statement's parameter: the four kinds the schema stores. Integers are 64-bit
 /// everywhere (`INTEGER` in SQLite, `BIGINT` in PostgreSQL); booleans are integers
@@ -76,67 +77,140 @@ impl Value {
     }
 }
 
-/// Why a row could not be read as asked: the same on both backends.
+/// Why a row could not be read as asked: the same on both backends, naming the
+/// column by its name.
 #[derive(Debug, thiserror::Error)]
 pub enum Decode {
     #[error("the query returned no row")]
     NoRow,
-    #[error("column {column} is {found}, not {expected}")]
+    #[error("the row has no column `{column}` (it has {})", listed(.columns))]
+    Missing {
+        column: String,
+        columns: Vec<String>,
+    },
+    #[error("column `{column}` is {found}, not {expected}")]
     Type {
-        column: usize,
+        column: String,
         expected: &'static str,
         found: &'static str,
     },
-    #[error("column {column} holds `{value}`: {message}")]
+    #[error("column `{column}` holds `{value}`: {message}")]
     Parse {
-        column: usize,
+        column: String,
         value: String,
         message: String,
     },
-    #[error("column {column} has PostgreSQL type `{type_name}`, which no module reads")]
-    Unsupported { column: usize, type_name: String },
+    #[error("column `{column}` has PostgreSQL type `{type_name}`, which no module reads")]
+    Unsupported { column: String, type_name: String },
 }
 
-/// A row read back, its columns in the query's order.
+fn listed(columns: &[String]) -> String {
+    if columns.is_empty() {
+        return "none".into();
+    }
+    let names: Vec<String> = columns.iter().map(|c| format!("`{c}`")).collect();
+    names.join(", ")
+}
+
+/// A row read back: its values in the query's order, and the names of its
+/// columns, shared by every row of one query (built once per statement). Rows are
+/// read by column name, so a query's `SELECT` list and the struct it fills meet in
+/// one place ([`FromRow`]) and a column added, moved or renamed cannot shift what
+/// another column reads. Names are the database's: a table's column name, or the
+/// alias every computed column is given (`COUNT(*) AS n`), lowercase snake_case,
+/// which PostgreSQL (lowercasing unquoted aliases) and SQLite report alike.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Row(pub Vec<Value>);
+pub struct Row {
+    columns: Arc<[String]>,
+    values: Vec<Value>,
+}
 
 impl Row {
-    /// Column `index` as `T` (`Option<T>` where it may be `NULL`).
-    pub fn get<T: FromValue>(&self, index: usize) -> Result<T, Decode> {
-        let value = self.0.get(index).unwrap_or(&Value::Null);
-        T::from_value(value).ok_or(Decode::Type {
-            column: index,
+    /// A row of `values`, named by `columns` (the same length, in the same order).
+    pub fn new(columns: Arc<[String]>, values: Vec<Value>) -> Row {
+        debug_assert_eq!(columns.len(), values.len());
+        Row { columns, values }
+    }
+
+    /// The names of the row's columns, in the query's order.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// The row's values, in the query's order (for code that copies whole rows
+    /// whatever their columns, such as `db::copy`).
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    /// The value of column `name`; a name the row does not have is a
+    /// [`Decode::Missing`] listing the names it has.
+    fn value(&self, name: &str) -> Result<&Value, Decode> {
+        match self.columns.iter().position(|c| c == name) {
+            Some(index) => Ok(&self.values[index]),
+            None => Err(Decode::Missing {
+                column: name.to_string(),
+                columns: self.columns.to_vec(),
+            }),
+        }
+    }
+
+    /// Column `name` as `T` (`Option<T>` where it may be `NULL`).
+    pub fn get<T: FromValue>(&self, name: &str) -> Result<T, Decode> {
+        let value = self.value(name)?;
+        T::from_value(value).ok_or_else(|| Decode::Type {
+            column: name.to_string(),
             expected: T::EXPECTED,
             found: value.kind(),
         })
     }
 
-    /// Column `index`, read through its text into `T` (a role, a digest, a time).
-    pub fn parsed<T>(&self, index: usize) -> Result<T, Decode>
+    /// Column `name`, read through its text into `T` (a role, a digest, a time).
+    pub fn parsed<T>(&self, name: &str) -> Result<T, Decode>
     where
         T: std::str::FromStr,
         T::Err: std::fmt::Display,
     {
-        let text: String = self.get(index)?;
-        text.parse().map_err(|e: T::Err| Decode::Parse {
-            column: index,
-            message: e.to_string(),
+        self.parsed_with(name, |text| text.parse().map_err(|e: T::Err| e.to_string()))
+    }
+
+    /// Column `name`'s text read by `parse` (a JSON document, one of a few
+    /// words): its error becomes a [`Decode::Parse`] naming the column.
+    pub fn parsed_with<T>(
+        &self,
+        name: &str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, Decode> {
+        let text: String = self.get(name)?;
+        parse(&text).map_err(|message| Decode::Parse {
+            column: name.to_string(),
+            message,
             value: text,
         })
     }
 
     /// [`Row::parsed`] for a column that may be `NULL`.
-    pub fn parsed_opt<T>(&self, index: usize) -> Result<Option<T>, Decode>
+    pub fn parsed_opt<T>(&self, name: &str) -> Result<Option<T>, Decode>
     where
         T: std::str::FromStr,
         T::Err: std::fmt::Display,
     {
-        match self.0.get(index) {
-            None | Some(Value::Null) => Ok(None),
-            Some(_) => self.parsed(index).map(Some),
+        match self.value(name)? {
+            Value::Null => Ok(None),
+            _ => self.parsed(name).map(Some),
         }
     }
+}
+
+/// A struct a module returns, built from one row by column name: each query's
+/// columns map to their fields in one place.
+pub trait FromRow: Sized {
+    fn from_row(row: &Row) -> Result<Self, Decode>;
+}
+
+/// Every row of `rows` as a `T`.
+pub fn from_rows<T: FromRow>(rows: &[Row]) -> Result<Vec<T>, Decode> {
+    rows.iter().map(T::from_row).collect()
 }
 
 /// A Rust type a column is read as.
@@ -259,10 +333,13 @@ impl From<Decode> for rusqlite::Error {
     fn from(e: Decode) -> Self {
         match e {
             Decode::NoRow => rusqlite::Error::QueryReturnedNoRows,
-            Decode::Type { column, .. }
-            | Decode::Parse { column, .. }
-            | Decode::Unsupported { column, .. } => rusqlite::Error::FromSqlConversionFailure(
-                column,
+            // rusqlite's own "unknown column" index: its `Display` is then ours
+            // alone, which names the column.
+            Decode::Missing { .. }
+            | Decode::Type { .. }
+            | Decode::Parse { .. }
+            | Decode::Unsupported { .. } => rusqlite::Error::FromSqlConversionFailure(
+                usize::MAX,
                 rusqlite::types::Type::Null,
                 Box::new(e),
             ),
@@ -295,14 +372,18 @@ impl Sql for rusqlite::Connection {
 
     fn query(&self, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<Vec<Row>> {
         let mut statement = self.prepare_cached(sql)?;
-        let columns = statement.column_count();
+        let names: Arc<[String]> = statement
+            .column_names()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         let mut rows = statement.query(rusqlite::params_from_iter(params))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
-            let values = (0..columns)
+            let values = (0..names.len())
                 .map(|i| row.get_ref(i).map(sqlite_value))
                 .collect::<rusqlite::Result<_>>()?;
-            out.push(Row(values));
+            out.push(Row::new(names.clone(), values));
         }
         Ok(out)
     }
@@ -598,7 +679,15 @@ impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
         let statement = self.statement(sql)?;
         let answer = self.client.borrow_mut().query(&statement, &params);
         let rows = self.noted(answer)?;
-        rows.iter().map(|row| Ok(Row(pg_values(row)?))).collect()
+        // The names once per statement, from its description: every row shares them.
+        let names: Arc<[String]> = statement
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        rows.iter()
+            .map(|row| Ok(Row::new(names.clone(), pg_values(row)?)))
+            .collect()
     }
 
     fn lock(&self, lock: super::locks::Lock<'_>) -> Result<(), PgError> {
@@ -714,7 +803,7 @@ pub(crate) fn pg_values(row: &postgres::Row) -> Result<Vec<Value>, PgError> {
             row.try_get::<_, Option<Vec<u8>>>(i)?.map(Value::Bytes)
         } else {
             return Err(Decode::Unsupported {
-                column: i,
+                column: column.name().to_string(),
                 type_name: ty.name().to_string(),
             }
             .into());
@@ -765,7 +854,33 @@ impl postgres::types::ToSql for Param<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{placeholders, without_index_hints, without_unary_plus};
+    use super::{placeholders, without_index_hints, without_unary_plus, Decode, Sql};
+
+    #[test]
+    fn a_column_the_row_does_not_have_is_a_decode_error_naming_it_and_those_it_has() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let row = Sql::query_one(&conn, "SELECT 1 AS n, 'x' AS name", &[]).unwrap();
+        assert_eq!(row.get::<i64>("n").unwrap(), 1);
+        assert_eq!(row.get::<String>("name").unwrap(), "x");
+        let e = row.get::<i64>("count").unwrap_err();
+        assert!(matches!(&e, Decode::Missing { column, .. } if column == "count"));
+        assert_eq!(
+            e.to_string(),
+            "the row has no column `count` (it has `n`, `name`)"
+        );
+        // Through rusqlite's error, as a module on SQLite answers it: the same words.
+        assert_eq!(
+            rusqlite::Error::from(e).to_string(),
+            "the row has no column `count` (it has `n`, `name`)"
+        );
+        let e = row.get::<i64>("name").unwrap_err();
+        assert_eq!(e.to_string(), "column `name` is text, not an integer");
+        let e = row.parsed::<u8>("name").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "column `name` holds `x`: invalid digit found in string"
+        );
+    }
 
     #[test]
     fn a_unary_plus_before_a_column_is_left_out_outside_quotes_only() {

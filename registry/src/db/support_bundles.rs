@@ -2,7 +2,7 @@
 //! SHA-256 (see `V12` in the schema). Written against [`Sql`], so the same
 //! functions run on SQLite and PostgreSQL.
 
-use super::sql::{Row, Sql};
+use super::sql::{Decode, FromRow, Row, Sql};
 
 /// The largest support bundle kept: a runner's bundle is a few hundred KiB; a file
 /// far past that is not one.
@@ -19,14 +19,14 @@ pub struct SupportBundle {
     pub sha256: String,
 }
 
-impl SupportBundle {
-    fn from_row(r: &Row) -> Result<SupportBundle, super::sql::Decode> {
+impl FromRow for SupportBundle {
+    fn from_row(r: &Row) -> Result<SupportBundle, Decode> {
         Ok(SupportBundle {
-            id: r.get(0)?,
-            customer: r.get(1)?,
-            imported_at: r.get(2)?,
-            size: r.get(3)?,
-            sha256: r.get(4)?,
+            id: r.get("id")?,
+            customer: r.get("customer")?,
+            imported_at: r.get("imported_at")?,
+            size: r.get("size")?,
+            sha256: r.get("sha256")?,
         })
     }
 }
@@ -78,5 +78,5 @@ pub fn bytes<C: Sql + ?Sized>(
         "SELECT bytes FROM support_bundles WHERE customer = ?1 AND id = ?2",
         &[customer.into(), id.into()],
     )?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("bytes")).transpose()?)
 }

@@ -1,7 +1,7 @@
 //! API tokens. Only the SHA-256 of a token is stored; the token itself is shown once.
 //! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL.
 
-use super::sql::{Row, Sql};
+use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 use crate::auth::Role;
 use crate::timestamp::Timestamp;
 
@@ -73,10 +73,10 @@ pub fn name_taken<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<bool, C::Erro
     // `COUNT` rather than `EXISTS`: an integer on both backends (PostgreSQL's
     // `EXISTS` is a boolean).
     let row = conn.query_one(
-        "SELECT COUNT(*) FROM tokens WHERE name = ?1",
+        "SELECT COUNT(*) AS n FROM tokens WHERE name = ?1",
         &[name.into()],
     )?;
-    Ok(row.get::<i64>(0)? > 0)
+    Ok(row.get::<i64>("n")? > 0)
 }
 
 pub fn by_hash<C: Sql + ?Sized>(conn: &C, hash: &[u8]) -> Result<Option<TokenRow>, C::Error> {
@@ -85,29 +85,36 @@ pub fn by_hash<C: Sql + ?Sized>(conn: &C, hash: &[u8]) -> Result<Option<TokenRow
          WHERE hash = ?1",
         &[hash.into()],
     )?;
-    let Some(r) = row else { return Ok(None) };
-    Ok(Some(TokenRow {
-        id: r.get(0)?,
-        hash: r.get(1)?,
-        role: r.parsed(2)?,
-        customer: r.get(3)?,
-        expires_at: r.get(4)?,
-        revoked_at: r.get(5)?,
-        last_used: r.get(6)?,
-    }))
+    Ok(row.as_ref().map(TokenRow::from_row).transpose()?)
 }
 
-fn info(r: &Row) -> Result<TokenInfo, super::sql::Decode> {
-    Ok(TokenInfo {
-        id: r.get(0)?,
-        name: r.get(7)?,
-        role: r.parsed(1)?,
-        customer: r.get(2)?,
-        created: r.get(3)?,
-        expires_at: r.get(4)?,
-        revoked_at: r.get(5)?,
-        last_used: r.get(6)?,
-    })
+impl FromRow for TokenRow {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(TokenRow {
+            id: r.get("id")?,
+            hash: r.get("hash")?,
+            role: r.parsed("role")?,
+            customer: r.get("customer")?,
+            expires_at: r.get("expires_at")?,
+            revoked_at: r.get("revoked_at")?,
+            last_used: r.get("last_used")?,
+        })
+    }
+}
+
+impl FromRow for TokenInfo {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(TokenInfo {
+            id: r.get("id")?,
+            name: r.get("name")?,
+            role: r.parsed("role")?,
+            customer: r.get("customer")?,
+            created: r.get("created")?,
+            expires_at: r.get("expires_at")?,
+            revoked_at: r.get("revoked_at")?,
+            last_used: r.get("last_used")?,
+        })
+    }
 }
 
 /// Every token, oldest first, without its hash.
@@ -117,7 +124,7 @@ pub fn list<C: Sql + ?Sized>(conn: &C) -> Result<Vec<TokenInfo>, C::Error> {
          FROM tokens ORDER BY created, id",
         &[],
     )?;
-    Ok(rows.iter().map(info).collect::<Result<_, _>>()?)
+    Ok(from_rows(&rows)?)
 }
 
 /// Marks a token revoked (keeping the first revocation time). Returns the token's
@@ -128,11 +135,13 @@ pub fn revoke<C: Sql + ?Sized>(conn: &C, id: &str, now: &str) -> Result<Option<S
         &[id.into(), now.into()],
     )?;
     let row = conn.query_opt("SELECT revoked_at FROM tokens WHERE id = ?1", &[id.into()])?;
-    Ok(row.map(|r| r.get(0)).transpose()?)
+    Ok(row.map(|r| r.get("revoked_at")).transpose()?)
 }
 
 pub fn count<C: Sql + ?Sized>(conn: &C) -> Result<u64, C::Error> {
-    Ok(conn.query_one("SELECT COUNT(*) FROM tokens", &[])?.get(0)?)
+    Ok(conn
+        .query_one("SELECT COUNT(*) AS n FROM tokens", &[])?
+        .get("n")?)
 }
 
 /// Records that token `id` was used at `now`.

@@ -3,11 +3,20 @@
 //! and when it was last touched. Written against [`Sql`], so the same functions
 //! run on SQLite and PostgreSQL.
 
-use super::sql::Sql;
+use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 
 pub struct Upload {
     pub repo: String,
     pub updated: i64,
+}
+
+impl FromRow for Upload {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(Upload {
+            repo: r.get("repo")?,
+            updated: r.get("updated")?,
+        })
+    }
 }
 
 /// Opens a session of `repo` for `owner` (the token id, or `anonymous`).
@@ -30,11 +39,7 @@ pub fn get<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Upload>, C::Err
         "SELECT repo, updated FROM uploads WHERE id = ?1",
         &[id.into()],
     )?;
-    let Some(r) = row else { return Ok(None) };
-    Ok(Some(Upload {
-        repo: r.get(0)?,
-        updated: r.get(1)?,
-    }))
+    Ok(row.as_ref().map(Upload::from_row).transpose()?)
 }
 
 pub fn touch<C: Sql + ?Sized>(conn: &C, id: &str, now: i64) -> Result<(), C::Error> {
@@ -60,21 +65,21 @@ pub fn expired<C: Sql + ?Sized>(
         "SELECT id FROM uploads WHERE updated <= ?1 LIMIT ?2",
         &[before.into(), (limit as i64).into()],
     )?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows.iter().map(|r| r.get("id")).collect::<Result<_, _>>()?)
 }
 
 /// How many sessions `owner` has open that were touched after `after`.
 pub fn open_by_owner<C: Sql + ?Sized>(conn: &C, owner: &str, after: i64) -> Result<u64, C::Error> {
     let row = conn.query_one(
-        "SELECT COUNT(*) FROM uploads WHERE owner = ?1 AND updated > ?2",
+        "SELECT COUNT(*) AS n FROM uploads WHERE owner = ?1 AND updated > ?2",
         &[owner.into(), after.into()],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("n")?)
 }
 
 pub fn all_ids<C: Sql + ?Sized>(conn: &C) -> Result<std::collections::HashSet<String>, C::Error> {
     let rows = conn.query("SELECT id FROM uploads", &[])?;
-    Ok(rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?)
+    Ok(rows.iter().map(|r| r.get("id")).collect::<Result<_, _>>()?)
 }
 
 /// One stored piece of a session's bytes (object storage only): `size` bytes from
@@ -85,15 +90,24 @@ pub struct Segment {
     pub size: u64,
 }
 
+impl FromRow for Segment {
+    fn from_row(r: &Row) -> Result<Self, Decode> {
+        Ok(Segment {
+            start: r.get("start")?,
+            size: r.get("size")?,
+        })
+    }
+}
+
 /// How many bytes the recorded segments of session `id` hold.
 pub fn segments_size<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<u64, C::Error> {
     // PostgreSQL's SUM of a BIGINT is a NUMERIC: cast back so both backends answer
     // an integer.
     let row = conn.query_one(
-        "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM upload_segments WHERE upload = ?1",
+        "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS size FROM upload_segments WHERE upload = ?1",
         &[id.into()],
     )?;
-    Ok(row.get(0)?)
+    Ok(row.get("size")?)
 }
 
 /// The recorded segments of session `id`, in order.
@@ -102,14 +116,7 @@ pub fn segments<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Vec<Segment>, C::
         "SELECT start, size FROM upload_segments WHERE upload = ?1 ORDER BY start",
         &[id.into()],
     )?;
-    let mut segments = Vec::with_capacity(rows.len());
-    for r in rows {
-        segments.push(Segment {
-            start: r.get(0)?,
-            size: r.get(1)?,
-        });
-    }
-    Ok(segments)
+    Ok(from_rows(&rows)?)
 }
 
 /// Records a segment of session `id` when it starts where the recorded ones end;

@@ -76,7 +76,7 @@ pub async fn copy_blobs(
         .read_any(|c| {
             c.query("SELECT digest, size FROM blobs ORDER BY digest", &[])?
                 .iter()
-                .map(|r| Ok((r.get(0)?, r.get(1)?)))
+                .map(|r| Ok((r.get("digest")?, r.get("size")?)))
                 .collect()
         })
         .map_err(|e| MoveError::Db(e.message))?;

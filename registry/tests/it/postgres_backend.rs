@@ -123,6 +123,44 @@ fn tokens_answer_the_same_on_sqlite_and_postgres() {
         .any(|a| a.contains("\"lastUsed\":\"2026-02-02T00:00:00Z\"")));
 }
 
+/// A row read by column name, and what a row that does not read as asked says:
+/// the columns' names as each backend reports them, the values, and the errors.
+fn row_story<C: Sql>(conn: &C) -> Vec<String> {
+    let row = conn
+        .query_one(
+            "SELECT 7 AS n, 'x' AS name, CAST(NULL AS TEXT) AS note, 1 = 1 AS yes",
+            &[],
+        )
+        .unwrap();
+    vec![
+        format!("columns {:?}", row.columns()),
+        format!("n {}", row.get::<i64>("n").unwrap()),
+        format!("name {}", row.get::<String>("name").unwrap()),
+        format!("note {:?}", row.get::<Option<String>>("note").unwrap()),
+        format!("yes {}", row.get::<bool>("yes").unwrap()),
+        format!("missing: {}", row.get::<i64>("count").unwrap_err()),
+        format!("wrong type: {}", row.get::<i64>("name").unwrap_err()),
+        format!("unparsed: {}", row.parsed::<u8>("name").unwrap_err()),
+    ]
+}
+
+#[test]
+fn rows_read_by_column_name_answer_the_same_on_sqlite_and_postgres() {
+    let sqlite = row_story(&rusqlite::Connection::open_in_memory().unwrap());
+
+    let server = Postgres::start();
+    let postgres = row_story(&Pg::new(pg::connect(&server.url()).unwrap()));
+
+    assert_eq!(sqlite, postgres);
+    assert!(
+        sqlite.contains(
+            &"missing: the row has no column `count` (it has `n`, `name`, `note`, `yes`)"
+                .to_string()
+        ),
+        "{sqlite:?}"
+    );
+}
+
 /// Every answer `leases` and `sessions` give to one fixed sequence of calls.
 fn lease_and_session_story<C: Sql>(conn: &C) -> Vec<String> {
     let mut answers = Vec::new();

@@ -106,7 +106,7 @@ fn increment(db: &Db) {
             &[],
         )?;
         let value: i64 = match row {
-            Some(row) => row.parsed(0).map_err(SqlError::from)?,
+            Some(row) => row.parsed("value").map_err(SqlError::from)?,
             None => 0,
         };
         // Long enough for the other replica's writer to come in between, were
@@ -143,7 +143,7 @@ fn writers_of_two_replicas_on_one_postgres_database_take_turns() {
                 "SELECT value FROM registry_settings WHERE name = 'counter'",
                 &[],
             )?
-            .get(0)
+            .get("value")
             .map_err(Into::into)
         })
         .unwrap();

@@ -324,7 +324,7 @@ pub(crate) fn table<C: Sql>(conn: &C, sql: &str) -> Vec<String> {
         .query(sql, &[])
         .unwrap()
         .into_iter()
-        .map(|r| format!("{:?}", r.0))
+        .map(|r| format!("{:?}", r.values()))
         .collect();
     rows.sort();
     rows

@@ -764,7 +764,10 @@ fn seen_story<C: Sql>(conn: &C, say: &mut Answers) {
                 &["acme".into()],
             )
             .unwrap();
-        (row.get(0).unwrap(), row.get(1).unwrap())
+        (
+            row.get("last_seen").unwrap(),
+            row.get("last_seen_ns").unwrap(),
+        )
     };
     rdb::note_sync(conn, "acme", &at(600).0, at(600).1).unwrap();
     say.say("seen at a sync", seen(conn));

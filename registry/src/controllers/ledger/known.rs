@@ -40,10 +40,11 @@ impl Kind {
         }
     }
 
+    /// Every name of this kind, as column `name`.
     fn sql(self) -> &'static str {
         match self {
-            Kind::Customer => "SELECT id FROM customers",
-            Kind::Stack => "SELECT stack FROM releases UNION SELECT stack FROM fleet_cells",
+            Kind::Customer => "SELECT id AS name FROM customers",
+            Kind::Stack => "SELECT stack AS name FROM releases UNION SELECT stack FROM fleet_cells",
             Kind::Release => {
                 "SELECT name FROM release_indexes UNION
                  SELECT release_name FROM receipts WHERE release_name IS NOT NULL"
@@ -55,7 +56,10 @@ impl Kind {
 /// Every name of `kind` the registry has, sorted by bytes.
 fn names<C: Sql<Error = SqlError> + ?Sized>(conn: &C, kind: Kind) -> Result<Vec<String>, SqlError> {
     let rows = conn.query(kind.sql(), &[])?;
-    let mut names: Vec<String> = rows.iter().map(|r| r.get(0)).collect::<Result<_, _>>()?;
+    let mut names: Vec<String> = rows
+        .iter()
+        .map(|r| r.get("name"))
+        .collect::<Result<_, _>>()?;
     names.sort();
     names.dedup();
     Ok(names)
