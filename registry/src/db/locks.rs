@@ -9,7 +9,8 @@
 //!   invariants need no second thought.
 //! - [`super::Db::write_keyed`] takes that lock *shared* (so none of the former
 //!   runs meanwhile) and, exclusively, one advisory lock per [`Lock`] it names:
-//!   receipts for different customers never wait on each other. Whatever else it
+//!   receipts for different customers never wait on each other, nor pushes to
+//!   different repositories. Whatever else it
 //!   touches is either keyed by what it locked or changed by one statement the
 //!   database keeps whole (`INSERT … ON CONFLICT DO UPDATE SET n = t.n + excluded.n`
 //!   on a shared counter); a lock taken midway (one rollout's state machine,
@@ -35,6 +36,13 @@ pub enum Lock<'a> {
     InstallationKey(&'a str),
     /// One rollout's state machine (taken after the others, in id order).
     Rollout(i64),
+    /// One repository's manifests and tags: a stable tag set once, prerelease
+    /// numbers taken once, whoever pushes through whichever replica.
+    Repository(&'a str),
+    /// One stack's versions as the ledger knows them (`releases`, its modules).
+    Stack(&'a str),
+    /// One release's versions (`release_indexes`).
+    Release(&'a str),
 }
 
 impl Lock<'_> {
@@ -47,6 +55,9 @@ impl Lock<'_> {
             Lock::Receipt(id) => (2, id.as_bytes().to_vec()),
             Lock::InstallationKey(id) => (3, id.as_bytes().to_vec()),
             Lock::Rollout(id) => (4, id.to_be_bytes().to_vec()),
+            Lock::Repository(name) => (5, name.as_bytes().to_vec()),
+            Lock::Stack(name) => (6, name.as_bytes().to_vec()),
+            Lock::Release(name) => (7, name.as_bytes().to_vec()),
         };
         let hash = Sha256::digest(&value);
         (

@@ -23,7 +23,8 @@ use crate::auth::Action;
 use crate::config::TagPolicy;
 use crate::controllers::{empty, Ctx};
 use crate::db;
-use crate::db::sql::Sql;
+use crate::db::locks::Lock;
+use crate::db::sql::{Conn, Sql};
 use crate::error::{Code, Error, Result};
 use crate::names::{is_prerelease_version_tag, is_stable_version_tag, Reference};
 use crate::timestamp::Timestamp;
@@ -278,7 +279,7 @@ pub async fn handle(
         .map(|d| d.digest.to_string())
         .collect();
     let subject = checked.subject.as_ref().map(|s| s.digest.to_string());
-    let promoted = ctx.state.db.write_any(|tx| {
+    let store = |tx: &Conn<'_>| {
         check_references(tx, name, &checked.blobs, &manifest_keys)?;
         if let Reference::Tag(tag) = &reference {
             check_tag_move(&ctx, tx, name, tag, &key)?;
@@ -317,7 +318,21 @@ pub async fn handle(
             )?)),
             None => Ok(None),
         }
-    })?;
+    };
+    // A push holds its repository (and the stack and release it records) on
+    // PostgreSQL, beside pushes to others; a channel statement creates a rollout,
+    // which runs alone (see `db::locks`).
+    let mut locks = vec![Lock::Repository(name)];
+    locks.extend(release.as_ref().map(|r| Lock::Stack(&r.stack)));
+    locks.extend(
+        release_index
+            .as_ref()
+            .map(|r| Lock::Release(&r.release.name)),
+    );
+    let promoted = match &statement {
+        Some(_) => ctx.state.db.write_any(store)?,
+        None => ctx.state.db.write_keyed(&locks, store)?,
+    };
     if let Some(release) = &release {
         tracing::info!(stack = %release.stack, version = %release.version, digest = %key, "stack version recorded");
     }
