@@ -26,9 +26,9 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use stackpack_bundle::aws_api::{ApiError, AwsApi};
-use stackpack_bundle::ec2;
-use stackpack_bundle::s3::AwsCredentials;
+use stackpack_aws::api::{ApiError, AwsApi};
+use stackpack_aws::ec2;
+use stackpack_aws::s3::AwsCredentials;
 use stackpack_schema::bundle::BundleConfig;
 use stackpack_schema::plan::{Action, ResourceChange};
 use stackpack_schema::preflight::{PreflightCheck, PreflightKind, PreflightStatus};

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use stackpack_bundle::aws_api::{ApiError, AwsApi};
-use stackpack_bundle::ec2;
+use stackpack_aws::api::{ApiError, AwsApi};
+use stackpack_aws::ec2;
 use stackpack_schema::preflight::{PreflightCheck, PreflightKind, PreflightStatus};
 
 use super::{check, is_instance_type, not_checked, quota_value};

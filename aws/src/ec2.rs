@@ -1,5 +1,5 @@
 //! EC2's answers (the Query protocol's XML) as typed structs, for the calls the
-//! runner's preflight makes ([`crate::aws_api::AwsApi::ec2`]). EC2 lists things as
+//! runner's preflight makes ([`crate::api::AwsApi::ec2`]). EC2 lists things as
 //! `<somethingSet><item>…</item>…</somethingSet>`; fields are camelCase. Only the
 //! fields preflight reads are here; the rest of each answer is skipped.
 

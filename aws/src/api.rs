@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use crate::aws_xml;
-use crate::remote::http::percent_encode;
+use crate::http::percent_encode;
 use crate::s3::{sign_v4, AwsCredentials, SigningInput};
+use crate::xml;
 
 /// Why a call gave no answer to use.
 #[derive(Debug, thiserror::Error)]
@@ -56,11 +56,11 @@ impl AwsApi {
         credentials: AwsCredentials,
         timeout: Duration,
     ) -> Result<AwsApi, ApiError> {
-        let (http, runtime) = crate::s3::http_parts(timeout.min(Duration::from_secs(5)), timeout)
+        let (http, runtime) = crate::http::http_parts(timeout.min(Duration::from_secs(5)), timeout)
             .map_err(|detail| ApiError::Unreachable {
-            url: endpoint.unwrap_or("AWS").to_string(),
-            detail,
-        })?;
+                url: endpoint.unwrap_or("AWS").to_string(),
+                detail,
+            })?;
         Ok(AwsApi {
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
             region: region.to_string(),
@@ -122,7 +122,7 @@ impl AwsApi {
         self.runtime.block_on(async {
             let answer = request.send().await.map_err(|e| ApiError::Unreachable {
                 url: url.clone(),
-                detail: crate::remote::error_chain(&e),
+                detail: crate::http::error_chain(&e),
             })?;
             let status = answer.status().as_u16();
             let body = answer.text().await.unwrap_or_default();
@@ -200,10 +200,10 @@ impl AwsApi {
             )];
             let (status, text) = self.post("ec2", "ec2", &headers, &body)?;
             if status != 200 {
-                let code = aws_xml::error_code(&text);
+                let code = xml::error_code(&text);
                 return Err(self.refusal("ec2", action, status, code));
             }
-            next = aws_xml::read::<crate::ec2::NextToken>(&text)
+            next = xml::read::<crate::ec2::NextToken>(&text)
                 .and_then(|page| page.next_token)
                 .filter(|t| !t.is_empty());
             pages.push(text);

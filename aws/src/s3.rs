@@ -6,15 +6,15 @@
 //! for eight calls. These requests are signed with AWS Signature Version 4 by AWS's
 //! own signer (`aws-sigv4`, without the SDK) and sent over the workspace's one HTTP
 //! client (`reqwest`), path-style against an emulator's endpoint, virtual-hosted
-//! against AWS itself; the answers are read into typed structs ([`crate::aws_xml`]).
+//! against AWS itself; the answers are read into typed structs ([`crate::xml`]).
 //! Credentials come from the usual environment variables; the secret is never
 //! printed, not even by `Debug`.
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::aws_xml;
-use crate::remote::http::percent_encode;
+use crate::http::percent_encode;
+use crate::xml;
 
 /// Credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
 /// `AWS_SESSION_TOKEN`, or from the profile `AWS_PROFILE` names ([`AwsCredentials::load`]).
@@ -50,11 +50,11 @@ impl AwsCredentials {
     /// environment's key pair, else the static keys of the profile `AWS_PROFILE`
     /// names (or `default`) in `~/.aws/credentials` and `~/.aws/config`. `Ok(None)`
     /// when there are none; an error when a profile is named but gives no keys.
-    pub fn load() -> Result<Option<AwsCredentials>, crate::aws_profile::ProfileError> {
+    pub fn load() -> Result<Option<AwsCredentials>, crate::profile::ProfileError> {
         if let Some(credentials) = AwsCredentials::from_env() {
             return Ok(Some(credentials));
         }
-        let Some(profile) = crate::aws_profile::load()? else {
+        let Some(profile) = crate::profile::load()? else {
             return Ok(None);
         };
         Ok(profile.access_key_id.zip(profile.secret_access_key).map(
@@ -135,7 +135,7 @@ impl S3Client {
         region: &str,
         credentials: AwsCredentials,
     ) -> Result<S3Client, S3Error> {
-        let (http, runtime) = http_parts(Duration::from_secs(10), Duration::from_secs(60))
+        let (http, runtime) = crate::http::http_parts(Duration::from_secs(10), Duration::from_secs(60))
             .map_err(|detail| S3Error::Unreachable {
                 url: endpoint.unwrap_or("AWS S3").to_string(),
                 detail,
@@ -174,7 +174,7 @@ impl S3Client {
         self.runtime.block_on(async {
             let answer = request.send().await.map_err(|e| S3Error::Unreachable {
                 url: origin,
-                detail: crate::remote::error_chain(&e),
+                detail: crate::http::error_chain(&e),
             })?;
             let status = answer.status().as_u16();
             let headers = answer.headers().clone();
@@ -232,15 +232,15 @@ impl S3Client {
         Ok(BucketSettings {
             versioning: versioning
                 .as_deref()
-                .and_then(aws_xml::read::<aws_xml::Versioning>)
+                .and_then(xml::read::<xml::Versioning>)
                 .is_some_and(|doc| doc.status.as_deref() == Some("Enabled")),
             encryption: encryption
                 .as_deref()
-                .and_then(aws_xml::read::<aws_xml::Encryption>)
+                .and_then(xml::read::<xml::Encryption>)
                 .is_some_and(|doc| doc.has_default_algorithm()),
             public_access_blocked: block
                 .as_deref()
-                .and_then(aws_xml::read::<aws_xml::PublicAccessBlock>)
+                .and_then(xml::read::<xml::PublicAccessBlock>)
                 .is_some_and(|doc| doc.blocks_all()),
         })
     }
@@ -256,7 +256,7 @@ impl S3Client {
         if answer.status == 200 {
             return Ok(Some(answer.body));
         }
-        let code = aws_xml::error_code(&answer.body);
+        let code = xml::error_code(&answer.body);
         if answer.status == 404 && code != "NoSuchBucket" {
             // `ServerSideEncryptionConfigurationNotFoundError`,
             // `NoSuchPublicAccessBlockConfiguration`: not set.
@@ -320,7 +320,7 @@ impl S3Client {
         let answer = self.send(reqwest::Method::GET, bucket, key, "", "")?;
         match answer.status {
             200 => Ok(Some(answer.body)),
-            404 if aws_xml::error_code(&answer.body) != "NoSuchBucket" => Ok(None),
+            404 if xml::error_code(&answer.body) != "NoSuchBucket" => Ok(None),
             _ => Err(self.error("GetObject", bucket, &answer)),
         }
     }
@@ -344,7 +344,7 @@ impl S3Client {
         if answer.status != 200 {
             return Err(self.error("ListObjectsV2", bucket, &answer));
         }
-        let listing = aws_xml::read::<aws_xml::Listing>(&answer.body).unwrap_or_default();
+        let listing = xml::read::<xml::Listing>(&answer.body).unwrap_or_default();
         Ok(listing.contents.into_iter().filter_map(|c| c.key).collect())
     }
 }
@@ -380,14 +380,14 @@ impl S3Objects {
         bucket: &str,
         read_timeout: Duration,
     ) -> Result<S3Objects, S3Error> {
-        crate::remote::tls();
+        crate::http::tls();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(read_timeout)
             .build()
             .map_err(|e| S3Error::Unreachable {
                 url: endpoint.unwrap_or("AWS S3").to_string(),
-                detail: crate::remote::error_chain(&e),
+                detail: crate::http::error_chain(&e),
             })?;
         Ok(S3Objects {
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
@@ -429,7 +429,7 @@ impl S3Objects {
         }
         request.send().await.map_err(|e| S3Error::Unreachable {
             url: origin,
-            detail: crate::remote::error_chain(&e),
+            detail: crate::http::error_chain(&e),
         })
     }
 
@@ -530,7 +530,7 @@ impl S3Objects {
             return Err(self.refusal("CreateMultipartUpload", answer).await);
         }
         let body = answer.text().await.unwrap_or_default();
-        aws_xml::read::<aws_xml::MultipartUpload>(&body)
+        xml::read::<xml::MultipartUpload>(&body)
             .and_then(|upload| upload.upload_id)
             .ok_or_else(|| S3Error::Failed {
                 operation: "CreateMultipartUpload",
@@ -595,12 +595,12 @@ impl S3Objects {
         }
         // S3 may answer 200 and still fail, with an `<Error>` document.
         let text = answer.text().await.unwrap_or_default();
-        if aws_xml::root_name(&text).as_deref() == Some("Error") {
+        if xml::root_name(&text).as_deref() == Some("Error") {
             return Err(S3Error::Failed {
                 operation: "CompleteMultipartUpload",
                 bucket: self.bucket.clone(),
                 status,
-                code: aws_xml::error_code(&text),
+                code: xml::error_code(&text),
             });
         }
         Ok(())
@@ -638,7 +638,7 @@ impl S3Objects {
                 return Err(self.refusal("ListObjectsV2", answer).await);
             }
             let body = answer.text().await.unwrap_or_default();
-            let listing = aws_xml::read::<aws_xml::Listing>(&body).unwrap_or_default();
+            let listing = xml::read::<xml::Listing>(&body).unwrap_or_default();
             objects.extend(listing.contents.into_iter().filter_map(|item| {
                 Some(ObjectInfo {
                     key: item.key?,
@@ -748,7 +748,7 @@ fn answer_error(
     bucket: &str,
     (status, headers, body): (u16, &reqwest::header::HeaderMap, &str),
 ) -> S3Error {
-    let code = aws_xml::error_code(body);
+    let code = xml::error_code(body);
     let actual = headers
         .get("x-amz-bucket-region")
         .and_then(|v| v.to_str().ok())
@@ -783,24 +783,6 @@ fn answer_error(
             code,
         },
     }
-}
-
-/// The HTTP client and the one-thread runtime an AWS client blocks on.
-pub(crate) fn http_parts(
-    connect: Duration,
-    timeout: Duration,
-) -> Result<(reqwest::Client, tokio::runtime::Runtime), String> {
-    crate::remote::tls();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let http = reqwest::Client::builder()
-        .connect_timeout(connect)
-        .timeout(timeout)
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok((http, runtime))
 }
 
 const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
