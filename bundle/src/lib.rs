@@ -33,15 +33,11 @@
 //! - [`remote`] talks to OCI registries (and, through [`remote::http`], to the
 //!   ledger's plain JSON API); [`transfer`] moves bundles between registries,
 //!   layouts and tar files.
-//! - [`kms`] signs with a key held in AWS KMS (`awskms:///alias/…`), checked first.
-//! - [`s3`] checks and creates the bucket that keeps a customer's engine state.
 //!
 //! Verification always streams: memory does not grow with the size of a bundle.
 
 pub mod archive;
 pub mod attest;
-pub mod aws_api;
-pub mod aws_profile;
 pub mod carried_engine;
 pub mod channel;
 pub mod engine_env;
@@ -49,14 +45,12 @@ pub mod error;
 pub mod freshness;
 pub mod gzip;
 pub mod kit;
-pub mod kms;
 pub mod layout;
 pub mod layout_tar;
 pub mod policy;
 pub mod provider;
 pub mod release;
 pub mod remote;
-pub mod s3;
 pub mod sign;
 pub mod transfer;
 pub mod trust;

@@ -26,8 +26,9 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use stackpack_bundle::aws_api::{items_of, tag_texts, ApiError, AwsApi};
-use stackpack_bundle::s3::AwsCredentials;
+use stackpack_aws::api::{ApiError, AwsApi};
+use stackpack_aws::ec2;
+use stackpack_aws::s3::AwsCredentials;
 use stackpack_schema::bundle::BundleConfig;
 use stackpack_schema::plan::{Action, ResourceChange};
 use stackpack_schema::preflight::{PreflightCheck, PreflightKind, PreflightStatus};
@@ -389,10 +390,17 @@ fn quotas(api: &AwsApi, needs: &Needs, out: &mut Vec<PreflightCheck>) {
             }
         };
         let in_use = match kind {
-            PreflightKind::VpcQuota => count_items(api, "DescribeVpcs", "vpcSet", &[]),
-            PreflightKind::InternetGatewayQuota => {
-                count_items(api, "DescribeInternetGateways", "internetGatewaySet", &[])
-            }
+            PreflightKind::VpcQuota => api
+                .ec2::<ec2::DescribeVpcs>("DescribeVpcs", &[])
+                .map(|pages| pages.iter().map(|p| p.vpc_set.items.len() as u64).sum()),
+            PreflightKind::InternetGatewayQuota => api
+                .ec2::<ec2::DescribeInternetGateways>("DescribeInternetGateways", &[])
+                .map(|pages| {
+                    pages
+                        .iter()
+                        .map(|p| p.internet_gateway_set.items.len() as u64)
+                        .sum()
+                }),
             _ => busiest_zone_nat_gateways(api),
         };
         let in_use = match in_use {
@@ -447,49 +455,25 @@ fn quota_value(api: &AwsApi, service: &str, code: &str) -> Result<u64, ApiError>
         })
 }
 
-fn count_items(
-    api: &AwsApi,
-    action: &str,
-    set: &str,
-    params: &[(&str, &str)],
-) -> Result<u64, ApiError> {
-    Ok(api
-        .ec2(action, params)?
-        .iter()
-        .map(|page| items_of(page, set).len() as u64)
-        .sum())
-}
-
 /// The most NAT gateways (not deleted) in any one zone.
 fn busiest_zone_nat_gateways(api: &AwsApi) -> Result<u64, ApiError> {
     let mut subnets = Vec::new();
-    for page in api.ec2("DescribeNatGateways", &[])? {
-        for item in items_of(&page, "natGatewaySet") {
-            let state = tag_texts(&item, "state")
-                .into_iter()
-                .next()
-                .unwrap_or_default();
+    for page in api.ec2::<ec2::DescribeNatGateways>("DescribeNatGateways", &[])? {
+        for item in page.nat_gateway_set.items {
+            let state = item.state.as_str();
             if state == "deleted" || state == "deleting" || state == "failed" {
                 continue;
             }
-            subnets.extend(tag_texts(&item, "subnetId").into_iter().take(1));
+            subnets.extend(item.subnet_id);
         }
     }
     if subnets.is_empty() {
         return Ok(0);
     }
     let mut zone_of = std::collections::BTreeMap::new();
-    for page in api.ec2("DescribeSubnets", &[])? {
-        for item in items_of(&page, "subnetSet") {
-            let id = tag_texts(&item, "subnetId")
-                .into_iter()
-                .next()
-                .unwrap_or_default();
-            let zone = tag_texts(&item, "availabilityZone")
-                .into_iter()
-                .next()
-                .unwrap_or_default();
-            zone_of.insert(id, zone);
+    for page in api.ec2::<ec2::DescribeSubnets>("DescribeSubnets", &[])? {
+        for item in page.subnet_set.items {
+            zone_of.insert(item.subnet_id, item.availability_zone);
         }
     }
     let mut per_zone: std::collections::BTreeMap<String, u64> = Default::default();
@@ -503,7 +487,7 @@ fn busiest_zone_nat_gateways(api: &AwsApi) -> Result<u64, ApiError> {
 
 fn instance_type_check(api: &AwsApi, instance_type: &str, zones: &[String]) -> PreflightCheck {
     let kind = PreflightKind::InstanceType;
-    let pages = api.ec2(
+    let pages = api.ec2::<ec2::DescribeInstanceTypeOfferings>(
         "DescribeInstanceTypeOfferings",
         &[
             ("LocationType", "availability-zone"),
@@ -516,9 +500,9 @@ fn instance_type_check(api: &AwsApi, instance_type: &str, zones: &[String]) -> P
         Err(e) => return not_checked(kind, instance_type, &e.to_string()),
     };
     let mut offered: Vec<String> = pages
-        .iter()
-        .flat_map(|page| items_of(page, "instanceTypeOfferingSet"))
-        .filter_map(|item| tag_texts(&item, "location").into_iter().next())
+        .into_iter()
+        .flat_map(|page| page.instance_type_offering_set.items)
+        .filter_map(|item| item.location)
         .collect();
     offered.sort();
     offered.dedup();
@@ -564,15 +548,15 @@ fn cidr_check(api: &AwsApi, cidr: &str) -> PreflightCheck {
     let Some(range) = parse_cidr(cidr) else {
         return not_checked(kind, cidr, "not an IPv4 range");
     };
-    let pages = match api.ec2("DescribeVpcs", &[]) {
+    let pages = match api.ec2::<ec2::DescribeVpcs>("DescribeVpcs", &[]) {
         Ok(pages) => pages,
         Err(e) => return not_checked(kind, cidr, &e.to_string()),
     };
     let mut own = Vec::new();
-    for item in pages.iter().flat_map(|page| items_of(page, "vpcSet")) {
-        let id = first_text(&item, "vpcId");
+    for item in pages.iter().flat_map(|page| &page.vpc_set.items) {
+        let id = item.vpc_id.clone();
         // The primary block and every associated one (`cidrBlockAssociationSet`).
-        for block in tag_texts(&item, "cidrBlock") {
+        for block in item.cidr_blocks() {
             if parse_cidr(&block).is_some_and(|other| overlaps(range, other)) {
                 return check(
                     kind,
@@ -617,10 +601,6 @@ fn cidr_check(api: &AwsApi, cidr: &str) -> PreflightCheck {
     }
 }
 
-fn first_text(xml: &str, tag: &str) -> String {
-    tag_texts(xml, tag).into_iter().next().unwrap_or_default()
-}
-
 /// A VPC on the other side of a peering whose range overlaps the stack's.
 struct PeeredVpc {
     vpc: String,
@@ -640,48 +620,45 @@ fn peered_collision(
     own: &[String],
 ) -> Result<Option<PeeredVpc>, ApiError> {
     const GONE: [&str; 5] = ["deleted", "deleting", "rejected", "failed", "expired"];
-    for page in api.ec2("DescribeVpcPeeringConnections", &[])? {
-        for item in items_of(&page, "vpcPeeringConnectionSet") {
-            let status = tag_texts(&item, "status")
-                .first()
-                .map(|s| first_text(s, "code"))
-                .unwrap_or_default();
-            if GONE.contains(&status.as_str()) {
+    let pages =
+        api.ec2::<ec2::DescribeVpcPeeringConnections>("DescribeVpcPeeringConnections", &[])?;
+    for item in pages
+        .iter()
+        .flat_map(|page| &page.vpc_peering_connection_set.items)
+    {
+        if GONE.contains(&item.status.code.as_str()) {
+            continue;
+        }
+        let sides: Vec<&ec2::PeeredVpcInfo> = [&item.requester_vpc_info, &item.accepter_vpc_info]
+            .into_iter()
+            .flatten()
+            .collect();
+        for (at, side) in sides.iter().enumerate() {
+            if own.contains(&side.vpc_id) {
+                continue; // checked with the account's own VPCs
+            }
+            let Some(block) = side
+                .cidr_blocks()
+                .into_iter()
+                .find(|b| parse_cidr(b).is_some_and(|other| overlaps(range, other)))
+            else {
                 continue;
-            }
-            let sides: Vec<String> = ["requesterVpcInfo", "accepterVpcInfo"]
-                .iter()
-                .filter_map(|side| tag_texts(&item, side).into_iter().next())
-                .collect();
-            for (at, side) in sides.iter().enumerate() {
-                let vpc = first_text(side, "vpcId");
-                if own.contains(&vpc) {
-                    continue; // checked with the account's own VPCs
-                }
-                let mut blocks = tag_texts(side, "cidrBlock");
-                blocks.dedup();
-                let Some(block) = blocks
-                    .into_iter()
-                    .find(|b| parse_cidr(b).is_some_and(|other| overlaps(range, other)))
-                else {
-                    continue;
-                };
-                let local_vpc = sides
-                    .get(1 - at)
-                    .map(|s| first_text(s, "vpcId"))
-                    .unwrap_or_default();
-                let region = Some(first_text(side, "region"))
-                    .filter(|r| !r.is_empty())
-                    .unwrap_or_else(|| api.region().to_string());
-                return Ok(Some(PeeredVpc {
-                    vpc,
-                    block,
-                    owner: first_text(side, "ownerId"),
-                    region,
-                    local_vpc,
-                    peering: first_text(&item, "vpcPeeringConnectionId"),
-                }));
-            }
+            };
+            let local_vpc = sides
+                .get(1 - at)
+                .map(|s| s.vpc_id.clone())
+                .unwrap_or_default();
+            let region = Some(side.region.clone())
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| api.region().to_string());
+            return Ok(Some(PeeredVpc {
+                vpc: side.vpc_id.clone(),
+                block,
+                owner: side.owner_id.clone(),
+                region,
+                local_vpc,
+                peering: item.vpc_peering_connection_id.clone(),
+            }));
         }
     }
     Ok(None)

@@ -3,7 +3,7 @@
 //! encryption and the public access block are on), created and configured when asked,
 //! and read for a state lock's own record.
 
-use stackpack_bundle::s3::{AwsCredentials, S3Client, S3Error};
+use stackpack_aws::s3::{AwsCredentials, S3Client, S3Error};
 
 use super::error::{Error, Result};
 use super::home::S3Backend;

@@ -338,7 +338,7 @@ impl RepoConfig {
         let Some(key) = &self.signing.key else {
             return Ok(None);
         };
-        if key.starts_with(stackpack_bundle::kms::SCHEME) {
+        if key.starts_with(stackpack_aws::kms::SCHEME) {
             return Ok(Some(KeySource::Kms(key.clone())));
         }
         let Some(variable) = key.strip_prefix("env:") else {
@@ -379,7 +379,7 @@ impl KeySource {
                 variable: variable.to_string(),
                 pem: value,
             }),
-            Ok(value) if value.trim().starts_with(stackpack_bundle::kms::SCHEME) => {
+            Ok(value) if value.trim().starts_with(stackpack_aws::kms::SCHEME) => {
                 Ok(KeySource::Kms(value.trim().to_string()))
             }
             Ok(value) if !value.is_empty() => Ok(KeySource::File(PathBuf::from(value))),

@@ -78,7 +78,7 @@ pub fn open_signing_key(path: &Path) -> Result<Box<dyn SigningKey>> {
 
 /// Where `--key` says the key is: `env:VAR`, `awskms://…`, or a file.
 pub fn key_source(flag: &str) -> Result<KeySource> {
-    if flag.starts_with(stackpack_bundle::kms::SCHEME) {
+    if flag.starts_with(stackpack_aws::kms::SCHEME) {
         return Ok(KeySource::Kms(flag.to_string()));
     }
     let Some(variable) = flag.strip_prefix("env:") else {
@@ -89,10 +89,10 @@ pub fn key_source(flag: &str) -> Result<KeySource> {
 }
 
 /// Opens a key in AWS KMS, checked: a P-256 key for signing, whose public key KMS gives.
-fn open_kms(uri: &str) -> Result<stackpack_bundle::kms::KmsKey> {
-    stackpack_bundle::kms::KmsKey::open(uri).map_err(|e| {
+fn open_kms(uri: &str) -> Result<stackpack_aws::kms::KmsKey> {
+    stackpack_aws::kms::KmsKey::open(uri).map_err(|e| {
         let error = match e {
-            stackpack_bundle::kms::KmsError::BadUri { .. } => Error::usage(e.to_string()),
+            stackpack_aws::kms::KmsError::BadUri { .. } => Error::usage(e.to_string()),
             _ => Error::refused(format!("cannot sign with `{uri}`: {e}")),
         };
         error.hint(e.hint())

@@ -157,26 +157,13 @@ impl std::io::Write for Sha256Hasher {
     }
 }
 
-/// HMAC-SHA256 (RFC 2104): the runner's keyed inputs hash and AWS request signing
-/// both use it; a few lines over `sha2` need no crate of their own.
+/// HMAC-SHA256 (RFC 2104), by the `hmac` crate: the runner's keyed inputs hash.
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut block = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.map(|k| k ^ byte);
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
+    use hmac::Mac as _;
+    let mut mac =
+        hmac::Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(message);
+    mac.finalize().into_bytes().into()
 }
 
 #[cfg(test)]

@@ -8,10 +8,11 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use stackpack_bundle::aws_api::{items_of, ApiError, AwsApi};
+use stackpack_aws::api::{ApiError, AwsApi};
+use stackpack_aws::ec2;
 use stackpack_schema::preflight::{PreflightCheck, PreflightKind, PreflightStatus};
 
-use super::{check, first_text, is_instance_type, not_checked, quota_value};
+use super::{check, is_instance_type, not_checked, quota_value};
 use crate::inputs::Inputs;
 
 /// Machines that can grow by `max_nodes` of one instance type.
@@ -357,7 +358,7 @@ fn group_check(
 
 /// The instance type of every instance running or starting in the region.
 fn running_types(api: &AwsApi) -> Result<Vec<String>, ApiError> {
-    let pages = api.ec2(
+    let pages = api.ec2::<ec2::DescribeInstances>(
         "DescribeInstances",
         &[
             ("Filter.1.Name", "instance-state-name"),
@@ -366,10 +367,10 @@ fn running_types(api: &AwsApi) -> Result<Vec<String>, ApiError> {
         ],
     )?;
     Ok(pages
-        .iter()
-        .flat_map(|page| items_of(page, "reservationSet"))
-        .flat_map(|reservation| items_of(&reservation, "instancesSet"))
-        .map(|instance| first_text(&instance, "instanceType"))
+        .into_iter()
+        .flat_map(|page| page.reservation_set.items)
+        .flat_map(|reservation| reservation.instances_set.items)
+        .map(|instance| instance.instance_type)
         .collect())
 }
 
@@ -392,14 +393,14 @@ impl<'a> Vcpus<'a> {
         if let Some(n) = self.known.get(instance_type) {
             return Ok(*n);
         }
-        let pages = self.api.ec2(
+        let pages = self.api.ec2::<ec2::DescribeInstanceTypes>(
             "DescribeInstanceTypes",
             &[("InstanceType.1", instance_type)],
         )?;
         let n = pages
             .iter()
-            .flat_map(|page| items_of(page, "instanceTypeSet"))
-            .find_map(|item| first_text(&item, "defaultVCpus").parse::<u64>().ok())
+            .flat_map(|page| &page.instance_type_set.items)
+            .find_map(|item| item.v_cpu_info.default_v_cpus.parse::<u64>().ok())
             .ok_or_else(|| ApiError::Unreadable {
                 service: "ec2".into(),
                 action: "DescribeInstanceTypes".into(),

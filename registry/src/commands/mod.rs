@@ -231,7 +231,7 @@ pub fn cannot_open(data: &Path, error: OpenError) -> Error {
 
 /// What to do when the blob store cannot be used.
 pub fn blobs_hint(error: &stackpack_registry::storage::OpenError) -> &'static str {
-    use stackpack_bundle::s3::S3Error;
+    use stackpack_aws::s3::S3Error;
     use stackpack_registry::storage::OpenError;
     match error {
         OpenError::NoCredentials { .. } => {

@@ -142,7 +142,7 @@ impl BlobLocation {
 /// The region of the AWS profile in use, if it names one (an unreadable profile is
 /// reported where its credentials are read, not here).
 fn profile_region() -> Option<String> {
-    stackpack_bundle::aws_profile::load().ok().flatten()?.region
+    stackpack_aws::profile::load().ok().flatten()?.region
 }
 
 /// Why a blob store cannot be used.
@@ -156,13 +156,13 @@ pub enum OpenError {
     Profile {
         location: String,
         #[source]
-        source: stackpack_bundle::aws_profile::ProfileError,
+        source: stackpack_aws::profile::ProfileError,
     },
     #[error("the blob store `{location}` cannot be used: {source}")]
     S3 {
         location: String,
         #[source]
-        source: stackpack_bundle::s3::S3Error,
+        source: stackpack_aws::s3::S3Error,
     },
 }
 

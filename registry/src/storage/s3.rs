@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 use axum::body::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
-use stackpack_bundle::s3::{AwsCredentials, S3Error, S3Objects};
+use stackpack_aws::s3::{AwsCredentials, S3Error, S3Objects};
 use stackpack_schema::digest::Sha256Hasher;
 use stackpack_schema::Digest;
 

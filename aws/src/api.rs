@@ -1,14 +1,17 @@
 //! Any AWS API the runner reads, signed like the S3 client's requests
-//! ([`crate::s3`]'s Signature Version 4): the Query protocol (EC2: form-encoded
-//! `Action=…` in, XML out) and JSON 1.1 (Service Quotas and KMS: `X-Amz-Target` in,
+//! ([`crate::s3`]'s Signature Version 4, by `aws-sigv4`): the Query protocol (EC2:
+//! form-encoded `Action=…` in, XML out, read into [`crate::ec2`]'s types) and JSON 1.1 (Service Quotas and KMS: `X-Amz-Target` in,
 //! JSON out). Against AWS each service has its regional host; against an emulator every
 //! request goes to its one endpoint, which tells services apart by the signature's
 //! scope. Short timeouts: a caller that gets no answer says "not checked".
 
 use std::time::Duration;
 
-use crate::remote::http::percent_encode;
-use crate::s3::{sign_v4, tag_text, xml_unescape, AwsCredentials, SigningInput};
+use serde::de::DeserializeOwned;
+
+use crate::http::percent_encode;
+use crate::s3::{sign_v4, AwsCredentials, SigningInput};
+use crate::xml;
 
 /// Why a call gave no answer to use.
 #[derive(Debug, thiserror::Error)]
@@ -53,11 +56,11 @@ impl AwsApi {
         credentials: AwsCredentials,
         timeout: Duration,
     ) -> Result<AwsApi, ApiError> {
-        let (http, runtime) = crate::s3::http_parts(timeout.min(Duration::from_secs(5)), timeout)
+        let (http, runtime) = crate::http::http_parts(timeout.min(Duration::from_secs(5)), timeout)
             .map_err(|detail| ApiError::Unreachable {
-            url: endpoint.unwrap_or("AWS").to_string(),
-            detail,
-        })?;
+                url: endpoint.unwrap_or("AWS").to_string(),
+                detail,
+            })?;
         Ok(AwsApi {
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
             region: region.to_string(),
@@ -97,19 +100,21 @@ impl AwsApi {
         body: &str,
     ) -> Result<(u16, String), ApiError> {
         let (scheme, host) = self.host(host_prefix);
+        let url = format!("{scheme}://{host}/");
         let signed = sign_v4(&SigningInput {
             service,
             extra_headers,
             method: "POST",
-            host: &host,
-            path: "/",
-            query: "",
+            url: &url,
             body: body.as_bytes(),
             region: &self.region,
             credentials: &self.credentials,
-            now: time::OffsetDateTime::now_utc(),
-        });
-        let url = format!("{scheme}://{host}/");
+            now: std::time::SystemTime::now(),
+        })
+        .map_err(|detail| ApiError::Unreachable {
+            url: url.clone(),
+            detail,
+        })?;
         let mut request = self.http.post(&url).body(body.to_string());
         for (name, value) in signed {
             request = request.header(name, value);
@@ -117,7 +122,7 @@ impl AwsApi {
         self.runtime.block_on(async {
             let answer = request.send().await.map_err(|e| ApiError::Unreachable {
                 url: url.clone(),
-                detail: crate::remote::error_chain(&e),
+                detail: crate::http::error_chain(&e),
             })?;
             let status = answer.status().as_u16();
             let body = answer.text().await.unwrap_or_default();
@@ -154,9 +159,27 @@ impl AwsApi {
         }
     }
 
-    /// An EC2 Query call: `Action` with `params`, every page (`NextToken`)
-    /// concatenated. Returns the XML answers.
-    pub fn ec2(&self, action: &str, params: &[(&str, &str)]) -> Result<Vec<String>, ApiError> {
+    /// An EC2 Query call: `Action` with `params`, every page (`NextToken`) read as
+    /// `T` (one of [`crate::ec2`]'s answers).
+    pub fn ec2<T: DeserializeOwned>(
+        &self,
+        action: &str,
+        params: &[(&str, &str)],
+    ) -> Result<Vec<T>, ApiError> {
+        self.ec2_pages(action, params)?
+            .iter()
+            .map(|page| {
+                quick_xml::de::from_str(page).map_err(|e| ApiError::Unreadable {
+                    service: "ec2".into(),
+                    action: action.into(),
+                    detail: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// The XML answers of every page of an EC2 call.
+    fn ec2_pages(&self, action: &str, params: &[(&str, &str)]) -> Result<Vec<String>, ApiError> {
         let mut pages = Vec::new();
         let mut next: Option<String> = None;
         loop {
@@ -177,11 +200,11 @@ impl AwsApi {
             )];
             let (status, text) = self.post("ec2", "ec2", &headers, &body)?;
             if status != 200 {
-                let code = tag_text(&text, "Code").unwrap_or_default();
+                let code = xml::error_code(&text);
                 return Err(self.refusal("ec2", action, status, code));
             }
-            next = tag_text(&text, "nextToken")
-                .map(|t| xml_unescape(&t))
+            next = xml::read::<crate::ec2::NextToken>(&text)
+                .and_then(|page| page.next_token)
                 .filter(|t| !t.is_empty());
             pages.push(text);
             if next.is_none() || pages.len() >= 50 {
@@ -235,70 +258,5 @@ impl AwsApi {
             return Err(self.refusal(service, action, status, code));
         }
         serde_json::from_str(&text).map_err(|e| unreadable(e.to_string()))
-    }
-}
-
-/// The texts of every `<tag>…</tag>` in `xml`, in order (EC2's answers list items
-/// as repeated elements).
-pub fn tag_texts(xml: &str, tag: &str) -> Vec<String> {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    xml.split(&open)
-        .skip(1)
-        .filter_map(|rest| {
-            rest.split_once(&close)
-                .map(|(text, _)| xml_unescape(text.trim()))
-        })
-        .collect()
-}
-
-/// The `<item>` elements directly under the first `<set>` element: each item's XML.
-pub fn items_of(xml: &str, set: &str) -> Vec<String> {
-    let open = format!("<{set}>");
-    let close = format!("</{set}>");
-    let Some(start) = xml.find(&open) else {
-        return Vec::new();
-    };
-    let body = &xml[start + open.len()..];
-    // Nested `<item>`s (tags, CIDR associations) sit inside each item: track depth.
-    let mut items = Vec::new();
-    let mut depth = 0usize;
-    let mut item_start = 0usize;
-    let mut at = 0usize;
-    while at < body.len() {
-        let rest = &body[at..];
-        if depth == 0 && rest.starts_with(&close) {
-            break;
-        }
-        if rest.starts_with("<item>") {
-            if depth == 0 {
-                item_start = at + "<item>".len();
-            }
-            depth += 1;
-            at += "<item>".len();
-        } else if rest.starts_with("</item>") {
-            depth = depth.saturating_sub(1);
-            if depth == 0 {
-                items.push(body[item_start..at].to_string());
-            }
-            at += "</item>".len();
-        } else {
-            at += rest.chars().next().map_or(1, char::len_utf8);
-        }
-    }
-    items
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ec2_items_are_read_at_their_own_depth() {
-        let xml = "<DescribeVpcsResponse><vpcSet><item><vpcId>vpc-1</vpcId><cidrBlock>10.0.0.0/16</cidrBlock><tagSet><item><key>Name</key><value>a</value></item></tagSet></item><item><vpcId>vpc-2</vpcId><cidrBlock>172.31.0.0/16</cidrBlock></item></vpcSet></DescribeVpcsResponse>";
-        let items = items_of(xml, "vpcSet");
-        assert_eq!(items.len(), 2);
-        assert_eq!(tag_texts(&items[0], "vpcId"), ["vpc-1"]);
-        assert_eq!(tag_texts(&items[1], "cidrBlock"), ["172.31.0.0/16"]);
     }
 }

@@ -15,7 +15,7 @@ use base64::Engine as _;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::signature::{PublicKey, SignError, SigningKey, ECDSA_P256_SHA256};
 
-use crate::aws_api::{ApiError, AwsApi};
+use crate::api::{ApiError, AwsApi};
 use crate::s3::AwsCredentials;
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;

@@ -3,18 +3,18 @@
 //! state lock's own record.
 //!
 //! Why not the AWS SDK: it would bring a second HTTP stack and hundreds of crates
-//! for eight calls. These requests are signed with AWS Signature Version 4 over the
-//! workspace's one HTTP client (`reqwest`), path-style against an emulator's
-//! endpoint, virtual-hosted against AWS itself. Credentials come from the usual
-//! environment variables; the secret is never printed, not even by `Debug`.
+//! for eight calls. These requests are signed with AWS Signature Version 4 by AWS's
+//! own signer (`aws-sigv4`, without the SDK) and sent over the workspace's one HTTP
+//! client (`reqwest`), path-style against an emulator's endpoint, virtual-hosted
+//! against AWS itself; the answers are read into typed structs ([`crate::xml`]).
+//! Credentials come from the usual environment variables; the secret is never
+//! printed, not even by `Debug`.
 
 use std::fmt;
 use std::time::Duration;
 
-use sha2::{Digest as _, Sha256};
-use stackpack_schema::digest::hmac_sha256;
-
-use crate::remote::http::percent_encode;
+use crate::http::percent_encode;
+use crate::xml;
 
 /// Credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
 /// `AWS_SESSION_TOKEN`, or from the profile `AWS_PROFILE` names ([`AwsCredentials::load`]).
@@ -50,11 +50,11 @@ impl AwsCredentials {
     /// environment's key pair, else the static keys of the profile `AWS_PROFILE`
     /// names (or `default`) in `~/.aws/credentials` and `~/.aws/config`. `Ok(None)`
     /// when there are none; an error when a profile is named but gives no keys.
-    pub fn load() -> Result<Option<AwsCredentials>, crate::aws_profile::ProfileError> {
+    pub fn load() -> Result<Option<AwsCredentials>, crate::profile::ProfileError> {
         if let Some(credentials) = AwsCredentials::from_env() {
             return Ok(Some(credentials));
         }
-        let Some(profile) = crate::aws_profile::load()? else {
+        let Some(profile) = crate::profile::load()? else {
             return Ok(None);
         };
         Ok(profile.access_key_id.zip(profile.secret_access_key).map(
@@ -135,7 +135,7 @@ impl S3Client {
         region: &str,
         credentials: AwsCredentials,
     ) -> Result<S3Client, S3Error> {
-        let (http, runtime) = http_parts(Duration::from_secs(10), Duration::from_secs(60))
+        let (http, runtime) = crate::http::http_parts(Duration::from_secs(10), Duration::from_secs(60))
             .map_err(|detail| S3Error::Unreachable {
                 url: endpoint.unwrap_or("AWS S3").to_string(),
                 detail,
@@ -170,11 +170,11 @@ impl S3Client {
             key,
             query,
             body.as_bytes().to_vec(),
-        );
+        )?;
         self.runtime.block_on(async {
             let answer = request.send().await.map_err(|e| S3Error::Unreachable {
                 url: origin,
-                detail: crate::remote::error_chain(&e),
+                detail: crate::http::error_chain(&e),
             })?;
             let status = answer.status().as_u16();
             let headers = answer.headers().clone();
@@ -232,21 +232,16 @@ impl S3Client {
         Ok(BucketSettings {
             versioning: versioning
                 .as_deref()
-                .and_then(|xml| tag_text(xml, "Status"))
-                .is_some_and(|status| status == "Enabled"),
+                .and_then(xml::read::<xml::Versioning>)
+                .is_some_and(|doc| doc.status.as_deref() == Some("Enabled")),
             encryption: encryption
                 .as_deref()
-                .is_some_and(|xml| tag_text(xml, "SSEAlgorithm").is_some()),
-            public_access_blocked: block.as_deref().is_some_and(|xml| {
-                [
-                    "BlockPublicAcls",
-                    "IgnorePublicAcls",
-                    "BlockPublicPolicy",
-                    "RestrictPublicBuckets",
-                ]
-                .iter()
-                .all(|flag| tag_text(xml, flag).as_deref() == Some("true"))
-            }),
+                .and_then(xml::read::<xml::Encryption>)
+                .is_some_and(|doc| doc.has_default_algorithm()),
+            public_access_blocked: block
+                .as_deref()
+                .and_then(xml::read::<xml::PublicAccessBlock>)
+                .is_some_and(|doc| doc.blocks_all()),
         })
     }
 
@@ -261,7 +256,7 @@ impl S3Client {
         if answer.status == 200 {
             return Ok(Some(answer.body));
         }
-        let code = tag_text(&answer.body, "Code").unwrap_or_default();
+        let code = xml::error_code(&answer.body);
         if answer.status == 404 && code != "NoSuchBucket" {
             // `ServerSideEncryptionConfigurationNotFoundError`,
             // `NoSuchPublicAccessBlockConfiguration`: not set.
@@ -325,7 +320,7 @@ impl S3Client {
         let answer = self.send(reqwest::Method::GET, bucket, key, "", "")?;
         match answer.status {
             200 => Ok(Some(answer.body)),
-            404 if tag_text(&answer.body, "Code").as_deref() != Some("NoSuchBucket") => Ok(None),
+            404 if xml::error_code(&answer.body) != "NoSuchBucket" => Ok(None),
             _ => Err(self.error("GetObject", bucket, &answer)),
         }
     }
@@ -349,12 +344,8 @@ impl S3Client {
         if answer.status != 200 {
             return Err(self.error("ListObjectsV2", bucket, &answer));
         }
-        Ok(answer
-            .body
-            .split("<Key>")
-            .skip(1)
-            .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| xml_unescape(key)))
-            .collect())
+        let listing = xml::read::<xml::Listing>(&answer.body).unwrap_or_default();
+        Ok(listing.contents.into_iter().filter_map(|c| c.key).collect())
     }
 }
 
@@ -389,14 +380,14 @@ impl S3Objects {
         bucket: &str,
         read_timeout: Duration,
     ) -> Result<S3Objects, S3Error> {
-        crate::remote::tls();
+        crate::http::tls();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(read_timeout)
             .build()
             .map_err(|e| S3Error::Unreachable {
                 url: endpoint.unwrap_or("AWS S3").to_string(),
-                detail: crate::remote::error_chain(&e),
+                detail: crate::http::error_chain(&e),
             })?;
         Ok(S3Objects {
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
@@ -432,13 +423,13 @@ impl S3Objects {
             credentials: &self.credentials,
         };
         let (mut request, origin) =
-            site.request(&self.http, method, &self.bucket, key, query, body);
+            site.request(&self.http, method, &self.bucket, key, query, body)?;
         for (name, value) in headers {
             request = request.header(*name, value);
         }
         request.send().await.map_err(|e| S3Error::Unreachable {
             url: origin,
-            detail: crate::remote::error_chain(&e),
+            detail: crate::http::error_chain(&e),
         })
     }
 
@@ -539,8 +530,8 @@ impl S3Objects {
             return Err(self.refusal("CreateMultipartUpload", answer).await);
         }
         let body = answer.text().await.unwrap_or_default();
-        tag_text(&body, "UploadId")
-            .map(|id| xml_unescape(&id))
+        xml::read::<xml::MultipartUpload>(&body)
+            .and_then(|upload| upload.upload_id)
             .ok_or_else(|| S3Error::Failed {
                 operation: "CreateMultipartUpload",
                 bucket: self.bucket.clone(),
@@ -604,12 +595,12 @@ impl S3Objects {
         }
         // S3 may answer 200 and still fail, with an `<Error>` document.
         let text = answer.text().await.unwrap_or_default();
-        if text.contains("<Error>") {
+        if xml::root_name(&text).as_deref() == Some("Error") {
             return Err(S3Error::Failed {
                 operation: "CompleteMultipartUpload",
                 bucket: self.bucket.clone(),
                 status,
-                code: tag_text(&text, "Code").unwrap_or_default(),
+                code: xml::error_code(&text),
             });
         }
         Ok(())
@@ -647,12 +638,12 @@ impl S3Objects {
                 return Err(self.refusal("ListObjectsV2", answer).await);
             }
             let body = answer.text().await.unwrap_or_default();
-            objects.extend(body.split("<Contents>").skip(1).filter_map(|item| {
-                let item = item.split("</Contents>").next()?;
+            let listing = xml::read::<xml::Listing>(&body).unwrap_or_default();
+            objects.extend(listing.contents.into_iter().filter_map(|item| {
                 Some(ObjectInfo {
-                    key: xml_unescape(&tag_text(item, "Key")?),
-                    size: tag_text(item, "Size")?.parse().ok()?,
-                    last_modified: tag_text(item, "LastModified").and_then(|t| {
+                    key: item.key?,
+                    size: item.size?.parse().ok()?,
+                    last_modified: item.last_modified.and_then(|t| {
                         time::OffsetDateTime::parse(
                             &t,
                             &time::format_description::well_known::Rfc3339,
@@ -661,8 +652,8 @@ impl S3Objects {
                     }),
                 })
             }));
-            token = (tag_text(&body, "IsTruncated").as_deref() == Some("true"))
-                .then(|| tag_text(&body, "NextContinuationToken").map(|t| xml_unescape(&t)))
+            token = (listing.is_truncated.as_deref() == Some("true"))
+                .then_some(listing.next_continuation_token)
                 .flatten();
             if token.is_none() {
                 return Ok(objects);
@@ -689,30 +680,33 @@ impl Site<'_> {
         key: &str,
         query: &str,
         body: Vec<u8>,
-    ) -> (reqwest::RequestBuilder, String) {
+    ) -> Result<(reqwest::RequestBuilder, String), S3Error> {
         let (scheme, host, path) = address(self.endpoint, self.region, bucket, key);
-        let signed = sign_v4(&SigningInput {
-            service: "s3",
-            extra_headers: &[],
-            method: method.as_str(),
-            host: &host,
-            path: &path,
-            query,
-            body: &body,
-            region: self.region,
-            credentials: self.credentials,
-            now: time::OffsetDateTime::now_utc(),
-        });
         let url = if query.is_empty() {
             format!("{scheme}://{host}{path}")
         } else {
             format!("{scheme}://{host}{path}?{query}")
         };
+        let origin = format!("{scheme}://{host}");
+        let signed = sign_v4(&SigningInput {
+            service: "s3",
+            extra_headers: &[],
+            method: method.as_str(),
+            url: &url,
+            body: &body,
+            region: self.region,
+            credentials: self.credentials,
+            now: std::time::SystemTime::now(),
+        })
+        .map_err(|detail| S3Error::Unreachable {
+            url: origin.clone(),
+            detail,
+        })?;
         let mut request = http.request(method, &url).body(body);
         for (name, value) in signed {
             request = request.header(name, value);
         }
-        (request, format!("{scheme}://{host}"))
+        Ok((request, origin))
     }
 }
 
@@ -754,7 +748,7 @@ fn answer_error(
     bucket: &str,
     (status, headers, body): (u16, &reqwest::header::HeaderMap, &str),
 ) -> S3Error {
-    let code = tag_text(body, "Code").unwrap_or_default();
+    let code = xml::error_code(body);
     let actual = headers
         .get("x-amz-bucket-region")
         .and_then(|v| v.to_str().ok())
@@ -791,43 +785,7 @@ fn answer_error(
     }
 }
 
-/// The HTTP client and the one-thread runtime an AWS client blocks on.
-pub(crate) fn http_parts(
-    connect: Duration,
-    timeout: Duration,
-) -> Result<(reqwest::Client, tokio::runtime::Runtime), String> {
-    crate::remote::tls();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let http = reqwest::Client::builder()
-        .connect_timeout(connect)
-        .timeout(timeout)
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok((http, runtime))
-}
-
-/// The five entities XML escapes, undone.
-pub(crate) fn xml_unescape(text: &str) -> String {
-    text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&")
-}
-
 const XMLNS: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
-
-/// The text of the first `<tag>…</tag>` in an S3 XML answer (these answers are flat
-/// enough that a reader of one element is all they need).
-pub(crate) fn tag_text(xml: &str, tag: &str) -> Option<String> {
-    let open = format!("<{tag}>");
-    let start = xml.find(&open)? + open.len();
-    let end = xml[start..].find(&format!("</{tag}>"))? + start;
-    Some(xml[start..end].trim().to_string())
-}
 
 pub(crate) struct SigningInput<'a> {
     pub service: &'a str,
@@ -835,80 +793,64 @@ pub(crate) struct SigningInput<'a> {
     /// `x-amz-target`), lower-case names.
     pub extra_headers: &'a [(&'static str, String)],
     pub method: &'a str,
-    pub host: &'a str,
-    pub path: &'a str,
-    pub query: &'a str,
+    /// The whole URL, path and query percent-encoded already.
+    pub url: &'a str,
     pub body: &'a [u8],
     pub region: &'a str,
     pub credentials: &'a AwsCredentials,
-    pub now: time::OffsetDateTime,
+    pub now: std::time::SystemTime,
 }
 
 /// The headers of an AWS Signature Version 4 request (any service: `s3`, `ec2`,
-/// `servicequotas`); the extra headers are signed and returned too.
-pub(crate) fn sign_v4(input: &SigningInput) -> Vec<(&'static str, String)> {
-    let now = input.now;
-    let date = format!(
-        "{:04}{:02}{:02}",
-        now.year(),
-        u8::from(now.month()),
-        now.day()
-    );
-    let stamp = format!(
-        "{date}T{:02}{:02}{:02}Z",
-        now.hour(),
-        now.minute(),
-        now.second()
-    );
-    let payload = hex::encode(Sha256::digest(input.body));
-    // A bare sub-resource (`versioning`) is signed as `versioning=`.
-    let query = match input.query {
-        "" => String::new(),
-        q if q.contains('=') => q.to_string(),
-        q => format!("{q}="),
+/// `servicequotas`, `kms`), signed by `aws-sigv4`; the extra headers are signed and
+/// returned too. The path is signed as given (encoded once, not normalised, as S3
+/// wants; the other services' path is `/`), with the payload's SHA-256 in
+/// `x-amz-content-sha256`.
+pub(crate) fn sign_v4(input: &SigningInput) -> Result<Vec<(&'static str, String)>, String> {
+    use aws_sigv4::http_request::{
+        sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest,
+        SigningSettings, UriPathNormalizationMode,
     };
-    let mut headers = vec![
-        ("host", input.host.to_string()),
-        ("x-amz-content-sha256", payload.clone()),
-        ("x-amz-date", stamp.clone()),
-    ];
-    if let Some(token) = &input.credentials.session_token {
-        headers.push(("x-amz-security-token", token.clone()));
-    }
-    headers.extend(input.extra_headers.iter().cloned());
-    headers.sort_by_key(|(name, _)| *name);
-    let canonical_headers: String = headers.iter().map(|(n, v)| format!("{n}:{v}\n")).collect();
-    let signed_headers = headers
-        .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join(";");
-    let canonical = format!(
-        "{}\n{}\n{query}\n{canonical_headers}\n{signed_headers}\n{payload}",
-        input.method, input.path
+    let credentials = input.credentials;
+    let identity = aws_credential_types::Credentials::new(
+        credentials.access_key_id.clone(),
+        credentials.secret_access_key.clone(),
+        credentials.session_token.clone(),
+        None,
+        "stackpack",
+    )
+    .into();
+    let mut settings = SigningSettings::default();
+    settings.percent_encoding_mode = PercentEncodingMode::Single;
+    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region(input.region)
+        .name(input.service)
+        .time(input.now)
+        .settings(settings)
+        .build()
+        .map_err(|e| format!("cannot sign the request: {e}"))?
+        .into();
+    let request = SignableRequest::new(
+        input.method,
+        input.url,
+        input.extra_headers.iter().map(|(n, v)| (*n, v.as_str())),
+        SignableBody::Bytes(input.body),
+    )
+    .map_err(|e| format!("cannot sign the request: {e}"))?;
+    let (instructions, _signature) = sign(request, &params)
+        .map_err(|e| format!("cannot sign the request: {e}"))?
+        .into_parts();
+    let (headers, _params) = instructions.into_parts();
+    let mut signed: Vec<(&'static str, String)> = input.extra_headers.to_vec();
+    signed.extend(
+        headers
+            .into_iter()
+            .map(|header| (header.name(), header.value().to_string())),
     );
-    let scope = format!("{date}/{}/{}/aws4_request", input.region, input.service);
-    let to_sign = format!(
-        "AWS4-HMAC-SHA256\n{stamp}\n{scope}\n{}",
-        hex::encode(Sha256::digest(canonical.as_bytes()))
-    );
-    let mut key = hmac_sha256(
-        format!("AWS4{}", input.credentials.secret_access_key).as_bytes(),
-        date.as_bytes(),
-    );
-    for part in [input.region, input.service, "aws4_request"] {
-        key = hmac_sha256(&key, part.as_bytes());
-    }
-    let signature = hex::encode(hmac_sha256(&key, to_sign.as_bytes()));
-    headers.retain(|(name, _)| *name != "host");
-    headers.push((
-        "authorization",
-        format!(
-            "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed_headers}, Signature={signature}",
-            input.credentials.access_key_id
-        ),
-    ));
-    headers
+    Ok(signed)
 }
 
 #[cfg(test)]
@@ -926,14 +868,13 @@ mod tests {
             service: "s3",
             extra_headers: &[],
             method: "GET",
-            host: "examplebucket.s3.amazonaws.com",
-            path: "/",
-            query: "lifecycle",
+            url: "https://examplebucket.s3.amazonaws.com/?lifecycle",
             body: b"",
             region: "us-east-1",
             credentials: &credentials,
-            now: time::macros::datetime!(2013-05-24 00:00:00 UTC),
-        });
+            now: time::macros::datetime!(2013-05-24 00:00:00 UTC).into(),
+        })
+        .unwrap();
         let authorization = &headers
             .iter()
             .find(|(n, _)| *n == "authorization")
