@@ -135,11 +135,13 @@ impl S3Client {
         region: &str,
         credentials: AwsCredentials,
     ) -> Result<S3Client, S3Error> {
-        let (http, runtime) = crate::http::http_parts(Duration::from_secs(10), Duration::from_secs(60))
-            .map_err(|detail| S3Error::Unreachable {
-                url: endpoint.unwrap_or("AWS S3").to_string(),
-                detail,
-            })?;
+        let (http, runtime) =
+            crate::http::http_parts(Duration::from_secs(10), Duration::from_secs(60)).map_err(
+                |detail| S3Error::Unreachable {
+                    url: endpoint.unwrap_or("AWS S3").to_string(),
+                    detail,
+                },
+            )?;
         Ok(S3Client {
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
             region: region.to_string(),

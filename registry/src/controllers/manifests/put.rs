@@ -243,6 +243,34 @@ fn record_stack_version<C: Sql + ?Sized>(
     Ok(())
 }
 
+/// What a push holds beside other pushes (see `db::locks`): its repository, and
+/// the stack and the release it records.
+fn push_locks<'a>(
+    name: &'a str,
+    release: Option<&'a Release>,
+    release_index: Option<&'a db::release_index::NewReleaseIndex>,
+) -> Vec<Lock<'a>> {
+    let mut locks = vec![Lock::Repository(name)];
+    locks.extend(release.map(|r| Lock::Stack(&r.stack)));
+    locks.extend(release_index.map(|r| Lock::Release(&r.release.name)));
+    locks
+}
+
+/// The log's line for a stack version or a release a push recorded.
+fn log_recorded(
+    key: &str,
+    release: Option<&Release>,
+    release_index: Option<&db::release_index::NewReleaseIndex>,
+) {
+    if let Some(release) = release {
+        tracing::info!(stack = %release.stack, version = %release.version, digest = %key, "stack version recorded");
+    }
+    if let Some(index) = release_index {
+        let r = &index.release;
+        tracing::info!(release = %r.name, version = %r.version, digest = %key, "release recorded");
+    }
+}
+
 pub async fn handle(
     ctx: Ctx,
     name: &str,
@@ -322,24 +350,12 @@ pub async fn handle(
     // A push holds its repository (and the stack and release it records) on
     // PostgreSQL, beside pushes to others; a channel statement creates a rollout,
     // which runs alone (see `db::locks`).
-    let mut locks = vec![Lock::Repository(name)];
-    locks.extend(release.as_ref().map(|r| Lock::Stack(&r.stack)));
-    locks.extend(
-        release_index
-            .as_ref()
-            .map(|r| Lock::Release(&r.release.name)),
-    );
+    let locks = push_locks(name, release.as_ref(), release_index.as_ref());
     let promoted = match &statement {
         Some(_) => ctx.state.db.write_any(store)?,
         None => ctx.state.db.write_keyed(&locks, store)?,
     };
-    if let Some(release) = &release {
-        tracing::info!(stack = %release.stack, version = %release.version, digest = %key, "stack version recorded");
-    }
-    if let Some(index) = &release_index {
-        let r = &index.release;
-        tracing::info!(release = %r.name, version = %r.version, digest = %key, "release recorded");
-    }
+    log_recorded(&key, release.as_ref(), release_index.as_ref());
     if let (Some(signed), Some(promoted)) = (&statement, &promoted) {
         let s = &signed.statement;
         tracing::info!(release = %s.release, version = %s.version, channel = %s.channel,
