@@ -163,6 +163,8 @@ impl Tour {
             .env("PATH", path)
             .env("STACKPACK_RUNNER_HOME", &self.home)
             .env("STACKPACK_WITNESS_ENDPOINT", &self.moto.url)
+            // The emulated account's KMS, for `stackpack key public awskms:///…`.
+            .env("AWS_ENDPOINT_URL_KMS", &self.moto.url)
             .env("NO_COLOR", "1")
             .env_remove("GITHUB_HEAD_REF")
             .env_remove("GITHUB_REF_NAME")
@@ -281,6 +283,17 @@ fn every_command_of_the_readme_tour_runs_on_the_example() {
     tour.here.push(("$TOKEN".into(), customer));
     tour.here.push(("$SUPPORT_TOKEN".into(), support));
 
+    // The signing key the tour names in KMS (`alias/ci`), made in the emulated
+    // account as `docs/publishing.md` makes it with the AWS CLI.
+    tour.moto
+        .python(
+            "import boto3\n\
+             kms = boto3.client('kms', endpoint_url=ENDPOINT, region_name='us-east-1')\n\
+             key = kms.create_key(KeySpec='ECC_NIST_P256', KeyUsage='SIGN_VERIFY')['KeyMetadata']['KeyId']\n\
+             kms.create_alias(AliasName='alias/ci', TargetKeyId=key)\n",
+        )
+        .ok();
+
     // The vendor, in README order; `[witness]` is the reader's to add.
     for line in lines
         .iter()
@@ -288,6 +301,11 @@ fn every_command_of_the_readme_tour_runs_on_the_example() {
     {
         tour.run(line);
     }
+    let kms_pub = std::fs::read_to_string(tour.repo.join("kms.pub")).unwrap();
+    assert!(
+        kms_pub.starts_with("-----BEGIN PUBLIC KEY-----"),
+        "{kms_pub}"
+    );
     let config = std::fs::read_to_string(tour.repo.join("stackpack.toml")).unwrap();
     std::fs::write(
         tour.repo.join("stackpack.toml"),
