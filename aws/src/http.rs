@@ -13,7 +13,7 @@ pub fn tls() {
 }
 
 /// An error and each of its causes, joined by `: `.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -24,8 +24,9 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Percent-encodes a path segment or query value as Signature Version 4 wants it:
-/// RFC 3986's unreserved characters stay, every other byte is `%XX`.
+/// Percent-encodes a URL path segment or query value: RFC 3986's unreserved
+/// characters stay, every other byte is `%XX` (Signature Version 4's rule, and the
+/// OCI client's).
 pub fn percent_encode(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, UNRESERVED_KEPT).to_string()
 }

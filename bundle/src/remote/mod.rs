@@ -30,17 +30,11 @@ use crate::layout::{ImageLayout, LayoutError};
 pub use blobs::{BlobsPushed, MONOLITHIC_LIMIT, PARALLEL_BLOBS, UPLOAD_CHUNK};
 pub use progress::{Progress, TransferObserver};
 
-/// Selects rustls's `ring` provider for this process, once, before any HTTP client is
-/// built: reqwest is built without a provider of its own (see the workspace
-/// manifest), and refuses to build a client until one is chosen.
-pub fn tls() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // An error means the program installed a provider itself; that one stays.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
+// TLS set-up, an error's chain and URL encoding are the ones every HTTP client of
+// the workspace shares, kept with the lowest crate that has a client.
 pub use credentials::Credentials;
+pub(crate) use stackpack_aws::http::error_chain;
+pub use stackpack_aws::http::{percent_encode, tls};
 
 /// Manifests accepted when reading.
 const MANIFEST_TYPES: &[&str] = &[
@@ -210,18 +204,6 @@ fn error_messages(body: &str) -> String {
             .join("; "),
         _ => body.trim().chars().take(500).collect(),
     }
-}
-
-/// reqwest's message and every cause under it.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// What rustls says when the peer answers a TLS hello in plain HTTP.
@@ -915,19 +897,6 @@ impl Remote {
         self.push_manifest(repository, &tag, &index.to_bytes(), media_type::OCI_INDEX)
     }
 }
-
-/// Percent-encodes a URL path segment or query value: RFC 3986's unreserved
-/// characters stay, every other byte is `%XX` (also AWS Signature Version 4's rule).
-pub fn percent_encode(value: &str) -> String {
-    percent_encoding::utf8_percent_encode(value, UNRESERVED_KEPT).to_string()
-}
-
-/// Every byte but RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`).
-const UNRESERVED_KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
 
 #[cfg(test)]
 mod tests {
