@@ -47,7 +47,15 @@ fn config(args: &ServeArgs, file: &ServeFile) -> Result<Config> {
     }
     config.public_url = args.public_url.clone().or_else(|| file.public_url.clone());
     if let Some(n) = args.database_connections.or(file.database_connections) {
-        config.database_connections = usize::from(n.clamp(1, 256));
+        // The flag's parser holds it to 1..=256 already; the file's value is held
+        // to the same range here, refused rather than quietly changed.
+        if !(1..=256).contains(&n) {
+            return Err(Error::usage(format!(
+                "`database-connections = {n}` in the configuration file is out of range"
+            ))
+            .hint("give 1 to 256 connections per pool (4 by default)"));
+        }
+        config.database_connections = usize::from(n);
     }
     if let Some(secs) = args.rollout_tick_secs.or(file.rollout_tick_secs) {
         config.rollout_tick = Duration::from_secs(secs.max(1));

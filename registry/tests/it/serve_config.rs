@@ -153,6 +153,20 @@ fn a_typo_in_the_config_file_is_refused_naming_the_key_and_its_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("[[alert]]"), "{stderr}");
+
+    // A pool size the flag would refuse is refused from the file too, not changed.
+    let data = dir.path().join("pool-data");
+    std::fs::write(
+        &config,
+        format!("data = \"{}\"\ndatabase-connections = 0\n", data.display()),
+    )
+    .unwrap();
+    let out = serve_fails(&["--config", config.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("database-connections = 0"), "{stderr}");
+    assert!(stderr.contains("1 to 256"), "{stderr}");
+    assert!(!data.exists(), "nothing was made");
 }
 
 #[test]
