@@ -125,7 +125,7 @@ impl AwsApi {
                 detail: crate::http::error_chain(&e),
             })?;
             let status = answer.status().as_u16();
-            let body = answer.text().await.unwrap_or_default();
+            let body = crate::http::answer_text(answer).await;
             Ok((status, body))
         })
     }

@@ -180,7 +180,7 @@ impl S3Client {
             })?;
             let status = answer.status().as_u16();
             let headers = answer.headers().clone();
-            let body = answer.text().await.unwrap_or_default();
+            let body = crate::http::answer_text(answer).await;
             Ok(Answer {
                 status,
                 headers,
@@ -439,7 +439,7 @@ impl S3Objects {
     async fn refusal(&self, operation: &'static str, answer: reqwest::Response) -> S3Error {
         let status = answer.status().as_u16();
         let headers = answer.headers().clone();
-        let body = answer.text().await.unwrap_or_default();
+        let body = crate::http::answer_text(answer).await;
         answer_error(
             &self.region,
             &self.credentials,
@@ -531,7 +531,7 @@ impl S3Objects {
         if !answer.status().is_success() {
             return Err(self.refusal("CreateMultipartUpload", answer).await);
         }
-        let body = answer.text().await.unwrap_or_default();
+        let body = crate::http::answer_text(answer).await;
         xml::read::<xml::MultipartUpload>(&body)
             .and_then(|upload| upload.upload_id)
             .ok_or_else(|| S3Error::Failed {
@@ -596,7 +596,7 @@ impl S3Objects {
             return Err(self.refusal("CompleteMultipartUpload", answer).await);
         }
         // S3 may answer 200 and still fail, with an `<Error>` document.
-        let text = answer.text().await.unwrap_or_default();
+        let text = crate::http::answer_text(answer).await;
         if xml::root_name(&text).as_deref() == Some("Error") {
             return Err(S3Error::Failed {
                 operation: "CompleteMultipartUpload",
@@ -639,7 +639,7 @@ impl S3Objects {
             if !answer.status().is_success() {
                 return Err(self.refusal("ListObjectsV2", answer).await);
             }
-            let body = answer.text().await.unwrap_or_default();
+            let body = crate::http::answer_text(answer).await;
             let listing = xml::read::<xml::Listing>(&body).unwrap_or_default();
             objects.extend(listing.contents.into_iter().filter_map(|item| {
                 Some(ObjectInfo {
