@@ -69,7 +69,7 @@ pub fn add<C: Sql + ?Sized>(
 ) -> Result<i64, C::Error> {
     let events = events.join(",");
     let row = conn.query_one(
-        "INSERT INTO alerts (webhook, events, source, created) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO alerts (webhook, events, source, created) VALUES ($1, $2, $3, $4)
          ON CONFLICT (webhook, source) DO UPDATE SET events = excluded.events
          RETURNING id",
         &[
@@ -84,8 +84,8 @@ pub fn add<C: Sql + ?Sized>(
 
 /// Removes a webhook and its undelivered events; false when there was none.
 pub fn remove<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<bool, C::Error> {
-    conn.execute("DELETE FROM alert_outbox WHERE alert = ?1", &[id.into()])?;
-    Ok(conn.execute("DELETE FROM alerts WHERE id = ?1", &[id.into()])? > 0)
+    conn.execute("DELETE FROM alert_outbox WHERE alert = $1", &[id.into()])?;
+    Ok(conn.execute("DELETE FROM alerts WHERE id = $1", &[id.into()])? > 0)
 }
 
 /// Removes the webhooks from the configuration that it no longer names.
@@ -129,7 +129,7 @@ pub fn enqueue<C: Sql + ?Sized>(
     for id in &ids {
         conn.execute(
             "INSERT INTO alert_outbox (alert, event, body, customer, created, next_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
             &[
                 (*id).into(),
                 event.into(),
@@ -192,10 +192,10 @@ pub fn claim<C: Sql + ?Sized>(
     let rows = conn.query(
         "SELECT o.id, o.alert, a.webhook, o.body, o.customer, o.attempts FROM alert_outbox o
          JOIN alerts a ON a.id = o.alert
-         WHERE o.next_ns <= ?1 AND o.claimed_until_ns <= ?1
+         WHERE o.next_ns <= $1 AND o.claimed_until_ns <= $1
            AND NOT EXISTS (SELECT 1 FROM alert_outbox p WHERE p.alert = o.alert
-               AND p.customer = o.customer AND p.claimed_until_ns > ?1)
-         ORDER BY o.next_ns, o.id LIMIT ?2",
+               AND p.customer = o.customer AND p.claimed_until_ns > $1)
+         ORDER BY o.next_ns, o.id LIMIT $2",
         &[
             now_ns.into(),
             i64::try_from(limit).unwrap_or(i64::MAX).into(),
@@ -212,7 +212,7 @@ pub fn claim<C: Sql + ?Sized>(
         let together = due.iter().filter(|d| same_key(d, item)).count() as i64;
         let until = now_ns.saturating_add(per_event_ns.saturating_mul(together + 1));
         let taken = conn.execute(
-            "UPDATE alert_outbox SET claimed_until_ns = ?2 WHERE id = ?1 AND claimed_until_ns <= ?3",
+            "UPDATE alert_outbox SET claimed_until_ns = $2 WHERE id = $1 AND claimed_until_ns <= $3",
             &[item.id.into(), until.into(), now_ns.into()],
         )?;
         if taken == 0 {
@@ -236,7 +236,7 @@ pub fn claim<C: Sql + ?Sized>(
 pub fn unclaim<C: Sql + ?Sized>(conn: &C, ids: &[i64]) -> Result<(), C::Error> {
     for id in ids {
         conn.execute(
-            "UPDATE alert_outbox SET claimed_until_ns = 0 WHERE id = ?1",
+            "UPDATE alert_outbox SET claimed_until_ns = 0 WHERE id = $1",
             &[(*id).into()],
         )?;
     }
@@ -245,10 +245,10 @@ pub fn unclaim<C: Sql + ?Sized>(conn: &C, ids: &[i64]) -> Result<(), C::Error> {
 
 /// A delivery that succeeded: the event leaves the outbox.
 pub fn delivered<C: Sql + ?Sized>(conn: &C, due: &Due, now: &str) -> Result<(), C::Error> {
-    conn.execute("DELETE FROM alert_outbox WHERE id = ?1", &[due.id.into()])?;
+    conn.execute("DELETE FROM alert_outbox WHERE id = $1", &[due.id.into()])?;
     conn.execute(
-        "UPDATE alerts SET delivered = delivered + 1, last_ok_at = ?2, last_error = NULL,
-             last_error_at = NULL WHERE id = ?1",
+        "UPDATE alerts SET delivered = delivered + 1, last_ok_at = $2, last_error = NULL,
+             last_error_at = NULL WHERE id = $1",
         &[due.alert.into(), now.into()],
     )?;
     Ok(())
@@ -264,14 +264,14 @@ pub fn failed<C: Sql + ?Sized>(
 ) -> Result<(), C::Error> {
     match next_ns {
         Some(next) => conn.execute(
-            "UPDATE alert_outbox SET attempts = attempts + 1, next_ns = ?2, claimed_until_ns = 0
-             WHERE id = ?1",
+            "UPDATE alert_outbox SET attempts = attempts + 1, next_ns = $2, claimed_until_ns = 0
+             WHERE id = $1",
             &[due.id.into(), next.into()],
         )?,
-        None => conn.execute("DELETE FROM alert_outbox WHERE id = ?1", &[due.id.into()])?,
+        None => conn.execute("DELETE FROM alert_outbox WHERE id = $1", &[due.id.into()])?,
     };
     conn.execute(
-        "UPDATE alerts SET last_error = ?2, last_error_at = ?3 WHERE id = ?1",
+        "UPDATE alerts SET last_error = $2, last_error_at = $3 WHERE id = $1",
         &[due.alert.into(), error.into(), now.into()],
     )?;
     Ok(())
@@ -302,7 +302,7 @@ pub fn cell_flags<C: Sql + ?Sized>(
     // `behind > 0` is an integer on SQLite and a boolean on PostgreSQL: both read
     // as a `bool`.
     let row = conn.query_opt(
-        "SELECT failed, drifted, behind > 0 AS behind FROM fleet_cells WHERE customer = ?1 AND stack = ?2",
+        "SELECT failed, drifted, behind > 0 AS behind FROM fleet_cells WHERE customer = $1 AND stack = $2",
         &[customer.into(), stack.into()],
     )?;
     let flags = |r: &Row| Ok::<_, Decode>((r.get("failed")?, r.get("drifted")?, r.get("behind")?));
@@ -320,8 +320,8 @@ pub fn newly_silent<C: Sql + ?Sized>(
     now: &str,
 ) -> Result<Vec<(String, String)>, C::Error> {
     let rows = conn.query(
-        "UPDATE customers SET silent_since = ?2
-         WHERE last_seen_ns IS NOT NULL AND last_seen_ns < ?1 AND silent_since IS NULL
+        "UPDATE customers SET silent_since = $2
+         WHERE last_seen_ns IS NOT NULL AND last_seen_ns < $1 AND silent_since IS NULL
          RETURNING id, last_seen",
         &[before_ns.into(), now.into()],
     )?;
@@ -337,7 +337,7 @@ pub fn newly_silent<C: Sql + ?Sized>(
 /// A receipt arrived: the customer is no longer silent.
 pub fn heard_from<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE customers SET silent_since = NULL WHERE id = ?1 AND silent_since IS NOT NULL",
+        "UPDATE customers SET silent_since = NULL WHERE id = $1 AND silent_since IS NOT NULL",
         &[customer.into()],
     )?;
     Ok(())
@@ -351,7 +351,7 @@ pub fn up_to_date<C: Sql + ?Sized>(tx: &C, stack: &str) -> Result<Vec<(String, S
     }
     let rows = tx.query(
         "SELECT customer, version FROM fleet_cells
-         WHERE stack = ?1 AND behind = 0 AND version IS NOT NULL",
+         WHERE stack = $1 AND behind = 0 AND version IS NOT NULL",
         &[stack.into()],
     )?;
     // Sorted here, not by the query, which keeps the plan SQLite has always had;

@@ -11,7 +11,7 @@ pub fn size_in_repo<C: Sql + ?Sized>(
 ) -> Result<Option<u64>, C::Error> {
     let row = conn.query_opt(
         "SELECT b.size FROM repo_blobs r JOIN blobs b ON b.digest = r.digest
-         WHERE r.repo = ?1 AND r.digest = ?2",
+         WHERE r.repo = $1 AND r.digest = $2",
         &[repo.into(), digest.into()],
     )?;
     Ok(row.map(|r| r.get("size")).transpose()?)
@@ -19,7 +19,7 @@ pub fn size_in_repo<C: Sql + ?Sized>(
 
 /// The blob's size, if it is stored at all.
 pub fn size<C: Sql + ?Sized>(conn: &C, digest: &str) -> Result<Option<u64>, C::Error> {
-    let row = conn.query_opt("SELECT size FROM blobs WHERE digest = ?1", &[digest.into()])?;
+    let row = conn.query_opt("SELECT size FROM blobs WHERE digest = $1", &[digest.into()])?;
     Ok(row.map(|r| r.get("size")).transpose()?)
 }
 
@@ -32,7 +32,7 @@ pub fn insert_and_link<C: Sql + ?Sized>(
     now: i64,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "INSERT INTO blobs (digest, size, created) VALUES (?1, ?2, ?3)
+        "INSERT INTO blobs (digest, size, created) VALUES ($1, $2, $3)
          ON CONFLICT DO NOTHING",
         &[digest.into(), (size as i64).into(), now.into()],
     )?;
@@ -41,7 +41,7 @@ pub fn insert_and_link<C: Sql + ?Sized>(
 
 pub fn link<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<(), C::Error> {
     conn.execute(
-        "INSERT INTO repo_blobs (repo, digest) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        "INSERT INTO repo_blobs (repo, digest) VALUES ($1, $2) ON CONFLICT DO NOTHING",
         &[repo.into(), digest.into()],
     )?;
     Ok(())
@@ -50,7 +50,7 @@ pub fn link<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<(), C
 /// Removes `repo`'s link; the bytes stay until `gc`. True when a link was removed.
 pub fn unlink<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<bool, C::Error> {
     let removed = conn.execute(
-        "DELETE FROM repo_blobs WHERE repo = ?1 AND digest = ?2",
+        "DELETE FROM repo_blobs WHERE repo = $1 AND digest = $2",
         &[repo.into(), digest.into()],
     )?;
     Ok(removed > 0)
@@ -63,7 +63,7 @@ pub fn referenced_in_repo<C: Sql + ?Sized>(
     digest: &str,
 ) -> Result<bool, C::Error> {
     let row = conn.query_opt(
-        "SELECT 1 FROM manifest_refs WHERE repo = ?1 AND child = ?2 AND kind = 'blob' LIMIT 1",
+        "SELECT 1 FROM manifest_refs WHERE repo = $1 AND child = $2 AND kind = 'blob' LIMIT 1",
         &[repo.into(), digest.into()],
     )?;
     Ok(row.is_some())
@@ -77,9 +77,9 @@ pub fn unreferenced<C: Sql + ?Sized>(
     limit: usize,
 ) -> Result<Vec<String>, C::Error> {
     let rows = conn.query(
-        "SELECT digest FROM blobs b WHERE created <= ?1 AND NOT EXISTS (
+        "SELECT digest FROM blobs b WHERE created <= $1 AND NOT EXISTS (
              SELECT 1 FROM manifest_refs m WHERE m.child = b.digest AND m.kind = 'blob')
-         LIMIT ?2",
+         LIMIT $2",
         &[before.into(), (limit as i64).into()],
     )?;
     Ok(rows
@@ -91,8 +91,8 @@ pub fn unreferenced<C: Sql + ?Sized>(
 /// Deletes the rows (and repository links) of `digests`.
 pub fn delete_rows<C: Sql + ?Sized>(conn: &C, digests: &[String]) -> Result<(), C::Error> {
     for digest in digests {
-        conn.execute("DELETE FROM repo_blobs WHERE digest = ?1", &[digest.into()])?;
-        conn.execute("DELETE FROM blobs WHERE digest = ?1", &[digest.into()])?;
+        conn.execute("DELETE FROM repo_blobs WHERE digest = $1", &[digest.into()])?;
+        conn.execute("DELETE FROM blobs WHERE digest = $1", &[digest.into()])?;
     }
     Ok(())
 }

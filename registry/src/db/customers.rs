@@ -7,7 +7,7 @@
 //! `releases` and `fleet_stack_versions` (PG7), which `stacks`, `versions` and
 //! `cell_receipts` also read.
 
-use super::sql::{from_rows, Decode, FromRow, Row, Sql};
+use super::sql::{from_rows, Decode, Dialects, FromRow, Row, Sql};
 use serde::Serialize;
 
 /// What the vendor knows of a customer beyond its receipts.
@@ -52,7 +52,7 @@ pub fn set_details<C: Sql + ?Sized>(
         if let Some(value) = value.as_deref() {
             let value = (!value.is_empty()).then_some(value);
             conn.execute(
-                &format!("UPDATE customers SET {column} = ?2 WHERE id = ?1"),
+                &format!("UPDATE customers SET {column} = $2 WHERE id = $1"),
                 &[id.into(), value.into()],
             )?;
         }
@@ -62,7 +62,7 @@ pub fn set_details<C: Sql + ?Sized>(
 
 pub fn details<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Details>, C::Error> {
     let row = conn.query_opt(
-        "SELECT account, region, environment, contact, notes FROM customers WHERE id = ?1",
+        "SELECT account, region, environment, contact, notes FROM customers WHERE id = $1",
         &[id.into()],
     )?;
     Ok(row.as_ref().map(Details::from_row).transpose()?)
@@ -112,7 +112,8 @@ pub fn contains_pattern(text: &str) -> String {
     out
 }
 
-const SEARCH: &str = "SELECT c.id, c.name, c.environment, c.account, c.region, c.last_seen,
+const SEARCH: Dialects = Dialects {
+    sqlite: "SELECT c.id, c.name, c.environment, c.account, c.region, c.last_seen,
              (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.version IS NOT NULL)
                  AS stacks,
              (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.failed = 1)
@@ -122,21 +123,47 @@ const SEARCH: &str = "SELECT c.id, c.name, c.environment, c.account, c.region, c
          FROM customers c
          WHERE c.id IN (
              SELECT id FROM (SELECT id FROM customers
-                 WHERE ?1 = '' OR lower(id) LIKE ?2 ESCAPE '\\'
-                     OR lower(name) LIKE ?2 ESCAPE '\\' OR lower(account) LIKE ?2 ESCAPE '\\'
-                 ORDER BY id LIMIT ?3) AS by_text
+                 WHERE $1 = '' OR lower(id) LIKE $2 ESCAPE '\\'
+                     OR lower(name) LIKE $2 ESCAPE '\\' OR lower(account) LIKE $2 ESCAPE '\\'
+                 ORDER BY id LIMIT $3) AS by_text
              UNION ALL SELECT customer FROM (SELECT customer
                  FROM fleet_cells INDEXED BY fleet_cells_stack
-                 WHERE stack = ?1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT ?3) AS by_stack
+                 WHERE stack = $1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT $3) AS by_stack
              UNION ALL SELECT customer FROM (SELECT customer
                  FROM fleet_cells INDEXED BY fleet_cells_stack_unattempted
-                 WHERE stack = ?1 AND attempt_id IS NULL ORDER BY customer LIMIT ?3)
+                 WHERE stack = $1 AND attempt_id IS NULL ORDER BY customer LIMIT $3)
                  AS by_unattempted_stack
              UNION ALL SELECT customer FROM (SELECT DISTINCT customer
                  FROM fleet_cells INDEXED BY fleet_cells_version_customer
-                 WHERE version = ?1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT ?3)
+                 WHERE version = $1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT $3)
                  AS by_version)
-         ORDER BY c.id LIMIT ?3";
+         ORDER BY c.id LIMIT $3",
+    postgres: "SELECT c.id, c.name, c.environment, c.account, c.region, c.last_seen,
+             (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.version IS NOT NULL)
+                 AS stacks,
+             (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.failed = 1)
+                 AS failed,
+             (SELECT COUNT(*) FROM fleet_cells f WHERE f.customer = c.id AND f.drifted = 1)
+                 AS drifted
+         FROM customers c
+         WHERE c.id IN (
+             SELECT id FROM (SELECT id FROM customers
+                 WHERE $1 = '' OR lower(id) LIKE $2 ESCAPE '\\'
+                     OR lower(name) LIKE $2 ESCAPE '\\' OR lower(account) LIKE $2 ESCAPE '\\'
+                 ORDER BY id LIMIT $3) AS by_text
+             UNION ALL SELECT customer FROM (SELECT customer
+                 FROM fleet_cells
+                 WHERE stack = $1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT $3) AS by_stack
+             UNION ALL SELECT customer FROM (SELECT customer
+                 FROM fleet_cells
+                 WHERE stack = $1 AND attempt_id IS NULL ORDER BY customer LIMIT $3)
+                 AS by_unattempted_stack
+             UNION ALL SELECT customer FROM (SELECT DISTINCT customer
+                 FROM fleet_cells
+                 WHERE version = $1 AND attempt_id IS NOT NULL ORDER BY customer LIMIT $3)
+                 AS by_version)
+         ORDER BY c.id LIMIT $3",
+};
 
 /// Customers whose id, name or account contains `q`, or who run a stack named `q`
 /// or a version `q` of any stack; all customers when `q` is empty. At most `limit`,
@@ -146,7 +173,7 @@ const SEARCH: &str = "SELECT c.id, c.name, c.environment, c.account, c.region, c
 /// order off an index and stopped there (a version most of the fleet runs would
 /// otherwise gather every one of its cells); the first `limit` of their union are
 /// the first `limit` of all matches. (`INDEXED BY` holds SQLite to those indexes;
-/// the PostgreSQL side drops it, see `sql::postgres_text`.)
+/// PostgreSQL's text has none, see `sql::Dialects`.)
 pub fn search<C: Sql + ?Sized>(
     conn: &C,
     q: &str,
@@ -155,7 +182,10 @@ pub fn search<C: Sql + ?Sized>(
     let q = q.trim();
     let pattern = contains_pattern(q);
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = conn.query(SEARCH, &[q.into(), pattern.as_str().into(), limit.into()])?;
+    let rows = conn.query(
+        conn.text(&SEARCH),
+        &[q.into(), pattern.as_str().into(), limit.into()],
+    )?;
     Ok(from_rows(&rows)?)
 }
 
@@ -200,7 +230,7 @@ const STACKS: &str = "WITH cells AS (SELECT stack,
              CAST(COALESCE(c.failed, 0) AS BIGINT) AS failed,
              CAST(COALESCE(c.drifted, 0) AS BIGINT) AS drifted
          FROM names n LEFT JOIN cells c ON c.stack = n.stack
-         WHERE lower(n.stack) LIKE ?1 ESCAPE '\\' ORDER BY n.stack";
+         WHERE lower(n.stack) LIKE $1 ESCAPE '\\' ORDER BY n.stack";
 
 /// Stacks whose name contains `q` (all when empty), with their published versions,
 /// the latest stable one, and how many customers run, failed and drifted on each:
@@ -243,13 +273,13 @@ pub fn versions<C: Sql + ?Sized>(conn: &C, stack: &str) -> Result<Vec<VersionLin
     let mut running = std::collections::HashMap::<String, u64>::new();
     for r in conn.query(
         "SELECT version, cells FROM fleet_stack_versions
-         WHERE stack = ?1 AND version <> '' AND cells > 0",
+         WHERE stack = $1 AND version <> '' AND cells > 0",
         &[stack.into()],
     )? {
         running.insert(r.get("version")?, r.get("cells")?);
     }
     let published = conn.query(
-        "SELECT version, version_key, published_at, prerelease FROM releases WHERE stack = ?1",
+        "SELECT version, version_key, published_at, prerelease FROM releases WHERE stack = $1",
         &[stack.into()],
     )?;
     let line = |r: &Row| {
@@ -296,12 +326,11 @@ pub struct CellReceipts {
     pub newest: Option<String>,
 }
 
-pub fn cell_receipts<C: Sql + ?Sized>(
-    conn: &C,
-    customer: &str,
-) -> Result<std::collections::BTreeMap<String, CellReceipts>, C::Error> {
-    let rows = conn.query(
-        "SELECT f.stack,
+/// Per stack of a customer: its newest failure not followed by a success, its
+/// drift and its newest receipt (`INDEXED BY` reads the failures through
+/// `receipts_current`).
+const CELL_RECEIPTS: Dialects = Dialects {
+    sqlite: "SELECT f.stack,
          (SELECT document FROM receipts r INDEXED BY receipts_current
              WHERE r.customer = f.customer AND r.stack = f.stack AND r.outcome = 'failed'
              AND r.kind IN ('apply', 'rollback', 'destroy', 'plan')
@@ -316,9 +345,30 @@ pub fn cell_receipts<C: Sql + ?Sized>(
              ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1) AS newest
      FROM fleet_cells f
      LEFT JOIN receipts d ON d.id = f.drift_id AND f.drifted = 1
-     WHERE f.customer = ?1",
-        &[customer.into()],
-    )?;
+     WHERE f.customer = $1",
+    postgres: "SELECT f.stack,
+         (SELECT document FROM receipts r
+             WHERE r.customer = f.customer AND r.stack = f.stack AND r.outcome = 'failed'
+             AND r.kind IN ('apply', 'rollback', 'destroy', 'plan')
+             AND NOT EXISTS (SELECT 1 FROM receipts s
+                 WHERE s.customer = r.customer AND s.stack = r.stack
+                 AND (s.kind = 'apply' OR (r.kind = 'plan' AND s.kind = 'plan'))
+                 AND s.outcome IN ('succeeded', 'no-changes')
+                 AND s.finished_ns > r.finished_ns)
+             ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1) AS failed,
+         d.document AS drifted,
+         (SELECT document FROM receipts r WHERE r.customer = f.customer AND r.stack = f.stack
+             ORDER BY r.finished_ns DESC, r.received_at DESC, r.id LIMIT 1) AS newest
+     FROM fleet_cells f
+     LEFT JOIN receipts d ON d.id = f.drift_id AND f.drifted = 1
+     WHERE f.customer = $1",
+};
+
+pub fn cell_receipts<C: Sql + ?Sized>(
+    conn: &C,
+    customer: &str,
+) -> Result<std::collections::BTreeMap<String, CellReceipts>, C::Error> {
+    let rows = conn.query(conn.text(&CELL_RECEIPTS), &[customer.into()])?;
     let cell = |r: &Row| {
         Ok::<_, Decode>((
             r.get::<String>("stack")?,
@@ -340,7 +390,7 @@ pub fn index_plans(
     let search: [&dyn rusqlite::ToSql; 3] = [&"1.19.0", &"%1.19.0%", &201i64];
     let stacks: [&dyn rusqlite::ToSql; 1] = [&"%%"];
     [
-        ("search", SEARCH, &search[..]),
+        ("search", SEARCH.sqlite, &search[..]),
         ("stacks", STACKS, &stacks[..]),
     ]
     .into_iter()

@@ -9,10 +9,10 @@
 //! trigger function as SQLite's V16 triggers keep it). The plan helpers
 //! ([`fleet_plan`], [`running_plan`]) are SQLite's alone.
 
-use rusqlite::{params_from_iter, Connection};
+use rusqlite::Connection;
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
-use super::sql::{Decode, FromRow, Param, Row, Sql};
+use super::sql::{Decode, Dialect, FromRow, Param, Row, Sql};
 
 use crate::api::{Attempt, Customer, Deployment, FleetRow, Running};
 use crate::timestamp::Timestamp;
@@ -65,7 +65,7 @@ impl<'a> Statement<'a> {
     /// Binds `value` and returns its placeholder.
     fn bind(&mut self, value: impl Into<Param<'a>>) -> String {
         self.params.push(value.into());
-        format!("?{}", self.params.len())
+        format!("${}", self.params.len())
     }
 
     fn when(&mut self, condition: impl Into<String>) {
@@ -148,7 +148,7 @@ fn carrier_cells<C: Sql + ?Sized>(
     let below_is = match below {
         Some(key) => {
             params.push(key.into());
-            "AND m.module_version_key < ?2"
+            "AND m.module_version_key < $2"
         }
         None => "",
     };
@@ -156,7 +156,7 @@ fn carrier_cells<C: Sql + ?Sized>(
         &format!(
             "SELECT COUNT(*) AS n FROM (SELECT 1 FROM fleet_cells f
              WHERE f.attempt_id IS NOT NULL AND (f.version, f.stack) IN (
-                 SELECT m.version, m.stack FROM release_modules m WHERE m.module = ?1 {below_is})
+                 SELECT m.version, m.stack FROM release_modules m WHERE m.module = $1 {below_is})
              LIMIT {}) AS carriers",
             FEW_CARRIER_CELLS + 1
         ),
@@ -185,7 +185,7 @@ pub fn fleet_page<C: Sql + ?Sized>(
         },
         None => Carriers::Many,
     };
-    let (sql, q) = fleet_statement(filter, carriers, after, limit);
+    let (sql, q) = fleet_statement(conn.dialect(), filter, carriers, after, limit);
     let rows = conn.query(&sql, &q.params)?;
     let mut rows: Vec<FleetRow> = rows
         .iter()
@@ -200,6 +200,7 @@ pub fn fleet_page<C: Sql + ?Sized>(
 }
 
 fn fleet_statement<'a>(
+    dialect: Dialect,
     filter: &'a Filter<'a>,
     carriers: Carriers,
     after: Option<(&'a str, &'a str)>,
@@ -207,7 +208,7 @@ fn fleet_statement<'a>(
 ) -> (String, Statement<'a>) {
     let mut q = Statement::default();
     let from = if filter.needs_a_cell() {
-        cell_conditions(&mut q, filter, carriers, after);
+        cell_conditions(&mut q, dialect, filter, carriers, after);
         "fleet_cells f JOIN customers c ON c.id = f.customer"
     } else {
         // Driven by the customers (by id, or through an index on environment or last
@@ -224,9 +225,13 @@ fn fleet_statement<'a>(
         "customers c LEFT JOIN fleet_cells f ON f.customer = c.id AND f.attempt_id IS NOT NULL"
     };
     // Driven by the cells, the customer's environment and silence are checked on
-    // each cell's customer (`+` keeps SQLite from driving by their indexes, which
-    // would read every production customer's cells to find a few prereleases).
-    let customer_column = if filter.needs_a_cell() { "+c" } else { "c" };
+    // each cell's customer (not driving by their indexes, which would read every
+    // production customer's cells to find a few prereleases).
+    let customer_column = if filter.needs_a_cell() {
+        not_by_index(dialect, "c")
+    } else {
+        "c".to_string()
+    };
     if let Some(environment) = filter.environment {
         let p = q.bind(environment);
         q.when(format!("{customer_column}.environment = {p}"));
@@ -254,6 +259,7 @@ fn fleet_statement<'a>(
 /// key order, so the page is read straight off it.
 fn cell_conditions<'a>(
     q: &mut Statement<'a>,
+    dialect: Dialect,
     filter: &'a Filter<'a>,
     carriers: Carriers,
     after: Option<(&'a str, &'a str)>,
@@ -297,9 +303,9 @@ fn cell_conditions<'a>(
         // checked on each, so a page stops after its rows instead of sorting
         // every cell below the version.
         let column = if filter.stack.is_some() {
-            "+f.version_key"
+            not_by_index(dialect, "f.version_key")
         } else {
-            "f.version_key"
+            "f.version_key".to_string()
         };
         q.when(format!("{column} < {p}"));
     }
@@ -333,7 +339,7 @@ pub fn runner_count<C: Sql + ?Sized>(
 ) -> Result<u64, C::Error> {
     let row = conn.query_one(
         "SELECT COUNT(*) AS n FROM fleet_cells f
-         WHERE f.version = ?2 AND f.stack = ?1 AND f.attempt_id IS NOT NULL",
+         WHERE f.version = $2 AND f.stack = $1 AND f.attempt_id IS NOT NULL",
         &[stack.into(), version.into()],
     )?;
     Ok(row.get("n")?)
@@ -480,9 +486,18 @@ pub fn history_page<C: Sql + ?Sized>(
 /// The plan SQLite picks for a statement, one line per step (`SCAN f`, `SEARCH f
 /// USING INDEX …`, `USE TEMP B-TREE FOR ORDER BY`).
 fn plan(conn: &Connection, (sql, q): (String, Statement<'_>)) -> rusqlite::Result<Vec<String>> {
-    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-        .query_map(params_from_iter(q.params.iter()), |r| r.get("detail"))?
-        .collect()
+    let values: Vec<&dyn rusqlite::ToSql> = q.params.iter().map(|p| p as _).collect();
+    super::query_plan(conn, &sql, &values)
+}
+
+/// `column` written so that SQLite does not drive a query by its index (a unary
+/// `+`, SQLite's way of saying so); PostgreSQL has no such syntax (no unary `+` for
+/// text or bytes) and plans by its own statistics.
+fn not_by_index(dialect: Dialect, column: &str) -> String {
+    match dialect {
+        Dialect::Sqlite => format!("+{column}"),
+        Dialect::Postgres => column.to_string(),
+    }
 }
 
 /// The plan of a fleet page with `filter` (after a cursor when `after`), for the
@@ -493,7 +508,10 @@ pub fn fleet_plan(
     carriers: Carriers,
     after: Option<(&str, &str)>,
 ) -> rusqlite::Result<Vec<String>> {
-    plan(conn, fleet_statement(filter, carriers, after, 100))
+    plan(
+        conn,
+        fleet_statement(Dialect::Sqlite, filter, carriers, after, 100),
+    )
 }
 
 /// The plan of a page of one of support's lists.

@@ -12,11 +12,11 @@ use stackpack_schema::rollout::Approve;
 use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 
 pub const CUSTOMER_FORECAST_SQL: &str = "SELECT document FROM forecast_customers
-         WHERE release = ?1 AND version = ?2 AND customer = ?3";
+         WHERE release = $1 AND version = $2 AND customer = $3";
 pub const OPEN_MISS_SQL: &str = "SELECT customer, release, version, stack, receipt_id,
              differences, drifted, at
          FROM forecast_misses
-         WHERE release = ?1 AND version = ?2 AND customer = ?3 AND acknowledged = 0
+         WHERE release = $1 AND version = $2 AND customer = $3 AND acknowledged = 0
          ORDER BY id LIMIT 1";
 
 /// The queries a receipt's gate and the assignment poll run, for the query-plan test.
@@ -65,7 +65,7 @@ pub fn put<C: Sql + ?Sized>(
     conn.execute(
         "INSERT INTO forecasts
              (release, version, kind, digest, channel, created_at, received_at, document)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (release, version) DO UPDATE SET kind = excluded.kind,
              digest = excluded.digest, channel = excluded.channel,
              created_at = excluded.created_at, received_at = excluded.received_at,
@@ -82,7 +82,7 @@ pub fn put<C: Sql + ?Sized>(
         ],
     )?;
     conn.execute(
-        "DELETE FROM forecast_customers WHERE release = ?1 AND version = ?2",
+        "DELETE FROM forecast_customers WHERE release = $1 AND version = $2",
         &[release.into(), version.as_str().into()],
     )?;
     for customer in &forecast.customers {
@@ -91,7 +91,7 @@ pub fn put<C: Sql + ?Sized>(
         // (`forecast::store` refuses such a forecast before it gets here).
         conn.execute(
             "INSERT INTO forecast_customers (release, version, customer, outcome, document)
-             VALUES (?1, ?2, ?3, ?4, ?5)
+             VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (release, version, customer) DO UPDATE SET
                  outcome = excluded.outcome, document = excluded.document",
             &[
@@ -113,7 +113,7 @@ pub fn forecast<C: Sql + ?Sized>(
     version: &semver::Version,
 ) -> Result<Option<ReleaseForecast>, C::Error> {
     let row = conn.query_opt(
-        "SELECT document FROM forecasts WHERE release = ?1 AND version = ?2",
+        "SELECT document FROM forecasts WHERE release = $1 AND version = $2",
         &[release.into(), version.to_string().as_str().into()],
     )?;
     Ok(row.map(|r| json_column(&r, "document")).transpose()?)
@@ -145,7 +145,7 @@ pub fn insert_miss<C: Sql + ?Sized>(conn: &C, miss: &ForecastMiss) -> Result<boo
     let inserted = conn.execute(
         "INSERT INTO forecast_misses (release, version, customer, stack,
              receipt_id, differences, drifted, explained_by_drift, at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (receipt_id, stack) DO NOTHING",
         &[
             miss.release.as_str().into(),
@@ -189,7 +189,7 @@ pub fn misses<C: Sql + ?Sized>(
     let rows = conn.query(
         &format!(
             "SELECT {MISS_COLUMNS} FROM forecast_misses
-             WHERE release = ?1 AND version = ?2 ORDER BY id"
+             WHERE release = $1 AND version = $2 ORDER BY id"
         ),
         &[release.into(), version.to_string().as_str().into()],
     )?;
@@ -205,7 +205,7 @@ pub fn customer_misses<C: Sql + ?Sized>(
     let rows = conn.query(
         &format!(
             "SELECT {MISS_COLUMNS} FROM forecast_misses
-             WHERE customer = ?1 ORDER BY id DESC LIMIT ?2"
+             WHERE customer = $1 ORDER BY id DESC LIMIT $2"
         ),
         &[
             customer.into(),
@@ -224,7 +224,7 @@ pub fn acknowledge<C: Sql + ?Sized>(
 ) -> Result<u64, C::Error> {
     conn.execute(
         "UPDATE forecast_misses SET acknowledged = 1
-         WHERE release = ?1 AND version = ?2 AND acknowledged = 0",
+         WHERE release = $1 AND version = $2 AND acknowledged = 0",
         &[release.into(), version.to_string().as_str().into()],
     )
 }
@@ -236,7 +236,7 @@ pub fn set_approve<C: Sql + ?Sized>(
     approve: Approve,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE customers SET approve = ?2 WHERE id = ?1",
+        "UPDATE customers SET approve = $2 WHERE id = $1",
         &[customer.into(), approve.as_str().into()],
     )?;
     Ok(())
@@ -251,11 +251,11 @@ pub fn target_customers<C: Sql + ?Sized>(
     conn: &C,
     channel: Option<&str>,
 ) -> Result<Vec<TargetRow>, C::Error> {
-    // `CAST`: a bare `?1 IS NULL` gives PostgreSQL no type for the parameter.
+    // `CAST`: a bare `$1 IS NULL` gives PostgreSQL no type for the parameter.
     let filter = if channel.is_some() {
-        "WHERE channel = ?1"
+        "WHERE channel = $1"
     } else {
-        "WHERE CAST(?1 AS TEXT) IS NULL"
+        "WHERE CAST($1 AS TEXT) IS NULL"
     };
     let rows = conn.query(
         &format!("SELECT id, channel, wave, approve FROM customers {filter} ORDER BY id"),
@@ -280,7 +280,7 @@ pub fn running_stacks<C: Sql + ?Sized>(
 ) -> Result<Vec<(String, semver::Version, String)>, C::Error> {
     let rows = conn.query(
         "SELECT stack, version, digest FROM fleet_cells
-         WHERE customer = ?1 AND version IS NOT NULL AND digest IS NOT NULL ORDER BY stack",
+         WHERE customer = $1 AND version IS NOT NULL AND digest IS NOT NULL ORDER BY stack",
         &[customer.into()],
     )?;
     let stack =
@@ -291,7 +291,7 @@ pub fn running_stacks<C: Sql + ?Sized>(
 /// True when the registry holds a release (an index) named `name`.
 pub fn is_release<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<bool, C::Error> {
     let row = conn.query_one(
-        "SELECT EXISTS (SELECT 1 FROM release_indexes WHERE name = ?1) AS found",
+        "SELECT EXISTS (SELECT 1 FROM release_indexes WHERE name = $1) AS found",
         &[name.into()],
     )?;
     Ok(row.get("found")?)

@@ -33,9 +33,9 @@ pub fn take<C: Sql + ?Sized>(
     until_ns: i64,
 ) -> Result<Result<(), Held>, C::Error> {
     let taken = conn.execute(
-        "INSERT INTO leases (name, holder, until_ns) VALUES (?1, ?2, ?4)
+        "INSERT INTO leases (name, holder, until_ns) VALUES ($1, $2, $4)
          ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ns = excluded.until_ns
-         WHERE leases.holder = excluded.holder OR leases.until_ns <= ?3",
+         WHERE leases.holder = excluded.holder OR leases.until_ns <= $3",
         &[name.into(), holder.into(), now_ns.into(), until_ns.into()],
     )?;
     if taken > 0 {
@@ -50,7 +50,7 @@ pub fn take<C: Sql + ?Sized>(
 /// Who holds lease `name`, if anyone ever took it.
 pub fn holder_of<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Option<Held>, C::Error> {
     let row = conn.query_opt(
-        "SELECT holder, until_ns FROM leases WHERE name = ?1",
+        "SELECT holder, until_ns FROM leases WHERE name = $1",
         &[name.into()],
     )?;
     Ok(row.as_ref().map(Held::from_row).transpose()?)
@@ -59,7 +59,7 @@ pub fn holder_of<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Option<Held>, 
 /// Gives lease `name` back, if `holder` still holds it.
 pub fn give_back<C: Sql + ?Sized>(conn: &C, name: &str, holder: &str) -> Result<(), C::Error> {
     conn.execute(
-        "DELETE FROM leases WHERE name = ?1 AND holder = ?2",
+        "DELETE FROM leases WHERE name = $1 AND holder = $2",
         &[name.into(), holder.into()],
     )?;
     Ok(())
@@ -75,7 +75,7 @@ pub fn take_over<C: Sql + ?Sized>(
     until_ns: i64,
 ) -> Result<bool, C::Error> {
     let changed = conn.execute(
-        "UPDATE leases SET holder = ?2, until_ns = ?4 WHERE name = ?1 AND holder = ?3",
+        "UPDATE leases SET holder = $2, until_ns = $4 WHERE name = $1 AND holder = $3",
         &[name.into(), holder.into(), from.into(), until_ns.into()],
     )?;
     Ok(changed > 0)

@@ -12,7 +12,7 @@ use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use semver::Version;
 use stackpack_schema::Digest;
 
-use super::sql::{from_rows, Decode, FromRow, Param, Row, Sql};
+use super::sql::{from_rows, Decode, Dialects, FromRow, Param, Row, Sql};
 use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 use crate::timestamp::Timestamp;
 
@@ -29,7 +29,7 @@ pub fn record_release<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<bool, C:
     let changed = conn.execute(
         "INSERT INTO releases (stack, version, repository, digest, source_repository,
              source_commit, source_branch, created, published_at, prerelease, version_key, stable)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          ON CONFLICT (stack, version) DO UPDATE SET repository = excluded.repository,
              digest = excluded.digest, source_repository = excluded.source_repository,
              source_commit = excluded.source_commit, source_branch = excluded.source_branch,
@@ -70,8 +70,8 @@ pub fn upsert_release<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<(), C::E
 pub fn note_pusher<C: Sql + ?Sized>(conn: &C, r: &Release, token_id: &str) -> Result<(), C::Error> {
     let (version, digest) = (r.version.to_string(), r.digest.to_string());
     conn.execute(
-        "UPDATE releases SET pushed_by = ?4
-         WHERE stack = ?1 AND version = ?2 AND digest = ?3 AND pushed_by IS NULL",
+        "UPDATE releases SET pushed_by = $4
+         WHERE stack = $1 AND version = $2 AND digest = $3 AND pushed_by IS NULL",
         &[
             r.stack.as_str().into(),
             version.as_str().into(),
@@ -91,7 +91,7 @@ pub fn pusher<C: Sql + ?Sized>(
 ) -> Result<Option<(String, Option<String>)>, C::Error> {
     let row = conn.query_opt(
         "SELECT r.pushed_by, t.name FROM releases r LEFT JOIN tokens t ON t.id = r.pushed_by
-         WHERE r.stack = ?1 AND r.version = ?2 AND r.pushed_by IS NOT NULL",
+         WHERE r.stack = $1 AND r.version = $2 AND r.pushed_by IS NOT NULL",
         &[stack.into(), version.into()],
     )?;
     Ok(match row {
@@ -107,7 +107,7 @@ pub fn refresh_stack_behind<C: Sql + ?Sized>(conn: &C, stack: &str) -> Result<()
         "UPDATE fleet_cells SET behind = (SELECT COUNT(*) FROM releases r
              WHERE r.stack = fleet_cells.stack AND r.stable = 1
              AND r.version_key > fleet_cells.version_key)
-         WHERE stack = ?1",
+         WHERE stack = $1",
         &[stack.into()],
     )?;
     Ok(())
@@ -123,7 +123,7 @@ pub fn set_release_modules<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<(),
     }
     let version = r.version.to_string();
     conn.execute(
-        "DELETE FROM release_modules WHERE stack = ?1 AND version = ?2",
+        "DELETE FROM release_modules WHERE stack = $1 AND version = $2",
         &[r.stack.as_str().into(), version.as_str().into()],
     )?;
     for m in &r.modules {
@@ -131,7 +131,7 @@ pub fn set_release_modules<C: Sql + ?Sized>(conn: &C, r: &Release) -> Result<(),
         conn.execute(
             "INSERT INTO release_modules (stack, version, module, path, module_version,
                  digest, module_version_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (stack, version, path) DO UPDATE SET module = excluded.module,
                  module_version = excluded.module_version, digest = excluded.digest,
                  module_version_key = excluded.module_version_key",
@@ -168,7 +168,7 @@ pub fn release_modules<C: Sql + ?Sized>(
 ) -> Result<Vec<ReleaseModule>, C::Error> {
     let rows = conn.query(
         "SELECT module, path, module_version, digest FROM release_modules
-         WHERE stack = ?1 AND version = ?2 ORDER BY path",
+         WHERE stack = $1 AND version = $2 ORDER BY path",
         &[stack.into(), version.into()],
     )?;
     Ok(from_rows(&rows)?)
@@ -184,7 +184,7 @@ pub fn release<C: Sql + ?Sized>(
     version: &str,
 ) -> Result<Option<Release>, C::Error> {
     let row = conn.query_opt(
-        &format!("SELECT {RELEASE_COLUMNS} FROM releases WHERE stack = ?1 AND version = ?2"),
+        &format!("SELECT {RELEASE_COLUMNS} FROM releases WHERE stack = $1 AND version = $2"),
         &[stack.into(), version.into()],
     )?;
     Ok(row.as_ref().map(Release::from_row).transpose()?)
@@ -219,7 +219,7 @@ pub fn release_digest<C: Sql + ?Sized>(
 ) -> Result<Option<Digest>, C::Error> {
     let version = version.to_string();
     let row = conn.query_opt(
-        "SELECT digest FROM releases WHERE stack = ?1 AND version = ?2",
+        "SELECT digest FROM releases WHERE stack = $1 AND version = $2",
         &[stack.into(), version.as_str().into()],
     )?;
     Ok(row.map(|r| r.parsed("digest")).transpose()?)
@@ -236,7 +236,7 @@ pub fn releases_with_modules<C: Sql + ?Sized>(
     // `CAST`: PostgreSQL types a parameter at its first use, and `IS NULL` fixes none.
     let rows = conn.query(
         "SELECT stack, version, module, path, module_version, digest FROM release_modules
-         WHERE (CAST(?1 AS TEXT) IS NULL OR stack = ?1) ORDER BY path",
+         WHERE (CAST($1 AS TEXT) IS NULL OR stack = $1) ORDER BY path",
         &[stack.into()],
     )?;
     for r in &rows {
@@ -258,7 +258,7 @@ pub fn releases<C: Sql + ?Sized>(conn: &C, stack: Option<&str>) -> Result<Vec<Re
     let rows = conn.query(
         &format!(
             "SELECT {RELEASE_COLUMNS} FROM releases
-             WHERE (CAST(?1 AS TEXT) IS NULL OR stack = ?1) ORDER BY stack, published_at"
+             WHERE (CAST($1 AS TEXT) IS NULL OR stack = $1) ORDER BY stack, published_at"
         ),
         &[stack.into()],
     )?;
@@ -273,11 +273,11 @@ pub fn delete_release_by_digest<C: Sql + ?Sized>(
     digest: &str,
 ) -> Result<(), C::Error> {
     let stacks = conn.query(
-        "SELECT DISTINCT stack FROM releases WHERE repository = ?1 AND digest = ?2 AND stable = 1",
+        "SELECT DISTINCT stack FROM releases WHERE repository = $1 AND digest = $2 AND stable = 1",
         &[repo.into(), digest.into()],
     )?;
     conn.execute(
-        "DELETE FROM releases WHERE repository = ?1 AND digest = ?2",
+        "DELETE FROM releases WHERE repository = $1 AND digest = $2",
         &[repo.into(), digest.into()],
     )?;
     for stack in stacks {
@@ -307,7 +307,7 @@ pub fn register_customer<C: Sql + ?Sized>(
 ) -> Result<(), C::Error> {
     conn.execute(
         "INSERT INTO customers (id, name, environment, created, registered_at)
-         VALUES (?1, ?2, ?3, ?4, ?4)
+         VALUES ($1, $2, $3, $4, $4)
          ON CONFLICT (id) DO UPDATE SET name = COALESCE(excluded.name, customers.name),
              environment = COALESCE(excluded.environment, customers.environment),
              registered_at = COALESCE(customers.registered_at, excluded.registered_at)",
@@ -320,7 +320,7 @@ pub fn register_customer<C: Sql + ?Sized>(
 /// false for one unknown or known only from its receipts.
 pub fn is_registered<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<bool, C::Error> {
     let row = conn.query_one(
-        "SELECT EXISTS (SELECT 1 FROM customers WHERE id = ?1 AND registered_at IS NOT NULL)
+        "SELECT EXISTS (SELECT 1 FROM customers WHERE id = $1 AND registered_at IS NOT NULL)
              AS found",
         &[id.into()],
     )?;
@@ -330,7 +330,7 @@ pub fn is_registered<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<bool, C::Err
 /// Creates a customer first known from a receipt, not registered by the vendor.
 pub fn note_customer<C: Sql + ?Sized>(conn: &C, id: &str, now: &str) -> Result<(), C::Error> {
     conn.execute(
-        "INSERT INTO customers (id, created) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        "INSERT INTO customers (id, created) VALUES ($1, $2) ON CONFLICT DO NOTHING",
         &[id.into(), now.into()],
     )?;
     Ok(())
@@ -364,7 +364,7 @@ impl FromRow for Customer {
 }
 
 pub fn customer<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Customer>, C::Error> {
-    let row = conn.query_opt(&format!("{CUSTOMER_SELECT} WHERE c.id = ?1"), &[id.into()])?;
+    let row = conn.query_opt(&format!("{CUSTOMER_SELECT} WHERE c.id = $1"), &[id.into()])?;
     Ok(row.as_ref().map(Customer::from_row).transpose()?)
 }
 
@@ -376,7 +376,7 @@ pub fn installation_keys<C: Sql + ?Sized>(
 ) -> Result<Vec<(String, String, bool)>, C::Error> {
     let rows = conn.query(
         "SELECT key_id, public_key, revoked_at IS NOT NULL AS revoked FROM installation_keys
-         WHERE customer = ?1 ORDER BY key_id",
+         WHERE customer = $1 ORDER BY key_id",
         &[customer.into()],
     )?;
     let key =
@@ -392,8 +392,8 @@ pub fn revoke_installation_key<C: Sql + ?Sized>(
     now: &str,
 ) -> Result<bool, C::Error> {
     let changed = conn.execute(
-        "UPDATE installation_keys SET revoked_at = COALESCE(revoked_at, ?3)
-         WHERE customer = ?1 AND key_id = ?2",
+        "UPDATE installation_keys SET revoked_at = COALESCE(revoked_at, $3)
+         WHERE customer = $1 AND key_id = $2",
         &[customer.into(), key_id.into(), now.into()],
     )?;
     Ok(changed > 0)
@@ -447,7 +447,7 @@ pub fn installation_key_standing<C: Sql + ?Sized>(
 ) -> Result<Vec<InstallationKey>, C::Error> {
     let rows = conn.query(
         "SELECT key_id, revoked_at IS NOT NULL AS revoked, pinned_by FROM installation_keys
-         WHERE customer = ?1 ORDER BY key_id",
+         WHERE customer = $1 ORDER BY key_id",
         &[customer.into()],
     )?;
     let key = |r: &Row| {
@@ -467,7 +467,7 @@ pub fn customers_of_key<C: Sql + ?Sized>(
     public_key: &str,
 ) -> Result<Vec<String>, C::Error> {
     let rows = conn.query(
-        "SELECT customer FROM installation_keys WHERE public_key = ?1 ORDER BY customer",
+        "SELECT customer FROM installation_keys WHERE public_key = $1 ORDER BY customer",
         &[public_key.into()],
     )?;
     Ok(rows
@@ -488,7 +488,7 @@ pub fn add_installation_key<C: Sql + ?Sized>(
 ) -> Result<(), C::Error> {
     conn.execute(
         "INSERT INTO installation_keys (customer, key_id, public_key, first_seen, pinned_by)
-         VALUES (?1, ?2, ?3, ?4, ?5)
+         VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (customer, key_id) DO UPDATE SET pinned_by = 'admin'
          WHERE excluded.pinned_by = 'admin'",
         &[
@@ -504,7 +504,7 @@ pub fn add_installation_key<C: Sql + ?Sized>(
 
 /// The stored document of a receipt id, if any.
 pub fn receipt_document<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<String>, C::Error> {
-    let row = conn.query_opt("SELECT document FROM receipts WHERE id = ?1", &[id.into()])?;
+    let row = conn.query_opt("SELECT document FROM receipts WHERE id = $1", &[id.into()])?;
     Ok(row.map(|r| r.get("document")).transpose()?)
 }
 
@@ -523,7 +523,7 @@ pub fn insert_receipt<C: Sql + ?Sized>(
         "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
              started_at, finished_at, key_id, document, received_at, finished_ns,
              release_name, release_version, release_digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         &[
             d.receipt_id.as_str().into(),
             d.customer.as_str().into(),
@@ -622,22 +622,22 @@ pub fn deployments<C: Sql + ?Sized>(
     let rows = conn.query(
         &format!(
             "SELECT {DEPLOYMENT_COLUMNS} FROM receipts WHERE {customer_is} AND {stack_is}
-             ORDER BY finished_ns DESC, id LIMIT ?3"
+             ORDER BY finished_ns DESC, id LIMIT $3"
         ),
         &[customer.into(), stack.into(), (limit as i64).into()],
     )?;
     Ok(from_rows(&rows)?)
 }
 
-/// `column = ?N` when a value is given, else a condition that holds: spelled out per
-/// case rather than `?N IS NULL OR column = ?N`, which SQLite cannot answer from an
+/// `column = $N` when a value is given, else a condition that holds: spelled out per
+/// case rather than `$N IS NULL OR column = $N`, which SQLite cannot answer from an
 /// index. (`CAST`: PostgreSQL types a parameter at its first use, and `IS NULL`
 /// fixes none.)
 fn only(column: &str, param: u8, given: bool) -> String {
     if given {
-        format!("{column} = ?{param}")
+        format!("{column} = ${param}")
     } else {
-        format!("CAST(?{param} AS TEXT) IS NULL")
+        format!("CAST(${param} AS TEXT) IS NULL")
     }
 }
 
@@ -672,7 +672,7 @@ pub fn note_in_cell<C: Sql + ?Sized>(
     finished_ns: i64,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "INSERT INTO fleet_cells (customer, stack) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        "INSERT INTO fleet_cells (customer, stack) VALUES ($1, $2) ON CONFLICT DO NOTHING",
         &[d.customer.as_str().into(), d.stack.as_str().into()],
     )?;
     for (column, counts) in CELLS {
@@ -681,11 +681,11 @@ pub fn note_in_cell<C: Sql + ?Sized>(
         }
         conn.execute(
             &format!(
-                "UPDATE fleet_cells SET {column} = ?3 WHERE customer = ?1 AND stack = ?2
+                "UPDATE fleet_cells SET {column} = $3 WHERE customer = $1 AND stack = $2
                  AND ({column} IS NULL OR EXISTS (
                      SELECT 1 FROM receipts o WHERE o.id = fleet_cells.{column}
-                     AND (o.finished_ns < ?4 OR (o.finished_ns = ?4
-                          AND (o.received_at < ?5 OR (o.received_at = ?5 AND o.id > ?3))))))"
+                     AND (o.finished_ns < $4 OR (o.finished_ns = $4
+                          AND (o.received_at < $5 OR (o.received_at = $5 AND o.id > $3))))))"
             ),
             &[
                 d.customer.as_str().into(),
@@ -697,8 +697,8 @@ pub fn note_in_cell<C: Sql + ?Sized>(
         )?;
     }
     conn.execute(
-        "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3
-         WHERE id = ?1 AND (last_seen_ns IS NULL OR last_seen_ns < ?3)",
+        "UPDATE customers SET last_seen = $2, last_seen_ns = $3
+         WHERE id = $1 AND (last_seen_ns IS NULL OR last_seen_ns < $3)",
         &[
             d.customer.as_str().into(),
             d.finished_at.as_str().into(),
@@ -718,28 +718,48 @@ fn is_change(d: &Deployment) -> bool {
 /// its day.
 type Neighbour = (Option<String>, String);
 
-/// The change of a customer's stack just before a change (`?3` finish time, `?4`
-/// arrival, `?5` id): read through `receipts_current` (customer, stack, finish
+/// The change of a customer's stack just before a change (`$3` finish time, `$4`
+/// arrival, `$5` id): read through `receipts_current` (customer, stack, finish
 /// time), a handful of rows; without `INDEXED BY`, SQLite may pick `receipts_stack`
 /// (stack, finish time) and walk every customer's changes of the stack.
-const PREVIOUS_CHANGE: &str = "SELECT version, kind = 'destroy' AS destroy,
+const PREVIOUS_CHANGE: Dialects = Dialects {
+    sqlite: "SELECT version, kind = 'destroy' AS destroy,
          substr(finished_at, 1, 10) AS day
      FROM receipts INDEXED BY receipts_current
-     WHERE customer = ?1 AND stack = ?2 AND id <> ?5
+     WHERE customer = $1 AND stack = $2 AND id <> $5
        AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
-       AND (finished_ns < ?3 OR (finished_ns = ?3
-            AND (received_at < ?4 OR (received_at = ?4 AND id > ?5))))
-     ORDER BY finished_ns DESC, received_at DESC, id LIMIT 1";
+       AND (finished_ns < $3 OR (finished_ns = $3
+            AND (received_at < $4 OR (received_at = $4 AND id > $5))))
+     ORDER BY finished_ns DESC, received_at DESC, id LIMIT 1",
+    postgres: "SELECT version, kind = 'destroy' AS destroy,
+         substr(finished_at, 1, 10) AS day
+     FROM receipts
+     WHERE customer = $1 AND stack = $2 AND id <> $5
+       AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
+       AND (finished_ns < $3 OR (finished_ns = $3
+            AND (received_at < $4 OR (received_at = $4 AND id > $5))))
+     ORDER BY finished_ns DESC, received_at DESC, id LIMIT 1",
+};
 
 /// The change of a customer's stack just after a change.
-const NEXT_CHANGE: &str = "SELECT version, kind = 'destroy' AS destroy,
+const NEXT_CHANGE: Dialects = Dialects {
+    sqlite: "SELECT version, kind = 'destroy' AS destroy,
          substr(finished_at, 1, 10) AS day
      FROM receipts INDEXED BY receipts_current
-     WHERE customer = ?1 AND stack = ?2 AND id <> ?5
+     WHERE customer = $1 AND stack = $2 AND id <> $5
        AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
-       AND (finished_ns > ?3 OR (finished_ns = ?3
-            AND (received_at > ?4 OR (received_at = ?4 AND id < ?5))))
-     ORDER BY finished_ns, received_at, id DESC LIMIT 1";
+       AND (finished_ns > $3 OR (finished_ns = $3
+            AND (received_at > $4 OR (received_at = $4 AND id < $5))))
+     ORDER BY finished_ns, received_at, id DESC LIMIT 1",
+    postgres: "SELECT version, kind = 'destroy' AS destroy,
+         substr(finished_at, 1, 10) AS day
+     FROM receipts
+     WHERE customer = $1 AND stack = $2 AND id <> $5
+       AND kind IN ('apply', 'rollback', 'destroy') AND outcome IN ('succeeded', 'no-changes')
+       AND (finished_ns > $3 OR (finished_ns = $3
+            AND (received_at > $4 OR (received_at = $4 AND id < $5))))
+     ORDER BY finished_ns, received_at, id DESC LIMIT 1",
+};
 
 /// Adds a newly stored change to `adoption_deltas`. It starts its version on its day
 /// and ends the version the customer's previous change left; a receipt that
@@ -769,8 +789,8 @@ pub fn note_in_adoption<C: Sql + ?Sized>(
         let version: String = r.get("version")?;
         Ok(Some(((!destroy).then_some(version), r.get("day")?)))
     };
-    let previous = neighbour(PREVIOUS_CHANGE)?;
-    let next = neighbour(NEXT_CHANGE)?;
+    let previous = neighbour(conn.text(&PREVIOUS_CHANGE))?;
+    let next = neighbour(conn.text(&NEXT_CHANGE))?;
     let finished_at = d.finished_at.as_str();
     let day = finished_at.get(..10).unwrap_or(finished_at);
     let own_version = d.version.to_string();
@@ -803,13 +823,13 @@ fn add_delta<C: Sql + ?Sized>(
         return Ok(());
     };
     conn.execute(
-        "INSERT INTO adoption_deltas (stack, day, version, delta) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO adoption_deltas (stack, day, version, delta) VALUES ($1, $2, $3, $4)
          ON CONFLICT (stack, day, version)
          DO UPDATE SET delta = adoption_deltas.delta + excluded.delta",
         &[stack.into(), day.into(), version.into(), delta.into()],
     )?;
     conn.execute(
-        "DELETE FROM adoption_deltas WHERE stack = ?1 AND day = ?2 AND version = ?3 AND delta = 0",
+        "DELETE FROM adoption_deltas WHERE stack = $1 AND day = $2 AND version = $3 AND delta = 0",
         &[stack.into(), day.into(), version.into()],
     )?;
     Ok(())
@@ -838,8 +858,12 @@ pub fn adoption_plans(conn: &Connection) -> rusqlite::Result<Vec<(&'static str, 
             adoption_statement(false),
             &[&rusqlite::types::Null],
         ),
-        ("previous change", PREVIOUS_CHANGE.to_string(), &change),
-        ("next change", NEXT_CHANGE.to_string(), &change),
+        (
+            "previous change",
+            PREVIOUS_CHANGE.sqlite.to_string(),
+            &change,
+        ),
+        ("next change", NEXT_CHANGE.sqlite.to_string(), &change),
     ];
     statements
         .into_iter()
@@ -882,8 +906,8 @@ pub fn refresh_cell_flags<C: Sql + ?Sized>(
     cell: Option<(&str, &str)>,
 ) -> Result<(), C::Error> {
     let which = match cell {
-        Some(_) => "customer = ?1 AND stack = ?2",
-        None => "CAST(?1 AS TEXT) IS NULL AND CAST(?2 AS TEXT) IS NULL",
+        Some(_) => "customer = $1 AND stack = $2",
+        None => "CAST($1 AS TEXT) IS NULL AND CAST($2 AS TEXT) IS NULL",
     };
     let (customer, stack) = cell.unzip();
     conn.execute(
@@ -974,8 +998,8 @@ pub fn history_documents<C: Sql + ?Sized>(
 ) -> Result<Vec<(Deployment, String)>, C::Error> {
     let rows = conn.query(
         &format!(
-            "SELECT {DEPLOYMENT_COLUMNS}, document FROM receipts WHERE customer = ?1
-             ORDER BY finished_ns DESC, received_at DESC, id LIMIT ?2"
+            "SELECT {DEPLOYMENT_COLUMNS}, document FROM receipts WHERE customer = $1
+             ORDER BY finished_ns DESC, received_at DESC, id LIMIT $2"
         ),
         &[customer.into(), (limit as i64).into()],
     )?;
@@ -1087,12 +1111,12 @@ fn write_cell<C: Sql + ?Sized>(conn: &C, f: &CellFacts) -> Result<(), C::Error> 
     let key = parsed.as_ref().map(crate::version_key::of);
     let attempt = f.attempt.as_ref();
     conn.execute(
-        "UPDATE fleet_cells SET version = ?3, version_key = ?4, digest = ?5, since = ?6,
-             prerelease = ?7, attempt_kind = ?8, attempt_outcome = ?9,
-             attempt_version = ?10, attempt_finished_at = ?11, drifted = ?12, failed = ?13,
-             behind = (SELECT COUNT(*) FROM releases r WHERE r.stack = ?2 AND r.stable = 1
-                       AND r.version_key > ?4)
-         WHERE customer = ?1 AND stack = ?2",
+        "UPDATE fleet_cells SET version = $3, version_key = $4, digest = $5, since = $6,
+             prerelease = $7, attempt_kind = $8, attempt_outcome = $9,
+             attempt_version = $10, attempt_finished_at = $11, drifted = $12, failed = $13,
+             behind = (SELECT COUNT(*) FROM releases r WHERE r.stack = $2 AND r.stable = 1
+                       AND r.version_key > $4)
+         WHERE customer = $1 AND stack = $2",
         &[
             f.customer.as_str().into(),
             f.stack.as_str().into(),
@@ -1125,8 +1149,8 @@ pub fn refresh_cells<C: Sql + ?Sized>(
     let mut after = (String::new(), String::new());
     loop {
         let (which, limit) = match cell {
-            Some(_) => ("f.customer = ?1 AND f.stack = ?2", 1),
-            None => ("(f.customer, f.stack) > (?1, ?2)", REFRESH_BATCH),
+            Some(_) => ("f.customer = $1 AND f.stack = $2", 1),
+            None => ("(f.customer, f.stack) > ($1, $2)", REFRESH_BATCH),
         };
         let (customer, stack) = cell.unwrap_or((&after.0, &after.1));
         let rows = conn.query(

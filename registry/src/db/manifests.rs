@@ -36,7 +36,7 @@ pub struct NewManifest<'a> {
 
 pub fn exists<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<bool, C::Error> {
     let row = conn.query_opt(
-        "SELECT 1 FROM manifests WHERE repo = ?1 AND digest = ?2",
+        "SELECT 1 FROM manifests WHERE repo = $1 AND digest = $2",
         &[repo.into(), digest.into()],
     )?;
     Ok(row.is_some())
@@ -47,7 +47,7 @@ pub fn insert<C: Sql + ?Sized>(conn: &C, m: &NewManifest<'_>, now: i64) -> Resul
     let inserted = conn.execute(
         "INSERT INTO manifests
          (repo, digest, media_type, artifact_type, size, subject, annotations, content, created)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT DO NOTHING",
         &[
             m.repo.into(),
@@ -68,7 +68,7 @@ pub fn insert<C: Sql + ?Sized>(conn: &C, m: &NewManifest<'_>, now: i64) -> Resul
     let refs = refs.chain(m.manifests.iter().map(|child| (child, "manifest")));
     for (child, kind) in refs {
         conn.execute(
-            "INSERT INTO manifest_refs (repo, manifest, child, kind) VALUES (?1, ?2, ?3, ?4)
+            "INSERT INTO manifest_refs (repo, manifest, child, kind) VALUES ($1, $2, $3, $4)
              ON CONFLICT DO NOTHING",
             &[m.repo.into(), m.digest.into(), child.into(), kind.into()],
         )?;
@@ -92,7 +92,7 @@ pub fn get_by_digest<C: Sql + ?Sized>(
     digest: &str,
 ) -> Result<Option<StoredManifest>, C::Error> {
     let row = conn.query_opt(
-        "SELECT digest, media_type, content FROM manifests WHERE repo = ?1 AND digest = ?2",
+        "SELECT digest, media_type, content FROM manifests WHERE repo = $1 AND digest = $2",
         &[repo.into(), digest.into()],
     )?;
     Ok(row.as_ref().map(StoredManifest::from_row).transpose()?)
@@ -106,7 +106,7 @@ pub fn get_by_tag<C: Sql + ?Sized>(
     let row = conn.query_opt(
         "SELECT m.digest, m.media_type, m.content FROM tags t
          JOIN manifests m ON m.repo = t.repo AND m.digest = t.digest
-         WHERE t.repo = ?1 AND t.tag = ?2",
+         WHERE t.repo = $1 AND t.tag = $2",
         &[repo.into(), tag.into()],
     )?;
     Ok(row.as_ref().map(StoredManifest::from_row).transpose()?)
@@ -118,7 +118,7 @@ pub fn tag_digest<C: Sql + ?Sized>(
     tag: &str,
 ) -> Result<Option<String>, C::Error> {
     let row = conn.query_opt(
-        "SELECT digest FROM tags WHERE repo = ?1 AND tag = ?2",
+        "SELECT digest FROM tags WHERE repo = $1 AND tag = $2",
         &[repo.into(), tag.into()],
     )?;
     Ok(row.map(|r| r.get("digest")).transpose()?)
@@ -132,7 +132,7 @@ pub fn set_tag<C: Sql + ?Sized>(
     now: i64,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "INSERT INTO tags (repo, tag, digest, updated) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO tags (repo, tag, digest, updated) VALUES ($1, $2, $3, $4)
          ON CONFLICT (repo, tag) DO UPDATE SET digest = excluded.digest, updated = excluded.updated",
         &[repo.into(), tag.into(), digest.into(), now.into()],
     )?;
@@ -141,7 +141,7 @@ pub fn set_tag<C: Sql + ?Sized>(
 
 pub fn delete_tag<C: Sql + ?Sized>(conn: &C, repo: &str, tag: &str) -> Result<bool, C::Error> {
     let deleted = conn.execute(
-        "DELETE FROM tags WHERE repo = ?1 AND tag = ?2",
+        "DELETE FROM tags WHERE repo = $1 AND tag = $2",
         &[repo.into(), tag.into()],
     )?;
     Ok(deleted > 0)
@@ -151,14 +151,14 @@ pub fn delete_tag<C: Sql + ?Sized>(conn: &C, repo: &str, tag: &str) -> Result<bo
 pub fn delete<C: Sql + ?Sized>(conn: &C, repo: &str, digest: &str) -> Result<bool, C::Error> {
     let params = [repo.into(), digest.into()];
     let deleted = conn.execute(
-        "DELETE FROM manifests WHERE repo = ?1 AND digest = ?2",
+        "DELETE FROM manifests WHERE repo = $1 AND digest = $2",
         &params,
     )?;
     conn.execute(
-        "DELETE FROM manifest_refs WHERE repo = ?1 AND manifest = ?2",
+        "DELETE FROM manifest_refs WHERE repo = $1 AND manifest = $2",
         &params,
     )?;
-    conn.execute("DELETE FROM tags WHERE repo = ?1 AND digest = ?2", &params)?;
+    conn.execute("DELETE FROM tags WHERE repo = $1 AND digest = $2", &params)?;
     Ok(deleted > 0)
 }
 
@@ -169,15 +169,15 @@ pub fn tags_depending_on<C: Sql + ?Sized>(
     repo: &str,
     digest: &str,
 ) -> Result<Vec<String>, C::Error> {
-    // `CAST(?2 AS TEXT)`: PostgreSQL types the recursive column from its first
+    // `CAST($2 AS TEXT)`: PostgreSQL types the recursive column from its first
     // term, and a bare parameter there has no type of its own.
     let rows = conn.query(
         "WITH RECURSIVE parents(digest) AS (
-             SELECT CAST(?2 AS TEXT)
+             SELECT CAST($2 AS TEXT)
              UNION
              SELECT r.manifest FROM manifest_refs r JOIN parents p ON r.child = p.digest
-             WHERE r.repo = ?1 AND r.kind = 'manifest')
-         SELECT t.tag FROM tags t JOIN parents p ON t.digest = p.digest WHERE t.repo = ?1
+             WHERE r.repo = $1 AND r.kind = 'manifest')
+         SELECT t.tag FROM tags t JOIN parents p ON t.digest = p.digest WHERE t.repo = $1
          ORDER BY t.tag",
         &[repo.into(), digest.into()],
     )?;
@@ -191,13 +191,13 @@ pub fn tags_depending_on<C: Sql + ?Sized>(
 pub fn repo_exists<C: Sql + ?Sized>(conn: &C, repo: &str) -> Result<bool, C::Error> {
     Ok(conn
         .query_opt(
-            "SELECT 1 FROM manifests WHERE repo = ?1 LIMIT 1",
+            "SELECT 1 FROM manifests WHERE repo = $1 LIMIT 1",
             &[repo.into()],
         )?
         .is_some()
         || conn
             .query_opt(
-                "SELECT 1 FROM repo_blobs WHERE repo = ?1 LIMIT 1",
+                "SELECT 1 FROM repo_blobs WHERE repo = $1 LIMIT 1",
                 &[repo.into()],
             )?
             .is_some())
@@ -217,7 +217,7 @@ pub fn list_tags<C: Sql + ?Sized>(
     limit: Option<u64>,
 ) -> Result<Vec<String>, C::Error> {
     let rows = conn.query(
-        "SELECT tag FROM tags WHERE repo = ?1 AND tag > ?2 ORDER BY tag LIMIT ?3",
+        "SELECT tag FROM tags WHERE repo = $1 AND tag > $2 ORDER BY tag LIMIT $3",
         &[
             repo.into(),
             last.unwrap_or("").into(),
@@ -237,7 +237,7 @@ pub fn list_repositories<C: Sql + ?Sized>(
     limit: Option<u64>,
 ) -> Result<Vec<String>, C::Error> {
     let rows = conn.query(
-        "SELECT DISTINCT repo FROM manifests WHERE repo > ?1 ORDER BY repo LIMIT ?2",
+        "SELECT DISTINCT repo FROM manifests WHERE repo > $1 ORDER BY repo LIMIT $2",
         &[last.unwrap_or("").into(), page_limit(limit).into()],
     )?;
     Ok(rows
@@ -255,7 +255,7 @@ pub fn referrers<C: Sql + ?Sized>(
 ) -> Result<Vec<Referrer>, C::Error> {
     let rows = conn.query(
         "SELECT digest, media_type, artifact_type, size, annotations FROM manifests
-         WHERE repo = ?1 AND subject = ?2 AND (CAST(?3 AS TEXT) IS NULL OR artifact_type = ?3)
+         WHERE repo = $1 AND subject = $2 AND (CAST($3 AS TEXT) IS NULL OR artifact_type = $3)
          ORDER BY created, digest",
         &[repo.into(), subject.into(), artifact_type.into()],
     )?;

@@ -542,9 +542,14 @@ pub(crate) fn query_plan(
     sql: &str,
     values: &[&dyn rusqlite::ToSql],
 ) -> rusqlite::Result<Vec<String>> {
-    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-        .query_map(values, |r| r.get("detail"))?
-        .collect()
+    let mut statement = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+    sql::bind_numbered(&mut statement, values)?;
+    let mut rows = statement.raw_query();
+    let mut plan = Vec::new();
+    while let Some(row) = rows.next()? {
+        plan.push(row.get("detail")?);
+    }
+    Ok(plan)
 }
 
 /// Seconds since the Unix epoch.

@@ -25,7 +25,7 @@ pub fn record<C: Sql + ?Sized>(conn: &C, r: &NewReleaseIndex) -> Result<bool, C:
     let (name, version) = (r.release.name.as_str(), r.release.version.to_string());
     let digest = r.release.digest.to_string();
     let recorded = conn.query_opt(
-        "SELECT digest, prerelease FROM release_indexes WHERE name = ?1 AND version = ?2",
+        "SELECT digest, prerelease FROM release_indexes WHERE name = $1 AND version = $2",
         &[name.into(), version.as_str().into()],
     )?;
     if let Some(row) = recorded {
@@ -39,7 +39,7 @@ pub fn record<C: Sql + ?Sized>(conn: &C, r: &NewReleaseIndex) -> Result<bool, C:
     conn.execute(
         "INSERT INTO release_indexes
              (name, version, version_key, prerelease, repository, digest, published_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
          ON CONFLICT (name, version) DO UPDATE SET version_key = excluded.version_key,
              prerelease = excluded.prerelease, repository = excluded.repository,
              digest = excluded.digest, published_at = excluded.published_at",
@@ -59,7 +59,7 @@ pub fn record<C: Sql + ?Sized>(conn: &C, r: &NewReleaseIndex) -> Result<bool, C:
         conn.execute(
             "INSERT INTO release_index_stacks
                  (name, version, position, stack, stack_version, digest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
             &[
                 name.into(),
                 version.as_str().into(),
@@ -75,7 +75,7 @@ pub fn record<C: Sql + ?Sized>(conn: &C, r: &NewReleaseIndex) -> Result<bool, C:
         conn.execute(
             "INSERT INTO release_index_services
                  (name, version, position, service, reference, digest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
             &[
                 name.into(),
                 version.as_str().into(),
@@ -92,7 +92,7 @@ pub fn record<C: Sql + ?Sized>(conn: &C, r: &NewReleaseIndex) -> Result<bool, C:
 fn delete_parts<C: Sql + ?Sized>(conn: &C, name: &str, version: &str) -> Result<(), C::Error> {
     for table in ["release_index_stacks", "release_index_services"] {
         conn.execute(
-            &format!("DELETE FROM {table} WHERE name = ?1 AND version = ?2"),
+            &format!("DELETE FROM {table} WHERE name = $1 AND version = $2"),
             &[name.into(), version.into()],
         )?;
     }
@@ -107,14 +107,14 @@ pub fn delete_by_digest<C: Sql + ?Sized>(
     digest: &str,
 ) -> Result<(), C::Error> {
     let gone = conn.query(
-        "SELECT name, version FROM release_indexes WHERE repository = ?1 AND digest = ?2",
+        "SELECT name, version FROM release_indexes WHERE repository = $1 AND digest = $2",
         &[repo.into(), digest.into()],
     )?;
     for row in gone {
         let (name, version): (String, String) = (row.get("name")?, row.get("version")?);
         delete_parts(conn, &name, &version)?;
         conn.execute(
-            "DELETE FROM release_indexes WHERE name = ?1 AND version = ?2",
+            "DELETE FROM release_indexes WHERE name = $1 AND version = $2",
             &[name.as_str().into(), version.as_str().into()],
         )?;
     }
@@ -146,7 +146,7 @@ pub fn versions<C: Sql + ?Sized>(
     let rows = conn.query(
         &format!(
             "SELECT {VERSION_COLUMNS} FROM release_indexes
-             WHERE CAST(?1 AS TEXT) IS NULL OR name = ?1
+             WHERE CAST($1 AS TEXT) IS NULL OR name = $1
              ORDER BY name, version_key DESC"
         ),
         &[name.into()],
@@ -161,7 +161,7 @@ pub fn version<C: Sql + ?Sized>(
     version: &str,
 ) -> Result<Option<ReleaseVersion>, C::Error> {
     let row = conn.query_opt(
-        &format!("SELECT {VERSION_COLUMNS} FROM release_indexes WHERE name = ?1 AND version = ?2"),
+        &format!("SELECT {VERSION_COLUMNS} FROM release_indexes WHERE name = $1 AND version = $2"),
         &[name.into(), version.into()],
     )?;
     Ok(row.as_ref().map(ReleaseVersion::from_row).transpose()?)
@@ -175,7 +175,7 @@ pub fn stacks<C: Sql + ?Sized>(
 ) -> Result<Vec<ReleaseStackPart>, C::Error> {
     let rows = conn.query(
         "SELECT stack, stack_version, digest FROM release_index_stacks
-         WHERE name = ?1 AND version = ?2 ORDER BY position",
+         WHERE name = $1 AND version = $2 ORDER BY position",
         &[name.into(), version.into()],
     )?;
     let part = |r: &Row| {
@@ -196,7 +196,7 @@ pub fn services<C: Sql + ?Sized>(
 ) -> Result<Vec<ReleaseServicePart>, C::Error> {
     let rows = conn.query(
         "SELECT service, reference, digest FROM release_index_services
-         WHERE name = ?1 AND version = ?2 ORDER BY position",
+         WHERE name = $1 AND version = $2 ORDER BY position",
         &[name.into(), version.into()],
     )?;
     let part = |r: &Row| {
@@ -213,7 +213,7 @@ pub fn services<C: Sql + ?Sized>(
 /// (read through `receipts_release`).
 pub fn customers_of<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Vec<String>, C::Error> {
     let rows = conn.query(
-        "SELECT DISTINCT customer FROM receipts WHERE release_name = ?1 ORDER BY customer",
+        "SELECT DISTINCT customer FROM receipts WHERE release_name = $1 ORDER BY customer",
         &[name.into()],
     )?;
     Ok(rows
@@ -244,7 +244,7 @@ pub fn cells<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<Vec<Cell>, C::
              r.release_name, r.release_version, r.release_digest, r.finished_ns
          FROM fleet_cells f JOIN receipts r ON r.id = f.current_id
          JOIN customers c ON c.id = f.customer
-         WHERE f.customer = ?1 ORDER BY f.stack",
+         WHERE f.customer = $1 ORDER BY f.stack",
         &[customer.into()],
     )?;
     let cell = |r: &Row| {

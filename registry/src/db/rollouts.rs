@@ -17,42 +17,42 @@ pub const DEFAULT_WAVES: [&str; 3] = ["canary", "early", "general"];
 /// The soak time of a channel nobody configured: a day.
 pub const DEFAULT_SOAK_SECONDS: u64 = 24 * 3600;
 
-pub const PLACEMENT_SQL: &str = "SELECT id, channel, wave, last_sync FROM customers WHERE id = ?1";
+pub const PLACEMENT_SQL: &str = "SELECT id, channel, wave, last_sync FROM customers WHERE id = $1";
 pub const ROLLOUT_OF_PROMOTION_SQL: &str =
-    "SELECT MAX(id) AS rollout FROM rollouts WHERE promotion_id = ?1";
-pub const ANY_DUE_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollouts WHERE due_ns <= ?1) AS due";
-pub const CHANNEL_SQL: &str = "SELECT waves, soak_seconds FROM channels WHERE name = ?1";
+    "SELECT MAX(id) AS rollout FROM rollouts WHERE promotion_id = $1";
+pub const ANY_DUE_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollouts WHERE due_ns <= $1) AS due";
+pub const CHANNEL_SQL: &str = "SELECT waves, soak_seconds FROM channels WHERE name = $1";
 pub const CUSTOMER_ASSIGNMENTS_SQL: &str =
     "SELECT r.id, r.promotion_id, r.kind, r.release, a.assigned_at
              FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
-             WHERE a.customer = ?1 AND r.channel = ?2 ORDER BY r.id DESC";
+             WHERE a.customer = $1 AND r.channel = $2 ORDER BY r.id DESC";
 pub const INSTALLED_RELEASE_SQL: &str = "SELECT version FROM release_receipts
-         WHERE customer = ?1 AND release = ?2 AND kind IN ('apply', 'rollback')
+         WHERE customer = $1 AND release = $2 AND kind IN ('apply', 'rollback')
            AND outcome IN ('succeeded', 'no-changes')
          ORDER BY finished_ns DESC, received_ns DESC LIMIT 1";
 pub const LATEST_STACK_RECEIPT_SQL: &str =
     "SELECT id, stack, kind, outcome, version, finished_ns FROM receipts
-         WHERE customer = ?1 AND stack = ?2 AND kind IN ('apply', 'rollback', 'destroy', 'drift')
+         WHERE customer = $1 AND stack = $2 AND kind IN ('apply', 'rollback', 'destroy', 'drift')
          ORDER BY finished_ns DESC, received_at DESC LIMIT 1";
 pub const LATEST_RELEASE_RECEIPT_SQL: &str =
     "SELECT id, version, kind, outcome, finished_ns, received_ns FROM release_receipts
-         WHERE customer = ?1 AND release = ?2
+         WHERE customer = $1 AND release = $2
          ORDER BY finished_ns DESC, received_ns DESC LIMIT 1";
 pub const STACK_FAILURE_IN_RELEASE_SQL: &str =
     "SELECT id, stack, kind, outcome, version, finished_ns FROM receipts
-         WHERE release_name = ?1 AND customer = ?2 AND release_version = ?3
-           AND outcome IN ('failed', 'drifted') AND finished_ns > ?4
+         WHERE release_name = $1 AND customer = $2 AND release_version = $3
+           AND outcome IN ('failed', 'drifted') AND finished_ns > $4
          ORDER BY finished_ns DESC LIMIT 1";
 pub const OPEN_ROLLOUTS_OF_CUSTOMER_SQL: &str =
     "SELECT r.id FROM rollout_assignments a JOIN rollouts r ON r.id = a.rollout_id
-         WHERE a.customer = ?1 AND r.state IN ('running', 'paused', 'halted') ORDER BY r.id";
-/// `c.channel = ?2`, not SQLite's `c.channel IS ?2`: PostgreSQL has no `IS` between
+         WHERE a.customer = $1 AND r.state IN ('running', 'paused', 'halted') ORDER BY r.id";
+/// `c.channel = $2`, not SQLite's `c.channel IS $2`: PostgreSQL has no `IS` between
 /// values, and `channel` is never `NULL`, where the two differ.
 pub const ANY_WAITING_SQL: &str = "SELECT EXISTS (SELECT 1 FROM rollout_assignments a
          JOIN customers c ON c.id = a.customer
-         WHERE a.rollout_id = ?1 AND a.gate = 'waiting' AND c.channel = ?2) AS waiting";
+         WHERE a.rollout_id = $1 AND a.gate = 'waiting' AND c.channel = $2) AS waiting";
 pub const FIRST_FAILURE_SQL: &str = "SELECT customer, gate_reason FROM rollout_assignments
-         WHERE rollout_id = ?1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1";
+         WHERE rollout_id = $1 AND gate = 'failed' ORDER BY gate_at, customer LIMIT 1";
 
 /// The hot path's queries by name: the assignment poll and the gate a receipt
 /// re-reads. Each is an indexed lookup; the query-plan test holds them to it.
@@ -127,7 +127,7 @@ pub fn set_channel<C: Sql + ?Sized>(
 ) -> Result<(), C::Error> {
     let waves = waves_json(&config.waves);
     conn.execute(
-        "INSERT INTO channels (name, waves, soak_seconds, created) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO channels (name, waves, soak_seconds, created) VALUES ($1, $2, $3, $4)
          ON CONFLICT (name) DO UPDATE SET waves = excluded.waves, soak_seconds = excluded.soak_seconds",
         &[
             name.into(),
@@ -161,7 +161,7 @@ pub fn channels<C: Sql + ?Sized>(conn: &C) -> Result<Vec<(String, ChannelConfig,
             let config = channel(conn, &name)?;
             let count: i64 = conn
                 .query_one(
-                    "SELECT COUNT(*) AS n FROM customers WHERE channel = ?1",
+                    "SELECT COUNT(*) AS n FROM customers WHERE channel = $1",
                     &[name.as_str().into()],
                 )?
                 .get("n")?;
@@ -179,7 +179,7 @@ pub fn set_placement<C: Sql + ?Sized>(
     wave: Option<&str>,
 ) -> Result<bool, C::Error> {
     Ok(conn.execute(
-        "UPDATE customers SET channel = ?2, wave = ?3 WHERE id = ?1",
+        "UPDATE customers SET channel = $2, wave = $3 WHERE id = $1",
         &[customer.into(), channel.into(), wave.into()],
     )? > 0)
 }
@@ -206,7 +206,7 @@ pub fn channel_customers<C: Sql + ?Sized>(
     channel: &str,
 ) -> Result<Vec<(String, Option<String>)>, C::Error> {
     let rows = conn.query(
-        "SELECT id, wave FROM customers WHERE channel = ?1 ORDER BY id",
+        "SELECT id, wave FROM customers WHERE channel = $1 ORDER BY id",
         &[channel.into()],
     )?;
     let pair = |r: &Row| Ok::<_, Decode>((r.get("id")?, r.get("wave")?));
@@ -268,7 +268,7 @@ pub fn promotion<C: Sql + ?Sized>(
     let row = conn.query_opt(
         &format!(
             "SELECT {PROMOTION_COLUMNS} FROM promotions
-             WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND version = ?4"
+             WHERE channel = $1 AND kind = $2 AND release = $3 AND version = $4"
         ),
         &[
             channel.into(),
@@ -282,7 +282,7 @@ pub fn promotion<C: Sql + ?Sized>(
 
 pub fn promotion_by_id<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<Promotion>, C::Error> {
     let row = conn.query_opt(
-        &format!("SELECT {PROMOTION_COLUMNS} FROM promotions WHERE id = ?1"),
+        &format!("SELECT {PROMOTION_COLUMNS} FROM promotions WHERE id = $1"),
         &[id.into()],
     )?;
     Ok(row.as_ref().map(Promotion::from_row).transpose()?)
@@ -298,7 +298,7 @@ pub fn newest_promotion<C: Sql + ?Sized>(
     let row = conn.query_opt(
         &format!(
             "SELECT {PROMOTION_COLUMNS} FROM promotions
-             WHERE channel = ?1 AND kind = ?2 AND release = ?3 ORDER BY version_key DESC LIMIT 1"
+             WHERE channel = $1 AND kind = $2 AND release = $3 ORDER BY version_key DESC LIMIT 1"
         ),
         &[channel.into(), kind_text(kind).into(), release.into()],
     )?;
@@ -319,8 +319,8 @@ pub fn required_between<C: Sql + ?Sized>(
     let row = conn.query_opt(
         &format!(
             "SELECT {PROMOTION_COLUMNS} FROM promotions
-             WHERE channel = ?1 AND kind = ?2 AND release = ?3 AND required = 1
-               AND version_key > ?4 AND version_key < ?5
+             WHERE channel = $1 AND kind = $2 AND release = $3 AND required = 1
+               AND version_key > $4 AND version_key < $5
              ORDER BY version_key LIMIT 1"
         ),
         &[
@@ -359,7 +359,7 @@ pub fn insert_promotion<C: Sql + ?Sized>(
     let row = conn.query_one(
         "INSERT INTO promotions (channel, kind, release, version, version_key, digest, required,
              statement, key_id, promoted_at, received_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          RETURNING id",
         &[
             p.channel.into(),
@@ -447,7 +447,7 @@ pub fn insert_rollout<C: Sql + ?Sized>(
     let row = conn.query_one(
         "INSERT INTO rollouts (promotion_id, channel, kind, release, version, digest, waves,
              soak_seconds, state, wave_index, created, updated)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', -1, ?9, ?9)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', -1, $9, $9)
          RETURNING id",
         &[
             r.promotion_id.into(),
@@ -467,7 +467,7 @@ pub fn insert_rollout<C: Sql + ?Sized>(
 /// The raw wave index: -1 before the first wave opened.
 pub fn raw_wave_index<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<i64, C::Error> {
     let row = conn.query_one(
-        "SELECT wave_index FROM rollouts WHERE id = ?1",
+        "SELECT wave_index FROM rollouts WHERE id = $1",
         &[id.into()],
     )?;
     Ok(row.get("wave_index")?)
@@ -475,7 +475,7 @@ pub fn raw_wave_index<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<i64, C::Erro
 
 pub fn rollout<C: Sql + ?Sized>(conn: &C, id: i64) -> Result<Option<RolloutRow>, C::Error> {
     let row = conn.query_opt(
-        &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id = ?1"),
+        &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id = $1"),
         &[id.into()],
     )?;
     Ok(row.as_ref().map(RolloutRow::from_row).transpose()?)
@@ -488,7 +488,7 @@ pub fn rollouts_in<C: Sql + ?Sized>(
 ) -> Result<Vec<RolloutRow>, C::Error> {
     let state = state.to_string();
     let rows = conn.query(
-        &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE state = ?1 ORDER BY id"),
+        &format!("SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE state = $1 ORDER BY id"),
         &[state.as_str().into()],
     )?;
     Ok(from_rows::<RolloutRow>(&rows)?)
@@ -506,9 +506,9 @@ pub fn rollouts<C: Sql + ?Sized>(
     let rows = conn.query(
         &format!(
             "SELECT {ROLLOUT_COLUMNS} FROM rollouts
-             WHERE (CAST(?1 AS TEXT) IS NULL OR channel = ?1)
-               AND (CAST(?2 AS TEXT) IS NULL OR release = ?2)
-             ORDER BY id DESC LIMIT ?3"
+             WHERE (CAST($1 AS TEXT) IS NULL OR channel = $1)
+               AND (CAST($2 AS TEXT) IS NULL OR release = $2)
+             ORDER BY id DESC LIMIT $3"
         ),
         &[
             channel.into(),
@@ -529,7 +529,7 @@ pub fn open_rollouts_of<C: Sql + ?Sized>(
     let rows = conn.query(
         &format!(
             "SELECT {ROLLOUT_COLUMNS} FROM rollouts
-             WHERE channel = ?1 AND kind = ?2 AND release = ?3
+             WHERE channel = $1 AND kind = $2 AND release = $3
                AND state IN ('running', 'paused', 'halted') ORDER BY id"
         ),
         &[channel.into(), kind_text(kind).into(), release.into()],
@@ -546,7 +546,7 @@ pub fn completed_rollouts<C: Sql + ?Sized>(
     let rows = conn.query(
         &format!(
             "SELECT {ROLLOUT_COLUMNS} FROM rollouts WHERE id IN (
-                 SELECT MAX(id) FROM rollouts WHERE channel = ?1 AND state = 'completed'
+                 SELECT MAX(id) FROM rollouts WHERE channel = $1 AND state = 'completed'
                  GROUP BY kind, release)
              ORDER BY id"
         ),
@@ -574,9 +574,9 @@ pub fn set_state<C: Sql + ?Sized>(
 ) -> Result<(), C::Error> {
     let state = state.to_string();
     conn.execute(
-        "UPDATE rollouts SET state = ?2, halted_reason = ?3, updated = ?4,
-             due_ns = CASE WHEN ?2 = 'running' THEN due_ns ELSE NULL END
-         WHERE id = ?1",
+        "UPDATE rollouts SET state = $2, halted_reason = $3, updated = $4,
+             due_ns = CASE WHEN $2 = 'running' THEN due_ns ELSE NULL END
+         WHERE id = $1",
         &[
             id.into(),
             state.as_str().into(),
@@ -595,9 +595,9 @@ pub fn set_wave<C: Sql + ?Sized>(
     opened_ns: i64,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE rollouts SET wave_index = ?2, wave_opened_at = ?3, wave_opened_ns = ?4,
-             due_ns = NULL, updated = ?3
-         WHERE id = ?1",
+        "UPDATE rollouts SET wave_index = $2, wave_opened_at = $3, wave_opened_ns = $4,
+             due_ns = NULL, updated = $3
+         WHERE id = $1",
         &[
             id.into(),
             (wave_index as i64).into(),
@@ -613,7 +613,7 @@ pub fn set_wave<C: Sql + ?Sized>(
 /// backends' spelling of SQLite's `IS NOT`, `NULL` equal to `NULL`).
 pub fn set_due<C: Sql + ?Sized>(conn: &C, id: i64, due_ns: Option<i64>) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE rollouts SET due_ns = ?2 WHERE id = ?1 AND due_ns IS DISTINCT FROM ?2",
+        "UPDATE rollouts SET due_ns = $2 WHERE id = $1 AND due_ns IS DISTINCT FROM $2",
         &[id.into(), due_ns.into()],
     )?;
     Ok(())
@@ -638,7 +638,7 @@ pub fn insert_assignment<C: Sql + ?Sized>(
     Ok(conn.execute(
         "INSERT INTO rollout_assignments
              (rollout_id, customer, wave, wave_index, assigned_at, gate, gate_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'waiting', ?5)
+         VALUES ($1, $2, $3, $4, $5, 'waiting', $5)
          ON CONFLICT DO NOTHING",
         &[
             rollout.into(),
@@ -657,7 +657,7 @@ pub fn assigned_customers<C: Sql + ?Sized>(
     rollout: i64,
 ) -> Result<Vec<String>, C::Error> {
     let rows = conn.query(
-        "SELECT customer FROM rollout_assignments WHERE rollout_id = ?1 ORDER BY customer",
+        "SELECT customer FROM rollout_assignments WHERE rollout_id = $1 ORDER BY customer",
         &[rollout.into()],
     )?;
     Ok(rows
@@ -672,7 +672,7 @@ pub fn assignments<C: Sql + ?Sized>(
 ) -> Result<Vec<RolloutAssignment>, C::Error> {
     let rows = conn.query(
         "SELECT customer, wave, assigned_at, gate, gate_reason, gate_at FROM rollout_assignments
-         WHERE rollout_id = ?1 ORDER BY wave_index, assigned_at, customer",
+         WHERE rollout_id = $1 ORDER BY wave_index, assigned_at, customer",
         &[rollout.into()],
     )?;
     let assignment = |r: &Row| {
@@ -699,14 +699,14 @@ pub fn held_up<C: Sql + ?Sized>(
     limit: u64,
 ) -> Result<(Vec<String>, Vec<String>), C::Error> {
     let failed = conn.query(
-        "SELECT customer FROM rollout_assignments WHERE rollout_id = ?1 AND gate = 'failed'
-         ORDER BY customer LIMIT ?2",
+        "SELECT customer FROM rollout_assignments WHERE rollout_id = $1 AND gate = 'failed'
+         ORDER BY customer LIMIT $2",
         &[rollout.into(), (limit as i64).into()],
     )?;
     let waiting = conn.query(
-        "SELECT c.id FROM customers c WHERE c.channel = ?2 AND NOT EXISTS (
-             SELECT 1 FROM rollout_assignments a WHERE a.rollout_id = ?1 AND a.customer = c.id)
-         ORDER BY c.id LIMIT ?3",
+        "SELECT c.id FROM customers c WHERE c.channel = $2 AND NOT EXISTS (
+             SELECT 1 FROM rollout_assignments a WHERE a.rollout_id = $1 AND a.customer = c.id)
+         ORDER BY c.id LIMIT $3",
         &[rollout.into(), channel.into(), (limit as i64).into()],
     )?;
     let names = |rows: Vec<Row>, column: &str| {
@@ -723,7 +723,7 @@ pub fn gate_counts<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<(u64, u64,
         "SELECT COUNT(*) AS n,
              COALESCE(SUM(CASE WHEN gate = 'succeeded' THEN 1 ELSE 0 END), 0) AS succeeded,
              COALESCE(SUM(CASE WHEN gate = 'failed' THEN 1 ELSE 0 END), 0) AS failed
-         FROM rollout_assignments WHERE rollout_id = ?1",
+         FROM rollout_assignments WHERE rollout_id = $1",
         &[rollout.into()],
     )?;
     Ok((
@@ -768,7 +768,7 @@ pub fn gate<C: Sql + ?Sized>(
     customer: &str,
 ) -> Result<Option<GateStanding>, C::Error> {
     let Some(r) = conn.query_opt(
-        "SELECT gate, gate_reason, wave FROM rollout_assignments WHERE rollout_id = ?1 AND customer = ?2",
+        "SELECT gate, gate_reason, wave FROM rollout_assignments WHERE rollout_id = $1 AND customer = $2",
         &[rollout.into(), customer.into()],
     )?
     else {
@@ -791,8 +791,8 @@ pub fn set_gate<C: Sql + ?Sized>(
 ) -> Result<(), C::Error> {
     let gate = gate.to_string();
     conn.execute(
-        "UPDATE rollout_assignments SET gate = ?3, gate_reason = ?4, gate_at = ?5
-         WHERE rollout_id = ?1 AND customer = ?2",
+        "UPDATE rollout_assignments SET gate = $3, gate_reason = $4, gate_at = $5
+         WHERE rollout_id = $1 AND customer = $2",
         &[
             rollout.into(),
             customer.into(),
@@ -865,7 +865,7 @@ pub fn insert_event<C: Sql + ?Sized>(
     let kind = kind.to_string();
     conn.execute(
         "INSERT INTO rollout_events (rollout_id, at, kind, customer, wave, detail)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+         VALUES ($1, $2, $3, $4, $5, $6)",
         &[
             rollout.into(),
             at.into(),
@@ -882,7 +882,7 @@ pub fn insert_event<C: Sql + ?Sized>(
 pub fn events<C: Sql + ?Sized>(conn: &C, rollout: i64) -> Result<Vec<RolloutEvent>, C::Error> {
     let rows = conn.query(
         "SELECT at, kind, customer, wave, detail FROM rollout_events
-         WHERE rollout_id = ?1 ORDER BY id",
+         WHERE rollout_id = $1 ORDER BY id",
         &[rollout.into()],
     )?;
     let event = |r: &Row| {
@@ -929,7 +929,7 @@ pub fn release_receipt_document<C: Sql + ?Sized>(
     id: &str,
 ) -> Result<Option<String>, C::Error> {
     let row = conn.query_opt(
-        "SELECT document FROM release_receipts WHERE id = ?1",
+        "SELECT document FROM release_receipts WHERE id = $1",
         &[id.into()],
     )?;
     Ok(row.map(|r| r.get("document")).transpose()?)
@@ -951,7 +951,7 @@ pub fn insert_release_receipt<C: Sql + ?Sized>(
     conn.execute(
         "INSERT INTO release_receipts (id, customer, release, version, digest, kind, outcome,
              finished_at, finished_ns, key_id, received_at, received_ns, document)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         &[
             r.id.into(),
             r.customer.into(),
@@ -1105,7 +1105,7 @@ pub fn upsert_sync<C: Sql + ?Sized>(
     conn.execute(
         "INSERT INTO customer_sync (customer, release, kind, state, assigned, running, pending,
              message, reported_at, reported_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (customer, release) DO UPDATE SET kind = excluded.kind,
              state = excluded.state, assigned = excluded.assigned, running = excluded.running,
              pending = excluded.pending, message = excluded.message,
@@ -1135,7 +1135,7 @@ pub fn note_sync<C: Sql + ?Sized>(
     now_ns: i64,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE customers SET last_sync = ?2 WHERE id = ?1",
+        "UPDATE customers SET last_sync = $2 WHERE id = $1",
         &[customer.into(), now.into()],
     )?;
     note_seen(conn, customer, now, now_ns)
@@ -1150,8 +1150,8 @@ pub fn note_seen<C: Sql + ?Sized>(
     at_ns: i64,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3
-         WHERE id = ?1 AND (last_seen_ns IS NULL OR last_seen_ns < ?3)",
+        "UPDATE customers SET last_seen = $2, last_seen_ns = $3
+         WHERE id = $1 AND (last_seen_ns IS NULL OR last_seen_ns < $3)",
         &[customer.into(), at.into(), at_ns.into()],
     )?;
     Ok(())
@@ -1182,7 +1182,7 @@ pub fn sync_of<C: Sql + ?Sized>(
     release: &str,
 ) -> Result<Option<SyncRow>, C::Error> {
     let row = conn.query_opt(
-        &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 AND release = ?2"),
+        &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = $1 AND release = $2"),
         &[customer.into(), release.into()],
     )?;
     Ok(row.as_ref().map(SyncRow::from_row).transpose()?)
@@ -1197,7 +1197,7 @@ pub fn failed_syncs<C: Sql + ?Sized>(
 ) -> Result<Vec<(String, SyncRow)>, C::Error> {
     let rows = match customer {
         Some(customer) => conn.query(
-            &format!("SELECT {SYNC_COLUMNS}, customer FROM customer_sync WHERE state = 'failed' AND customer = ?1 ORDER BY customer, release"),
+            &format!("SELECT {SYNC_COLUMNS}, customer FROM customer_sync WHERE state = 'failed' AND customer = $1 ORDER BY customer, release"),
             &[customer.into()],
         )?,
         None => conn.query(
@@ -1229,7 +1229,7 @@ impl SyncRow {
 /// A customer's sync state per release, by release name (bytes).
 pub fn syncs<C: Sql + ?Sized>(conn: &C, customer: &str) -> Result<Vec<SyncRow>, C::Error> {
     let rows = conn.query(
-        &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = ?1 ORDER BY release"),
+        &format!("SELECT {SYNC_COLUMNS} FROM customer_sync WHERE customer = $1 ORDER BY release"),
         &[customer.into()],
     )?;
     Ok(from_rows(&rows)?)

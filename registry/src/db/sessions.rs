@@ -13,11 +13,11 @@ pub fn open<C: Sql + ?Sized>(
     expires_ns: i64,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "DELETE FROM ui_sessions WHERE expires_ns <= ?1",
+        "DELETE FROM ui_sessions WHERE expires_ns <= $1",
         &[now_ns.into()],
     )?;
     conn.execute(
-        "INSERT INTO ui_sessions (id_hash, token_hash, expires_ns) VALUES (?1, ?2, ?3)",
+        "INSERT INTO ui_sessions (id_hash, token_hash, expires_ns) VALUES ($1, $2, $3)",
         &[id_hash.into(), token_hash.into(), expires_ns.into()],
     )?;
     Ok(())
@@ -30,7 +30,7 @@ pub fn token_hash<C: Sql + ?Sized>(
     now_ns: i64,
 ) -> Result<Option<Vec<u8>>, C::Error> {
     let row = conn.query_opt(
-        "SELECT token_hash FROM ui_sessions WHERE id_hash = ?1 AND expires_ns > ?2",
+        "SELECT token_hash FROM ui_sessions WHERE id_hash = $1 AND expires_ns > $2",
         &[id_hash.into(), now_ns.into()],
     )?;
     Ok(row.map(|r| r.get("token_hash")).transpose()?)
@@ -39,7 +39,7 @@ pub fn token_hash<C: Sql + ?Sized>(
 /// Ends a session.
 pub fn close<C: Sql + ?Sized>(conn: &C, id_hash: &[u8]) -> Result<(), C::Error> {
     conn.execute(
-        "DELETE FROM ui_sessions WHERE id_hash = ?1",
+        "DELETE FROM ui_sessions WHERE id_hash = $1",
         &[id_hash.into()],
     )?;
     Ok(())

@@ -8,7 +8,7 @@ pub const BLOBS: &str = "blobs";
 
 pub fn get<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Option<String>, C::Error> {
     let row = conn.query_opt(
-        "SELECT value FROM registry_settings WHERE name = ?1",
+        "SELECT value FROM registry_settings WHERE name = $1",
         &[name.into()],
     )?;
     Ok(row.map(|r| r.get("value")).transpose()?)
@@ -16,7 +16,7 @@ pub fn get<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<Option<String>, C::E
 
 pub fn set<C: Sql + ?Sized>(conn: &C, name: &str, value: &str) -> Result<(), C::Error> {
     conn.execute(
-        "INSERT INTO registry_settings (name, value) VALUES (?1, ?2)
+        "INSERT INTO registry_settings (name, value) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET value = excluded.value",
         &[name.into(), value.into()],
     )?;

@@ -1,9 +1,11 @@
 //! One way to run SQL on either backend (issue 27): a module written against
-//! [`Sql`] runs on SQLite (`rusqlite`) and on PostgreSQL (`postgres`) alike. SQL is
-//! written once, with SQLite's numbered placeholders (`?1`, `?2`, …), which the
-//! PostgreSQL side rewrites to `$1`, `$2`, …; parameters are [`Param`]s and rows
-//! come back as owned [`Row`]s read by column name. See `POSTGRES.md` beside this
-//! file for the plan this is the first step of.
+//! [`Sql`] runs on SQLite (`rusqlite`) and on PostgreSQL (`postgres`) alike. A
+//! statement is sent as written, never rewritten (issue 42): parameters are `$1`,
+//! `$2`, …, which both take (SQLite as named parameters, bound here by their
+//! number, [`bind_numbered`]); where the two dialects differ (SQLite's planner
+//! hints), both texts are written out as [`Dialects`] and each backend runs its
+//! own. Parameters are [`Param`]s and rows come back as owned [`Row`]s read by
+//! column name. See `POSTGRES.md` beside this file for what differs and how.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -293,6 +295,17 @@ impl<T: FromValue> FromValue for Option<T> {
 pub trait Sql {
     type Error: From<Decode> + std::error::Error;
 
+    /// Which SQL this connection speaks, for the few statements written per dialect.
+    fn dialect(&self) -> Dialect;
+
+    /// `texts`' statement for this connection's dialect.
+    fn text(&self, texts: &Dialects) -> &'static str {
+        match self.dialect() {
+            Dialect::Sqlite => texts.sqlite,
+            Dialect::Postgres => texts.postgres,
+        }
+    }
+
     /// Runs one statement; returns how many rows it changed.
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, Self::Error>;
 
@@ -315,6 +328,55 @@ pub trait Sql {
         let _ = lock;
         Ok(())
     }
+}
+
+/// The two SQL dialects the registry's database speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// One statement written out in each dialect, where the two differ: SQLite's
+/// planner hints (`INDEXED BY name`, which holds a query to the index its page
+/// must read, see `tests/it/query_plans.rs`) have no PostgreSQL syntax, and
+/// PostgreSQL plans by its own statistics.
+#[derive(Clone, Copy, Debug)]
+pub struct Dialects {
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
+/// Binds `params` to `statement`'s parameters by number: `$N` (or `?N`) takes
+/// `params[N - 1]` wherever it stands. SQLite numbers a named parameter (`$N` is
+/// one to it) by where it first appears, so binding by position would give `$2`
+/// the first value in `WHERE b = $2 AND a = $1`. Every parameter up to the highest
+/// must be given, and no more, as `rusqlite` checks for its own binding.
+pub(crate) fn bind_numbered<T: rusqlite::ToSql>(
+    statement: &mut rusqlite::Statement<'_>,
+    params: &[T],
+) -> rusqlite::Result<()> {
+    let mut highest = 0;
+    for index in 1..=statement.parameter_count() {
+        let name = statement.parameter_name(index).unwrap_or("?");
+        let number = name
+            .strip_prefix(['$', '?'])
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| rusqlite::Error::InvalidParameterName(name.to_string()))?;
+        let value = params
+            .get(number - 1)
+            .ok_or(rusqlite::Error::InvalidParameterCount(number, params.len()))?;
+        statement.raw_bind_parameter(index, value)?;
+        highest = highest.max(number);
+    }
+    if highest != params.len() {
+        return Err(rusqlite::Error::InvalidParameterCount(
+            params.len(),
+            highest,
+        ));
+    }
+    Ok(())
 }
 
 impl rusqlite::ToSql for Param<'_> {
@@ -363,11 +425,14 @@ pub(crate) fn sqlite_value(value: rusqlite::types::ValueRef<'_>) -> Value {
 impl Sql for rusqlite::Connection {
     type Error = rusqlite::Error;
 
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<u64> {
-        let changed = self
-            .prepare_cached(sql)?
-            .execute(rusqlite::params_from_iter(params))?;
-        Ok(changed as u64)
+        let mut statement = self.prepare_cached(sql)?;
+        bind_numbered(&mut statement, params)?;
+        Ok(statement.raw_execute()? as u64)
     }
 
     fn query(&self, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<Vec<Row>> {
@@ -377,7 +442,8 @@ impl Sql for rusqlite::Connection {
             .into_iter()
             .map(str::to_string)
             .collect();
-        let mut rows = statement.query(rusqlite::params_from_iter(params))?;
+        bind_numbered(&mut statement, params)?;
+        let mut rows = statement.raw_query();
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
             let values = (0..names.len())
@@ -392,6 +458,10 @@ impl Sql for rusqlite::Connection {
 /// A write transaction runs on its connection.
 impl Sql for rusqlite::Transaction<'_> {
     type Error = rusqlite::Error;
+
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
 
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> rusqlite::Result<u64> {
         Sql::execute(&**self, sql, params)
@@ -525,6 +595,13 @@ pub enum Conn<'a> {
 impl Sql for Conn<'_> {
     type Error = SqlError;
 
+    fn dialect(&self) -> Dialect {
+        match self {
+            Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, SqlError> {
         match self {
             Conn::Sqlite(c) => Ok(Sql::execute(*c, sql, params)?),
@@ -610,7 +687,7 @@ impl<'s, C: postgres::GenericClient> Pg<'s, C> {
 
     fn statement(&self, sql: &str) -> Result<postgres::Statement, PgError> {
         let prepare = || -> Result<postgres::Statement, PgError> {
-            Ok(self.client.borrow_mut().prepare(&postgres_text(sql))?)
+            Ok(self.client.borrow_mut().prepare(sql)?)
         };
         let Some(statements) = self.statements else {
             return prepare();
@@ -665,6 +742,10 @@ const STATEMENTS_PER_CONNECTION: usize = 512;
 impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
     type Error = PgError;
 
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, PgError> {
         let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
             params.iter().map(|p| p as _).collect();
@@ -698,85 +779,6 @@ impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
             .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&class, &key]);
         self.noted(answer).map(drop)
     }
-}
-
-/// A statement written for both backends as PostgreSQL takes it: `?N` as `$N`
-/// ([`placeholders`]) and SQLite's planner hints (`INDEXED BY name`, which hold a
-/// query to the index its page must read, see `tests/it/query_plans.rs`, and a
-/// unary `+` before a column, which keeps SQLite from driving a query by that
-/// column's index) left out, since PostgreSQL has no such syntax (no unary `+` for
-/// text or bytes) and plans by its own statistics.
-pub fn postgres_text(sql: &str) -> String {
-    without_unary_plus(&without_index_hints(&placeholders(sql)))
-}
-
-/// `sql` without SQLite's unary `+` before a column name (`+c.environment`),
-/// quoted text left alone. A `+` is unary when it follows a space, `(` or `,` and
-/// a letter or `_` follows it: `a + b` and `1+2` keep theirs.
-pub fn without_unary_plus(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut quoted = false;
-    let mut previous = ' ';
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\'' {
-            quoted = !quoted;
-        }
-        let unary = !quoted
-            && c == '+'
-            && (previous.is_whitespace() || matches!(previous, '(' | ','))
-            && chars
-                .peek()
-                .is_some_and(|next| next.is_ascii_alphabetic() || *next == '_');
-        if !unary {
-            out.push(c);
-        }
-        previous = c;
-    }
-    out
-}
-
-/// `sql` without its `INDEXED BY name` clauses, quoted text left alone.
-pub fn without_index_hints(sql: &str) -> String {
-    const HINT: &str = "INDEXED BY ";
-    let mut out = String::with_capacity(sql.len());
-    let mut quoted = false;
-    let mut rest = sql;
-    while let Some(c) = rest.chars().next() {
-        if !quoted && rest.starts_with(HINT) {
-            let name = rest[HINT.len()..]
-                .trim_start()
-                .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
-            // The space before the hint stays; the one after it goes.
-            rest = name.trim_start();
-            continue;
-        }
-        if c == '\'' {
-            quoted = !quoted;
-        }
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    out
-}
-
-/// SQLite's `?N` placeholders as PostgreSQL's `$N`, leaving quoted text alone.
-pub fn placeholders(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
-    let mut quoted = false;
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => quoted = !quoted,
-            '?' if !quoted && chars.peek().is_some_and(char::is_ascii_digit) => {
-                out.push('$');
-                continue;
-            }
-            _ => {}
-        }
-        out.push(c);
-    }
-    out
 }
 
 pub(crate) fn pg_values(row: &postgres::Row) -> Result<Vec<Value>, PgError> {
@@ -854,7 +856,7 @@ impl postgres::types::ToSql for Param<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{placeholders, without_index_hints, without_unary_plus, Decode, Sql};
+    use super::{Decode, Param, Sql};
 
     #[test]
     fn a_column_the_row_does_not_have_is_a_decode_error_naming_it_and_those_it_has() {
@@ -883,30 +885,36 @@ mod tests {
     }
 
     #[test]
-    fn a_unary_plus_before_a_column_is_left_out_outside_quotes_only() {
-        assert_eq!(
-            without_unary_plus(
-                "SELECT '+c.x', a + b, 1+2 FROM t WHERE +c.environment = ?1 AND (+f.key < ?2)"
-            ),
-            "SELECT '+c.x', a + b, 1+2 FROM t WHERE c.environment = ?1 AND (f.key < ?2)"
-        );
+    fn parameters_bind_by_their_number_not_where_they_first_appear() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let row = Sql::query_one(
+            &conn,
+            "SELECT $2 AS b, $1 AS a, $2 || $1 AS ba",
+            &[Param::Text("a"), Param::Text("b")],
+        )
+        .unwrap();
+        assert_eq!(row.get::<String>("a").unwrap(), "a");
+        assert_eq!(row.get::<String>("b").unwrap(), "b");
+        assert_eq!(row.get::<String>("ba").unwrap(), "ba");
     }
 
     #[test]
-    fn index_hints_are_left_out_outside_quotes_only() {
-        assert_eq!(
-            without_index_hints(
-                "SELECT 'INDEXED BY x' FROM t INDEXED BY t_a_b WHERE a IN (SELECT a FROM u INDEXED BY u_1)"
-            ),
-            "SELECT 'INDEXED BY x' FROM t WHERE a IN (SELECT a FROM u )"
+    fn a_parameter_missing_or_one_too_many_is_refused() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let e = Sql::query(&conn, "SELECT $2 AS b", &[Param::Int(1)]).unwrap_err();
+        assert!(
+            matches!(e, rusqlite::Error::InvalidParameterCount(2, 1)),
+            "{e:?}"
         );
-    }
-
-    #[test]
-    fn placeholders_are_renumbered_outside_quotes_only() {
-        assert_eq!(
-            placeholders("SELECT '?1', x FROM t WHERE a = ?1 AND b = ?12"),
-            "SELECT '?1', x FROM t WHERE a = $1 AND b = $12"
+        let e = Sql::query(&conn, "SELECT $1 AS a", &[Param::Int(1), Param::Int(2)]).unwrap_err();
+        assert!(
+            matches!(e, rusqlite::Error::InvalidParameterCount(2, 1)),
+            "{e:?}"
+        );
+        let e = Sql::query(&conn, "SELECT :a AS a", &[Param::Int(1)]).unwrap_err();
+        assert!(
+            matches!(e, rusqlite::Error::InvalidParameterName(_)),
+            "{e:?}"
         );
     }
 }

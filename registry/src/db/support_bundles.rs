@@ -42,7 +42,7 @@ pub fn insert<C: Sql + ?Sized>(
     // on either backend.
     let row = conn.query_one(
         "INSERT INTO support_bundles (customer, imported_at, size, sha256, bytes)
-         VALUES (?1, ?2, ?3, ?4, ?5)
+         VALUES ($1, $2, $3, $4, $5)
          RETURNING id, customer, imported_at, size, sha256",
         &[
             customer.into(),
@@ -62,7 +62,7 @@ pub fn latest<C: Sql + ?Sized>(
 ) -> Result<Option<SupportBundle>, C::Error> {
     let row = conn.query_opt(
         "SELECT id, customer, imported_at, size, sha256 FROM support_bundles
-         WHERE customer = ?1 ORDER BY id DESC LIMIT 1",
+         WHERE customer = $1 ORDER BY id DESC LIMIT 1",
         &[customer.into()],
     )?;
     Ok(row.as_ref().map(SupportBundle::from_row).transpose()?)
@@ -75,7 +75,7 @@ pub fn bytes<C: Sql + ?Sized>(
     id: i64,
 ) -> Result<Option<Vec<u8>>, C::Error> {
     let row = conn.query_opt(
-        "SELECT bytes FROM support_bundles WHERE customer = ?1 AND id = ?2",
+        "SELECT bytes FROM support_bundles WHERE customer = $1 AND id = $2",
         &[customer.into(), id.into()],
     )?;
     Ok(row.map(|r| r.get("bytes")).transpose()?)

@@ -53,7 +53,7 @@ pub fn insert<C: Sql + ?Sized>(
 ) -> Result<(), C::Error> {
     conn.execute(
         "INSERT INTO tokens (id, hash, role, name, customer, created, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
         &[
             id.into(),
             hash.into(),
@@ -73,7 +73,7 @@ pub fn name_taken<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<bool, C::Erro
     // `COUNT` rather than `EXISTS`: an integer on both backends (PostgreSQL's
     // `EXISTS` is a boolean).
     let row = conn.query_one(
-        "SELECT COUNT(*) AS n FROM tokens WHERE name = ?1",
+        "SELECT COUNT(*) AS n FROM tokens WHERE name = $1",
         &[name.into()],
     )?;
     Ok(row.get::<i64>("n")? > 0)
@@ -82,7 +82,7 @@ pub fn name_taken<C: Sql + ?Sized>(conn: &C, name: &str) -> Result<bool, C::Erro
 pub fn by_hash<C: Sql + ?Sized>(conn: &C, hash: &[u8]) -> Result<Option<TokenRow>, C::Error> {
     let row = conn.query_opt(
         "SELECT id, hash, role, customer, expires_at, revoked_at, last_used FROM tokens
-         WHERE hash = ?1",
+         WHERE hash = $1",
         &[hash.into()],
     )?;
     Ok(row.as_ref().map(TokenRow::from_row).transpose()?)
@@ -131,10 +131,10 @@ pub fn list<C: Sql + ?Sized>(conn: &C) -> Result<Vec<TokenInfo>, C::Error> {
 /// revocation time, or `None` when no token has that id.
 pub fn revoke<C: Sql + ?Sized>(conn: &C, id: &str, now: &str) -> Result<Option<String>, C::Error> {
     conn.execute(
-        "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
+        "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
         &[id.into(), now.into()],
     )?;
-    let row = conn.query_opt("SELECT revoked_at FROM tokens WHERE id = ?1", &[id.into()])?;
+    let row = conn.query_opt("SELECT revoked_at FROM tokens WHERE id = $1", &[id.into()])?;
     Ok(row.map(|r| r.get("revoked_at")).transpose()?)
 }
 
@@ -147,7 +147,7 @@ pub fn count<C: Sql + ?Sized>(conn: &C) -> Result<u64, C::Error> {
 /// Records that token `id` was used at `now`.
 pub fn touch<C: Sql + ?Sized>(conn: &C, id: &str, now: &str) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE tokens SET last_used = ?2 WHERE id = ?1",
+        "UPDATE tokens SET last_used = $2 WHERE id = $1",
         &[id.into(), now.into()],
     )?;
     Ok(())

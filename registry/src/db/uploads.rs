@@ -28,7 +28,7 @@ pub fn create<C: Sql + ?Sized>(
     now: i64,
 ) -> Result<(), C::Error> {
     conn.execute(
-        "INSERT INTO uploads (id, repo, owner, created, updated) VALUES (?1, ?2, ?3, ?4, ?4)",
+        "INSERT INTO uploads (id, repo, owner, created, updated) VALUES ($1, $2, $3, $4, $4)",
         &[id.into(), repo.into(), owner.into(), now.into()],
     )?;
     Ok(())
@@ -36,7 +36,7 @@ pub fn create<C: Sql + ?Sized>(
 
 pub fn get<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Upload>, C::Error> {
     let row = conn.query_opt(
-        "SELECT repo, updated FROM uploads WHERE id = ?1",
+        "SELECT repo, updated FROM uploads WHERE id = $1",
         &[id.into()],
     )?;
     Ok(row.as_ref().map(Upload::from_row).transpose()?)
@@ -44,14 +44,14 @@ pub fn get<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Option<Upload>, C::Err
 
 pub fn touch<C: Sql + ?Sized>(conn: &C, id: &str, now: i64) -> Result<(), C::Error> {
     conn.execute(
-        "UPDATE uploads SET updated = ?2 WHERE id = ?1",
+        "UPDATE uploads SET updated = $2 WHERE id = $1",
         &[id.into(), now.into()],
     )?;
     Ok(())
 }
 
 pub fn delete<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<bool, C::Error> {
-    let deleted = conn.execute("DELETE FROM uploads WHERE id = ?1", &[id.into()])?;
+    let deleted = conn.execute("DELETE FROM uploads WHERE id = $1", &[id.into()])?;
     Ok(deleted > 0)
 }
 
@@ -62,7 +62,7 @@ pub fn expired<C: Sql + ?Sized>(
     limit: usize,
 ) -> Result<Vec<String>, C::Error> {
     let rows = conn.query(
-        "SELECT id FROM uploads WHERE updated <= ?1 LIMIT ?2",
+        "SELECT id FROM uploads WHERE updated <= $1 LIMIT $2",
         &[before.into(), (limit as i64).into()],
     )?;
     Ok(rows.iter().map(|r| r.get("id")).collect::<Result<_, _>>()?)
@@ -71,7 +71,7 @@ pub fn expired<C: Sql + ?Sized>(
 /// How many sessions `owner` has open that were touched after `after`.
 pub fn open_by_owner<C: Sql + ?Sized>(conn: &C, owner: &str, after: i64) -> Result<u64, C::Error> {
     let row = conn.query_one(
-        "SELECT COUNT(*) AS n FROM uploads WHERE owner = ?1 AND updated > ?2",
+        "SELECT COUNT(*) AS n FROM uploads WHERE owner = $1 AND updated > $2",
         &[owner.into(), after.into()],
     )?;
     Ok(row.get("n")?)
@@ -104,7 +104,7 @@ pub fn segments_size<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<u64, C::Erro
     // PostgreSQL's SUM of a BIGINT is a NUMERIC: cast back so both backends answer
     // an integer.
     let row = conn.query_one(
-        "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS size FROM upload_segments WHERE upload = ?1",
+        "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS size FROM upload_segments WHERE upload = $1",
         &[id.into()],
     )?;
     Ok(row.get("size")?)
@@ -113,7 +113,7 @@ pub fn segments_size<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<u64, C::Erro
 /// The recorded segments of session `id`, in order.
 pub fn segments<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<Vec<Segment>, C::Error> {
     let rows = conn.query(
-        "SELECT start, size FROM upload_segments WHERE upload = ?1 ORDER BY start",
+        "SELECT start, size FROM upload_segments WHERE upload = $1 ORDER BY start",
         &[id.into()],
     )?;
     Ok(from_rows(&rows)?)
@@ -132,7 +132,7 @@ pub fn add_segment<C: Sql + ?Sized>(
         return Ok(false);
     }
     conn.execute(
-        "INSERT INTO upload_segments (upload, start, size) VALUES (?1, ?2, ?3)",
+        "INSERT INTO upload_segments (upload, start, size) VALUES ($1, $2, $3)",
         &[
             id.into(),
             (segment.start as i64).into(),

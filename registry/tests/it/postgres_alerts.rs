@@ -142,7 +142,7 @@ fn standing_story<C: Sql>(conn: &C) -> Vec<String> {
     }
     for (id, seen) in [("acme", 10), ("Zeta-1", 20), ("globex", 500)] {
         conn.execute(
-            "UPDATE customers SET last_seen = ?2, last_seen_ns = ?3 WHERE id = ?1",
+            "UPDATE customers SET last_seen = $2, last_seen_ns = $3 WHERE id = $1",
             &[
                 id.into(),
                 format!("seen at {seen}").as_str().into(),
@@ -159,7 +159,7 @@ fn standing_story<C: Sql>(conn: &C) -> Vec<String> {
     ] {
         conn.execute(
             "INSERT INTO fleet_cells (customer, stack, version, behind, failed, drifted)
-             VALUES (?1, 'web', ?2, ?3, ?4, 1)",
+             VALUES ($1, 'web', $2, $3, $4, 1)",
             &[
                 customer.into(),
                 version.into(),

@@ -653,7 +653,7 @@ fn customer_story<C: Sql>(conn: &C) -> Vec<String> {
     ] {
         conn.execute(
             "INSERT INTO fleet_cells (customer, stack, attempt_id, version, failed, drifted)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
             &[
                 customer.into(),
                 stack.into(),
@@ -873,8 +873,8 @@ fn release_story<C: Sql>(conn: &C) -> Vec<String> {
             "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
                  started_at, finished_at, key_id, document, received_at, finished_ns,
                  release_name, release_version, release_digest)
-             VALUES (?1, ?2, ?3, '1.2.0', ?6, 'apply', 'succeeded', ?7, ?7, 'k1', '{}', ?7,
-                 ?8, ?4, ?5, ?9)",
+             VALUES ($1, $2, $3, '1.2.0', $6, 'apply', 'succeeded', $7, $7, 'k1', '{}', $7,
+                 $8, $4, $5, $9)",
             &[
                 id.into(),
                 customer.into(),
@@ -890,7 +890,7 @@ fn release_story<C: Sql>(conn: &C) -> Vec<String> {
         .unwrap();
         conn.execute(
             "INSERT INTO fleet_cells (customer, stack, current_id, attempt_id, version, digest)
-             VALUES (?1, ?2, ?3, ?3, '1.2.0', ?4)",
+             VALUES ($1, $2, $3, $3, '1.2.0', $4)",
             &[
                 customer.into(),
                 stack.into(),

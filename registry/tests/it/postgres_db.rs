@@ -114,7 +114,7 @@ fn increment(db: &Db) {
         std::thread::sleep(Duration::from_millis(2));
         let next = (value + 1).to_string();
         c.execute(
-            "INSERT INTO registry_settings (name, value) VALUES ('counter', ?1)
+            "INSERT INTO registry_settings (name, value) VALUES ('counter', $1)
              ON CONFLICT (name) DO UPDATE SET value = excluded.value",
             &[Param::Text(&next)],
         )?;

@@ -171,7 +171,7 @@ fn target_story<C: Sql>(conn: &C) -> Vec<String> {
     // Channels and waves are the rollouts module's to write (not ported yet).
     for (id, channel, wave) in [("acme", "stable", Some("1")), ("Zeta-1", "stable", None)] {
         conn.execute(
-            "UPDATE customers SET channel = ?2, wave = ?3 WHERE id = ?1",
+            "UPDATE customers SET channel = $2, wave = $3 WHERE id = $1",
             &[id.into(), channel.into(), wave.into()],
         )
         .unwrap();
@@ -191,7 +191,7 @@ fn target_story<C: Sql>(conn: &C) -> Vec<String> {
     ] {
         conn.execute(
             "INSERT INTO fleet_cells (customer, stack, attempt_id, version, digest)
-             VALUES ('acme', ?1, 'r1', ?2, ?3)",
+             VALUES ('acme', $1, 'r1', $2, $3)",
             &[stack.into(), version.into(), digest.into()],
         )
         .unwrap();

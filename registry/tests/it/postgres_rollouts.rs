@@ -677,8 +677,8 @@ fn stack_receipt_story<C: Sql>(conn: &C, say: &mut Answers) {
             "INSERT INTO receipts (id, customer, stack, version, digest, kind, outcome,
                  started_at, finished_at, key_id, document, received_at, finished_ns,
                  release_name, release_version, release_digest)
-             VALUES (?1, 'acme', 'network', ?2, 'sha256:network', ?3, ?4, ?5, ?5, 'acme-key',
-                 '{}', ?6, ?7, ?8, ?9, ?10)",
+             VALUES ($1, 'acme', 'network', $2, 'sha256:network', $3, $4, $5, $5, 'acme-key',
+                 '{}', $6, $7, $8, $9, $10)",
             &[
                 id.into(),
                 version.into(),
@@ -760,7 +760,7 @@ fn seen_story<C: Sql>(conn: &C, say: &mut Answers) {
     let seen = |conn: &C| -> (Option<String>, Option<i64>) {
         let row = conn
             .query_one(
-                "SELECT last_seen, last_seen_ns FROM customers WHERE id = ?1",
+                "SELECT last_seen, last_seen_ns FROM customers WHERE id = $1",
                 &["acme".into()],
             )
             .unwrap();
