@@ -15,6 +15,7 @@ use axum::http::{header, HeaderMap, Uri};
 
 use crate::auth::{self, Action, Principal, Role};
 use crate::controllers::body::discard;
+use crate::db::locks::Lock;
 use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 
@@ -74,10 +75,9 @@ fn note_use(state: &SharedState, id: &str) {
     let (state, id) = (state.clone(), id.to_string());
     runtime.spawn_blocking(move || {
         let now = crate::db::now_rfc3339();
-        if let Err(e) = state
-            .db
-            .write_any(|tx| Ok(crate::db::tokens::touch(tx, &id, &now)?))
-        {
+        if let Err(e) = state.db.write_keyed(&[Lock::Token(&id)], |tx| {
+            Ok(crate::db::tokens::touch(tx, &id, &now)?)
+        }) {
             tracing::debug!("could not record the use of token `{id}`: {}", e.message);
         }
     });

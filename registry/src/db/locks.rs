@@ -10,7 +10,7 @@
 //! - [`super::Db::write_keyed`] takes that lock *shared* (so none of the former
 //!   runs meanwhile) and, exclusively, one advisory lock per [`Lock`] it names:
 //!   receipts for different customers never wait on each other, nor pushes to
-//!   different repositories. Whatever else it
+//!   different repositories, nor blob uploads and token uses. Whatever else it
 //!   touches is either keyed by what it locked or changed by one statement the
 //!   database keeps whole (`INSERT … ON CONFLICT DO UPDATE SET n = t.n + excluded.n`
 //!   on a shared counter); a lock taken midway (one rollout's state machine,
@@ -43,6 +43,12 @@ pub enum Lock<'a> {
     Stack(&'a str),
     /// One release's versions (`release_indexes`).
     Release(&'a str),
+    /// One upload session's row: its segments recorded in order, its end once.
+    Upload(&'a str),
+    /// One blob by digest: its row and its bytes put in place once.
+    Blob(&'a str),
+    /// One owner's upload sessions, counted against its cap; or one token's row.
+    Token(&'a str),
 }
 
 impl Lock<'_> {
@@ -58,6 +64,9 @@ impl Lock<'_> {
             Lock::Repository(name) => (5, name.as_bytes().to_vec()),
             Lock::Stack(name) => (6, name.as_bytes().to_vec()),
             Lock::Release(name) => (7, name.as_bytes().to_vec()),
+            Lock::Upload(id) => (8, id.as_bytes().to_vec()),
+            Lock::Blob(digest) => (9, digest.as_bytes().to_vec()),
+            Lock::Token(id) => (10, id.as_bytes().to_vec()),
         };
         let hash = Sha256::digest(&value);
         (

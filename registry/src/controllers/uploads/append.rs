@@ -11,6 +11,7 @@ use crate::controllers::uploads::{
 };
 use crate::controllers::{empty, Ctx};
 use crate::db;
+use crate::db::locks::Lock;
 use crate::error::{Code, Error, Result};
 
 fn parse_content_range(value: &str) -> Option<(u64, u64)> {
@@ -58,9 +59,9 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str, body: &mut Option<Body>) -> 
     let body = body.take().unwrap_or_default();
     let appended = append_body(&ctx.state, id, true, body, &mut progress, None).await?;
     let size = appended.size;
-    ctx.state
-        .db
-        .write_any(|tx| Ok(db::uploads::touch(tx, id, db::now_unix())?))?;
+    ctx.state.db.write_keyed(&[Lock::Upload(id)], |tx| {
+        Ok(db::uploads::touch(tx, id, db::now_unix())?)
+    })?;
     Ok(empty(
         StatusCode::ACCEPTED,
         &progress_headers(name, id, size),

@@ -7,6 +7,7 @@ use crate::auth::Action;
 use crate::controllers::uploads::{check_session, remove_upload};
 use crate::controllers::{empty, Ctx};
 use crate::db;
+use crate::db::locks::Lock;
 use crate::error::Result;
 
 pub async fn handle(ctx: Ctx, name: &str, id: &str) -> Result<Response> {
@@ -16,7 +17,7 @@ pub async fn handle(ctx: Ctx, name: &str, id: &str) -> Result<Response> {
     let _progress = lock.lock().await;
     ctx.state
         .db
-        .write_any(|tx| Ok(db::uploads::delete(tx, id)?))?;
+        .write_keyed(&[Lock::Upload(id)], |tx| Ok(db::uploads::delete(tx, id)?))?;
     remove_upload(&ctx.state, id).await;
     ctx.state.forget_upload(id);
     Ok(empty(

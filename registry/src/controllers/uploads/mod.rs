@@ -14,6 +14,7 @@ use stackpack_schema::Digest;
 
 use crate::controllers::Ctx;
 use crate::db;
+use crate::db::locks::Lock;
 use crate::error::{Code, Error, Result};
 use crate::state::{AppState, UploadProgress};
 use crate::storage::{StageError, Staged, UploadWriter, Written};
@@ -60,7 +61,9 @@ pub fn open_session(ctx: &Ctx, name: &str, owner: &str, id: &str) -> Result<()> 
     let cap = ctx.state.config.max_sessions_per_token;
     let now = db::now_unix();
     let live_after = now - ctx.state.config.upload_lifetime.as_secs() as i64;
-    ctx.state.db.write_any(|tx| {
+    // Keyed by the owner: its sessions are counted and one added by one request at
+    // a time, whichever replica each reaches.
+    ctx.state.db.write_keyed(&[Lock::Token(owner), Lock::Upload(id)], |tx| {
         let open = db::uploads::open_by_owner(tx, owner, live_after)?;
         if open >= cap {
             return Err(Error::new(
@@ -148,10 +151,9 @@ impl Recorder<'_> {
             return Ok(());
         }
         let id = self.id;
-        let added = self
-            .state
-            .db
-            .write_any(|tx| Ok(db::uploads::add_segment(tx, id, segment, db::now_unix())?))?;
+        let added = self.state.db.write_keyed(&[Lock::Upload(id)], |tx| {
+            Ok(db::uploads::add_segment(tx, id, segment, db::now_unix())?)
+        })?;
         if !added {
             return Err(Error::new(
                 Code::BlobUploadInvalid,
@@ -331,7 +333,9 @@ pub async fn commit(
         Ok(staged) => staged,
         Err(StageError::Mismatch { actual }) => {
             if let Some(id) = session {
-                state.db.write_any(|tx| Ok(db::uploads::delete(tx, id)?))?;
+                state
+                    .db
+                    .write_keyed(&[Lock::Upload(id)], |tx| Ok(db::uploads::delete(tx, id)?))?;
             }
             remove_upload(state, id).await;
             return Err(Error::new(
@@ -344,8 +348,16 @@ pub async fn commit(
     };
     let size = staged.size();
     let key = expected.to_string();
-    state.db.write_any(|tx| {
-        staged.promote()?;
+    let mut locks = vec![Lock::Blob(&key)];
+    locks.extend(session.map(Lock::Upload));
+    // Keyed by the blob (and the session): pushes of other blobs go on beside it; gc,
+    // which deletes blobs, runs alone (`write_any`). Should the database run the
+    // transaction again (a deadlock it broke off), the bytes are already in place.
+    let mut staged = Some(staged);
+    state.db.write_keyed(&locks, |tx| {
+        if let Some(staged) = staged.take() {
+            staged.promote()?;
+        }
         db::blobs::insert_and_link(tx, name, &key, size, db::now_unix())?;
         if let Some(id) = session {
             db::uploads::delete(tx, id)?;

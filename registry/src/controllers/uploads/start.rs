@@ -13,6 +13,7 @@ use crate::controllers::uploads::{
 };
 use crate::controllers::{empty, Ctx};
 use crate::db;
+use crate::db::locks::Lock;
 use crate::error::Result;
 use crate::names::{parse_digest, validate_repository};
 use crate::state::UploadProgress;
@@ -37,7 +38,7 @@ pub async fn handle(ctx: Ctx, name: &str, body: &mut Option<Body>) -> Result<Res
         let from_ok =
             validate_repository(from).is_ok() && ctx.authorize(Action::Pull(from)).is_ok();
         if from_ok {
-            let mounted = ctx.state.db.write_any(|tx| {
+            let mounted = ctx.state.db.write_keyed(&[Lock::Blob(&digest)], |tx| {
                 if db::blobs::size_in_repo(tx, from, &digest)?.is_some() {
                     db::blobs::link(tx, name, &digest)?;
                     Ok(true)
