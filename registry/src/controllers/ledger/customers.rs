@@ -24,6 +24,7 @@ use crate::controllers::ledger::{
 };
 use crate::controllers::{read_limited, Authorised, Ctx, MayAdminister};
 use crate::db;
+use crate::db::locks::Lock;
 use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 
@@ -206,7 +207,7 @@ pub async fn create(
             .map_err(|e| Error::new(Code::BadRequest, e.to_string()))?;
     }
     let now = db::now_rfc3339();
-    let customer = state.db.write_any(|tx| {
+    let customer = state.db.write_keyed(&[Lock::Customer(&new.id)], |tx| {
         let (name, environment) = (new.name.as_deref(), new.environment.as_deref());
         db::ledger::register_customer(tx, &new.id, name, environment, &now)?;
         Ok(db::ledger::customer(tx, &new.id)?)
@@ -265,7 +266,8 @@ pub async fn add_key(
     let key_id = key.key_id();
     let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
     let now = db::now_rfc3339();
-    state.db.write_any(|tx| {
+    let locks = [Lock::Customer(&id), Lock::InstallationKey(&key_id)];
+    state.db.write_keyed(&locks, |tx| {
         if db::ledger::customer(tx, &id)?.is_none() {
             return Err(Error::new(
                 Code::NotFound,
@@ -342,9 +344,10 @@ pub async fn revoke_key(
 ) -> Result<Json<InstallationKey>> {
     ctx.authorize(Action::Admin)?;
     let now = db::now_rfc3339();
-    let revoked = state
-        .db
-        .write_any(|tx| Ok(db::ledger::revoke_installation_key(tx, &id, &key_id, &now)?))?;
+    let locks = [Lock::Customer(&id), Lock::InstallationKey(&key_id)];
+    let revoked = state.db.write_keyed(&locks, |tx| {
+        Ok(db::ledger::revoke_installation_key(tx, &id, &key_id, &now)?)
+    })?;
     if !revoked {
         return Err(Error::new(
             Code::NotFound,

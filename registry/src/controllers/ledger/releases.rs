@@ -11,6 +11,7 @@ use crate::api::{NewRelease, Release};
 use crate::auth::Action;
 use crate::controllers::{read_limited, Authorised, Ctx, MayPublish};
 use crate::db;
+use crate::db::locks::Lock;
 use crate::error::{Code, Error, Result};
 use crate::state::SharedState;
 use crate::timestamp::Timestamp;
@@ -125,7 +126,8 @@ pub async fn create(
         published_at: Timestamp::now(),
         modules,
     };
-    state.db.write_any(|tx| {
+    // Keyed by the stack, as a manifest PUT recording a release is.
+    state.db.write_keyed(&[Lock::Stack(&release.stack)], |tx| {
             if let Some(existing) = db::ledger::release_digest(tx, &release.stack, &release.version)? {
                 if existing != release.digest && !release.prerelease {
                     return Err(Error::new(
