@@ -229,7 +229,7 @@ pub fn held_layers(
         .iter()
         .map(|s| (address.stack_repository(&s.stack), s.digest.to_string()))
         .collect();
-    let repository = crate::release_publish::fetch::release_repository(address, &release.stack);
+    let repository = crate::release::publish::fetch::release_repository(address, &release.stack);
     match &target.running {
         Some(running) => roots.push((repository, running.to_string())),
         // Receipts carried out of an airgap name stacks, not always the release:

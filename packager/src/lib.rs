@@ -18,9 +18,9 @@
 //! - [`keys`] makes and reads signing keys; [`attest`] says which builder ran, for
 //!   the provenance written beside each signature.
 //! - [`publish`] pushes built bundles and [`module_package`]s (OpenTofu module
-//!   packages) to a registry, claiming each tag exactly once; [`release_publish`]
+//!   packages) to a registry, claiming each tag exactly once; [`release::publish`]
 //!   then publishes each release (stacks and services as one signed OCI index),
-//!   its bump partly from [`release_wiring`].
+//!   its bump partly from [`release::wiring`].
 //! - [`promote`] signs "this release version is approved for channel C" and pushes
 //!   it beside the release, where the registry's rollout starts from it.
 //! - [`error`] re-exports the one user-facing error the three programs share.
@@ -28,8 +28,9 @@
 //!   crate from the `.tf` files) under the interface rules, the required version
 //!   bump, and runs the repository lints; [`witness`] plans customers' inputs old
 //!   against new in an emulated account.
-//! - [`release_graph`] proves the releases `stackpack.toml` declares and the
+//! - [`release::graph`] proves the releases `stackpack.toml` declares and the
 //!   dependencies and wiring of their stacks, and names the wirings a change breaks.
+//!   The release code is under [`release`], its tour atop it.
 //! - [`impact`] checks every customer's inputs against the interface a build would
 //!   publish, and [`customers`] writes a new customer's inputs and network range.
 //!
@@ -53,10 +54,8 @@ pub mod plan;
 pub mod promote;
 pub mod providers;
 pub mod publish;
-pub mod release_graph;
-pub mod release_publish;
+pub mod release;
 pub mod release_view;
-pub mod release_wiring;
 pub mod releases;
 pub mod repository;
 mod secret_text;

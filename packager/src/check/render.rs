@@ -22,9 +22,9 @@ pub struct CheckOutput {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_breaking: Vec<String>,
     /// Every release `stackpack.toml` declares, its graph proven (see
-    /// [`crate::release_graph`]).
+    /// [`crate::release::graph`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub releases: Vec<crate::release_graph::ReleaseReport>,
+    pub releases: Vec<crate::release::graph::ReleaseReport>,
     /// False when a requested bump is lower than required, a lint failed, a
     /// customer would break (and `--allow-breaking` did not name exactly them), or a
     /// release's graph is broken.
@@ -137,7 +137,7 @@ fn annotations(output: &CheckOutput) -> String {
         out.push_str(&github_annotation(f, level));
         out.push('\n');
     }
-    out.push_str(&crate::release_graph::render::github(&output.releases));
+    out.push_str(&crate::release::graph::render::github(&output.releases));
     out
 }
 
@@ -332,7 +332,7 @@ pub fn step_summary(output: &CheckOutput) -> String {
         out.push_str("#### Lints elsewhere in the repository\n\n");
         out.push_str(&markdown_findings(&rest));
     }
-    out.push_str(&crate::release_graph::render::markdown(&output.releases));
+    out.push_str(&crate::release::graph::render::markdown(&output.releases));
     out.push('\n');
     out
 }
@@ -391,7 +391,7 @@ pub fn human(output: &CheckOutput) -> String {
         out.push_str("\nlints:\n");
         out.push_str(&findings_table(&output.lints));
     }
-    out.push_str(&crate::release_graph::render::human(&output.releases));
+    out.push_str(&crate::release::graph::render::human(&output.releases));
     out
 }
 

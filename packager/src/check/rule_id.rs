@@ -81,7 +81,7 @@ rule_family! {
 
 rule_family! {
     /// What `check` proves of the releases in `stackpack.toml` and the dependencies
-    /// and wiring in each `stack.toml` (see [`crate::release_graph`]).
+    /// and wiring in each `stack.toml` (see [`crate::release::graph`]).
     Graph {
         ReleaseStackMissing => "release-stack-missing",
         ReleaseNamedLikeStack => "release-named-like-stack",

@@ -6,7 +6,7 @@
 //! and the plans'.
 //!
 //! It also proves every release of `stackpack.toml` (see
-//! `stackpack_packager::release_graph`): its stacks, their dependencies and wiring,
+//! `stackpack_packager::release::graph`): its stacks, their dependencies and wiring,
 //! and names the wirings the change breaks (a major change of the release).
 //!
 //! Exit codes: 0 when every change fits its version and no lint failed; 1 when a
@@ -25,7 +25,7 @@ use stackpack_packager::check::{
 use stackpack_packager::config::RepoConfig;
 use stackpack_packager::discover::{expand_globs, refuse_outside_modules};
 use stackpack_packager::impact::{self, CustomerReport, StackTarget};
-use stackpack_packager::release_graph::{self, ReleaseGraph};
+use stackpack_packager::release::graph::{self as release_graph, ReleaseGraph};
 use stackpack_packager::release_view::ReleaseView;
 use stackpack_packager::releases::ReleaseSource;
 use stackpack_packager::witness::render as witness_render;

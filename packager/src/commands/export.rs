@@ -5,7 +5,7 @@ use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::release::{find_release, verify_release};
 use stackpack_bundle::transfer::{export_bundles, pull_bundle};
 use stackpack_bundle::verify::Trust;
-use stackpack_packager::release_publish::fetch::{pull_release, release_repository};
+use stackpack_packager::release::publish::fetch::{pull_release, release_repository};
 use stackpack_packager::Error;
 use stackpack_packager::Result;
 use stackpack_schema::oci::Descriptor;

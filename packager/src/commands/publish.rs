@@ -9,7 +9,7 @@ use stackpack_packager::module_package::{
 };
 use stackpack_packager::plan::{plan, Plan};
 use stackpack_packager::publish::{publish, Destination, PublishedStack};
-use stackpack_packager::release_publish::{check_releases, publish_releases, PublishedRelease};
+use stackpack_packager::release::publish::{check_releases, publish_releases, PublishedRelease};
 use stackpack_packager::releases::RegistryReleases;
 use stackpack_packager::repository::Repository;
 use stackpack_packager::Result;

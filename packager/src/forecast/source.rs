@@ -114,9 +114,9 @@ impl ReleaseIndexes for RegistryIndexes<'_> {
         name: &str,
         version: &Version,
     ) -> Result<Option<(ReleaseDescription, Digest)>> {
-        let repository = crate::release_publish::fetch::release_repository(self.address, name);
+        let repository = crate::release::publish::fetch::release_repository(self.address, name);
         let found =
-            crate::release_publish::fetch::remote_release(self.remote, &repository, version)?;
+            crate::release::publish::fetch::remote_release(self.remote, &repository, version)?;
         Ok(found.map(|r| (r.description, r.descriptor.digest)))
     }
 }

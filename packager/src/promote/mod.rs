@@ -30,7 +30,7 @@ use stackpack_schema::rollout::{
 use stackpack_schema::signature::{PublicKey, SignatureEnvelope, SigningKey};
 
 use crate::error::{Error, Result};
-use crate::release_publish::fetch::{release_repository, remote_release};
+use crate::release::publish::fetch::{release_repository, remote_release};
 
 /// What a promotion approves, as found.
 #[derive(Clone, Debug)]

@@ -182,7 +182,7 @@ pub fn markdown_check(
         ));
     }
     out.push('\n');
-    out.push_str(&crate::release_graph::render::markdown(&output.releases));
+    out.push_str(&crate::release::graph::render::markdown(&output.releases));
     out.push_str(&markdown(stacks));
     out
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use stackpack_packager::check::Cache;
 use stackpack_packager::config::RepoConfig;
-use stackpack_packager::release_graph::{wiring_breaks, OutputChange, ReleaseGraph};
+use stackpack_packager::release::graph::{wiring_breaks, OutputChange, ReleaseGraph};
 use stackpack_schema::release::ReleaseChangeKind;
 use stackpack_schema::version::Bump;
 

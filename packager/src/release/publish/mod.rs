@@ -44,14 +44,14 @@ pub struct PublishedRelease {
 }
 
 /// Refuses, before anything is pushed, a release whose graph `stackpack check`
-/// refuses (see [`crate::release_graph`]): a missing stack, a name clash, a
+/// refuses (see [`crate::release::graph`]): a missing stack, a name clash, a
 /// dependency outside the release, a cycle, a wiring to a missing output or input,
 /// a type that does not fit, a service reference that is not one.
 pub fn check_releases(repo: &Repository) -> Result<()> {
-    let graph = crate::release_graph::ReleaseGraph::load(&repo.root, &repo.config)?;
+    let graph = crate::release::graph::ReleaseGraph::load(&repo.root, &repo.config)?;
     let mut cache = crate::check::Cache::default();
     let reports =
-        crate::release_graph::prove(&graph, &mut |path| cache.get(&repo.root.join(path)).ok());
+        crate::release::graph::prove(&graph, &mut |path| cache.get(&repo.root.join(path)).ok());
     if let Some(report) = reports.iter().find(|r| r.refused) {
         let first = report
             .errors()

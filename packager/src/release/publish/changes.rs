@@ -8,7 +8,7 @@ use stackpack_schema::release::{
 };
 use stackpack_schema::version::Bump;
 
-use crate::release_wiring::wiring_changes;
+use crate::release::wiring::wiring_changes;
 
 /// Every change from `previous` to the new stacks and services.
 pub(crate) fn release_changes(
