@@ -27,6 +27,7 @@ use stackpack_schema::rollout::{
 };
 
 use crate::api::{EventKind, Gate, Rollout, RolloutDetail, RolloutState};
+use crate::db::locks::Lock;
 use crate::db::rollouts::{self as rdb, ChannelConfig, RolloutRow};
 use crate::db::sql::{Decode, Sql};
 use crate::db::{self, Db};
@@ -631,7 +632,7 @@ pub fn refresh_customer<C: Sql + ?Sized>(
     // In id order, as every keyed write takes them (`db::locks`).
     ids.sort_unstable();
     for id in ids {
-        conn.lock(crate::db::locks::Lock::Rollout(id))?;
+        conn.lock(Lock::Rollout(id))?;
         if let Some(row) = rdb::rollout(conn, id)? {
             refresh_gate(conn, &row, customer, now_ns)?;
             advance_one(conn, id, now_ns, Joiners::Skip)?;
@@ -949,7 +950,14 @@ pub fn record_release_receipt(db: &Db, signed: &SignedReleaseReceipt) -> Result<
     let document = String::from_utf8(stackpack_schema::signature::canonical_json(signed))
         .expect("JSON is UTF-8");
     let digest = r.digest.to_string();
-    db.write_any(|tx| {
+    // Keyed as a stack's receipt is: its customer, its id and its key; the rollouts it
+    // moves on are locked one by one as `refresh_customer` reaches them.
+    let locks = [
+        Lock::Customer(&r.customer),
+        Lock::Receipt(&r.id),
+        Lock::InstallationKey(&r.key_id),
+    ];
+    db.write_keyed(&locks, |tx| {
         let now_ns = now_ns();
         let now = format_ns(now_ns);
         if let Some(existing) = rdb::release_receipt_document(tx, &r.id)? {
@@ -1008,7 +1016,7 @@ pub fn record_sync(db: &Db, customer: &str, report: &SyncReport) -> Result<()> {
         stackpack_schema::reference::validate_name(&release.release)
             .map_err(|e| bad(format!("release: {e}")))?;
     }
-    db.write_any(|tx| {
+    db.write_keyed(&[Lock::Customer(customer)], |tx| {
         if db::ledger::customer(tx, customer)?.is_none() {
             return Err(Error::new(
                 Code::NotFound,
