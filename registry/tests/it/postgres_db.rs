@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stackpack_registry::auth::Role;
+use stackpack_registry::db::locks::Lock;
 use stackpack_registry::db::sql::{Param, Sql, SqlError};
 use stackpack_registry::db::{pg, tokens, Backend, Db};
 use stackpack_registry::error::{Code, Error};
@@ -150,6 +151,85 @@ fn writers_of_two_replicas_on_one_postgres_database_take_turns() {
     // Without the write lock, READ COMMITTED lets two writers read the same
     // value and both write it plus one: increments are lost.
     assert_eq!(total, "90");
+}
+
+/// Runs `f` on a thread; the receiver answers once it returned.
+fn finished<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    f: impl FnOnce() + Send + 'scope,
+) -> std::sync::mpsc::Receiver<()> {
+    let (done, finished) = std::sync::mpsc::channel();
+    scope.spawn(move || {
+        f();
+        let _ = done.send(());
+    });
+    finished
+}
+
+/// Holds upload `a` on `holder` while `meanwhile` runs; answers what it answered.
+fn holding_upload_a<T>(holder: &Db, meanwhile: impl FnOnce() -> T) -> T {
+    let (entered, holding) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = std::sync::Mutex::new(released);
+    std::thread::scope(|scope| {
+        // Owned here, so a failed check lets go of `a` too (dropped as it unwinds)
+        // rather than leave the holder waiting.
+        let release = release;
+        let held = finished(scope, || {
+            holder
+                .write_keyed(&[Lock::Upload("a")], |_| {
+                    entered.send(()).unwrap();
+                    let _ = released.lock().unwrap().recv();
+                    Ok(())
+                })
+                .unwrap();
+        });
+        holding.recv_timeout(LONG).unwrap();
+        let answer = meanwhile();
+        release.send(()).unwrap();
+        held.recv_timeout(LONG).unwrap();
+        answer
+    })
+}
+
+const LONG: Duration = Duration::from_secs(20);
+
+#[test]
+fn keyed_writes_of_two_replicas_wait_only_for_their_own_key_and_for_a_write_that_runs_alone() {
+    let server = Postgres::start();
+    let (one, two) = (
+        Db::open_url(&server.url(), 2).unwrap(),
+        Db::open_url(&server.url(), 2).unwrap(),
+    );
+    // Other keys go on through the other replica while upload `a` is held.
+    holding_upload_a(&one, || {
+        two.write_keyed(&[Lock::Upload("b"), Lock::Customer("acme")], |_| Ok(()))
+            .unwrap()
+    });
+    // The same key, and a write that runs alone, wait for it: each is still
+    // waiting half a second in, and done once `a` is let go.
+    type Write<'a> = Box<dyn Fn() + Send + Sync + 'a>;
+    let waiting: [(&str, Write); 2] = [
+        (
+            "upload `a` was written twice at once",
+            Box::new(|| two.write_keyed(&[Lock::Upload("a")], |_| Ok(())).unwrap()),
+        ),
+        (
+            "a write that runs alone ran beside a keyed one",
+            Box::new(|| two.write_any(|_| Ok(())).unwrap()),
+        ),
+    ];
+    for (what, write) in &waiting {
+        std::thread::scope(|scope| {
+            let done = holding_upload_a(&one, || {
+                let done = finished(scope, write);
+                std::thread::sleep(Duration::from_millis(500));
+                assert!(done.try_recv().is_err(), "{what}");
+                done
+            });
+            done.recv_timeout(LONG).unwrap();
+        });
+    }
 }
 
 /// A `Db` call counting tokens, through one of its pools.
