@@ -17,7 +17,8 @@ pub fn rollouts(
     release: Option<&str>,
 ) -> Result<Vec<Rollout>> {
     let now = rollout::now_ns();
-    state.db.write_any(|tx| Ok(rollout::advance(tx, now)?))?;
+    // A write only when a wave is due: a read of rollouts takes no write lock.
+    rollout::advance_if_due(&state.db, now)?;
     state.db.support_any(|c| rollout::list(c, channel, release))
 }
 

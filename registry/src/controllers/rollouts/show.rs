@@ -14,7 +14,8 @@ use crate::state::{AppState, SharedState};
 /// One rollout, moved on to now first; `NOT_FOUND` when there is none.
 pub fn detail(state: &AppState, id: i64) -> Result<RolloutDetail> {
     let now = rollout::now_ns();
-    state.db.write_any(|tx| Ok(rollout::advance(tx, now)?))?;
+    // A write only when a wave is due: a read of rollouts takes no write lock.
+    rollout::advance_if_due(&state.db, now)?;
     state
         .db
         .support_any(|c| rollout::detail(c, id))?
