@@ -29,9 +29,11 @@ pub fn prose(text: &str) -> Markup {
     }
 }
 
-/// Percent-encodes one path segment or query value.
+/// Percent-encodes one path segment or query value: RFC 3986's unreserved
+/// characters stay, every other byte is `%XX` (the `percent-encoding` crate, through
+/// the one helper the AWS client and the OCI client use too).
 pub fn url(text: &str) -> String {
-    stackpack_bundle::remote::http::percent_encode(text)
+    stackpack_aws::http::percent_encode(text)
 }
 
 /// A digest as people read it: `sha256:3f9a…c21e`.
