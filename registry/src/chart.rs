@@ -4,12 +4,10 @@
 //! in a `<title>`, and the legend names every version, so colour never says
 //! anything alone.
 
-use std::fmt::Write as _;
-
+use maud::{html, Markup};
 use time::{Date, Duration};
 
 use crate::api::Adoption;
-use crate::controllers::ui::html::esc;
 
 const WIDTH: f64 = 960.0;
 const PLOT_HEIGHT: f64 = 220.0;
@@ -69,100 +67,116 @@ fn buckets(
     out
 }
 
-/// One stack's chart as an SVG group at `y`; returns it and its height.
-fn stack_chart(a: &Adoption, y: f64, today: Date) -> (String, f64) {
+/// One bar's part: one version's customers on one day.
+struct Part<'a> {
+    x: f64,
+    top: f64,
+    height: f64,
+    colour: usize,
+    version: &'a str,
+    at: &'a str,
+    count: u64,
+    total: u64,
+}
+
+/// One stack's chart as an SVG group at `y`; returns it and its height. Elements
+/// are closed (`<rect …></rect>`), as XML wants: `adoption --format svg` prints it
+/// as a file of its own.
+fn stack_chart(a: &Adoption, y: f64, today: Date) -> (Markup, f64) {
     let bars = buckets(a, today);
     let versions: Vec<String> = a.versions.iter().map(ToString::to_string).collect();
     let peak = bars.iter().map(|b| b.2).max().unwrap_or(0).max(1);
     let plot_width = WIDTH - LEFT - 12.0;
     let bar = plot_width / bars.len().max(1) as f64;
-    let mut out = format!("<g transform=\"translate(0,{y})\">");
-    let _ = write!(
-        out,
-        "<text x=\"{LEFT}\" y=\"16\" font-size=\"14\" font-weight=\"600\">{} — customers per version, by {}</text>",
-        esc(&a.stack),
-        esc(&a.bucket)
-    );
     let base = TOP + PLOT_HEIGHT;
-    let _ = write!(
-        out,
-        "<line x1=\"{LEFT}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\" stroke=\"#5b6475\"/>\
-         <text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{peak}</text>\
-         <text x=\"{}\" y=\"{base}\" font-size=\"11\" text-anchor=\"end\">0</text>",
-        WIDTH - 12.0,
-        LEFT - 6.0,
-        TOP + 10.0,
-        LEFT - 6.0,
-    );
+    let legend_y = base + 34.0;
+    let one = |v: f64| format!("{v:.1}");
+    let mut parts = Vec::new();
     for (i, (at, customers, total)) in bars.iter().enumerate() {
         let x = LEFT + i as f64 * bar;
         let mut top = base;
-        for (v, version) in versions.iter().enumerate() {
-            let Some(count) = customers.get(version).filter(|c| **c > 0) else {
+        for (colour, version) in versions.iter().enumerate() {
+            let Some(&count) = customers.get(version).filter(|c| **c > 0) else {
                 continue;
             };
-            let h = *count as f64 / peak as f64 * PLOT_HEIGHT;
-            top -= h;
-            let _ = write!(
-                out,
-                "<rect x=\"{x:.1}\" y=\"{top:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\" data-version=\"{}\"><title>{}: {} {} on {} of {total}</title></rect>",
-                (bar - 1.0).max(0.5),
-                PALETTE[v % PALETTE.len()],
-                esc(version),
-                esc(at),
+            let height = count as f64 / peak as f64 * PLOT_HEIGHT;
+            top -= height;
+            parts.push(Part {
+                x,
+                top,
+                height,
+                colour,
+                version,
+                at,
                 count,
-                if *count == 1 { "customer" } else { "customers" },
-                esc(version),
-            );
+                total: *total,
+            });
         }
     }
-    if let (Some(first), Some(last)) = (bars.first(), bars.last()) {
-        let _ = write!(
-            out,
-            "<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\">{}</text>\
-             <text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-            base + 14.0,
-            esc(&first.0),
-            WIDTH - 12.0,
-            base + 14.0,
-            esc(&last.0)
-        );
-    }
-    let legend_y = base + 34.0;
-    for (v, version) in versions.iter().enumerate() {
-        let lx = LEFT + (v % 6) as f64 * 145.0;
-        let ly = legend_y + (v / 6) as f64 * LEGEND_ROW;
-        let _ = write!(
-            out,
-            "<rect x=\"{lx}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{ly}\" font-size=\"12\">{}</text>",
-            ly - 9.0,
-            PALETTE[v % PALETTE.len()],
-            lx + 14.0,
-            esc(version)
-        );
-    }
-    out.push_str("</g>");
+    let group = html! {
+        g transform={ "translate(0," (y) ")" } {
+            text x=(LEFT) y="16" font-size="14" font-weight="600" {
+                (a.stack) " — customers per version, by " (a.bucket)
+            }
+            line x1=(LEFT) y1=(base) x2=(WIDTH - 12.0) y2=(base) stroke="#5b6475" {}
+            text x=(LEFT - 6.0) y=(TOP + 10.0) font-size="11" text-anchor="end" { (peak) }
+            text x=(LEFT - 6.0) y=(base) font-size="11" text-anchor="end" { "0" }
+            @for part in &parts {
+                rect x=(one(part.x)) y=(one(part.top)) width=(one((bar - 1.0).max(0.5)))
+                    height=(one(part.height)) fill=(PALETTE[part.colour % PALETTE.len()])
+                    data-version=(part.version) {
+                    title {
+                        (part.at) ": " (part.count) " "
+                        (if part.count == 1 { "customer" } else { "customers" })
+                        " on " (part.version) " of " (part.total)
+                    }
+                }
+            }
+            @if let (Some(first), Some(last)) = (bars.first(), bars.last()) {
+                text x=(LEFT) y=(base + 14.0) font-size="11" { (first.0) }
+                text x=(WIDTH - 12.0) y=(base + 14.0) font-size="11" text-anchor="end" { (last.0) }
+            }
+            @for (v, version) in versions.iter().enumerate() {
+                @let lx = LEFT + (v % 6) as f64 * 145.0;
+                @let ly = legend_y + (v / 6) as f64 * LEGEND_ROW;
+                rect x=(lx) y=(ly - 9.0) width="10" height="10" fill=(PALETTE[v % PALETTE.len()]) {}
+                text x=(lx + 14.0) y=(ly) font-size="12" { (version) }
+            }
+        }
+    };
     let rows = versions.len().div_ceil(6).max(1) as f64;
-    (out, legend_y + rows * LEGEND_ROW + 8.0)
+    (group, legend_y + rows * LEGEND_ROW + 8.0)
 }
 
 /// The charts of every stack in `adoption`, one under the other, as one SVG
-/// document; `today` ends the time axis.
-pub fn adoption_svg(adoption: &[Adoption], today: Date) -> String {
-    let mut groups = String::new();
+/// element; `today` ends the time axis.
+pub fn adoption_markup(adoption: &[Adoption], today: Date) -> Markup {
+    let mut groups = Vec::new();
     let mut y = 0.0;
     for a in adoption {
         let (group, height) = stack_chart(a, y, today);
-        groups.push_str(&group);
+        groups.push(group);
         y += height;
     }
     if adoption.is_empty() {
-        groups.push_str("<text x=\"12\" y=\"24\" font-size=\"13\">No customer has reported a deployment yet.</text>");
         y = 40.0;
     }
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" role=\"img\" viewBox=\"0 0 {WIDTH} {y}\" width=\"{WIDTH}\" height=\"{y}\" font-family=\"system-ui, sans-serif\"><title>Adoption: customers per version over time</title>{groups}</svg>"
-    )
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img"
+            viewBox={ "0 0 " (WIDTH) " " (y) } width=(WIDTH) height=(y)
+            font-family="system-ui, sans-serif" {
+            title { "Adoption: customers per version over time" }
+            @for group in &groups { (group) }
+            @if adoption.is_empty() {
+                text x="12" y="24" font-size="13" { "No customer has reported a deployment yet." }
+            }
+        }
+    }
+}
+
+/// [`adoption_markup`] as an SVG document.
+pub fn adoption_svg(adoption: &[Adoption], today: Date) -> String {
+    adoption_markup(adoption, today).into_string()
 }
 
 #[cfg(test)]

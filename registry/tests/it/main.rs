@@ -43,4 +43,5 @@ mod s3_blobs;
 mod schema_equivalence;
 mod serve_config;
 mod support_bundles;
+mod templates;
 mod ui;

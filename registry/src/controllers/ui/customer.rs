@@ -5,7 +5,6 @@
 //! customer.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -13,9 +12,11 @@ use axum::response::{IntoResponse, Response};
 use stackpack_schema::receipt::{Outcome, SignedReceipt};
 
 use super::fleet::{rows_table, version_link};
-use super::html;
-use super::html::{badge, error_page, esc, page, respond, short_digest, table, when, Tone};
-use super::release::{digest, release_link, services_table, standing};
+use super::html::{
+    badge, br, digest, error_page, html, joined, mono, muted, page, prose, respond, table, when,
+    when_for, Markup, Tone,
+};
+use super::release::{release_link, services_table, standing};
 use super::why;
 use super::{failed, viewer};
 use crate::api::{Customer, CustomerRelease, Deployment, FleetRow};
@@ -50,17 +51,12 @@ fn key_standing(revoked: bool, pinned_by: Option<PinnedBy>) -> (Tone, &'static s
 }
 
 /// Whether a stored receipt's signature verifies, and with which key.
-fn signature(document: &str, keys: &Keys) -> (String, String) {
+fn signature(document: &str, keys: &Keys) -> (Markup, Markup) {
     let signed: SignedReceipt = match serde_json::from_str(document) {
         Ok(signed) => signed,
-        Err(_) => return (badge(Tone::Bad, "unreadable"), String::new()),
+        Err(_) => return (badge(Tone::Bad, "unreadable"), html! {}),
     };
-    let inputs = signed.receipt.inputs_hash.to_string();
-    let inputs = format!(
-        "<span class=\"mono\" title=\"{}\">{}</span>",
-        esc(&inputs),
-        esc(&short_digest(&inputs))
-    );
+    let inputs = digest(&signed.receipt.inputs_hash.to_string());
     let verdict = match signed.verify_integrity() {
         Ok(key) => {
             let id = key.key_id();
@@ -77,22 +73,17 @@ fn signature(document: &str, keys: &Keys) -> (String, String) {
                 }
                 _ => badge(Tone::Warn, "signature matches the key in the file"),
             };
-            format!(
-                "{checked} <span class=\"mono\">{}</span> {}",
-                esc(&id),
-                badge(tone, standing)
-            )
+            html! { (checked) " " (mono(&id)) " " (badge(tone, standing)) }
         }
-        Err(e) => format!(
-            "{} <span class=\"muted\">{}</span>",
-            badge(Tone::Bad, "signature does not verify"),
-            super::html::prose(&e.to_string())
-        ),
+        Err(e) => html! {
+            (badge(Tone::Bad, "signature does not verify")) " "
+            span.muted { (prose(&e.to_string())) }
+        },
     };
     (verdict, inputs)
 }
 
-fn history_row(d: &Deployment, document: &str, keys: &Keys) -> Vec<String> {
+fn history_row(d: &Deployment, document: &str, keys: &Keys) -> Vec<Markup> {
     let tone = match d.outcome {
         Outcome::Failed | Outcome::Drifted => Tone::Bad,
         Outcome::Succeeded | Outcome::NoChanges => Tone::Good,
@@ -101,20 +92,36 @@ fn history_row(d: &Deployment, document: &str, keys: &Keys) -> Vec<String> {
     let receipt = why::receipt(document);
     vec![
         when(d.finished_at.as_str()),
-        esc(d.kind.as_str()),
+        html! { (d.kind.as_str()) },
         badge(tone, d.outcome.as_str()),
         super::fleet::stack_link(&d.stack),
         version_link(&d.stack, &d.version),
         receipt.as_ref().map(why::reason).unwrap_or_default(),
         receipt.as_ref().map(why::runner).unwrap_or_default(),
         verdict,
-        format!(
-            "<span class=\"mono\" title=\"{}\">{}</span><br>{inputs}<br><span class=\"mono\">{}</span>",
-            esc(&d.digest.to_string()),
-            esc(&d.digest.short()),
-            esc(&d.receipt_id)
-        ),
+        html! {
+            span.mono title=(d.digest.to_string()) { (d.digest.short()) }
+            br; (inputs) br; (mono(&d.receipt_id))
+        },
     ]
+}
+
+/// The customer's rollout, what its runner verified before applying, and its
+/// forecast misses: the sections read apart from the customer's own rows.
+fn sections(
+    state: &crate::state::AppState,
+    id: &str,
+) -> crate::error::Result<(Markup, Markup, Markup)> {
+    let (placement, syncs) = state
+        .db
+        .read_any(|c| Ok((db::rollouts::placement(c, id)?, db::rollouts::syncs(c, id)?)))?;
+    let runs = crate::controllers::ledger::running(state, id)
+        .and_then(|r| crate::controllers::ledger::customers::verified_runs(state, &r))?;
+    Ok((
+        rollout_section(placement.as_ref(), &syncs),
+        verified_section(&runs),
+        super::forecast::customer_section(state, id)?,
+    ))
 }
 
 pub async fn show(
@@ -182,38 +189,28 @@ pub async fn show(
     // Every fleet row carries whether the customer was registered by the vendor.
     let registered = running.first().is_none_or(|r| r.registered);
     running.retain(|r| r.stack.is_some());
-    let mut body = format!("<h1 id=\"customer\">{}</h1>", esc(&customer.id));
-    body.push_str(&state_lines(&customer, &running, &why_cells));
-    body.push_str(&facts(&customer, registered, &keys, &details, &why_cells));
-    body.push_str(&super::support_bundle::link(&state, &id));
-    match state.db.read_any(|c| {
-        Ok((
-            db::rollouts::placement(c, &id)?,
-            db::rollouts::syncs(c, &id)?,
-        ))
-    }) {
-        Ok((placement, syncs)) => body.push_str(&rollout_section(placement.as_ref(), &syncs)),
+    let (rollout, verified, misses) = match sections(&state, &id) {
+        Ok(sections) => sections,
         Err(e) => return failed(e),
-    }
-    body.push_str(&releases_section(&releases));
-    match crate::controllers::ledger::running(&state, &id)
-        .and_then(|r| crate::controllers::ledger::customers::verified_runs(&state, &r))
-    {
-        Ok(runs) => body.push_str(&verified_section(&runs)),
-        Err(e) => return failed(e),
-    }
-    body.push_str("<h2>Runs now</h2>");
-    if running.is_empty() {
-        body.push_str("<p class=\"muted\">No deployment reported yet.</p>");
-    } else {
-        body.push_str(&rows_table(&running, false, "running"));
-    }
-    match super::forecast::customer_section(&state, &id) {
-        Ok(section) => body.push_str(&section),
-        Err(e) => return failed(e),
-    }
-    body.push_str(&history_section(&history, &keys));
-    respond(StatusCode::OK, page(&customer.id, true, &body))
+    };
+    let body = html! {
+        h1 id="customer" { (customer.id) }
+        (state_lines(&customer, &running, &why_cells))
+        (facts(&customer, registered, &keys, &details, &why_cells))
+        (super::support_bundle::link(&state, &id))
+        (rollout)
+        (releases_section(&releases))
+        (verified)
+        h2 { "Runs now" }
+        @if running.is_empty() {
+            p.muted { "No deployment reported yet." }
+        } @else {
+            (rows_table(&running, false, "running"))
+        }
+        (misses)
+        (history_section(&history, &keys))
+    };
+    respond(StatusCode::OK, page(&customer.id, true, body))
 }
 
 /// The customer's state first, one line per stack, in words: "runs data-plane
@@ -223,18 +220,13 @@ fn state_lines(
     customer: &Customer,
     running: &[FleetRow],
     why_cells: &BTreeMap<String, db::customers::CellReceipts>,
-) -> String {
+) -> Markup {
     let mut lines = Vec::new();
     match (&customer.last_seen, customer.stale == Some(true)) {
-        (None, _) => lines.push(format!(
-            "{} no receipt yet",
-            badge(Tone::Warn, "never reported")
-        )),
-        (Some(seen), true) => lines.push(format!(
-            "{} last receipt {}",
-            badge(Tone::Warn, "silent"),
-            when(seen.as_str())
-        )),
+        (None, _) => lines.push(html! { (badge(Tone::Warn, "never reported")) " no receipt yet" }),
+        (Some(seen), true) => lines.push(html! {
+            (badge(Tone::Warn, "silent")) " last receipt " (when(seen.as_str()))
+        }),
         (Some(_), false) => {}
     }
     for row in running {
@@ -242,25 +234,16 @@ fn state_lines(
         lines.push(stack_line(row, stack, why_cells.get(stack)));
     }
     if lines.is_empty() {
-        lines.push("<span class=\"muted\">No deployment reported yet.</span>".into());
+        lines.push(muted("No deployment reported yet."));
     }
-    let items: String = lines.iter().map(|l| format!("<li>{l}</li>")).collect();
-    format!("<ul class=\"state\" id=\"state\">{items}</ul>")
+    html! {
+        ul.state id="state" { @for line in &lines { li { (line) } } }
+    }
 }
 
-/// One stack's line: what runs since when, then why it is not simply fine (an
-/// unmended failure, a drift, how far behind), each with its reason.
-fn stack_line(row: &FleetRow, stack: &str, cell: Option<&db::customers::CellReceipts>) -> String {
-    let mut line = match (&row.version, &row.since) {
-        (Some(v), Some(since)) => format!(
-            "runs {} {} since {}",
-            esc(stack),
-            version_link(stack, v),
-            html::when_for(since.as_str())
-        ),
-        (Some(v), None) => format!("runs {} {}", esc(stack), version_link(stack, v)),
-        (None, _) => format!("runs nothing of {}", esc(stack)),
-    };
+/// Why a stack's last failure failed, in a line's words: "; last attempt failed
+/// apply 1.4.0 2 h ago: `aws_eks_node_group.gpu`: …", or nothing.
+fn failure_words(row: &FleetRow, cell: Option<&db::customers::CellReceipts>) -> Option<Markup> {
     let failure = cell
         .and_then(|c| c.failed.as_deref())
         .and_then(why::receipt);
@@ -269,62 +252,65 @@ fn stack_line(row: &FleetRow, stack: &str, cell: Option<&db::customers::CellRece
         .as_ref()
         .is_some_and(|a| a.outcome == Outcome::Failed);
     if let Some(r) = &failure {
-        let reason = why::failure(r).unwrap_or_else(|| "no reason in the receipt".into());
+        let reason = why::failure(r).unwrap_or_else(|| html! { "no reason in the receipt" });
         let (badge_text, after) = match (&row.last_attempt, last_failed) {
-            (_, true) => ("last attempt failed", String::new()),
+            (_, true) => ("last attempt failed", ""),
             (Some(a), false) if a.kind == stackpack_schema::receipt::ReceiptKind::Rollback => {
-                ("failed", " (since rolled back)".to_string())
+                ("failed", " (since rolled back)")
             }
-            _ => ("failed", String::new()),
+            _ => ("failed", ""),
         };
-        let _ = write!(
-            line,
-            "; {} {} {} {}: {reason}{after}",
-            badge(Tone::Bad, badge_text),
-            esc(r.kind.as_str()),
-            esc(&r.version.to_string()),
-            when(&r.finished_at),
-        );
-    } else if let Some(a) = row.last_attempt.as_ref().filter(|_| last_failed) {
-        let _ = write!(
-            line,
-            "; {} {} {} {}: no reason in the receipt",
-            badge(Tone::Bad, "last attempt failed"),
-            esc(a.kind.as_str()),
-            esc(&a.version.to_string()),
-            when(a.finished_at.as_str()),
-        );
+        return Some(html! {
+            "; " (badge(Tone::Bad, badge_text)) " " (r.kind.as_str()) " " (r.version.to_string())
+            " " (when(&r.finished_at)) ": " (reason) (after)
+        });
     }
-    if row.drifted {
+    let a = row.last_attempt.as_ref().filter(|_| last_failed)?;
+    Some(html! {
+        "; " (badge(Tone::Bad, "last attempt failed")) " " (a.kind.as_str()) " "
+        (a.version.to_string()) " " (when(a.finished_at.as_str())) ": no reason in the receipt"
+    })
+}
+
+/// One stack's line: what runs since when, then why it is not simply fine (an
+/// unmended failure, a drift, how far behind), each with its reason.
+fn stack_line(row: &FleetRow, stack: &str, cell: Option<&db::customers::CellReceipts>) -> Markup {
+    let failure = failure_words(row, cell);
+    let drift = row.drifted.then(|| {
         let r = cell
             .and_then(|c| c.drifted.as_deref())
             .and_then(why::receipt);
-        let at = r.as_ref().map(|r| when(&r.finished_at)).unwrap_or_default();
         let reason = r
             .as_ref()
             .and_then(why::drift)
-            .unwrap_or_else(|| "no resource in the receipt".into());
-        let _ = write!(line, "; {} {at}: {reason}", badge(Tone::Bad, "drifted"));
+            .unwrap_or_else(|| html! { "no resource in the receipt" });
+        html! {
+            "; " (badge(Tone::Bad, "drifted")) " "
+            @if let Some(r) = &r { (when(&r.finished_at)) }
+            ": " (reason)
+        }
+    });
+    let latest = row
+        .latest_stable
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let fine = failure.is_none() && drift.is_none() && row.behind == 0;
+    html! {
+        @match (&row.version, &row.since) {
+            (Some(v), Some(since)) => {
+                "runs " (stack) " " (version_link(stack, v)) " since " (when_for(since.as_str()))
+            }
+            (Some(v), None) => { "runs " (stack) " " (version_link(stack, v)) }
+            (None, _) => { "runs nothing of " (stack) }
+        }
+        @if let Some(failure) = failure { (failure) }
+        @if let Some(drift) = drift { (drift) }
+        @if row.behind > 0 {
+            "; " (badge(Tone::Warn, &format!("behind {} (latest {latest})", row.behind)))
+        }
+        @if fine { "; " (badge(Tone::Good, "up to date")) }
     }
-    if row.behind > 0 {
-        let latest = row
-            .latest_stable
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        let _ = write!(
-            line,
-            "; {}",
-            badge(
-                Tone::Warn,
-                &format!("behind {} (latest {latest})", row.behind)
-            )
-        );
-    }
-    if !line.contains("class=\"badge") {
-        let _ = write!(line, "; {}", badge(Tone::Good, "up to date"));
-    }
-    line
 }
 
 /// The customer's details and facts: account, region, environment, contact,
@@ -336,75 +322,99 @@ fn facts(
     keys: &Keys,
     details: &db::customers::Details,
     why_cells: &BTreeMap<String, db::customers::CellReceipts>,
-) -> String {
-    let mut body = String::new();
+) -> Markup {
     let seen = match (&customer.last_seen, customer.stale == Some(true)) {
         (None, _) => badge(Tone::Warn, "never reported"),
-        (Some(seen), true) => format!("{} {}", when(seen.as_str()), badge(Tone::Warn, "silent")),
+        (Some(seen), true) => html! { (when(seen.as_str())) " " (badge(Tone::Warn, "silent")) },
         (Some(seen), false) => {
-            format!("{} {}", when(seen.as_str()), badge(Tone::Good, "reporting"))
+            html! { (when(seen.as_str())) " " (badge(Tone::Good, "reporting")) }
         }
     };
-    let not_set = || "<span class=\"muted\">not set</span>".to_string();
-    let detail = |v: &Option<String>| v.as_deref().map(esc).unwrap_or_else(not_set);
-    let mut runners: Vec<String> = why_cells
+    let not_set = || muted("not set");
+    let detail = |v: &Option<String>| v.as_deref().map_or_else(not_set, |v| html! { (v) });
+    let mut runners: Vec<Markup> = why_cells
         .iter()
         .filter_map(|(stack, c)| {
             let r = why::receipt(c.newest.as_deref()?)?;
-            Some(format!("{}: {}", esc(stack), why::runner(&r)))
+            Some(html! { (stack) ": " (why::runner(&r)) })
         })
         .collect();
-    runners.dedup();
-    let _ = write!(
-        body,
-        "<dl class=\"facts\"><dt>Account</dt><dd id=\"account\">{}</dd><dt>Region</dt><dd id=\"region\">{}</dd>\
-         <dt>Contact</dt><dd id=\"contact\">{}</dd><dt>Notes</dt><dd id=\"notes\">{}</dd>\
-         <dt>Runs with</dt><dd id=\"runner\">{}</dd>",
-        detail(&details.account),
-        detail(&details.region),
-        detail(&details.contact),
-        detail(&details.notes),
-        if runners.is_empty() { not_set() } else { runners.join("<br>") },
-    );
-    let mut key_list: Vec<String> = keys
+    runners.dedup_by(|a, b| a.0 == b.0);
+    let mut keys: Vec<(&String, &(bool, Option<PinnedBy>))> = keys.iter().collect();
+    keys.sort_by(|a, b| a.0.cmp(b.0));
+    let key_list: Vec<Markup> = keys
         .iter()
         .map(|(key, (revoked, pinned_by))| {
             let (tone, standing) = key_standing(*revoked, *pinned_by);
-            format!(
-                "<span class=\"mono\">{}</span> {}",
-                esc(key),
-                badge(tone, standing)
-            )
+            html! { (mono(key)) " " (badge(tone, standing)) }
         })
         .collect();
-    key_list.sort();
-    let _ = write!(
-        body,
-        "<dt>Name</dt><dd>{}</dd><dt>Environment</dt><dd id=\"environment\">{}</dd>\
-         <dt>Registered</dt><dd>{}</dd><dt>Last seen</dt><dd id=\"last-seen\">{seen}</dd>\
-         <dt>Installation keys</dt><dd>{}</dd></dl>",
-        customer.name.as_deref().map(esc).unwrap_or_default(),
-        customer
-            .environment
-            .as_deref()
-            .map(esc)
-            .unwrap_or_else(|| "<span class=\"muted\">not set</span>".into()),
-        if registered {
-            when(customer.created.as_str())
-        } else {
-            format!(
-                "{} <span class=\"muted\">first seen {}</span>",
-                badge(Tone::Warn, "not registered: known only from its receipts"),
-                when(customer.created.as_str())
-            )
+    html! {
+        dl.facts {
+            dt { "Account" } dd id="account" { (detail(&details.account)) }
+            dt { "Region" } dd id="region" { (detail(&details.region)) }
+            dt { "Contact" } dd id="contact" { (detail(&details.contact)) }
+            dt { "Notes" } dd id="notes" { (detail(&details.notes)) }
+            dt { "Runs with" }
+            dd id="runner" {
+                @if runners.is_empty() { (not_set()) } @else { (joined(&runners, &br())) }
+            }
+            dt { "Name" } dd { (customer.name.as_deref().unwrap_or_default()) }
+            dt { "Environment" } dd id="environment" { (detail(&customer.environment)) }
+            dt { "Registered" }
+            dd {
+                @if registered {
+                    (when(customer.created.as_str()))
+                } @else {
+                    (badge(Tone::Warn, "not registered: known only from its receipts")) " "
+                    span.muted { "first seen " (when(customer.created.as_str())) }
+                }
+            }
+            dt { "Last seen" } dd id="last-seen" { (seen) }
+            dt { "Installation keys" }
+            dd {
+                @if key_list.is_empty() {
+                    (muted("none yet (the first receipt pins one)"))
+                } @else {
+                    (joined(&key_list, &br()))
+                }
+            }
+        }
+    }
+}
+
+/// One release's last sync, as a row of the rollout section.
+fn sync_row(s: &db::rollouts::SyncRow) -> Vec<Markup> {
+    use stackpack_schema::rollout::{PendingApproval, SyncState};
+    let tone = match s.state {
+        SyncState::Converged | SyncState::Applied => Tone::Good,
+        SyncState::Failed | SyncState::Drifted | SyncState::Refused => Tone::Bad,
+        SyncState::PendingApproval | SyncState::OutsideWindow => Tone::Warn,
+    };
+    let pending: Option<PendingApproval> = s
+        .pending
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok());
+    let waiting = match (&s.state, pending) {
+        (SyncState::PendingApproval, Some(p)) => html! {
+            "waiting for approval since " (when_for(&p.since))
+            " (" (mono(&p.id)) ": +" (p.add) " ~" (p.change) " -" (p.destroy) ")"
         },
-        if key_list.is_empty() {
-            "<span class=\"muted\">none yet (the first receipt pins one)</span>".to_string()
-        } else {
-            key_list.join("<br>")
-        },
-    );
-    body
+        _ => s.message.as_deref().map(prose).unwrap_or_default(),
+    };
+    let version = |v: &Option<semver::Version>| {
+        html! {
+            @if let Some(v) = v { (v.to_string()) }
+        }
+    };
+    vec![
+        html! { (s.release) },
+        version(&s.assigned),
+        version(&s.running),
+        badge(tone, s.state.as_str()),
+        waiting,
+        when(&s.reported_at),
+    ]
 }
 
 /// The customer's channel and wave, when its runner last synced, and per release
@@ -412,8 +422,7 @@ fn facts(
 fn rollout_section(
     placement: Option<&crate::api::Placement>,
     syncs: &[db::rollouts::SyncRow],
-) -> String {
-    let muted = |text: &str| format!("<span class=\"muted\">{}</span>", esc(text));
+) -> Markup {
     let (channel, wave, last_sync) = match placement {
         Some(p) => (
             p.channel.as_deref(),
@@ -422,95 +431,54 @@ fn rollout_section(
         ),
         None => (None, None, None),
     };
-    let mut body = format!(
-        "<h2>Rollout</h2><dl class=\"facts\"><dt>Channel</dt><dd id=\"channel\">{}</dd>\
-         <dt>Wave</dt><dd id=\"wave\">{}</dd><dt>Last sync</dt><dd id=\"last-sync\">{}</dd></dl>",
-        channel
-            .map(esc)
-            .unwrap_or_else(|| muted("none: nothing is assigned")),
-        wave.map(esc).unwrap_or_else(|| muted("the channel's last")),
-        last_sync.map(esc).unwrap_or_else(|| muted("never")),
-    );
-    if syncs.is_empty() {
-        return body;
+    let or = |value: Option<&str>, otherwise: &str| {
+        value.map_or_else(|| muted(otherwise), |v| html! { (v) })
+    };
+    let rows: Vec<Vec<Markup>> = syncs.iter().map(sync_row).collect();
+    html! {
+        h2 { "Rollout" }
+        dl.facts {
+            dt { "Channel" } dd id="channel" { (or(channel, "none: nothing is assigned")) }
+            dt { "Wave" } dd id="wave" { (or(wave, "the channel's last")) }
+            dt { "Last sync" } dd id="last-sync" { (or(last_sync, "never")) }
+        }
+        @if !rows.is_empty() {
+            (table(
+                &["Release", "Assigned", "Running", "Sync", "Detail", "Reported"],
+                &rows,
+                "sync",
+            ))
+        }
     }
-    let rows: Vec<Vec<String>> = syncs
+}
+
+/// What the runner verified before each apply in place, in the API's words.
+fn verified_section(runs: &[crate::api::VerifiedRun]) -> Markup {
+    if runs.is_empty() {
+        return html! {};
+    }
+    let rows: Vec<Vec<Markup>> = runs
         .iter()
-        .map(|s| {
-            use stackpack_schema::rollout::{PendingApproval, SyncState};
-            let tone = match s.state {
-                SyncState::Converged | SyncState::Applied => Tone::Good,
-                SyncState::Failed | SyncState::Drifted | SyncState::Refused => Tone::Bad,
-                SyncState::PendingApproval | SyncState::OutsideWindow => Tone::Warn,
-            };
-            let pending: Option<PendingApproval> = s
-                .pending
-                .as_deref()
-                .and_then(|p| serde_json::from_str(p).ok());
-            let waiting = match (&s.state, pending) {
-                (SyncState::PendingApproval, Some(p)) => format!(
-                    "waiting for approval since {} (<span class=\"mono\">{}</span>: +{} ~{} -{})",
-                    super::html::when_for(&p.since),
-                    esc(&p.id),
-                    p.add,
-                    p.change,
-                    p.destroy
-                ),
-                _ => s.message.as_deref().map(html::prose).unwrap_or_default(),
-            };
+        .map(|r| {
             vec![
-                esc(&s.release),
-                s.assigned
-                    .as_ref()
-                    .map(|v| esc(&v.to_string()))
-                    .unwrap_or_default(),
-                s.running
-                    .as_ref()
-                    .map(|v| esc(&v.to_string()))
-                    .unwrap_or_default(),
-                badge(tone, s.state.as_str()),
-                waiting,
-                when(&s.reported_at),
+                html! { (r.stack) " " (version_link(&r.stack, &r.version)) },
+                html! { (prose(&r.summary)) ", verified before apply" },
             ]
         })
         .collect();
-    body.push_str(&table(
-        &[
-            "Release", "Assigned", "Running", "Sync", "Detail", "Reported",
-        ],
-        &rows,
-        "sync",
-    ));
-    body
+    html! {
+        h2 { "Verified before apply" }
+        (table(&["Stack", "Proof"], &rows, "verified"))
+    }
 }
 
 /// The releases the customer runs, each with its index digest, the stacks that
 /// deviate from it, and the services its version pins by digest.
-/// What the runner verified before each apply in place, in the API's words.
-fn verified_section(runs: &[crate::api::VerifiedRun]) -> String {
-    if runs.is_empty() {
-        return String::new();
-    }
-    let rows: Vec<Vec<String>> = runs
-        .iter()
-        .map(|r| {
-            vec![
-                format!("{} {}", esc(&r.stack), version_link(&r.stack, &r.version)),
-                format!("{}, verified before apply", html::prose(&r.summary)),
-            ]
-        })
-        .collect();
-    format!(
-        "<h2>Verified before apply</h2>{}",
-        table(&["Stack", "Proof"], &rows, "verified")
-    )
-}
-
-fn releases_section(releases: &[CustomerRelease]) -> String {
+fn releases_section(releases: &[CustomerRelease]) -> Markup {
     if releases.is_empty() {
-        return String::new();
+        return html! {};
     }
-    let rows: Vec<Vec<String>> = releases
+    let rows: Vec<Vec<Markup>> = releases
         .iter()
         .map(|r| {
             let s = &r.standing;
@@ -521,56 +489,49 @@ fn releases_section(releases: &[CustomerRelease]) -> String {
             ]
         })
         .collect();
-    let mut body = format!(
-        "<h2>Release</h2>{}",
-        table(&["Release", "Index", "Stacks"], &rows, "releases")
-    );
-    for r in releases.iter().filter(|r| !r.services.is_empty()) {
-        let s = &r.standing;
-        let _ = write!(
-            body,
-            "<h3>Services of {}</h3>{}",
-            release_link(&s.release, &s.version),
-            services_table(&r.services, &format!("services-{}", s.release))
-        );
+    html! {
+        h2 { "Release" }
+        (table(&["Release", "Index", "Stacks"], &rows, "releases"))
+        @for r in releases.iter().filter(|r| !r.services.is_empty()) {
+            h3 { "Services of " (release_link(&r.standing.release, &r.standing.version)) }
+            (services_table(&r.services, &format!("services-{}", r.standing.release)))
+        }
     }
-    body
 }
 
 /// The customer's receipts, newest first, each with its signature's verdict.
-fn history_section(history: &[(Deployment, String)], keys: &Keys) -> String {
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<h2>History</h2><p class=\"summary\">Every receipt, newest first{}: applies, failures, rollbacks, drift reports and destroys.</p>",
-        if history.len() as u64 == HISTORY_ROWS {
-            format!(" (the latest {HISTORY_ROWS}; <code>customer history</code> lists all)")
-        } else {
-            String::new()
-        }
-    );
-    let rows: Vec<Vec<String>> = history
+fn history_section(history: &[(Deployment, String)], keys: &Keys) -> Markup {
+    let rows: Vec<Vec<Markup>> = history
         .iter()
         .map(|(d, document)| history_row(d, document, keys))
         .collect();
-    if rows.is_empty() {
-        body.push_str("<p class=\"muted\">No receipt yet.</p>");
-    } else {
-        body.push_str(&table(
-            &[
-                "Finished",
-                "Kind",
-                "Outcome",
-                "Stack",
-                "Version",
-                "Why",
-                "Runner",
-                "Signature",
-                "Bundle · inputs · receipt",
-            ],
-            &rows,
-            "history",
-        ));
+    html! {
+        h2 { "History" }
+        p.summary {
+            "Every receipt, newest first"
+            @if history.len() as u64 == HISTORY_ROWS {
+                " (the latest " (HISTORY_ROWS) "; " code { "customer history" } " lists all)"
+            }
+            ": applies, failures, rollbacks, drift reports and destroys."
+        }
+        @if rows.is_empty() {
+            p.muted { "No receipt yet." }
+        } @else {
+            (table(
+                &[
+                    "Finished",
+                    "Kind",
+                    "Outcome",
+                    "Stack",
+                    "Version",
+                    "Why",
+                    "Runner",
+                    "Signature",
+                    "Bundle · inputs · receipt",
+                ],
+                &rows,
+                "history",
+            ))
+        }
     }
-    body
 }

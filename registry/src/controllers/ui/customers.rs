@@ -3,13 +3,15 @@
 //! they run or a version; releases by name or version.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
-use super::html::{badge, esc, page, respond, search_form, table, url, when, Tone};
+use super::fleet::customer_link;
+use super::html::{
+    badge, html, mono, muted, page, respond, search_form, table, when, Markup, Tone,
+};
 use super::release::release_link;
 use super::{failed, viewer};
 use crate::db;
@@ -32,26 +34,22 @@ pub fn search_text(uri: &Uri) -> String {
 }
 
 /// A customer's standing on the index, in words.
-fn standing(c: &db::customers::CustomerLine) -> String {
-    let mut out = String::new();
-    if c.failed > 0 {
-        out.push_str(&badge(Tone::Bad, &format!("{} failed", c.failed)));
-    }
-    if c.drifted > 0 {
-        out.push_str(&badge(Tone::Bad, &format!("{} drifted", c.drifted)));
-    }
+fn standing(c: &db::customers::CustomerLine) -> Markup {
     let silent = c.last_seen.as_deref().is_some_and(|seen| {
         time::OffsetDateTime::parse(seen, &time::format_description::well_known::Rfc3339)
             .is_ok_and(|at| (time::OffsetDateTime::now_utc() - at).whole_seconds() > SILENT_SECS)
     });
-    if c.last_seen.is_none() {
-        out.push_str(&badge(Tone::Warn, "never reported"));
-    } else if silent {
-        out.push_str(&badge(Tone::Warn, "silent"));
-    } else if out.is_empty() {
-        out.push_str(&badge(Tone::Good, "ok"));
+    html! {
+        @if c.failed > 0 { (badge(Tone::Bad, &format!("{} failed", c.failed))) }
+        @if c.drifted > 0 { (badge(Tone::Bad, &format!("{} drifted", c.drifted))) }
+        @if c.last_seen.is_none() {
+            (badge(Tone::Warn, "never reported"))
+        } @else if silent {
+            (badge(Tone::Warn, "silent"))
+        } @else if c.failed == 0 && c.drifted == 0 {
+            (badge(Tone::Good, "ok"))
+        }
     }
-    out
 }
 
 pub async fn index(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
@@ -67,73 +65,56 @@ pub async fn index(State(state): State<SharedState>, headers: HeaderMap, uri: Ur
         Err(e) => return failed(e),
     };
     let more = lines.len() as u64 > INDEX_ROWS;
-    let dash = || "<span class=\"muted\">—</span>".to_string();
-    let rows: Vec<Vec<String>> = lines
+    let dash = || muted("—");
+    let text = |t: &str| html! { (t) };
+    let rows: Vec<Vec<Markup>> = lines
         .iter()
         .take(INDEX_ROWS as usize)
         .map(|c| {
             vec![
-                format!(
-                    "<a href=\"/ui/customers/{}\">{}</a>",
-                    url(&c.id),
-                    esc(&c.id)
-                ),
-                c.name.as_deref().map(esc).unwrap_or_else(dash),
-                c.environment.as_deref().map(esc).unwrap_or_else(dash),
-                c.account
-                    .as_deref()
-                    .map(|a| format!("<span class=\"mono\">{}</span>", esc(a)))
-                    .unwrap_or_else(dash),
-                c.region.as_deref().map(esc).unwrap_or_else(dash),
-                c.stacks.to_string(),
-                c.last_seen.as_deref().map(when).unwrap_or_else(dash),
+                customer_link(&c.id),
+                c.name.as_deref().map_or_else(dash, text),
+                c.environment.as_deref().map_or_else(dash, text),
+                c.account.as_deref().map_or_else(dash, mono),
+                c.region.as_deref().map_or_else(dash, text),
+                html! { (c.stacks) },
+                c.last_seen.as_deref().map_or_else(dash, when),
                 standing(c),
             ]
         })
         .collect();
-    let mut body = String::from("<h1>Customers</h1>");
-    body.push_str(&search_form(
-        "/ui/customers",
-        "Customer id, name, account, stack or version",
-        &q,
-    ));
-    let _ = write!(
-        body,
-        "<p class=\"summary\" id=\"summary\">{}{}</p>",
-        match (q.is_empty(), rows.len()) {
-            (true, n) => stackpack_terminal::words::count(n as u64, "customer"),
-            (false, n) => format!(
-                "{} {} “{}”",
-                stackpack_terminal::words::count(n as u64, "customer"),
-                if n == 1 { "matches" } else { "match" },
-                esc(&q)
-            ),
-        },
-        if more {
-            format!(" (the first {INDEX_ROWS}; search to narrow down)")
-        } else {
-            String::new()
+    let n = rows.len();
+    let counted = stackpack_terminal::words::count(n as u64, "customer");
+    let body = html! {
+        h1 { "Customers" }
+        (search_form("/ui/customers", "Customer id, name, account, stack or version", &q))
+        p.summary id="summary" {
+            (counted)
+            @if !q.is_empty() {
+                " " (if n == 1 { "matches" } else { "match" }) " “" (q) "”"
+            }
+            @if more { " (the first " (INDEX_ROWS) "; search to narrow down)" }
         }
-    );
-    if rows.is_empty() {
-        body.push_str("<p id=\"empty\">No customer matches.</p>");
-    } else {
-        body.push_str(&table(
-            &[
-                "Customer",
-                "Name",
-                "Environment",
-                "Account",
-                "Region",
-                "Stacks",
-                "Last seen",
-                "State",
-            ],
-            &rows,
-            "customers",
-        ));
-    }
-    respond(StatusCode::OK, page("Customers", true, &body))
+        @if rows.is_empty() {
+            p id="empty" { "No customer matches." }
+        } @else {
+            (table(
+                &[
+                    "Customer",
+                    "Name",
+                    "Environment",
+                    "Account",
+                    "Region",
+                    "Stacks",
+                    "Last seen",
+                    "State",
+                ],
+                &rows,
+                "customers",
+            ))
+        }
+    };
+    respond(StatusCode::OK, page("Customers", true, body))
 }
 
 /// `GET /ui/releases`: every release version recorded, newest first per release.
@@ -150,7 +131,7 @@ pub async fn releases(State(state): State<SharedState>, headers: HeaderMap, uri:
         Err(e) => return failed(e),
     };
     let needle = q.to_lowercase();
-    let rows: Vec<Vec<String>> = versions
+    let rows: Vec<Vec<Markup>> = versions
         .iter()
         .filter(|v| {
             needle.is_empty()
@@ -165,29 +146,24 @@ pub async fn releases(State(state): State<SharedState>, headers: HeaderMap, uri:
                 } else {
                     badge(Tone::Good, "stable")
                 },
-                format!(
-                    "<span class=\"mono\" title=\"{}\">{}</span>",
-                    esc(&v.digest.to_string()),
-                    esc(&v.digest.short())
-                ),
+                html! { span.mono title=(v.digest.to_string()) { (v.digest.short()) } },
                 when(v.published_at.as_str()),
             ]
         })
         .collect();
-    let mut body = String::from("<h1>Releases</h1>");
-    body.push_str(&search_form("/ui/releases", "Release name or version", &q));
-    if rows.is_empty() {
-        body.push_str(if versions.is_empty() {
-            "<p id=\"empty\">No release recorded yet: releases appear once <code>stackpack publish</code> pushes one.</p>"
-        } else {
-            "<p id=\"empty\">No release matches.</p>"
-        });
-    } else {
-        body.push_str(&table(
-            &["Release", "Kind", "Index", "Published"],
-            &rows,
-            "releases",
-        ));
-    }
-    respond(StatusCode::OK, page("Releases", true, &body))
+    let body = html! {
+        h1 { "Releases" }
+        (search_form("/ui/releases", "Release name or version", &q))
+        @if rows.is_empty() && versions.is_empty() {
+            p id="empty" {
+                "No release recorded yet: releases appear once "
+                code { "stackpack publish" } " pushes one."
+            }
+        } @else if rows.is_empty() {
+            p id="empty" { "No release matches." }
+        } @else {
+            (table(&["Release", "Kind", "Index", "Published"], &rows, "releases"))
+        }
+    };
+    respond(StatusCode::OK, page("Releases", true, body))
 }

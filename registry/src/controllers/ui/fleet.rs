@@ -2,7 +2,6 @@
 //! environment, behind, drifted, prerelease, silent and failed, a page at a time.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fmt::Write as _;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -10,7 +9,9 @@ use axum::response::{IntoResponse, Response};
 use semver::Version;
 use stackpack_schema::receipt::Outcome;
 
-use super::html::{badge, esc, page, respond, table, url, Tone};
+use super::html::{
+    badge, html, muted, page, prose, respond, table, url, when, when_for, Markup, Tone,
+};
 use super::{failed, viewer};
 use crate::api::FleetRow;
 use crate::controllers::ledger::fleet::{page as fleet_page, FleetQuery};
@@ -30,88 +31,77 @@ const FLAGS: [(&str, &str); 5] = [
 ];
 
 /// The badges that say what is notable about a row, in words.
-pub fn notes(row: &FleetRow) -> String {
-    let mut out = String::new();
-    if row.behind > 0 {
-        let latest = row
-            .latest_stable
-            .as_ref()
-            .map_or_else(|| "?".to_string(), ToString::to_string);
-        out.push_str(&badge(
-            Tone::Warn,
-            &format!("behind {} (latest {latest})", row.behind),
-        ));
-    }
-    if row.drifted {
-        out.push_str(&badge(Tone::Bad, "drifted"));
-    }
-    if row.prerelease {
-        out.push_str(&badge(Tone::Info, "prerelease"));
-    }
-    if row
+pub fn notes(row: &FleetRow) -> Markup {
+    let latest = row
+        .latest_stable
+        .as_ref()
+        .map_or_else(|| "?".to_string(), ToString::to_string);
+    let last_failed = row
         .last_attempt
         .as_ref()
-        .is_some_and(|a| a.outcome == Outcome::Failed)
-    {
-        out.push_str(&badge(Tone::Bad, "last attempt failed"));
-    }
-    if !row.registered {
-        out.push_str(&badge(
-            Tone::Warn,
-            "not registered: known only from its receipts",
-        ));
-    }
-    if row.stale {
-        match &row.last_seen {
-            Some(seen) => {
-                let _ = write!(
-                    out,
-                    "{} for {}",
-                    badge(Tone::Warn, "silent"),
-                    super::html::when_for(seen.as_str())
-                );
-            }
-            None => out.push_str(&badge(Tone::Warn, "never reported")),
+        .is_some_and(|a| a.outcome == Outcome::Failed);
+    let noted = row.behind > 0
+        || row.drifted
+        || row.prerelease
+        || last_failed
+        || !row.registered
+        || row.stale;
+    html! {
+        @if row.behind > 0 {
+            (badge(Tone::Warn, &format!("behind {} (latest {latest})", row.behind)))
         }
+        @if row.drifted { (badge(Tone::Bad, "drifted")) }
+        @if row.prerelease { (badge(Tone::Info, "prerelease")) }
+        @if last_failed { (badge(Tone::Bad, "last attempt failed")) }
+        @if !row.registered {
+            (badge(Tone::Warn, "not registered: known only from its receipts"))
+        }
+        @if row.stale {
+            @match &row.last_seen {
+                Some(seen) => { (badge(Tone::Warn, "silent")) " for " (when_for(seen.as_str())) }
+                None => (badge(Tone::Warn, "never reported")),
+            }
+        }
+        @if !noted && row.version.is_some() { (badge(Tone::Good, "up to date")) }
     }
-    if out.is_empty() && row.version.is_some() {
-        out.push_str(&badge(Tone::Good, "up to date"));
-    }
-    out
+}
+
+/// A link to a customer's page.
+pub fn customer_link(customer: &str) -> Markup {
+    html! { a href={ "/ui/customers/" (url(customer)) } { (customer) } }
+}
+
+/// A stack's name, linking to its page.
+pub fn stack_link(stack: &str) -> Markup {
+    html! { a href={ "/ui/stacks/" (url(stack)) } { (stack) } }
 }
 
 /// A version, linked to its page.
-/// A stack's name, linking to its page.
-pub fn stack_link(stack: &str) -> String {
-    format!("<a href=\"/ui/stacks/{}\">{}</a>", url(stack), esc(stack))
+pub fn version_link(stack: &str, version: &Version) -> Markup {
+    version_text_link(stack, &version.to_string())
 }
 
-pub fn version_link(stack: &str, version: &Version) -> String {
-    let version = version.to_string();
-    format!(
-        "<a href=\"/ui/stacks/{}/{}\">{}</a>",
-        url(stack),
-        url(&version),
-        esc(&version)
-    )
+/// A version as written, linked to its page.
+pub fn version_text_link(stack: &str, version: &str) -> Markup {
+    html! { a href={ "/ui/stacks/" (url(stack)) "/" (url(version)) } { (version) } }
 }
 
 /// One matrix row as table cells.
-fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
-    let dash = || "<span class=\"muted\">—</span>".to_string();
+fn cells(row: &FleetRow, with_customer: bool) -> Vec<Markup> {
+    let dash = || muted("—");
     let mut cells = Vec::new();
     if with_customer {
-        cells.push(format!(
-            "<a href=\"/ui/customers/{}\">{}</a>",
-            url(&row.customer),
-            esc(&row.customer)
-        ));
-        cells.push(row.environment.as_deref().map(esc).unwrap_or_else(dash));
+        cells.push(customer_link(&row.customer));
+        cells.push(
+            row.environment
+                .as_deref()
+                .map_or_else(dash, |e| html! { (e) }),
+        );
     }
-    cells.push(row.stack.as_deref().map(esc).unwrap_or_else(dash));
+    cells.push(row.stack.as_deref().map_or_else(dash, |s| html! { (s) }));
     cells.push(match (&row.stack, &row.version) {
         (Some(stack), Some(version)) => version_link(stack, version),
-        _ => "<span class=\"muted\">nothing running</span>".to_string(),
+        _ => muted("nothing running"),
     });
     cells.push(match &row.last_attempt {
         Some(a) => {
@@ -120,27 +110,23 @@ fn cells(row: &FleetRow, with_customer: bool) -> Vec<String> {
             } else {
                 Tone::Good
             };
-            format!(
-                "{} {} {}",
-                esc(a.kind.as_str()),
-                esc(&a.version.to_string()),
-                badge(tone, a.outcome.as_str())
-            )
+            html! {
+                (a.kind.as_str()) " " (a.version.to_string()) " " (badge(tone, a.outcome.as_str()))
+            }
         }
         None => dash(),
     });
     cells.push(
         row.last_attempt
             .as_ref()
-            .map(|a| super::html::when(a.finished_at.as_str()))
-            .unwrap_or_else(dash),
+            .map_or_else(dash, |a| when(a.finished_at.as_str())),
     );
     cells.push(notes(row));
     cells
 }
 
 /// Matrix rows as a table; `with_customer` adds the customer's columns.
-pub fn rows_table(rows: &[FleetRow], with_customer: bool, id: &str) -> String {
+pub fn rows_table(rows: &[FleetRow], with_customer: bool, id: &str) -> Markup {
     let customer: &[&str] = if with_customer {
         &["Customer", "Environment"]
     } else {
@@ -151,7 +137,7 @@ pub fn rows_table(rows: &[FleetRow], with_customer: bool, id: &str) -> String {
         .chain(&["Stack", "Version", "Last attempt", "When", "Notes"])
         .copied()
         .collect();
-    let cells: Vec<Vec<String>> = rows.iter().map(|r| cells(r, with_customer)).collect();
+    let cells: Vec<Vec<Markup>> = rows.iter().map(|r| cells(r, with_customer)).collect();
     table(&headers, &cells, id)
 }
 
@@ -164,117 +150,120 @@ fn query_map(uri: &Uri) -> HashMap<String, String> {
         .collect()
 }
 
-fn select(name: &str, label: &str, options: &BTreeSet<String>, chosen: Option<&str>) -> String {
-    let mut out = format!(
-        "<label>{label}<select name=\"{name}\" id=\"filter-{name}\"><option value=\"\">all</option>"
-    );
-    for option in options {
-        let selected = if chosen == Some(option.as_str()) {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(
-            out,
-            "<option value=\"{0}\"{selected}>{0}</option>",
-            esc(option)
-        );
+fn select(name: &str, label: &str, options: &BTreeSet<String>, chosen: Option<&str>) -> Markup {
+    html! {
+        label {
+            (label)
+            select name=(name) id={ "filter-" (name) } {
+                option value="" { "all" }
+                @for option in options {
+                    option value=(option) selected[chosen == Some(option.as_str())] { (option) }
+                }
+            }
+        }
     }
-    out.push_str("</select></label>");
-    out
 }
 
 fn filters_form(
     query: &HashMap<String, String>,
     stacks: &BTreeSet<String>,
     environments: &BTreeSet<String>,
-) -> String {
-    let mut out = String::from("<form class=\"filters\" method=\"get\" action=\"/ui\">");
-    out.push_str(&select(
-        "stack",
-        "Stack",
-        stacks,
-        query.get("stack").map(String::as_str),
-    ));
-    out.push_str(&select(
-        "environment",
-        "Environment",
-        environments,
-        query.get("environment").map(String::as_str),
-    ));
-    for (name, label) in FLAGS {
-        let checked = if query.get(name).is_some_and(|v| v == "true") {
-            " checked"
-        } else {
-            ""
-        };
-        let _ = write!(
-            out,
-            "<label class=\"check\"><input type=\"checkbox\" name=\"{name}\" id=\"filter-{name}\" value=\"true\"{checked}>{label}</label>"
-        );
-    }
+) -> Markup {
     let stale = query.get("staleAfter").map_or("7d", String::as_str);
-    let _ = write!(
-        out,
-        "<label>Silent after<input type=\"text\" name=\"staleAfter\" value=\"{}\" size=\"4\"></label>\
-         <button type=\"submit\" id=\"apply-filters\">Filter</button> <a href=\"/ui\">Clear</a></form>",
-        esc(stale)
-    );
-    out
+    html! {
+        form.filters method="get" action="/ui" {
+            (select("stack", "Stack", stacks, query.get("stack").map(String::as_str)))
+            (select(
+                "environment",
+                "Environment",
+                environments,
+                query.get("environment").map(String::as_str),
+            ))
+            @for (name, label) in FLAGS {
+                label.check {
+                    input type="checkbox" name=(name) id={ "filter-" (name) } value="true"
+                        checked[query.get(name).is_some_and(|v| v == "true")];
+                    (label)
+                }
+            }
+            label { "Silent after" input type="text" name="staleAfter" value=(stale) size="4"; }
+            button type="submit" id="apply-filters" { "Filter" }
+            " "
+            a href="/ui" { "Clear" }
+        }
+    }
+}
+
+/// `path` with the query's filters (all but the cursor) and then `after`, if any,
+/// each name and value percent-encoded.
+fn href(path: &str, query: &HashMap<String, String>, after: Option<&str>) -> String {
+    let mut pairs: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "after").collect();
+    pairs.sort();
+    let mut parts: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| [url(k), url(v)].join("="))
+        .collect();
+    if let Some(after) = after {
+        parts.push(["after".to_string(), url(after)].join("="));
+    }
+    if parts.is_empty() {
+        path.to_string()
+    } else {
+        [path, parts.join("&").as_str()].join("?")
+    }
 }
 
 /// A link to the page of `path` after cursor `after`, keeping the filters.
-pub fn next_link(path: &str, query: &HashMap<String, String>, after: &str) -> String {
-    let mut pairs: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "after").collect();
-    pairs.sort();
-    let mut href = format!("{path}?");
-    for (k, v) in pairs {
-        let _ = write!(href, "{}={}&", url(k), url(v));
-    }
-    let _ = write!(href, "after={}", url(after));
-    format!("<a id=\"next\" href=\"{}\">Next page →</a>", esc(&href))
+pub fn next_link(path: &str, query: &HashMap<String, String>, after: &str) -> Markup {
+    html! { a id="next" href=(href(path, query, Some(after))) { "Next page →" } }
 }
 
 /// A link back to the first page of `path`, keeping the filters.
-pub fn first_link(path: &str, query: &HashMap<String, String>) -> String {
-    let mut pairs: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "after").collect();
-    pairs.sort();
-    let query: Vec<String> = pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", url(k), url(v)))
-        .collect();
-    let href = if query.is_empty() {
-        path.to_string()
-    } else {
-        format!("{path}?{}", query.join("&"))
-    };
-    format!("<a id=\"first\" href=\"{}\">← First page</a>", esc(&href))
+pub fn first_link(path: &str, query: &HashMap<String, String>) -> Markup {
+    html! { a id="first" href=(href(path, query, None)) { "← First page" } }
+}
+
+/// The pager of a page of rows: back to the first page when not on it, on to the
+/// next when there is one; nothing on the only page.
+pub fn pager(
+    path: &str,
+    query: &HashMap<String, String>,
+    paged: bool,
+    next: Option<&str>,
+) -> Markup {
+    html! {
+        @if paged || next.is_some() {
+            p.pager {
+                @if paged { (first_link(path, query)) " " }
+                @if let Some(next) = next { (next_link(path, query, next)) }
+            }
+        }
+    }
 }
 
 /// The sync passes that failed before any plan (they left no row), on the first
-/// page: one sentence per release, as `fleet --failed` says it. Empty when none.
+/// page: one sentence per release, as `fleet --failed` says it. `None` when none.
 fn failed_syncs_section(
     state: &crate::state::AppState,
     filters: &FleetQuery,
     first_page: bool,
-) -> crate::error::Result<String> {
+) -> crate::error::Result<Option<Markup>> {
     if !first_page {
-        return Ok(String::new());
+        return Ok(None);
     }
     let syncs =
         crate::controllers::ledger::fleet::failed_syncs(state, filters.customer.as_deref())?;
     if syncs.is_empty() {
-        return Ok(String::new());
+        return Ok(None);
     }
-    let mut out = format!(
-        "<p class=\"summary\" id=\"failed-syncs-count\">{} failed</p><ul id=\"failed-syncs\">",
-        stackpack_terminal::words::count(syncs.len() as u64, "sync pass")
-    );
-    for sync in &syncs {
-        let _ = write!(out, "<li>{}</li>", super::html::prose(&sync.line()));
-    }
-    out.push_str("</ul>");
-    Ok(out)
+    Ok(Some(html! {
+        p.summary id="failed-syncs-count" {
+            (stackpack_terminal::words::count(syncs.len() as u64, "sync pass")) " failed"
+        }
+        ul id="failed-syncs" {
+            @for sync in &syncs { li { (prose(&sync.line())) } }
+        }
+    }))
 }
 
 pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri) -> Response {
@@ -308,38 +297,30 @@ pub async fn show(State(state): State<SharedState>, headers: HeaderMap, uri: Uri
 
     let customers: BTreeSet<&str> = rows.iter().map(|r| r.customer.as_str()).collect();
     let count = |keep: fn(&FleetRow) -> bool| rows.iter().filter(|r| keep(r)).count();
-    let mut body = String::from("<h1>Fleet</h1>");
-    body.push_str(&filters_form(&query, &stacks, &environments));
-    let _ = write!(
-        body,
-        "<p class=\"summary\" id=\"summary\">On this page: {} · {} · {} behind · {} drifted · {} failed · {} silent</p>",
-        stackpack_terminal::words::count(rows.len() as u64, "row"),
-        stackpack_terminal::words::count(customers.len() as u64, "customer"),
-        count(|r| r.behind > 0),
-        count(|r| r.drifted),
-        count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == Outcome::Failed)),
-        count(|r| r.stale),
-    );
     let syncs = match failed_syncs_section(&state, &filters, paging.after.is_none()) {
         Ok(section) => section,
         Err(e) => return failed(e),
     };
-    body.push_str(&syncs);
-    if rows.is_empty() && syncs.is_empty() {
-        body.push_str("<p id=\"empty\">No customer matches these filters.</p>");
-    } else if !rows.is_empty() {
-        body.push_str(&rows_table(&rows, true, "fleet"));
-    }
-    if paging.after.is_some() || next.is_some() {
-        body.push_str("<p class=\"pager\">");
-        if paging.after.is_some() {
-            body.push_str(&first_link("/ui", &query));
-            body.push(' ');
+    let body = html! {
+        h1 { "Fleet" }
+        (filters_form(&query, &stacks, &environments))
+        p.summary id="summary" {
+            "On this page: "
+            (stackpack_terminal::words::count(rows.len() as u64, "row")) " · "
+            (stackpack_terminal::words::count(customers.len() as u64, "customer")) " · "
+            (count(|r| r.behind > 0)) " behind · "
+            (count(|r| r.drifted)) " drifted · "
+            (count(|r| r.last_attempt.as_ref().is_some_and(|a| a.outcome == Outcome::Failed)))
+            " failed · "
+            (count(|r| r.stale)) " silent"
         }
-        if let Some(next) = &next {
-            body.push_str(&next_link("/ui", &query, next));
+        @if let Some(syncs) = &syncs { (syncs) }
+        @if rows.is_empty() && syncs.is_none() {
+            p id="empty" { "No customer matches these filters." }
+        } @else if !rows.is_empty() {
+            (rows_table(&rows, true, "fleet"))
         }
-        body.push_str("</p>");
-    }
-    respond(StatusCode::OK, page("Fleet", true, &body))
+        (pager("/ui", &query, paging.after.is_some(), next.as_deref()))
+    };
+    respond(StatusCode::OK, page("Fleet", true, body))
 }

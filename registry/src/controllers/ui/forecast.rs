@@ -4,7 +4,8 @@
 
 use stackpack_schema::forecast::{CustomerForecast, ForecastMiss, ForecastOutcome};
 
-use super::html::{badge, esc, table, url, Tone};
+use super::fleet::customer_link;
+use super::html::{badge, br, html, joined, muted, prose, table, when, Markup, Tone};
 use crate::api::RolloutDetail;
 use crate::db::forecasts as fdb;
 use crate::error::Result;
@@ -15,7 +16,7 @@ const CHANGES_SHOWN: usize = 5;
 /// How many of a customer's misses its page lists.
 const CUSTOMER_MISSES: usize = 50;
 
-fn outcome_badge(outcome: ForecastOutcome) -> String {
+fn outcome_badge(outcome: ForecastOutcome) -> Markup {
     let tone = match outcome {
         ForecastOutcome::NoChange | ForecastOutcome::InPlace => Tone::Good,
         ForecastOutcome::Replace | ForecastOutcome::Destroy => Tone::Bad,
@@ -25,49 +26,37 @@ fn outcome_badge(outcome: ForecastOutcome) -> String {
 }
 
 /// `network: update `aws_vpc.main``, a few, escaped.
-fn changes_text(customer: &CustomerForecast) -> String {
-    let all: Vec<String> = customer
+fn changes_text(customer: &CustomerForecast) -> Markup {
+    let all: Vec<Markup> = customer
         .stacks
         .iter()
         .flat_map(|s| {
             s.changes
                 .iter()
-                .map(move |c| format!("{}: {} {}", s.stack, c.action, c.address))
+                .map(move |c| html! { (s.stack) ": " (c.action) " " (c.address) })
         })
         .collect();
     if all.is_empty() {
         return match &customer.reason {
-            Some(reason) => super::html::prose(reason),
-            None => "<span class=\"muted\">-</span>".into(),
+            Some(reason) => prose(reason),
+            None => muted("-"),
         };
     }
-    let mut text = all
-        .iter()
-        .take(CHANGES_SHOWN)
-        .map(|c| esc(c))
-        .collect::<Vec<_>>()
-        .join("<br>");
-    if all.len() > CHANGES_SHOWN {
-        text.push_str(&format!("<br>and {} more", all.len() - CHANGES_SHOWN));
+    let shown = &all[..all.len().min(CHANGES_SHOWN)];
+    html! {
+        (joined(shown, &br()))
+        @if all.len() > CHANGES_SHOWN {
+            br; "and " (all.len() - CHANGES_SHOWN) " more"
+        }
     }
-    text
-}
-
-fn customer_link(customer: &str) -> String {
-    format!(
-        "<a href=\"/ui/customers/{}\">{}</a>",
-        url(customer),
-        esc(customer)
-    )
 }
 
 /// The misses as a table (or a line saying there are none).
-fn misses_table(misses: &[ForecastMiss], id: &str) -> String {
+fn misses_table(misses: &[ForecastMiss], id: &str) -> Markup {
     if misses.is_empty() {
-        return "<p class=\"muted\">Every real plan reported so far matched its forecast.</p>"
-            .into();
+        return html! { p.muted { "Every real plan reported so far matched its forecast." } };
     }
-    let rows: Vec<Vec<String>> = misses
+    let rows: Vec<Vec<Markup>> = misses
         .iter()
         .map(|m| {
             let cause = if m.explained_by_drift() {
@@ -76,13 +65,13 @@ fn misses_table(misses: &[ForecastMiss], id: &str) -> String {
                 badge(Tone::Bad, "forecast wrong")
             };
             vec![
-                super::html::when(&m.at),
+                when(&m.at),
                 customer_link(&m.customer),
-                esc(&format!("{}@{}", m.release, m.version)),
-                esc(&m.stack),
-                esc(&m.receipt_id),
+                html! { (m.release) "@" (m.version) },
+                html! { (m.stack) },
+                html! { (m.receipt_id) },
                 cause,
-                esc(&m.describe()),
+                html! { (m.describe()) },
             ]
         })
         .collect();
@@ -102,63 +91,57 @@ fn misses_table(misses: &[ForecastMiss], id: &str) -> String {
 }
 
 /// The forecast section of a rollout's page.
-pub fn rollout_section(state: &AppState, d: &RolloutDetail) -> Result<String> {
+pub fn rollout_section(state: &AppState, d: &RolloutDetail) -> Result<Markup> {
     let r = &d.rollout;
     let Ok(version) = semver::Version::parse(&r.version) else {
-        return Ok(String::new());
+        return Ok(html! {});
     };
     let forecast = state
         .db
         .support_any(|c| fdb::forecast(c, &r.release, &version))?;
-    let mut body = String::from("<h2>Forecast</h2>");
     let Some(forecast) = forecast else {
-        body.push_str(&format!(
-            "<p class=\"muted\">No forecast of this version; <span class=\"mono\">stackpack forecast {}@{}</span> makes one.</p>",
-            esc(&r.release),
-            esc(&r.version)
-        ));
-        return Ok(body);
+        return Ok(html! {
+            h2 { "Forecast" }
+            p.muted {
+                "No forecast of this version; "
+                span.mono { "stackpack forecast " (r.release) "@" (r.version) } " makes one."
+            }
+        });
     };
-    body.push_str(&format!(
-        "<p class=\"summary\" id=\"forecast-summary\">{}</p>",
-        super::html::prose(&forecast.summary())
-    ));
-    let rows: Vec<Vec<String>> = forecast
+    let dash = || html! { "-" };
+    let rows: Vec<Vec<Markup>> = forecast
         .customers
         .iter()
         .map(|c| {
             vec![
                 customer_link(&c.customer),
-                c.wave.as_deref().map(esc).unwrap_or_else(|| "-".into()),
-                c.running
-                    .as_ref()
-                    .map(|v| esc(&v.to_string()))
-                    .unwrap_or_else(|| "-".into()),
+                c.wave.as_deref().map_or_else(dash, |w| html! { (w) }),
+                c.running.as_ref().map_or_else(dash, |v| html! { (v) }),
                 outcome_badge(c.outcome),
                 changes_text(c),
             ]
         })
         .collect();
-    body.push_str(&table(
-        &["Customer", "Wave", "Running", "Outcome", "Changes"],
-        &rows,
-        "forecast",
-    ));
-    body.push_str("<h2>Forecast misses</h2>");
-    body.push_str(&misses_table(&d.misses, "misses"));
-    Ok(body)
+    Ok(html! {
+        h2 { "Forecast" }
+        p.summary id="forecast-summary" { (prose(&forecast.summary())) }
+        (table(&["Customer", "Wave", "Running", "Outcome", "Changes"], &rows, "forecast"))
+        h2 { "Forecast misses" }
+        (misses_table(&d.misses, "misses"))
+    })
 }
 
 /// The misses section of a customer's page.
-pub fn customer_section(state: &AppState, customer: &str) -> Result<String> {
+pub fn customer_section(state: &AppState, customer: &str) -> Result<Markup> {
     let misses = state
         .db
         .support_any(|c| fdb::customer_misses(c, customer, CUSTOMER_MISSES))?;
     if misses.is_empty() {
-        return Ok(String::new());
+        return Ok(html! {});
     }
-    Ok(format!(
-        "<h2>Forecast misses</h2><p class=\"summary\">Real plans that differed from the vendor's forecast, newest first.</p>{}",
-        misses_table(&misses, "misses")
-    ))
+    Ok(html! {
+        h2 { "Forecast misses" }
+        p.summary { "Real plans that differed from the vendor's forecast, newest first." }
+        (misses_table(&misses, "misses"))
+    })
 }

@@ -1,53 +1,39 @@
-//! Server-rendered HTML: every value goes through [`esc`], every page through
-//! [`page`]. No script and no external asset: the style sheet is inline, and
-//! every state has a word beside its colour.
-
-use std::fmt::Write as _;
+//! Server-rendered HTML: every page is a [`maud`] template ([`html!`]), which
+//! escapes every value it is given unless it is already [`Markup`]; every page goes
+//! through [`page`]. No script and no external asset: the style sheet is inline,
+//! and every state has a word beside its colour.
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use maud::PreEscaped;
+pub use maud::{html, Markup};
 
-/// Escapes text for an element's content or a double-quoted attribute.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Escapes a sentence for an element's content, and shows what it quotes in
-/// backticks (a command, a name: the CLI's and the API's way) as code, as the pages
-/// do everywhere: no literal backtick reaches a page. A backtick without its pair is
+/// A sentence for an element's content, escaped, with what it quotes in backticks
+/// (a command, a name: the CLI's and the API's way) shown as code, as the pages do
+/// everywhere: no literal backtick reaches a page. A backtick without its pair is
 /// kept.
-pub fn prose(text: &str) -> String {
+pub fn prose(text: &str) -> Markup {
     let parts: Vec<&str> = text.split('`').collect();
-    let mut out = String::with_capacity(text.len());
-    for (i, part) in parts.iter().enumerate() {
-        let quoted = i % 2 == 1;
-        if quoted && i == parts.len() - 1 {
-            // The last backtick had no pair.
-            out.push('`');
-            out.push_str(&esc(part));
-        } else if quoted {
-            let _ = write!(out, "<code>{}</code>", esc(part));
-        } else {
-            out.push_str(&esc(part));
+    let last = parts.len() - 1;
+    html! {
+        @for (i, part) in parts.iter().enumerate() {
+            @if i % 2 == 0 {
+                (part)
+            } @else if i == last {
+                // The last backtick had no pair.
+                "`" (part)
+            } @else {
+                code { (part) }
+            }
         }
     }
-    out
 }
 
-/// Percent-encodes one path segment or query value.
+/// Percent-encodes one path segment or query value: RFC 3986's unreserved
+/// characters stay, every other byte is `%XX` (the `percent-encoding` crate, through
+/// the one helper the AWS client and the OCI client use too).
 pub fn url(text: &str) -> String {
-    stackpack_bundle::remote::http::percent_encode(text)
+    stackpack_aws::http::percent_encode(text)
 }
 
 /// A digest as people read it: `sha256:3f9a…c21e`.
@@ -98,21 +84,18 @@ pub fn exact(at: &str) -> Option<(String, String)> {
 
 /// A time as pages show it: how long ago, with the exact time on hover
 /// (`<time datetime=… title=…>`); text that is not a time is shown as it is.
-pub fn when(at: &str) -> String {
+pub fn when(at: &str) -> Markup {
     let now = time::OffsetDateTime::now_utc();
     match (ago(at, now), exact(at)) {
-        (Some(ago), Some((machine, human))) => format!(
-            "<time datetime=\"{}\" title=\"{}\">{}</time>",
-            esc(&machine),
-            esc(&human),
-            esc(&ago)
-        ),
-        _ => esc(at),
+        (Some(ago), Some((machine, human))) => html! {
+            time datetime=(machine) title=(human) { (ago) }
+        },
+        _ => html! { (at) },
     }
 }
 
 /// A time as a duration up to now ("since 3 days"), the exact time on hover.
-pub fn when_for(at: &str) -> String {
+pub fn when_for(at: &str) -> Markup {
     let now = time::OffsetDateTime::now_utc();
     match (ago(at, now), exact(at)) {
         (Some(ago), Some((machine, human))) => {
@@ -120,28 +103,22 @@ pub fn when_for(at: &str) -> String {
                 Some(duration) => duration.to_string(),
                 None => "a moment".to_string(),
             };
-            format!(
-                "<time datetime=\"{}\" title=\"{}\">{}</time>",
-                esc(&machine),
-                esc(&human),
-                esc(&text)
-            )
+            html! { time datetime=(machine) title=(human) { (text) } }
         }
-        _ => esc(at),
+        _ => html! { (at) },
     }
 }
 
 /// A search box for an index page: `q`, named by `label`.
-pub fn search_form(action: &str, label: &str, q: &str) -> String {
-    format!(
-        "<form class=\"filters\" method=\"get\" action=\"{}\" role=\"search\">\
-         <label>{}<input type=\"text\" name=\"q\" id=\"q\" value=\"{}\" size=\"40\"></label>\
-         <button type=\"submit\" id=\"search\">Search</button> <a href=\"{}\">Clear</a></form>",
-        esc(action),
-        esc(label),
-        esc(q),
-        esc(action)
-    )
+pub fn search_form(action: &str, label: &str, q: &str) -> Markup {
+    html! {
+        form.filters method="get" action=(action) role="search" {
+            label { (label) input type="text" name="q" id="q" value=(q) size="40"; }
+            button type="submit" id="search" { "Search" }
+            " "
+            a href=(action) { "Clear" }
+        }
+    }
 }
 
 /// The kinds of badge; each has its own colour, and always its own word.
@@ -154,32 +131,59 @@ pub enum Tone {
 }
 
 /// A labelled badge: the word carries the meaning, the colour only helps.
-pub fn badge(tone: Tone, text: &str) -> String {
+pub fn badge(tone: Tone, text: &str) -> Markup {
     let class = match tone {
         Tone::Good => "good",
         Tone::Warn => "warn",
         Tone::Bad => "bad",
         Tone::Info => "info",
     };
-    format!("<span class=\"badge {class}\">{}</span>", esc(text))
+    html! { span class={ "badge " (class) } { (text) } }
 }
 
-/// A table; `rows` hold HTML already escaped.
-pub fn table(headers: &[&str], rows: &[Vec<String>], id: &str) -> String {
-    let mut out = format!("<table id=\"{}\"><thead><tr>", esc(id));
-    for h in headers {
-        let _ = write!(out, "<th scope=\"col\">{}</th>", esc(h));
-    }
-    out.push_str("</tr></thead><tbody>");
-    for row in rows {
-        out.push_str("<tr>");
-        for cell in row {
-            let _ = write!(out, "<td>{cell}</td>");
+/// A muted word or sentence: a dash, "not set", "never".
+pub fn muted(text: &str) -> Markup {
+    html! { span.muted { (text) } }
+}
+
+/// Text in the monospaced face: an id, a key, a digest.
+pub fn mono(text: &str) -> Markup {
+    html! { span.mono { (text) } }
+}
+
+/// A digest, shortened, whole in its title.
+pub fn digest(text: &str) -> Markup {
+    html! { span.mono title=(text) { (short_digest(text)) } }
+}
+
+/// Parts shown one after another with `separator` between them (`<br>` for
+/// [`br`]).
+pub fn joined(parts: &[Markup], separator: &Markup) -> Markup {
+    html! {
+        @for (i, part) in parts.iter().enumerate() {
+            @if i > 0 { (separator) }
+            (part)
         }
-        out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>");
-    out
+}
+
+/// A line break, as a separator for [`joined`].
+pub fn br() -> Markup {
+    html! { br; }
+}
+
+/// A table of headers and rows of cells.
+pub fn table(headers: &[&str], rows: &[Vec<Markup>], id: &str) -> Markup {
+    html! {
+        table id=(id) {
+            thead { tr { @for h in headers { th scope="col" { (h) } } } }
+            tbody {
+                @for row in rows {
+                    tr { @for cell in row { td { (cell) } } }
+                }
+            }
+        }
+    }
 }
 
 const STYLE: &str = r#"
@@ -231,24 +235,39 @@ dl.facts dd { margin: 0; }
 "#;
 
 /// A whole page. `signed_in` adds the navigation and the sign-out link.
-pub fn page(title: &str, signed_in: bool, body: &str) -> String {
-    let nav = if signed_in {
-        "<nav><a href=\"/ui\">Fleet</a> · <a href=\"/ui/customers\">Customers</a> · <a href=\"/ui/stacks\">Stacks</a> · <a href=\"/ui/releases\">Releases</a> · <a href=\"/ui/rollouts\">Rollouts</a> · <a href=\"/ui/logout\">Sign out</a></nav>"
-    } else {
-        ""
-    };
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · Stackpack support</title><style>{STYLE}</style></head>\
-         <body><header><a class=\"brand\" href=\"/ui\">Stackpack support</a>{nav}</header>\
-         <main>{body}</main></body></html>",
-        esc(title)
-    )
+pub fn page(title: &str, signed_in: bool, body: Markup) -> Markup {
+    html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Stackpack support" }
+                // The style sheet is a constant of this file: nothing of a request's in it.
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    a.brand href="/ui" { "Stackpack support" }
+                    @if signed_in {
+                        nav {
+                            a href="/ui" { "Fleet" } " · "
+                            a href="/ui/customers" { "Customers" } " · "
+                            a href="/ui/stacks" { "Stacks" } " · "
+                            a href="/ui/releases" { "Releases" } " · "
+                            a href="/ui/rollouts" { "Rollouts" } " · "
+                            a href="/ui/logout" { "Sign out" }
+                        }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
 }
 
 /// A page as a response, never cached: it shows what one signed-in person may see.
-pub fn respond(status: StatusCode, html: String) -> Response {
+pub fn respond(status: StatusCode, html: Markup) -> Response {
     (
         status,
         [
@@ -261,19 +280,19 @@ pub fn respond(status: StatusCode, html: String) -> Response {
                 "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
             ),
         ],
-        html,
+        html.into_string(),
     )
         .into_response()
 }
 
 /// A page that says what went wrong, in the layout.
 pub fn error_page(status: StatusCode, message: &str, signed_in: bool) -> Response {
-    let body = format!(
-        "<h1>{}</h1><p class=\"error\">{}</p><p><a href=\"/ui\">Back to the fleet</a></p>",
-        esc(status.canonical_reason().unwrap_or("Error")),
-        prose(message)
-    );
-    respond(status, page("Error", signed_in, &body))
+    let body = html! {
+        h1 { (status.canonical_reason().unwrap_or("Error")) }
+        p.error { (prose(message)) }
+        p { a href="/ui" { "Back to the fleet" } }
+    };
+    respond(status, page("Error", signed_in, body))
 }
 
 #[cfg(test)]
@@ -282,6 +301,7 @@ mod tests {
 
     #[test]
     fn prose_shows_what_backticks_quote_as_code_and_escapes_the_rest() {
+        let prose = |text: &str| prose(text).into_string();
         assert_eq!(
             prose("run `stackpack promote` <now>"),
             "run <code>stackpack promote</code> &lt;now&gt;"
@@ -312,14 +332,16 @@ mod tests {
                 "2026-12-02 22:03:11 UTC".into()
             )
         );
-        assert_eq!(when("<not a time>"), "&lt;not a time&gt;");
+        assert_eq!(when("<not a time>").into_string(), "&lt;not a time&gt;");
     }
 
     #[test]
     fn markup_in_values_is_escaped() {
+        let hostile = "<script>alert('x')</script> & \"q\"";
         assert_eq!(
-            esc("<script>alert('x')</script> & \"q\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+            html! { p title=(hostile) { (hostile) } }.into_string(),
+            "<p title=\"&lt;script&gt;alert('x')&lt;/script&gt; &amp; &quot;q&quot;\">\
+             &lt;script&gt;alert('x')&lt;/script&gt; &amp; &quot;q&quot;</p>"
         );
         assert_eq!(url("a b/c?d"), "a%20b%2Fc%3Fd");
         assert_eq!(

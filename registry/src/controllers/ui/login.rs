@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::html::{esc, page, respond};
+use super::html::{html, page, respond};
 use super::{may_read, session};
 use crate::auth;
 use crate::controllers::read_limited;
@@ -14,19 +14,22 @@ use crate::state::SharedState;
 
 /// The sign-in form, with an error above it if there is one.
 pub fn form(status: StatusCode, error: Option<&str>) -> Response {
-    let error = error
-        .map(|e| format!("<p class=\"error\" role=\"alert\">{}</p>", esc(e)))
-        .unwrap_or_default();
-    let body = format!(
-        "<form class=\"login\" method=\"post\" action=\"/ui/login\">\
-         <h1>Sign in</h1>{error}\
-         <label for=\"token\">Support token</label>\
-         <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"off\" required>\
-         <button type=\"submit\">Sign in</button>\
-         <p class=\"muted\">An admin creates one with \
-         <code>stackpack-registry token create --role support</code>.</p></form>"
-    );
-    respond(status, page("Sign in", false, &body))
+    let body = html! {
+        form.login method="post" action="/ui/login" {
+            h1 { "Sign in" }
+            @if let Some(error) = error {
+                p.error role="alert" { (error) }
+            }
+            label for="token" { "Support token" }
+            input id="token" name="token" type="password" autocomplete="off" required;
+            button type="submit" { "Sign in" }
+            p.muted {
+                "An admin creates one with "
+                code { "stackpack-registry token create --role support" } "."
+            }
+        }
+    };
+    respond(status, page("Sign in", false, body))
 }
 
 pub async fn show() -> Response {

@@ -8,13 +8,16 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::html::{badge, esc, page, respond, short_digest, table, url, Tone};
+use super::fleet::customer_link;
+use super::html::{
+    badge, html, muted, page, prose, respond, short_digest, table, when, Markup, Tone,
+};
 use super::{failed, viewer};
 use crate::api::{Gate, Rollout, RolloutState};
 use crate::controllers::rollouts::{list::rollouts, show::detail};
 use crate::state::SharedState;
 
-fn state_badge(state: RolloutState) -> String {
+fn state_badge(state: RolloutState) -> Markup {
     let tone = match state {
         RolloutState::Running => Tone::Info,
         RolloutState::Completed => Tone::Good,
@@ -24,25 +27,18 @@ fn state_badge(state: RolloutState) -> String {
     badge(tone, state.as_str())
 }
 
-fn wave_text(r: &Rollout) -> String {
+fn wave_text(r: &Rollout) -> Markup {
     let name = r.waves.get(r.wave_index).map(String::as_str).unwrap_or("-");
-    format!("{} ({}/{})", esc(name), r.wave_index + 1, r.waves.len())
+    html! { (name) " (" (r.wave_index + 1) "/" (r.waves.len()) ")" }
 }
 
-fn link(r: &Rollout) -> String {
-    format!(
-        "<a href=\"/ui/rollouts/{}\">{}@{}</a>",
-        r.id,
-        esc(&r.release),
-        esc(&r.version)
-    )
+fn link(r: &Rollout) -> Markup {
+    html! { a href={ "/ui/rollouts/" (r.id) } { (r.release) "@" (r.version) } }
 }
 
 /// A value (its backticks shown as code), or a muted dash.
-fn dash(value: Option<&str>) -> String {
-    value
-        .map(super::html::prose)
-        .unwrap_or_else(|| "<span class=\"muted\">-</span>".into())
+fn dash(value: Option<&str>) -> Markup {
+    value.map_or_else(|| muted("-"), prose)
 }
 
 pub async fn list(State(state): State<SharedState>, headers: HeaderMap) -> Response {
@@ -53,70 +49,63 @@ pub async fn list(State(state): State<SharedState>, headers: HeaderMap) -> Respo
         Ok(all) => all,
         Err(e) => return failed(e),
     };
-    let rows: Vec<Vec<String>> = all
+    let rows: Vec<Vec<Markup>> = all
         .iter()
         .map(|r| {
             vec![
-                r.id.to_string(),
+                html! { (r.id) },
                 link(r),
-                esc(&r.channel),
+                html! { (r.channel) },
                 state_badge(r.state),
                 wave_text(r),
                 dash(r.wave_opened_at.as_deref()),
                 dash(r.next_wave_at.as_deref()),
-                format!("{}/{} ({} failed)", r.succeeded, r.assigned, r.failed),
+                html! { (r.succeeded) "/" (r.assigned) " (" (r.failed) " failed)" },
                 dash(r.halted_reason.as_deref()),
             ]
         })
         .collect();
-    let mut body = String::from("<h1>Rollouts</h1>");
-    if rows.is_empty() {
-        body.push_str(
-            "<p class=\"muted\">No rollout yet: <code>stackpack promote</code> starts one.</p>",
-        );
-    } else {
-        body.push_str(&table(
-            &[
-                "Id",
-                "Release",
-                "Channel",
-                "State",
-                "Wave",
-                "Opened",
-                "Next wave at",
-                "Succeeded",
-                "Halted because",
-            ],
-            &rows,
-            "rollouts",
-        ));
-    }
-    respond(StatusCode::OK, page("Rollouts", true, &body))
+    let body = html! {
+        h1 { "Rollouts" }
+        @if rows.is_empty() {
+            p.muted { "No rollout yet: " code { "stackpack promote" } " starts one." }
+        } @else {
+            (table(
+                &[
+                    "Id",
+                    "Release",
+                    "Channel",
+                    "State",
+                    "Wave",
+                    "Opened",
+                    "Next wave at",
+                    "Succeeded",
+                    "Halted because",
+                ],
+                &rows,
+                "rollouts",
+            ))
+        }
+    };
+    respond(StatusCode::OK, page("Rollouts", true, body))
 }
 
 /// A rollout's facts: state, waves, soak, times, digest, why halted, who it holds up.
-fn facts(r: &crate::api::Rollout) -> String {
-    format!(
-        "<dl class=\"facts\"><dt>State</dt><dd id=\"state\">{}</dd><dt>Wave</dt><dd>{}</dd>\
-         <dt>Waves</dt><dd>{}</dd><dt>Soak</dt><dd>{} s</dd><dt>Opened</dt><dd>{}</dd>\
-         <dt>Next wave at</dt><dd>{}</dd><dt>Digest</dt><dd class=\"mono\">{}</dd>\
-         <dt>Halted because</dt><dd id=\"halted\">{}</dd><dt>Held up</dt><dd id=\"held-up\">{}</dd>\
-         <dt>Promoted by</dt><dd>{}</dd></dl>",
-        state_badge(r.state),
-        wave_text(r),
-        r.waves
-            .iter()
-            .map(|w| esc(w))
-            .collect::<Vec<_>>()
-            .join(" → "),
-        r.soak_seconds,
-        dash(r.wave_opened_at.as_deref()),
-        dash(r.next_wave_at.as_deref()),
-        esc(&short_digest(&r.digest)),
-        dash(r.halted_reason.as_deref()),
-        dash(r.held_up.as_deref()),
-        dash(r.promoted_by.as_deref()),
-    )
+fn facts(r: &crate::api::Rollout) -> Markup {
+    html! {
+        dl.facts {
+            dt { "State" } dd id="state" { (state_badge(r.state)) }
+            dt { "Wave" } dd { (wave_text(r)) }
+            dt { "Waves" } dd { (r.waves.join(" → ")) }
+            dt { "Soak" } dd { (r.soak_seconds) " s" }
+            dt { "Opened" } dd { (dash(r.wave_opened_at.as_deref())) }
+            dt { "Next wave at" } dd { (dash(r.next_wave_at.as_deref())) }
+            dt { "Digest" } dd.mono { (short_digest(&r.digest)) }
+            dt { "Halted because" } dd id="halted" { (dash(r.halted_reason.as_deref())) }
+            dt { "Held up" } dd id="held-up" { (dash(r.held_up.as_deref())) }
+            dt { "Promoted by" } dd { (dash(r.promoted_by.as_deref())) }
+        }
+    }
 }
 
 pub async fn show(
@@ -132,15 +121,7 @@ pub async fn show(
         Err(e) => return failed(e),
     };
     let r = &d.rollout;
-    let mut body = format!(
-        "<h1 id=\"rollout\">Rollout {} · {}@{} to <span class=\"mono\">{}</span></h1>",
-        r.id,
-        esc(&r.release),
-        esc(&r.version),
-        esc(&r.channel)
-    );
-    body.push_str(&facts(r));
-    let rows: Vec<Vec<String>> = d
+    let rows: Vec<Vec<Markup>> = d
         .assignments
         .iter()
         .map(|a| {
@@ -150,53 +131,48 @@ pub async fn show(
                 Gate::Waiting => Tone::Info,
             };
             vec![
-                format!(
-                    "<a href=\"/ui/customers/{}\">{}</a>",
-                    url(&a.customer),
-                    esc(&a.customer)
-                ),
-                esc(&a.wave),
-                super::html::when(&a.assigned_at),
+                customer_link(&a.customer),
+                html! { (a.wave) },
+                when(&a.assigned_at),
                 badge(tone, a.gate.as_str()),
                 dash(a.gate_reason.as_deref()),
             ]
         })
         .collect();
-    body.push_str("<h2>Assigned</h2>");
-    if rows.is_empty() {
-        body.push_str("<p class=\"muted\">Nobody yet.</p>");
-    } else {
-        body.push_str(&table(
-            &["Customer", "Wave", "Assigned at", "Gate", "Why"],
-            &rows,
-            "assignments",
-        ));
-    }
-    match super::forecast::rollout_section(&state, &d) {
-        Ok(section) => body.push_str(&section),
+    let forecast = match super::forecast::rollout_section(&state, &d) {
+        Ok(section) => section,
         Err(e) => return failed(e),
-    }
-    let events: Vec<Vec<String>> = d
+    };
+    let events: Vec<Vec<Markup>> = d
         .events
         .iter()
         .map(|e| {
             vec![
-                super::html::when(&e.at),
-                esc(e.kind.as_str()),
+                when(&e.at),
+                html! { (e.kind.as_str()) },
                 dash(e.customer.as_deref()),
                 dash(e.wave.as_deref()),
                 dash(e.detail.as_deref()),
             ]
         })
         .collect();
-    body.push_str("<h2>History</h2>");
-    body.push_str(&table(
-        &["At", "What", "Customer", "Wave", "Detail"],
-        &events,
-        "history",
-    ));
+    let body = html! {
+        h1 id="rollout" {
+            "Rollout " (r.id) " · " (r.release) "@" (r.version) " to " span.mono { (r.channel) }
+        }
+        (facts(r))
+        h2 { "Assigned" }
+        @if rows.is_empty() {
+            p.muted { "Nobody yet." }
+        } @else {
+            (table(&["Customer", "Wave", "Assigned at", "Gate", "Why"], &rows, "assignments"))
+        }
+        (forecast)
+        h2 { "History" }
+        (table(&["At", "What", "Customer", "Wave", "Detail"], &events, "history"))
+    };
     respond(
         StatusCode::OK,
-        page(&format!("Rollout {}", r.id), true, &body),
+        page(&format!("Rollout {}", r.id), true, body),
     )
 }

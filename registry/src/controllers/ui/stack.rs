@@ -3,15 +3,13 @@
 //! SVG made here), its versions with how many customers run each, and the
 //! customers whose last attempt failed or who drifted, with their reasons.
 
-use std::fmt::Write as _;
-
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 use super::customers::search_text;
-use super::fleet::rows_table;
-use super::html::{badge, esc, page, respond, search_form, table, url, when, Tone};
+use super::fleet::{rows_table, stack_link, version_text_link};
+use super::html::{badge, html, muted, page, respond, search_form, table, url, when, Markup, Tone};
 use super::{failed, viewer};
 use crate::controllers::ledger::adoption::{answer as adoption, Bucket};
 use crate::controllers::ledger::fleet::{page as fleet_page, FleetQuery};
@@ -34,54 +32,39 @@ pub async fn index(State(state): State<SharedState>, headers: HeaderMap, uri: Ur
         Ok(lines) => lines,
         Err(e) => return failed(e),
     };
-    let rows: Vec<Vec<String>> = lines
+    let rows: Vec<Vec<Markup>> = lines
         .iter()
         .map(|s| {
-            let mut state = String::new();
-            if s.failed > 0 {
-                state.push_str(&badge(Tone::Bad, &format!("{} failed", s.failed)));
-            }
-            if s.drifted > 0 {
-                state.push_str(&badge(Tone::Bad, &format!("{} drifted", s.drifted)));
-            }
-            if state.is_empty() {
-                state = badge(Tone::Good, "ok");
-            }
+            let state = html! {
+                @if s.failed > 0 { (badge(Tone::Bad, &format!("{} failed", s.failed))) }
+                @if s.drifted > 0 { (badge(Tone::Bad, &format!("{} drifted", s.drifted))) }
+                @if s.failed == 0 && s.drifted == 0 { (badge(Tone::Good, "ok")) }
+            };
             vec![
-                format!(
-                    "<a href=\"/ui/stacks/{}\">{}</a>",
-                    url(&s.stack),
-                    esc(&s.stack)
-                ),
+                stack_link(&s.stack),
                 s.latest
                     .as_deref()
-                    .map(|v| {
-                        format!(
-                            "<a href=\"/ui/stacks/{}/{}\">{}</a>",
-                            url(&s.stack),
-                            url(v),
-                            esc(v)
-                        )
-                    })
-                    .unwrap_or_else(|| "<span class=\"muted\">none stable</span>".into()),
-                s.versions.to_string(),
-                s.customers.to_string(),
+                    .map_or_else(|| muted("none stable"), |v| version_text_link(&s.stack, v)),
+                html! { (s.versions) },
+                html! { (s.customers) },
                 state,
             ]
         })
         .collect();
-    let mut body = String::from("<h1>Stacks</h1>");
-    body.push_str(&search_form("/ui/stacks", "Stack name", &q));
-    if rows.is_empty() {
-        body.push_str("<p id=\"empty\">No stack matches.</p>");
-    } else {
-        body.push_str(&table(
-            &["Stack", "Latest stable", "Versions", "Customers", "State"],
-            &rows,
-            "stacks",
-        ));
-    }
-    respond(StatusCode::OK, page("Stacks", true, &body))
+    let body = html! {
+        h1 { "Stacks" }
+        (search_form("/ui/stacks", "Stack name", &q))
+        @if rows.is_empty() {
+            p id="empty" { "No stack matches." }
+        } @else {
+            (table(
+                &["Stack", "Latest stable", "Versions", "Customers", "State"],
+                &rows,
+                "stacks",
+            ))
+        }
+    };
+    respond(StatusCode::OK, page("Stacks", true, body))
 }
 
 pub async fn show(
@@ -140,43 +123,34 @@ pub async fn show(
         (Err(e), _) | (_, Err(e)) => return failed(e),
     };
 
-    let mut body = format!("<h1 id=\"stack\">{}</h1>", esc(&stack));
     let running: u64 = versions.iter().map(|v| v.customers).sum();
-    let _ = write!(
-        body,
-        "<p class=\"summary\" id=\"summary\">{} run it · {} failed · {} drifted · {}</p>",
-        stackpack_terminal::words::count(running, "customer"),
-        failing.len(),
-        drifting.len(),
-        stackpack_terminal::words::count(versions.len() as u64, "version")
-    );
-    body.push_str("<h2>Adoption</h2>");
-    body.push_str(&crate::chart::adoption_svg(
-        &drawn,
-        time::OffsetDateTime::now_utc().date(),
-    ));
-    body.push_str(&versions_section(&stack, &versions));
-    body.push_str("<h2>Last attempt failed</h2>");
-    section(&mut body, &failing, "failing");
-    body.push_str("<h2>Drifted</h2>");
-    section(&mut body, &drifting, "drifting");
-    respond(StatusCode::OK, page(&stack, true, &body))
+    let body = html! {
+        h1 id="stack" { (stack) }
+        p.summary id="summary" {
+            (stackpack_terminal::words::count(running, "customer")) " run it · "
+            (failing.len()) " failed · "
+            (drifting.len()) " drifted · "
+            (stackpack_terminal::words::count(versions.len() as u64, "version"))
+        }
+        h2 { "Adoption" }
+        (crate::chart::adoption_markup(&drawn, time::OffsetDateTime::now_utc().date()))
+        (versions_section(&stack, &versions))
+        h2 { "Last attempt failed" }
+        (section(&failing, "failing"))
+        h2 { "Drifted" }
+        (section(&drifting, "drifting"))
+    };
+    respond(StatusCode::OK, page(&stack, true, body))
 }
 
 /// A stack's versions, newest first, each with how many customers run it (a link
 /// to them on the customers index).
-fn versions_section(stack: &str, versions: &[db::customers::VersionLine]) -> String {
-    let mut body = String::new();
-    let rows: Vec<Vec<String>> = versions
+fn versions_section(stack: &str, versions: &[db::customers::VersionLine]) -> Markup {
+    let rows: Vec<Vec<Markup>> = versions
         .iter()
         .map(|v| {
             vec![
-                format!(
-                    "<a href=\"/ui/stacks/{}/{}\">{}</a>",
-                    url(stack),
-                    url(&v.version),
-                    esc(&v.version)
-                ),
+                version_text_link(stack, &v.version),
                 if v.prerelease {
                     badge(Tone::Info, "prerelease")
                 } else {
@@ -184,29 +158,23 @@ fn versions_section(stack: &str, versions: &[db::customers::VersionLine]) -> Str
                 },
                 v.published_at
                     .as_deref()
-                    .map(when)
-                    .unwrap_or_else(|| "<span class=\"muted\">not published here</span>".into()),
-                format!(
-                    "<a href=\"/ui/customers?q={}\">{}</a>",
-                    url(&v.version),
-                    v.customers
-                ),
+                    .map_or_else(|| muted("not published here"), when),
+                html! { a href={ "/ui/customers?q=" (url(&v.version)) } { (v.customers) } },
             ]
         })
         .collect();
-    body.push_str("<h2>Versions</h2>");
-    body.push_str(&table(
-        &["Version", "Kind", "Published", "Customers"],
-        &rows,
-        "versions",
-    ));
-    body
+    html! {
+        h2 { "Versions" }
+        (table(&["Version", "Kind", "Published", "Customers"], &rows, "versions"))
+    }
 }
 
-fn section(body: &mut String, rows: &[crate::api::FleetRow], id: &str) {
-    if rows.is_empty() {
-        let _ = write!(body, "<p class=\"muted\" id=\"{id}-none\">None.</p>");
-    } else {
-        body.push_str(&rows_table(rows, true, id));
+fn section(rows: &[crate::api::FleetRow], id: &str) -> Markup {
+    html! {
+        @if rows.is_empty() {
+            p.muted id={ (id) "-none" } { "None." }
+        } @else {
+            (rows_table(rows, true, id))
+        }
     }
 }

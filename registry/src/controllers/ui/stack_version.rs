@@ -3,7 +3,6 @@
 //! in the interface as the packager recorded it in the bundle config at build time.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -17,8 +16,10 @@ use stackpack_schema::oci::ImageManifest;
 use stackpack_schema::signature::SignatureEnvelope;
 use stackpack_schema::version::Bump;
 
-use super::fleet::rows_table;
-use super::html::{badge, error_page, esc, page, respond, short_digest, table, Tone};
+use super::fleet::{pager, rows_table, version_link};
+use super::html::{
+    badge, digest, error_page, html, mono, muted, page, prose, respond, table, when, Markup, Tone,
+};
 use super::{failed, viewer};
 use crate::api::Release;
 use crate::controllers::ledger::fleet::{page as fleet_page, FleetQuery};
@@ -56,7 +57,7 @@ pub async fn bundle_config(state: &AppState, release: &Release) -> Option<Bundle
 }
 
 /// What the signature stored beside the bundle says, in words.
-async fn signature(state: &AppState, release: &Release) -> String {
+async fn signature(state: &AppState, release: &Release) -> Markup {
     let referrers = state
         .db
         .read_any(|c| {
@@ -69,10 +70,10 @@ async fn signature(state: &AppState, release: &Release) -> String {
         })
         .unwrap_or_default();
     let Some(referrer) = referrers.first() else {
-        return format!(
-            "{} <span class=\"muted\">no signature stored in this registry</span>",
-            badge(Tone::Warn, "no signature here")
-        );
+        return html! {
+            (badge(Tone::Warn, "no signature here")) " "
+            (muted("no signature stored in this registry"))
+        };
     };
     let layer = manifest(state, &release.repository, &referrer.digest.to_string())
         .and_then(|m| m.layers.first().cloned());
@@ -86,116 +87,98 @@ async fn signature(state: &AppState, release: &Release) -> String {
     };
     let matches = envelope.payload.manifest_digest == release.digest;
     match envelope.verify_integrity() {
-        Ok(key) if matches => format!(
-            "{} key <span class=\"mono\">{}</span>, signed {}",
-            badge(Tone::Good, "signature verifies"),
-            esc(&key.key_id()),
-            super::html::when(&envelope.payload.signed_at)
-        ),
+        Ok(key) if matches => html! {
+            (badge(Tone::Good, "signature verifies")) " key " (mono(&key.key_id()))
+            ", signed " (when(&envelope.payload.signed_at))
+        },
         Ok(_) => badge(Tone::Bad, "signature is for another bundle"),
-        Err(e) => format!(
-            "{} {}",
-            badge(Tone::Bad, "signature does not verify"),
-            esc(&e.to_string())
-        ),
+        Err(e) => html! { (badge(Tone::Bad, "signature does not verify")) " " (e.to_string()) },
     }
 }
 
 /// The interface changes the packager recorded in the bundle config when it built
 /// this version: its findings by rule, as it decided the version. Nothing is judged
 /// again here, so the page cannot disagree with the packager.
-fn recorded_changes(stack: &str, config: &BundleConfig, earlier_stable: bool) -> String {
+fn recorded_changes(stack: &str, config: &BundleConfig, earlier_stable: bool) -> Markup {
     let Some(changes) = &config.changes else {
-        return if earlier_stable {
-            "<p class=\"muted\" id=\"changes-not-recorded\">Not recorded: the build of this version did not record its interface changes (it predates bundles that record them).</p>".into()
-        } else {
-            "<p class=\"muted\" id=\"changes-not-recorded\">Not compared: there was no stable release to compare this build with.</p>".into()
+        return html! {
+            p.muted id="changes-not-recorded" {
+                @if earlier_stable {
+                    "Not recorded: the build of this version did not record its interface changes (it predates bundles that record them)."
+                } @else {
+                    "Not compared: there was no stable release to compare this build with."
+                }
+            }
         };
     };
-    let mut out = format!(
-        "<p class=\"summary\">Since {}, as the packager found when it built this version:</p>",
-        super::fleet::version_link(stack, &changes.since)
-    );
-    if changes.findings.is_empty() {
-        out.push_str("<p id=\"no-changes\">No interface change.</p>");
-    } else {
-        let rows: Vec<Vec<String>> = changes
-            .findings
-            .iter()
-            .map(|finding| {
-                let tone = if finding.bump == Bump::Major {
-                    Tone::Bad
-                } else {
-                    Tone::Info
-                };
-                vec![
-                    super::html::prose(&finding.message),
-                    format!("<code>{}</code>", esc(finding.rule.id())),
-                    format!("<code>{}</code>", esc(&finding.location())),
-                    badge(tone, &finding.bump.to_string()),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &["Change", "Rule", "Where", "Needs"],
-            &rows,
-            "changes",
-        ));
-    }
-    out
-}
-
-fn interface_tables(interface: &Interface) -> String {
-    let inputs: Vec<Vec<String>> = interface
-        .inputs
+    let rows: Vec<Vec<Markup>> = changes
+        .findings
         .iter()
-        .map(|i| {
-            let mut flags = String::new();
-            if i.required {
-                flags.push_str(&badge(Tone::Info, "required"));
-            }
-            if i.sensitive {
-                flags.push_str(&badge(Tone::Warn, "sensitive"));
-            }
-            if let Some(message) = &i.deprecated {
-                flags.push_str(&badge(Tone::Warn, &format!("deprecated: {message}")));
-            }
+        .map(|finding| {
+            let tone = if finding.bump == Bump::Major {
+                Tone::Bad
+            } else {
+                Tone::Info
+            };
             vec![
-                format!("<code>{}</code>", esc(&i.name)),
-                format!("<code>{}</code>", esc(&i.type_constraint.to_string())),
-                i.default
-                    .as_ref()
-                    .map(|d| format!("<code>{}</code>", esc(&d.to_string())))
-                    .unwrap_or_default(),
-                flags,
-                i.description.as_deref().map(esc).unwrap_or_default(),
+                prose(&finding.message),
+                html! { code { (finding.rule.id()) } },
+                html! { code { (finding.location()) } },
+                badge(tone, &finding.bump.to_string()),
             ]
         })
         .collect();
-    let outputs: Vec<Vec<String>> = interface
+    html! {
+        p.summary {
+            "Since " (version_link(stack, &changes.since))
+            ", as the packager found when it built this version:"
+        }
+        @if rows.is_empty() {
+            p id="no-changes" { "No interface change." }
+        } @else {
+            (table(&["Change", "Rule", "Where", "Needs"], &rows, "changes"))
+        }
+    }
+}
+
+fn interface_tables(interface: &Interface) -> Markup {
+    let inputs: Vec<Vec<Markup>> = interface
+        .inputs
+        .iter()
+        .map(|i| {
+            let flags = html! {
+                @if i.required { (badge(Tone::Info, "required")) }
+                @if i.sensitive { (badge(Tone::Warn, "sensitive")) }
+                @if let Some(message) = &i.deprecated {
+                    (badge(Tone::Warn, &format!("deprecated: {message}")))
+                }
+            };
+            vec![
+                html! { code { (i.name) } },
+                html! { code { (i.type_constraint.to_string()) } },
+                html! { @if let Some(d) = &i.default { code { (d.to_string()) } } },
+                flags,
+                html! { (i.description.as_deref().unwrap_or_default()) },
+            ]
+        })
+        .collect();
+    let outputs: Vec<Vec<Markup>> = interface
         .outputs
         .iter()
         .map(|o| {
             vec![
-                format!("<code>{}</code>", esc(&o.name)),
-                if o.sensitive {
-                    badge(Tone::Warn, "sensitive")
-                } else {
-                    String::new()
-                },
-                o.description.as_deref().map(esc).unwrap_or_default(),
+                html! { code { (o.name) } },
+                html! { @if o.sensitive { (badge(Tone::Warn, "sensitive")) } },
+                html! { (o.description.as_deref().unwrap_or_default()) },
             ]
         })
         .collect();
-    let mut out = String::from("<h2>Interface</h2>");
-    out.push_str(&table(
-        &["Input", "Type", "Default", "", "Description"],
-        &inputs,
-        "inputs",
-    ));
-    out.push_str("<h2>Outputs</h2>");
-    out.push_str(&table(&["Output", "", "Description"], &outputs, "outputs"));
-    out
+    html! {
+        h2 { "Interface" }
+        (table(&["Input", "Type", "Default", "", "Description"], &inputs, "inputs"))
+        h2 { "Outputs" }
+        (table(&["Output", "", "Description"], &outputs, "outputs"))
+    }
 }
 
 /// The previous release of the same stack, by semver precedence.
@@ -266,59 +249,54 @@ fn gather(state: &AppState, stack: &str, version: &str, after: Option<String>) -
 }
 
 /// Who recorded a stack version: the token's name, or its id when it has none.
-fn pushed_by(state: &AppState, stack: &str, version: &str) -> String {
+fn pushed_by(state: &AppState, stack: &str, version: &str) -> Markup {
     match state.db.read_any(|c| db::ledger::pusher(c, stack, version)) {
-        Ok(Some((_, Some(name)))) => format!("token <code>{}</code>", esc(&name)),
-        Ok(Some((id, None))) => format!("unnamed token <code>{}</code>", esc(&id)),
-        Ok(None) => {
-            "<span class=\"muted\">not recorded (pushed before tokens were kept)</span>".into()
-        }
-        Err(e) => super::html::prose(&e.message),
+        Ok(Some((_, Some(name)))) => html! { "token " code { (name) } },
+        Ok(Some((id, None))) => html! { "unnamed token " code { (id) } },
+        Ok(None) => muted("not recorded (pushed before tokens were kept)"),
+        Err(e) => prose(&e.message),
     }
 }
 
 /// The release's facts (bundle, source, signature, previous version, who pushed
 /// it), or why there are none.
-fn release_facts(state: &AppState, stack: &str, facts: &Facts, signature: &str) -> String {
-    let mut body = String::new();
-    match &facts.release {
-        Some(release) => {
-            let source = &release.source;
-            let _ = write!(
-                body,
-                "<dl class=\"facts\"><dt>Bundle</dt><dd class=\"mono\" id=\"digest\">{}</dd>\
-                 <dt>Repository</dt><dd class=\"mono\">{}</dd>\
-                 <dt>Source commit</dt><dd class=\"mono\" id=\"commit\">{}</dd>\
-                 <dt>Branch</dt><dd>{}</dd><dt>Source</dt><dd class=\"mono\">{}</dd>\
-                 <dt>Created</dt><dd>{}</dd><dt>Published here</dt><dd>{}</dd>\
-                 <dt>Channel</dt><dd>{}</dd><dt>Signature</dt><dd id=\"signature\">{}</dd>\
-                 <dt>Previous version</dt><dd>{}</dd><dt>Pushed by</dt><dd id=\"pushed-by\">{}</dd></dl>",
-                esc(&release.digest.to_string()),
-                esc(&release.repository),
-                source.commit.as_deref().map(esc).unwrap_or_default(),
-                source.branch.as_deref().map(esc).unwrap_or_default(),
-                source.repository.as_deref().map(esc).unwrap_or_default(),
-                release.created.as_ref().map(|t| super::html::when(t.as_str())).unwrap_or_default(),
-                super::html::when(release.published_at.as_str()),
-                if release.prerelease {
-                    badge(Tone::Info, "prerelease")
-                } else {
-                    badge(Tone::Good, "stable")
-                },
-                signature,
-                facts
-                    .previous
-                    .as_ref()
-                    .map(|p| super::fleet::version_link(stack, &p.version))
-                    .unwrap_or_else(|| "<span class=\"muted\">none: the first release</span>".into()),
-                pushed_by(state, stack, &release.version.to_string()),
-            );
+fn release_facts(state: &AppState, stack: &str, facts: &Facts, signature: Markup) -> Markup {
+    let Some(release) = &facts.release else {
+        return html! {
+            p.error {
+                "Not recorded as a release here: customers report running it, but its bundle was never pushed to or recorded in this registry."
+            }
+        };
+    };
+    let source = &release.source;
+    let text = |v: &Option<String>| html! { (v.as_deref().unwrap_or_default()) };
+    html! {
+        dl.facts {
+            dt { "Bundle" } dd.mono id="digest" { (release.digest.to_string()) }
+            dt { "Repository" } dd.mono { (release.repository) }
+            dt { "Source commit" } dd.mono id="commit" { (text(&source.commit)) }
+            dt { "Branch" } dd { (text(&source.branch)) }
+            dt { "Source" } dd.mono { (text(&source.repository)) }
+            dt { "Created" }
+            dd { @if let Some(t) = &release.created { (when(t.as_str())) } }
+            dt { "Published here" } dd { (when(release.published_at.as_str())) }
+            dt { "Channel" }
+            dd {
+                @if release.prerelease { (badge(Tone::Info, "prerelease")) }
+                @else { (badge(Tone::Good, "stable")) }
+            }
+            dt { "Signature" } dd id="signature" { (signature) }
+            dt { "Previous version" }
+            dd {
+                @match &facts.previous {
+                    Some(p) => (version_link(stack, &p.version)),
+                    None => (muted("none: the first release")),
+                }
+            }
+            dt { "Pushed by" }
+            dd id="pushed-by" { (pushed_by(state, stack, &release.version.to_string())) }
         }
-        None => body.push_str(
-            "<p class=\"error\">Not recorded as a release here: customers report running it, but its bundle was never pushed to or recorded in this registry.</p>",
-        ),
     }
-    body
 }
 
 /// Who runs the version, a page at a time.
@@ -327,63 +305,42 @@ fn runners_section(
     paged: bool,
     uri: &Uri,
     query: &HashMap<String, String>,
-) -> String {
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<h2>Who runs it</h2><p class=\"summary\" id=\"runners-count\">{} customer{}</p>",
-        facts.runner_count,
-        if facts.runner_count == 1 { "" } else { "s" }
-    );
-    if !facts.runners.is_empty() {
-        body.push_str(&rows_table(&facts.runners, true, "runners"));
-    }
-    if paged || facts.next.is_some() {
-        let path = uri.path();
-        body.push_str("<p class=\"pager\">");
-        if paged {
-            body.push_str(&super::fleet::first_link(path, query));
-            body.push(' ');
+) -> Markup {
+    html! {
+        h2 { "Who runs it" }
+        p.summary id="runners-count" {
+            (facts.runner_count) " customer" @if facts.runner_count != 1 { "s" }
         }
-        if let Some(next) = &facts.next {
-            body.push_str(&super::fleet::next_link(path, query, next));
+        @if !facts.runners.is_empty() {
+            (rows_table(&facts.runners, true, "runners"))
         }
-        body.push_str("</p>");
+        (pager(uri.path(), query, paged, facts.next.as_deref()))
     }
-    body
 }
 
 /// The modules the bundle vendors, when it vendors any.
-fn modules_section(facts: &Facts) -> String {
-    let mut body = String::new();
-    if !facts.modules.is_empty() {
-        let rows: Vec<Vec<String>> = facts
-            .modules
-            .iter()
-            .map(|m| {
-                vec![
-                    esc(&m.name),
-                    format!("<code>{}</code>", esc(&m.path)),
-                    m.version
-                        .as_deref()
-                        .map(esc)
-                        .unwrap_or_else(|| "<span class=\"muted\">not recorded</span>".into()),
-                    format!(
-                        "<span class=\"mono\" title=\"{}\">{}</span>",
-                        esc(&m.digest),
-                        esc(&short_digest(&m.digest))
-                    ),
-                ]
-            })
-            .collect();
-        body.push_str("<h2>Vendored modules</h2>");
-        body.push_str(&table(
-            &["Module", "Path", "Version", "Files"],
-            &rows,
-            "modules",
-        ));
+fn modules_section(facts: &Facts) -> Markup {
+    if facts.modules.is_empty() {
+        return html! {};
     }
-    body
+    let rows: Vec<Vec<Markup>> = facts
+        .modules
+        .iter()
+        .map(|m| {
+            vec![
+                html! { (m.name) },
+                html! { code { (m.path) } },
+                m.version
+                    .as_deref()
+                    .map_or_else(|| muted("not recorded"), |v| html! { (v) }),
+                digest(&m.digest),
+            ]
+        })
+        .collect();
+    html! {
+        h2 { "Vendored modules" }
+        (table(&["Module", "Path", "Version", "Files"], &rows, "modules"))
+    }
 }
 
 pub async fn show(
@@ -408,46 +365,40 @@ pub async fn show(
         let message = format!("`{stack}@{version}` is not a recorded release and nobody runs it");
         return error_page(StatusCode::NOT_FOUND, &message, true);
     }
-    let mut body = format!("<h1 id=\"release\">{}@{}</h1>", esc(&stack), esc(&version));
     let config = match &facts.release {
         Some(release) => bundle_config(&state, release).await,
         None => None,
     };
     let signature = match &facts.release {
         Some(release) => signature(&state, release).await,
-        None => String::new(),
+        None => html! {},
     };
-    body.push_str(&release_facts(&state, &stack, &facts, &signature));
-
-    body.push_str(&runners_section(&facts, after.is_some(), &uri, &query));
-
-    body.push_str("<h2>Interface changes</h2>");
-    match &config {
-        Some(config) => {
-            body.push_str(&recorded_changes(&stack, config, facts.earlier_stable));
-            if !config.allowed_breaking.is_empty() {
-                let _ = write!(
-                    body,
-                    "<p>{} for: {}</p>",
-                    badge(Tone::Warn, "published with --allow-breaking"),
-                    esc(&config.allowed_breaking.join(", "))
-                );
+    let not_known = "Not known: the bundle is not stored in this registry.";
+    let body = html! {
+        h1 id="release" { (stack) "@" (version) }
+        (release_facts(&state, &stack, &facts, signature))
+        (runners_section(&facts, after.is_some(), &uri, &query))
+        h2 { "Interface changes" }
+        @match &config {
+            Some(config) => {
+                (recorded_changes(&stack, config, facts.earlier_stable))
+                @if !config.allowed_breaking.is_empty() {
+                    p {
+                        (badge(Tone::Warn, "published with --allow-breaking")) " for: "
+                        (config.allowed_breaking.join(", "))
+                    }
+                }
             }
+            None => p.muted { (not_known) },
         }
-        None => body.push_str(
-            "<p class=\"muted\">Not known: the bundle is not stored in this registry.</p>",
-        ),
-    }
-
-    body.push_str(&modules_section(&facts));
-    match &config {
-        Some(config) => body.push_str(&interface_tables(&config.interface)),
-        None => body.push_str(
-            "<h2>Interface</h2><p class=\"muted\">Not known: the bundle is not stored in this registry.</p>",
-        ),
-    }
+        (modules_section(&facts))
+        @match &config {
+            Some(config) => (interface_tables(&config.interface)),
+            None => { h2 { "Interface" } p.muted { (not_known) } },
+        }
+    };
     respond(
         StatusCode::OK,
-        page(&format!("{stack}@{version}"), true, &body),
+        page(&format!("{stack}@{version}"), true, body),
     )
 }

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::html::{error_page, esc};
+use super::html::{error_page, html, url, Markup};
 use super::{failed, viewer};
 use crate::db;
 use crate::state::SharedState;
@@ -44,15 +44,18 @@ pub async fn download(
 }
 
 /// The customer page's line: the newest support bundle, or nothing.
-pub fn link(state: &SharedState, customer: &str) -> String {
-    match state.db.read_any(|c| db::support_bundles::latest(c, customer)) {
-        Ok(Some(b)) => format!(
-            "<p id=\"support-bundle\">Support bundle: <a href=\"/ui/customers/{c}/support-bundles/{id}\">{id}</a>, imported {at}, {size} bytes</p>",
-            c = esc(customer),
-            id = b.id,
-            at = super::html::when(&b.imported_at),
-            size = b.size
-        ),
-        _ => String::new(),
+pub fn link(state: &SharedState, customer: &str) -> Markup {
+    match state
+        .db
+        .read_any(|c| db::support_bundles::latest(c, customer))
+    {
+        Ok(Some(b)) => html! {
+            p id="support-bundle" {
+                "Support bundle: "
+                a href={ "/ui/customers/" (url(customer)) "/support-bundles/" (b.id) } { (b.id) }
+                ", imported " (super::html::when(&b.imported_at)) ", " (b.size) " bytes"
+            }
+        },
+        _ => html! {},
     }
 }

@@ -6,7 +6,7 @@
 
 use stackpack_schema::receipt::{plain_text, Outcome, Receipt, SignedReceipt};
 
-use super::html::{esc, prose};
+use super::html::{html, joined, muted, prose, Markup};
 
 /// The longest reason a page shows, in characters.
 const SHOWN: usize = 300;
@@ -21,13 +21,13 @@ pub fn receipt(document: &str) -> Option<Receipt> {
 }
 
 /// `text` bounded and on one line, as HTML.
-fn shown(text: &str) -> String {
+fn shown(text: &str) -> Markup {
     prose(&plain_text(text, SHOWN))
 }
 
 /// Why a failed run failed: "`aws_eks_node_group.gpu`: InsufficientInstanceCapacity".
 /// The wording is [`crate::reason::failure`]'s, as the CLI and the API give it.
-pub fn failure(r: &Receipt) -> Option<String> {
+pub fn failure(r: &Receipt) -> Option<Markup> {
     r.failure
         .as_ref()
         .map(|f| prose(&crate::reason::failure(f)))
@@ -35,25 +35,22 @@ pub fn failure(r: &Receipt) -> Option<String> {
 
 /// What drifted: "`aws_vpc.main` (tags, cidr_block), `aws_subnet.a`", the first
 /// few resources and how many more.
-pub fn drift(r: &Receipt) -> Option<String> {
-    let mut named: Vec<String> = if r.drift.is_empty() {
+pub fn drift(r: &Receipt) -> Option<Markup> {
+    let mut named: Vec<Markup> = if r.drift.is_empty() {
         r.drifted
             .iter()
-            .map(|a| format!("<code>{}</code>", shown(a)))
+            .map(|a| html! { code { (shown(a)) } })
             .collect()
     } else {
         r.drift
             .iter()
             .map(|d| {
-                let attributes: Vec<String> = d.attributes.iter().map(|a| shown(a)).collect();
-                if attributes.is_empty() {
-                    format!("<code>{}</code>", shown(&d.address))
-                } else {
-                    format!(
-                        "<code>{}</code> ({})",
-                        shown(&d.address),
-                        attributes.join(", ")
-                    )
+                let attributes: Vec<Markup> = d.attributes.iter().map(|a| shown(a)).collect();
+                html! {
+                    code { (shown(&d.address)) }
+                    @if !attributes.is_empty() {
+                        " (" (joined(&attributes, &html! { ", " })) ")"
+                    }
                 }
             })
             .collect()
@@ -63,42 +60,35 @@ pub fn drift(r: &Receipt) -> Option<String> {
     }
     let more = named.len().saturating_sub(DRIFT_SHOWN);
     named.truncate(DRIFT_SHOWN);
-    let mut out = named.join(", ");
-    if more > 0 {
-        out.push_str(&format!(" and {more} more"));
-    }
-    Some(out)
+    Some(html! {
+        (joined(&named, &html! { ", " }))
+        @if more > 0 { " and " (more) " more" }
+    })
 }
 
 /// The reason a receipt gives for its outcome, or nothing to say.
-pub fn reason(r: &Receipt) -> String {
+pub fn reason(r: &Receipt) -> Markup {
     let said = match r.outcome {
         Outcome::Failed => failure(r).or_else(|| Some(no_reason())),
         Outcome::Drifted => drift(r).or_else(|| Some(no_reason())),
         Outcome::Succeeded | Outcome::NoChanges => None,
     };
-    said.map(|s| format!("<span class=\"why\">{s}</span>"))
-        .unwrap_or_default()
+    html! {
+        @if let Some(said) = said { span.why { (said) } }
+    }
 }
 
-fn no_reason() -> String {
-    format!(
-        "<span class=\"muted\">{}</span>",
-        esc(crate::reason::NONE_GIVEN)
-    )
+fn no_reason() -> Markup {
+    muted(crate::reason::NONE_GIVEN)
 }
 
 /// What reported: "runner 0.4.0 · tofu 1.8.0 · linux_amd64 · hashicorp/aws 5.31.0".
-pub fn runner(r: &Receipt) -> String {
+pub fn runner(r: &Receipt) -> Markup {
     let mut parts = Vec::new();
     if let Some(runner) = &r.runner {
-        parts.push(format!("runner {}", shown(&runner.version)));
+        parts.push(html! { "runner " (shown(&runner.version)) });
     }
-    parts.push(format!(
-        "{} {}",
-        esc(r.engine.name.as_str()),
-        shown(&r.engine.version)
-    ));
+    parts.push(html! { (r.engine.name.as_str()) " " (shown(&r.engine.version)) });
     if let Some(runner) = &r.runner {
         parts.push(shown(&runner.platform));
         for p in runner.providers.iter().take(DRIFT_SHOWN) {
@@ -107,8 +97,8 @@ pub fn runner(r: &Receipt) -> String {
                 .strip_prefix("registry.terraform.io/")
                 .or_else(|| p.source.strip_prefix("registry.opentofu.org/"))
                 .unwrap_or(&p.source);
-            parts.push(format!("{} {}", shown(short), shown(&p.version)));
+            parts.push(html! { (shown(short)) " " (shown(&p.version)) });
         }
     }
-    parts.join(" · ")
+    joined(&parts, &html! { " · " })
 }
