@@ -574,19 +574,7 @@ impl S3Objects {
         upload_id: &str,
         etags: &[String],
     ) -> Result<(), S3Error> {
-        let parts: String = etags
-            .iter()
-            .enumerate()
-            .map(|(i, etag)| {
-                format!(
-                    "<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>",
-                    i + 1,
-                    etag.replace('&', "&amp;").replace('"', "&quot;")
-                )
-            })
-            .collect();
-        let body =
-            format!("<CompleteMultipartUpload xmlns=\"{XMLNS}\">{parts}</CompleteMultipartUpload>");
+        let body = xml::complete_multipart(XMLNS, etags);
         let query = format!("uploadId={}", percent_encode(upload_id));
         let answer = self
             .send(reqwest::Method::POST, key, &query, &[], body.into_bytes())

@@ -1,11 +1,42 @@
-//! AWS's XML answers read into typed structs (`quick-xml` with serde): S3's
-//! documents and the error every XML API answers with (`<Error><Code>…`, EC2's
+//! AWS's XML answers read into typed structs (`quick-xml` with serde), and the one
+//! document this client sends (S3's `CompleteMultipartUpload`) written from one,
+//! escaped by the serializer: S3's documents and the error every XML API answers with (`<Error><Code>…`, EC2's
 //! `<Response><Errors><Error><Code>…`, the Query APIs' `<ErrorResponse><Error>…`).
 //! Fields this project does not read are skipped; every field is optional, so an
 //! answer that leaves one out reads as "not set".
 
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+/// The body of S3's `CompleteMultipartUpload`: each part's number (from 1, in
+/// order) and the `ETag` its upload answered.
+pub fn complete_multipart(xmlns: &str, etags: &[String]) -> String {
+    #[derive(Serialize)]
+    #[serde(rename = "CompleteMultipartUpload")]
+    struct Complete<'a> {
+        #[serde(rename = "@xmlns")]
+        xmlns: &'a str,
+        #[serde(rename = "Part")]
+        parts: Vec<Part<'a>>,
+    }
+    #[derive(Serialize)]
+    struct Part<'a> {
+        #[serde(rename = "PartNumber")]
+        number: usize,
+        #[serde(rename = "ETag")]
+        etag: &'a str,
+    }
+    let parts = etags
+        .iter()
+        .enumerate()
+        .map(|(i, etag)| Part {
+            number: i + 1,
+            etag,
+        })
+        .collect();
+    quick_xml::se::to_string(&Complete { xmlns, parts })
+        .expect("a document of numbers and strings serialises")
+}
 
 /// `xml` read as `T`, or `None` when it is not such a document.
 pub fn read<T: DeserializeOwned>(xml: &str) -> Option<T> {
@@ -200,5 +231,34 @@ mod tests {
         let versioning =
             "<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>";
         assert_eq!(read::<Versioning>(versioning).unwrap().status, None);
+    }
+
+    #[test]
+    fn a_complete_multipart_body_numbers_its_parts_and_escapes_their_etags() {
+        let etags = ["\"a&b\"".to_string(), "<c>".to_string()];
+        let body = super::complete_multipart("http://s3.amazonaws.com/doc/2006-03-01/", &etags);
+        assert!(body.starts_with(
+            "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Part><PartNumber>1</PartNumber>"
+        ), "{body}");
+        assert!(!body.contains("a&b") && !body.contains("<c>"), "{body}");
+        #[derive(Deserialize)]
+        struct Back {
+            #[serde(rename = "Part")]
+            parts: Vec<BackPart>,
+        }
+        #[derive(Deserialize)]
+        struct BackPart {
+            #[serde(rename = "PartNumber")]
+            number: usize,
+            #[serde(rename = "ETag")]
+            etag: String,
+        }
+        let back = read::<Back>(&body).unwrap();
+        let parts: Vec<_> = back
+            .parts
+            .iter()
+            .map(|p| (p.number, p.etag.as_str()))
+            .collect();
+        assert_eq!(parts, [(1, "\"a&b\""), (2, "<c>")]);
     }
 }
