@@ -27,6 +27,7 @@
 #
 #   scripts/bench/all.sh --only scaleout [--quick]   # just the scale-out rows, printed
 #   scripts/bench/all.sh --only transfers            # just build, publish, push, pull
+#   scripts/bench/all.sh --only fixed                # just check of a module tree and a 10 MB build
 #
 # With --only nothing is written unless `--out FILE` names where: a partial run must
 # not replace the whole suite's figures in docs/benchmarks.md.

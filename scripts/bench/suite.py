@@ -699,8 +699,9 @@ def main():
                         "unless named, so that a partial run does not replace the whole suite's figures)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--preamble", default="", help="a file of lines measured before (sizes, SHA)")
-    parser.add_argument("--only", choices=["transfers", "scaleout"],
-                        help="run only the build, publish, push and pull rows, or only the scale-out rows")
+    parser.add_argument("--only", choices=["transfers", "scaleout", "fixed"],
+                        help="run only the build, publish, push and pull rows, only the scale-out rows, "
+                        "or only the fixed costs (check of a module tree, a 10 MB build)")
     args = parser.parse_args()
     if args.out is None and args.only is None:
         args.out = os.path.join(ROOT, "docs", "benchmarks.md")
@@ -709,7 +710,7 @@ def main():
     args.runs = args.runs or (1 if args.quick else 3)
     args.size = 30 if args.quick else 100
     args.modules = 40 if args.quick else 200
-    args.scale = [10, 100] if args.quick else [10, 100, 1000]
+    args.scale = [10] if args.only == "fixed" else [10, 100] if args.quick else [10, 100, 1000]
     args.wrk_seconds = 1 if args.quick else 3
 
     suite = Suite(args)
@@ -721,6 +722,10 @@ def main():
             suite.start_distribution()
             suite.start_ours()
             suite.build_and_publish()
+        if args.only == "fixed":
+            suite.keygen()
+            suite.check_tree()
+            suite.scaling()
         if args.only is None:
             suite.registries()
             suite.check_tree()
