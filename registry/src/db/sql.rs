@@ -719,19 +719,21 @@ impl<'s, C: postgres::GenericClient> Pg<'s, C> {
 
     /// Holds the one-key advisory lock `key` exclusively until the transaction ends.
     pub fn exclusive(&self, key: i64) -> Result<(), PgError> {
-        let answer = self
-            .client
-            .borrow_mut()
-            .execute("SELECT pg_advisory_xact_lock($1)", &[&key]);
-        self.noted(answer).map(drop)
+        self.advisory("SELECT pg_advisory_xact_lock($1)", &[&key])
     }
 
     /// Holds the one-key advisory lock `key` shared until the transaction ends.
     pub fn shared(&self, key: i64) -> Result<(), PgError> {
-        let answer = self
-            .client
-            .borrow_mut()
-            .execute("SELECT pg_advisory_xact_lock_shared($1)", &[&key]);
+        self.advisory("SELECT pg_advisory_xact_lock_shared($1)", &[&key])
+    }
+
+    /// Runs one of the advisory-lock statements, noting a deadlock it ends in.
+    fn advisory(
+        &self,
+        statement: &str,
+        keys: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<(), PgError> {
+        let answer = self.client.borrow_mut().execute(statement, keys);
         self.noted(answer).map(drop)
     }
 }
@@ -773,11 +775,7 @@ impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
 
     fn lock(&self, lock: super::locks::Lock<'_>) -> Result<(), PgError> {
         let (class, key) = lock.key();
-        let answer = self
-            .client
-            .borrow_mut()
-            .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&class, &key]);
-        self.noted(answer).map(drop)
+        self.advisory("SELECT pg_advisory_xact_lock($1, $2)", &[&class, &key])
     }
 }
 
