@@ -17,6 +17,7 @@ use std::time::Duration;
 use crate::alert_event::Body;
 pub use crate::alert_event::{check_webhook, parse_events, Event};
 use crate::db;
+use crate::db::locks::Lock;
 use crate::state::AppState;
 
 /// Tries a delivery gets before it is dropped (about an hour and a half in all).
@@ -168,9 +169,10 @@ async fn deliver_in_order(
         return;
     }
     let released = tokio::task::spawn_blocking(move || {
+        let locks: Vec<Lock> = untried.iter().map(|id| Lock::Outbox(*id)).collect();
         state
             .db
-            .write_any(|tx| Ok(db::alerts::unclaim(tx, &untried)?))
+            .write_keyed(&locks, |tx| Ok(db::alerts::unclaim(tx, &untried)?))
     })
     .await;
     if let Ok(Err(e)) = released {
@@ -207,17 +209,18 @@ async fn deliver(state: Arc<AppState>, client: reqwest::Client, item: db::alerts
     let writing = state.clone();
     let written = tokio::task::spawn_blocking(move || {
         let now = crate::timestamp::Timestamp::now();
-        writing.db.write_any(|tx| {
+        if let Some(error) = &error {
+            tracing::warn!(alert = item.alert, webhook = %shown(&item.webhook), error = %error, attempt = item.attempts + 1, "alert delivery failed");
+        }
+        let next = (item.attempts + 1 < MAX_ATTEMPTS).then(|| {
+            crate::rollout::now_ns() + backoff(item.attempts).as_nanos().min(i64::MAX as u128) as i64
+        });
+        // Keyed by the event this replica claimed: deliveries of others are recorded
+        // beside it; a claim (which runs alone) waits for them.
+        writing.db.write_keyed(&[Lock::Outbox(item.id)], |tx| {
             match &error {
                 None => db::alerts::delivered(tx, &item, now.as_str())?,
-                Some(error) => {
-                    let next = (item.attempts + 1 < MAX_ATTEMPTS).then(|| {
-                        crate::rollout::now_ns()
-                            + backoff(item.attempts).as_nanos().min(i64::MAX as u128) as i64
-                    });
-                    tracing::warn!(alert = item.alert, webhook = %shown(&item.webhook), error = %error, attempt = item.attempts + 1, "alert delivery failed");
-                    db::alerts::failed(tx, &item, error, now.as_str(), next)?
-                }
+                Some(error) => db::alerts::failed(tx, &item, error, now.as_str(), next)?,
             }
             Ok(())
         })

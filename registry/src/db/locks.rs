@@ -49,6 +49,8 @@ pub enum Lock<'a> {
     Blob(&'a str),
     /// One owner's upload sessions, counted against its cap; or one token's row.
     Token(&'a str),
+    /// One claimed alert event in the outbox: its delivery recorded once.
+    Outbox(i64),
 }
 
 impl Lock<'_> {
@@ -67,6 +69,7 @@ impl Lock<'_> {
             Lock::Upload(id) => (8, id.as_bytes().to_vec()),
             Lock::Blob(digest) => (9, digest.as_bytes().to_vec()),
             Lock::Token(id) => (10, id.as_bytes().to_vec()),
+            Lock::Outbox(id) => (11, id.to_be_bytes().to_vec()),
         };
         let hash = Sha256::digest(&value);
         (
