@@ -21,6 +21,7 @@ use super::files;
 use super::home::Home;
 use super::home::{OnFailure, SecretsInState};
 use super::inputs;
+use super::installation::Installation;
 use super::ledger::Note;
 use super::ledger::{Deployment, Ledger, StartedRun};
 use super::lock::StackLock;
@@ -176,10 +177,11 @@ impl Found {
 /// Runs one plan, apply, rollback, drift check or destroy. An apply whose smoke
 /// checks fail is followed at once by a rollback when `runner.toml` says
 /// `on-failure = "rollback"`; either way it ends in an error naming what failed.
-pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
+pub fn run(installation: &Installation, request: Request, ui: &mut Ui) -> Result<Report> {
+    let home = &installation.home;
     let stack = request.stack.clone();
     let wait = request.wait;
-    let mut report = run_once(home, request, ui)?;
+    let mut report = run_once(installation, request, ui)?;
     if report.smoke.is_empty() {
         return Ok(report);
     }
@@ -218,7 +220,7 @@ pub fn run(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
         confirm: &mut confirm_rollback,
     };
     let rollback = run_once(
-        home,
+        installation,
         Request {
             stack: stack.clone(),
             target: Target::Rollback { inputs: vec![] },
@@ -278,11 +280,12 @@ fn take_stack(
 }
 
 /// Runs one plan, apply, rollback, drift check or destroy, under the stack's lock.
-fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
-    let ledger = Ledger::open(&home.ledger_path())?;
-    warn_interrupted(&ledger, ui)?;
+fn run_once(installation: &Installation, request: Request, ui: &mut Ui) -> Result<Report> {
+    let home = &installation.home;
+    let ledger = installation.ledger()?;
+    warn_interrupted(ledger, ui)?;
     let (lock, _running) = take_stack(home, &request, ui)?;
-    let resolved = resolve(&ledger, &request)?;
+    let resolved = resolve(ledger, &request)?;
     check_policy(home, &request, &resolved)?;
     let stack = &request.stack;
     let version = &resolved.version;
@@ -310,7 +313,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
             secrets: &secrets,
             inputs: &parsed,
             request: &request,
-            ledger: &ledger,
+            ledger,
             lock_fd: lock.raw_fd(),
             key: &key,
             reviewed: reviewed.as_ref(),
@@ -327,7 +330,7 @@ fn run_once(home: &Home, request: Request, ui: &mut Ui) -> Result<Report> {
     receipt.finished_at = receipts::now();
     let ending = Ending {
         home,
-        ledger: &ledger,
+        ledger,
         key: &key,
         inputs_text: &text,
         notes: found.notes(),
