@@ -12,11 +12,11 @@ use stackpack_bundle::release::VerifiedRelease;
 use stackpack_schema::receipt::ReceiptKind;
 use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport, SyncReport, SyncState};
 
+use super::deployable;
 use super::last::{self, LastSync};
 use super::lock::SyncLock;
 use super::pending::{self, Fingerprint, HoldReason, Pending, PendingStack};
 use super::registry::Registry;
-use super::single;
 use super::source::{self, Assigned, Target};
 use super::window::Window;
 use crate::deploy::{self, Options, Request, Target as DeployTarget, Ui};
@@ -25,9 +25,8 @@ use crate::error::{Error, Result};
 use crate::home::{Approve, Home, OnDrift, OnRemoval, SyncSource};
 use crate::installation::Installation;
 use crate::ledger::Ledger;
-use crate::release::receipt::StackResult;
 use crate::release::run::{self, Planned, ReleaseRun, ReleaseUi, StackRun};
-use crate::release::{history, ops, stored, wiring};
+use crate::release::{history, ops, stored};
 use crate::{receipts, review};
 use stackpack_schema::receipt::Outcome as ReceiptOutcome;
 
@@ -292,10 +291,7 @@ fn removed(
 
 /// The version of release (or single stack) `name` in place.
 fn running(ledger: &Ledger, kind: ApprovedKind, name: &str) -> Result<Option<Version>> {
-    match kind {
-        ApprovedKind::Release => history::current(ledger, name),
-        ApprovedKind::Stack => Ok(ledger.current(name)?.map(|d| d.version)),
-    }
+    deployable::of(kind).running(ledger, name)
 }
 
 /// The release (or single stack) `name@version` as the store holds it, verified.
@@ -305,10 +301,7 @@ fn load(
     name: &str,
     version: &Version,
 ) -> Result<VerifiedRelease> {
-    match kind {
-        ApprovedKind::Release => stored::load(installation, name, version),
-        ApprovedKind::Stack => single::load(installation, name, version),
-    }
+    deployable::of(kind).load(installation, name, version)
 }
 
 /// Whether every stack of `release` runs the version it pins, as the latest
@@ -364,23 +357,9 @@ fn sync_release(
             return Ok(report);
         }
     }
-    match target.kind {
-        ApprovedKind::Release => {
-            if let Err(error) = history::check_claims(ledger, &release.description) {
-                report.message = Some(error.message);
-                return Ok(report);
-            }
-        }
-        // Unattended, a pass does not take a stack out of the release it runs in.
-        ApprovedKind::Stack => {
-            if let Some(other) = history::claimed_by(ledger, name)? {
-                report.message = Some(format!(
-                    "stack `{name}` runs as part of release `{}@{}`: a pass does not apply it on its own (destroy the release first, or assign the release)",
-                    other.name, other.version
-                ));
-                return Ok(report);
-            }
-        }
+    if let Some(why) = deployable::of(target.kind).held_back(ledger, name, &release)? {
+        report.message = Some(why);
+        return Ok(report);
     }
     if !in_window {
         report.state = if at_target(ledger, target.kind, &release)? {
@@ -666,12 +645,7 @@ pub fn release_run<'a>(
     reviewed: BTreeMap<String, PathBuf>,
     force: BTreeSet<String>,
 ) -> Result<ReleaseRun<'a>> {
-    let mut stacks = match kind {
-        ApprovedKind::Release => {
-            wiring::check_inputs_dir(installation, &release.description, inputs)?
-        }
-        ApprovedKind::Stack => single::stack_inputs(installation, release, inputs)?,
-    };
+    let mut stacks = deployable::of(kind).stacks(installation, release, inputs)?;
     if !reviewed.is_empty() {
         stacks.retain(|s| reviewed.contains_key(&s.stack.name));
     }
@@ -700,60 +674,12 @@ fn finish(
 ) -> Result<SyncReleaseReport> {
     let ledger = installation.ledger()?;
     let placed = report.state == SyncState::Applied;
-    if report.kind == ApprovedKind::Stack {
-        if let Some(id) = ran.values().find_map(|s| s.receipt_id.clone()) {
-            report.receipt_id = Some(id);
-        }
-    } else if !ran.is_empty() || placed {
-        let signed = record(installation, release, started_at, ran)?;
-        report.receipt_id = Some(signed.receipt.id);
+    let deployable = deployable::of(report.kind);
+    if let Some(id) = deployable.receipt_id(installation, release, started_at, ran, placed)? {
+        report.receipt_id = Some(id);
     }
     report.running = running(ledger, report.kind, &release.description.name)?;
     Ok(report)
-}
-
-/// The release receipt of what ran, every stack of the release listed.
-pub fn record(
-    installation: &Installation,
-    release: &VerifiedRelease,
-    started_at: String,
-    mut ran: BTreeMap<String, StackRun>,
-) -> Result<crate::release::receipt::SignedReleaseReceipt> {
-    let ledger = installation.ledger()?;
-    let mut stacks = Vec::new();
-    for stack in &release.description.stacks {
-        if let Some(run) = ran.remove(&stack.name) {
-            stacks.push(run);
-            continue;
-        }
-        let current = ledger.current(&stack.name)?;
-        let at = current
-            .as_ref()
-            .is_some_and(|d| d.digest == stack.digest.to_string());
-        stacks.push(StackRun {
-            name: stack.name.clone(),
-            version: stack.version.clone(),
-            result: if at {
-                StackResult::Unchanged
-            } else {
-                StackResult::NotReached
-            },
-            receipt_id: current
-                .as_ref()
-                .filter(|_| at)
-                .map(|d| d.receipt_id.clone()),
-            before: current.map(|d| d.version),
-            error: None,
-            outputs: None,
-        });
-    }
-    ops::record(
-        installation,
-        release,
-        ReceiptKind::Apply,
-        started_at,
-        &stacks,
-    )
 }
 
 /// Keeps the plan as a pending approval, or keeps the one already held when it is
@@ -893,10 +819,8 @@ pub fn approve(installation: &Installation, id: &str, ui: &ReleaseUi) -> Result<
     let ran: BTreeMap<String, StackRun> = stacks.into_iter().map(|s| (s.name.clone(), s)).collect();
     // A single stack's own receipt is the record; a release gets its release
     // receipt.
-    let receipt_id = match held.kind {
-        ApprovedKind::Release => Some(record(installation, &release, started_at, ran)?.receipt.id),
-        ApprovedKind::Stack => ran.values().find_map(|s| s.receipt_id.clone()),
-    };
+    let receipt_id =
+        deployable::of(held.kind).receipt_id(installation, &release, started_at, ran, true)?;
     pending::remove(installation, &held.id)?;
     if let Some((stack, message)) = failed {
         let mut error = moved(format!("`{stack}`: {message}"));
