@@ -3,17 +3,22 @@
 //! asks which of the two it holds.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use semver::Version;
-use stackpack_bundle::release::VerifiedRelease;
+use stackpack_bundle::layout::ImageLayout;
+use stackpack_bundle::release::{find_release, releases_in, VerifiedRelease};
+use stackpack_schema::digest::Digest;
+use stackpack_schema::media_type;
 use stackpack_schema::receipt::ReceiptKind;
 use stackpack_schema::rollout::ApprovedKind;
 
 use super::single;
 use crate::error::Result;
+use crate::home::Home;
 use crate::installation::Installation;
 use crate::ledger::Ledger;
+use crate::pull::RemoteBundle;
 use crate::release::receipt::StackResult;
 use crate::release::run::StackRun;
 use crate::release::wiring::{self, StackInputs};
@@ -61,6 +66,36 @@ pub trait Deployable {
         ran: BTreeMap<String, StackRun>,
         placed: bool,
     ) -> Result<Option<String>>;
+
+    /// The inputs a pass runs it with: a release's folder (`given`, else `default`),
+    /// a single stack's file (`given`, else `<default>/<stack>.tfvars`); the
+    /// refusal's message when there are none.
+    fn inputs(
+        &self,
+        name: &str,
+        given: Option<PathBuf>,
+        default: Option<PathBuf>,
+    ) -> std::result::Result<PathBuf, String>;
+
+    /// The digest of the store's `name@version` (a release's index, a single
+    /// stack's bundle manifest), if the store holds it.
+    fn held(&self, store: &ImageLayout, name: &str, version: &Version) -> Result<Option<Digest>>;
+
+    /// The versions of `name` the store holds.
+    fn versions_held(&self, store: &ImageLayout, name: &str) -> Result<Vec<Version>>;
+
+    /// The registry folder it is published under (`NS/<folder>/<name>`).
+    fn folder(&self) -> &'static str;
+
+    /// The media type of what a channel statement about it approves.
+    fn media_type(&self) -> &'static str;
+
+    /// Pulls it from `reference` into the store, verified.
+    fn pull(&self, home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<()>;
+
+    /// What `path`, named as its inputs in the desired state, should be and the
+    /// hint, when it is not that (a release's folder, a single stack's file).
+    fn missing_inputs(&self, path: &Path) -> Option<(&'static str, &'static str)>;
 }
 
 /// A release: many stacks, with a release receipt of their runs.
@@ -125,6 +160,46 @@ impl Deployable for Release {
         let signed = record(installation, release, started_at, ran)?;
         Ok(Some(signed.receipt.id))
     }
+
+    fn inputs(
+        &self,
+        name: &str,
+        given: Option<PathBuf>,
+        default: Option<PathBuf>,
+    ) -> std::result::Result<PathBuf, String> {
+        given.or(default).ok_or_else(|| {
+            format!("no inputs folder for release `{name}`: set `inputs` under `[sync]` in `runner.toml`, or for the release in the desired-state file")
+        })
+    }
+
+    fn held(&self, store: &ImageLayout, name: &str, version: &Version) -> Result<Option<Digest>> {
+        Ok(find_release(store, name, version)?.map(|d| d.digest))
+    }
+
+    fn versions_held(&self, store: &ImageLayout, name: &str) -> Result<Vec<Version>> {
+        Ok(releases_in(store)?
+            .into_iter()
+            .filter(|(n, _, _)| n == name)
+            .map(|(_, v, _)| v)
+            .collect())
+    }
+
+    fn folder(&self) -> &'static str {
+        "releases"
+    }
+
+    fn media_type(&self) -> &'static str {
+        media_type::OCI_INDEX
+    }
+
+    fn pull(&self, home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<()> {
+        crate::release::pull::pull(home, reference, insecure)?;
+        Ok(())
+    }
+
+    fn missing_inputs(&self, path: &Path) -> Option<(&'static str, &'static str)> {
+        (!path.is_dir()).then_some(("folder", "the folder holds one `STACK.tfvars` per stack; paths are relative to the desired-state file"))
+    }
 }
 
 impl Deployable for Stack {
@@ -174,6 +249,44 @@ impl Deployable for Stack {
         _placed: bool,
     ) -> Result<Option<String>> {
         Ok(ran.values().find_map(|s| s.receipt_id.clone()))
+    }
+
+    fn inputs(
+        &self,
+        name: &str,
+        given: Option<PathBuf>,
+        default: Option<PathBuf>,
+    ) -> std::result::Result<PathBuf, String> {
+        given
+            .or_else(|| default.map(|d| d.join(format!("{name}.tfvars"))))
+            .ok_or_else(|| {
+                format!("no inputs for stack `{name}`: set `inputs` under `[sync]` in `runner.toml` (the folder holding `{name}.tfvars`), or `inputs = \"FILE\"` for the stack in the desired-state file")
+            })
+    }
+
+    fn held(&self, store: &ImageLayout, name: &str, version: &Version) -> Result<Option<Digest>> {
+        Ok(store.find_bundle(name, version)?.map(|d| d.digest))
+    }
+
+    fn versions_held(&self, store: &ImageLayout, name: &str) -> Result<Vec<Version>> {
+        Ok(store.versions(name)?)
+    }
+
+    fn folder(&self) -> &'static str {
+        "stacks"
+    }
+
+    fn media_type(&self) -> &'static str {
+        media_type::OCI_MANIFEST
+    }
+
+    fn pull(&self, home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<()> {
+        crate::pull::pull(home, reference, insecure, None)?;
+        Ok(())
+    }
+
+    fn missing_inputs(&self, path: &Path) -> Option<(&'static str, &'static str)> {
+        (!path.is_file()).then_some(("file", "a single stack's inputs are one `.tfvars` file; paths are relative to the desired-state file"))
     }
 }
 
