@@ -20,7 +20,8 @@ use super::error::{Error, Result};
 use super::files;
 use super::home::{Home, S3Backend};
 use super::inputs::Inputs;
-use super::ledger::{Deployment, Ledger};
+use super::installation::Installation;
+use super::ledger::Deployment;
 use super::state_bucket;
 
 /// One stack's record in the bucket.
@@ -120,14 +121,15 @@ fn write(backend: &S3Backend, key: &str, record: &DeploymentRecord) -> Result<()
 /// ledger of a home that knows nothing of it yet, with its inputs saved in the home.
 /// Returns the records taken; a stack with state but no record (applied before
 /// records were written) is left to a take-over apply.
-pub fn adopt(home: &Home, stacks: &[String]) -> Result<Vec<DeploymentRecord>> {
+pub fn adopt(installation: &Installation, stacks: &[String]) -> Result<Vec<DeploymentRecord>> {
+    let home = &installation.home;
     let Some(backend) = home.config.backend.s3() else {
         return Ok(Vec::new());
     };
     let Some(client) = state_bucket::client(backend)? else {
         return Ok(Vec::new());
     };
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     let mut adopted = Vec::new();
     for stack in stacks {
         if ledger.current(stack)?.is_some() {

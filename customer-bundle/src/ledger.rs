@@ -2,6 +2,7 @@
 //! the deployments (which version of which stack runs here, with which inputs).
 
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use semver::Version;
@@ -46,8 +47,10 @@ impl From<LedgerError> for Error {
 
 type Result<T, E = LedgerError> = std::result::Result<T, E>;
 
+/// One connection to the ledger, shared by the stacks a release runs at once: each
+/// call holds it for its own statements only.
 pub struct Ledger {
-    conn: Connection,
+    conn: Mutex<Connection>,
 }
 
 /// One deployment: a successful apply, rollback or destroy.
@@ -158,12 +161,22 @@ impl Ledger {
         // written to it, the journal mode included.
         migrate(&mut conn, path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        Ok(Ledger { conn })
+        Ok(Ledger {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The connection, for one call's statements (never held across another call).
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic mid-statement leaves nothing half-done that SQLite would not undo.
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn add_receipt(&self, signed: &SignedReceipt) -> Result<()> {
         let r = &signed.receipt;
-        self.conn.execute(
+        self.conn().execute(
             "INSERT INTO receipts (id, stack, version, kind, outcome, finished_at, document)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
@@ -180,7 +193,7 @@ impl Ledger {
     }
 
     pub fn start_run(&self, run: &StartedRun) -> Result<()> {
-        self.conn.execute(
+        self.conn().execute(
             "INSERT OR REPLACE INTO runs (id, stack, version, kind, started_at, pid, work)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
@@ -199,11 +212,11 @@ impl Ledger {
     /// Ends the run `id`, and forgets the interrupted runs of the same stack: a run
     /// that recorded its ending has looked at the stack since.
     pub fn finish_run(&self, id: &str, stack: &str) -> Result<()> {
-        self.conn
+        self.conn()
             .execute("DELETE FROM runs WHERE id = ?1", params![id])?;
         for run in self.interrupted_runs()? {
             if run.stack == stack {
-                self.conn
+                self.conn()
                     .execute("DELETE FROM runs WHERE id = ?1", params![run.id])?;
             }
         }
@@ -212,7 +225,8 @@ impl Ledger {
 
     /// Runs that started and never recorded an ending, whose process is gone.
     pub fn interrupted_runs(&self) -> Result<Vec<StartedRun>> {
-        let mut statement = self.conn.prepare(
+        let conn = self.conn();
+        let mut statement = conn.prepare(
             "SELECT id, stack, version, kind, started_at, pid, work FROM runs ORDER BY started_at",
         )?;
         let rows = statement.query_map([], |row| {
@@ -243,7 +257,7 @@ impl Ledger {
     }
 
     pub fn add_deployment(&self, deployment: &Deployment) -> Result<()> {
-        self.conn.execute(
+        self.conn().execute(
             "INSERT INTO deployments (kind, stack, version, digest, receipt_id, inputs_file, applied_at)
              VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?6)",
             params![
@@ -264,7 +278,8 @@ impl Ledger {
         filter: &str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<Deployment>> {
-        let mut statement = self.conn.prepare(&format!(
+        let conn = self.conn();
+        let mut statement = conn.prepare(&format!(
             "SELECT stack, version, digest, receipt_id, inputs_file, applied_at, kind
              FROM deployments {filter} ORDER BY seq DESC"
         ))?;
@@ -384,7 +399,7 @@ impl Ledger {
 
     pub fn add_release_receipt(&self, signed: &SignedReleaseReceipt) -> Result<()> {
         let r = &signed.receipt;
-        self.conn.execute(
+        self.conn().execute(
             "INSERT INTO release_receipts (id, release, version, kind, outcome, finished_at, document)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
@@ -402,7 +417,8 @@ impl Ledger {
 
     /// The release receipts of `release` (every release when `None`), newest first.
     pub fn release_receipts(&self, release: Option<&str>) -> Result<Vec<SignedReleaseReceipt>> {
-        let mut statement = self.conn.prepare(
+        let conn = self.conn();
+        let mut statement = conn.prepare(
             "SELECT document FROM release_receipts WHERE ?1 IS NULL OR release = ?1 ORDER BY seq DESC",
         )?;
         let rows = statement.query_map(params![release], |row| row.get::<_, String>(0))?;
@@ -421,7 +437,8 @@ impl Ledger {
 
     /// Release receipts the registry has not acknowledged, oldest first.
     pub fn unreported_release_receipts(&self) -> Result<Vec<SignedReleaseReceipt>> {
-        let mut statement = self.conn.prepare(
+        let conn = self.conn();
+        let mut statement = conn.prepare(
             "SELECT document FROM release_receipts WHERE reported_at IS NULL ORDER BY seq",
         )?;
         let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
@@ -438,7 +455,7 @@ impl Ledger {
     }
 
     pub fn mark_release_reported(&self, id: &str, at: &str) -> Result<()> {
-        self.conn.execute(
+        self.conn().execute(
             "UPDATE release_receipts SET reported_at = ?2 WHERE id = ?1 AND reported_at IS NULL",
             params![id, at],
         )?;
@@ -447,7 +464,7 @@ impl Ledger {
 
     pub fn add_notes(&self, receipt_id: &str, notes: &[Note]) -> Result<()> {
         for note in notes {
-            self.conn.execute(
+            self.conn().execute(
                 "INSERT INTO notes (receipt_id, kind, rule, address, message) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![receipt_id, note.kind, note.rule, note.address, note.message],
             )?;
@@ -456,7 +473,8 @@ impl Ledger {
     }
 
     pub fn notes(&self, receipt_id: &str) -> Result<Vec<Note>> {
-        let mut statement = self.conn.prepare(
+        let conn = self.conn();
+        let mut statement = conn.prepare(
             "SELECT kind, rule, address, message FROM notes WHERE receipt_id = ?1 ORDER BY rowid",
         )?;
         let rows = statement.query_map(params![receipt_id], |row| {
@@ -493,7 +511,8 @@ impl Ledger {
     /// Every stack this runner has applied, rolled back or destroyed, or tried to
     /// (a failed plan counts: the stack was tried), by name.
     pub fn attempted_stacks(&self) -> Result<Vec<String>> {
-        let mut statement = self.conn.prepare(
+        let conn = self.conn();
+        let mut statement = conn.prepare(
             "SELECT DISTINCT stack FROM receipts
              WHERE kind IN ('apply', 'rollback', 'destroy') OR (kind = 'plan' AND outcome = 'failed')
              ORDER BY stack",
@@ -521,7 +540,7 @@ impl Ledger {
         params: impl rusqlite::Params,
     ) -> Result<Option<SignedReceipt>> {
         let document: Option<String> = self
-            .conn
+            .conn()
             .query_row(
                 &format!("SELECT document FROM receipts {filter} ORDER BY seq DESC LIMIT 1"),
                 params,
@@ -540,7 +559,8 @@ impl Ledger {
 
     /// Every receipt, oldest first.
     pub fn receipts(&self, unreported_only: bool) -> Result<Vec<StoredReceipt>> {
-        let mut statement = self.conn.prepare(if unreported_only {
+        let conn = self.conn();
+        let mut statement = conn.prepare(if unreported_only {
             "SELECT document, reported_at FROM receipts WHERE reported_at IS NULL ORDER BY seq"
         } else {
             "SELECT document, reported_at FROM receipts ORDER BY seq"
@@ -566,7 +586,7 @@ impl Ledger {
     }
 
     pub fn mark_reported(&self, id: &str, at: &str) -> Result<()> {
-        self.conn.execute(
+        self.conn().execute(
             "UPDATE receipts SET reported_at = ?2 WHERE id = ?1 AND reported_at IS NULL",
             params![id, at],
         )?;
@@ -605,7 +625,7 @@ mod tests {
         let ledger = Ledger::open(&path).unwrap();
         assert_eq!(ledger.history("net").unwrap().len(), 1);
         let version: i64 = ledger
-            .conn
+            .conn()
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .unwrap();
         assert_eq!(version, MIGRATIONS.len() as i64);

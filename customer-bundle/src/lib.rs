@@ -18,6 +18,8 @@
 //!   checked against the signed release before every run.
 //! - [`redact`]: sensitive inputs replaced in the engine output relayed and kept.
 //! - [`inputs`]: checking a customer's `.tfvars` against a bundle's interface.
+//! - [`installation`]: the home opened once per command, with its ledger opened at
+//!   most once.
 //! - [`ledger`]: the local SQLite record of every receipt and deployment.
 //! - [`receipts`]: the installation key and signed receipts.
 //! - [`lock`]: one runner at a time per stack, held until the engine has stopped.
@@ -48,6 +50,7 @@ mod engine_versions;
 pub mod files;
 pub mod home;
 pub mod inputs;
+pub mod installation;
 pub mod interrupt;
 pub mod kit;
 pub mod ledger;

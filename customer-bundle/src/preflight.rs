@@ -692,11 +692,12 @@ pub fn for_plan(
 /// manages); a stack this home already runs has its VPC, so its range is not
 /// checked against it.
 pub fn alone(
-    home: &super::home::Home,
+    installation: &super::installation::Installation,
     stack: &str,
     version: &semver::Version,
     files: &[std::path::PathBuf],
 ) -> super::error::Result<Vec<PreflightCheck>> {
+    let home = &installation.home;
     let bundle = super::store::verify_in(home, &home.store()?, stack, version)?;
     let mut inputs = super::inputs::read_all(files)?;
     inputs.add_environment(&bundle.config.interface);
@@ -708,8 +709,7 @@ pub fn alone(
         return Ok(Vec::new());
     }
     let mut needs = Needs::declared(&bundle.config, table.as_ref());
-    let ledger = super::ledger::Ledger::open(&home.ledger_path())?;
-    if ledger.current(stack)?.is_some() {
+    if installation.ledger()?.current(stack)?.is_some() {
         needs.creates_vpc = false;
     }
     needs.pools = vcpus::from_inputs(&inputs);

@@ -22,6 +22,7 @@ use stackpack_schema::receipt::Outcome;
 
 use super::error::{io, Error, Result};
 use super::home::Home;
+use super::installation::Installation;
 use super::ledger::Ledger;
 use super::secrets_in_state::MIN_SECRET_LEN;
 
@@ -62,21 +63,22 @@ pub fn transcript_for(home: &Home, receipt_id: &str) -> Option<PathBuf> {
 }
 
 /// Writes the support bundle of `home` to `out`.
-pub fn write(home: &Home, out: &Path) -> Result<Written> {
-    let ledger = Ledger::open(&home.ledger_path())?;
-    let secrets = known_secrets(home, &ledger);
+pub fn write(installation: &Installation, out: &Path) -> Result<Written> {
+    let home = &installation.home;
+    let ledger = installation.ledger()?;
+    let secrets = known_secrets(home, ledger);
     let mut entries: Vec<(String, String)> = vec![
-        ("status.json".into(), pretty(&status(&ledger)?)),
-        ("receipts.json".into(), pretty(&receipts(&ledger)?)),
-        ("versions.json".into(), pretty(&versions(home, &ledger))),
-        ("preflight.json".into(), pretty(&preflight(&ledger)?)),
+        ("status.json".into(), pretty(&status(ledger)?)),
+        ("receipts.json".into(), pretty(&receipts(ledger)?)),
+        ("versions.json".into(), pretty(&versions(home, ledger))),
+        ("preflight.json".into(), pretty(&preflight(ledger)?)),
         (
             "state-resources.json".into(),
-            pretty(&state_resources(home, &ledger)?),
+            pretty(&state_resources(home, ledger)?),
         ),
         ("runner.toml".into(), runner_toml(home)),
     ];
-    if let Some((id, text)) = last_failed_output(home, &ledger)? {
+    if let Some((id, text)) = last_failed_output(home, ledger)? {
         entries.push((format!("last-failed-run/{id}.log"), text));
     }
     let mut redactions = 0;

@@ -15,7 +15,7 @@ use stackpack_schema::receipt::{EngineRun, Outcome, PlanSummary, Receipt, Receip
 use super::engine::Engine;
 use super::error::{io, Error, Result};
 use super::home::Home;
-use super::ledger::Ledger;
+use super::installation::Installation;
 use super::lock::StackLock;
 use super::state_bucket::{self, LockInfo};
 use super::{files, receipts};
@@ -94,12 +94,13 @@ pub struct Unlocked {
 /// Breaks the lock `lock_id` through the engine and records an `unlock` receipt.
 /// `lock_id` must be the held lock's own id when the lock's record could be read.
 pub fn break_lock(
-    home: &Home,
+    installation: &Installation,
     inspection: Inspection,
     lock_id: &str,
     force: bool,
     verbose: bool,
 ) -> Result<Unlocked> {
+    let home = &installation.home;
     let stack = &inspection.stack;
     let lock_id = lock_id.trim();
     if !force {
@@ -138,7 +139,7 @@ pub fn break_lock(
     ];
     let ran = engine.run_ok(dir, &force_unlock, true, "force-unlock");
     let receipt_id = record(
-        home,
+        installation,
         &engine,
         stack,
         started_at,
@@ -210,20 +211,20 @@ fn prepare(home: &Home, engine: &mut Engine, stack: &str, dir: &Path) -> Result<
 /// The `unlock` receipt, naming the version installed here; none when this home
 /// never deployed the stack.
 fn record(
-    home: &Home,
+    installation: &Installation,
     engine: &Engine,
     stack: &str,
     started_at: String,
     outcome: Outcome,
 ) -> Result<Option<String>> {
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     let Some(current) = ledger.current(stack)? else {
         return Ok(None);
     };
     let Some(base) = ledger.receipt(&current.receipt_id)? else {
         return Ok(None);
     };
-    let key = receipts::installation_key(&home.key_path())?;
+    let key = receipts::installation_key(&installation.home.key_path())?;
     let receipt = Receipt {
         id: receipts::new_id(),
         engine: EngineRun {

@@ -8,18 +8,18 @@ use stackpack_schema::rollout::SyncState;
 use stackpack_terminal::ExitStatus;
 
 use super::sync::{detail, ui, version};
-use super::{open_home, print_json, status};
+use super::{open_installation, print_json, status};
 use crate::cli::{ApproveArgs, GlobalArgs};
 
 pub fn approve(global: &GlobalArgs, args: &ApproveArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
-    let report = pass::approve(&home, &args.id, &ui())?;
+    let installation = open_installation(global)?;
+    let report = pass::approve(&installation, &args.id, &ui())?;
     // A connected home tells the registry at once: the rollout's gate waits on this
     // customer's receipt, not on its next scheduled pass.
-    if let Some(address) = &home.config.sync.registry {
-        let insecure = args.insecure || home.config.sync.insecure;
+    if let Some(address) = &installation.config.sync.registry {
+        let insecure = args.insecure || installation.config.sync.insecure;
         let registry = Registry::new(address, insecure, args.token.clone())?;
-        if let Err(error) = pass::report_approval(&home, &registry, &report) {
+        if let Err(error) = pass::report_approval(&installation, &registry, &report) {
             status(&format!(
                 "warning: {}; the next `stackpack-runner sync` sends it",
                 error.message

@@ -7,22 +7,23 @@ use std::time::Duration;
 use serde_json::json;
 use stackpack_runner::deploy::{self, Options, Report, Request, Target, Ui};
 use stackpack_runner::engine::PlanDetails;
+use stackpack_runner::installation::Installation;
 use stackpack_runner::policy;
 use stackpack_runner::{Error, Result};
 use stackpack_schema::plan::Action;
 use stackpack_schema::receipt::{Outcome, ReceiptKind};
 
-use super::{open_home, parse_bundle, parse_stack, print_json, quiet, status, verbose};
+use super::{open_installation, parse_bundle, parse_stack, print_json, quiet, status, verbose};
 use crate::cli::{
     ApplyArgs, DestroyArgs, DriftArgs, GlobalArgs, PlanArgs, PlanFormat, RollbackArgs,
 };
 
 pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let installation = open_installation(global)?;
     let deploy = &args.deploy;
     let (stack, version) = parse_bundle(&deploy.bundle)?;
-    if super::release::is_release(&home, &stack)? {
-        return super::release::plan(&home, args, &stack, &version);
+    if super::release::is_release(&installation, &stack)? {
+        return super::release::plan(&installation, args, &stack, &version);
     }
     let target = Target::Plan {
         version,
@@ -36,7 +37,7 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
         release: None,
         engine: None,
     };
-    let report = run(&home, request, Confirm::NotAsked)?;
+    let report = run(&installation, request, Confirm::NotAsked)?;
     if args.format == PlanFormat::Markdown {
         print!("{}", markdown(&report));
     } else {
@@ -46,10 +47,10 @@ pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
 }
 
 pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let installation = open_installation(global)?;
     let (stack, version) = parse_bundle(&args.deploy.bundle)?;
-    if super::release::is_release(&home, &stack)? {
-        return super::release::apply(&home, args, &stack, &version);
+    if super::release::is_release(&installation, &stack)? {
+        return super::release::apply(&installation, args, &stack, &version);
     }
     let confirm = Confirm::from_flag(args.yes)?;
     let target = Target::Apply {
@@ -65,7 +66,7 @@ pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<ExitStatus> {
         release: None,
         engine: None,
     };
-    let report = run(&home, request, confirm)?;
+    let report = run(&installation, request, confirm)?;
     print_report(&report, args.deploy.json);
     Ok(ExitStatus::Success)
 }
@@ -125,25 +126,25 @@ fn markdown(report: &Report) -> String {
 }
 
 pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let installation = open_installation(global)?;
     let stack = parse_stack(&args.stack)?;
-    if super::release::is_release(&home, &stack)? {
-        return super::release::rollback(&home, args);
+    if super::release::is_release(&installation, &stack)? {
+        return super::release::rollback(&installation, args);
     }
     let confirm = Confirm::from_flag(args.yes)?;
     let target = Target::Rollback {
         inputs: args.inputs.clone(),
     };
-    let report = run(&home, request(stack, target, args.wait), confirm)?;
+    let report = run(&installation, request(stack, target, args.wait), confirm)?;
     print_report(&report, args.json);
     Ok(ExitStatus::Success)
 }
 
 pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let installation = open_installation(global)?;
     let stack = parse_stack(&args.stack)?;
     let report = run(
-        &home,
+        &installation,
         request(stack, Target::Drift, args.wait),
         Confirm::NotAsked,
     )?;
@@ -159,19 +160,19 @@ pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<ExitStatus> {
 /// `destroy`: the person types the customer id (or passes it to `--confirm`), so
 /// that a stack is never destroyed in the wrong account by a slip of the keyboard.
 pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let installation = open_installation(global)?;
     let stack = parse_stack(&args.stack)?;
-    if super::release::is_release(&home, &stack)? {
-        return super::release::destroy(&home, args);
+    if super::release::is_release(&installation, &stack)? {
+        return super::release::destroy(&installation, args);
     }
-    let customer = home.config.customer.clone();
+    let customer = installation.config.customer.clone();
     let confirm = match &args.confirm {
         Some(given) if *given == customer => Confirm::Yes,
         Some(given) => {
             return Err(Error::refused(format!(
                 "`--confirm {given}` does not name this runner's customer: nothing was destroyed"
             ))
-            .at(format!("`{}`", home.root.join("runner.toml").display()))
+            .at(format!("`{}`", installation.root.join("runner.toml").display()))
             .hint("`--confirm` takes the customer id this runner was initialised for; `stackpack-runner status` names the runner's customer"))
         }
         None if std::io::stdin().is_terminal() => Confirm::TypeCustomer(customer),
@@ -182,7 +183,11 @@ pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<ExitStatus> {
             .hint(format!("pass `--confirm {customer}` to destroy without asking")))
         }
     };
-    let report = run(&home, request(stack, Target::Destroy, args.wait), confirm)?;
+    let report = run(
+        &installation,
+        request(stack, Target::Destroy, args.wait),
+        confirm,
+    )?;
     print_report(&report, args.json);
     Ok(ExitStatus::Success)
 }
@@ -267,7 +272,7 @@ pub(super) fn destructive_lines(plan: &PlanDetails) -> Vec<String> {
         .collect()
 }
 
-fn run(home: &stackpack_runner::home::Home, request: Request, confirm: Confirm) -> Result<Report> {
+fn run(installation: &Installation, request: Request, confirm: Confirm) -> Result<Report> {
     let status_line = |line: &str| status(line);
     let mut ask = |reference: &str, kind: ReceiptKind, plan: &PlanDetails| -> bool {
         confirm.ask(reference, kind, plan)
@@ -278,7 +283,7 @@ fn run(home: &stackpack_runner::home::Home, request: Request, confirm: Confirm) 
         status: &status_line,
         confirm: &mut ask,
     };
-    deploy::run(home, request, &mut ui)
+    deploy::run(installation, request, &mut ui)
 }
 
 /// Outputs as the engine gave them, with the value of every sensitive output removed.

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use semver::Version;
 use stackpack_runner::home::{self, Home};
+use stackpack_runner::installation::Installation;
 use stackpack_runner::{Error, Result};
 use stackpack_schema::reference::StackRef;
 use stackpack_terminal::ExitStatus;
@@ -83,6 +84,12 @@ pub fn home_root(global: &GlobalArgs) -> Result<PathBuf> {
 
 pub fn open_home(global: &GlobalArgs) -> Result<Home> {
     Home::open(&home_root(global)?)
+}
+
+/// The home the flags name, opened once for the whole command (its ledger on first
+/// use).
+pub fn open_installation(global: &GlobalArgs) -> Result<Installation> {
+    Ok(Installation::open(open_home(global)?))
 }
 
 /// `STACK@VERSION`.

@@ -6,13 +6,13 @@ use stackpack_runner::preflight;
 use stackpack_runner::Result;
 use stackpack_terminal::ExitStatus;
 
-use super::{open_home, parse_bundle, print_json, status, table};
+use super::{open_installation, parse_bundle, print_json, status, table};
 use crate::cli::{GlobalArgs, PreflightArgs};
 
 pub fn preflight(global: &GlobalArgs, args: &PreflightArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let installation = open_installation(global)?;
     let (stack, version) = parse_bundle(&args.reference)?;
-    let checks = preflight::alone(&home, &stack, &version, &args.inputs)?;
+    let checks = preflight::alone(&installation, &stack, &version, &args.inputs)?;
     let reference = format!("{stack}@{version}");
     if args.json {
         print_json(&json!({"stack": stack, "version": version.to_string(), "checks": checks}));

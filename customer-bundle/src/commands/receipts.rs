@@ -5,17 +5,16 @@ use std::path::Path;
 
 use serde_json::json;
 use stackpack_bundle::remote::http::{self, HttpError};
-use stackpack_runner::ledger::Ledger;
 use stackpack_runner::sync::registry::unreported;
 use stackpack_runner::{Error, Result};
 
-use super::{open_home, print_json, status, table};
+use super::{open_installation, print_json, status, table};
 use crate::cli::{GlobalArgs, ReportArgs};
 
 pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
-    let ledger = Ledger::open(&home.ledger_path())?;
-    let pending = unreported(&ledger)?;
+    let installation = open_installation(global)?;
+    let ledger = installation.ledger()?;
+    let pending = unreported(ledger)?;
     let to = Registry {
         base: registry_base(&args.registry, args.insecure),
         token: &args.token,
@@ -25,7 +24,7 @@ pub fn report(global: &GlobalArgs, args: &ReportArgs) -> Result<ExitStatus> {
     for mut receipt in pending {
         let body = std::mem::take(&mut receipt.body);
         let created = to.send(receipt.path, &receipt.id, body, &sent)?;
-        receipt.mark_reported(&ledger)?;
+        receipt.mark_reported(ledger)?;
         sent.push((receipt.id, receipt.kind, created));
     }
     if sent.is_empty() {
@@ -141,8 +140,8 @@ pub fn export(
     unreported: bool,
     json: bool,
 ) -> Result<ExitStatus> {
-    let home = open_home(global)?;
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let installation = open_installation(global)?;
+    let ledger = installation.ledger()?;
     let stored = ledger.receipts(unreported)?;
     let signed: Vec<_> = stored.iter().map(|s| &s.signed).collect();
     let written = if let Some(dir) = dir {
@@ -180,8 +179,8 @@ pub fn export(
 }
 
 pub fn list(global: &GlobalArgs, json: bool) -> Result<ExitStatus> {
-    let home = open_home(global)?;
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let installation = open_installation(global)?;
+    let ledger = installation.ledger()?;
     let stored = ledger.receipts(false)?;
     if json {
         let mut receipts = Vec::new();

@@ -8,8 +8,7 @@ use std::time::Duration;
 use semver::Version;
 use serde_json::json;
 use stackpack_bundle::release::VerifiedRelease;
-use stackpack_runner::home::Home;
-use stackpack_runner::ledger::Ledger;
+use stackpack_runner::installation::Installation;
 use stackpack_runner::release::ops::{self, ReleaseReport};
 use stackpack_runner::release::run::{self, Planned, ReleaseRun, ReleaseUi};
 use stackpack_runner::release::{history, stored, wiring};
@@ -24,11 +23,11 @@ use crate::cli::{
 use stackpack_bundle::remote::RegistryAddress;
 
 /// Whether `name` is a release here: the store holds one, or the ledger has run one.
-pub fn is_release(home: &Home, name: &str) -> Result<bool> {
-    if stored::is_release(home, name)? {
+pub fn is_release(installation: &Installation, name: &str) -> Result<bool> {
+    if stored::is_release(installation, name)? {
         return Ok(true);
     }
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     Ok(!ledger.release_receipts(Some(name))?.is_empty())
 }
 
@@ -46,7 +45,7 @@ fn ui() -> ReleaseUi<'static> {
 
 /// The release, verified, and its stacks' inputs checked: nothing runs before.
 fn prepare<'a>(
-    home: &'a Home,
+    installation: &'a Installation,
     release: &'a VerifiedRelease,
     deploy: &DeployArgs,
 ) -> Result<ReleaseRun<'a>> {
@@ -58,19 +57,22 @@ fn prepare<'a>(
         ))
         .hint("the folder holds one `STACK.tfvars` per stack of the release"));
     };
-    if !d.version.pre.is_empty() && !home.config.policy.allow_prereleases {
+    if !d.version.pre.is_empty() && !installation.config.policy.allow_prereleases {
         return Err(Error::refused(format!(
             "`{}@{}` is a prerelease, and this runner's policy allows stable versions only",
             d.name, d.version
         ))
-        .at(format!("`{}`", home.root.join("runner.toml").display()))
+        .at(format!(
+            "`{}`",
+            installation.root.join("runner.toml").display()
+        ))
         .hint(
             "set `allow-prereleases = true` under `[policy]` in `runner.toml` to allow prereleases",
         ));
     }
-    let stacks = wiring::check_inputs_dir(home, d, dir)?;
+    let stacks = wiring::check_inputs_dir(installation, d, dir)?;
     Ok(ReleaseRun {
-        home,
+        installation,
         release,
         stacks,
         wait: Duration::from_secs(deploy.wait),
@@ -82,16 +84,21 @@ fn prepare<'a>(
     })
 }
 
-fn load(home: &Home, name: &str, version: &Version) -> Result<VerifiedRelease> {
+fn load(installation: &Installation, name: &str, version: &Version) -> Result<VerifiedRelease> {
     status(&format!(
         "verifying release `{name}@{version}` and its bundles"
     ));
-    stored::load(home, name, version)
+    stored::load(installation, name, version)
 }
 
-pub fn plan(home: &Home, args: &PlanArgs, name: &str, version: &Version) -> Result<ExitStatus> {
-    let release = load(home, name, version)?;
-    let run = prepare(home, &release, &args.deploy)?;
+pub fn plan(
+    installation: &Installation,
+    args: &PlanArgs,
+    name: &str,
+    version: &Version,
+) -> Result<ExitStatus> {
+    let release = load(installation, name, version)?;
+    let run = prepare(installation, &release, &args.deploy)?;
     let planned = run::plan(&run, &ui())?;
     show_plans(&planned, args.deploy.json);
     Ok(ExitStatus::Success)
@@ -159,14 +166,19 @@ fn show_plans(planned: &[(String, Planned)], json: bool) {
     }
 }
 
-pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Result<ExitStatus> {
-    let release = load(home, name, version)?;
-    let mut run = prepare(home, &release, &args.deploy)?;
+pub fn apply(
+    installation: &Installation,
+    args: &ApplyArgs,
+    name: &str,
+    version: &Version,
+) -> Result<ExitStatus> {
+    let release = load(installation, name, version)?;
+    let mut run = prepare(installation, &release, &args.deploy)?;
     run.parallel = args.parallel.max(1);
     run.allow_downgrade = args.allow_downgrade;
-    let ledger = Ledger::open(&home.ledger_path())?;
-    history::check_claims(&ledger, &release.description)?;
-    history::check_downgrades(&ledger, &release.description, args.allow_downgrade)?;
+    let ledger = installation.ledger()?;
+    history::check_claims(ledger, &release.description)?;
+    history::check_downgrades(ledger, &release.description, args.allow_downgrade)?;
     if !args.yes {
         if !std::io::stdin().is_terminal() {
             return Err(Error::refused(
@@ -205,7 +217,7 @@ pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Re
     let report = ops::apply(&run, &ui())?;
     show_report(&report, args.deploy.json);
     if let Some(to) = &args.mirror_services_to {
-        mirror(home, &release, to, args.insecure, false)?;
+        mirror(installation, &release, to, args.insecure, false)?;
     }
     Ok(ExitStatus::Success)
 }
@@ -214,15 +226,15 @@ pub fn apply(home: &Home, args: &ApplyArgs, name: &str, version: &Version) -> Re
 /// `apply` flag calling it) because mirroring needs the customer's registry, not
 /// the cloud account, and is retried or done ahead of an apply on its own.
 pub fn mirror_services(global: &GlobalArgs, args: &MirrorServicesArgs) -> Result<ExitStatus> {
-    let home = super::open_home(global)?;
+    let installation = super::open_installation(global)?;
     let (name, version) = super::parse_bundle(&args.release)?;
-    let release = load(&home, &name, &version)?;
-    mirror(&home, &release, &args.to, args.insecure, args.json)?;
+    let release = load(&installation, &name, &version)?;
+    mirror(&installation, &release, &args.to, args.insecure, args.json)?;
     Ok(ExitStatus::Success)
 }
 
 fn mirror(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     to: &str,
     insecure: bool,
@@ -238,7 +250,8 @@ fn mirror(
         d.name,
         d.version
     ));
-    let mirrored = stackpack_runner::release::mirror::mirror(home, release, &address, insecure)?;
+    let mirrored =
+        stackpack_runner::release::mirror::mirror(installation, release, &address, insecure)?;
     if json {
         print_json(&json!({
             "mirrored": mirrored.iter().map(|m| json!({
@@ -265,17 +278,17 @@ fn ask(prompt: &str, expected: &str) -> bool {
     answer.trim() == expected
 }
 
-pub fn rollback(home: &Home, args: &RollbackArgs) -> Result<ExitStatus> {
+pub fn rollback(installation: &Installation, args: &RollbackArgs) -> Result<ExitStatus> {
     let name = &args.stack;
     if !args.inputs.is_empty() {
         return Err(Error::usage(format!(
             "`{name}` is a release: its rollback uses the inputs each stack had, `--inputs` does not apply"
         )));
     }
-    let ledger = Ledger::open(&home.ledger_path())?;
-    let (current, target) = ops::rollback_target(&ledger, name)?;
+    let ledger = installation.ledger()?;
+    let (current, target) = ops::rollback_target(ledger, name)?;
     let version = target.receipt.version.clone();
-    let release = load(home, name, &version)?;
+    let release = load(installation, name, &version)?;
     if !args.yes {
         let terminal = std::io::stdin().is_terminal();
         if !terminal
@@ -291,7 +304,7 @@ pub fn rollback(home: &Home, args: &RollbackArgs) -> Result<ExitStatus> {
         }
     }
     let report = ops::rollback(
-        home,
+        installation,
         &release,
         &target,
         Duration::from_secs(args.wait),
@@ -301,10 +314,10 @@ pub fn rollback(home: &Home, args: &RollbackArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-pub fn destroy(home: &Home, args: &DestroyArgs) -> Result<ExitStatus> {
+pub fn destroy(installation: &Installation, args: &DestroyArgs) -> Result<ExitStatus> {
     let name = &args.stack;
-    let ledger = Ledger::open(&home.ledger_path())?;
-    let version = history::current(&ledger, name)?
+    let ledger = installation.ledger()?;
+    let version = history::current(ledger, name)?
         .or_else(|| {
             ledger
                 .release_receipts(Some(name))
@@ -312,8 +325,8 @@ pub fn destroy(home: &Home, args: &DestroyArgs) -> Result<ExitStatus> {
                 .and_then(|r| r.first().map(|r| r.receipt.version.clone()))
         })
         .ok_or_else(|| Error::refused(format!("release `{name}` is not applied by this runner")))?;
-    let release = load(home, name, &version)?;
-    let customer = home.config.customer.clone();
+    let release = load(installation, name, &version)?;
+    let customer = installation.config.customer.clone();
     let confirmed = match &args.confirm {
         Some(given) => given == &customer,
         None if std::io::stdin().is_terminal() => ask(
@@ -331,10 +344,18 @@ pub fn destroy(home: &Home, args: &DestroyArgs) -> Result<ExitStatus> {
         return Err(Error::refused(format!(
             "the customer id was not confirmed: nothing of release `{name}` was destroyed"
         ))
-        .at(format!("`{}`", home.root.join("runner.toml").display()))
+        .at(format!(
+            "`{}`",
+            installation.root.join("runner.toml").display()
+        ))
         .hint("type (or pass to `--confirm`) the customer id this runner was initialised for"));
     }
-    let report = ops::destroy(home, &release, Duration::from_secs(args.wait), &ui())?;
+    let report = ops::destroy(
+        installation,
+        &release,
+        Duration::from_secs(args.wait),
+        &ui(),
+    )?;
     show_report(&report, args.json);
     Ok(ExitStatus::Success)
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::json;
 use stackpack_runner::deployment_record::{self, DeploymentRecord};
 use stackpack_runner::home::{BackendConfig, Config, EngineConfig, Home, Policy, S3Backend};
+use stackpack_runner::installation::Installation;
 use stackpack_runner::receipts;
 use stackpack_runner::state_bucket;
 use stackpack_runner::{Error, Result};
@@ -64,10 +65,11 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<ExitStatus> {
         )?),
         None => None,
     };
-    let home = Home::init(&root, config)?;
+    let installation = Installation::open(Home::init(&root, config)?);
+    let home = &installation.home;
     // What runs, from the records beside the state: `status` and `drift` go on at once.
     let adopted = match &bucket {
-        Some(check) => deployment_record::adopt(&home, &check.stacks_with_state)?,
+        Some(check) => deployment_record::adopt(&installation, &check.stacks_with_state)?,
         None => Vec::new(),
     };
     let key = receipts::installation_key(&home.key_path())?;

@@ -12,7 +12,7 @@ use stackpack_schema::receipt::{ReceiptKind, SignedReceipt};
 use stackpack_schema::signature::PublicKey;
 use stackpack_terminal::ExitStatus;
 
-use super::{open_home, print_json, status as progress, table};
+use super::{open_installation, print_json, status as progress, table};
 use crate::cli::{GlobalArgs, StatusArgs};
 
 /// One deployed stack as `status` shows it.
@@ -71,16 +71,17 @@ impl NotDeployed {
 }
 
 pub fn status(global: &GlobalArgs, args: &StatusArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
-    let ledger = Ledger::open(&home.ledger_path())?;
-    let stacks = deployed(&home, &ledger)?;
+    let installation = open_installation(global)?;
+    let home = &installation.home;
+    let ledger = installation.ledger()?;
+    let stacks = deployed(home, ledger)?;
     let interrupted = ledger.interrupted_runs()?;
-    let others = not_deployed(&home, &ledger, &stacks, &interrupted)?;
-    let releases = super::release_status::releases_status(&ledger)?;
-    let failures = failed_tries(&ledger, &stacks, &others)?;
-    let last_sync = stackpack_runner::sync::last::read(&home);
+    let others = not_deployed(home, ledger, &stacks, &interrupted)?;
+    let releases = super::release_status::releases_status(ledger)?;
+    let failures = failed_tries(ledger, &stacks, &others)?;
+    let last_sync = stackpack_runner::sync::last::read(home);
     if args.json {
-        let mut document = status_json(&home, &interrupted, &stacks);
+        let mut document = status_json(home, &interrupted, &stacks);
         document["notDeployed"] = not_deployed_json(&others);
         document["releases"] = releases;
         document["failed"] = json!(failures.iter().map(failure_json).collect::<Vec<_>>());

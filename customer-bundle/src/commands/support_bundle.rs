@@ -5,12 +5,12 @@ use stackpack_runner::support_bundle;
 use stackpack_runner::Result;
 use stackpack_terminal::{human_size, ExitStatus};
 
-use super::{open_home, print_json, status};
+use super::{open_installation, print_json, status};
 use crate::cli::{GlobalArgs, SupportBundleArgs};
 
 pub fn support_bundle(global: &GlobalArgs, args: &SupportBundleArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
-    let written = support_bundle::write(&home, &args.out)?;
+    let installation = open_installation(global)?;
+    let written = support_bundle::write(&installation, &args.out)?;
     if args.json {
         print_json(&written);
     } else {

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use serde_json::json;
-use stackpack_runner::home::{self, Home, SyncSource};
+use stackpack_runner::home::{self, SyncSource};
+use stackpack_runner::installation::Installation;
 use stackpack_runner::release::run::ReleaseUi;
 use stackpack_runner::sync::pass::{self, Outcome, Pass};
 use stackpack_runner::sync::registry::Registry;
@@ -12,7 +13,7 @@ use stackpack_runner::{Error, Result};
 use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport};
 use stackpack_terminal::ExitStatus;
 
-use super::{open_home, print_json, quiet, status, table, verbose};
+use super::{open_installation, print_json, quiet, status, table, verbose};
 use crate::cli::{GlobalArgs, SourceArg, SyncArgs};
 
 fn status_line(line: &str) {
@@ -28,15 +29,15 @@ pub(super) fn ui() -> ReleaseUi<'static> {
 }
 
 /// `runner.toml`'s pass, with the flags' overrides.
-fn pass_of(home: &Home, args: &SyncArgs) -> Result<Pass> {
-    let mut pass = Pass::from_home(home);
+fn pass_of(installation: &Installation, args: &SyncArgs) -> Result<Pass> {
+    let mut pass = Pass::from_home(installation);
     if let Some(source) = args.source {
         pass.source = match source {
             SourceArg::Registry => SyncSource::Registry,
             SourceArg::Desired => SyncSource::Desired,
             SourceArg::Store => SyncSource::Store,
         };
-    } else if home.config.sync.source.is_none() {
+    } else if installation.config.sync.source.is_none() {
         if args.registry.is_some() {
             pass.source = SyncSource::Registry;
         } else if args.desired.is_some() {
@@ -52,18 +53,18 @@ fn pass_of(home: &Home, args: &SyncArgs) -> Result<Pass> {
     let address = args
         .registry
         .as_ref()
-        .or(home.config.sync.registry.as_ref());
+        .or(installation.config.sync.registry.as_ref());
     if let Some(address) = address {
-        let insecure = args.insecure || home.config.sync.insecure;
+        let insecure = args.insecure || installation.config.sync.insecure;
         pass.registry = Some(Registry::new(address, insecure, args.token.clone())?);
     }
     Ok(pass)
 }
 
 pub fn sync(global: &GlobalArgs, args: &SyncArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let installation = open_installation(global)?;
     let Some(every) = &args.every else {
-        let outcome = pass::run_pass(&home, &pass_of(&home, args)?, &ui())?;
+        let outcome = pass::run_pass(&installation, &pass_of(&installation, args)?, &ui())?;
         show(&outcome, args.json);
         return Ok(ExitStatus::success_if(!outcome.failed()));
     };
@@ -79,7 +80,9 @@ pub fn sync(global: &GlobalArgs, args: &SyncArgs) -> Result<ExitStatus> {
     let _guard = stackpack_runner::interrupt::Guard::install();
     let mut backoff: Option<Duration> = None;
     loop {
-        let failed = match pass_of(&home, args).and_then(|p| pass::run_pass(&home, &p, &ui())) {
+        let failed = match pass_of(&installation, args)
+            .and_then(|p| pass::run_pass(&installation, &p, &ui()))
+        {
             Ok(outcome) => {
                 show(&outcome, args.json);
                 outcome.failed()

@@ -8,13 +8,14 @@ use stackpack_runner::unlock::{self, Inspection};
 use stackpack_runner::{Error, Result};
 use stackpack_terminal::ExitStatus;
 
-use super::{open_home, parse_stack, print_json, status, verbose};
+use super::{open_installation, parse_stack, print_json, status, verbose};
 use crate::cli::{GlobalArgs, UnlockArgs};
 
 pub fn unlock(global: &GlobalArgs, args: &UnlockArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let installation = open_installation(global)?;
+    let home = &installation.home;
     let stack = parse_stack(&args.stack)?;
-    let inspection = unlock::inspect(&home, &stack)?;
+    let inspection = unlock::inspect(home, &stack)?;
     if inspection.info.is_none() && inspection.record_readable {
         if args.json {
             print_json(&json!({"stack": stack, "unlocked": false, "locked": false}));
@@ -38,7 +39,7 @@ pub fn unlock(global: &GlobalArgs, args: &UnlockArgs) -> Result<ExitStatus> {
     if args.force && inspection.run.as_ref().is_some_and(|r| r.may_be_running()) {
         status("warning: `--force`: breaking a lock whose run may still be alive; if it is, two runs now write one state");
     }
-    let unlocked = unlock::break_lock(&home, inspection, &lock_id, args.force, verbose())?;
+    let unlocked = unlock::break_lock(&installation, inspection, &lock_id, args.force, verbose())?;
     if args.json {
         print_json(&json!({
             "stack": stack,

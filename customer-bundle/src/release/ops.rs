@@ -16,7 +16,8 @@ use super::receipt::{
 use super::run::{ReleaseUi, StackRun};
 use crate::deploy::{self, Options, Request, Target};
 use crate::error::{Error, Result};
-use crate::home::{Home, OnFailure};
+use crate::home::OnFailure;
+use crate::installation::Installation;
 use crate::ledger::Ledger;
 use crate::receipts;
 
@@ -28,13 +29,13 @@ pub struct ReleaseReport {
 
 /// Signs and records the release receipt of a run.
 pub fn record(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     kind: ReceiptKind,
     started_at: String,
     stacks: &[StackRun],
 ) -> Result<SignedReleaseReceipt> {
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     let failed = stacks.iter().any(|s| s.error.is_some());
     let mut listed = Vec::new();
     for s in stacks {
@@ -50,7 +51,7 @@ pub fn record(
     let receipt = ReleaseReceipt {
         format: RELEASE_RECEIPT_FORMAT,
         id: receipts::new_id(),
-        customer: home.config.customer.clone(),
+        customer: installation.home.config.customer.clone(),
         release: d.name.clone(),
         version: d.version.clone(),
         digest: release.index_descriptor.digest.clone(),
@@ -73,7 +74,7 @@ pub fn record(
         finished_at: receipts::now(),
         key_id: String::new(),
     };
-    let key = receipts::installation_key(&home.key_path())?;
+    let key = receipts::installation_key(&installation.home.key_path())?;
     let signed = SignedReleaseReceipt::sign(receipt, &key);
     ledger.add_release_receipt(&signed)?;
     Ok(signed)
@@ -121,7 +122,7 @@ pub fn apply(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<ReleaseRepo
     let stacks = apply_stacks(run, ui)?;
     let failed = stacks.iter().any(|s| s.error.is_some());
     let receipt = record(
-        run.home,
+        run.installation,
         run.release,
         ReceiptKind::Apply,
         started_at,
@@ -140,7 +141,7 @@ pub fn apply(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<ReleaseRepo
 pub fn apply_stacks(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<Vec<StackRun>> {
     let mut stacks = super::run::apply(run, ui)?;
     if stacks.iter().any(|s| s.error.is_some()) {
-        roll_back_on_failure(run.home, &mut stacks, run.wait, ui);
+        roll_back_on_failure(run.installation, &mut stacks, run.wait, ui);
     }
     Ok(stacks)
 }
@@ -149,21 +150,26 @@ pub fn apply_stacks(run: &super::run::ReleaseRun, ui: &ReleaseUi) -> Result<Vec<
 /// `roll_back_changed` does; otherwise nothing. True when something was rolled
 /// back.
 pub fn roll_back_on_failure(
-    home: &Home,
+    installation: &Installation,
     stacks: &mut [StackRun],
     wait: Duration,
     ui: &ReleaseUi,
 ) -> bool {
-    if home.config.policy.on_failure != OnFailure::Rollback {
+    if installation.home.config.policy.on_failure != OnFailure::Rollback {
         return false;
     }
-    roll_back_changed(home, stacks, wait, ui);
+    roll_back_changed(installation, stacks, wait, ui);
     stacks.iter().any(|s| s.result == StackResult::RolledBack)
 }
 
 /// After a failure: each stack this run changed goes back to the version it had,
 /// newest-applied first.
-fn roll_back_changed(home: &Home, stacks: &mut [StackRun], wait: Duration, ui: &ReleaseUi) {
+fn roll_back_changed(
+    installation: &Installation,
+    stacks: &mut [StackRun],
+    wait: Duration,
+    ui: &ReleaseUi,
+) {
     for stack in stacks.iter_mut().rev() {
         let changed = matches!(stack.result, StackResult::Applied | StackResult::Failed);
         let Some(before) = stack.before.clone().filter(|_| changed) else {
@@ -171,7 +177,7 @@ fn roll_back_changed(home: &Home, stacks: &mut [StackRun], wait: Duration, ui: &
         };
         (ui.status)(&format!("rolling back `{}` to `{before}`", stack.name));
         // The stack goes back into the release it was part of.
-        let release = previous_release(home, stack).unwrap_or_default();
+        let release = previous_release(installation, stack).unwrap_or_default();
         let request = Request {
             stack: stack.name.clone(),
             target: Target::Rollback { inputs: vec![] },
@@ -181,7 +187,7 @@ fn roll_back_changed(home: &Home, stacks: &mut [StackRun], wait: Duration, ui: &
                 ..Options::default()
             },
         };
-        match ui_deploy(home, request, ui) {
+        match ui_deploy(installation, request, ui) {
             Ok(report) => {
                 stack.result = StackResult::RolledBack;
                 stack.receipt_id = Some(report.receipt.receipt.id);
@@ -196,8 +202,8 @@ fn roll_back_changed(home: &Home, stacks: &mut [StackRun], wait: Duration, ui: &
 
 /// The release the deployment a rollback of `stack` lands on was part of: the one
 /// in place for a stack whose apply failed, the one before for a stack applied.
-fn previous_release(home: &Home, stack: &StackRun) -> Result<Option<ReleaseRef>> {
-    let ledger = Ledger::open(&home.ledger_path())?;
+fn previous_release(installation: &Installation, stack: &StackRun) -> Result<Option<ReleaseRef>> {
+    let ledger = installation.ledger()?;
     let landing = match stack.result {
         StackResult::Failed => ledger.current(&stack.name)?,
         _ => ledger.rollback_target(&stack.name)?,
@@ -210,7 +216,11 @@ fn previous_release(home: &Home, stack: &StackRun) -> Result<Option<ReleaseRef>>
         .and_then(|r| r.receipt.release))
 }
 
-fn ui_deploy(home: &Home, request: Request, ui: &ReleaseUi) -> Result<deploy::Report> {
+fn ui_deploy(
+    installation: &Installation,
+    request: Request,
+    ui: &ReleaseUi,
+) -> Result<deploy::Report> {
     let mut yes = |_: &str, _: ReceiptKind, _: &crate::engine::PlanDetails| true;
     let status = |line: &str| (ui.status)(line);
     let mut deploy_ui = deploy::Ui {
@@ -219,7 +229,7 @@ fn ui_deploy(home: &Home, request: Request, ui: &ReleaseUi) -> Result<deploy::Re
         status: &status,
         confirm: &mut yes,
     };
-    deploy::run(home, request, &mut deploy_ui)
+    deploy::run(installation, request, &mut deploy_ui)
 }
 
 /// Where a rollback of `name` goes: the version below the one in place.
@@ -246,14 +256,14 @@ pub fn rollback_target(ledger: &Ledger, name: &str) -> Result<(Version, SignedRe
 /// Returns every stack of `release` (the previous release, verified) to its version
 /// there, with the inputs it had then, in reverse dependency order.
 pub fn rollback(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     target: &SignedReleaseReceipt,
     wait: Duration,
     ui: &ReleaseUi,
 ) -> Result<ReleaseReport> {
     let started_at = receipts::now();
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     let reference = ReleaseRef {
         name: release.description.name.clone(),
         version: release.description.version.clone(),
@@ -283,7 +293,7 @@ pub fn rollback(
             stacks.push(run);
             continue;
         }
-        let inputs = saved_inputs(&ledger, target, &stack.name)?;
+        let inputs = saved_inputs(ledger, target, &stack.name)?;
         (ui.status)(&format!(
             "rolling back `{}` to `{}`",
             stack.name, stack.version
@@ -302,11 +312,20 @@ pub fn rollback(
                 ..Options::default()
             },
         };
-        failed |= !run.record(ui_deploy(home, request, ui), StackResult::RolledBack);
+        failed |= !run.record(
+            ui_deploy(installation, request, ui),
+            StackResult::RolledBack,
+        );
         stacks.push(run);
     }
     stacks.reverse();
-    let receipt = record(home, release, ReceiptKind::Rollback, started_at, &stacks)?;
+    let receipt = record(
+        installation,
+        release,
+        ReceiptKind::Rollback,
+        started_at,
+        &stacks,
+    )?;
     let report = ReleaseReport { receipt, stacks };
     if failed {
         return Err(stopped(release, &report, "the rollback to"));
@@ -346,13 +365,13 @@ fn saved_inputs(
 
 /// Destroys every installed stack of `release`, in reverse dependency order.
 pub fn destroy(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     wait: Duration,
     ui: &ReleaseUi,
 ) -> Result<ReleaseReport> {
     let started_at = receipts::now();
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     let mut stacks = Vec::new();
     let mut failed = false;
     for stack in release.description.reverse_order() {
@@ -366,7 +385,7 @@ pub fn destroy(
             error: None,
             outputs: None,
         };
-        let claimed = history::claimed_by(&ledger, &stack.name)?;
+        let claimed = history::claimed_by(ledger, &stack.name)?;
         let ours = claimed.is_none_or(|r| r.name == release.description.name);
         if failed || current.is_none() || !ours {
             stacks.push(run);
@@ -382,11 +401,17 @@ pub fn destroy(
                 ..Options::default()
             },
         };
-        failed |= !run.record(ui_deploy(home, request, ui), StackResult::Destroyed);
+        failed |= !run.record(ui_deploy(installation, request, ui), StackResult::Destroyed);
         stacks.push(run);
     }
     stacks.reverse();
-    let receipt = record(home, release, ReceiptKind::Destroy, started_at, &stacks)?;
+    let receipt = record(
+        installation,
+        release,
+        ReceiptKind::Destroy,
+        started_at,
+        &stacks,
+    )?;
     let report = ReleaseReport { receipt, stacks };
     if failed {
         return Err(stopped(release, &report, "the destroy of"));

@@ -16,8 +16,7 @@ use super::wiring::{self, Outputs, StackInputs};
 use crate::deploy::{self, Options, Request, Target, Ui};
 use crate::engine::PlanDetails;
 use crate::error::{Error, Result};
-use crate::home::Home;
-use crate::ledger::Ledger;
+use crate::installation::Installation;
 
 /// How a release run talks to the person running it; shared by parallel stacks.
 pub struct ReleaseUi<'a> {
@@ -43,7 +42,7 @@ impl ReleaseUi<'_> {
 
 /// A release about to be planned or applied, its inputs checked.
 pub struct ReleaseRun<'a> {
-    pub home: &'a Home,
+    pub installation: &'a Installation,
     pub release: &'a VerifiedRelease,
     pub stacks: Vec<StackInputs>,
     pub wait: Duration,
@@ -95,9 +94,9 @@ impl ReleaseRun<'_> {
             }
             let outputs = match fresh.get(&wire.stack) {
                 Some(outputs) => outputs.clone(),
-                None => {
-                    ui.with_deploy(|ui| wiring::installed_outputs(self.home, &wire.stack, ui))?
-                }
+                None => ui.with_deploy(|ui| {
+                    wiring::installed_outputs(self.installation, &wire.stack, ui)
+                })?,
             };
             out.insert(wire.stack.clone(), outputs);
         }
@@ -126,8 +125,7 @@ pub fn plan_to(
     ui: &ReleaseUi,
     plans_to: Option<&std::path::Path>,
 ) -> Result<Vec<(String, Planned)>> {
-    let ledger = Ledger::open(&run.home.ledger_path())?;
-    let scratch = crate::files::work_folder(&run.home.work_root(), "release-")?;
+    let scratch = crate::files::work_folder(&run.installation.home.work_root(), "release-")?;
     let mut changing: BTreeSet<String> = BTreeSet::new();
     let mut out = Vec::new();
     for stack in &run.stacks {
@@ -144,7 +142,7 @@ pub fn plan_to(
         let outputs = run.upstream_outputs(stack, &Outputs::new(), ui)?;
         let files = wiring::run_files(stack, &outputs, scratch.path())?;
         if !run.force.contains(&name)
-            && wiring::unchanged(run.home, &ledger, stack, &files)?.is_some()
+            && wiring::unchanged(run.installation, stack, &files)?.is_some()
         {
             out.push((name, Planned::Unchanged));
             continue;
@@ -163,7 +161,7 @@ pub fn plan_to(
                 ..Options::default()
             },
         };
-        let report = ui.with_deploy(|u| deploy::run(run.home, request, u))?;
+        let report = ui.with_deploy(|u| deploy::run(run.installation, request, u))?;
         changing.insert(name.clone());
         out.push((name, Planned::Changes(Box::new(report))));
     }
@@ -211,7 +209,7 @@ impl StackRun {
 /// stacks whose upstreams are done (up to `parallel` at once); stops after the wave
 /// in which a stack failed.
 pub fn apply(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<StackRun>> {
-    let scratch = crate::files::work_folder(&run.home.work_root(), "release-")?;
+    let scratch = crate::files::work_folder(&run.installation.home.work_root(), "release-")?;
     let mut fresh = Outputs::new();
     let mut done: BTreeSet<String> = BTreeSet::new();
     let mut results: Vec<StackRun> = Vec::new();
@@ -223,7 +221,7 @@ pub fn apply(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<StackRun>> {
     while !failed && done.len() < run.stacks.len() {
         if let Some(signal) = crate::interrupt::received() {
             if let Some(next) = run.stacks.iter().find(|s| !done.contains(&s.stack.name)) {
-                let ledger = Ledger::open(&run.home.ledger_path())?;
+                let ledger = run.installation.ledger()?;
                 results.push(StackRun {
                     name: next.stack.name.clone(),
                     version: next.stack.version.clone(),
@@ -280,7 +278,7 @@ pub fn apply(run: &ReleaseRun, ui: &ReleaseUi) -> Result<Vec<StackRun>> {
     }
     for stack in &run.stacks {
         if !done.contains(&stack.stack.name) {
-            let ledger = Ledger::open(&run.home.ledger_path())?;
+            let ledger = run.installation.ledger()?;
             results.push(StackRun {
                 name: stack.stack.name.clone(),
                 version: stack.stack.version.clone(),
@@ -332,7 +330,7 @@ fn try_apply_stack(
     result: &mut StackRun,
 ) -> Result<()> {
     let name = &stack.stack.name;
-    let ledger = Ledger::open(&run.home.ledger_path())?;
+    let ledger = run.installation.ledger()?;
     result.before = ledger.current(name)?.map(|d| d.version);
     let outputs = run.upstream_outputs(stack, fresh, ui)?;
     let files: Vec<PathBuf> = wiring::run_files(stack, &outputs, scratch)?;
@@ -340,7 +338,7 @@ fn try_apply_stack(
     // never skipped: it may correct drift the ledger cannot see.
     let unchanged = match run.reviewed.contains_key(name) || run.force.contains(name) {
         true => None,
-        false => wiring::unchanged(run.home, &ledger, stack, &files)?,
+        false => wiring::unchanged(run.installation, stack, &files)?,
     };
     if let Some(current) = unchanged {
         (ui.status)(&format!(
@@ -367,7 +365,7 @@ fn try_apply_stack(
             ..Options::default()
         },
     };
-    let report = ui.with_deploy(|u| deploy::run(run.home, request, u))?;
+    let report = ui.with_deploy(|u| deploy::run(run.installation, request, u))?;
     result.result = StackResult::Applied;
     result.receipt_id = Some(report.receipt.receipt.id.clone());
     result.outputs = report.outputs;

@@ -12,7 +12,8 @@ use stackpack_schema::release::{ReleaseDescription, ReleaseStack};
 use crate::deploy::Ui;
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::ledger::{Deployment, Ledger};
+use crate::installation::Installation;
+use crate::ledger::Deployment;
 use crate::{engine, files, inputs, receipts, store};
 
 /// Outputs of stacks as `terraform output -json` gives them, by stack.
@@ -148,11 +149,11 @@ pub fn inputs_hash(home: &Home, bundle: &VerifiedBundle, files: &[PathBuf]) -> R
 /// The deployment in place when it is this bundle with these inputs: the stack
 /// needs no apply.
 pub fn unchanged(
-    home: &Home,
-    ledger: &Ledger,
+    installation: &Installation,
     stack: &StackInputs,
     files: &[PathBuf],
 ) -> Result<Option<Deployment>> {
+    let ledger = installation.ledger()?;
     let Some(current) = ledger.current(&stack.stack.name)? else {
         return Ok(None);
     };
@@ -162,13 +163,18 @@ pub fn unchanged(
     let Some(receipt) = ledger.receipt(&current.receipt_id)? else {
         return Ok(None);
     };
-    let hash = inputs_hash(home, &stack.bundle, files)?;
+    let hash = inputs_hash(&installation.home, &stack.bundle, files)?;
     Ok((receipt.receipt.inputs_hash == hash).then_some(current))
 }
 
 /// The outputs of the installed `stack`, read from its engine state.
-pub fn installed_outputs(home: &Home, stack: &str, ui: &mut Ui) -> Result<serde_json::Value> {
-    let ledger = Ledger::open(&home.ledger_path())?;
+pub fn installed_outputs(
+    installation: &Installation,
+    stack: &str,
+    ui: &mut Ui,
+) -> Result<serde_json::Value> {
+    let home = &installation.home;
+    let ledger = installation.ledger()?;
     let current = ledger.current(stack)?.ok_or_else(|| {
         Error::refused(format!(
             "stack `{stack}` is not installed, so its outputs cannot be read"

@@ -126,15 +126,7 @@ pub fn read(path: &Path) -> Result<Vec<DesiredRelease>> {
             Some(dir) => {
                 let line = location_of(path, &text, Some(dir.span()));
                 let dir = base.join(dir.get_ref());
-                let found = match kind {
-                    ApprovedKind::Release => dir.is_dir(),
-                    ApprovedKind::Stack => dir.is_file(),
-                };
-                if !found {
-                    let (thing, hint) = match kind {
-                        ApprovedKind::Release => ("folder", "the folder holds one `STACK.tfvars` per stack; paths are relative to the desired-state file"),
-                        ApprovedKind::Stack => ("file", "a single stack's inputs are one `.tfvars` file; paths are relative to the desired-state file"),
-                    };
+                if let Some((thing, hint)) = super::deployable::of(kind).missing_inputs(&dir) {
                     return Err(Error::usage(format!(
                         "{what} `{release}`: the inputs {thing} `{}` does not exist",
                         dir.display()

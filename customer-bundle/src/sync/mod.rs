@@ -9,8 +9,10 @@
 //! ([`pending`]) that `stackpack-runner approve ID` applies. A maintenance
 //! [`window`] holds applies outside it; one pass at a time per home ([`lock`]).
 //! Connected, the pass sends its receipts and a sync report ([`registry`]); each
-//! pass is kept for `status` ([`last`]).
+//! pass is kept for `status` ([`last`]). What a pass does differently with a
+//! release and with a single stack is in [`deployable`].
 
+pub mod deployable;
 pub mod desired;
 pub mod last;
 pub mod lock;

@@ -12,21 +12,21 @@ use stackpack_bundle::release::VerifiedRelease;
 use stackpack_schema::receipt::ReceiptKind;
 use stackpack_schema::rollout::{ApprovedKind, SyncReleaseReport, SyncReport, SyncState};
 
+use super::deployable;
 use super::last::{self, LastSync};
 use super::lock::SyncLock;
 use super::pending::{self, Fingerprint, HoldReason, Pending, PendingStack};
 use super::registry::Registry;
-use super::single;
 use super::source::{self, Assigned, Target};
 use super::window::Window;
 use crate::deploy::{self, Options, Request, Target as DeployTarget, Ui};
 use crate::engine::PlanDetails;
 use crate::error::{Error, Result};
 use crate::home::{Approve, Home, OnDrift, OnRemoval, SyncSource};
+use crate::installation::Installation;
 use crate::ledger::Ledger;
-use crate::release::receipt::StackResult;
 use crate::release::run::{self, Planned, ReleaseRun, ReleaseUi, StackRun};
-use crate::release::{history, ops, stored, wiring};
+use crate::release::{history, ops, stored};
 use crate::{receipts, review};
 use stackpack_schema::receipt::Outcome as ReceiptOutcome;
 
@@ -97,10 +97,10 @@ fn release_report(
 }
 
 /// Runs one pass under the home's sync lock.
-pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
-    let _lock = SyncLock::acquire(home)?;
+pub fn run_pass(installation: &Installation, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
+    let _lock = SyncLock::acquire(installation)?;
     let started_at = receipts::now();
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     let interrupted: Vec<String> = ledger
         .interrupted_runs()?
         .into_iter()
@@ -114,16 +114,19 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
     for line in &interrupted {
         (ui.status)(&format!("warning: {line}; this pass plans it again"));
     }
-    let window = match &home.config.sync.window {
+    let window = match &installation.config.sync.window {
         Some(text) => Some(text.parse::<Window>().map_err(|e| {
-            Error::refused(e).at(format!("`{}`", home.root.join("runner.toml").display()))
+            Error::refused(e).at(format!(
+                "`{}`",
+                installation.root.join("runner.toml").display()
+            ))
         })?),
         None => None,
     };
-    let assigned = match assignment(home, pass) {
+    let assigned = match assignment(installation, pass) {
         Ok(assigned) => assigned,
         Err(error) => {
-            last::record(home, &LastSync::stopped(&error.message), ui.status);
+            last::record(installation, &LastSync::stopped(&error.message), ui.status);
             return Err(error);
         }
     };
@@ -137,14 +140,14 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
     for target in &assigned.targets {
         (ui.status)(&format!("syncing `{}@{}`", target.release, target.version));
         let in_window = window.as_ref().is_none_or(|w| w.contains(pass.now));
-        let report = match sync_release(home, target, in_window, ui) {
+        let report = match sync_release(installation, target, in_window, ui) {
             Ok(report) => report,
             Err(error) => {
                 let mut report =
                     release_report(&target.release, Some(&target.version), SyncState::Failed);
                 report.kind = target.kind;
                 report.message = Some(error.message);
-                report.running = running(&ledger, target.kind, &target.release)?;
+                report.running = running(ledger, target.kind, &target.release)?;
                 report
             }
         };
@@ -153,27 +156,27 @@ pub fn run_pass(home: &Home, pass: &Pass, ui: &ReleaseUi) -> Result<Outcome> {
     for refused in assigned.refused {
         let mut report = release_report(&refused.release, refused.assigned.as_ref(), refused.state);
         report.kind = refused.kind;
-        report.running = running(&ledger, refused.kind, &refused.release)?;
+        report.running = running(ledger, refused.kind, &refused.release)?;
         report.message = Some(refused.message);
         releases.push(report);
     }
     if pass.source != SyncSource::Store {
-        releases.extend(removed(home, &ledger, &named, ui)?);
+        releases.extend(removed(installation, ledger, &named, ui)?);
     }
     let report = SyncReport {
-        customer: home.config.customer.clone(),
+        customer: installation.config.customer.clone(),
         started_at,
         finished_at: receipts::now(),
         releases,
         interrupted: (!interrupted.is_empty()).then(|| interrupted.join("; ")),
-        approve: Some(home.config.sync.approve),
+        approve: Some(installation.config.sync.approve),
     };
-    Ok(send_and_keep(home, pass, &ledger, report, ui))
+    Ok(send_and_keep(installation, pass, ledger, report, ui))
 }
 
 /// Sends the pass's receipts and report (connected), and keeps it for `status`.
 fn send_and_keep(
-    home: &Home,
+    installation: &Installation,
     pass: &Pass,
     ledger: &Ledger,
     report: SyncReport,
@@ -198,7 +201,7 @@ fn send_and_keep(
         report: Some(report.clone()),
         unreported: unreported.clone(),
     };
-    last::record(home, &kept, ui.status);
+    last::record(installation, &kept, ui.status);
     Outcome {
         report,
         sent,
@@ -206,28 +209,33 @@ fn send_and_keep(
     }
 }
 
-fn assignment(home: &Home, pass: &Pass) -> Result<Assigned> {
+fn assignment(installation: &Installation, pass: &Pass) -> Result<Assigned> {
     match pass.source {
         SyncSource::Registry => {
             let registry = pass.registry.as_ref().ok_or_else(|| {
                 Error::usage("`source = \"registry\"` needs a registry: set `registry` under `[sync]` in `runner.toml`, or pass `--registry HOST/NAMESPACE`")
             })?;
-            source::from_registry(home, registry, pass.inputs.clone())
+            source::from_registry(installation, registry, pass.inputs.clone())
         }
         SyncSource::Desired => {
             let path = pass.desired.as_ref().ok_or_else(|| {
                 Error::usage("`source = \"desired\"` needs a desired-state file: set `desired` under `[sync]` in `runner.toml`, or pass `--desired FILE`")
             })?;
-            source::from_desired(home, path, pass.inputs.clone(), pass.registry.as_ref())
+            source::from_desired(
+                installation,
+                path,
+                pass.inputs.clone(),
+                pass.registry.as_ref(),
+            )
         }
-        SyncSource::Store => source::from_store(home, pass.inputs.clone()),
+        SyncSource::Store => source::from_store(installation, pass.inputs.clone()),
     }
 }
 
 /// Releases applied here that the source no longer names: kept unless
 /// `on-removal = "destroy"`.
 fn removed(
-    home: &Home,
+    installation: &Installation,
     ledger: &Ledger,
     named: &BTreeSet<String>,
     ui: &ReleaseUi,
@@ -244,18 +252,18 @@ fn removed(
         };
         let mut report = release_report(name, None, SyncState::Converged);
         report.running = Some(running.clone());
-        match home.config.sync.on_removal {
+        match installation.config.sync.on_removal {
             OnRemoval::Keep => {
                 report.message = Some(format!(
                     "no longer assigned: `{name}@{running}` is kept running (`on-removal = \"keep\"`)"
                 ));
             }
-            OnRemoval::Destroy if home.config.sync.approve == Approve::Auto => {
+            OnRemoval::Destroy if installation.config.sync.approve == Approve::Auto => {
                 (ui.status)(&format!(
                     "destroying `{name}@{running}`: no longer assigned"
                 ));
-                let release = stored::load(home, name, &running)?;
-                match ops::destroy(home, &release, Duration::ZERO, ui) {
+                let release = stored::load(installation, name, &running)?;
+                match ops::destroy(installation, &release, Duration::ZERO, ui) {
                     Ok(done) => {
                         report.state = SyncState::Applied;
                         report.running = None;
@@ -272,7 +280,7 @@ fn removed(
                 report.state = SyncState::Refused;
                 report.message = Some(format!(
                     "no longer assigned: destroying it needs a person (`approve = \"{}\"`): run `stackpack-runner destroy {name}`",
-                    home.config.sync.approve.as_str()
+                    installation.config.sync.approve.as_str()
                 ));
             }
         }
@@ -283,18 +291,17 @@ fn removed(
 
 /// The version of release (or single stack) `name` in place.
 fn running(ledger: &Ledger, kind: ApprovedKind, name: &str) -> Result<Option<Version>> {
-    match kind {
-        ApprovedKind::Release => history::current(ledger, name),
-        ApprovedKind::Stack => Ok(ledger.current(name)?.map(|d| d.version)),
-    }
+    deployable::of(kind).running(ledger, name)
 }
 
 /// The release (or single stack) `name@version` as the store holds it, verified.
-fn load(home: &Home, kind: ApprovedKind, name: &str, version: &Version) -> Result<VerifiedRelease> {
-    match kind {
-        ApprovedKind::Release => stored::load(home, name, version),
-        ApprovedKind::Stack => single::load(home, name, version),
-    }
+fn load(
+    installation: &Installation,
+    kind: ApprovedKind,
+    name: &str,
+    version: &Version,
+) -> Result<VerifiedRelease> {
+    deployable::of(kind).load(installation, name, version)
 }
 
 /// Whether every stack of `release` runs the version it pins, as the latest
@@ -312,16 +319,16 @@ fn at_target(ledger: &Ledger, kind: ApprovedKind, release: &VerifiedRelease) -> 
 
 /// One release: checks, plan, the approval policy, apply or hold.
 fn sync_release(
-    home: &Home,
+    installation: &Installation,
     target: &Target,
     in_window: bool,
     ui: &ReleaseUi,
 ) -> Result<SyncReleaseReport> {
-    let sync = &home.config.sync;
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let sync = &installation.config.sync;
+    let ledger = installation.ledger()?;
     let name = &target.release;
     let version = &target.version;
-    let running = running(&ledger, target.kind, name)?;
+    let running = running(ledger, target.kind, name)?;
     let mut report = release_report(name, Some(version), SyncState::Refused);
     report.kind = target.kind;
     report.running = running.clone();
@@ -333,13 +340,13 @@ fn sync_release(
             return Ok(report);
         }
     }
-    if !version.pre.is_empty() && !home.config.policy.allow_prereleases {
+    if !version.pre.is_empty() && !installation.config.policy.allow_prereleases {
         report.message = Some(format!(
             "`{name}@{version}` is a prerelease, and this runner's policy allows stable versions only"
         ));
         return Ok(report);
     }
-    let release = load(home, target.kind, name, version)?;
+    let release = load(installation, target.kind, name, version)?;
     if let Some(digest) = &target.digest {
         if *digest != release.index_descriptor.digest {
             report.message = Some(format!(
@@ -350,26 +357,12 @@ fn sync_release(
             return Ok(report);
         }
     }
-    match target.kind {
-        ApprovedKind::Release => {
-            if let Err(error) = history::check_claims(&ledger, &release.description) {
-                report.message = Some(error.message);
-                return Ok(report);
-            }
-        }
-        // Unattended, a pass does not take a stack out of the release it runs in.
-        ApprovedKind::Stack => {
-            if let Some(other) = history::claimed_by(&ledger, name)? {
-                report.message = Some(format!(
-                    "stack `{name}` runs as part of release `{}@{}`: a pass does not apply it on its own (destroy the release first, or assign the release)",
-                    other.name, other.version
-                ));
-                return Ok(report);
-            }
-        }
+    if let Some(why) = deployable::of(target.kind).held_back(ledger, name, &release)? {
+        report.message = Some(why);
+        return Ok(report);
     }
     if !in_window {
-        report.state = if at_target(&ledger, target.kind, &release)? {
+        report.state = if at_target(ledger, target.kind, &release)? {
             SyncState::Converged
         } else {
             report.message = Some(format!(
@@ -380,10 +373,10 @@ fn sync_release(
         };
         return Ok(report);
     }
-    let report = converge(home, &release, target, report, BTreeSet::new(), ui)?;
+    let report = converge(installation, &release, target, report, BTreeSet::new(), ui)?;
     match (report.state, sync.on_drift) {
         (SyncState::Converged, Some(on_drift)) => {
-            drift(home, &release, target, report, on_drift, ui)
+            drift(installation, &release, target, report, on_drift, ui)
         }
         _ => Ok(report),
     }
@@ -393,7 +386,7 @@ fn sync_release(
 /// (drift receipts, state `drifted`), or corrected by applying the installed
 /// version again through the approval policy.
 fn drift(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     target: &Target,
     mut report: SyncReleaseReport,
@@ -417,7 +410,7 @@ fn drift(
             status: &status,
             confirm: &mut yes,
         };
-        let done = deploy::run(home, request, &mut deploy_ui)?;
+        let done = deploy::run(installation, request, &mut deploy_ui)?;
         if done.receipt.receipt.outcome == ReceiptOutcome::Drifted {
             drifted.insert(stack.name.clone());
             receipt.get_or_insert(done.receipt.receipt.id);
@@ -442,7 +435,7 @@ fn drift(
         }
         OnDrift::Correct => {
             (ui.status)(&format!("correcting drift in {names}"));
-            let mut corrected = converge(home, release, target, report, drifted, ui)?;
+            let mut corrected = converge(installation, release, target, report, drifted, ui)?;
             if corrected.state == SyncState::Applied {
                 corrected.message = Some(format!("drift corrected in {names}"));
             }
@@ -454,30 +447,30 @@ fn drift(
 /// Plans and applies (or holds) until nothing is left to plan: stacks waiting on
 /// an upstream are planned once it is applied, within the same pass.
 fn converge(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     target: &Target,
     mut report: SyncReleaseReport,
     mut force: BTreeSet<String>,
     ui: &ReleaseUi,
 ) -> Result<SyncReleaseReport> {
-    let sync = &home.config.sync;
+    let sync = &installation.config.sync;
     let name = &target.release;
     let started_at = receipts::now();
     let mut ran: BTreeMap<String, StackRun> = BTreeMap::new();
-    let ledger = Ledger::open(&home.ledger_path())?;
-    let was_at_target = at_target(&ledger, target.kind, release)?;
+    let ledger = installation.ledger()?;
+    let was_at_target = at_target(ledger, target.kind, release)?;
     for _ in 0..=release.description.stacks.len() {
         // Forced stacks are planned once; after their apply the ledger knows them.
         let run = release_run(
-            home,
+            installation,
             release,
             target.kind,
             &target.inputs,
             BTreeMap::new(),
             std::mem::take(&mut force),
         )?;
-        let staging = pending::staging(home)?;
+        let staging = pending::staging(installation)?;
         let planned = match run::plan_to(&run, ui, Some(staging.path())) {
             Ok(planned) => planned,
             // A stack waiting on one this pass applied failed to plan: the pass
@@ -485,8 +478,8 @@ fn converge(
             Err(error) if !ran.is_empty() => {
                 report.state = SyncState::Failed;
                 report.message = Some(error.message);
-                roll_back(home, release, &mut ran, &mut report, ui);
-                return finish(home, release, started_at, ran, report);
+                roll_back(installation, release, &mut ran, &mut report, ui);
+                return finish(installation, release, started_at, ran, report);
             }
             Err(error) => return Err(error),
         };
@@ -508,7 +501,7 @@ fn converge(
             report.state = SyncState::Failed;
             report.message = Some(refusal.message);
             report.receipt_id = Some(changed[0].1.receipt.receipt.id.clone());
-            return finish(home, release, started_at, ran, report);
+            return finish(installation, release, started_at, ran, report);
         }
         let destructive = changed
             .iter()
@@ -518,12 +511,12 @@ fn converge(
                 planned: &planned,
                 reason,
             };
-            hold_for_approval(home, release, target, held, staging, &mut report)?;
+            hold_for_approval(installation, release, target, held, staging, &mut report)?;
             report.receipt_id = Some(changed[0].1.receipt.receipt.id.clone());
-            return finish(home, release, started_at, ran, report);
+            return finish(installation, release, started_at, ran, report);
         }
         let names: Vec<String> = changed.iter().map(|(stack, _)| stack.to_string()).collect();
-        let stacks = apply_planned(home, release, target, staging.path(), &names, ui)?;
+        let stacks = apply_planned(installation, release, target, staging.path(), &names, ui)?;
         let failed = first_failure(&stacks);
         for stack in stacks {
             ran.insert(stack.name.clone(), stack);
@@ -531,11 +524,11 @@ fn converge(
         if let Some((stack, message)) = failed {
             report.state = SyncState::Failed;
             report.message = Some(format!("`{stack}` failed: {message}"));
-            roll_back(home, release, &mut ran, &mut report, ui);
-            return finish(home, release, started_at, ran, report);
+            roll_back(installation, release, &mut ran, &mut report, ui);
+            return finish(installation, release, started_at, ran, report);
         }
-        if let Some(old) = pending::of_release(home, name)? {
-            pending::remove(home, &old.id)?;
+        if let Some(old) = pending::of_release(installation, name)? {
+            pending::remove(installation, &old.id)?;
         }
     }
     report.state = if ran.is_empty() && was_at_target {
@@ -543,10 +536,10 @@ fn converge(
     } else {
         SyncState::Applied
     };
-    if let Some(old) = pending::of_release(home, name)? {
-        pending::remove(home, &old.id)?;
+    if let Some(old) = pending::of_release(installation, name)? {
+        pending::remove(installation, &old.id)?;
     }
-    finish(home, release, started_at, ran, report)
+    finish(installation, release, started_at, ran, report)
 }
 
 /// This round's plans, and why they wait.
@@ -558,14 +551,14 @@ struct Held<'a> {
 /// Holds this round's plans as a pending approval and says so, and why, in the
 /// report.
 fn hold_for_approval(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     target: &Target,
     held: Held,
     staging: tempfile::TempDir,
     report: &mut SyncReleaseReport,
 ) -> Result<()> {
-    let held = hold_plan(home, release, target, held, staging)?;
+    let held = hold_plan(installation, release, target, held, staging)?;
     report.state = SyncState::PendingApproval;
     report.message = Some(format!(
         "held for approval ({}): review `{}`, then run `stackpack-runner approve {}`",
@@ -573,7 +566,9 @@ fn hold_for_approval(
             .as_ref()
             .map(|r| r.to_string())
             .unwrap_or_default(),
-        pending::dir(home, &held.id).join(pending::REVIEW).display(),
+        pending::dir(installation, &held.id)
+            .join(pending::REVIEW)
+            .display(),
         held.id
     ));
     report.pending = Some(held.report());
@@ -583,7 +578,7 @@ fn hold_for_approval(
 /// Applies exactly the plans the policy was applied to (the reviewed plans this
 /// round staged for `stacks`); returns each stack's run and the first failure.
 fn apply_planned(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     target: &Target,
     staging: &Path,
@@ -595,7 +590,7 @@ fn apply_planned(
         .map(|stack| (stack.clone(), run::reviewed_plan_path(staging, stack)))
         .collect();
     let run = release_run(
-        home,
+        installation,
         release,
         target.kind,
         &target.inputs,
@@ -617,7 +612,7 @@ fn first_failure(stacks: &[StackRun]) -> Option<(String, String)> {
 /// After a failure, with `[policy] on-failure = "rollback"`: every stack this
 /// pass changed goes back, the last applied first, as `apply` does.
 fn roll_back(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     ran: &mut BTreeMap<String, StackRun>,
     report: &mut SyncReleaseReport,
@@ -630,7 +625,7 @@ fn roll_back(
         .iter()
         .filter_map(|s| ran.remove(&s.name))
         .collect();
-    if ops::roll_back_on_failure(home, &mut stacks, Duration::ZERO, ui) {
+    if ops::roll_back_on_failure(installation, &mut stacks, Duration::ZERO, ui) {
         if let Some(message) = report.message.as_mut() {
             message
                 .push_str("; what this pass changed was rolled back (`on-failure = \"rollback\"`)");
@@ -643,27 +638,24 @@ fn roll_back(
 /// single stack's file); with `reviewed`, only those stacks, each applied from its
 /// reviewed plan.
 pub fn release_run<'a>(
-    home: &'a Home,
+    installation: &'a Installation,
     release: &'a VerifiedRelease,
     kind: ApprovedKind,
     inputs: &Path,
     reviewed: BTreeMap<String, PathBuf>,
     force: BTreeSet<String>,
 ) -> Result<ReleaseRun<'a>> {
-    let mut stacks = match kind {
-        ApprovedKind::Release => wiring::check_inputs_dir(home, &release.description, inputs)?,
-        ApprovedKind::Stack => single::stack_inputs(home, release, inputs)?,
-    };
+    let mut stacks = deployable::of(kind).stacks(installation, release, inputs)?;
     if !reviewed.is_empty() {
         stacks.retain(|s| reviewed.contains_key(&s.stack.name));
     }
     Ok(ReleaseRun {
-        home,
+        installation,
         release,
         stacks,
         wait: Duration::ZERO,
         parallel: 1,
-        allow_downgrade: home.config.sync.allow_downgrade,
+        allow_downgrade: installation.config.sync.allow_downgrade,
         reviewed,
         force,
         single_stack: kind == ApprovedKind::Stack,
@@ -674,74 +666,32 @@ pub fn release_run<'a>(
 /// release in place), and finishes its report. A single stack has no release
 /// receipt: its report points at the stack's own.
 fn finish(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     started_at: String,
     ran: BTreeMap<String, StackRun>,
     mut report: SyncReleaseReport,
 ) -> Result<SyncReleaseReport> {
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     let placed = report.state == SyncState::Applied;
-    if report.kind == ApprovedKind::Stack {
-        if let Some(id) = ran.values().find_map(|s| s.receipt_id.clone()) {
-            report.receipt_id = Some(id);
-        }
-    } else if !ran.is_empty() || placed {
-        let signed = record(home, release, started_at, ran)?;
-        report.receipt_id = Some(signed.receipt.id);
+    let deployable = deployable::of(report.kind);
+    if let Some(id) = deployable.receipt_id(installation, release, started_at, ran, placed)? {
+        report.receipt_id = Some(id);
     }
-    report.running = running(&ledger, report.kind, &release.description.name)?;
+    report.running = running(ledger, report.kind, &release.description.name)?;
     Ok(report)
-}
-
-/// The release receipt of what ran, every stack of the release listed.
-pub fn record(
-    home: &Home,
-    release: &VerifiedRelease,
-    started_at: String,
-    mut ran: BTreeMap<String, StackRun>,
-) -> Result<crate::release::receipt::SignedReleaseReceipt> {
-    let ledger = Ledger::open(&home.ledger_path())?;
-    let mut stacks = Vec::new();
-    for stack in &release.description.stacks {
-        if let Some(run) = ran.remove(&stack.name) {
-            stacks.push(run);
-            continue;
-        }
-        let current = ledger.current(&stack.name)?;
-        let at = current
-            .as_ref()
-            .is_some_and(|d| d.digest == stack.digest.to_string());
-        stacks.push(StackRun {
-            name: stack.name.clone(),
-            version: stack.version.clone(),
-            result: if at {
-                StackResult::Unchanged
-            } else {
-                StackResult::NotReached
-            },
-            receipt_id: current
-                .as_ref()
-                .filter(|_| at)
-                .map(|d| d.receipt_id.clone()),
-            before: current.map(|d| d.version),
-            error: None,
-            outputs: None,
-        });
-    }
-    ops::record(home, release, ReceiptKind::Apply, started_at, &stacks)
 }
 
 /// Keeps the plan as a pending approval, or keeps the one already held when it is
 /// the same plan (same id).
 fn hold_plan(
-    home: &Home,
+    installation: &Installation,
     release: &VerifiedRelease,
     target: &Target,
     Held { planned, reason }: Held,
     staging: tempfile::TempDir,
 ) -> Result<Pending> {
-    let key = receipts::installation_key(&home.key_path())?;
+    let key = receipts::installation_key(&installation.key_path())?;
     let mut records = Vec::new();
     for (stack, p) in planned {
         if let Planned::Changes(r) = p {
@@ -760,19 +710,19 @@ fn hold_plan(
         })
         .collect();
     let id = pending::id(&release.index_descriptor.digest, &fingerprints);
-    let existing = pending::of_release(home, &target.release)?;
+    let existing = pending::of_release(installation, &target.release)?;
     if let Some(existing) = existing {
-        if existing.id == id && pending::exists(&pending::dir(home, &id)) {
+        if existing.id == id && pending::exists(&pending::dir(installation, &id)) {
             // The same change against the same state: the plan already held stays
             // the one to approve, with why it waits now.
             let mut existing = existing;
             if existing.reason.as_ref() != Some(&reason) {
                 existing.reason = Some(reason);
-                pending::rewrite(home, &existing)?;
+                pending::rewrite(installation, &existing)?;
             }
             return Ok(existing);
         }
-        pending::remove(home, &existing.id)?;
+        pending::remove(installation, &existing.id)?;
     }
     let pending = Pending {
         id,
@@ -806,31 +756,35 @@ fn hold_plan(
             .collect(),
         reason: Some(reason),
     };
-    pending::hold(home, staging, &pending)?;
+    pending::hold(installation, staging, &pending)?;
     Ok(pending)
 }
 
 /// After `approve`: sends the receipts it left and a sync report of that one
 /// release, so the registry's gate need not wait for the next pass.
-pub fn report_approval(home: &Home, registry: &Registry, report: &SyncReleaseReport) -> Result<()> {
-    let ledger = Ledger::open(&home.ledger_path())?;
-    registry.send_receipts(&ledger)?;
+pub fn report_approval(
+    installation: &Installation,
+    registry: &Registry,
+    report: &SyncReleaseReport,
+) -> Result<()> {
+    let ledger = installation.ledger()?;
+    registry.send_receipts(ledger)?;
     let now = receipts::now();
     registry.send_report(&SyncReport {
-        customer: home.config.customer.clone(),
+        customer: installation.config.customer.clone(),
         started_at: now.clone(),
         finished_at: now,
         releases: vec![report.clone()],
         interrupted: None,
-        approve: Some(home.config.sync.approve),
+        approve: Some(installation.config.sync.approve),
     })
 }
 
 /// `approve ID`: applies exactly the held plans, under the home's sync lock;
 /// refused when the release, the inputs or a stack's state moved since.
-pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseReport> {
-    let _lock = SyncLock::acquire(home)?;
-    let held = pending::find(home, id)?;
+pub fn approve(installation: &Installation, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseReport> {
+    let _lock = SyncLock::acquire(installation)?;
+    let held = pending::find(installation, id)?;
     let moved = |what: String| {
         Error::refused(format!(
             "pending approval `{}` cannot be applied: {what}; nothing was applied",
@@ -838,9 +792,9 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
         ))
         .hint("the next `stackpack-runner sync` pass plans again and holds the new plan under a new id")
     };
-    let release = load(home, held.kind, &held.release, &held.version)?;
+    let release = load(installation, held.kind, &held.release, &held.version)?;
     if release.index_descriptor.digest != held.digest {
-        pending::remove(home, &held.id)?;
+        pending::remove(installation, &held.id)?;
         return Err(moved(format!(
             "the store's `{}@{}` is not the release it was planned for",
             held.release, held.version
@@ -849,11 +803,11 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
     let reviewed: BTreeMap<String, PathBuf> = held
         .stacks
         .iter()
-        .map(|s| (s.stack.clone(), held.plan_path(home, s)))
+        .map(|s| (s.stack.clone(), held.plan_path(installation, s)))
         .collect();
     let started_at = receipts::now();
     let run = release_run(
-        home,
+        installation,
         &release,
         held.kind,
         &held.inputs,
@@ -865,11 +819,9 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
     let ran: BTreeMap<String, StackRun> = stacks.into_iter().map(|s| (s.name.clone(), s)).collect();
     // A single stack's own receipt is the record; a release gets its release
     // receipt.
-    let receipt_id = match held.kind {
-        ApprovedKind::Release => Some(record(home, &release, started_at, ran)?.receipt.id),
-        ApprovedKind::Stack => ran.values().find_map(|s| s.receipt_id.clone()),
-    };
-    pending::remove(home, &held.id)?;
+    let receipt_id =
+        deployable::of(held.kind).receipt_id(installation, &release, started_at, ran, true)?;
+    pending::remove(installation, &held.id)?;
     if let Some((stack, message)) = failed {
         let mut error = moved(format!("`{stack}`: {message}"));
         if let Some(id) = &receipt_id {
@@ -877,10 +829,10 @@ pub fn approve(home: &Home, id: &str, ui: &ReleaseUi) -> Result<SyncReleaseRepor
         }
         return Err(error);
     }
-    let ledger = Ledger::open(&home.ledger_path())?;
+    let ledger = installation.ledger()?;
     let mut report = release_report(&held.release, Some(&held.version), SyncState::Applied);
     report.kind = held.kind;
-    report.running = running(&ledger, held.kind, &held.release)?;
+    report.running = running(ledger, held.kind, &held.release)?;
     report.receipt_id = receipt_id;
     if !held.waiting.is_empty() {
         report.message = Some(format!(

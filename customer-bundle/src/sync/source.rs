@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use semver::Version;
 use stackpack_bundle::channel;
-use stackpack_bundle::release::{find_release, releases_in};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::rollout::{ApprovedKind, SignedChannelStatement, SyncState};
 use stackpack_schema::signature::PublicKey;
 
+use super::deployable;
 use super::desired::{self, Wanted};
 use super::registry::Registry;
 use crate::error::{Error, Result};
@@ -84,40 +84,6 @@ fn trusted(home: &Home) -> Result<Vec<PublicKey>> {
 pub fn default_inputs(home: &Home, flag: Option<&Path>) -> Option<PathBuf> {
     flag.map(Path::to_path_buf)
         .or_else(|| home.config.sync.inputs.as_ref().map(|p| home.resolve(p)))
-}
-
-fn inputs_or_refuse(
-    release: &str,
-    inputs: Option<PathBuf>,
-) -> std::result::Result<PathBuf, String> {
-    inputs.ok_or_else(|| {
-        format!("no inputs folder for release `{release}`: set `inputs` under `[sync]` in `runner.toml`, or for the release in the desired-state file")
-    })
-}
-
-/// A single stack's inputs file: the one named, or `<inputs folder>/<stack>.tfvars`.
-fn stack_inputs_or_refuse(
-    stack: &str,
-    file: Option<PathBuf>,
-    dir: Option<PathBuf>,
-) -> std::result::Result<PathBuf, String> {
-    file.or_else(|| dir.map(|d| d.join(format!("{stack}.tfvars"))))
-        .ok_or_else(|| {
-            format!("no inputs for stack `{stack}`: set `inputs` under `[sync]` in `runner.toml` (the folder holding `{stack}.tfvars`), or `inputs = \"FILE\"` for the stack in the desired-state file")
-        })
-}
-
-/// The inputs of a release (its folder) or of a single stack (its file).
-fn inputs_for(
-    kind: ApprovedKind,
-    name: &str,
-    given: Option<PathBuf>,
-    default: Option<PathBuf>,
-) -> std::result::Result<PathBuf, String> {
-    match kind {
-        ApprovedKind::Release => inputs_or_refuse(name, given.or(default)),
-        ApprovedKind::Stack => stack_inputs_or_refuse(name, given, default),
-    }
 }
 
 /// The statements in the store for `channel`, verified; the others as refusals
@@ -202,12 +168,7 @@ fn newest<'a>(
 /// The digest of the store's release (index) or single stack (bundle manifest)
 /// `name@version`, if it holds one.
 fn held(home: &Home, kind: ApprovedKind, name: &str, version: &Version) -> Result<Option<Digest>> {
-    let store = home.store()?;
-    Ok(match kind {
-        ApprovedKind::Release => find_release(&store, name, version)?,
-        ApprovedKind::Stack => store.find_bundle(name, version)?,
-    }
-    .map(|d| d.digest))
+    deployable::of(kind).held(&home.store()?, name, version)
 }
 
 /// Whether the store holds exactly the release (or stack bundle) a statement
@@ -258,7 +219,7 @@ pub fn from_store(home: &Home, inputs: Option<PathBuf>) -> Result<Assigned> {
                     );
                     continue;
                 }
-                match inputs_for(kind, &name, None, inputs.clone()) {
+                match deployable::of(kind).inputs(&name, None, inputs.clone()) {
                     Ok(inputs) => out.targets.push(Target {
                         kind,
                         release: name.clone(),
@@ -298,7 +259,7 @@ pub fn from_desired(
     let mut statements: Option<Statements> = None;
     for d in wanted {
         let (kind, name) = (d.kind, d.release.as_str());
-        let inputs = match inputs_for(kind, name, d.inputs.clone(), inputs.clone()) {
+        let inputs = match deployable::of(kind).inputs(name, d.inputs.clone(), inputs.clone()) {
             Ok(inputs) => inputs,
             Err(message) => {
                 out.refused.push(refusal(name, None, message).of(kind));
@@ -420,18 +381,11 @@ fn channel_target(
 fn not_held(home: &Home, d: &desired::DesiredRelease, version: &Version) -> Result<Error> {
     let store = home.store()?;
     let what = d.kind.as_str();
-    let held: Vec<String> = match d.kind {
-        ApprovedKind::Release => releases_in(&store)?
-            .into_iter()
-            .filter(|(n, _, _)| *n == d.release)
-            .map(|(n, v, _)| format!("`{n}@{v}`"))
-            .collect(),
-        ApprovedKind::Stack => store
-            .versions(&d.release)?
-            .into_iter()
-            .map(|v| format!("`{}@{v}`", d.release))
-            .collect(),
-    };
+    let held: Vec<String> = deployable::of(d.kind)
+        .versions_held(&store, &d.release)?
+        .into_iter()
+        .map(|v| format!("`{}@{v}`", d.release))
+        .collect();
     let also = if held.is_empty() {
         format!("the store holds no {what} `{}`", d.release)
     } else {
@@ -474,7 +428,7 @@ pub fn from_registry(
             )));
             continue;
         }
-        let inputs = match inputs_for(kind, &a.release, None, inputs.clone()) {
+        let inputs = match deployable::of(kind).inputs(&a.release, None, inputs.clone()) {
             Ok(inputs) => inputs,
             Err(message) => {
                 out.refused.push(refuse(message));
@@ -520,25 +474,14 @@ fn pull(
     name: &str,
     version: &Version,
 ) -> Result<()> {
-    let folder = match kind {
-        ApprovedKind::Release => "releases",
-        ApprovedKind::Stack => "stacks",
-    };
+    let folder = deployable::of(kind).folder();
     let reference = RemoteBundle {
         host: registry.address.host.clone(),
         repository: format!("{}/{folder}/{name}", registry.address.namespace),
         stack: name.to_string(),
         version: version.clone(),
     };
-    match kind {
-        ApprovedKind::Release => {
-            crate::release::pull::pull(home, &reference, registry.insecure)?;
-        }
-        ApprovedKind::Stack => {
-            crate::pull::pull(home, &reference, registry.insecure, None)?;
-        }
-    }
-    Ok(())
+    deployable::of(kind).pull(home, &reference, registry.insecure)
 }
 
 /// The newest statement for `name` on `channel` that the registry holds as a
@@ -557,10 +500,7 @@ fn fetch_statement(
     use stackpack_schema::media_type;
     use stackpack_schema::oci::ImageManifest;
 
-    let folder = match kind {
-        ApprovedKind::Release => "releases",
-        ApprovedKind::Stack => "stacks",
-    };
+    let folder = deployable::of(kind).folder();
     let repository = format!("{}/{folder}/{name}", registry.address.namespace);
     let remote = Remote::new(&registry.address.host, registry.insecure)?;
     let keys = trusted(home)?;
@@ -617,10 +557,7 @@ fn fetch_statement(
                 .subject
                 .as_ref()
                 .map(|d| d.media_type.clone())
-                .unwrap_or_else(|| match kind {
-                    ApprovedKind::Release => media_type::OCI_INDEX.into(),
-                    ApprovedKind::Stack => media_type::OCI_MANIFEST.into(),
-                });
+                .unwrap_or_else(|| deployable::of(kind).media_type().into());
             let subject = stackpack_schema::oci::Descriptor::new(
                 media,
                 subject.clone(),
