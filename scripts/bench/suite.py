@@ -95,6 +95,7 @@ class Suite:
         self.children = []
         self.rows = []  # (scenario, ours, baseline, best, speed vs baseline, speed vs best, rss)
         self.notes = []
+        self.labels = {}  # scenario -> contender -> what it ran
         self.fleet_output = None
         self.rollout_output = None
         self.state_output = None
@@ -717,7 +718,7 @@ def main():
     started = time.monotonic()
     try:
         # The scale-out bench starts its own registries; the suite's are for the others.
-        if args.only != "scaleout":
+        if args.only not in ("scaleout", "fixed"):
             suite.keygen()
             suite.start_distribution()
             suite.start_ours()
