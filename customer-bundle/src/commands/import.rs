@@ -8,6 +8,7 @@ use stackpack_bundle::remote::progress::{Bar, Display};
 use stackpack_bundle::remote::Progress;
 use stackpack_bundle::verify::VerifiedBundle;
 use stackpack_runner::pull::RemoteBundle;
+use stackpack_runner::release::stored::Staged;
 use stackpack_runner::{store, Result};
 use stackpack_schema::receipt::Verification;
 
@@ -28,7 +29,7 @@ pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
         args.source.display()
     ));
     let releases_before = store_releases(&home)?;
-    let imported = store::import(&home, &args.source)?;
+    let imported = store::import(&home, &args.source, &mut Staged::default())?;
     let releases: Vec<String> = store_releases(&home)?
         .into_iter()
         .filter(|release| !releases_before.contains(release))
