@@ -12,6 +12,7 @@ use stackpack_bundle::kit::{unpack_checked, CheckedKit, KitManifest};
 
 use crate::error::{io, Error, Result};
 use crate::home::Home;
+use crate::release::stored::Staged;
 use crate::store::{self, Imported};
 
 /// What a kit import did.
@@ -58,10 +59,14 @@ pub fn import(home: &Home, source: &Path, upgrade_runner: bool) -> Result<KitImp
         (false, _) => None,
     };
     let imported = if kit.manifest.omitted.is_empty() {
-        store::import(home, &kit.bundles())?
+        store::import(home, &kit.bundles(), &mut Staged::default())?
     } else {
-        store::import_filling(home, &kit.bundles(), &kit.manifest.omitted, |missing| {
-            Error::refused(format!(
+        store::import_filling(
+            home,
+            &kit.bundles(),
+            &kit.manifest.omitted,
+            |missing| {
+                Error::refused(format!(
                 "this kit was made for customer `{}` and leaves out layer `{missing}`, which this runner's store does not hold: nothing was imported",
                 kit.manifest.made_for.as_deref().unwrap_or("?")
             ))
@@ -70,7 +75,9 @@ pub fn import(home: &Home, source: &Path, upgrade_runner: bool) -> Result<KitImp
                 "ask your vendor for a whole kit (`stackpack kit {}` without `--for`)",
                 kit.manifest.release
             ))
-        })?
+            },
+            &mut Staged::default(),
+        )?
     };
     let runner = match candidate {
         Some(candidate) => install(candidate)?,

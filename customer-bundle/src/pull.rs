@@ -102,7 +102,12 @@ pub fn pull(
         other => Error::refused(other.to_string()),
     })?;
     check_freshness(home, &remote, bundle, &keys)?;
-    import_pulled(home, &staged, &bundle.repository)
+    import_pulled(
+        home,
+        &staged,
+        &bundle.repository,
+        &mut crate::release::stored::Staged::default(),
+    )
 }
 
 /// The reference names a repository or a version the registry does not have: the

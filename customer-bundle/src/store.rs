@@ -175,8 +175,28 @@ pub fn staging(home: &Home) -> Result<(tempfile::TempDir, ImageLayout)> {
     Ok((dir, layout))
 }
 
-/// Imports every bundle of the layout at `source` (a folder, or a tar file of one).
-pub fn import(home: &Home, source: &Path) -> Result<Vec<Imported>> {
+/// What a staging layout holds beside its bundles and channel statements (its
+/// releases), which the module that knows it verifies and adds: verified before the
+/// bundles are (it may stage entries for them), and added after every bundle, so it
+/// is never findable without what it pins.
+pub trait Beside {
+    /// Verifies what of it `staged` holds, keeping it for [`Beside::add`]; an error
+    /// refuses the whole import.
+    fn verify(&mut self, home: &Home, staged: &ImageLayout) -> Result<()>;
+
+    /// Adds what [`Beside::verify`] kept, once every bundle is in the store.
+    fn add(&mut self, copier: &mut Copier) -> Result<()>;
+
+    /// The repository a bundle of `stack` pulled from `pulled_from` is signed for:
+    /// `pulled_from` itself, unless what is beside it says otherwise.
+    fn signed_for(&self, pulled_from: &str, _stack: &str) -> String {
+        pulled_from.to_string()
+    }
+}
+
+/// Imports every bundle of the layout at `source` (a folder, or a tar file of one),
+/// and what `beside` finds beside them.
+pub fn import(home: &Home, source: &Path, beside: &mut dyn Beside) -> Result<Vec<Imported>> {
     let metadata = std::fs::metadata(source)
         .map_err(|e| Error::usage(format!("cannot read `{}`: {e}", source.display())))?;
     if metadata.is_dir() {
@@ -185,11 +205,11 @@ pub fn import(home: &Home, source: &Path) -> Result<Vec<Imported>> {
                 "give the folder `stackpack build --out DIR` or `stackpack export` wrote, or a tar of it",
             )
         })?;
-        import_layout(home, &staged)
+        import_layout(home, &staged, beside)
     } else {
         let (staging, _) = staging(home)?;
         let staged = unpack_layout_tar(source, staging.path())?;
-        import_layout(home, &staged).map_err(|e| named_as(e, staging.path(), source))
+        import_layout(home, &staged, beside).map_err(|e| named_as(e, staging.path(), source))
     }
 }
 
@@ -203,6 +223,7 @@ pub fn import_filling(
     source: &Path,
     omitted: &[Digest],
     missing: impl Fn(&Digest) -> Error,
+    beside: &mut dyn Beside,
 ) -> Result<Vec<Imported>> {
     let (staging, _) = staging(home)?;
     let staged = unpack_layout_tar(source, staging.path())?;
@@ -212,7 +233,7 @@ pub fn import_filling(
             return Err(missing(digest));
         }
     }
-    import_layout(home, &staged).map_err(|e| named_as(e, staging.path(), source))
+    import_layout(home, &staged, beside).map_err(|e| named_as(e, staging.path(), source))
 }
 
 /// `error` with the staging folder (deleted once the import ends) named as the file
@@ -230,8 +251,12 @@ fn named_as(error: Error, staging: &Path, source: &Path) -> Error {
 
 /// Imports a layout a user gave: its blobs are copied into the store, each hashed
 /// again on the way (the user's file is not trusted between verification and copy).
-pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>> {
-    import_staged(home, staged, Arrival::Copy, None)
+pub fn import_layout(
+    home: &Home,
+    staged: &ImageLayout,
+    beside: &mut dyn Beside,
+) -> Result<Vec<Imported>> {
+    import_staged(home, staged, Arrival::Copy, None, beside)
 }
 
 /// Imports the staging layout `pull` just downloaded into: the runner itself hashed
@@ -239,13 +264,15 @@ pub fn import_layout(home: &Home, staged: &ImageLayout) -> Result<Vec<Imported>>
 /// again, so blobs are moved (renamed) into the store instead of being copied and
 /// hashed a third time. Nothing enters the store unless every bundle verifies and
 /// is signed for `pulled_from` (the repository path it came from, without the host),
-/// or for the vendor repository `[policy] mirrors` says that one copies.
+/// or for the vendor repository `[policy] mirrors` says that one copies (as
+/// [`Beside::signed_for`] reads it).
 pub fn import_pulled(
     home: &Home,
     staged: &ImageLayout,
     pulled_from: &str,
+    beside: &mut dyn Beside,
 ) -> Result<Vec<Imported>> {
-    import_staged(home, staged, Arrival::Move, Some(pulled_from))
+    import_staged(home, staged, Arrival::Move, Some(pulled_from), beside)
 }
 
 /// Refuses a bundle no trusted signature signs for `expected`: a bundle signed for
@@ -301,13 +328,14 @@ fn import_staged(
     staged: &ImageLayout,
     arrival: Arrival,
     pulled_from: Option<&str>,
+    beside: &mut dyn Beside,
 ) -> Result<Vec<Imported>> {
-    // 1. Verify everything before anything enters the store: every release (its
-    // signature, its description, that each bundle it pins is the one beside it),
-    // then every bundle.
-    let releases = super::release::stored::verify_staged(home, staged)?;
+    // 1. Verify everything before anything enters the store: what is beside the
+    // bundles (a release: its signature, its description, that each bundle it
+    // pins is the one beside it), then every bundle.
+    beside.verify(home, staged)?;
     let statements = verify_statements(home, staged)?;
-    let verified = verify_staged(home, staged, arrival, pulled_from)?;
+    let verified = verify_staged(home, staged, arrival, pulled_from, &*beside)?;
     // 2. Refuse a different bundle under a version the store already holds.
     let store = home.store()?;
     for bundle in &verified {
@@ -336,10 +364,8 @@ fn import_staged(
         .into_iter()
         .map(|bundle| copier.bundle(bundle))
         .collect::<Result<Vec<_>>>()?;
-    // 4. Releases last: a release is never findable before every bundle it pins.
-    for release in releases {
-        super::release::stored::add(&mut copier, release)?;
-    }
+    // 4. What is beside them last: never findable before every bundle it pins.
+    beside.add(&mut copier)?;
     // 5. Channel statements, which point at releases: kept for `sync` to read.
     for (signed, subject) in statements {
         stackpack_bundle::channel::write_statement(&store, &signed, &subject)?;
@@ -415,6 +441,7 @@ fn verify_staged(
     staged: &ImageLayout,
     arrival: Arrival,
     pulled_from: Option<&str>,
+    beside: &dyn Beside,
 ) -> Result<Vec<VerifiedBundle>> {
     let keys = trusted(home)?;
     let mut bundles = Vec::new();
@@ -448,12 +475,7 @@ fn verify_staged(
                 ..e
             })?;
         if let Some(pulled_from) = pulled_from {
-            // A release's bundles are copied into its repository and stay signed
-            // for their own (`NS/stacks/<stack>`).
-            let pulled_from = match pulled_from.rsplit_once("/releases/") {
-                Some((namespace, _)) => format!("{namespace}/stacks/{stack}"),
-                None => pulled_from.to_string(),
-            };
+            let pulled_from = beside.signed_for(pulled_from, stack);
             let expected = home.config.policy.signed_for(&pulled_from);
             check_signed_repository(&bundle, &pulled_from, &expected)?;
         }
@@ -471,7 +493,7 @@ fn verify_staged(
 /// Copies (or moves) blobs into the store, a copy checked against its digest. A blob
 /// the store already holds is hashed again, and replaced when its content no longer
 /// matches: importing a bundle again repairs it.
-pub(crate) struct Copier<'a> {
+pub struct Copier<'a> {
     pub(crate) from: &'a ImageLayout,
     pub(crate) to: &'a ImageLayout,
     arrival: Arrival,

@@ -4,6 +4,7 @@ use stackpack_terminal::ExitStatus;
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
+use semver::Version;
 use serde_json::json;
 use stackpack_runner::deploy::{self, Options, Report, Request, Target, Ui};
 use stackpack_runner::engine::PlanDetails;
@@ -18,57 +19,182 @@ use crate::cli::{
     ApplyArgs, DestroyArgs, DriftArgs, GlobalArgs, PlanArgs, PlanFormat, RollbackArgs,
 };
 
+/// What `plan`, `apply`, `rollback` and `destroy` act on: a stack, or a release
+/// ([`super::release::Release`]); [`of`] chooses which, once per command.
+pub(super) trait Deployed {
+    fn plan(
+        &self,
+        installation: &Installation,
+        args: &PlanArgs,
+        name: String,
+        version: Version,
+    ) -> Result<ExitStatus>;
+
+    fn apply(
+        &self,
+        installation: &Installation,
+        args: &ApplyArgs,
+        name: String,
+        version: Version,
+    ) -> Result<ExitStatus>;
+
+    fn rollback(
+        &self,
+        installation: &Installation,
+        args: &RollbackArgs,
+        name: String,
+    ) -> Result<ExitStatus>;
+
+    fn destroy(
+        &self,
+        installation: &Installation,
+        args: &DestroyArgs,
+        name: String,
+    ) -> Result<ExitStatus>;
+}
+
+/// A single stack.
+struct Stack;
+
+/// What `name` is here: a release when this home knows it as one (release and
+/// stack names share one namespace), else a stack.
+fn of(installation: &Installation, name: &str) -> Result<&'static dyn Deployed> {
+    Ok(if super::release::is_release(installation, name)? {
+        &super::release::Release
+    } else {
+        &Stack
+    })
+}
+
 pub fn plan(global: &GlobalArgs, args: &PlanArgs) -> Result<ExitStatus> {
     let installation = open_installation(global)?;
-    let deploy = &args.deploy;
-    let (stack, version) = parse_bundle(&deploy.bundle)?;
-    if super::release::is_release(&installation, &stack)? {
-        return super::release::plan(&installation, args, &stack, &version);
-    }
-    let target = Target::Plan {
-        version,
-        inputs: deploy.inputs.clone(),
-    };
-    let mut request = request(stack, target, deploy.wait);
-    request.options = Options {
-        allow_replace: deploy.allow_replace.clone(),
-        plan_out: args.out.clone(),
-        reviewed: None,
-        release: None,
-        engine: None,
-    };
-    let report = run(&installation, request, Confirm::NotAsked)?;
-    if args.format == PlanFormat::Markdown {
-        print!("{}", markdown(&report));
-    } else {
-        print_report(&report, deploy.json);
-    }
-    Ok(ExitStatus::success_if(report.verdict.passed()))
+    let (name, version) = parse_bundle(&args.deploy.bundle)?;
+    of(&installation, &name)?.plan(&installation, args, name, version)
 }
 
 pub fn apply(global: &GlobalArgs, args: &ApplyArgs) -> Result<ExitStatus> {
     let installation = open_installation(global)?;
-    let (stack, version) = parse_bundle(&args.deploy.bundle)?;
-    if super::release::is_release(&installation, &stack)? {
-        return super::release::apply(&installation, args, &stack, &version);
+    let (name, version) = parse_bundle(&args.deploy.bundle)?;
+    of(&installation, &name)?.apply(&installation, args, name, version)
+}
+
+pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<ExitStatus> {
+    let installation = open_installation(global)?;
+    let name = parse_stack(&args.stack)?;
+    of(&installation, &name)?.rollback(&installation, args, name)
+}
+
+/// `destroy`: the person types the customer id (or passes it to `--confirm`), so
+/// that a stack is never destroyed in the wrong account by a slip of the keyboard.
+pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<ExitStatus> {
+    let installation = open_installation(global)?;
+    let name = parse_stack(&args.stack)?;
+    of(&installation, &name)?.destroy(&installation, args, name)
+}
+
+impl Deployed for Stack {
+    fn plan(
+        &self,
+        installation: &Installation,
+        args: &PlanArgs,
+        stack: String,
+        version: Version,
+    ) -> Result<ExitStatus> {
+        let deploy = &args.deploy;
+        let target = Target::Plan {
+            version,
+            inputs: deploy.inputs.clone(),
+        };
+        let mut request = request(stack, target, deploy.wait);
+        request.options = Options {
+            allow_replace: deploy.allow_replace.clone(),
+            plan_out: args.out.clone(),
+            reviewed: None,
+            release: None,
+            engine: None,
+        };
+        let report = run(installation, request, Confirm::NotAsked)?;
+        if args.format == PlanFormat::Markdown {
+            print!("{}", markdown(&report));
+        } else {
+            print_report(&report, deploy.json);
+        }
+        Ok(ExitStatus::success_if(report.verdict.passed()))
     }
-    let confirm = Confirm::from_flag(args.yes)?;
-    let target = Target::Apply {
-        version,
-        inputs: args.deploy.inputs.clone(),
-        allow_downgrade: args.allow_downgrade,
+
+    fn apply(
+        &self,
+        installation: &Installation,
+        args: &ApplyArgs,
+        stack: String,
+        version: Version,
+    ) -> Result<ExitStatus> {
+        let confirm = Confirm::from_flag(args.yes)?;
+        let target = Target::Apply {
+            version,
+            inputs: args.deploy.inputs.clone(),
+            allow_downgrade: args.allow_downgrade,
+        };
+        let mut request = request(stack, target, args.deploy.wait);
+        request.options = Options {
+            allow_replace: args.deploy.allow_replace.clone(),
+            plan_out: None,
+            reviewed: args.plan.clone(),
+            release: None,
+            engine: None,
+        };
+        let report = run(installation, request, confirm)?;
+        print_report(&report, args.deploy.json);
+        Ok(ExitStatus::Success)
+    }
+
+    fn rollback(
+        &self,
+        installation: &Installation,
+        args: &RollbackArgs,
+        stack: String,
+    ) -> Result<ExitStatus> {
+        let confirm = Confirm::from_flag(args.yes)?;
+        let target = Target::Rollback {
+            inputs: args.inputs.clone(),
+        };
+        let report = run(installation, request(stack, target, args.wait), confirm)?;
+        print_report(&report, args.json);
+        Ok(ExitStatus::Success)
+    }
+
+    fn destroy(
+        &self,
+        installation: &Installation,
+        args: &DestroyArgs,
+        stack: String,
+    ) -> Result<ExitStatus> {
+        let customer = installation.config.customer.clone();
+        let confirm = match &args.confirm {
+        Some(given) if *given == customer => Confirm::Yes,
+        Some(given) => {
+            return Err(Error::refused(format!(
+                "`--confirm {given}` does not name this runner's customer: nothing was destroyed"
+            ))
+            .at(format!("`{}`", installation.root.join("runner.toml").display()))
+            .hint("`--confirm` takes the customer id this runner was initialised for; `stackpack-runner status` names the runner's customer"))
+        }
+        None if std::io::stdin().is_terminal() => Confirm::TypeCustomer(customer),
+        None => {
+            return Err(Error::refused(
+                "there is no terminal to confirm the destroy on, and `--confirm CUSTOMER` was not given: nothing was destroyed",
+            )
+            .hint(format!("pass `--confirm {customer}` to destroy without asking")))
+        }
     };
-    let mut request = request(stack, target, args.deploy.wait);
-    request.options = Options {
-        allow_replace: args.deploy.allow_replace.clone(),
-        plan_out: None,
-        reviewed: args.plan.clone(),
-        release: None,
-        engine: None,
-    };
-    let report = run(&installation, request, confirm)?;
-    print_report(&report, args.deploy.json);
-    Ok(ExitStatus::Success)
+        let report = run(
+            installation,
+            request(stack, Target::Destroy, args.wait),
+            confirm,
+        )?;
+        print_report(&report, args.json);
+        Ok(ExitStatus::Success)
+    }
 }
 
 /// A summary for a change request: the bundle, what the plan does to which
@@ -125,21 +251,6 @@ fn markdown(report: &Report) -> String {
     out
 }
 
-pub fn rollback(global: &GlobalArgs, args: &RollbackArgs) -> Result<ExitStatus> {
-    let installation = open_installation(global)?;
-    let stack = parse_stack(&args.stack)?;
-    if super::release::is_release(&installation, &stack)? {
-        return super::release::rollback(&installation, args);
-    }
-    let confirm = Confirm::from_flag(args.yes)?;
-    let target = Target::Rollback {
-        inputs: args.inputs.clone(),
-    };
-    let report = run(&installation, request(stack, target, args.wait), confirm)?;
-    print_report(&report, args.json);
-    Ok(ExitStatus::Success)
-}
-
 pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<ExitStatus> {
     let installation = open_installation(global)?;
     let stack = parse_stack(&args.stack)?;
@@ -155,41 +266,6 @@ pub fn drift(global: &GlobalArgs, args: &DriftArgs) -> Result<ExitStatus> {
     } else {
         ExitStatus::Success
     })
-}
-
-/// `destroy`: the person types the customer id (or passes it to `--confirm`), so
-/// that a stack is never destroyed in the wrong account by a slip of the keyboard.
-pub fn destroy(global: &GlobalArgs, args: &DestroyArgs) -> Result<ExitStatus> {
-    let installation = open_installation(global)?;
-    let stack = parse_stack(&args.stack)?;
-    if super::release::is_release(&installation, &stack)? {
-        return super::release::destroy(&installation, args);
-    }
-    let customer = installation.config.customer.clone();
-    let confirm = match &args.confirm {
-        Some(given) if *given == customer => Confirm::Yes,
-        Some(given) => {
-            return Err(Error::refused(format!(
-                "`--confirm {given}` does not name this runner's customer: nothing was destroyed"
-            ))
-            .at(format!("`{}`", installation.root.join("runner.toml").display()))
-            .hint("`--confirm` takes the customer id this runner was initialised for; `stackpack-runner status` names the runner's customer"))
-        }
-        None if std::io::stdin().is_terminal() => Confirm::TypeCustomer(customer),
-        None => {
-            return Err(Error::refused(
-                "there is no terminal to confirm the destroy on, and `--confirm CUSTOMER` was not given: nothing was destroyed",
-            )
-            .hint(format!("pass `--confirm {customer}` to destroy without asking")))
-        }
-    };
-    let report = run(
-        &installation,
-        request(stack, Target::Destroy, args.wait),
-        confirm,
-    )?;
-    print_report(&report, args.json);
-    Ok(ExitStatus::Success)
 }
 
 fn request(stack: String, target: Target, wait: u64) -> Request {

@@ -8,14 +8,15 @@ use stackpack_bundle::remote::progress::{Bar, Display};
 use stackpack_bundle::remote::Progress;
 use stackpack_bundle::verify::VerifiedBundle;
 use stackpack_runner::pull::RemoteBundle;
+use stackpack_runner::release::stored::Staged;
 use stackpack_runner::{store, Result};
 use stackpack_schema::receipt::Verification;
 
-use super::{open_home, parse_bundle, print_json, quiet, status, table};
+use super::{open_installation, parse_bundle, print_json, quiet, status, table};
 use crate::cli::{GlobalArgs, ImportArgs, PullArgs, VerifyArgs};
 
 pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     if args.upgrade_runner {
         return Err(stackpack_runner::Error::usage(format!(
             "`{}` is not a kit: `--upgrade-runner` takes a kit made by `stackpack kit --runner`",
@@ -28,7 +29,7 @@ pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
         args.source.display()
     ));
     let releases_before = store_releases(&home)?;
-    let imported = store::import(&home, &args.source)?;
+    let imported = store::import(&home, &args.source, &mut Staged::default())?;
     let releases: Vec<String> = store_releases(&home)?
         .into_iter()
         .filter(|release| !releases_before.contains(release))
@@ -51,7 +52,7 @@ fn store_releases(home: &stackpack_runner::home::Home) -> Result<Vec<String>> {
 }
 
 pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     let bundle: RemoteBundle = args.reference.parse()?;
     status(&format!("pulling `{}`", args.reference));
     if stackpack_runner::release::pull::is_release_reference(&bundle) {
@@ -119,7 +120,7 @@ pub(super) fn show_imported(imported: &[store::Imported], releases: &[String], j
 }
 
 pub fn verify(global: &GlobalArgs, args: &VerifyArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     let (stack, version) = parse_bundle(&args.bundle)?;
     let layout = home.store()?;
     let (bundle, verified) = store::verify_recorded(&home, &layout, &stack, &version)?;

@@ -4,11 +4,11 @@ use serde_json::json;
 use stackpack_runner::{deploy, inputs, store, Result};
 use stackpack_terminal::ExitStatus;
 
-use super::{open_home, parse_bundle, print_json};
+use super::{open_installation, parse_bundle, print_json};
 use crate::cli::{CheckInputsArgs, GlobalArgs};
 
 pub fn check_inputs(global: &GlobalArgs, args: &CheckInputsArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     let (stack, version) = parse_bundle(&args.bundle)?;
     let layout = home.store()?;
     let bundle = store::verify_in(&home, &layout, &stack, &version)?;

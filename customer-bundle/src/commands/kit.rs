@@ -5,11 +5,11 @@ use stackpack_runner::kit::{self, RunnerOutcome};
 use stackpack_runner::Result;
 use stackpack_terminal::ExitStatus;
 
-use super::{open_home, print_json, status};
+use super::{open_installation, print_json, status};
 use crate::cli::{GlobalArgs, ImportArgs};
 
 pub fn import(global: &GlobalArgs, args: &ImportArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     status(&format!(
         "checking the kit `{}` (signature, every file's sum) before anything of it is used",
         args.source.display()

@@ -82,7 +82,7 @@ pub fn home_root(global: &GlobalArgs) -> Result<PathBuf> {
     })
 }
 
-pub fn open_home(global: &GlobalArgs) -> Result<Home> {
+fn open_home(global: &GlobalArgs) -> Result<Home> {
     Home::open(&home_root(global)?)
 }
 

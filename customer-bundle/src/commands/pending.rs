@@ -7,11 +7,11 @@ use stackpack_runner::Result;
 use stackpack_terminal::ExitStatus;
 
 use super::sync::named;
-use super::{open_home, print_json, table};
+use super::{open_installation, print_json, table};
 use crate::cli::{GlobalArgs, PendingArgs};
 
 pub fn pending(global: &GlobalArgs, args: &PendingArgs) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     let held = pending::list(&home)?;
     if args.json {
         print_json(&json!({

@@ -16,6 +16,7 @@ use stackpack_runner::{Error, Result};
 use stackpack_schema::plan::Action;
 use stackpack_terminal::ExitStatus;
 
+use super::deploy::Deployed;
 use super::{print_json, quiet, status, table, verbose};
 use crate::cli::{
     ApplyArgs, DeployArgs, DestroyArgs, GlobalArgs, MirrorServicesArgs, PlanArgs, RollbackArgs,
@@ -29,6 +30,49 @@ pub fn is_release(installation: &Installation, name: &str) -> Result<bool> {
     }
     let ledger = installation.ledger()?;
     Ok(!ledger.release_receipts(Some(name))?.is_empty())
+}
+
+/// A release: its stacks planned, applied, rolled back or destroyed together.
+pub(super) struct Release;
+
+impl Deployed for Release {
+    fn plan(
+        &self,
+        installation: &Installation,
+        args: &PlanArgs,
+        name: String,
+        version: Version,
+    ) -> Result<ExitStatus> {
+        plan(installation, args, &name, &version)
+    }
+
+    fn apply(
+        &self,
+        installation: &Installation,
+        args: &ApplyArgs,
+        name: String,
+        version: Version,
+    ) -> Result<ExitStatus> {
+        apply(installation, args, &name, &version)
+    }
+
+    fn rollback(
+        &self,
+        installation: &Installation,
+        args: &RollbackArgs,
+        _name: String,
+    ) -> Result<ExitStatus> {
+        rollback(installation, args)
+    }
+
+    fn destroy(
+        &self,
+        installation: &Installation,
+        args: &DestroyArgs,
+        _name: String,
+    ) -> Result<ExitStatus> {
+        destroy(installation, args)
+    }
 }
 
 fn status_line(line: &str) {
@@ -80,7 +124,7 @@ fn prepare<'a>(
         allow_downgrade: false,
         reviewed: Default::default(),
         force: Default::default(),
-        single_stack: false,
+        part_of: Some(run::reference(release)),
     })
 }
 
@@ -91,7 +135,7 @@ fn load(installation: &Installation, name: &str, version: &Version) -> Result<Ve
     stored::load(installation, name, version)
 }
 
-pub fn plan(
+fn plan(
     installation: &Installation,
     args: &PlanArgs,
     name: &str,
@@ -166,7 +210,7 @@ fn show_plans(planned: &[(String, Planned)], json: bool) {
     }
 }
 
-pub fn apply(
+fn apply(
     installation: &Installation,
     args: &ApplyArgs,
     name: &str,
@@ -278,7 +322,7 @@ fn ask(prompt: &str, expected: &str) -> bool {
     answer.trim() == expected
 }
 
-pub fn rollback(installation: &Installation, args: &RollbackArgs) -> Result<ExitStatus> {
+fn rollback(installation: &Installation, args: &RollbackArgs) -> Result<ExitStatus> {
     let name = &args.stack;
     if !args.inputs.is_empty() {
         return Err(Error::usage(format!(
@@ -314,7 +358,7 @@ pub fn rollback(installation: &Installation, args: &RollbackArgs) -> Result<Exit
     Ok(ExitStatus::Success)
 }
 
-pub fn destroy(installation: &Installation, args: &DestroyArgs) -> Result<ExitStatus> {
+fn destroy(installation: &Installation, args: &DestroyArgs) -> Result<ExitStatus> {
     let name = &args.stack;
     let ledger = installation.ledger()?;
     let version = history::current(ledger, name)?

@@ -11,7 +11,7 @@ use stackpack_runner::receipts;
 use stackpack_runner::state_bucket;
 use stackpack_runner::{Error, Result};
 
-use super::{home_root, open_home, print_json, status, table};
+use super::{home_root, open_installation, print_json, status, table};
 use crate::cli::{BackendArgs, BackendKind, GlobalArgs, InitArgs};
 
 /// `runner.toml`'s `[backend]` the flags ask for.
@@ -149,7 +149,7 @@ fn found_in_bucket(check: &state_bucket::BucketCheck, adopted: &[DeploymentRecor
 }
 
 pub fn trust_add(global: &GlobalArgs, file: &Path, json: bool) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     let (id, new) = home.trust_add(file)?;
     let algorithm = home
         .trusted_keys()?
@@ -168,7 +168,7 @@ pub fn trust_add(global: &GlobalArgs, file: &Path, json: bool) -> Result<ExitSta
 }
 
 pub fn trust_list(global: &GlobalArgs, json: bool) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     let keys = home.trusted_keys()?;
     let origin = |id: &str| home.key_origin(id).unwrap_or_else(|| "-".into());
     if json {
@@ -193,7 +193,7 @@ pub fn trust_list(global: &GlobalArgs, json: bool) -> Result<ExitStatus> {
 }
 
 pub fn trust_remove(global: &GlobalArgs, id: &str, json: bool) -> Result<ExitStatus> {
-    let home = open_home(global)?;
+    let home = open_installation(global)?;
     let removed = home.trust_remove(id)?;
     if json {
         print_json(&json!({"keyId": removed, "removed": true}));

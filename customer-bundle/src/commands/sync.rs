@@ -7,6 +7,7 @@ use serde_json::json;
 use stackpack_runner::home::{self, SyncSource};
 use stackpack_runner::installation::Installation;
 use stackpack_runner::release::run::ReleaseUi;
+use stackpack_runner::sync::deployable;
 use stackpack_runner::sync::pass::{self, Outcome, Pass};
 use stackpack_runner::sync::registry::Registry;
 use stackpack_runner::{Error, Result};
@@ -195,8 +196,5 @@ fn show(outcome: &Outcome, json: bool) {
 
 /// A release by its name; a single stack marked as one.
 pub(super) fn named(kind: ApprovedKind, name: &str) -> String {
-    match kind {
-        ApprovedKind::Release => name.to_string(),
-        ApprovedKind::Stack => format!("{name} (stack)"),
-    }
+    deployable::of(kind).named(name)
 }

@@ -100,7 +100,12 @@ pub fn pull(home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<Vec
     release.artifact_type = Some(media_type::RELEASE_ARTIFACT.into());
     release.annotations = Some(release_entry_annotations(name, version));
     staged.add_entry(release)?;
-    import_pulled(home, &staged, repository)
+    import_pulled(
+        home,
+        &staged,
+        repository,
+        &mut super::stored::Staged::default(),
+    )
 }
 
 /// The attestations of a bundle the release pins (its SBOM and Sigstore bundles),

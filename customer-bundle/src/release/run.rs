@@ -54,21 +54,21 @@ pub struct ReleaseRun<'a> {
     /// Stacks planned even when the ledger says they already run this bundle with
     /// these inputs (to correct drift).
     pub force: BTreeSet<String>,
-    /// A single stack synced as a release of one (see `sync::single`): its
-    /// receipts name no release.
-    pub single_stack: bool,
+    /// The release its stacks' receipts are part of; none for a single stack
+    /// synced as a release of one (see `sync::single`).
+    pub part_of: Option<ReleaseRef>,
+}
+
+/// The reference a receipt of one of `release`'s stacks names it by.
+pub fn reference(release: &VerifiedRelease) -> ReleaseRef {
+    ReleaseRef {
+        name: release.description.name.clone(),
+        version: release.description.version.clone(),
+        digest: release.index_descriptor.digest.clone(),
+    }
 }
 
 impl ReleaseRun<'_> {
-    /// The release its receipts are part of; none for a single stack.
-    pub fn reference(&self) -> Option<ReleaseRef> {
-        (!self.single_stack).then(|| ReleaseRef {
-            name: self.release.description.name.clone(),
-            version: self.release.description.version.clone(),
-            digest: self.release.index_descriptor.digest.clone(),
-        })
-    }
-
     fn upstreams<'s>(&self, stack: &'s StackInputs) -> BTreeSet<&'s str> {
         stack
             .stack
@@ -155,7 +155,7 @@ pub fn plan_to(
             },
             wait: run.wait,
             options: Options {
-                release: run.reference(),
+                release: run.part_of.clone(),
                 plan_out: plans_to.map(|dir| reviewed_plan_path(dir, &name)),
                 engine: run.release.description.engine.clone(),
                 ..Options::default()
@@ -359,7 +359,7 @@ fn try_apply_stack(
         },
         wait: run.wait,
         options: Options {
-            release: run.reference(),
+            release: run.part_of.clone(),
             reviewed: run.reviewed.get(name).cloned(),
             engine: run.release.description.engine.clone(),
             ..Options::default()

@@ -9,12 +9,40 @@ use stackpack_schema::oci::{ImageIndex, ImageManifest};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
-use crate::store::{removed_key, trusted, Copier};
+use crate::store::{removed_key, trusted, Beside, Copier};
+
+/// The releases of a staging layout, imported beside the bundles they pin: verified
+/// before them, added after them.
+#[derive(Default)]
+pub struct Staged(Vec<VerifiedRelease>);
+
+impl Beside for Staged {
+    fn verify(&mut self, home: &Home, staged: &ImageLayout) -> Result<()> {
+        self.0 = verify_staged(home, staged)?;
+        Ok(())
+    }
+
+    fn add(&mut self, copier: &mut Copier) -> Result<()> {
+        for release in std::mem::take(&mut self.0) {
+            add(copier, release)?;
+        }
+        Ok(())
+    }
+
+    /// A release's bundles are copied into its repository and stay signed for
+    /// their own (`NS/stacks/<stack>`).
+    fn signed_for(&self, pulled_from: &str, stack: &str) -> String {
+        match pulled_from.rsplit_once("/releases/") {
+            Some((namespace, _)) => format!("{namespace}/stacks/{stack}"),
+            None => pulled_from.to_string(),
+        }
+    }
+}
 
 /// Every release of the staging layout, verified with the trusted keys. The
 /// bundles they pin are verified by the bundle import beside this; a release whose
 /// bundle is missing, or is not the one it pins, is refused here.
-pub fn verify_staged(home: &Home, staged: &ImageLayout) -> Result<Vec<VerifiedRelease>> {
+fn verify_staged(home: &Home, staged: &ImageLayout) -> Result<Vec<VerifiedRelease>> {
     let found = release::releases_in(staged)?;
     if found.is_empty() {
         return Ok(vec![]);
@@ -133,7 +161,7 @@ fn nothing_imported(error: Error) -> Error {
 /// Copies a verified release's index, description and signatures into the store
 /// (and any service artifact the layout carries), then adds its index entry, last,
 /// so it is never findable without them.
-pub(crate) fn add(copier: &mut Copier, verified: VerifiedRelease) -> Result<()> {
+fn add(copier: &mut Copier, verified: VerifiedRelease) -> Result<()> {
     let staged = copier.from;
     let subject = verified.index_descriptor.digest.clone();
     copier.copy(&subject)?;

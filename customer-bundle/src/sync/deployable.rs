@@ -10,7 +10,7 @@ use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::release::{find_release, releases_in, VerifiedRelease};
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type;
-use stackpack_schema::receipt::ReceiptKind;
+use stackpack_schema::receipt::{ReceiptKind, ReleaseRef};
 use stackpack_schema::rollout::ApprovedKind;
 
 use super::single;
@@ -83,6 +83,13 @@ pub trait Deployable {
 
     /// The versions of `name` the store holds.
     fn versions_held(&self, store: &ImageLayout, name: &str) -> Result<Vec<Version>>;
+
+    /// The release its stacks' receipts name: the release itself, none for a
+    /// single stack (its receipts are its own).
+    fn part_of(&self, release: &VerifiedRelease) -> Option<ReleaseRef>;
+
+    /// How a report names it: a release by its name, a single stack marked as one.
+    fn named(&self, name: &str) -> String;
 
     /// The registry folder it is published under (`NS/<folder>/<name>`).
     fn folder(&self) -> &'static str;
@@ -184,6 +191,14 @@ impl Deployable for Release {
             .collect())
     }
 
+    fn part_of(&self, release: &VerifiedRelease) -> Option<ReleaseRef> {
+        Some(crate::release::run::reference(release))
+    }
+
+    fn named(&self, name: &str) -> String {
+        name.to_string()
+    }
+
     fn folder(&self) -> &'static str {
         "releases"
     }
@@ -270,6 +285,14 @@ impl Deployable for Stack {
 
     fn versions_held(&self, store: &ImageLayout, name: &str) -> Result<Vec<Version>> {
         Ok(store.versions(name)?)
+    }
+
+    fn part_of(&self, _release: &VerifiedRelease) -> Option<ReleaseRef> {
+        None
+    }
+
+    fn named(&self, name: &str) -> String {
+        format!("{name} (stack)")
     }
 
     fn folder(&self) -> &'static str {

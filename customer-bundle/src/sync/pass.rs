@@ -645,7 +645,8 @@ pub fn release_run<'a>(
     reviewed: BTreeMap<String, PathBuf>,
     force: BTreeSet<String>,
 ) -> Result<ReleaseRun<'a>> {
-    let mut stacks = deployable::of(kind).stacks(installation, release, inputs)?;
+    let deployable = deployable::of(kind);
+    let mut stacks = deployable.stacks(installation, release, inputs)?;
     if !reviewed.is_empty() {
         stacks.retain(|s| reviewed.contains_key(&s.stack.name));
     }
@@ -658,7 +659,7 @@ pub fn release_run<'a>(
         allow_downgrade: installation.config.sync.allow_downgrade,
         reviewed,
         force,
-        single_stack: kind == ApprovedKind::Stack,
+        part_of: deployable.part_of(release),
     })
 }
 
