@@ -2,7 +2,7 @@
 //! [`Sql`] runs on SQLite (`rusqlite`) and on PostgreSQL (`postgres`) alike. A
 //! statement is sent as written, never rewritten (issue 42): parameters are `$1`,
 //! `$2`, …, which both take (SQLite as named parameters, bound here by their
-//! number, [`bind_numbered`]); where the two dialects differ (SQLite's planner
+//! number, `bind_numbered`); where the two dialects differ (SQLite's planner
 //! hints), both texts are written out as [`Dialects`] and each backend runs its
 //! own. Parameters are [`Param`]s and rows come back as owned [`Row`]s read by
 //! column name. See `POSTGRES.md` beside this file for what differs and how.
