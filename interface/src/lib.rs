@@ -21,6 +21,7 @@ pub mod json_keys;
 pub mod lockfile;
 pub mod module_source;
 mod parse;
+pub mod parsed;
 pub mod tfvars;
 pub mod types;
 

@@ -101,7 +101,7 @@ const MODULE_META_ARGUMENTS: [&str; 6] = [
 
 /// Parses one native-syntax file into `module`.
 pub fn hcl_file(module: &mut ModuleInterface, file: &str, text: &str) -> Result<(), ParseError> {
-    let body = hcl_edit::parser::parse_body(text).map_err(|e| {
+    let body = crate::parsed::hcl_body(text).map_err(|e| {
         let location = e.location();
         ParseError {
             line: location.line(),

@@ -31,6 +31,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Block, Body};
@@ -138,7 +139,7 @@ pub fn lint_with(
     let read = folders_the_engine_reads(repo_root, options, cache);
     let mut findings = Vec::new();
     for (rel, text) in &texts {
-        let body = bodies.get(rel.as_str());
+        let body = bodies.get(rel.as_str()).map(|body| &**body);
         let shown = shown_to_people(rel, &read);
         secrets(rel, text, shown, &mut findings);
         let in_module = options
@@ -183,12 +184,12 @@ pub fn lint_with(
 }
 
 /// The `.tf` files of `texts` that parse, by repository-relative path.
-fn parsed_bodies(texts: &BTreeMap<String, String>) -> BTreeMap<&str, Body> {
+fn parsed_bodies(texts: &BTreeMap<String, String>) -> BTreeMap<&str, Rc<Body>> {
     texts
         .iter()
         .filter(|(rel, _)| rel.ends_with(".tf"))
         .filter_map(|(rel, text)| {
-            let body = hcl_edit::parser::parse_body(text).ok()?;
+            let body = stackpack_interface::parsed::hcl_body(text).ok()?;
             Some((rel.as_str(), body))
         })
         .collect()
@@ -591,7 +592,7 @@ fn could_be_ephemeral(
     dir: &str,
     module: &ModuleInterface,
     engine: Option<EngineName>,
-    bodies: &BTreeMap<&str, Body>,
+    bodies: &BTreeMap<&str, Rc<Body>>,
     out: &mut Vec<Finding>,
 ) {
     let Some((required, _)) = &module.required_version else {
@@ -612,7 +613,7 @@ fn could_be_ephemeral(
             rel.strip_prefix(&prefix)
                 .is_some_and(|name| !name.contains('/') && name.ends_with(".tf"))
         })
-        .map(|(_, body)| body)
+        .map(|(_, body)| &**body)
         .collect();
     let engine_name = match engine {
         Some(EngineName::Terraform) => "Terraform >= 1.10",

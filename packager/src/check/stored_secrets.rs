@@ -47,7 +47,7 @@ pub fn stored_secrets(
     dir: &str,
     module: &ModuleInterface,
     texts: &BTreeMap<String, String>,
-    bodies: &BTreeMap<&str, Body>,
+    bodies: &BTreeMap<&str, std::rc::Rc<Body>>,
     out: &mut Vec<Finding>,
 ) {
     let sensitive: Vec<&str> = module
@@ -130,7 +130,7 @@ mod tests {
         .unwrap();
         let texts = BTreeMap::from([("stacks/db/main.tf".to_string(), text.to_string())]);
         let body = hcl_edit::parser::parse_body(text).unwrap();
-        let bodies = BTreeMap::from([("stacks/db/main.tf", body)]);
+        let bodies = BTreeMap::from([("stacks/db/main.tf", std::rc::Rc::new(body))]);
         let mut out = Vec::new();
         stored_secrets("stacks/db", &module, &texts, &bodies, &mut out);
         out
