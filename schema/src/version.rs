@@ -146,6 +146,22 @@ pub fn next_prerelease(base: &Version, slug: &str, existing: &[Version]) -> Vers
     version
 }
 
+/// The prerelease after `taken` on its own line (`base-<slug>.<n>`) that none of
+/// `existing` (nor `taken`) holds: what a publish that lost its number to another
+/// takes next.
+pub fn next_prerelease_past(taken: &Version, existing: &[Version]) -> Version {
+    let slug = taken
+        .pre
+        .as_str()
+        .rsplit_once('.')
+        .map(|(slug, _)| slug)
+        .unwrap_or_default();
+    let base = Version::new(taken.major, taken.minor, taken.patch);
+    let mut held = existing.to_vec();
+    held.push(taken.clone());
+    next_prerelease(&base, slug, &held)
+}
+
 /// The next stable version: the last stable bumped, or `initial` for a first release.
 pub fn next_stable(existing: &[Version], bump: Bump, initial: &Version) -> Version {
     match latest_stable(existing) {
@@ -178,6 +194,14 @@ pub fn next_version(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_prerelease_past_a_lost_number_is_past_every_number_held_on_its_line() {
+        let taken = v("1.2.0-feat.3");
+        let held = [v("1.2.0-feat.4"), v("1.2.0-other.9"), v("1.3.0-feat.7")];
+        assert_eq!(next_prerelease_past(&taken, &held), v("1.2.0-feat.5"));
+        assert_eq!(next_prerelease_past(&taken, &[]), v("1.2.0-feat.4"));
+    }
 
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()

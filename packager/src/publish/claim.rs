@@ -225,20 +225,12 @@ fn stable_conflict(
 
 /// The next prerelease number on the same line that no tag holds yet.
 fn next_free_prerelease(remote: &Remote, repository: &str, taken: &Version) -> Result<Version> {
-    let mut existing: Vec<Version> = remote
+    let existing: Vec<Version> = remote
         .tags(repository)?
         .iter()
         .filter_map(|t| Version::parse(t).ok())
         .collect();
-    existing.push(taken.clone());
-    let slug = taken
-        .pre
-        .as_str()
-        .rsplit_once('.')
-        .map(|(slug, _)| slug.to_string())
-        .unwrap_or_default();
-    let base = Version::new(taken.major, taken.minor, taken.patch);
-    Ok(version::next_prerelease(&base, &slug, &existing))
+    Ok(version::next_prerelease_past(taken, &existing))
 }
 
 /// Writes `tag`, lets it settle, and reads it back: the digest it holds now.

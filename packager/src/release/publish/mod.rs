@@ -175,16 +175,8 @@ fn next_free_prerelease(
     repository: &str,
     taken: &Version,
 ) -> Result<Version> {
-    let mut existing = fetch::release_versions(destination.remote, repository)?;
-    existing.push(taken.clone());
-    let slug = taken
-        .pre
-        .as_str()
-        .rsplit_once('.')
-        .map(|(slug, _)| slug.to_string())
-        .unwrap_or_default();
-    let base = Version::new(taken.major, taken.minor, taken.patch);
-    Ok(version::next_prerelease(&base, &slug, &existing))
+    let existing = fetch::release_versions(destination.remote, repository)?;
+    Ok(version::next_prerelease_past(taken, &existing))
 }
 
 /// Writes `description` as a release index into the local layout, its description
