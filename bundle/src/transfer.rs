@@ -142,10 +142,7 @@ pub fn pull_bundle_reusing(
     let signatures = signatures_among(&referrers);
     trusted_signer(layout, &signatures, &digest, stack, version, trust)?;
     // Every blob the manifest lists, whatever its media type.
-    let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
-        .chain(&manifest.layers)
-        .cloned()
-        .collect();
+    let blobs: Vec<Descriptor> = manifest.blobs().cloned().collect();
     if let Some(have) = have {
         copy_blobs_already_here(&blobs, have, layout, progress.as_ref())?;
     }
@@ -242,8 +239,8 @@ pub fn pull_referrers(
         if manifest.subject.as_ref().map(|s| &s.digest) != Some(digest) {
             continue;
         }
-        let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
-            .chain(&manifest.layers)
+        let blobs: Vec<Descriptor> = manifest
+            .blobs()
             .filter(|blob| blob.size <= crate::attest::MAX_ATTESTATION_SIZE)
             .cloned()
             .collect();

@@ -79,6 +79,11 @@ pub struct ImageManifest {
 }
 
 impl ImageManifest {
+    /// The blobs the manifest names: its config, then its layers.
+    pub fn blobs(&self) -> impl Iterator<Item = &Descriptor> {
+        std::iter::once(&self.config).chain(&self.layers)
+    }
+
     /// The artifact type as the spec defines it: `artifactType`, else the config's
     /// media type.
     pub fn effective_artifact_type(&self) -> &str {

@@ -144,7 +144,7 @@ fn check_present(store: &ImageLayout, digest: &Digest) -> std::result::Result<()
             .read_blob(&child, MAX_MANIFEST_SIZE)
             .map_err(|_| child.clone())?;
         let manifest: ImageManifest = serde_json::from_slice(&bytes).map_err(|_| child.clone())?;
-        for blob in std::iter::once(&manifest.config).chain(&manifest.layers) {
+        for blob in manifest.blobs() {
             if !intact(&blob.digest) {
                 return Err(blob.digest.clone());
             }

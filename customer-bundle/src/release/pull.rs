@@ -187,10 +187,7 @@ fn manifest_with_blobs(
             "`{repository}@{digest}` is not an OCI image manifest: {e}"
         ))
     })?;
-    let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
-        .chain(&manifest.layers)
-        .cloned()
-        .collect();
+    let blobs: Vec<Descriptor> = manifest.blobs().cloned().collect();
     remote.pull_blobs(repository, &blobs, staged, None)?;
     staged.write_blob(&bytes)?;
     Ok(manifest)

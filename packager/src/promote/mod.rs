@@ -459,8 +459,8 @@ pub fn pull_statements(
                 continue;
             }
         };
-        let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
-            .chain(&manifest.layers)
+        let blobs: Vec<Descriptor> = manifest
+            .blobs()
             .filter(|blob| blob.size <= stackpack_bundle::channel::STATEMENT_LIMIT)
             .cloned()
             .collect();

@@ -173,10 +173,7 @@ fn pull_manifest_tree(
     } else {
         let manifest: ImageManifest = serde_json::from_slice(&bytes)
             .map_err(|e| Error::refused(format!("`{}` is not a manifest: {e}", entry.digest)))?;
-        let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
-            .chain(&manifest.layers)
-            .cloned()
-            .collect();
+        let blobs: Vec<Descriptor> = manifest.blobs().cloned().collect();
         remote.pull_blobs(repository, &blobs, layout, None)?;
     }
     layout.write_blob(&bytes)?;

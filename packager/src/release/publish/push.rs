@@ -139,10 +139,7 @@ fn push_part(
         // mount each one instead of uploading it.
         let manifest: ImageManifest = serde_json::from_slice(&bytes)
             .map_err(|e| Error::refused(format!("`{}` is not a manifest: {e}", entry.digest)))?;
-        let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
-            .chain(&manifest.layers)
-            .cloned()
-            .collect();
+        let blobs: Vec<Descriptor> = manifest.blobs().cloned().collect();
         remote.push_blobs(from, layout, &blobs, None)?;
     }
     let pushed = push_manifest_with_blobs(

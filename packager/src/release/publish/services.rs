@@ -162,10 +162,7 @@ fn copy_manifest(
         )));
     }
     let manifest: ImageManifest = parse(&bytes, name)?;
-    let blobs: Vec<Descriptor> = std::iter::once(&manifest.config)
-        .chain(&manifest.layers)
-        .cloned()
-        .collect();
+    let blobs: Vec<Descriptor> = manifest.blobs().cloned().collect();
     remote.pull_blobs(&source.repository, &blobs, layout, None)?;
     layout.write_blob(&bytes)?;
     Ok(manifest)
