@@ -9,6 +9,7 @@ use stackpack_bundle::remote::Progress;
 use stackpack_bundle::verify::VerifiedBundle;
 use stackpack_runner::pull::RemoteBundle;
 use stackpack_runner::release::stored::Staged;
+use stackpack_runner::sync::deployable;
 use stackpack_runner::{store, Result};
 use stackpack_schema::receipt::Verification;
 
@@ -55,15 +56,6 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
     let home = open_installation(global)?;
     let bundle: RemoteBundle = args.reference.parse()?;
     status(&format!("pulling `{}`", args.reference));
-    if stackpack_runner::release::pull::is_release_reference(&bundle) {
-        let imported = stackpack_runner::release::pull::pull(&home, &bundle, args.insecure)?;
-        let release = format!("{}@{}", bundle.stack, bundle.version);
-        status(&format!(
-            "release `{release}` verified and imported with every bundle it pins"
-        ));
-        show_imported(&imported, &[release], args.json);
-        return Ok(ExitStatus::Success);
-    }
     // A bar on a terminal, plain lines in CI logs, nothing with `--quiet`.
     let progress: Option<Progress> = (!quiet()).then(|| {
         let display = if std::io::stderr().is_terminal() {
@@ -73,8 +65,13 @@ pub fn pull(global: &GlobalArgs, args: &PullArgs) -> Result<ExitStatus> {
         };
         Bar::new(bundle.stack.clone(), "pulled", display) as Progress
     });
-    let imported = stackpack_runner::pull::pull(&home, &bundle, args.insecure, progress)?;
-    show_imported(&imported, &[], args.json);
+    let pulled = deployable::of_reference(&bundle).pull(&home, &bundle, args.insecure, progress)?;
+    for release in &pulled.releases {
+        status(&format!(
+            "release `{release}` verified and imported with every bundle it pins"
+        ));
+    }
+    show_imported(&pulled.imported, &pulled.releases, args.json);
     Ok(ExitStatus::Success)
 }
 

@@ -19,14 +19,6 @@ use crate::home::Home;
 use crate::pull::RemoteBundle;
 use crate::store::{import_pulled, staging, Imported};
 
-/// Whether a pull reference names a release (`NS/releases/NAME`).
-pub fn is_release_reference(reference: &RemoteBundle) -> bool {
-    reference
-        .repository
-        .rsplit_once('/')
-        .is_some_and(|(parent, _)| parent == "releases" || parent.ends_with("/releases"))
-}
-
 /// Pulls the release `reference` names and imports it, verified, with its bundles.
 pub fn pull(home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<Vec<Imported>> {
     let name = &reference.stack;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use semver::Version;
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_bundle::release::{find_release, releases_in, VerifiedRelease};
+use stackpack_bundle::remote::Progress;
 use stackpack_schema::digest::Digest;
 use stackpack_schema::media_type;
 use stackpack_schema::receipt::{ReceiptKind, ReleaseRef};
@@ -23,6 +24,7 @@ use crate::release::receipt::StackResult;
 use crate::release::run::StackRun;
 use crate::release::wiring::{self, StackInputs};
 use crate::release::{history, ops, stored};
+use crate::store::Imported;
 
 /// What a release and a single stack share in a pass.
 pub trait Deployable {
@@ -97,8 +99,15 @@ pub trait Deployable {
     /// The media type of what a channel statement about it approves.
     fn media_type(&self) -> &'static str;
 
-    /// Pulls it from `reference` into the store, verified.
-    fn pull(&self, home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<()>;
+    /// Pulls it from `reference` into the store, verified: the bundles imported, and
+    /// the releases (`NAME@VERSION`) it added. `progress` follows a bundle's layers.
+    fn pull(
+        &self,
+        home: &Home,
+        reference: &RemoteBundle,
+        insecure: bool,
+        progress: Option<Progress>,
+    ) -> Result<Pulled>;
 
     /// What `path`, named as its inputs in the desired state, should be and the
     /// hint, when it is not that (a release's folder, a single stack's file).
@@ -111,11 +120,33 @@ pub struct Release;
 /// A single stack, synced as a release of one: its own receipts, no release's.
 pub struct Stack;
 
+/// What a pull brought into the store.
+pub struct Pulled {
+    /// Every bundle imported (or found there already).
+    pub imported: Vec<Imported>,
+    /// The releases it added, `NAME@VERSION` (none for a single stack).
+    pub releases: Vec<String>,
+}
+
 /// The implementation for what a target or a pending approval names.
 pub fn of(kind: ApprovedKind) -> &'static dyn Deployable {
     match kind {
         ApprovedKind::Release => &Release,
         ApprovedKind::Stack => &Stack,
+    }
+}
+
+/// The implementation for what a pull reference names: a release's repository is
+/// `NS/releases/NAME`, a stack's anything else (`NS/stacks/NAME`, a mirror's path).
+pub fn of_reference(reference: &RemoteBundle) -> &'static dyn Deployable {
+    let parent = reference
+        .repository
+        .rsplit_once('/')
+        .map(|(parent, _)| parent);
+    if parent.is_some_and(|p| p == "releases" || p.ends_with("/releases")) {
+        &Release
+    } else {
+        &Stack
     }
 }
 
@@ -207,9 +238,17 @@ impl Deployable for Release {
         media_type::OCI_INDEX
     }
 
-    fn pull(&self, home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<()> {
-        crate::release::pull::pull(home, reference, insecure)?;
-        Ok(())
+    fn pull(
+        &self,
+        home: &Home,
+        reference: &RemoteBundle,
+        insecure: bool,
+        _progress: Option<Progress>,
+    ) -> Result<Pulled> {
+        Ok(Pulled {
+            imported: crate::release::pull::pull(home, reference, insecure)?,
+            releases: vec![format!("{}@{}", reference.stack, reference.version)],
+        })
     }
 
     fn missing_inputs(&self, path: &Path) -> Option<(&'static str, &'static str)> {
@@ -303,9 +342,17 @@ impl Deployable for Stack {
         media_type::OCI_MANIFEST
     }
 
-    fn pull(&self, home: &Home, reference: &RemoteBundle, insecure: bool) -> Result<()> {
-        crate::pull::pull(home, reference, insecure, None)?;
-        Ok(())
+    fn pull(
+        &self,
+        home: &Home,
+        reference: &RemoteBundle,
+        insecure: bool,
+        progress: Option<Progress>,
+    ) -> Result<Pulled> {
+        Ok(Pulled {
+            imported: crate::pull::pull(home, reference, insecure, progress)?,
+            releases: Vec::new(),
+        })
     }
 
     fn missing_inputs(&self, path: &Path) -> Option<(&'static str, &'static str)> {

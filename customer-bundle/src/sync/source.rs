@@ -481,7 +481,8 @@ fn pull(
         stack: name.to_string(),
         version: version.clone(),
     };
-    deployable::of(kind).pull(home, &reference, registry.insecure)
+    deployable::of(kind).pull(home, &reference, registry.insecure, None)?;
+    Ok(())
 }
 
 /// The newest statement for `name` on `channel` that the registry holds as a
