@@ -671,16 +671,12 @@ impl Engine {
         semver::Version::parse(&self.version).unwrap_or_else(|_| semver::Version::new(99, 0, 0))
     }
 
-    /// Whether this engine knows `check` blocks (Terraform 1.5, every OpenTofu):
-    /// before them a state holds no check results, and the state need not be read
-    /// for them (some old engines cannot show a state at all, only a plan).
-    pub fn has_check_blocks(&self) -> bool {
-        self.name != EngineName::Terraform || self.semver() >= semver::Version::new(1, 5, 0)
-    }
-
-    /// `show -json` of the state, as the last apply left it.
-    pub fn show_state(&self, dir: &Path) -> Result<serde_json::Value> {
-        self.run_json(dir, &["show", "-no-color", "-json"], "show")
+    /// The state as the last apply left it, from `state pull` (which, unlike
+    /// `show -json`, starts no provider).
+    pub fn applied_state(&self, dir: &Path) -> Result<crate::applied_state::AppliedState> {
+        let output = self.run_ok(dir, &["state".into(), "pull".into()], true, "state pull")?;
+        crate::applied_state::AppliedState::parse(&output.stdout)
+            .map_err(|e| Error::refused(format!("cannot read `{} state pull`: {e}", self.name)))
     }
 
     /// Which state a plan is made against: `state pull`'s lineage and serial, or

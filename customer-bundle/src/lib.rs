@@ -41,6 +41,7 @@
 //! - [`support_bundle`]: what support needs from this home, secrets left out.
 //! - [`files`]: the file helpers they share (private files, folders, work folders).
 
+pub mod applied_state;
 pub mod attested;
 pub mod carried_engine;
 pub mod deploy;

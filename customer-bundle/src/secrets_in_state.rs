@@ -1,5 +1,5 @@
 //! No secret left in state: after an apply the runner reads the state the engine
-//! shows (`show -json`) and looks for the values of the sensitive inputs it passed.
+//! stored (`state pull`, [`AppliedState`]) and looks for the values of the sensitive inputs it passed.
 //! `sensitive = true` hides a value from plans and logs, but the state file still
 //! holds it in plain text wherever a resource stored it.
 //!
@@ -16,6 +16,7 @@ use stackpack_schema::interface::Interface;
 
 use stackpack_schema::receipt::Receipt;
 
+use super::applied_state::AppliedState;
 use super::error::Error;
 use super::inputs::Inputs;
 
@@ -63,15 +64,14 @@ fn text_leaves(value: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// Where `secrets` appear in `state` (`show -json` of the state): a text attribute
+/// Where `secrets` appear in `state` (its outputs and instances): a text attribute
 /// equal to a secret or containing it (a JSON document, a connection string).
-pub fn find(state: &Value, secrets: &[(String, String)]) -> Vec<Found> {
+pub fn find(state: &AppliedState, secrets: &[(String, String)]) -> Vec<Found> {
     let mut found = Vec::new();
     if secrets.is_empty() {
         return found;
     }
-    let values = &state["values"];
-    if let Some(outputs) = values["outputs"].as_object() {
+    if let Some(outputs) = state.outputs.as_object() {
         for (name, output) in outputs {
             look(
                 &output["value"],
@@ -82,13 +82,14 @@ pub fn find(state: &Value, secrets: &[(String, String)]) -> Vec<Found> {
             );
         }
     }
-    let mut modules = vec![&values["root_module"]];
-    while let Some(module) = modules.pop() {
-        for resource in module["resources"].as_array().into_iter().flatten() {
-            let address = resource["address"].as_str().unwrap_or("?");
-            look(&resource["values"], address, "", secrets, &mut found);
-        }
-        modules.extend(module["child_modules"].as_array().into_iter().flatten());
+    for instance in &state.instances {
+        look(
+            &instance.attributes,
+            &instance.address,
+            "",
+            secrets,
+            &mut found,
+        );
     }
     found.sort_by(|a, b| (&a.address, &a.attribute).cmp(&(&b.address, &b.attribute)));
     found.dedup();
@@ -161,28 +162,19 @@ pub const HINT: &str = "the stack stores a secret in state: ask the vendor to ke
 
 /// After an apply: the secrets the state holds, each shown as a warning when the
 /// policy only warns (a denial is the caller's error, once the receipt is kept).
-/// `state` is the state's `show -json` when the caller read it already.
 pub fn after_apply(
-    engine: &super::engine::Engine,
-    dir: &std::path::Path,
-    state: Option<&serde_json::Value>,
+    state: &AppliedState,
     secrets: &[(String, String)],
     policy: super::home::SecretsInState,
     status: &dyn Fn(&str),
-) -> super::error::Result<Vec<Found>> {
-    if secrets.is_empty() {
-        return Ok(Vec::new());
-    }
-    let found = match state {
-        Some(state) => find(state, secrets),
-        None => find(&engine.show_state(dir)?, secrets),
-    };
+) -> Vec<Found> {
+    let found = find(state, secrets);
     if policy == super::home::SecretsInState::Warn {
         for f in &found {
             status(&format!("warning: {}", describe(f)));
         }
     }
-    Ok(found)
+    found
 }
 
 /// The error of an apply denied for the secrets it left in the state: the receipt
@@ -205,13 +197,19 @@ mod tests {
 
     #[test]
     fn secrets_are_found_by_address_and_attribute_and_short_values_are_skipped() {
-        let state = serde_json::json!({"values": {
-            "outputs": {"dsn": {"value": "postgres://app:hunter2-long-secret@db/x", "sensitive": true}},
-            "root_module": {
-                "resources": [{"address": "terraform_data.a", "values": {"input": {"tags": ["x", "hunter2-long-secret"]}, "id": "prod"}}],
-                "child_modules": [{"resources": [{"address": "module.db.aws_db_instance.this", "values": {"password": "hunter2-long-secret"}}]}]
-            }
-        }});
+        let state = AppliedState::parse(
+            &serde_json::json!({
+                "outputs": {"dsn": {"value": "postgres://app:hunter2-long-secret@db/x", "type": "string", "sensitive": true}},
+                "resources": [
+                    {"mode": "managed", "type": "terraform_data", "name": "a",
+                     "instances": [{"attributes": {"input": {"tags": ["x", "hunter2-long-secret"]}, "id": "prod"}}]},
+                    {"module": "module.db", "mode": "managed", "type": "aws_db_instance", "name": "this",
+                     "instances": [{"attributes": {"password": "hunter2-long-secret"}}]}
+                ]
+            })
+            .to_string(),
+        )
+        .unwrap();
         let mut interface = Interface::default();
         for (name, sensitive) in [("db_password", true), ("short", true), ("plain", false)] {
             interface.inputs.push(stackpack_schema::interface::Input {

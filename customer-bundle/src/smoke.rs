@@ -19,6 +19,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::error::{Error, Result};
+use crate::applied_state::CheckResult;
 
 /// One assertion on outputs.
 #[derive(Clone, Debug, Deserialize)]
@@ -100,34 +101,20 @@ pub fn check_outputs(assertions: &[Assertion], outputs: &serde_json::Value) -> V
     failures
 }
 
-/// The failed `check` blocks in `show -json` of the state after an apply.
-pub fn check_blocks(state: &serde_json::Value) -> Vec<Failure> {
-    let mut failures = Vec::new();
-    for check in state["checks"].as_array().into_iter().flatten() {
-        if check["address"]["kind"] != "check" || check["status"] != "fail" {
-            continue;
-        }
-        let name = check["address"]["to_display"]
-            .as_str()
-            .unwrap_or("check")
-            .to_string();
-        let problems: Vec<String> = check["instances"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|i| i["problems"].as_array().cloned().unwrap_or_default())
-            .filter_map(|p| p["message"].as_str().map(str::to_string))
-            .collect();
-        failures.push(Failure {
-            check: name,
-            message: if problems.is_empty() {
+/// The failed `check` blocks in the state after an apply.
+pub fn check_blocks(checks: &[CheckResult]) -> Vec<Failure> {
+    checks
+        .iter()
+        .filter(|check| check.kind == "check" && check.status == "fail")
+        .map(|check| Failure {
+            check: check.address.clone(),
+            message: if check.messages.is_empty() {
                 "failed".into()
             } else {
-                problems.join("; ")
+                check.messages.join("; ")
             },
-        });
-    }
-    failures
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -166,18 +153,30 @@ condition = "output.nothing == 1"
 
     #[test]
     fn failed_check_blocks_are_read_from_the_state() {
-        let state = json!({"checks": [
-            {"address": {"kind": "check", "name": "ok", "to_display": "check.ok"}, "status": "pass"},
-            {"address": {"kind": "check", "name": "web", "to_display": "check.web"}, "status": "fail",
-             "instances": [{"problems": [{"message": "the site is down"}]}]},
-            {"address": {"kind": "var", "to_display": "var.x"}, "status": "fail"}
-        ]});
+        let result = |kind: &str, address: &str, status: &str, messages: &[&str]| CheckResult {
+            kind: kind.into(),
+            address: address.into(),
+            status: status.into(),
+            messages: messages.iter().map(|m| m.to_string()).collect(),
+        };
+        let checks = [
+            result("check", "check.ok", "pass", &[]),
+            result("check", "check.web", "fail", &["the site is down"]),
+            result("check", "check.db", "fail", &[]),
+            result("var", "var.x", "fail", &["bad"]),
+        ];
         assert_eq!(
-            check_blocks(&state),
-            vec![Failure {
-                check: "check.web".into(),
-                message: "the site is down".into()
-            }]
+            check_blocks(&checks),
+            vec![
+                Failure {
+                    check: "check.web".into(),
+                    message: "the site is down".into()
+                },
+                Failure {
+                    check: "check.db".into(),
+                    message: "failed".into()
+                }
+            ]
         );
     }
 }

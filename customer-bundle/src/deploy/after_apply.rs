@@ -5,14 +5,14 @@ use std::path::Path;
 use super::context::{Context, Workspace};
 use super::record::Found;
 use super::request::{Target, Ui};
+use crate::applied_state::AppliedState;
 use crate::error::Result;
 use crate::secrets_in_state;
 use crate::smoke;
 
 /// What the apply left: its outputs (`None` after a destroy), the secrets in the
-/// state and the smoke checks. One `show -json` of the state, where the engine can
-/// show one, gives all three (it was three engine runs); older engines answer
-/// `output -json` instead.
+/// state and the smoke checks. One `state pull` gives all three (it was three
+/// engine runs, then a `show -json` that started every provider once more).
 pub(super) fn after_apply(
     context: &Context,
     run: &Workspace,
@@ -21,54 +21,29 @@ pub(super) fn after_apply(
 ) -> Result<Option<serde_json::Value>> {
     let Workspace { engine, dir, .. } = *run;
     let request = context.request;
-    let state = match request.target {
-        Target::Destroy => None,
-        _ if engine.has_check_blocks() => Some(engine.show_state(dir)?),
-        _ => None,
-    };
-    let outputs = match (&request.target, &state) {
-        (Target::Destroy, _) => None,
-        (_, Some(state)) => Some(outputs_of_state(state)),
-        (_, None) => Some(engine.outputs(dir)?),
-    };
-    if outputs.is_some() {
-        let policy = context.home.config.policy.secrets_in_state;
-        found.secrets = secrets_in_state::after_apply(
-            engine,
-            dir,
-            state.as_ref(),
-            context.secrets,
-            policy,
-            ui.status,
-        )?;
+    if let Target::Destroy = request.target {
+        return Ok(None);
     }
-    if let (Target::Apply { .. }, Some(outputs)) = (&request.target, &outputs) {
-        found.smoke = smoke_checks(state.as_ref(), dir, outputs, ui, &engine.secrets)?;
+    let state = engine.applied_state(dir)?;
+    let policy = context.home.config.policy.secrets_in_state;
+    found.secrets = secrets_in_state::after_apply(&state, context.secrets, policy, ui.status);
+    if let Target::Apply { .. } = request.target {
+        found.smoke = smoke_checks(&state, dir, ui, &engine.secrets)?;
     }
-    Ok(outputs)
+    Ok(Some(state.outputs))
 }
 
-/// The outputs as `output -json` gives them (`{name: {value, type, sensitive}}`),
-/// read from the state's `show -json`, which holds them in the same shape under
-/// `values.outputs` (none there: a state without outputs).
-pub(super) fn outputs_of_state(state: &serde_json::Value) -> serde_json::Value {
-    match &state["values"]["outputs"] {
-        serde_json::Value::Object(outputs) => serde_json::Value::Object(outputs.clone()),
-        _ => serde_json::json!({}),
-    }
-}
-
-/// The stack's `check` blocks, as the apply left them in the state (`None`: an
-/// engine before check blocks), and its `[[smoke]]` assertions on the outputs.
+/// The stack's `check` blocks, as the apply left them in the state (none before
+/// Terraform 1.5), and its `[[smoke]]` assertions on the outputs.
 pub(super) fn smoke_checks(
-    state: Option<&serde_json::Value>,
+    state: &AppliedState,
     dir: &Path,
-    outputs: &serde_json::Value,
     ui: &mut Ui,
     engine_secrets: &crate::redact::Secrets,
 ) -> Result<Vec<smoke::Failure>> {
+    let outputs = &state.outputs;
     let assertions = smoke::assertions(dir)?;
-    let mut failures = smoke::check_blocks(state.unwrap_or(&serde_json::Value::Null));
+    let mut failures = smoke::check_blocks(&state.checks);
     failures.extend(smoke::check_outputs(&assertions, outputs));
     // A check's message is the vendor's text, and may quote a sensitive input
     // (`nonsensitive(var.db_password)`) or output: it is printed, kept in the
@@ -82,10 +57,7 @@ pub(super) fn smoke_checks(
     for failure in &mut failures {
         failure.message = secrets.redact(&failure.message);
     }
-    let checks = state
-        .and_then(|state| state["checks"].as_array())
-        .map(|c| c.iter().filter(|c| c["address"]["kind"] == "check").count())
-        .unwrap_or(0);
+    let checks = state.checks.iter().filter(|c| c.kind == "check").count();
     if checks + assertions.len() > 0 {
         (ui.status)(&format!(
             "smoke checks: {} check block(s), {} output assertion(s), {} failed",
