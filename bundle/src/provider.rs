@@ -50,6 +50,27 @@ pub enum PackageError {
 
 /// Hashes a provider zip both ways, streaming: memory stays flat whatever its size.
 pub fn hash_package(path: &Path) -> Result<PackageHashes, PackageError> {
+    let (digest, size) = zip_digest(path)?;
+    let h1 = package_h1(path)?;
+    Ok(PackageHashes { digest, size, h1 })
+}
+
+/// The `h1:` hash of a provider zip alone (it inflates every entry: the costly half
+/// of [`hash_package`]).
+pub fn package_h1(path: &Path) -> Result<String, PackageError> {
+    let shown = path.display().to_string();
+    let file = File::open(path).map_err(|source| PackageError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    h1_hash(file).map_err(|detail| PackageError::NotAZip {
+        path: shown,
+        detail,
+    })
+}
+
+/// The SHA-256 of a provider zip (the `zh:` hash, its layer's digest) and its size.
+pub fn zip_digest(path: &Path) -> Result<(Digest, u64), PackageError> {
     let shown = path.display().to_string();
     let io_error = |source| PackageError::Io {
         path: shown.clone(),
@@ -66,13 +87,7 @@ pub fn hash_package(path: &Path) -> Result<PackageHashes, PackageError> {
         hasher.update(&buffer[..read]);
     }
     let size = hasher.len();
-    let digest = hasher.finish();
-    let h1 =
-        h1_hash(File::open(path).map_err(io_error)?).map_err(|detail| PackageError::NotAZip {
-            path: shown.clone(),
-            detail,
-        })?;
-    Ok(PackageHashes { digest, size, h1 })
+    Ok((hasher.finish(), size))
 }
 
 /// `h1:` of a zip: SHA-256 over `<hex sha256 of entry>  <name>\n`, sorted by name.

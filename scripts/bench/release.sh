@@ -217,6 +217,7 @@ import re, sys
 phases = [  # a status line that starts a phase, and the phase's name
     (r"^verifying release", "verify the release (signature, description, pins)"),
     (r"^verifying `", "verify the bundle (signature, digests, archive)"),
+    (r"^verified `", "after verifying: inputs, receipt, work folder"),
     (r"^provider .* from the bundle", "unpack, providers from the bundle"),
     (r"^(terraform|tofu) init", "engine init"),
     (r"^(terraform|tofu) plan", "engine plan (and show -json)"),
