@@ -189,17 +189,34 @@ fn assume_own_account(endpoint: &str, customer: &str) -> Option<Vec<(&'static st
     )
     .ok()
     .filter(|answer| answer.status < 300)?;
-    let response = answer.body;
-    let field = |name: &str| {
-        let start = response.find(&format!("<{name}>"))? + name.len() + 2;
-        let end = start + response[start..].find(&format!("</{name}>"))?;
-        Some(response[start..end].to_string())
-    };
+    let answer: AssumeRoleResponse = stackpack_aws::xml::read(&answer.body)?;
+    let credentials = answer.result.credentials;
     Some(vec![
-        ("AWS_ACCESS_KEY_ID", field("AccessKeyId")?),
-        ("AWS_SECRET_ACCESS_KEY", field("SecretAccessKey")?),
-        ("AWS_SESSION_TOKEN", field("SessionToken")?),
+        ("AWS_ACCESS_KEY_ID", credentials.access_key_id),
+        ("AWS_SECRET_ACCESS_KEY", credentials.secret_access_key),
+        ("AWS_SESSION_TOKEN", credentials.session_token),
     ])
+}
+
+/// STS's answer to `AssumeRole`: only the credentials are read.
+#[derive(serde::Deserialize)]
+struct AssumeRoleResponse {
+    #[serde(rename = "AssumeRoleResult")]
+    result: AssumeRoleResult,
+}
+
+#[derive(serde::Deserialize)]
+struct AssumeRoleResult {
+    #[serde(rename = "Credentials")]
+    credentials: AssumedCredentials,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct AssumedCredentials {
+    access_key_id: String,
+    secret_access_key: String,
+    session_token: String,
 }
 
 /// The host of an `http://` or `https://` URL.
@@ -227,6 +244,29 @@ fn is_loopback(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_assume_role_answer_reads_as_its_three_credentials() {
+        let xml = r#"<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleResult>
+    <Credentials>
+      <SessionToken>token&amp;more</SessionToken>
+      <SecretAccessKey>secret</SecretAccessKey>
+      <Expiration>2026-12-06T03:00:00Z</Expiration>
+      <AccessKeyId>ASIAEXAMPLE</AccessKeyId>
+    </Credentials>
+    <AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/x/y</Arn></AssumedRoleUser>
+  </AssumeRoleResult>
+  <ResponseMetadata><RequestId>r</RequestId></ResponseMetadata>
+</AssumeRoleResponse>"#;
+        let answer: AssumeRoleResponse = stackpack_aws::xml::read(xml).unwrap();
+        let credentials = answer.result.credentials;
+        assert_eq!(credentials.access_key_id, "ASIAEXAMPLE");
+        assert_eq!(credentials.secret_access_key, "secret");
+        assert_eq!(credentials.session_token, "token&more");
+        let refused = "<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>";
+        assert!(stackpack_aws::xml::read::<AssumeRoleResponse>(refused).is_none());
+    }
 
     #[test]
     fn only_loopback_hosts_are_this_machine() {
