@@ -14,6 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::db::leases::Held;
+use crate::db::locks::Lock;
 use crate::db::{self, Db};
 use crate::error::Error;
 
@@ -65,7 +66,7 @@ fn ttl_ns() -> i64 {
 
 fn take(db: &Db, name: &str, holder: &str) -> Result<Result<(), Held>, Error> {
     let now = crate::rollout::now_ns();
-    db.write_any(|tx| {
+    db.write_keyed(&[Lock::Lease(name)], |tx| {
         let until = now + ttl_ns();
         match db::leases::take(tx, name, holder, now, until)? {
             Err(held) if dead_here(&held.holder) => {
@@ -104,6 +105,8 @@ pub fn hold<T>(db: &Db, name: &str, job: impl FnOnce() -> T) -> Result<Result<T,
         drop(stop);
         value
     });
-    db.write_any(|tx| Ok(db::leases::give_back(tx, name, &holder)?))?;
+    db.write_keyed(&[Lock::Lease(name)], |tx| {
+        Ok(db::leases::give_back(tx, name, &holder)?)
+    })?;
     Ok(Ok(value))
 }

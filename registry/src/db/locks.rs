@@ -10,7 +10,8 @@
 //! - [`super::Db::write_keyed`] takes that lock *shared* (so none of the former
 //!   runs meanwhile) and, exclusively, one advisory lock per [`Lock`] it names:
 //!   receipts for different customers never wait on each other, nor pushes to
-//!   different repositories, nor blob uploads and token uses. Whatever else it
+//!   different repositories, nor blob uploads, token uses, support-page sessions
+//!   and leases. Whatever else it
 //!   touches is either keyed by what it locked or changed by one statement the
 //!   database keeps whole (`INSERT … ON CONFLICT DO UPDATE SET n = t.n + excluded.n`
 //!   on a shared counter); a lock taken midway (one rollout's state machine,
@@ -51,6 +52,11 @@ pub enum Lock<'a> {
     Token(&'a str),
     /// One claimed alert event in the outbox: its delivery recorded once.
     Outbox(i64),
+    /// One support-page session's row (by its id's hash, in hex).
+    Session(&'a str),
+    /// One lease's row (`gc`, the upload sweep): taken, renewed and given back by
+    /// one holder at a time.
+    Lease(&'a str),
 }
 
 impl Lock<'_> {
@@ -70,6 +76,8 @@ impl Lock<'_> {
             Lock::Blob(digest) => (9, digest.as_bytes().to_vec()),
             Lock::Token(id) => (10, id.as_bytes().to_vec()),
             Lock::Outbox(id) => (11, id.to_be_bytes().to_vec()),
+            Lock::Session(id) => (12, id.as_bytes().to_vec()),
+            Lock::Lease(name) => (13, name.as_bytes().to_vec()),
         };
         let hash = Sha256::digest(&value);
         (

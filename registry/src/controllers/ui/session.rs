@@ -10,6 +10,7 @@ use std::time::Duration;
 use axum::http::{header, HeaderMap};
 use base64::Engine as _;
 
+use crate::db::locks::Lock;
 use crate::db::{self, Db};
 use crate::error::Error;
 
@@ -30,7 +31,8 @@ pub fn open(db: &Db, token_hash: &[u8]) -> Result<String, Error> {
     let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
     let now = crate::rollout::now_ns();
     let id_hash = crate::auth::hash_token(&id);
-    db.write_any(|tx| {
+    let key = hex::encode(&id_hash);
+    db.write_keyed(&[Lock::Session(&key)], |tx| {
         Ok(db::sessions::open(
             tx,
             &id_hash,
@@ -52,7 +54,10 @@ pub fn token_hash(db: &Db, id: &str) -> Result<Option<Vec<u8>>, Error> {
 /// Ends a session (signing out, or its token stopped working).
 pub fn close(db: &Db, id: &str) -> Result<(), Error> {
     let id_hash = crate::auth::hash_token(id);
-    db.write_any(|tx| Ok(db::sessions::close(tx, &id_hash)?))
+    let key = hex::encode(&id_hash);
+    db.write_keyed(&[Lock::Session(&key)], |tx| {
+        Ok(db::sessions::close(tx, &id_hash)?)
+    })
 }
 
 /// The session id in the request's cookies, if any.
