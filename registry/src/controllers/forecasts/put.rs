@@ -7,6 +7,7 @@ use axum::response::IntoResponse;
 use stackpack_schema::forecast::ReleaseForecast;
 
 use crate::controllers::{read_limited_to, Authorised, MayPublish};
+use crate::db::locks::Lock;
 use crate::error::{Code, Error, Result};
 use crate::forecast::{self, MAX_FORECAST_BYTES};
 use crate::state::SharedState;
@@ -43,8 +44,10 @@ pub async fn handle(
     let sent: ReleaseForecast = serde_json::from_slice(&body)
         .map_err(|e| Error::new(Code::BadRequest, format!("the body is not a forecast: {e}")))?;
     let now = crate::rollout::format_ns(crate::rollout::now_ns());
-    state
-        .db
-        .write_any(|tx| forecast::publish(tx, &release, &version, &sent, &now))?;
+    // Keyed by the release: a forecast replaces only its own rows, and a rollout's
+    // tick or a receipt reads either the forecast before or the one after.
+    state.db.write_keyed(&[Lock::Release(&release)], |tx| {
+        forecast::publish(tx, &release, &version, &sent, &now)
+    })?;
     Ok(StatusCode::NO_CONTENT)
 }
