@@ -181,6 +181,16 @@ pub fn authenticate_hash(
     note_use: impl FnOnce(&str),
 ) -> Result<Principal, Error> {
     let row = db.read_any(|c| db::tokens::by_hash(c, hash))?;
+    principal_of(row, hash, note_use)
+}
+
+/// The principal of the token row found by `hash` (`None`: no token has it), or why
+/// there is none; a use is noted when one is due.
+pub fn principal_of(
+    row: Option<db::tokens::TokenRow>,
+    hash: &[u8],
+    note_use: impl FnOnce(&str),
+) -> Result<Principal, Error> {
     match row {
         Some(row) if bool::from(row.hash.ct_eq(hash)) => {
             usable(&row)?;

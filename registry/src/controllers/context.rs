@@ -68,7 +68,7 @@ fn parse_query(uri: &Uri) -> HashMap<String, String> {
 
 /// Writes a token's last-used time in the background: the request never waits for
 /// it, and a failure only leaves the time older.
-fn note_use(state: &SharedState, id: &str) {
+pub fn note_use(state: &SharedState, id: &str) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
@@ -85,6 +85,18 @@ fn note_use(state: &SharedState, id: &str) {
 
 /// Builds the request context: credentials resolved, the challenge realm known.
 pub fn context(state: &SharedState, headers: &HeaderMap, uri: &Uri) -> Result<Ctx> {
+    let authenticated = auth::authenticate(&state.db, headers, |id| note_use(state, id));
+    context_of(state, headers, uri, authenticated)
+}
+
+/// The request context once its credentials are resolved (`authenticated`): a
+/// refused token answers `401` with the challenge, as every request's does.
+pub fn context_of(
+    state: &SharedState,
+    headers: &HeaderMap,
+    uri: &Uri,
+    authenticated: Result<auth::Principal>,
+) -> Result<Ctx> {
     let realm = match &state.config.public_url {
         Some(url) => format!("{}/v2/token", url.trim_end_matches('/')),
         None => {
@@ -95,7 +107,7 @@ pub fn context(state: &SharedState, headers: &HeaderMap, uri: &Uri) -> Result<Ct
             format!("http://{host}/v2/token")
         }
     };
-    let principal = match auth::authenticate(&state.db, headers, |id| note_use(state, id)) {
+    let principal = match authenticated {
         Ok(principal) => principal,
         Err(e) if e.code == Code::Unauthorized => {
             let mut refused = auth::unauthorized(Action::Base, &realm)

@@ -48,6 +48,16 @@ async fn dispatch(state: &SharedState, parts: &Parts, body: &mut Option<Body>) -
     let Some(route) = route(path.strip_prefix("/v2/").unwrap_or("")) else {
         return Err(Error::new(Code::NotFound, format!("no such path `{path}`")));
     };
+    if let V2Route::Manifest(name, reference) = route {
+        if matches!(parts.method, Method::GET | Method::HEAD) {
+            let head = parts.method == Method::HEAD;
+            if let Some(answer) =
+                manifests::get::prefetched(state, parts, name, reference, head).await?
+            {
+                return Ok(answer);
+            }
+        }
+    }
     let ctx = context(state, &parts.headers, &parts.uri)?;
     crate::names::validate_repository(route.repository())?;
     let method = &parts.method;

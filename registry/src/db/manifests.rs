@@ -2,6 +2,7 @@
 //! against [`Sql`], so the same functions run on SQLite and PostgreSQL.
 
 use super::sql::{Decode, FromRow, Row, Sql};
+use super::tokens::TokenRow;
 use stackpack_schema::Digest;
 
 /// A stored manifest's metadata and bytes.
@@ -84,6 +85,49 @@ impl FromRow for StoredManifest {
             content: r.get("content")?,
         })
     }
+}
+
+/// Which manifest of a repository a pull names.
+#[derive(Clone, Copy)]
+pub enum Named<'a> {
+    Tag(&'a str),
+    Digest(&'a str),
+}
+
+const WITH_TOKEN_BY_TAG: &str = "SELECT t.id, t.hash, t.role, t.customer, t.expires_at,
+     t.revoked_at, t.last_used, m.digest, m.media_type, m.content FROM tokens t
+     LEFT JOIN tags g ON g.repo = $2 AND g.tag = $3
+     LEFT JOIN manifests m ON m.repo = g.repo AND m.digest = g.digest
+     WHERE t.hash = $1";
+
+const WITH_TOKEN_BY_DIGEST: &str = "SELECT t.id, t.hash, t.role, t.customer, t.expires_at,
+     t.revoked_at, t.last_used, m.digest, m.media_type, m.content FROM tokens t
+     LEFT JOIN manifests m ON m.repo = $2 AND m.digest = $3
+     WHERE t.hash = $1";
+
+/// The token whose hash is `hash` and, beside it, the manifest `named` in `repo`
+/// (`None` when there is none): an authenticated pull's two reads in one statement,
+/// so one round trip to the database. `None` at all when no token has this hash
+/// (the manifest is then never read out).
+pub fn get_with_token<C: Sql + ?Sized>(
+    conn: &C,
+    hash: &[u8],
+    repo: &str,
+    named: Named<'_>,
+) -> Result<Option<(TokenRow, Option<StoredManifest>)>, C::Error> {
+    let (text, reference) = match named {
+        Named::Tag(tag) => (WITH_TOKEN_BY_TAG, tag),
+        Named::Digest(digest) => (WITH_TOKEN_BY_DIGEST, digest),
+    };
+    let Some(row) = conn.query_opt(text, &[hash.into(), repo.into(), reference.into()])? else {
+        return Ok(None);
+    };
+    let token = TokenRow::from_row(&row)?;
+    let manifest = match row.get::<Option<String>>("digest")? {
+        Some(_) => Some(StoredManifest::from_row(&row)?),
+        None => None,
+    };
+    Ok(Some((token, manifest)))
 }
 
 pub fn get_by_digest<C: Sql + ?Sized>(

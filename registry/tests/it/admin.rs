@@ -115,6 +115,55 @@ fn a_revoked_token_is_refused_at_once_with_401() {
     );
 }
 
+/// Guards the pull's one-statement path (`manifests::get::prefetched`), which reads
+/// a token and the manifest together: the manifest never leaves without the token.
+#[test]
+fn a_manifest_pull_reads_its_token_with_it_and_a_revoked_token_gets_neither() {
+    let server = OurRegistry::start();
+    let (admin, _) = token_with(&server, "admin", &[]);
+    let (manifest, digest) =
+        Client::new(server.url(), Some(admin)).push_image("acme/app", "1.0.0", 7);
+    let (reader, id) = token_with(&server, "reader", &[]);
+    let client = Client::new(server.url(), Some(reader.clone()));
+    for path in [
+        "/v2/acme/app/manifests/1.0.0",
+        &format!("/v2/acme/app/manifests/{digest}"),
+    ] {
+        let r = client.req("GET", path, &[], None);
+        assert_eq!(r.status, 200, "{path}: {}", text(&r.body));
+        assert_eq!(r.body, manifest);
+        assert_eq!(r.header("docker-content-digest"), Some(digest.as_str()));
+    }
+    for (path, status) in [
+        ("/v2/acme/app/manifests/2.0.0", 404),
+        ("/v2/acme/other/manifests/1.0.0", 404),
+        ("/v2/acme/app/manifests/sha256:00", 400),
+        ("/v2/Acme/App/manifests/1.0.0", 400),
+    ] {
+        let r = client.req("GET", path, &[], None);
+        assert_eq!(r.status, status, "{path}: {}", text(&r.body));
+    }
+    let out = cli(&server, &["token", "revoke", &id]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for path in [
+        "/v2/acme/app/manifests/1.0.0",
+        &format!("/v2/acme/app/manifests/{digest}"),
+    ] {
+        for method in ["GET", "HEAD"] {
+            let r = client.req(method, path, &[], None);
+            assert_eq!(r.status, 401, "{method} {path}");
+            assert!(r.header("www-authenticate").is_some(), "{method} {path}");
+            assert_ne!(r.body, manifest);
+            assert!(
+                r.header("docker-content-digest").is_none(),
+                "{method} {path}"
+            );
+        }
+    }
+    let r = client.req("GET", "/v2/acme/app/manifests/1.0.0", &[], None);
+    assert!(text(&r.body).contains("was revoked"), "{}", text(&r.body));
+}
+
 #[test]
 fn an_expired_token_is_refused_with_a_clear_message() {
     let server = OurRegistry::start();

@@ -8,11 +8,17 @@
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 
-use crate::auth::Action;
+use axum::http::request::Parts;
+
+use crate::auth::{self, Action};
+use crate::controllers::context::{context_of, note_use};
 use crate::controllers::{empty, Ctx};
 use crate::db;
+use crate::db::manifests::{Named, StoredManifest};
 use crate::error::{Code, Error, Result};
+use crate::names::validate_repository;
 use crate::names::Reference;
+use crate::state::SharedState;
 
 /// Whether the `Accept` headers admit `media_type`: each media range, parameters
 /// aside, `q=0` meaning "not this one"; no range at all admits everything.
@@ -56,6 +62,58 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str, head: bool) -> Result
         Reference::Tag(tag) => db::manifests::get_by_tag(c, name, tag),
         Reference::Digest(digest) => db::manifests::get_by_digest(c, name, &digest.to_string()),
     })?;
+    answer(&ctx, name, reference, manifest, head)
+}
+
+/// An authenticated pull's hot path: the token and the manifest read in one
+/// statement ([`db::manifests::get_with_token`]), then refused or answered exactly as
+/// [`handle`] would (the manifest is dropped unread when the token may not pull).
+/// `None` for anything else (no token, a name or reference that is not one): the
+/// request goes the usual way, which says what is wrong in the usual order.
+pub async fn prefetched(
+    state: &SharedState,
+    parts: &Parts,
+    name: &str,
+    reference: &str,
+    head: bool,
+) -> Result<Option<Response>> {
+    let Some(token) = auth::presented_token(&parts.headers).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let (Ok(()), Ok(parsed)) = (validate_repository(name), Reference::parse(reference)) else {
+        return Ok(None);
+    };
+    let hash = auth::hash_token(&token);
+    let digest = match &parsed {
+        Reference::Digest(digest) => digest.to_string(),
+        Reference::Tag(_) => String::new(),
+    };
+    let named = match &parsed {
+        Reference::Tag(tag) => Named::Tag(tag),
+        Reference::Digest(_) => Named::Digest(&digest),
+    };
+    let found = state
+        .db
+        .read_any(|c| db::manifests::get_with_token(c, &hash, name, named))?;
+    let (row, manifest) = match found {
+        Some((row, manifest)) => (Some(row), manifest),
+        None => (None, None),
+    };
+    let principal = auth::principal_of(row, &hash, |id| note_use(state, id));
+    let ctx = context_of(state, &parts.headers, &parts.uri, principal)?;
+    ctx.authorize(Action::Pull(name))?;
+    answer(&ctx, name, reference, manifest, head).map(Some)
+}
+
+/// The answer to a pull the caller may make: the manifest, or `404` when there is
+/// none or the request's `Accept` refuses its type.
+fn answer(
+    ctx: &Ctx,
+    name: &str,
+    reference: &str,
+    manifest: Option<StoredManifest>,
+    head: bool,
+) -> Result<Response> {
     let Some(manifest) = manifest else {
         return Err(Error::new(
             Code::ManifestUnknown,
