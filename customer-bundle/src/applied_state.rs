@@ -1,7 +1,8 @@
 //! The state an apply left, read from `state pull` (the state as the engine stores
 //! it, format 4 since Terraform 0.12 and in every OpenTofu) into what the runner
 //! checks afterwards: the outputs, each resource instance's attributes (for secrets
-//! left in the state) and the `check` blocks' results (smoke checks).
+//! left in the state) and the `check` blocks' results (smoke checks); and, before a
+//! plan is made for review, which state it is made against.
 //!
 //! Why not `show -json`: it renders the state through every provider's schema, so
 //! it starts each provider once more per apply (the AWS provider's schema alone
@@ -16,6 +17,9 @@ use serde_json::Value;
 /// What the runner reads of a state after an apply.
 #[derive(Debug, Default, PartialEq)]
 pub struct AppliedState {
+    /// Which state this is: `LINEAGE/SERIAL`, or `empty` before the first apply (a
+    /// reviewed plan is applied only to the state it was made against).
+    pub fingerprint: String,
     /// The root module's outputs as `output -json` gives them: `{NAME: {value,
     /// type, sensitive}}`, `sensitive` always present.
     pub outputs: Value,
@@ -53,11 +57,17 @@ impl AppliedState {
     pub fn parse(text: &str) -> Result<AppliedState, serde_json::Error> {
         if text.trim().is_empty() {
             return Ok(AppliedState {
+                fingerprint: "empty".into(),
                 outputs: Value::Object(Default::default()),
                 ..AppliedState::default()
             });
         }
         let raw: Raw = serde_json::from_str(text)?;
+        let fingerprint = format!(
+            "{}/{}",
+            raw.lineage.as_str().unwrap_or_default(),
+            raw.serial
+        );
         let outputs = raw
             .outputs
             .into_iter()
@@ -98,6 +108,7 @@ impl AppliedState {
             })
             .collect();
         Ok(AppliedState {
+            fingerprint,
             outputs: Value::Object(outputs),
             instances,
             checks,
@@ -158,6 +169,10 @@ fn is_type(value: &Value) -> bool {
 /// The stored state, format 4: only the fields read here.
 #[derive(Deserialize)]
 struct Raw {
+    #[serde(default)]
+    lineage: Value,
+    #[serde(default)]
+    serial: Value,
     #[serde(default)]
     outputs: BTreeMap<String, RawOutput>,
     #[serde(default)]
@@ -261,6 +276,7 @@ mod tests {
         })
         .to_string();
         let state = AppliedState::parse(&text).unwrap();
+        assert_eq!(state.fingerprint, "l/3");
         assert_eq!(
             state.outputs,
             json!({
@@ -294,6 +310,7 @@ mod tests {
     #[test]
     fn no_state_at_all_is_an_empty_one_with_no_outputs() {
         let state = AppliedState::parse("\n").unwrap();
+        assert_eq!(state.fingerprint, "empty");
         assert_eq!(state.outputs, json!({}));
         assert!(state.instances.is_empty() && state.checks.is_empty());
     }

@@ -672,28 +672,11 @@ impl Engine {
     }
 
     /// The state as the last apply left it, from `state pull` (which, unlike
-    /// `show -json`, starts no provider).
+    /// `show -json`, starts no provider); before the first apply, an empty one.
     pub fn applied_state(&self, dir: &Path) -> Result<crate::applied_state::AppliedState> {
         let output = self.run_ok(dir, &["state".into(), "pull".into()], true, "state pull")?;
         crate::applied_state::AppliedState::parse(&output.stdout)
             .map_err(|e| Error::refused(format!("cannot read `{} state pull`: {e}", self.name)))
-    }
-
-    /// Which state a plan is made against: `state pull`'s lineage and serial, or
-    /// `empty` before the first apply.
-    pub fn state_fingerprint(&self, dir: &Path) -> Result<String> {
-        let output = self.run_ok(dir, &["state".into(), "pull".into()], true, "state pull")?;
-        let text = output.stdout.trim();
-        if text.is_empty() {
-            return Ok("empty".into());
-        }
-        let state: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| Error::refused(format!("cannot read `{} state pull`: {e}", self.name)))?;
-        Ok(format!(
-            "{}/{}",
-            state["lineage"].as_str().unwrap_or_default(),
-            state["serial"]
-        ))
     }
 
     /// `output -json`.

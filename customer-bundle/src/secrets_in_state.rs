@@ -1,5 +1,6 @@
 //! No secret left in state: after an apply the runner reads the state the engine
-//! stored (`state pull`, [`AppliedState`]) and looks for the values of the sensitive inputs it passed.
+//! stored (`state pull`, [`AppliedState`]) and looks for the values of the
+//! sensitive inputs it passed.
 //! `sensitive = true` hides a value from plans and logs, but the state file still
 //! holds it in plain text wherever a resource stored it.
 //!

@@ -47,7 +47,7 @@ pub(super) fn plan_and_apply(
     }
     let wants_state = request.options.plan_out.is_some() || context.reviewed.is_some();
     let state = if wants_state {
-        Some(engine.state_fingerprint(dir)?)
+        Some(engine.applied_state(dir)?.fingerprint)
     } else {
         None
     };
