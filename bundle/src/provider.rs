@@ -29,7 +29,7 @@ pub struct PackageHashes {
 impl PackageHashes {
     /// `zh:<hex>`.
     pub fn zh(&self) -> String {
-        format!("zh:{}", self.digest.hex())
+        zh_hash(&self.digest)
     }
 
     /// The first of `locked` this package matches, if any.
@@ -37,6 +37,11 @@ impl PackageHashes {
         let zh = self.zh();
         locked.iter().find(|hash| **hash == zh || **hash == self.h1)
     }
+}
+
+/// The `zh:` hash a lock file pins a zip by, from the zip's SHA-256.
+pub fn zh_hash(digest: &Digest) -> String {
+    format!("zh:{}", digest.hex())
 }
 
 /// Why a provider zip could not be hashed.

@@ -18,7 +18,9 @@
 
 use std::path::{Path, PathBuf};
 
-use stackpack_bundle::provider::{current_platform, mirror_cli_config, package_h1, zip_digest};
+use stackpack_bundle::provider::{
+    current_platform, mirror_cli_config, package_h1, zh_hash, zip_digest,
+};
 use stackpack_bundle::verify::VerifiedBundle;
 use stackpack_interface::lockfile::{self, LockedProvider, LOCK_FILE};
 use stackpack_schema::bundle::ProviderPackage;
@@ -186,7 +188,7 @@ fn check_placed(
             digest
         )));
     }
-    if provider.hashes.is_empty() || provider.hashes.contains(&format!("zh:{}", digest.hex())) {
+    if provider.hashes.is_empty() || provider.hashes.contains(&zh_hash(&digest)) {
         return Ok(());
     }
     let h1 = known_h1(h1_cache, target, &digest).map_err(|e| refuse(e.to_string()))?;
@@ -279,7 +281,7 @@ mod tests {
         std::fs::remove_file(&kept).unwrap();
 
         // A lock pinning the zip's own hash needs no h1 at all.
-        let zh = format!("zh:{}", package.digest.hex());
+        let zh = zh_hash(&package.digest);
         check_placed(&cache, &zip, &package, &locked(&[&zh])).unwrap();
         assert!(!kept.exists());
 
