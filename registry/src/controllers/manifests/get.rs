@@ -84,17 +84,13 @@ pub async fn prefetched(
         return Ok(None);
     };
     let hash = auth::hash_token(&token);
-    let digest = match &parsed {
-        Reference::Digest(digest) => digest.to_string(),
-        Reference::Tag(_) => String::new(),
-    };
-    let named = match &parsed {
-        Reference::Tag(tag) => Named::Tag(tag),
-        Reference::Digest(_) => Named::Digest(&digest),
-    };
-    let found = state
-        .db
-        .read_any(|c| db::manifests::get_with_token(c, &hash, name, named))?;
+    let found = state.db.read_any(|c| match &parsed {
+        Reference::Tag(tag) => db::manifests::get_with_token(c, &hash, name, Named::Tag(tag)),
+        Reference::Digest(digest) => {
+            let digest = digest.to_string();
+            db::manifests::get_with_token(c, &hash, name, Named::Digest(&digest))
+        }
+    })?;
     let (row, manifest) = match found {
         Some((row, manifest)) => (Some(row), manifest),
         None => (None, None),
