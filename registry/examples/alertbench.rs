@@ -44,7 +44,7 @@ fn seed(data: &str, customers: usize, tokens: &str) {
     let mut lines = String::new();
     state
         .db
-        .write_any(|tx| {
+        .write_keyed(&[], |tx| {
             let tx = tx.sqlite("the example's rows")?;
             for c in 0..customers {
                 let id = format!("customer-{c:05}");

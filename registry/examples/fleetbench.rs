@@ -55,7 +55,7 @@ fn seed(data: &str, customers: u64, stacks: u64, versions: u64) {
     let now = db::now_rfc3339();
     state
         .db
-        .write_any(|tx| {
+        .write_keyed(&[], |tx| {
             let tx = tx.sqlite("the example's rows")?;
             for s in 0..stacks {
                 let stack = format!("stack-{s:02}");

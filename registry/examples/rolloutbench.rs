@@ -70,7 +70,7 @@ fn seed(data: &str, customers: usize, soak: &str, tokens: &str) {
     let mut lines = String::new();
     state
         .db
-        .write_any(|tx| {
+        .write_keyed(&[], |tx| {
             let tx = tx.sqlite("the example's rows")?;
             let waves = WAVES.iter().map(|w| w.to_string()).collect();
             rollout::set_channel(tx, "stable", Some(waves), Some(soak), rollout::now_ns())?;

@@ -78,6 +78,11 @@ pub fn note_silent<C: Sql + ?Sized>(tx: &C, after: Duration) -> Result<usize, C:
     Ok(silent.len())
 }
 
+/// The setting key ([`crate::db::locks::Lock::Setting`]) that changes to the
+/// webhooks hold: the configuration a replica applies as it starts, and a person's
+/// `alert add` and `remove`.
+pub const SETTING: &str = "alerts";
+
 /// Events one tick claims at most.
 const CLAIM_LIMIT: usize = 64;
 
@@ -117,7 +122,11 @@ pub async fn run(state: Arc<AppState>) {
             // A delivery's bound, and a margin for writing its outcome.
             let per_event = reading.config.alert_timeout + Duration::from_secs(15);
             let per_event_ns = i64::try_from(per_event.as_nanos()).unwrap_or(i64::MAX);
-            reading.db.write_any(|tx| {
+            // No lock of its own: marking a customer silent and claiming an
+            // event are each one conditional `UPDATE` the database keeps whole
+            // (see `db::alerts::claim`), so replicas claim beside each other and
+            // beside receipts.
+            reading.db.write_keyed(&[], |tx| {
                 note_silent(tx, silent_after)?;
                 let now = crate::rollout::now_ns();
                 Ok(db::alerts::claim(tx, now, CLAIM_LIMIT, per_event_ns)?)

@@ -7,11 +7,17 @@
 //!   committed transaction, and only then are the files unlinked. A crash in between
 //!   leaves files without rows, which are garbage the next run sweeps; never a row
 //!   without its file, which would be corruption.
-//! - **A file is unlinked only while gc holds the write lock and the database says
-//!   it is not recorded.** The server renames a blob into place inside the write
-//!   transaction that records it, so no commit can slip between gc's check and its
-//!   unlink, even when the file's age (a rename keeps the upload's old mtime) says it
-//!   is stale. The same digest pushed again after its rows were deleted keeps its file.
+//! - **A file is unlinked only while gc holds its digest and the database says it
+//!   is not recorded.** The server renames a blob into place inside the write
+//!   transaction that records it, holding that digest ([`Lock::Blob`]), so no commit
+//!   can slip between gc's check and its unlink, even when the file's age (a rename
+//!   keeps the upload's old mtime) says it is stale. The same digest pushed again
+//!   after its rows were deleted keeps its file. A manifest push holds the digests
+//!   it names (shared, beside other pushes naming them), so gc never deletes a
+//!   blob's rows between the push's check that the blob is there and its commit.
+//!
+//! gc holds only what it deletes, never the whole registry: pushes, pulls and
+//! receipts go on beside it.
 //!
 //! Work goes in batches of [`BATCH`] rows, so a reader or a push never waits long
 //! behind a large collection.
@@ -21,6 +27,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use stackpack_schema::Digest;
 
+use crate::db::locks::Lock;
 use crate::db::{self, Db};
 use crate::error::Error;
 use crate::storage::BlobStore;
@@ -63,10 +70,16 @@ pub fn sweep_uploads(
 ) -> Result<(), Error> {
     let before = db::now_unix() - lifetime.as_secs() as i64;
     loop {
-        let ids = db.write_any(|tx| {
-            let ids = db::uploads::expired(tx, before, BATCH)?;
-            for id in &ids {
-                db::uploads::delete(tx, id)?;
+        // Listed by a snapshot, then each held (`Lock::Upload`, as an append holds
+        // it) and deleted only if still expired.
+        let listed = db.read_any(|c| db::uploads::expired(c, before, BATCH))?;
+        let locks: Vec<Lock> = listed.iter().map(|id| Lock::Upload(id)).collect();
+        let ids = db.write_keyed(&locks, |tx| {
+            let mut ids = Vec::with_capacity(listed.len());
+            for id in &listed {
+                if db::uploads::delete_if_expired(tx, id, before)? {
+                    ids.push(id.clone());
+                }
             }
             Ok(ids)
         })?;
@@ -74,7 +87,7 @@ pub fn sweep_uploads(
             report.bytes_freed += store.remove_upload(id).unwrap_or(0);
         }
         report.expired_uploads += ids.len() as u64;
-        if ids.len() < BATCH {
+        if listed.len() < BATCH || ids.is_empty() {
             break;
         }
     }
@@ -89,7 +102,8 @@ pub fn sweep_uploads(
         .map(|(id, _)| id)
         .collect();
     for batch in stray.chunks(BATCH) {
-        db.write_any(|tx| {
+        let locks: Vec<Lock> = batch.iter().map(|id| Lock::Upload(id)).collect();
+        db.write_keyed(&locks, |tx| {
             for id in batch {
                 if db::uploads::get(tx, id)?.is_none() {
                     if let Ok(freed) = store.remove_upload(id) {
@@ -114,28 +128,34 @@ fn delete_unreferenced_blobs(
 ) -> Result<(), Error> {
     let before = db::now_unix() - grace.as_secs() as i64;
     loop {
-        let digests = db.write_any(|tx| {
-            let digests = db::blobs::unreferenced(tx, before, BATCH)?;
+        // Listed by a snapshot, then each held (`Lock::Blob`: a push naming it
+        // holds it shared, an upload or mount putting it in place exclusively)
+        // and its rows deleted only if still nothing references it.
+        let listed = db.read_any(|c| db::blobs::unreferenced(c, before, BATCH))?;
+        let locks: Vec<Lock> = listed.iter().map(|d| Lock::Blob(d)).collect();
+        let digests = db.write_keyed(&locks, |tx| {
+            let digests = db::blobs::still_unreferenced(tx, &listed, before)?;
             db::blobs::delete_rows(tx, &digests)?;
             Ok(digests)
         })?;
         delete_unrecorded(db, store, &digests, report)?;
         report.blobs_deleted += digests.len() as u64;
-        if digests.len() < BATCH {
+        if listed.len() < BATCH || digests.is_empty() {
             return Ok(());
         }
     }
 }
 
-/// Deletes the bytes of each blob that has no row, holding the write lock so that
-/// no commit records one meanwhile. Returns how many were removed.
+/// Deletes the bytes of each blob that has no row, holding each (`Lock::Blob`) so
+/// that no commit records one meanwhile. Returns how many were removed.
 fn delete_unrecorded(
     db: &Db,
     store: &dyn BlobStore,
     digests: &[String],
     report: &mut GcReport,
 ) -> Result<u64, Error> {
-    db.write_any(|tx| {
+    let locks: Vec<Lock> = digests.iter().map(|d| Lock::Blob(d)).collect();
+    db.write_keyed(&locks, |tx| {
         let mut removed = 0;
         for key in digests {
             let Ok(digest) = key.parse::<Digest>() else {
@@ -162,8 +182,8 @@ fn sweep_blob_files(
     report: &mut GcReport,
 ) -> Result<(), Error> {
     let cutoff = SystemTime::now() - grace;
-    // A first, lock-free pass by a snapshot; each candidate is checked again under
-    // the write lock before it goes.
+    // A first, lock-free pass by a snapshot; each candidate is checked again,
+    // held, before it goes.
     let known = db.scan_any(|c| db::blobs::all(c))?;
     let stray: Vec<String> = store
         .list_blobs()?

@@ -85,7 +85,7 @@ pub enum OpenError {
 pub fn check_blob_location(db: &db::Db, location: &storage::BlobLocation) -> Result<(), OpenError> {
     let given = location.identity();
     let recorded = db
-        .write_any(|tx| {
+        .write_keyed(&[db::locks::Lock::Setting(db::settings::BLOBS)], |tx| {
             if let Some(recorded) = db::settings::get(tx, db::settings::BLOBS)? {
                 return Ok(recorded);
             }
@@ -127,7 +127,7 @@ pub fn open(config: Config) -> Result<AppState, OpenError> {
 /// The configuration's webhooks replace those of the last start.
 fn configure_alerts(db: &db::Db, alerts: &[config::ConfiguredAlert]) -> Result<(), OpenError> {
     let now = timestamp::Timestamp::now();
-    db.write_any(|tx| {
+    db.write_keyed(&[db::locks::Lock::Setting(crate::alerts::SETTING)], |tx| {
         let webhooks: Vec<String> = alerts.iter().map(|a| a.webhook.clone()).collect();
         db::alerts::keep_configured(tx, &webhooks)?;
         for a in alerts {
@@ -341,7 +341,7 @@ async fn tick_rollouts(state: Arc<AppState>) {
         let state = state.clone();
         let ticked = tokio::task::spawn_blocking(move || {
             let now = rollout::now_ns();
-            state.db.write_any(|tx| Ok(rollout::advance(tx, now)?))
+            rollout::tick(&state.db, now)
         })
         .await;
         match ticked {

@@ -231,7 +231,7 @@ where
         &now,
     )?;
     let config = rdb::channel(conn, &s.channel)?;
-    let older = rdb::open_rollouts_of(conn, &s.channel, s.kind, &s.release)?;
+    let older = open_rollouts_held(conn, &s.channel, s.kind, &s.release)?;
     let rollout = rdb::insert_rollout(
         conn,
         &rdb::NewRollout {
@@ -287,24 +287,64 @@ where
     })
 }
 
+/// The release's open rollouts in `channel`, each held ([`Lock::Rollout`], in id
+/// order) and then read again: a tick or a person may have been moving one on, and
+/// one that finished meanwhile is open no more. None starts meanwhile: starting one
+/// takes the channel's lock, which the caller holds.
+fn open_rollouts_held<C: Sql + ?Sized>(
+    conn: &C,
+    channel: &str,
+    kind: ApprovedKind,
+    release: &str,
+) -> Result<Vec<RolloutRow>, C::Error> {
+    for row in rdb::open_rollouts_of(conn, channel, kind, release)? {
+        conn.lock(Lock::Rollout(row.id))?;
+    }
+    rdb::open_rollouts_of(conn, channel, kind, release)
+}
+
 // ---------------------------------------------------------------------------
 // Scheduling
 
-/// Moves every running rollout on as far as `now_ns` allows: opens due waves,
-/// assigns customers who joined an open wave, halts on a failure, completes. The
-/// registry's clock only; deterministic for a database and a time.
-pub fn advance<C: Sql + ?Sized>(conn: &C, now_ns: i64) -> Result<(), C::Error> {
+/// Moves every running rollout (of `channel`, when given) on as far as `now_ns`
+/// allows: opens due waves, assigns customers who joined an open wave, halts on a
+/// failure, completes. The registry's clock only; deterministic for a database and
+/// a time. Each rollout is held ([`Lock::Rollout`], in id order) while it moves, so
+/// this is safe inside any write; the scheduler's own tick is [`tick`].
+pub fn advance<C: Sql + ?Sized>(
+    conn: &C,
+    channel: Option<&str>,
+    now_ns: i64,
+) -> Result<(), C::Error> {
     for row in rdb::rollouts_in(conn, RolloutState::Running)? {
+        if channel.is_some_and(|c| c != row.channel) {
+            continue;
+        }
+        conn.lock(Lock::Rollout(row.id))?;
         advance_one(conn, row.id, now_ns, Joiners::Assign)?;
     }
     Ok(())
 }
 
-/// [`advance`] only when a rollout's next wave is due by the clock (one indexed
+/// The scheduler's tick: [`advance`], one rollout per transaction holding only that
+/// rollout, so a tick waits for no push, receipt or other rollout, and none waits
+/// for it. (`advance_one` reads the rollout again under its lock: one a person
+/// paused or a promotion superseded meanwhile is left alone.)
+pub fn tick(db: &Db, now_ns: i64) -> Result<()> {
+    let running = db.read_any(|c| rdb::rollouts_in(c, RolloutState::Running))?;
+    for row in running {
+        db.write_keyed(&[Lock::Rollout(row.id)], |tx| {
+            Ok(advance_one(tx, row.id, now_ns, Joiners::Assign)?)
+        })?;
+    }
+    Ok(())
+}
+
+/// [`tick`] only when a rollout's next wave is due by the clock (one indexed
 /// probe): what the assignment poll runs, so it writes only when there is news.
 pub fn advance_if_due(db: &Db, now_ns: i64) -> Result<()> {
     if db.read_any(|c| rdb::any_due(c, now_ns))? {
-        db.write_any(|tx| Ok(advance(tx, now_ns)?))?;
+        tick(db, now_ns)?;
     }
     Ok(())
 }
@@ -735,6 +775,16 @@ where
     Ok(rdb::rollout(conn, id)?.expect("the rollout is there"))
 }
 
+/// [`control`] as a person's command runs it: holding only rollout `id`, so
+/// receipts, pushes and other rollouts go on meanwhile. Returns the rollout as it
+/// then stands.
+pub fn control_held(db: &Db, id: i64, what: Control) -> Result<Rollout> {
+    db.write_keyed(&[Lock::Rollout(id)], |tx| {
+        let row = control(tx, id, what, now_ns())?;
+        Ok(summary(tx, &row)?)
+    })
+}
+
 // ---------------------------------------------------------------------------
 // Reading
 
@@ -1100,8 +1150,35 @@ where
         .wave_index(wave);
         assign(conn, &row, customer, &row.waves[index], index, now_ns)?;
     }
-    advance(conn, now_ns)?;
+    advance(conn, Some(channel), now_ns)?;
     Ok(())
+}
+
+/// [`place`] as a person's command runs it, holding the customer and the channel
+/// it joins (its rollouts one by one as they move); returns the placement, `None`
+/// for a customer nobody registered.
+pub fn place_held(
+    db: &Db,
+    customer: &str,
+    channel: &str,
+    wave: Option<&str>,
+) -> Result<Option<crate::api::Placement>> {
+    db.write_keyed(&[Lock::Customer(customer), Lock::Channel(channel)], |tx| {
+        place(tx, customer, channel, wave, now_ns())?;
+        Ok(rdb::placement(tx, customer)?)
+    })
+}
+
+/// [`set_channel`] as a person's command runs it, holding only that channel.
+pub fn set_channel_held(
+    db: &Db,
+    name: &str,
+    waves: Option<Vec<String>>,
+    soak_seconds: Option<u64>,
+) -> Result<ChannelConfig> {
+    db.write_keyed(&[Lock::Channel(name)], |tx| {
+        set_channel(tx, name, waves.clone(), soak_seconds, now_ns())
+    })
 }
 
 /// Sets a channel's waves and soak time (what is not given keeps its value).

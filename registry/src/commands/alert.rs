@@ -2,6 +2,7 @@
 //! customer's stack fails, drifts or falls behind, or the customer goes silent.
 //! The server delivers; these commands only change and read the list.
 
+use stackpack_registry::db::locks::Lock;
 use stackpack_registry::{alerts, db};
 
 use crate::cli::{AlertAddArgs, AlertRemoveArgs, DataJsonArgs};
@@ -17,7 +18,9 @@ pub fn add(args: &AlertAddArgs) -> Result<()> {
     let now = db::now_rfc3339();
     let id = state
         .db
-        .write_any(|tx| Ok(db::alerts::add(tx, &args.webhook, &names, "cli", &now)?))
+        .write_keyed(&[Lock::Setting(alerts::SETTING)], |tx| {
+            Ok(db::alerts::add(tx, &args.webhook, &names, "cli", &now)?)
+        })
         .map_err(refused_at(&state.config))?;
     if args.json {
         print_json(&serde_json::json!({"id": id, "webhook": args.webhook, "events": names}));
@@ -88,7 +91,9 @@ pub fn remove(args: &AlertRemoveArgs) -> Result<()> {
     let state = open_registry(&args.registry)?;
     let removed = state
         .db
-        .write_any(|tx| Ok(db::alerts::remove(tx, args.id)?))
+        .write_keyed(&[Lock::Setting(alerts::SETTING)], |tx| {
+            Ok(db::alerts::remove(tx, args.id)?)
+        })
         .map_err(refused_at(&state.config))?;
     if !removed {
         return Err(Error::refused(format!("there is no alert `{}`", args.id))

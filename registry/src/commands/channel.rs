@@ -17,11 +17,7 @@ pub fn set(args: &ChannelSetArgs) -> Result<()> {
         None => None,
     };
     let state = open_registry(&args.registry)?;
-    let config = state
-        .db
-        .write_any(|tx| {
-            rollout::set_channel(tx, &args.name, args.waves.clone(), soak, rollout::now_ns())
-        })
+    let config = rollout::set_channel_held(&state.db, &args.name, args.waves.clone(), soak)
         .map_err(rollout_refused_at(&state.config))?;
     if args.json {
         print_json(&serde_json::json!({

@@ -5,6 +5,7 @@ use stackpack_registry::api::Deployment;
 use stackpack_registry::controllers::ledger::customers::{customers_page, history_page};
 use stackpack_registry::controllers::ledger::fleet::Flow;
 use stackpack_registry::controllers::ledger::{Paging, MAX_LIMIT};
+use stackpack_registry::db::locks::Lock;
 use stackpack_registry::state::AppState;
 use stackpack_registry::{age, db};
 use stackpack_schema::receipt::Outcome;
@@ -35,7 +36,7 @@ pub fn add(args: &CustomerAddArgs) -> Result<()> {
     }
     let state = open_registry(&args.registry)?;
     let now = db::now_rfc3339();
-    let customer = state.db.write_any(|tx| {
+    let customer = state.db.write_keyed(&[Lock::Customer(&args.id)], |tx| {
         let (name, environment) = (args.name.as_deref(), args.environment.as_deref());
         db::ledger::register_customer(tx, &args.id, name, environment, &now)?;
         Ok(db::ledger::customer(tx, &args.id)?)
@@ -214,7 +215,8 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
     let der = base64::engine::general_purpose::STANDARD.encode(key.to_der());
     let state = open_registry(&args.registry)?;
     let now = db::now_rfc3339();
-    let known = state.db.write_any(|tx| {
+    let locks = [Lock::Customer(&args.id), Lock::InstallationKey(&key_id)];
+    let known = state.db.write_keyed(&locks, |tx| {
         if db::ledger::customer(tx, &args.id)?.is_none() {
             return Ok(false);
         }
@@ -243,7 +245,11 @@ pub fn add_key(args: &CustomerKeyAddArgs) -> Result<()> {
 pub fn revoke_key(args: &CustomerKeyRevokeArgs) -> Result<()> {
     let state = open_registry(&args.registry)?;
     let now = db::now_rfc3339();
-    let revoked = state.db.write_any(|tx| {
+    let locks = [
+        Lock::Customer(&args.id),
+        Lock::InstallationKey(&args.key_id),
+    ];
+    let revoked = state.db.write_keyed(&locks, |tx| {
         Ok(db::ledger::revoke_installation_key(
             tx,
             &args.id,

@@ -3,6 +3,7 @@
 
 use stackpack_registry::api::{Rollout, RolloutDetail};
 use stackpack_registry::controllers::rollouts::{list::rollouts, show::detail};
+use stackpack_registry::db::locks::Lock;
 use stackpack_registry::{db, rollout};
 
 use crate::cli::{CustomerSetArgs, RolloutIdArgs, RolloutStatusArgs};
@@ -36,7 +37,7 @@ pub fn set(args: &CustomerSetArgs) -> Result<()> {
     if !details.is_empty() {
         let state = open_registry(&args.registry)?;
         let now = db::now_rfc3339();
-        let set = state.db.write_any(|tx| {
+        let set = state.db.write_keyed(&[Lock::Customer(&args.id)], |tx| {
             db::customers::set_details(tx, &args.id, &details, &now)?;
             Ok(db::customers::details(tx, &args.id)?.unwrap_or_default())
         });
@@ -61,18 +62,7 @@ pub fn place(args: &CustomerSetArgs, channel: &str) -> Result<()> {
         check_name("wave", wave)?;
     }
     let state = open_registry(&args.registry)?;
-    let placement = state
-        .db
-        .write_any(|tx| {
-            rollout::place(
-                tx,
-                &args.id,
-                channel,
-                args.wave.as_deref(),
-                rollout::now_ns(),
-            )?;
-            Ok(db::rollouts::placement(tx, &args.id)?)
-        })
+    let placement = rollout::place_held(&state.db, &args.id, channel, args.wave.as_deref())
         .map_err(rollout_refused_at(&state.config))?;
     if args.json {
         print_json(&placement);
@@ -223,12 +213,7 @@ pub fn show(args: &RolloutIdArgs) -> Result<()> {
 
 pub fn control(args: &RolloutIdArgs, control: rollout::Control) -> Result<()> {
     let state = open_registry(&args.registry)?;
-    let summary = state
-        .db
-        .write_any(|tx| {
-            let row = rollout::control(tx, args.id, control, rollout::now_ns())?;
-            Ok(rollout::summary(tx, &row)?)
-        })
+    let summary = rollout::control_held(&state.db, args.id, control)
         .map_err(rollout_refused_at(&state.config))?;
     if args.json {
         print_json(&summary);

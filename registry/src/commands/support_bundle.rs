@@ -2,6 +2,7 @@
 //! support bundle for a customer; the customer's support page links the newest.
 
 use stackpack_registry::db;
+use stackpack_registry::db::locks::Lock;
 use stackpack_registry::db::support_bundles::MAX_SUPPORT_BUNDLE;
 
 use crate::cli::SupportBundleImportArgs;
@@ -33,7 +34,7 @@ pub fn import(args: &SupportBundleImportArgs) -> Result<()> {
     let customer = args.customer.as_str();
     let stored = state
         .db
-        .write_any(|tx| {
+        .write_keyed(&[Lock::Customer(customer)], |tx| {
             if db::ledger::customer(tx, customer)?.is_none() {
                 return Ok(None);
             }

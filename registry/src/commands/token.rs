@@ -1,6 +1,7 @@
 //! `stackpack-registry token create | list | revoke`.
 
 use stackpack_registry::auth::Role;
+use stackpack_registry::db::locks::Lock;
 use stackpack_registry::names::{self, MAX_TOKEN_NAME_CHARS};
 use stackpack_registry::{age, db};
 
@@ -59,9 +60,12 @@ pub fn create(args: &TokenCreateArgs) -> Result<()> {
         created: &now,
         expires_at: expires_at.as_deref(),
     };
+    // Held: the name (taken once) or the new id, and the customer it may add.
+    let mut locks = vec![Lock::Token(name.unwrap_or(&id))];
+    locks.extend(customer.map(Lock::Customer));
     let created = state
         .db
-        .write_any(|tx| {
+        .write_keyed(&locks, |tx| {
             if let Some(name) = name {
                 if db::tokens::name_taken(tx, name)? {
                     return Ok(false);
@@ -182,7 +186,9 @@ pub fn revoke(args: &TokenRevokeArgs) -> Result<()> {
     let now = db::now_rfc3339();
     let Some(revoked_at) = state
         .db
-        .write_any(|tx| Ok(db::tokens::revoke(tx, &args.id, &now)?))
+        .write_keyed(&[Lock::Token(&args.id)], |tx| {
+            Ok(db::tokens::revoke(tx, &args.id, &now)?)
+        })
         .map_err(refused_at(&state.config))?
     else {
         return Err(Error::refused(format!("no token has the id `{}`", args.id))

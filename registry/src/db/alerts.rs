@@ -416,7 +416,7 @@ mod tests {
         let db = crate::db::Db::open(&dir.path().join("registry.db"), 1).unwrap();
         let now = "2026-12-02T10:00:00Z";
         let claimed = db
-            .write_any(|tx| {
+            .write_keyed(&[], |tx| {
                 add(tx, "http://127.0.0.1:1/hook", &["failed"], "cli", now)?;
                 enqueue(tx, &event("globex", "r1"), now, 100)?;
                 enqueue(tx, &event("globex", "r2"), now, 100)?;
@@ -428,15 +428,21 @@ mod tests {
         assert_eq!(claimed[0].customer, "globex");
         // Another replica at the same moment: globex's second event waits behind
         // the first, still in flight; initech's goes.
-        let other = db.write_any(|tx| Ok(claim(tx, 1_001, 64, 500)?)).unwrap();
+        let other = db
+            .write_keyed(&[], |tx| Ok(claim(tx, 1_001, 64, 500)?))
+            .unwrap();
         let others: Vec<&str> = other.iter().map(|d| d.customer.as_str()).collect();
         assert_eq!(others, ["initech"]);
         // The first claimant died: its claim (one event, so two spans) lapses.
-        let later = db.write_any(|tx| Ok(claim(tx, 2_000, 64, 500)?)).unwrap();
+        let later = db
+            .write_keyed(&[], |tx| Ok(claim(tx, 2_000, 64, 500)?))
+            .unwrap();
         let ids: Vec<i64> = later.iter().map(|d| d.id).collect();
         assert_eq!(ids, [claimed[0].id, claimed[0].id + 1]);
-        db.write_any(|tx| Ok(unclaim(tx, &ids)?)).unwrap();
-        let again = db.write_any(|tx| Ok(claim(tx, 2_000, 64, 500)?)).unwrap();
+        db.write_keyed(&[], |tx| Ok(unclaim(tx, &ids)?)).unwrap();
+        let again = db
+            .write_keyed(&[], |tx| Ok(claim(tx, 2_000, 64, 500)?))
+            .unwrap();
         assert_eq!(again.len(), 2, "given back, claimed again");
     }
 }

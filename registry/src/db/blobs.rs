@@ -88,6 +88,27 @@ pub fn unreferenced<C: Sql + ?Sized>(
         .collect::<Result<_, _>>()?)
 }
 
+/// Those of `digests` that are still unreferenced and created by `before`, in
+/// their order: [`unreferenced`] read again, once the caller holds each.
+pub fn still_unreferenced<C: Sql + ?Sized>(
+    conn: &C,
+    digests: &[String],
+    before: i64,
+) -> Result<Vec<String>, C::Error> {
+    let mut still = Vec::with_capacity(digests.len());
+    for digest in digests {
+        let row = conn.query_opt(
+            "SELECT digest FROM blobs b WHERE digest = $1 AND created <= $2 AND NOT EXISTS (
+                 SELECT 1 FROM manifest_refs m WHERE m.child = b.digest AND m.kind = 'blob')",
+            &[digest.into(), before.into()],
+        )?;
+        if row.is_some() {
+            still.push(digest.clone());
+        }
+    }
+    Ok(still)
+}
+
 /// Deletes the rows (and repository links) of `digests`.
 pub fn delete_rows<C: Sql + ?Sized>(conn: &C, digests: &[String]) -> Result<(), C::Error> {
     for digest in digests {

@@ -12,6 +12,7 @@ use stackpack_schema::receipt::{Outcome, ReceiptKind};
 use semver::Version;
 use stackpack_schema::Digest;
 
+use super::locks::Lock;
 use super::sql::{from_rows, Decode, Dialects, FromRow, Param, Row, Sql};
 use crate::api::{Customer, Deployment, Release, ReleaseModule, Source};
 use crate::timestamp::Timestamp;
@@ -272,16 +273,26 @@ pub fn delete_release_by_digest<C: Sql + ?Sized>(
     repo: &str,
     digest: &str,
 ) -> Result<(), C::Error> {
-    let stacks = conn.query(
-        "SELECT DISTINCT stack FROM releases WHERE repository = $1 AND digest = $2 AND stable = 1",
+    // Only a push to `repo` records versions at `digest`, and the caller holds
+    // that repository: the stacks read here are the ones to hold.
+    let rows = conn.query(
+        "SELECT DISTINCT stack, stable FROM releases WHERE repository = $1 AND digest = $2",
         &[repo.into(), digest.into()],
     )?;
+    let mut stacks: Vec<(String, bool)> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        stacks.push((row.get("stack")?, row.get::<i64>("stable")? == 1));
+    }
+    let held: Vec<Lock> = stacks.iter().map(|(s, _)| Lock::Stack(s)).collect();
+    conn.lock_all(&held)?;
     conn.execute(
         "DELETE FROM releases WHERE repository = $1 AND digest = $2",
         &[repo.into(), digest.into()],
     )?;
-    for stack in stacks {
-        refresh_stack_behind(conn, &stack.get::<String>("stack")?)?;
+    for (stack, stable) in &stacks {
+        if *stable {
+            refresh_stack_behind(conn, stack)?;
+        }
     }
     Ok(())
 }

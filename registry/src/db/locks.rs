@@ -1,23 +1,35 @@
 //! Locks keyed by what they protect (issue 42), for the writes that run beside
 //! each other on PostgreSQL.
 //!
-//! Two kinds of write transaction share one PostgreSQL database across replicas:
+//! Every write transaction ([`super::Db::write_keyed`]) holds, exclusively, one
+//! advisory lock per [`Lock`] it names, and nothing wider: receipts for different
+//! customers never wait on each other, nor pushes to different repositories, nor
+//! blob uploads, token uses, support-page sessions, leases, a rollout's tick or a
+//! person's command on another rollout or channel. There is no registry-wide
+//! write lock (the one earlier releases took is still taken *shared*, for them
+//! alone, see [`super::pg_pool::WRITE_LOCK`]). Whatever else a write touches is
+//! either keyed by what it locked or changed by one statement the database keeps
+//! whole (`INSERT … ON CONFLICT DO UPDATE SET n = t.n + excluded.n` on a shared
+//! counter; claiming an alert event, `UPDATE … WHERE claimed_until_ns <= now`).
 //!
-//! - [`super::Db::write_any`] runs alone, as every write ran before: it takes the
-//!   registry's write lock ([`super::pg_pool::WRITE_LOCK`]) exclusively. Rare
-//!   writes (a person's command, a rollout's tick, gc) keep it, so their
-//!   invariants need no second thought.
-//! - [`super::Db::write_keyed`] takes that lock *shared* (so none of the former
-//!   runs meanwhile) and, exclusively, one advisory lock per [`Lock`] it names:
-//!   receipts for different customers never wait on each other, nor pushes to
-//!   different repositories, nor blob uploads, token uses, support-page sessions
-//!   and leases. Whatever else it
-//!   touches is either keyed by what it locked or changed by one statement the
-//!   database keeps whole (`INSERT … ON CONFLICT DO UPDATE SET n = t.n + excluded.n`
-//!   on a shared counter); a lock taken midway (one rollout's state machine,
-//!   [`Lock::Rollout`]) comes after the ones taken at the start, in one order
-//!   everywhere, and a deadlock the database still finds between row locks runs
-//!   the transaction again.
+//! What a write only finds by reading is held midway, once found, and read again
+//! when it may have changed before it was held:
+//!
+//! - one rollout's state machine ([`Lock::Rollout`], in id order): a receipt
+//!   reaching the customer's open rollouts, a placement moving its channel's, a
+//!   promotion superseding the release's older ones (under the channel's lock, so
+//!   no rollout starts in it meanwhile);
+//! - the stacks and releases whose versions a manifest deleted by digest takes with
+//!   it (under the repository's lock, so none is recorded there meanwhile);
+//! - the blobs a manifest names, held *shared* ([`super::sql::Sql::share_all`]):
+//!   pushes naming one go on together, and gc, which holds each blob it deletes
+//!   exclusively, never deletes one between a push's check that it is there and the
+//!   push's commit.
+//!
+//! Held at the start, locks are taken in one order ([`ordered`]). Held midway,
+//! they come after every lock held at the start, in one order within their kind,
+//! and no write holding one then waits for a lock another takes at the start. A
+//! deadlock the database still finds between row locks runs the transaction again.
 //!
 //! On SQLite all of this is moot: one writer at a time (`BEGIN IMMEDIATE`), so
 //! [`super::sql::Sql::lock`] does nothing there.
@@ -57,6 +69,12 @@ pub enum Lock<'a> {
     /// One lease's row (`gc`, the upload sweep): taken, renewed and given back by
     /// one holder at a time.
     Lease(&'a str),
+    /// One channel: its waves, who is placed in it, and the rollouts promotions
+    /// start in it (one running per release and kind; the one before superseded).
+    Channel(&'a str),
+    /// One registry-wide setting (where blobs live, the configured webhooks): set
+    /// by a replica as it starts or by a person's command, one at a time.
+    Setting(&'a str),
 }
 
 impl Lock<'_> {
@@ -78,6 +96,8 @@ impl Lock<'_> {
             Lock::Outbox(id) => (11, id.to_be_bytes().to_vec()),
             Lock::Session(id) => (12, id.as_bytes().to_vec()),
             Lock::Lease(name) => (13, name.as_bytes().to_vec()),
+            Lock::Channel(name) => (14, name.as_bytes().to_vec()),
+            Lock::Setting(name) => (15, name.as_bytes().to_vec()),
         };
         let hash = Sha256::digest(&value);
         (

@@ -116,7 +116,7 @@ pub enum OpenError {
 ///   blob's size, a token). It runs inline: WAL readers take no lock a writer
 ///   holds, and its pool is never held by a slow query.
 /// - [`Db::scan_any`] is for queries that may take a while (the ledger's fleet-wide
-///   answers, the catalog, gc's listings). Like [`Db::write_any`], it runs off the
+///   answers, the catalog, gc's listings). Like [`Db::write_keyed`], it runs off the
 ///   async workers, on a pool of its own.
 ///
 /// Support's ledger queries ([`Db::support_any`]) have a pool of their own, one
@@ -472,20 +472,12 @@ impl Db {
         }
     }
 
-    /// Runs `f` in one write transaction: all of it or none of it. It runs alone,
-    /// on PostgreSQL across replicas too ([`pg_pool::WRITE_LOCK`], exclusively).
-    pub fn write_any<T>(&self, f: impl FnOnce(&Conn) -> Result<T, Error>) -> Result<T, Error> {
-        match &self.store {
-            Store::Sqlite(_) => self.write(|tx| f(&Conn::Sqlite(tx))),
-            Store::Postgres(p) => blocking_pg(|| self.timed(Call::Write, || p.writer.write(f))),
-        }
-    }
-
-    /// Runs `f` in one write transaction beside other keyed writes, holding each
-    /// of `locks` (see [`locks`]): receipts for different customers do not wait on
-    /// each other on PostgreSQL. `f` may run more than once (a transaction the
-    /// database broke off for a deadlock runs again), each time from the start
-    /// and in a new transaction. On SQLite it is [`Db::write_any`]: one writer.
+    /// Runs `f` in one write transaction, all of it or none of it, holding each of
+    /// `locks` (see [`locks`]; what it protects, taken in one order, and nothing
+    /// wider): receipts for different customers do not wait on each other on
+    /// PostgreSQL, nor a push on gc. `f` may run more than once (a transaction the
+    /// database broke off for a deadlock runs again), each time from the start and
+    /// in a new transaction. On SQLite, one writer at a time (`BEGIN IMMEDIATE`).
     pub fn write_keyed<T>(
         &self,
         locks: &[locks::Lock<'_>],

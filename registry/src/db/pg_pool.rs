@@ -11,11 +11,13 @@ use super::locks::{ordered, Lock};
 use super::sql::{Conn, Pg, PgError, Sql, SqlError, Statements};
 use crate::error::Error;
 
-/// Any number, the same in every replica: the advisory lock every write
-/// transaction takes first: exclusively for [`super::Db::write_any`] (it runs alone, as
-/// SQLite's `BEGIN IMMEDIATE` made every writer), shared for
-/// [`super::Db::write_keyed`], which run beside each other under locks keyed by what
-/// they protect (see [`super::locks`]).
+/// Any number, the same in every replica: the registry-wide write lock of earlier
+/// releases, whose rare writes (gc, the rollout tick, a person's commands) took it
+/// exclusively to run alone. No write of this release takes it exclusively: each
+/// holds only the keys of what it protects ([`super::locks`]). Every write still
+/// takes it *shared*, which never waits for another of this release, so that a
+/// replica of an earlier release left running during a rolling upgrade still runs
+/// its rare writes alone. (Drop it once no such replica can be running.)
 pub const WRITE_LOCK: i64 = 0x5354_4b50_5752_4954; // "STKPWRIT"
 
 /// A PostgreSQL database to connect to, from a `postgres://user[:password]@host[:port]/database`
@@ -198,15 +200,6 @@ impl PgPool {
         })
     }
 
-    /// Runs `f` in one transaction holding [`WRITE_LOCK`] exclusively: committed
-    /// when `f` succeeds, rolled back when it fails.
-    pub(super) fn write<T>(&self, f: impl FnOnce(&Conn) -> Result<T, Error>) -> Result<T, Error> {
-        self.with_client(|mut client, statements| {
-            let answer = transaction(&mut client, statements, Holding::Exclusive, f).0;
-            (client, answer)
-        })
-    }
-
     /// Runs `f` in one transaction holding [`WRITE_LOCK`] shared and each of
     /// `locks` exclusively (in one order, [`ordered`]). A transaction the database
     /// broke off for a deadlock or a serialization failure runs again, up to
@@ -219,8 +212,7 @@ impl PgPool {
         let locks = ordered(locks);
         self.with_client(|mut client, statements| {
             for attempt in 1.. {
-                let (answer, conflicted) =
-                    transaction(&mut client, statements, Holding::Keyed(&locks), &mut f);
+                let (answer, conflicted) = transaction(&mut client, statements, &locks, &mut f);
                 if answer.is_ok() || !conflicted || attempt >= CONFLICT_TRIES {
                     return (client, answer);
                 }
@@ -234,19 +226,13 @@ impl PgPool {
 /// How often a keyed write broken off by a deadlock runs before its error stands.
 const CONFLICT_TRIES: u32 = 5;
 
-/// What a write transaction holds from its start.
-enum Holding<'a> {
-    Exclusive,
-    Keyed(&'a [Lock<'a>]),
-}
-
-/// Runs `f` in one transaction on `client`, holding `held`: committed when `f`
+/// Runs `f` in one transaction on `client`, holding `locks`: committed when `f`
 /// succeeds, rolled back when it fails. Says too whether it failed because
 /// another transaction got in the way (it may run again).
 fn transaction<T>(
     client: &mut postgres::Client,
     statements: &Statements,
-    held: Holding<'_>,
+    locks: &[Lock<'_>],
     f: impl FnOnce(&Conn) -> Result<T, Error>,
 ) -> (Result<T, Error>, bool) {
     let tx = match client.transaction() {
@@ -254,12 +240,9 @@ fn transaction<T>(
         Err(e) => return (Err(PgError::from(e).into()), false),
     };
     let pg = Pg::cached(tx, statements);
-    let taken = match held {
-        Holding::Exclusive => pg.exclusive(WRITE_LOCK),
-        Holding::Keyed(locks) => pg
-            .shared(WRITE_LOCK)
-            .and_then(|()| locks.iter().try_for_each(|lock| pg.lock(*lock))),
-    };
+    let taken = pg
+        .shared(WRITE_LOCK)
+        .and_then(|()| locks.iter().try_for_each(|lock| pg.lock(*lock)));
     let answer = taken
         .map_err(Error::from)
         .and_then(|()| f(&Conn::Postgres(&pg)));

@@ -6,6 +6,7 @@
 //! Written against [`Sql`], so the same functions run on SQLite and PostgreSQL
 //! (PG5: the three tables, and `receipts`, which `customers_of` and `cells` read).
 
+use super::locks::Lock;
 use super::sql::{from_rows, Decode, FromRow, Row, Sql};
 use crate::api::{DeployedRelease, ReleaseServicePart, ReleaseStackPart, ReleaseVersion};
 
@@ -106,12 +107,18 @@ pub fn delete_by_digest<C: Sql + ?Sized>(
     repo: &str,
     digest: &str,
 ) -> Result<(), C::Error> {
-    let gone = conn.query(
+    let rows = conn.query(
         "SELECT name, version FROM release_indexes WHERE repository = $1 AND digest = $2",
         &[repo.into(), digest.into()],
     )?;
-    for row in gone {
-        let (name, version): (String, String) = (row.get("name")?, row.get("version")?);
+    let mut gone: Vec<(String, String)> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        gone.push((row.get("name")?, row.get("version")?));
+    }
+    // The caller holds `repo`, where these were pushed: hold the releases too.
+    let held: Vec<Lock> = gone.iter().map(|(name, _)| Lock::Release(name)).collect();
+    conn.lock_all(&held)?;
+    for (name, version) in gone {
         delete_parts(conn, &name, &version)?;
         conn.execute(
             "DELETE FROM release_indexes WHERE name = $1 AND version = $2",

@@ -328,6 +328,31 @@ pub trait Sql {
         let _ = lock;
         Ok(())
     }
+
+    /// Holds `lock` *shared* until the transaction ends: beside others holding it
+    /// shared, apart from one holding it exclusively (gc deleting a blob a push
+    /// names). Nothing to do on SQLite, as [`Sql::lock`].
+    fn lock_shared(&self, lock: super::locks::Lock<'_>) -> Result<(), Self::Error> {
+        let _ = lock;
+        Ok(())
+    }
+
+    /// [`Sql::lock_shared`] for each of `locks`, in the one order.
+    fn share_all(&self, locks: &[super::locks::Lock<'_>]) -> Result<(), Self::Error> {
+        for lock in super::locks::ordered(locks) {
+            self.lock_shared(lock)?;
+        }
+        Ok(())
+    }
+
+    /// Holds each of `locks`, in the one order ([`super::locks::ordered`]): what a
+    /// write takes midway, once it has read what it must hold.
+    fn lock_all(&self, locks: &[super::locks::Lock<'_>]) -> Result<(), Self::Error> {
+        for lock in super::locks::ordered(locks) {
+            self.lock(lock)?;
+        }
+        Ok(())
+    }
 }
 
 /// The two SQL dialects the registry's database speaks.
@@ -622,6 +647,13 @@ impl Sql for Conn<'_> {
             Conn::Postgres(c) => Ok(c.lock(lock)?),
         }
     }
+
+    fn lock_shared(&self, lock: super::locks::Lock<'_>) -> Result<(), SqlError> {
+        match self {
+            Conn::Sqlite(_) => Ok(()),
+            Conn::Postgres(c) => Ok(c.lock_shared(lock)?),
+        }
+    }
 }
 
 impl<'a> Conn<'a> {
@@ -717,11 +749,6 @@ impl<'s, C: postgres::GenericClient> Pg<'s, C> {
         })
     }
 
-    /// Holds the one-key advisory lock `key` exclusively until the transaction ends.
-    pub fn exclusive(&self, key: i64) -> Result<(), PgError> {
-        self.advisory("SELECT pg_advisory_xact_lock($1)", &[&key])
-    }
-
     /// Holds the one-key advisory lock `key` shared until the transaction ends.
     pub fn shared(&self, key: i64) -> Result<(), PgError> {
         self.advisory("SELECT pg_advisory_xact_lock_shared($1)", &[&key])
@@ -776,6 +803,14 @@ impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
     fn lock(&self, lock: super::locks::Lock<'_>) -> Result<(), PgError> {
         let (class, key) = lock.key();
         self.advisory("SELECT pg_advisory_xact_lock($1, $2)", &[&class, &key])
+    }
+
+    fn lock_shared(&self, lock: super::locks::Lock<'_>) -> Result<(), PgError> {
+        let (class, key) = lock.key();
+        self.advisory(
+            "SELECT pg_advisory_xact_lock_shared($1, $2)",
+            &[&class, &key],
+        )
     }
 }
 

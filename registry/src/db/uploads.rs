@@ -56,6 +56,20 @@ pub fn delete<C: Sql + ?Sized>(conn: &C, id: &str) -> Result<bool, C::Error> {
 }
 
 /// Up to `limit` sessions last touched at or before `before`.
+/// Deletes session `id` if it still was not touched after `before` (an append may
+/// have made it young since it was listed); whether it did.
+pub fn delete_if_expired<C: Sql + ?Sized>(
+    conn: &C,
+    id: &str,
+    before: i64,
+) -> Result<bool, C::Error> {
+    let deleted = conn.execute(
+        "DELETE FROM uploads WHERE id = $1 AND updated <= $2",
+        &[id.into(), before.into()],
+    )?;
+    Ok(deleted > 0)
+}
+
 pub fn expired<C: Sql + ?Sized>(
     conn: &C,
     before: i64,

@@ -119,7 +119,7 @@ fn a_real_plan_that_differs_is_a_miss_once_and_a_matching_one_is_not() {
         ("acme", vec![stack("network", vec![])]),
         ("globex", vec![stack("network", vec![])]),
     ]);
-    db.write_any(|tx| {
+    db.write_keyed(&[], |tx| {
         let tx = tx.sqlite("the example's rows")?;
         publish(tx, "network", &Version::new(1, 1, 0), &f, "now")?;
         let same = receipt("acme", "a-1", vec![]);
@@ -149,7 +149,7 @@ fn a_customer_the_forecast_could_not_plan_is_not_compared() {
     let (_dir, db) = db();
     let mut f = forecast(vec![("acme", vec![stack("network", vec![])])]);
     f.customers[0].outcome = ForecastOutcome::NotForecast;
-    db.write_any(|tx| {
+    db.write_keyed(&[], |tx| {
         let tx = tx.sqlite("the example's rows")?;
         publish(tx, "network", &Version::new(1, 1, 0), &f, "now")?;
         assert!(!hold_receipt(
@@ -185,7 +185,7 @@ fn a_destructive_forecast_holds_the_assignment_and_names_the_resources() {
         ),
     ]);
     let v = Version::new(1, 1, 0);
-    db.write_any(|tx| {
+    db.write_keyed(&[], |tx| {
         let tx = tx.sqlite("the example's rows")?;
         publish(tx, "network", &v, &f, "now")?;
         assert_eq!(
@@ -204,7 +204,7 @@ fn a_forecast_sent_to_another_version_is_refused_naming_both() {
     let (_dir, db) = db();
     let f = forecast(vec![]);
     let refused = db
-        .write_any(|tx| {
+        .write_keyed(&[], |tx| {
             publish(
                 tx.sqlite("the example's rows")?,
                 "network",

@@ -100,7 +100,7 @@ fn row(conn: &Connection, id: i64) -> RolloutRow {
 #[test]
 fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
     let (_dir, db) = db();
-    db.write_any(|tx| {
+    db.write_keyed(&[], |tx| {
         let tx = tx.sqlite("the example's rows")?;
         set_channel(tx, "stable", None, Some(60), T0).unwrap();
         customer(tx, "acme", Some("canary"));
@@ -118,9 +118,9 @@ fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
         );
 
         receipt(tx, "r1", "acme", "1.0.0", Outcome::Succeeded, T0 + 10 * NS);
-        advance(tx, T0 + 59 * NS).unwrap();
+        advance(tx, None, T0 + 59 * NS).unwrap();
         assert_eq!(assigned(tx, id), ["acme"], "not before the soak time");
-        advance(tx, T0 + 60 * NS).unwrap();
+        advance(tx, None, T0 + 60 * NS).unwrap();
         assert_eq!(assigned(tx, id), ["acme", "globex"]);
 
         receipt(tx, "r2", "globex", "1.0.0", Outcome::Failed, T0 + 70 * NS);
@@ -131,7 +131,7 @@ fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
             reason.contains("globex") && reason.contains("r2"),
             "{reason}"
         );
-        advance(tx, T0 + 10_000 * NS).unwrap();
+        advance(tx, None, T0 + 10_000 * NS).unwrap();
         assert_eq!(
             assigned(tx, id),
             ["acme", "globex"],
@@ -152,7 +152,7 @@ fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
         let resumed = control(tx, id, Control::Resume, T0 + 10_003 * NS).unwrap();
         assert_eq!(resumed.state, RolloutState::Running);
         // The early wave soaked long ago: the last wave opens at once.
-        advance(tx, T0 + 10_004 * NS).unwrap();
+        advance(tx, None, T0 + 10_004 * NS).unwrap();
         assert_eq!(assigned(tx, id), ["acme", "globex", "initech", "umbrella"]);
         receipt(
             tx,
@@ -191,7 +191,7 @@ fn waves_open_in_order_after_soak_and_only_while_the_gate_holds() {
 #[test]
 fn empty_waves_are_skipped_and_a_lower_version_is_refused() {
     let (_dir, db) = db();
-    db.write_any(|tx| {
+    db.write_keyed(&[], |tx| {
         let tx = tx.sqlite("the example's rows")?;
         customer(tx, "globex", Some("early"));
         publish(tx, "1.0.0");
@@ -213,14 +213,14 @@ fn empty_waves_are_skipped_and_a_lower_version_is_refused() {
 
         // A customer moved to another channel no longer holds the rollout up.
         customer(tx, "initech", Some("general"));
-        advance(tx, T0 + 100_000 * NS).unwrap();
+        advance(tx, None, T0 + 100_000 * NS).unwrap();
         assert_eq!(
             assigned(tx, first.rollout),
             ["globex"],
             "globex has not succeeded yet"
         );
         rdb::set_placement(tx, "globex", "beta", None).unwrap();
-        advance(tx, T0 + 100_001 * NS).unwrap();
+        advance(tx, None, T0 + 100_001 * NS).unwrap();
         assert_eq!(assigned(tx, first.rollout), ["globex", "initech"]);
         let unknown = promote(tx, REPO, &statement("2.0.0", false), T0).unwrap_err();
         assert_eq!(unknown.code, Code::ManifestInvalid);
@@ -238,7 +238,7 @@ fn empty_waves_are_skipped_and_a_lower_version_is_refused() {
 #[test]
 fn a_customer_behind_passes_through_a_required_version() {
     let (_dir, db) = db();
-    db.write_any(|tx| {
+    db.write_keyed(&[], |tx| {
         let tx = tx.sqlite("the example's rows")?;
         set_channel(tx, "stable", Some(vec!["all".into()]), Some(1), T0).unwrap();
         customer(tx, "acme", None);

@@ -8,6 +8,7 @@
 //! blob is in the new store is the new location recorded: until then the registry
 //! still reads the old one, and a move stopped half way can be run again.
 
+use crate::db::locks::Lock;
 use crate::db::sql::Sql;
 use futures_util::StreamExt;
 use stackpack_schema::Digest;
@@ -58,7 +59,9 @@ pub async fn move_blobs(
     let report = copy_blobs(database, from, to, progress).await?;
     let identity = to_identity.to_string();
     database
-        .write_any(|tx| Ok(db::settings::set(tx, db::settings::BLOBS, &identity)?))
+        .write_keyed(&[Lock::Setting(db::settings::BLOBS)], |tx| {
+            Ok(db::settings::set(tx, db::settings::BLOBS, &identity)?)
+        })
         .map_err(|e| MoveError::Db(e.message))?;
     Ok(report)
 }

@@ -215,7 +215,7 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
                         .parse()
                         .unwrap();
                 assert!(db
-                    .write_any(|tx| receipts::store(
+                    .write_keyed(&[], |tx| receipts::store(
                         tx,
                         &checked,
                         &now,
@@ -226,7 +226,7 @@ fn adoption_from_deltas_matches_a_replay_whatever_order_receipts_arrive_in() {
                 // changes nothing, so it must not be counted twice.
                 let again = receipts::check(&receipts[n / 2]).unwrap();
                 assert!(!db
-                    .write_any(|tx| receipts::store(
+                    .write_keyed(&[], |tx| receipts::store(
                         tx,
                         &again,
                         &now,

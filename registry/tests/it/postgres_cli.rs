@@ -142,7 +142,7 @@ fn gc_on_postgres_deletes_an_unreferenced_blob_keeps_referenced_ones_and_honours
     let now = stackpack_registry::rollout::now_ns();
     stackpack_registry::db::Db::open_url(&url, 1)
         .unwrap()
-        .write_any(|tx| {
+        .write_keyed(&[], |tx| {
             let taken = stackpack_registry::db::leases::take(
                 tx,
                 stackpack_registry::lease::GC,
@@ -165,7 +165,9 @@ fn gc_on_postgres_deletes_an_unreferenced_blob_keeps_referenced_ones_and_honours
     );
     stackpack_registry::db::Db::open_url(&url, 1)
         .unwrap()
-        .write_any(|tx| Ok(stackpack_registry::db::leases::give_back(tx, "gc", holder)?))
+        .write_keyed(&[], |tx| {
+            Ok(stackpack_registry::db::leases::give_back(tx, "gc", holder)?)
+        })
         .unwrap();
 
     let report = run_json(&gc);

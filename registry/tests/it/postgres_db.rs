@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use stackpack_registry::auth::Role;
 use stackpack_registry::db::locks::Lock;
-use stackpack_registry::db::sql::{Param, Sql, SqlError};
+use stackpack_registry::db::sql::{Conn, Param, Sql, SqlError};
 use stackpack_registry::db::{pg, tokens, Backend, Db};
 use stackpack_registry::error::{Code, Error};
 use stackpack_registry::metrics::Metrics;
@@ -34,8 +34,10 @@ fn a_postgres_db_migrates_and_answers_through_the_any_methods() {
         .reporting_to(metrics.clone());
     assert_eq!(db.backend(), Backend::Postgres);
 
-    db.write_any(|c| Ok(tokens::insert(c, "t1", &[1, 2, 3], &publisher("ci"))?))
-        .unwrap();
+    db.write_keyed(&[], |c| {
+        Ok(tokens::insert(c, "t1", &[1, 2, 3], &publisher("ci"))?)
+    })
+    .unwrap();
     let found = db
         .read_any(|c| tokens::by_hash(c, &[1, 2, 3]))
         .unwrap()
@@ -46,7 +48,7 @@ fn a_postgres_db_migrates_and_answers_through_the_any_methods() {
     assert_eq!(listed[0].name.as_deref(), Some("ci"));
 
     // A write whose closure fails leaves nothing behind.
-    let failed = db.write_any(|c| -> Result<(), Error> {
+    let failed = db.write_keyed(&[], |c| -> Result<(), Error> {
         tokens::insert(c, "t2", &[4, 5, 6], &publisher("release"))?;
         Err(Error::new(Code::Conflict, "the rest of the write failed"))
     });
@@ -99,9 +101,10 @@ fn a_postgres_database_from_a_newer_build_is_refused_without_printing_the_passwo
 }
 
 /// Reads a counter and writes it back one higher, as a read-then-write (a
-/// prerelease number claimed, a tag checked then moved) does.
+/// prerelease number claimed, a tag checked then moved) does, holding the key of
+/// what it protects.
 fn increment(db: &Db) {
-    db.write_any(|c| {
+    db.write_keyed(&[Lock::Setting("counter")], |c| {
         let row = c.query_opt(
             "SELECT value FROM registry_settings WHERE name = 'counter'",
             &[],
@@ -125,7 +128,7 @@ fn increment(db: &Db) {
 }
 
 #[test]
-fn writers_of_two_replicas_on_one_postgres_database_take_turns() {
+fn writers_of_two_replicas_holding_one_key_on_one_postgres_database_take_turns() {
     let server = Postgres::start();
     let replicas = [
         Db::open_url(&server.url(), 1).unwrap(),
@@ -148,8 +151,8 @@ fn writers_of_two_replicas_on_one_postgres_database_take_turns() {
             .map_err(Into::into)
         })
         .unwrap();
-    // Without the write lock, READ COMMITTED lets two writers read the same
-    // value and both write it plus one: increments are lost.
+    // Without the key, READ COMMITTED lets two writers read the same value and
+    // both write it plus one: increments are lost.
     assert_eq!(total, "90");
 }
 
@@ -166,18 +169,20 @@ fn finished<'scope>(
     finished
 }
 
-/// Holds upload `a` on `holder` while `meanwhile` runs; answers what it answered.
-fn holding_upload_a<T>(holder: &Db, meanwhile: impl FnOnce() -> T) -> T {
+/// Holds what `hold` takes on `holder`, in one write transaction, while
+/// `meanwhile` runs; answers what it answered.
+pub(crate) fn holding<T>(holder: &Db, hold: Hold<'_>, meanwhile: impl FnOnce() -> T) -> T {
     let (entered, holding) = std::sync::mpsc::channel();
     let (release, released) = std::sync::mpsc::channel::<()>();
     let released = std::sync::Mutex::new(released);
     std::thread::scope(|scope| {
-        // Owned here, so a failed check lets go of `a` too (dropped as it unwinds)
-        // rather than leave the holder waiting.
+        // Owned here, so a failed check lets go of the hold too (dropped as it
+        // unwinds) rather than leave the holder waiting.
         let release = release;
         let held = finished(scope, || {
             holder
-                .write_keyed(&[Lock::Upload("a")], |_| {
+                .write_keyed(&[], |tx| {
+                    hold(tx)?;
                     entered.send(()).unwrap();
                     let _ = released.lock().unwrap().recv();
                     Ok(())
@@ -192,44 +197,152 @@ fn holding_upload_a<T>(holder: &Db, meanwhile: impl FnOnce() -> T) -> T {
     })
 }
 
+/// What a test's holder takes: a lock, exclusive or shared.
+pub(crate) type Hold<'a> = &'a (dyn Fn(&Conn) -> Result<(), SqlError> + Sync);
+
 const LONG: Duration = Duration::from_secs(20);
 
 #[test]
-fn keyed_writes_of_two_replicas_wait_only_for_their_own_key_and_for_a_write_that_runs_alone() {
+fn keyed_writes_of_two_replicas_wait_only_for_their_own_key() {
     let server = Postgres::start();
     let (one, two) = (
         Db::open_url(&server.url(), 2).unwrap(),
         Db::open_url(&server.url(), 2).unwrap(),
     );
-    // Other keys go on through the other replica while upload `a` is held.
-    holding_upload_a(&one, || {
+    // Other keys go on through the other replica while upload `a` is held, and so
+    // does a write holding no key (there is no registry-wide write lock).
+    let upload_a: Hold = &|tx| tx.lock(Lock::Upload("a"));
+    holding(&one, upload_a, || {
         two.write_keyed(&[Lock::Upload("b"), Lock::Customer("acme")], |_| Ok(()))
-            .unwrap()
+            .unwrap();
+        two.write_keyed(&[], |_| Ok(())).unwrap();
     });
-    // The same key, and a write that runs alone, wait for it: each is still
-    // waiting half a second in, and done once `a` is let go.
-    type Write<'a> = Box<dyn Fn() + Send + Sync + 'a>;
-    let waiting: [(&str, Write); 2] = [
-        (
-            "upload `a` was written twice at once",
-            Box::new(|| two.write_keyed(&[Lock::Upload("a")], |_| Ok(())).unwrap()),
-        ),
-        (
-            "a write that runs alone ran beside a keyed one",
-            Box::new(|| two.write_any(|_| Ok(())).unwrap()),
-        ),
-    ];
-    for (what, write) in &waiting {
-        std::thread::scope(|scope| {
-            let done = holding_upload_a(&one, || {
-                let done = finished(scope, write);
-                std::thread::sleep(Duration::from_millis(500));
-                assert!(done.try_recv().is_err(), "{what}");
-                done
+    // The same key waits for it: still waiting half a second in, and done once
+    // `a` is let go.
+    let again = || two.write_keyed(&[Lock::Upload("a")], |_| Ok(())).unwrap();
+    assert_waits(
+        &one,
+        upload_a,
+        &again,
+        "upload `a` was written twice at once",
+    );
+}
+
+/// gc holds a blob it deletes exclusively; a push holds the blobs its manifest
+/// names shared: pushes naming one blob go on beside each other, and gc waits
+/// for them (and they for gc), so it never deletes a blob's rows between a push's
+/// check that the blob is there and the push's commit.
+#[test]
+fn pushes_naming_a_blob_go_on_together_and_gc_deleting_it_waits_for_them() {
+    let server = Postgres::start();
+    let (one, two) = (
+        Db::open_url(&server.url(), 2).unwrap(),
+        Db::open_url(&server.url(), 2).unwrap(),
+    );
+    let push = |db: &Db| {
+        db.write_keyed(&[Lock::Repository("acme/net")], |tx| {
+            Ok(tx.share_all(&[Lock::Blob("sha256:x"), Lock::Blob("sha256:y")])?)
+        })
+        .unwrap()
+    };
+    let pushing: Hold = &|tx| tx.share_all(&[Lock::Blob("sha256:x")]);
+    let deleting: Hold = &|tx| tx.lock(Lock::Blob("sha256:y"));
+    // Another push naming the blob goes on while one holds it, and so does gc
+    // deleting another.
+    holding(&one, pushing, || {
+        push(&two);
+        two.write_keyed(&[Lock::Blob("sha256:z")], |_| Ok(()))
+            .unwrap();
+    });
+    // gc deleting it waits for the push.
+    let gc = || {
+        two.write_keyed(&[Lock::Blob("sha256:x")], |_| Ok(()))
+            .unwrap()
+    };
+    assert_waits(&one, pushing, &gc, "gc deleted a blob a push names");
+    // And a push naming a blob gc is deleting waits for gc.
+    assert_waits(
+        &one,
+        deleting,
+        &|| push(&two),
+        "a push named a blob gc was deleting",
+    );
+}
+
+/// gc and a push racing for one blob, through a registry served on PostgreSQL:
+/// gc holds a blob it is deleting (its rows gone, not yet committed) when a
+/// manifest naming it arrives. The push waits for gc and then, the blob gone, is
+/// refused `MANIFEST_BLOB_UNKNOWN`, never stored naming a blob no row records
+/// (what a push holding nothing of its blobs would do).
+#[test]
+fn a_push_naming_a_blob_gc_is_deleting_waits_for_gc_and_is_refused_once_it_is_gone() {
+    use crate::common::{image_manifest, Client, OCI_MANIFEST};
+    use stackpack_test_support::servers::OurRegistry;
+
+    let database = Postgres::start();
+    let url = database.url();
+    let registry = OurRegistry::start_with(&["--database", &url]);
+    let publisher = Client::new(registry.url(), Some(token_in(&url, Role::Publisher)));
+    let config = b"{}";
+    let config_digest = publisher.push_blob("acme/app", config);
+    let layer = b"a layer gc is collecting";
+    let layer_digest = publisher.push_blob("acme/app", layer);
+    let manifest = image_manifest(
+        &config_digest,
+        config.len(),
+        &[(layer_digest.clone(), layer.len())],
+        None,
+        None,
+    );
+    let gc = Db::open_url(&url, 1).unwrap();
+    let deleting: Hold = &|tx| {
+        tx.lock(Lock::Blob(&layer_digest))?;
+        stackpack_registry::db::blobs::delete_rows(tx, std::slice::from_ref(&layer_digest))
+    };
+    std::thread::scope(|scope| {
+        let pushed = holding(&gc, deleting, || {
+            let (sent, answered) = std::sync::mpsc::channel();
+            let (publisher, manifest) = (&publisher, &manifest);
+            scope.spawn(move || {
+                let _ =
+                    sent.send(publisher.push_manifest("acme/app", "v1", manifest, OCI_MANIFEST));
             });
-            done.recv_timeout(LONG).unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            assert!(
+                answered.try_recv().is_err(),
+                "the push did not wait for gc deleting a blob it names"
+            );
+            answered
         });
-    }
+        let answer = pushed.recv_timeout(LONG).unwrap();
+        let body = String::from_utf8_lossy(&answer.body);
+        assert_eq!(answer.status, 400, "{body}");
+        assert!(body.contains("MANIFEST_BLOB_UNKNOWN"), "{body}");
+    });
+    let stored = gc
+        .read_any(|c| {
+            stackpack_registry::db::manifests::exists(
+                c,
+                "acme/app",
+                &crate::common::sha256(&manifest),
+            )
+        })
+        .unwrap();
+    assert!(!stored, "a manifest naming a deleted blob was stored");
+}
+
+/// Asserts that `write` waits while `holder` holds `lock`: still waiting half a
+/// second in, and done once it is let go.
+pub(crate) fn assert_waits(holder: &Db, hold: Hold<'_>, write: &(dyn Fn() + Sync), what: &str) {
+    std::thread::scope(|scope| {
+        let done = holding(holder, hold, || {
+            let done = finished(scope, write);
+            std::thread::sleep(Duration::from_millis(500));
+            assert!(done.try_recv().is_err(), "{what}");
+            done
+        });
+        done.recv_timeout(LONG).unwrap();
+    });
 }
 
 /// A `Db` call counting tokens, through one of its pools.
@@ -239,8 +352,10 @@ type CountCall<'a> = dyn Fn() -> Result<u64, Error> + 'a;
 fn a_postgres_db_answers_503_while_the_server_is_down_and_again_once_it_is_back() {
     let server = Postgres::start();
     let db = Db::open_url(&server.url(), 2).unwrap();
-    db.write_any(|c| Ok(tokens::insert(c, "t1", &[1], &publisher("ci"))?))
-        .unwrap();
+    db.write_keyed(&[], |c| {
+        Ok(tokens::insert(c, "t1", &[1], &publisher("ci"))?)
+    })
+    .unwrap();
 
     server.stop();
     let calls: [(&str, Box<CountCall>); 4] = [
@@ -249,7 +364,7 @@ fn a_postgres_db_answers_503_while_the_server_is_down_and_again_once_it_is_back(
         ("support", Box::new(|| db.support_any(|c| tokens::count(c)))),
         (
             "write",
-            Box::new(|| db.write_any(|c| Ok(tokens::count(c)?))),
+            Box::new(|| db.write_keyed(&[], |c| Ok(tokens::count(c)?))),
         ),
     ];
     for (call, run) in &calls {
@@ -275,8 +390,10 @@ fn a_postgres_db_answers_503_while_the_server_is_down_and_again_once_it_is_back(
 async fn a_postgres_db_runs_on_the_servers_runtime_and_is_dropped_there() {
     let server = Postgres::start();
     let db = Db::open_url(&server.url(), 1).unwrap();
-    db.write_any(|c| Ok(tokens::insert(c, "t1", &[1], &publisher("ci"))?))
-        .unwrap();
+    db.write_keyed(&[], |c| {
+        Ok(tokens::insert(c, "t1", &[1], &publisher("ci"))?)
+    })
+    .unwrap();
     assert_eq!(db.read_any(|c| tokens::count(c)).unwrap(), 1);
     let moved = tokio::spawn(async move {
         let count = db.scan_any(|c| tokens::count(c)).unwrap();
@@ -298,7 +415,7 @@ fn token_in(url: &str, role: Role) -> String {
         created: "2026-01-01T00:00:00Z",
         expires_at: None,
     };
-    db.write_any(|c| Ok(tokens::insert(c, &id, &hash, &new)?))
+    db.write_keyed(&[], |c| Ok(tokens::insert(c, &id, &hash, &new)?))
         .unwrap();
     token
 }

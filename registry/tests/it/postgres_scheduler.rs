@@ -6,9 +6,11 @@
 //! scheduler opening waves as stack receipts arrive, a failure halting it, a resume
 //! and its completion.
 
+use stackpack_registry::api::RolloutState;
 use stackpack_registry::api::{Deployment, Release, Source};
+use stackpack_registry::db::locks::Lock;
 use stackpack_registry::db::sql::{Pg, Sql};
-use stackpack_registry::db::{alerts, ledger, manifests};
+use stackpack_registry::db::{alerts, ledger, manifests, Db};
 use stackpack_registry::error::Error;
 use stackpack_registry::rollout::{self, Control};
 use stackpack_registry::timestamp::Timestamp;
@@ -21,6 +23,7 @@ use stackpack_schema::Digest;
 use stackpack_test_support::servers::Postgres;
 
 use crate::postgres_backend::{assert_same, icu_database, on_sqlite};
+use crate::postgres_db::{assert_waits, holding, Hold};
 
 const NS: i64 = 1_000_000_000;
 /// The story's clock: 2027-01-15, in seconds from it.
@@ -82,10 +85,15 @@ fn publish<C: Sql>(conn: &C, version: &str) {
 
 /// The vendor's statement approving stack `web@version` for channel `stable`.
 fn statement(version: &str) -> SignedChannelStatement {
+    statement_to("stable", version)
+}
+
+/// The vendor's statement promoting `web@version` to `channel`.
+fn statement_to(channel: &str, version: &str) -> SignedChannelStatement {
     SignedChannelStatement::sign(
         ChannelStatement {
             format: CHANNEL_STATEMENT_FORMAT,
-            channel: "stable".into(),
+            channel: channel.into(),
             kind: ApprovedKind::Stack,
             release: "web".into(),
             version: version.parse().unwrap(),
@@ -225,14 +233,14 @@ where
     say("canary open", standing(conn, id));
 
     report(conn, "r1", "acme", "1.1.0", Outcome::Succeeded, 10);
-    rollout::advance(conn, at(60)).unwrap();
+    rollout::advance(conn, None, at(60)).unwrap();
     say("soaking", standing(conn, id));
-    rollout::advance(conn, at(61)).unwrap();
+    rollout::advance(conn, None, at(61)).unwrap();
     say("early open", standing(conn, id));
 
     report(conn, "r2", "globex", "1.1.0", Outcome::Failed, 70);
     say("halted", standing(conn, id));
-    rollout::advance(conn, at(10_000)).unwrap();
+    rollout::advance(conn, None, at(10_000)).unwrap();
     say("halted later", standing(conn, id));
     let still = rollout::control(conn, id, Control::Resume, at(10_001)).unwrap();
     say("resumed, still failing", format!("{:?}", still.state));
@@ -242,7 +250,7 @@ where
     say("paused", standing(conn, id));
     let resumed = rollout::control(conn, id, Control::Resume, at(10_004)).unwrap();
     say("resumed", format!("{:?}", resumed.state));
-    rollout::advance(conn, at(10_005)).unwrap();
+    rollout::advance(conn, None, at(10_005)).unwrap();
     say("general open", standing(conn, id));
     say(
         "assignment initech",
@@ -360,4 +368,87 @@ fn the_scheduler_answers_the_same_on_sqlite_and_postgres() {
     assert!(of("abort when over").starts_with("Conflict"));
     assert_eq!(of("unknown rollout"), "NotFound");
     assert_eq!(of("no assignment"), "None");
+}
+
+/// Rollouts on PostgreSQL hold only what they move (issue 42): a tick moving one
+/// rollout holds that rollout, so a person pausing another goes on beside it while
+/// pausing the same one waits; a channel's settings hold that channel; a placement
+/// holds its customer and channel, then each of the channel's running rollouts as
+/// it moves them.
+#[test]
+fn a_rollouts_tick_and_controls_hold_only_that_rollout_and_channel_settings_only_that_channel() {
+    let server = Postgres::start();
+    let (one, two) = (
+        Db::open_url(&server.url(), 2).unwrap(),
+        Db::open_url(&server.url(), 2).unwrap(),
+    );
+    let (stable, beta) = one
+        .write_keyed(&[], |tx| {
+            for (channel, customer) in [("stable", "acme"), ("beta", "globex")] {
+                rollout::set_channel(tx, channel, Some(vec!["all".into()]), Some(60), at(0))?;
+                ledger::register_customer(tx, customer, None, None, "2027-01-01T00:00:00Z")?;
+                rollout::place(tx, customer, channel, None, at(0))?;
+            }
+            publish(tx, "1.0.0");
+            let stable = rollout::promote(tx, REPO, &statement_to("stable", "1.0.0"), at(1))?;
+            let beta = rollout::promote(tx, REPO, &statement_to("beta", "1.0.0"), at(1))?;
+            Ok((stable.rollout, beta.rollout))
+        })
+        .unwrap();
+    let ticking: Hold = &|tx| tx.lock(Lock::Rollout(stable));
+    holding(&one, ticking, || {
+        let paused = rollout::control_held(&two, beta, Control::Pause).unwrap();
+        assert_eq!(paused.state, RolloutState::Paused);
+        // A placement in the paused rollout's channel moves no running rollout.
+        rollout::place_held(&two, "globex", "beta", None).unwrap();
+    });
+    let pause = || {
+        rollout::control_held(&two, stable, Control::Pause).unwrap();
+    };
+    assert_waits(
+        &one,
+        ticking,
+        &pause,
+        "a pause ran beside the tick moving its rollout",
+    );
+    let resume = || {
+        rollout::control_held(&two, stable, Control::Resume).unwrap();
+    };
+    rollout::control_held(&two, stable, Control::Pause).unwrap();
+    assert_waits(
+        &one,
+        ticking,
+        &resume,
+        "a resume ran beside the tick moving its rollout",
+    );
+    let tick = || rollout::tick(&two, rollout::now_ns()).unwrap();
+    assert_waits(
+        &one,
+        ticking,
+        &tick,
+        "a tick moved a rollout another was moving",
+    );
+    let place = || {
+        rollout::place_held(&two, "acme", "stable", None).unwrap();
+    };
+    assert_waits(
+        &one,
+        ticking,
+        &place,
+        "a placement moved a rollout a tick was moving",
+    );
+
+    let setting_stable: Hold = &|tx| tx.lock(Lock::Channel("stable"));
+    holding(&one, setting_stable, || {
+        rollout::set_channel_held(&two, "beta", None, Some(120)).unwrap();
+    });
+    let set = || {
+        rollout::set_channel_held(&two, "stable", None, Some(120)).unwrap();
+    };
+    assert_waits(
+        &one,
+        setting_stable,
+        &set,
+        "two wrote one channel's settings at once",
+    );
 }

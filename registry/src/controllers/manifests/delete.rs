@@ -9,6 +9,7 @@ use axum::response::Response;
 use crate::auth::{Action, Role};
 use crate::controllers::{empty, Ctx};
 use crate::db;
+use crate::db::locks::Lock;
 use crate::error::{Code, Error, Result};
 use crate::names::{is_stable_version_tag, Reference};
 
@@ -23,7 +24,9 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str) -> Result<Response> {
     ctx.authorize(Action::Delete(name))?;
     let admin = ctx.principal.role() == Some(Role::Admin);
     let parsed = Reference::parse(reference)?;
-    ctx.state.db.write_any(|tx| {
+    // Held: the repository, and (as they are found) the stacks and releases whose
+    // versions a manifest deleted by digest took with it (`db::locks`).
+    ctx.state.db.write_keyed(&[Lock::Repository(name)], |tx| {
         match &parsed {
             Reference::Tag(tag) => {
                 if is_stable_version_tag(tag) && !admin {

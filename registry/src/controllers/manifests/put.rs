@@ -16,6 +16,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use stackpack_schema::media_type;
 use stackpack_schema::oci::Descriptor;
+use stackpack_schema::rollout::SignedChannelStatement;
 use stackpack_schema::Digest;
 
 use crate::api::{Release, ReleaseModule, Source};
@@ -158,7 +159,9 @@ async fn read_release(
 }
 
 /// Every blob the manifest needs is in the repository with the size it says, and
-/// every manifest an index lists is stored.
+/// every manifest an index lists is stored. The blobs are held shared until the
+/// push commits: gc deletes none of them meanwhile, and pushes naming one go on
+/// beside each other (`db::locks`).
 fn check_references<C: Sql + ?Sized>(
     tx: &C,
     name: &str,
@@ -168,6 +171,9 @@ fn check_references<C: Sql + ?Sized>(
 where
     Error: From<C::Error>,
 {
+    let keys: Vec<String> = blobs.iter().map(|d| d.digest.to_string()).collect();
+    let named: Vec<Lock> = keys.iter().map(|d| Lock::Blob(d)).collect();
+    tx.share_all(&named)?;
     for blob in blobs {
         let key = blob.digest.to_string();
         match db::blobs::size_in_repo(tx, name, &key)? {
@@ -245,14 +251,28 @@ fn record_stack_version<C: Sql + ?Sized>(
 
 /// What a push holds beside other pushes (see `db::locks`): its repository, and
 /// the stack and the release it records.
+/// What a push holds on PostgreSQL, beside pushes to others: its repository (and
+/// the stack and release it records); a channel statement its channel too, where
+/// it starts a rollout (and the rollouts it supersedes, as it reaches them: see
+/// `db::locks`).
 fn push_locks<'a>(
     name: &'a str,
-    release: Option<&'a Release>,
-    release_index: Option<&'a db::release_index::NewReleaseIndex>,
+    release: &'a Option<Release>,
+    release_index: &'a Option<db::release_index::NewReleaseIndex>,
+    statement: &'a Option<SignedChannelStatement>,
 ) -> Vec<Lock<'a>> {
     let mut locks = vec![Lock::Repository(name)];
-    locks.extend(release.map(|r| Lock::Stack(&r.stack)));
-    locks.extend(release_index.map(|r| Lock::Release(&r.release.name)));
+    locks.extend(release.as_ref().map(|r| Lock::Stack(&r.stack)));
+    locks.extend(
+        release_index
+            .as_ref()
+            .map(|r| Lock::Release(&r.release.name)),
+    );
+    locks.extend(
+        statement
+            .as_ref()
+            .map(|s| Lock::Channel(&s.statement.channel)),
+    );
     locks
 }
 
@@ -347,14 +367,8 @@ pub async fn handle(
             None => Ok(None),
         }
     };
-    // A push holds its repository (and the stack and release it records) on
-    // PostgreSQL, beside pushes to others; a channel statement creates a rollout,
-    // which runs alone (see `db::locks`).
-    let locks = push_locks(name, release.as_ref(), release_index.as_ref());
-    let promoted = match &statement {
-        Some(_) => ctx.state.db.write_any(store)?,
-        None => ctx.state.db.write_keyed(&locks, store)?,
-    };
+    let locks = push_locks(name, &release, &release_index, &statement);
+    let promoted = ctx.state.db.write_keyed(&locks, store)?;
     log_recorded(&key, release.as_ref(), release_index.as_ref());
     if let (Some(signed), Some(promoted)) = (&statement, &promoted) {
         let s = &signed.statement;

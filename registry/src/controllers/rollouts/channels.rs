@@ -74,9 +74,7 @@ pub async fn update(
         })?),
         None => None,
     };
-    let config = state.db.write_any(|tx| {
-        rollout::set_channel(tx, &name, new.waves.clone(), soak, rollout::now_ns())
-    })?;
+    let config = rollout::set_channel_held(&state.db, &name, new.waves.clone(), soak)?;
     let customers = all(&state)?
         .into_iter()
         .find(|c| c.name == name)

@@ -10,10 +10,7 @@ use crate::rollout::{self, Control};
 use crate::state::SharedState;
 
 fn run(state: &SharedState, id: i64, control: Control) -> Result<Rollout> {
-    state.db.write_any(|tx| {
-        let row = rollout::control(tx, id, control, rollout::now_ns())?;
-        Ok(rollout::summary(tx, &row)?)
-    })
+    rollout::control_held(&state.db, id, control)
 }
 
 #[utoipa::path(

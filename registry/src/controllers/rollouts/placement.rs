@@ -6,7 +6,6 @@ use axum::Json;
 
 use crate::api::{CustomerPlacement, Placement};
 use crate::controllers::{read_limited, Authorised, MayAdminister};
-use crate::db;
 use crate::error::{Code, Error, Result};
 use crate::rollout;
 use crate::state::SharedState;
@@ -36,17 +35,7 @@ pub async fn update(
             format!("the body is not `{{channel, wave}}`: {e}"),
         )
     })?;
-    let placement = state.db.write_any(|tx| {
-        rollout::place(
-            tx,
-            &id,
-            &new.channel,
-            new.wave.as_deref(),
-            rollout::now_ns(),
-        )?;
-        Ok(db::rollouts::placement(tx, &id)?)
-    })?;
-    placement
+    rollout::place_held(&state.db, &id, &new.channel, new.wave.as_deref())?
         .map(Json)
         .ok_or_else(|| Error::new(Code::NotFound, format!("customer `{id}` is not known")))
 }

@@ -350,9 +350,10 @@ pub async fn commit(
     let key = expected.to_string();
     let mut locks = vec![Lock::Blob(&key)];
     locks.extend(session.map(Lock::Upload));
-    // Keyed by the blob (and the session): pushes of other blobs go on beside it; gc,
-    // which deletes blobs, runs alone (`write_any`). Should the database run the
-    // transaction again (a deadlock it broke off), the bytes are already in place.
+    // Keyed by the blob (and the session): pushes of other blobs go on beside it; gc
+    // holds each blob it deletes, so it never unlinks these bytes as they land.
+    // Should the database run the transaction again (a deadlock it broke off), the
+    // bytes are already in place.
     let mut staged = Some(staged);
     state.db.write_keyed(&locks, |tx| {
         if let Some(staged) = staged.take() {
