@@ -1,7 +1,7 @@
 //! Manifests (image manifests and indexes), what they reference, and tags. Written
 //! against [`Sql`], so the same functions run on SQLite and PostgreSQL.
 
-use super::sql::{Decode, FromRow, Row, Sql};
+use super::sql::{Decode, FromRow, Param, Row, Sql};
 use super::tokens::TokenRow;
 use stackpack_schema::Digest;
 
@@ -115,11 +115,29 @@ pub fn get_with_token<C: Sql + ?Sized>(
     repo: &str,
     named: Named<'_>,
 ) -> Result<Option<(TokenRow, Option<StoredManifest>)>, C::Error> {
+    let (text, params) = with_token_statement(hash, repo, named);
+    Ok(with_token_of(conn.query_opt(text, &params)?)?)
+}
+
+/// [`get_with_token`]'s statement and parameters, for a caller that runs it itself
+/// ([`super::Db::query_opt_hot`]), then reads its row with [`with_token_of`].
+pub fn with_token_statement<'a>(
+    hash: &'a [u8],
+    repo: &'a str,
+    named: Named<'a>,
+) -> (&'static str, [Param<'a>; 3]) {
     let (text, reference) = match named {
         Named::Tag(tag) => (WITH_TOKEN_BY_TAG, tag),
         Named::Digest(digest) => (WITH_TOKEN_BY_DIGEST, digest),
     };
-    let Some(row) = conn.query_opt(text, &[hash.into(), repo.into(), reference.into()])? else {
+    (text, [hash.into(), repo.into(), reference.into()])
+}
+
+/// What [`with_token_statement`]'s row says: no row, no token.
+pub fn with_token_of(
+    row: Option<Row>,
+) -> Result<Option<(TokenRow, Option<StoredManifest>)>, Decode> {
+    let Some(row) = row else {
         return Ok(None);
     };
     let token = TokenRow::from_row(&row)?;

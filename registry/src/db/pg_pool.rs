@@ -27,6 +27,9 @@ pub const WRITE_LOCK: i64 = 0x5354_4b50_5752_4954; // "STKPWRIT"
 pub struct PgTarget {
     /// Shared: every pooled client reconnects from it.
     config: Arc<postgres::Config>,
+    /// The same, for the pipelined connections on the server's runtime
+    /// ([`super::pg_async`]).
+    pipelined: Arc<tokio_postgres::Config>,
 }
 
 /// Why a `postgres://` URL cannot be used.
@@ -47,14 +50,25 @@ impl PgTarget {
             };
             BadUrl { reason }
         })?;
+        let mut pipelined: tokio_postgres::Config =
+            url.parse().map_err(|e: tokio_postgres::Error| BadUrl {
+                reason: e.to_string(),
+            })?;
         if config.get_password().is_none() {
             if let Ok(password) = std::env::var("PGPASSWORD") {
-                config.password(password);
+                config.password(&password);
+                pipelined.password(password);
             }
         }
         Ok(PgTarget {
             config: Arc::new(config),
+            pipelined: Arc::new(pipelined),
         })
+    }
+
+    /// The settings of a pipelined connection ([`super::pg_async`]).
+    pub(super) fn pipelined(&self) -> &tokio_postgres::Config {
+        &self.pipelined
     }
 
     pub fn connect(&self) -> Result<postgres::Client, PgError> {

@@ -269,6 +269,43 @@ fn pushes_naming_a_blob_go_on_together_and_gc_deleting_it_waits_for_them() {
     );
 }
 
+/// Pulls through a registry on PostgreSQL run their one statement pipelined on a
+/// shared connection (`db::pg_async`): many at once each get their own answer,
+/// the manifest their tag names or a 404 for a tag nobody pushed, never another
+/// request's row.
+#[test]
+fn pulls_at_once_on_one_pipelined_postgres_connection_each_get_their_own_answer() {
+    use crate::common::{Client, OCI_MANIFEST};
+    use stackpack_test_support::servers::OurRegistry;
+
+    let database = Postgres::start();
+    let url = database.url();
+    let registry = OurRegistry::start_with(&["--database", &url]);
+    let publisher = Client::new(registry.url(), Some(token_in(&url, Role::Publisher)));
+    let pushed: Vec<Vec<u8>> = (0..4)
+        .map(|i| publisher.push_image("acme/app", &format!("t{i}"), i).0)
+        .collect();
+    std::thread::scope(|scope| {
+        for thread in 0..8 {
+            let (publisher, pushed) = (&publisher, &pushed);
+            scope.spawn(move || {
+                for round in 0..40 {
+                    let i = (thread + round) % 5;
+                    let path = format!("/v2/acme/app/manifests/t{i}");
+                    let r = publisher.req("GET", &path, &[("Accept", OCI_MANIFEST)], None);
+                    match pushed.get(i) {
+                        Some(manifest) => {
+                            assert_eq!(r.status, 200, "{path}");
+                            assert_eq!(&r.body, manifest, "{path} answered another's row");
+                        }
+                        None => assert_eq!(r.status, 404, "{path}"),
+                    }
+                }
+            });
+        }
+    });
+}
+
 /// gc and a push racing for one blob, through a registry served on PostgreSQL:
 /// gc holds a blob it is deleting (its rows gone, not yet committed) when a
 /// manifest naming it arrives. The push waits for gc and then, the blob gone, is
@@ -422,7 +459,7 @@ fn token_in(url: &str, role: Role) -> String {
 
 #[test]
 fn a_registry_served_on_postgres_keeps_its_metadata_there() {
-    use crate::common::Client;
+    use crate::common::{Client, OCI_MANIFEST};
     use stackpack_test_support::servers::OurRegistry;
 
     let database = Postgres::start();
@@ -446,6 +483,15 @@ fn a_registry_served_on_postgres_keeps_its_metadata_there() {
     let publisher = Client::new(registry.url(), Some(token_in(&url, Role::Publisher)));
     assert_eq!(publisher.req("GET", "/v2/", &[], None).status, 200);
     let digest = publisher.push_blob("acme/app", b"a layer kept in postgres");
+    let (manifest, _) = publisher.push_image("acme/app", "v1", 7);
+    let pull = || {
+        publisher.req(
+            "GET",
+            "/v2/acme/app/manifests/v1",
+            &[("Accept", OCI_MANIFEST)],
+            None,
+        )
+    };
     let head = publisher.req("HEAD", &format!("/v2/acme/app/blobs/{digest}"), &[], None);
     assert_eq!(head.status, 200);
     let stored = Db::open_url(&url, 1)
@@ -468,9 +514,26 @@ fn a_registry_served_on_postgres_keeps_its_metadata_there() {
     assert!(body.contains("database (postgres): error"), "{body}");
     assert!(!body.contains("hunter2-pw"), "{body}");
     assert_eq!(publisher.req("GET", "/v2/", &[], None).status, 503);
+    // A pull too, which goes its own way (one pipelined statement on the runtime).
+    let refused = pull();
+    assert_eq!(
+        refused.status,
+        503,
+        "{}",
+        String::from_utf8_lossy(&refused.body)
+    );
+    assert!(!String::from_utf8_lossy(&refused.body).contains("hunter2-pw"));
     database.restart();
     for _ in 0..4 {
         assert_eq!(publisher.req("GET", "/v2/", &[], None).status, 200);
+        let pulled = pull();
+        assert_eq!(
+            pulled.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&pulled.body)
+        );
+        assert_eq!(pulled.body, manifest);
         let health = crate::common::send("GET", &format!("{}/healthz", registry.url()), &[], None);
         assert_eq!(
             health.status,

@@ -66,7 +66,8 @@ pub async fn handle(ctx: Ctx, name: &str, reference: &str, head: bool) -> Result
 }
 
 /// An authenticated pull's hot path: the token and the manifest read in one
-/// statement ([`db::manifests::get_with_token`]), then refused or answered exactly as
+/// statement ([`db::manifests::get_with_token`], on the runtime:
+/// [`db::Db::query_opt_hot`]), then refused or answered exactly as
 /// [`handle`] would (the manifest is dropped unread when the token may not pull).
 /// `None` for anything else (no token, a name or reference that is not one): the
 /// request goes the usual way, which says what is wrong in the usual order.
@@ -84,13 +85,17 @@ pub async fn prefetched(
         return Ok(None);
     };
     let hash = auth::hash_token(&token);
-    let found = state.db.read_any(|c| match &parsed {
-        Reference::Tag(tag) => db::manifests::get_with_token(c, &hash, name, Named::Tag(tag)),
-        Reference::Digest(digest) => {
-            let digest = digest.to_string();
-            db::manifests::get_with_token(c, &hash, name, Named::Digest(&digest))
-        }
-    })?;
+    let digest = match &parsed {
+        Reference::Digest(digest) => digest.to_string(),
+        Reference::Tag(_) => String::new(),
+    };
+    let named = match &parsed {
+        Reference::Tag(tag) => Named::Tag(tag),
+        Reference::Digest(_) => Named::Digest(&digest),
+    };
+    let (statement, params) = db::manifests::with_token_statement(&hash, name, named);
+    let row = state.db.query_opt_hot(statement, &params).await?;
+    let found = db::manifests::with_token_of(row).map_err(db::sql::SqlError::from)?;
     let (row, manifest) = match found {
         Some((row, manifest)) => (Some(row), manifest),
         None => (None, None),
