@@ -41,7 +41,11 @@
 # tags as objects in the bucket, so each manifest GET asks S3; ours answers from its
 # database. The manifest rows measure that difference as much as the registries.
 # Manifest GETs straight to one replica of each layout (no haproxy) are printed under
-# the table, to tell the balancer's hop from the replica's own cost.
+# the table, to tell the balancer's hop from the replica's own cost; so are receipts
+# on the production layout started once more with one database connection per
+# replica, one replica asked directly against three behind haproxy, which says
+# whether writes grow with replicas where a replica's pool, not this host's two
+# cores, is the limit.
 # Lines `row<TAB>what<TAB>ours<TAB>baseline<TAB>embedded<TAB>speed<TAB>vs-embedded`
 # on stdout are what scripts/bench/suite.py reads; progress goes to stderr. Every
 # process it starts (moto, PostgreSQL, haproxy, the registries) is stopped on exit,
@@ -168,7 +172,7 @@ start_cluster() {
   } >"$WORK/haproxy-$name.cfg"
   for r in $(seq 1 $REPLICAS); do
     port=$(free_port)
-    [ "$name" != production ] || data_flag=(--data "$WORK/production-r$r")
+    case $name in production*) data_flag=(--data "$WORK/$name-r$r") ;; esac
     say "starting $name replica $r of $REPLICAS on 127.0.0.1:$port (serve --config $(basename "$config"))…"
     RUST_LOG=warn "$BIN" serve --config "$config" "${data_flag[@]}" --listen "127.0.0.1:$port" >"$WORK/$name-$r.log" 2>&1 &
     PIDS+=($!)
@@ -234,6 +238,12 @@ s3-endpoint = "$MOTO"
 s3-region = "us-east-1"
 EOF
 start_cluster production "$WORK/production.toml"
+# The same layout once more, each replica with one database connection, as a small
+# replica's pool is: there the database is not the limit on this one host, so 1
+# replica against 3 shows whether receipts grow with replicas or wait on one lock
+# (issue 42). Only receipts are measured on it.
+{ cat "$WORK/production.toml"; echo "database-connections = 1"; } >"$WORK/production-narrow.toml"
+start_cluster production-narrow "$WORK/production-narrow.toml"
 
 # Distribution on the same moto, its own bucket.
 DIST_PORT=$(free_port)
@@ -393,6 +403,13 @@ for round in $(seq "$ROUNDS"); do
       read -r rate p50 p99 errors <<<"$out"
       [ "$errors" = 0 ] || echo "warning: production's replica refused $errors receipts" >&2
       RATES[production-one]+=" $rate"; INGEST_P99[production-one]+=" $p99"
+      for narrow in production-narrow-replica production-narrow; do
+        say "receipt ingestion, $narrow (one database connection per replica), round $round of $ROUNDS…"
+        out=$("$FLEETBENCH" ingest "${URL[$narrow]}" "${TOKEN[production]}" 8 "$RECEIPTS")
+        read -r rate p50 p99 errors <<<"$out"
+        [ "$errors" = 0 ] || echo "warning: $narrow refused $errors receipts" >&2
+        RATES[$narrow]+=" $rate"; INGEST_P99[$narrow]+=" $p99"
+      done
     fi
     say "support queries, $name, round $round of $ROUNDS: ${#QUERIES[@]} queries × $QUERY_ROUNDS…"
     "$FLEETBENCH" measure "${URL[$name]}" "${SUPPORT[$name]}" "$QUERY_ROUNDS" "${QUERIES[@]}" >"$WORK/queries-$name-$round"
@@ -400,6 +417,9 @@ for round in $(seq "$ROUNDS"); do
 done
 # shellcheck disable=SC2086
 FIG[ingest-production-one]="$(median ${RATES[production-one]}) $(median ${INGEST_P99[production-one]})"
+for narrow in production-narrow-replica production-narrow; do
+  FIG[ingest-$narrow]="$(median ${RATES[$narrow]}) $(median ${INGEST_P99[$narrow]})"
+done
 for name in "${LEDGERS[@]}"; do
   # shellcheck disable=SC2086
   FIG[ingest-$name]="$(median ${RATES[$name]}) $(median ${INGEST_P99[$name]})"
@@ -486,6 +506,9 @@ for layout in "${LAYOUTS[@]}"; do
   read -r r16_rps r16_p99 <<<"${FIG[manifest16-$layout-replica]}"
   echo "manifest GET straight to replica 1 of $layout (no haproxy): 1 client $r1_rps/s ($r1_p99 ms p99), 16 clients $r16_rps/s ($r16_p99 ms p99)"
 done
+read -r n1_rate n1_p99 <<<"${FIG[ingest-production-narrow-replica]}"
+read -r n3_rate n3_p99 <<<"${FIG[ingest-production-narrow]}"
+echo "receipts, production layout, one database connection per replica: 1 replica asked directly $n1_rate/s ($n1_p99 ms p99), $REPLICAS replicas behind haproxy $n3_rate/s ($n3_p99 ms p99): $(ratio "$n3_rate" "$n1_rate")"
 echo "$BUCKETS"
 for name in "${LEDGERS[@]}"; do
   echo
