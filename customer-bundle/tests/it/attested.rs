@@ -9,7 +9,7 @@ use crate::common;
 
 use std::process::Command;
 
-use common::{Runner, Vendor};
+use common::{kms, Runner, Vendor};
 use stackpack_bundle::layout::ImageLayout;
 use stackpack_schema::signature::PrivateKey;
 use stackpack_test_support::servers::Distribution;
@@ -282,31 +282,6 @@ fn a_provenance_of_another_commit_is_refused_and_nothing_is_imported() {
         .is_none());
 }
 
-/// A P-256 key with alias `alias/stackpack-ci` in the emulated KMS, a key of another
-/// spec (`alias/rsa`) and one for encryption (`alias/enc`); returns the signing key's
-/// public PEM as KMS gives it.
-fn kms_keys(moto: &stackpack_test_support::servers::Moto) -> String {
-    let run = moto.python(
-        r#"
-import base64, boto3
-kms = boto3.client("kms", endpoint_url=ENDPOINT, region_name="us-east-1")
-key = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
-kms.create_alias(AliasName="alias/stackpack-ci", TargetKeyId=key)
-rsa = kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
-kms.create_alias(AliasName="alias/rsa", TargetKeyId=rsa)
-enc = kms.create_key(KeySpec="SYMMETRIC_DEFAULT", KeyUsage="ENCRYPT_DECRYPT")["KeyMetadata"]["KeyId"]
-kms.create_alias(AliasName="alias/enc", TargetKeyId=enc)
-der = kms.get_public_key(KeyId="alias/stackpack-ci")["PublicKey"]
-b64 = base64.b64encode(der).decode()
-print("-----BEGIN PUBLIC KEY-----")
-for i in range(0, len(b64), 64):
-    print(b64[i:i + 64])
-print("-----END PUBLIC KEY-----")
-"#,
-    );
-    run.ok().stdout
-}
-
 fn publish_with_kms(
     vendor: &Vendor,
     registry: &Distribution,
@@ -314,8 +289,7 @@ fn publish_with_kms(
     key: &str,
 ) -> Run {
     Run::from(
-        Command::new(common::stackpack_bin())
-            .current_dir(&vendor.dir)
+        kms::stackpack_on_kms(&vendor.dir, moto)
             .args([
                 "publish",
                 "--json",
@@ -326,13 +300,6 @@ fn publish_with_kms(
             ])
             .args(["--registry", &format!("{}/acme", registry.host())])
             .args(["--key", key])
-            .envs(moto.env())
-            .env("AWS_ENDPOINT_URL", &moto.url)
-            .env_remove("GITHUB_HEAD_REF")
-            .env_remove("GITHUB_REF_NAME")
-            .env_remove("CI_COMMIT_REF_NAME")
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("GITLAB_CI")
             .output()
             .unwrap(),
     )
@@ -346,7 +313,7 @@ fn publish_with_kms(
 fn a_bundle_signed_through_kms_verifies_and_a_removed_key_is_named() {
     let registry = Distribution::require();
     let moto = stackpack_test_support::servers::Moto::start();
-    let public_pem = kms_keys(&moto);
+    let public_pem = kms::pem_of(&kms::kms_keys(&moto));
     let vendor = Vendor::small();
     let public = vendor.temp.path().join("kms.pub");
     std::fs::write(&public, &public_pem).unwrap();

@@ -13,49 +13,15 @@ use stackpack_schema::signature::{canonical_json, SignatureEnvelope};
 use stackpack_test_support::servers::Moto;
 use stackpack_test_support::Run;
 
+use crate::common::kms::{kms_keys, stackpack_on_kms};
 use crate::common::release::{inputs_dir, ReleaseVendor};
 use crate::common::{have, stackpack_bin, Runner};
 
 const KEY: &str = "awskms:///alias/stackpack-ci";
 
-/// In moto's KMS: a P-256 signing key `alias/stackpack-ci`, an RSA one `alias/rsa`
-/// and an encryption key `alias/enc`. Returns the signing key's public key as KMS
-/// gives it (DER).
-fn kms_keys(moto: &Moto) -> Vec<u8> {
-    let run = moto
-        .python(
-            r#"
-import base64, boto3
-kms = boto3.client("kms", endpoint_url=ENDPOINT, region_name="us-east-1")
-for alias, spec, usage in [("stackpack-ci", "ECC_NIST_P256", "SIGN_VERIFY"),
-                           ("rsa", "RSA_2048", "SIGN_VERIFY"),
-                           ("enc", "SYMMETRIC_DEFAULT", "ENCRYPT_DECRYPT")]:
-    key = kms.create_key(KeySpec=spec, KeyUsage=usage)["KeyMetadata"]["KeyId"]
-    kms.create_alias(AliasName="alias/" + alias, TargetKeyId=key)
-print(base64.b64encode(kms.get_public_key(KeyId="alias/stackpack-ci")["PublicKey"]).decode())
-"#,
-        )
-        .ok();
-    base64::engine::general_purpose::STANDARD
-        .decode(run.stdout.trim())
-        .unwrap()
-}
-
 /// `stackpack ARGS` in `dir`, against moto's KMS.
 fn stackpack(dir: &Path, moto: &Moto, args: &[&str]) -> Run {
-    Run::from(
-        Command::new(stackpack_bin())
-            .current_dir(dir)
-            .args(args)
-            .envs(moto.env())
-            .env("AWS_ENDPOINT_URL", &moto.url)
-            .env("NO_COLOR", "1")
-            .env_remove("GITHUB_HEAD_REF")
-            .env_remove("GITHUB_REF_NAME")
-            .env_remove("CI_COMMIT_REF_NAME")
-            .output()
-            .unwrap(),
-    )
+    Run::from(stackpack_on_kms(dir, moto).args(args).output().unwrap())
 }
 
 fn openssl_verifies(public: &Path, message: &[u8], signature: &[u8], dir: &Path) -> Run {

@@ -16,6 +16,7 @@ use stackpack_schema::oci::{Annotations, Descriptor, ImageManifest};
 use stackpack_schema::signature::{PrivateKey, SignaturePayload};
 
 pub mod hold_relay;
+pub mod kms;
 pub mod release;
 
 pub use stackpack_test_support::servers::Moto;
