@@ -6,8 +6,8 @@
 //! scheduler opening waves as stack receipts arrive, a failure halting it, a resume
 //! and its completion.
 
-use stackpack_registry::api::RolloutState;
 use stackpack_registry::api::{Deployment, Release, Source};
+use stackpack_registry::api::{EventKind, RolloutState};
 use stackpack_registry::db::locks::Lock;
 use stackpack_registry::db::sql::{Pg, Sql};
 use stackpack_registry::db::{alerts, ledger, manifests, Db};
@@ -118,7 +118,26 @@ fn report<C: Sql>(
     outcome: Outcome,
     seconds: i64,
 ) -> Deployment {
-    let finished: Timestamp = rollout::format_ns(at(seconds)).parse().unwrap();
+    let (d, document) = apply_receipt(id, customer, version, outcome, at(seconds));
+    let finished = d.finished_at.clone();
+    ledger::note_customer(conn, customer, finished.as_str()).unwrap();
+    let before = alerts::cell_flags(conn, customer, "web").unwrap();
+    ledger::file_receipt(conn, &d, at(seconds), &document).unwrap();
+    rollout::refresh_customer(conn, customer, at(seconds)).unwrap();
+    stackpack_registry::receipts::steps::alert::note_receipt(conn, &d, &document, before).unwrap();
+    d
+}
+
+/// `customer`'s apply receipt of `web@version`, finished at registry time
+/// `finished_ns`, as the ledger files it, and its document.
+fn apply_receipt(
+    id: &str,
+    customer: &str,
+    version: &str,
+    outcome: Outcome,
+    finished_ns: i64,
+) -> (Deployment, String) {
+    let finished: Timestamp = rollout::format_ns(finished_ns).parse().unwrap();
     let d = Deployment {
         receipt_id: id.into(),
         customer: customer.into(),
@@ -130,17 +149,12 @@ fn report<C: Sql>(
         started_at: finished.clone(),
         finished_at: finished.clone(),
         key_id: "k1".into(),
-        received_at: finished.clone(),
+        received_at: finished,
         release: None,
         reason: None,
     };
     let document = format!("{{\"id\":\"{id}\",\"outcome\":\"{}\"}}", outcome.as_str());
-    ledger::note_customer(conn, customer, finished.as_str()).unwrap();
-    let before = alerts::cell_flags(conn, customer, "web").unwrap();
-    ledger::file_receipt(conn, &d, at(seconds), &document).unwrap();
-    rollout::refresh_customer(conn, customer, at(seconds)).unwrap();
-    stackpack_registry::receipts::steps::alert::note_receipt(conn, &d, &document, before).unwrap();
-    d
+    (d, document)
 }
 
 /// A rollout as the API answers it, with who it assigned.
@@ -451,4 +465,111 @@ fn a_rollouts_tick_and_controls_hold_only_that_rollout_and_channel_settings_only
         &set,
         "two wrote one channel's settings at once",
     );
+}
+
+/// Files `customer`'s succeeded apply receipt of `web@1.0.0` at registry time
+/// `now_ns` through `db`, holding what `receipts::store` holds (the customer and
+/// the receipt; the rollouts as reached), and run again should the database break
+/// it off for a deadlock.
+fn report_held(db: &Db, id: &str, customer: &str, now_ns: i64) {
+    let (d, document) = apply_receipt(id, customer, "1.0.0", Outcome::Succeeded, now_ns);
+    let finished = d.finished_at.clone();
+    db.write_keyed(&[Lock::Customer(customer), Lock::Receipt(id)], |tx| {
+        ledger::note_customer(tx, customer, finished.as_str())?;
+        ledger::file_receipt(tx, &d, now_ns, &document)?;
+        Ok(rollout::refresh_customer(tx, customer, now_ns)?)
+    })
+    .unwrap();
+}
+
+/// Issue 42: one rollout's state machine with no lock over every writer. The
+/// scheduler ticking on two replicas at once and receipts filed through a third
+/// move a rollout of three waves through them as one writer would: each wave opens
+/// once, each customer is assigned once, and it completes.
+#[test]
+fn ticks_on_two_replicas_and_receipts_through_a_third_open_each_wave_once() {
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+    let server = Postgres::start();
+    let replicas: Vec<Db> = (0..3)
+        .map(|_| Db::open_url(&server.url(), 2).unwrap())
+        .collect();
+    let waves = ["canary", "early", "general"];
+    let customers = ["c0", "c1", "c2", "c3", "c4", "c5"];
+    let id = replicas[0]
+        .write_keyed(&[], |tx| {
+            let names = waves.map(String::from).to_vec();
+            rollout::set_channel(tx, "stable", Some(names), Some(60), at(0))?;
+            for (i, customer) in customers.iter().enumerate() {
+                ledger::register_customer(tx, customer, None, None, "2027-01-01T00:00:00Z")?;
+                rollout::place(tx, customer, "stable", Some(waves[i / 2]), at(0))?;
+            }
+            publish(tx, "1.0.0");
+            Ok(rollout::promote(tx, REPO, &statement("1.0.0"), at(1))?.rollout)
+        })
+        .unwrap();
+
+    // One registry clock for all, moving on a soak's worth at every tick.
+    let clock = AtomicI64::new(at(2));
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for db in &replicas[..2] {
+            let (clock, done) = (&clock, &done);
+            scope.spawn(move || {
+                while !done.load(Ordering::SeqCst) {
+                    let now = clock.fetch_add(61 * NS, Ordering::SeqCst);
+                    rollout::tick(db, now).unwrap();
+                }
+            });
+        }
+        let filer = &replicas[2];
+        let mut reported = std::collections::HashSet::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let detail = filer.read_any(|c| rollout::detail(c, id)).unwrap().unwrap();
+            if detail.rollout.state == RolloutState::Completed {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the rollout did not complete: {detail:#?}"
+            );
+            for a in &detail.assignments {
+                if reported.insert(a.customer.clone()) {
+                    let now = clock.load(Ordering::SeqCst);
+                    report_held(filer, &format!("r-{}", a.customer), &a.customer, now);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        done.store(true, Ordering::SeqCst);
+    });
+
+    let detail = replicas[0]
+        .read_any(|c| rollout::detail(c, id))
+        .unwrap()
+        .unwrap();
+    let opened: Vec<&str> = detail
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::WaveOpened)
+        .filter_map(|e| e.wave.as_deref())
+        .collect();
+    assert_eq!(opened.len(), 3, "each wave opens once: {opened:?}");
+    for wave in waves {
+        assert!(opened.contains(&wave), "{wave} never opened: {opened:?}");
+    }
+    let mut assigned: Vec<&str> = detail
+        .assignments
+        .iter()
+        .map(|a| a.customer.as_str())
+        .collect();
+    assigned.sort_unstable();
+    assert_eq!(assigned, customers, "each customer is assigned once");
+    let completed = detail
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Completed)
+        .count();
+    assert_eq!(completed, 1);
 }
