@@ -215,15 +215,10 @@ fn known_h1(
         }
     }
     let h1 = package_h1(target)?;
-    // Only a cache: a home that cannot keep it works it out again next time.
-    if let Some(folder) = kept.parent() {
-        let staged = folder.join(format!(".{}.{}", digest.hex(), std::process::id()));
-        let written = files::create_folder(folder).is_ok()
-            && files::write_private(&staged, &h1).is_ok()
-            && std::fs::rename(&staged, &kept).is_ok();
-        if !written {
-            let _ = std::fs::remove_file(&staged);
-        }
+    // Only a cache: a home that cannot keep it works it out again next time. Kept
+    // whole or not at all, owner-only (a temporary file renamed into place).
+    if files::create_folder(cache).is_ok() {
+        let _ = stackpack_bundle::layout::write_atomically(&kept, h1.as_bytes());
     }
     Ok(h1)
 }
