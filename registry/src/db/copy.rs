@@ -18,7 +18,7 @@ use postgres::fallible_iterator::FallibleIterator;
 use rusqlite::{Connection, OpenFlags};
 use sha2::{Digest as _, Sha256};
 
-use super::sql::{pg_values, sqlite_value, Param, PgError, Value};
+use super::sql::{pg_params, pg_values, sqlite_value, Param, PgError, Value};
 
 /// Columns SQLite keeps for its own purposes, which PostgreSQL's schema does not
 /// have, as (table, column, why). Empty today: every SQLite column has its
@@ -779,8 +779,7 @@ fn insert(
             });
         }
     }
-    let params: Vec<&(dyn postgres::types::ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-    tx.execute(statement, &params)
+    tx.execute(statement, &pg_params(&params))
         .map_err(|e| pg(Step::Insert, Some(&table.name))(e.into()))?;
     Ok(())
 }

@@ -438,9 +438,14 @@ impl Db {
     fn timed<T>(&self, call: Call, f: impl FnOnce() -> T) -> T {
         let started = Instant::now();
         let value = f();
+        self.observe(call, started);
+        value
+    }
+
+    /// Records in `/metrics` how long a `call` begun at `started` took.
+    fn observe(&self, call: Call, started: Instant) {
         self.metrics
             .observe_database(self.backend().as_str(), call.as_str(), started.elapsed());
-        value
     }
 
     /// Runs a quick, indexed lookup `f` on a reader connection (inline on SQLite).
@@ -467,11 +472,7 @@ impl Db {
             Store::Postgres(p) => {
                 let started = Instant::now();
                 let answer = p.hot.query_opt(sql, params).await;
-                self.metrics.observe_database(
-                    self.backend().as_str(),
-                    Call::Read.as_str(),
-                    started.elapsed(),
-                );
+                self.observe(Call::Read, started);
                 Ok(answer.map_err(SqlError::from)?)
             }
         }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::pg_pool::PgTarget;
-use super::sql::{pg_values, Param, PgError, Row};
+use super::sql::{column_names, pg_params, pg_values, Param, PgError, Row};
 
 /// A few pipelined connections, picked round robin.
 pub struct PgPipelines {
@@ -109,19 +109,17 @@ impl Pipeline {
             Some(known) => known,
             None => {
                 let statement = self.client.prepare(sql).await?;
-                let names: Arc<[String]> = statement
-                    .columns()
-                    .iter()
-                    .map(|c| c.name().to_string())
-                    .collect();
+                let names = column_names(&statement);
                 let prepared = (statement, names);
                 lock(&self.statements).insert(sql, prepared.clone());
                 prepared
             }
         };
-        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-            params.iter().map(|p| p as _).collect();
-        match self.client.query_opt(&statement, &params).await? {
+        match self
+            .client
+            .query_opt(&statement, &pg_params(params))
+            .await?
+        {
             Some(row) => Ok(Some(Row::new(names, pg_values(&row)?))),
             None => Ok(None),
         }

@@ -776,25 +776,18 @@ impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
     }
 
     fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, PgError> {
-        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            params.iter().map(|p| p as _).collect();
+        let params = pg_params(params);
         let statement = self.statement(sql)?;
         let answer = self.client.borrow_mut().execute(&statement, &params);
         self.noted(answer)
     }
 
     fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, PgError> {
-        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
-            params.iter().map(|p| p as _).collect();
+        let params = pg_params(params);
         let statement = self.statement(sql)?;
         let answer = self.client.borrow_mut().query(&statement, &params);
         let rows = self.noted(answer)?;
-        // The names once per statement, from its description: every row shares them.
-        let names: Arc<[String]> = statement
-            .columns()
-            .iter()
-            .map(|c| c.name().to_string())
-            .collect();
+        let names = column_names(&statement);
         rows.iter()
             .map(|row| Ok(Row::new(names.clone(), pg_values(row)?)))
             .collect()
@@ -812,6 +805,23 @@ impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
             &[&class, &key],
         )
     }
+}
+
+/// Parameters as the PostgreSQL client takes them.
+pub(crate) fn pg_params<'a>(
+    params: &'a [Param<'_>],
+) -> Vec<&'a (dyn postgres::types::ToSql + Sync)> {
+    params.iter().map(|p| p as _).collect()
+}
+
+/// A statement's column names, once per statement from its description: every row
+/// it answers shares them.
+pub(crate) fn column_names(statement: &postgres::Statement) -> Arc<[String]> {
+    statement
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect()
 }
 
 pub(crate) fn pg_values(row: &postgres::Row) -> Result<Vec<Value>, PgError> {

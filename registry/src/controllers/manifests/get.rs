@@ -85,13 +85,13 @@ pub async fn prefetched(
         return Ok(None);
     };
     let hash = auth::hash_token(&token);
-    let digest = match &parsed {
-        Reference::Digest(digest) => digest.to_string(),
-        Reference::Tag(_) => String::new(),
-    };
+    let digest;
     let named = match &parsed {
         Reference::Tag(tag) => Named::Tag(tag),
-        Reference::Digest(_) => Named::Digest(&digest),
+        Reference::Digest(d) => {
+            digest = d.to_string();
+            Named::Digest(&digest)
+        }
     };
     let (statement, params) = db::manifests::with_token_statement(&hash, name, named);
     let row = state.db.query_opt_hot(statement, &params).await?;

@@ -158,25 +158,24 @@ async fn read_release(
     Some(release)
 }
 
-/// Every blob the manifest needs is in the repository with the size it says, and
-/// every manifest an index lists is stored. The blobs are held shared until the
+/// Every blob the manifest needs (`blobs`, their digests `keys`) is in the
+/// repository with the size it says, and every manifest an index lists is stored. The blobs are held shared until the
 /// push commits: gc deletes none of them meanwhile, and pushes naming one go on
 /// beside each other (`db::locks`).
 fn check_references<C: Sql + ?Sized>(
     tx: &C,
     name: &str,
     blobs: &[Descriptor],
+    keys: &[String],
     manifests: &[String],
 ) -> Result<()>
 where
     Error: From<C::Error>,
 {
-    let keys: Vec<String> = blobs.iter().map(|d| d.digest.to_string()).collect();
     let named: Vec<Lock> = keys.iter().map(|d| Lock::Blob(d)).collect();
     tx.share_all(&named)?;
-    for blob in blobs {
-        let key = blob.digest.to_string();
-        match db::blobs::size_in_repo(tx, name, &key)? {
+    for (blob, key) in blobs.iter().zip(keys) {
+        match db::blobs::size_in_repo(tx, name, key)? {
             None => {
                 return Err(Error::new(
                     Code::ManifestBlobUnknown,
@@ -249,8 +248,6 @@ fn record_stack_version<C: Sql + ?Sized>(
     Ok(())
 }
 
-/// What a push holds beside other pushes (see `db::locks`): its repository, and
-/// the stack and the release it records.
 /// What a push holds on PostgreSQL, beside pushes to others: its repository (and
 /// the stack and release it records); a channel statement its channel too, where
 /// it starts a rollout (and the rollouts it supersedes, as it reaches them: see
@@ -328,7 +325,7 @@ pub async fn handle(
         .collect();
     let subject = checked.subject.as_ref().map(|s| s.digest.to_string());
     let store = |tx: &Conn<'_>| {
-        check_references(tx, name, &checked.blobs, &manifest_keys)?;
+        check_references(tx, name, &checked.blobs, &blob_keys, &manifest_keys)?;
         if let Reference::Tag(tag) = &reference {
             check_tag_move(&ctx, tx, name, tag, &key)?;
         }
