@@ -202,13 +202,32 @@ pub(crate) type Hold<'a> = &'a (dyn Fn(&Conn) -> Result<(), SqlError> + Sync);
 
 const LONG: Duration = Duration::from_secs(20);
 
+/// Two replicas' `Db`s on one PostgreSQL database.
+pub(crate) fn two_replicas(server: &Postgres) -> (Db, Db) {
+    (
+        Db::open_url(&server.url(), 2).unwrap(),
+        Db::open_url(&server.url(), 2).unwrap(),
+    )
+}
+
+/// A registry served on `database`, and a publisher's client for it.
+fn served_with_publisher(
+    database: &Postgres,
+) -> (
+    stackpack_test_support::servers::OurRegistry,
+    crate::common::Client,
+) {
+    let url = database.url();
+    let registry = stackpack_test_support::servers::OurRegistry::start_with(&["--database", &url]);
+    let token = token_in(&url, Role::Publisher);
+    let publisher = crate::common::Client::new(registry.url(), Some(token));
+    (registry, publisher)
+}
+
 #[test]
 fn keyed_writes_of_two_replicas_wait_only_for_their_own_key() {
     let server = Postgres::start();
-    let (one, two) = (
-        Db::open_url(&server.url(), 2).unwrap(),
-        Db::open_url(&server.url(), 2).unwrap(),
-    );
+    let (one, two) = two_replicas(&server);
     // Other keys go on through the other replica while upload `a` is held, and so
     // does a write holding no key (there is no registry-wide write lock).
     let upload_a: Hold = &|tx| tx.lock(Lock::Upload("a"));
@@ -235,10 +254,7 @@ fn keyed_writes_of_two_replicas_wait_only_for_their_own_key() {
 #[test]
 fn pushes_naming_a_blob_go_on_together_and_gc_deleting_it_waits_for_them() {
     let server = Postgres::start();
-    let (one, two) = (
-        Db::open_url(&server.url(), 2).unwrap(),
-        Db::open_url(&server.url(), 2).unwrap(),
-    );
+    let (one, two) = two_replicas(&server);
     let push = |db: &Db| {
         db.write_keyed(&[Lock::Repository("acme/net")], |tx| {
             Ok(tx.share_all(&[Lock::Blob("sha256:x"), Lock::Blob("sha256:y")])?)
@@ -275,13 +291,10 @@ fn pushes_naming_a_blob_go_on_together_and_gc_deleting_it_waits_for_them() {
 /// request's row.
 #[test]
 fn pulls_at_once_on_one_pipelined_postgres_connection_each_get_their_own_answer() {
-    use crate::common::{Client, OCI_MANIFEST};
-    use stackpack_test_support::servers::OurRegistry;
+    use crate::common::OCI_MANIFEST;
 
     let database = Postgres::start();
-    let url = database.url();
-    let registry = OurRegistry::start_with(&["--database", &url]);
-    let publisher = Client::new(registry.url(), Some(token_in(&url, Role::Publisher)));
+    let (_registry, publisher) = served_with_publisher(&database);
     let pushed: Vec<Vec<u8>> = (0..4)
         .map(|i| publisher.push_image("acme/app", &format!("t{i}"), i).0)
         .collect();
@@ -313,13 +326,10 @@ fn pulls_at_once_on_one_pipelined_postgres_connection_each_get_their_own_answer(
 /// (what a push holding nothing of its blobs would do).
 #[test]
 fn a_push_naming_a_blob_gc_is_deleting_waits_for_gc_and_is_refused_once_it_is_gone() {
-    use crate::common::{image_manifest, Client, OCI_MANIFEST};
-    use stackpack_test_support::servers::OurRegistry;
+    use crate::common::{image_manifest, OCI_MANIFEST};
 
     let database = Postgres::start();
-    let url = database.url();
-    let registry = OurRegistry::start_with(&["--database", &url]);
-    let publisher = Client::new(registry.url(), Some(token_in(&url, Role::Publisher)));
+    let (_registry, publisher) = served_with_publisher(&database);
     let config = b"{}";
     let config_digest = publisher.push_blob("acme/app", config);
     let layer = b"a layer gc is collecting";
@@ -331,7 +341,7 @@ fn a_push_naming_a_blob_gc_is_deleting_waits_for_gc_and_is_refused_once_it_is_go
         None,
         None,
     );
-    let gc = Db::open_url(&url, 1).unwrap();
+    let gc = Db::open_url(&database.url(), 1).unwrap();
     let deleting: Hold = &|tx| {
         tx.lock(Lock::Blob(&layer_digest))?;
         stackpack_registry::db::blobs::delete_rows(tx, std::slice::from_ref(&layer_digest))

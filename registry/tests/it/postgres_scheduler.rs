@@ -23,7 +23,7 @@ use stackpack_schema::Digest;
 use stackpack_test_support::servers::Postgres;
 
 use crate::postgres_backend::{assert_same, icu_database, on_sqlite};
-use crate::postgres_db::{assert_waits, holding, Hold};
+use crate::postgres_db::{assert_waits, holding, two_replicas, Hold};
 
 const NS: i64 = 1_000_000_000;
 /// The story's clock: 2027-01-15, in seconds from it.
@@ -392,10 +392,7 @@ fn the_scheduler_answers_the_same_on_sqlite_and_postgres() {
 #[test]
 fn a_rollouts_tick_and_controls_hold_only_that_rollout_and_channel_settings_only_that_channel() {
     let server = Postgres::start();
-    let (one, two) = (
-        Db::open_url(&server.url(), 2).unwrap(),
-        Db::open_url(&server.url(), 2).unwrap(),
-    );
+    let (one, two) = two_replicas(&server);
     let (stable, beta) = one
         .write_keyed(&[], |tx| {
             for (channel, customer) in [("stable", "acme"), ("beta", "globex")] {
